@@ -1,0 +1,200 @@
+// Package cli is the cobra command tree of occ. Commands only bind flags to option structs and
+// call library functions; printing (table, JSON, YAML, progress) lives here and nowhere else.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+)
+
+// Exit codes: 0 success, 1 a failed operation, 2 a usage error (bad flag, argument or setting).
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+// usageError marks an error the user fixes by changing the command line; it exits 2.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func usageErrorf(format string, args ...any) error {
+	return &usageError{err: fmt.Errorf(format, args...)}
+}
+
+// silentExit carries an exit code for a command that already printed what went wrong (for
+// example `sandbox validate`, which lists every problem itself).
+type silentExit struct{ code int }
+
+func (e *silentExit) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// Globals are the settings every command shares. They are resolved from flags, then OCC_*
+// environment variables, then the optional config file, in that order.
+type Globals struct {
+	Kubeconfig string
+	Context    string
+	Output     string
+	Verbosity  int
+
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+
+	v *viper.Viper
+}
+
+// outputFormats are the values -o/--output accepts.
+var outputFormats = []string{"table", "json", "yaml"}
+
+// Execute runs occ with args and returns the process exit code.
+func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	g := &Globals{Stdin: stdin, Stdout: stdout, Stderr: stderr, v: viper.New()}
+	root := NewRootCommand(g)
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	var silent *silentExit
+	if errors.As(err, &silent) {
+		return silent.code
+	}
+	fmt.Fprintf(stderr, "Error: %s\n", err)
+	if isUsageError(err) {
+		return exitUsage
+	}
+	return exitError
+}
+
+func isUsageError(err error) bool {
+	var u *usageError
+	if errors.As(err, &u) {
+		return true
+	}
+	// cobra reports unknown commands and wrong argument counts as plain errors.
+	msg := err.Error()
+	for _, prefix := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "accepts ", "requires at least", "requires at most", "invalid argument"} {
+		if strings.HasPrefix(msg, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// NewRootCommand builds the whole command tree around g.
+func NewRootCommand(g *Globals) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "occ",
+		Short: "OpenClaw Enterprise engineers' tool: local control plane and OpenShell sandbox driver",
+		Long: `occ brings up a disposable OpenClaw Enterprise control plane on a laptop with Docker
+(occ dev) and drives the OpenShell SandboxDriver core by hand against any cluster and
+OpenShell gateway (occ sandbox).`,
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return g.resolve(cmd)
+		},
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })
+
+	pf := root.PersistentFlags()
+	pf.String("kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
+	pf.String("context", "", "kubeconfig context to use (default: the current context)")
+	pf.StringP("output", "o", "table", "output format: table|json|yaml")
+	pf.CountP("verbosity", "v", "more detail on stderr (repeat for more)")
+	pf.String("config", "", "config file (default: $XDG_CONFIG_HOME/occ/config.yaml)")
+
+	root.AddCommand(newVersionCommand(g), newCompletionCommand(), newDevCommand(g), newSandboxCommand(g))
+	return root
+}
+
+// resolve fills g from flags > OCC_* environment > config file, and checks the shared values.
+func (g *Globals) resolve(cmd *cobra.Command) error {
+	v := g.v
+	v.SetEnvPrefix("OCC")
+	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
+	v.AutomaticEnv()
+	var bindErr error
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if err := v.BindPFlag(f.Name, f); err != nil && bindErr == nil {
+			bindErr = err
+		}
+	})
+	if bindErr != nil {
+		return bindErr
+	}
+	if err := g.readConfigFile(cmd); err != nil {
+		return err
+	}
+	g.Kubeconfig = v.GetString("kubeconfig")
+	g.Context = v.GetString("context")
+	g.Output = strings.ToLower(v.GetString("output"))
+	g.Verbosity = v.GetInt("verbosity")
+	if !contains(outputFormats, g.Output) {
+		return usageErrorf("--output %q is not supported: use one of %s", g.Output, strings.Join(outputFormats, ", "))
+	}
+	return nil
+}
+
+func (g *Globals) readConfigFile(cmd *cobra.Command) error {
+	path, explicit := g.v.GetString("config"), true
+	if path == "" {
+		explicit = false
+		dir := os.Getenv("XDG_CONFIG_HOME")
+		if dir == "" {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return nil
+			}
+			dir = filepath.Join(home, ".config")
+		}
+		path = filepath.Join(dir, "occ", "config.yaml")
+	}
+	if _, err := os.Stat(path); err != nil {
+		if explicit {
+			return usageErrorf("--config %q cannot be read: %v", path, err)
+		}
+		return nil
+	}
+	g.v.SetConfigFile(path)
+	g.v.SetConfigType("yaml")
+	if err := g.v.ReadInConfig(); err != nil {
+		return fmt.Errorf("read config file %s: %w (fix the YAML or remove the file)", path, err)
+	}
+	_ = cmd
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// exactArgs is cobra.ExactArgs with a usage error, so a wrong count exits 2.
+func exactArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usageErrorf("%s takes %d argument(s), got %d; see '%s --help'", cmd.CommandPath(), n, len(args), cmd.CommandPath())
+		}
+		return nil
+	}
+}

@@ -1,0 +1,41 @@
+package testbed
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// MarkPodReady plays the kubelet, which the test bed does not have: it sets the Pod's phase to
+// Running and its Ready condition to True through the status subresource.
+func MarkPodReady(ctx context.Context, t testing.TB, c kubernetes.Interface, namespace, name string) {
+	t.Helper()
+	pod, err := c.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("testbed: get Pod %s/%s: %v", namespace, name, err)
+	}
+	SetPodReady(pod)
+	if _, err := c.CoreV1().Pods(namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("testbed: mark Pod %s/%s ready: %v", namespace, name, err)
+	}
+}
+
+// SetPodReady changes pod in memory the way a kubelet reports a started, ready Pod.
+func SetPodReady(pod *corev1.Pod) {
+	now := metav1.Now()
+	pod.Status.Phase = corev1.PodRunning
+	pod.Status.StartTime = &now
+	conds := []corev1.PodCondition{}
+	for _, c := range pod.Status.Conditions {
+		if c.Type != corev1.PodReady && c.Type != corev1.ContainersReady {
+			conds = append(conds, c)
+		}
+	}
+	pod.Status.Conditions = append(conds,
+		corev1.PodCondition{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+	)
+}
