@@ -1,0 +1,147 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+)
+
+// ErrWaitTimeout is wrapped by waits that end because their context ran out.
+var ErrWaitTimeout = errors.New("timed out")
+
+// PodReady reports whether the Pod's Ready condition is True.
+func PodReady(p *corev1.Pod) bool {
+	if p.DeletionTimestamp != nil {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// WaitForPod waits by watch (a list, then a watch from that list's resourceVersion, so no event
+// is missed) until a Pod matching selector in namespace satisfies cond, and returns it.
+func WaitForPod(ctx context.Context, c kubernetes.Interface, namespace, selector string, cond func(*corev1.Pod) bool) (*corev1.Pod, error) {
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = selector
+			return c.CoreV1().Pods(namespace).List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = selector
+			return c.CoreV1().Pods(namespace).Watch(ctx, o)
+		},
+	}
+	var found *corev1.Pod
+	_, err := watchtools.UntilWithSync(ctx, lw, &corev1.Pod{}, nil, func(ev watch.Event) (bool, error) {
+		if ev.Type == watch.Deleted {
+			return false, nil
+		}
+		p, ok := ev.Object.(*corev1.Pod)
+		if ok && cond(p) {
+			found = p
+			return true, nil
+		}
+		return false, nil
+	})
+	if err != nil {
+		return nil, waitError(ctx, fmt.Sprintf("Pod with labels %q in namespace %s", selector, namespace), err)
+	}
+	return found, nil
+}
+
+// WaitForNamedObject waits by watch until the named object of the list-watch's type satisfies
+// cond. It serves Deployments, StatefulSets and anything else with a typed client.
+func WaitForNamedObject(ctx context.Context, lw cache.ListerWatcher, example runtime.Object, what string, cond func(runtime.Object) bool) error {
+	_, err := watchtools.UntilWithSync(ctx, lw, example, nil, func(ev watch.Event) (bool, error) {
+		if ev.Type == watch.Deleted {
+			return false, nil
+		}
+		return cond(ev.Object), nil
+	})
+	if err != nil {
+		return waitError(ctx, what, err)
+	}
+	return nil
+}
+
+// WaitForDeploymentReady waits until the Deployment's observed generation is current and all
+// desired replicas are updated and available.
+func WaitForDeploymentReady(ctx context.Context, c kubernetes.Interface, namespace, name string) error {
+	sel := fields.OneTermEqualSelector("metadata.name", name).String()
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = sel
+			return c.AppsV1().Deployments(namespace).List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = sel
+			return c.AppsV1().Deployments(namespace).Watch(ctx, o)
+		},
+	}
+	return WaitForNamedObject(ctx, lw, &appsv1.Deployment{}, fmt.Sprintf("Deployment %s/%s", namespace, name), func(o runtime.Object) bool {
+		d, ok := o.(*appsv1.Deployment)
+		return ok && DeploymentReady(d)
+	})
+}
+
+// WaitForStatefulSetReady waits until every desired replica of the StatefulSet is ready.
+func WaitForStatefulSetReady(ctx context.Context, c kubernetes.Interface, namespace, name string) error {
+	sel := fields.OneTermEqualSelector("metadata.name", name).String()
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = sel
+			return c.AppsV1().StatefulSets(namespace).List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = sel
+			return c.AppsV1().StatefulSets(namespace).Watch(ctx, o)
+		},
+	}
+	return WaitForNamedObject(ctx, lw, &appsv1.StatefulSet{}, fmt.Sprintf("StatefulSet %s/%s", namespace, name), func(o runtime.Object) bool {
+		s, ok := o.(*appsv1.StatefulSet)
+		return ok && StatefulSetReady(s)
+	})
+}
+
+// DeploymentReady reports whether the Deployment has rolled out completely.
+func DeploymentReady(d *appsv1.Deployment) bool {
+	want := int32(1)
+	if d.Spec.Replicas != nil {
+		want = *d.Spec.Replicas
+	}
+	return d.Status.ObservedGeneration >= d.Generation && d.Status.UpdatedReplicas >= want && d.Status.AvailableReplicas >= want
+}
+
+// StatefulSetReady reports whether every desired replica of the StatefulSet is ready.
+func StatefulSetReady(s *appsv1.StatefulSet) bool {
+	want := int32(1)
+	if s.Spec.Replicas != nil {
+		want = *s.Spec.Replicas
+	}
+	return s.Status.ObservedGeneration >= s.Generation && s.Status.ReadyReplicas >= want
+}
+
+func waitError(ctx context.Context, what string, err error) error {
+	if ctx.Err() != nil || errors.Is(err, watchtools.ErrWatchClosed) || isTimeout(err) {
+		return fmt.Errorf("wait for %s: %w (%v)", what, ErrWaitTimeout, err)
+	}
+	return fmt.Errorf("wait for %s: %w", what, err)
+}
+
+func isTimeout(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+}
