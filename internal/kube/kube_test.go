@@ -3,9 +3,9 @@ package kube_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
