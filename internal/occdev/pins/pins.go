@@ -1,0 +1,254 @@
+// Package pins holds the pinned artifacts `occ dev up` installs: the OpenShell source archive
+// (for its Helm charts), the OpenShell images, the k3s node image and the Agent Sandbox manifest,
+// each with the checksum or digest it is verified against.
+//
+// Pins are data, not code: the default set lives in pins.yaml, embedded into the binary, and a
+// file of the same shape can replace it (the caller maps OCC_DEVELOPMENT_PIN_FILE or a flag to
+// Load). Every set is decoded strictly and validated before anything uses it.
+package pins
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"regexp"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// SchemaVersion is the pin file format this occ understands.
+const SchemaVersion = 1
+
+//go:embed pins.yaml
+var embedded []byte
+
+// EmbeddedSource names the built-in pin set in errors and summaries.
+const EmbeddedSource = "embedded pins.yaml"
+
+// Set is a complete, validated set of pins.
+type Set struct {
+	SchemaVersion int          `json:"schemaVersion"`
+	OpenShell     OpenShell    `json:"openshell"`
+	K3s           K3s          `json:"k3s"`
+	AgentSandbox  AgentSandbox `json:"agentSandbox"`
+
+	// Source says where the set came from (a file path or EmbeddedSource), for messages.
+	Source string `json:"-"`
+}
+
+// OpenShell pins one OpenShell release.
+type OpenShell struct {
+	// Version is the release version without a leading "v"; it becomes the packaged charts'
+	// version and appVersion.
+	Version string `json:"version"`
+	// Commit is the 40-hex upstream commit the images were built from.
+	Commit        string        `json:"commit"`
+	SourceArchive SourceArchive `json:"sourceArchive"`
+	Charts        Charts        `json:"charts"`
+	Images        Images        `json:"images"`
+}
+
+// Artifact is a downloadable file and the SHA-256 it must have.
+type Artifact struct {
+	URL string `json:"url"`
+	// SHA256 is 64 lower-case hex digits.
+	SHA256 string `json:"sha256"`
+}
+
+// SourceArchive is the OpenShell source tarball; only its Helm subtree is ever extracted.
+type SourceArchive struct {
+	Artifact
+	// TopDirectory is the single directory every entry of the tarball lives under
+	// (GitHub tag tarballs use "<Repo>-<version>").
+	TopDirectory string `json:"topDirectory"`
+	// HelmDirectory is the subtree below TopDirectory that holds the charts ("deploy/helm").
+	HelmDirectory string `json:"helmDirectory"`
+}
+
+// Charts are chart directories relative to the archive's top directory, inside HelmDirectory.
+type Charts struct {
+	Gateway   string `json:"gateway"`
+	Workspace string `json:"workspace"`
+}
+
+// Images are the OpenShell images, each pinned by digest.
+type Images struct {
+	Gateway    Image `json:"gateway"`
+	Sandbox    Image `json:"sandbox"`
+	Supervisor Image `json:"supervisor"`
+}
+
+// K3s pins the k3s node image used by occ-created clusters.
+type K3s struct {
+	Image Image `json:"image"`
+}
+
+// AgentSandbox pins the Agent Sandbox controller manifest.
+type AgentSandbox struct {
+	Version  string   `json:"version"`
+	Manifest Artifact `json:"manifest"`
+}
+
+// Default returns the embedded pin set. It is validated like any other file, so a broken
+// embedded file surfaces as an error instead of a bad install.
+func Default() (*Set, error) {
+	return Parse(embedded, EmbeddedSource)
+}
+
+// Load reads and validates the pin file at path.
+func Load(path string) (*Set, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read pin file %s: %w; check OCC_DEVELOPMENT_PIN_FILE or the pin-file flag", path, err)
+	}
+	return Parse(data, path)
+}
+
+// Resolve returns the set from path, or the embedded set when path is empty.
+func Resolve(path string) (*Set, error) {
+	if path == "" {
+		return Default()
+	}
+	return Load(path)
+}
+
+// Parse decodes data strictly (unknown or duplicate keys are errors, because a misspelt key
+// would silently fall back to nothing) and validates it. source names data in errors.
+func Parse(data []byte, source string) (*Set, error) {
+	var f fileSet
+	if err := yaml.UnmarshalStrict(data, &f); err != nil {
+		return nil, fmt.Errorf("pin file %s: %w; fix the file or unset OCC_DEVELOPMENT_PIN_FILE to use the built-in pins", source, err)
+	}
+	set, err := f.build()
+	if err != nil {
+		return nil, fmt.Errorf("pin file %s: %w", source, err)
+	}
+	set.Source = source
+	return set, nil
+}
+
+// fileSet mirrors Set with images as plain strings, so a bad reference is reported under its key
+// rather than as an anonymous JSON decoding error.
+type fileSet struct {
+	SchemaVersion int `json:"schemaVersion"`
+	OpenShell     struct {
+		Version       string        `json:"version"`
+		Commit        string        `json:"commit"`
+		SourceArchive SourceArchive `json:"sourceArchive"`
+		Charts        Charts        `json:"charts"`
+		Images        struct {
+			Gateway    string `json:"gateway"`
+			Sandbox    string `json:"sandbox"`
+			Supervisor string `json:"supervisor"`
+		} `json:"images"`
+	} `json:"openshell"`
+	K3s struct {
+		Image string `json:"image"`
+	} `json:"k3s"`
+	AgentSandbox AgentSandbox `json:"agentSandbox"`
+}
+
+var (
+	sha256Pattern  = regexp.MustCompile(`^[a-f0-9]{64}$`)
+	commitPattern  = regexp.MustCompile(`^[a-f0-9]{40}$`)
+	versionPattern = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$`)
+	dirNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+)
+
+func (f *fileSet) build() (*Set, error) {
+	var errs []error
+	add := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if f.SchemaVersion != SchemaVersion {
+		add(fmt.Errorf("schemaVersion is %d; this occ reads schemaVersion %d", f.SchemaVersion, SchemaVersion))
+	}
+	o := f.OpenShell
+	if !versionPattern.MatchString(o.Version) {
+		add(fmt.Errorf("openshell.version %q must be a semantic version without a leading v (for example 0.1.3-pre.1)", o.Version))
+	}
+	if !commitPattern.MatchString(o.Commit) {
+		add(fmt.Errorf("openshell.commit %q must be 40 lower-case hex digits", o.Commit))
+	}
+	add(checkArtifact("openshell.sourceArchive", o.SourceArchive.Artifact))
+	if !dirNamePattern.MatchString(o.SourceArchive.TopDirectory) {
+		add(fmt.Errorf("openshell.sourceArchive.topDirectory %q must be one directory name (for example OpenShell-0.1.3-pre.1)", o.SourceArchive.TopDirectory))
+	}
+	helmDir := o.SourceArchive.HelmDirectory
+	add(checkRelativePath("openshell.sourceArchive.helmDirectory", helmDir))
+	for _, c := range []struct{ key, value string }{
+		{"openshell.charts.gateway", o.Charts.Gateway},
+		{"openshell.charts.workspace", o.Charts.Workspace},
+	} {
+		if err := checkRelativePath(c.key, c.value); err != nil {
+			add(err)
+			continue
+		}
+		if helmDir != "" && !strings.HasPrefix(c.value, helmDir+"/") {
+			add(fmt.Errorf("%s %q must lie inside openshell.sourceArchive.helmDirectory %q, the only subtree occ extracts", c.key, c.value, helmDir))
+		}
+	}
+	set := &Set{
+		SchemaVersion: f.SchemaVersion,
+		OpenShell: OpenShell{
+			Version:       o.Version,
+			Commit:        o.Commit,
+			SourceArchive: o.SourceArchive,
+			Charts:        o.Charts,
+		},
+		AgentSandbox: f.AgentSandbox,
+	}
+	set.OpenShell.Images.Gateway = pinnedImage("openshell.images.gateway", o.Images.Gateway, add)
+	set.OpenShell.Images.Sandbox = pinnedImage("openshell.images.sandbox", o.Images.Sandbox, add)
+	set.OpenShell.Images.Supervisor = pinnedImage("openshell.images.supervisor", o.Images.Supervisor, add)
+	set.K3s.Image = pinnedImage("k3s.image", f.K3s.Image, add)
+	if strings.TrimSpace(f.AgentSandbox.Version) == "" {
+		add(errors.New("agentSandbox.version is empty; set the Agent Sandbox release (for example v0.5.2)"))
+	}
+	add(checkArtifact("agentSandbox.manifest", f.AgentSandbox.Manifest))
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return set, nil
+}
+
+// pinnedImage parses ref and requires a digest: a tag alone can be moved, a digest cannot.
+func pinnedImage(key, ref string, add func(error)) Image {
+	img, err := ParseImage(ref)
+	if err != nil {
+		add(fmt.Errorf("%s: %w", key, err))
+		return Image{}
+	}
+	if img.Digest == "" {
+		add(fmt.Errorf("%s %q has no digest; pin it as <reference>@sha256:<64 hex>", key, ref))
+	}
+	return img
+}
+
+func checkArtifact(key string, a Artifact) error {
+	var errs []error
+	if !strings.HasPrefix(a.URL, "https://") && !strings.HasPrefix(a.URL, "http://") {
+		errs = append(errs, fmt.Errorf("%s.url %q must be an http(s) URL", key, a.URL))
+	}
+	if !sha256Pattern.MatchString(a.SHA256) {
+		errs = append(errs, fmt.Errorf("%s.sha256 %q must be 64 lower-case hex digits (the output of sha256sum)", key, a.SHA256))
+	}
+	return errors.Join(errs...)
+}
+
+// checkRelativePath refuses absolute, unclean and escaping paths: chart paths are joined onto an
+// extraction directory and must stay inside it.
+func checkRelativePath(key, p string) error {
+	if p == "" {
+		return fmt.Errorf("%s is empty; set a path relative to the archive's top directory", key)
+	}
+	if path.IsAbs(p) || path.Clean(p) != p || p == "." || strings.HasPrefix(p, "../") || p == ".." {
+		return fmt.Errorf("%s %q must be a clean relative path inside the archive (no leading /, no .., no trailing /)", key, p)
+	}
+	return nil
+}

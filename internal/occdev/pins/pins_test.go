@@ -1,0 +1,132 @@
+package pins
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The binary ships the complete v0.1.3-pre.1 set from PINS.md; a typo in any value must fail here.
+func TestDefaultIsTheCompletePre1Set(t *testing.T) {
+	set, err := Default()
+	if err != nil {
+		t.Fatalf("Default: %v", err)
+	}
+	o := set.OpenShell
+	checks := map[string][2]string{
+		"version":         {o.Version, "0.1.3-pre.1"},
+		"commit":          {o.Commit, "dde8a9a57f34f9d998618b3d35821608165c980f"},
+		"archive url":     {o.SourceArchive.URL, "https://github.com/NVIDIA/OpenShell/archive/refs/tags/v0.1.3-pre.1.tar.gz"},
+		"archive sha256":  {o.SourceArchive.SHA256, "b140c4b6ee108ed968ac69f277ba937637ed660bdb1d536129ae5c3fcab48c4b"},
+		"top directory":   {o.SourceArchive.TopDirectory, "OpenShell-0.1.3-pre.1"},
+		"helm directory":  {o.SourceArchive.HelmDirectory, "deploy/helm"},
+		"gateway chart":   {o.Charts.Gateway, "deploy/helm/openshell"},
+		"workspace chart": {o.Charts.Workspace, "deploy/helm/openshell-workspace"},
+		"gateway image":   {o.Images.Gateway.String(), "ghcr.io/nvidia/openshell/gateway:dde8a9a57f34f9d998618b3d35821608165c980f@sha256:7d03ee5b949f06fd3a3244b495c4aa07fb8720c16977c9da3f1ecdd966e84c28"},
+		"sandbox image":   {o.Images.Sandbox.String(), "ghcr.io/nvidia/openshell/sandbox:dde8a9a57f34f9d998618b3d35821608165c980f@sha256:7a7fd8c765fd19cbddd61a525d08a73ce37cdbe999078f385e2892e659d684bd"},
+		"supervisor":      {o.Images.Supervisor.String(), "ghcr.io/nvidia/openshell/supervisor:dde8a9a57f34f9d998618b3d35821608165c980f@sha256:406d9da06b506ec67993754608962f568aeffeae918ed7df0c84ba19cd904124"},
+		"k3s":             {set.K3s.Image.String(), "docker.io/rancher/k3s:v1.36.4-k3s1@sha256:edad48e12bf81c3a09ac1c05c0c0ffaaa22145980b989d6fae84543a76b83657"},
+		"agent sandbox":   {set.AgentSandbox.Manifest.URL, "https://github.com/kubernetes-sigs/agent-sandbox/releases/download/v0.5.2/sandbox.yaml"},
+		"agent sha256":    {set.AgentSandbox.Manifest.SHA256, "230ee446d6035f631577e1c6b857f6973a8f09a0a853675d3cc34ebfe47abd6b"},
+		"source":          {set.Source, EmbeddedSource},
+	}
+	for name, c := range checks {
+		if c[0] != c[1] {
+			t.Errorf("%s = %q, want %q", name, c[0], c[1])
+		}
+	}
+	if got := o.Images.Gateway; got.Registry != "ghcr.io" || got.Repository != "nvidia/openshell/gateway" || got.Digest != "sha256:7d03ee5b949f06fd3a3244b495c4aa07fb8720c16977c9da3f1ecdd966e84c28" {
+		t.Errorf("gateway image split = %+v", got)
+	}
+}
+
+// An engineer points OCC_DEVELOPMENT_PIN_FILE at a copy of the default file to try a new build.
+func TestLoadOverrideFile(t *testing.T) {
+	data := strings.Replace(string(embedded), "version: 0.1.3-pre.1", "version: 0.1.3-pre.9", 1)
+	p := filepath.Join(t.TempDir(), "pins.yaml")
+	if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	set, err := Resolve(p)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if set.OpenShell.Version != "0.1.3-pre.9" || set.Source != p {
+		t.Fatalf("got version %q source %q", set.OpenShell.Version, set.Source)
+	}
+	if _, err := Load(filepath.Join(t.TempDir(), "missing.yaml")); err == nil || !strings.Contains(err.Error(), "OCC_DEVELOPMENT_PIN_FILE") {
+		t.Fatalf("missing file error = %v, want a hint naming OCC_DEVELOPMENT_PIN_FILE", err)
+	}
+}
+
+// Hand-edited pin files go wrong in predictable ways; each must be refused naming the key.
+func TestParseRefusesBadPins(t *testing.T) {
+	cases := []struct {
+		name, old, new, want string
+	}{
+		{"short sha256", "sha256: b140c4b6ee108ed968ac69f277ba937637ed660bdb1d536129ae5c3fcab48c4b", "sha256: b140c4", "openshell.sourceArchive.sha256"},
+		{"upper-case sha256", "sha256: 230ee446d6035f631577e1c6b857f6973a8f09a0a853675d3cc34ebfe47abd6b", "sha256: 230EE446D6035F631577E1C6B857F6973A8F09A0A853675D3CC34EBFE47ABD6B", "agentSandbox.manifest.sha256"},
+		{"image without digest", "gateway:dde8a9a57f34f9d998618b3d35821608165c980f@sha256:7d03ee5b949f06fd3a3244b495c4aa07fb8720c16977c9da3f1ecdd966e84c28", "gateway:latest", "openshell.images.gateway"},
+		{"bad digest", "@sha256:406d9da06b506ec67993754608962f568aeffeae918ed7df0c84ba19cd904124", "@sha256:406d", "openshell.images.supervisor"},
+		{"upper-case repository", "ghcr.io/nvidia/openshell/sandbox", "ghcr.io/NVIDIA/openshell/sandbox", "openshell.images.sandbox"},
+		{"unknown key", "schemaVersion: 1", "schemaVersion: 1\nextra: true", "unknown field"},
+		{"duplicate key", "schemaVersion: 1", "schemaVersion: 1\nschemaVersion: 1", "already set"},
+		{"future schema", "schemaVersion: 1", "schemaVersion: 2", "schemaVersion is 2"},
+		{"chart outside helm dir", "gateway: deploy/helm/openshell", "gateway: deploy/other/openshell", "openshell.charts.gateway"},
+		{"chart escaping", "workspace: deploy/helm/openshell-workspace", "workspace: ../etc", "openshell.charts.workspace"},
+		{"top directory with slash", "topDirectory: OpenShell-0.1.3-pre.1", "topDirectory: a/b", "topDirectory"},
+		{"version with v", "version: 0.1.3-pre.1", "version: v0.1.3-pre.1", "openshell.version"},
+		{"ftp url", "url: https://github.com/kubernetes-sigs", "url: ftp://github.com/kubernetes-sigs", "agentSandbox.manifest.url"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			data := strings.Replace(string(embedded), c.old, c.new, 1)
+			if data == string(embedded) {
+				t.Fatalf("test case did not change the file (old %q not found)", c.old)
+			}
+			_, err := Parse([]byte(data), "test.yaml")
+			if err == nil {
+				t.Fatalf("Parse accepted the file")
+			}
+			if !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "test.yaml") {
+				t.Fatalf("error %q does not name %q and the file", err, c.want)
+			}
+		})
+	}
+}
+
+// Helm values take registry, repository and digest separately; the parser must split the forms
+// found in real pins and refuse malformed ones.
+func TestParseImage(t *testing.T) {
+	good := []struct {
+		ref  string
+		want Image
+	}{
+		{"ghcr.io/nvidia/openshell/gateway:abc@sha256:" + strings.Repeat("a", 64), Image{"ghcr.io", "nvidia/openshell/gateway", "abc", "sha256:" + strings.Repeat("a", 64)}},
+		{"docker.io/rancher/k3s:v1.36.4-k3s1", Image{"docker.io", "rancher/k3s", "v1.36.4-k3s1", ""}},
+		{"rancher/k3s", Image{"docker.io", "rancher/k3s", "", ""}},
+		{"busybox", Image{"docker.io", "library/busybox", "", ""}},
+		{"localhost:5000/x/y@sha256:" + strings.Repeat("0", 64), Image{"localhost:5000", "x/y", "", "sha256:" + strings.Repeat("0", 64)}},
+		{"localhost/img:1", Image{"localhost", "img", "1", ""}},
+	}
+	for _, g := range good {
+		got, err := ParseImage(g.ref)
+		if err != nil {
+			t.Errorf("ParseImage(%q): %v", g.ref, err)
+			continue
+		}
+		if got != g.want {
+			t.Errorf("ParseImage(%q) = %+v, want %+v", g.ref, got, g.want)
+		}
+	}
+	if got, _ := ParseImage("ghcr.io/a/b:t@sha256:" + strings.Repeat("b", 64)); got.DigestReference() != "ghcr.io/a/b@sha256:"+strings.Repeat("b", 64) {
+		t.Errorf("DigestReference = %q", got.DigestReference())
+	}
+	bad := []string{"", " ghcr.io/a", "ghcr.io/A/b", "ghcr.io/a/b:", "ghcr.io/a/b@sha256:xyz", "ghcr.io/a/b@md5:" + strings.Repeat("a", 32), "ghcr.io//b", "-bad.io/a/b", "ghcr.io/a/b:t:t2"}
+	for _, ref := range bad {
+		if img, err := ParseImage(ref); err == nil {
+			t.Errorf("ParseImage(%q) accepted: %+v", ref, img)
+		}
+	}
+}
