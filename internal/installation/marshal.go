@@ -1,0 +1,172 @@
+package installation
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Marshal writes the Installation as YAML. Typed blocks are written from the model; blocks occ
+// does not own are re-emitted exactly as they were decoded, comments included. Keys keep the
+// order they were decoded in, so anchors in carried blocks still precede their aliases.
+func (in *Installation) Marshal() ([]byte, error) {
+	root, err := in.node()
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(root); err != nil {
+		return nil, fmt.Errorf("encode Installation: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("encode Installation: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+func (in *Installation) node() (*yaml.Node, error) {
+	root := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	emitted := map[string]bool{}
+	for _, key := range withDefaults(in.keyOrder, topLevelKeys) {
+		if emitted[key] {
+			continue
+		}
+		emitted[key] = true
+		var val *yaml.Node
+		switch key {
+		case "occ":
+			val = in.OCC
+		case "presets":
+			val = in.Presets
+		case "backend":
+			seq := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
+			for i, b := range in.Backend {
+				switch {
+				case b.OpenShell != nil:
+					n, err := encodeNode(b.OpenShell)
+					if err != nil {
+						return nil, fmt.Errorf("backend[%d]: %w", i, err)
+					}
+					seq.Content = append(seq.Content, n)
+				case b.Raw != nil:
+					seq.Content = append(seq.Content, b.Raw)
+				}
+			}
+			if len(seq.Content) == 0 {
+				seq.Style = yaml.FlowStyle
+			}
+			val = seq
+		case "drivers":
+			n, err := in.Drivers.node()
+			if err != nil {
+				return nil, err
+			}
+			val = n
+		}
+		if val != nil {
+			root.Content = append(root.Content, stringNode(key), val)
+		}
+	}
+	return root, nil
+}
+
+func (ds *Drivers) node() (*yaml.Node, error) {
+	m := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	owned := map[string]any{}
+	if ds.Compute != nil {
+		owned["compute"] = ds.Compute
+	}
+	if ds.Sandbox != nil {
+		owned["sandbox"] = ds.Sandbox
+	}
+	if ds.CredentialGateway != nil {
+		owned["credential_gateway"] = ds.CredentialGateway
+	}
+	order := append([]string(nil), ds.keyOrder...)
+	for _, o := range ds.Other {
+		order = append(order, o.Name)
+	}
+	order = append(order, "compute", "sandbox", "credential_gateway")
+	emitted := map[string]bool{}
+	for _, key := range order {
+		if emitted[key] {
+			continue
+		}
+		if v, ok := owned[key]; ok {
+			n, err := encodeNode(v)
+			if err != nil {
+				return nil, fmt.Errorf("drivers.%s: %w", key, err)
+			}
+			m.Content = append(m.Content, stringNode(key), n)
+			emitted[key] = true
+			continue
+		}
+		for _, o := range ds.Other {
+			if o.Name == key && o.Node != nil {
+				m.Content = append(m.Content, stringNode(key), o.Node)
+				emitted[key] = true
+				break
+			}
+		}
+	}
+	return m, nil
+}
+
+// withDefaults returns order followed by any default key it lacks.
+func withDefaults(order, defaults []string) []string {
+	out := append([]string(nil), order...)
+	return append(out, defaults...)
+}
+
+func stringNode(s string) *yaml.Node {
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s}
+}
+
+func encodeNode(v any) (*yaml.Node, error) {
+	var n yaml.Node
+	if err := n.Encode(v); err != nil {
+		return nil, err
+	}
+	return &n, nil
+}
+
+// MarshalYAML writes each object as a plain mapping.
+func (rs Resources) MarshalYAML() (any, error) {
+	out := make([]map[string]any, len(rs))
+	for i := range rs {
+		out[i] = rs[i].Object
+	}
+	return out, nil
+}
+
+// MarshalYAML writes each quantity in its canonical string form, always as a YAML string.
+func (r AgentResources) MarshalYAML() (any, error) {
+	type lists struct {
+		Requests *yaml.Node `yaml:"requests,omitempty"`
+		Limits   *yaml.Node `yaml:"limits,omitempty"`
+	}
+	return lists{Requests: quantityNode(r.Requests), Limits: quantityNode(r.Limits)}, nil
+}
+
+func quantityNode(l corev1.ResourceList) *yaml.Node {
+	if len(l) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(l))
+	for name := range l {
+		names = append(names, string(name))
+	}
+	sort.Strings(names)
+	m := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	for _, name := range names {
+		q := l[corev1.ResourceName(name)]
+		m.Content = append(m.Content, stringNode(name), &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: q.String(), Style: yaml.DoubleQuotedStyle})
+	}
+	return m
+}
