@@ -66,6 +66,13 @@ func nodeValue(n *yaml.Node) string {
 	return ""
 }
 
+// seedClosedBlocks are the blocks seed 001 names in its sentence on unknown keys.
+var seedClosedBlocks = map[string]bool{
+	pathK8s: true, pathK8s + ".serviceAccount": true, pathK8s + ".sandboxDataMount": true,
+	pathK8s + ".agentResources": true, pathPolicy: true, pathPolicy + ".process": true,
+	pathGateway + ".readiness": true,
+}
+
 var topLevelKeys = []string{"occ", "backend", "drivers", "presets"}
 
 func (d *decoder) decodeDocument(data []byte) *Installation {
@@ -122,7 +129,7 @@ func (d *decoder) eachKey(path string, n *yaml.Node, fn func(key string, keyNode
 			if where == "" {
 				where = "(document)"
 			}
-			d.problems = append(d.problems, newProblem(where, nodeValue(k), "keys must be plain strings; this key is a "+describeKind(k)))
+			d.problems = append(d.problems, newProblem(where, nodeValue(k), "keys must be plain strings; this key is "+aKind(k)))
 			continue
 		}
 		if seen[k.Value] {
@@ -141,11 +148,25 @@ func (d *decoder) unknownKey(parent, key string, keyNode *yaml.Node, allowed []s
 		where = "the top level"
 	}
 	if rule == "" {
-		rule = fmt.Sprintf("unknown key %q in %s; allowed keys are %s. Unknown keys are refused so a misspelled key never falls back to its default.", key, where, strings.Join(allowed, ", "))
+		rule = fmt.Sprintf("unknown key %q in %s; allowed keys are %s.", key, where, strings.Join(allowed, ", "))
+		if seedClosedBlocks[parent] {
+			rule += " " + msgUnknownKeys
+		} else {
+			rule += " occ refuses unknown keys in every block it owns, so a misspelled key never falls back to its default."
+		}
 	}
 	path := childPath(parent, key)
 	d.failed[path] = true
 	d.problems = append(d.problems, newProblem(path, key, rule))
+}
+
+// aKind is describeKind with its article, for "it is an integer".
+func aKind(n *yaml.Node) string {
+	k := describeKind(n)
+	if strings.IndexAny(k[:1], "aeiou") == 0 {
+		return "an " + k
+	}
+	return "a " + k
 }
 
 func describeKind(n *yaml.Node) string {
@@ -251,6 +272,22 @@ var (
 	resourceListType = reflect.TypeOf(corev1.ResourceList(nil))
 	gatewayType      = reflect.TypeOf(GatewayConfig{})
 )
+
+// fieldHints add the seed's rule to a type problem of a field, so `runAsUser: 1000` is refused
+// with the reason the value must be a string.
+var fieldHints = map[reflect.Type]map[string]string{
+	reflect.TypeOf(ProcessPolicy{}):    {"runAsUser": msgProcess, "runAsGroup": msgProcess},
+	reflect.TypeOf(SandboxDataMount{}): {"readOnly": "OpenShell sandboxDataMount readOnly must be explicit (true or false)."},
+	reflect.TypeOf(Endpoint{}):         {"ports": "Each port is a whole number from 1 to 65535."},
+	reflect.TypeOf(GatewayConfig{}):    {"operatorNamespaceLabels": "Label values are strings: quote them (\"true\")."},
+	reflect.TypeOf(Readiness{}):        {"timeoutMs": msgReadiness, "pollIntervalMs": msgReadiness, "podSelector": "Label values are strings: quote them (\"true\")."},
+	reflect.TypeOf(SandboxConfiguration{}): {
+		"startupDelayMs": "OpenShell startupDelayMs must be a positive safe integer no greater than 120000.",
+		"providers":      msgStaticProviders,
+	},
+	reflect.TypeOf(PolicyConfig{}):  {"networkPolicies": "OpenShell requires at least one sandbox network policy."},
+	reflect.TypeOf(NetworkPolicy{}): {"binaries": msgUniqueNames},
+}
 
 // connectionKeys are the gateway connection settings that live on the openshell Backend.
 var connectionKeys = map[string]bool{
@@ -379,14 +416,20 @@ func keysOf(fields []structField) []string {
 
 func (d *decoder) decodeStruct(path string, n *yaml.Node, v reflect.Value) {
 	if n.Kind != yaml.MappingNode {
-		d.fail(path, n, "must be a mapping with the keys "+strings.Join(keysOf(fieldsOf(v.Type())), ", ")+"; it is a "+describeKind(n))
+		d.fail(path, n, "must be a mapping with the keys "+strings.Join(keysOf(fieldsOf(v.Type())), ", ")+"; it is "+aKind(n))
 		return
 	}
 	fields := fieldsOf(v.Type())
 	d.eachKey(path, n, func(key string, keyNode, val *yaml.Node) {
 		for _, f := range fields {
 			if f.key == key {
+				before := len(d.problems)
 				d.decodeValue(childPath(path, key), val, v.Field(f.index))
+				if hint := fieldHints[v.Type()][key]; hint != "" {
+					for i := before; i < len(d.problems); i++ {
+						d.problems[i].Message += " " + hint
+					}
+				}
 				return
 			}
 		}
@@ -414,7 +457,7 @@ func (d *decoder) decodeQuantities(path string, n *yaml.Node) corev1.ResourceLis
 	d.eachKey(path, n, func(key string, _, val *yaml.Node) {
 		p := childPath(path, key)
 		if val.Kind != yaml.ScalarNode || val.ShortTag() != "!!str" {
-			d.fail(p, val, quantityRule+" This value is a "+describeKind(val)+"; quote it.")
+			d.fail(p, val, quantityRule+" This value is "+aKind(val)+"; quote it.")
 			return
 		}
 		q, err := resource.ParseQuantity(val.Value)
@@ -442,7 +485,7 @@ func (d *decoder) decodeResources(path string, n *yaml.Node) Resources {
 		p := indexPath(path, i)
 		if item.Kind != yaml.MappingNode {
 			d.failed[p] = true
-			d.problems = append(d.problems, newProblem(p, "<"+describeKind(item)+">", "must be a Kubernetes resource object (a mapping with apiVersion, kind and metadata.name)"))
+			d.problems = append(d.problems, newProblem(p, "<"+describeKind(item)+">", "must be a Kubernetes resource object (a mapping with apiVersion, kind and metadata.name); it is "+aKind(item)))
 			continue
 		}
 		obj, ok := d.objectValue(p, item)

@@ -1,6 +1,716 @@
 package installation
 
-// Validate applies the OpenShell SandboxDriver rules and returns every problem found.
+import (
+	"fmt"
+	"math"
+	"net"
+	"net/url"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Seed 001's sentences, quoted verbatim in the messages that enforce them.
+const (
+	msgComputeRequired   = "drivers.sandbox requires the bundled Kubernetes Compute Driver."
+	msgBackendRequired   = "The bundled OpenShell drivers.sandbox requires a backend entry with type openshell."
+	msgSelection         = "Select drivers.sandbox in Installation YAML with bundled Kubernetes Compute; installed Compute Drivers fail startup. Its openshell Backend must match this ID and the Credential Gateway."
+	msgLandlock          = "The Driver requires hard_requirement for Landlock filesystem enforcement. Omit policy.landlockCompatibility or set it to hard_requirement; any other value, including best_effort, fails Installation startup."
+	msgProcess           = "The Driver requires policy.process.runAsUser and runAsGroup, but the pinned OpenShell ignores them: every Sandbox process runs as the workload identity, default 10001:10001."
+	msgUniqueNames       = "v0.1.5 requires unique network policy names and nonempty executable paths."
+	msgReserved          = "workspace-node-enrollment is reserved."
+	msgOptions           = "Options are tls: skip|terminate, enforcement: enforce|audit, and access: read_only|read_write|full; skip replaces the rejected passthrough spelling."
+	msgProtocol          = "An endpoint protocol is tcp, rest, websocket, graphql or sql in any case (OCE sends it lowercase), or omitted."
+	msgProtocolOptions   = "tcp takes neither access nor enforcement; the other protocols need access, and sql allows only enforcement: audit."
+	msgProtocolRefused   = "json-rpc and mcp need rules this setting cannot express, so startup refuses them."
+	msgServiceAccount    = "gatewayConfigured is the only ServiceAccount mode; the gateway's configured sandbox ServiceAccount applies to every Sandbox and does not satisfy the per-Agent production requirement."
+	msgReadiness         = "Optional readiness observes a Service and Pods in the OCC namespace (a paired Gateway normally uses a Backend endpoint). It needs a positive timeoutMs; pollIntervalMs (default 1000) is at most 2147483647."
+	msgWorkspaceMode     = "Required gateway.workspaceMode accepts operator or managed; deferred managed mode fails before Kubernetes mutations or Gateway calls."
+	msgWorkspaceObjects  = "gateway.operatorWorkspaceResources accepts the namespace-scoped ServiceAccount, Role, RoleBinding, and NetworkPolicy objects rendered from the workspace chart. The Driver injects the Compute-owned namespace and OCC ownership metadata before server-side apply. Only operator mode applies it; never include Secrets or cluster-scoped objects."
+	msgNetworkObjects    = "gateway.networkPolicyResources accepts namespace-scoped Kubernetes objects for provider networking, applied during ensureNamespace. Secrets are rejected; OpenShell credentials must not appear in startup YAML."
+	msgDataMount         = "kubernetes.sandboxDataMount must match exactly one approved dedicated Harness workspace mount. It may not mount the PVC root or use .., and must mount under /sandbox/."
+	msgModelEndpoint     = "Do not add a policy for the model endpoint: the credential source's provider profile allows api.openai.com with TLS inspection, and an uninspected rule for that host conflicts."
+	msgStaticProviders   = "OpenShell static providers must be nonempty names outside the OCC credential-source namespace."
+	msgUnknownKeys       = "Startup refuses an unknown key in kubernetes, kubernetes.serviceAccount, kubernetes.sandboxDataMount, kubernetes.agentResources, policy, policy.process and gateway.readiness, so a misspelled key never falls back to its default."
+	msgNamePrefixTooLong = "Sandbox name prefix is too long for OpenShell's 19-character limit."
+)
+
+// Paths of the blocks occ owns.
+const (
+	pathSandbox   = "drivers.sandbox"
+	pathConfig    = "drivers.sandbox.configuration"
+	pathGateway   = pathConfig + ".gateway"
+	pathK8s       = pathConfig + ".kubernetes"
+	pathPolicy    = pathConfig + ".policy"
+	pathCompute   = "drivers.compute"
+	pathCredGW    = "drivers.credential_gateway"
+	maxSafeInt    = 1<<53 - 1
+	maxInt32      = math.MaxInt32
+	maxStartupMs  = 120000
+	minRequestMs  = 1000
+	maxRequestMs  = 30000
+	maxPrefixSize = 2
+)
+
+// occCredentialSourceProvider is the shape of provider names OCC issues for credential
+// attachments; static providers must stay outside it so they cannot impersonate one.
+var occCredentialSourceProvider = regexp.MustCompile(`^oce-cs-[0-9a-f]{24}$`)
+
+// sandboxNamePrefixPattern keeps the prefix valid as the start of a DNS-1123 Sandbox name.
+var sandboxNamePrefixPattern = regexp.MustCompile(`^[a-z0-9]+$`)
+
+// Validate applies the OpenShell SandboxDriver rules (seed 001, reference §6.A) and returns
+// every problem found, in document order. It does not stop at the first problem.
 func (in *Installation) Validate() Problems {
-	return nil
+	v := &validator{failed: in.failed}
+	v.installation(in)
+	return v.problems
+}
+
+type validator struct {
+	problems Problems
+	failed   map[string]bool
+}
+
+func (v *validator) add(p Problem) { v.problems = append(v.problems, p) }
+
+func (v *validator) bad(path, value, rule string) { v.add(newProblem(path, value, rule)) }
+
+// missing reports an absent required key, unless decoding already reported that key or one of
+// its parents.
+func (v *validator) missing(path, rule string) {
+	if v.decodeFailed(path) {
+		return
+	}
+	v.add(missingProblem(path, rule))
+}
+
+func (v *validator) decodeFailed(p string) bool {
+	for f := range v.failed {
+		if p == f || strings.HasPrefix(p, f) && (p[len(f)] == '.' || p[len(f)] == '[') {
+			return true
+		}
+	}
+	return false
+}
+
+func (v *validator) installation(in *Installation) {
+	v.backends(in)
+	sandbox := in.Drivers.Sandbox
+	if sandbox == nil {
+		v.missing(pathSandbox, "occ drives the OpenShell SandboxDriver, so the Installation must select drivers.sandbox. "+msgSelection)
+	}
+	if c := in.Drivers.Compute; c == nil {
+		v.missing(pathCompute, msgComputeRequired+" Set drivers.compute.id to "+ComputeKubernetesID+". "+msgSelection)
+	} else if c.ID != ComputeKubernetesID {
+		v.selectionProblem(pathCompute+".id", c.ID, msgComputeRequired+" Set drivers.compute.id to "+ComputeKubernetesID+"; installed Compute Drivers fail startup.")
+	}
+	if sandbox != nil {
+		v.requiredID(pathSandbox+".id", sandbox.ID, "drivers.sandbox needs the id its openshell Backend names in drivers.sandbox.")
+		v.sandboxConfiguration(&sandbox.Configuration)
+	}
+	v.credentialGateway(in)
+}
+
+func (v *validator) selectionProblem(path, value, rule string) {
+	if value == "" {
+		v.missing(path, rule)
+		return
+	}
+	v.bad(path, value, rule)
+}
+
+func (v *validator) requiredID(path, id, rule string) {
+	switch {
+	case id == "":
+		v.missing(path, "an id is required: "+rule)
+	case strings.TrimSpace(id) != id || strings.ContainsAny(id, " \t\r\n"):
+		v.bad(path, id, "an id may not contain whitespace: "+rule)
+	}
+}
+
+// backends checks the backend list: unique ids, and exactly one openshell entry that pairs
+// drivers.sandbox with drivers.credential_gateway.
+func (v *validator) backends(in *Installation) {
+	ids := map[string]string{}
+	var openshell []int
+	for i, b := range in.Backend {
+		p := indexPath("backend", i)
+		id := ""
+		switch {
+		case b.OpenShell != nil:
+			id = b.OpenShell.ID
+			openshell = append(openshell, i)
+		case b.Raw != nil:
+			if n := mappingValue(b.Raw, "id"); n != nil {
+				id = n.Value
+			}
+		}
+		if id == "" {
+			continue
+		}
+		if first, dup := ids[id]; dup {
+			v.bad(p+".id", id, fmt.Sprintf("backend ids must be unique; %s already uses this id", first))
+			continue
+		}
+		ids[id] = p
+	}
+	if in.Drivers.Sandbox == nil {
+		for _, i := range openshell {
+			v.openShellBackend(indexPath("backend", i), in.Backend[i].OpenShell, in)
+		}
+		return
+	}
+	if len(openshell) == 0 {
+		if !v.decodeFailed("backend") {
+			v.add(Problem{Path: "backend", Message: "backend (no entry of type openshell): " + msgBackendRequired + " Add {id: openshell, type: openshell, configuration: {endpoint: …}, drivers: {sandbox: " + in.SandboxDriverID() + ", credential_gateway: …}}."})
+		}
+		return
+	}
+	for n, i := range openshell {
+		p := indexPath("backend", i)
+		if n > 0 {
+			v.bad(p+".type", BackendTypeOpenShell, fmt.Sprintf("only one backend entry of type openshell may pair drivers.sandbox; %s is the first. Remove the extra entry.", indexPath("backend", openshell[0])))
+		}
+		v.openShellBackend(p, in.Backend[i].OpenShell, in)
+	}
+}
+
+func (v *validator) openShellBackend(p string, b *OpenShellBackend, in *Installation) {
+	v.requiredID(p+".id", b.ID, "every backend entry needs an id.")
+	c := &b.Configuration
+	cp := p + ".configuration"
+	switch {
+	case c.Endpoint == nil && c.ServiceName == nil:
+		v.missing(cp+".endpoint", "The OpenShell Backend requires an endpoint or a gateway Service name. Set configuration.endpoint (for example http://k3d-occ-dev-server-0:30051) or configuration.serviceName.")
+	case c.Endpoint != nil && c.ServiceName != nil:
+		v.bad(cp+".serviceName", *c.ServiceName, "configuration.endpoint and configuration.serviceName are alternatives; keep exactly one.")
+	}
+	tls := false
+	if c.Endpoint != nil {
+		scheme, ok := v.endpoint(cp+".endpoint", *c.Endpoint)
+		tls = ok && scheme == "https"
+		if c.Scheme != nil {
+			v.bad(cp+".scheme", *c.Scheme, "scheme goes with serviceName; with endpoint, put the scheme in the endpoint URL.")
+		}
+		if c.Port != nil {
+			v.bad(cp+".port", strconv.FormatInt(*c.Port, 10), "port goes with serviceName; with endpoint, put the port in the endpoint URL.")
+		}
+	}
+	if c.ServiceName != nil {
+		if errs := validation.IsDNS1123Subdomain(*c.ServiceName); len(errs) > 0 {
+			v.bad(cp+".serviceName", *c.ServiceName, "serviceName must be the gateway's Kubernetes Service name (a DNS-1123 name such as openshell-gateway): "+strings.Join(errs, "; "))
+		}
+		if c.Scheme != nil {
+			switch *c.Scheme {
+			case "http":
+			case "https":
+				tls = true
+			default:
+				v.bad(cp+".scheme", *c.Scheme, "scheme must be http or https.")
+			}
+		}
+		if c.Port != nil && (*c.Port < 1 || *c.Port > 65535) {
+			v.bad(cp+".port", strconv.FormatInt(*c.Port, 10), fmt.Sprintf("port must be a TCP port from 1 to 65535 (default %d).", DefaultGatewayPort))
+		}
+	}
+	if c.RootCertificatePath != nil {
+		tls = true
+		if !isExactAbsolutePath(*c.RootCertificatePath) {
+			v.bad(cp+".rootCertificatePath", *c.RootCertificatePath, "rootCertificatePath must be an exact absolute path to the PEM CA bundle that signs the gateway's certificate.")
+		}
+	}
+	bearer := false
+	if a := c.Auth; a != nil {
+		ap := cp + ".auth"
+		switch a.Mode {
+		case AuthModeUnauthenticated:
+			if a.Path != nil {
+				v.bad(ap+".path", *a.Path, "auth mode unauthenticated takes no token path; remove path or use mode bearerTokenFile.")
+			}
+		case AuthModeBearerTokenFile:
+			bearer = true
+			if a.Path == nil {
+				v.missing(ap+".path", "auth mode bearerTokenFile needs path, the absolute path of a one-line token file.")
+			} else if !isExactAbsolutePath(*a.Path) {
+				v.bad(ap+".path", *a.Path, "the bearer token file path must be an exact absolute path.")
+			}
+		case "":
+			v.missing(ap+".mode", "auth needs mode: unauthenticated or bearerTokenFile.")
+		default:
+			v.bad(ap+".mode", a.Mode, "auth mode must be unauthenticated or bearerTokenFile.")
+		}
+	}
+	if c.RequestTimeoutMs != nil && (*c.RequestTimeoutMs < minRequestMs || *c.RequestTimeoutMs > maxRequestMs) {
+		v.bad(cp+".requestTimeoutMs", strconv.FormatInt(*c.RequestTimeoutMs, 10), fmt.Sprintf("requestTimeoutMs must be from %d to %d milliseconds.", minRequestMs, maxRequestMs))
+	}
+	switch {
+	case c.InsecureTransport != nil && *c.InsecureTransport != InsecureTransportNetworkPolicy:
+		v.bad(cp+".insecureTransport", *c.InsecureTransport, "insecureTransport accepts only network-policy, the acknowledgement that NetworkPolicies alone protect a link without TLS or a bearer token.")
+	case c.InsecureTransport == nil && !tls && !bearer && (c.Endpoint != nil || c.ServiceName != nil):
+		v.missing(cp+".insecureTransport", "the gateway link has neither TLS nor a bearer token, so insecureTransport: network-policy is required to acknowledge that only NetworkPolicies protect it (development only).")
+	case c.InsecureTransport != nil && (tls || bearer):
+		v.bad(cp+".insecureTransport", *c.InsecureTransport, "insecureTransport is rejected when the link uses TLS or a bearer token; remove it.")
+	}
+
+	dp := p + ".drivers"
+	if sandbox := in.Drivers.Sandbox; sandbox != nil && b.Drivers.Sandbox != sandbox.ID {
+		v.selectionProblem(dp+".sandbox", b.Drivers.Sandbox, fmt.Sprintf("The OpenShell Backend does not declare this Sandbox Driver as a member. Set it to %q, the id of drivers.sandbox. %s", sandbox.ID, msgSelection))
+	} else if in.Drivers.Sandbox == nil && b.Drivers.Sandbox == "" {
+		v.missing(dp+".sandbox", "the openshell Backend must name the Sandbox Driver it pairs.")
+	}
+	if cg := in.Drivers.CredentialGateway; cg != nil && b.Drivers.CredentialGateway != cg.ID {
+		v.selectionProblem(dp+".credential_gateway", b.Drivers.CredentialGateway, fmt.Sprintf("the openshell Backend must name the Credential Gateway it pairs with the Sandbox; set it to %q, the id of drivers.credential_gateway. %s", cg.ID, msgSelection))
+	} else if cg == nil && b.Drivers.CredentialGateway == "" {
+		v.missing(dp+".credential_gateway", "the openshell Backend must name the Credential Gateway it pairs with the Sandbox.")
+	}
+}
+
+// endpoint checks a gateway endpoint: an http(s) origin without credentials, path, query or
+// fragment, or a bare host:port. It returns the scheme ("http" for host:port).
+func (v *validator) endpoint(p, e string) (string, bool) {
+	const rule = "endpoint must be an http or https origin without credentials, path, query or fragment (for example http://k3d-occ-dev-server-0:30051), or a bare host:port."
+	if e == "" {
+		v.bad(p, e, rule)
+		return "", false
+	}
+	if !strings.Contains(e, "://") {
+		host, port, err := net.SplitHostPort(e)
+		if err != nil || host == "" || !validPort(port) {
+			v.bad(p, e, rule)
+			return "", false
+		}
+		return "http", true
+	}
+	u, err := url.Parse(e)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "" ||
+		u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.Opaque != "" {
+		v.bad(p, e, rule)
+		return "", false
+	}
+	if port := u.Port(); port != "" && !validPort(port) {
+		v.bad(p, e, rule+" The port must be from 1 to 65535.")
+		return "", false
+	}
+	return u.Scheme, true
+}
+
+func validPort(s string) bool {
+	n, err := strconv.Atoi(s)
+	return err == nil && n >= 1 && n <= 65535 && strconv.Itoa(n) == s
+}
+
+func (v *validator) credentialGateway(in *Installation) {
+	cg := in.Drivers.CredentialGateway
+	if cg == nil {
+		if in.Drivers.Sandbox != nil {
+			v.missing(pathCredGW, "the openshell Backend pairs drivers.sandbox with the OpenShell Credential Gateway, which delivers model credentials; add drivers.credential_gateway with its id and configuration.binaries.")
+		}
+		return
+	}
+	v.requiredID(pathCredGW+".id", cg.ID, "the openshell Backend names it in drivers.credential_gateway.")
+	bp := pathCredGW + ".configuration.binaries"
+	if len(cg.Configuration.Binaries) == 0 {
+		v.missing(bp, "the Credential Gateway configuration is a non-empty list of absolute executable paths allowed to use delivered credentials (for example /usr/local/bin/codex).")
+		return
+	}
+	seen := map[string]int{}
+	for i, b := range cg.Configuration.Binaries {
+		p := indexPath(bp, i)
+		if !isExactAbsolutePath(b) {
+			v.bad(p, b, "each Credential Gateway binary must be a non-empty exact absolute path to an executable.")
+			continue
+		}
+		if first, dup := seen[b]; dup {
+			v.bad(p, b, fmt.Sprintf("duplicate of %s; list each binary once.", indexPath(bp, first)))
+			continue
+		}
+		seen[b] = i
+	}
+}
+
+func (v *validator) sandboxConfiguration(c *SandboxConfiguration) {
+	if c.StartupDelayMs != nil && (*c.StartupDelayMs < 1 || *c.StartupDelayMs > maxStartupMs) {
+		v.bad(pathConfig+".startupDelayMs", strconv.FormatInt(*c.StartupDelayMs, 10), "OpenShell startupDelayMs must be a positive safe integer no greater than 120000. Development retains the 30-second startupDelayMs.")
+	}
+	if c.SandboxNamePrefix != nil {
+		p, prefix := pathConfig+".sandboxNamePrefix", *c.SandboxNamePrefix
+		switch {
+		case prefix == "":
+			v.bad(p, prefix, "sandboxNamePrefix must not be empty; omit it for the default "+DefaultSandboxNamePrefix+".")
+		case len(prefix) > maxPrefixSize:
+			v.bad(p, prefix, msgNamePrefixTooLong+" Use at most 2 characters (the name adds a hyphen and a 16-character digest).")
+		case !sandboxNamePrefixPattern.MatchString(prefix):
+			v.bad(p, prefix, "sandboxNamePrefix must be lowercase letters and digits, because it starts a DNS-1123 Sandbox name.")
+		}
+	}
+	if c.LogLevel != nil {
+		switch *c.LogLevel {
+		case "trace", "debug", "info", "warn", "error":
+		default:
+			v.bad(pathConfig+".logLevel", *c.LogLevel, "logLevel must be one of trace, debug, info, warn, error (default info).")
+		}
+	}
+	v.providers(c.Providers)
+	v.gateway(&c.Gateway)
+	v.kubernetes(&c.Kubernetes)
+	v.policy(&c.Policy)
+}
+
+func (v *validator) providers(providers []string) {
+	seen := map[string]int{}
+	for i, name := range providers {
+		p := indexPath(pathConfig+".providers", i)
+		switch {
+		case strings.TrimSpace(name) == "":
+			v.bad(p, name, msgStaticProviders+" This name is empty.")
+		case occCredentialSourceProvider.MatchString(name):
+			v.bad(p, name, msgStaticProviders+" Names of the form oce-cs-<24 hex digits> belong to OCC credential attachments.")
+		default:
+			if first, dup := seen[name]; dup {
+				v.bad(p, name, fmt.Sprintf("duplicate of %s; list each static provider once.", indexPath(pathConfig+".providers", first)))
+				continue
+			}
+			seen[name] = i
+		}
+	}
+}
+
+func (v *validator) gateway(g *GatewayConfig) {
+	switch g.WorkspaceMode {
+	case WorkspaceModeOperator, WorkspaceModeManaged:
+	case "":
+		v.missing(pathGateway+".workspaceMode", "OpenShell gateway workspaceMode must be managed or operator. "+msgWorkspaceMode)
+	default:
+		v.bad(pathGateway+".workspaceMode", g.WorkspaceMode, "OpenShell gateway workspaceMode must be managed or operator. "+msgWorkspaceMode)
+	}
+	lp := pathGateway + ".operatorNamespaceLabels"
+	if len(g.OperatorNamespaceLabels) == 0 {
+		if g.WorkspaceMode == WorkspaceModeOperator {
+			v.missing(lp, "OpenShell operator Namespace labels must not be empty. The Gateway's namespace selector must match them (for example openshell.ai/openclaw-workspace: \"true\").")
+		}
+	} else {
+		v.labels(lp, "OpenShell operator Namespace labels", g.OperatorNamespaceLabels)
+	}
+	if r := g.Readiness; r != nil {
+		v.readiness(r)
+	}
+	seen := map[string]string{}
+	v.objects(pathGateway+".operatorWorkspaceResources", g.OperatorWorkspaceResources, true, seen)
+	v.objects(pathGateway+".networkPolicyResources", g.NetworkPolicyResources, false, seen)
+}
+
+// labels checks a label set: at least one entry, each a valid Kubernetes label key and a
+// non-empty valid value.
+func (v *validator) labels(p, desc string, labels map[string]string) {
+	for _, k := range sortedKeys(labels) {
+		kp := childPath(p, k)
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			v.bad(kp, k, fmt.Sprintf("%s key must be a nonempty string and a valid Kubernetes label key: %s", desc, strings.Join(errs, "; ")))
+			continue
+		}
+		val := labels[k]
+		if val == "" {
+			v.bad(kp, val, fmt.Sprintf("%s.%s must be a nonempty string.", desc, k))
+			continue
+		}
+		if errs := validation.IsValidLabelValue(val); len(errs) > 0 {
+			v.bad(kp, val, fmt.Sprintf("%s.%s must be a valid Kubernetes label value: %s", desc, k, strings.Join(errs, "; ")))
+		}
+	}
+}
+
+func (v *validator) readiness(r *Readiness) {
+	p := pathGateway + ".readiness"
+	if r.ServiceName == "" {
+		v.missing(p+".serviceName", "readiness.serviceName must name the gateway Service in the OCC namespace. "+msgReadiness)
+	} else if errs := validation.IsDNS1123Label(r.ServiceName); len(errs) > 0 {
+		v.bad(p+".serviceName", r.ServiceName, "readiness.serviceName must be a Kubernetes Service name: "+strings.Join(errs, "; "))
+	}
+	if len(r.PodSelector) == 0 {
+		v.missing(p+".podSelector", "readiness.podSelector must contain at least one label selecting the gateway Pods. "+msgReadiness)
+	} else {
+		v.labels(p+".podSelector", "readiness.podSelector", r.PodSelector)
+	}
+	switch {
+	case r.TimeoutMs == nil:
+		v.missing(p+".timeoutMs", msgReadiness)
+	case *r.TimeoutMs < 1 || *r.TimeoutMs > maxSafeInt:
+		v.bad(p+".timeoutMs", strconv.FormatInt(*r.TimeoutMs, 10), "readiness.timeoutMs must be a positive safe integer. "+msgReadiness)
+	}
+	if r.PollIntervalMs != nil && (*r.PollIntervalMs < 1 || *r.PollIntervalMs > maxInt32) {
+		v.bad(p+".pollIntervalMs", strconv.FormatInt(*r.PollIntervalMs, 10), "readiness.pollIntervalMs must be a positive integer. "+msgReadiness)
+	}
+}
+
+func (v *validator) kubernetes(k *KubernetesConfig) {
+	if k.RuntimeClassName == "" {
+		v.missing(pathK8s+".runtimeClassName", "kubernetes.runtimeClassName must name the operator-installed RuntimeClass for OpenShell's privileged components (for example openshell-sandbox).")
+	} else if errs := validation.IsDNS1123Subdomain(k.RuntimeClassName); len(errs) > 0 {
+		v.bad(pathK8s+".runtimeClassName", k.RuntimeClassName, "kubernetes.runtimeClassName must be a RuntimeClass name: "+strings.Join(errs, "; "))
+	}
+	switch k.ServiceAccount.Mode {
+	case ServiceAccountModeGatewayConfigured:
+	case "":
+		v.missing(pathK8s+".serviceAccount.mode", "OpenShell serviceAccount mode must be gatewayConfigured. "+msgServiceAccount)
+	default:
+		v.bad(pathK8s+".serviceAccount.mode", k.ServiceAccount.Mode, "OpenShell serviceAccount mode must be gatewayConfigured. "+msgServiceAccount)
+	}
+	v.dataMount(&k.SandboxDataMount)
+	if r := k.AgentResources; r != nil {
+		v.agentResources(r)
+	}
+}
+
+// reservedSandboxPaths are where the Driver mounts the runtime root and relocated Harness
+// mounts; the data mount may not land on or below them.
+var reservedSandboxPaths = []string{"/sandbox/.openclaw-runtime", "/sandbox/.openclaw-mounts"}
+
+func (v *validator) dataMount(m *SandboxDataMount) {
+	p := pathK8s + ".sandboxDataMount"
+	if m.ClaimName != nil {
+		if errs := validation.IsDNS1123Subdomain(*m.ClaimName); len(errs) > 0 {
+			v.bad(p+".claimName", *m.ClaimName, "claimName, when set, must be a PersistentVolumeClaim name: "+strings.Join(errs, "; "))
+		}
+	}
+	if m.SubPath == "" {
+		v.missing(p+".subPath", "OpenShell sandboxDataMount must use an exact PVC subpath. "+msgDataMount)
+	} else if !isExactSubPath(m.SubPath) {
+		v.bad(p+".subPath", m.SubPath, "OpenShell sandboxDataMount must use an exact PVC subpath (relative, not empty, not ., no .. and no empty or trailing segments). "+msgDataMount)
+	}
+	switch {
+	case m.MountPath == "":
+		v.missing(p+".mountPath", "OpenShell sandboxDataMount must mount an approved PVC subpath under /sandbox. "+msgDataMount)
+	case !isExactAbsolutePath(m.MountPath) || !strings.HasPrefix(m.MountPath, "/sandbox/"):
+		v.bad(p+".mountPath", m.MountPath, "OpenShell sandboxDataMount must mount an approved PVC subpath under /sandbox. "+msgDataMount)
+	default:
+		for _, r := range reservedSandboxPaths {
+			if m.MountPath == r || strings.HasPrefix(m.MountPath, r+"/") {
+				v.bad(p+".mountPath", m.MountPath, r+" is reserved for the Driver's runtime mounts; mount the workspace elsewhere under /sandbox/ (for example /sandbox/enterprise).")
+			}
+		}
+	}
+	if m.ReadOnly == nil {
+		v.missing(p+".readOnly", "OpenShell sandboxDataMount readOnly must be explicit (true or false).")
+	}
+}
+
+// isExactSubPath reports whether s is a relative path that names a PVC subdirectory exactly.
+func isExactSubPath(s string) bool {
+	if s == "" || s == "." || strings.HasPrefix(s, "/") || strings.ContainsAny(s, "\\\x00") {
+		return false
+	}
+	for _, seg := range strings.Split(s, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return false
+		}
+	}
+	return true
+}
+
+// isExactAbsolutePath reports whether s is an absolute, clean path other than the root.
+func isExactAbsolutePath(s string) bool {
+	return s != "/" && strings.HasPrefix(s, "/") && path.Clean(s) == s && !strings.ContainsRune(s, 0)
+}
+
+func (v *validator) agentResources(r *AgentResources) {
+	p := pathK8s + ".agentResources"
+	check := func(list corev1.ResourceList, lp string) {
+		for _, name := range sortedKeys(resourceNames(list)) {
+			q := list[corev1.ResourceName(name)]
+			np := childPath(lp, name)
+			if errs := validation.IsQualifiedName(name); len(errs) > 0 {
+				v.bad(np, name, "resource names must be Kubernetes resource names such as cpu, memory or ephemeral-storage: "+strings.Join(errs, "; "))
+				continue
+			}
+			if q.Sign() < 0 {
+				v.bad(np, q.String(), quantityRule+" This quantity is negative.")
+			}
+		}
+	}
+	check(r.Requests, p+".requests")
+	check(r.Limits, p+".limits")
+	for _, name := range sortedKeys(resourceNames(r.Requests)) {
+		req := r.Requests[corev1.ResourceName(name)]
+		limit, ok := r.Limits[corev1.ResourceName(name)]
+		if ok && req.Cmp(limit) > 0 {
+			v.bad(childPath(p+".requests", name), req.String(), fmt.Sprintf("%s The request exceeds its limit %s.", quantityRule, limit.String()))
+		}
+	}
+}
+
+func resourceNames(l corev1.ResourceList) map[string]bool {
+	out := make(map[string]bool, len(l))
+	for k := range l {
+		out[string(k)] = true
+	}
+	return out
+}
+
+func (v *validator) policy(pol *PolicyConfig) {
+	pp := pathPolicy + ".process"
+	for _, f := range []struct{ key, val string }{{"runAsUser", pol.Process.RunAsUser}, {"runAsGroup", pol.Process.RunAsGroup}} {
+		switch {
+		case f.val == "":
+			v.missing(pp+"."+f.key, "policy.process."+f.key+" must be a nonempty quoted string (for example \"1000\"). "+msgProcess)
+		case strings.TrimSpace(f.val) != f.val || strings.ContainsAny(f.val, " \t\r\n:"):
+			v.bad(pp+"."+f.key, f.val, "policy.process."+f.key+" must be a single user or group id without spaces or colons. "+msgProcess)
+		}
+	}
+	if fs := pol.Filesystem; fs != nil {
+		v.filesystem(fs)
+	}
+	if l := pol.LandlockCompatibility; l != nil && *l != LandlockHardRequirement {
+		v.bad(pathPolicy+".landlockCompatibility", *l, "OpenShell policy.landlockCompatibility must be hard_requirement or omitted; best_effort is not supported. "+msgLandlock)
+	}
+	v.networkPolicies(pol.NetworkPolicies)
+}
+
+func (v *validator) filesystem(fs *FilesystemPolicy) {
+	seen := map[string]string{}
+	for _, list := range []struct {
+		key   string
+		paths []string
+	}{{"readOnly", fs.ReadOnly}, {"readWrite", fs.ReadWrite}} {
+		for i, p := range list.paths {
+			ip := indexPath(pathPolicy+".filesystem."+list.key, i)
+			if !isExactAbsolutePath(p) {
+				v.bad(ip, p, "OpenShell filesystem policy path must be an exact non-root absolute path.")
+				continue
+			}
+			if first, dup := seen[p]; dup {
+				v.bad(ip, p, fmt.Sprintf("the path is already listed at %s; list each path once, in readOnly or readWrite.", first))
+				continue
+			}
+			seen[p] = ip
+		}
+	}
+}
+
+var (
+	tlsModes         = []string{"skip", "terminate"}
+	enforcementModes = []string{"enforce", "audit"}
+	accessPresets    = []string{"read_only", "read_write", "full"}
+)
+
+func (v *validator) networkPolicies(policies []NetworkPolicy) {
+	np := pathPolicy + ".networkPolicies"
+	if len(policies) == 0 {
+		v.missing(np, "OpenShell requires at least one sandbox network policy (for example source-control for /usr/bin/git to github.com:443).")
+		return
+	}
+	names := map[string]int{}
+	for i := range policies {
+		pol := &policies[i]
+		p := indexPath(np, i)
+		desc := "OpenShell network policy " + pol.Name
+		switch {
+		case strings.TrimSpace(pol.Name) == "":
+			if pol.Name == "" {
+				v.missing(p+".name", "OpenShell network policy name must be a nonempty string.")
+			} else {
+				v.bad(p+".name", pol.Name, "OpenShell network policy name must be a nonempty string.")
+			}
+			desc = fmt.Sprintf("OpenShell network policy #%d", i)
+		case pol.Name == ReservedNetworkPolicyName:
+			v.bad(p+".name", pol.Name, msgReserved+" The Driver adds its own workspace-node-enrollment rule; rename this policy.")
+		default:
+			if first, dup := names[pol.Name]; dup {
+				v.bad(p+".name", pol.Name, fmt.Sprintf("%s The name is already used by %s.", msgUniqueNames, indexPath(np, first)))
+			} else {
+				names[pol.Name] = i
+			}
+		}
+		if len(pol.Binaries) == 0 {
+			v.missing(p+".binaries", desc+" requires at least one binary path. "+msgUniqueNames)
+		}
+		for j, b := range pol.Binaries {
+			if strings.TrimSpace(b.Path) == "" {
+				bp := indexPath(p+".binaries", j) + ".path"
+				if b.Path == "" {
+					v.missing(bp, desc+" requires at least one binary path. "+msgUniqueNames)
+				} else {
+					v.bad(bp, b.Path, desc+" requires at least one binary path. "+msgUniqueNames)
+				}
+			}
+		}
+		for j := range pol.Endpoints {
+			v.endpointRule(indexPath(p+".endpoints", j), desc, &pol.Endpoints[j])
+		}
+	}
+}
+
+func (v *validator) endpointRule(p, desc string, e *Endpoint) {
+	switch {
+	case strings.TrimSpace(e.Host) == "":
+		if e.Host == "" {
+			v.missing(p+".host", desc+" endpoint host must be a nonempty string.")
+		} else {
+			v.bad(p+".host", e.Host, desc+" endpoint host must be a nonempty string.")
+		}
+	case strings.Contains(e.Host, "://") || strings.ContainsAny(e.Host, "/ \t\r\n"):
+		v.bad(p+".host", e.Host, desc+" endpoint host must be a bare host name such as github.com, without scheme, path or spaces; ports go in ports.")
+	case strings.EqualFold(strings.TrimSuffix(e.Host, "."), "api.openai.com"):
+		v.bad(p+".host", e.Host, msgModelEndpoint+" Remove this endpoint.")
+	}
+	for k, port := range e.Ports {
+		if port < 1 || port > 65535 {
+			v.bad(indexPath(p+".ports", k), strconv.Itoa(port), desc+" port must be a valid TCP port. Ports are from 1 to 65535.")
+		}
+	}
+	if e.TLS != nil && !oneOf(*e.TLS, tlsModes) {
+		rule := desc + " TLS mode must be one of: skip, terminate. " + msgOptions
+		if *e.TLS == "passthrough" {
+			rule += " Write tls: skip."
+		}
+		v.bad(p+".tls", *e.TLS, rule)
+	}
+	if e.Enforcement != nil && !oneOf(*e.Enforcement, enforcementModes) {
+		v.bad(p+".enforcement", *e.Enforcement, desc+" enforcement mode must be one of: enforce, audit. "+msgOptions)
+	}
+	if e.Access != nil && !oneOf(*e.Access, accessPresets) {
+		v.bad(p+".access", *e.Access, desc+" access preset must be one of: read_only, read_write, full. "+msgOptions)
+	}
+	if e.Protocol == nil {
+		return
+	}
+	proto := strings.ToLower(*e.Protocol)
+	switch proto {
+	case "tcp":
+		if e.Access != nil {
+			v.bad(p+".access", *e.Access, desc+": protocol tcp takes no access preset; remove access. "+msgProtocolOptions)
+		}
+		if e.Enforcement != nil {
+			v.bad(p+".enforcement", *e.Enforcement, desc+": protocol tcp takes no enforcement mode; remove enforcement. "+msgProtocolOptions)
+		}
+	case "rest", "websocket", "graphql", "sql":
+		if e.Access == nil {
+			v.missing(p+".access", fmt.Sprintf("%s: protocol %s needs an access preset (read_only, read_write or full). %s", desc, proto, msgProtocolOptions))
+		}
+		if proto == "sql" && (e.Enforcement == nil || *e.Enforcement != "audit") {
+			rule := desc + ": protocol sql allows only enforcement: audit. " + msgProtocolOptions
+			if e.Enforcement == nil {
+				v.missing(p+".enforcement", rule+" Omitting it would mean enforce.")
+			} else {
+				v.bad(p+".enforcement", *e.Enforcement, rule)
+			}
+		}
+	case "json-rpc", "jsonrpc", "mcp":
+		v.bad(p+".protocol", *e.Protocol, desc+": "+msgProtocolRefused+" "+msgProtocol)
+	default:
+		v.bad(p+".protocol", *e.Protocol, desc+": unsupported protocol. "+msgProtocol)
+	}
+}
+
+func oneOf(s string, allowed []string) bool {
+	for _, a := range allowed {
+		if s == a {
+			return true
+		}
+	}
+	return false
 }
