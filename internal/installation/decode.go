@@ -199,14 +199,14 @@ func (d *decoder) decodeBackends(path string, n *yaml.Node) []BackendEntry {
 		return nil
 	}
 	if n.Kind != yaml.SequenceNode {
-		d.fail(path, n, "backend must be a list of backend entries (use [] for none); it is a "+describeKind(n))
+		d.fail(path, n, "backend must be a list of backend entries (use [] for none); it is "+aKind(n)+".")
 		return nil
 	}
 	out := make([]BackendEntry, 0, len(n.Content))
 	for i, item := range n.Content {
 		p := indexPath(path, i)
 		if item.Kind != yaml.MappingNode {
-			d.fail(p, item, "a backend entry must be a mapping with id, type and configuration; it is a "+describeKind(item))
+			d.fail(p, item, "a backend entry must be a mapping with id, type and configuration; it is "+aKind(item)+".")
 			continue
 		}
 		typ := mappingValue(item, "type")
@@ -243,7 +243,7 @@ func (d *decoder) decodeDrivers(path string, n *yaml.Node) Drivers {
 		return out
 	}
 	if n.Kind != yaml.MappingNode {
-		d.fail(path, n, "drivers must be a mapping from driver kind (compute, sandbox, credential_gateway, …) to its selection; it is a "+describeKind(n))
+		d.fail(path, n, "drivers must be a mapping from driver kind (compute, sandbox, credential_gateway, …) to its selection; it is "+aKind(n)+".")
 		return out
 	}
 	d.eachKey(path, n, func(key string, _, val *yaml.Node) {
@@ -273,7 +273,7 @@ var (
 	gatewayType      = reflect.TypeOf(GatewayConfig{})
 )
 
-// fieldHints add the seed's rule to a type problem of a field, so `runAsUser: 1000` is refused
+// fieldHints add the seed's rule to a type problem of a leaf field, so `runAsUser: 1000` is refused
 // with the reason the value must be a string.
 var fieldHints = map[reflect.Type]map[string]string{
 	reflect.TypeOf(ProcessPolicy{}):    {"runAsUser": msgProcess, "runAsGroup": msgProcess},
@@ -285,8 +285,6 @@ var fieldHints = map[reflect.Type]map[string]string{
 		"startupDelayMs": "OpenShell startupDelayMs must be a positive safe integer no greater than 120000.",
 		"providers":      msgStaticProviders,
 	},
-	reflect.TypeOf(PolicyConfig{}):  {"networkPolicies": "OpenShell requires at least one sandbox network policy."},
-	reflect.TypeOf(NetworkPolicy{}): {"binaries": msgUniqueNames},
 }
 
 // connectionKeys are the gateway connection settings that live on the openshell Backend.
@@ -322,15 +320,19 @@ func (d *decoder) decodeValue(path string, n *yaml.Node, v reflect.Value) {
 			return
 		}
 		p := reflect.New(t.Elem())
+		before := len(d.problems)
 		d.decodeValue(path, n, p.Elem())
-		v.Set(p)
+		if len(d.problems) == before || t.Elem().Kind() == reflect.Struct {
+			// A scalar that failed to decode stays absent rather than becoming a zero value.
+			v.Set(p)
+		}
 	case reflect.Struct:
 		d.decodeStruct(path, n, v)
 	case reflect.String:
 		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
-			rule := "must be a string; it is a " + describeKind(n)
+			rule := "must be a string; it is " + aKind(n)
 			if n.Kind == yaml.ScalarNode && n.ShortTag() != "!!null" {
-				rule += fmt.Sprintf(`; quote it ("%s") so YAML reads it as a string`, n.Value)
+				rule += fmt.Sprintf(`; quote it ("%s") so YAML reads it as a string.`, n.Value)
 			}
 			d.fail(path, n, rule)
 			return
@@ -339,20 +341,20 @@ func (d *decoder) decodeValue(path string, n *yaml.Node, v reflect.Value) {
 	case reflect.Bool:
 		var b bool
 		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" || n.Decode(&b) != nil {
-			d.fail(path, n, "must be true or false (an unquoted YAML boolean); it is a "+describeKind(n))
+			d.fail(path, n, "must be true or false (an unquoted YAML boolean); it is "+aKind(n)+".")
 			return
 		}
 		v.SetBool(b)
 	case reflect.Int, reflect.Int64:
 		var i int64
 		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" || n.Decode(&i) != nil {
-			d.fail(path, n, "must be a whole number (an unquoted YAML integer); it is a "+describeKind(n))
+			d.fail(path, n, "must be a whole number (an unquoted YAML integer); it is "+aKind(n)+".")
 			return
 		}
 		v.SetInt(i)
 	case reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
-			d.fail(path, n, "must be a list; it is a "+describeKind(n))
+			d.fail(path, n, "must be a list; it is "+aKind(n)+".")
 			return
 		}
 		s := reflect.MakeSlice(t, len(n.Content), len(n.Content))
@@ -362,7 +364,7 @@ func (d *decoder) decodeValue(path string, n *yaml.Node, v reflect.Value) {
 		v.Set(s)
 	case reflect.Map:
 		if n.Kind != yaml.MappingNode {
-			d.fail(path, n, "must be a mapping of strings to strings; it is a "+describeKind(n))
+			d.fail(path, n, "must be a mapping of strings to strings; it is "+aKind(n)+".")
 			return
 		}
 		m := reflect.MakeMapWithSize(t, len(n.Content)/2)
@@ -450,7 +452,7 @@ func (d *decoder) decodeStruct(path string, n *yaml.Node, v reflect.Value) {
 // an unquoted number is refused so `cpu: 1` versus `cpu: "1"` is never a silent guess.
 func (d *decoder) decodeQuantities(path string, n *yaml.Node) corev1.ResourceList {
 	if n.Kind != yaml.MappingNode {
-		d.fail(path, n, "must be a mapping from resource name to a quoted Kubernetes quantity (cpu: \"500m\"); it is a "+describeKind(n))
+		d.fail(path, n, "must be a mapping from resource name to a quoted Kubernetes quantity (cpu: \"500m\"); it is "+aKind(n)+".")
 		return nil
 	}
 	out := corev1.ResourceList{}
@@ -477,7 +479,7 @@ const quantityRule = `Each kubernetes.agentResources.requests and limits value i
 // object never repeat its values: a Secret's data must not reach any output.
 func (d *decoder) decodeResources(path string, n *yaml.Node) Resources {
 	if n.Kind != yaml.SequenceNode {
-		d.fail(path, n, "must be a list of Kubernetes resource objects (use [] for none); it is a "+describeKind(n))
+		d.fail(path, n, "must be a list of Kubernetes resource objects (use [] for none); it is "+aKind(n)+".")
 		return nil
 	}
 	out := make(Resources, 0, len(n.Content))
@@ -485,7 +487,7 @@ func (d *decoder) decodeResources(path string, n *yaml.Node) Resources {
 		p := indexPath(path, i)
 		if item.Kind != yaml.MappingNode {
 			d.failed[p] = true
-			d.problems = append(d.problems, newProblem(p, "<"+describeKind(item)+">", "must be a Kubernetes resource object (a mapping with apiVersion, kind and metadata.name); it is "+aKind(item)))
+			d.problems = append(d.problems, newProblem(p, "<"+describeKind(item)+">", "must be a Kubernetes resource object (a mapping with apiVersion, kind and metadata.name); it is "+aKind(item)+"."))
 			continue
 		}
 		obj, ok := d.objectValue(p, item)

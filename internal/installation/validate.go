@@ -76,18 +76,20 @@ type validator struct {
 	failed   map[string]bool
 }
 
-func (v *validator) add(p Problem) { v.problems = append(v.problems, p) }
+// add records a problem unless decoding already reported the same value: a value that could
+// not be decoded is left zero in the model and must not be reported a second time.
+func (v *validator) add(p Problem) {
+	if p.Path != "" && v.decodeFailed(p.Path) {
+		return
+	}
+	v.problems = append(v.problems, p)
+}
 
 func (v *validator) bad(path, value, rule string) { v.add(newProblem(path, value, rule)) }
 
 // missing reports an absent required key, unless decoding already reported that key or one of
 // its parents.
-func (v *validator) missing(path, rule string) {
-	if v.decodeFailed(path) {
-		return
-	}
-	v.add(missingProblem(path, rule))
-}
+func (v *validator) missing(path, rule string) { v.add(missingProblem(path, rule)) }
 
 func (v *validator) decodeFailed(p string) bool {
 	for f := range v.failed {
