@@ -97,7 +97,7 @@ func TestSandboxResourceRefVerifyFor(t *testing.T) {
 func TestErrorCodeThroughWrapping(t *testing.T) {
 	base := &Error{Code: CodeAdmissionLimitReached, Message: "limit", Retryable: true, Err: errors.New("cause")}
 	wrapped := fmt.Errorf("provision: %w", base)
-	if CodeOf(wrapped) != CodeAdmissionLimitReached || !IsRetryable(wrapped) || base.Error() != "limit: cause" {
+	if CodeOf(wrapped) != CodeAdmissionLimitReached || !IsRetryable(wrapped) || base.Error() != "limit (cause)" {
 		t.Fatalf("code=%q retryable=%v msg=%q", CodeOf(wrapped), IsRetryable(wrapped), base.Error())
 	}
 	if CodeOf(errors.New("plain")) != "" || HasCode(nil, "") {

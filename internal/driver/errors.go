@@ -29,8 +29,8 @@ const (
 )
 
 // Error is a coded driver failure. Message is the user-facing sentence (the seeds' sentences are
-// reproduced verbatim); Err, when set, is the underlying cause and is appended after a colon.
-// Neither ever contains a Secret value.
+// reproduced verbatim, so callers can match on them); Err, when set, is the detail or underlying
+// cause naming the offending value, appended in parentheses. Neither ever contains a Secret value.
 type Error struct {
 	Code    Code
 	Message string
@@ -42,7 +42,7 @@ type Error struct {
 
 func (e *Error) Error() string {
 	if e.Err != nil {
-		return e.Message + ": " + e.Err.Error()
+		return e.Message + " (" + e.Err.Error() + ")"
 	}
 	return e.Message
 }

@@ -1,0 +1,175 @@
+package openshell
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/openclaw/occ/internal/driver"
+	"github.com/openclaw/occ/internal/gateway"
+	"github.com/openclaw/occ/internal/gateway/openshellv1"
+)
+
+// internalAnnotationPrefix marks annotations the gateway adds to Sandboxes itself; they are
+// the only difference an adopted Sandbox may have from the request.
+const internalAnnotationPrefix = "internal.openshell.ai/"
+
+// ProvisionHarness implements driver.Driver. It validates and renders the whole request first
+// (RenderCreateSandbox), so every refusal happens before the gateway is touched. Then the client
+// creates the Sandbox at most once per revision: GetSandbox first, CreateSandbox with the
+// revision UUID as request_id (then derived IDs after replay refusals), and a re-read after a
+// concurrent ALREADY_EXISTS. An existing Sandbox is adopted only when its name, Workspace,
+// labels, annotations and spec are exactly what this revision would create and it still serves
+// (not deleting or stopped). Codex must end with its one bearer-passthrough app-server exposure;
+// native OpenClaw with none.
+func (d *Driver) ProvisionHarness(ctx context.Context, hctx driver.HarnessContext) (driver.SandboxResourceRef, error) {
+	p, err := d.plan(hctx)
+	if err != nil {
+		return driver.SandboxResourceRef{}, err
+	}
+	if err := d.requireGateway("provisionHarness"); err != nil {
+		return driver.SandboxResourceRef{}, err
+	}
+	res, err := d.gw.CreateSandbox(ctx, p.gatewayRequest())
+	if err != nil {
+		return driver.SandboxResourceRef{}, gatewayError("CreateSandbox", err)
+	}
+	if res.Sandbox == nil || res.Sandbox.Name != p.name {
+		return driver.SandboxResourceRef{}, plain("OpenShell returned a different Sandbox name than requested.", nil)
+	}
+	if !res.Created {
+		if err := d.verifyAdopted(ctx, p, res.Sandbox); err != nil {
+			return driver.SandboxResourceRef{}, err
+		}
+		d.log.LogAttrs(ctx, slog.LevelDebug, "adopted existing OpenShell Sandbox", slog.String("sandbox", p.name), slog.String("workspace", p.workspace))
+		return p.ref, nil
+	}
+	if err := d.verifyCreatedExposure(ctx, p, res); err != nil {
+		return driver.SandboxResourceRef{}, err
+	}
+	// The pinned OpenShell registers the route before the Harness listens; a configured delay
+	// keeps Compute from probing a route that cannot answer yet. A replayed create already
+	// waited the first time.
+	if d.cfg.StartupDelayMs != nil && !res.Replayed {
+		if err := d.sleep(ctx, time.Duration(*d.cfg.StartupDelayMs)*time.Millisecond); err != nil {
+			return driver.SandboxResourceRef{}, fmt.Errorf("wait %dms for OpenShell Sandbox %s to start: %w", *d.cfg.StartupDelayMs, p.name, err)
+		}
+	}
+	return p.ref, nil
+}
+
+// verifyCreatedExposure checks what a fresh (or replayed) create returned. A first-run answer
+// carries the service URLs; a replay may not, in which case the live service is read instead.
+func (d *Driver) verifyCreatedExposure(ctx context.Context, p *provisionPlan, res *gateway.CreateSandboxResult) error {
+	if !p.codex {
+		if len(res.ServiceURLs) > 0 {
+			return plain("OpenShell exposed an unexpected service for the native OpenClaw Harness.", errorf("service names %q", slices.Sorted(maps.Keys(res.ServiceURLs))))
+		}
+		return nil
+	}
+	url, ok := res.ServiceURLs[""]
+	if !ok && res.Replayed {
+		return d.verifyCodexService(ctx, p)
+	}
+	if _, err := d.gw.ServiceURL(url); err != nil || len(res.ServiceURLs) != 1 {
+		return plain("OpenShell Harness service URL must be an HTTP origin without credentials, query, or fragment.", err)
+	}
+	return nil
+}
+
+// verifyCodexService requires the existing Sandbox's unnamed service to be exactly the
+// bearer-passthrough app-server exposure this revision asks for.
+func (d *Driver) verifyCodexService(ctx context.Context, p *provisionPlan) error {
+	want := p.exposures[0]
+	ep, err := d.gw.GetService(ctx, p.workspace, p.name, "")
+	if err != nil && !gateway.IsNotFound(err) {
+		return gatewayError("GetService", err)
+	}
+	if err != nil || ep.TargetPort != want.TargetPort || ep.AuthorizationMode != want.AuthorizationMode {
+		return plain(fmt.Sprintf("OpenShell Sandbox %s exists without its exact bearer-passthrough Harness service; remove the stale Sandbox before retrying.", p.name), nil)
+	}
+	return nil
+}
+
+// verifyAdopted decides whether an existing Sandbox of this name is this revision's. Adopting
+// anything else could hand the revision's traffic to a Harness with other code, policy or
+// credentials, so any difference is a refusal, and the error says which part differs.
+func (d *Driver) verifyAdopted(ctx context.Context, p *provisionPlan, sb *gateway.Sandbox) error {
+	refuse := func(what string) error {
+		return plain(fmt.Sprintf("Refusing OpenShell Sandbox %s without exact AgentRevision ownership and content.", p.name), errorf("its %s differs from revision %s", what, p.ref.RevisionID))
+	}
+	switch {
+	case sb.Workspace != "" && sb.Workspace != p.workspace:
+		return refuse("workspace")
+	case !maps.Equal(sb.Labels, p.labels):
+		return refuse("labels")
+	case !ownAnnotationsEqual(sb.Annotations, p.annotations):
+		return refuse("annotations")
+	case !specEqual(sb.Spec, p.spec):
+		return refuse("spec")
+	}
+	switch sb.Phase {
+	case gateway.SandboxPhaseDeleting:
+		return plain(fmt.Sprintf("OpenShell Sandbox %s is being deleted; it can be created again once deletion finishes.", p.name), nil)
+	case gateway.SandboxPhaseStopping, gateway.SandboxPhaseStopped, gateway.SandboxPhaseCompleted:
+		return plain(fmt.Sprintf("OpenShell Sandbox %s has stopped; remove the stale Sandbox before retrying.", p.name), nil)
+	}
+	if p.codex {
+		return d.verifyCodexService(ctx, p)
+	}
+	return nil
+}
+
+// ownAnnotationsEqual compares annotations, ignoring the gateway's own internal keys.
+func ownAnnotationsEqual(got, want map[string]string) bool {
+	own := make(map[string]string, len(got))
+	for k, v := range got {
+		if !strings.HasPrefix(k, internalAnnotationPrefix) {
+			own[k] = v
+		}
+	}
+	return maps.Equal(own, want)
+}
+
+// specEqual compares a stored spec with the requested one field by field. Fields this client
+// does not declare (a newer gateway's additions, such as the attachment epoch it sets itself)
+// are not part of what the revision asked for, so they are ignored.
+func specEqual(stored, want *openshellv1.SandboxSpec) bool {
+	if stored == nil {
+		return false
+	}
+	a, b := proto.Clone(stored), proto.Clone(want)
+	discardUnknown(a.ProtoReflect())
+	discardUnknown(b.ProtoReflect())
+	return proto.Equal(a, b)
+}
+
+func discardUnknown(m protoreflect.Message) {
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		switch {
+		case fd.IsList() && fd.Message() != nil:
+			l := v.List()
+			for i := 0; i < l.Len(); i++ {
+				discardUnknown(l.Get(i).Message())
+			}
+		case fd.IsMap() && fd.MapValue().Message() != nil:
+			v.Map().Range(func(_ protoreflect.MapKey, mv protoreflect.Value) bool {
+				discardUnknown(mv.Message())
+				return true
+			})
+		case fd.Message() != nil && !fd.IsList() && !fd.IsMap():
+			discardUnknown(v.Message())
+		}
+		return true
+	})
+	if m.GetUnknown() != nil {
+		m.SetUnknown(nil)
+	}
+}
