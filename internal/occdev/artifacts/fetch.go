@@ -1,0 +1,206 @@
+package artifacts
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/openclaw/occ/internal/occdev/pins"
+)
+
+// DefaultTimeout bounds one whole download when Fetcher.Timeout is zero.
+const DefaultTimeout = 10 * time.Minute
+
+// progressStep is how many bytes pass between progress reports; the CLI redraws its bar on
+// each, so a report per network read would be wasted work.
+const progressStep = 256 << 10
+
+// Progress is one report of a download's advance.
+type Progress struct {
+	URL string
+	// Received bytes so far.
+	Received int64
+	// Total is the announced length, or -1 when the server did not say.
+	Total int64
+	// Done is set on the last report of a successful download.
+	Done bool
+}
+
+// Fetcher downloads pinned artifacts into a content-addressed cache.
+type Fetcher struct {
+	// Client performs the requests; nil uses a plain client honouring proxy settings.
+	Client *http.Client
+	// CacheDir is the cache root; "" uses DefaultCacheDir. Files live at
+	// <CacheDir>/sha256/<hex>, so a verified file is found again by its pin alone.
+	CacheDir string
+	// Timeout bounds each download from request to last byte; 0 uses DefaultTimeout.
+	Timeout time.Duration
+	// Progress, when set, receives reports during downloads (never for cache hits).
+	Progress func(Progress)
+}
+
+// DefaultCacheDir is $XDG_CACHE_HOME/occ/artifacts, or ~/.cache/occ/artifacts.
+func DefaultCacheDir() (string, error) {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("default artifact cache: %w; set XDG_CACHE_HOME or pass a cache directory", err)
+	}
+	return filepath.Join(base, "occ", "artifacts"), nil
+}
+
+func (f *Fetcher) cacheRoot() (string, error) {
+	if f.CacheDir != "" {
+		return f.CacheDir, nil
+	}
+	return DefaultCacheDir()
+}
+
+// CachePath is where the artifact with hex digest sum is (or would be) cached.
+func (f *Fetcher) CachePath(sum string) (string, error) {
+	root, err := f.cacheRoot()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, "sha256", sum), nil
+}
+
+// Fetch returns the verified artifact a, from the cache when a verified copy is there, else
+// downloaded. The digest is computed while the body streams to disk, and a mismatching download
+// is deleted before Fetch returns; only a verified file is ever renamed into the cache, so a
+// verified artifact is downloaded once.
+func (f *Fetcher) Fetch(ctx context.Context, a pins.Artifact) (*Verified, error) {
+	if err := checkSum(a.SHA256); err != nil {
+		return nil, fmt.Errorf("fetch %s: %w", a.URL, err)
+	}
+	dest, err := f.CachePath(a.SHA256)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(dest), 0o700); err != nil {
+		return nil, fmt.Errorf("create artifact cache %s: %w", filepath.Dir(dest), err)
+	}
+	v, err := OpenVerified(dest, a.SHA256)
+	switch {
+	case err == nil:
+		return v, nil
+	case errors.Is(err, fs.ErrNotExist):
+	default:
+		var sumErr *ChecksumError
+		if !errors.As(err, &sumErr) {
+			return nil, fmt.Errorf("read cached artifact: %w", err)
+		}
+		// A corrupt cache entry (disk error, interrupted copy by hand) must not block the
+		// download that replaces it.
+		if err := os.Remove(dest); err != nil {
+			return nil, fmt.Errorf("remove corrupt cached artifact %s: %w", dest, err)
+		}
+	}
+	return f.download(ctx, a, dest)
+}
+
+func (f *Fetcher) download(ctx context.Context, a pins.Artifact, dest string) (*Verified, error) {
+	timeout := f.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	client := f.Client
+	if client == nil {
+		client = &http.Client{}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.URL, nil)
+	if err != nil {
+		return nil, fmt.Errorf("download %s: %w", a.URL, err)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, downloadError(ctx, a.URL, timeout, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("download %s: server answered %s, want 200 OK; check the URL in the pin file or pass a local copy", a.URL, resp.Status)
+	}
+
+	tmp, err := createTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".partial-")
+	if err != nil {
+		return nil, fmt.Errorf("download %s: %w", a.URL, err)
+	}
+	keep := false
+	defer func() {
+		if !keep {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	h := sha256.New()
+	counter := &progressWriter{url: a.URL, total: resp.ContentLength, report: f.Progress}
+	n, err := io.CopyBuffer(io.MultiWriter(tmp, h, counter), resp.Body, make([]byte, hashBufferSize))
+	if err != nil {
+		return nil, downloadError(ctx, a.URL, timeout, err)
+	}
+	got := hex.EncodeToString(h.Sum(nil))
+	if got != a.SHA256 {
+		return nil, &ChecksumError{What: a.URL + " (download discarded)", Expected: a.SHA256, Got: got}
+	}
+	if err := tmp.Sync(); err != nil {
+		return nil, fmt.Errorf("download %s: sync %s: %w", a.URL, tmp.Name(), err)
+	}
+	// The descriptor stays open across the rename: it is the verified content, whatever later
+	// happens to the path.
+	if err := os.Rename(tmp.Name(), dest); err != nil {
+		return nil, fmt.Errorf("download %s: store in cache: %w", a.URL, err)
+	}
+	keep = true
+	counter.finish(n)
+	return &Verified{file: tmp, path: dest, sum: got, size: n}, nil
+}
+
+func downloadError(ctx context.Context, url string, timeout time.Duration, err error) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("download %s: not complete after %s; check the network or proxy settings, or fetch the file another way and pass it as a local file (it is still verified)", url, timeout)
+	}
+	return fmt.Errorf("download %s: %w", url, err)
+}
+
+// createTemp makes a new private file in dir (O_EXCL, 0600) for a download in progress.
+func createTemp(dir, prefix string) (*os.File, error) {
+	var rnd [8]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return nil, err
+	}
+	return os.OpenFile(filepath.Join(dir, prefix+hex.EncodeToString(rnd[:])), os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+}
+
+type progressWriter struct {
+	url      string
+	total    int64
+	received int64
+	reported int64
+	report   func(Progress)
+}
+
+func (p *progressWriter) Write(b []byte) (int, error) {
+	p.received += int64(len(b))
+	if p.report != nil && p.received-p.reported >= progressStep {
+		p.reported = p.received
+		p.report(Progress{URL: p.url, Received: p.received, Total: p.total})
+	}
+	return len(b), nil
+}
+
+func (p *progressWriter) finish(n int64) {
+	if p.report != nil {
+		p.report(Progress{URL: p.url, Received: n, Total: p.total, Done: true})
+	}
+}

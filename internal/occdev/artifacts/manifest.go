@@ -1,0 +1,81 @@
+package artifacts
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+)
+
+// maxManifestSize bounds what is read from a manifest (the Agent Sandbox one is ~100 KB).
+const maxManifestSize = 32 << 20
+
+// ParseManifest parses the verified multi-document YAML src (the Agent Sandbox manifest) into
+// objects, in file order. Empty documents are skipped; List kinds are flattened. Every object
+// must have apiVersion, kind and metadata.name, because it is applied by name.
+func ParseManifest(src *Verified) ([]*unstructured.Unstructured, error) {
+	r, err := src.open()
+	if err != nil {
+		return nil, fmt.Errorf("parse manifest: %w", err)
+	}
+	data, err := io.ReadAll(io.LimitReader(r, maxManifestSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("read manifest %s: %w", src.Path(), err)
+	}
+	if len(data) > maxManifestSize {
+		return nil, fmt.Errorf("manifest %s is larger than %d bytes; refusing to parse it", src.Path(), maxManifestSize)
+	}
+	return ParseYAML(data, src.Path())
+}
+
+// ParseYAML splits multi-document YAML into objects. source names the data in errors.
+func ParseYAML(data []byte, source string) ([]*unstructured.Unstructured, error) {
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	var out []*unstructured.Unstructured
+	for doc := 1; ; doc++ {
+		raw, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: document %d: %w", source, doc, err)
+		}
+		js, err := yaml.YAMLToJSON(raw)
+		if err != nil {
+			return nil, fmt.Errorf("%s: document %d is not valid YAML: %w", source, doc, err)
+		}
+		if bytes.Equal(bytes.TrimSpace(js), []byte("null")) {
+			continue
+		}
+		obj := &unstructured.Unstructured{}
+		if err := obj.UnmarshalJSON(js); err != nil {
+			return nil, fmt.Errorf("%s: document %d is not a Kubernetes object: %w", source, doc, err)
+		}
+		items := []*unstructured.Unstructured{obj}
+		if obj.IsList() {
+			items = items[:0]
+			if err := obj.EachListItem(func(o runtime.Object) error {
+				u, ok := o.(*unstructured.Unstructured)
+				if !ok {
+					return fmt.Errorf("list item of type %T", o)
+				}
+				items = append(items, u)
+				return nil
+			}); err != nil {
+				return nil, fmt.Errorf("%s: document %d: %w", source, doc, err)
+			}
+		}
+		for _, it := range items {
+			if it.GetAPIVersion() == "" || it.GetKind() == "" || it.GetName() == "" {
+				return nil, fmt.Errorf("%s: document %d: object %s %q lacks apiVersion, kind or metadata.name", source, doc, it.GetKind(), it.GetName())
+			}
+			out = append(out, it)
+		}
+	}
+}
