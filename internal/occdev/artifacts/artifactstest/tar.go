@@ -26,7 +26,9 @@ type Entry struct {
 func Dir(name string) Entry { return Entry{Name: name, Type: tar.TypeDir, Mode: 0o755} }
 
 // File is a regular file entry.
-func File(name, body string) Entry { return Entry{Name: name, Type: tar.TypeReg, Body: body, Mode: 0o644} }
+func File(name, body string) Entry {
+	return Entry{Name: name, Type: tar.TypeReg, Body: body, Mode: 0o644}
+}
 
 // fixedTime keeps generated archives byte-for-byte reproducible, so their checksums are stable.
 var fixedTime = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
