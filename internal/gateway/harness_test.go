@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -278,3 +279,5 @@ func assertNoCanary(t *testing.T, canary string, texts map[string]string) {
 		}
 	}
 }
+
+func timestamp(t time.Time) *timestamppb.Timestamp { return timestamppb.New(t) }
