@@ -118,7 +118,9 @@ func TestEnsureNamespaceOperatorModeThreeTimes(t *testing.T) {
 // gateway is used at all.
 func TestEnsureNamespaceManagedModeTouchesNothing(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	d := e.driver(func(c *installation.SandboxConfiguration) { c.Gateway.WorkspaceMode = installation.WorkspaceModeManaged })
+	d := e.driver(func(c *installation.SandboxConfiguration) {
+		c.Gateway.WorkspaceMode = installation.WorkspaceModeManaged
+	})
 	err := d.EnsureNamespace(e.ctx, e.nctx())
 	if err == nil || err.Error() != "OpenShell managed workspace mode is not implemented; cannot ensure a Namespace." {
 		t.Fatalf("err = %v", err)
