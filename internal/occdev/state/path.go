@@ -104,10 +104,17 @@ func checkPath(p string) (string, error) {
 			}
 		}
 	}
-	if top := checkoutRoot(); top != "" && (p == top || strings.HasPrefix(p, top+string(filepath.Separator))) {
+	// A home directory kept under git (a dotfiles repository) is not a source checkout: refusing
+	// it would refuse the default location for everyone who has one.
+	if top := checkoutRoot(); top != "" && !isHome(top) && (p == top || strings.HasPrefix(p, top+string(filepath.Separator))) {
 		return "", &UnsafeError{Path: p, Reason: fmt.Sprintf("it is inside the git checkout %s (git clean would delete the record, and it must never be committed); use a path outside the checkout", top)}
 	}
 	return p, nil
+}
+
+func isHome(dir string) bool {
+	home, err := os.UserHomeDir()
+	return err == nil && home != "" && (dir == filepath.Clean(home) || dir == canonicalPrefix(home))
 }
 
 // checkoutRoot returns the git work tree containing the current directory, or "".

@@ -346,6 +346,18 @@ func TestUnsafeDirectoriesRefused(t *testing.T) {
 			}
 		})
 	}
+	// A dotfiles repository at $HOME does not make the default location "inside a checkout".
+	if err := os.Mkdir(filepath.Join(home, ".git"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(home)
+	underHome := filepath.Join(home, ".local", "state", "occ", "dev")
+	d, err := Create(underHome, sample())
+	if err != nil {
+		t.Fatalf("Create under a git-managed home: %v", err)
+	}
+	d.Close()
+
 	if os.Geteuid() == 0 {
 		// Only root can hand a directory to another user; the rule is the same for everyone.
 		other := filepath.Join(base, "other-owner")
