@@ -125,8 +125,8 @@ func TestConformanceProviderReadinessAndDetach(t *testing.T) {
 	if err != nil {
 		t.Fatalf("GetSandboxProviderStatus: %v", err)
 	}
-	if st.State == gateway.ReadinessReady || st.Receipt == nil || st.Receipt.Provider != provider {
-		t.Fatalf("status before the sandbox is ready = %+v", st)
+	if st.State == 0 || st.Receipt == nil || st.Receipt.Provider != provider || st.Receipt.ReceiptID == "" {
+		t.Fatalf("status = %+v, want a state and the receipt of the observation", st)
 	}
 	if _, err := c.GetSandboxProviderStatus(ctx, gateway.ProviderStatusRequest{Workspace: ws, Sandbox: "sb-cred", Provider: "oce-cs-bbbbbbbbbbbbbbbbbbbbbbbb"}); !gateway.IsNotFound(err) {
 		t.Fatalf("status of an unknown provider = %v, want NOT_FOUND", err)
@@ -134,6 +134,9 @@ func TestConformanceProviderReadinessAndDetach(t *testing.T) {
 
 	t.Run("ready, withheld, revoked", func(t *testing.T) {
 		tg.emulatorOnly(t, "plays the kubelet and the supervisor's reports")
+		if st.State == gateway.ReadinessReady {
+			t.Fatalf("status before the Harness Pod is Ready = %+v, want not READY", st)
+		}
 		testbed.MarkPodReady(ctx, t, tg.kube, ws, "sb-cred")
 		waitForPhase(t, c, ws, "sb-cred", gateway.SandboxPhaseReady)
 		st, err := c.GetSandboxProviderStatus(ctx, gateway.ProviderStatusRequest{Workspace: ws, Sandbox: "sb-cred", Provider: provider})
