@@ -50,8 +50,10 @@ func gatewayError(method string, err error) error {
 	if gateway.IsAdmissionLimit(err) {
 		return &driver.Error{Code: driver.CodeAdmissionLimitReached, Message: admissionLimitMessage(method), Retryable: true, Err: err}
 	}
+	// Driver errors and the client's own errors already name the operation and the gateway.
 	var de *driver.Error
-	if errors.As(err, &de) {
+	var ge *gateway.Error
+	if errors.As(err, &de) || errors.As(err, &ge) {
 		return err
 	}
 	return fmt.Errorf("OpenShell %s: %w", method, err)
