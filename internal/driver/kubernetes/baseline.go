@@ -14,23 +14,14 @@ import (
 	applynetworkingv1 "k8s.io/client-go/applyconfigurations/networking/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/kube"
 )
 
-// Ownership metadata Compute stamps on the physical namespace and on every baseline object.
-// They let a later run (or a human) tell an OCC-owned namespace from a stranger's of the same
-// name, and they are what namespace adoption checks exactly.
-const (
-	// LabelManagedBy is the standard managed-by label; its value marks OCC ownership.
-	LabelManagedBy = "app.kubernetes.io/managed-by"
-	// ManagedByValue is the managed-by value on everything Compute and the driver create.
-	ManagedByValue = "openclaw-enterprise"
-	// LabelNamespace carries the OCC Namespace ID on Kubernetes objects.
-	LabelNamespace = "openclaw.dev/namespace"
-	// AnnotationNamespaceID repeats the OCC Namespace ID as an annotation, the form the
-	// OpenShell driver checks on bootstrap resources.
-	AnnotationNamespaceID = "openclaw.dev/namespace-id"
-)
+// Compute stamps driver.LabelManagedBy, driver.LabelNamespace and driver.AnnotationNamespaceID
+// on the physical namespace and on every baseline object. They let a later run (or a human)
+// tell an OCC-owned namespace from a stranger's of the same name, and they are what namespace
+// adoption checks exactly.
 
 // Names of the baseline objects in every physical namespace.
 const (
@@ -92,7 +83,7 @@ func (b Baseline) Validate() error {
 
 // ownershipLabels are the labels on the namespace and on every baseline object.
 func ownershipLabels(namespaceID string) map[string]string {
-	return map[string]string{LabelManagedBy: ManagedByValue, LabelNamespace: namespaceID}
+	return map[string]string{driver.LabelManagedBy: driver.ManagedByValue, driver.LabelNamespace: namespaceID}
 }
 
 // EnsurePhysicalNamespace creates the Kubernetes namespace for an OCC Namespace, or adopts an
@@ -113,7 +104,7 @@ func EnsurePhysicalNamespace(ctx context.Context, c kubernetes.Interface, namesp
 		ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
 			Labels:      ownershipLabels(namespaceID),
-			Annotations: map[string]string{AnnotationNamespaceID: namespaceID},
+			Annotations: map[string]string{driver.AnnotationNamespaceID: namespaceID},
 		}}
 		_, err = c.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{FieldManager: kube.FieldManager})
 		if err == nil {
@@ -158,7 +149,7 @@ func ApplyBaseline(ctx context.Context, c kubernetes.Interface, namespaceID, nam
 		return err
 	}
 	labels := ownershipLabels(namespaceID)
-	annotations := map[string]string{AnnotationNamespaceID: namespaceID}
+	annotations := map[string]string{driver.AnnotationNamespaceID: namespaceID}
 	opts := metav1.ApplyOptions{FieldManager: kube.FieldManager, Force: true}
 
 	quota := applycorev1.ResourceQuota(ResourceQuotaName, namespace).

@@ -17,7 +17,6 @@ package kubernetes
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"reflect"
 	"time"
@@ -47,9 +46,10 @@ type Compute struct {
 	// Baseline is the namespace isolation; the zero value means DefaultBaseline.
 	Baseline *Baseline
 	// Preflight, when set, validates the exact provisioning request without any I/O (the
-	// OpenShell driver's request builder). Provision runs it before the first mutation, so a
-	// revision the driver would refuse leaves no namespace or Workspace behind.
-	Preflight func(driver.HarnessContext) error
+	// OpenShell driver's request builder), given the credential sources the Credential Gateway
+	// will attach. Provision runs it before the first mutation, so a revision the driver would
+	// refuse leaves no namespace or Workspace behind.
+	Preflight func(hctx driver.HarnessContext, sources []driver.CredentialSource) error
 	// PodTimeout bounds the Harness Pod wait; zero means DefaultPodReadyTimeout.
 	PodTimeout time.Duration
 	// Gate bounds the credential attachment gate; zero fields take the defaults.
@@ -161,7 +161,7 @@ func (c *Compute) Provision(ctx context.Context, rf *RevisionFile) (*ProvisionRe
 	}
 	if c.Preflight != nil {
 		hctx := driver.HarnessContext{NamespaceContext: c.NamespaceContext(plan.Namespace), Revision: plan.Revision, Requirements: plan.Requirements}
-		if err := c.Preflight(hctx); err != nil {
+		if err := c.Preflight(hctx, plan.Sources); err != nil {
 			return nil, err
 		}
 	}
@@ -311,8 +311,6 @@ func (c *Compute) DeleteNamespace(ctx context.Context, namespaceID string) (*Nam
 	return out, nil
 }
 
-// errNoCredentialGateway is returned by status reads that need a Credential Gateway.
-var errNoCredentialGateway = errors.New("no Credential Gateway is configured")
 
 // normalizeConfiguration maps a configuration through one JSON-like shape so that equal
 // documents compare equal whatever Go types a transform produced (Configuration vs

@@ -113,7 +113,7 @@ func TestPrepareNamespaceThreeTimesConvergesOnOneWorld(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if live.Labels[LabelManagedBy] != ManagedByValue || live.Labels[LabelNamespace] != "ns_three_times" || live.Annotations[AnnotationNamespaceID] != "ns_three_times" {
+		if live.Labels[driver.LabelManagedBy] != driver.ManagedByValue || live.Labels[driver.LabelNamespace] != "ns_three_times" || live.Annotations[driver.AnnotationNamespaceID] != "ns_three_times" {
 			t.Fatalf("run %d: namespace ownership metadata = %v %v", i+1, live.Labels, live.Annotations)
 		}
 		if live.Labels["openshell.ai/openclaw-workspace"] != "true" {
@@ -154,7 +154,7 @@ func TestPrepareNamespaceRefusesAForeignNamespace(t *testing.T) {
 		labels map[string]string
 	}{
 		{"ns_foreign_plain", nil},
-		{"ns_foreign_other", map[string]string{LabelManagedBy: ManagedByValue, LabelNamespace: "ns_someone_else"}},
+		{"ns_foreign_other", map[string]string{driver.LabelManagedBy: driver.ManagedByValue, driver.LabelNamespace: "ns_someone_else"}},
 	} {
 		name := mustName(t, tc.id)
 		if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: tc.labels}}, metav1.CreateOptions{}); err != nil {
@@ -207,7 +207,7 @@ func TestWaitForHarnessPodByWatch(t *testing.T) {
 	}
 	rf := loadExample(t, "codex.yaml")
 	other := rf.HarnessLabels()
-	other[LabelRevision] = "rev_00000000-0000-4000-8000-000000000001"
+	other[driver.LabelRevision] = "rev_00000000-0000-4000-8000-000000000001"
 	mkPod := func(name string, labels map[string]string) *corev1.Pod {
 		p, err := admin.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
@@ -448,7 +448,7 @@ func TestProvisionFailsClosedBeforeAnyMutation(t *testing.T) {
 		{"pinned elsewhere", func(rf *RevisionFile, _ *Compute) { rf.SandboxDriverID = "sandbox-other" }, `pinned to Sandbox driver "sandbox-other"`},
 		{"embedded harness", func(rf *RevisionFile, _ *Compute) { rf.Harness.Mode = "embedded" }, "OpenShell SandboxDriver supports only dedicated Harness revisions."},
 		{"preflight refusal", func(_ *RevisionFile, comp *Compute) {
-			comp.Preflight = func(driver.HarnessContext) error {
+			comp.Preflight = func(driver.HarnessContext, []driver.CredentialSource) error {
 				return driver.Coded(driver.CodeSecretEnvironmentUnsupported, "OpenShell dedicated Codex cannot receive APP_SERVER_TOKEN.")
 			}
 		}, "cannot receive APP_SERVER_TOKEN"},

@@ -8,9 +8,9 @@ import (
 	"io"
 	"os"
 	"path"
-	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
@@ -349,38 +349,35 @@ func (rf *RevisionFile) Sources() []driver.CredentialSource {
 	return out
 }
 
-// Labels that identify a revision's Harness workload. The gateway copies them onto the Pod,
-// which is how Compute finds the exact revision's Pod without knowing the provider's naming.
-const (
-	LabelAgent    = "openclaw.dev/agent"
-	LabelRevision = "openclaw.dev/revision"
-	LabelHarness  = "openclaw.dev/harness"
-)
+// LabelHarness names the Harness runtime on the workload, for people reading the cluster.
+// Compute selects the revision's Pod by driver.LabelAgent and driver.LabelRevision, which the
+// gateway copies from the template onto the Pod, so Compute finds the exact revision's Pod
+// without knowing the provider's naming.
+const LabelHarness = "openclaw.dev/harness"
 
 // HarnessLabels returns the Agent and revision labels the Harness workload must carry.
 func (rf *RevisionFile) HarnessLabels() map[string]string {
 	return map[string]string{
-		LabelManagedBy: ManagedByValue,
-		LabelNamespace: rf.NamespaceID,
-		LabelAgent:     rf.AgentID,
-		LabelRevision:  rf.RevisionID,
-		LabelHarness:   rf.Harness.ID,
+		driver.LabelManagedBy: driver.ManagedByValue,
+		driver.LabelNamespace: rf.NamespaceID,
+		driver.LabelAgent:     rf.AgentID,
+		driver.LabelRevision:  rf.RevisionID,
+		LabelHarness:          rf.Harness.ID,
+		// A provider-owned Harness receives none of Compute's ordinary egress grants; the
+		// provider's own workload fence alone decides what it may reach.
+		driver.LabelNetworkProfile: driver.NetworkProfileProviderFenced,
 	}
 }
 
-// HarnessSelector is the label selector that matches exactly this revision's Harness Pods.
+// HarnessSelector is the label selector that matches exactly this revision's Harness Pods: its
+// OCC Namespace, Agent and revision labels (the revision ID alone is unique; the other two make
+// a mislabelled Pod of another tenant impossible to mistake for it).
 func (rf *RevisionFile) HarnessSelector() string {
-	l := rf.HarnessLabels()
-	keys := make([]string, 0, len(l))
-	for k := range l {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
-		parts = append(parts, k+"="+l[k])
-	}
-	return strings.Join(parts, ",")
+	return labels.SelectorFromSet(labels.Set{
+		driver.LabelNamespace: rf.NamespaceID,
+		driver.LabelAgent:     rf.AgentID,
+		driver.LabelRevision:  rf.RevisionID,
+	}).String()
 }
 
 // EnvCodexLoginMode is the variable through which the Codex Harness learns its login mode.

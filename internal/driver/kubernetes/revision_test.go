@@ -62,7 +62,7 @@ func TestRevisionExamplesDeriveRequirements(t *testing.T) {
 	if len(req.Mounts) != 1 || req.Mounts[0] != (driver.WorkspaceMount{ClaimName: "agent-support-data", SubPath: "workspace", MountPath: "/sandbox/enterprise"}) {
 		t.Fatalf("mounts = %+v", req.Mounts)
 	}
-	if req.Labels[LabelRevision] != rf.RevisionID || req.Labels[LabelAgent] != "agent_support" || req.Labels[LabelNamespace] != "ns_acme" {
+	if req.Labels[driver.LabelRevision] != rf.RevisionID || req.Labels[driver.LabelAgent] != "agent_support" || req.Labels[driver.LabelNamespace] != "ns_acme" {
 		t.Fatalf("labels = %v", req.Labels)
 	}
 	if len(req.CredentialAttachments) != 0 {
@@ -71,7 +71,7 @@ func TestRevisionExamplesDeriveRequirements(t *testing.T) {
 	if src := rf.Sources(); len(src) != 1 || src[0].NamespaceID != "ns_acme" || src[0].CredentialGatewayID != "credential-gateway-openshell-development" {
 		t.Fatalf("sources = %+v", src)
 	}
-	if sel := rf.HarnessSelector(); !strings.Contains(sel, LabelRevision+"="+rf.RevisionID) {
+	if sel := rf.HarnessSelector(); !strings.Contains(sel, driver.LabelRevision+"="+rf.RevisionID) {
 		t.Fatalf("selector %q does not select the revision", sel)
 	}
 

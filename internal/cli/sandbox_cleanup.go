@@ -1,0 +1,94 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	compute "github.com/openclaw/occ/internal/driver/kubernetes"
+	"github.com/openclaw/occ/internal/driver/kubernetes/session"
+)
+
+func init() { sandboxSubcommands = append(sandboxSubcommands, newSandboxCleanupCommand) }
+
+func newSandboxCleanupCommand(g *Globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "cleanup",
+		Short: "Shut a revision down (--revision) or delete an OCC Namespace (--namespace)",
+		Long: `With --revision FILE: revision shutdown. The driver deletes the revision's Sandbox by its
+derived identity, so this works even when the Harness Pod (or the Sandbox) is already gone.
+
+With --namespace NAME (an OCC Namespace ID, or the physical name of an existing namespace):
+Namespace deletion. The driver first removes its Namespace-level resources (Workspace,
+workspace resources, provider NetworkPolicies); only if that succeeds is the Kubernetes
+namespace deleted. A failure keeps the namespace so the cleanup can be retried.
+
+Both are safe to repeat.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error { return runSandboxCleanup(g, cmd) },
+	}
+	addInstallationFlag(cmd)
+	addGatewayFlag(cmd)
+	addRevisionFlag(cmd, "revision file to shut down")
+	cmd.Flags().String(flagNamespace, "", "OCC Namespace ID (or existing physical namespace name) to delete")
+	return cmd
+}
+
+// revisionCleanup is what `cleanup --revision` prints.
+type revisionCleanup struct {
+	NamespaceName string `json:"namespaceName"`
+	AgentID       string `json:"agentId"`
+	RevisionID    string `json:"revisionId"`
+	CleanedUp     bool   `json:"cleanedUp"`
+}
+
+func runSandboxCleanup(g *Globals, cmd *cobra.Command) error {
+	opts, err := sessionOptions(g)
+	if err != nil {
+		return err
+	}
+	nsArg, revPath := g.v.GetString(flagNamespace), g.v.GetString(flagRevision)
+	if (nsArg == "") == (revPath == "") {
+		return usageErrorf("give exactly one of --revision FILE (revision shutdown) or --namespace NAME (Namespace deletion)")
+	}
+	var rf *compute.RevisionFile
+	if revPath != "" {
+		if rf, err = loadRevision(g); err != nil {
+			return err
+		}
+	}
+	s, err := session.Open(cmd.Context(), opts)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+
+	if rf != nil {
+		if err := s.Compute.ShutdownRevision(cmd.Context(), rf); err != nil {
+			return err
+		}
+		ns, _ := compute.ResolveNamespace(rf.NamespaceID)
+		out := revisionCleanup{NamespaceName: ns.Name, AgentID: rf.AgentID, RevisionID: rf.RevisionID, CleanedUp: true}
+		return g.print(out, func() error {
+			_, err := fmt.Fprintf(g.Stdout, "Revision %s of Agent %s is shut down in namespace %s\n", out.RevisionID, out.AgentID, out.NamespaceName)
+			return err
+		})
+	}
+
+	nsID, err := compute.NamespaceIDFromArgument(cmd.Context(), s.Kube, nsArg)
+	if err != nil {
+		return err
+	}
+	res, err := s.Compute.DeleteNamespace(cmd.Context(), nsID)
+	if err != nil {
+		return err
+	}
+	return g.print(res, func() error {
+		if !res.Deleted {
+			_, err := fmt.Fprintf(g.Stdout, "OCC Namespace %s is cleaned up; Kubernetes namespace %s did not exist\n", res.Namespace.ID, res.Namespace.Name)
+			return err
+		}
+		_, err := fmt.Fprintf(g.Stdout, "OCC Namespace %s is cleaned up and Kubernetes namespace %s is deleted\n", res.Namespace.ID, res.Namespace.Name)
+		return err
+	})
+}

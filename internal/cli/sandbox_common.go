@@ -1,0 +1,128 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	compute "github.com/openclaw/occ/internal/driver/kubernetes"
+	"github.com/openclaw/occ/internal/driver/kubernetes/session"
+)
+
+// Flags shared by the `occ sandbox` commands that drive the Compute flow. Like every flag they
+// also resolve from OCC_* environment variables and the config file (OCC_INSTALLATION, …).
+const (
+	flagInstallation = "installation"
+	flagGateway      = "gateway"
+	flagRevision     = "revision"
+	flagNamespace    = "namespace"
+)
+
+func addInstallationFlag(cmd *cobra.Command) {
+	cmd.Flags().String(flagInstallation, "", "Installation YAML that selects the OpenShell Sandbox driver (required)")
+}
+
+func addGatewayFlag(cmd *cobra.Command) {
+	cmd.Flags().String(flagGateway, "", "gateway endpoint (host:port or http(s) origin) replacing the openshell Backend's, e.g. an emulator or a port-forward")
+}
+
+func addRevisionFlag(cmd *cobra.Command, usage string) {
+	cmd.Flags().String(flagRevision, "", usage)
+}
+
+// installationPath returns --installation, or a usage error naming the flag.
+func installationPath(g *Globals) (string, error) {
+	p := g.v.GetString(flagInstallation)
+	if p == "" {
+		return "", usageErrorf("--%s is required: pass the Installation YAML (for example the one `occ dev up` wrote)", flagInstallation)
+	}
+	return p, nil
+}
+
+// loadRevision reads --revision, or returns a usage error when it is missing.
+func loadRevision(g *Globals) (*compute.RevisionFile, error) {
+	p := g.v.GetString(flagRevision)
+	if p == "" {
+		return nil, usageErrorf("--%s is required: pass the revision file (see docs/revision.md)", flagRevision)
+	}
+	return compute.LoadRevisionFile(p)
+}
+
+// sandboxLogger returns the driver's debug logger: silent unless -v was given.
+func sandboxLogger(g *Globals) *slog.Logger {
+	if g.Verbosity == 0 {
+		return nil
+	}
+	return slog.New(slog.NewTextHandler(g.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// sessionOptions collects the shared settings for session.Open.
+func sessionOptions(g *Globals) (session.Options, error) {
+	path, err := installationPath(g)
+	if err != nil {
+		return session.Options{}, err
+	}
+	return session.Options{
+		InstallationPath: path,
+		Kubeconfig:       g.Kubeconfig,
+		KubeContext:      g.Context,
+		Gateway:          g.v.GetString(flagGateway),
+		Progress:         sandboxProgress(g.Stderr),
+		Logger:           sandboxLogger(g),
+	}, nil
+}
+
+// sandboxProgress prints Compute's steps on stderr, one line per event, with timings: a
+// bullet when a step begins, its intermediate states (for waits), and ✓ or ✗ when it ends.
+// Lines are never rewritten in place, so a log of a slow wait shows every state it passed.
+func sandboxProgress(w io.Writer) compute.Progress {
+	var mu sync.Mutex
+	return func(e compute.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch e.Kind {
+		case compute.StepBegin:
+			fmt.Fprintf(w, " • %s …\n", e.Step)
+		case compute.StepNote:
+			fmt.Fprintf(w, "   %s: %s (+%s)\n", e.Step, e.Message, sandboxDuration(e.Elapsed))
+		case compute.StepEnd:
+			mark := "✓"
+			if e.Err != nil {
+				mark = "✗"
+			}
+			fmt.Fprintf(w, " %s %s (%s)\n", mark, e.Step, sandboxDuration(e.Elapsed))
+		}
+	}
+}
+
+// sandboxDuration keeps durations readable: milliseconds below a second, tenths above.
+func sandboxDuration(d time.Duration) time.Duration {
+	if d < time.Second {
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(100 * time.Millisecond)
+}
+
+// printYAMLOrJSON prints v as YAML unless -o json asked for JSON; used where the natural form of
+// the output is a document rather than a table.
+func printDocument(g *Globals, v any, defaultYAML bool) error {
+	if g.Output == "table" {
+		if defaultYAML {
+			b, err := yaml.Marshal(v)
+			if err != nil {
+				return fmt.Errorf("encode YAML output: %w", err)
+			}
+			_, err = g.Stdout.Write(b)
+			return err
+		}
+		g2 := *g
+		g2.Output = "json"
+		return g2.print(v, nil)
+	}
+	return g.print(v, nil)
+}

@@ -1,0 +1,83 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	"github.com/openclaw/occ/internal/driver"
+	"github.com/openclaw/occ/internal/driver/kubernetes/session"
+)
+
+func init() { sandboxSubcommands = append(sandboxSubcommands, newSandboxConfigureAgentCommand) }
+
+func newSandboxConfigureAgentCommand(g *Globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "configure-agent",
+		Short: "Apply the Sandbox driver's configureAgent transform (offline)",
+		Long: `Run the OpenShell driver's configureAgent on a native Agent configuration, the transform OCC
+applies before it freezes a revision: Codex gets its app-server plugin settings, OpenClaw its
+workspace pinned to the Sandbox data mount. Nothing else changes, and the Harness never does.
+
+With --revision FILE the whole revision file is printed with its configuration transformed
+(YAML, ready to be used as the frozen revision). With --configuration FILE (a JSON or YAML
+object) and --harness ID the transformed configuration alone is printed (JSON).
+No cluster and no gateway are contacted.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error { return runSandboxConfigureAgent(g) },
+	}
+	addInstallationFlag(cmd)
+	addRevisionFlag(cmd, "revision file whose configuration to transform")
+	cmd.Flags().String("configuration", "", "native configuration file (JSON or YAML object) to transform")
+	cmd.Flags().String("harness", "", "Harness runtime of --configuration: codex or openclaw")
+	cmd.Flags().String("harness-mode", driver.HarnessModeDedicated, "Harness mode of --configuration")
+	return cmd
+}
+
+func runSandboxConfigureAgent(g *Globals) error {
+	path, err := installationPath(g)
+	if err != nil {
+		return err
+	}
+	revPath, cfgPath := g.v.GetString(flagRevision), g.v.GetString("configuration")
+	if (revPath == "") == (cfgPath == "") {
+		return usageErrorf("give exactly one of --revision FILE or --configuration FILE")
+	}
+	if cfgPath != "" && g.v.GetString("harness") == "" {
+		return usageErrorf("--harness is required with --configuration: name the Harness runtime (codex or openclaw)")
+	}
+	off, err := session.OpenOffline(path)
+	if err != nil {
+		return err
+	}
+	if revPath != "" {
+		rf, err := loadRevision(g)
+		if err != nil {
+			return err
+		}
+		out, err := off.ConfigureRevision(rf)
+		if err != nil {
+			return err
+		}
+		return printDocument(g, out, true)
+	}
+	raw, err := os.ReadFile(cfgPath)
+	if err != nil {
+		return fmt.Errorf("read --configuration %s: %w", cfgPath, err)
+	}
+	js, err := yaml.YAMLToJSONStrict(raw)
+	if err != nil {
+		return fmt.Errorf("--configuration %s: %w", cfgPath, err)
+	}
+	cfg, err := driver.ParseConfiguration(js)
+	if err != nil {
+		return fmt.Errorf("--configuration %s: %w", cfgPath, err)
+	}
+	out, err := off.Driver.ConfigureAgent(cfg, driver.Harness{ID: g.v.GetString("harness"), Mode: g.v.GetString("harness-mode")})
+	if err != nil {
+		return err
+	}
+	return printDocument(g, out, false)
+}

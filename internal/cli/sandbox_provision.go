@@ -1,0 +1,66 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	compute "github.com/openclaw/occ/internal/driver/kubernetes"
+	"github.com/openclaw/occ/internal/driver/kubernetes/session"
+)
+
+func init() { sandboxSubcommands = append(sandboxSubcommands, newSandboxProvisionCommand) }
+
+func newSandboxProvisionCommand(g *Globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "provision",
+		Short: "Run the whole Compute flow for a revision and print its SandboxResourceRef",
+		Long: `Provision a revision the way Kubernetes Compute does: check everything that can be checked
+offline (driver pin, frozen configuration, the exact CreateSandbox request), prepare the
+Namespace (physical namespace, baseline isolation, driver ensureNamespace), attach the
+revision's credential sources, call the driver's provisionHarness, wait for the revision's
+Harness Pod to be Ready (by watch), and wait until every credential attachment is applied.
+Progress, with timings, goes to stderr; the stable SandboxResourceRef goes to stdout.
+
+Running it again adopts what an earlier run created and resumes where it stopped.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error { return runSandboxProvision(g, cmd) },
+	}
+	addInstallationFlag(cmd)
+	addGatewayFlag(cmd)
+	addRevisionFlag(cmd, "revision file to provision (required)")
+	cmd.Flags().Duration("pod-timeout", compute.DefaultPodReadyTimeout, "how long to wait for the Harness Pod to become Ready")
+	cmd.Flags().Duration("attachment-timeout", compute.DefaultAttachmentGate().Timeout, "how long to wait for every credential attachment to be applied")
+	return cmd
+}
+
+func runSandboxProvision(g *Globals, cmd *cobra.Command) error {
+	opts, err := sessionOptions(g)
+	if err != nil {
+		return err
+	}
+	rf, err := loadRevision(g)
+	if err != nil {
+		return err
+	}
+	opts.PodTimeout = g.v.GetDuration("pod-timeout")
+	opts.Gate = compute.AttachmentGate{Timeout: g.v.GetDuration("attachment-timeout")}
+	if opts.PodTimeout <= 0 || opts.Gate.Timeout <= 0 {
+		return usageErrorf("--pod-timeout and --attachment-timeout must be positive durations (for example 5m)")
+	}
+	s, err := session.Open(cmd.Context(), opts)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	res, err := s.Compute.Provision(cmd.Context(), rf)
+	if err != nil {
+		return err
+	}
+	ref := res.Ref
+	return g.print(ref, func() error {
+		_, err := fmt.Fprintf(g.Stdout, "Sandbox %s/%s runs revision %s of Agent %s (Harness Pod %s is Ready)\n",
+			ref.NamespaceName, ref.ResourceName, ref.RevisionID, ref.AgentID, res.Pod)
+		return err
+	})
+}
