@@ -311,7 +311,6 @@ func (c *Compute) DeleteNamespace(ctx context.Context, namespaceID string) (*Nam
 	return out, nil
 }
 
-
 // normalizeConfiguration maps a configuration through one JSON-like shape so that equal
 // documents compare equal whatever Go types a transform produced (Configuration vs
 // map[string]any).
