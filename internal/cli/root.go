@@ -120,6 +120,7 @@ OpenShell gateway (occ sandbox).`,
 	pf.String("config", "", "config file (default: $XDG_CONFIG_HOME/occ/config.yaml)")
 
 	root.AddCommand(newVersionCommand(g), newCompletionCommand(), newDevCommand(g), newSandboxCommand(g))
+	root.AddCommand(newGatewayEmulatorCommand(g))
 	return root
 }
 

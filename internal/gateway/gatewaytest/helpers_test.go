@@ -2,7 +2,6 @@ package gatewaytest
 
 import (
 	"context"
-	"errors"
 	"os"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	pb "github.com/openclaw/occ/internal/gateway/openshellv1"
@@ -23,10 +23,15 @@ func TestMain(m *testing.M) { os.Exit(testbed.Run(m)) }
 // dial opens a raw generated client on the emulator.
 func dial(t *testing.T, s *Server, opts ...grpc.DialOption) pb.OpenShellClient {
 	t.Helper()
+	return dialAddr(t, s.Addr(), opts...)
+}
+
+func dialAddr(t *testing.T, addr string, opts ...grpc.DialOption) pb.OpenShellClient {
+	t.Helper()
 	if len(opts) == 0 {
 		opts = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
 	}
-	conn, err := grpc.NewClient(s.Addr(), opts...)
+	conn, err := grpc.NewClient(addr, opts...)
 	if err != nil {
 		t.Fatalf("dial emulator: %v", err)
 	}
@@ -109,6 +114,8 @@ func mustNot(t *testing.T, err error) {
 	}
 }
 
-var errTimeout = errors.New("timed out")
-
 func statusOf(err error) (*status.Status, bool) { return status.FromError(err) }
+
+func metadataCtx(ctx context.Context, token string) context.Context {
+	return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+token)
+}
