@@ -1,0 +1,48 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/openclaw/occ/internal/occdev"
+)
+
+func init() { devSubcommands = append(devSubcommands, newDevDownCommand) }
+
+func newDevDownCommand(g *Globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "down",
+		Short: "Remove exactly what 'occ dev up' recorded",
+		Long: `Remove, in reverse order, every object the recorded state says 'occ dev up' created, using
+only the kubeconfig and context recorded then. Objects occ did not create are never touched,
+and an existing cluster is never deleted. Cleanup continues past failures; the state directory
+is deleted only when everything is gone, and otherwise kept with the command that retries.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts := occdev.DownOptions{
+				StateDir:   devSetting(g, cmd, "state-dir", "OCC_DEVELOPMENT_STATE_DIRECTORY"),
+				OCCCommand: occCommand(),
+			}
+			if g.Output == "table" {
+				opts.Log = g.Stdout
+			} else {
+				opts.Log = g.Stderr
+			}
+			res, err := occdev.Down(cmd.Context(), opts)
+			if err != nil {
+				return devError(err)
+			}
+			return g.print(res, func() error {
+				if res.NothingRecorded {
+					_, err := fmt.Fprintf(g.Stdout, "No development state at %s: nothing to remove.\n", res.StateDirectory)
+					return err
+				}
+				_, err := fmt.Fprintf(g.Stdout, "Removed %d recorded object(s) and the state directory %s.\n", len(res.Removed), res.StateDirectory)
+				return err
+			})
+		},
+	}
+	cmd.Flags().String("state-dir", "", "state directory of the 'occ dev up' to undo (env OCC_DEVELOPMENT_STATE_DIRECTORY)")
+	return cmd
+}

@@ -1,0 +1,48 @@
+package cli
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/openclaw/occ/internal/occdev"
+)
+
+// devSetting resolves a `occ dev` setting: an explicit flag wins, then the reference's
+// OCC_DEVELOPMENT_* variable, then the value viper resolved (config file, OCC_* variable, flag
+// default).
+func devSetting(g *Globals, cmd *cobra.Command, flag, env string) string {
+	if f := cmd.Flags().Lookup(flag); f != nil && f.Changed {
+		return f.Value.String()
+	}
+	if env != "" {
+		if v, ok := os.LookupEnv(env); ok && v != "" {
+			return v
+		}
+	}
+	return g.v.GetString(flag)
+}
+
+// occCommand is how the user ran occ, for printed commands: a bare name stays bare (it is on
+// PATH), a path becomes absolute so the command works from any directory.
+func occCommand() string {
+	if len(os.Args) == 0 || !strings.Contains(os.Args[0], string(filepath.Separator)) {
+		return "occ"
+	}
+	if abs, err := filepath.Abs(os.Args[0]); err == nil {
+		return abs
+	}
+	return os.Args[0]
+}
+
+// devError turns a bad option into a usage error (exit 2); other errors pass through.
+func devError(err error) error {
+	var opt *occdev.OptionError
+	if errors.As(err, &opt) {
+		return &usageError{err: err}
+	}
+	return err
+}

@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/openclaw/occ/internal/occdev"
+)
+
+func init() { devSubcommands = append(devSubcommands, newDevStatusCommand) }
+
+func newDevStatusCommand(g *Globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Compare the recorded development state with the live cluster",
+		Long: `Read the recorded state and report, for every object 'occ dev up' created, whether it is
+present, missing, or changed (the name now belongs to a different object). -o json prints the
+same as a document.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := occdev.GetStatus(cmd.Context(), occdev.StatusOptions{
+				StateDir: devSetting(g, cmd, "state-dir", "OCC_DEVELOPMENT_STATE_DIRECTORY"),
+			})
+			if err != nil {
+				return devError(err)
+			}
+			return g.print(st, func() error { return printDevStatus(g, st) })
+		},
+	}
+	cmd.Flags().String("state-dir", "", "state directory of the 'occ dev up' to inspect (env OCC_DEVELOPMENT_STATE_DIRECTORY)")
+	return cmd
+}
+
+func printDevStatus(g *Globals, st *occdev.Status) error {
+	w := g.Stdout
+	fmt.Fprintf(w, "State:         %s (profile %s)\n", st.StateDirectory, st.Profile)
+	reach := "reachable"
+	if !st.Reachable {
+		reach = "not reachable"
+	}
+	fmt.Fprintf(w, "Cluster:       %s (context %q in %s, provider %s, %s)\n", st.Cluster.Name, st.Cluster.Context, st.Cluster.Kubeconfig, st.Cluster.Provider, reach)
+	if st.Installation != "" {
+		fmt.Fprintf(w, "Installation:  %s\n", st.Installation)
+	}
+	if st.GatewayEndpoint != "" {
+		fmt.Fprintf(w, "Gateway:       %s\n", st.GatewayEndpoint)
+	}
+	if st.Problem != "" {
+		fmt.Fprintf(w, "Problem:       %s\n", st.Problem)
+	}
+	if len(st.Objects) == 0 {
+		_, err := fmt.Fprintln(w, "\nNo objects recorded.")
+		return err
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KIND\tNAMESPACE\tNAME\tSTATE\tDETAIL")
+	for _, o := range st.Objects {
+		ns := o.Namespace
+		if ns == "" {
+			ns = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", o.Kind, ns, o.Name, o.State, o.Detail)
+	}
+	return tw.Flush()
+}

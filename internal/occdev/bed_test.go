@@ -1,0 +1,276 @@
+package occdev_test
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/yaml"
+
+	"github.com/openclaw/occ/internal/gateway/gatewaytest"
+	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/artifacts/artifactstest"
+	"github.com/openclaw/occ/internal/occdev/pins"
+	"github.com/openclaw/occ/internal/testbed"
+)
+
+func TestMain(m *testing.M) { os.Exit(testbed.Run(m)) }
+
+// bed is one isolated `occ dev up` environment on the shared apiserver: a unique platform
+// namespace and Agent Sandbox manifest (the bed has no namespace controller, so every run needs
+// names of its own), a pinned test archive of the stand-in charts, a private cache and state
+// directory, and the gateway emulator for the Health check.
+type bed struct {
+	t          *testing.T
+	suffix     string
+	namespace  string
+	kubeconfig string
+	client     kubernetes.Interface
+	stateDir   string
+	cacheDir   string
+	archive    string
+	pinFile    string
+	gateway    *gatewaytest.Server
+	manifest   *httptest.Server
+	downloads  *counter
+	agentNS    string
+}
+
+type counter struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (c *counter) inc() { c.mu.Lock(); c.n++; c.mu.Unlock() }
+func (c *counter) get() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+func randomSuffix(t testing.TB) string {
+	b := make([]byte, 4)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+func newBed(t *testing.T) *bed {
+	t.Helper()
+	b := &bed{t: t, suffix: randomSuffix(t), downloads: &counter{}}
+	b.namespace = "occdev-" + b.suffix
+	b.agentNS = "agent-sandbox-" + b.suffix
+	b.kubeconfig = testbed.Kubeconfig(t)
+	b.client = testbed.Client(t)
+	b.stateDir = filepath.Join(t.TempDir(), "state")
+	b.cacheDir = filepath.Join(t.TempDir(), "cache")
+
+	set, err := pins.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.archive = filepath.Join(t.TempDir(), "openshell.tar.gz")
+	set.OpenShell.SourceArchive.SHA256 = writeChartArchive(t, b.archive, set.OpenShell.SourceArchive.TopDirectory)
+
+	manifest := agentSandboxManifest(b.suffix)
+	sum := sha256.Sum256(manifest)
+	b.manifest = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b.downloads.inc()
+		_, _ = w.Write(manifest)
+	}))
+	t.Cleanup(b.manifest.Close)
+	set.AgentSandbox.Manifest = pins.Artifact{URL: b.manifest.URL + "/sandbox.yaml", SHA256: hex.EncodeToString(sum[:])}
+
+	data, err := yaml.Marshal(set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.pinFile = filepath.Join(t.TempDir(), "pins.yaml")
+	if err := os.WriteFile(b.pinFile, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	gw, err := gatewaytest.Start(gatewaytest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(gw.Close)
+	b.gateway = gw
+	startKubelet(t, b.client)
+	return b
+}
+
+// options are the UpOptions of a normal run in this bed.
+func (b *bed) options() occdev.UpOptions {
+	return occdev.UpOptions{
+		StateDir:        b.stateDir,
+		Kubeconfig:      b.kubeconfig,
+		ControlPlane:    occdev.ControlPlaneKubernetes,
+		Namespace:       b.namespace,
+		PinFile:         b.pinFile,
+		ArchiveFile:     b.archive,
+		CacheDir:        b.cacheDir,
+		GatewayEndpoint: b.gateway.Addr(),
+		StartupTimeout:  30 * time.Second,
+		OCCCommand:      "occ",
+	}
+}
+
+// writeChartArchive packs testdata/charts into a tarball laid out like GitHub's tag tarball of
+// OpenShell and returns its sha256.
+func writeChartArchive(t *testing.T, path, top string) string {
+	t.Helper()
+	entries := []artifactstest.Entry{artifactstest.Dir(top + "/"), artifactstest.File(top+"/README.md", "OpenShell\n")}
+	root := filepath.Join("testdata", "charts")
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		if rel == "." || rel == "README.md" {
+			return nil
+		}
+		name := top + "/deploy/helm/" + filepath.ToSlash(rel)
+		if d.IsDir() {
+			entries = append(entries, artifactstest.Dir(name+"/"))
+			return nil
+		}
+		body, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		entries = append(entries, artifactstest.File(name, string(body)))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return artifactstest.WriteTarGz(t, path, entries)
+}
+
+// agentSandboxManifest is a stand-in for the pinned Agent Sandbox release manifest, with names
+// of its own per run: a namespace, a CRD, RBAC and the controller Deployment.
+func agentSandboxManifest(suffix string) []byte {
+	return []byte(strings.ReplaceAll(`apiVersion: v1
+kind: Namespace
+metadata:
+  name: agent-sandbox-SUFFIX
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: sandboxes.agents-SUFFIX.x-k8s.io
+spec:
+  group: agents-SUFFIX.x-k8s.io
+  names: {kind: Sandbox, plural: sandboxes, singular: sandbox, listKind: SandboxList}
+  scope: Namespaced
+  versions:
+    - name: v1alpha1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          x-kubernetes-preserve-unknown-fields: true
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: agent-sandbox-controller
+  namespace: agent-sandbox-SUFFIX
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: agent-sandbox-controller-SUFFIX
+rules:
+  - apiGroups: [agents-SUFFIX.x-k8s.io]
+    resources: [sandboxes]
+    verbs: [get, list, watch, update]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: agent-sandbox-controller-SUFFIX
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: agent-sandbox-controller-SUFFIX}
+subjects:
+  - {kind: ServiceAccount, name: agent-sandbox-controller, namespace: agent-sandbox-SUFFIX}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: agent-sandbox-controller
+  namespace: agent-sandbox-SUFFIX
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: agent-sandbox-controller}
+  template:
+    metadata:
+      labels: {app: agent-sandbox-controller}
+    spec:
+      serviceAccountName: agent-sandbox-controller
+      containers:
+        - name: controller
+          image: registry.k8s.io/agent-sandbox/controller@sha256:0000000000000000000000000000000000000000000000000000000000000000
+`, "SUFFIX", suffix))
+}
+
+// startKubelet plays the kubelet and the workload controllers the bed does not run: every
+// Deployment and StatefulSet is reported as fully rolled out and ready, through the status
+// subresource, as soon as it appears.
+func startKubelet(t *testing.T, c kubernetes.Interface) {
+	ctx, cancel := context.WithCancel(context.Background())
+	factory := informers.NewSharedInformerFactory(c, 0)
+	deployments := factory.Apps().V1().Deployments().Informer()
+	statefulsets := factory.Apps().V1().StatefulSets().Informer()
+	readyDeployment := func(obj any) {
+		d, ok := obj.(*appsv1.Deployment)
+		if !ok || (d.Status.ObservedGeneration >= d.Generation && d.Status.AvailableReplicas > 0) {
+			return
+		}
+		d = d.DeepCopy()
+		n := int32(1)
+		if d.Spec.Replicas != nil {
+			n = *d.Spec.Replicas
+		}
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
+		_, _ = c.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{})
+	}
+	readyStatefulSet := func(obj any) {
+		s, ok := obj.(*appsv1.StatefulSet)
+		if !ok || (s.Status.ObservedGeneration >= s.Generation && s.Status.ReadyReplicas > 0) {
+			return
+		}
+		s = s.DeepCopy()
+		n := int32(1)
+		if s.Spec.Replicas != nil {
+			n = *s.Spec.Replicas
+		}
+		s.Status = appsv1.StatefulSetStatus{ObservedGeneration: s.Generation, Replicas: n, ReadyReplicas: n, CurrentReplicas: n, UpdatedReplicas: n, AvailableReplicas: n}
+		_, _ = c.AppsV1().StatefulSets(s.Namespace).UpdateStatus(ctx, s, metav1.UpdateOptions{})
+	}
+	_, _ = deployments.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: readyDeployment, UpdateFunc: func(_, o any) { readyDeployment(o) }})
+	_, _ = statefulsets.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: readyStatefulSet, UpdateFunc: func(_, o any) { readyStatefulSet(o) }})
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	t.Cleanup(func() { cancel(); factory.Shutdown() })
+}
+
+

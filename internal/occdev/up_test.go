@@ -1,0 +1,251 @@
+package occdev_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/openclaw/occ/internal/installation"
+	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/state"
+	"github.com/openclaw/occ/internal/testbed"
+)
+
+// recordedProgress collects step lines, as the CLI would print them.
+type recordedProgress struct{ lines []string }
+
+func (p *recordedProgress) StepStarted(int, int, string) {}
+func (p *recordedProgress) StepFinished(_, _ int, name string, d time.Duration, err error) {
+	mark := "ok"
+	if err != nil {
+		mark = "failed: " + err.Error()
+	}
+	p.lines = append(p.lines, name+" "+d.String()+" "+mark)
+}
+
+// resourceFor maps a recorded object to its dynamic resource on the test bed.
+func resourceFor(t *testing.T, dyn dynamic.Interface, o state.Object) dynamic.ResourceInterface {
+	t.Helper()
+	gv, err := schema.ParseGroupVersion(o.APIVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plural := map[string]string{
+		"Namespace": "namespaces", "RuntimeClass": "runtimeclasses", "CustomResourceDefinition": "customresourcedefinitions",
+		"ServiceAccount": "serviceaccounts", "ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebindings",
+		"Deployment": "deployments", "Secret": "secrets", "NetworkPolicy": "networkpolicies",
+	}[o.Kind]
+	if plural == "" {
+		t.Fatalf("test does not know the resource of kind %s", o.Kind)
+	}
+	r := dyn.Resource(gv.WithResource(plural))
+	if o.Namespace != "" {
+		return r.Namespace(o.Namespace)
+	}
+	return r
+}
+
+// assertGone checks that a recorded object no longer exists; a Namespace counts as gone once
+// its deletion has started (the bed has no namespace controller to finish it).
+func assertGone(t *testing.T, dyn dynamic.Interface, o state.Object) {
+	t.Helper()
+	if o.Kind == state.KindHelmRelease {
+		return
+	}
+	u, err := resourceFor(t, dyn, o).Get(context.Background(), o.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return
+	}
+	if err != nil {
+		t.Fatalf("read %s: %v", o, err)
+	}
+	if o.Kind == "Namespace" && u.GetDeletionTimestamp() != nil {
+		return
+	}
+	if o.Kind == "CustomResourceDefinition" && u.GetDeletionTimestamp() != nil {
+		// The apiserver removes a CRD asynchronously, after its finalizer has deleted every
+		// custom resource; wait for that by watch.
+		waitDeleted(t, resourceFor(t, dyn, o), o.Name)
+		return
+	}
+	t.Errorf("%s still exists after cleanup", o)
+}
+
+// assertReleaseGone checks that the Gateway chart's own objects and Helm's release records are
+// gone from namespace ns.
+func assertReleaseGone(t *testing.T, b *bed) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := b.client.AppsV1().StatefulSets(b.namespace).Get(ctx, occdev.GatewayRelease, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("Gateway StatefulSet still exists (err %v)", err)
+	}
+	if _, err := b.client.CoreV1().Services(b.namespace).Get(ctx, occdev.GatewayServiceName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("Gateway Service still exists (err %v)", err)
+	}
+	if _, err := b.client.RbacV1().ClusterRoles().Get(ctx, occdev.GatewayRelease+"-"+b.namespace, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("Gateway chart ClusterRole still exists (err %v)", err)
+	}
+	secrets, err := b.client.CoreV1().Secrets(b.namespace).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(secrets.Items) != 0 {
+		t.Errorf("Helm release records remain: %d Secret(s)", len(secrets.Items))
+	}
+}
+
+// A developer brings the platform up on their existing cluster and takes it down again: every
+// object up created is gone afterwards, and objects that were there before are untouched.
+func TestUpThenDownRemovesExactlyWhatUpCreated(t *testing.T) {
+	b := newBed(t)
+	ctx := context.Background()
+
+	// Objects the developer had before: a namespace with a ConfigMap, and a ClusterRole.
+	keepNS, err := b.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "keep-" + b.suffix}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keepCM, err := b.client.CoreV1().ConfigMaps(keepNS.Name).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "mine"}, Data: map[string]string{"k": "v"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keepRole, err := b.client.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "keep-" + b.suffix}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	progress := &recordedProgress{}
+	var log bytes.Buffer
+	opts := b.options()
+	opts.Progress, opts.Log = progress, &log
+	sum, err := occdev.Up(ctx, opts)
+	if err != nil {
+		t.Fatalf("up: %v\nprogress: %s", err, strings.Join(progress.lines, "\n"))
+	}
+	t.Logf("progress:\n%s", strings.Join(progress.lines, "\n"))
+	if len(progress.lines) != 16 {
+		t.Errorf("want one progress line per step (16), got %d:\n%s", len(progress.lines), strings.Join(progress.lines, "\n"))
+	}
+	if want := "http://openshell-gateway." + b.namespace + ".svc.cluster.local:8080"; sum.GatewayEndpoint != want {
+		t.Errorf("gateway endpoint %q, want %q", sum.GatewayEndpoint, want)
+	}
+	if sum.DownCommand != "occ dev down --state-dir "+b.stateDir {
+		t.Errorf("down command %q", sum.DownCommand)
+	}
+	in, err := installation.Load(sum.Installation)
+	if err != nil {
+		t.Fatalf("the written Installation does not load: %v", err)
+	}
+	if got := in.OpenShellBackend().Configuration.Endpoint; got == nil || *got != sum.GatewayEndpoint {
+		t.Errorf("Installation endpoint %v, want %s", got, sum.GatewayEndpoint)
+	}
+
+	st, err := state.Read(b.stateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	for _, o := range st.Objects {
+		kinds[o.Kind]++
+		if o.Kind != state.KindHelmRelease && o.UID == "" {
+			t.Errorf("%s recorded without its uid", o)
+		}
+	}
+	for kind, n := range map[string]int{"Namespace": 2, "RuntimeClass": 1, "CustomResourceDefinition": 1, "Deployment": 1, "Secret": 1, state.KindHelmRelease: 1, "NetworkPolicy": 2, "ClusterRole": 2, "ClusterRoleBinding": 2, "ServiceAccount": 1} {
+		if kinds[kind] != n {
+			t.Errorf("recorded %d %s object(s), want %d (recorded: %v)", kinds[kind], kind, n, kinds)
+		}
+	}
+
+	status, err := occdev.GetStatus(ctx, occdev.StatusOptions{StateDir: b.stateDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range status.Objects {
+		if o.State != occdev.LivePresent {
+			t.Errorf("status after up: %s %s/%s is %s (%s), want present", o.Kind, o.Namespace, o.Name, o.State, o.Detail)
+		}
+	}
+
+	downStart := time.Now()
+	res, err := occdev.Down(ctx, occdev.DownOptions{StateDir: b.stateDir})
+	if err != nil {
+		t.Fatalf("down: %v", err)
+	}
+	t.Logf("down took %s", time.Since(downStart))
+	if len(res.Removed) != len(st.Objects) {
+		t.Errorf("down removed %d objects, want %d", len(res.Removed), len(st.Objects))
+	}
+	dyn := dynamic.NewForConfigOrDie(testbed.Config(t))
+	for _, o := range st.Objects {
+		assertGone(t, dyn, o)
+	}
+	assertReleaseGone(t, b)
+	if _, err := os.Stat(b.stateDir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("state directory still exists after down: %v", err)
+	}
+
+	// The developer's own objects survive, unchanged.
+	if got, err := b.client.CoreV1().ConfigMaps(keepNS.Name).Get(ctx, "mine", metav1.GetOptions{}); err != nil || got.UID != keepCM.UID || got.ResourceVersion != keepCM.ResourceVersion {
+		t.Errorf("pre-existing ConfigMap changed or gone: %v", err)
+	}
+	if got, err := b.client.CoreV1().Namespaces().Get(ctx, keepNS.Name, metav1.GetOptions{}); err != nil || got.DeletionTimestamp != nil {
+		t.Errorf("pre-existing namespace touched: %v", err)
+	}
+	if got, err := b.client.RbacV1().ClusterRoles().Get(ctx, keepRole.Name, metav1.GetOptions{}); err != nil || got.ResourceVersion != keepRole.ResourceVersion {
+		t.Errorf("pre-existing ClusterRole changed or gone: %v", err)
+	}
+
+	// A second down finds nothing to do and says so.
+	again, err := occdev.Down(ctx, occdev.DownOptions{StateDir: b.stateDir})
+	if err != nil || !again.NothingRecorded {
+		t.Errorf("repeated down: %+v, %v; want nothing recorded", again, err)
+	}
+}
+
+// waitDeleted waits by watch until the named object is gone.
+func waitDeleted(t *testing.T, ri dynamic.ResourceInterface, name string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sel := fields.OneTermEqualSelector("metadata.name", name).String()
+	list, err := ri.List(ctx, metav1.ListOptions{FieldSelector: sel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) == 0 {
+		return
+	}
+	w, err := ri.Watch(ctx, metav1.ListOptions{FieldSelector: sel, ResourceVersion: list.GetResourceVersion()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatalf("watch of %s closed before it was deleted", name)
+			}
+			if ev.Type == watch.Deleted {
+				return
+			}
+		case <-ctx.Done():
+			t.Fatalf("%s was not deleted within 30s", name)
+		}
+	}
+}
