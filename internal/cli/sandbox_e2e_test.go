@@ -122,8 +122,8 @@ func newE2EBed(t *testing.T) *e2eBed {
 	y := string(raw)
 	for old, repl := range map[string]string{
 		"endpoint: http://k3d-occ-dev-server-0:30051": fmt.Sprintf("endpoint: https://%s\n      rootCertificatePath: %s\n      auth:\n        mode: bearerTokenFile\n        path: %s", b.gw.Addr(), ca, token),
-		"      insecureTransport: network-policy\n":     "",
-		"startupDelayMs: 30000":                         "startupDelayMs: 1",
+		"      insecureTransport: network-policy\n":   "",
+		"startupDelayMs: 30000":                       "startupDelayMs: 1",
 	} {
 		if !strings.Contains(y, old) {
 			t.Fatalf("dev.yaml no longer contains %q; update the test", old)
