@@ -95,6 +95,10 @@ func (d *decoder) decodeDocument(data []byte) *Installation {
 		return nil
 	}
 	root := doc.Content[0]
+	if anchor := aliasCycle(root, map[*yaml.Node]bool{}); anchor != "" {
+		d.problems = append(d.problems, newProblem("(document)", "*"+anchor, "the alias *"+anchor+" refers to a value that contains it, which has no finite form; write the value out in full"))
+		return nil
+	}
 	if root.Kind != yaml.MappingNode {
 		d.fail("(document)", root, "the Installation must be a YAML mapping with the keys "+strings.Join(topLevelKeys, ", "))
 		return nil
@@ -117,6 +121,26 @@ func (d *decoder) decodeDocument(data []byte) *Installation {
 		}
 	})
 	return in
+}
+
+// aliasCycle returns the anchor of an alias that points at one of its own ancestors, or "".
+// yaml.v3 registers an anchor before parsing its children, so `&a [*a]` builds a cyclic tree
+// that anything walking the carried blocks would follow forever.
+func aliasCycle(n *yaml.Node, open map[*yaml.Node]bool) string {
+	if n.Kind == yaml.AliasNode {
+		if n.Alias != nil && open[n.Alias] {
+			return n.Value
+		}
+		return ""
+	}
+	open[n] = true
+	defer delete(open, n)
+	for _, c := range n.Content {
+		if a := aliasCycle(c, open); a != "" {
+			return a
+		}
+	}
+	return ""
 }
 
 // eachKey walks a mapping in document order, refusing duplicate and non-string keys.

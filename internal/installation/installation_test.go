@@ -236,6 +236,15 @@ func TestAgentResourcesRoundTrip(t *testing.T) {
 	}
 }
 
+// A YAML anchor whose value contains an alias to itself is refused instead of producing a
+// cyclic model that writers and readers would follow forever.
+func TestRecursiveAliasRefused(t *testing.T) {
+	in, err := Decode([]byte("presets: &x [*x]\n" + readFixture(t, "dev.yaml")))
+	if in != nil || err == nil || !strings.Contains(err.Error(), "the alias *x refers to a value that contains it") {
+		t.Fatalf("Decode = %v, %v", in, err)
+	}
+}
+
 // Decode returns the problems and the decodable part of the model, so callers can validate
 // the rest; a document that is not a mapping yields no model.
 func TestDecodePartialModel(t *testing.T) {
@@ -283,12 +292,7 @@ func nodesEqual(a, b *yaml.Node) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	if a.Kind == yaml.AliasNode {
-		a = a.Alias
-	}
-	if b.Kind == yaml.AliasNode {
-		b = b.Alias
-	}
+	// Aliases are compared by the anchor they name, never followed.
 	if a.Kind != b.Kind || a.ShortTag() != b.ShortTag() || a.Value != b.Value || len(a.Content) != len(b.Content) {
 		return false
 	}
@@ -310,5 +314,50 @@ func assertSameInstallation(t testing.TB, a, b *Installation) {
 		ab, _ := a.Marshal()
 		bb, _ := b.Marshal()
 		t.Fatalf("models differ after round trip:\n%s\n---\n%s", ab, bb)
+	}
+}
+
+// `dev up` writes the Installation it built: the file is private, loads back equal, and an
+// invalid Installation is refused without touching the existing file.
+func TestWriteFile(t *testing.T) {
+	in, err := Load(filepath.Join(fixtureDir, "dev.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "installation.yaml")
+	if err := in.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(path)
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("stat %s: %v, mode %v; want 0600", path, err, st.Mode())
+	}
+	back, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertSameInstallation(t, in, back)
+
+	before, _ := os.ReadFile(path)
+	in.SandboxConfig().Gateway.WorkspaceMode = "shared"
+	err = in.WriteFile(path)
+	if err == nil || !strings.Contains(err.Error(), "workspaceMode") {
+		t.Fatalf("WriteFile of an invalid Installation = %v, want the workspaceMode problem", err)
+	}
+	after, _ := os.ReadFile(path)
+	if string(before) != string(after) {
+		t.Error("a refused write changed the existing file")
+	}
+	entries, _ := os.ReadDir(filepath.Dir(path))
+	if len(entries) != 1 {
+		t.Errorf("temporary files left behind: %v", entries)
+	}
+}
+
+// A carried block can be built from Go values.
+func TestEncodeNode(t *testing.T) {
+	n, err := EncodeNode(map[string]any{"authentication": map[string]string{"mode": "inCluster"}})
+	if err != nil || n.Kind != yaml.MappingNode {
+		t.Fatalf("EncodeNode = %v, %v", n, err)
 	}
 }

@@ -3,6 +3,8 @@ package installation
 import (
 	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -169,4 +171,51 @@ func quantityNode(l corev1.ResourceList) *yaml.Node {
 		m.Content = append(m.Content, stringNode(name), &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: q.String(), Style: yaml.DoubleQuotedStyle})
 	}
 	return m
+}
+
+// EncodeNode turns a Go value into a YAML node, for callers that build an Installation in code
+// and need to fill a carried block such as drivers.compute.configuration.
+func EncodeNode(v any) (*yaml.Node, error) {
+	n, err := encodeNode(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode YAML node: %w", err)
+	}
+	return n, nil
+}
+
+// WriteFile validates the Installation and writes it to path with mode 0600, replacing any
+// existing file atomically. An invalid Installation is never written, so a reader never finds
+// a file that startup would refuse.
+func (in *Installation) WriteFile(path string) error {
+	if problems := in.Validate(); len(problems) > 0 {
+		return fmt.Errorf("write Installation %s: %w", path, problems)
+	}
+	data, err := in.Marshal()
+	if err != nil {
+		return fmt.Errorf("write Installation %s: %w", path, err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("write Installation %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write Installation %s: %w", path, err)
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write Installation %s: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write Installation %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write Installation %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write Installation %s: %w", path, err)
+	}
+	return nil
 }
