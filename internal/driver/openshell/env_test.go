@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"net/http"
 	"os"
 	"strings"
@@ -27,6 +28,10 @@ import (
 	"github.com/openclaw/occ/internal/kube"
 	"github.com/openclaw/occ/internal/testbed"
 )
+
+// envSeq makes every env's namespace unique, even several in one test: the test bed has no
+// namespace controller, so a deleted namespace never goes away.
+var envSeq atomic.Int64
 
 func TestMain(m *testing.M) { os.Exit(testbed.Run(m)) }
 
@@ -124,7 +129,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 		t.Fatal(err)
 	}
 
-	sum := sha256.Sum256([]byte(t.Name()))
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s#%d", t.Name(), envSeq.Add(1))))
 	h := hex.EncodeToString(sum[:])
 	ns := driver.Namespace{ID: "ns_" + h[:10], Name: "oce-" + h[:15]}
 	_, err = admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
@@ -209,4 +214,8 @@ func (e *env) requireNoLeak(secret string, texts ...string) {
 			e.t.Fatalf("secret value reached the gateway in %s: %s", c.Method, b)
 		}
 	}
+}
+
+func saNamed(name string) *corev1.ServiceAccount {
+	return &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}
 }
