@@ -41,7 +41,7 @@ type Config struct {
 	InsecureTransport string
 	// RequestTimeout (requestTimeoutMs) bounds each call; zero means DefaultRequestTimeout.
 	RequestTimeout time.Duration
-	// Retry tunes the backoff of transient failures; the zero value means DefaultRetry.
+	// Retry tunes the backoff of transient failures; the zero value means the default policy.
 	Retry RetryPolicy
 }
 

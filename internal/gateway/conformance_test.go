@@ -321,13 +321,20 @@ func TestConformanceTLSAndBearerTokenPerCall(t *testing.T) {
 	}
 }
 
-// Dial refuses a CA file that holds no certificate, naming the key and the file.
-func TestDialRefusesUnusableRootCertificate(t *testing.T) {
+// Dial refuses a CA file that holds no certificate and a token file that breaks the one-line
+// rule, naming the key or the file, before any call is made.
+func TestDialRefusesUnusableFiles(t *testing.T) {
 	ca := writeFile(t, "ca.pem", "not a certificate\n")
 	_, err := gateway.Dial(context.Background(), gateway.Config{Endpoint: "https://127.0.0.1:1", RootCertificatePath: ca, BearerTokenFile: writeFile(t, "t", "x")})
 	var ce *gateway.ConfigError
 	if !errors.As(err, &ce) || ce.Key != "rootCertificatePath" || !strings.Contains(err.Error(), ca) {
 		t.Fatalf("Dial = %v, want a rootCertificatePath error naming %s", err, ca)
+	}
+	tokenFile := writeFile(t, "token", "")
+	_, err = gateway.Dial(context.Background(), gateway.Config{Endpoint: "https://127.0.0.1:1", BearerTokenFile: tokenFile})
+	var te *gateway.TokenFileError
+	if !errors.As(err, &te) || te.Path != tokenFile {
+		t.Fatalf("Dial with an empty token file = %v, want a TokenFileError for %s", err, tokenFile)
 	}
 	_, err = gateway.Dial(context.Background(), gateway.Config{Endpoint: "http://127.0.0.1:1"})
 	if !errors.As(err, &ce) {

@@ -9,7 +9,8 @@ import (
 	"google.golang.org/grpc/codes"
 )
 
-// RetryPolicy is the backoff for transient gateway failures. The zero value means DefaultRetry.
+// RetryPolicy is the backoff for transient gateway failures. The zero value means the default:
+// six attempts, waiting about 100 ms, 200 ms, 400 ms, 800 ms and 1.6 s between them.
 type RetryPolicy struct {
 	// InitialBackoff is the wait before the first retry.
 	InitialBackoff time.Duration
@@ -19,14 +20,14 @@ type RetryPolicy struct {
 	MaxAttempts int
 }
 
-// DefaultRetry waits 100 ms, 200 ms, 400 ms, 800 ms, 1.6 s between six attempts (about 3 s
+// defaultRetry waits 100 ms, 200 ms, 400 ms, 800 ms, 1.6 s between six attempts (about 3 s
 // of waiting, jittered): long enough to ride out a gateway restart or a busy admission worker
 // pool, short enough that a dead gateway is reported within one reconcile.
-var DefaultRetry = RetryPolicy{InitialBackoff: 100 * time.Millisecond, MaxBackoff: 5 * time.Second, MaxAttempts: 6}
+var defaultRetry = RetryPolicy{InitialBackoff: 100 * time.Millisecond, MaxBackoff: 5 * time.Second, MaxAttempts: 6}
 
 func (p RetryPolicy) orDefault() RetryPolicy {
 	if p == (RetryPolicy{}) {
-		return DefaultRetry
+		return defaultRetry
 	}
 	return p
 }

@@ -99,7 +99,7 @@ func (c *Client) CreateSandboxOnce(ctx context.Context, req CreateSandboxRequest
 		RequestId:        requestID,
 		ServiceExposures: exposuresToWire(req.ServiceExposures),
 	}
-	resp, res, err := invoke(ctx, c, method, wire, callOptions{}, c.rpc.CreateSandbox)
+	resp, res, err := invoke(ctx, c, method, wire, callOptions{replay: true}, c.rpc.CreateSandbox)
 	if err != nil {
 		return nil, err
 	}

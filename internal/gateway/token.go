@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -41,12 +40,12 @@ func readBearerToken(path string) (string, error) {
 	if err != nil {
 		// The os error names the path and the cause (missing, permission); it never holds
 		// content because nothing was read.
-		return "", &TokenFileError{Path: path, Rule: "cannot be opened", Err: errors.Unwrap(err)}
+		return "", &TokenFileError{Path: path, Rule: "cannot be opened", Err: causeOf(err)}
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, maxTokenFileBytes+1))
 	if err != nil {
-		return "", &TokenFileError{Path: path, Rule: "cannot be read", Err: errors.Unwrap(err)}
+		return "", &TokenFileError{Path: path, Rule: "cannot be read", Err: causeOf(err)}
 	}
 	if len(b) > maxTokenFileBytes {
 		return "", &TokenFileError{Path: path, Rule: fmt.Sprintf("is larger than %d bytes; it %s", maxTokenFileBytes, tokenRule)}

@@ -44,6 +44,13 @@ func Dial(ctx context.Context, cfg Config, opts ...DialOption) (*Client, error) 
 	if err != nil {
 		return nil, err
 	}
+	if cfg.BearerTokenFile != "" {
+		// Read once now so a missing or malformed token file is reported by Dial, before any
+		// work starts; every call reads it again to pick up rotations.
+		if _, err := readBearerToken(cfg.BearerTokenFile); err != nil {
+			return nil, err
+		}
+	}
 	o := dialOptions{logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	for _, opt := range opts {
 		opt(&o)
@@ -119,10 +126,18 @@ func (c *Client) Target() string { return c.ep.target }
 // RequestTimeout is the per-call deadline in effect.
 func (c *Client) RequestTimeout() time.Duration { return c.timeout }
 
+// causeOf strips the *PathError wrapper, whose text repeats the path the caller already names.
+func causeOf(err error) error {
+	if inner := errors.Unwrap(err); inner != nil {
+		return inner
+	}
+	return err
+}
+
 func loadRootCertificates(path string) (*x509.CertPool, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, &ConfigError{Key: "rootCertificatePath", Value: path, Rule: "cannot be read: " + errors.Unwrap(err).Error()}
+		return nil, &ConfigError{Key: "rootCertificatePath", Value: path, Rule: "cannot be read: " + causeOf(err).Error()}
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(b) {
@@ -137,6 +152,9 @@ type callOptions struct {
 	secrets []string
 	// timeout overrides the per-attempt deadline (DeleteSandbox uses its own bound).
 	timeout time.Duration
+	// replay asks for the response header, where the gateway marks a replayed success; only
+	// callers that act on the marker pay for reading it.
+	replay bool
 }
 
 // callResult carries response metadata the callers care about.
@@ -174,10 +192,16 @@ func invoke[Req, Resp any](ctx context.Context, c *Client, method string, req Re
 			callCtx = metadata.AppendToOutgoingContext(callCtx, "authorization", "Bearer "+token)
 		}
 		var header metadata.MD
-		resp, err := rpc(callCtx, req, grpc.Header(&header))
+		var callOpts []grpc.CallOption
+		if o.replay {
+			callOpts = append(callOpts, grpc.Header(&header))
+		}
+		resp, err := rpc(callCtx, req, callOpts...)
 		cancel()
 		if err == nil {
-			res.replayed = len(header.Get(replayedHeader)) > 0 && header.Get(replayedHeader)[0] == "true"
+			if v := header.Get(replayedHeader); len(v) > 0 && v[0] == "true" {
+				res.replayed = true
+			}
 			return resp, res, nil
 		}
 		e := decodeError(method, err, o.secrets)

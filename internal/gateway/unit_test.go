@@ -276,7 +276,7 @@ func TestRetryInfoDelayIsHonoured(t *testing.T) {
 	if e.RetryDelay != 3*time.Second {
 		t.Fatalf("RetryDelay = %v", e.RetryDelay)
 	}
-	if d := DefaultRetry.backoff(1, e.RetryDelay); d < 3*time.Second {
+	if d := defaultRetry.backoff(1, e.RetryDelay); d < 3*time.Second {
 		t.Fatalf("backoff %v is shorter than the gateway's RetryInfo", d)
 	}
 }
