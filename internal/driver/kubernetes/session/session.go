@@ -37,6 +37,9 @@ type Options struct {
 	Progress compute.Progress
 	// Logger receives the driver's debug lines; nil discards them.
 	Logger *slog.Logger
+	// GatewayRetry tunes the gateway client's retries of transient failures; the zero value
+	// takes the client's defaults.
+	GatewayRetry gateway.RetryPolicy
 	// PodTimeout and Gate tune Compute's waits; zero values take the defaults.
 	PodTimeout time.Duration
 	Gate       compute.AttachmentGate
@@ -129,6 +132,7 @@ func Connect(ctx context.Context, in *installation.Installation, restCfg *rest.C
 	if err != nil {
 		return nil, err
 	}
+	gcfg.Retry = opts.GatewayRetry
 	kc, err := k8sclient.NewForConfig(restCfg)
 	if err != nil {
 		return nil, fmt.Errorf("Kubernetes client: %w", err)

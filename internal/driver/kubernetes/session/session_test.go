@@ -53,13 +53,20 @@ type world struct {
 
 func newWorld(t testing.TB) *world {
 	t.Helper()
+	return newWorldWith(t, gateway.RetryPolicy{})
+}
+
+// newWorldWith builds a world whose gateway client retries transient failures per retry.
+func newWorldWith(t testing.TB, retry gateway.RetryPolicy) *world {
+	t.Helper()
 	kc := testbed.Client(t)
 	ensureRuntimeClass(t, kc)
 	srv := gatewaytest.StartT(t, gatewaytest.Options{Kube: kc})
 	s, err := Connect(context.Background(), devInstallation(t), testbed.Config(t), Options{
-		Gateway:    srv.Addr(),
-		PodTimeout: 30 * time.Second,
-		Gate:       compute.AttachmentGate{InitialBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond, Timeout: 30 * time.Second},
+		Gateway:      srv.Addr(),
+		GatewayRetry: retry,
+		PodTimeout:   30 * time.Second,
+		Gate:         compute.AttachmentGate{InitialBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond, Timeout: 30 * time.Second},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -181,12 +188,13 @@ func TestPrepareNamespaceWithOpenShellThreeTimes(t *testing.T) {
 // is the namespace deleted.
 func TestNamespaceDeletionAfterGatewayFaultIsRetried(t *testing.T) {
 	ctx := context.Background()
-	w := newWorld(t)
+	retry := gateway.RetryPolicy{InitialBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, MaxAttempts: 3}
+	w := newWorldWith(t, retry)
 	ns, err := w.s.Compute.PrepareNamespace(ctx, "ns_session_fault")
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.gw.Inject(gatewaytest.Fault{Method: "DeleteWorkspace", Kind: gatewaytest.FaultUnavailable, Count: gateway.DefaultRetry.MaxAttempts})
+	w.gw.Inject(gatewaytest.Fault{Method: "DeleteWorkspace", Kind: gatewaytest.FaultUnavailable, Count: retry.MaxAttempts})
 	if _, err := w.s.Compute.DeleteNamespace(ctx, ns.ID); err == nil || !strings.Contains(err.Error(), "is kept so the cleanup can be retried") {
 		t.Fatalf("first deletion: err = %v", err)
 	}
