@@ -5,15 +5,14 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"time"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,7 +23,7 @@ import (
 
 	"github.com/openclaw/occ/internal/gateway/gatewaytest"
 	"github.com/openclaw/occ/internal/occdev"
-	"github.com/openclaw/occ/internal/occdev/artifacts/artifactstest"
+	"github.com/openclaw/occ/internal/occdev/charts/chartstest"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/testbed"
 )
@@ -81,12 +80,9 @@ func newBed(t *testing.T) *bed {
 	b.stateDir = filepath.Join(t.TempDir(), "state")
 	b.cacheDir = filepath.Join(t.TempDir(), "cache")
 
-	set, err := pins.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.archive = filepath.Join(t.TempDir(), "openshell.tar.gz")
-	set.OpenShell.SourceArchive.SHA256 = writeChartArchive(t, b.archive, set.OpenShell.SourceArchive.TopDirectory)
+	fixture := chartstest.New(t, t.TempDir(), chartstest.Options{})
+	set := fixture.Pins
+	b.archive = fixture.ArchivePath
 
 	manifest := agentSandboxManifest(b.suffix)
 	sum := sha256.Sum256(manifest)
@@ -130,38 +126,6 @@ func (b *bed) options() occdev.UpOptions {
 		StartupTimeout:  30 * time.Second,
 		OCCCommand:      "occ",
 	}
-}
-
-// writeChartArchive packs testdata/charts into a tarball laid out like GitHub's tag tarball of
-// OpenShell and returns its sha256.
-func writeChartArchive(t *testing.T, path, top string) string {
-	t.Helper()
-	entries := []artifactstest.Entry{artifactstest.Dir(top + "/"), artifactstest.File(top+"/README.md", "OpenShell\n")}
-	root := filepath.Join("testdata", "charts")
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		if rel == "." || rel == "README.md" {
-			return nil
-		}
-		name := top + "/deploy/helm/" + filepath.ToSlash(rel)
-		if d.IsDir() {
-			entries = append(entries, artifactstest.Dir(name+"/"))
-			return nil
-		}
-		body, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		entries = append(entries, artifactstest.File(name, string(body)))
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return artifactstest.WriteTarGz(t, path, entries)
 }
 
 // agentSandboxManifest is a stand-in for the pinned Agent Sandbox release manifest, with names
@@ -272,5 +236,3 @@ func startKubelet(t *testing.T, c kubernetes.Interface) {
 	factory.WaitForCacheSync(ctx.Done())
 	t.Cleanup(func() { cancel(); factory.Shutdown() })
 }
-
-

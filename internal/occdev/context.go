@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/openclaw/occ/internal/occdev/artifacts"
+	"github.com/openclaw/occ/internal/occdev/charts"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
@@ -37,6 +38,7 @@ type StepContext struct {
 	pins               *pins.Set
 	archive            *artifacts.Verified
 	artifacts          artifactOutputs
+	charts             *charts.Charts
 	workspaceResources []unstructured.Unstructured
 	agentSandbox       []*unstructured.Unstructured
 
@@ -50,9 +52,7 @@ type StepContext struct {
 
 // artifactOutputs are the local files the artifact steps produce, inside the state directory.
 type artifactOutputs struct {
-	helmDir        string
-	gatewayChart   string
-	workspaceChart string
+	helmDir string
 }
 
 // clusterConn is a connection to the recorded cluster.

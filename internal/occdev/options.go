@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/openclaw/occ/internal/occdev/artifacts"
+	"github.com/openclaw/occ/internal/occdev/charts"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -46,11 +47,11 @@ const (
 
 // Fixed names of the pinned OpenShell (reference §4) and of the development profile.
 const (
-	GatewayRelease          = "openshell-gateway"
-	GatewayServiceName      = "openshell-gateway"
+	GatewayRelease          = charts.GatewayRelease
+	GatewayServiceName      = charts.GatewayRelease
 	GatewayPort             = 8080
-	GatewayNodePort         = 30051
-	RuntimeClassName        = "openshell-sandbox"
+	GatewayNodePort         = charts.DevelopmentNodePort
+	RuntimeClassName        = charts.RuntimeClassName
 	RuntimeClassHandler     = "runc"
 	GatewayJWTSecretName    = "openshell-gateway-jwt-keys"
 	OperatorNamespaceLabel  = "openshell.ai/openclaw-workspace"

@@ -6,7 +6,6 @@ import (
 	"net"
 	"sort"
 
-	"helm.sh/helm/v3/pkg/chart/loader"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -158,10 +157,6 @@ func installGateway(ctx context.Context, sc *StepContext) error {
 		return err
 	}
 	if rel == nil {
-		ch, err := loader.Load(sc.artifacts.gatewayChart)
-		if err != nil {
-			return fmt.Errorf("load the packaged Gateway chart %s: %w", sc.artifacts.gatewayChart, err)
-		}
 		values, err := sc.gatewayValues()
 		if err != nil {
 			return err
@@ -170,7 +165,7 @@ func installGateway(ctx context.Context, sc *StepContext) error {
 			return fmt.Errorf("record the Helm release in the state before installing it: %w", err)
 		}
 		labels := map[string]string{LabelManagedBy: ManagedByOCC, LabelDevState: sc.owner}
-		if rel, err = installRelease(ctx, sc.cluster.access, ns, GatewayRelease, ch, values, labels, sc.Plan.StartupTimeout); err != nil {
+		if rel, err = installRelease(ctx, sc.cluster.access, ns, GatewayRelease, sc.charts.Gateway, values, labels, sc.Plan.StartupTimeout); err != nil {
 			return err
 		}
 	} else if !sc.recorded(state.HelmRelease(ns, GatewayRelease)) {

@@ -3,9 +3,12 @@ package occdev_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -96,7 +99,7 @@ func assertReleaseGone(t *testing.T, b *bed) {
 	if _, err := b.client.CoreV1().Services(b.namespace).Get(ctx, occdev.GatewayServiceName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("Gateway Service still exists (err %v)", err)
 	}
-	if _, err := b.client.RbacV1().ClusterRoles().Get(ctx, occdev.GatewayRelease+"-"+b.namespace, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := b.client.RbacV1().ClusterRoles().Get(ctx, occdev.GatewayRelease+"-node-reader-"+b.namespace, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("Gateway chart ClusterRole still exists (err %v)", err)
 	}
 	secrets, err := b.client.CoreV1().Secrets(b.namespace).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm"})
@@ -247,5 +250,226 @@ func waitDeleted(t *testing.T, ri dynamic.ResourceInterface, name string) {
 		case <-ctx.Done():
 			t.Fatalf("%s was not deleted within 30s", name)
 		}
+	}
+}
+
+// Two terminals run `occ dev up` on the same state directory at once: one wins, the other
+// fails clearly without touching anything, and the winner's environment is intact.
+func TestTwoUpsOnOneStateDirectory(t *testing.T) {
+	b := newBed(t)
+	ctx := context.Background()
+	type result struct {
+		sum *occdev.Summary
+		err error
+	}
+	results := make(chan result, 2)
+	start := make(chan struct{})
+	for range 2 {
+		go func() {
+			<-start
+			sum, err := occdev.Up(ctx, b.options())
+			results <- result{sum, err}
+		}()
+	}
+	close(start)
+	var wins, losses int
+	for range 2 {
+		r := <-results
+		switch {
+		case r.err == nil:
+			wins++
+		case errors.Is(r.err, state.ErrInUse) || errors.Is(r.err, state.ErrExists):
+			losses++
+			msg := r.err.Error()
+			if !strings.Contains(msg, b.stateDir) || strings.Contains(msg, "rolled back") {
+				t.Errorf("the losing up should name the directory and have rolled back nothing: %v", r.err)
+			}
+		default:
+			t.Errorf("unexpected failure: %v", r.err)
+		}
+	}
+	if wins != 1 || losses != 1 {
+		t.Fatalf("%d wins and %d clear losses; want exactly one of each", wins, losses)
+	}
+	status, err := occdev.GetStatus(ctx, occdev.StatusOptions{StateDir: b.stateDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range status.Objects {
+		if o.State != occdev.LivePresent {
+			t.Errorf("winner's %s %s is %s after the race", o.Kind, o.Name, o.State)
+		}
+	}
+	if _, err := occdev.Down(ctx, occdev.DownOptions{StateDir: b.stateDir}); err != nil {
+		t.Fatalf("down: %v", err)
+	}
+}
+
+// The Gateway's JWT signing key exists only in its Secret: it appears in no progress line, log
+// line, summary, state.json or any other file of the state directory.
+func TestNoSecretInOutputLogsOrState(t *testing.T) {
+	b := newBed(t)
+	ctx := context.Background()
+	progress := &recordedProgress{}
+	var log bytes.Buffer
+	opts := b.options()
+	opts.Progress, opts.Log = progress, &log
+	sum, err := occdev.Up(ctx, opts)
+	if err != nil {
+		t.Fatalf("up: %v", err)
+	}
+	secret, err := b.client.CoreV1().Secrets(b.namespace).Get(ctx, occdev.GatewayJWTSecretName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := secret.Data["signing.pem"]
+	block := strings.Split(strings.TrimSpace(string(key)), "\n")
+	if len(block) < 3 {
+		t.Fatalf("signing.pem is not a PEM key: %d lines", len(block))
+	}
+	// The base64 body of the PEM is the canary; also its raw DER bytes, base64-encoded the way
+	// a Secret manifest would carry them.
+	canaries := []string{block[1], base64.StdEncoding.EncodeToString(key)}
+
+	var haystacks []string
+	haystacks = append(haystacks, strings.Join(progress.lines, "\n"), log.String(), fmt.Sprintf("%+v", sum))
+	err = filepath.WalkDir(b.stateDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		haystacks = append(haystacks, p+"\n"+string(data))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range haystacks {
+		for _, c := range canaries {
+			if strings.Contains(h, c) {
+				t.Errorf("the JWT private key leaked into %s", strings.SplitN(h, "\n", 2)[0])
+			}
+		}
+	}
+	if _, err := occdev.Down(ctx, occdev.DownOptions{StateDir: b.stateDir}); err != nil {
+		t.Fatalf("down: %v", err)
+	}
+}
+
+// An object with a name up needs already exists and belongs to someone else: up refuses it,
+// rolls back what it made, and leaves the other object exactly as it was.
+func TestForeignObjectIsRefusedNotAdopted(t *testing.T) {
+	b := newBed(t)
+	ctx := context.Background()
+	foreign, err := b.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: b.namespace}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = occdev.Up(ctx, b.options())
+	if err == nil || !strings.Contains(err.Error(), "already exists and is not owned by this development state") {
+		t.Fatalf("up over a foreign namespace: %v", err)
+	}
+	got, err := b.client.CoreV1().Namespaces().Get(ctx, b.namespace, metav1.GetOptions{})
+	if err != nil || got.DeletionTimestamp != nil || got.ResourceVersion != foreign.ResourceVersion {
+		t.Fatalf("the foreign namespace was touched: %v", err)
+	}
+	if _, err := os.Stat(b.stateDir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("state directory kept: %v", err)
+	}
+}
+
+// Someone deletes one object and replaces another behind occ's back: status reports them as
+// missing and changed, and down removes the rest while leaving the replacement alone.
+func TestStatusAndDownAfterObjectsChangedBehindOCC(t *testing.T) {
+	b := newBed(t)
+	ctx := context.Background()
+	if _, err := occdev.Up(ctx, b.options()); err != nil {
+		t.Fatalf("up: %v", err)
+	}
+	policies := b.client.NetworkingV1().NetworkPolicies(b.namespace)
+	if err := policies.Delete(ctx, "openclaw-enterprise-openshell-egress", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	secrets := b.client.CoreV1().Secrets(b.namespace)
+	if err := secrets.Delete(ctx, occdev.GatewayJWTSecretName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	replacement, err := secrets.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: occdev.GatewayJWTSecretName}, StringData: map[string]string{"k": "someone else's"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, err := occdev.GetStatus(ctx, occdev.StatusOptions{StateDir: b.stateDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	states := map[string]string{}
+	for _, o := range status.Objects {
+		states[o.Kind+"/"+o.Name] = o.State
+	}
+	if states["NetworkPolicy/openclaw-enterprise-openshell-egress"] != occdev.LiveMissing {
+		t.Errorf("deleted NetworkPolicy reported %q, want missing", states["NetworkPolicy/openclaw-enterprise-openshell-egress"])
+	}
+	if states["Secret/"+occdev.GatewayJWTSecretName] != occdev.LiveChanged {
+		t.Errorf("replaced Secret reported %q, want changed", states["Secret/"+occdev.GatewayJWTSecretName])
+	}
+	if states["HelmRelease/"+occdev.GatewayRelease] != occdev.LivePresent || states["RuntimeClass/"+occdev.RuntimeClassName] != occdev.LivePresent {
+		t.Errorf("untouched objects not present: %v", states)
+	}
+
+	if _, err := occdev.Down(ctx, occdev.DownOptions{StateDir: b.stateDir}); err != nil {
+		t.Fatalf("down: %v", err)
+	}
+	got, err := secrets.Get(ctx, occdev.GatewayJWTSecretName, metav1.GetOptions{})
+	if err != nil || got.UID != replacement.UID {
+		t.Errorf("down removed the replacement Secret it did not create: %v", err)
+	}
+}
+
+// A developer whose OCE runs in Compose gets the Gateway on the fixed NodePort 30051, and the
+// Installation points the drivers at the node and a mounted kubeconfig.
+func TestComposeProfilePublishesTheNodePort(t *testing.T) {
+	b := newBed(t)
+	ctx := context.Background()
+	node, err := b.client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-" + b.suffix}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.0.2.7"}}
+	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+	if _, err := b.client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.client.CoreV1().Nodes().Delete(context.Background(), node.Name, metav1.DeleteOptions{}) })
+
+	opts := b.options()
+	opts.ControlPlane = occdev.ControlPlaneCompose
+	sum, err := occdev.Up(ctx, opts)
+	if err != nil {
+		t.Fatalf("up: %v", err)
+	}
+	svc, err := b.client.CoreV1().Services(b.namespace).Get(ctx, occdev.GatewayServiceName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if svc.Spec.Type != corev1.ServiceTypeNodePort || svc.Spec.Ports[0].NodePort != occdev.GatewayNodePort {
+		t.Errorf("Gateway Service %s with nodePort %d, want NodePort %d", svc.Spec.Type, svc.Spec.Ports[0].NodePort, occdev.GatewayNodePort)
+	}
+	if sum.GatewayEndpoint != "http://192.0.2.7:30051" {
+		t.Errorf("Installation endpoint %q, want the node's NodePort", sum.GatewayEndpoint)
+	}
+	data, err := os.ReadFile(sum.Installation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"mode: kubeconfig", "kubeconfigPath: /run/openclaw-development/kubeconfig"} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("Installation lacks %q", want)
+		}
+	}
+	if _, err := occdev.Down(ctx, occdev.DownOptions{StateDir: b.stateDir}); err != nil {
+		t.Fatalf("down: %v", err)
 	}
 }

@@ -1,0 +1,263 @@
+package occdev_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	nodev1 "k8s.io/api/node/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/state"
+	"github.com/openclaw/occ/internal/testbed"
+)
+
+const stepCount = 16
+
+// A step fails (a crashed Helm install, a wait that times out, a Gateway that never answers):
+// for a failure after each step in turn, the rollback removes everything recorded so far and
+// the state directory with it.
+func TestFailureAfterEachStepRollsBackCompletely(t *testing.T) {
+	dyn := dynamic.NewForConfigOrDie(testbed.Config(t))
+	for i := 0; i < stepCount; i++ {
+		t.Run(fmt.Sprintf("after step %d", i+1), func(t *testing.T) {
+			b := newBed(t)
+			var recorded []state.Object
+			var failedStep string
+			opts := b.options()
+			opts.AfterStep = func(index int, name string) error {
+				if index != i {
+					return nil
+				}
+				st, err := state.Read(b.stateDir)
+				if err != nil {
+					t.Fatalf("read state at the injected failure: %v", err)
+				}
+				recorded, failedStep = st.Objects, name
+				return errors.New("injected failure")
+			}
+			_, err := occdev.Up(context.Background(), opts)
+			if err == nil || !strings.Contains(err.Error(), "injected failure") {
+				t.Fatalf("up: %v; want the injected failure", err)
+			}
+			if !strings.Contains(err.Error(), "rolled back") || !strings.Contains(err.Error(), failedStep) {
+				t.Errorf("error does not name the step and the rollback: %v", err)
+			}
+			if _, err := os.Stat(b.stateDir); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("state directory kept after a complete rollback: %v", err)
+			}
+			for _, o := range recorded {
+				assertGone(t, dyn, o)
+			}
+			assertReleaseGone(t, b)
+			assertNoLabelledObjects(t, b)
+		})
+	}
+}
+
+// assertNoLabelledObjects lists every kind up creates and checks that nothing carrying occ's
+// state label survives (Namespaces only as Terminating).
+func assertNoLabelledObjects(t *testing.T, b *bed) {
+	t.Helper()
+	ctx := context.Background()
+	sel := metav1.ListOptions{LabelSelector: occdev.LabelDevState}
+	nss, err := b.client.CoreV1().Namespaces().List(ctx, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range nss.Items {
+		if ns.DeletionTimestamp == nil {
+			t.Errorf("Namespace %s still active", ns.Name)
+		}
+	}
+	count := func(what string, n int, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("list %s: %v", what, err)
+		}
+		if n != 0 {
+			t.Errorf("%d %s with occ's state label remain", n, what)
+		}
+	}
+	rc, err := b.client.NodeV1().RuntimeClasses().List(ctx, sel)
+	count("RuntimeClasses", len(rc.Items), err)
+	cr, err := b.client.RbacV1().ClusterRoles().List(ctx, sel)
+	count("ClusterRoles", len(cr.Items), err)
+	crb, err := b.client.RbacV1().ClusterRoleBindings().List(ctx, sel)
+	count("ClusterRoleBindings", len(crb.Items), err)
+	np, err := b.client.NetworkingV1().NetworkPolicies("").List(ctx, sel)
+	count("NetworkPolicies", len(np.Items), err)
+	sec, err := b.client.CoreV1().Secrets("").List(ctx, sel)
+	count("Secrets", len(sec.Items), err)
+	dep, err := b.client.AppsV1().Deployments("").List(ctx, sel)
+	count("Deployments", len(dep.Items), err)
+	sa, err := b.client.CoreV1().ServiceAccounts("").List(ctx, sel)
+	count("ServiceAccounts", len(sa.Items), err)
+}
+
+// Ctrl-C during up cancels the run, but not the rollback: it runs on a fresh context and still
+// removes everything.
+func TestInterruptedUpStillRollsBack(t *testing.T) {
+	b := newBed(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	opts := b.options()
+	opts.AfterStep = func(index int, name string) error {
+		if strings.HasPrefix(name, "Install the OpenShell Gateway chart") {
+			cancel() // the user presses Ctrl-C while the Gateway installs
+		}
+		return nil
+	}
+	_, err := occdev.Up(ctx, opts)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("up after Ctrl-C: %v; want context.Canceled", err)
+	}
+	if !strings.Contains(err.Error(), "rolled back") {
+		t.Errorf("rollback not reported: %v", err)
+	}
+	if _, err := os.Stat(b.stateDir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("state directory kept: %v", err)
+	}
+	assertReleaseGone(t, b)
+	assertNoLabelledObjects(t, b)
+}
+
+// A delete is refused during the rollback (an admission policy, RBAC, an apiserver hiccup):
+// the rollback keeps going, keeps the state directory with exactly what remains, prints the
+// retry command, and a later `down` finishes the job once the obstacle is gone.
+func TestPartialRollbackKeepsStateAndDownFinishes(t *testing.T) {
+	b := newBed(t)
+	ctx := context.Background()
+	release := denyRuntimeClassDeletes(t, b)
+
+	opts := b.options()
+	opts.AfterStep = func(index int, _ string) error {
+		if index == stepCount-1 {
+			return errors.New("injected failure")
+		}
+		return nil
+	}
+	_, err := occdev.Up(ctx, opts)
+	if err == nil {
+		t.Fatal("up succeeded despite the injected failure")
+	}
+	msg := err.Error()
+	for _, want := range []string{"injected failure", "rollback incomplete; preserving " + b.stateDir, "occ dev down --state-dir " + b.stateDir, "RuntimeClass"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error lacks %q:\n%s", want, msg)
+		}
+	}
+	st, err := state.Read(b.stateDir)
+	if err != nil {
+		t.Fatalf("state directory not kept: %v", err)
+	}
+	if len(st.Objects) != 1 || st.Objects[0].Kind != "RuntimeClass" {
+		t.Fatalf("state keeps %v; want exactly the RuntimeClass that could not be deleted", st.Objects)
+	}
+	status, err := occdev.GetStatus(ctx, occdev.StatusOptions{StateDir: b.stateDir})
+	if err != nil || len(status.Objects) != 1 || status.Objects[0].State != occdev.LivePresent {
+		t.Fatalf("status after the partial rollback: %+v, %v", status, err)
+	}
+
+	// While the obstacle is there, down fails the same way and keeps the directory.
+	if _, err := occdev.Down(ctx, occdev.DownOptions{StateDir: b.stateDir}); err == nil || !strings.Contains(err.Error(), "cleanup incomplete; preserving "+b.stateDir) {
+		t.Fatalf("down with the delete still refused: %v", err)
+	}
+
+	release()
+	if _, err := occdev.Down(ctx, occdev.DownOptions{StateDir: b.stateDir}); err != nil {
+		t.Fatalf("down after the obstacle is gone: %v", err)
+	}
+	if _, err := os.Stat(b.stateDir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("state directory kept after down finished: %v", err)
+	}
+	if _, err := b.client.NodeV1().RuntimeClasses().Get(ctx, occdev.RuntimeClassName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("RuntimeClass survived down: %v", err)
+	}
+	assertNoLabelledObjects(t, b)
+}
+
+// denyRuntimeClassDeletes installs a ValidatingAdmissionPolicy that refuses to delete
+// RuntimeClasses carrying occ's state label, waits until the apiserver enforces it (policies
+// take effect asynchronously and report no readiness, so this polls a dry-run delete of a
+// probe with a deadline), and returns a
+// function that removes it again.
+func denyRuntimeClassDeletes(t *testing.T, b *bed) func() {
+	t.Helper()
+	ctx := context.Background()
+	name := "occdev-deny-runtimeclass-delete-" + b.suffix
+	adm := b.client.AdmissionregistrationV1()
+	_, err := adm.ValidatingAdmissionPolicies().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			MatchConstraints: &admissionregistrationv1.MatchResources{
+				ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: occdev.LabelDevState, Operator: metav1.LabelSelectorOpExists}}},
+				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Delete},
+						Rule:       admissionregistrationv1.Rule{APIGroups: []string{"node.k8s.io"}, APIVersions: []string{"v1"}, Resources: []string{"runtimeclasses"}},
+					},
+				}},
+			},
+			Validations: []admissionregistrationv1.Validation{{Expression: "false", Message: "test: deleting this RuntimeClass is refused"}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create ValidatingAdmissionPolicy: %v", err)
+	}
+	_, err = adm.ValidatingAdmissionPolicyBindings().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create ValidatingAdmissionPolicyBinding: %v", err)
+	}
+	probe := "occdev-probe-" + b.suffix
+	if _, err := b.client.NodeV1().RuntimeClasses().Create(ctx, &nodev1.RuntimeClass{
+		ObjectMeta: metav1.ObjectMeta{Name: probe, Labels: map[string]string{occdev.LabelDevState: "probe"}}, Handler: "runc",
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var last error
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		last = b.client.NodeV1().RuntimeClasses().Delete(ctx, probe, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+		return apierrors.IsInvalid(last) || apierrors.IsForbidden(last), nil
+	}); err != nil {
+		t.Fatalf("the admission policy was not enforced within 30s (last dry-run delete: %v)", last)
+	}
+	removed := false
+	remove := func() {
+		if removed {
+			return
+		}
+		removed = true
+		if err := adm.ValidatingAdmissionPolicyBindings().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("delete binding: %v", err)
+		}
+		if err := adm.ValidatingAdmissionPolicies().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("delete policy: %v", err)
+		}
+		var last error
+		if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			last = b.client.NodeV1().RuntimeClasses().Delete(ctx, probe, metav1.DeleteOptions{})
+			return last == nil || apierrors.IsNotFound(last), nil
+		}); err != nil {
+			t.Fatalf("the admission policy still refuses deletes 30s after its removal: %v", last)
+		}
+	}
+	t.Cleanup(remove)
+	return remove
+}
