@@ -146,9 +146,9 @@ func TestCleanupNamespaceLostDeleteResponses(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.gw.Inject(gatewaytest.Fault{Method: "DeleteWorkspace", Kind: gatewaytest.FaultDropResponse, Count: 1})
-	// The client makes gateway.DefaultRetry.MaxAttempts attempts; every one after the first
-	// is refused as unavailable.
-	e.gw.Inject(gatewaytest.Fault{Method: "DeleteWorkspace", Kind: gatewaytest.FaultUnavailable, Count: gateway.DefaultRetry.MaxAttempts - 1})
+	// The client makes testRetry.MaxAttempts attempts; every one after the first is refused as
+	// unavailable.
+	e.gw.Inject(gatewaytest.Fault{Method: "DeleteWorkspace", Kind: gatewaytest.FaultUnavailable, Count: testRetry.MaxAttempts - 1})
 	if err := d.Cleanup(e.ctx, driver.CleanupContext{NamespaceContext: e.nctx()}); err == nil {
 		t.Fatal("cleanup succeeded although every DeleteWorkspace answer was lost")
 	}

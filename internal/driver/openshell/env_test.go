@@ -29,6 +29,9 @@ import (
 	"github.com/openclaw/occ/internal/testbed"
 )
 
+// testRetry keeps the client's retries of transient failures short in tests.
+var testRetry = gateway.RetryPolicy{InitialBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond, MaxAttempts: 4}
+
 // envSeq makes every env's namespace unique, even several in one test: the test bed has no
 // namespace controller, so a deleted namespace never goes away.
 var envSeq atomic.Int64
@@ -116,7 +119,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 	gopts := o.gateway
 	gopts.Kube = admin
 	srv := gatewaytest.StartT(t, gopts)
-	client, err := gateway.Dial(ctx, gateway.Config{Endpoint: "http://" + srv.Addr(), InsecureTransport: gateway.InsecureTransportNetworkPolicy})
+	client, err := gateway.Dial(ctx, gateway.Config{Endpoint: "http://" + srv.Addr(), InsecureTransport: gateway.InsecureTransportNetworkPolicy, Retry: testRetry})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,18 +132,25 @@ func newEnv(t testing.TB, o envOptions) *env {
 		t.Fatal(err)
 	}
 
-	sum := sha256.Sum256([]byte(fmt.Sprintf("%s#%d", t.Name(), envSeq.Add(1))))
+	e := &env{t: t, ctx: ctx, admin: admin, kube: kc, objects: objects, counter: counter, gw: srv, client: client}
+	e.ns = e.extraNamespace()
+	return e
+}
+
+// extraNamespace creates another tenant namespace the way Compute does and returns it.
+func (e *env) extraNamespace() driver.Namespace {
+	e.t.Helper()
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s#%d", e.t.Name(), envSeq.Add(1))))
 	h := hex.EncodeToString(sum[:])
 	ns := driver.Namespace{ID: "ns_" + h[:10], Name: "oce-" + h[:15]}
-	_, err = admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+	_, err := e.admin.CoreV1().Namespaces().Create(e.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 		Name:   ns.Name,
 		Labels: map[string]string{driver.LabelManagedBy: driver.ManagedByValue, driver.LabelNamespace: ns.ID},
 	}}, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatalf("create tenant namespace: %v", err)
+		e.t.Fatalf("create tenant namespace: %v", err)
 	}
-	e := &env{t: t, ctx: ctx, admin: admin, kube: kc, objects: objects, counter: counter, gw: srv, client: client, ns: ns}
-	return e
+	return ns
 }
 
 // driver builds the OpenShell driver for this env; mutate adjusts the fixture configuration.

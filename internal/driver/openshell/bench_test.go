@@ -1,0 +1,166 @@
+package openshell
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/openclaw/occ/internal/driver"
+	"github.com/openclaw/occ/internal/gateway/gatewaytest"
+)
+
+// Minimum work per operation, the yardstick for the counts the benchmarks report.
+//
+// ensureNamespace on an already prepared Namespace: the seed's flow has to look at the
+// namespace's labels (1 request), apply each of the fixture's 5 configured objects (5), ask for
+// Health and read the Workspace (2 RPCs). The driver also reads each configured object before
+// any write (5 more requests) so that an object owned by another Namespace is refused before the
+// first mutation instead of half-way through.
+//
+// provisionHarness of a new revision: one CreateSandbox is the floor; the driver (like the
+// reference) reads the Sandbox first so it never re-sends a create for an existing one (2 RPCs),
+// and needs no Kubernetes request at all.
+const (
+	minEnsureKubeRequests = 1 + 5
+	minEnsureRPCs         = 2
+	minProvisionRPCs      = 1
+)
+
+func benchEnv(b *testing.B, o envOptions) *env {
+	o.gateway.AdmissionLimit = 1 << 30
+	return newEnv(b, o)
+}
+
+// BenchmarkEnsureNamespacePrepared reports Kubernetes requests and gateway RPCs per
+// ensureNamespace on a Namespace that is already prepared (the steady state of every reconcile).
+func BenchmarkEnsureNamespacePrepared(b *testing.B) {
+	e := benchEnv(b, envOptions{})
+	d := e.driver(nil)
+	if err := d.EnsureNamespace(e.ctx, e.nctx()); err != nil {
+		b.Fatal(err)
+	}
+	e.counter.reset()
+	e.gw.Journal().Reset()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := d.EnsureNamespace(e.ctx, e.nctx()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	n := float64(b.N)
+	b.ReportMetric(float64(e.counter.reads.Load())/n, "kube-reads/op")
+	b.ReportMetric(float64(e.counter.writes.Load())/n, "kube-writes/op")
+	b.ReportMetric(float64(len(e.gw.Journal().Calls()))/n, "rpcs/op")
+	b.ReportMetric(minEnsureKubeRequests, "min-kube/op")
+	b.ReportMetric(minEnsureRPCs, "min-rpcs/op")
+}
+
+// BenchmarkProvisionHarness reports requests per provisioning of a new Codex revision.
+func BenchmarkProvisionHarness(b *testing.B) {
+	e := benchEnv(b, envOptions{})
+	d := e.driver(nil)
+	e.prepare(d)
+	base := e.attach(d, e.hctx(driver.HarnessCodex))
+	revs := make([]driver.HarnessContext, b.N)
+	for i := range revs {
+		revs[i] = withRevision(base, "rev_"+uuid.NewString())
+	}
+	e.counter.reset()
+	e.gw.Journal().Reset()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := d.ProvisionHarness(e.ctx, revs[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	n := float64(b.N)
+	b.ReportMetric(float64(e.counter.total())/n, "kube-requests/op")
+	b.ReportMetric(float64(len(e.gw.Journal().Calls()))/n, "rpcs/op")
+	b.ReportMetric(float64(len(e.gw.Journal().Mutations()))/n, "mutating-rpcs/op")
+	b.ReportMetric(minProvisionRPCs, "min-rpcs/op")
+}
+
+// BenchmarkProvisionHarnessLatency20ms provisions with 20 ms added to every gateway call. The
+// floor is the RPC count times 20 ms; the report shows how close the wall time gets.
+func BenchmarkProvisionHarnessLatency20ms(b *testing.B) {
+	const latency = 20 * time.Millisecond
+	e := benchEnv(b, envOptions{})
+	d := e.driver(nil)
+	e.prepare(d)
+	base := e.attach(d, e.hctx(driver.HarnessCodex))
+	revs := make([]driver.HarnessContext, b.N)
+	for i := range revs {
+		revs[i] = withRevision(base, "rev_"+uuid.NewString())
+	}
+	e.gw.Inject(gatewaytest.Fault{Kind: gatewaytest.FaultLatency, Delay: latency, Count: -1})
+	e.gw.Journal().Reset()
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		if _, err := d.ProvisionHarness(e.ctx, revs[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	rpcs := float64(len(e.gw.Journal().Calls())) / float64(b.N)
+	b.ReportMetric(float64(elapsed.Milliseconds())/float64(b.N), "ms/op")
+	b.ReportMetric(rpcs*float64(latency.Milliseconds()), "floor-ms/op")
+	b.ReportMetric(minProvisionRPCs*float64(latency.Milliseconds()), "min-floor-ms/op")
+}
+
+// BenchmarkEnsureNamespaceMany prepares 50 and 200 fresh Namespaces with 16 workers sharing one
+// driver, gateway and Kubernetes client, as one worker process would; the per-item cost should
+// stay flat as the count grows.
+func BenchmarkEnsureNamespaceMany(b *testing.B) {
+	e := benchEnv(b, envOptions{})
+	d := e.driver(nil)
+	for _, count := range []int{50, 200} {
+		b.Run(fmt.Sprintf("namespaces=%d", count), func(b *testing.B) {
+			var perItem float64
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				namespaces := make([]driver.Namespace, count)
+				for j := range namespaces {
+					namespaces[j] = e.extraNamespace()
+				}
+				b.StartTimer()
+				start := time.Now()
+				var next atomic.Int64
+				var wg sync.WaitGroup
+				errs := make(chan error, count)
+				for w := 0; w < 16; w++ {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for {
+							j := int(next.Add(1)) - 1
+							if j >= count {
+								return
+							}
+							nctx := e.nctx()
+							nctx.Namespace = namespaces[j]
+							if err := d.EnsureNamespace(e.ctx, nctx); err != nil {
+								errs <- err
+								return
+							}
+						}
+					}()
+				}
+				wg.Wait()
+				close(errs)
+				for err := range errs {
+					b.Fatal(err)
+				}
+				perItem += float64(time.Since(start).Microseconds()) / 1000 / float64(count)
+			}
+			b.ReportMetric(perItem/float64(b.N), "ms/namespace")
+		})
+	}
+}
