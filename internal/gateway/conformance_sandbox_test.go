@@ -428,3 +428,67 @@ func TestConformanceLostResponseConverges(t *testing.T) {
 		})
 	})
 }
+
+// Revision retirement while the Harness Pod terminates: the gateway answers ACCEPTED and keeps
+// the sandbox DELETING until the Pod is gone; DeleteSandbox waits for that instead of
+// returning early.
+func TestConformanceDeleteSandboxWaitsForThePod(t *testing.T) {
+	tg := newTarget(t, gatewaytest.Options{})
+	tg.emulatorOnly(t, "holds the Harness Pod with a finalizer on the test bed")
+	c := tg.client(t)
+	ctx := testContext(t)
+	ws := tg.workspace(t, c)
+	created, err := c.CreateSandbox(ctx, sandboxRequest(ws, "sb-slow"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const finalizer = "conformance.occ.dev/hold"
+	pods := tg.kube.CoreV1().Pods(ws)
+	pod, err := pods.Get(ctx, "sb-slow", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod.Finalizers = append(pod.Finalizers, finalizer)
+	if _, err := pods.Update(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	gets := len(tg.emu.Journal().Method("GetSandbox"))
+	done := make(chan error, 1)
+	var res *gateway.DeleteSandboxResult
+	go func() {
+		var err error
+		res, err = c.DeleteSandbox(ctx, ws, "sb-slow")
+		done <- err
+	}()
+	// The delete was accepted and the client has polled at least once while the Pod stays.
+	waitForCalls(t, tg.emu, "DeleteSandbox", 1)
+	waitForCalls(t, tg.emu, "GetSandbox", gets+1)
+	select {
+	case err := <-done:
+		t.Fatalf("DeleteSandbox returned (%v) while the Harness Pod still exists", err)
+	default:
+	}
+	pod, err = pods.Get(ctx, "sb-slow", metav1.GetOptions{})
+	if err != nil || pod.DeletionTimestamp == nil {
+		t.Fatalf("Harness Pod: %v; want it terminating (deletionTimestamp set)", err)
+	}
+	pod.Finalizers = nil
+	if _, err := pods.Update(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("DeleteSandbox: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("DeleteSandbox did not return after the Pod was gone")
+	}
+	if res.Outcome != gateway.OutcomeAccepted || res.SandboxID != created.Sandbox.ID {
+		t.Fatalf("result = %+v, want ACCEPTED for %s", res, created.Sandbox.ID)
+	}
+	if _, err := c.GetSandbox(ctx, ws, "sb-slow"); !gateway.IsNotFound(err) {
+		t.Fatalf("GetSandbox after the wait = %v, want NOT_FOUND", err)
+	}
+}

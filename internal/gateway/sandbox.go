@@ -265,7 +265,7 @@ func (c *Client) DeleteSandbox(ctx context.Context, workspace, name string) (*De
 	if err := checkName(method, "name", name); err != nil {
 		return nil, err
 	}
-	bound := max(c.timeout, DeleteSandboxTimeout)
+	bound := max(c.timeout, c.deleteBound)
 	ctx, cancel := context.WithTimeoutCause(ctx, bound, errDeleteBound)
 	defer cancel()
 	req := &openshellv1.DeleteSandboxRequest{Name: name, WorkspaceScope: selector(workspace)}

@@ -27,10 +27,12 @@ type Client struct {
 	cfg     Config
 	ep      endpoint
 	timeout time.Duration
-	retry   RetryPolicy
-	log     *slog.Logger
-	conn    *grpc.ClientConn
-	rpc     openshellv1.OpenShellClient
+	// deleteBound is DeleteSandboxTimeout; a field so tests can shorten it.
+	deleteBound time.Duration
+	retry       RetryPolicy
+	log         *slog.Logger
+	conn        *grpc.ClientConn
+	rpc         openshellv1.OpenShellClient
 }
 
 // Dial validates cfg and prepares a connection. Like grpc.NewClient it does not contact the
@@ -74,13 +76,14 @@ func Dial(ctx context.Context, cfg Config, opts ...DialOption) (*Client, error) 
 		return nil, fmt.Errorf("dial OpenShell gateway %s: %w", ep.target, err)
 	}
 	return &Client{
-		cfg:     cfg,
-		ep:      ep,
-		timeout: cfg.timeout(),
-		retry:   cfg.Retry.orDefault(),
-		log:     o.logger,
-		conn:    conn,
-		rpc:     openshellv1.NewOpenShellClient(conn),
+		cfg:         cfg,
+		ep:          ep,
+		timeout:     cfg.timeout(),
+		deleteBound: DeleteSandboxTimeout,
+		retry:       cfg.Retry.orDefault(),
+		log:         o.logger,
+		conn:        conn,
+		rpc:         openshellv1.NewOpenShellClient(conn),
 	}, nil
 }
 
