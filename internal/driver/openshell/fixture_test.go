@@ -71,6 +71,8 @@ func codexContext(nsName string) driver.HarnessContext {
 				{Name: "APP_SERVER_PORT", Value: "4500"},
 				{Name: "APP_TOKEN_SHA", Value: testAppTokenSHA},
 				{Name: "CODEX_HOME", Value: "/home/node/.codex"},
+				{Name: "OPENCLAW_PLUGIN_RUNTIME_MANIFEST", Value: `{"kind":"codex","selections":[]}`},
+				{Name: "OPENCLAW_PLUGIN_CODEX_CONFIG_TOML", Value: "model = \"gpt-5\"\n"},
 			},
 			Mounts:    []driver.WorkspaceMount{{ClaimName: testClaim, SubPath: "workspace", MountPath: "/home/node/workspace"}},
 			LoginMode: "api_key",

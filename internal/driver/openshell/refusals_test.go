@@ -90,6 +90,21 @@ var refusalCases = []refusalCase{
 		*h = openclawContext(testNamespace)
 		setEnv(h, "OPENCLAW_NODE_SETUP_CODE", driver.EnvVar{SecretKeyRef: &driver.SecretKeyRef{Name: "setup", Key: "code"}})
 	}, want: "OpenShell cannot receive secretKeyRef environment OPENCLAW_NODE_SETUP_CODE.", code: driver.CodeSecretEnvironmentUnsupported},
+	{name: "Codex without plugin-runtime files", hctx: func(h *driver.HarnessContext) { dropEnv(h, "OPENCLAW_PLUGIN_CODEX_CONFIG_TOML") },
+		want: "OpenShell dedicated Codex requires its exact bounded plugin-runtime files.", code: driver.CodeHarnessUnsupported},
+	{name: "malformed plugin-runtime manifest", hctx: func(h *driver.HarnessContext) {
+		setEnv(h, "OPENCLAW_PLUGIN_RUNTIME_MANIFEST", driver.EnvVar{Value: "{kind: codex"})
+	}, want: "OpenShell dedicated Codex requires a valid plugin-runtime manifest.", code: driver.CodeHarnessUnsupported},
+	{name: "selected plugins", hctx: func(h *driver.HarnessContext) {
+		setEnv(h, "OPENCLAW_PLUGIN_RUNTIME_MANIFEST", driver.EnvVar{Value: `{"kind":"codex","selections":[{"plugin":"github"}]}`})
+	}, want: "OpenShell dedicated Codex does not yet support selected plugins or repository credentials.", code: driver.CodeHarnessUnsupported},
+	{name: "repository credentials", hctx: func(h *driver.HarnessContext) {
+		setEnv(h, "OPENCLAW_PLUGIN_RUNTIME_MANIFEST", driver.EnvVar{Value: `{"kind":"codex","selections":[],"repositoryBrokerNetworkPolicy":{"host":"github.com"}}`})
+	}, want: "OpenShell dedicated Codex does not yet support selected plugins or repository credentials.", code: driver.CodeHarnessUnsupported},
+	{name: "OpenClaw with Codex plugin-runtime files", hctx: func(h *driver.HarnessContext) {
+		*h = openclawContext(testNamespace)
+		setEnv(h, "OPENCLAW_PLUGIN_RUNTIME_MANIFEST", driver.EnvVar{Value: `{"kind":"codex","selections":[]}`})
+	}, want: "OpenShell dedicated OpenClaw cannot receive Codex plugin-runtime files.", code: driver.CodeHarnessUnsupported},
 	{name: "Codex without APP_SERVER_PORT", hctx: func(h *driver.HarnessContext) { dropEnv(h, "APP_SERVER_PORT") },
 		want: "OpenShell requires a literal APP_SERVER_PORT for create-time service exposure."},
 	{name: "login mode disagreeing with the environment", hctx: func(h *driver.HarnessContext) { setEnv(h, "CODEX_LOGIN_MODE", driver.EnvVar{Value: "chatgpt"}) },

@@ -203,6 +203,9 @@ func (d *Driver) plan(hctx driver.HarnessContext) (*provisionPlan, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkRuntimeFiles(env, codex); err != nil {
+		return nil, err
+	}
 	if err := checkHarnessLabels(req.Labels, rev); err != nil {
 		return nil, err
 	}
@@ -333,6 +336,50 @@ func (d *Driver) buildEnvironment(req driver.HarnessWorkloadRequirements, codex 
 		}}
 	}
 	return env, exposures, nil
+}
+
+// Codex plugin-runtime files, delivered to the Harness as literal environment values.
+const (
+	envRuntimeManifest  = "OPENCLAW_PLUGIN_RUNTIME_MANIFEST"
+	envCodexConfigTOML  = "OPENCLAW_PLUGIN_CODEX_CONFIG_TOML"
+	maxRuntimeFileBytes = 65536
+)
+
+// runtimeManifest is the part of the Codex plugin-runtime manifest the driver checks.
+type runtimeManifest struct {
+	Kind                          string          `json:"kind"`
+	Selections                    json.RawMessage `json:"selections"`
+	RepositoryBrokerNetworkPolicy json.RawMessage `json:"repositoryBrokerNetworkPolicy"`
+}
+
+// checkRuntimeFiles requires dedicated Codex's exact bounded plugin-runtime files and a
+// plugin-free manifest: selected plugins and repository credentials need egress and Secrets
+// that OpenShell's policy for this revision does not grant. OpenClaw must not receive them.
+func checkRuntimeFiles(env map[string]string, codex bool) error {
+	manifest, hasManifest := env[envRuntimeManifest]
+	toml, hasTOML := env[envCodexConfigTOML]
+	if !codex {
+		if hasManifest || hasTOML {
+			return unsupported("OpenShell dedicated OpenClaw cannot receive Codex plugin-runtime files.", errorf("remove %s and %s", envRuntimeManifest, envCodexConfigTOML))
+		}
+		return nil
+	}
+	if manifest == "" || toml == "" || len(manifest) > maxRuntimeFileBytes || len(toml) > maxRuntimeFileBytes {
+		return unsupported("OpenShell dedicated Codex requires its exact bounded plugin-runtime files.",
+			errorf("%s and %s must both be literal, nonempty and at most %d bytes", envRuntimeManifest, envCodexConfigTOML, maxRuntimeFileBytes))
+	}
+	var m runtimeManifest
+	dec := json.NewDecoder(strings.NewReader(manifest))
+	if err := dec.Decode(&m); err != nil || dec.More() {
+		return unsupported("OpenShell dedicated Codex requires a valid plugin-runtime manifest.", errorf("%s is not one JSON object", envRuntimeManifest))
+	}
+	sel := strings.TrimSpace(string(m.Selections))
+	broker := strings.TrimSpace(string(m.RepositoryBrokerNetworkPolicy))
+	if m.Kind != driver.HarnessCodex || (sel != "" && sel != "[]" && sel != "null") || (broker != "" && broker != "null") {
+		return unsupported("OpenShell dedicated Codex does not yet support selected plugins or repository credentials.",
+			errorf("Deploy a plugin-free Agent revision without repository bindings"))
+	}
+	return nil
 }
 
 // relocateHome rewrites a /home/node path to the Sandbox's runtime home.
