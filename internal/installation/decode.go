@@ -80,27 +80,27 @@ func (d *decoder) decodeDocument(data []byte) *Installation {
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			d.problems = append(d.problems, newProblem("(document)", "", "the Installation is empty; it needs at least backend and drivers"))
+			d.problems = append(d.problems, newProblem(documentPath, "", "the Installation is empty; it needs at least backend and drivers"))
 		} else {
-			d.problems = append(d.problems, newProblem("(document)", "", "the Installation is not valid YAML: "+err.Error()))
+			d.problems = append(d.problems, newProblem(documentPath, "", "the Installation is not valid YAML: "+err.Error()))
 		}
 		return nil
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		d.problems = append(d.problems, newProblem("(document)", "", "the Installation must be a single YAML document; remove the '---' separator and anything after it"))
+		d.problems = append(d.problems, newProblem(documentPath, "", "the Installation must be a single YAML document; remove the '---' separator and anything after it"))
 	}
 	if len(doc.Content) == 0 {
-		d.problems = append(d.problems, newProblem("(document)", "", "the Installation is empty; it needs at least backend and drivers"))
+		d.problems = append(d.problems, newProblem(documentPath, "", "the Installation is empty; it needs at least backend and drivers"))
 		return nil
 	}
 	root := doc.Content[0]
 	if anchor := aliasCycle(root, map[*yaml.Node]bool{}); anchor != "" {
-		d.problems = append(d.problems, newProblem("(document)", "*"+anchor, "the alias *"+anchor+" refers to a value that contains it, which has no finite form; write the value out in full"))
+		d.problems = append(d.problems, newProblem(documentPath, "*"+anchor, "the alias *"+anchor+" refers to a value that contains it, which has no finite form; write the value out in full"))
 		return nil
 	}
 	if root.Kind != yaml.MappingNode {
-		d.fail("(document)", root, "the Installation must be a YAML mapping with the keys "+strings.Join(topLevelKeys, ", "))
+		d.fail(documentPath, root, "the Installation must be a YAML mapping with the keys "+strings.Join(topLevelKeys, ", "))
 		return nil
 	}
 	in := &Installation{}
@@ -151,7 +151,7 @@ func (d *decoder) eachKey(path string, n *yaml.Node, fn func(key string, keyNode
 		if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str" {
 			where := path
 			if where == "" {
-				where = "(document)"
+				where = documentPath
 			}
 			d.problems = append(d.problems, newProblem(where, nodeValue(k), "keys must be plain strings; this key is "+aKind(k)))
 			continue
@@ -219,7 +219,7 @@ func describeKind(n *yaml.Node) string {
 
 func (d *decoder) decodeBackends(path string, n *yaml.Node) []BackendEntry {
 	if n.Anchor != "" {
-		d.fail(path, n, "YAML anchors and aliases are not accepted in blocks occ owns; write the value out in full")
+		d.fail(path, n, "YAML anchors and aliases are not accepted in blocks occ owns; write the value out in full.")
 		return nil
 	}
 	if n.Kind != yaml.SequenceNode {
@@ -263,7 +263,7 @@ func mappingValue(n *yaml.Node, key string) *yaml.Node {
 func (d *decoder) decodeDrivers(path string, n *yaml.Node) Drivers {
 	var out Drivers
 	if n.Anchor != "" {
-		d.fail(path, n, "YAML anchors and aliases are not accepted in blocks occ owns; write the value out in full")
+		d.fail(path, n, "YAML anchors and aliases are not accepted in blocks occ owns; write the value out in full.")
 		return out
 	}
 	if n.Kind != yaml.MappingNode {
@@ -326,7 +326,7 @@ func (d *decoder) decodeValue(path string, n *yaml.Node, v reflect.Value) {
 		return
 	}
 	if n.Kind == yaml.AliasNode || n.Anchor != "" {
-		d.fail(path, n, "YAML anchors and aliases are not accepted in blocks occ owns; write the value out in full")
+		d.fail(path, n, "YAML anchors and aliases are not accepted in blocks occ owns; write the value out in full.")
 		return
 	}
 	switch t {
@@ -532,11 +532,11 @@ func (d *decoder) objectValue(path string, n *yaml.Node) (any, bool) {
 		return nil, false
 	}
 	if n.Anchor != "" {
-		return bad("YAML anchors and aliases are not accepted inside Kubernetes resource objects; write the value out in full")
+		return bad("YAML anchors and aliases are not accepted inside Kubernetes resource objects; write the value out in full.")
 	}
 	switch n.Kind {
 	case yaml.AliasNode:
-		return bad("YAML anchors and aliases are not accepted inside Kubernetes resource objects; write the value out in full")
+		return bad("YAML anchors and aliases are not accepted inside Kubernetes resource objects; write the value out in full.")
 	case yaml.MappingNode:
 		m := make(map[string]any, len(n.Content)/2)
 		ok := true

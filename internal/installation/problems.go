@@ -47,6 +47,9 @@ func (ps Problems) Err() error {
 	return ps
 }
 
+// documentPath is the path of problems about the document as a whole.
+const documentPath = "(document)"
+
 // maxShownValue bounds how much of a value a message repeats, so a pasted certificate or a long
 // line does not drown the rule.
 const maxShownValue = 80
@@ -62,6 +65,9 @@ func shownValue(v string) string {
 // newProblem builds a Problem whose message reads "<path> (<value>): <rule>".
 func newProblem(path, value, rule string) Problem {
 	value = shownValue(value)
+	if path == documentPath && value == "" {
+		return Problem{Path: path, Message: path + ": " + rule}
+	}
 	return Problem{Path: path, Value: value, Message: fmt.Sprintf("%s (%s): %s", path, describeValue(value), rule)}
 }
 
