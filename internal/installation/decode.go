@@ -160,6 +160,10 @@ func (d *decoder) eachKey(path string, n *yaml.Node, fn func(key string, keyNode
 			d.fail(childPath(path, k.Value), v, "the key appears more than once in the same mapping; keep exactly one")
 			continue
 		}
+		if k.Anchor != "" {
+			d.fail(childPath(path, k.Value), k, "YAML anchors and aliases are not accepted in blocks occ owns; write the value out in full.")
+			continue
+		}
 		seen[k.Value] = true
 		fn(k.Value, k, v)
 	}
@@ -542,8 +546,8 @@ func (d *decoder) objectValue(path string, n *yaml.Node) (any, bool) {
 		ok := true
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
-			if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str" {
-				bad("Kubernetes object keys must be strings")
+			if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str" || k.Anchor != "" {
+				bad("Kubernetes object keys must be plain strings, without YAML anchors or aliases")
 				ok = false
 				continue
 			}

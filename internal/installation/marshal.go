@@ -3,9 +3,12 @@ package installation
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -138,13 +141,64 @@ func encodeNode(v any) (*yaml.Node, error) {
 	return &n, nil
 }
 
-// MarshalYAML writes each object as a plain mapping.
+// MarshalYAML writes each object as a mapping with sorted keys. Numbers keep their kind: a
+// float that happens to be whole is written as 1.0, so it reads back as a float, not an int.
 func (rs Resources) MarshalYAML() (any, error) {
-	out := make([]map[string]any, len(rs))
+	seq := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
 	for i := range rs {
-		out[i] = rs[i].Object
+		n, err := objectNode(rs[i].Object)
+		if err != nil {
+			return nil, fmt.Errorf("%s/%s: %w", rs[i].GetKind(), rs[i].GetName(), err)
+		}
+		seq.Content = append(seq.Content, n)
 	}
-	return out, nil
+	return seq, nil
+}
+
+// objectNode writes a JSON-compatible value, as held by unstructured objects, as a YAML node.
+func objectNode(v any) (*yaml.Node, error) {
+	switch x := v.(type) {
+	case map[string]any:
+		m := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			val, err := objectNode(x[k])
+			if err != nil {
+				return nil, err
+			}
+			m.Content = append(m.Content, stringNode(k), val)
+		}
+		return m, nil
+	case []any:
+		s := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
+		for _, item := range x {
+			val, err := objectNode(item)
+			if err != nil {
+				return nil, err
+			}
+			s.Content = append(s.Content, val)
+		}
+		return s, nil
+	case float64:
+		if math.IsInf(x, 0) || math.IsNaN(x) {
+			return nil, fmt.Errorf("number %v has no YAML form a Kubernetes object accepts", x)
+		}
+		text := strconv.FormatFloat(x, 'g', -1, 64)
+		if !strings.ContainsAny(text, ".eE") {
+			text += ".0"
+		}
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!float", Value: text}, nil
+	case string:
+		// Encoding through yaml.v3 quotes strings that would otherwise read back as numbers,
+		// booleans, nulls or timestamps.
+		return encodeNode(x)
+	default:
+		return encodeNode(x)
+	}
 }
 
 // MarshalYAML writes each quantity in its canonical string form, always as a YAML string.
