@@ -6,6 +6,8 @@ import (
 	"net"
 
 	"github.com/google/uuid"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	pb "github.com/openclaw/occ/internal/gateway/openshellv1"
 )
@@ -34,6 +36,10 @@ func (g *gateway) CreateSandbox(ctx context.Context, req *pb.CreateSandboxReques
 				return nil, errReplayUnavailable()
 			}
 			sandbox, err := s.sandboxProto(ctx, wsName, sb)
+			if status.Code(err) == codes.NotFound {
+				// The sandbox finished deleting while this replay looked at it.
+				return nil, errReplayUnavailable()
+			}
 			if err != nil {
 				return nil, err
 			}
