@@ -3,6 +3,7 @@ package openshell
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"time"
@@ -99,6 +100,7 @@ func (d *Driver) EnsureNamespace(ctx context.Context, nctx driver.NamespaceConte
 			return err
 		}
 	}
+	d.log.LogAttrs(ctx, slog.LevelDebug, "applied OpenShell workspace resources", slog.String("namespace", ns.Name), slog.Int("count", len(resources)), slog.Bool("labelled", needLabels))
 	if err := d.awaitReadiness(ctx, nctx); err != nil {
 		return err
 	}
@@ -201,6 +203,7 @@ func workspaceLabels(namespaceID string) map[string]string {
 func (d *Driver) ensureWorkspace(ctx context.Context, name, namespaceID string) error {
 	ws, err := d.gw.GetWorkspace(ctx, name)
 	if gateway.IsNotFound(err) {
+		d.log.LogAttrs(ctx, slog.LevelDebug, "creating OpenShell Workspace", slog.String("workspace", name))
 		ws, err = d.gw.CreateWorkspace(ctx, name, workspaceLabels(namespaceID))
 		if gateway.IsAlreadyExists(err) {
 			ws, err = d.gw.GetWorkspace(ctx, name)

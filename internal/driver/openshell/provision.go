@@ -54,6 +54,8 @@ func (d *Driver) ProvisionHarness(ctx context.Context, hctx driver.HarnessContex
 	if err := d.verifyCreatedExposure(ctx, p, res); err != nil {
 		return driver.SandboxResourceRef{}, err
 	}
+	d.log.LogAttrs(ctx, slog.LevelDebug, "created OpenShell Sandbox", slog.String("sandbox", p.name), slog.String("workspace", p.workspace),
+		slog.String("request_id", res.RequestID), slog.Bool("replayed", res.Replayed))
 	// The pinned OpenShell registers the route before the Harness listens; a configured delay
 	// keeps Compute from probing a route that cannot answer yet. A replayed create already
 	// waited the first time.
