@@ -34,12 +34,12 @@ func TestFailureAfterEachStepRollsBackCompletely(t *testing.T) {
 			b := newBed(t)
 			var recorded []state.Object
 			var failedStep string
-			opts := b.options()
+			opts := b.Options()
 			opts.AfterStep = func(index int, name string) error {
 				if index != i {
 					return nil
 				}
-				st, err := state.Read(b.stateDir)
+				st, err := state.Read(b.StateDir)
 				if err != nil {
 					t.Fatalf("read state at the injected failure: %v", err)
 				}
@@ -53,7 +53,7 @@ func TestFailureAfterEachStepRollsBackCompletely(t *testing.T) {
 			if !strings.Contains(err.Error(), "rolled back") || !strings.Contains(err.Error(), failedStep) {
 				t.Errorf("error does not name the step and the rollback: %v", err)
 			}
-			if _, err := os.Stat(b.stateDir); !errors.Is(err, fs.ErrNotExist) {
+			if _, err := os.Stat(b.StateDir); !errors.Is(err, fs.ErrNotExist) {
 				t.Errorf("state directory kept after a complete rollback: %v", err)
 			}
 			for _, o := range recorded {
@@ -71,7 +71,7 @@ func assertNoLabelledObjects(t *testing.T, b *bed) {
 	t.Helper()
 	ctx := context.Background()
 	sel := metav1.ListOptions{LabelSelector: occdev.LabelDevState}
-	nss, err := b.client.CoreV1().Namespaces().List(ctx, sel)
+	nss, err := b.Client.CoreV1().Namespaces().List(ctx, sel)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,19 +89,19 @@ func assertNoLabelledObjects(t *testing.T, b *bed) {
 			t.Errorf("%d %s with occ's state label remain", n, what)
 		}
 	}
-	rc, err := b.client.NodeV1().RuntimeClasses().List(ctx, sel)
+	rc, err := b.Client.NodeV1().RuntimeClasses().List(ctx, sel)
 	count("RuntimeClasses", len(rc.Items), err)
-	cr, err := b.client.RbacV1().ClusterRoles().List(ctx, sel)
+	cr, err := b.Client.RbacV1().ClusterRoles().List(ctx, sel)
 	count("ClusterRoles", len(cr.Items), err)
-	crb, err := b.client.RbacV1().ClusterRoleBindings().List(ctx, sel)
+	crb, err := b.Client.RbacV1().ClusterRoleBindings().List(ctx, sel)
 	count("ClusterRoleBindings", len(crb.Items), err)
-	np, err := b.client.NetworkingV1().NetworkPolicies("").List(ctx, sel)
+	np, err := b.Client.NetworkingV1().NetworkPolicies("").List(ctx, sel)
 	count("NetworkPolicies", len(np.Items), err)
-	sec, err := b.client.CoreV1().Secrets("").List(ctx, sel)
+	sec, err := b.Client.CoreV1().Secrets("").List(ctx, sel)
 	count("Secrets", len(sec.Items), err)
-	dep, err := b.client.AppsV1().Deployments("").List(ctx, sel)
+	dep, err := b.Client.AppsV1().Deployments("").List(ctx, sel)
 	count("Deployments", len(dep.Items), err)
-	sa, err := b.client.CoreV1().ServiceAccounts("").List(ctx, sel)
+	sa, err := b.Client.CoreV1().ServiceAccounts("").List(ctx, sel)
 	count("ServiceAccounts", len(sa.Items), err)
 }
 
@@ -111,7 +111,7 @@ func TestInterruptedUpStillRollsBack(t *testing.T) {
 	b := newBed(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	opts := b.options()
+	opts := b.Options()
 	opts.AfterStep = func(index int, name string) error {
 		if strings.HasPrefix(name, "Install the OpenShell Gateway chart") {
 			cancel() // the user presses Ctrl-C while the Gateway installs
@@ -125,7 +125,7 @@ func TestInterruptedUpStillRollsBack(t *testing.T) {
 	if !strings.Contains(err.Error(), "rolled back") {
 		t.Errorf("rollback not reported: %v", err)
 	}
-	if _, err := os.Stat(b.stateDir); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(b.StateDir); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("state directory kept: %v", err)
 	}
 	assertReleaseGone(t, b)
@@ -140,7 +140,7 @@ func TestPartialRollbackKeepsStateAndDownFinishes(t *testing.T) {
 	ctx := context.Background()
 	release := denyRuntimeClassDeletes(t, b)
 
-	opts := b.options()
+	opts := b.Options()
 	opts.AfterStep = func(index int, _ string) error {
 		if index == stepCount-1 {
 			return errors.New("injected failure")
@@ -152,36 +152,36 @@ func TestPartialRollbackKeepsStateAndDownFinishes(t *testing.T) {
 		t.Fatal("up succeeded despite the injected failure")
 	}
 	msg := err.Error()
-	for _, want := range []string{"injected failure", "rollback incomplete; preserving " + b.stateDir, "occ dev down --state-dir " + b.stateDir, "RuntimeClass"} {
+	for _, want := range []string{"injected failure", "rollback incomplete; preserving " + b.StateDir, "occ dev down --state-dir " + b.StateDir, "RuntimeClass"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error lacks %q:\n%s", want, msg)
 		}
 	}
-	st, err := state.Read(b.stateDir)
+	st, err := state.Read(b.StateDir)
 	if err != nil {
 		t.Fatalf("state directory not kept: %v", err)
 	}
 	if len(st.Objects) != 1 || st.Objects[0].Kind != "RuntimeClass" {
 		t.Fatalf("state keeps %v; want exactly the RuntimeClass that could not be deleted", st.Objects)
 	}
-	status, err := occdev.GetStatus(ctx, occdev.StatusOptions{StateDir: b.stateDir})
+	status, err := occdev.GetStatus(ctx, occdev.StatusOptions{StateDir: b.StateDir})
 	if err != nil || len(status.Objects) != 1 || status.Objects[0].State != occdev.LivePresent {
 		t.Fatalf("status after the partial rollback: %+v, %v", status, err)
 	}
 
 	// While the obstacle is there, down fails the same way and keeps the directory.
-	if _, err := occdev.Down(ctx, occdev.DownOptions{StateDir: b.stateDir}); err == nil || !strings.Contains(err.Error(), "cleanup incomplete; preserving "+b.stateDir) {
+	if _, err := occdev.Down(ctx, occdev.DownOptions{StateDir: b.StateDir}); err == nil || !strings.Contains(err.Error(), "cleanup incomplete; preserving "+b.StateDir) {
 		t.Fatalf("down with the delete still refused: %v", err)
 	}
 
 	release()
-	if _, err := occdev.Down(ctx, occdev.DownOptions{StateDir: b.stateDir}); err != nil {
+	if _, err := occdev.Down(ctx, occdev.DownOptions{StateDir: b.StateDir}); err != nil {
 		t.Fatalf("down after the obstacle is gone: %v", err)
 	}
-	if _, err := os.Stat(b.stateDir); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(b.StateDir); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("state directory kept after down finished: %v", err)
 	}
-	if _, err := b.client.NodeV1().RuntimeClasses().Get(ctx, occdev.RuntimeClassName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := b.Client.NodeV1().RuntimeClasses().Get(ctx, occdev.RuntimeClassName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("RuntimeClass survived down: %v", err)
 	}
 	assertNoLabelledObjects(t, b)
@@ -195,8 +195,8 @@ func TestPartialRollbackKeepsStateAndDownFinishes(t *testing.T) {
 func denyRuntimeClassDeletes(t *testing.T, b *bed) func() {
 	t.Helper()
 	ctx := context.Background()
-	name := "occdev-deny-runtimeclass-delete-" + b.suffix
-	adm := b.client.AdmissionregistrationV1()
+	name := "occdev-deny-runtimeclass-delete-" + b.Suffix
+	adm := b.Client.AdmissionregistrationV1()
 	_, err := adm.ValidatingAdmissionPolicies().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
@@ -225,15 +225,15 @@ func denyRuntimeClassDeletes(t *testing.T, b *bed) func() {
 	if err != nil {
 		t.Fatalf("create ValidatingAdmissionPolicyBinding: %v", err)
 	}
-	probe := "occdev-probe-" + b.suffix
-	if _, err := b.client.NodeV1().RuntimeClasses().Create(ctx, &nodev1.RuntimeClass{
+	probe := "occdev-probe-" + b.Suffix
+	if _, err := b.Client.NodeV1().RuntimeClasses().Create(ctx, &nodev1.RuntimeClass{
 		ObjectMeta: metav1.ObjectMeta{Name: probe, Labels: map[string]string{occdev.LabelDevState: "probe"}}, Handler: "runc",
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var last error
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		last = b.client.NodeV1().RuntimeClasses().Delete(ctx, probe, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+		last = b.Client.NodeV1().RuntimeClasses().Delete(ctx, probe, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
 		return apierrors.IsInvalid(last) || apierrors.IsForbidden(last), nil
 	}); err != nil {
 		t.Fatalf("the admission policy was not enforced within 30s (last dry-run delete: %v)", last)
@@ -252,7 +252,7 @@ func denyRuntimeClassDeletes(t *testing.T, b *bed) func() {
 		}
 		var last error
 		if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-			last = b.client.NodeV1().RuntimeClasses().Delete(ctx, probe, metav1.DeleteOptions{})
+			last = b.Client.NodeV1().RuntimeClasses().Delete(ctx, probe, metav1.DeleteOptions{})
 			return last == nil || apierrors.IsNotFound(last), nil
 		}); err != nil {
 			t.Fatalf("the admission policy still refuses deletes 30s after its removal: %v", last)

@@ -93,16 +93,16 @@ func assertGone(t *testing.T, dyn dynamic.Interface, o state.Object) {
 func assertReleaseGone(t *testing.T, b *bed) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := b.client.AppsV1().StatefulSets(b.namespace).Get(ctx, occdev.GatewayRelease, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := b.Client.AppsV1().StatefulSets(b.Namespace).Get(ctx, occdev.GatewayRelease, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("Gateway StatefulSet still exists (err %v)", err)
 	}
-	if _, err := b.client.CoreV1().Services(b.namespace).Get(ctx, occdev.GatewayServiceName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := b.Client.CoreV1().Services(b.Namespace).Get(ctx, occdev.GatewayServiceName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("Gateway Service still exists (err %v)", err)
 	}
-	if _, err := b.client.RbacV1().ClusterRoles().Get(ctx, occdev.GatewayRelease+"-node-reader-"+b.namespace, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := b.Client.RbacV1().ClusterRoles().Get(ctx, occdev.GatewayRelease+"-node-reader-"+b.Namespace, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("Gateway chart ClusterRole still exists (err %v)", err)
 	}
-	secrets, err := b.client.CoreV1().Secrets(b.namespace).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm"})
+	secrets, err := b.Client.CoreV1().Secrets(b.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,22 +118,22 @@ func TestUpThenDownRemovesExactlyWhatUpCreated(t *testing.T) {
 	ctx := context.Background()
 
 	// Objects the developer had before: a namespace with a ConfigMap, and a ClusterRole.
-	keepNS, err := b.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "keep-" + b.suffix}}, metav1.CreateOptions{})
+	keepNS, err := b.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "keep-" + b.Suffix}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	keepCM, err := b.client.CoreV1().ConfigMaps(keepNS.Name).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "mine"}, Data: map[string]string{"k": "v"}}, metav1.CreateOptions{})
+	keepCM, err := b.Client.CoreV1().ConfigMaps(keepNS.Name).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "mine"}, Data: map[string]string{"k": "v"}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	keepRole, err := b.client.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "keep-" + b.suffix}}, metav1.CreateOptions{})
+	keepRole, err := b.Client.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "keep-" + b.Suffix}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	progress := &recordedProgress{}
 	var log bytes.Buffer
-	opts := b.options()
+	opts := b.Options()
 	opts.Progress, opts.Log = progress, &log
 	sum, err := occdev.Up(ctx, opts)
 	if err != nil {
@@ -143,10 +143,10 @@ func TestUpThenDownRemovesExactlyWhatUpCreated(t *testing.T) {
 	if len(progress.lines) != 16 {
 		t.Errorf("want one progress line per step (16), got %d:\n%s", len(progress.lines), strings.Join(progress.lines, "\n"))
 	}
-	if want := "http://openshell-gateway." + b.namespace + ".svc.cluster.local:8080"; sum.GatewayEndpoint != want {
+	if want := "http://openshell-gateway." + b.Namespace + ".svc.cluster.local:8080"; sum.GatewayEndpoint != want {
 		t.Errorf("gateway endpoint %q, want %q", sum.GatewayEndpoint, want)
 	}
-	if sum.DownCommand != "occ dev down --state-dir "+b.stateDir {
+	if sum.DownCommand != "occ dev down --state-dir "+b.StateDir {
 		t.Errorf("down command %q", sum.DownCommand)
 	}
 	in, err := installation.Load(sum.Installation)
@@ -157,7 +157,7 @@ func TestUpThenDownRemovesExactlyWhatUpCreated(t *testing.T) {
 		t.Errorf("Installation endpoint %v, want %s", got, sum.GatewayEndpoint)
 	}
 
-	st, err := state.Read(b.stateDir)
+	st, err := state.Read(b.StateDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestUpThenDownRemovesExactlyWhatUpCreated(t *testing.T) {
 		}
 	}
 
-	status, err := occdev.GetStatus(ctx, occdev.StatusOptions{StateDir: b.stateDir})
+	status, err := occdev.GetStatus(ctx, occdev.StatusOptions{StateDir: b.StateDir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestUpThenDownRemovesExactlyWhatUpCreated(t *testing.T) {
 	}
 
 	downStart := time.Now()
-	res, err := occdev.Down(ctx, occdev.DownOptions{StateDir: b.stateDir})
+	res, err := occdev.Down(ctx, occdev.DownOptions{StateDir: b.StateDir})
 	if err != nil {
 		t.Fatalf("down: %v", err)
 	}
@@ -198,23 +198,23 @@ func TestUpThenDownRemovesExactlyWhatUpCreated(t *testing.T) {
 		assertGone(t, dyn, o)
 	}
 	assertReleaseGone(t, b)
-	if _, err := os.Stat(b.stateDir); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(b.StateDir); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("state directory still exists after down: %v", err)
 	}
 
 	// The developer's own objects survive, unchanged.
-	if got, err := b.client.CoreV1().ConfigMaps(keepNS.Name).Get(ctx, "mine", metav1.GetOptions{}); err != nil || got.UID != keepCM.UID || got.ResourceVersion != keepCM.ResourceVersion {
+	if got, err := b.Client.CoreV1().ConfigMaps(keepNS.Name).Get(ctx, "mine", metav1.GetOptions{}); err != nil || got.UID != keepCM.UID || got.ResourceVersion != keepCM.ResourceVersion {
 		t.Errorf("pre-existing ConfigMap changed or gone: %v", err)
 	}
-	if got, err := b.client.CoreV1().Namespaces().Get(ctx, keepNS.Name, metav1.GetOptions{}); err != nil || got.DeletionTimestamp != nil {
+	if got, err := b.Client.CoreV1().Namespaces().Get(ctx, keepNS.Name, metav1.GetOptions{}); err != nil || got.DeletionTimestamp != nil {
 		t.Errorf("pre-existing namespace touched: %v", err)
 	}
-	if got, err := b.client.RbacV1().ClusterRoles().Get(ctx, keepRole.Name, metav1.GetOptions{}); err != nil || got.ResourceVersion != keepRole.ResourceVersion {
+	if got, err := b.Client.RbacV1().ClusterRoles().Get(ctx, keepRole.Name, metav1.GetOptions{}); err != nil || got.ResourceVersion != keepRole.ResourceVersion {
 		t.Errorf("pre-existing ClusterRole changed or gone: %v", err)
 	}
 
 	// A second down finds nothing to do and says so.
-	again, err := occdev.Down(ctx, occdev.DownOptions{StateDir: b.stateDir})
+	again, err := occdev.Down(ctx, occdev.DownOptions{StateDir: b.StateDir})
 	if err != nil || !again.NothingRecorded {
 		t.Errorf("repeated down: %+v, %v; want nothing recorded", again, err)
 	}
@@ -267,7 +267,7 @@ func TestTwoUpsOnOneStateDirectory(t *testing.T) {
 	for range 2 {
 		go func() {
 			<-start
-			sum, err := occdev.Up(ctx, b.options())
+			sum, err := occdev.Up(ctx, b.Options())
 			results <- result{sum, err}
 		}()
 	}
@@ -281,7 +281,7 @@ func TestTwoUpsOnOneStateDirectory(t *testing.T) {
 		case errors.Is(r.err, state.ErrInUse) || errors.Is(r.err, state.ErrExists):
 			losses++
 			msg := r.err.Error()
-			if !strings.Contains(msg, b.stateDir) || strings.Contains(msg, "rolled back") {
+			if !strings.Contains(msg, b.StateDir) || strings.Contains(msg, "rolled back") {
 				t.Errorf("the losing up should name the directory and have rolled back nothing: %v", r.err)
 			}
 		default:
@@ -291,7 +291,7 @@ func TestTwoUpsOnOneStateDirectory(t *testing.T) {
 	if wins != 1 || losses != 1 {
 		t.Fatalf("%d wins and %d clear losses; want exactly one of each", wins, losses)
 	}
-	status, err := occdev.GetStatus(ctx, occdev.StatusOptions{StateDir: b.stateDir})
+	status, err := occdev.GetStatus(ctx, occdev.StatusOptions{StateDir: b.StateDir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +300,7 @@ func TestTwoUpsOnOneStateDirectory(t *testing.T) {
 			t.Errorf("winner's %s %s is %s after the race", o.Kind, o.Name, o.State)
 		}
 	}
-	if _, err := occdev.Down(ctx, occdev.DownOptions{StateDir: b.stateDir}); err != nil {
+	if _, err := occdev.Down(ctx, occdev.DownOptions{StateDir: b.StateDir}); err != nil {
 		t.Fatalf("down: %v", err)
 	}
 }
@@ -312,13 +312,13 @@ func TestNoSecretInOutputLogsOrState(t *testing.T) {
 	ctx := context.Background()
 	progress := &recordedProgress{}
 	var log bytes.Buffer
-	opts := b.options()
+	opts := b.Options()
 	opts.Progress, opts.Log = progress, &log
 	sum, err := occdev.Up(ctx, opts)
 	if err != nil {
 		t.Fatalf("up: %v", err)
 	}
-	secret, err := b.client.CoreV1().Secrets(b.namespace).Get(ctx, occdev.GatewayJWTSecretName, metav1.GetOptions{})
+	secret, err := b.Client.CoreV1().Secrets(b.Namespace).Get(ctx, occdev.GatewayJWTSecretName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +333,7 @@ func TestNoSecretInOutputLogsOrState(t *testing.T) {
 
 	var haystacks []string
 	haystacks = append(haystacks, strings.Join(progress.lines, "\n"), log.String(), fmt.Sprintf("%+v", sum))
-	err = filepath.WalkDir(b.stateDir, func(p string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(b.StateDir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -354,7 +354,7 @@ func TestNoSecretInOutputLogsOrState(t *testing.T) {
 			}
 		}
 	}
-	if _, err := occdev.Down(ctx, occdev.DownOptions{StateDir: b.stateDir}); err != nil {
+	if _, err := occdev.Down(ctx, occdev.DownOptions{StateDir: b.StateDir}); err != nil {
 		t.Fatalf("down: %v", err)
 	}
 }
@@ -364,19 +364,19 @@ func TestNoSecretInOutputLogsOrState(t *testing.T) {
 func TestForeignObjectIsRefusedNotAdopted(t *testing.T) {
 	b := newBed(t)
 	ctx := context.Background()
-	foreign, err := b.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: b.namespace}}, metav1.CreateOptions{})
+	foreign, err := b.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: b.Namespace}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = occdev.Up(ctx, b.options())
+	_, err = occdev.Up(ctx, b.Options())
 	if err == nil || !strings.Contains(err.Error(), "already exists and is not owned by this development state") {
 		t.Fatalf("up over a foreign namespace: %v", err)
 	}
-	got, err := b.client.CoreV1().Namespaces().Get(ctx, b.namespace, metav1.GetOptions{})
+	got, err := b.Client.CoreV1().Namespaces().Get(ctx, b.Namespace, metav1.GetOptions{})
 	if err != nil || got.DeletionTimestamp != nil || got.ResourceVersion != foreign.ResourceVersion {
 		t.Fatalf("the foreign namespace was touched: %v", err)
 	}
-	if _, err := os.Stat(b.stateDir); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(b.StateDir); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("state directory kept: %v", err)
 	}
 }
@@ -386,14 +386,14 @@ func TestForeignObjectIsRefusedNotAdopted(t *testing.T) {
 func TestStatusAndDownAfterObjectsChangedBehindOCC(t *testing.T) {
 	b := newBed(t)
 	ctx := context.Background()
-	if _, err := occdev.Up(ctx, b.options()); err != nil {
+	if _, err := occdev.Up(ctx, b.Options()); err != nil {
 		t.Fatalf("up: %v", err)
 	}
-	policies := b.client.NetworkingV1().NetworkPolicies(b.namespace)
+	policies := b.Client.NetworkingV1().NetworkPolicies(b.Namespace)
 	if err := policies.Delete(ctx, "openclaw-enterprise-openshell-egress", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	secrets := b.client.CoreV1().Secrets(b.namespace)
+	secrets := b.Client.CoreV1().Secrets(b.Namespace)
 	if err := secrets.Delete(ctx, occdev.GatewayJWTSecretName, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -401,7 +401,7 @@ func TestStatusAndDownAfterObjectsChangedBehindOCC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	status, err := occdev.GetStatus(ctx, occdev.StatusOptions{StateDir: b.stateDir})
+	status, err := occdev.GetStatus(ctx, occdev.StatusOptions{StateDir: b.StateDir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -419,7 +419,7 @@ func TestStatusAndDownAfterObjectsChangedBehindOCC(t *testing.T) {
 		t.Errorf("untouched objects not present: %v", states)
 	}
 
-	if _, err := occdev.Down(ctx, occdev.DownOptions{StateDir: b.stateDir}); err != nil {
+	if _, err := occdev.Down(ctx, occdev.DownOptions{StateDir: b.StateDir}); err != nil {
 		t.Fatalf("down: %v", err)
 	}
 	got, err := secrets.Get(ctx, occdev.GatewayJWTSecretName, metav1.GetOptions{})
@@ -433,24 +433,24 @@ func TestStatusAndDownAfterObjectsChangedBehindOCC(t *testing.T) {
 func TestComposeProfilePublishesTheNodePort(t *testing.T) {
 	b := newBed(t)
 	ctx := context.Background()
-	node, err := b.client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-" + b.suffix}}, metav1.CreateOptions{})
+	node, err := b.Client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-" + b.Suffix}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.0.2.7"}}
 	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
-	if _, err := b.client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+	if _, err := b.Client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = b.client.CoreV1().Nodes().Delete(context.Background(), node.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() { _ = b.Client.CoreV1().Nodes().Delete(context.Background(), node.Name, metav1.DeleteOptions{}) })
 
-	opts := b.options()
+	opts := b.Options()
 	opts.ControlPlane = occdev.ControlPlaneCompose
 	sum, err := occdev.Up(ctx, opts)
 	if err != nil {
 		t.Fatalf("up: %v", err)
 	}
-	svc, err := b.client.CoreV1().Services(b.namespace).Get(ctx, occdev.GatewayServiceName, metav1.GetOptions{})
+	svc, err := b.Client.CoreV1().Services(b.Namespace).Get(ctx, occdev.GatewayServiceName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -469,7 +469,7 @@ func TestComposeProfilePublishesTheNodePort(t *testing.T) {
 			t.Errorf("Installation lacks %q", want)
 		}
 	}
-	if _, err := occdev.Down(ctx, occdev.DownOptions{StateDir: b.stateDir}); err != nil {
+	if _, err := occdev.Down(ctx, occdev.DownOptions{StateDir: b.StateDir}); err != nil {
 		t.Fatalf("down: %v", err)
 	}
 }

@@ -1,4 +1,6 @@
-package occdev_test
+// Package occdevtest prepares isolated `occ dev up` environments on the shared test bed, for the
+// tests of occdev and of the occ dev commands.
+package occdevtest
 
 import (
 	"context"
@@ -28,41 +30,43 @@ import (
 	"github.com/openclaw/occ/internal/testbed"
 )
 
-func TestMain(m *testing.M) { os.Exit(testbed.Run(m)) }
-
-// bed is one isolated `occ dev up` environment on the shared apiserver: a unique platform
+// Bed is one isolated `occ dev up` environment on the shared apiserver: a unique platform
 // namespace and Agent Sandbox manifest (the bed has no namespace controller, so every run needs
 // names of its own), a pinned test archive of the stand-in charts, a private cache and state
 // directory, and the gateway emulator for the Health check.
-type bed struct {
-	t          *testing.T
-	suffix     string
-	namespace  string
-	kubeconfig string
-	client     kubernetes.Interface
-	stateDir   string
-	cacheDir   string
-	archive    string
-	pinFile    string
-	gateway    *gatewaytest.Server
-	manifest   *httptest.Server
-	downloads  *counter
-	agentNS    string
+type Bed struct {
+	T          *testing.T
+	Suffix     string
+	Namespace  string
+	Kubeconfig string
+	Client     kubernetes.Interface
+	StateDir   string
+	CacheDir   string
+	Archive    string
+	PinFile    string
+	Gateway    *gatewaytest.Server
+	Manifest   *httptest.Server
+	Downloads  *Counter
+	AgentNS    string
 }
 
-type counter struct {
+// Counter counts requests.
+type Counter struct {
 	mu sync.Mutex
 	n  int
 }
 
-func (c *counter) inc() { c.mu.Lock(); c.n++; c.mu.Unlock() }
-func (c *counter) get() int {
+func (c *Counter) inc() { c.mu.Lock(); c.n++; c.mu.Unlock() }
+
+// Get returns the count.
+func (c *Counter) Get() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.n
 }
 
-func randomSuffix(t testing.TB) string {
+// RandomSuffix is 8 random hex digits for unique names.
+func RandomSuffix(t testing.TB) string {
 	b := make([]byte, 4)
 	if _, err := rand.Read(b); err != nil {
 		t.Fatal(err)
@@ -70,35 +74,37 @@ func randomSuffix(t testing.TB) string {
 	return hex.EncodeToString(b)
 }
 
-func newBed(t *testing.T) *bed {
+// New prepares a bed: fixture archive and pins (chartstest), a per-run Agent Sandbox manifest
+// served over HTTP, the gateway emulator, and a goroutine playing the kubelet.
+func New(t *testing.T) *Bed {
 	t.Helper()
-	b := &bed{t: t, suffix: randomSuffix(t), downloads: &counter{}}
-	b.namespace = "occdev-" + b.suffix
-	b.agentNS = "agent-sandbox-" + b.suffix
-	b.kubeconfig = testbed.Kubeconfig(t)
-	b.client = testbed.Client(t)
-	b.stateDir = filepath.Join(t.TempDir(), "state")
-	b.cacheDir = filepath.Join(t.TempDir(), "cache")
+	b := &Bed{T: t, Suffix: RandomSuffix(t), Downloads: &Counter{}}
+	b.Namespace = "occdev-" + b.Suffix
+	b.AgentNS = "agent-sandbox-" + b.Suffix
+	b.Kubeconfig = testbed.Kubeconfig(t)
+	b.Client = testbed.Client(t)
+	b.StateDir = filepath.Join(t.TempDir(), "state")
+	b.CacheDir = filepath.Join(t.TempDir(), "cache")
 
 	fixture := chartstest.New(t, t.TempDir(), chartstest.Options{})
 	set := fixture.Pins
-	b.archive = fixture.ArchivePath
+	b.Archive = fixture.ArchivePath
 
-	manifest := agentSandboxManifest(b.suffix)
+	manifest := AgentSandboxManifest(b.Suffix)
 	sum := sha256.Sum256(manifest)
-	b.manifest = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b.downloads.inc()
+	b.Manifest = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b.Downloads.inc()
 		_, _ = w.Write(manifest)
 	}))
-	t.Cleanup(b.manifest.Close)
-	set.AgentSandbox.Manifest = pins.Artifact{URL: b.manifest.URL + "/sandbox.yaml", SHA256: hex.EncodeToString(sum[:])}
+	t.Cleanup(b.Manifest.Close)
+	set.AgentSandbox.Manifest = pins.Artifact{URL: b.Manifest.URL + "/sandbox.yaml", SHA256: hex.EncodeToString(sum[:])}
 
 	data, err := yaml.Marshal(set)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.pinFile = filepath.Join(t.TempDir(), "pins.yaml")
-	if err := os.WriteFile(b.pinFile, data, 0o600); err != nil {
+	b.PinFile = filepath.Join(t.TempDir(), "pins.yaml")
+	if err := os.WriteFile(b.PinFile, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
 
@@ -107,30 +113,30 @@ func newBed(t *testing.T) *bed {
 		t.Fatal(err)
 	}
 	t.Cleanup(gw.Close)
-	b.gateway = gw
-	startKubelet(t, b.client)
+	b.Gateway = gw
+	StartKubelet(t, b.Client)
 	return b
 }
 
-// options are the UpOptions of a normal run in this bed.
-func (b *bed) options() occdev.UpOptions {
+// Options are the UpOptions of a normal run in this bed (Kubernetes-only control plane).
+func (b *Bed) Options() occdev.UpOptions {
 	return occdev.UpOptions{
-		StateDir:        b.stateDir,
-		Kubeconfig:      b.kubeconfig,
+		StateDir:        b.StateDir,
+		Kubeconfig:      b.Kubeconfig,
 		ControlPlane:    occdev.ControlPlaneKubernetes,
-		Namespace:       b.namespace,
-		PinFile:         b.pinFile,
-		ArchiveFile:     b.archive,
-		CacheDir:        b.cacheDir,
-		GatewayEndpoint: b.gateway.Addr(),
+		Namespace:       b.Namespace,
+		PinFile:         b.PinFile,
+		ArchiveFile:     b.Archive,
+		CacheDir:        b.CacheDir,
+		GatewayEndpoint: b.Gateway.Addr(),
 		StartupTimeout:  30 * time.Second,
 		OCCCommand:      "occ",
 	}
 }
 
-// agentSandboxManifest is a stand-in for the pinned Agent Sandbox release manifest, with names
+// AgentSandboxManifest is a stand-in for the pinned Agent Sandbox release manifest, with names
 // of its own per run: a namespace, a CRD, RBAC and the controller Deployment.
-func agentSandboxManifest(suffix string) []byte {
+func AgentSandboxManifest(suffix string) []byte {
 	return []byte(strings.ReplaceAll(`apiVersion: v1
 kind: Namespace
 metadata:
@@ -196,10 +202,10 @@ spec:
 `, "SUFFIX", suffix))
 }
 
-// startKubelet plays the kubelet and the workload controllers the bed does not run: every
+// StartKubelet plays the kubelet and the workload controllers the bed does not run: every
 // Deployment and StatefulSet is reported as fully rolled out and ready, through the status
 // subresource, as soon as it appears.
-func startKubelet(t *testing.T, c kubernetes.Interface) {
+func StartKubelet(t *testing.T, c kubernetes.Interface) {
 	ctx, cancel := context.WithCancel(context.Background())
 	factory := informers.NewSharedInformerFactory(c, 0)
 	deployments := factory.Apps().V1().Deployments().Informer()
