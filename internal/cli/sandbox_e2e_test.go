@@ -24,7 +24,6 @@ import (
 	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/openclaw/occ/internal/driver"
@@ -204,28 +203,6 @@ func writeRevision(t *testing.T, example string, edit func(string) string) strin
 	return p
 }
 
-// kubeletFor marks every Pod created in namespace Ready, as the kubelet would.
-func kubeletFor(ctx context.Context, t *testing.T, c kubernetes.Interface, namespace string) {
-	t.Helper()
-	w, err := c.CoreV1().Pods(namespace).Watch(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		defer w.Stop()
-		for ev := range w.ResultChan() {
-			p, ok := ev.Object.(*corev1.Pod)
-			if !ok || ev.Type != watch.Added {
-				continue
-			}
-			testbed.SetPodReady(p)
-			if _, err := c.CoreV1().Pods(namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil && ctx.Err() == nil && !apierrors.IsNotFound(err) {
-				t.Errorf("kubelet: mark %s ready: %v", p.Name, err)
-			}
-		}
-	}()
-}
-
 // An engineer drives the whole Compute flow by hand through the CLI against a cluster and a
 // TLS, token-protected gateway: prepare the Namespace, see a Secret-referencing revision
 // refused before any mutation, provision a Codex revision (twice), read its status and logs,
@@ -292,7 +269,7 @@ func TestSandboxProvisionThenCleanupEndToEnd(t *testing.T) {
 	}
 
 	// Provision, twice: the second run adopts what the first made.
-	kubeletFor(ctx, t, b.kube, ns.Name)
+	testbed.PlayKubelet(ctx, t, b.kube, ns.Name)
 	var refs []driver.SandboxResourceRef
 	for i := range 2 {
 		code, out, errOut := b.occ(t, "provision", "--revision", revision, "-o", "json", "-v")

@@ -5,7 +5,9 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -38,4 +40,28 @@ func SetPodReady(pod *corev1.Pod) {
 		corev1.PodCondition{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
 		corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
 	)
+}
+
+// PlayKubelet marks every Pod created in namespace Ready, as a kubelet would once it started
+// the containers, until ctx ends. The watch starts before PlayKubelet returns, so no Pod created
+// afterwards is missed.
+func PlayKubelet(ctx context.Context, t testing.TB, c kubernetes.Interface, namespace string) {
+	t.Helper()
+	w, err := c.CoreV1().Pods(namespace).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("testbed: watch Pods in %s: %v", namespace, err)
+	}
+	go func() {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok || ev.Type != watch.Added {
+				continue
+			}
+			SetPodReady(p)
+			if _, err := c.CoreV1().Pods(namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil && ctx.Err() == nil && !apierrors.IsNotFound(err) {
+				t.Errorf("testbed kubelet: mark Pod %s/%s ready: %v", namespace, p.Name, err)
+			}
+		}
+	}()
 }

@@ -16,7 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/openclaw/occ/internal/driver"
@@ -349,28 +348,6 @@ func TestDeleteNamespaceOnlyAfterDriverCleanupSucceeds(t *testing.T) {
 	}
 }
 
-// playKubelet marks every Pod that appears in namespace Ready, like a kubelet starting it.
-func playKubelet(ctx context.Context, t *testing.T, c kubernetes.Interface, namespace string) {
-	t.Helper()
-	w, err := c.CoreV1().Pods(namespace).Watch(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		defer w.Stop()
-		for ev := range w.ResultChan() {
-			p, ok := ev.Object.(*corev1.Pod)
-			if !ok || ev.Type != watch.Added {
-				continue
-			}
-			testbed.SetPodReady(p)
-			if _, err := c.CoreV1().Pods(namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil && ctx.Err() == nil && !apierrors.IsNotFound(err) {
-				t.Errorf("kubelet: %v", err)
-			}
-		}
-	}()
-}
-
 func loadExample(t *testing.T, name string) *RevisionFile {
 	t.Helper()
 	rf, err := LoadRevisionFile(filepath.Join(revisionsDir, name))
@@ -390,7 +367,7 @@ func TestProvisionThenShutdownWithRecordingDriver(t *testing.T) {
 	rf := loadExample(t, "codex.yaml")
 	rf.NamespaceID = "ns_flow_recording"
 	ns := mustName(t, rf.NamespaceID)
-	playKubelet(ctx, t, c, ns)
+	testbed.PlayKubelet(ctx, t, c, ns)
 
 	d := &recordingDriver{}
 	comp, events := newCompute(t, d)

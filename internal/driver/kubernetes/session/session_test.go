@@ -10,11 +10,9 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
-	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/openclaw/occ/internal/driver"
@@ -93,29 +91,6 @@ func loadRevision(t testing.TB, name, namespaceID string) *compute.RevisionFile 
 	}
 	rf.NamespaceID = namespaceID
 	return rf
-}
-
-// playKubelet marks every Pod created in namespace Ready, as a kubelet would once it started
-// the containers. It stops with ctx.
-func playKubelet(ctx context.Context, t testing.TB, c kubernetes.Interface, namespace string) {
-	t.Helper()
-	w, err := c.CoreV1().Pods(namespace).Watch(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		defer w.Stop()
-		for ev := range w.ResultChan() {
-			p, ok := ev.Object.(*corev1.Pod)
-			if !ok || ev.Type != watch.Added {
-				continue
-			}
-			testbed.SetPodReady(p)
-			if _, err := c.CoreV1().Pods(namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil && ctx.Err() == nil && !apierrors.IsNotFound(err) {
-				t.Errorf("kubelet: mark %s ready: %v", p.Name, err)
-			}
-		}
-	}()
 }
 
 // addCredentialSource creates the provider the Credential Gateway keeps for a credential
@@ -238,7 +213,7 @@ func TestRevisionCleanupAfterHarnessPodIsGone(t *testing.T) {
 	w := newWorld(t)
 	rf := loadRevision(t, "codex.yaml", "ns_session_podgone")
 	ns, _ := compute.ResolveNamespace(rf.NamespaceID)
-	playKubelet(ctx, t, w.kube, ns.Name)
+	testbed.PlayKubelet(ctx, t, w.kube, ns.Name)
 	if _, err := w.s.Compute.PrepareNamespace(ctx, ns.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +246,7 @@ func TestProvisionStopsAtAWithheldAttachment(t *testing.T) {
 	w := newWorld(t)
 	rf := loadRevision(t, "codex.yaml", "ns_session_withheld")
 	ns, _ := compute.ResolveNamespace(rf.NamespaceID)
-	playKubelet(ctx, t, w.kube, ns.Name)
+	testbed.PlayKubelet(ctx, t, w.kube, ns.Name)
 	if _, err := w.s.Compute.PrepareNamespace(ctx, ns.ID); err != nil {
 		t.Fatal(err)
 	}
