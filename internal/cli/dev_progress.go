@@ -4,10 +4,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/charmbracelet/lipgloss"
 	"golang.org/x/term"
+
+	"github.com/openclaw/occ/internal/occdev/artifacts"
 )
 
 // stepPrinter renders `occ dev up` progress as one status line per step, in the manner of
@@ -16,6 +19,8 @@ import (
 type stepPrinter struct {
 	w   io.Writer
 	tty bool
+	// current is the running step, redrawn with a download bar while an artifact downloads.
+	current string
 
 	ok, fail, running, faint lipgloss.Style
 }
@@ -38,6 +43,7 @@ func isTerminal(w io.Writer) bool {
 }
 
 func (p *stepPrinter) StepStarted(index, total int, name string) {
+	p.current = name
 	if p.tty {
 		fmt.Fprintf(p.w, " %s %s %s", p.running.Render("•"), name, p.faint.Render("…"))
 	}
@@ -63,4 +69,23 @@ func roundDuration(d time.Duration) time.Duration {
 		return d.Round(time.Millisecond)
 	}
 	return d.Round(100 * time.Millisecond)
+}
+
+// Download redraws the running step's line with a progress bar while an artifact downloads. Only
+// a terminal gets it; a log file would fill with redraws.
+func (p *stepPrinter) Download(pr artifacts.Progress) {
+	if !p.tty {
+		return
+	}
+	const width = 24
+	bar, amount := "", fmt.Sprintf("%.1f MB", float64(pr.Received)/1e6)
+	if pr.Total > 0 {
+		done := int(int64(width) * pr.Received / pr.Total)
+		if done > width {
+			done = width
+		}
+		bar = " [" + strings.Repeat("#", done) + strings.Repeat(".", width-done) + "]"
+		amount = fmt.Sprintf("%.1f / %.1f MB", float64(pr.Received)/1e6, float64(pr.Total)/1e6)
+	}
+	fmt.Fprintf(p.w, "\r\x1b[2K %s %s%s %s", p.running.Render("•"), p.current, bar, p.faint.Render(amount))
 }

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/artifacts"
 	"github.com/openclaw/occ/internal/occdev/occdevtest"
 	"github.com/openclaw/occ/internal/testbed"
 )
@@ -210,5 +211,23 @@ func BenchmarkDryRun(b *testing.B) {
 		if code := Execute(context.Background(), args, strings.NewReader(""), &out, &errOut); code != 0 {
 			b.Fatalf("exit %d: %s", code, errOut.String())
 		}
+	}
+}
+
+// On a terminal the running step's line carries a download bar; a pipe gets no redraws.
+func TestDownloadBarOnlyOnTerminals(t *testing.T) {
+	var buf bytes.Buffer
+	plain := newStepPrinter(&buf)
+	plain.StepStarted(2, 16, "Fetch and verify the OpenShell source archive")
+	plain.Download(artifacts.Progress{Received: 5 << 20, Total: 10 << 20})
+	if buf.Len() != 0 {
+		t.Fatalf("a pipe got a progress redraw: %q", buf.String())
+	}
+	tty := &stepPrinter{w: &buf, tty: true}
+	tty.StepStarted(2, 16, "Fetch and verify the OpenShell source archive")
+	buf.Reset()
+	tty.Download(artifacts.Progress{Received: 5_000_000, Total: 10_000_000})
+	if got := buf.String(); !strings.Contains(got, "[############............]") || !strings.Contains(got, "5.0 / 10.0 MB") || !strings.HasPrefix(got, "\r") {
+		t.Fatalf("terminal bar: %q", got)
 	}
 }

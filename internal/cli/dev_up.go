@@ -124,7 +124,8 @@ func runDevUp(g *Globals, cmd *cobra.Command, opts occdev.UpOptions) error {
 	if g.Output != "table" {
 		progressOut = g.Stderr
 	}
-	opts.Progress = newStepPrinter(progressOut)
+	printer := newStepPrinter(progressOut)
+	opts.Progress, opts.DownloadProgress = printer, printer.Download
 	opts.Log = g.Stderr
 	sum, err := occdev.Up(cmd.Context(), opts)
 	if err != nil {

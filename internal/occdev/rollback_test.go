@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/occdevtest"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/testbed"
 )
@@ -260,4 +262,100 @@ func denyRuntimeClassDeletes(t *testing.T, b *bed) func() {
 	}
 	t.Cleanup(remove)
 	return remove
+}
+
+// The cluster cannot start the controller's Pods (no nodes, a bad image): the readiness wait
+// ends at the startup timeout with a message naming the workload and what to check, and the
+// run is rolled back.
+func TestReadinessTimeoutNamesTheWorkload(t *testing.T) {
+	b := occdevtest.New(t, occdevtest.WithoutKubelet())
+	opts := b.Options()
+	opts.StartupTimeout = 2 * time.Second
+	start := time.Now()
+	_, err := occdev.Up(context.Background(), opts)
+	if err == nil {
+		t.Fatal("up succeeded without any ready workload")
+	}
+	for _, want := range []string{"Wait for the Agent Sandbox controller and the Gateway", "Deployment " + b.AgentNS + "/agent-sandbox-controller did not become ready within 2s", "raise --startup-timeout", "rolled back"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	if took := time.Since(start); took > time.Minute {
+		t.Errorf("up took %s to give up; the wait is bounded by the 2s startup timeout", took)
+	}
+	assertNoLabelledObjects(t, b)
+}
+
+// The developer's kubeconfig context was pointed at another cluster since `up`: down reads the
+// recorded cluster identity, notices, and refuses to delete anything there.
+func TestDownRefusesAnotherCluster(t *testing.T) {
+	b := newBed(t)
+	ctx := context.Background()
+	if _, err := occdev.Up(ctx, b.Options()); err != nil {
+		t.Fatalf("up: %v", err)
+	}
+	d, err := state.Open(b.StateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recordedUID := d.State().Cluster.UID
+	if err := d.Update(func(s *state.State) { s.Cluster.UID = "00000000-0000-0000-0000-000000000000" }); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = occdev.Down(ctx, occdev.DownOptions{StateDir: b.StateDir})
+	if err == nil || !strings.Contains(err.Error(), "now reaches a different cluster") || !strings.Contains(err.Error(), "preserving "+b.StateDir) {
+		t.Fatalf("down against another cluster: %v", err)
+	}
+	if _, err := b.Client.CoreV1().Namespaces().Get(ctx, b.Namespace, metav1.GetOptions{}); err != nil {
+		t.Fatalf("down touched the cluster anyway: %v", err)
+	}
+
+	// Put the identity back and down finishes.
+	d, err = state.Open(b.StateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Update(func(s *state.State) { s.Cluster.UID = recordedUID }); err != nil {
+		t.Fatal(err)
+	}
+	_ = d.Close()
+	if _, err := occdev.Down(ctx, occdev.DownOptions{StateDir: b.StateDir}); err != nil {
+		t.Fatalf("down: %v", err)
+	}
+}
+
+// state.json was edited by hand (or written by a newer occ) and holds a field this occ does not
+// know: down refuses to act on it rather than guess, and deletes nothing.
+func TestDownRefusesUnknownStateFields(t *testing.T) {
+	b := newBed(t)
+	ctx := context.Background()
+	if _, err := occdev.Up(ctx, b.Options()); err != nil {
+		t.Fatalf("up: %v", err)
+	}
+	path := filepath.Join(b.StateDir, state.FileName)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(data), "{", `{"extraObjects": [],`, 1)
+	if err := os.WriteFile(path, []byte(edited), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = occdev.Down(ctx, occdev.DownOptions{StateDir: b.StateDir})
+	if err == nil || !strings.Contains(err.Error(), "invalid development state") || !strings.Contains(err.Error(), "extraObjects") {
+		t.Fatalf("down with an unknown state field: %v", err)
+	}
+	if _, err := b.Client.NodeV1().RuntimeClasses().Get(ctx, occdev.RuntimeClassName, metav1.GetOptions{}); err != nil {
+		t.Fatalf("down deleted something from an unreadable state: %v", err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := occdev.Down(ctx, occdev.DownOptions{StateDir: b.StateDir}); err != nil {
+		t.Fatalf("down: %v", err)
+	}
 }

@@ -74,9 +74,18 @@ func RandomSuffix(t testing.TB) string {
 	return hex.EncodeToString(b)
 }
 
+// Option changes how New prepares a bed.
+type Option func(*config)
+
+type config struct{ noKubelet bool }
+
+// WithoutKubelet leaves Deployments and StatefulSets unready, as on a cluster whose nodes cannot
+// start the Pods (for readiness-timeout scenarios).
+func WithoutKubelet() Option { return func(c *config) { c.noKubelet = true } }
+
 // New prepares a bed: fixture archive and pins (chartstest), a per-run Agent Sandbox manifest
 // served over HTTP, the gateway emulator, and a goroutine playing the kubelet.
-func New(t *testing.T) *Bed {
+func New(t *testing.T, opts ...Option) *Bed {
 	t.Helper()
 	b := &Bed{T: t, Suffix: RandomSuffix(t), Downloads: &Counter{}}
 	b.Namespace = "occdev-" + b.Suffix
@@ -114,7 +123,13 @@ func New(t *testing.T) *Bed {
 	}
 	t.Cleanup(gw.Close)
 	b.Gateway = gw
-	StartKubelet(t, b.Client)
+	var cfg config
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if !cfg.noKubelet {
+		StartKubelet(t, b.Client)
+	}
 	return b
 }
 
