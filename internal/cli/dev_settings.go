@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/state"
 )
 
 // devSetting resolves a `occ dev` setting: an explicit flag wins, then the reference's
@@ -38,10 +39,12 @@ func occCommand() string {
 	return os.Args[0]
 }
 
-// devError turns a bad option into a usage error (exit 2); other errors pass through.
+// devError turns a bad option or a refused state directory into a usage error (exit 2): both
+// are fixed on the command line, and nothing was created. Other errors pass through.
 func devError(err error) error {
 	var opt *occdev.OptionError
-	if errors.As(err, &opt) {
+	var unsafe *state.UnsafeError
+	if errors.As(err, &opt) || errors.As(err, &unsafe) {
 		return &usageError{err: err}
 	}
 	return err

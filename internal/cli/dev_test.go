@@ -89,6 +89,7 @@ func TestDevUpRefusesBadSettings(t *testing.T) {
 		{name: "bad namespace", args: []string{"--namespace", "Not_A_Namespace"}, want: []string{`"Not_A_Namespace" is not a valid namespace name`}},
 		{name: "startup timeout out of range", env: map[string]string{"OCC_DEVELOPMENT_STARTUP_TIMEOUT_SECONDS": "0"}, want: []string{"OCC_DEVELOPMENT_STARTUP_TIMEOUT_SECONDS must be between 1 and 86400"}},
 		{name: "startup timeout not a duration", args: []string{"--startup-timeout", "ten"}, want: []string{`--startup-timeout "ten" is not a duration`}},
+		{name: "relative state directory", args: []string{"--state-dir", "relative/dir"}, want: []string{"refusing unsafe state directory relative/dir", "must be absolute"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -107,6 +108,9 @@ func TestDevUpRefusesBadSettings(t *testing.T) {
 			}
 			if _, err := os.Stat(stateDir); !errors.Is(err, fs.ErrNotExist) {
 				t.Errorf("a refused up created the state directory")
+			}
+			if _, err := os.Stat("relative"); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("a refused up created a relative state directory")
 			}
 		})
 	}

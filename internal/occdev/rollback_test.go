@@ -13,6 +13,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	nodev1 "k8s.io/api/node/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -357,5 +358,32 @@ func TestDownRefusesUnknownStateFields(t *testing.T) {
 	}
 	if _, err := occdev.Down(ctx, occdev.DownOptions{StateDir: b.StateDir}); err != nil {
 		t.Fatalf("down: %v", err)
+	}
+}
+
+// The Gateway chart fails half-way through its install (one of its objects already exists and
+// belongs to someone else): the failed Helm release is uninstalled by the rollback, and the
+// other party's object is left exactly as it was.
+func TestFailedHelmInstallIsRolledBack(t *testing.T) {
+	b := newBed(t)
+	ctx := context.Background()
+	foreign, err := b.Client.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: occdev.GatewayRelease + "-node-reader-" + b.Namespace},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = occdev.Up(ctx, b.Options())
+	if err == nil || !strings.Contains(err.Error(), "Install the OpenShell Gateway chart") || !strings.Contains(err.Error(), "rolled back") {
+		t.Fatalf("up over a conflicting chart object: %v", err)
+	}
+	got, err := b.Client.RbacV1().ClusterRoles().Get(ctx, foreign.Name, metav1.GetOptions{})
+	if err != nil || got.UID != foreign.UID || got.ResourceVersion != foreign.ResourceVersion {
+		t.Fatalf("the other party's ClusterRole was changed or removed: %v", err)
+	}
+	assertReleaseGone(t, b)
+	assertNoLabelledObjects(t, b)
+	if _, err := os.Stat(b.StateDir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("state directory kept: %v", err)
 	}
 }

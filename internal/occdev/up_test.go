@@ -99,8 +99,10 @@ func assertReleaseGone(t *testing.T, b *bed) {
 	if _, err := b.Client.CoreV1().Services(b.Namespace).Get(ctx, occdev.GatewayServiceName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("Gateway Service still exists (err %v)", err)
 	}
-	if _, err := b.Client.RbacV1().ClusterRoles().Get(ctx, occdev.GatewayRelease+"-node-reader-"+b.Namespace, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Errorf("Gateway chart ClusterRole still exists (err %v)", err)
+	if cr, err := b.Client.RbacV1().ClusterRoles().Get(ctx, occdev.GatewayRelease+"-node-reader-"+b.Namespace, metav1.GetOptions{}); err == nil && cr.Labels["app.kubernetes.io/managed-by"] == "Helm" {
+		t.Errorf("Gateway chart ClusterRole still exists")
+	} else if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
 	}
 	secrets, err := b.Client.CoreV1().Secrets(b.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm"})
 	if err != nil {
