@@ -81,6 +81,11 @@ func (c *objectClient) resource(apiVersion, kind, namespace string) (dynamic.Res
 		return nil, err
 	}
 	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+		// A namespaced object must say where it goes: occ never falls back to a default
+		// namespace, where it would mix with objects it does not own.
+		if namespace == "" {
+			return nil, fmt.Errorf("%s is namespaced but names no namespace", kind)
+		}
 		return c.dyn.Resource(mapping.Resource).Namespace(namespace), nil
 	}
 	return c.dyn.Resource(mapping.Resource), nil

@@ -55,8 +55,8 @@ func GetStatus(ctx context.Context, opts StatusOptions) (*Status, error) {
 	for _, o := range st.Objects {
 		out.Objects = append(out.Objects, ObjectStatus{Kind: o.Kind, APIVersion: o.APIVersion, Namespace: o.Namespace, Name: o.Name, State: "unknown"})
 	}
-	if len(st.Objects) == 0 || st.Cluster.Kubeconfig == "" {
-		out.Reachable = st.Cluster.Kubeconfig != ""
+	if st.Cluster.Kubeconfig == "" {
+		out.Problem = "no cluster recorded yet: occ dev up stopped before connecting to one"
 		return out, nil
 	}
 	conn, err := connect(st.Cluster, ownerID(st), nil)

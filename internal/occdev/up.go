@@ -164,6 +164,9 @@ func rollback(sc *StepContext, cause error, occ string) error {
 // claimState creates the private state directory, takes its lock, and writes the marker and
 // state.json before anything outside the directory is changed.
 func claimState(_ context.Context, sc *StepContext) error {
+	if sc.state != nil {
+		return nil // already claimed and locked by this run
+	}
 	d, err := state.Create(sc.Plan.StateDir, state.State{
 		Profile: string(sc.Plan.ControlPlane),
 		Cluster: state.Cluster{Provider: sc.Plan.ClusterProvider},
