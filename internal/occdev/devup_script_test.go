@@ -69,10 +69,13 @@ func TestDevUpScriptValidatesTheDriverCombination(t *testing.T) {
 		code    int
 		message string
 	}{
-		{name: "defaults", env: nil},
+		{name: "defaults are not an occ dev up profile yet", env: nil, code: 2,
+			message: "dev-up: configuration failed: occ dev up supports only OCC_DEVELOPMENT_COMPUTE_DRIVER=kubernetes with OCC_DEVELOPMENT_SANDBOX_DRIVER=openshell (got docker with none); set both"},
 		{name: "kubernetes with openshell", env: map[string]string{"OCC_DEVELOPMENT_COMPUTE_DRIVER": "kubernetes", "OCC_DEVELOPMENT_SANDBOX_DRIVER": "openshell"}},
 		{name: "kubernetes-only control plane", env: map[string]string{"OCC_DEVELOPMENT_COMPUTE_DRIVER": "kubernetes", "OCC_DEVELOPMENT_SANDBOX_DRIVER": "openshell", "OCC_DEVELOPMENT_CONTROL_PLANE": "kubernetes"}},
-		{name: "compose control plane", env: map[string]string{"OCC_DEVELOPMENT_COMPUTE_DRIVER": "kubernetes", "OCC_DEVELOPMENT_CONTROL_PLANE": "compose"}},
+		{name: "compose control plane", env: map[string]string{"OCC_DEVELOPMENT_COMPUTE_DRIVER": "kubernetes", "OCC_DEVELOPMENT_SANDBOX_DRIVER": "openshell", "OCC_DEVELOPMENT_CONTROL_PLANE": "compose"}},
+		{name: "kubernetes compute without a sandbox", env: map[string]string{"OCC_DEVELOPMENT_COMPUTE_DRIVER": "kubernetes"}, code: 2,
+			message: "dev-up: configuration failed: occ dev up supports only OCC_DEVELOPMENT_COMPUTE_DRIVER=kubernetes with OCC_DEVELOPMENT_SANDBOX_DRIVER=openshell (got kubernetes with none); set both"},
 		{name: "unknown sandbox driver", env: map[string]string{"OCC_DEVELOPMENT_SANDBOX_DRIVER": "gvisor"}, code: 2,
 			message: "dev-up: configuration failed: OCC_DEVELOPMENT_SANDBOX_DRIVER must be none or openshell"},
 		{name: "unknown control plane", env: map[string]string{"OCC_DEVELOPMENT_CONTROL_PLANE": "swarm"}, code: 2,
@@ -117,7 +120,8 @@ func TestDevUpScriptValidatesTheDriverCombination(t *testing.T) {
 // A checkout without bin/occ falls back to occ on PATH, and fails clearly when there is none.
 func TestDevUpScriptFindsOCC(t *testing.T) {
 	script, argsFile := scriptBed(t, false)
-	code, stderr := runScript(t, script, nil, "/usr/bin:/bin")
+	supported := map[string]string{"OCC_DEVELOPMENT_COMPUTE_DRIVER": "kubernetes", "OCC_DEVELOPMENT_SANDBOX_DRIVER": "openshell"}
+	code, stderr := runScript(t, script, supported, "/usr/bin:/bin")
 	if code != 1 || !strings.Contains(stderr, "occ is required at") || !strings.Contains(stderr, "run make build") {
 		t.Fatalf("without any occ: exit %d, stderr %q; want exit 1 naming bin/occ and make build", code, stderr)
 	}
@@ -127,7 +131,7 @@ func TestDevUpScriptFindsOCC(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(pathDir, "occ"), []byte(fake), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	code, stderr = runScript(t, script, nil, pathDir+":/usr/bin:/bin", "--dry-run")
+	code, stderr = runScript(t, script, supported, pathDir+":/usr/bin:/bin", "--dry-run")
 	if code != 0 {
 		t.Fatalf("with occ on PATH: exit %d, stderr %q", code, stderr)
 	}
