@@ -2,12 +2,11 @@ package occdev
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/openclaw/occ/internal/fsutil"
 	"github.com/openclaw/occ/internal/installation"
 )
 
@@ -230,28 +229,8 @@ func encodeInstallation(in *installation.Installation) ([]byte, error) {
 // never half of one. The file is 0644 because the Compose control plane mounts it into
 // non-root containers; it holds no secret (the state directory itself stays 0700).
 func writeInstallation(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".installation-*.yaml")
-	if err != nil {
-		return fmt.Errorf("write Installation %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write Installation %s: %w", path, err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write Installation %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write Installation %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write Installation %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write Installation %s: %w", path, err)
+	if err := fsutil.WriteFileAtomic(path, data, 0o644); err != nil {
+		return fmt.Errorf("write Installation: %w", err)
 	}
 	return nil
 }

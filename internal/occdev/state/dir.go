@@ -1,8 +1,6 @@
 package state
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/openclaw/occ/internal/fsutil"
 )
 
 // Sentinel errors, for errors.Is.
@@ -131,7 +131,7 @@ func (d *Dir) initialise(initial State, made bool) ([]string, error) {
 		return written, fmt.Errorf("write state: %w", err)
 	}
 	written = append(written, FileName)
-	if err := syncDir(d.path); err != nil {
+	if err := fsutil.SyncDir(d.path); err != nil {
 		return written, fmt.Errorf("sync state directory %s: %w", d.path, err)
 	}
 	d.state = initial
@@ -409,29 +409,5 @@ func writeExclusive(name string, data []byte) error {
 
 // writeAtomic replaces dir/name with data: a crash leaves either the old or the new content.
 func writeAtomic(dir, name string, data []byte) error {
-	var rnd [6]byte
-	if _, err := rand.Read(rnd[:]); err != nil {
-		return err
-	}
-	tmp := filepath.Join(dir, "."+name+".tmp-"+hex.EncodeToString(rnd[:]))
-	if err := writeExclusive(tmp, data); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		_ = os.Remove(tmp)
-		return err
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
-		return err
-	}
-	return nil
+	return fsutil.WriteFileAtomic(filepath.Join(dir, name), data, 0o600)
 }
