@@ -81,40 +81,38 @@ func WaitForNamedObject(ctx context.Context, lw cache.ListerWatcher, example run
 // WaitForDeploymentReady waits until the Deployment's observed generation is current and all
 // desired replicas are updated and available.
 func WaitForDeploymentReady(ctx context.Context, c kubernetes.Interface, namespace, name string) error {
-	sel := fields.OneTermEqualSelector("metadata.name", name).String()
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = sel
-			return c.AppsV1().Deployments(namespace).List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = sel
-			return c.AppsV1().Deployments(namespace).Watch(ctx, o)
-		},
-	}
-	return WaitForNamedObject(ctx, lw, &appsv1.Deployment{}, fmt.Sprintf("Deployment %s/%s", namespace, name), func(o runtime.Object) bool {
-		d, ok := o.(*appsv1.Deployment)
-		return ok && DeploymentReady(d)
-	})
+	deployments := c.AppsV1().Deployments(namespace)
+	return WaitForNamedObject(ctx, namedListWatch(name, deployments.List, deployments.Watch), &appsv1.Deployment{},
+		fmt.Sprintf("Deployment %s/%s", namespace, name), func(o runtime.Object) bool {
+			d, ok := o.(*appsv1.Deployment)
+			return ok && DeploymentReady(d)
+		})
 }
 
 // WaitForStatefulSetReady waits until every desired replica of the StatefulSet is ready.
 func WaitForStatefulSetReady(ctx context.Context, c kubernetes.Interface, namespace, name string) error {
+	sets := c.AppsV1().StatefulSets(namespace)
+	return WaitForNamedObject(ctx, namedListWatch(name, sets.List, sets.Watch), &appsv1.StatefulSet{},
+		fmt.Sprintf("StatefulSet %s/%s", namespace, name), func(o runtime.Object) bool {
+			s, ok := o.(*appsv1.StatefulSet)
+			return ok && StatefulSetReady(s)
+		})
+}
+
+// namedListWatch lists and watches the single object called name through a typed client's
+// List and Watch methods.
+func namedListWatch[L runtime.Object](name string, list func(context.Context, metav1.ListOptions) (L, error), watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) *cache.ListWatch {
 	sel := fields.OneTermEqualSelector("metadata.name", name).String()
-	lw := &cache.ListWatch{
+	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = sel
-			return c.AppsV1().StatefulSets(namespace).List(ctx, o)
+			return list(ctx, o)
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.FieldSelector = sel
-			return c.AppsV1().StatefulSets(namespace).Watch(ctx, o)
+			return watchFn(ctx, o)
 		},
 	}
-	return WaitForNamedObject(ctx, lw, &appsv1.StatefulSet{}, fmt.Sprintf("StatefulSet %s/%s", namespace, name), func(o runtime.Object) bool {
-		s, ok := o.(*appsv1.StatefulSet)
-		return ok && StatefulSetReady(s)
-	})
 }
 
 // DeploymentReady reports whether the Deployment has rolled out completely.
