@@ -232,16 +232,13 @@ func TestConformanceCallerCancellationStopsRetries(t *testing.T) {
 	}
 }
 
-// waitForCalls polls the journal until method was called n times: the journal is the
-// emulator's own record, and there is no event to wait on.
+// waitForCalls waits until the emulator's journal shows method called n times.
 func waitForCalls(t *testing.T, emu *gatewaytest.Server, method string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for len(emu.Journal().Method(method)) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("the gateway did not see %d %s calls in time", n, method)
-		}
-		time.Sleep(5 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := emu.Journal().WaitFor(ctx, method, n); err != nil {
+		t.Fatalf("the gateway did not see the calls in time: %v", err)
 	}
 }
 

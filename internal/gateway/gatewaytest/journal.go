@@ -1,6 +1,8 @@
 package gatewaytest
 
 import (
+	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -44,12 +46,47 @@ func IsMutating(method string) bool { return mutatingMethods[method] }
 type Journal struct {
 	mu    sync.Mutex
 	calls []Call
+	// changed is closed and replaced on every new call, so WaitFor sleeps until the journal
+	// actually grows instead of polling it.
+	changed chan struct{}
 }
 
 func (j *Journal) add(c Call) {
 	j.mu.Lock()
 	j.calls = append(j.calls, c)
+	if j.changed != nil {
+		close(j.changed)
+		j.changed = nil
+	}
 	j.mu.Unlock()
+}
+
+// WaitFor blocks until the journal holds at least n calls to method, or ctx ends. Tests use it
+// to act at a known point of a client's exchange (for example, cancel during a retry backoff).
+func (j *Journal) WaitFor(ctx context.Context, method string, n int) error {
+	for {
+		j.mu.Lock()
+		count := 0
+		for _, c := range j.calls {
+			if c.Method == method {
+				count++
+			}
+		}
+		if count >= n {
+			j.mu.Unlock()
+			return nil
+		}
+		if j.changed == nil {
+			j.changed = make(chan struct{})
+		}
+		changed := j.changed
+		j.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("journal holds %d %s calls, want %d: %w", count, method, n, ctx.Err())
+		}
+	}
 }
 
 // Calls returns a copy of every journaled call.
