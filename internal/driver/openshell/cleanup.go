@@ -16,11 +16,12 @@ import (
 // Cleanup implements driver.Driver.
 //
 // With a revision (revision stop or retirement) it deletes the revision's Sandbox by its derived
-// name, which works even when the Harness Pod (or the whole create response) was lost;
-// NOT_FOUND is success.
+// name, which works even when the Harness Pod (or the whole create response) was lost, and then
+// the revision's runtime provider; NOT_FOUND is success for both.
 //
 // Without a revision (Namespace deletion, after every revision's cleanup) it verifies the
-// Workspace's exact OCC ownership, deletes it (a TERMINATING Workspace left by a lost response
+// Workspace's exact OCC ownership, deletes the runtime providers and profiles provisioning
+// added to it, deletes it (a TERMINATING Workspace left by a lost response
 // is deleted again), and then removes the configured workspace and NetworkPolicy resources in
 // reverse order. Any failure is returned so Compute keeps the namespace and retries later.
 func (d *Driver) Cleanup(ctx context.Context, cctx driver.CleanupContext) error {
@@ -51,6 +52,11 @@ func (d *Driver) cleanupRevision(ctx context.Context, nctx driver.NamespaceConte
 	}
 	if _, err := d.gw.DeleteSandbox(ctx, ws, name); err != nil {
 		return gatewayError("DeleteSandbox", fmt.Errorf("Sandbox %s of revision %s: %w", name, rev.ID, err))
+	}
+	// Sandbox before provider: the runtime provider goes only once nothing can use it, and
+	// it must go so the Workspace can be deleted later.
+	if rev.Harness.ID == driver.HarnessCodex {
+		return d.deleteRuntimeProvider(ctx, ws, rev)
 	}
 	return nil
 }
@@ -84,6 +90,9 @@ func (d *Driver) cleanupNamespace(ctx context.Context, nctx driver.NamespaceCont
 		// The phase is not checked: after a lost DeleteWorkspace response the Workspace is
 		// TERMINATING, and deleting it again is exactly the retry.
 		if err := verifyWorkspaceOwnership(ws, wsName, ns.ID); err != nil {
+			return err
+		}
+		if err := d.deleteRuntimeObjects(ctx, wsName, ns.ID); err != nil {
 			return err
 		}
 		if _, err := d.gw.DeleteWorkspace(ctx, wsName); err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/gateway"
+	"github.com/openclaw/occ/internal/gateway/openshellv1"
 )
 
 // Gateway is the part of the OpenShell gateway client the driver uses. *gateway.Client
@@ -22,6 +23,13 @@ type Gateway interface {
 	GetService(ctx context.Context, workspace, sandbox, name string) (*gateway.ServiceEndpoint, error)
 	ServiceURL(advertised string) (string, error)
 	GetProvider(ctx context.Context, workspace, name string) (*gateway.Provider, error)
+	ListProviders(ctx context.Context, workspace string) ([]*gateway.Provider, error)
+	CreateProvider(ctx context.Context, workspace string, spec gateway.ProviderSpec) (*gateway.Provider, error)
+	DeleteProvider(ctx context.Context, workspace, name string) (gateway.DeletionOutcome, error)
+	GetProviderProfile(ctx context.Context, workspace, id string) (*openshellv1.ProviderProfile, error)
+	ImportProviderProfiles(ctx context.Context, workspace, source string, profiles ...*openshellv1.ProviderProfile) (*gateway.ProfileResult, error)
+	UpdateProviderProfile(ctx context.Context, u gateway.ProfileUpdate) (*gateway.ProfileResult, error)
+	DeleteProviderProfile(ctx context.Context, workspace, id string) (gateway.DeletionOutcome, error)
 	GetSandboxProviderStatus(ctx context.Context, r gateway.ProviderStatusRequest) (*gateway.ProviderStatus, error)
 	sandboxLogReader
 }

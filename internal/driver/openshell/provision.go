@@ -22,7 +22,9 @@ import (
 const internalAnnotationPrefix = "internal.openshell.ai/"
 
 // ProvisionHarness implements driver.Driver. It validates and renders the whole request first
-// (RenderCreateSandbox), so every refusal happens before the gateway is touched. Then the client
+// (RenderCreateSandbox), so every refusal happens before the gateway is touched. For Codex it
+// then ensures the Workspace's runtime provider profile and the revision's runtime provider,
+// which the Sandbox lists last among its providers. Then the client
 // creates the Sandbox at most once per revision: GetSandbox first, CreateSandbox with the
 // revision UUID as request_id (then derived IDs after replay refusals), and a re-read after a
 // concurrent ALREADY_EXISTS. An existing Sandbox is adopted only when its name, Workspace,
@@ -35,6 +37,11 @@ func (d *Driver) ProvisionHarness(ctx context.Context, hctx driver.HarnessContex
 		return driver.SandboxResourceRef{}, err
 	}
 	if err := d.requireGateway("provisionHarness"); err != nil {
+		return driver.SandboxResourceRef{}, err
+	}
+	// The Sandbox names its runtime provider, so the profile and the provider must exist
+	// first. Every offline refusal already happened in plan, before this first mutation.
+	if err := d.ensureRuntime(ctx, p.workspace, p.runtime); err != nil {
 		return driver.SandboxResourceRef{}, err
 	}
 	res, err := d.gw.CreateSandbox(ctx, p.gatewayRequest())

@@ -197,6 +197,10 @@ func TestProvisionRefusesForeignSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The runtime provider the foreign Sandbox names exists, as after an earlier provision.
+	if err := d.ensureRuntime(e.ctx, p.workspace, p.runtime); err != nil {
+		t.Fatal(err)
+	}
 	foreign := p.gatewayRequest()
 	foreign.Spec = proto.Clone(foreign.Spec).(*openshellv1.SandboxSpec)
 	foreign.Spec.Template.Image = "attacker/image:latest"
@@ -265,9 +269,11 @@ func TestProvisionLostCreateResponse(t *testing.T) {
 // The gateway's durable admission limit becomes the coded, retryable
 // SANDBOX_ADMISSION_LIMIT_REACHED.
 func TestProvisionAdmissionLimit(t *testing.T) {
-	e := newEnv(t, envOptions{gateway: gatewaytest.Options{AdmissionLimit: 2}})
+	e := newEnv(t, envOptions{gateway: gatewaytest.Options{AdmissionLimit: 4}})
 	d := e.driver(nil)
-	e.prepare(d) // CreateWorkspace and CreateProvider hold both admissions
+	// CreateWorkspace and CreateProvider hold two admissions; the runtime profile import and
+	// the runtime provider take the other two, so CreateSandbox is the call refused.
+	e.prepare(d)
 	h := e.attach(d, e.hctx(driver.HarnessCodex))
 	_, err := d.ProvisionHarness(e.ctx, h)
 	if driver.CodeOf(err) != driver.CodeAdmissionLimitReached || !driver.IsRetryable(err) ||

@@ -129,6 +129,9 @@ type provisionPlan struct {
 	annotations map[string]string
 	exposures   []gateway.ServiceExposure
 	revUUID     string
+	// runtime is the revision's Harness runtime provider, ensured before the Sandbox; nil for
+	// a Harness without runtime files.
+	runtime *runtimeProvider
 }
 
 // request builds the wire request for one request_id.
@@ -206,6 +209,7 @@ func (d *Driver) plan(hctx driver.HarnessContext) (*provisionPlan, error) {
 	if err := checkRuntimeFiles(env, codex); err != nil {
 		return nil, err
 	}
+	runtime := planRuntimeProvider(env, codex, workspace, rev)
 	if err := checkHarnessLabels(req.Labels, rev); err != nil {
 		return nil, err
 	}
@@ -214,6 +218,9 @@ func (d *Driver) plan(hctx driver.HarnessContext) (*provisionPlan, error) {
 	}
 	providers, err := d.buildProviders(req.CredentialAttachments)
 	if err != nil {
+		return nil, err
+	}
+	if providers, err = appendRuntimeProvider(providers, runtime); err != nil {
 		return nil, err
 	}
 	mounts, err := placeMounts(d.cfg.Kubernetes, req.Mounts, rev.ID)
@@ -265,6 +272,7 @@ func (d *Driver) plan(hctx driver.HarnessContext) (*provisionPlan, error) {
 		},
 		exposures: exposures,
 		revUUID:   revUUID,
+		runtime:   runtime,
 	}, nil
 }
 

@@ -63,8 +63,15 @@ func TestRenderCodexRequest(t *testing.T) {
 		env["CODEX_HOME"] != "/sandbox/.openclaw-runtime/home/.codex" || env["CODEX_LOGIN_MODE"] != "api_key" || env["APP_TOKEN_SHA"] != testAppTokenSHA {
 		t.Fatalf("environment %v", env)
 	}
-	if !slices.Equal(spec.Providers, []string{CredentialProviderName("cs_openai_default")}) {
+	// The runtime files reach the Harness through the runtime provider, which comes last.
+	if !slices.Equal(spec.Providers, []string{CredentialProviderName("cs_openai_default"), RuntimeProviderName(testRevisionID)}) {
 		t.Fatalf("providers %v", spec.Providers)
+	}
+	if _, ok := env[envRuntimeManifest]; ok {
+		t.Fatalf("the runtime manifest is both provider-supplied and literal environment: %v", env)
+	}
+	if _, ok := env[envCodexConfigTOML]; ok {
+		t.Fatalf("the Codex config is both provider-supplied and literal environment: %v", env)
 	}
 	tpl := spec.Template
 	if tpl.RuntimeClassName != "openshell-sandbox" || tpl.UserNamespaces == nil || *tpl.UserNamespaces || tpl.Labels[driver.LabelNetworkProfile] != "provider-fenced-v1" || tpl.Labels[driver.LabelRevision] != testRevisionID {

@@ -1,0 +1,351 @@
+package openshell
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/openclaw/occ/internal/driver"
+	"github.com/openclaw/occ/internal/gateway"
+	"github.com/openclaw/occ/internal/gateway/openshellv1"
+)
+
+// The Harness runtime provider delivers a revision's plugin-runtime files to its Sandbox. The
+// files are configuration, not secrets, but they are large and revision-specific, so they travel
+// as provider config rendered into files by a shared, OCC-managed provider profile instead of
+// as literal Sandbox environment.
+const (
+	// RuntimeProfileCodex is the provider profile (and provider type) of dedicated Codex's
+	// runtime files. Native OpenClaw receives no runtime files in this driver (its workspace
+	// node enrollment is not delivered yet, and the Codex files are refused for it), so it has
+	// no runtime profile or provider.
+	RuntimeProfileCodex = "oce-codex-runtime"
+	// RuntimeProviderPrefix starts every per-revision runtime provider name.
+	RuntimeProviderPrefix = "oce-runtime-"
+
+	// annotationProfileManagedBy carries "openclaw-enterprise:" and the SHA-256 of the profile
+	// content. Ownership and content identity share one entry so a gateway that hashes maps
+	// without canonical ordering cannot see a change where there is none.
+	annotationProfileManagedBy = "openclaw.dev/managed-by"
+	managedProfilePrefix       = driver.ManagedByValue + ":"
+	// profileSource labels the profiles OCC imports, as the reference client does.
+	profileSource = driver.ManagedByValue
+
+	configRuntimeJSON = "runtime_json"
+	configConfigTOML  = "config_toml"
+
+	msgRuntimeProviderConflict = "The Harness runtime provider conflicts with another requested provider."
+)
+
+// runtimeProfileIDs are every runtime profile this driver manages, for Namespace cleanup.
+var runtimeProfileIDs = []string{RuntimeProfileCodex}
+
+// RuntimeProviderName is the runtime provider of a revision: oce-runtime- and the first 16 hex
+// digits of SHA-256(revision ID). Deriving it lets cleanup find the provider without any record.
+func RuntimeProviderName(revisionID string) string {
+	return RuntimeProviderPrefix + sha256Hex(revisionID)[:16]
+}
+
+// runtimeFile is one file the profile renders from provider config.
+type runtimeFile struct {
+	Path    string `json:"path"`
+	Content string `json:"content"`
+	EnvVar  string `json:"env_var"`
+}
+
+// runtimeProfileContent is everything a runtime profile says, in a fixed JSON form whose
+// SHA-256 is the content digest in the managed-by annotation.
+type runtimeProfileContent struct {
+	ID               string        `json:"id"`
+	DisplayName      string        `json:"display_name"`
+	Description      string        `json:"description"`
+	Category         string        `json:"category"`
+	InferenceCapable bool          `json:"inference_capable"`
+	Files            []runtimeFile `json:"files"`
+}
+
+// codexRuntimeProfile is the Codex runtime profile: no credentials, endpoints or binaries, not
+// inference-capable; runtime.json and config.toml rendered from the provider's config, each
+// exposed to the Harness through the variable the Deployment-shaped Harness reads.
+func codexRuntimeProfile() runtimeProfileContent {
+	return runtimeProfileContent{
+		ID:          RuntimeProfileCodex,
+		DisplayName: "OpenClaw Enterprise Codex runtime",
+		Description: "Plugin-runtime files of one dedicated Codex Agent revision.",
+		Category:    openshellv1.ProviderProfileCategory_PROVIDER_PROFILE_CATEGORY_OTHER.String(),
+		Files: []runtimeFile{
+			{Path: "runtime.json", Content: "{{config." + configRuntimeJSON + "}}", EnvVar: envRuntimeManifest},
+			{Path: "config.toml", Content: "{{config." + configConfigTOML + "}}", EnvVar: envCodexConfigTOML},
+		},
+	}
+}
+
+// annotation is the managed-by value: the prefix and the SHA-256 of the content's JSON.
+func (c runtimeProfileContent) annotation() string {
+	raw, err := json.Marshal(c)
+	if err != nil {
+		// A struct of strings and a bool always encodes.
+		panic(fmt.Sprintf("encode runtime profile %s: %v", c.ID, err))
+	}
+	return managedProfilePrefix + sha256Hex(string(raw))
+}
+
+// wire is the profile as imported, carrying its managed-by annotation.
+func (c runtimeProfileContent) wire() *openshellv1.ProviderProfile {
+	p := c.unannotated()
+	p.Annotations = map[string]string{annotationProfileManagedBy: c.annotation()}
+	return p
+}
+
+func (c runtimeProfileContent) unannotated() *openshellv1.ProviderProfile {
+	p := &openshellv1.ProviderProfile{
+		Id:               c.ID,
+		DisplayName:      c.DisplayName,
+		Description:      c.Description,
+		Category:         openshellv1.ProviderProfileCategory(openshellv1.ProviderProfileCategory_value[c.Category]),
+		InferenceCapable: c.InferenceCapable,
+	}
+	for _, f := range c.Files {
+		p.Files = append(p.Files, &openshellv1.ProviderProfileFile{Path: f.Path, Content: f.Content, EnvVar: f.EnvVar})
+	}
+	return p
+}
+
+// runtimeProvider is what provisioning ensures for a revision before its Sandbox.
+type runtimeProvider struct {
+	profile runtimeProfileContent
+	spec    gateway.ProviderSpec
+}
+
+// planRuntimeProvider takes the runtime files out of the literal environment (the provider
+// supplies those variables now, and the Sandbox must not receive them twice) and describes the
+// revision's runtime provider. It returns nil for a Harness without runtime files.
+func planRuntimeProvider(env map[string]string, codex bool, workspace string, rev driver.Revision) *runtimeProvider {
+	if !codex {
+		return nil
+	}
+	config := map[string]string{configRuntimeJSON: env[envRuntimeManifest], configConfigTOML: env[envCodexConfigTOML]}
+	delete(env, envRuntimeManifest)
+	delete(env, envCodexConfigTOML)
+	profile := codexRuntimeProfile()
+	return &runtimeProvider{
+		profile: profile,
+		spec: gateway.ProviderSpec{
+			Name:             RuntimeProviderName(rev.ID),
+			Labels:           runtimeProviderLabels(rev),
+			Type:             profile.ID,
+			Config:           config,
+			ProfileWorkspace: workspace,
+		},
+	}
+}
+
+// runtimeProviderLabels are the exact ownership labels of a revision's runtime provider.
+func runtimeProviderLabels(rev driver.Revision) map[string]string {
+	return map[string]string{
+		driver.LabelManagedBy:   driver.ManagedByValue,
+		driver.LabelNamespaceID: rev.NamespaceID,
+		driver.LabelAgentID:     rev.AgentID,
+		driver.LabelRevisionID:  rev.ID,
+	}
+}
+
+// appendRuntimeProvider puts the runtime provider last in the Sandbox's providers. A static
+// provider or attachment of the same name would let someone else's provider stand in for the
+// revision's runtime files, so a clash is a refusal.
+func appendRuntimeProvider(providers []string, rp *runtimeProvider) ([]string, error) {
+	if rp == nil {
+		return providers, nil
+	}
+	if slices.Contains(providers, rp.spec.Name) {
+		return nil, plain(msgRuntimeProviderConflict, errorf("provider %s is already requested as a static provider or credential attachment", rp.spec.Name))
+	}
+	out := append(providers, rp.spec.Name)
+	if len(out) > maxProviders {
+		return nil, plain("OpenShell accepts at most 32 providers per Sandbox.", errorf("%d providers requested, including the runtime provider", len(out)))
+	}
+	return out, nil
+}
+
+// ensureRuntime makes the Workspace's runtime profile and the revision's runtime provider exist
+// with exactly the wanted content. It reads before it writes, so a repeated provision makes no
+// mutating call.
+func (d *Driver) ensureRuntime(ctx context.Context, workspace string, rp *runtimeProvider) error {
+	if rp == nil {
+		return nil
+	}
+	if err := d.ensureRuntimeProfile(ctx, workspace, rp.profile); err != nil {
+		return err
+	}
+	return d.ensureRuntimeProvider(ctx, workspace, rp.spec)
+}
+
+// ensureRuntimeProfile imports the profile when it is absent. An existing profile must be
+// OCC-managed; when its content differs (an older driver's profile, or an edited one), it is
+// replaced, fenced by the version just read so a concurrent change is never undone blindly.
+func (d *Driver) ensureRuntimeProfile(ctx context.Context, workspace string, want runtimeProfileContent) error {
+	cur, err := d.gw.GetProviderProfile(ctx, workspace, want.ID)
+	switch {
+	case gateway.IsNotFound(err):
+		_, importErr := d.gw.ImportProviderProfiles(ctx, workspace, profileSource, want.wire())
+		if importErr == nil {
+			d.log.LogAttrs(ctx, slog.LevelDebug, "imported OpenShell runtime provider profile", slog.String("profile", want.ID), slog.String("workspace", workspace))
+			return nil
+		}
+		// A concurrent provision of another revision may have imported it first. Its profile
+		// is adopted only if it now exists; it is then checked like any existing one.
+		cur, err = d.gw.GetProviderProfile(ctx, workspace, want.ID)
+		if err != nil {
+			return gatewayError("ImportProviderProfiles", fmt.Errorf("runtime provider profile %s in Workspace %s: %w", want.ID, workspace, importErr))
+		}
+	case err != nil:
+		return gatewayError("GetProviderProfile", fmt.Errorf("runtime provider profile %s in Workspace %s: %w", want.ID, workspace, err))
+	}
+	annotation := cur.GetAnnotations()[annotationProfileManagedBy]
+	if !strings.HasPrefix(annotation, managedProfilePrefix) {
+		return plain(fmt.Sprintf("Refusing unmanaged OpenShell provider profile %s.", want.ID),
+			errorf("its %s annotation is %q, not %s<sha256>; remove or rename the profile in Workspace %s", annotationProfileManagedBy, annotation, managedProfilePrefix, workspace))
+	}
+	if annotation == want.annotation() && profileContentEqual(cur, want) {
+		return nil
+	}
+	_, err = d.gw.UpdateProviderProfile(ctx, gateway.ProfileUpdate{
+		Workspace: workspace, ID: want.ID, Source: profileSource, Profile: want.wire(), ExpectedResourceVersion: cur.GetResourceVersion(),
+	})
+	if err != nil {
+		return gatewayError("UpdateProviderProfiles", fmt.Errorf("runtime provider profile %s at version %d in Workspace %s: %w", want.ID, cur.GetResourceVersion(), workspace, err))
+	}
+	d.log.LogAttrs(ctx, slog.LevelDebug, "updated OpenShell runtime provider profile", slog.String("profile", want.ID), slog.String("workspace", workspace))
+	return nil
+}
+
+// profileContentEqual compares what a stored profile says with the wanted content, ignoring the
+// fields the gateway sets itself (version, source, scope) and the annotation checked apart.
+func profileContentEqual(stored *openshellv1.ProviderProfile, want runtimeProfileContent) bool {
+	s := proto.Clone(stored).(*openshellv1.ProviderProfile)
+	s.ResourceVersion, s.Source, s.Scope, s.Annotations = 0, "", "", nil
+	discardUnknown(s.ProtoReflect())
+	return proto.Equal(s, want.unannotated())
+}
+
+// ensureRuntimeProvider creates the revision's runtime provider, or adopts an existing one of
+// that name only when its type, labels and config are exactly the revision's and it holds no
+// credentials: anything else could feed the Harness another revision's runtime files.
+func (d *Driver) ensureRuntimeProvider(ctx context.Context, workspace string, spec gateway.ProviderSpec) error {
+	cur, err := d.gw.GetProvider(ctx, workspace, spec.Name)
+	switch {
+	case gateway.IsNotFound(err):
+		if _, err := d.gw.CreateProvider(ctx, workspace, spec); err == nil {
+			d.log.LogAttrs(ctx, slog.LevelDebug, "created OpenShell runtime provider", slog.String("provider", spec.Name), slog.String("workspace", workspace))
+			return nil
+		} else if !gateway.IsAlreadyExists(err) {
+			return gatewayError("CreateProvider", fmt.Errorf("runtime provider %s in Workspace %s: %w", spec.Name, workspace, err))
+		}
+		cur, err = d.gw.GetProvider(ctx, workspace, spec.Name)
+		if err != nil {
+			return gatewayError("GetProvider", fmt.Errorf("runtime provider %s in Workspace %s after a concurrent create: %w", spec.Name, workspace, err))
+		}
+	case err != nil:
+		return gatewayError("GetProvider", fmt.Errorf("runtime provider %s in Workspace %s: %w", spec.Name, workspace, err))
+	}
+	return verifyRuntimeProvider(cur, spec, true)
+}
+
+// verifyRuntimeProvider checks an existing runtime provider against the revision's. With
+// content false only ownership (type and labels) is checked, which is what deletion needs. The
+// error names the differing part, never a config value.
+func verifyRuntimeProvider(cur *gateway.Provider, want gateway.ProviderSpec, content bool) error {
+	var what string
+	switch {
+	case cur.Name != want.Name:
+		what = "name"
+	case cur.Type != want.Type:
+		what = fmt.Sprintf("type %q (want %q)", cur.Type, want.Type)
+	case !maps.Equal(cur.Labels, want.Labels):
+		what = "labels"
+	case !content:
+	case len(cur.CredentialKeys) > 0:
+		what = "credentials"
+	case !maps.Equal(cur.Config, want.Config):
+		what = "config"
+	case cur.ProfileWorkspace != "" && cur.ProfileWorkspace != want.ProfileWorkspace:
+		what = "profile workspace"
+	}
+	if what == "" {
+		return nil
+	}
+	return plain(fmt.Sprintf("Refusing OpenShell provider %s without exact AgentRevision ownership and content.", want.Name),
+		errorf("its %s differs from revision %s's runtime provider", what, want.Labels[driver.LabelRevisionID]))
+}
+
+// deleteRuntimeProvider removes a revision's runtime provider after its Sandbox is gone. An
+// absent provider is success; one without the revision's exact ownership is left alone.
+func (d *Driver) deleteRuntimeProvider(ctx context.Context, workspace string, rev driver.Revision) error {
+	want := gateway.ProviderSpec{Name: RuntimeProviderName(rev.ID), Type: RuntimeProfileCodex, Labels: runtimeProviderLabels(rev)}
+	cur, err := d.gw.GetProvider(ctx, workspace, want.Name)
+	if gateway.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return gatewayError("GetProvider", fmt.Errorf("runtime provider %s of revision %s: %w", want.Name, rev.ID, err))
+	}
+	if err := verifyRuntimeProvider(cur, want, false); err != nil {
+		return err
+	}
+	if _, err := d.gw.DeleteProvider(ctx, workspace, want.Name); err != nil {
+		return gatewayError("DeleteProvider", fmt.Errorf("runtime provider %s of revision %s: %w", want.Name, rev.ID, err))
+	}
+	return nil
+}
+
+// deleteRuntimeObjects empties a Workspace of what provisioning added to it before the
+// Workspace is deleted: every runtime provider this Namespace owns, then each runtime profile no
+// remaining provider uses. A profile OCC does not manage is refused, not deleted.
+func (d *Driver) deleteRuntimeObjects(ctx context.Context, workspace, namespaceID string) error {
+	providers, err := d.gw.ListProviders(ctx, workspace)
+	if err != nil {
+		return gatewayError("ListProviders", fmt.Errorf("Workspace %s: %w", workspace, err))
+	}
+	inUse := map[string]bool{}
+	for _, p := range providers {
+		if !slices.Contains(runtimeProfileIDs, p.Type) {
+			continue
+		}
+		owned := strings.HasPrefix(p.Name, RuntimeProviderPrefix) && p.Labels[driver.LabelManagedBy] == driver.ManagedByValue &&
+			p.Labels[driver.LabelNamespaceID] == namespaceID && p.Labels[driver.LabelRevisionID] != "" && p.Name == RuntimeProviderName(p.Labels[driver.LabelRevisionID])
+		if !owned {
+			inUse[p.Type] = true
+			continue
+		}
+		if _, err := d.gw.DeleteProvider(ctx, workspace, p.Name); err != nil {
+			return gatewayError("DeleteProvider", fmt.Errorf("runtime provider %s in Workspace %s: %w", p.Name, workspace, err))
+		}
+	}
+	for _, id := range runtimeProfileIDs {
+		if inUse[id] {
+			// Another provider still uses the profile; the Workspace deletion reports it.
+			continue
+		}
+		cur, err := d.gw.GetProviderProfile(ctx, workspace, id)
+		if gateway.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return gatewayError("GetProviderProfile", fmt.Errorf("runtime provider profile %s in Workspace %s: %w", id, workspace, err))
+		}
+		if !strings.HasPrefix(cur.GetAnnotations()[annotationProfileManagedBy], managedProfilePrefix) {
+			return plain(fmt.Sprintf("Refusing to delete unmanaged OpenShell provider profile %s.", id),
+				errorf("it lacks the %s annotation %s<sha256>; remove it by hand if it is not needed", annotationProfileManagedBy, managedProfilePrefix))
+		}
+		if _, err := d.gw.DeleteProviderProfile(ctx, workspace, id); err != nil {
+			return gatewayError("DeleteProviderProfile", fmt.Errorf("runtime provider profile %s in Workspace %s: %w", id, workspace, err))
+		}
+	}
+	return nil
+}
