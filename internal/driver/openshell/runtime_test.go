@@ -293,3 +293,59 @@ func TestCleanupNamespaceRefusesUnmanagedRuntimeProfile(t *testing.T) {
 		t.Fatalf("%d profile or Workspace deletions", n)
 	}
 }
+
+// staleReads is a gateway whose first profile and provider reads still miss what a concurrent
+// provision of the same revision has just written, so the driver's writes lose the race.
+type staleReads struct {
+	*gateway.Client
+	profileMissed, providerMissed *bool
+}
+
+func (s staleReads) GetProviderProfile(ctx context.Context, workspace, id string) (*openshellv1.ProviderProfile, error) {
+	if !*s.profileMissed {
+		*s.profileMissed = true
+		return nil, gateway.ErrNotFound
+	}
+	return s.Client.GetProviderProfile(ctx, workspace, id)
+}
+
+func (s staleReads) GetProvider(ctx context.Context, workspace, name string) (*gateway.Provider, error) {
+	if strings.HasPrefix(name, RuntimeProviderPrefix) && !*s.providerMissed {
+		*s.providerMissed = true
+		return nil, gateway.ErrNotFound
+	}
+	return s.Client.GetProvider(ctx, workspace, name)
+}
+
+// Two workers provision the same revision at once: the loser's import and create fail because
+// the winner's profile and provider exist, and the loser adopts both after re-reading them
+// (they are exactly its own), then adopts the Sandbox.
+func TestProvisionAdoptsConcurrentRuntimeWinner(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	winner := e.driver(nil)
+	e.prepare(winner)
+	h := e.attach(winner, e.hctx(driver.HarnessCodex))
+	if _, err := winner.ProvisionHarness(e.ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	var profileMissed, providerMissed bool
+	opts := testOptions(t, nil)
+	opts.Gateway = staleReads{Client: e.client, profileMissed: &profileMissed, providerMissed: &providerMissed}
+	loser, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.gw.Journal().Reset()
+	if _, err := loser.ProvisionHarness(e.ctx, h); err != nil {
+		t.Fatalf("the loser refused the winner's exact runtime objects: %v", err)
+	}
+	if !profileMissed || !providerMissed {
+		t.Fatal("the stale reads were not exercised")
+	}
+	if got, want := e.mutationMethods(), []string{"ImportProviderProfiles", "CreateProvider"}; !slices.Equal(got, want) {
+		t.Fatalf("loser mutations %v, want %v (both refused, no second Sandbox)", got, want)
+	}
+	if n := len(e.gw.Journal().Method("CreateSandbox")); n != 0 {
+		t.Fatalf("%d CreateSandbox calls for an existing Sandbox", n)
+	}
+}
