@@ -296,6 +296,14 @@ func TestSandboxProvisionThenCleanupEndToEnd(t *testing.T) {
 	if len(creates) != 1 {
 		t.Fatalf("CreateSandbox calls = %d, want 1 (the second provision adopts)", len(creates))
 	}
+	// The revision's Harness runtime provider was created once and comes last on the Sandbox.
+	runtimeProvider := openshell.RuntimeProviderName(want.RevisionID)
+	if providers := creates[0].Request.(*pb.CreateSandboxRequest).GetSpec().GetProviders(); len(providers) == 0 || providers[len(providers)-1] != runtimeProvider {
+		t.Fatalf("Sandbox providers %v, want the runtime provider %s last", providers, runtimeProvider)
+	}
+	if n := len(b.gw.Journal().Method("ImportProviderProfiles")); n != 1 {
+		t.Fatalf("ImportProviderProfiles calls = %d, want 1", n)
+	}
 
 	// render printed exactly the request provisioning sent.
 	code, out, errOut = b.occ(t, "render", "--revision", revision)
@@ -349,6 +357,9 @@ func TestSandboxProvisionThenCleanupEndToEnd(t *testing.T) {
 	}
 	if _, err := b.kube.CoreV1().Pods(ns.Name).Get(ctx, wantName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("Harness Pod after cleanup: %v", err)
+	}
+	if _, err := b.client.GetProvider(ctx, ns.Name, runtimeProvider); !gateway.IsNotFound(err) {
+		t.Fatalf("runtime provider after revision cleanup: %v", err)
 	}
 	if code, _, errOut := b.occ(t, "logs", "--revision", revision); code != 1 || !strings.Contains(errOut, string(driver.CodeRuntimeLogsSandboxNotFound)) {
 		t.Fatalf("logs after cleanup: exit %d\n%s", code, errOut)
