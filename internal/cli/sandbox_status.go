@@ -1,15 +1,20 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/openclaw/occ/internal/driver"
 	compute "github.com/openclaw/occ/internal/driver/kubernetes"
 	"github.com/openclaw/occ/internal/driver/kubernetes/session"
+	"github.com/openclaw/occ/internal/driver/openshell"
 )
+
+const flagAppServerTokenFile = "app-server-token-file"
 
 func init() { sandboxSubcommands = append(sandboxSubcommands, newSandboxStatusCommand) }
 
@@ -19,14 +24,17 @@ func newSandboxStatusCommand(g *Globals) *cobra.Command {
 		Short: "Show a revision's namespace, Sandbox phase, Harness Pod readiness and attachments",
 		Long: `Read, without changing anything, what Compute can see of a revision: its physical namespace
 (and whether OCC owns it), the Sandbox's phase and conditions from the gateway, the readiness
-of the revision's Harness Pods, and the state of every credential attachment. A part that
-cannot be read is listed under problems; the rest is still shown.`,
+of the revision's Harness Pods, the state of every credential attachment, and where the
+Harness is reached (a Codex app-server's ws(s) URL; native OpenClaw connects outbound). With
+--app-server-token-file the Codex Harness is probed too: serving, starting or failed. A part
+that cannot be read is listed under problems; the rest is still shown.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSandboxStatus(g, cmd) },
 	}
 	addInstallationFlag(cmd)
 	addGatewayFlag(cmd)
 	addRevisionFlag(cmd, "revision file to inspect (required)")
+	cmd.Flags().String(flagAppServerTokenFile, "", "file holding the Codex app-server bearer token; probes the Harness (serving, starting or failed)")
 	return cmd
 }
 
@@ -39,6 +47,12 @@ func runSandboxStatus(g *Globals, cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	var token string
+	if path := g.v.GetString(flagAppServerTokenFile); path != "" {
+		if token, err = openshell.ReadAppServerTokenFile(path); err != nil {
+			return usageErrorf("--%s: %v", flagAppServerTokenFile, err)
+		}
+	}
 	s, err := session.Open(cmd.Context(), opts)
 	if err != nil {
 		return err
@@ -48,7 +62,76 @@ func runSandboxStatus(g *Globals, cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	return g.print(obs, func() error { return printObservation(g.Stdout, rf, obs) })
+	st := sandboxStatus{Observation: obs}
+	if obs.Sandbox != nil && obs.Sandbox.Exists {
+		st.Harness = observeHarness(cmd.Context(), s.Driver, rf, token, obs)
+	}
+	return g.print(st, func() error {
+		if err := printObservation(g.Stdout, rf, obs); err != nil {
+			return err
+		}
+		printHarness(g.Stdout, st.Harness)
+		return nil
+	})
+}
+
+// sandboxStatus is Compute's observation plus the driver's view of the Harness endpoint.
+type sandboxStatus struct {
+	*compute.Observation
+	Harness *harnessObservation `json:"harness,omitempty"`
+}
+
+type harnessObservation struct {
+	*openshell.HarnessEndpoint
+	Status *openshell.HarnessStatus `json:"status,omitempty"`
+}
+
+// observeHarness asks the driver where the Harness is reached and, given the app-server token,
+// how it is doing. Failures become problems, like the rest of the observation.
+func observeHarness(ctx context.Context, d *openshell.Driver, rf *compute.RevisionFile, token string, obs *compute.Observation) *harnessObservation {
+	ns, err := compute.ResolveNamespace(rf.NamespaceID)
+	if err != nil {
+		obs.Problems = append(obs.Problems, fmt.Sprintf("Harness endpoint: %v", err))
+		return nil
+	}
+	req, err := rf.Requirements()
+	if err != nil {
+		obs.Problems = append(obs.Problems, fmt.Sprintf("Harness endpoint: %v", err))
+		return nil
+	}
+	ep, err := d.HarnessEndpoint(ctx, driver.HarnessContext{NamespaceContext: driver.NamespaceContext{Namespace: ns}, Revision: rf.Revision(), Requirements: req})
+	if err != nil {
+		obs.Problems = append(obs.Problems, fmt.Sprintf("Harness endpoint: %v", err))
+		return nil
+	}
+	h := &harnessObservation{HarnessEndpoint: ep}
+	if token != "" && !ep.Outbound {
+		if h.Status, err = d.HarnessStatus(ctx, ep, token); err != nil {
+			obs.Problems = append(obs.Problems, fmt.Sprintf("Harness status: %v", err))
+		}
+	}
+	return h
+}
+
+func printHarness(w io.Writer, h *harnessObservation) {
+	switch {
+	case h == nil:
+		return
+	case h.Outbound:
+		fmt.Fprintf(w, "Harness     outbound (native OpenClaw connects out; no endpoint)\n")
+		return
+	default:
+		fmt.Fprintf(w, "Harness     %s (workspace %s)\n", h.URL, h.WorkspaceRoot)
+	}
+	switch st := h.Status; {
+	case st == nil:
+	case st.State == openshell.HarnessFailed:
+		fmt.Fprintf(w, "App-server  %s: %s\n", st.State, st.Failure)
+	case st.Reason != "":
+		fmt.Fprintf(w, "App-server  %s (%s)\n", st.State, st.Reason)
+	default:
+		fmt.Fprintf(w, "App-server  %s\n", st.State)
+	}
 }
 
 func printObservation(w io.Writer, rf *compute.RevisionFile, o *compute.Observation) error {

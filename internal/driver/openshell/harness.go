@@ -384,7 +384,10 @@ func isTimeout(err error) bool {
 func connectFailure(err error) string {
 	var tlsErr *tls.CertificateVerificationError
 	var uaErr x509.UnknownAuthorityError
+	var hostErr x509.HostnameError
 	switch {
+	case errors.As(err, &hostErr):
+		return fmt.Sprintf("the Harness certificate is not valid for host %s", hostErr.Host)
 	case errors.As(err, &tlsErr), errors.As(err, &uaErr):
 		return "the Harness certificate is not trusted (check the openshell Backend rootCertificatePath)"
 	case errors.Is(err, websocket.ErrBadHandshake):
@@ -398,4 +401,31 @@ func connectFailure(err error) string {
 		}
 		return err.Error()
 	}
+}
+
+// maxAppServerTokenBytes bounds the token file read, so a wrong path fails fast.
+const maxAppServerTokenBytes = 64 << 10
+
+// ReadAppServerTokenFile reads the app-server bearer token for a Harness probe from a file
+// holding exactly one line (one trailing newline allowed). Errors name the file and the rule,
+// never the content.
+func ReadAppServerTokenFile(path string) (string, error) {
+	const rule = "must hold exactly one line, the app-server token, with no spaces or control characters (one trailing newline is allowed)"
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("app-server token file %s cannot be opened: %w", path, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxAppServerTokenBytes+1))
+	if err != nil {
+		return "", fmt.Errorf("app-server token file %s cannot be read: %w", path, err)
+	}
+	if len(b) > maxAppServerTokenBytes {
+		return "", fmt.Errorf("app-server token file %s is larger than %d bytes; it %s", path, maxAppServerTokenBytes, rule)
+	}
+	s := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+	if s == "" || strings.IndexFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
+		return "", fmt.Errorf("app-server token file %s %s", path, rule)
+	}
+	return s, nil
 }
