@@ -77,12 +77,18 @@ type HarnessStatus struct {
 // HarnessEndpoint finds where Compute reaches the revision's Harness. For dedicated Codex it
 // reads the Sandbox's unnamed service and requires it to be the exact bearer-passthrough
 // app-server exposure provisioning created (and, when the requirements carry APP_SERVER_PORT,
-// on that port), then turns its advertised origin into a ws:// or wss:// URL. Native OpenClaw
-// connects outbound, so its answer is an Outbound endpoint without touching the gateway.
+// on that port), then turns its origin into a ws:// or wss:// URL. The origin is the advertised
+// one with the port the client reaches the gateway on (gateway.ServiceEndpoint.URL): the gateway
+// advertises its own listener port, which is not the one a Service or port-forward exposes.
+// Native OpenClaw connects outbound, so its answer is an Outbound endpoint without touching the
+// gateway.
 func (d *Driver) HarnessEndpoint(ctx context.Context, hctx driver.HarnessContext) (*HarnessEndpoint, error) {
 	rev := hctx.Revision
 	if rev.Harness.Mode != driver.HarnessModeDedicated || (rev.Harness.ID != driver.HarnessCodex && rev.Harness.ID != driver.HarnessOpenClaw) {
 		return nil, unsupported(msgOnlyCodexOrOpenClaw, errorf("revision %s has Harness %s/%s", rev.ID, rev.Harness.ID, rev.Harness.Mode))
+	}
+	if !d.operator() {
+		return nil, plain("OpenShell managed workspace mode is not implemented; cannot read the Harness endpoint.", nil)
 	}
 	if rev.NamespaceID != hctx.Namespace.ID || rev.SandboxDriverID != d.id {
 		return nil, plain("Refusing to read a Sandbox outside its selected AgentRevision and Namespace.",

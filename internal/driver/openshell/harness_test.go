@@ -4,9 +4,14 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
+	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -15,6 +20,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/openclaw/occ/internal/driver"
+	"github.com/openclaw/occ/internal/installation"
 )
 
 // harnessToken is the canary app-server token: it must reach the Harness in the Authorization
@@ -73,13 +79,7 @@ func (h *fakeHarness) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // would derive it, plus the roots that trust a TLS server.
 func (h *fakeHarness) start(t *testing.T, useTLS bool) (*HarnessEndpoint, *x509.CertPool) {
 	t.Helper()
-	var srv *httptest.Server
-	if useTLS {
-		srv = httptest.NewTLSServer(h)
-	} else {
-		srv = httptest.NewServer(h)
-	}
-	t.Cleanup(srv.Close)
+	srv := serveHarness(t, h, useTLS)
 	wsURL, origin, err := WebSocketURL(srv.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -90,6 +90,20 @@ func (h *fakeHarness) start(t *testing.T, useTLS bool) (*HarnessEndpoint, *x509.
 		roots.AddCert(srv.Certificate())
 	}
 	return &HarnessEndpoint{URL: wsURL, Origin: origin, WorkspaceRoot: "/sandbox/enterprise"}, roots
+}
+
+// serveHarness starts h; TLS handshake failures the tests provoke on purpose are not logged.
+func serveHarness(t *testing.T, h http.Handler, useTLS bool) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	if useTLS {
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
+	t.Cleanup(srv.Close)
+	return srv
 }
 
 // probe runs ProbeHarness and fails the test if the canary token shows up anywhere in the answer.
@@ -298,5 +312,89 @@ func TestHarnessEndpointRefusesForeignRevision(t *testing.T) {
 	h.Revision.Harness.Mode = "shared"
 	if _, err := d.HarnessEndpoint(context.Background(), h); driver.CodeOf(err) != driver.CodeHarnessUnsupported {
 		t.Fatalf("shared Harness: %v", err)
+	}
+}
+
+// A gateway reached over TLS with a private CA serves its Sandbox routes under the same CA: the
+// driver verifies a wss Harness with the openshell Backend's rootCertificatePath and finds it
+// serving; without that file the same Harness is never trusted.
+func TestDriverHarnessStatusUsesBackendRoots(t *testing.T) {
+	h := &fakeHarness{statusCode: http.StatusServiceUnavailable}
+	h.serving.Store(true)
+	srv := serveHarness(t, h, true)
+	wsURL, origin, err := WebSocketURL(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := &HarnessEndpoint{URL: wsURL, Origin: origin, WorkspaceRoot: "/sandbox/enterprise"}
+	caPath := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(caPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	withRoots := func(path string) *Driver {
+		opts := testOptions(t, nil)
+		backend := *opts.Backend
+		backend.Configuration.RootCertificatePath = &path
+		opts.Backend = &backend
+		d, err := New(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	st, err := withRoots(caPath).HarnessStatus(context.Background(), ep, harnessToken)
+	if err != nil || st.State != HarnessServing {
+		t.Fatalf("with the Backend roots: %+v %v", st, err)
+	}
+	st, err = newTestDriver(t, nil).HarnessStatus(context.Background(), ep, harnessToken)
+	if err != nil || st.State != HarnessStarting || h.upgrades.Load() != 1 {
+		t.Fatalf("without the Backend roots: %+v %v (upgrades %d)", st, err, h.upgrades.Load())
+	}
+	if _, err := withRoots(filepath.Join(t.TempDir(), "missing.pem")).HarnessStatus(context.Background(), ep, harnessToken); err == nil || !strings.Contains(err.Error(), "rootCertificatePath") {
+		t.Fatalf("missing root file: %v", err)
+	}
+}
+
+// The app-server token file follows the bearer token file rule: one line, nothing else, and
+// no refusal quotes the content.
+func TestReadAppServerTokenFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for name, content := range map[string]string{"lf": harnessToken + "\n", "crlf": harnessToken + "\r\n", "bare": harnessToken} {
+		if got, err := ReadAppServerTokenFile(write(name, content)); err != nil || got != harnessToken {
+			t.Errorf("%s: %q %v", name, got, err)
+		}
+	}
+	for name, content := range map[string]string{
+		"empty":      "",
+		"two lines":  harnessToken + "\n" + harnessToken + "\n",
+		"space":      "Bearer " + harnessToken,
+		"oversized":  strings.Repeat("x", maxAppServerTokenBytes+1),
+		"only break": "\n",
+	} {
+		_, err := ReadAppServerTokenFile(write(strings.ReplaceAll(name, " ", "-"), content))
+		if err == nil || strings.Contains(err.Error(), harnessToken) || !strings.Contains(err.Error(), "app-server token file") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if _, err := ReadAppServerTokenFile(filepath.Join(dir, "absent")); err == nil || !strings.Contains(err.Error(), "cannot be opened") {
+		t.Errorf("absent file: %v", err)
+	}
+}
+
+// Managed workspace mode provisions nothing yet, so it has no endpoint to report either.
+func TestHarnessEndpointManagedMode(t *testing.T) {
+	d := newTestDriver(t, func(c *installation.SandboxConfiguration) {
+		c.Gateway.WorkspaceMode = installation.WorkspaceModeManaged
+	})
+	_, err := d.HarnessEndpoint(context.Background(), codexContext("oce-0123456789abcde"))
+	if err == nil || !strings.Contains(err.Error(), "managed workspace mode is not implemented") {
+		t.Fatalf("managed mode: %v", err)
 	}
 }
