@@ -216,7 +216,7 @@ func ProbeHarness(ctx context.Context, p HarnessProbe) (*HarnessStatus, error) {
 		return nil, errors.New("the app-server bearer token must be a single line: remove the line break from the token file")
 	}
 	u, err := url.Parse(p.Endpoint.URL)
-	if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
+	if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
 		return nil, plain(msgHarnessServiceURL, errorf("Harness endpoint is not a ws or wss origin"))
 	}
 	timeout := p.Timeout
@@ -235,6 +235,10 @@ func ProbeHarness(ctx context.Context, p HarnessProbe) (*HarnessStatus, error) {
 		origin.Scheme = "https"
 	}
 	failure, statusReason := readRuntimeStatus(ctx, origin.String(), auth, tlsConfig, timeout)
+	if err := ctx.Err(); err != nil {
+		// The caller gave up; what the probes saw says nothing about the Harness.
+		return nil, fmt.Errorf("probe the Harness at %s: %w", u.Host, err)
+	}
 	if failure != nil {
 		return &HarnessStatus{State: HarnessFailed, Failure: describeFailure(failure, p.Token)}, nil
 	}
@@ -242,7 +246,7 @@ func ProbeHarness(ctx context.Context, p HarnessProbe) (*HarnessStatus, error) {
 }
 
 // handshakeHarness opens and closes one authenticated WebSocket connection. The returned error
-// is written here, from status codes and error classes, so it cannot echo the request headers.
+// is a status code, a timeout or the bare network error, none of which carries request headers.
 func handshakeHarness(ctx context.Context, wsURL string, auth http.Header, tlsConfig *tls.Config, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -286,11 +287,13 @@ func TestWebSocketURL(t *testing.T) {
 func TestProbeHarnessRefusals(t *testing.T) {
 	ctx := context.Background()
 	cases := map[string]HarnessProbe{
-		"outbound OpenClaw": {Endpoint: &HarnessEndpoint{Outbound: true}, Token: harnessToken},
-		"no endpoint":       {Token: harnessToken},
-		"no token":          {Endpoint: &HarnessEndpoint{URL: "ws://h/"}},
-		"multi-line token":  {Endpoint: &HarnessEndpoint{URL: "ws://h/"}, Token: harnessToken + "\nX-Evil: 1"},
-		"http endpoint":     {Endpoint: &HarnessEndpoint{URL: "http://h/"}, Token: harnessToken},
+		"outbound OpenClaw":         {Endpoint: &HarnessEndpoint{Outbound: true}, Token: harnessToken},
+		"no endpoint":               {Token: harnessToken},
+		"no token":                  {Endpoint: &HarnessEndpoint{URL: "ws://h/"}},
+		"multi-line token":          {Endpoint: &HarnessEndpoint{URL: "ws://h/"}, Token: harnessToken + "\nX-Evil: 1"},
+		"http endpoint":             {Endpoint: &HarnessEndpoint{URL: "http://h/"}, Token: harnessToken},
+		"endpoint with credentials": {Endpoint: &HarnessEndpoint{URL: "ws://u:p@h/"}, Token: harnessToken},
+		"endpoint with query":       {Endpoint: &HarnessEndpoint{URL: "ws://h/?t=1"}, Token: harnessToken},
 	}
 	for name, p := range cases {
 		st, err := ProbeHarness(ctx, p)
@@ -396,5 +399,17 @@ func TestHarnessEndpointManagedMode(t *testing.T) {
 	_, err := d.HarnessEndpoint(context.Background(), codexContext("oce-0123456789abcde"))
 	if err == nil || !strings.Contains(err.Error(), "managed workspace mode is not implemented") {
 		t.Fatalf("managed mode: %v", err)
+	}
+}
+
+// A caller that gives up mid-probe gets its cancellation back, not a made-up starting state.
+func TestProbeHarnessCancelled(t *testing.T) {
+	h := &fakeHarness{hang: true, statusCode: http.StatusServiceUnavailable}
+	ep, _ := h.start(t, false)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	st, err := ProbeHarness(ctx, HarnessProbe{Endpoint: ep, Token: harnessToken})
+	if !errors.Is(err, context.Canceled) || st != nil || strings.Contains(err.Error(), harnessToken) {
+		t.Fatalf("status %+v err %v", st, err)
 	}
 }
