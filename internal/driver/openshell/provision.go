@@ -88,7 +88,7 @@ func (d *Driver) verifyCreatedExposure(ctx context.Context, p *provisionPlan, re
 		return d.verifyCodexService(ctx, p)
 	}
 	if _, err := d.gw.ServiceURL(url); err != nil || len(res.ServiceURLs) != 1 {
-		return plain("OpenShell Harness service URL must be an HTTP origin without credentials, query, or fragment.", err)
+		return plain(msgHarnessServiceURL, err)
 	}
 	return nil
 }
