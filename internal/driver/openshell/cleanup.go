@@ -55,7 +55,8 @@ func (d *Driver) cleanupRevision(ctx context.Context, nctx driver.NamespaceConte
 	}
 	// Sandbox before provider: the runtime provider goes only once nothing can use it, and
 	// it must go so the Workspace can be deleted later.
-	if rev.Harness.ID == driver.HarnessCodex {
+	// Native OpenClaw has one only when it enrolls a workspace node; the read finds none otherwise.
+	if rev.Harness.ID == driver.HarnessCodex || rev.Harness.ID == driver.HarnessOpenClaw {
 		return d.deleteRuntimeProvider(ctx, ws, rev)
 	}
 	return nil

@@ -25,6 +25,7 @@ type Gateway interface {
 	GetProvider(ctx context.Context, workspace, name string) (*gateway.Provider, error)
 	ListProviders(ctx context.Context, workspace string) ([]*gateway.Provider, error)
 	CreateProvider(ctx context.Context, workspace string, spec gateway.ProviderSpec) (*gateway.Provider, error)
+	UpdateProvider(ctx context.Context, workspace string, u gateway.ProviderUpdate) (*gateway.Provider, error)
 	DeleteProvider(ctx context.Context, workspace, name string) (gateway.DeletionOutcome, error)
 	GetProviderProfile(ctx context.Context, workspace, id string) (*openshellv1.ProviderProfile, error)
 	ImportProviderProfiles(ctx context.Context, workspace, source string, profiles ...*openshellv1.ProviderProfile) (*gateway.ProfileResult, error)

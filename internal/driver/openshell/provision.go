@@ -39,6 +39,10 @@ func (d *Driver) ProvisionHarness(ctx context.Context, hctx driver.HarnessContex
 	if err := d.requireGateway("provisionHarness"); err != nil {
 		return driver.SandboxResourceRef{}, err
 	}
+	// The workspace-node setup Secret is read and checked here, still before any gateway call.
+	if err := d.resolveNodeEnrollment(ctx, hctx, p); err != nil {
+		return driver.SandboxResourceRef{}, err
+	}
 	// The Sandbox names its runtime provider, so the profile and the provider must exist
 	// first. Every offline refusal already happened in plan, before this first mutation.
 	if err := d.ensureRuntime(ctx, p.workspace, p.runtime); err != nil {

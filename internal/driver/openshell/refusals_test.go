@@ -88,8 +88,9 @@ var refusalCases = []refusalCase{
 	}, want: "OpenShell cannot receive secretKeyRef environment OPENAI_API_KEY.", code: driver.CodeSecretEnvironmentUnsupported},
 	{name: "OpenClaw secretKeyRef environment", hctx: func(h *driver.HarnessContext) {
 		*h = openclawContext(testNamespace)
-		setEnv(h, "OPENCLAW_NODE_SETUP_CODE", driver.EnvVar{SecretKeyRef: &driver.SecretKeyRef{Name: "setup", Key: "code"}})
-	}, want: "OpenShell cannot receive secretKeyRef environment OPENCLAW_NODE_SETUP_CODE.", code: driver.CodeSecretEnvironmentUnsupported},
+		// The workspace-node setup code is the one Secret reference OpenClaw may carry.
+		setEnv(h, "OPENCLAW_GATEWAY_TOKEN", driver.EnvVar{SecretKeyRef: &driver.SecretKeyRef{Name: "setup", Key: "code"}})
+	}, want: "OpenShell cannot receive secretKeyRef environment OPENCLAW_GATEWAY_TOKEN.", code: driver.CodeSecretEnvironmentUnsupported},
 	{name: "Codex without plugin-runtime files", hctx: func(h *driver.HarnessContext) { dropEnv(h, "OPENCLAW_PLUGIN_CODEX_CONFIG_TOML") },
 		want: "OpenShell dedicated Codex requires its exact bounded plugin-runtime files.", code: driver.CodeHarnessUnsupported},
 	{name: "malformed plugin-runtime manifest", hctx: func(h *driver.HarnessContext) {

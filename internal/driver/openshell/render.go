@@ -227,6 +227,15 @@ func (d *Driver) plan(hctx driver.HarnessContext) (*provisionPlan, error) {
 	if err != nil {
 		return nil, err
 	}
+	mounts, relocs, err := relocateHomeMounts(mounts)
+	if err != nil {
+		return nil, err
+	}
+	pointEnvAtState(env, relocs)
+	command, err := wrapNodeCommand(req.Command, relocs)
+	if err != nil {
+		return nil, err
+	}
 	policy, err := buildPolicy(d.cfg.Policy, mounts)
 	if err != nil {
 		return nil, err
@@ -255,7 +264,7 @@ func (d *Driver) plan(hctx driver.HarnessContext) (*provisionPlan, error) {
 		},
 		Policy:    policy,
 		Providers: providers,
-		Command:   slices.Clone(req.Command),
+		Command:   command,
 	}
 	return &provisionPlan{
 		ref:        driver.SandboxResourceRef{NamespaceName: hctx.Namespace.Name, ResourceName: name, AgentID: rev.AgentID, RevisionID: rev.ID},

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -44,7 +45,7 @@ const (
 )
 
 // runtimeProfileIDs are every runtime profile this driver manages, for Namespace cleanup.
-var runtimeProfileIDs = []string{RuntimeProfileCodex}
+var runtimeProfileIDs = []string{RuntimeProfileCodex, RuntimeProfileOpenClaw}
 
 // RuntimeProviderName is the runtime provider of a revision: oce-runtime- and the first 16 hex
 // digits of SHA-256(revision ID). Deriving it lets cleanup find the provider without any record.
@@ -183,7 +184,11 @@ func (d *Driver) ensureRuntime(ctx context.Context, workspace string, rp *runtim
 	if err := d.ensureRuntimeProfile(ctx, workspace, rp.profile); err != nil {
 		return err
 	}
-	return d.ensureRuntimeProvider(ctx, workspace, rp.spec)
+	cur, err := d.ensureRuntimeProvider(ctx, workspace, rp.spec)
+	if err == nil || cur == nil || !setupEnvelopeRefresh(cur, rp.spec, time.Now()) {
+		return err
+	}
+	return d.refreshSetupEnvelope(ctx, workspace, cur, rp.spec)
 }
 
 // ensureRuntimeProfile imports the profile when it is absent. An existing profile must be
@@ -237,24 +242,46 @@ func profileContentEqual(stored *openshellv1.ProviderProfile, want runtimeProfil
 // ensureRuntimeProvider creates the revision's runtime provider, or adopts an existing one of
 // that name only when its type, labels and config are exactly the revision's and it holds no
 // credentials: anything else could feed the Harness another revision's runtime files.
-func (d *Driver) ensureRuntimeProvider(ctx context.Context, workspace string, spec gateway.ProviderSpec) error {
+//
+// When an existing provider is refused, it is returned with the error so the caller can
+// recognise the one repairable drift (an expired workspace-node setup envelope).
+func (d *Driver) ensureRuntimeProvider(ctx context.Context, workspace string, spec gateway.ProviderSpec) (*gateway.Provider, error) {
 	cur, err := d.gw.GetProvider(ctx, workspace, spec.Name)
 	switch {
 	case gateway.IsNotFound(err):
 		if _, err := d.gw.CreateProvider(ctx, workspace, spec); err == nil {
 			d.log.LogAttrs(ctx, slog.LevelDebug, "created OpenShell runtime provider", slog.String("provider", spec.Name), slog.String("workspace", workspace))
-			return nil
+			return nil, nil
 		} else if !gateway.IsAlreadyExists(err) {
-			return gatewayError("CreateProvider", fmt.Errorf("runtime provider %s in Workspace %s: %w", spec.Name, workspace, err))
+			return nil, gatewayError("CreateProvider", fmt.Errorf("runtime provider %s in Workspace %s: %w", spec.Name, workspace, err))
 		}
 		cur, err = d.gw.GetProvider(ctx, workspace, spec.Name)
 		if err != nil {
-			return gatewayError("GetProvider", fmt.Errorf("runtime provider %s in Workspace %s after a concurrent create: %w", spec.Name, workspace, err))
+			return nil, gatewayError("GetProvider", fmt.Errorf("runtime provider %s in Workspace %s after a concurrent create: %w", spec.Name, workspace, err))
 		}
 	case err != nil:
-		return gatewayError("GetProvider", fmt.Errorf("runtime provider %s in Workspace %s: %w", spec.Name, workspace, err))
+		return nil, gatewayError("GetProvider", fmt.Errorf("runtime provider %s in Workspace %s: %w", spec.Name, workspace, err))
 	}
-	return verifyRuntimeProvider(cur, spec, true)
+	return cur, verifyRuntimeProvider(cur, spec, true)
+}
+
+// refreshSetupEnvelope replaces only node_setup_json of a runtime provider whose stored setup
+// envelope expired, fenced by the version just read so a concurrent change is never overwritten.
+func (d *Driver) refreshSetupEnvelope(ctx context.Context, workspace string, cur *gateway.Provider, spec gateway.ProviderSpec) error {
+	if cur.ResourceVersion == 0 {
+		return plain(fmt.Sprintf("Refusing OpenShell provider %s without exact AgentRevision ownership and content.", spec.Name),
+			errorf("its expired setup envelope cannot be replaced without the resource version that fences the update"))
+	}
+	_, err := d.gw.UpdateProvider(ctx, workspace, gateway.ProviderUpdate{
+		Name:                    spec.Name,
+		ExpectedResourceVersion: cur.ResourceVersion,
+		Config:                  map[string]string{configNodeSetupJSON: spec.Config[configNodeSetupJSON]},
+	})
+	if err != nil {
+		return gatewayError("UpdateProvider", fmt.Errorf("refresh the expired workspace node setup envelope of runtime provider %s at version %d in Workspace %s: %w", spec.Name, cur.ResourceVersion, workspace, err))
+	}
+	d.log.LogAttrs(ctx, slog.LevelDebug, "refreshed expired workspace node setup envelope", slog.String("provider", spec.Name), slog.String("workspace", workspace))
+	return nil
 }
 
 // verifyRuntimeProvider checks an existing runtime provider against the revision's. With
@@ -287,7 +314,11 @@ func verifyRuntimeProvider(cur *gateway.Provider, want gateway.ProviderSpec, con
 // deleteRuntimeProvider removes a revision's runtime provider after its Sandbox is gone. An
 // absent provider is success; one without the revision's exact ownership is left alone.
 func (d *Driver) deleteRuntimeProvider(ctx context.Context, workspace string, rev driver.Revision) error {
-	want := gateway.ProviderSpec{Name: RuntimeProviderName(rev.ID), Type: RuntimeProfileCodex, Labels: runtimeProviderLabels(rev)}
+	profile := RuntimeProfileCodex
+	if rev.Harness.ID == driver.HarnessOpenClaw {
+		profile = RuntimeProfileOpenClaw
+	}
+	want := gateway.ProviderSpec{Name: RuntimeProviderName(rev.ID), Type: profile, Labels: runtimeProviderLabels(rev)}
 	cur, err := d.gw.GetProvider(ctx, workspace, want.Name)
 	if gateway.IsNotFound(err) {
 		return nil
