@@ -132,6 +132,11 @@ type provisionPlan struct {
 	// runtime is the revision's Harness runtime provider, ensured before the Sandbox; nil for
 	// a Harness without runtime files.
 	runtime *runtimeProvider
+	// enrollment is native OpenClaw's workspace-node enrollment, nil without a setup code.
+	// Render leaves it unresolved: the setup Secret is read only by ProvisionHarness, which
+	// then adds node_setup_json to the runtime provider and the workspace-node-enrollment
+	// network rule to the policy.
+	enrollment *nodeEnrollment
 }
 
 // request builds the wire request for one request_id.
@@ -202,7 +207,15 @@ func (d *Driver) plan(hctx driver.HarnessContext) (*provisionPlan, error) {
 		return nil, unsupported(msgWorkloadIdentity, errorf("the revision requests ServiceAccount %q", req.WorkloadIdentity.ServiceAccountName))
 	}
 	codex := h.ID == driver.HarnessCodex
-	env, exposures, err := d.buildEnvironment(req, codex)
+	// The workspace-node setup code is the one Secret reference OpenShell accepts: it goes to
+	// the runtime provider, read only at provisioning time, so the literal builder never sees it.
+	enrollment, literalEnv, err := planNodeEnrollment(req.Env, codex)
+	if err != nil {
+		return nil, err
+	}
+	envReq := req
+	envReq.Env = literalEnv
+	env, exposures, err := d.buildEnvironment(envReq, codex)
 	if err != nil {
 		return nil, err
 	}
@@ -210,6 +223,9 @@ func (d *Driver) plan(hctx driver.HarnessContext) (*provisionPlan, error) {
 		return nil, err
 	}
 	runtime := planRuntimeProvider(env, codex, workspace, rev)
+	if enrollment != nil {
+		runtime = enrollment.runtimeProvider(workspace, rev)
+	}
 	if err := checkHarnessLabels(req.Labels, rev); err != nil {
 		return nil, err
 	}
@@ -279,9 +295,10 @@ func (d *Driver) plan(hctx driver.HarnessContext) (*provisionPlan, error) {
 			driver.AnnotationAgentID:     rev.AgentID,
 			driver.AnnotationRevisionID:  rev.ID,
 		},
-		exposures: exposures,
-		revUUID:   revUUID,
-		runtime:   runtime,
+		exposures:  exposures,
+		revUUID:    revUUID,
+		runtime:    runtime,
+		enrollment: enrollment,
 	}, nil
 }
 
