@@ -317,3 +317,22 @@ func setupEnvelopeRefresh(cur *gateway.Provider, want gateway.ProviderSpec, now 
 	}
 	return o.ExpiresAtMs <= now.UnixMilli() && n.ExpiresAtMs > o.ExpiresAtMs && o.URL == n.URL && o.TLSFingerprint == n.TLSFingerprint
 }
+
+// RenderNotes explains how RenderCreateSandbox's output for hctx differs from what provisioning
+// sends: for native OpenClaw with a workspace-node setup code, render does not read the Secret,
+// so the runtime provider is named but its node_setup_json and the workspace-node-enrollment
+// network rule are added only by ProvisionHarness. The notes name the Secret, never its content,
+// and are empty for every other revision (whose render is exactly the first request sent).
+func RenderNotes(hctx driver.HarnessContext) []string {
+	if hctx.Revision.Harness.ID != driver.HarnessOpenClaw {
+		return nil
+	}
+	for _, e := range hctx.Requirements.Env {
+		if e.Name == envNodeSetupCode && e.SecretKeyRef != nil {
+			return []string{fmt.Sprintf("%s is a reference to Secret %s key %s, which render has not read: provisioning reads it, "+
+				"adds the setup envelope to runtime provider %s as %s and adds the %s network rule for its endpoint.",
+				envNodeSetupCode, e.SecretKeyRef.Name, e.SecretKeyRef.Key, RuntimeProviderName(hctx.Revision.ID), configNodeSetupJSON, installation.ReservedNetworkPolicyName)}
+		}
+	}
+	return nil
+}

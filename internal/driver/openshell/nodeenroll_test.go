@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/openclaw/occ/internal/driver"
+	compute "github.com/openclaw/occ/internal/driver/kubernetes"
 	"github.com/openclaw/occ/internal/gateway"
 	"github.com/openclaw/occ/internal/gateway/openshellv1"
 	"github.com/openclaw/occ/internal/installation"
@@ -478,5 +479,44 @@ func TestParseNodeSetupURL(t *testing.T) {
 		if _, err := parseNodeSetupURL(raw); err == nil || err.Error() != msgNodeSetupURL {
 			t.Errorf("%s: %v", raw, err)
 		}
+	}
+}
+
+// The enrolling example revision loads through Compute's revision format and renders offline,
+// with the setup code as a reference only.
+func TestRenderOpenClawNodeExampleRevision(t *testing.T) {
+	rf, err := compute.LoadRevisionFile("../../../testdata/revisions/openclaw-node.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := rf.Requirements()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := openclawContext(testNamespace)
+	h.Revision.ID, h.Revision.AgentID, h.Revision.NamespaceID = rf.RevisionID, rf.AgentID, rf.NamespaceID
+	h.Revision.Harness = rf.Harness
+	h.Revision.SandboxDriverID = rf.SandboxDriverID
+	h.Namespace.ID = rf.NamespaceID
+	h.Requirements.Env = req.Env
+	h.Requirements.Labels[driver.LabelNamespace] = rf.NamespaceID
+	h.Requirements.Labels[driver.LabelAgent] = rf.AgentID
+	h.Requirements.Labels[driver.LabelRevision] = rf.RevisionID
+	d := newTestDriver(t, nil)
+	out, err := d.RenderCreateSandbox(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := out.Spec.Providers[len(out.Spec.Providers)-1]; got != RuntimeProviderName(rf.RevisionID) {
+		t.Fatalf("last provider %q", got)
+	}
+	for _, k := range []string{envNodeSetupCode, envNodeCAPEM} {
+		if _, ok := out.Spec.Environment[k]; ok {
+			t.Fatalf("rendered environment carries %s", k)
+		}
+	}
+	notes := RenderNotes(h)
+	if len(notes) != 1 || !strings.Contains(notes[0], "agent-researcher-node-setup") || !strings.Contains(notes[0], "not read") {
+		t.Fatalf("render notes %q", notes)
 	}
 }
