@@ -46,6 +46,14 @@ func runSandboxRender(g *Globals) error {
 	if err != nil {
 		return err
 	}
+	// What render could not resolve offline goes to stderr, so stdout stays the exact request.
+	notes, err := off.RenderNotes(rf)
+	if err != nil {
+		return err
+	}
+	for _, n := range notes {
+		fmt.Fprintf(g.Stderr, "note: %s\n", n)
+	}
 	if g.Output == "yaml" {
 		y, err := yaml.JSONToYAML(js)
 		if err != nil {

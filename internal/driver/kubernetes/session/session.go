@@ -288,6 +288,21 @@ func (o *Offline) Render(rf *compute.RevisionFile) ([]byte, error) {
 	return openshell.MarshalRequestJSON(req)
 }
 
+// RenderNotes explains how Render's output for rf differs from what provisioning sends (for
+// now: a workspace-node setup Secret that render does not read); empty when it does not differ.
+func (o *Offline) RenderNotes(rf *compute.RevisionFile) ([]string, error) {
+	c := &compute.Compute{Driver: o.Driver}
+	plan, err := c.PlanRevision(rf)
+	if err != nil {
+		return nil, err
+	}
+	return openshell.RenderNotes(driver.HarnessContext{
+		NamespaceContext: driver.NamespaceContext{Namespace: plan.Namespace},
+		Revision:         plan.Revision,
+		Requirements:     plan.Requirements,
+	}), nil
+}
+
 // ConfigureRevision returns a copy of the revision file whose configuration has been through
 // the driver's configureAgent, ready to be frozen.
 func (o *Offline) ConfigureRevision(rf *compute.RevisionFile) (*compute.RevisionFile, error) {
