@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/url"
@@ -335,4 +336,27 @@ func RenderNotes(hctx driver.HarnessContext) []string {
 		}
 	}
 	return nil
+}
+
+// redactSetupToken keeps an error about the runtime provider from repeating the bootstrap
+// token. The gateway client scrubs only credential values from its errors, and the token
+// travels as provider config, so a gateway that echoed the config back would otherwise leak it.
+func redactSetupToken(err error, rp *runtimeProvider) error {
+	if err == nil || rp == nil {
+		return err
+	}
+	var env nodeSetupEnvelope
+	if json.Unmarshal([]byte(rp.spec.Config[configNodeSetupJSON]), &env) != nil || env.BootstrapToken == "" {
+		return err
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, env.BootstrapToken) {
+		return err
+	}
+	out := &driver.Error{Message: strings.ReplaceAll(msg, env.BootstrapToken, "[redacted]")}
+	var de *driver.Error
+	if errors.As(err, &de) {
+		out.Code, out.Retryable = de.Code, de.Retryable
+	}
+	return out
 }

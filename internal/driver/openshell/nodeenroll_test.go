@@ -2,6 +2,7 @@ package openshell
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -518,5 +519,35 @@ func TestRenderOpenClawNodeExampleRevision(t *testing.T) {
 	notes := RenderNotes(h)
 	if len(notes) != 1 || !strings.Contains(notes[0], "agent-researcher-node-setup") || !strings.Contains(notes[0], "not read") {
 		t.Fatalf("render notes %q", notes)
+	}
+}
+
+// echoingProviders is a gateway that refuses provider creation with an error repeating the
+// provider's config, as a careless server might.
+type echoingProviders struct{ *gateway.Client }
+
+func (g echoingProviders) CreateProvider(_ context.Context, _ string, spec gateway.ProviderSpec) (*gateway.Provider, error) {
+	return nil, fmt.Errorf("provider %s refused: config %v", spec.Name, spec.Config)
+}
+
+// A gateway error that echoes the runtime provider's config does not carry the bootstrap token
+// into the driver's error.
+func TestProvisionRedactsSetupTokenFromGatewayErrors(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	opts := testOptions(t, nil)
+	opts.Gateway = echoingProviders{Client: e.client}
+	d, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.prepare(d)
+	e.createSetupSecret(testSetupSecret, e.ownerLabels(), encodeSetupCode(t, setupFields(testSetupURL, time.Now().Add(time.Hour))))
+	h := withSetupCode(e.attach(d, e.hctx(driver.HarnessOpenClaw)), testSetupSecret)
+	_, err = d.ProvisionHarness(e.ctx, h)
+	if err == nil || !strings.Contains(err.Error(), "refused: config") {
+		t.Fatalf("err = %v", err)
+	}
+	if strings.Contains(err.Error(), setupCanary) || !strings.Contains(err.Error(), "[redacted]") {
+		t.Fatalf("error not redacted: %v", err)
 	}
 }

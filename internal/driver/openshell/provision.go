@@ -46,7 +46,7 @@ func (d *Driver) ProvisionHarness(ctx context.Context, hctx driver.HarnessContex
 	// The Sandbox names its runtime provider, so the profile and the provider must exist
 	// first. Every offline refusal already happened in plan, before this first mutation.
 	if err := d.ensureRuntime(ctx, p.workspace, p.runtime); err != nil {
-		return driver.SandboxResourceRef{}, err
+		return driver.SandboxResourceRef{}, redactSetupToken(err, p.runtime)
 	}
 	res, err := d.gw.CreateSandbox(ctx, p.gatewayRequest())
 	if err != nil {
