@@ -78,7 +78,9 @@ var appTokenSHA = regexp.MustCompile(`^[a-f0-9]{64}$`)
 // hctx, after every check provisioning makes before touching the gateway. It needs no gateway
 // and no cluster, and reads no Secret: the request carries only literal values, so printing it
 // (`occ sandbox render`) exposes nothing secret. The request_id is the first of the revision's
-// deterministic create IDs (the revision UUID).
+// deterministic create IDs (the revision UUID). It is exactly the request provisioning sends,
+// except for native OpenClaw with a workspace-node setup code: provisioning then reads the setup
+// Secret and adds the workspace-node-enrollment network rule (RenderNotes says so).
 func (d *Driver) RenderCreateSandbox(hctx driver.HarnessContext) (*openshellv1.CreateSandboxRequest, error) {
 	p, err := d.plan(hctx)
 	if err != nil {

@@ -23,9 +23,8 @@ import (
 // as literal Sandbox environment.
 const (
 	// RuntimeProfileCodex is the provider profile (and provider type) of dedicated Codex's
-	// runtime files. Native OpenClaw receives no runtime files in this driver (its workspace
-	// node enrollment is not delivered yet, and the Codex files are refused for it), so it has
-	// no runtime profile or provider.
+	// runtime files. Native OpenClaw never receives the Codex files; it has a runtime provider
+	// only when it enrolls a workspace node (RuntimeProfileOpenClaw, see nodeenroll.go).
 	RuntimeProfileCodex = "oce-codex-runtime"
 	// RuntimeProviderPrefix starts every per-revision runtime provider name.
 	RuntimeProviderPrefix = "oce-runtime-"
