@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,10 +22,10 @@ import (
 	"github.com/openclaw/occ/internal/installation"
 )
 
-// Workspace-node enrollment lets native OpenClaw's Harness enroll as a workspace node with its
-// Agent Gateway. The setup code is a Secret: it is read from Compute's Secret only while
-// provisioning (never by render), validated, and delivered to the Sandbox only as the runtime
-// provider's node_setup_json config, which the runtime profile renders into a file. Nothing else
+// Workspace-node enrollment lets a native OpenClaw or dedicated Codex Harness enroll as a
+// workspace node with its Agent Gateway. The setup code is a Secret: it is read from Compute's
+// Secret only while provisioning (never by render), validated, and delivered to the Sandbox only
+// as the runtime provider's node_setup_json config, which the runtime profile renders into a file. Nothing else
 // (errors, logs, the Sandbox spec, render output) ever carries it.
 const (
 	envNodeSetupCode = "OPENCLAW_NODE_SETUP_CODE"
@@ -81,12 +82,12 @@ type nodeBinding struct {
 }
 
 // planNodeEnrollment checks the enrollment variables of the Harness environment and returns the
-// environment the literal builder should see. Only native OpenClaw enrolls here; for Codex the
-// environment is returned unchanged, so a Secret-backed setup code is refused by the literal
-// builder like any other secretKeyRef. The setup code must be one Secret reference (a literal
+// environment the literal builder should see. Native OpenClaw and dedicated Codex enroll alike;
+// the setup code is the only Secret reference taken out here, so the literal builder still
+// refuses every other secretKeyRef. The setup code must be one Secret reference (a literal
 // would put the Secret into the Sandbox spec); the CA bundle at most one bounded literal, which
 // moves into the runtime provider only when there is a setup code to use it with.
-func planNodeEnrollment(env []driver.EnvVar, codex bool) (*nodeEnrollment, []driver.EnvVar, error) {
+func planNodeEnrollment(env []driver.EnvVar) (*nodeEnrollment, []driver.EnvVar, error) {
 	var setup []driver.EnvVar
 	var ca []driver.EnvVar
 	for _, e := range env {
@@ -100,7 +101,7 @@ func planNodeEnrollment(env []driver.EnvVar, codex bool) (*nodeEnrollment, []dri
 	if len(ca) > 1 || (len(ca) == 1 && (!ca[0].Literal() || strings.TrimSpace(ca[0].Value) == "" || len(ca[0].Value) > maxNodeCABytes)) {
 		return nil, nil, unsupported(msgNodeCA, errorf("%s must appear at most once, as a nonempty literal of at most %d bytes (found %d entries)", envNodeCAPEM, maxNodeCABytes, len(ca)))
 	}
-	if codex || len(setup) == 0 {
+	if len(setup) == 0 {
 		return nil, env, nil
 	}
 	if len(setup) > 1 || setup[0].Literal() {
@@ -120,19 +121,37 @@ func planNodeEnrollment(env []driver.EnvVar, codex bool) (*nodeEnrollment, []dri
 	return n, rest, nil
 }
 
-// openclawRuntimeProfile is native OpenClaw's runtime profile: the setup envelope and the CA
-// bundle rendered from provider config, each announced to the Harness by its path variable.
+// nodeEnrollmentFiles are the workspace-node enrollment files every runtime profile renders:
+// the setup envelope and the CA bundle from provider config, each announced to the Harness by
+// its path variable.
+func nodeEnrollmentFiles() []runtimeFile {
+	return []runtimeFile{
+		{Path: "node-setup.json", Content: "{{config." + configNodeSetupJSON + "}}", EnvVar: envNodeSetupEnvelope},
+		{Path: "node-ca.pem", Content: "{{config." + configNodeCAPEM + "}}", EnvVar: envNodeCAPath},
+	}
+}
+
+// openclawRuntimeProfile is native OpenClaw's runtime profile: only the enrollment files.
 func openclawRuntimeProfile() runtimeProfileContent {
 	return runtimeProfileContent{
 		ID:          RuntimeProfileOpenClaw,
 		DisplayName: "OpenClaw Enterprise OpenClaw runtime",
 		Description: "Workspace-node enrollment files of one native OpenClaw Agent revision.",
 		Category:    openshellv1.ProviderProfileCategory_PROVIDER_PROFILE_CATEGORY_OTHER.String(),
-		Files: []runtimeFile{
-			{Path: "node-setup.json", Content: "{{config." + configNodeSetupJSON + "}}", EnvVar: envNodeSetupEnvelope},
-			{Path: "node-ca.pem", Content: "{{config." + configNodeCAPEM + "}}", EnvVar: envNodeCAPath},
-		},
+		Files:       nodeEnrollmentFiles(),
 	}
+}
+
+// addTo puts the enrollment into the revision's runtime provider: Codex already has one for
+// its plugin-runtime files, which then also carries the CA bundle (node_setup_json is filled in
+// by resolve, at provisioning time); native OpenClaw gets one for the enrollment alone.
+func (n *nodeEnrollment) addTo(rp *runtimeProvider, workspace string, rev driver.Revision) *runtimeProvider {
+	if rp == nil {
+		rp = n.runtimeProvider(workspace, rev)
+	} else if n.hasCA {
+		rp.spec.Config[configNodeCAPEM] = n.caPEM
+	}
+	return rp
 }
 
 // runtimeProvider describes the revision's OpenClaw runtime provider. Its node_setup_json is
@@ -299,7 +318,7 @@ func (b nodeBinding) rule() *openshellv1.NetworkPolicyRule {
 // and TLS fingerprint. That is the one drift provisioning repairs (a redeploy after the code
 // was re-issued); any other difference is refused.
 func setupEnvelopeRefresh(cur *gateway.Provider, want gateway.ProviderSpec, now time.Time) bool {
-	if cur.Type != RuntimeProfileOpenClaw || want.Type != RuntimeProfileOpenClaw || len(cur.CredentialKeys) > 0 {
+	if cur.Type != want.Type || !slices.Contains(runtimeProfileIDs, want.Type) || len(cur.CredentialKeys) > 0 {
 		return false
 	}
 	if cur.Name != want.Name || !maps.Equal(cur.Labels, want.Labels) || (cur.ProfileWorkspace != "" && cur.ProfileWorkspace != want.ProfileWorkspace) {
@@ -320,12 +339,12 @@ func setupEnvelopeRefresh(cur *gateway.Provider, want gateway.ProviderSpec, now 
 }
 
 // RenderNotes explains how RenderCreateSandbox's output for hctx differs from what provisioning
-// sends: for native OpenClaw with a workspace-node setup code, render does not read the Secret,
-// so the runtime provider is named but its node_setup_json and the workspace-node-enrollment
-// network rule are added only by ProvisionHarness. The notes name the Secret, never its content,
+// sends: for native OpenClaw or dedicated Codex with a workspace-node setup code, render does
+// not read the Secret, so the runtime provider is named but its node_setup_json and the
+// workspace-node-enrollment network rule are added only by ProvisionHarness. The notes name the Secret, never its content,
 // and are empty for every other revision (whose render is exactly the first request sent).
 func RenderNotes(hctx driver.HarnessContext) []string {
-	if hctx.Revision.Harness.ID != driver.HarnessOpenClaw {
+	if id := hctx.Revision.Harness.ID; id != driver.HarnessOpenClaw && id != driver.HarnessCodex {
 		return nil
 	}
 	for _, e := range hctx.Requirements.Env {

@@ -69,13 +69,24 @@ func (e *env) ownerLabels() map[string]string {
 	return map[string]string{driver.LabelNamespace: e.ns.ID, driver.LabelAgent: testAgentID}
 }
 
-// withSetupCode adds the setup code reference and the CA bundle to a native OpenClaw revision.
+// withSetupCode adds the setup code reference and the CA bundle to a revision of either Harness.
 func withSetupCode(h driver.HarnessContext, secret string) driver.HarnessContext {
 	h.Requirements.Env = append(slices.Clone(h.Requirements.Env),
 		driver.EnvVar{Name: envNodeSetupCode, SecretKeyRef: &driver.SecretKeyRef{Name: secret, Key: testSetupKey}},
 		driver.EnvVar{Name: envNodeCAPEM, Value: testNodeCA},
 	)
 	return h
+}
+
+// enrollingHarnesses are the Harnesses that enroll a workspace node through OpenShell.
+var enrollingHarnesses = []string{driver.HarnessOpenClaw, driver.HarnessCodex}
+
+// runtimeProfileOf is the runtime profile (and provider type) of a Harness.
+func runtimeProfileOf(harness string) string {
+	if harness == driver.HarnessCodex {
+		return RuntimeProfileCodex
+	}
+	return RuntimeProfileOpenClaw
 }
 
 // requireSetupTokenOnlyInRuntimeProvider fails if the setup token is in any text or in any
@@ -225,7 +236,8 @@ func TestProvisionOpenClawPlainWebSocketEnrollment(t *testing.T) {
 }
 
 // A setup Secret that is not exactly this Agent's (another Agent's label, another Namespace's
-// label, no labels) is refused before any gateway call, without repeating its content.
+// label, no labels) is refused before any gateway call, without repeating its content, for
+// native OpenClaw and dedicated Codex alike.
 func TestProvisionRefusesUnownedSetupSecret(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	d := e.driver(nil)
@@ -237,27 +249,29 @@ func TestProvisionRefusesUnownedSetupSecret(t *testing.T) {
 		"no labels":         nil,
 	}
 	i := 0
-	for name, labels := range cases {
-		t.Run(name, func(t *testing.T) {
-			i++
-			secret := fmt.Sprintf("unowned-setup-%d", i)
-			e.createSetupSecret(secret, labels, code)
-			h := withSetupCode(e.attach(d, e.hctx(driver.HarnessOpenClaw)), secret)
-			e.gw.Journal().Reset()
-			_, err := d.ProvisionHarness(e.ctx, h)
-			if err == nil || !strings.HasPrefix(err.Error(), "Refusing a workspace node setup Secret without exact Agent ownership.") {
-				t.Fatalf("err = %v", err)
-			}
-			if calls := e.gw.Journal().Calls(); len(calls) != 0 {
-				t.Fatalf("gateway calls %v", e.methods())
-			}
-			e.requireSetupTokenOnlyInRuntimeProvider(err.Error())
-		})
+	for _, harness := range enrollingHarnesses {
+		for name, labels := range cases {
+			t.Run(harness+"/"+name, func(t *testing.T) {
+				i++
+				secret := fmt.Sprintf("unowned-setup-%d", i)
+				e.createSetupSecret(secret, labels, code)
+				h := withSetupCode(e.attach(d, e.hctx(harness)), secret)
+				e.gw.Journal().Reset()
+				_, err := d.ProvisionHarness(e.ctx, h)
+				if err == nil || !strings.HasPrefix(err.Error(), "Refusing a workspace node setup Secret without exact Agent ownership.") {
+					t.Fatalf("err = %v", err)
+				}
+				if calls := e.gw.Journal().Calls(); len(calls) != 0 {
+					t.Fatalf("gateway calls %v", e.methods())
+				}
+				e.requireSetupTokenOnlyInRuntimeProvider(err.Error())
+			})
+		}
 	}
 }
 
 // Malformed or unusable setup codes are refused before any gateway call with the rule they
-// break, never the code itself.
+// break, never the code itself, whichever Harness enrolls.
 func TestProvisionRefusesMalformedSetupCode(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	d := e.driver(nil)
@@ -290,21 +304,23 @@ func TestProvisionRefusesMalformedSetupCode(t *testing.T) {
 		{"URL without host", encodeSetupCode(t, setupFields("wss:///node", live)), msgNodeSetupURL},
 		{"too large", append([]byte("oc-pair://"), bytes.Repeat([]byte("A"), 64<<10)...), invalid},
 	}
-	for i, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			secret := fmt.Sprintf("malformed-setup-%d", i)
-			e.createSetupSecret(secret, e.ownerLabels(), tc.code)
-			h := withSetupCode(e.attach(d, e.hctx(driver.HarnessOpenClaw)), secret)
-			e.gw.Journal().Reset()
-			_, err := d.ProvisionHarness(e.ctx, h)
-			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
-				t.Fatalf("err = %v\nwant %q", err, tc.want)
-			}
-			if calls := e.gw.Journal().Calls(); len(calls) != 0 {
-				t.Fatalf("gateway calls %v", e.methods())
-			}
-			e.requireSetupTokenOnlyInRuntimeProvider(err.Error())
-		})
+	for _, harness := range enrollingHarnesses {
+		for i, tc := range cases {
+			t.Run(harness+"/"+tc.name, func(t *testing.T) {
+				secret := fmt.Sprintf("malformed-setup-%s-%d", harness, i)
+				e.createSetupSecret(secret, e.ownerLabels(), tc.code)
+				h := withSetupCode(e.attach(d, e.hctx(harness)), secret)
+				e.gw.Journal().Reset()
+				_, err := d.ProvisionHarness(e.ctx, h)
+				if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+					t.Fatalf("err = %v\nwant %q", err, tc.want)
+				}
+				if calls := e.gw.Journal().Calls(); len(calls) != 0 {
+					t.Fatalf("gateway calls %v", e.methods())
+				}
+				e.requireSetupTokenOnlyInRuntimeProvider(err.Error())
+			})
+		}
 	}
 	t.Run("missing key", func(t *testing.T) {
 		e.createSetupSecret("keyless-setup", e.ownerLabels(), padded)
@@ -317,9 +333,8 @@ func TestProvisionRefusesMalformedSetupCode(t *testing.T) {
 	})
 }
 
-// Offline refusals of the environment: any Secret reference other than the OpenClaw setup
-// code (including the setup code for Codex, which does not enroll here), a literal setup code,
-// and a CA bundle given twice or unbounded. Render reads no Secret, so these need no cluster.
+// Offline refusals of the environment: any Secret reference other than the setup code (for
+// either Harness), a literal setup code, and a CA bundle given twice or unbounded. Render reads no Secret, so these need no cluster.
 func TestRenderNodeEnrollmentRefusals(t *testing.T) {
 	d := newTestDriver(t, nil)
 	ref := &driver.SecretKeyRef{Name: testSetupSecret, Key: testSetupKey}
@@ -333,8 +348,11 @@ func TestRenderNodeEnrollmentRefusals(t *testing.T) {
 			"OpenShell cannot receive secretKeyRef environment OPENCLAW_API_KEY."},
 		{"other secretKeyRef beside a setup code", driver.HarnessOpenClaw, []driver.EnvVar{{Name: envNodeSetupCode, SecretKeyRef: ref}, {Name: "GITHUB_TOKEN", SecretKeyRef: ref}},
 			"OpenShell cannot receive secretKeyRef environment GITHUB_TOKEN."},
-		{"setup code for Codex", driver.HarnessCodex, []driver.EnvVar{{Name: envNodeSetupCode, SecretKeyRef: ref}},
-			"OpenShell cannot receive secretKeyRef environment OPENCLAW_NODE_SETUP_CODE."},
+		{"other secretKeyRef beside a Codex setup code", driver.HarnessCodex, []driver.EnvVar{{Name: envNodeSetupCode, SecretKeyRef: ref}, {Name: "GITHUB_TOKEN", SecretKeyRef: ref}},
+			"OpenShell cannot receive secretKeyRef environment GITHUB_TOKEN."},
+		{"literal Codex setup code", driver.HarnessCodex, []driver.EnvVar{{Name: envNodeSetupCode, Value: setupCanary}},
+			"OpenShell cannot receive literal environment OPENCLAW_NODE_SETUP_CODE."},
+		{"two Codex CA bundles", driver.HarnessCodex, []driver.EnvVar{{Name: envNodeCAPEM, Value: testNodeCA}, {Name: envNodeCAPEM, Value: testNodeCA}}, msgNodeCA},
 		{"literal setup code", driver.HarnessOpenClaw, []driver.EnvVar{{Name: envNodeSetupCode, Value: setupCanary}},
 			"OpenShell cannot receive literal environment OPENCLAW_NODE_SETUP_CODE."},
 		{"two setup codes", driver.HarnessOpenClaw, []driver.EnvVar{{Name: envNodeSetupCode, SecretKeyRef: ref}, {Name: envNodeSetupCode, SecretKeyRef: ref}},
@@ -385,6 +403,12 @@ func TestRenderOpenClawSetupCodeIsAReference(t *testing.T) {
 // refreshes only node_setup_json, fenced by the stored version; a stored envelope that is still
 // live, or one for another endpoint, is refused without any update.
 func TestProvisionRefreshesExpiredSetupEnvelope(t *testing.T) {
+	for _, harness := range enrollingHarnesses {
+		testRefreshExpiredSetupEnvelope(t, harness)
+	}
+}
+
+func testRefreshExpiredSetupEnvelope(t *testing.T, harness string) {
 	for _, tc := range []struct {
 		name     string
 		stored   nodeSetupEnvelope
@@ -399,20 +423,25 @@ func TestProvisionRefreshesExpiredSetupEnvelope(t *testing.T) {
 		{name: "expired, other fingerprint", stored: nodeSetupEnvelope{URL: testSetupURL, BootstrapToken: "old", ExpiresAtMs: time.Now().Add(-time.Hour).UnixMilli(), TLSFingerprint: "sha256:other"},
 			wantFail: "Refusing OpenShell provider "},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
+		t.Run(harness+"/"+tc.name, func(t *testing.T) {
 			e := newEnv(t, envOptions{})
 			d := e.driver(nil)
 			e.prepare(d)
 			e.createSetupSecret(testSetupSecret, e.ownerLabels(), encodeSetupCode(t, setupFields(testSetupURL, time.Now().Add(time.Hour))))
-			h := withSetupCode(e.attach(d, e.hctx(driver.HarnessOpenClaw)), testSetupSecret)
+			h := withSetupCode(e.attach(d, e.hctx(harness)), testSetupSecret)
 			stored, err := json.Marshal(tc.stored)
 			if err != nil {
 				t.Fatal(err)
 			}
 			name := RuntimeProviderName(h.Revision.ID)
+			config := map[string]string{configNodeSetupJSON: string(stored), configNodeCAPEM: testNodeCA}
+			if harness == driver.HarnessCodex {
+				config[configRuntimeJSON] = `{"kind":"codex","selections":[]}`
+				config[configConfigTOML] = "model = \"gpt-5\"\n"
+			}
 			created, err := e.client.CreateProvider(e.ctx, e.ns.Name, gateway.ProviderSpec{
-				Name: name, Labels: runtimeProviderLabels(h.Revision), Type: RuntimeProfileOpenClaw, ProfileWorkspace: e.ns.Name,
-				Config: map[string]string{configNodeSetupJSON: string(stored), configNodeCAPEM: testNodeCA},
+				Name: name, Labels: runtimeProviderLabels(h.Revision), Type: runtimeProfileOf(harness), ProfileWorkspace: e.ns.Name,
+				Config: config,
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -447,7 +476,7 @@ func TestProvisionRefreshesExpiredSetupEnvelope(t *testing.T) {
 				t.Fatal(err)
 			}
 			var now nodeSetupEnvelope
-			if err := json.Unmarshal([]byte(p.Config[configNodeSetupJSON]), &now); err != nil || now.BootstrapToken != setupCanary || p.Config[configNodeCAPEM] != testNodeCA {
+			if err := json.Unmarshal([]byte(p.Config[configNodeSetupJSON]), &now); err != nil || now.BootstrapToken != setupCanary || p.Config[configNodeCAPEM] != testNodeCA || len(p.Config) != len(config) {
 				t.Fatalf("provider after refresh: err=%v token refreshed=%v", err, now.BootstrapToken == setupCanary)
 			}
 			e.requireSetupTokenOnlyInRuntimeProvider()
@@ -533,6 +562,12 @@ func (g echoingProviders) CreateProvider(_ context.Context, _ string, spec gatew
 // A gateway error that echoes the runtime provider's config does not carry the bootstrap token
 // into the driver's error.
 func TestProvisionRedactsSetupTokenFromGatewayErrors(t *testing.T) {
+	for _, harness := range enrollingHarnesses {
+		t.Run(harness, func(t *testing.T) { testRedactSetupToken(t, harness) })
+	}
+}
+
+func testRedactSetupToken(t *testing.T, harness string) {
 	e := newEnv(t, envOptions{})
 	opts := testOptions(t, nil)
 	opts.Gateway = echoingProviders{Client: e.client}
@@ -542,7 +577,7 @@ func TestProvisionRedactsSetupTokenFromGatewayErrors(t *testing.T) {
 	}
 	e.prepare(d)
 	e.createSetupSecret(testSetupSecret, e.ownerLabels(), encodeSetupCode(t, setupFields(testSetupURL, time.Now().Add(time.Hour))))
-	h := withSetupCode(e.attach(d, e.hctx(driver.HarnessOpenClaw)), testSetupSecret)
+	h := withSetupCode(e.attach(d, e.hctx(harness)), testSetupSecret)
 	_, err = d.ProvisionHarness(e.ctx, h)
 	if err == nil || !strings.Contains(err.Error(), "refused: config") {
 		t.Fatalf("err = %v", err)

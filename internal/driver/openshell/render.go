@@ -79,8 +79,9 @@ var appTokenSHA = regexp.MustCompile(`^[a-f0-9]{64}$`)
 // and no cluster, and reads no Secret: the request carries only literal values, so printing it
 // (`occ sandbox render`) exposes nothing secret. The request_id is the first of the revision's
 // deterministic create IDs (the revision UUID). It is exactly the request provisioning sends,
-// except for native OpenClaw with a workspace-node setup code: provisioning then reads the setup
-// Secret and adds the workspace-node-enrollment network rule (RenderNotes says so).
+// except for a native OpenClaw or dedicated Codex revision with a workspace-node setup code:
+// provisioning then reads the setup Secret and adds the workspace-node-enrollment network rule
+// (RenderNotes says so).
 func (d *Driver) RenderCreateSandbox(hctx driver.HarnessContext) (*openshellv1.CreateSandboxRequest, error) {
 	p, err := d.plan(hctx)
 	if err != nil {
@@ -134,7 +135,7 @@ type provisionPlan struct {
 	// runtime is the revision's Harness runtime provider, ensured before the Sandbox; nil for
 	// a Harness without runtime files.
 	runtime *runtimeProvider
-	// enrollment is native OpenClaw's workspace-node enrollment, nil without a setup code.
+	// enrollment is the revision's workspace-node enrollment, nil without a setup code.
 	// Render leaves it unresolved: the setup Secret is read only by ProvisionHarness, which
 	// then adds node_setup_json to the runtime provider and the workspace-node-enrollment
 	// network rule to the policy.
@@ -211,7 +212,7 @@ func (d *Driver) plan(hctx driver.HarnessContext) (*provisionPlan, error) {
 	codex := h.ID == driver.HarnessCodex
 	// The workspace-node setup code is the one Secret reference OpenShell accepts: it goes to
 	// the runtime provider, read only at provisioning time, so the literal builder never sees it.
-	enrollment, literalEnv, err := planNodeEnrollment(req.Env, codex)
+	enrollment, literalEnv, err := planNodeEnrollment(req.Env)
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +227,7 @@ func (d *Driver) plan(hctx driver.HarnessContext) (*provisionPlan, error) {
 	}
 	runtime := planRuntimeProvider(env, codex, workspace, rev)
 	if enrollment != nil {
-		runtime = enrollment.runtimeProvider(workspace, rev)
+		runtime = enrollment.addTo(runtime, workspace, rev)
 	}
 	if err := checkHarnessLabels(req.Labels, rev); err != nil {
 		return nil, err

@@ -23,8 +23,9 @@ import (
 // as literal Sandbox environment.
 const (
 	// RuntimeProfileCodex is the provider profile (and provider type) of dedicated Codex's
-	// runtime files. Native OpenClaw never receives the Codex files; it has a runtime provider
-	// only when it enrolls a workspace node (RuntimeProfileOpenClaw, see nodeenroll.go).
+	// runtime files, including its workspace-node enrollment files. Native OpenClaw never
+	// receives the Codex files; it has a runtime provider only when it enrolls a workspace node
+	// (RuntimeProfileOpenClaw, see nodeenroll.go).
 	RuntimeProfileCodex = "oce-codex-runtime"
 	// RuntimeProviderPrefix starts every per-revision runtime provider name.
 	RuntimeProviderPrefix = "oce-runtime-"
@@ -72,17 +73,20 @@ type runtimeProfileContent struct {
 
 // codexRuntimeProfile is the Codex runtime profile: no credentials, endpoints or binaries, not
 // inference-capable; runtime.json and config.toml rendered from the provider's config, each
-// exposed to the Harness through the variable the Deployment-shaped Harness reads.
+// exposed to the Harness through the variable the Deployment-shaped Harness reads, plus the
+// workspace-node enrollment files (empty for a revision that does not enroll). Adding those
+// files changed the content digest, so profiles imported before are replaced once by the
+// fenced update in ensureRuntimeProfile.
 func codexRuntimeProfile() runtimeProfileContent {
 	return runtimeProfileContent{
 		ID:          RuntimeProfileCodex,
 		DisplayName: "OpenClaw Enterprise Codex runtime",
 		Description: "Plugin-runtime files of one dedicated Codex Agent revision.",
 		Category:    openshellv1.ProviderProfileCategory_PROVIDER_PROFILE_CATEGORY_OTHER.String(),
-		Files: []runtimeFile{
+		Files: append([]runtimeFile{
 			{Path: "runtime.json", Content: "{{config." + configRuntimeJSON + "}}", EnvVar: envRuntimeManifest},
 			{Path: "config.toml", Content: "{{config." + configConfigTOML + "}}", EnvVar: envCodexConfigTOML},
-		},
+		}, nodeEnrollmentFiles()...),
 	}
 }
 

@@ -70,9 +70,11 @@ func TestProvisionCodexRuntimeProviderOnce(t *testing.T) {
 		t.Fatalf("profile annotations %v", prof.Annotations)
 	}
 	if prof.Category != openshellv1.ProviderProfileCategory_PROVIDER_PROFILE_CATEGORY_OTHER || prof.InferenceCapable ||
-		len(prof.Credentials)+len(prof.Endpoints)+len(prof.Binaries) != 0 || len(prof.Files) != 2 ||
+		len(prof.Credentials)+len(prof.Endpoints)+len(prof.Binaries) != 0 || len(prof.Files) != 4 ||
 		prof.Files[0].Path != "runtime.json" || prof.Files[0].Content != "{{config.runtime_json}}" ||
-		prof.Files[1].Path != "config.toml" || prof.Files[1].Content != "{{config.config_toml}}" {
+		prof.Files[1].Path != "config.toml" || prof.Files[1].Content != "{{config.config_toml}}" ||
+		prof.Files[2].Path != "node-setup.json" || prof.Files[2].Content != "{{config.node_setup_json}}" || prof.Files[2].EnvVar != "OPENCLAW_NODE_SETUP_ENVELOPE" ||
+		prof.Files[3].Path != "node-ca.pem" || prof.Files[3].Content != "{{config.node_ca_pem}}" || prof.Files[3].EnvVar != "OPENCLAW_NODE_CA_PATH" {
 		t.Fatalf("runtime profile %v", prof)
 	}
 }
@@ -180,6 +182,44 @@ func TestProvisionUpdatesChangedRuntimeProfile(t *testing.T) {
 	prof, err := e.client.GetProviderProfile(e.ctx, e.ns.Name, RuntimeProfileCodex)
 	if err != nil || prof.ResourceVersion != 2 || prof.Annotations["openclaw.dev/managed-by"] != codexRuntimeProfile().annotation() ||
 		!profileContentEqual(prof, codexRuntimeProfile()) {
+		t.Fatalf("profile after the update %v, %v", prof, err)
+	}
+	if n := len(e.gw.Journal().Method("ImportProviderProfiles")); n != 0 {
+		t.Fatalf("%d imports of an existing profile", n)
+	}
+}
+
+// An installation provisioned before Codex enrolled workspace nodes holds the Codex profile
+// with only runtime.json and config.toml (and that content's digest). The next provision
+// replaces it exactly once through the fenced update, and later provisions leave it alone.
+func TestProvisionUpdatesPreEnrollmentCodexProfileOnce(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	d := e.driver(nil)
+	e.prepare(d)
+	old := codexRuntimeProfile()
+	old.Files = old.Files[:2]
+	if old.annotation() == codexRuntimeProfile().annotation() {
+		t.Fatal("the enrollment files did not change the Codex profile digest")
+	}
+	if _, err := e.client.ImportProviderProfiles(e.ctx, e.ns.Name, profileSource, old.wire()); err != nil {
+		t.Fatal(err)
+	}
+	e.gw.Journal().Reset()
+	for i, revisionID := range []string{testRevisionID, "rev_7d0c2f4e-5b1a-4c3d-9e8f-0a1b2c3d4e5f"} {
+		h := e.attach(d, withRevision(e.hctx(driver.HarnessCodex), revisionID))
+		for j := range 2 {
+			if _, err := d.ProvisionHarness(e.ctx, h); err != nil {
+				t.Fatalf("revision %d run %d: %v", i+1, j+1, err)
+			}
+		}
+	}
+	updates := e.gw.Journal().Method("UpdateProviderProfiles")
+	if len(updates) != 1 || updates[0].Request.(*openshellv1.UpdateProviderProfilesRequest).ExpectedResourceVersion != 1 {
+		t.Fatalf("UpdateProviderProfiles calls %+v, want one fenced at version 1", updates)
+	}
+	prof, err := e.client.GetProviderProfile(e.ctx, e.ns.Name, RuntimeProfileCodex)
+	if err != nil || prof.Annotations["openclaw.dev/managed-by"] != codexRuntimeProfile().annotation() ||
+		!profileContentEqual(prof, codexRuntimeProfile()) || len(prof.Files) != 4 {
 		t.Fatalf("profile after the update %v, %v", prof, err)
 	}
 	if n := len(e.gw.Journal().Method("ImportProviderProfiles")); n != 0 {
