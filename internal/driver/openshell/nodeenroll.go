@@ -25,8 +25,8 @@ import (
 // Workspace-node enrollment lets a native OpenClaw or dedicated Codex Harness enroll as a
 // workspace node with its Agent Gateway. The setup code is a Secret: it is read from Compute's
 // Secret only while provisioning (never by render), validated, and delivered to the Sandbox only
-// as the runtime provider's node_setup_json config, which the runtime profile renders into a file. Nothing else
-// (errors, logs, the Sandbox spec, render output) ever carries it.
+// as the runtime provider's node_setup_json config, which the runtime profile renders into a
+// file. Nothing else (errors, logs, the Sandbox spec, render output) ever carries it.
 const (
 	envNodeSetupCode = "OPENCLAW_NODE_SETUP_CODE"
 	envNodeCAPEM     = "OPENCLAW_NODE_CA_PEM"
