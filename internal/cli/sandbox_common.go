@@ -126,3 +126,17 @@ func printDocument(g *Globals, v any, defaultYAML bool) error {
 	}
 	return g.print(v, nil)
 }
+
+// sessionForRevision resolves the session options and the required --revision file, the two
+// inputs every per-revision command starts from.
+func sessionForRevision(g *Globals) (session.Options, *compute.RevisionFile, error) {
+	opts, err := sessionOptions(g)
+	if err != nil {
+		return session.Options{}, nil, err
+	}
+	rf, err := loadRevision(g)
+	if err != nil {
+		return session.Options{}, nil, err
+	}
+	return opts, rf, nil
+}

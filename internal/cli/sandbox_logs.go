@@ -34,11 +34,7 @@ func newSandboxLogsCommand(g *Globals) *cobra.Command {
 }
 
 func runSandboxLogs(g *Globals, cmd *cobra.Command) error {
-	opts, err := sessionOptions(g)
-	if err != nil {
-		return err
-	}
-	rf, err := loadRevision(g)
+	opts, rf, err := sessionForRevision(g)
 	if err != nil {
 		return err
 	}

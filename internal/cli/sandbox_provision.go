@@ -35,11 +35,7 @@ Running it again adopts what an earlier run created and resumes where it stopped
 }
 
 func runSandboxProvision(g *Globals, cmd *cobra.Command) error {
-	opts, err := sessionOptions(g)
-	if err != nil {
-		return err
-	}
-	rf, err := loadRevision(g)
+	opts, rf, err := sessionForRevision(g)
 	if err != nil {
 		return err
 	}

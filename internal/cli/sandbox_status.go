@@ -39,11 +39,7 @@ that cannot be read is listed under problems; the rest is still shown.`,
 }
 
 func runSandboxStatus(g *Globals, cmd *cobra.Command) error {
-	opts, err := sessionOptions(g)
-	if err != nil {
-		return err
-	}
-	rf, err := loadRevision(g)
+	opts, rf, err := sessionForRevision(g)
 	if err != nil {
 		return err
 	}
