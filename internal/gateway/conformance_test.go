@@ -249,15 +249,13 @@ func fastRetry(cfg *gateway.Config) { cfg.Retry = fastRetryPolicy }
 // The transport: TLS against a private CA and a bearer token read from its file on every
 // call, so a rotated token takes effect without a redial.
 func TestConformanceTLSAndBearerTokenPerCall(t *testing.T) {
-	if os.Getenv(envGateway) != "" {
-		t.Skip("needs the emulator: it serves a certificate signed by a CA this test generates")
-	}
 	pki := newTestPKI(t)
 	const token = "conformance-token-2b7e"
 	tg := newTarget(t, gatewaytest.Options{
 		Token: token,
 		TLS:   pki.serverTLS(),
 	})
+	tg.emulatorOnly(t, "it serves a certificate signed by a CA this test generates")
 	tokenFile := writeFile(t, "token", token+"\n")
 	tg.cfg = gateway.Config{Endpoint: tg.emu.Addr(), RootCertificatePath: pki.caPath, BearerTokenFile: tokenFile}
 	c := tg.client(t, fastRetry)
