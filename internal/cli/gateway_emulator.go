@@ -5,13 +5,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/openclaw/occ/internal/gateway/gatewaytest"
+	"github.com/openclaw/occ/internal/gateway/emulator"
 )
 
 // newGatewayEmulatorCommand is the hidden `occ gateway-emulator`: the in-process OpenShell
 // gateway emulator as a process of its own, for trying the driver by hand without a gateway.
 func newGatewayEmulatorCommand(g *Globals) *cobra.Command {
-	cfg := gatewaytest.StandaloneConfig{}
+	cfg := emulator.StandaloneConfig{}
 	cmd := &cobra.Command{
 		Use:    "gateway-emulator",
 		Short:  "Serve an emulated OpenShell v0.1.x gateway on a loopback address (for development)",
@@ -24,7 +24,7 @@ listens on loopback only.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Kubeconfig, cfg.Context = g.Kubeconfig, g.Context
 			cfg.UseKubernetes = g.Kubeconfig != "" || g.Context != ""
-			return gatewaytest.RunStandalone(cmd.Context(), cfg, func(addr string) {
+			return emulator.RunStandalone(cmd.Context(), cfg, func(addr string) {
 				backing := "in memory"
 				if cfg.UseKubernetes {
 					backing = "Kubernetes"

@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
-	compute "github.com/openclaw/occ/internal/driver/kubernetes"
-	"github.com/openclaw/occ/internal/driver/kubernetes/session"
+	"github.com/openclaw/occ/internal/driver/compute"
+	"github.com/openclaw/occ/internal/sandbox"
 )
 
 // Flags shared by the `occ sandbox` commands that drive the Compute flow. Like every flag they
@@ -61,13 +61,13 @@ func sandboxLogger(g *Globals) *slog.Logger {
 	return slog.New(slog.NewTextHandler(g.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
-// sessionOptions collects the shared settings for session.Open.
-func sessionOptions(g *Globals) (session.Options, error) {
+// sessionOptions collects the shared settings for sandbox.Open.
+func sessionOptions(g *Globals) (sandbox.Options, error) {
 	path, err := installationPath(g)
 	if err != nil {
-		return session.Options{}, err
+		return sandbox.Options{}, err
 	}
-	return session.Options{
+	return sandbox.Options{
 		InstallationPath: path,
 		Kubeconfig:       g.Kubeconfig,
 		KubeContext:      g.Context,
@@ -129,14 +129,14 @@ func printDocument(g *Globals, v any, defaultYAML bool) error {
 
 // sessionForRevision resolves the session options and the required --revision file, the two
 // inputs every per-revision command starts from.
-func sessionForRevision(g *Globals) (session.Options, *compute.RevisionFile, error) {
+func sessionForRevision(g *Globals) (sandbox.Options, *compute.RevisionFile, error) {
 	opts, err := sessionOptions(g)
 	if err != nil {
-		return session.Options{}, nil, err
+		return sandbox.Options{}, nil, err
 	}
 	rf, err := loadRevision(g)
 	if err != nil {
-		return session.Options{}, nil, err
+		return sandbox.Options{}, nil, err
 	}
 	return opts, rf, nil
 }

@@ -8,7 +8,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/openclaw/occ/internal/driver"
-	"github.com/openclaw/occ/internal/driver/kubernetes/session"
+	"github.com/openclaw/occ/internal/sandbox"
 )
 
 func init() { sandboxSubcommands = append(sandboxSubcommands, newSandboxConfigureAgentCommand) }
@@ -48,7 +48,7 @@ func runSandboxConfigureAgent(g *Globals) error {
 	if cfgPath != "" && g.v.GetString("harness") == "" {
 		return usageErrorf("--harness is required with --configuration: name the Harness runtime (codex or openclaw)")
 	}
-	off, err := session.OpenOffline(path)
+	off, err := sandbox.OpenOffline(path)
 	if err != nil {
 		return err
 	}

@@ -27,13 +27,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/openclaw/occ/internal/driver"
-	compute "github.com/openclaw/occ/internal/driver/kubernetes"
-	"github.com/openclaw/occ/internal/driver/kubernetes/session"
+	"github.com/openclaw/occ/internal/driver/compute"
 	"github.com/openclaw/occ/internal/driver/openshell"
 	"github.com/openclaw/occ/internal/gateway"
-	"github.com/openclaw/occ/internal/gateway/gatewaytest"
+	"github.com/openclaw/occ/internal/gateway/emulator"
 	pb "github.com/openclaw/occ/internal/gateway/openshellv1"
 	"github.com/openclaw/occ/internal/installation"
+	"github.com/openclaw/occ/internal/sandbox"
 	"github.com/openclaw/occ/internal/testbed"
 )
 
@@ -89,7 +89,7 @@ type e2eBed struct {
 	kube         kubernetes.Interface
 	kubeconfig   string
 	installation string
-	gw           *gatewaytest.Server
+	gw           *emulator.Server
 	client       *gateway.Client
 	canary       canaries
 	outputs      []string
@@ -104,7 +104,7 @@ func newE2EBed(t *testing.T) *e2eBed {
 		t.Fatal(err)
 	}
 	tlsCfg, caPEM := selfSignedTLS(t)
-	b.gw = gatewaytest.StartT(t, gatewaytest.Options{Kube: b.kube, TLS: tlsCfg, Token: b.canary.token})
+	b.gw = emulator.StartT(t, emulator.Options{Kube: b.kube, TLS: tlsCfg, Token: b.canary.token})
 
 	dir := t.TempDir()
 	ca, token := filepath.Join(dir, "ca.pem"), filepath.Join(dir, "gateway-token")
@@ -137,7 +137,7 @@ func newE2EBed(t *testing.T) *e2eBed {
 	if err != nil {
 		t.Fatalf("test Installation: %v", err)
 	}
-	cfg, err := session.GatewayConfig(in.OpenShellBackend(), "")
+	cfg, err := sandbox.GatewayConfig(in.OpenShellBackend(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func (b *e2eBed) occ(t *testing.T, args ...string) (int, string, string) {
 
 // scan fails the test if any canary appears in any captured output or in any request the
 // emulator received from occ.
-func (b *e2eBed) scan(t *testing.T, skipCall func(gatewaytest.Call) bool) {
+func (b *e2eBed) scan(t *testing.T, skipCall func(emulator.Call) bool) {
 	t.Helper()
 	for _, out := range b.outputs {
 		for _, c := range b.canary.all() {
@@ -390,7 +390,7 @@ func TestSandboxProvisionThenCleanupEndToEnd(t *testing.T) {
 	}
 
 	// The test's own CreateProvider carried the provider key by design; nothing occ sent may.
-	b.scan(t, func(c gatewaytest.Call) bool { return c.Method == "CreateProvider" })
+	b.scan(t, func(c emulator.Call) bool { return c.Method == "CreateProvider" })
 }
 
 // Without a cluster or a gateway, render and configure-agent still work, and the commands

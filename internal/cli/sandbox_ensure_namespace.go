@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	compute "github.com/openclaw/occ/internal/driver/kubernetes"
-	"github.com/openclaw/occ/internal/driver/kubernetes/session"
+	"github.com/openclaw/occ/internal/driver/compute"
+	"github.com/openclaw/occ/internal/sandbox"
 )
 
 func init() { sandboxSubcommands = append(sandboxSubcommands, newSandboxEnsureNamespaceCommand) }
@@ -50,7 +50,7 @@ func runSandboxEnsureNamespace(g *Globals, cmd *cobra.Command) error {
 		}
 		nsID = rf.NamespaceID
 	}
-	s, err := session.Open(cmd.Context(), opts)
+	s, err := sandbox.Open(cmd.Context(), opts)
 	if err != nil {
 		return err
 	}

@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openclaw/occ/internal/driver"
-	"github.com/openclaw/occ/internal/driver/kubernetes/session"
 	"github.com/openclaw/occ/internal/gateway"
+	"github.com/openclaw/occ/internal/sandbox"
 )
 
 func init() { sandboxSubcommands = append(sandboxSubcommands, newSandboxLogsCommand) }
@@ -49,7 +49,7 @@ func runSandboxLogs(g *Globals, cmd *cobra.Command) error {
 		}
 		lopts.Since = t
 	}
-	s, err := session.Open(cmd.Context(), opts)
+	s, err := sandbox.Open(cmd.Context(), opts)
 	if err != nil {
 		return err
 	}

@@ -12,9 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/openclaw/occ/internal/driver"
-	compute "github.com/openclaw/occ/internal/driver/kubernetes"
+	"github.com/openclaw/occ/internal/driver/compute"
 	"github.com/openclaw/occ/internal/driver/openshell"
-	"github.com/openclaw/occ/internal/gateway/gatewaytest"
+	"github.com/openclaw/occ/internal/gateway/emulator"
 	pb "github.com/openclaw/occ/internal/gateway/openshellv1"
 	"github.com/openclaw/occ/internal/testbed"
 )
@@ -90,7 +90,7 @@ func TestSandboxProvisionWorkspaceNodeEndToEnd(t *testing.T) {
 	if !sawEnvelope {
 		t.Fatalf("runtime provider %s was not created with the setup envelope", provider)
 	}
-	b.scan(t, func(c gatewaytest.Call) bool {
+	b.scan(t, func(c emulator.Call) bool {
 		return c.Method == "CreateProvider" && c.Request.(*pb.CreateProviderRequest).GetProvider().GetMetadata().GetName() == provider
 	})
 }

@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	compute "github.com/openclaw/occ/internal/driver/kubernetes"
-	"github.com/openclaw/occ/internal/driver/kubernetes/session"
+	"github.com/openclaw/occ/internal/driver/compute"
+	"github.com/openclaw/occ/internal/sandbox"
 )
 
 func init() { sandboxSubcommands = append(sandboxSubcommands, newSandboxProvisionCommand) }
@@ -44,7 +44,7 @@ func runSandboxProvision(g *Globals, cmd *cobra.Command) error {
 	if opts.PodTimeout <= 0 || opts.Gate.Timeout <= 0 {
 		return usageErrorf("--pod-timeout and --attachment-timeout must be positive durations (for example 5m)")
 	}
-	s, err := session.Open(cmd.Context(), opts)
+	s, err := sandbox.Open(cmd.Context(), opts)
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
-	"github.com/openclaw/occ/internal/driver/kubernetes/session"
+	"github.com/openclaw/occ/internal/sandbox"
 )
 
 func init() { sandboxSubcommands = append(sandboxSubcommands, newSandboxRenderCommand) }
@@ -38,7 +38,7 @@ func runSandboxRender(g *Globals) error {
 	if err != nil {
 		return err
 	}
-	off, err := session.OpenOffline(path)
+	off, err := sandbox.OpenOffline(path)
 	if err != nil {
 		return err
 	}

@@ -9,9 +9,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openclaw/occ/internal/driver"
-	compute "github.com/openclaw/occ/internal/driver/kubernetes"
-	"github.com/openclaw/occ/internal/driver/kubernetes/session"
+	"github.com/openclaw/occ/internal/driver/compute"
 	"github.com/openclaw/occ/internal/driver/openshell"
+	"github.com/openclaw/occ/internal/sandbox"
 )
 
 const flagAppServerTokenFile = "app-server-token-file"
@@ -49,7 +49,7 @@ func runSandboxStatus(g *Globals, cmd *cobra.Command) error {
 			return usageErrorf("--%s: %v", flagAppServerTokenFile, err)
 		}
 	}
-	s, err := session.Open(cmd.Context(), opts)
+	s, err := sandbox.Open(cmd.Context(), opts)
 	if err != nil {
 		return err
 	}

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	compute "github.com/openclaw/occ/internal/driver/kubernetes"
+	"github.com/openclaw/occ/internal/driver/compute"
 	"github.com/openclaw/occ/internal/driver/openshell"
 	"github.com/openclaw/occ/internal/gateway"
-	"github.com/openclaw/occ/internal/gateway/gatewaytest"
+	"github.com/openclaw/occ/internal/gateway/emulator"
 	"github.com/openclaw/occ/internal/testbed"
 )
 
@@ -98,5 +98,5 @@ func TestSandboxStatusShowsHarnessEndpoint(t *testing.T) {
 			t.Fatalf("the app-server token leaked into output:\n%s", o)
 		}
 	}
-	b.scan(t, func(c gatewaytest.Call) bool { return c.Method == "CreateProvider" })
+	b.scan(t, func(c emulator.Call) bool { return c.Method == "CreateProvider" })
 }

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/openclaw/occ/internal/gateway"
-	"github.com/openclaw/occ/internal/gateway/gatewaytest"
+	"github.com/openclaw/occ/internal/gateway/emulator"
 	pb "github.com/openclaw/occ/internal/gateway/openshellv1"
 )
 
@@ -17,7 +17,7 @@ import (
 
 func benchClient(b *testing.B) (*gateway.Client, pb.OpenShellClient, string, string) {
 	b.Helper()
-	emu := gatewaytest.StartT(b, gatewaytest.Options{})
+	emu := emulator.StartT(b, emulator.Options{})
 	c, err := gateway.Dial(context.Background(), gateway.Config{Endpoint: emu.Addr(), InsecureTransport: gateway.InsecureTransportNetworkPolicy})
 	if err != nil {
 		b.Fatal(err)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/openclaw/occ/internal/gateway"
-	"github.com/openclaw/occ/internal/gateway/gatewaytest"
+	"github.com/openclaw/occ/internal/gateway/emulator"
 	pb "github.com/openclaw/occ/internal/gateway/openshellv1"
 	"github.com/openclaw/occ/internal/testbed"
 )
@@ -17,7 +17,7 @@ import (
 // credential value is a canary that must never show up on the client side.
 func TestConformanceProviderLifecycle(t *testing.T) {
 	const canary = "sk-canary-provider-0b9e"
-	tg := newTarget(t, gatewaytest.Options{})
+	tg := newTarget(t, emulator.Options{})
 	c := tg.client(t)
 	ctx := testContext(t)
 	ws := tg.workspace(t, c)
@@ -108,7 +108,7 @@ func TestConformanceProviderLifecycle(t *testing.T) {
 // attachmentStatus and withdraw: a provider attached at create becomes READY once the sandbox
 // is; detaching returns a receipt whose status reaches REVOKED; a gone sandbox is NOT_FOUND.
 func TestConformanceProviderReadinessAndDetach(t *testing.T) {
-	tg := newTarget(t, gatewaytest.Options{})
+	tg := newTarget(t, emulator.Options{})
 	c := tg.client(t)
 	ctx := testContext(t)
 	ws := tg.workspace(t, c)
@@ -188,7 +188,7 @@ func TestConformanceProviderReadinessAndDetach(t *testing.T) {
 // The runtime provider's profile: import, read its fence, update fenced, refuse a stale fence
 // and a duplicate import, delete.
 func TestConformanceProviderProfiles(t *testing.T) {
-	tg := newTarget(t, gatewaytest.Options{})
+	tg := newTarget(t, emulator.Options{})
 	c := tg.client(t)
 	ctx := testContext(t)
 	ws := tg.workspace(t, c)
@@ -248,7 +248,7 @@ func TestConformanceProviderProfiles(t *testing.T) {
 // readSandboxLogs: line count, since-time filter with nanoseconds, fields and sources pass
 // through; an absent sandbox is NOT_FOUND.
 func TestConformanceSandboxLogs(t *testing.T) {
-	tg := newTarget(t, gatewaytest.Options{})
+	tg := newTarget(t, emulator.Options{})
 	c := tg.client(t)
 	ctx := testContext(t)
 	ws := tg.workspace(t, c)
@@ -271,7 +271,7 @@ func TestConformanceSandboxLogs(t *testing.T) {
 		var lines []*pb.SandboxLogLine
 		for i := range 4 {
 			lines = append(lines, &pb.SandboxLogLine{
-				Level: "INFO", Target: "harness", Message: fmt.Sprintf("line %d", i), Source: gatewaytest.SourceSandbox,
+				Level: "INFO", Target: "harness", Message: fmt.Sprintf("line %d", i), Source: emulator.SourceSandbox,
 				Fields: map[string]string{"i": fmt.Sprint(i)}, EventTime: timestamp(base.Add(time.Duration(i)*time.Second + 7)),
 			})
 		}

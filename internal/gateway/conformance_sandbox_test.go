@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/openclaw/occ/internal/gateway"
-	"github.com/openclaw/occ/internal/gateway/gatewaytest"
+	"github.com/openclaw/occ/internal/gateway/emulator"
 	pb "github.com/openclaw/occ/internal/gateway/openshellv1"
 	"github.com/openclaw/occ/internal/testbed"
 )
@@ -78,7 +78,7 @@ func waitForPhase(t *testing.T, c *gateway.Client, ws, name string, phase gatewa
 // exposure, see its Harness Pod in the cluster, wait for READY, check the service, adopt on a
 // second pass without a second create, delete it and see the Pod go.
 func TestConformanceSandboxLifecycle(t *testing.T) {
-	tg := newTarget(t, gatewaytest.Options{})
+	tg := newTarget(t, emulator.Options{})
 	c := tg.client(t)
 	ctx := testContext(t)
 	ws := tg.workspace(t, c)
@@ -178,7 +178,7 @@ func TestConformanceSandboxLifecycle(t *testing.T) {
 // A retried create with the same request_id is answered by the replay of the first success;
 // the same id with another payload and a reused name are refused.
 func TestConformanceCreateSandboxReplayAndRefusals(t *testing.T) {
-	tg := newTarget(t, gatewaytest.Options{})
+	tg := newTarget(t, emulator.Options{})
 	c := tg.client(t)
 	ctx := testContext(t)
 	ws := tg.workspace(t, c)
@@ -216,7 +216,7 @@ func TestConformanceCreateSandboxReplayAndRefusals(t *testing.T) {
 // so the gateway holds that request_id as REQUEST_OUTCOME_UNCERTAIN forever. CreateSandbox
 // checks that no sandbox exists and moves on to the first derived id.
 func TestConformanceCreateSandboxRotatesAfterReplayRefusal(t *testing.T) {
-	tg := newTarget(t, gatewaytest.Options{})
+	tg := newTarget(t, emulator.Options{})
 	c := tg.client(t)
 	ctx := testContext(t)
 	ws := uniqueName(t, "occ")
@@ -260,7 +260,7 @@ func TestConformanceCreateSandboxRotatesAfterReplayRefusal(t *testing.T) {
 // A gateway without readable key material refuses every protected request_id: after all 16
 // ids the error says so and names both fixes; nothing was created.
 func TestConformanceCreateSandboxExhaustsRequestIDs(t *testing.T) {
-	tg := newTarget(t, gatewaytest.Options{NoReplayKeyMaterial: true})
+	tg := newTarget(t, emulator.Options{NoReplayKeyMaterial: true})
 	tg.emulatorOnly(t, "runs a gateway without replay key material")
 	c := tg.client(t)
 	ctx := testContext(t)
@@ -290,7 +290,7 @@ func TestConformanceCreateSandboxExhaustsRequestIDs(t *testing.T) {
 // Seed 001: a caller holding the gateway's durable admissions gets
 // SANDBOX_ADMISSION_LIMIT_REACHED at once, without retries that could only add load.
 func TestConformanceAdmissionLimit(t *testing.T) {
-	tg := newTarget(t, gatewaytest.Options{AdmissionLimit: 2})
+	tg := newTarget(t, emulator.Options{AdmissionLimit: 2})
 	tg.emulatorOnly(t, "lowers the admission limit to 2")
 	c := tg.client(t, fastRetry)
 	ctx := testContext(t)
@@ -319,7 +319,7 @@ func TestConformanceAdmissionLimit(t *testing.T) {
 
 // Namespace cleanup while a sandbox remains: the gateway refuses to delete the workspace.
 func TestConformanceDeleteWorkspaceRefusedWhileSandboxRemains(t *testing.T) {
-	tg := newTarget(t, gatewaytest.Options{})
+	tg := newTarget(t, emulator.Options{})
 	c := tg.client(t)
 	ctx := testContext(t)
 	ws := tg.workspace(t, c)
@@ -342,18 +342,18 @@ func TestConformanceDeleteWorkspaceRefusedWhileSandboxRemains(t *testing.T) {
 // client's retry carries the same request_id, so the gateway replays the first success and no
 // second object exists.
 func TestConformanceLostResponseConverges(t *testing.T) {
-	tg := newTarget(t, gatewaytest.Options{})
+	tg := newTarget(t, emulator.Options{})
 	tg.emulatorOnly(t, "drops responses after commit")
 	c := tg.client(t, fastRetry)
 	ctx := testContext(t)
 
-	checkRetriedOnce := func(t *testing.T, method string, requestID func(call gatewaytest.Call) string) {
+	checkRetriedOnce := func(t *testing.T, method string, requestID func(call emulator.Call) string) {
 		t.Helper()
 		calls := tg.emu.Journal().Method(method)
 		if len(calls) != 2 {
 			t.Fatalf("gateway saw %d %s calls, want 2 (the lost one and the retry)", len(calls), method)
 		}
-		if calls[0].Fault != gatewaytest.FaultDropResponse || !calls[1].Replayed || requestID(calls[0]) != requestID(calls[1]) {
+		if calls[0].Fault != emulator.FaultDropResponse || !calls[1].Replayed || requestID(calls[0]) != requestID(calls[1]) {
 			t.Fatalf("%s calls = %+v, want a dropped call and a replay with the same request_id", method, calls)
 		}
 	}
@@ -361,7 +361,7 @@ func TestConformanceLostResponseConverges(t *testing.T) {
 	ws := uniqueName(t, "occ")
 	tg.namespace(t, ws)
 	t.Run("CreateWorkspace", func(t *testing.T) {
-		tg.emu.Inject(gatewaytest.Fault{Method: "CreateWorkspace", Kind: gatewaytest.FaultDropResponse})
+		tg.emu.Inject(emulator.Fault{Method: "CreateWorkspace", Kind: emulator.FaultDropResponse})
 		w, err := c.CreateWorkspace(ctx, ws, map[string]string{"k": "v"})
 		if err != nil {
 			t.Fatalf("CreateWorkspace with a lost response: %v", err)
@@ -370,13 +370,13 @@ func TestConformanceLostResponseConverges(t *testing.T) {
 		if err != nil || got.ID != w.ID {
 			t.Fatalf("GetWorkspace = %+v, %v; want the one workspace %s", got, err, w.ID)
 		}
-		checkRetriedOnce(t, "CreateWorkspace", func(call gatewaytest.Call) string {
+		checkRetriedOnce(t, "CreateWorkspace", func(call emulator.Call) string {
 			return call.Request.(*pb.CreateWorkspaceRequest).GetRequestId()
 		})
 	})
 
 	t.Run("CreateSandbox", func(t *testing.T) {
-		tg.emu.Inject(gatewaytest.Fault{Method: "CreateSandbox", Kind: gatewaytest.FaultDropResponse})
+		tg.emu.Inject(emulator.Fault{Method: "CreateSandbox", Kind: emulator.FaultDropResponse})
 		req := sandboxRequest(ws, "sb-lost")
 		res, err := c.CreateSandbox(ctx, req)
 		if err != nil {
@@ -385,7 +385,7 @@ func TestConformanceLostResponseConverges(t *testing.T) {
 		if !res.Created || !res.Replayed || res.RequestID != req.RevisionUUID {
 			t.Fatalf("result = %+v, want created through the replay of the revision UUID", res)
 		}
-		checkRetriedOnce(t, "CreateSandbox", func(call gatewaytest.Call) string {
+		checkRetriedOnce(t, "CreateSandbox", func(call emulator.Call) string {
 			return call.Request.(*pb.CreateSandboxRequest).GetRequestId()
 		})
 		pods, err := tg.kube.CoreV1().Pods(ws).List(ctx, metav1.ListOptions{})
@@ -398,7 +398,7 @@ func TestConformanceLostResponseConverges(t *testing.T) {
 	})
 
 	t.Run("DeleteWorkspace", func(t *testing.T) {
-		tg.emu.Inject(gatewaytest.Fault{Method: "DeleteWorkspace", Kind: gatewaytest.FaultDropResponse})
+		tg.emu.Inject(emulator.Fault{Method: "DeleteWorkspace", Kind: emulator.FaultDropResponse})
 		outcome, err := c.DeleteWorkspace(ctx, ws)
 		if err != nil || outcome != gateway.OutcomeCompleted {
 			t.Fatalf("DeleteWorkspace with a lost response = %v, %v; want the replayed COMPLETED", outcome, err)
@@ -406,7 +406,7 @@ func TestConformanceLostResponseConverges(t *testing.T) {
 		if _, err := c.GetWorkspace(ctx, ws); !gateway.IsNotFound(err) {
 			t.Fatalf("GetWorkspace = %v, want NOT_FOUND", err)
 		}
-		checkRetriedOnce(t, "DeleteWorkspace", func(call gatewaytest.Call) string {
+		checkRetriedOnce(t, "DeleteWorkspace", func(call emulator.Call) string {
 			return call.Request.(*pb.DeleteWorkspaceRequest).GetRequestId()
 		})
 	})
@@ -418,12 +418,12 @@ func TestConformanceLostResponseConverges(t *testing.T) {
 		tg.emu.Journal().Reset()
 		ws2 := uniqueName(t, "occ")
 		tg.namespace(t, ws2)
-		tg.emu.Inject(gatewaytest.Fault{Method: "CreateWorkspace", Kind: gatewaytest.FaultDropResponse, Code: codes.DeadlineExceeded})
+		tg.emu.Inject(emulator.Fault{Method: "CreateWorkspace", Kind: emulator.FaultDropResponse, Code: codes.DeadlineExceeded})
 		if _, err := slow.CreateWorkspace(ctx, ws2, nil); err != nil {
 			t.Fatalf("CreateWorkspace past the deadline: %v", err)
 		}
 		t.Cleanup(func() { cleanupWorkspace(t, c, ws2) })
-		checkRetriedOnce(t, "CreateWorkspace", func(call gatewaytest.Call) string {
+		checkRetriedOnce(t, "CreateWorkspace", func(call emulator.Call) string {
 			return call.Request.(*pb.CreateWorkspaceRequest).GetRequestId()
 		})
 	})
@@ -433,7 +433,7 @@ func TestConformanceLostResponseConverges(t *testing.T) {
 // the sandbox DELETING until the Pod is gone; DeleteSandbox waits for that instead of
 // returning early.
 func TestConformanceDeleteSandboxWaitsForThePod(t *testing.T) {
-	tg := newTarget(t, gatewaytest.Options{})
+	tg := newTarget(t, emulator.Options{})
 	tg.emulatorOnly(t, "holds the Harness Pod with a finalizer on the test bed")
 	c := tg.client(t)
 	ctx := testContext(t)

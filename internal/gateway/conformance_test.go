@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/openclaw/occ/internal/gateway"
-	"github.com/openclaw/occ/internal/gateway/gatewaytest"
+	"github.com/openclaw/occ/internal/gateway/emulator"
 	pb "github.com/openclaw/occ/internal/gateway/openshellv1"
 )
 
@@ -20,7 +20,7 @@ import (
 
 // The driver's first call on every reconcile: the gateway answers Health as healthy.
 func TestConformanceHealth(t *testing.T) {
-	tg := newTarget(t, gatewaytest.Options{})
+	tg := newTarget(t, emulator.Options{})
 	c := tg.client(t)
 	h, err := c.Health(testContext(t))
 	if err != nil {
@@ -34,7 +34,7 @@ func TestConformanceHealth(t *testing.T) {
 // ensureNamespace's Workspace path: absent → create → read back ACTIVE with its labels; a
 // second create is ALREADY_EXISTS; delete confirms and a repeated delete is ALREADY_ABSENT.
 func TestConformanceWorkspaceLifecycle(t *testing.T) {
-	tg := newTarget(t, gatewaytest.Options{})
+	tg := newTarget(t, emulator.Options{})
 	c := tg.client(t)
 	ctx := testContext(t)
 	name := uniqueName(t, "occ")
@@ -102,7 +102,7 @@ func TestConformanceWorkspaceLifecycle(t *testing.T) {
 
 // Bad input is refused before anything reaches the gateway, so nothing is half-created.
 func TestConformanceArgumentsRefusedBeforeSending(t *testing.T) {
-	tg := newTarget(t, gatewaytest.Options{})
+	tg := newTarget(t, emulator.Options{})
 	c := tg.client(t)
 	ctx := testContext(t)
 	spec := &pb.SandboxSpec{LogLevel: "info"}
@@ -173,12 +173,12 @@ func TestConformanceArgumentsRefusedBeforeSending(t *testing.T) {
 // A gateway restart or an overloaded admission pool: UNAVAILABLE and non-admission
 // RESOURCE_EXHAUSTED are retried inside the caller's context until the call succeeds.
 func TestConformanceTransientFailuresAreRetried(t *testing.T) {
-	tg := newTarget(t, gatewaytest.Options{})
+	tg := newTarget(t, emulator.Options{})
 	tg.emulatorOnly(t, "injects UNAVAILABLE and RESOURCE_EXHAUSTED")
 	c := tg.client(t, fastRetry)
 	ctx := testContext(t)
-	tg.emu.Inject(gatewaytest.Fault{Method: "Health", Kind: gatewaytest.FaultUnavailable, Count: 2})
-	tg.emu.Inject(gatewaytest.Fault{Method: "Health", Kind: gatewaytest.FaultResourceExhausted, Count: 1})
+	tg.emu.Inject(emulator.Fault{Method: "Health", Kind: emulator.FaultUnavailable, Count: 2})
+	tg.emu.Inject(emulator.Fault{Method: "Health", Kind: emulator.FaultResourceExhausted, Count: 1})
 	if _, err := c.Health(ctx); err != nil {
 		t.Fatalf("Health after 3 transient failures: %v", err)
 	}
@@ -191,7 +191,7 @@ func TestConformanceTransientFailuresAreRetried(t *testing.T) {
 
 	// A gateway that stays down is reported as unavailable after the policy's attempts.
 	tg.emu.Journal().Reset()
-	tg.emu.Inject(gatewaytest.Fault{Method: "Health", Kind: gatewaytest.FaultUnavailable, Count: -1})
+	tg.emu.Inject(emulator.Fault{Method: "Health", Kind: emulator.FaultUnavailable, Count: -1})
 	_, err := c.Health(ctx)
 	var gerr *gateway.Error
 	if !gateway.IsUnavailable(err) || !errors.As(err, &gerr) || gerr.Attempts != fastRetryPolicy.MaxAttempts {
@@ -207,12 +207,12 @@ func TestConformanceTransientFailuresAreRetried(t *testing.T) {
 
 // A caller that gives up stops the retries at once and gets its own cancellation back.
 func TestConformanceCallerCancellationStopsRetries(t *testing.T) {
-	tg := newTarget(t, gatewaytest.Options{})
+	tg := newTarget(t, emulator.Options{})
 	tg.emulatorOnly(t, "keeps the gateway UNAVAILABLE")
 	c := tg.client(t, func(cfg *gateway.Config) {
 		cfg.Retry = gateway.RetryPolicy{InitialBackoff: time.Hour, MaxBackoff: time.Hour, MaxAttempts: 5}
 	})
-	tg.emu.Inject(gatewaytest.Fault{Method: "Health", Kind: gatewaytest.FaultUnavailable, Count: -1})
+	tg.emu.Inject(emulator.Fault{Method: "Health", Kind: emulator.FaultUnavailable, Count: -1})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { _, err := c.Health(ctx); done <- err }()
@@ -233,7 +233,7 @@ func TestConformanceCallerCancellationStopsRetries(t *testing.T) {
 }
 
 // waitForCalls waits until the emulator's journal shows method called n times.
-func waitForCalls(t *testing.T, emu *gatewaytest.Server, method string, n int) {
+func waitForCalls(t *testing.T, emu *emulator.Server, method string, n int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -251,7 +251,7 @@ func fastRetry(cfg *gateway.Config) { cfg.Retry = fastRetryPolicy }
 func TestConformanceTLSAndBearerTokenPerCall(t *testing.T) {
 	pki := newTestPKI(t)
 	const token = "conformance-token-2b7e"
-	tg := newTarget(t, gatewaytest.Options{
+	tg := newTarget(t, emulator.Options{
 		Token: token,
 		TLS:   pki.serverTLS(),
 	})

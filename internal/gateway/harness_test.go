@@ -27,7 +27,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/openclaw/occ/internal/gateway"
-	"github.com/openclaw/occ/internal/gateway/gatewaytest"
+	"github.com/openclaw/occ/internal/gateway/emulator"
 	"github.com/openclaw/occ/internal/kube"
 	"github.com/openclaw/occ/internal/testbed"
 )
@@ -55,7 +55,7 @@ const (
 // target is the gateway one test talks to.
 type target struct {
 	live bool
-	emu  *gatewaytest.Server // nil in a live run
+	emu  *emulator.Server // nil in a live run
 	kube kubernetes.Interface
 	cfg  gateway.Config
 	logs *syncBuffer
@@ -65,7 +65,7 @@ var announceOnce sync.Once
 
 // newTarget starts an emulator backed by the real apiserver test bed (so its Harness Pods exist
 // there), or points at the live gateway. opts tune the emulator only.
-func newTarget(t *testing.T, opts gatewaytest.Options) *target {
+func newTarget(t *testing.T, opts emulator.Options) *target {
 	t.Helper()
 	tg := &target{logs: &syncBuffer{}}
 	if addr := os.Getenv(envGateway); addr != "" {
@@ -90,7 +90,7 @@ func newTarget(t *testing.T, opts gatewaytest.Options) *target {
 		opts.Kube = testbed.Client(t)
 	}
 	tg.kube = opts.Kube
-	tg.emu = gatewaytest.StartT(t, opts)
+	tg.emu = emulator.StartT(t, opts)
 	if tg.cfg.Endpoint == "" {
 		tg.cfg = gateway.Config{Endpoint: tg.emu.Addr(), InsecureTransport: gateway.InsecureTransportNetworkPolicy}
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/openclaw/occ/internal/driver"
-	"github.com/openclaw/occ/internal/gateway/gatewaytest"
+	"github.com/openclaw/occ/internal/gateway/emulator"
 )
 
 // Minimum work per operation, the yardstick for the counts the benchmarks report.
@@ -99,7 +99,7 @@ func BenchmarkProvisionHarnessLatency20ms(b *testing.B) {
 	for i := range revs {
 		revs[i] = withRevision(base, "rev_"+uuid.NewString())
 	}
-	e.gw.Inject(gatewaytest.Fault{Kind: gatewaytest.FaultLatency, Delay: latency, Count: -1})
+	e.gw.Inject(emulator.Fault{Kind: emulator.FaultLatency, Delay: latency, Count: -1})
 	e.gw.Journal().Reset()
 	b.ResetTimer()
 	start := time.Now()

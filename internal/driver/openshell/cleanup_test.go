@@ -10,7 +10,7 @@ import (
 
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/gateway"
-	"github.com/openclaw/occ/internal/gateway/gatewaytest"
+	"github.com/openclaw/occ/internal/gateway/emulator"
 	"github.com/openclaw/occ/internal/gateway/openshellv1"
 )
 
@@ -145,10 +145,10 @@ func TestCleanupNamespaceLostDeleteResponses(t *testing.T) {
 	if err := d.EnsureNamespace(e.ctx, e.nctx()); err != nil {
 		t.Fatal(err)
 	}
-	e.gw.Inject(gatewaytest.Fault{Method: "DeleteWorkspace", Kind: gatewaytest.FaultDropResponse, Count: 1})
+	e.gw.Inject(emulator.Fault{Method: "DeleteWorkspace", Kind: emulator.FaultDropResponse, Count: 1})
 	// The client makes testRetry.MaxAttempts attempts; every one after the first is refused as
 	// unavailable.
-	e.gw.Inject(gatewaytest.Fault{Method: "DeleteWorkspace", Kind: gatewaytest.FaultUnavailable, Count: testRetry.MaxAttempts - 1})
+	e.gw.Inject(emulator.Fault{Method: "DeleteWorkspace", Kind: emulator.FaultUnavailable, Count: testRetry.MaxAttempts - 1})
 	if err := d.Cleanup(e.ctx, driver.CleanupContext{NamespaceContext: e.nctx()}); err == nil {
 		t.Fatal("cleanup succeeded although every DeleteWorkspace answer was lost")
 	}

@@ -23,7 +23,7 @@ import (
 
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/gateway"
-	"github.com/openclaw/occ/internal/gateway/gatewaytest"
+	"github.com/openclaw/occ/internal/gateway/emulator"
 	"github.com/openclaw/occ/internal/installation"
 	"github.com/openclaw/occ/internal/kube"
 	"github.com/openclaw/occ/internal/testbed"
@@ -88,13 +88,13 @@ type env struct {
 	kube    kubernetes.Interface // Compute's client as the driver sees it (counted)
 	objects *kube.Applier
 	counter *countingTransport
-	gw      *gatewaytest.Server
+	gw      *emulator.Server
 	client  *gateway.Client
 	ns      driver.Namespace
 }
 
 type envOptions struct {
-	gateway gatewaytest.Options
+	gateway emulator.Options
 	config  func(*installation.SandboxConfiguration)
 }
 
@@ -118,7 +118,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 	admin := testbed.Client(t)
 	gopts := o.gateway
 	gopts.Kube = admin
-	srv := gatewaytest.StartT(t, gopts)
+	srv := emulator.StartT(t, gopts)
 	client, err := gateway.Dial(ctx, gateway.Config{Endpoint: "http://" + srv.Addr(), InsecureTransport: gateway.InsecureTransportNetworkPolicy, Retry: testRetry})
 	if err != nil {
 		t.Fatal(err)
@@ -196,7 +196,7 @@ func withRevision(h driver.HarnessContext, revisionID string) driver.HarnessCont
 }
 
 // mutations returns the journal's mutating calls.
-func (e *env) mutations() []gatewaytest.Call { return e.gw.Journal().Mutations() }
+func (e *env) mutations() []emulator.Call { return e.gw.Journal().Mutations() }
 
 // methods lists the journaled method names in order.
 func (e *env) methods() []string {

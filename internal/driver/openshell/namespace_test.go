@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/openclaw/occ/internal/driver"
-	"github.com/openclaw/occ/internal/gateway/gatewaytest"
+	"github.com/openclaw/occ/internal/gateway/emulator"
 	"github.com/openclaw/occ/internal/installation"
 	"github.com/openclaw/occ/internal/testbed"
 )
@@ -180,7 +180,7 @@ func TestEnsureNamespaceConcurrentWorkers(t *testing.T) {
 // gateway's replay: one Workspace, no error.
 func TestEnsureNamespaceLostCreateWorkspaceResponse(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	e.gw.Inject(gatewaytest.Fault{Method: "CreateWorkspace", Kind: gatewaytest.FaultDropResponse})
+	e.gw.Inject(emulator.Fault{Method: "CreateWorkspace", Kind: emulator.FaultDropResponse})
 	d := e.driver(nil)
 	if err := d.EnsureNamespace(e.ctx, e.nctx()); err != nil {
 		t.Fatal(err)

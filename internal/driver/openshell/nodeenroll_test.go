@@ -19,7 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/openclaw/occ/internal/driver"
-	compute "github.com/openclaw/occ/internal/driver/kubernetes"
+	"github.com/openclaw/occ/internal/driver/compute"
 	"github.com/openclaw/occ/internal/gateway"
 	"github.com/openclaw/occ/internal/gateway/openshellv1"
 	"github.com/openclaw/occ/internal/installation"

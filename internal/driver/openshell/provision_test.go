@@ -15,7 +15,7 @@ import (
 
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/gateway"
-	"github.com/openclaw/occ/internal/gateway/gatewaytest"
+	"github.com/openclaw/occ/internal/gateway/emulator"
 	"github.com/openclaw/occ/internal/gateway/openshellv1"
 	"github.com/openclaw/occ/internal/testbed"
 )
@@ -251,7 +251,7 @@ func TestProvisionLostCreateResponse(t *testing.T) {
 	d := e.driver(nil)
 	e.prepare(d)
 	h := e.attach(d, e.hctx(driver.HarnessCodex))
-	e.gw.Inject(gatewaytest.Fault{Method: "CreateSandbox", Kind: gatewaytest.FaultDropResponse})
+	e.gw.Inject(emulator.Fault{Method: "CreateSandbox", Kind: emulator.FaultDropResponse})
 	ref, err := d.ProvisionHarness(e.ctx, h)
 	if err != nil {
 		t.Fatal(err)
@@ -269,7 +269,7 @@ func TestProvisionLostCreateResponse(t *testing.T) {
 // The gateway's durable admission limit becomes the coded, retryable
 // SANDBOX_ADMISSION_LIMIT_REACHED.
 func TestProvisionAdmissionLimit(t *testing.T) {
-	e := newEnv(t, envOptions{gateway: gatewaytest.Options{AdmissionLimit: 4}})
+	e := newEnv(t, envOptions{gateway: emulator.Options{AdmissionLimit: 4}})
 	d := e.driver(nil)
 	// CreateWorkspace and CreateProvider hold two admissions; the runtime profile import and
 	// the runtime provider take the other two, so CreateSandbox is the call refused.

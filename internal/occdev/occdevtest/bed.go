@@ -23,7 +23,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/yaml"
 
-	"github.com/openclaw/occ/internal/gateway/gatewaytest"
+	"github.com/openclaw/occ/internal/gateway/emulator"
 	"github.com/openclaw/occ/internal/occdev"
 	"github.com/openclaw/occ/internal/occdev/charts/chartstest"
 	"github.com/openclaw/occ/internal/occdev/pins"
@@ -44,7 +44,7 @@ type Bed struct {
 	CacheDir   string
 	Archive    string
 	PinFile    string
-	Gateway    *gatewaytest.Server
+	Gateway    *emulator.Server
 	Manifest   *httptest.Server
 	Downloads  *Counter
 	AgentNS    string
@@ -117,7 +117,7 @@ func New(t *testing.T, opts ...Option) *Bed {
 		t.Fatal(err)
 	}
 
-	gw, err := gatewaytest.Start(gatewaytest.Options{})
+	gw, err := emulator.Start(emulator.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
