@@ -1,6 +1,7 @@
 // Package pins holds the pinned artifacts `occ dev up` installs: the OpenShell source archive
-// (for its Helm charts), the OpenShell images, the k3s node image and the Agent Sandbox manifest,
-// each with the checksum or digest it is verified against.
+// (for its Helm charts), the OpenShell images, the k3s node image, the Agent Sandbox manifest and
+// the images the OCE control plane is built on or runs with, each with the checksum or digest it
+// is verified against.
 //
 // Pins are data, not code: the default set lives in pins.yaml, embedded into the binary, and a
 // file of the same shape can replace it (the caller maps OCC_DEVELOPMENT_PIN_FILE or a flag to
@@ -34,6 +35,7 @@ type Set struct {
 	OpenShell     OpenShell    `json:"openshell"`
 	K3s           K3s          `json:"k3s"`
 	AgentSandbox  AgentSandbox `json:"agentSandbox"`
+	OCE           OCE          `json:"oce"`
 
 	// Source says where the set came from (a file path or EmbeddedSource), for messages.
 	Source string `json:"-"`
@@ -90,6 +92,15 @@ type K3s struct {
 type AgentSandbox struct {
 	Version  string   `json:"version"`
 	Manifest Artifact `json:"manifest"`
+}
+
+// OCE pins the images of the OCE control plane that occ does not build from the checkout.
+type OCE struct {
+	// NodeBaseImage is the NODE_BASE_IMAGE build argument of the controller build (the root
+	// Dockerfile's dependencies stage has no default and asks for an approved immutable Node 24).
+	NodeBaseImage Image `json:"nodeBaseImage"`
+	// PostgresImage is the PostgreSQL of the Kubernetes-only profile.
+	PostgresImage Image `json:"postgresImage"`
 }
 
 // Default returns the embedded pin set. It is validated like any other file, so a broken
@@ -149,6 +160,10 @@ type fileSet struct {
 		Image string `json:"image"`
 	} `json:"k3s"`
 	AgentSandbox AgentSandbox `json:"agentSandbox"`
+	OCE          struct {
+		NodeBaseImage string `json:"nodeBaseImage"`
+		PostgresImage string `json:"postgresImage"`
+	} `json:"oce"`
 }
 
 var (
@@ -207,6 +222,8 @@ func (f *fileSet) build() (*Set, error) {
 	set.OpenShell.Images.Sandbox = pinnedImage("openshell.images.sandbox", o.Images.Sandbox, add)
 	set.OpenShell.Images.Supervisor = pinnedImage("openshell.images.supervisor", o.Images.Supervisor, add)
 	set.K3s.Image = pinnedImage("k3s.image", f.K3s.Image, add)
+	set.OCE.NodeBaseImage = pinnedImage("oce.nodeBaseImage", f.OCE.NodeBaseImage, add)
+	set.OCE.PostgresImage = pinnedImage("oce.postgresImage", f.OCE.PostgresImage, add)
 	if strings.TrimSpace(f.AgentSandbox.Version) == "" {
 		add(errors.New("agentSandbox.version is empty; set the Agent Sandbox release (for example v0.5.2)"))
 	}

@@ -29,6 +29,8 @@ func TestDefaultIsTheCompletePre1Set(t *testing.T) {
 		"k3s":             {set.K3s.Image.String(), "docker.io/rancher/k3s:v1.36.4-k3s1@sha256:edad48e12bf81c3a09ac1c05c0c0ffaaa22145980b989d6fae84543a76b83657"},
 		"agent sandbox":   {set.AgentSandbox.Manifest.URL, "https://github.com/kubernetes-sigs/agent-sandbox/releases/download/v0.5.2/sandbox.yaml"},
 		"agent sha256":    {set.AgentSandbox.Manifest.SHA256, "230ee446d6035f631577e1c6b857f6973a8f09a0a853675d3cc34ebfe47abd6b"},
+		"node base":       {set.OCE.NodeBaseImage.String(), "docker.io/library/node:24-bookworm@sha256:3d27e5c11e5786e309ec3e03f93ae536eb36e6e5eb3714d5eb3300a36157add0"},
+		"postgres":        {set.OCE.PostgresImage.String(), "docker.io/library/postgres:18.6@sha256:86c951e05bf56c93d95d397747fb8820ac76cc3bedb78f43abd83eedbe3666ae"},
 		"source":          {set.Source, EmbeddedSource},
 	}
 	for name, c := range checks {
@@ -78,6 +80,8 @@ func TestParseRefusesBadPins(t *testing.T) {
 		{"top directory with slash", "topDirectory: OpenShell-0.1.3-pre.1", "topDirectory: a/b", "topDirectory"},
 		{"version with v", "version: 0.1.3-pre.1", "version: v0.1.3-pre.1", "openshell.version"},
 		{"ftp url", "url: https://github.com/kubernetes-sigs", "url: ftp://github.com/kubernetes-sigs", "agentSandbox.manifest.url"},
+		{"postgres by tag", "postgres:18.6@sha256:86c951e05bf56c93d95d397747fb8820ac76cc3bedb78f43abd83eedbe3666ae", "postgres:18.6", "oce.postgresImage"},
+		{"node base missing", "  nodeBaseImage: docker.io/library/node:24-bookworm@sha256:3d27e5c11e5786e309ec3e03f93ae536eb36e6e5eb3714d5eb3300a36157add0\n", "", "oce.nodeBaseImage"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
