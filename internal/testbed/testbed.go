@@ -31,6 +31,7 @@ var (
 // Use it as: func TestMain(m *testing.M) { os.Exit(testbed.Run(m)) }.
 func Run(m *testing.M) int {
 	code := m.Run()
+	stopControllerManager()
 	if env != nil {
 		if err := env.Stop(); err != nil {
 			fmt.Fprintf(os.Stderr, "testbed: stop control plane: %v\n", err)

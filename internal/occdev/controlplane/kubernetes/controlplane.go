@@ -1,0 +1,378 @@
+package kubernetes
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"time"
+
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/release"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	clientset "k8s.io/client-go/kubernetes"
+
+	"github.com/openclaw/occ/internal/kube"
+)
+
+// Cluster is how the control plane reaches the development cluster.
+type Cluster struct {
+	// Client reads and waits.
+	Client clientset.Interface
+	// Objects creates and removes the launcher's objects, recording them (see Objects).
+	Objects Objects
+	// Recorder records the Helm release before it is installed.
+	Recorder Recorder
+	// Helm gives the Helm SDK the same cluster (the recorded kubeconfig and context).
+	Helm genericclioptions.RESTClientGetter
+}
+
+// Config is everything the in-cluster control plane is built from, decided before it starts.
+type Config struct {
+	// Namespace is the platform namespace; it exists already.
+	Namespace string
+	// Ownership marks the objects as this state's.
+	Ownership Ownership
+	// ControllerImage and PostgresImage are in-cluster digest references of imported images.
+	ControllerImage string
+	PostgresImage   string
+	// HostAPIPort is the host's loopback port of the API (OPENCLAW_DEV_PORT, default 3000),
+	// which becomes auth.baseUrl.
+	HostAPIPort int
+	// InstallationFile is the Installation the platform step wrote; its exact bytes go into
+	// Secret occ-installation-startup.
+	InstallationFile string
+	// Chart is the checkout's OCE chart (LoadChart).
+	Chart *chart.Chart
+	// NodeNetwork and NodeSubnets are the cluster network's name and IPAM subnets as the
+	// engine reports them; the restart egress policy admits the one holding the API endpoint.
+	NodeNetwork string
+	NodeSubnets []string
+	// StartupTimeout bounds each wait (OCC_DEVELOPMENT_STARTUP_TIMEOUT_SECONDS, default 600 s).
+	StartupTimeout time.Duration
+	// Random is the credentials' randomness; nil is crypto/rand.
+	Random io.Reader
+	// HelmLog receives Helm's progress messages; nil discards them.
+	HelmLog func(format string, args ...any)
+}
+
+// DefaultStartupTimeout is the reference's default for this profile.
+const DefaultStartupTimeout = 600 * time.Second
+
+// ControlPlane installs the in-cluster OCE control plane in named steps.
+type ControlPlane struct {
+	cfg     Config
+	cluster Cluster
+
+	credentials *Credentials
+	postgresIP  netip.Addr
+	apiEndpoint netip.AddrPort
+	nodeSubnet  netip.Prefix
+	release     *release.Release
+}
+
+// New checks cfg completely before anything is created.
+func New(cluster Cluster, cfg Config) (*ControlPlane, error) {
+	if cfg.Namespace == "" {
+		cfg.Namespace = DefaultNamespace
+	}
+	if cfg.StartupTimeout == 0 {
+		cfg.StartupTimeout = DefaultStartupTimeout
+	}
+	if cfg.Random == nil {
+		cfg.Random = rand.Reader
+	}
+	var errs []error
+	if msgs := validation.IsDNS1123Label(cfg.Namespace); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("namespace %q must be a DNS label of at most 63 characters (OCC_DEVELOPMENT_KUBERNETES_NAMESPACE): %v", cfg.Namespace, msgs))
+	}
+	if len(cfg.Ownership.Labels) == 0 {
+		errs = append(errs, errors.New("no ownership labels: objects could not be told apart from other people's"))
+	}
+	for _, img := range []struct{ what, ref string }{{"controller", cfg.ControllerImage}, {"PostgreSQL", cfg.PostgresImage}} {
+		if !digestReference.MatchString(img.ref) {
+			errs = append(errs, fmt.Errorf("%s image %q is not an in-cluster digest reference (<repository>@sha256:<64 hex>): import it into the cluster first", img.what, img.ref))
+		}
+	}
+	if cfg.HostAPIPort < 1 || cfg.HostAPIPort > 65535 {
+		errs = append(errs, fmt.Errorf("development API port %d (OPENCLAW_DEV_PORT) must be between 1 and 65535", cfg.HostAPIPort))
+	}
+	if !filepath.IsAbs(cfg.InstallationFile) {
+		errs = append(errs, fmt.Errorf("Installation file %q must be an absolute path", cfg.InstallationFile))
+	}
+	if cfg.Chart == nil {
+		errs = append(errs, errors.New("no OCE chart: load the checkout's chart with LoadChart"))
+	}
+	if cfg.StartupTimeout < 0 {
+		errs = append(errs, fmt.Errorf("startup timeout %s must be positive", cfg.StartupTimeout))
+	}
+	if cluster.Client == nil || cluster.Objects == nil || cluster.Recorder == nil || cluster.Helm == nil {
+		errs = append(errs, errors.New("the cluster access is incomplete (client, objects, recorder and Helm are all needed)"))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return &ControlPlane{cfg: cfg, cluster: cluster}, nil
+}
+
+// Step is one named, repeatable part of the installation. Creates lists what it creates or
+// touches, for a dry run.
+type Step struct {
+	Name    string
+	Creates []string
+	Run     func(ctx context.Context) error
+}
+
+// Steps is the installation in order (the reference launcher's order, fact sheet §5.5).
+func (cp *ControlPlane) Steps() []Step {
+	ns := cp.cfg.Namespace
+	obj := func(kind, name, note string) string {
+		s := kind + " " + ns + "/" + name
+		if note != "" {
+			s += " (" + note + ")"
+		}
+		return s
+	}
+	return []Step{
+		{Name: "Generate the control-plane credentials", Run: cp.loadCredentials, Creates: []string{
+			"nothing; four 48-hex credentials, reused from this state's Secrets on a repeated run, never printed or stored in the state",
+		}},
+		{Name: "Create the PostgreSQL bootstrap Secret", Run: cp.ensureBootstrapSecret, Creates: []string{
+			obj("Secret", PostgresBootstrapSecret, "keys "+PostgresPasswordKey+", "+PostgresInitKey),
+		}},
+		{Name: "Create the PostgreSQL and bootstrap volumes", Run: cp.ensureVolumes, Creates: []string{
+			obj("PersistentVolumeClaim", PostgresDataClaim, StorageClassName+", 1Gi"),
+			obj("PersistentVolumeClaim", BootstrapClaim, StorageClassName+", 1Gi"),
+		}},
+		{Name: "Prepare the bootstrap volume", Run: cp.prepareBootstrapVolume, Creates: []string{
+			obj("Pod", PreparePod, "chowns the bootstrap volume to 1000:1000, mode 0700; waits for Succeeded"),
+		}},
+		{Name: "Start PostgreSQL", Run: cp.startPostgres, Creates: []string{
+			obj("StatefulSet", Postgres, "waits until ready"), obj("Service", Postgres, ""),
+		}},
+		{Name: "Resolve the PostgreSQL and Kubernetes API addresses", Run: cp.resolveAddresses, Creates: []string{
+			"nothing; reads Pod " + ns + "/" + PostgresPod + " and the EndpointSlice of Service default/kubernetes",
+		}},
+		{Name: "Apply the restart egress NetworkPolicies", Run: cp.ensureRestartEgress, Creates: []string{
+			obj("NetworkPolicy", PostgresEgressPolicy, ""), obj("NetworkPolicy", KubernetesEgressPolicy, "the node network's subnet on the API port"),
+		}},
+		{Name: "Create the control-plane Secrets", Run: cp.ensureControlPlaneSecrets, Creates: []string{
+			obj("Secret", InstallationSecret, "key "+InstallationKey+": the Installation's exact bytes"),
+			obj("Secret", DatabaseSecret, "keys "+ApplicationURLKey+", "+MigrationURLKey),
+			obj("Secret", AuthSecret, "key "+AuthSecretKey),
+		}},
+		{Name: "Install the OCE chart", Run: cp.installChart, Creates: []string{
+			fmt.Sprintf("Helm release %s/%s from the checkout's %s, waiting up to %s for the initialization Job and the API and worker Deployments", ns, ReleaseName, ChartPath, cp.cfg.StartupTimeout),
+		}},
+		{Name: "Bind the development tenant roles", Run: cp.ensureTenantBindings, Creates: []string{
+			"ClusterRoleBinding " + TenantWorkerBinding, "ClusterRoleBinding " + TenantConfigurationBinding, "ClusterRoleBinding " + TenantSecretsBinding,
+		}},
+		{Name: "Start the development API proxy", Run: cp.startProxy, Creates: []string{
+			obj("Deployment", ProxyDeployment, "waits until ready"), obj("Service", ProxyService, fmt.Sprintf("NodePort %d", ProxyNodePort)),
+		}},
+	}
+}
+
+// Up runs every step in order; each error names its step.
+func (cp *ControlPlane) Up(ctx context.Context) error {
+	for _, s := range cp.Steps() {
+		if err := s.Run(ctx); err != nil {
+			return fmt.Errorf("%s: %w", s.Name, err)
+		}
+	}
+	return nil
+}
+
+// Release is the installed Helm release, once the chart step ran.
+func (cp *ControlPlane) Release() *release.Release { return cp.release }
+
+func (cp *ControlPlane) ensure(ctx context.Context, objs ...runtime.Object) error {
+	for _, o := range objs {
+		if err := cp.cluster.Objects.Ensure(ctx, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (cp *ControlPlane) loadCredentials(ctx context.Context) error {
+	if cp.credentials != nil {
+		return nil
+	}
+	c, err := LoadOrGenerateCredentials(ctx, cp.cluster.Client, cp.cfg.Namespace, cp.cfg.Ownership, cp.cfg.Random)
+	if err != nil {
+		return err
+	}
+	if err := c.check(); err != nil {
+		return err
+	}
+	cp.credentials = c
+	return nil
+}
+
+func (cp *ControlPlane) ensureBootstrapSecret(ctx context.Context) error {
+	if err := cp.loadCredentials(ctx); err != nil {
+		return err
+	}
+	return cp.ensure(ctx, PostgresBootstrapSecretObject(cp.cfg.Namespace, cp.cfg.Ownership, cp.credentials))
+}
+
+func (cp *ControlPlane) ensureVolumes(ctx context.Context) error {
+	for _, c := range VolumeClaims(cp.cfg.Namespace, cp.cfg.Ownership) {
+		if err := cp.ensure(ctx, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (cp *ControlPlane) prepareBootstrapVolume(ctx context.Context) error {
+	if err := cp.ensure(ctx, PreparePodObject(cp.cfg.Namespace, cp.cfg.Ownership, cp.cfg.ControllerImage)); err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, cp.cfg.StartupTimeout)
+	defer cancel()
+	return waitPod(wctx, cp.cluster.Client, cp.cfg.Namespace, PreparePod, func(p *corev1.Pod) (bool, error) {
+		switch p.Status.Phase {
+		case corev1.PodSucceeded:
+			return true, nil
+		case corev1.PodFailed:
+			return false, fmt.Errorf("Pod %s failed%s; see its events and log in namespace %s", PreparePod, terminationDetail(p), cp.cfg.Namespace)
+		}
+		return false, nil
+	})
+}
+
+// terminationDetail names why a Pod's containers ended (reason and exit code, never logs).
+func terminationDetail(p *corev1.Pod) string {
+	for _, s := range p.Status.ContainerStatuses {
+		if t := s.State.Terminated; t != nil {
+			return fmt.Sprintf(" (container %s: %s, exit code %d)", s.Name, t.Reason, t.ExitCode)
+		}
+	}
+	return ""
+}
+
+func (cp *ControlPlane) startPostgres(ctx context.Context) error {
+	ns, own := cp.cfg.Namespace, cp.cfg.Ownership
+	if err := cp.ensure(ctx, PostgresStatefulSet(ns, own, cp.cfg.PostgresImage), PostgresService(ns, own)); err != nil {
+		return err
+	}
+	return cp.waitReady(ctx, "StatefulSet", Postgres, kube.WaitForStatefulSetReady)
+}
+
+func (cp *ControlPlane) waitReady(ctx context.Context, kind, name string, wait func(context.Context, clientset.Interface, string, string) error) error {
+	wctx, cancel := context.WithTimeout(ctx, cp.cfg.StartupTimeout)
+	defer cancel()
+	if err := wait(wctx, cp.cluster.Client, cp.cfg.Namespace, name); err != nil {
+		if ctx.Err() == nil && errors.Is(err, kube.ErrWaitTimeout) {
+			return fmt.Errorf("%s %s/%s did not become ready within %s: check its Pods' events (imagePullPolicy Never needs the image imported into the node), or raise OCC_DEVELOPMENT_STARTUP_TIMEOUT_SECONDS: %w",
+				kind, cp.cfg.Namespace, name, cp.cfg.StartupTimeout, err)
+		}
+		return err
+	}
+	return nil
+}
+
+func (cp *ControlPlane) resolveAddresses(ctx context.Context) error {
+	ip, err := PostgresPodIP(ctx, cp.cluster.Client, cp.cfg.Namespace)
+	if err != nil {
+		return err
+	}
+	api, err := KubernetesAPIEndpoint(ctx, cp.cluster.Client)
+	if err != nil {
+		return err
+	}
+	subnet, err := SelectNodeSubnet(cp.cfg.NodeNetwork, cp.cfg.NodeSubnets, api.Addr())
+	if err != nil {
+		return err
+	}
+	cp.postgresIP, cp.apiEndpoint, cp.nodeSubnet = ip, api, subnet
+	return nil
+}
+
+func (cp *ControlPlane) addresses(ctx context.Context) error {
+	if cp.postgresIP.IsValid() {
+		return nil
+	}
+	return cp.resolveAddresses(ctx)
+}
+
+func (cp *ControlPlane) ensureRestartEgress(ctx context.Context) error {
+	if err := cp.addresses(ctx); err != nil {
+		return err
+	}
+	for _, p := range RestartEgressPolicies(cp.cfg.Namespace, cp.cfg.Ownership, cp.nodeSubnet, int32(cp.apiEndpoint.Port())) {
+		if err := cp.ensure(ctx, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (cp *ControlPlane) ensureControlPlaneSecrets(ctx context.Context) error {
+	if err := cp.loadCredentials(ctx); err != nil {
+		return err
+	}
+	installation, err := os.ReadFile(cp.cfg.InstallationFile)
+	if err != nil {
+		return fmt.Errorf("read the Installation %s: %w (the platform step writes it first)", cp.cfg.InstallationFile, err)
+	}
+	for _, s := range ControlPlaneSecretObjects(cp.cfg.Namespace, cp.cfg.Ownership, cp.credentials, installation) {
+		if err := cp.ensure(ctx, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Values are the chart values this run installs with (after the addresses are resolved).
+func (cp *ControlPlane) Values(ctx context.Context) (Values, error) {
+	if err := cp.addresses(ctx); err != nil {
+		return Values{}, err
+	}
+	return BuildValues(ValuesInput{
+		Namespace: cp.cfg.Namespace, ControllerImage: cp.cfg.ControllerImage, HostAPIPort: cp.cfg.HostAPIPort,
+		PostgresIP: cp.postgresIP, APIEndpoint: cp.apiEndpoint,
+	})
+}
+
+func (cp *ControlPlane) installChart(ctx context.Context) error {
+	values, err := cp.Values(ctx)
+	if err != nil {
+		return err
+	}
+	rel, err := InstallChart(ctx, cp.cluster.Helm, cp.cluster.Recorder, ChartInstall{
+		Chart: cp.cfg.Chart, Namespace: cp.cfg.Namespace, Values: values, Timeout: cp.cfg.StartupTimeout,
+		Ownership: cp.cfg.Ownership, Log: cp.cfg.HelmLog,
+	})
+	if err != nil {
+		return err
+	}
+	cp.release = rel
+	return nil
+}
+
+func (cp *ControlPlane) ensureTenantBindings(ctx context.Context) error {
+	for _, b := range TenantBindings(cp.cfg.Namespace, cp.cfg.Ownership) {
+		if err := cp.ensure(ctx, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (cp *ControlPlane) startProxy(ctx context.Context) error {
+	ns, own := cp.cfg.Namespace, cp.cfg.Ownership
+	if err := cp.ensure(ctx, ProxyDeploymentObject(ns, own, cp.cfg.ControllerImage), ProxyServiceObject(ns, own)); err != nil {
+		return err
+	}
+	return cp.waitReady(ctx, "Deployment", ProxyDeployment, kube.WaitForDeploymentReady)
+}
