@@ -305,9 +305,14 @@ func finishes(p *corev1.Pod) bool {
 	return false
 }
 
-func (k *playedKubelet) play(ctx context.Context, p *corev1.Pod) {
+func (k *playedKubelet) play(ctx context.Context, p *corev1.Pod) { k.run(ctx, p, false) }
+
+// start plays p even while the kubelet is paused, for tests that release Pods one by one.
+func (k *playedKubelet) start(ctx context.Context, p *corev1.Pod) { k.run(ctx, p, true) }
+
+func (k *playedKubelet) run(ctx context.Context, p *corev1.Pod, force bool) {
 	k.mu.Lock()
-	if k.paused || k.seen[p.UID] || p.DeletionTimestamp != nil {
+	if (k.paused && !force) || k.seen[p.UID] || p.DeletionTimestamp != nil {
 		k.mu.Unlock()
 		return
 	}

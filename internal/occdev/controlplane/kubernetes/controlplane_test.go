@@ -379,3 +379,52 @@ func keys[V any](m map[string]V) []string {
 	}
 	return out
 }
+
+// `k3d cluster stop/start` restarts the node: the PostgreSQL Pod is gone and comes back with
+// another address. The StatefulSet (run by the real controller here) recreates postgres-0 with
+// the same claim, and the restart egress policy admits it by label, not by the old address.
+func TestPostgresComesBackAfterARestart(t *testing.T) {
+	b := newBed(t)
+	ctx := context.Background()
+	cp, _, _ := b.newControlPlane(nil, nil)
+	steps := cp.Steps()
+	for _, s := range steps[:7] { // up to and including the restart egress policies
+		if err := s.Run(ctx); err != nil {
+			t.Fatalf("%s: %v", s.Name, err)
+		}
+	}
+	before, err := b.client.CoreV1().Pods(b.ns).Get(ctx, PostgresPod, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.client.CoreV1().Pods(b.ns).Delete(ctx, PostgresPod, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))}); err != nil {
+		t.Fatal(err)
+	}
+	after := b.waitForPod(ctx, "the recreated "+PostgresPod, func(p *corev1.Pod) bool {
+		return p.Name == PostgresPod && p.UID != before.UID && p.Status.PodIP != ""
+	})
+	if after.Status.PodIP == before.Status.PodIP {
+		t.Fatalf("the played kubelet gave the new Pod the old address %s; the test proves nothing", after.Status.PodIP)
+	}
+	if after.Spec.Volumes[0].PersistentVolumeClaim.ClaimName != PostgresDataClaim {
+		t.Errorf("the recreated Pod mounts %+v, want claim %s", after.Spec.Volumes[0], PostgresDataClaim)
+	}
+	// The repeated steps converge and see the new address.
+	again, _, _ := b.newControlPlane(nil, nil)
+	for _, s := range again.Steps()[:7] {
+		if err := s.Run(ctx); err != nil {
+			t.Fatalf("repeated %s: %v", s.Name, err)
+		}
+	}
+	if got := again.postgresIP.String(); got != after.Status.PodIP {
+		t.Errorf("the repeated run resolved %s, want the new Pod's %s", got, after.Status.PodIP)
+	}
+	pol, err := b.client.NetworkingV1().NetworkPolicies(b.ns).Get(ctx, PostgresEgressPolicy, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	to := pol.Spec.Egress[0].To[0]
+	if to.IPBlock != nil || to.PodSelector == nil || to.PodSelector.MatchLabels["app"] != Postgres {
+		t.Errorf("the PostgreSQL egress policy admits %+v, want Pods labelled app=postgres", to)
+	}
+}

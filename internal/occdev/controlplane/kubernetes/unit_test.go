@@ -1,0 +1,71 @@
+package kubernetes
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+)
+
+// The restart egress policy opens the API port to the k3d network's subnet; the engine reports
+// that network's subnets, and only a canonical IPv4 subnet of /16 or narrower that holds the
+// API endpoint is accepted (reference messages).
+func TestSelectNodeSubnet(t *testing.T) {
+	ep := netip.MustParseAddr("172.28.0.2")
+	got, err := SelectNodeSubnet("k3d-occ-dev-a", []string{"fd00:1::/64", "172.28.0.0/16"}, ep)
+	if err != nil || got.String() != "172.28.0.0/16" {
+		t.Fatalf("SelectNodeSubnet = %v, %v", got, err)
+	}
+	cases := []struct {
+		subnets []string
+		want    string
+	}{
+		{[]string{"172.16.0.0/12"}, "k3d network subnet 172.16.0.0/12 is broader than /16"},
+		{[]string{"fd00:1::/64"}, "k3d network k3d-occ-dev-a has no IPv4 subnet containing the Kubernetes API endpoint 172.28.0.2"},
+		{[]string{"10.0.0.0/24"}, "k3d network k3d-occ-dev-a has no IPv4 subnet containing the Kubernetes API endpoint"},
+		{[]string{"172.28.0.1/16"}, "not canonical"},
+		{nil, "has no IPv4 subnet"},
+	}
+	for _, c := range cases {
+		if _, err := SelectNodeSubnet("k3d-occ-dev-a", c.subnets, ep); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("SelectNodeSubnet(%v) error = %v, want %q", c.subnets, err, c.want)
+		}
+	}
+}
+
+// The values are computed from what the cluster reports; addresses the chart cannot admit are
+// refused before Helm runs.
+func TestBuildValuesRefusesUnusableAddresses(t *testing.T) {
+	in := ValuesInput{Namespace: "oce-system", ControllerImage: controllerRef, HostAPIPort: 3000,
+		PostgresIP: netip.MustParseAddr("fd00::5"), APIEndpoint: netip.MustParseAddrPort("172.28.0.2:6443")}
+	if _, err := BuildValues(in); err == nil || !strings.Contains(err.Error(), "IPv4 /32") {
+		t.Errorf("an IPv6 PostgreSQL address was accepted: %v", err)
+	}
+	in.PostgresIP, in.HostAPIPort = netip.MustParseAddr("10.42.0.9"), 0
+	if _, err := BuildValues(in); err == nil || !strings.Contains(err.Error(), "development API port 0") {
+		t.Errorf("port 0 was accepted: %v", err)
+	}
+}
+
+// A mis-wired `up` (tag instead of in-cluster digest, relative Installation path, no ownership)
+// is refused as a whole before anything is created.
+func TestNewRefusesAnIncompleteConfiguration(t *testing.T) {
+	_, err := New(Cluster{}, Config{Namespace: "OCE", ControllerImage: "openclaw-enterprise-controller:kubernetes-quickstart", PostgresImage: postgresRef, InstallationFile: "installation.yaml"})
+	if err == nil {
+		t.Fatal("New accepted the configuration")
+	}
+	for _, want := range []string{`namespace "OCE"`, "no ownership labels", `controller image "openclaw-enterprise-controller:kubernetes-quickstart"`, "development API port 0", `Installation file "installation.yaml"`, "no OCE chart", "cluster access is incomplete"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+}
+
+// The checkout's chart must be OCE's production chart; another chart at that path is refused.
+func TestLoadChartChecksTheChart(t *testing.T) {
+	if _, err := LoadChart(fixtureCheckout); err != nil {
+		t.Fatalf("the fixture checkout's chart: %v", err)
+	}
+	if _, err := LoadChart(t.TempDir()); err == nil || !strings.Contains(err.Error(), ChartPath) {
+		t.Fatalf("a checkout without the chart: %v", err)
+	}
+}
