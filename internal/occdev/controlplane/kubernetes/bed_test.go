@@ -245,6 +245,19 @@ func (r *recordingObjects) Remove(ctx context.Context, obj runtime.Object) error
 	return nil
 }
 
+// recordedRelease reports whether the Helm release record is there.
+func (r *recordingObjects) recordedRelease(namespace, name string) bool {
+	want := state.HelmRelease(namespace, name).String()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, o := range r.records {
+		if o.String() == want {
+			return true
+		}
+	}
+	return false
+}
+
 func (r *recordingObjects) stateJSON(t *testing.T) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -265,12 +278,13 @@ type playedKubelet struct {
 
 	mu     sync.Mutex
 	paused bool
+	fail   map[string]bool // Pod names whose containers exit with an error
 	next   int
 	seen   map[types.UID]bool
 }
 
 func playKubelet(t *testing.T, c clientset.Interface, ns string) *playedKubelet {
-	k := &playedKubelet{t: t, client: c, ns: ns, next: 10, seen: map[types.UID]bool{}}
+	k := &playedKubelet{t: t, client: c, ns: ns, next: 10, seen: map[types.UID]bool{}, fail: map[string]bool{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	w, err := c.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -319,9 +333,10 @@ func (k *playedKubelet) run(ctx context.Context, p *corev1.Pod, force bool) {
 	k.seen[p.UID] = true
 	k.next++
 	ip := fmt.Sprintf("10.42.0.%d", k.next)
+	failing := k.fail[p.Name]
 	k.mu.Unlock()
 	for attempt := 0; attempt < 5; attempt++ {
-		err := k.report(ctx, p.DeepCopy(), ip)
+		err := k.report(ctx, p.DeepCopy(), ip, failing)
 		if err == nil || ctx.Err() != nil || apierrors.IsNotFound(err) {
 			return
 		}
@@ -338,17 +353,21 @@ func (k *playedKubelet) run(ctx context.Context, p *corev1.Pod, force bool) {
 }
 
 // report writes the status a kubelet would report for p.
-func (k *playedKubelet) report(ctx context.Context, p *corev1.Pod, ip string) error {
+func (k *playedKubelet) report(ctx context.Context, p *corev1.Pod, ip string, failing bool) error {
 	now := metav1.Now()
 	p.Status.StartTime = &now
 	p.Status.HostIP = "172.28.0.2"
 	p.Status.PodIP, p.Status.PodIPs = ip, []corev1.PodIP{{IP: ip}}
-	if finishes(p) {
-		p.Status.Phase = corev1.PodSucceeded
+	if finishes(p) || failing {
+		phase, code, reason := corev1.PodSucceeded, int32(0), "Completed"
+		if failing {
+			phase, code, reason = corev1.PodFailed, 1, "Error"
+		}
+		p.Status.Phase = phase
 		for _, c := range p.Spec.Containers {
 			p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{
 				Name: c.Name, Image: c.Image,
-				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", StartedAt: now, FinishedAt: now}},
+				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Reason: reason, StartedAt: now, FinishedAt: now}},
 			})
 		}
 		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "PodCompleted", LastTransitionTime: now}}

@@ -18,8 +18,6 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/release"
-
-	"github.com/openclaw/occ/internal/occdev/state"
 )
 
 // devValues are the values a Kubernetes-only `up` computes, for render tests.
@@ -246,7 +244,7 @@ func TestInstallChartTimesOut(t *testing.T) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
 	}
-	if !b.objects.recorded(state.KindHelmRelease, b.ns, ReleaseName) {
+	if !b.objects.recordedRelease(b.ns, ReleaseName) {
 		t.Error("the failed release was not recorded, so down could not remove it")
 	}
 }

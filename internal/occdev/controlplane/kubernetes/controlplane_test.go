@@ -253,7 +253,7 @@ func (b *bed) checkObjects(ctx context.Context, installation []byte) {
 	if err != nil {
 		t.Fatalf("the OCE release is missing: %v", err)
 	}
-	if !b.objects.recorded("HelmRelease", b.ns, ReleaseName) {
+	if !b.objects.recordedRelease(b.ns, ReleaseName) {
 		t.Error("the Helm release was not recorded in the state")
 	}
 	if rel.Info.Status != release.StatusDeployed || !b.own.owns(rel.Labels) {
@@ -350,7 +350,7 @@ func (b *bed) checkObjects(ctx context.Context, installation []byte) {
 		t.Fatal(err)
 	}
 	owned("Deployment", ProxyDeployment, proxy.Labels)
-	if proxy.Spec.Template.Labels[labelName] != DevelopmentClient || proxy.Status.ReadyReplicas != 1 {
+	if proxy.Spec.Template.Labels[labelName] != DevelopmentClient || !b.own.owns(proxy.Spec.Template.Labels) || proxy.Status.ReadyReplicas != 1 {
 		t.Errorf("proxy template labels %v, ready %d", proxy.Spec.Template.Labels, proxy.Status.ReadyReplicas)
 	}
 	ps, err := core.Services(b.ns).Get(ctx, ProxyService, metav1.GetOptions{})
@@ -426,5 +426,26 @@ func TestPostgresComesBackAfterARestart(t *testing.T) {
 	to := pol.Spec.Egress[0].To[0]
 	if to.IPBlock != nil || to.PodSelector == nil || to.PodSelector.MatchLabels["app"] != Postgres {
 		t.Errorf("the PostgreSQL egress policy admits %+v, want Pods labelled app=postgres", to)
+	}
+}
+
+// The prepare Pod's container fails (the controller image cannot chown the volume): the step
+// fails with the reference's message and the container's exit, and PostgreSQL is not started.
+func TestPreparePodFailureStopsTheRun(t *testing.T) {
+	b := newBed(t)
+	b.kubelet.fail[PreparePod] = true
+	ctx := context.Background()
+	cp, _, _ := b.newControlPlane(nil, nil)
+	err := cp.Up(ctx)
+	if err == nil {
+		t.Fatal("Up succeeded with a failing prepare Pod")
+	}
+	for _, want := range []string{"Prepare the bootstrap volume: ", "Pod bootstrap-password-prepare failed", "container prepare: Error, exit code 1"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if _, err := b.client.AppsV1().StatefulSets(b.ns).Get(ctx, Postgres, metav1.GetOptions{}); err == nil {
+		t.Error("PostgreSQL was started after the prepare Pod failed")
 	}
 }

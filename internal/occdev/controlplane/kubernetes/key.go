@@ -102,9 +102,7 @@ func ReaderPodObject(namespace string, own Ownership, controllerImage string) *c
 // part fails. Neither value appears in any error.
 func CopyBootstrapKey(ctx context.Context, client clientset.Interface, objects Objects, exec PodExec, verifier KeyVerifier, req KeyCopy) (_ KeyResult, err error) {
 	reader := ReaderPodObject(req.Namespace, req.Ownership, req.ControllerImage)
-	if err := objects.Ensure(ctx, reader); err != nil {
-		return KeyResult{}, fmt.Errorf("create the bootstrap key reader Pod: %w", err)
-	}
+	// Armed before the create, so a reader that exists after a failed create is removed too.
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
@@ -112,6 +110,9 @@ func CopyBootstrapKey(ctx context.Context, client clientset.Interface, objects O
 			err = errors.Join(err, fmt.Errorf("remove the bootstrap key reader Pod %s/%s: %w", req.Namespace, ReaderPod, rerr))
 		}
 	}()
+	if err := objects.Ensure(ctx, reader); err != nil {
+		return KeyResult{}, fmt.Errorf("create the bootstrap key reader Pod: %w", err)
+	}
 	wctx, cancel := context.WithTimeout(ctx, req.Timeout)
 	defer cancel()
 	if err := waitPod(wctx, client, req.Namespace, ReaderPod, func(p *corev1.Pod) (bool, error) {
