@@ -185,3 +185,23 @@ func NodeBaseImage(override string, pinned pins.Image) (string, error) {
 	}
 	return override, nil
 }
+
+// EnvPostgresImage replaces the pinned PostgreSQL of the Kubernetes-only profile.
+const EnvPostgresImage = "OCC_DEVELOPMENT_POSTGRES_IMAGE"
+
+// PostgresImage is the PostgreSQL image to pull and import: the override when set, else the
+// pinned one. occ accepts the override by digest only, like every image it imports (the
+// reference accepts any local reference; a tag could name other content by import time).
+func PostgresImage(override string, pinned pins.Image) (string, error) {
+	if override == "" {
+		if pinned.Digest == "" {
+			return "", fmt.Errorf("the pinned PostgreSQL image %s has no digest; fix oce.postgresImage in the pin file", pinned)
+		}
+		return pinned.String(), nil
+	}
+	if err := requireDigestReference(override); err != nil {
+		return "", fmt.Errorf("%s=%q must be a PostgreSQL 18 image by digest (<repository>@sha256:<64 hex>): %v; fix or unset it to use the pinned %s",
+			EnvPostgresImage, override, err, pinned)
+	}
+	return override, nil
+}

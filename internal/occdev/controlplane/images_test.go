@@ -112,3 +112,21 @@ func TestBuildContextRefusesBadDockerfiles(t *testing.T) {
 		t.Error("buildContext accepted a relative directory")
 	}
 }
+
+// OCC_DEVELOPMENT_POSTGRES_IMAGE replaces the pinned PostgreSQL, by digest only.
+func TestPostgresImage(t *testing.T) {
+	set, err := pins.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := PostgresImage("", set.OCE.PostgresImage); err != nil || got != set.OCE.PostgresImage.String() {
+		t.Fatalf("PostgresImage(default) = %q, %v", got, err)
+	}
+	override := "registry.example/postgres:18.6@" + testDigest
+	if got, err := PostgresImage(override, set.OCE.PostgresImage); err != nil || got != override {
+		t.Fatalf("PostgresImage(override) = %q, %v", got, err)
+	}
+	if _, err := PostgresImage("postgres:18.6", set.OCE.PostgresImage); err == nil || !strings.Contains(err.Error(), EnvPostgresImage) {
+		t.Fatalf("PostgresImage(tag) error = %v", err)
+	}
+}

@@ -378,6 +378,9 @@ func (k *playedKubelet) report(ctx context.Context, p *corev1.Pod, ip string, fa
 	return err
 }
 
+// failPod makes the named Pod's containers exit with an error when it starts.
+func (k *playedKubelet) failPod(name string) { k.mu.Lock(); k.fail[name] = true; k.mu.Unlock() }
+
 // pause stops the kubelet from starting new Pods; resume plays every Pod left pending.
 func (k *playedKubelet) pause() { k.mu.Lock(); k.paused = true; k.mu.Unlock() }
 

@@ -78,8 +78,7 @@ type ControlPlane struct {
 	release     *release.Release
 }
 
-// New checks cfg completely before anything is created.
-func New(cluster Cluster, cfg Config) (*ControlPlane, error) {
+func (cfg *Config) defaults() {
 	if cfg.Namespace == "" {
 		cfg.Namespace = DefaultNamespace
 	}
@@ -89,6 +88,22 @@ func New(cluster Cluster, cfg Config) (*ControlPlane, error) {
 	if cfg.Random == nil {
 		cfg.Random = rand.Reader
 	}
+}
+
+// DescribeSteps lists the steps and what each creates, for a dry run: no cluster is needed and
+// nothing is read or checked.
+func DescribeSteps(cfg Config) []Step {
+	cfg.defaults()
+	steps := (&ControlPlane{cfg: cfg}).Steps()
+	for i := range steps {
+		steps[i].Run = nil
+	}
+	return steps
+}
+
+// New checks cfg completely before anything is created.
+func New(cluster Cluster, cfg Config) (*ControlPlane, error) {
+	cfg.defaults()
 	var errs []error
 	if msgs := validation.IsDNS1123Label(cfg.Namespace); len(msgs) > 0 {
 		errs = append(errs, fmt.Errorf("namespace %q must be a DNS label of at most 63 characters (OCC_DEVELOPMENT_KUBERNETES_NAMESPACE): %v", cfg.Namespace, msgs))

@@ -433,7 +433,7 @@ func TestPostgresComesBackAfterARestart(t *testing.T) {
 // fails with the reference's message and the container's exit, and PostgreSQL is not started.
 func TestPreparePodFailureStopsTheRun(t *testing.T) {
 	b := newBed(t)
-	b.kubelet.fail[PreparePod] = true
+	b.kubelet.failPod(PreparePod)
 	ctx := context.Background()
 	cp, _, _ := b.newControlPlane(nil, nil)
 	err := cp.Up(ctx)

@@ -69,3 +69,28 @@ func TestLoadChartChecksTheChart(t *testing.T) {
 		t.Fatalf("a checkout without the chart: %v", err)
 	}
 }
+
+// `up --dry-run` lists the steps and every object they create, without a cluster.
+func TestDescribeStepsNamesEveryObject(t *testing.T) {
+	steps := DescribeSteps(Config{})
+	var all strings.Builder
+	for _, s := range steps {
+		if s.Run != nil {
+			t.Errorf("step %q can run in a dry run", s.Name)
+		}
+		all.WriteString(s.Name + ": " + strings.Join(s.Creates, "; ") + "\n")
+	}
+	for _, want := range []string{
+		"Secret oce-system/postgres-bootstrap", "PersistentVolumeClaim oce-system/postgres-data", "PersistentVolumeClaim oce-system/bootstrap-password",
+		"Pod oce-system/bootstrap-password-prepare", "StatefulSet oce-system/postgres", "Service oce-system/postgres",
+		"NetworkPolicy oce-system/openclaw-development-postgres-egress", "NetworkPolicy oce-system/openclaw-development-kubernetes-egress",
+		"Secret oce-system/occ-installation-startup", "Secret oce-system/occ-database", "Secret oce-system/occ-auth",
+		"Helm release oce-system/openclaw-enterprise", "up to 10m0s",
+		"ClusterRoleBinding openclaw-development-tenant-worker", "ClusterRoleBinding openclaw-development-tenant-configuration", "ClusterRoleBinding openclaw-development-tenant-secrets",
+		"Deployment oce-system/occ-development-api-proxy", "Service oce-system/occ-development-api (NodePort 30080)",
+	} {
+		if !strings.Contains(all.String(), want) {
+			t.Errorf("the dry run does not name %q:\n%s", want, all.String())
+		}
+	}
+}
