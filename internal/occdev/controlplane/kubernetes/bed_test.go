@@ -69,6 +69,9 @@ func newBed(t *testing.T) *bed {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		// NodePort 30080 is cluster-wide: free it now rather than when the namespace
+		// controller gets to the Service, so the next test can publish the proxy again.
+		_ = b.client.CoreV1().Services(b.ns).Delete(context.Background(), ProxyService, metav1.DeleteOptions{})
 		_ = b.client.CoreV1().Namespaces().Delete(context.Background(), b.ns, metav1.DeleteOptions{})
 	})
 	dyn, err := dynamic.NewForConfig(b.config)
