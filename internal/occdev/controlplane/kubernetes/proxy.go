@@ -20,7 +20,7 @@ net.createServer((client) => {
   client.on("error", () => upstream.destroy()); upstream.on("error", () => client.destroy());
 }).listen(%d, "0.0.0.0");`, APIPort, APIService, ProxyPort)
 
-// ProxyDeployment is the development API proxy, labelled as the chart's only admitted client.
+// ProxyDeploymentObject is the development API proxy, labelled as the chart's only admitted client.
 func ProxyDeploymentObject(namespace string, own Ownership, controllerImage string) *appsv1.Deployment {
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: ProxyDeployment, Namespace: namespace, Labels: own.with(ProxyPodLabels())},

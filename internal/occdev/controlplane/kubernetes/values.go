@@ -23,7 +23,7 @@ type Values struct {
 	Resources    corev1.ResourceRequirements `json:"resources"`
 }
 
-// ImageValues: every image of the chart must be a digest reference.
+// ImageValues are the chart's images; every one must be a digest reference.
 type ImageValues struct {
 	Controller string `json:"controller"`
 }
@@ -33,13 +33,13 @@ type InstallationValues struct {
 	Name string `json:"name"`
 }
 
-// AuthValues: the Better Auth base URL, which the bootstrap Job accepts over plain HTTP only
+// AuthValues hold the Better Auth base URL, which the bootstrap Job accepts over plain HTTP only
 // on 127.0.0.1 or localhost.
 type AuthValues struct {
 	BaseURL string `json:"baseUrl"`
 }
 
-// BootstrapValues: the first administrator and the claim the bootstrap Job writes into.
+// BootstrapValues name the first administrator and the claim the bootstrap Job writes into.
 type BootstrapValues struct {
 	AdminEmail string            `json:"adminEmail"`
 	Password   BootstrapPassword `json:"password"`
