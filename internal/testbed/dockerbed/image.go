@@ -7,7 +7,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"runtime"
+	"strings"
+	"syscall"
 
 	"github.com/docker/docker/pkg/jsonmessage"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -70,41 +74,108 @@ func (s ImageSpec) Build() (v1.Image, error) {
 	return img, nil
 }
 
-// LoadImage loads img into the engine under tag, the way `docker load` does, from a docker-save
-// tarball (the format the Debian 20.10 engine accepts; it refuses OCI layouts). It returns the
-// engine's image ID, which is the image's config digest.
-func (e *Engine) LoadImage(ctx context.Context, img v1.Image, tag string) (string, error) {
-	ref, err := name.NewTag(tag)
+// Tag is the local tag of the spec's image: Repo:Key.
+func (s ImageSpec) Tag() (string, error) {
+	key, err := s.Key()
 	if err != nil {
-		return "", fmt.Errorf("load image: tag %q: %w", tag, err)
+		return "", err
 	}
-	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(tarball.Write(ref, img, pw)) }()
-	return e.loadTarball(ctx, pr, img, tag)
+	return s.Repo + ":" + key, nil
 }
 
-func (e *Engine) loadTarball(ctx context.Context, r io.Reader, img v1.Image, tag string) (string, error) {
+// Tarball returns the spec's image as a docker-save tarball in the bed's cache (the format the
+// Debian 20.10 engine loads; it refuses OCI layouts), building it on first use. The file is named
+// by the content key, so a second run, or another test binary, reuses it; concurrent builders
+// serialise on a lock file.
+func (s ImageSpec) Tarball() (path, tag string, err error) {
+	tag, err = s.Tag()
+	if err != nil {
+		return "", "", err
+	}
+	dir := filepath.Join(cacheDir(), "images")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", "", err
+	}
+	path = filepath.Join(dir, strings.ReplaceAll(strings.ReplaceAll(tag, "/", "_"), ":", "-")+".tar")
+	if _, err := os.Stat(path); err == nil {
+		return path, tag, nil
+	}
+	unlock, err := lockFile(path + ".lock")
+	if err != nil {
+		return "", "", err
+	}
+	defer unlock()
+	if _, err := os.Stat(path); err == nil {
+		return path, tag, nil
+	}
+	img, err := s.Build()
+	if err != nil {
+		return "", "", err
+	}
+	ref, err := name.NewTag(tag)
+	if err != nil {
+		return "", "", fmt.Errorf("image %s: tag %q: %w", s.Repo, tag, err)
+	}
+	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
+	defer os.Remove(tmp)
+	if err := tarball.WriteToFile(tmp, ref, img); err != nil {
+		return "", "", fmt.Errorf("write image %s tarball: %w", tag, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return "", "", err
+	}
+	return path, tag, nil
+}
+
+// Image returns the spec's image, read from its cached tarball (built on first use).
+func (s ImageSpec) Image() (v1.Image, error) {
+	path, tag, err := s.Tarball()
+	if err != nil {
+		return nil, err
+	}
+	ref, err := name.NewTag(tag)
+	if err != nil {
+		return nil, err
+	}
+	img, err := tarball.ImageFromPath(path, &ref)
+	if err != nil {
+		return nil, fmt.Errorf("read image %s from %s: %w", tag, path, err)
+	}
+	return img, nil
+}
+
+func lockFile(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return func() { f.Close() }, nil
+}
+
+// loadTarball loads a docker-save tarball into the engine and checks that the engine now holds
+// the image under tag with the expected ID (the config digest).
+func (e *Engine) loadTarball(ctx context.Context, r io.Reader, wantID, tag string) error {
 	resp, err := e.API.ImageLoad(ctx, r)
 	if err != nil {
-		return "", fmt.Errorf("load image %s: %w", tag, err)
+		return fmt.Errorf("load image %s: %w", tag, err)
 	}
 	defer resp.Body.Close()
 	// The engine reports a failed load inside the JSON stream, not as an HTTP error.
 	if err := jsonmessage.DisplayJSONMessagesStream(resp.Body, io.Discard, 0, false, nil); err != nil {
-		return "", fmt.Errorf("load image %s: %w", tag, err)
-	}
-	want, err := img.ConfigName()
-	if err != nil {
-		return "", err
+		return fmt.Errorf("load image %s: %w", tag, err)
 	}
 	got, err := e.API.ImageInspect(ctx, tag)
 	if err != nil {
-		return "", fmt.Errorf("load image %s: inspect after load: %w", tag, err)
+		return fmt.Errorf("load image %s: inspect after load: %w", tag, err)
 	}
-	if got.ID != want.String() {
-		return "", fmt.Errorf("load image %s: engine holds image ID %s, the loaded config digest is %s", tag, got.ID, want)
+	if got.ID != wantID {
+		return fmt.Errorf("load image %s: engine holds image ID %s, the loaded config digest is %s", tag, got.ID, wantID)
 	}
-	return got.ID, nil
+	return nil
 }
 
 // LocalImage is an image present in the engine.
@@ -115,27 +186,38 @@ type LocalImage struct {
 	ID string
 }
 
-// EnsureImage makes the spec's image present in the engine under the tag Repo:Key and returns
-// it. An image already loaded under that tag is reused: the tag is a content hash, so it can
-// only name this content.
+// EnsureImage makes the spec's image present in the engine under the tag Repo:Key (loading
+// its cached tarball) and returns it. An image already loaded under that tag is reused: the tag
+// is a content hash, so it can only name this content.
 func (e *Engine) EnsureImage(ctx context.Context, spec ImageSpec) (LocalImage, error) {
-	key, err := spec.Key()
+	tag, err := spec.Tag()
 	if err != nil {
 		return LocalImage{}, err
 	}
-	tag := spec.Repo + ":" + key
 	if ins, err := e.API.ImageInspect(ctx, tag); err == nil {
 		return LocalImage{Tag: tag, ID: ins.ID}, nil
 	}
-	img, err := spec.Build()
+	img, err := spec.Image()
 	if err != nil {
 		return LocalImage{}, err
 	}
-	id, err := e.LoadImage(ctx, img, tag)
+	id, err := img.ConfigName()
 	if err != nil {
 		return LocalImage{}, err
 	}
-	return LocalImage{Tag: tag, ID: id}, nil
+	path, _, err := spec.Tarball()
+	if err != nil {
+		return LocalImage{}, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return LocalImage{}, err
+	}
+	defer f.Close()
+	if err := e.loadTarball(ctx, f, id.String(), tag); err != nil {
+		return LocalImage{}, err
+	}
+	return LocalImage{Tag: tag, ID: id.String()}, nil
 }
 
 // BusyboxImage is a one-layer image holding only a static busybox and its applet links, with
