@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 )
@@ -120,15 +121,31 @@ func locateBinaries() (Binaries, error) {
 	return b, nil
 }
 
-// buildStandin compiles the stand-in into the cache, named by its content hash. go build is
-// itself cached, so an unchanged source costs a link; concurrent test binaries each build to a
-// file of their own and rename it into place, so none sees a half-written binary.
+// buildStandin compiles the stand-in into the cache, keyed by a hash of its source, the module
+// files and the Go version, so an unchanged stand-in is not even relinked. Concurrent test
+// binaries each build to a file of their own and rename it into place, so none sees a
+// half-written binary.
 func buildStandin() (string, error) {
 	root, err := repoRoot()
 	if err != nil {
 		return "", err
 	}
+	h := sha256.New()
+	io.WriteString(h, runtime.Version())
+	srcs, _ := filepath.Glob(filepath.Join(root, "internal/testbed/k3sstandin/*.go"))
+	for _, p := range append(srcs, filepath.Join(root, "go.mod"), filepath.Join(root, "go.sum")) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", filepath.Base(p), len(b))
+		h.Write(b)
+	}
 	dir := filepath.Join(cacheDir(), "standin")
+	out := filepath.Join(dir, "k3sstandin-"+hex.EncodeToString(h.Sum(nil))[:16])
+	if _, err := os.Stat(out); err == nil {
+		return out, nil
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
@@ -140,11 +157,6 @@ func buildStandin() (string, error) {
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build the k3s stand-in: %w: %s", err, b)
 	}
-	sum, err := fileSHA256(tmp)
-	if err != nil {
-		return "", err
-	}
-	out := filepath.Join(dir, "k3sstandin-"+sum[:16])
 	if err := os.Rename(tmp, out); err != nil {
 		return "", err
 	}

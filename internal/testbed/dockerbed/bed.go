@@ -43,6 +43,7 @@ func Start(t *testing.T) *Bed {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	b := &Bed{Engine: e, Registry: StartRegistry(t)}
+	start := time.Now()
 	for _, img := range []struct {
 		build func() (ImageSpec, error)
 		pin   *Pinned
@@ -57,6 +58,7 @@ func Start(t *testing.T) *Bed {
 		}
 		*img.pin = p
 	}
+	t.Logf("dockerbed: node, tools and proxy images built, loaded and pushed in %s", time.Since(start).Round(time.Millisecond))
 	t.Setenv("DOCKER_SOCK", e.Socket)
 	t.Setenv("K3D_IMAGE_TOOLS", b.Tools.Ref)
 	t.Setenv("K3D_IMAGE_LOADBALANCER", b.Proxy.Ref)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/container"
 	k3dclient "github.com/k3d-io/k3d/v5/pkg/client"
 	k3dconfig "github.com/k3d-io/k3d/v5/pkg/config"
 	configtypes "github.com/k3d-io/k3d/v5/pkg/config/types"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/openclaw/occ/internal/testbed/dockerbed"
@@ -76,46 +78,10 @@ func TestK3dClusterLifecycleOnTheBed(t *testing.T) {
 			KubeconfigOptions: v1alpha5.SimpleConfigOptionsKubeconfig{UpdateDefaultKubeconfig: false, SwitchCurrentContext: false},
 		},
 	}
-	cc, err := k3dconfig.TransformSimpleToClusterConfig(ctx, runtimes.Docker, simple, "")
-	if err != nil {
-		t.Fatalf("k3d transform: %v", err)
-	}
-	if cc, err = k3dconfig.ProcessClusterConfig(*cc); err != nil {
-		t.Fatalf("k3d process: %v", err)
-	}
-	if err := k3dconfig.ValidateClusterConfig(ctx, runtimes.Docker, *cc); err != nil {
-		t.Fatalf("k3d validate: %v", err)
-	}
-	start := time.Now()
-	deleted := false
-	t.Cleanup(func() {
-		if !deleted {
-			_ = k3dclient.ClusterDelete(context.Background(), runtimes.Docker, &cc.Cluster, k3d.ClusterDeleteOpts{})
-		}
-	})
-	if err := k3dclient.ClusterRun(ctx, runtimes.Docker, cc); err != nil {
-		t.Fatalf("k3d ClusterRun: %v", err)
-	}
-	t.Logf("ClusterRun: %s", time.Since(start).Round(time.Millisecond))
-
-	cluster, err := k3dclient.ClusterGet(ctx, runtimes.Docker, &k3d.Cluster{Name: name})
-	if err != nil {
-		t.Fatal(err)
-	}
-	kc, err := k3dclient.KubeconfigGet(ctx, runtimes.Docker, cluster)
-	if err != nil {
-		t.Fatalf("k3d KubeconfigGet: %v", err)
-	}
-	restCfg, err := clientcmd.NewDefaultClientConfig(*kc, nil).ClientConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := runCluster(ctx, t, simple)
+	cluster, kube, restCfg := cl.cluster, cl.kube, cl.rest
 	if want := fmt.Sprintf("https://127.0.0.1:%d", port); restCfg.Host != want {
 		t.Errorf("kubeconfig server = %s, want %s", restCfg.Host, want)
-	}
-	kube, err := kubernetes.NewForConfig(restCfg)
-	if err != nil {
-		t.Fatal(err)
 	}
 
 	// The node container ran the pinned image, which the engine pulled by digest.
@@ -201,7 +167,7 @@ func TestK3dClusterLifecycleOnTheBed(t *testing.T) {
 		t.Cleanup(func() { e.Forget(tag) })
 		imported[tag] = id
 	}
-	start = time.Now()
+	start := time.Now()
 	tags := keys(imported)
 	if err := k3dclient.ImageImportIntoClusterMulti(ctx, runtimes.Docker, tags, cluster, k3d.ImageImportOpts{Mode: k3d.ImportModeDirect}); err != nil {
 		t.Fatalf("k3d image import: %v", err)
@@ -273,7 +239,7 @@ func TestK3dClusterLifecycleOnTheBed(t *testing.T) {
 	if err := k3dclient.ClusterDelete(ctx, runtimes.Docker, cluster, k3d.ClusterDeleteOpts{}); err != nil {
 		t.Fatalf("k3d ClusterDelete: %v", err)
 	}
-	deleted = true
+	cl.deleted = true
 	t.Logf("ClusterDelete: %s", time.Since(start).Round(time.Millisecond))
 	after, err := e.ClusterObjects(ctx, name, before.Volumes...)
 	if err != nil {
@@ -282,6 +248,122 @@ func TestK3dClusterLifecycleOnTheBed(t *testing.T) {
 	if !after.Empty() {
 		t.Errorf("left after ClusterDelete: %s (had %s)", after, before)
 	}
+}
+
+// The reference's cluster shape: k3d's server load balancer in front of the API, with a host
+// port published through it; the API answers through the load balancer and delete removes it.
+func TestK3dClusterBehindLoadBalancer(t *testing.T) {
+	b := dockerbed.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	t.Cleanup(func() { b.Engine.Forget(b.Node.Ref, b.Tools.Ref, b.Proxy.Ref) })
+	name := "bed-" + strings.ToLower(rand.Text()[:8])
+	apiPort, appPort := freePort(t), freePort(t)
+	cl := runCluster(ctx, t, v1alpha5.SimpleConfig{
+		TypeMeta:   configtypes.TypeMeta{APIVersion: "k3d.io/v1alpha5", Kind: "Simple"},
+		ObjectMeta: configtypes.ObjectMeta{Name: name},
+		Servers:    1,
+		Image:      b.Node.Ref,
+		ExposeAPI:  v1alpha5.SimpleExposureOpts{Host: "127.0.0.1", HostIP: "127.0.0.1", HostPort: strconv.Itoa(apiPort)},
+		Ports:      []v1alpha5.PortWithNodeFilters{{Port: fmt.Sprintf("127.0.0.1:%d:30080", appPort), NodeFilters: []string{"loadbalancer"}}},
+		Options: v1alpha5.SimpleConfigOptions{
+			K3dOptions:        v1alpha5.SimpleConfigOptionsK3d{Wait: true, Timeout: 3 * time.Minute},
+			KubeconfigOptions: v1alpha5.SimpleConfigOptionsKubeconfig{UpdateDefaultKubeconfig: false, SwitchCurrentContext: false},
+		},
+	})
+	lb, err := b.Engine.API.ContainerInspect(ctx, "k3d-"+name+"-serverlb")
+	if err != nil {
+		t.Fatalf("no load balancer container: %v", err)
+	}
+	if lb.Config.Image != b.Proxy.Ref {
+		t.Errorf("load balancer image = %s, want %s", lb.Config.Image, b.Proxy.Ref)
+	}
+	published := func(c container.InspectResponse, port string) string {
+		for p, bs := range c.HostConfig.PortBindings {
+			if p.Port() == port && len(bs) == 1 {
+				return bs[0].HostPort
+			}
+		}
+		return ""
+	}
+	if got := published(lb, "6443"); got != strconv.Itoa(apiPort) {
+		t.Errorf("API port published on the load balancer: %q, want %d (bindings %+v)", got, apiPort, lb.HostConfig.PortBindings)
+	}
+	server, err := b.Engine.API.ContainerInspect(ctx, "k3d-"+name+"-server-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := published(server, "6443"); got != "" {
+		t.Errorf("the server publishes the API itself (%s); the request would bypass the load balancer", got)
+	}
+	// The kubeconfig's server is the load balancer's published port; a request that answers
+	// went through the forwarder to the server node.
+	if cl.rest.Host != fmt.Sprintf("https://127.0.0.1:%d", apiPort) {
+		t.Errorf("kubeconfig server = %s, want the load balancer's port %d", cl.rest.Host, apiPort)
+	}
+	if _, err := cl.kube.CoreV1().Nodes().Get(ctx, "k3d-"+name+"-server-0", metav1.GetOptions{}); err != nil {
+		t.Fatalf("API through the load balancer: %v", err)
+	}
+	before, err := b.Engine.ClusterObjects(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k3dclient.ClusterDelete(ctx, runtimes.Docker, cl.cluster, k3d.ClusterDeleteOpts{}); err != nil {
+		t.Fatalf("k3d ClusterDelete: %v", err)
+	}
+	cl.deleted = true
+	if after, err := b.Engine.ClusterObjects(ctx, name, before.Volumes...); err != nil || !after.Empty() {
+		t.Errorf("left after ClusterDelete: %s %v (had %s)", after, err, before)
+	}
+}
+
+type runningCluster struct {
+	cluster *k3d.Cluster
+	kube    kubernetes.Interface
+	rest    *rest.Config
+	deleted bool
+}
+
+// runCluster creates a cluster from simple as a provider does (transform, process, validate,
+// ClusterRun), deletes it when the test ends unless the test did, and connects to it through
+// the kubeconfig k3d produces.
+func runCluster(ctx context.Context, t *testing.T, simple v1alpha5.SimpleConfig) *runningCluster {
+	t.Helper()
+	cc, err := k3dconfig.TransformSimpleToClusterConfig(ctx, runtimes.Docker, simple, "")
+	if err != nil {
+		t.Fatalf("k3d transform: %v", err)
+	}
+	if cc, err = k3dconfig.ProcessClusterConfig(*cc); err != nil {
+		t.Fatalf("k3d process: %v", err)
+	}
+	if err := k3dconfig.ValidateClusterConfig(ctx, runtimes.Docker, *cc); err != nil {
+		t.Fatalf("k3d validate: %v", err)
+	}
+	rc := &runningCluster{}
+	t.Cleanup(func() {
+		if !rc.deleted {
+			_ = k3dclient.ClusterDelete(context.Background(), runtimes.Docker, &cc.Cluster, k3d.ClusterDeleteOpts{})
+		}
+	})
+	start := time.Now()
+	if err := k3dclient.ClusterRun(ctx, runtimes.Docker, cc); err != nil {
+		t.Fatalf("k3d ClusterRun: %v", err)
+	}
+	t.Logf("ClusterRun: %s", time.Since(start).Round(time.Millisecond))
+	if rc.cluster, err = k3dclient.ClusterGet(ctx, runtimes.Docker, &k3d.Cluster{Name: simple.Name}); err != nil {
+		t.Fatal(err)
+	}
+	kc, err := k3dclient.KubeconfigGet(ctx, runtimes.Docker, rc.cluster)
+	if err != nil {
+		t.Fatalf("k3d KubeconfigGet: %v", err)
+	}
+	if rc.rest, err = clientcmd.NewDefaultClientConfig(*kc, nil).ClientConfig(); err != nil {
+		t.Fatal(err)
+	}
+	if rc.kube, err = kubernetes.NewForConfig(rc.rest); err != nil {
+		t.Fatal(err)
+	}
+	return rc
 }
 
 func freePort(t *testing.T) int {

@@ -2,15 +2,18 @@ package dockerbed
 
 import (
 	"archive/tar"
-	"bytes"
 	"compress/gzip"
+	"crypto/sha256"
 	"debug/elf"
 	"fmt"
 	"io"
 	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
+	"syscall"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
@@ -191,20 +194,65 @@ func staticBusybox() (string, error) {
 }
 
 // fileDigestInput feeds what a file entry contributes to a content hash: its path, mode, kind
-// and bytes (host files by content, so a rebuilt binary changes the hash).
+// and bytes (host files by the digest of their content, so a rebuilt binary changes the hash).
 func fileDigestInput(w io.Writer, f File) error {
 	fmt.Fprintf(w, "%s\x00%o\x00%q\x00%t\x00", f.Path, f.Mode, f.Link, f.Dir)
-	switch {
-	case f.Source != "":
-		fh, err := os.Open(f.Source)
+	if f.Source != "" {
+		sum, err := sourceDigest(f.Source)
 		if err != nil {
 			return err
 		}
-		defer fh.Close()
-		_, err = io.Copy(w, fh)
-		return err
-	default:
-		_, err := io.Copy(w, bytes.NewReader(f.Data))
+		_, err = io.WriteString(w, sum)
 		return err
 	}
+	_, err := w.Write(f.Data)
+	return err
+}
+
+// sourceDigests remembers host files' digests for the life of the test binary, keyed by what
+// changes when a file is rewritten, so that hashing the node image's ~450 MB of binaries happens
+// once per process rather than once per image key.
+var sourceDigests sync.Map // sourceStamp → string
+
+type sourceStamp struct {
+	path        string
+	size, mtime int64
+	ino         uint64
+}
+
+func sourceDigest(path string) (string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	stamp := sourceStamp{path: path, size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		stamp.ino = st.Ino
+	}
+	if v, ok := sourceDigests.Load(stamp); ok {
+		return v.(string), nil
+	}
+	// Across processes the digest is remembered in a small file named by the stamp.
+	memo := filepath.Join(cacheDir(), "digests", fmt.Sprintf("%x", sha256.Sum256([]byte(fmt.Sprintf("%+v", stamp)))))
+	if b, err := os.ReadFile(memo); err == nil && len(b) == 64 {
+		sourceDigests.Store(stamp, string(b))
+		return string(b), nil
+	}
+	sum, err := fileSHA256(path)
+	if err != nil {
+		return "", err
+	}
+	sourceDigests.Store(stamp, sum)
+	if err := os.MkdirAll(filepath.Dir(memo), 0o755); err == nil {
+		_ = writeFileAtomically(memo, []byte(sum))
+	}
+	return sum, nil
+}
+
+func writeFileAtomically(path string, data []byte) error {
+	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }

@@ -6,6 +6,8 @@ import (
 	"io"
 	"log"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -27,13 +29,19 @@ type Registry struct {
 	srv  *httptest.Server
 }
 
-// StartRegistry starts a registry for the test, storing blobs under a test temp directory, and
-// stops it when the test ends.
+// StartRegistry starts a registry for the test and stops it when the test ends. Manifests live
+// in the registry (so each test's registry knows only what the test pushed); blobs go to a
+// content-addressed store in the bed's cache shared by all registries, written atomically, so a
+// push of an image whose layers were pushed before (by any test run) uploads only the manifest.
 func StartRegistry(t testing.TB) *Registry {
 	t.Helper()
+	blobs := filepath.Join(cacheDir(), "registry-blobs")
+	if err := os.MkdirAll(blobs, 0o755); err != nil {
+		t.Fatalf("dockerbed: registry blob store: %v", err)
+	}
 	h := registry.New(
 		registry.Logger(log.New(io.Discard, "", 0)),
-		registry.WithBlobHandler(registry.NewDiskBlobHandler(t.TempDir())),
+		registry.WithBlobHandler(registry.NewDiskBlobHandler(blobs)),
 	)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
