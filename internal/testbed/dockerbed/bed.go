@@ -37,7 +37,7 @@ type Bed struct {
 // tags, and pushed to a registry of the test's own; the engine then pulls the pinned
 // references for real when k3d asks for them (the layers are already present, so that costs a
 // manifest round trip).
-func Start(t *testing.T) *Bed {
+func Start(t testing.TB) *Bed {
 	t.Helper()
 	e := Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)

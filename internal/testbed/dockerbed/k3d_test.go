@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,6 +29,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 
 	"github.com/openclaw/occ/internal/testbed/dockerbed"
 )
@@ -60,6 +63,12 @@ func TestK3dClusterLifecycleOnTheBed(t *testing.T) {
 	t.Cleanup(func() { e.Forget(b.Node.Ref, b.Tools.Ref, gwPin.Ref, sbPin.Ref) })
 
 	// --- create -----------------------------------------------------------------------------
+	// A PodSecurity admission configuration mounted into the server and passed to the real
+	// apiserver through k3s's --kube-apiserver-arg, as the provider does.
+	admission := filepath.Join(t.TempDir(), "admission.yaml")
+	if err := os.WriteFile(admission, []byte(admissionConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	port := freePort(t)
 	simple := v1alpha5.SimpleConfig{
 		TypeMeta:   configtypes.TypeMeta{APIVersion: "k3d.io/v1alpha5", Kind: "Simple"},
@@ -68,12 +77,14 @@ func TestK3dClusterLifecycleOnTheBed(t *testing.T) {
 		Image:      b.Node.Ref,
 		ExposeAPI:  v1alpha5.SimpleExposureOpts{Host: "127.0.0.1", HostIP: "127.0.0.1", HostPort: strconv.Itoa(port)},
 		Env:        []v1alpha5.EnvVarWithNodeFilters{{EnvVar: "IPTABLES_MODE=legacy", NodeFilters: []string{"server:0"}}},
+		Volumes:    []v1alpha5.VolumeWithNodeFilters{{Volume: admission + ":/etc/occ-bed/admission.yaml:ro", NodeFilters: []string{"server:0"}}},
 		Options: v1alpha5.SimpleConfigOptions{
 			K3dOptions: v1alpha5.SimpleConfigOptionsK3d{Wait: true, Timeout: 3 * time.Minute, DisableLoadbalancer: true},
 			K3sOptions: v1alpha5.SimpleConfigOptionsK3s{ExtraArgs: []v1alpha5.K3sArgWithNodeFilters{
 				{Arg: "--kubelet-arg=image-gc-high-threshold=100", NodeFilters: []string{"server:*"}},
 				{Arg: "--kubelet-arg=image-gc-low-threshold=99", NodeFilters: []string{"server:*"}},
 				{Arg: "--disable=traefik,servicelb,metrics-server", NodeFilters: []string{"server:*"}},
+				{Arg: "--kube-apiserver-arg=admission-control-config-file=/etc/occ-bed/admission.yaml", NodeFilters: []string{"server:0"}},
 			}},
 			KubeconfigOptions: v1alpha5.SimpleConfigOptionsKubeconfig{UpdateDefaultKubeconfig: false, SwitchCurrentContext: false},
 		},
@@ -129,6 +140,21 @@ func TestK3dClusterLifecycleOnTheBed(t *testing.T) {
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The real service-account controller gives the namespace its default ServiceAccount, which
+	// Pod admission requires.
+	waitServiceAccount(ctx, t, kube, ns, "default")
+
+	// The admission configuration is in force: baseline refuses a privileged Pod.
+	privileged := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "privileged", Namespace: ns},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "p", Image: gwPin.Ref, SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
+		}}},
+	}
+	if _, err := kube.CoreV1().Pods(ns).Create(ctx, privileged, metav1.CreateOptions{}); err == nil || !strings.Contains(err.Error(), `violates PodSecurity "baseline:latest"`) {
+		t.Errorf("privileged Pod under the mounted admission config: err %v, want a PodSecurity baseline refusal", err)
+	}
+
 	labels := map[string]string{"app": "gateway"}
 	dep := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "gateway", Namespace: ns},
@@ -317,6 +343,65 @@ func TestK3dClusterBehindLoadBalancer(t *testing.T) {
 	}
 }
 
+// Import time against image size: k3d's direct import (docker save streamed into `ctr image
+// import` in the node) of one image of each size, removed from the node between iterations.
+func BenchmarkK3dImportBySize(b *testing.B) {
+	bed := dockerbed.Start(b)
+	ctx := context.Background()
+	name := "bed-" + strings.ToLower(rand.Text()[:8])
+	cl := runCluster(ctx, b, v1alpha5.SimpleConfig{
+		TypeMeta:   configtypes.TypeMeta{APIVersion: "k3d.io/v1alpha5", Kind: "Simple"},
+		ObjectMeta: configtypes.ObjectMeta{Name: name},
+		Servers:    1,
+		Image:      bed.Node.Ref,
+		ExposeAPI:  v1alpha5.SimpleExposureOpts{Host: "127.0.0.1", HostIP: "127.0.0.1", HostPort: strconv.Itoa(freePort(b))},
+		Options: v1alpha5.SimpleConfigOptions{
+			K3dOptions:        v1alpha5.SimpleConfigOptionsK3d{Wait: true, Timeout: 3 * time.Minute, DisableLoadbalancer: true},
+			KubeconfigOptions: v1alpha5.SimpleConfigOptionsKubeconfig{UpdateDefaultKubeconfig: false, SwitchCurrentContext: false},
+		},
+	})
+	b.Cleanup(func() { bed.Engine.Forget(bed.Node.Ref, bed.Tools.Ref) })
+	server := "k3d-" + name + "-server-0"
+	for _, mb := range []int64{16, 64, 256} {
+		spec, err := dockerbed.SizedImage(mb << 20)
+		if err != nil {
+			b.Fatal(err)
+		}
+		img, err := bed.Engine.EnsureImage(ctx, spec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("%dMiB", mb), func(b *testing.B) {
+			b.SetBytes(mb << 20)
+			for i := 0; i < b.N; i++ {
+				if err := k3dclient.ImageImportIntoClusterMulti(ctx, runtimes.Docker, []string{img.Tag}, cl.cluster, k3d.ImageImportOpts{Mode: k3d.ImportModeDirect}); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				if r, err := bed.Engine.Exec(ctx, server, true, "ctr", "-n", "k8s.io", "images", "rm", "--sync", "docker.io/"+img.Tag); err != nil || r.ExitCode != 0 {
+					b.Fatalf("remove %s from the node: %v %s", img.Tag, err, r.Stderr)
+				}
+				b.StartTimer()
+			}
+		})
+	}
+}
+
+// admissionConfig enforces PodSecurity baseline by default, exempting the sandbox RuntimeClass.
+const admissionConfig = `apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: PodSecurity
+  configuration:
+    apiVersion: pod-security.admission.config.k8s.io/v1
+    kind: PodSecurityConfiguration
+    defaults:
+      enforce: baseline
+      enforce-version: latest
+    exemptions:
+      runtimeClasses: [openshell-sandbox]
+`
+
 type runningCluster struct {
 	cluster *k3d.Cluster
 	kube    kubernetes.Interface
@@ -327,7 +412,7 @@ type runningCluster struct {
 // runCluster creates a cluster from simple as a provider does (transform, process, validate,
 // ClusterRun), deletes it when the test ends unless the test did, and connects to it through
 // the kubeconfig k3d produces.
-func runCluster(ctx context.Context, t *testing.T, simple v1alpha5.SimpleConfig) *runningCluster {
+func runCluster(ctx context.Context, t testing.TB, simple v1alpha5.SimpleConfig) *runningCluster {
 	t.Helper()
 	cc, err := k3dconfig.TransformSimpleToClusterConfig(ctx, runtimes.Docker, simple, "")
 	if err != nil {
@@ -366,7 +451,7 @@ func runCluster(ctx context.Context, t *testing.T, simple v1alpha5.SimpleConfig)
 	return rc
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -408,6 +493,31 @@ func waitPod(ctx context.Context, t *testing.T, kube kubernetes.Interface, ns, s
 			t.Fatalf("no pod %s became %s; last seen: %+v", selector, what, podSummary(last))
 		}
 	}
+}
+
+func waitServiceAccount(ctx context.Context, t *testing.T, kube kubernetes.Interface, ns, name string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	sel := fields.OneTermEqualSelector("metadata.name", name).String()
+	list, err := kube.CoreV1().ServiceAccounts(ns).List(ctx, metav1.ListOptions{FieldSelector: sel})
+	if err != nil {
+		t.Fatalf("list service accounts: %v", err)
+	}
+	if len(list.Items) == 1 {
+		return
+	}
+	w, err := kube.CoreV1().ServiceAccounts(ns).Watch(ctx, metav1.ListOptions{FieldSelector: sel, ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		t.Fatalf("watch service accounts: %v", err)
+	}
+	defer w.Stop()
+	for ev := range w.ResultChan() {
+		if ev.Type == watch.Added {
+			return
+		}
+	}
+	t.Fatalf("no ServiceAccount %s/%s appeared", ns, name)
 }
 
 func waitJobComplete(ctx context.Context, t *testing.T, kube kubernetes.Interface, ns, name string) {
@@ -504,7 +614,7 @@ func ctrTarget(out, ref string) string {
 
 // configDigest reads a manifest from the node's containerd content store and returns its
 // config digest.
-func configDigest(ctx context.Context, t *testing.T, e *dockerbed.Engine, id, manifest string) string {
+func configDigest(ctx context.Context, t testing.TB, e *dockerbed.Engine, id, manifest string) string {
 	t.Helper()
 	r, err := e.Exec(ctx, id, true, "ctr", "-n", "k8s.io", "content", "get", manifest)
 	if err != nil || r.ExitCode != 0 {
