@@ -3,7 +3,11 @@ package dockerbed
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +21,7 @@ import (
 // Bed is what a test that creates k3d clusters needs: the engine, a registry serving the bed's
 // images, and the pins of the k3s stand-in node and of the k3d helper images.
 type Bed struct {
+	t        testing.TB
 	Engine   *Engine
 	Registry *Registry
 	// Node is the k3s stand-in node image; use Node.Ref as the cluster's (pinned) k3s image.
@@ -42,7 +47,8 @@ func Start(t testing.TB) *Bed {
 	e := Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	b := &Bed{Engine: e, Registry: StartRegistry(t)}
+	pruneOnce.Do(func() { e.pruneStale(ctx, staleAfter) })
+	b := &Bed{t: t, Engine: e, Registry: StartRegistry(t)}
 	start := time.Now()
 	for _, img := range []struct {
 		build func() (ImageSpec, error)
@@ -79,6 +85,8 @@ func (b *Bed) Provide(ctx context.Context, spec ImageSpec) (Pinned, error) {
 	if err != nil {
 		return Pinned{}, err
 	}
+	// Registered now, so it runs after the cleanups of clusters created later (LIFO).
+	b.t.Cleanup(func() { b.Engine.Forget(p.Ref) })
 	return p, nil
 }
 
@@ -158,4 +166,40 @@ func (e *Engine) ClusterObjects(ctx context.Context, name string, extraVolumes .
 	}
 	sort.Strings(o.Volumes)
 	return o, nil
+}
+
+// staleAfter is how long a cached image may go unused before the bed removes it: every change
+// to the stand-in makes a new ~450 MB node image, and old ones would otherwise pile up.
+const staleAfter = 3 * 24 * time.Hour
+
+var pruneOnce sync.Once
+
+// pruneStale removes cached image tarballs not used for maxAge, and their images from the engine
+// (an image a container still uses is refused by the engine and kept). EnsureImage touches a
+// tarball each time it is used, so its modification time says when it was last needed.
+func (e *Engine) pruneStale(ctx context.Context, maxAge time.Duration) {
+	dir := filepath.Join(cacheDir(), "images")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, ent := range entries {
+		n := ent.Name()
+		info, err := ent.Info()
+		if err != nil || !strings.HasSuffix(n, ".tar") || time.Since(info.ModTime()) < maxAge {
+			continue
+		}
+		// The file name is the tag with "/" → "_" and ":" → "-" (the key has no "-").
+		base := strings.TrimSuffix(n, ".tar")
+		i := strings.LastIndex(base, "-")
+		if i < 0 {
+			continue
+		}
+		tag := strings.ReplaceAll(base[:i], "_", "/") + ":" + base[i+1:]
+		if _, err := e.API.ImageRemove(ctx, tag, image.RemoveOptions{}); err != nil && !strings.Contains(err.Error(), "No such image") {
+			continue // in use: keep the tarball too
+		}
+		_ = os.Remove(filepath.Join(dir, n))
+		_ = os.Remove(filepath.Join(dir, n+".lock"))
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/docker/docker/pkg/jsonmessage"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -92,12 +93,11 @@ func (s ImageSpec) Tarball() (path, tag string, err error) {
 	if err != nil {
 		return "", "", err
 	}
-	dir := filepath.Join(cacheDir(), "images")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	path = tarballPath(tag)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return "", "", err
 	}
-	path = filepath.Join(dir, strings.ReplaceAll(strings.ReplaceAll(tag, "/", "_"), ":", "-")+".tar")
-	if _, err := os.Stat(path); err == nil {
+	if touch(path) {
 		return path, tag, nil
 	}
 	unlock, err := lockFile(path + ".lock")
@@ -125,6 +125,17 @@ func (s ImageSpec) Tarball() (path, tag string, err error) {
 		return "", "", err
 	}
 	return path, tag, nil
+}
+
+// tarballPath is where the tarball of the image tagged tag is cached.
+func tarballPath(tag string) string {
+	return filepath.Join(cacheDir(), "images", strings.ReplaceAll(strings.ReplaceAll(tag, "/", "_"), ":", "-")+".tar")
+}
+
+// touch marks a cached tarball as used now (pruneStale reads it) and reports whether it exists.
+func touch(path string) bool {
+	now := time.Now()
+	return os.Chtimes(path, now, now) == nil
 }
 
 // Image returns the spec's image, read from its cached tarball (built on first use).
@@ -194,7 +205,7 @@ func (e *Engine) EnsureImage(ctx context.Context, spec ImageSpec) (LocalImage, e
 	if err != nil {
 		return LocalImage{}, err
 	}
-	if ins, err := e.API.ImageInspect(ctx, tag); err == nil {
+	if ins, err := e.API.ImageInspect(ctx, tag); err == nil && touch(tarballPath(tag)) {
 		return LocalImage{Tag: tag, ID: ins.ID}, nil
 	}
 	img, err := spec.Image()

@@ -60,7 +60,6 @@ func TestK3dClusterLifecycleOnTheBed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { e.Forget(b.Node.Ref, b.Tools.Ref, gwPin.Ref, sbPin.Ref) })
 
 	// --- create -----------------------------------------------------------------------------
 	// A PodSecurity admission configuration mounted into the server and passed to the real
@@ -282,7 +281,6 @@ func TestK3dClusterBehindLoadBalancer(t *testing.T) {
 	b := dockerbed.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	t.Cleanup(func() { b.Engine.Forget(b.Node.Ref, b.Tools.Ref, b.Proxy.Ref) })
 	name := "bed-" + strings.ToLower(rand.Text()[:8])
 	apiPort, appPort := freePort(t), freePort(t)
 	cl := runCluster(ctx, t, v1alpha5.SimpleConfig{
@@ -360,7 +358,6 @@ func BenchmarkK3dImportBySize(b *testing.B) {
 			KubeconfigOptions: v1alpha5.SimpleConfigOptionsKubeconfig{UpdateDefaultKubeconfig: false, SwitchCurrentContext: false},
 		},
 	})
-	b.Cleanup(func() { bed.Engine.Forget(bed.Node.Ref, bed.Tools.Ref) })
 	server := "k3d-" + name + "-server-0"
 	for _, mb := range []int64{16, 64, 256} {
 		spec, err := dockerbed.SizedImage(mb << 20)
