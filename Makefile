@@ -11,7 +11,7 @@ TESTFLAGS ?= -count=1 -timeout 30m
 export CGO_ENABLED := 0
 export GOFLAGS := $(strip $(GOFLAGS) -trimpath)
 
-.PHONY: build test unit lint bench testenv generate fuzz
+.PHONY: build test unit lint bench testenv testdocker generate fuzz
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/occ ./cmd/occ
@@ -20,16 +20,23 @@ build:
 testenv:
 	@scripts/testenv >/dev/null
 
-# Unit and integration tests; integration tests run against a real kube-apiserver + etcd.
-test: testenv
-	KUBEBUILDER_ASSETS="$$(scripts/testenv)" $(GO) test $(TESTFLAGS) ./...
+# Starts (or reuses) the private Docker engine of the Docker + k3d test bed.
+testdocker:
+	@scripts/testdocker >/dev/null
+
+# Unit and integration tests; integration tests run against a real kube-apiserver + etcd, the
+# Docker tier against the private engine of scripts/testdocker.
+test: testenv testdocker
+	docker_host="$$(scripts/testdocker)" && \
+	DOCKER_HOST="$$docker_host" KUBEBUILDER_ASSETS="$$(scripts/testenv)" $(GO) test $(TESTFLAGS) ./...
 
 lint:
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-bench: testenv
-	KUBEBUILDER_ASSETS="$$(scripts/testenv)" $(GO) test -run '^$$' -bench . -benchmem ./...
+bench: testenv testdocker
+	docker_host="$$(scripts/testdocker)" && \
+	DOCKER_HOST="$$docker_host" KUBEBUILDER_ASSETS="$$(scripts/testenv)" $(GO) test -run '^$$' -bench . -benchmem ./...
 
 generate:
 	$(GO) generate ./...

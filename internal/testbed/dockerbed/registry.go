@@ -1,0 +1,112 @@
+package dockerbed
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/pkg/jsonmessage"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+)
+
+// Registry is an in-process OCI registry on 127.0.0.1 (go-containerregistry's pkg/registry).
+// Docker treats registries on 127.0.0.0/8 as insecure by default, so the bed's engine pulls
+// from it over plain HTTP exactly as it pulls a pinned image from a real registry: it fetches the
+// manifest by digest, verifies it, and records the digest in RepoDigests.
+type Registry struct {
+	// Host is "127.0.0.1:PORT".
+	Host string
+	srv  *httptest.Server
+}
+
+// StartRegistry starts a registry for the test and stops it when the test ends. Manifests live
+// in the registry (so each test's registry knows only what the test pushed); blobs go to a
+// content-addressed store in the bed's cache shared by all registries, written atomically, so a
+// push of an image whose layers were pushed before (by any test run) uploads only the manifest.
+func StartRegistry(t testing.TB) *Registry {
+	t.Helper()
+	blobs := filepath.Join(cacheDir(), "registry-blobs")
+	if err := os.MkdirAll(blobs, 0o755); err != nil {
+		t.Fatalf("dockerbed: registry blob store: %v", err)
+	}
+	h := registry.New(
+		registry.Logger(log.New(io.Discard, "", 0)),
+		registry.WithBlobHandler(registry.NewDiskBlobHandler(blobs)),
+	)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return &Registry{Host: strings.TrimPrefix(srv.URL, "http://"), srv: srv}
+}
+
+// Pinned is an image in the registry, referred to the way occ pins images: by digest.
+type Pinned struct {
+	// Ref is "127.0.0.1:PORT/REPO@sha256:…", the digest-pinned reference.
+	Ref string
+	// Repo is "127.0.0.1:PORT/REPO".
+	Repo string
+	// Digest is the manifest digest ("sha256:…") the registry serves and the pin names.
+	Digest string
+	// ConfigDigest is the image's config digest, which an engine reports as its image ID after
+	// pulling, and which survives docker save → ctr import (the chain occ verifies in a cluster).
+	ConfigDigest string
+}
+
+// Push uploads the spec's image (from its cached tarball) as REPO:KEY and returns its pin.
+func (r *Registry) Push(ctx context.Context, spec ImageSpec) (Pinned, error) {
+	img, err := spec.Image()
+	if err != nil {
+		return Pinned{}, err
+	}
+	key, err := spec.Key()
+	if err != nil {
+		return Pinned{}, err
+	}
+	repo := r.Host + "/" + spec.Repo
+	tag, err := name.NewTag(repo+":"+key, name.Insecure)
+	if err != nil {
+		return Pinned{}, err
+	}
+	if err := remote.Write(tag, img, remote.WithContext(ctx)); err != nil {
+		return Pinned{}, fmt.Errorf("push %s: %w", tag, err)
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		return Pinned{}, err
+	}
+	cfg, err := img.ConfigName()
+	if err != nil {
+		return Pinned{}, err
+	}
+	return Pinned{Ref: repo + "@" + digest.String(), Repo: repo, Digest: digest.String(), ConfigDigest: cfg.String()}, nil
+}
+
+// Pull makes the engine pull ref (normally a Pinned.Ref) and checks what a pinned pull promises:
+// the engine lists ref among the image's RepoDigests. It returns the engine's image ID.
+func (e *Engine) Pull(ctx context.Context, ref string) (string, error) {
+	rc, err := e.API.ImagePull(ctx, ref, image.PullOptions{})
+	if err != nil {
+		return "", fmt.Errorf("pull %s: %w", ref, err)
+	}
+	defer rc.Close()
+	if err := jsonmessage.DisplayJSONMessagesStream(rc, io.Discard, 0, false, nil); err != nil {
+		return "", fmt.Errorf("pull %s: %w", ref, err)
+	}
+	ins, err := e.API.ImageInspect(ctx, ref)
+	if err != nil {
+		return "", fmt.Errorf("pull %s: inspect: %w", ref, err)
+	}
+	if strings.Contains(ref, "@") && !slices.Contains(ins.RepoDigests, ref) {
+		return "", fmt.Errorf("pull %s: the engine's RepoDigests %v do not list the pinned reference", ref, ins.RepoDigests)
+	}
+	return ins.ID, nil
+}
