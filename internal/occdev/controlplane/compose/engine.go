@@ -1,0 +1,86 @@
+package compose
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	dockertypes "github.com/docker/docker/api/types"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/events"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/api/types/volume"
+)
+
+// Labels Compose puts on what it creates (and podman-compose's project label, which ensureAbsent
+// also honours so a Podman-made leftover is not missed).
+const (
+	LabelProject       = "com.docker.compose.project"
+	LabelService       = "com.docker.compose.service"
+	LabelOneoff        = "com.docker.compose.oneoff"
+	LabelPodmanProject = "io.podman.compose.project"
+)
+
+// Engine is the part of the Docker API this package uses; *client.Client from
+// github.com/docker/docker/client satisfies it.
+type Engine interface {
+	ContainerList(ctx context.Context, options container.ListOptions) ([]container.Summary, error)
+	ContainerInspect(ctx context.Context, id string) (container.InspectResponse, error)
+	ContainerLogs(ctx context.Context, id string, options container.LogsOptions) (io.ReadCloser, error)
+	CopyFromContainer(ctx context.Context, id, srcPath string) (io.ReadCloser, container.PathStat, error)
+	ContainerExecCreate(ctx context.Context, id string, options container.ExecOptions) (container.ExecCreateResponse, error)
+	ContainerExecAttach(ctx context.Context, execID string, options container.ExecAttachOptions) (dockertypes.HijackedResponse, error)
+	ContainerExecInspect(ctx context.Context, execID string) (container.ExecInspect, error)
+	VolumeList(ctx context.Context, options volume.ListOptions) (volume.ListResponse, error)
+	VolumeInspect(ctx context.Context, id string) (volume.Volume, error)
+	NetworkList(ctx context.Context, options network.ListOptions) ([]network.Summary, error)
+	NetworkInspect(ctx context.Context, id string, options network.InspectOptions) (network.Inspect, error)
+	Events(ctx context.Context, options events.ListOptions) (<-chan events.Message, <-chan error)
+}
+
+// Stack is a running (or stopped) Compose project seen through the Docker API.
+type Stack struct {
+	// Project is the Compose project name.
+	Project string
+	Engine  Engine
+	// Redact are literal secrets scrubbed from log lines shown in errors.
+	Redact []string
+}
+
+// serviceContainers lists the project's containers of one service, stopped ones included, and
+// one-off `compose run` containers excluded.
+func (s Stack) serviceContainers(ctx context.Context, service string) ([]container.Summary, error) {
+	f := filters.NewArgs(
+		filters.Arg("label", LabelProject+"="+s.Project),
+		filters.Arg("label", LabelService+"="+service),
+	)
+	list, err := s.Engine.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+	if err != nil {
+		return nil, fmt.Errorf("list containers of service %s: %w", service, err)
+	}
+	out := list[:0]
+	for _, c := range list {
+		if c.Labels[LabelOneoff] == "True" {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// oneContainer returns the single container of service, or an error naming how many exist. A
+// service with no container yet returns "" and no error.
+func (s Stack) oneContainer(ctx context.Context, service string) (string, error) {
+	list, err := s.serviceContainers(ctx, service)
+	if err != nil {
+		return "", err
+	}
+	switch len(list) {
+	case 0:
+		return "", nil
+	case 1:
+		return list[0].ID, nil
+	}
+	return "", fmt.Errorf("multiple containers found for %s (%d); the project is scaled or was changed outside occ", service, len(list))
+}

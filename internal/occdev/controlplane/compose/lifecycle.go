@@ -1,0 +1,68 @@
+package compose
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// StartOptions are the inputs of StartData and StartAPI.
+type StartOptions struct {
+	Runner Runner
+	Stack  Stack
+	// Build builds the checkout's images first (compose up --build); false when the images
+	// were selected explicitly.
+	Build bool
+}
+
+// StartData starts PostgreSQL, migration and bootstrap (`compose up --detach postgres migrate
+// bootstrap`) and waits until migrate and bootstrap have both exited 0 (reference §3.3 step 8).
+// When a job fails, the error is "<svc> exited with <code>" with the job's last log lines,
+// whether Compose itself noticed first (its `up` waits for service_completed_successfully) or
+// the wait did.
+func StartData(ctx context.Context, opts StartOptions) error {
+	if err := opts.Runner.Up(ctx, UpOptions{Services: DataServices, Build: opts.Build}); err != nil {
+		if jobs := opts.Stack.Diagnose(ctx, JobServices...); jobs != nil {
+			return errors.Join(jobs, err)
+		}
+		return err
+	}
+	if err := opts.Stack.WaitCompleted(ctx, JobServices...); err != nil {
+		return fmt.Errorf("wait for %s and %s: %w", ServiceMigrate, ServiceBootstrap, err)
+	}
+	return nil
+}
+
+// StartAPI starts the controller and the Kubernetes worker (reference §3.3 step 14). The jobs
+// they depend on have completed, and --no-deps keeps Compose from starting them again (a second
+// bootstrap run writes no key and a second migrate run is pointless).
+func StartAPI(ctx context.Context, opts StartOptions) error {
+	return opts.Runner.Up(ctx, UpOptions{Services: APIServices, Build: opts.Build, NoDeps: true})
+}
+
+// StopReconcilers stops the controller and the worker, the first step of `down` and of a
+// rollback, so nothing reconciles against a cluster that is about to disappear.
+func StopReconcilers(ctx context.Context, r Runner) error {
+	return r.Stop(ctx, APIServices...)
+}
+
+// RemoveOptions are the inputs of Remove.
+type RemoveOptions struct {
+	Runner Runner
+	Engine Engine
+	// Names are the snapshot's volume and network names (NamesOf of LoadSnapshot).
+	Names Names
+}
+
+// Remove runs `compose down --volumes` on the recorded snapshot and then verifies that no
+// container, volume or network of the project remains. It is safe to repeat: a project that is
+// already gone is removed again without error.
+func Remove(ctx context.Context, opts RemoveOptions) error {
+	downErr := opts.Runner.Down(ctx, true)
+	goneErr := VerifyGone(ctx, opts.Engine, opts.Runner.Snapshot.Project, opts.Names)
+	if goneErr == nil {
+		// Nothing is left, whatever the plugin said (a warning exit over an absent object).
+		return nil
+	}
+	return errors.Join(downErr, goneErr)
+}
