@@ -9,6 +9,7 @@ import (
 	"io"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/pkg/stdcopy"
@@ -73,14 +74,22 @@ func (s Stack) exec(ctx context.Context, id string, cmd []string) (int, []byte, 
 		<-done
 		return 0, nil, ctx.Err()
 	}
-	info, err := s.Engine.ContainerExecInspect(ctx, created.ID)
-	if err != nil {
-		return 0, nil, fmt.Errorf("inspect exec: %w", err)
+	// The output ends when the process exits, but the engine records the exit code a moment
+	// later: inspect until it reports the process finished.
+	for delay := 5 * time.Millisecond; ; delay = min(2*delay, 200*time.Millisecond) {
+		info, err := s.Engine.ContainerExecInspect(ctx, created.ID)
+		if err != nil {
+			return 0, nil, fmt.Errorf("inspect exec: %w", err)
+		}
+		if !info.Running {
+			return info.ExitCode, buf.Bytes(), nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, nil, ctx.Err()
+		case <-time.After(delay):
+		}
 	}
-	if info.Running {
-		return 0, nil, errors.New("exec output ended while the process still runs")
-	}
-	return info.ExitCode, buf.Bytes(), nil
 }
 
 // BootstrapKeySource reads the service key bootstrap wrote into its volume, through the Docker
