@@ -106,9 +106,11 @@ func (r Runner) Run(ctx context.Context, args ...string) error {
 	// Compose handles SIGINT by stopping what it started; give it that chance before killing.
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGINT) }
 	cmd.WaitDelay = 20 * time.Second
-	var stderr bytes.Buffer
-	cmd.Stdout = &stderr
-	cmd.Stderr = &stderr
+	// The classic builder streams its steps to stdout; what went wrong is on stderr. Stdout is
+	// shown only when stderr is empty.
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &limitBuffer{buf: &stdout, left: 1 << 20}
+	cmd.Stderr = &limitBuffer{buf: &stderr, left: 1 << 20}
 	err := cmd.Run()
 	if err == nil {
 		return nil
@@ -116,7 +118,28 @@ func (r Runner) Run(ctx context.Context, args ...string) error {
 	if ctx.Err() != nil {
 		err = fmt.Errorf("%w (%v)", ctx.Err(), err)
 	}
-	return &CommandError{Command: strings.Join(args, " "), Err: err, Stderr: strings.TrimPrefix(tail("", stderr.Bytes(), r.Redact), "\n")}
+	out := stderr.Bytes()
+	if len(bytes.TrimSpace(out)) == 0 {
+		out = stdout.Bytes()
+	}
+	return &CommandError{Command: Scrub(strings.Join(args, " "), r.Redact), Err: err, Stderr: strings.TrimPrefix(tail("", lastLines(out, shownLines), r.Redact), "\n")}
+}
+
+// shownLines is how much of the plugin's output an error shows: enough for Compose's error and
+// the progress lines before it.
+const shownLines = 15
+
+// lastLines returns the last n lines of out.
+func lastLines(out []byte, n int) []byte {
+	out = bytes.TrimRight(out, "\n")
+	for i, seen := len(out)-1, 0; i >= 0; i-- {
+		if out[i] == '\n' {
+			if seen++; seen == n {
+				return out[i+1:]
+			}
+		}
+	}
+	return out
 }
 
 // keptEnv are the variables passed through to the plugin. Everything that could select another

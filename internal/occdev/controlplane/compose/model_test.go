@@ -1,0 +1,272 @@
+package compose
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openclaw/occ/internal/testbed/ocebed"
+)
+
+// modelBed is a fixture copy and state directory for tests that only load models (no engine).
+type modelBed struct {
+	t        *testing.T
+	checkout string
+	state    string
+}
+
+func newModelBed(t *testing.T) *modelBed {
+	return &modelBed{t: t, checkout: ocebed.Checkout(t, fixtureCommit), state: privateDir(t)}
+}
+
+func (b *modelBed) load(files []string, env map[string]string) (*Model, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return Load(ctx, LoadOptions{Checkout: b.checkout, Project: "occ-model-test", StateDir: b.state, User: UserOptions{Files: files}, Environment: env})
+}
+
+// override writes a user Compose file (passed with -f) into the checkout copy.
+func (b *modelBed) override(name, content string) string {
+	b.t.Helper()
+	p := filepath.Join(b.checkout, name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		b.t.Fatal(err)
+	}
+	return p
+}
+
+// The default render of the OCE checkout: the development variables are set, the bridge gateway
+// is filled from the subnet, every resource carries its Compose-owned name, and the API URL is
+// the controller's loopback publication.
+func TestLoadFixtureModel(t *testing.T) {
+	b := newModelBed(t)
+	m, err := b.load(nil, map[string]string{"OPENCLAW_DEV_PORT": "3999", "OCC_DEVELOPMENT_TRUSTED_BRIDGE_CIDR": "10.99.7.0/24"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.APIURL != "http://127.0.0.1:3999" {
+		t.Errorf("API URL %q", m.APIURL)
+	}
+	if m.Network != (Network{Name: "occ-model-test_development", Subnet: "10.99.7.0/24", Gateway: "10.99.7.1"}) {
+		t.Errorf("network %+v", m.Network)
+	}
+	if got := m.Project.Networks[NetworkKey].Ipam.Config[0].Gateway; got != "10.99.7.1" {
+		t.Errorf("gateway in the model %q", got)
+	}
+	names := m.Names()
+	if strings.Join(names.Volumes, ",") != "occ-model-test_occ_bootstrap_data,occ-model-test_occ_configuration_data,occ-model-test_occ_postgres_data" {
+		t.Errorf("volumes %v", names.Volumes)
+	}
+	ctl := m.Project.Services[ServiceController]
+	var mounts []string
+	for _, v := range ctl.Volumes {
+		mounts = append(mounts, v.Source+"->"+v.Target)
+	}
+	for _, want := range []string{
+		filepath.Join(b.state, InstallationConfigName) + "->/run/openclaw-development/installation.yaml",
+		filepath.Join(b.state, ContainerKubeconfigName) + "->/run/openclaw-development/kubeconfig",
+	} {
+		if !strings.Contains(strings.Join(mounts, " "), want) {
+			t.Errorf("controller mounts %v lack %s", mounts, want)
+		}
+	}
+	if w := m.Project.Services[ServiceWorker]; w.Environment["OCC_WORKER_READINESS_PATH"] == nil || *w.Environment["OCC_WORKER_READINESS_PATH"] != "/tmp/openclaw-worker-ready" {
+		t.Errorf("worker-kubernetes environment %v", w.Environment)
+	}
+}
+
+// occ's own variables win over a user's environment and env file: a stale
+// OCC_DEVELOPMENT_NETWORK_NAME in the shell must not rename the network k3d joins.
+func TestLoadForcesDevelopmentVariables(t *testing.T) {
+	b := newModelBed(t)
+	envFile := filepath.Join(b.checkout, "user.env")
+	if err := os.WriteFile(envFile, []byte("OCC_DEVELOPMENT_KUBECONFIG=/elsewhere/kubeconfig\nOPENCLAW_DEV_PORT=3777\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	m, err := Load(ctx, LoadOptions{Checkout: b.checkout, Project: "occ-model-test", StateDir: b.state,
+		User:        UserOptions{EnvFiles: []string{envFile}},
+		Environment: map[string]string{"OCC_DEVELOPMENT_NETWORK_NAME": "someone_elses"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Network.Name != "occ-model-test_development" {
+		t.Errorf("network name %q", m.Network.Name)
+	}
+	if m.APIURL != "http://127.0.0.1:3777" {
+		t.Errorf("the env file did not apply: API URL %q", m.APIURL)
+	}
+	for _, v := range m.Project.Services[ServiceController].Volumes {
+		if strings.HasPrefix(v.Source, "/elsewhere") {
+			t.Errorf("the env file overrode the container kubeconfig: %s", v.Source)
+		}
+	}
+}
+
+// Each rule of the profile refuses its own bad model, naming the service, the key, the value and
+// the rule, before anything runs.
+func TestLoadRefusesModels(t *testing.T) {
+	for _, c := range []struct {
+		name, override string
+		env            map[string]string
+		want           []string
+	}{
+		{"external volume", "volumes:\n  occ_bootstrap_data:\n    external: true\n",
+			nil, []string{"volumes.occ_bootstrap_data.external", "Kubernetes development cannot use external volumes"}},
+		{"external network", "networks:\n  development:\n    external: true\n",
+			nil, []string{"networks.development.external", "Kubernetes development cannot use external networks"}},
+		{"renamed volume", "volumes:\n  occ_postgres_data:\n    name: shared_pgdata\n",
+			nil, []string{`volumes.occ_postgres_data.name = "shared_pgdata"`, "<project>_<key>"}},
+		{"container_name", "services:\n  postgres:\n    container_name: my-postgres\n",
+			nil, []string{`service postgres: container_name = "my-postgres"`, "service postgres must use a Compose-owned container name"}},
+		{"publication on all interfaces", "services:\n  postgres:\n    ports: !override\n      - \"0.0.0.0:55432:5432\"\n",
+			nil, []string{`service postgres: ports[0] = "0.0.0.0:55432:5432"`, "every publication must bind loopback", `"127.0.0.1:55432:5432"`}},
+		{"publication without host address", "services:\n  controller:\n    ports: !override\n      - \"3000:3000\"\n",
+			nil, []string{`service controller: ports[0] = "3000:3000"`, "every publication must bind loopback"}},
+		{"publication without host port", "services:\n  controller:\n    ports: !override\n      - \"127.0.0.1::3000\"\n",
+			nil, []string{"service controller: ports[0]", "every publication must name one explicit host port"}},
+		{"network mode", "services:\n  worker-kubernetes:\n    network_mode: host\n    networks: !reset []\n",
+			nil, []string{`service worker-kubernetes: network_mode = "host"`, "must use the development network"}},
+		{"no subnet", "networks:\n  development:\n    ipam: !reset {}\n",
+			nil, []string{"Kubernetes development requires a Compose development network subnet"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := newModelBed(t)
+			_, err := b.load([]string{b.override("override.yaml", c.override)}, c.env)
+			var pe *ProjectError
+			if !errors.As(err, &pe) {
+				t.Fatalf("got %v, want a *ProjectError", err)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+}
+
+// A checkout whose compose files lack a service the flow needs (an older OCE without the
+// Kubernetes worker) is refused by name.
+func TestLoadRefusesMissingService(t *testing.T) {
+	b := newModelBed(t)
+	if err := os.WriteFile(filepath.Join(b.checkout, FileKubernetes), []byte(strings.Join([]string{
+		"services:",
+		"  controller:",
+		"    environment:",
+		"      OCC_CONFIG_PATH: /run/openclaw-development/installation.yaml",
+		"networks:",
+		"  development:",
+		"    name: ${OCC_DEVELOPMENT_NETWORK_NAME:?Development network name is required}",
+		""}, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := b.load(nil, nil)
+	var pe *ProjectError
+	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "service worker-kubernetes: services.worker-kubernetes") || !strings.Contains(err.Error(), "the development stack requires service worker-kubernetes") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// A project name that would produce invalid engine names is refused with the variable named.
+func TestLoadRefusesProjectName(t *testing.T) {
+	b := newModelBed(t)
+	_, err := Load(context.Background(), LoadOptions{Checkout: b.checkout, Project: "My Project", StateDir: b.state})
+	if err == nil || !strings.Contains(err.Error(), EnvProject+` "My Project" must match`) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// The snapshot is the model with every "$" doubled: read back without any environment it gives
+// the same model, a literal "$" survives as one, and a variable-looking value is not expanded
+// from the environment of a later command.
+func TestSnapshotRoundTrip(t *testing.T) {
+	b := newModelBed(t)
+	over := b.override("override.yaml", "services:\n  controller:\n    environment:\n      LITERAL_DOLLAR: \"pa$$word and $${HOME}\"\n")
+	m, err := b.load([]string{over}, map[string]string{"OPENCLAW_DEV_PORT": "3111"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := *m.Project.Services[ServiceController].Environment["LITERAL_DOLLAR"]; got != "pa$word and ${HOME}" {
+		t.Fatalf("model value %q", got)
+	}
+	snap, err := m.WriteSnapshot(b.state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(snap.Path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("snapshot %s: %v %v", snap.Path, err, fi.Mode())
+	}
+	if _, err := m.WriteSnapshot(b.state); err == nil {
+		t.Fatal("a second snapshot replaced the first")
+	}
+	t.Setenv("HOME", "/must/not/appear")
+	back, err := LoadSnapshot(context.Background(), snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := *back.Services[ServiceController].Environment["LITERAL_DOLLAR"]; got != "pa$word and ${HOME}" {
+		t.Fatalf("snapshot value %q", got)
+	}
+	first, _ := m.Render()
+	again, err := (&Model{Project: back}).Render()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(first) != string(again) {
+		t.Fatalf("the snapshot does not read back to the same model:\n--- written\n%s\n--- read back\n%s", first, again)
+	}
+	if NamesOf(back).Networks[0] != NetworkName("occ-model-test") {
+		t.Fatalf("snapshot networks %v", NamesOf(back))
+	}
+	// A snapshot someone else can write is not trusted.
+	if err := os.Chmod(snap.Path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadSnapshot(context.Background(), snap); err == nil || !strings.Contains(err.Error(), "must be a private regular file") {
+		t.Fatalf("a group-readable snapshot: %v", err)
+	}
+}
+
+// Compose options after `--`: the files and env files are kept (relative to the working
+// directory), anything else is refused with the reference's message.
+func TestParseArgs(t *testing.T) {
+	checkout := t.TempDir()
+	opts, err := ParseArgs([]string{"-f", "a.yaml", "--file=/abs/b.yaml", "-fc.yaml", "--env-file", "dev.env", "--project-directory", checkout}, checkout, "/work")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(opts.Files, ",") != "/work/a.yaml,/abs/b.yaml,/work/c.yaml" || strings.Join(opts.EnvFiles, ",") != "/work/dev.env" {
+		t.Fatalf("parsed %+v", opts)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--profile", "x"}, "unsupported Kubernetes Compose option: --profile"},
+		{[]string{"-p", "other"}, "unsupported Kubernetes Compose option: -p"},
+		{[]string{"--project-name=other"}, "unsupported Kubernetes Compose option: --project-name"},
+		{[]string{"-f"}, "-f requires a file path"},
+		{[]string{"--env-file="}, "--env-file requires a file path"},
+		{[]string{"--project-directory"}, "--project-directory requires a path"},
+		{[]string{"--project-directory", "/somewhere/else"}, "Compose project directory must be the repository"},
+	} {
+		_, err := ParseArgs(c.args, checkout, "/work")
+		var ae *ArgsError
+		if !errors.As(err, &ae) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: got %v, want %q", c.args, err, c.want)
+		}
+	}
+}
+
+// Secrets the runner knows of and URL passwords are scrubbed from output shown in errors.
+func TestScrub(t *testing.T) {
+	got := Scrub("connect postgresql://occ_app:occ-app-local@postgres:5432/db failed; token s3cr3t-canary-value", []string{"s3cr3t-canary-value"})
+	if strings.Contains(got, "occ-app-local") || strings.Contains(got, "s3cr3t-canary-value") || !strings.Contains(got, "postgresql://occ_app:[redacted]@postgres") {
+		t.Fatalf("scrubbed %q", got)
+	}
+}
