@@ -11,7 +11,7 @@ TESTFLAGS ?= -count=1 -timeout 30m
 export CGO_ENABLED := 0
 export GOFLAGS := $(strip $(GOFLAGS) -trimpath)
 
-.PHONY: build test unit lint bench testenv testdocker generate fuzz
+.PHONY: build test unit lint bench testenv testdocker testcompose generate fuzz
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/occ ./cmd/occ
@@ -24,9 +24,14 @@ testenv:
 testdocker:
 	@scripts/testdocker >/dev/null
 
+# Builds the real docker compose CLI plugin once from the Go module proxy (cached under
+# $$XDG_CACHE_HOME/occ/testcompose) and installs it in $${DOCKER_CONFIG:-~/.docker}/cli-plugins.
+testcompose:
+	@scripts/testcompose >/dev/null
+
 # Unit and integration tests; integration tests run against a real kube-apiserver + etcd, the
 # Docker tier against the private engine of scripts/testdocker.
-test: testenv testdocker
+test: testenv testdocker testcompose
 	docker_host="$$(scripts/testdocker)" && \
 	DOCKER_HOST="$$docker_host" KUBEBUILDER_ASSETS="$$(scripts/testenv)" $(GO) test $(TESTFLAGS) ./...
 
@@ -34,7 +39,7 @@ lint:
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-bench: testenv testdocker
+bench: testenv testdocker testcompose
 	docker_host="$$(scripts/testdocker)" && \
 	DOCKER_HOST="$$docker_host" KUBEBUILDER_ASSETS="$$(scripts/testenv)" $(GO) test -run '^$$' -bench . -benchmem ./...
 

@@ -230,3 +230,29 @@ func (l *limitWriter) Write(p []byte) (int, error) {
 	l.left -= int64(n)
 	return n, err
 }
+
+// KeyInstaller is InstallServiceKey for a caller that has already read the key file's bytes
+// (the Kubernetes-only profile reads them through a reader Pod). Its VerifyAndWrite keeps the
+// same guarantees: a private temporary copy in the state directory, verification against the
+// live Installation, an exclusive 0600 write, the copy removed.
+type KeyInstaller struct {
+	StateDir    string
+	Destination KeyDestination
+	APIURL      string
+	Client      *http.Client
+}
+
+// VerifyAndWrite verifies key and writes it to the destination, returning the Installation ID.
+func (k KeyInstaller) VerifyAndWrite(ctx context.Context, key []byte) (string, error) {
+	got, err := InstallServiceKey(ctx, InstallKeyOptions{
+		StateDir:    k.StateDir,
+		Destination: k.Destination,
+		APIURL:      k.APIURL,
+		Client:      k.Client,
+		Read: func(_ context.Context, w io.Writer) error {
+			_, err := w.Write(key)
+			return err
+		},
+	})
+	return got.InstallationID, err
+}

@@ -59,6 +59,51 @@ func TestStartDataReportsFailedMigration(t *testing.T) {
 	}
 }
 
+// On an engine without buildx (Debian's 20.10 here) Compose falls back to the classic builder,
+// which builds the fixture's Dockerfile but not BuildKit-only syntax such as the secret mount of
+// OCE's real dependencies stage: the data stage then fails with the builder's own reason, and
+// nothing of the project runs.
+func TestStartDataShowsBuilderRefusal(t *testing.T) {
+	b := newBed(t)
+	dockerfile := filepath.Join(b.checkout, "Dockerfile")
+	orig, err := os.ReadFile(dockerfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patched := strings.Replace(string(orig), "COPY package.json ./\n", "COPY package.json ./\nRUN --mount=type=secret,id=npmrc,target=/root/.npmrc true\n", 1)
+	if patched == string(orig) {
+		t.Fatal("the fixture Dockerfile changed; update the patch")
+	}
+	if err := os.WriteFile(dockerfile, []byte(patched), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := b.mustLoad(UserOptions{})
+	snap, err := m.WriteSnapshot(b.state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	r, s := b.runner(snap), b.stack()
+	err = StartData(ctx, StartOptions{Runner: r, Stack: s, Build: true})
+	var ce *CommandError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "the --mount option requires BuildKit") {
+		t.Fatalf("got %v, want the classic builder's refusal", err)
+	}
+	states, err := s.Status(ctx, DataServices...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range states {
+		if st.State != "missing" {
+			t.Errorf("%s exists after a failed build: %s", st.Service, st)
+		}
+	}
+	if err := Remove(ctx, RemoveOptions{Runner: r, Engine: b.engine.API, Names: m.Names()}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A worker that never observes a healthy database (its credentials are wrong) never passes its
 // readiness probe: the readiness wait ends at its deadline with the reference's message and the
 // probe's own explanation, although the API itself answers.

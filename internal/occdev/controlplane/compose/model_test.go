@@ -270,3 +270,67 @@ func TestScrub(t *testing.T) {
 		t.Fatalf("scrubbed %q", got)
 	}
 }
+
+// `dev up --dry-run` lists the services in start order with what is built, the volumes, the
+// network with its gateway, and the loopback publications.
+func TestPlan(t *testing.T) {
+	b := newModelBed(t)
+	m, err := b.load(nil, map[string]string{"OPENCLAW_DEV_PORT": "3222", "OCC_POSTGRES_PORT": "55999", "OCC_DEVELOPMENT_TRUSTED_BRIDGE_CIDR": "10.98.1.0/24"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := m.Plan()
+	var names []string
+	for _, s := range p.Services {
+		names = append(names, s.Name)
+	}
+	if strings.Join(names, " ") != "postgres migrate bootstrap controller worker-kubernetes" {
+		t.Errorf("services %v", names)
+	}
+	if p.Services[0].Image != "docker.io/library/postgres:18.6" || p.Services[1].Build != b.checkout+" target development" {
+		t.Errorf("services %+v", p.Services)
+	}
+	if len(p.Networks) != 1 || p.Networks[0] != (PlanNetwork{Name: "occ-model-test_development", Subnet: "10.98.1.0/24", Gateway: "10.98.1.1"}) {
+		t.Errorf("networks %+v", p.Networks)
+	}
+	if len(p.Ports) != 2 || p.Ports[0] != (PlanPublished{Service: "postgres", Host: "127.0.0.1:55999", Target: "5432/tcp"}) || p.Ports[1] != (PlanPublished{Service: "controller", Host: "127.0.0.1:3222", Target: "3000/tcp"}) {
+		t.Errorf("ports %+v", p.Ports)
+	}
+	if p.APIURL != "http://127.0.0.1:3222" || len(p.Volumes) != 3 {
+		t.Errorf("plan %+v", p)
+	}
+}
+
+// An explicitly selected controller image replaces every image built from the checkout, is
+// never pulled, and survives the snapshot.
+func TestUseControllerImage(t *testing.T) {
+	b := newModelBed(t)
+	m, err := b.load(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(m.CheckoutBuiltServices(), " "); got != "bootstrap controller migrate worker worker-kubernetes" {
+		t.Fatalf("built services %q", got)
+	}
+	const ref = "registry.example/openclaw-enterprise-controller@sha256:0000000000000000000000000000000000000000000000000000000000000001"
+	if err := m.UseControllerImage(ref); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := m.WriteSnapshot(b.state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := LoadSnapshot(context.Background(), snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{ServiceMigrate, ServiceBootstrap, ServiceController, ServiceWorker} {
+		s := back.Services[name]
+		if s.Build != nil || s.Image != ref || s.PullPolicy != "never" {
+			t.Errorf("%s: build %v image %q pull %q", name, s.Build, s.Image, s.PullPolicy)
+		}
+	}
+	if back.Services[ServicePostgres].Image != "docker.io/library/postgres:18.6" {
+		t.Errorf("postgres image changed to %q", back.Services[ServicePostgres].Image)
+	}
+}

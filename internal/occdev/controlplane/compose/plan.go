@@ -1,0 +1,77 @@
+package compose
+
+import (
+	"fmt"
+	"net"
+)
+
+// Plan is what `dev up --dry-run` shows of the Compose stage: what would be created, from the
+// checked model, without contacting the engine.
+type Plan struct {
+	Project  string          `json:"project"`
+	APIURL   string          `json:"apiURL"`
+	Services []PlanService   `json:"services"`
+	Volumes  []string        `json:"volumes"`
+	Networks []PlanNetwork   `json:"networks"`
+	Ports    []PlanPublished `json:"publishedPorts"`
+}
+
+// PlanService is one service the flow starts, in start order.
+type PlanService struct {
+	Name string `json:"name"`
+	// Image is the image run, or "" when it is built.
+	Image string `json:"image,omitempty"`
+	// Build says what is built ("<checkout> target development").
+	Build string `json:"build,omitempty"`
+}
+
+// PlanNetwork is a network and its addressing.
+type PlanNetwork struct {
+	Name    string `json:"name"`
+	Subnet  string `json:"subnet,omitempty"`
+	Gateway string `json:"gateway,omitempty"`
+}
+
+// PlanPublished is a loopback publication.
+type PlanPublished struct {
+	Service string `json:"service"`
+	Host    string `json:"host"`
+	Target  string `json:"target"`
+}
+
+// Plan describes the model for a dry run.
+func (m *Model) Plan() Plan {
+	p := Plan{Project: m.Project.Name, APIURL: m.APIURL, Volumes: NamesOf(m.Project).Volumes}
+	for _, name := range append(append([]string{}, DataServices...), APIServices...) {
+		svc, ok := m.Project.Services[name]
+		if !ok {
+			continue
+		}
+		ps := PlanService{Name: name}
+		if svc.Build != nil {
+			ps.Build = svc.Build.Context
+			if svc.Build.Target != "" {
+				ps.Build += " target " + svc.Build.Target
+			}
+		} else {
+			ps.Image = svc.Image
+		}
+		p.Services = append(p.Services, ps)
+		for _, port := range svc.Ports {
+			proto := port.Protocol
+			if proto == "" {
+				proto = "tcp"
+			}
+			p.Ports = append(p.Ports, PlanPublished{Service: name, Host: net.JoinHostPort(port.HostIP, port.Published), Target: fmt.Sprintf("%d/%s", port.Target, proto)})
+		}
+	}
+	for _, k := range sortedKeys(m.Project.Networks) {
+		n := m.Project.Networks[k]
+		pn := PlanNetwork{Name: n.Name}
+		if len(n.Ipam.Config) > 0 {
+			pn.Subnet, pn.Gateway = n.Ipam.Config[0].Subnet, n.Ipam.Config[0].Gateway
+		}
+		p.Networks = append(p.Networks, pn)
+	}
+	return p
+}
