@@ -42,6 +42,9 @@ func (r Resources) String() string {
 type Names struct {
 	Volumes  []string
 	Networks []string
+	// Containers are the names Compose gives the services' first containers
+	// (<project>-<service>-1); an unlabelled container of that name would make `up` fail half-way.
+	Containers []string
 }
 
 // Names returns the model's volume and network names.
@@ -98,6 +101,19 @@ func FindResources(ctx context.Context, engine Engine, project string, names Nam
 		for _, v := range vs.Volumes {
 			if v.Name == name {
 				add(&r.Volumes, "volume", v.Name)
+			}
+		}
+	}
+	for _, name := range names.Containers {
+		cs, err := engine.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("name", name))})
+		if err != nil {
+			return Resources{}, fmt.Errorf("look for container %s: %w", name, err)
+		}
+		for _, c := range cs {
+			for _, n := range c.Names {
+				if strings.TrimPrefix(n, "/") == name {
+					add(&r.Containers, "container", name)
+				}
 			}
 		}
 	}

@@ -97,7 +97,7 @@ func (b *bed) cleanup() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if _, err := os.Stat(snap.Path); err == nil {
-		if err := b.runner(snap).Down(ctx, true); err != nil {
+		if err := b.runner(snap).Down(ctx, DownOptions{Volumes: true, Images: true}); err != nil {
 			b.t.Logf("cleanup: %v", err)
 		}
 	}

@@ -9,10 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/volume"
 
 	"github.com/openclaw/occ/internal/occdev/controlplane"
+	"github.com/openclaw/occ/internal/testbed/ocebed"
 )
 
 // A checkout whose migration fails (here: the migrator URL is not a PostgreSQL URL): `up` stops
@@ -177,6 +179,23 @@ func TestEnsureAbsentRefusesExistingResources(t *testing.T) {
 	err = m.EnsureAbsent(ctx, b.engine.API)
 	if !errors.As(err, &ee) || strings.Join(ee.Resources.Networks, ",") != netName {
 		t.Fatalf("a labelled network of the project: %v", err)
+	}
+	if err := b.engine.API.NetworkRemove(ctx, created.ID); err != nil {
+		t.Fatal(err)
+	}
+	// An unlabelled container with the name Compose would give postgres.
+	img := ocebed.EnsureImages(t, b.engine).Postgres
+	cname := b.settings.Project + "-postgres-1"
+	c, err := b.engine.API.ContainerCreate(ctx, &container.Config{Image: img.Tag}, nil, nil, nil, cname)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = b.engine.API.ContainerRemove(context.Background(), c.ID, container.RemoveOptions{Force: true})
+	})
+	err = m.EnsureAbsent(ctx, b.engine.API)
+	if !errors.As(err, &ee) || strings.Join(ee.Resources.Containers, ",") != cname {
+		t.Fatalf("a container with a Compose name of the project: %v", err)
 	}
 }
 

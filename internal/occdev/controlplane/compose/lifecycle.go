@@ -52,13 +52,15 @@ type RemoveOptions struct {
 	Engine Engine
 	// Names are the snapshot's volume and network names (NamesOf of LoadSnapshot).
 	Names Names
+	// Images also removes the images Compose built for the project.
+	Images bool
 }
 
 // Remove runs `compose down --volumes` on the recorded snapshot and then verifies that no
 // container, volume or network of the project remains. It is safe to repeat: a project that is
 // already gone is removed again without error.
 func Remove(ctx context.Context, opts RemoveOptions) error {
-	downErr := opts.Runner.Down(ctx, true)
+	downErr := opts.Runner.Down(ctx, DownOptions{Volumes: true, Images: opts.Images})
 	goneErr := VerifyGone(ctx, opts.Engine, opts.Runner.Snapshot.Project, opts.Names)
 	if goneErr == nil {
 		// Nothing is left, whatever the plugin said (a warning exit over an absent object).

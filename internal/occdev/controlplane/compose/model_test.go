@@ -334,3 +334,20 @@ func TestUseControllerImage(t *testing.T) {
 		t.Errorf("postgres image changed to %q", back.Services[ServicePostgres].Image)
 	}
 }
+
+// Rendering and checking the checkout's model happens on every `up` and `--dry-run` before
+// anything runs; it must stay a small fraction of the stack's start-up.
+func BenchmarkLoadAndRender(b *testing.B) {
+	checkout := ocebed.Checkout(b, fixtureCommit)
+	state := b.TempDir()
+	b.ReportAllocs()
+	for b.Loop() {
+		m, err := Load(context.Background(), LoadOptions{Checkout: checkout, Project: "occ-bench", StateDir: state})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := m.Render(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

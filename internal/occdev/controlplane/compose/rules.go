@@ -213,5 +213,8 @@ func NamesOf(p *types.Project) Names {
 		n.Networks = append(n.Networks, p.Networks[k].Name)
 	}
 	n.Networks = slices.Compact(n.Networks)
+	for _, name := range p.ServiceNames() {
+		n.Containers = append(n.Containers, p.Name+"-"+name+"-1")
+	}
 	return n
 }

@@ -80,11 +80,23 @@ func (r Runner) Stop(ctx context.Context, services ...string) error {
 	return r.Run(ctx, append([]string{"stop"}, services...)...)
 }
 
-// Down runs `compose down --remove-orphans`, with --volumes when volumes is true.
-func (r Runner) Down(ctx context.Context, volumes bool) error {
+// DownOptions select what `compose down` removes besides containers and networks.
+type DownOptions struct {
+	// Volumes removes the named volumes (--volumes): the database and the bootstrap output.
+	Volumes bool
+	// Images removes the images Compose built for the project (--rmi local). Keeping them makes
+	// the next `up` reuse their layers.
+	Images bool
+}
+
+// Down runs `compose down --remove-orphans` with the chosen removals.
+func (r Runner) Down(ctx context.Context, opts DownOptions) error {
 	args := []string{"down", "--remove-orphans"}
-	if volumes {
+	if opts.Volumes {
 		args = append(args, "--volumes")
+	}
+	if opts.Images {
+		args = append(args, "--rmi", "local")
 	}
 	return r.Run(ctx, args...)
 }

@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/openclaw/occ/internal/occdev/controlplane"
@@ -141,9 +143,13 @@ func TestStackLifecycle(t *testing.T) {
 	}
 
 	timed("compose stop controller worker-kubernetes", func() error { return StopReconcilers(ctx, r) })
-	timed("compose down --volumes + verify", func() error {
-		return Remove(ctx, RemoveOptions{Runner: r, Engine: b.engine.API, Names: m.Names()})
+	timed("compose down --volumes --rmi local + verify", func() error {
+		return Remove(ctx, RemoveOptions{Runner: r, Engine: b.engine.API, Names: m.Names(), Images: true})
 	})
+	imgs, err := b.engine.API.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("reference", b.settings.Project+"-*"))})
+	if err != nil || len(imgs) != 0 {
+		t.Errorf("images Compose built are left after down with Images: %v %v", imgs, err)
+	}
 	states, err = s.Status(ctx, RequiredServices...)
 	if err != nil {
 		t.Fatal(err)
