@@ -67,6 +67,10 @@ func ParseArgs(args []string, checkout, workingDir string) (UserOptions, error) 
 		if value == "" {
 			return UserOptions{}, missingValue(name)
 		}
+		if value == "-" {
+			return UserOptions{}, &ArgsError{Arg: arg, Message: name + " - (standard input) is not supported",
+				Fix: "write the Compose file to disk and pass its path: the rendered model is recorded from files"}
+		}
 		switch name {
 		case "-f", "--file":
 			opts.Files = append(opts.Files, abs(value))

@@ -253,6 +253,7 @@ func TestParseArgs(t *testing.T) {
 		{[]string{"-f"}, "-f requires a file path"},
 		{[]string{"--env-file="}, "--env-file requires a file path"},
 		{[]string{"--project-directory"}, "--project-directory requires a path"},
+		{[]string{"-f", "-"}, "-f - (standard input) is not supported"},
 		{[]string{"--project-directory", "/somewhere/else"}, "Compose project directory must be the repository"},
 	} {
 		_, err := ParseArgs(c.args, checkout, "/work")
@@ -349,5 +350,26 @@ func BenchmarkLoadAndRender(b *testing.B) {
 		if _, err := m.Render(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// A snapshot someone else could have changed is never handed to the plugin: down would act on
+// whatever it names.
+func TestRunnerRefusesSharedSnapshot(t *testing.T) {
+	b := newModelBed(t)
+	m, err := b.load(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := m.WriteSnapshot(b.state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(snap.Path, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	r := Runner{Plugin: Plugin{Path: "/nonexistent/docker-compose"}, Endpoint: "unix:///nonexistent.sock", Snapshot: snap}
+	if err := r.Down(context.Background(), DownOptions{Volumes: true}); err == nil || !strings.Contains(err.Error(), "must be a private regular file") {
+		t.Fatalf("got %v", err)
 	}
 }

@@ -107,6 +107,11 @@ func (r Runner) Run(ctx context.Context, args ...string) error {
 	if r.Plugin.Path == "" || r.Endpoint == "" || r.Snapshot.Path == "" || r.Snapshot.Project == "" || r.Snapshot.Checkout == "" {
 		return errors.New("docker compose: the runner needs the plugin, the recorded engine endpoint and the snapshot")
 	}
+	// The snapshot decides what every call (down included) acts on; one that someone else could
+	// have written is not used.
+	if err := checkPrivateFile(r.Snapshot.Path); err != nil {
+		return fmt.Errorf("docker compose: snapshot: %w", err)
+	}
 	full := append([]string{
 		"--project-directory", r.Snapshot.Checkout,
 		"--project-name", r.Snapshot.Project,
