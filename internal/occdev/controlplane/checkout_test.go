@@ -218,3 +218,33 @@ func TestReadHeadAgreesWithGit(t *testing.T) {
 		}
 	}
 }
+
+// The repository's own fixture checkout (testdata/oce-checkout, with the Kubernetes profile's
+// chart) is recognised from a directory inside it, and its commit is that of the enclosing git
+// work tree, read through whatever layout it has (here usually a linked worktree's .git file).
+func TestFindCheckoutInRepositoryFixture(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixture := canonical(t, filepath.Join(wd, "..", "..", "..", "testdata", "oce-checkout"))
+	if _, err := findGitDir(fixture); err != nil {
+		t.Skipf("skipped: this copy of occ has no git metadata to read (%v)", err)
+	}
+	c, err := FindCheckout(FindCheckoutOptions{WorkingDir: filepath.Join(fixture, "apps", "controller", "src")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Root != fixture || !isObjectName(c.Commit) {
+		t.Fatalf("found %+v", c)
+	}
+	if gitBin, err := exec.LookPath("git"); err == nil {
+		out, err := exec.Command(gitBin, "-C", fixture, "rev-parse", "HEAD").Output()
+		if err != nil {
+			t.Fatalf("git rev-parse: %v", err)
+		}
+		if want := strings.TrimSpace(string(out)); c.Commit != want {
+			t.Fatalf("commit %s, git says %s", c.Commit, want)
+		}
+	}
+}
