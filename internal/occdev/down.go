@@ -96,7 +96,7 @@ func cleanup(ctx context.Context, d *state.Dir, log io.Writer) error {
 		o := st.Objects[i]
 		var note string
 		var err error
-		if o.Kind == state.KindHelmRelease {
+		if o.Type == state.TypeHelmRelease {
 			note, err = removeRelease(st.Cluster, o, ownerID(st))
 		} else {
 			note, err = conn.objects.remove(ctx, o)

@@ -30,11 +30,11 @@ const (
 )
 
 // Object is a recorded object: a Kubernetes object, or the Helm release (kind
-// state.KindHelmRelease), which Helm itself tracks together with everything it installed.
+// state.TypeHelmRelease), which Helm itself tracks together with everything it installed.
 type Object = state.Object
 
 func objectOf(u *unstructured.Unstructured) Object {
-	return Object{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(), UID: string(u.GetUID())}
+	return Object{Type: state.TypeKubernetes, APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(), UID: string(u.GetUID())}
 }
 
 // recorder is where steps write what they create; it is the private state in production.

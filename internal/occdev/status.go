@@ -14,10 +14,11 @@ type StatusOptions struct {
 
 // ObjectStatus compares one recorded object with the cluster.
 type ObjectStatus struct {
-	Kind       string `json:"kind"`
-	APIVersion string `json:"apiVersion,omitempty"`
-	Namespace  string `json:"namespace,omitempty"`
-	Name       string `json:"name"`
+	Type       state.Type `json:"type"`
+	Kind       string     `json:"kind"`
+	APIVersion string     `json:"apiVersion,omitempty"`
+	Namespace  string     `json:"namespace,omitempty"`
+	Name       string     `json:"name"`
 	// State is present, missing, changed (same name, different object) or terminating.
 	State string `json:"state"`
 	// Detail adds what is known: the Helm release status, or why an object counts as changed.
@@ -53,7 +54,7 @@ func GetStatus(ctx context.Context, opts StatusOptions) (*Status, error) {
 		GatewayEndpoint: st.GatewayEndpoint, Installation: st.InstallationPath, Objects: []ObjectStatus{},
 	}
 	for _, o := range st.Objects {
-		out.Objects = append(out.Objects, ObjectStatus{Kind: o.Kind, APIVersion: o.APIVersion, Namespace: o.Namespace, Name: o.Name, State: "unknown"})
+		out.Objects = append(out.Objects, ObjectStatus{Type: o.Type, Kind: o.Kind, APIVersion: o.APIVersion, Namespace: o.Namespace, Name: o.Name, State: "unknown"})
 	}
 	if st.Cluster.Kubeconfig == "" {
 		out.Problem = "no cluster recorded yet: occ dev up stopped before connecting to one"
@@ -72,7 +73,7 @@ func GetStatus(ctx context.Context, opts StatusOptions) (*Status, error) {
 	owner := ownerID(st)
 	for i, o := range st.Objects {
 		s := &out.Objects[i]
-		if o.Kind == state.KindHelmRelease {
+		if o.Type == state.TypeHelmRelease {
 			rel, err := releaseStatus(st.Cluster, o.Namespace, o.Name)
 			switch {
 			case err != nil:

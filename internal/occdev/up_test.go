@@ -66,7 +66,7 @@ func resourceFor(t *testing.T, dyn dynamic.Interface, o state.Object) dynamic.Re
 // its deletion has started (the bed has no namespace controller to finish it).
 func assertGone(t *testing.T, dyn dynamic.Interface, o state.Object) {
 	t.Helper()
-	if o.Kind == state.KindHelmRelease {
+	if o.Type == state.TypeHelmRelease {
 		return
 	}
 	u, err := resourceFor(t, dyn, o).Get(context.Background(), o.Name, metav1.GetOptions{})
@@ -165,12 +165,16 @@ func TestUpThenDownRemovesExactlyWhatUpCreated(t *testing.T) {
 	}
 	kinds := map[string]int{}
 	for _, o := range st.Objects {
+		if o.Type == state.TypeHelmRelease {
+			kinds["HelmRelease"]++
+			continue
+		}
 		kinds[o.Kind]++
-		if o.Kind != state.KindHelmRelease && o.UID == "" {
+		if o.UID == "" {
 			t.Errorf("%s recorded without its uid", o)
 		}
 	}
-	for kind, n := range map[string]int{"Namespace": 2, "RuntimeClass": 1, "CustomResourceDefinition": 1, "Deployment": 1, "Secret": 1, state.KindHelmRelease: 1, "NetworkPolicy": 2, "ClusterRole": 2, "ClusterRoleBinding": 2, "ServiceAccount": 1} {
+	for kind, n := range map[string]int{"Namespace": 2, "RuntimeClass": 1, "CustomResourceDefinition": 1, "Deployment": 1, "Secret": 1, "HelmRelease": 1, "NetworkPolicy": 2, "ClusterRole": 2, "ClusterRoleBinding": 2, "ServiceAccount": 1} {
 		if kinds[kind] != n {
 			t.Errorf("recorded %d %s object(s), want %d (recorded: %v)", kinds[kind], kind, n, kinds)
 		}
@@ -410,6 +414,9 @@ func TestStatusAndDownAfterObjectsChangedBehindOCC(t *testing.T) {
 	states := map[string]string{}
 	for _, o := range status.Objects {
 		states[o.Kind+"/"+o.Name] = o.State
+		if o.Type == state.TypeHelmRelease {
+			states["HelmRelease/"+o.Name] = o.State
+		}
 	}
 	if states["NetworkPolicy/openclaw-enterprise-openshell-egress"] != occdev.LiveMissing {
 		t.Errorf("deleted NetworkPolicy reported %q, want missing", states["NetworkPolicy/openclaw-enterprise-openshell-egress"])

@@ -28,9 +28,9 @@ var (
 	ErrNotEmpty = errors.New("state directory still records objects")
 )
 
-// Dir is a claimed, locked state directory. It is not safe for concurrent use by several
-// goroutines without their own synchronisation beyond what the methods do (they serialise
-// writes with a mutex).
+// Dir is a claimed, locked state directory. Its methods are safe for concurrent use: the steps
+// of concurrent lanes record through one Dir, and every change is applied to the latest record
+// under a mutex, so no lane's record is lost to another's write.
 type Dir struct {
 	path string
 	// lock is an open descriptor of the directory holding the flock; closing it releases the
@@ -296,16 +296,21 @@ func (d *Dir) State() State {
 }
 
 // Record appends obj to the created objects and makes the record durable before returning.
-// Call it as soon as the object exists, before anything else can fail. Recording an object
-// that is already recorded (a repeated, idempotent step) refreshes its UID in place.
+// Call it before creating the object, and again once it exists with its UID or engine ID.
+// Recording an object that is already recorded (a repeated, idempotent step, or the second
+// call) refreshes its UID, ID and labels in place and keeps its position and creation time.
 func (d *Dir) Record(obj Object) error {
+	obj = obj.clone()
 	return d.Update(func(s *State) {
 		if obj.CreatedAt.IsZero() {
 			obj.CreatedAt = d.now()
 		}
 		for i, o := range s.Objects {
 			if sameObject(o, obj) {
-				s.Objects[i].UID = obj.UID
+				s.Objects[i].UID, s.Objects[i].ID = obj.UID, obj.ID
+				if obj.Labels != nil {
+					s.Objects[i].Labels = obj.Labels
+				}
 				return
 			}
 		}

@@ -66,6 +66,13 @@ func (e *UnsafeError) Error() string {
 	return fmt.Sprintf("refusing unsafe state directory %s: %s", e.Path, e.Reason)
 }
 
+// CheckPath applies the location rules of a state directory to path without creating or
+// locking anything, so a bad --state-dir is reported before any other work (and by a dry run).
+func CheckPath(path string) error {
+	_, err := checkPath(path)
+	return err
+}
+
 // checkPath applies the location rules shared by up, down and status. `up` may create the
 // directory and `down` deletes it recursively, so it must never be a directory that holds
 // anything else: the root, the temporary directory itself, the home directory, or the source

@@ -27,6 +27,7 @@ func Ref(obj runtime.Object) (Object, error) {
 	}
 	apiVersion, kind := gvk.ToAPIVersionAndKind()
 	return Object{
+		Type:       TypeKubernetes,
 		Kind:       kind,
 		APIVersion: apiVersion,
 		Namespace:  m.GetNamespace(),

@@ -5,13 +5,22 @@
 // and state.json. Both are written with O_EXCL before the first external mutation, so any later
 // failure can always be cleaned up from the record. Every created object is appended as soon as
 // it exists (fsync'd temporary file renamed over state.json). The directory is locked with
-// flock(2) for the whole run, so two commands never work on one environment at once.
+// flock(2) for the whole run, so two commands never work on one environment at once; inside
+// one run, the steps of concurrent lanes record through the same Dir, whose methods serialise.
 //
-// The record never holds secrets: objects are stored as references (kind, name, UID), never
-// with their content.
+// A record names things of several types (Type): Kubernetes objects, Helm releases, and the
+// k3d clusters, images, Docker networks and volumes and Compose projects the lower layers make.
+// Each type has its own fields, validated on every read and write. `down` hands every record to
+// the Remover registered for its type (Removers); a type without one is kept, never skipped.
+//
+// The record never holds secrets: objects are stored as references (type, name, UID, engine ID,
+// digest, identifying labels), never with their content.
 package state
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,9 +34,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-// Version is the state.json schema version this occ writes and reads. An unknown version is
-// refused rather than guessed at: a wrong guess would delete the wrong things.
-const Version = 1
+// Version is the state.json schema version this occ writes. Version 1 (Kubernetes objects and
+// Helm releases only, told apart by kind) is still read and upgraded in memory; any other
+// version is refused rather than guessed at: a wrong guess would delete the wrong things.
+const Version = 2
 
 // File names inside the state directory.
 const (
@@ -41,17 +51,16 @@ const (
 	holderName = "lock-holder.json"
 )
 
-// KindHelmRelease is the Object kind of a Helm release; APIVersion stays empty for it.
-const KindHelmRelease = "HelmRelease"
-
 // State is the content of state.json.
 type State struct {
 	// Version is the schema version (Version).
 	Version int `json:"version"`
-	// Profile is the development profile (for example "existing", "k3d", "compose").
+	// Profile is the development profile (the control plane: "compose" or "kubernetes").
 	Profile string `json:"profile"`
 	// Cluster identifies the cluster the objects were created in.
 	Cluster Cluster `json:"cluster"`
+	// Engine is the Docker engine the engine objects were created in, when any were.
+	Engine *Engine `json:"engine,omitempty"`
 	// PlatformNamespace is where the Gateway runs.
 	PlatformNamespace string `json:"platformNamespace,omitempty"`
 	// GatewayEndpoint is the Gateway address written into the Installation.
@@ -65,11 +74,13 @@ type State struct {
 	UpdatedAt time.Time `json:"updatedAt"`
 }
 
-// Cluster identifies the target cluster, so `down` can refuse to act on a different one.
+// Cluster identifies the target cluster, so `down` can refuse to act on a different one. It
+// is also how every command after `up` reaches the cluster: the recorded paths and names,
+// never the current environment.
 type Cluster struct {
 	// Provider is the cluster provider ("existing", "k3d").
 	Provider string `json:"provider"`
-	// Name is the provider's cluster name, when it has one (k3d).
+	// Name is the provider's cluster name (the kubeconfig cluster entry, or the k3d cluster).
 	Name string `json:"name,omitempty"`
 	// Kubeconfig is the absolute path of the kubeconfig used (a path, never its content).
 	Kubeconfig string `json:"kubeconfig,omitempty"`
@@ -80,51 +91,58 @@ type Cluster struct {
 	// UID is the UID of the kube-system namespace: a stable identity of the cluster that
 	// survives renamed contexts and moved kubeconfigs.
 	UID string `json:"uid,omitempty"`
+	// ContainerKubeconfig is the absolute path of a kubeconfig whose server is the node's name
+	// on the Docker network, for containers on that network (the Compose control plane).
+	ContainerKubeconfig string `json:"containerKubeconfig,omitempty"`
+	// NodeAddress is the host name or address at which containers on Network reach the node.
+	NodeAddress string `json:"nodeAddress,omitempty"`
+	// Network is the Docker network the cluster's node is attached to.
+	Network string `json:"network,omitempty"`
 }
 
-// Object is a reference to one created object: a Kubernetes object or a Helm release.
-type Object struct {
-	Kind string `json:"kind"`
-	// APIVersion is empty for non-Kubernetes objects (KindHelmRelease).
-	APIVersion string `json:"apiVersion,omitempty"`
-	Namespace  string `json:"namespace,omitempty"`
-	Name       string `json:"name"`
-	// UID is the Kubernetes UID at creation; `down` deletes with it as a precondition so a
-	// same-named object created later by someone else is never removed.
-	UID       string    `json:"uid,omitempty"`
-	CreatedAt time.Time `json:"createdAt"`
+// Engine is a Docker engine endpoint, recorded so `down` talks to the engine `up` used and
+// never to whatever DOCKER_HOST says later.
+type Engine struct {
+	// Endpoint is a unix socket URL: unix:///absolute/path.
+	Endpoint string `json:"endpoint"`
 }
 
-// HelmRelease returns the reference of a Helm release.
-func HelmRelease(namespace, name string) Object {
-	return Object{Kind: KindHelmRelease, Namespace: namespace, Name: name}
+// Recorder is where a layer records what it creates: before creating it, and again once it
+// exists (with its UID or engine ID), and where it forgets what it removed. *Dir implements
+// it, safely for concurrent use.
+type Recorder interface {
+	Record(Object) error
+	Forget(Object) error
 }
 
-// String describes o for messages, for example "v1 Namespace oce-system".
-func (o Object) String() string {
-	s := o.Kind
-	if o.APIVersion != "" {
-		s = o.APIVersion + " " + s
-	}
-	if o.Namespace != "" {
-		return s + " " + o.Namespace + "/" + o.Name
-	}
-	return s + " " + o.Name
+// Owner is the value of the ownership label of everything this state creates. It is derived
+// from the state's creation instant, which is recorded once and never rewritten, so `down`
+// computes the same value from the record alone.
+func (s State) Owner() string {
+	sum := sha256.Sum256([]byte("occ-dev-state\x00" + s.CreatedAt.UTC().Format(time.RFC3339Nano)))
+	return hex.EncodeToString(sum[:8])
 }
 
-// sameObject reports whether a and b name the same object (UID and time aside).
-func sameObject(a, b Object) bool {
-	return a.Kind == b.Kind && a.APIVersion == b.APIVersion && a.Namespace == b.Namespace && a.Name == b.Name
+// Has reports whether o is recorded (UID, ID and labels aside).
+func (s State) Has(o Object) bool {
+	return slices.ContainsFunc(s.Objects, func(r Object) bool { return sameObject(r, o) })
 }
 
 func (s State) clone() State {
 	s.Objects = slices.Clone(s.Objects)
+	for i := range s.Objects {
+		s.Objects[i] = s.Objects[i].clone()
+	}
+	if s.Engine != nil {
+		e := *s.Engine
+		s.Engine = &e
+	}
 	return s
 }
 
 var (
-	profilePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
-	kindPattern    = regexp.MustCompile(`^[A-Z][A-Za-z0-9]{0,62}$`)
+	profilePattern     = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+	nodeAddressPattern = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.:-]{0,252})$`)
 )
 
 // Validate checks that s is a state this occ can act on. It is applied before every write and
@@ -133,20 +151,33 @@ func (s *State) Validate() error {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	if s.Version != Version {
-		bad("version is %d; this occ reads version %d (use the occ release that wrote it to run occ dev down)", s.Version, Version)
+		bad("version is %d; this occ reads versions 1 and %d (use the occ release that wrote it to run occ dev down)", s.Version, Version)
 	}
 	if !profilePattern.MatchString(s.Profile) {
-		bad("profile %q must be a lower-case name such as existing or k3d", s.Profile)
+		bad("profile %q must be a lower-case name such as compose or kubernetes", s.Profile)
 	}
 	if !profilePattern.MatchString(s.Cluster.Provider) {
 		bad("cluster.provider %q must be a lower-case name such as existing or k3d", s.Cluster.Provider)
 	}
-	if s.Cluster.Kubeconfig != "" && !filepath.IsAbs(s.Cluster.Kubeconfig) {
-		bad("cluster.kubeconfig %q must be an absolute path (the state records where the kubeconfig is, never its content)", s.Cluster.Kubeconfig)
+	for key, p := range map[string]string{"cluster.kubeconfig": s.Cluster.Kubeconfig, "cluster.containerKubeconfig": s.Cluster.ContainerKubeconfig} {
+		if p != "" && !filepath.IsAbs(p) {
+			bad("%s %q must be an absolute path (the state records where the kubeconfig is, never its content)", key, p)
+		}
 	}
 	if s.Cluster.Server != "" {
 		if err := checkURL(s.Cluster.Server); err != nil {
 			bad("cluster.server: %v", err)
+		}
+	}
+	if a := s.Cluster.NodeAddress; a != "" && !nodeAddressPattern.MatchString(a) {
+		bad("cluster.nodeAddress %q must be a host name or an IP address", a)
+	}
+	if n := s.Cluster.Network; n != "" && !engineNamePattern.MatchString(n) {
+		bad("cluster.network %q must be a Docker network name", n)
+	}
+	if s.Engine != nil {
+		if err := checkEngineEndpoint(s.Engine.Endpoint); err != nil {
+			bad("engine.endpoint: %v", err)
 		}
 	}
 	if s.PlatformNamespace != "" {
@@ -163,19 +194,8 @@ func (s *State) Validate() error {
 		bad("installationPath %q must be an absolute path", s.InstallationPath)
 	}
 	for i, o := range s.Objects {
-		if !kindPattern.MatchString(o.Kind) {
-			bad("objects[%d].kind %q must be a Kubernetes-style kind such as Namespace or %s", i, o.Kind, KindHelmRelease)
-		}
-		if o.Kind == KindHelmRelease && (o.APIVersion != "" || o.Namespace == "") {
-			bad("objects[%d] (%s) must have a namespace and no apiVersion", i, o)
-		}
-		if strings.TrimSpace(o.Name) == "" {
-			bad("objects[%d] (%s) has no name", i, o)
-		}
-		if o.Namespace != "" {
-			if msgs := validation.IsDNS1123Label(o.Namespace); len(msgs) > 0 {
-				bad("objects[%d].namespace %q: %s", i, o.Namespace, strings.Join(msgs, "; "))
-			}
+		if err := validateObject(o); err != nil {
+			bad("objects[%d] (%s): %w", i, o, err)
 		}
 		for _, p := range s.Objects[:i] {
 			if sameObject(p, o) {
@@ -205,20 +225,107 @@ func checkURL(raw string) error {
 	return nil
 }
 
+// checkEngineEndpoint accepts unix:///absolute/path only: occ pins the engine to a local
+// socket, and a TCP endpoint could point anywhere by the time `down` runs.
+func checkEngineEndpoint(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "unix" || u.Host != "" || !filepath.IsAbs(u.Path) || u.User != nil || u.RawQuery != "" {
+		return fmt.Errorf("%q must be unix:///absolute/path/to/docker.sock", raw)
+	}
+	return nil
+}
+
 // decode parses state.json strictly: unknown fields are refused, because a field this occ does
-// not understand might record something `down` would then fail to remove.
+// not understand might record something `down` would then fail to remove. A version 1 record
+// is upgraded in memory (see upgradeV1).
 func decode(data []byte) (State, error) {
-	var s State
-	dec := json.NewDecoder(strings.NewReader(string(data)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&s); err != nil {
+	var probe struct {
+		Version int `json:"version"`
+	}
+	// Only the version is read here; the strict decode below reports everything else.
+	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&probe); err != nil {
 		return State{}, err
 	}
-	if dec.More() {
-		return State{}, errors.New("trailing data after the JSON object")
+	var s State
+	var err error
+	if probe.Version == 1 {
+		s, err = decodeV1(data)
+	} else {
+		err = decodeStrict(data, &s)
+	}
+	if err != nil {
+		return State{}, err
 	}
 	if err := s.Validate(); err != nil {
 		return State{}, err
+	}
+	return s, nil
+}
+
+func decodeStrict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("trailing data after the JSON object")
+	}
+	return nil
+}
+
+// stateV1 and objectV1 are the exact version 1 schema: strict decoding against them refuses
+// any field version 1 did not have, so a version 2 field in a "version 1" file is an error.
+type stateV1 struct {
+	Version           int        `json:"version"`
+	Profile           string     `json:"profile"`
+	Cluster           clusterV1  `json:"cluster"`
+	PlatformNamespace string     `json:"platformNamespace,omitempty"`
+	GatewayEndpoint   string     `json:"gatewayEndpoint,omitempty"`
+	InstallationPath  string     `json:"installationPath,omitempty"`
+	Objects           []objectV1 `json:"objects"`
+	CreatedAt         time.Time  `json:"createdAt"`
+	UpdatedAt         time.Time  `json:"updatedAt"`
+}
+
+type clusterV1 struct {
+	Provider   string `json:"provider"`
+	Name       string `json:"name,omitempty"`
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	Context    string `json:"context,omitempty"`
+	Server     string `json:"server,omitempty"`
+	UID        string `json:"uid,omitempty"`
+}
+
+type objectV1 struct {
+	Kind       string    `json:"kind"`
+	APIVersion string    `json:"apiVersion,omitempty"`
+	Namespace  string    `json:"namespace,omitempty"`
+	Name       string    `json:"name"`
+	UID        string    `json:"uid,omitempty"`
+	CreatedAt  time.Time `json:"createdAt"`
+}
+
+// decodeV1 reads a version 1 record and upgrades it. Version 1 knew two kinds of record, told
+// apart without ambiguity: kind HelmRelease without an apiVersion was a Helm release, anything
+// else a Kubernetes object.
+func decodeV1(data []byte) (State, error) {
+	var v1 stateV1
+	if err := decodeStrict(data, &v1); err != nil {
+		return State{}, err
+	}
+	s := State{
+		Version: Version, Profile: v1.Profile,
+		Cluster:           Cluster{Provider: v1.Cluster.Provider, Name: v1.Cluster.Name, Kubeconfig: v1.Cluster.Kubeconfig, Context: v1.Cluster.Context, Server: v1.Cluster.Server, UID: v1.Cluster.UID},
+		PlatformNamespace: v1.PlatformNamespace, GatewayEndpoint: v1.GatewayEndpoint, InstallationPath: v1.InstallationPath,
+		CreatedAt: v1.CreatedAt, UpdatedAt: v1.UpdatedAt,
+	}
+	for _, o := range v1.Objects {
+		if o.Kind == "HelmRelease" && o.APIVersion == "" {
+			s.Objects = append(s.Objects, Object{Type: TypeHelmRelease, Namespace: o.Namespace, Name: o.Name, CreatedAt: o.CreatedAt})
+			continue
+		}
+		s.Objects = append(s.Objects, Object{Type: TypeKubernetes, APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, UID: o.UID, CreatedAt: o.CreatedAt})
 	}
 	return s, nil
 }

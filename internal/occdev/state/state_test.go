@@ -183,19 +183,19 @@ func TestRecordReopenForgetRemove(t *testing.T) {
 func TestOpenRefusesUnknownFieldsAndVersions(t *testing.T) {
 	cases := map[string]func(string) string{
 		"unknown top-level field": func(s string) string {
-			return strings.Replace(s, `"version": 1,`, `"version": 1, "futureField": true,`, 1)
+			return strings.Replace(s, `"version": 2,`, `"version": 2, "futureField": true,`, 1)
 		},
 		"unknown object field": func(s string) string {
 			return strings.Replace(s, `"kind": "Namespace",`, `"kind": "Namespace", "finalizer": "x",`, 1)
 		},
-		"newer version":  func(s string) string { return strings.Replace(s, `"version": 1,`, `"version": 2,`, 1) },
+		"newer version":  func(s string) string { return strings.Replace(s, `"version": 2,`, `"version": 3,`, 1) },
 		"trailing data":  func(s string) string { return s + "{}" },
 		"relative paths": func(s string) string { return strings.Replace(s, `"/home/dev/.kube/config"`, `"kube/config"`, 1) },
 	}
 	want := map[string]string{
 		"unknown top-level field": `unknown field "futureField"`,
 		"unknown object field":    `unknown field "finalizer"`,
-		"newer version":           "version is 2",
+		"newer version":           "version is 3",
 		"trailing data":           "trailing data",
 		"relative paths":          "cluster.kubeconfig",
 	}
@@ -206,7 +206,7 @@ func TestOpenRefusesUnknownFieldsAndVersions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := d.Record(Object{Kind: "Namespace", APIVersion: "v1", Name: "oce-system"}); err != nil {
+			if err := d.Record(Object{Type: TypeKubernetes, Kind: "Namespace", APIVersion: "v1", Name: "oce-system"}); err != nil {
 				t.Fatal(err)
 			}
 			d.Close()
