@@ -10,12 +10,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/openclaw/occ/internal/occdev"
-	"github.com/openclaw/occ/internal/occdev/artifacts"
 	"github.com/openclaw/occ/internal/occdev/occdevtest"
 	"github.com/openclaw/occ/internal/testbed"
 )
@@ -187,20 +185,6 @@ func TestDevCommandsEndToEnd(t *testing.T) {
 	}
 }
 
-// The progress printer writes one plain line per step when stdout is not a terminal.
-func TestStepPrinterPlainLines(t *testing.T) {
-	var buf bytes.Buffer
-	p := newStepPrinter(&buf)
-	p.StepStarted(0, 2, "Create the platform namespace")
-	p.StepFinished(0, 2, "Create the platform namespace", 1234*time.Microsecond, nil)
-	p.StepStarted(1, 2, "Install the OpenShell Gateway chart")
-	p.StepFinished(1, 2, "Install the OpenShell Gateway chart", 2345*time.Millisecond, errors.New("boom"))
-	want := " ✓ Create the platform namespace (1ms)\n ✗ Install the OpenShell Gateway chart (2.3s)\n"
-	if buf.String() != want {
-		t.Fatalf("got %q, want %q", buf.String(), want)
-	}
-}
-
 // BenchmarkDryRun measures `occ dev up --dry-run` end to end in-process: flag and environment
 // resolution, plan validation and printing every step.
 func BenchmarkDryRun(b *testing.B) {
@@ -215,23 +199,5 @@ func BenchmarkDryRun(b *testing.B) {
 		if code := Execute(context.Background(), args, strings.NewReader(""), &out, &errOut); code != 0 {
 			b.Fatalf("exit %d: %s", code, errOut.String())
 		}
-	}
-}
-
-// On a terminal the running step's line carries a download bar; a pipe gets no redraws.
-func TestDownloadBarOnlyOnTerminals(t *testing.T) {
-	var buf bytes.Buffer
-	plain := newStepPrinter(&buf)
-	plain.StepStarted(2, 16, "Fetch and verify the OpenShell source archive")
-	plain.Download(artifacts.Progress{Received: 5 << 20, Total: 10 << 20})
-	if buf.Len() != 0 {
-		t.Fatalf("a pipe got a progress redraw: %q", buf.String())
-	}
-	tty := &stepPrinter{w: &buf, tty: true}
-	tty.StepStarted(2, 16, "Fetch and verify the OpenShell source archive")
-	buf.Reset()
-	tty.Download(artifacts.Progress{Received: 5_000_000, Total: 10_000_000})
-	if got := buf.String(); !strings.Contains(got, "[############............]") || !strings.Contains(got, "5.0 / 10.0 MB") || !strings.HasPrefix(got, "\r") {
-		t.Fatalf("terminal bar: %q", got)
 	}
 }

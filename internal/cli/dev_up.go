@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/artifacts"
+	"github.com/openclaw/occ/internal/progress"
 )
 
 func init() { devSubcommands = append(devSubcommands, newDevUpCommand) }
@@ -124,8 +126,8 @@ func runDevUp(g *Globals, cmd *cobra.Command, opts occdev.UpOptions) error {
 	if g.Output != "table" {
 		progressOut = g.Stderr
 	}
-	printer := newStepPrinter(progressOut)
-	opts.Progress, opts.DownloadProgress = printer, printer.Download
+	printer := &devStepPrinter{p: newProgressPrinter(progressOut)}
+	opts.Progress, opts.DownloadProgress = printer, printer.download
 	opts.Log = g.Stderr
 	sum, err := occdev.Up(cmd.Context(), opts)
 	if err != nil {
@@ -150,4 +152,23 @@ func printUpSummary(w io.Writer, s *occdev.Summary) error {
 	}
 	_, err := fmt.Fprintf(w, "\nRemove everything it created with:\n  %s\n", s.DownCommand)
 	return err
+}
+
+// devStepPrinter feeds occdev's step events to the shared progress printer.
+type devStepPrinter struct {
+	p       *progressPrinter
+	current string
+}
+
+func (d *devStepPrinter) StepStarted(_, _ int, name string) {
+	d.current = name
+	d.p.Event(progress.Event{Kind: progress.Begin, Step: name})
+}
+
+func (d *devStepPrinter) StepFinished(_, _ int, name string, elapsed time.Duration, err error) {
+	d.p.Event(progress.Event{Kind: progress.End, Step: name, Elapsed: elapsed, Err: err})
+}
+
+func (d *devStepPrinter) download(pr artifacts.Progress) {
+	d.p.Event(progress.Event{Kind: progress.Note, Step: d.current, Transfer: &progress.Transfer{Done: pr.Received, Total: pr.Total}})
 }

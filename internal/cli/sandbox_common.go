@@ -2,10 +2,7 @@ package cli
 
 import (
 	"fmt"
-	"io"
 	"log/slog"
-	"sync"
-	"time"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
@@ -72,40 +69,9 @@ func sessionOptions(g *Globals) (sandbox.Options, error) {
 		Kubeconfig:       g.Kubeconfig,
 		KubeContext:      g.Context,
 		Gateway:          g.v.GetString(flagGateway),
-		Progress:         sandboxProgress(g.Stderr),
+		Progress:         compute.Progress(newProgressPrinter(g.Stderr).Sink()),
 		Logger:           sandboxLogger(g),
 	}, nil
-}
-
-// sandboxProgress prints Compute's steps on stderr, one line per event, with timings: a
-// bullet when a step begins, its intermediate states (for waits), and ✓ or ✗ when it ends.
-// Lines are never rewritten in place, so a log of a slow wait shows every state it passed.
-func sandboxProgress(w io.Writer) compute.Progress {
-	var mu sync.Mutex
-	return func(e compute.Event) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch e.Kind {
-		case compute.StepBegin:
-			fmt.Fprintf(w, " • %s …\n", e.Step)
-		case compute.StepNote:
-			fmt.Fprintf(w, "   %s: %s (+%s)\n", e.Step, e.Message, sandboxDuration(e.Elapsed))
-		case compute.StepEnd:
-			mark := "✓"
-			if e.Err != nil {
-				mark = "✗"
-			}
-			fmt.Fprintf(w, " %s %s (%s)\n", mark, e.Step, sandboxDuration(e.Elapsed))
-		}
-	}
-}
-
-// sandboxDuration keeps durations readable: milliseconds below a second, tenths above.
-func sandboxDuration(d time.Duration) time.Duration {
-	if d < time.Second {
-		return d.Round(time.Millisecond)
-	}
-	return d.Round(100 * time.Millisecond)
 }
 
 // printYAMLOrJSON prints v as YAML unless -o json asked for JSON; used where the natural form of

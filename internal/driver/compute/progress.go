@@ -1,31 +1,28 @@
 package compute
 
-import "time"
+import (
+	"time"
 
-// EventKind says where in a step an Event falls.
-type EventKind string
+	"github.com/openclaw/occ/internal/progress"
+)
+
+// EventKind says where in a step an Event falls (the shared progress contract).
+type EventKind = progress.Kind
 
 // Event kinds: a step begins, reports something while it runs, and ends (with or without an
 // error).
 const (
-	StepBegin EventKind = "begin"
-	StepNote  EventKind = "note"
-	StepEnd   EventKind = "end"
+	StepBegin = progress.Begin
+	StepNote  = progress.Note
+	StepEnd   = progress.End
 )
 
-// Event is one progress report. Compute never puts a Secret value in an event: messages name
-// objects and states only.
-type Event struct {
-	Kind    EventKind
-	Step    string
-	Message string
-	// Elapsed is the time since the step began (for notes and ends).
-	Elapsed time.Duration
-	// Err is the step's failure, on StepEnd only.
-	Err error
-}
+// Event is one progress report, in the contract every occ command group shares. Compute never
+// puts a Secret value in an event: messages name objects and states only.
+type Event = progress.Event
 
-// Progress receives events; the CLI prints them as lines on stderr, tests record them.
+// Progress receives events; the CLI prints them with the same printer as `occ dev`, tests
+// record them. It converts to and from progress.Sink.
 type Progress func(Event)
 
 // step runs fn as a named step, reporting its begin and end with the elapsed time. The
