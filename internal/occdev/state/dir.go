@@ -43,6 +43,8 @@ type Dir struct {
 	now    func() time.Time
 }
 
+var _ Recorder = (*Dir)(nil)
+
 // Create claims path for a new `up`: it creates the directory (exclusive mkdir, 0700) or adopts
 // an empty private one, takes the lock, and writes the marker and state.json (O_EXCL, 0600).
 // It returns only when the record is durable, so every later failure can be cleaned up from

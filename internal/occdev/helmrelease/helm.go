@@ -1,0 +1,179 @@
+// Package helmrelease installs, inspects and removes the Helm releases of a development state
+// with the Helm SDK (never the helm CLI), against exactly the recorded cluster. The platform
+// layer installs the OpenShell Gateway chart through it, and the in-cluster control plane the
+// OCE chart; its Remover serves `down`, rollback and `status` for every recorded release.
+package helmrelease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/openclaw/occ/internal/occdev/cluster"
+	"github.com/openclaw/occ/internal/occdev/kubeobj"
+	"github.com/openclaw/occ/internal/occdev/state"
+)
+
+// restClientGetter gives the Helm SDK the recorded kubeconfig file and context, and the release
+// namespace, so Helm talks to exactly the cluster `up` chose (never the current context of the
+// shell that runs `down`).
+type restClientGetter struct {
+	access    cluster.Access
+	namespace string
+}
+
+var _ genericclioptions.RESTClientGetter = (*restClientGetter)(nil)
+
+func (g *restClientGetter) ToRawKubeConfigLoader() clientcmd.ClientConfig {
+	return cluster.ClientConfig(g.access, g.namespace)
+}
+
+func (g *restClientGetter) ToRESTConfig() (*rest.Config, error) {
+	return g.ToRawKubeConfigLoader().ClientConfig()
+}
+
+func (g *restClientGetter) ToDiscoveryClient() (discovery.CachedDiscoveryInterface, error) {
+	cfg, err := g.ToRESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return memory.NewMemCacheClient(dc), nil
+}
+
+func (g *restClientGetter) ToRESTMapper() (meta.RESTMapper, error) {
+	dc, err := g.ToDiscoveryClient()
+	if err != nil {
+		return nil, err
+	}
+	return restmapper.NewDeferredDiscoveryRESTMapper(dc), nil
+}
+
+// configuration is an action.Configuration for the release namespace, storing releases in
+// Secrets as the helm CLI does.
+func configuration(access cluster.Access, namespace string) (*action.Configuration, error) {
+	cfg := new(action.Configuration)
+	quiet := func(string, ...any) {}
+	if err := cfg.Init(&restClientGetter{access: access, namespace: namespace}, namespace, "secret", quiet); err != nil {
+		return nil, fmt.Errorf("initialise Helm for namespace %s: %w", namespace, err)
+	}
+	return cfg, nil
+}
+
+// Release names one release on a recorded cluster.
+type Release struct {
+	Access    cluster.Access
+	Namespace string
+	Name      string
+}
+
+// Record is the state record of the release.
+func (r Release) Record() state.Object { return state.HelmRelease(r.Namespace, r.Name) }
+
+// EnsureOptions are the inputs of Ensure.
+type EnsureOptions struct {
+	Release
+	Chart  *chart.Chart
+	Values map[string]any
+	// Owner is the state's ownership label value; the release carries it as a label.
+	Owner string
+	// Recorder receives the release before the install starts.
+	Recorder state.Recorder
+	// Timeout bounds Helm's own operations; occ waits for readiness itself, by watch.
+	Timeout time.Duration
+}
+
+// Ensure installs the release, or adopts it when it already exists with exactly this state's
+// ownership label (a repeated step); a release of that name that is not this state's is
+// refused, never upgraded or taken over. The release is recorded before the install starts, so
+// a failure half-way is still uninstalled by rollback or `down`.
+func Ensure(ctx context.Context, o EnsureOptions) (*release.Release, error) {
+	rel, err := Status(o.Release)
+	if err != nil {
+		return nil, err
+	}
+	if rel != nil {
+		if rel.Labels[kubeobj.LabelDevState] != o.Owner {
+			return nil, fmt.Errorf("Helm release %s already exists in namespace %s and this development state did not install it (label %s=%s is missing): remove it or choose another --namespace",
+				o.Name, o.Namespace, kubeobj.LabelDevState, o.Owner)
+		}
+		if err := o.Recorder.Record(o.Record()); err != nil {
+			return nil, fmt.Errorf("record %s in the state: %w", o.Record(), err)
+		}
+		return rel, nil
+	}
+	if err := o.Recorder.Record(o.Record()); err != nil {
+		return nil, fmt.Errorf("record %s in the state before installing it: %w", o.Record(), err)
+	}
+	return Install(ctx, o)
+}
+
+// Install installs the chart as a new release. It never upgrades or adopts: an existing
+// release of the same name is an error, because occ cannot tell whether it made it.
+func Install(ctx context.Context, o EnsureOptions) (*release.Release, error) {
+	cfg, err := configuration(o.Access, o.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	install := action.NewInstall(cfg)
+	install.Namespace = o.Namespace
+	install.ReleaseName = o.Name
+	install.Labels = kubeobj.OwnerLabels(o.Owner)
+	// occ waits itself, by watch and with a clear message per workload, after the install.
+	install.Wait = false
+	install.Timeout = o.Timeout
+	rel, err := install.RunWithContext(ctx, o.Chart, o.Values)
+	if err != nil {
+		return rel, fmt.Errorf("helm install %s in namespace %s: %w", o.Name, o.Namespace, err)
+	}
+	return rel, nil
+}
+
+// Uninstall removes a release and everything Helm installed with it. A release that is already
+// gone is not an error, so cleanup can be repeated.
+func Uninstall(r Release, timeout time.Duration) error {
+	cfg, err := configuration(r.Access, r.Namespace)
+	if err != nil {
+		return err
+	}
+	u := action.NewUninstall(cfg)
+	u.IgnoreNotFound = true
+	u.Timeout = timeout
+	u.DeletionPropagation = "background"
+	if _, err := u.Run(r.Name); err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
+		return fmt.Errorf("helm uninstall %s in namespace %s: %w", r.Name, r.Namespace, err)
+	}
+	return nil
+}
+
+// Status reads the release; a missing release returns (nil, nil).
+func Status(r Release) (*release.Release, error) {
+	cfg, err := configuration(r.Access, r.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	rel, err := action.NewStatus(cfg).Run(r.Name)
+	if errors.Is(err, driver.ErrReleaseNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("helm status %s in namespace %s: %w", r.Name, r.Namespace, err)
+	}
+	return rel, nil
+}

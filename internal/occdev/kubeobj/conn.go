@@ -1,0 +1,135 @@
+// Package kubeobj is the client every layer of `occ dev` uses for the Kubernetes objects it
+// records: a connection to the recorded cluster, and objects that are created labelled as one
+// development state's, adopted again only on exactly that ownership, and removed only while
+// they are still the object that was recorded (a UID precondition). The platform layer and the
+// in-cluster control plane both create their objects through it, and its Remover serves
+// `down`, rollback and `status` for every recorded Kubernetes object.
+package kubeobj
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/openclaw/occ/internal/occdev/cluster"
+	"github.com/openclaw/occ/internal/occdev/state"
+)
+
+// Conn is a connection to a recorded cluster, acting for one development state.
+type Conn struct {
+	Access cluster.Access
+	Config *rest.Config
+	Kube   kubernetes.Interface
+
+	dyn    dynamic.Interface
+	mapper *restmapper.DeferredDiscoveryRESTMapper
+	owner  string
+	rec    state.Recorder
+}
+
+// Options say for whom a connection acts.
+type Options struct {
+	// Owner is the state's ownership label value (state.State.Owner).
+	Owner string
+	// Recorder receives every object Ensure creates or adopts; nil for a connection that only
+	// inspects and removes (status, down).
+	Recorder state.Recorder
+}
+
+// Connect opens clients for access. It makes no request yet.
+func Connect(access cluster.Access, o Options) (*Conn, error) {
+	cfg, err := cluster.RESTConfig(access)
+	if err != nil {
+		return nil, err
+	}
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("Kubernetes client for context %q: %w", access.Context, err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("dynamic client for context %q: %w", access.Context, err)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("discovery client for context %q: %w", access.Context, err)
+	}
+	return &Conn{
+		Access: access, Config: cfg, Kube: kc,
+		dyn: dyn, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)),
+		owner: o.Owner, rec: o.Recorder,
+	}, nil
+}
+
+// Owner is the ownership label value this connection labels and adopts by.
+func (c *Conn) Owner() string { return c.owner }
+
+// UID reads the uid of kube-system, a stable identity of the cluster.
+func (c *Conn) UID(ctx context.Context) (string, error) {
+	ns, err := c.Kube.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("reach the cluster of context %q (%s): %w; check that it is running and the kubeconfig is current", c.Access.Context, c.Access.Server, err)
+	}
+	return string(ns.UID), nil
+}
+
+// VerifyIdentity refuses to act when the recorded context now reaches another cluster:
+// deleting by name there could remove someone else's objects.
+func (c *Conn) VerifyIdentity(ctx context.Context) error {
+	uid, err := c.UID(ctx)
+	if err != nil {
+		return err
+	}
+	if c.Access.UID != "" && uid != c.Access.UID {
+		return fmt.Errorf("context %q in %s now reaches a different cluster (kube-system uid %s, recorded %s): refusing to touch it; point the context back at the cluster occ dev up used",
+			c.Access.Context, c.Access.Kubeconfig, uid, c.Access.UID)
+	}
+	return nil
+}
+
+// ResetMapper forgets the cached kinds, after new CustomResourceDefinitions were established.
+func (c *Conn) ResetMapper() { c.mapper.Reset() }
+
+// Dynamic is the dynamic client, for watches of kinds without typed clients.
+func (c *Conn) Dynamic() dynamic.Interface { return c.dyn }
+
+// Recorded returns a function that connects to the recorded cluster on first use and checks it
+// is the recorded one (kube-system uid), then hands every later caller the same connection, or
+// the same error: removers of many objects share one connection, and an unreachable cluster
+// costs one attempt, not one per object.
+func Recorded(access cluster.Access, owner string) func(context.Context) (*Conn, error) {
+	var (
+		mu   sync.Mutex
+		done bool
+		conn *Conn
+		err  error
+	)
+	return func(ctx context.Context) (*Conn, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if done {
+			return conn, err
+		}
+		done = true
+		if access.Kubeconfig == "" {
+			err = fmt.Errorf("no cluster is recorded (occ dev up stopped before connecting to one)")
+			return nil, err
+		}
+		conn, err = Connect(access, Options{Owner: owner})
+		if err == nil {
+			err = conn.VerifyIdentity(ctx)
+		}
+		if err != nil {
+			conn = nil
+		}
+		return conn, err
+	}
+}

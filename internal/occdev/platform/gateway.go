@@ -1,0 +1,105 @@
+package platform
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"time"
+
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/release"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/openclaw/occ/internal/occdev/charts"
+	"github.com/openclaw/occ/internal/occdev/helmrelease"
+	"github.com/openclaw/occ/internal/occdev/kubeobj"
+	"github.com/openclaw/occ/internal/occdev/pins"
+	"github.com/openclaw/occ/internal/occdev/state"
+)
+
+// GatewayInstall are the inputs of InstallGateway.
+type GatewayInstall struct {
+	// Namespace is the platform namespace; the release and its Service live there.
+	Namespace string
+	// Chart is the packaged, pinned Gateway chart.
+	Chart *chart.Chart
+	// Images are the pinned OpenShell images, set by digest in the chart values.
+	Images pins.Images
+	// ServiceType is NodePort (Compose profile) or ClusterIP (Kubernetes profile); NodePort is
+	// the fixed development port of a NodePort Service.
+	ServiceType corev1.ServiceType
+	NodePort    int32
+	// PullPolicy is IfNotPresent on a cluster occ did not create (it pulls by digest), Never
+	// where occ imported the verified images itself.
+	PullPolicy corev1.PullPolicy
+	// Recorder receives the release before the install starts.
+	Recorder state.Recorder
+	// Timeout bounds Helm's own operations.
+	Timeout time.Duration
+}
+
+// Gateway is what the install produced, for the later steps.
+type Gateway struct {
+	Release *release.Release
+	// ClusterIP is the Gateway Service's cluster IP, which the Installation names.
+	ClusterIP string
+}
+
+// GatewayValues are the Gateway chart values of this profile (reference §3.4).
+func GatewayValues(g GatewayInstall) (map[string]any, error) {
+	v, err := charts.NewGatewayValues(charts.GatewayOptions{
+		Images:      g.Images,
+		ServiceType: string(g.ServiceType),
+		NodePort:    g.NodePort,
+		PullPolicy:  string(g.PullPolicy),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.Map()
+}
+
+// InstallGateway installs (or, on a repeated step, adopts this state's) pinned Gateway chart
+// with the Helm SDK, then reads the Service the chart made.
+func InstallGateway(ctx context.Context, c *kubeobj.Conn, g GatewayInstall) (*Gateway, error) {
+	values, err := GatewayValues(g)
+	if err != nil {
+		return nil, err
+	}
+	rel, err := helmrelease.Ensure(ctx, helmrelease.EnsureOptions{
+		Release: helmrelease.Release{Access: c.Access, Namespace: g.Namespace, Name: GatewayRelease},
+		Chart:   g.Chart, Values: values, Owner: c.Owner(), Recorder: g.Recorder, Timeout: g.Timeout,
+	})
+	if err != nil {
+		return nil, err
+	}
+	ip, err := inspectGatewayService(ctx, c, g)
+	if err != nil {
+		return nil, err
+	}
+	return &Gateway{Release: rel, ClusterIP: ip}, nil
+}
+
+// inspectGatewayService reads the Gateway Service the chart made: its ClusterIP goes into the
+// Installation, and the Compose profile depends on the fixed NodePort.
+func inspectGatewayService(ctx context.Context, c *kubeobj.Conn, g GatewayInstall) (string, error) {
+	ns := g.Namespace
+	svc, err := c.Kube.CoreV1().Services(ns).Get(ctx, GatewayServiceName, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("read the Gateway Service %s/%s the chart should have created: %w", ns, GatewayServiceName, err)
+	}
+	if net.ParseIP(svc.Spec.ClusterIP) == nil {
+		return "", fmt.Errorf("OpenShell Gateway returned an invalid ClusterIP %q (Service %s/%s)", svc.Spec.ClusterIP, ns, GatewayServiceName)
+	}
+	if g.ServiceType == corev1.ServiceTypeNodePort {
+		kept := false
+		for _, p := range svc.Spec.Ports {
+			kept = kept || p.NodePort == g.NodePort
+		}
+		if svc.Spec.Type != corev1.ServiceTypeNodePort || !kept {
+			return "", fmt.Errorf("OpenShell gateway did not retain its development NodePort %d (Service %s/%s is %s): another Service may hold the port", g.NodePort, ns, GatewayServiceName, svc.Spec.Type)
+		}
+	}
+	return svc.Spec.ClusterIP, nil
+}

@@ -1,0 +1,116 @@
+package platform
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/portforward"
+	"k8s.io/client-go/transport/spdy"
+
+	"github.com/openclaw/occ/internal/gateway"
+	"github.com/openclaw/occ/internal/kube"
+	"github.com/openclaw/occ/internal/occdev/kubeobj"
+)
+
+// HealthCheck are the inputs of CheckGatewayHealth.
+type HealthCheck struct {
+	// Endpoint is where to dial the Gateway (host:port or URL); empty means a port-forward to
+	// a ready Gateway Pod in Namespace.
+	Endpoint  string
+	Namespace string
+	// Timeout bounds the whole check.
+	Timeout time.Duration
+}
+
+// CheckGatewayHealth calls the Gateway's Health RPC through the gateway client, on the given
+// endpoint or through a port-forward to a ready Gateway Pod. It polls until the Gateway reports
+// healthy, because a Gateway can be Ready before it serves.
+func CheckGatewayHealth(ctx context.Context, c *kubeobj.Conn, h HealthCheck) error {
+	ctx, cancel := context.WithTimeout(ctx, h.Timeout)
+	defer cancel()
+	endpoint := h.Endpoint
+	if endpoint == "" {
+		addr, stop, err := portForwardGateway(ctx, c, h.Namespace)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		endpoint = addr
+	}
+	client, err := gateway.Dial(ctx, gateway.Config{Endpoint: endpoint, InsecureTransport: gateway.InsecureTransportNetworkPolicy})
+	if err != nil {
+		return fmt.Errorf("connect to the OpenShell Gateway at %s: %w", endpoint, err)
+	}
+	defer client.Close()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		health, err := client.Health(ctx)
+		if err == nil && health.Healthy() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			if err != nil {
+				return fmt.Errorf("OpenShell Gateway at %s did not answer Health within %s: %w", endpoint, h.Timeout, err)
+			}
+			return fmt.Errorf("OpenShell Gateway at %s reports status %v (version %s), not healthy, after %s", endpoint, health.Status, health.Version, h.Timeout)
+		case <-tick.C:
+		}
+	}
+}
+
+// portForwardGateway forwards a loopback port to the Gateway port of a ready Gateway Pod, the
+// way `kubectl port-forward` does, so Health works on any cluster whatever the Service type.
+func portForwardGateway(ctx context.Context, c *kubeobj.Conn, namespace string) (string, func(), error) {
+	sel := labels.SelectorFromSet(gatewayPodLabels()).String()
+	pods, err := c.Kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return "", nil, fmt.Errorf("list Gateway Pods (%s) in %s: %w", sel, namespace, err)
+	}
+	var pod *corev1.Pod
+	for i := range pods.Items {
+		if kube.PodReady(&pods.Items[i]) {
+			pod = &pods.Items[i]
+			break
+		}
+	}
+	if pod == nil {
+		return "", nil, fmt.Errorf("no ready Gateway Pod (%s) in namespace %s to port-forward to; pass --gateway-endpoint if the Gateway is reachable directly", sel, namespace)
+	}
+	req := c.Kube.CoreV1().RESTClient().Post().Resource("pods").Namespace(namespace).Name(pod.Name).SubResource("portforward")
+	rt, upgrader, err := spdy.RoundTripperFor(c.Config)
+	if err != nil {
+		return "", nil, fmt.Errorf("port-forward to Pod %s/%s: %w", namespace, pod.Name, err)
+	}
+	dialer := spdy.NewDialer(upgrader, &http.Client{Transport: rt}, http.MethodPost, req.URL())
+	stopCh, readyCh := make(chan struct{}), make(chan struct{})
+	fw, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{"0:" + strconv.Itoa(GatewayPort)}, stopCh, readyCh, io.Discard, io.Discard)
+	if err != nil {
+		return "", nil, fmt.Errorf("port-forward to Pod %s/%s: %w", namespace, pod.Name, err)
+	}
+	errCh := make(chan error, 1)
+	go func() { errCh <- fw.ForwardPorts() }()
+	stop := func() { close(stopCh) }
+	select {
+	case <-readyCh:
+	case err := <-errCh:
+		return "", nil, fmt.Errorf("port-forward to Pod %s/%s: %w", namespace, pod.Name, err)
+	case <-ctx.Done():
+		stop()
+		return "", nil, fmt.Errorf("port-forward to Pod %s/%s: %w", namespace, pod.Name, ctx.Err())
+	}
+	ports, err := fw.GetPorts()
+	if err != nil || len(ports) == 0 {
+		stop()
+		return "", nil, fmt.Errorf("port-forward to Pod %s/%s: no local port", namespace, pod.Name)
+	}
+	return "127.0.0.1:" + strconv.Itoa(int(ports[0].Local)), stop, nil
+}

@@ -1,0 +1,263 @@
+package platform
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+
+	"go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/openclaw/occ/internal/fsutil"
+	"github.com/openclaw/occ/internal/installation"
+	"github.com/openclaw/occ/internal/occdev/kubeobj"
+)
+
+// Identifiers of the development Installation (reference §5).
+const (
+	sandboxDriverID           = "sandbox-openshell-development"
+	credentialGatewayDriverID = "credential-gateway-openshell-development"
+	openShellBackendID        = "openshell"
+	// codexBinary is the native Codex executable in the OCE runtime image, the only binary
+	// allowed to use delivered model credentials. A dependency-layout change in that image must
+	// update it (a stale path fails the Codex startup model probe, not silently).
+	codexBinary = "/app/node_modules/openclaw/node_modules/.pnpm/@openai+codex@0.160.0-linux-x64/node_modules/@openai/codex/vendor/x86_64-unknown-linux-musl/bin/codex"
+	// containerKubeconfigPath is where the Compose control plane mounts the kubeconfig.
+	containerKubeconfigPath = "/run/openclaw-development/kubeconfig"
+	// InstallationFileName is the Installation inside the state directory.
+	InstallationFileName = "installation.yaml"
+	// gatewayRequestTimeoutMs is the longest per-call deadline the Backend allows.
+	gatewayRequestTimeoutMs = 30000
+	sandboxStartupDelayMs   = 30000
+)
+
+// InstallationInput is what the Installation is built from, all decided by earlier steps.
+type InstallationInput struct {
+	ClusterName        string
+	Context            string
+	ControlPlane       ControlPlane
+	Namespace          string
+	GatewayEndpoint    string
+	GatewayClusterIP   string
+	WorkspaceResources []unstructured.Unstructured
+}
+
+// driverAuthentication is how OCE's Kubernetes drivers reach the cluster: in-cluster when the
+// control plane runs there, a mounted kubeconfig when it runs in Compose.
+type driverAuthentication struct {
+	Mode           string `yaml:"mode"`
+	KubeconfigPath string `yaml:"kubeconfigPath,omitempty"`
+	Context        string `yaml:"context,omitempty"`
+}
+
+type podGroup struct {
+	Namespace string            `yaml:"namespace"`
+	PodLabels map[string]string `yaml:"podLabels"`
+}
+
+type providerHarness struct {
+	Namespace string            `yaml:"namespace"`
+	PodLabels map[string]string `yaml:"podLabels"`
+	Address   string            `yaml:"address"`
+	Port      int               `yaml:"port"`
+}
+
+type resourcePair struct {
+	Requests map[string]string `yaml:"requests"`
+	Limits   map[string]string `yaml:"limits"`
+}
+
+// computeConfiguration is the part of Kubernetes Compute's configuration the platform layer
+// knows. The runtime images, routing and node settings are added by the control-plane layer.
+type computeConfiguration struct {
+	Authentication driverAuthentication `yaml:"authentication"`
+	Resources      struct {
+		Gateway   resourcePair `yaml:"gateway"`
+		Agent     resourcePair `yaml:"agent"`
+		Namespace struct {
+			Quota             map[string]string `yaml:"quota"`
+			ContainerDefaults resourcePair      `yaml:"containerDefaults"`
+		} `yaml:"namespace"`
+	} `yaml:"resources"`
+	Network struct {
+		DNS             podGroup        `yaml:"dns"`
+		GatewayPort     int             `yaml:"gatewayPort"`
+		GatewayClients  []podGroup      `yaml:"gatewayClients"`
+		ProviderHarness providerHarness `yaml:"providerHarness"`
+	} `yaml:"network"`
+	ServicePrincipalCredentials struct {
+		// The pinned OpenShell cannot preserve Agent ServiceAccount tokens, so the profile
+		// disables them rather than handing out tokens that would not work.
+		Mode string `yaml:"mode"`
+	} `yaml:"servicePrincipalCredentials"`
+}
+
+type driverConfiguration struct {
+	ID            string `yaml:"id"`
+	Configuration any    `yaml:"configuration"`
+}
+
+func yamlNode(v any) (*yaml.Node, error) {
+	var n yaml.Node
+	if err := n.Encode(v); err != nil {
+		return nil, err
+	}
+	return &n, nil
+}
+
+func strPtr(s string) *string { return &s }
+func i64Ptr(i int64) *int64   { return &i }
+func boolPtr(b bool) *bool    { return &b }
+
+// buildInstallation assembles the development Installation of reference §5 for the OpenShell
+// sandbox driver.
+func buildInstallation(in InstallationInput) (*installation.Installation, error) {
+	auth := driverAuthentication{Mode: "inCluster"}
+	if in.ControlPlane == ControlPlaneCompose {
+		auth = driverAuthentication{Mode: "kubeconfig", KubeconfigPath: containerKubeconfigPath, Context: in.Context}
+	}
+
+	var compute computeConfiguration
+	compute.Authentication = auth
+	compute.Resources.Gateway = resourcePair{Requests: map[string]string{"cpu": "100m", "memory": "1792Mi"}, Limits: map[string]string{"cpu": "2", "memory": "3Gi"}}
+	compute.Resources.Agent = resourcePair{Requests: map[string]string{"cpu": "100m", "memory": "768Mi"}, Limits: map[string]string{"cpu": "2", "memory": "6Gi"}}
+	compute.Resources.Namespace.Quota = map[string]string{"pods": "10"}
+	compute.Resources.Namespace.ContainerDefaults = resourcePair{Requests: map[string]string{"cpu": "100m", "memory": "256Mi"}, Limits: map[string]string{"cpu": "2", "memory": "2Gi"}}
+	compute.Network.DNS = podGroup{Namespace: "kube-system", PodLabels: map[string]string{"k8s-app": "kube-dns"}}
+	compute.Network.GatewayPort = GatewayPort
+	compute.Network.GatewayClients = []podGroup{{Namespace: in.Namespace, PodLabels: map[string]string{"app.kubernetes.io/name": "occ-kubernetes-dev-client"}}}
+	compute.Network.ProviderHarness = providerHarness{Namespace: in.Namespace, PodLabels: gatewayPodLabels(), Address: in.GatewayClusterIP, Port: GatewayPort}
+	compute.ServicePrincipalCredentials.Mode = "disabled"
+	computeNode, err := yamlNode(compute)
+	if err != nil {
+		return nil, fmt.Errorf("encode drivers.compute.configuration: %w", err)
+	}
+
+	other := []struct {
+		name string
+		cfg  any
+	}{
+		{"configuration", driverConfiguration{ID: "config-kubernetes", Configuration: map[string]any{"authentication": auth}}},
+		{"iam", driverConfiguration{ID: "native-iam", Configuration: map[string]any{}}},
+		{"secret", driverConfiguration{ID: "secret-kubernetes", Configuration: map[string]any{"authentication": auth}}},
+	}
+	var others []installation.NamedNode
+	for _, o := range other {
+		n, err := yamlNode(o.cfg)
+		if err != nil {
+			return nil, fmt.Errorf("encode drivers.%s: %w", o.name, err)
+		}
+		others = append(others, installation.NamedNode{Name: o.name, Node: n})
+	}
+	occNode, err := yamlNode(map[string]string{"cluster": in.ClusterName})
+	if err != nil {
+		return nil, fmt.Errorf("encode occ: %w", err)
+	}
+
+	callback, err := kubeobj.ToUnstructured(tenantCallbackPolicy(in.Namespace))
+	if err != nil {
+		return nil, err
+	}
+	return &installation.Installation{
+		OCC: occNode,
+		Backend: []installation.BackendEntry{{OpenShell: &installation.OpenShellBackend{
+			ID:   openShellBackendID,
+			Type: installation.BackendTypeOpenShell,
+			Configuration: installation.BackendConfiguration{
+				Endpoint: strPtr(in.GatewayEndpoint),
+				// The disposable profile has neither TLS nor a bearer token; the development
+				// NetworkPolicies are what fence the link, and the Installation says so.
+				InsecureTransport: strPtr(installation.InsecureTransportNetworkPolicy),
+				RequestTimeoutMs:  i64Ptr(gatewayRequestTimeoutMs),
+			},
+			Drivers: installation.BackendDrivers{Sandbox: sandboxDriverID, CredentialGateway: credentialGatewayDriverID},
+		}}},
+		Drivers: installation.Drivers{
+			Compute: &installation.ComputeSelection{ID: installation.ComputeKubernetesID, Configuration: computeNode},
+			Sandbox: &installation.SandboxDriver{
+				ID: sandboxDriverID,
+				Configuration: installation.SandboxConfiguration{
+					StartupDelayMs:    i64Ptr(sandboxStartupDelayMs),
+					SandboxNamePrefix: strPtr("os"),
+					Gateway: installation.GatewayConfig{
+						WorkspaceMode:              installation.WorkspaceModeOperator,
+						OperatorNamespaceLabels:    map[string]string{OperatorNamespaceLabel: OperatorNamespaceValue},
+						OperatorWorkspaceResources: installation.Resources(in.WorkspaceResources),
+						NetworkPolicyResources:     installation.Resources{*callback},
+					},
+					Kubernetes: installation.KubernetesConfig{
+						RuntimeClassName: RuntimeClassName,
+						ServiceAccount:   installation.ServiceAccountConfig{Mode: installation.ServiceAccountModeGatewayConfigured},
+						SandboxDataMount: installation.SandboxDataMount{SubPath: "workspace", MountPath: "/sandbox/enterprise", ReadOnly: boolPtr(false)},
+					},
+					Policy: installation.PolicyConfig{
+						// Strings, as the Driver requires; the pinned OpenShell runs 10001:10001 anyway.
+						Process: installation.ProcessPolicy{RunAsUser: "1000", RunAsGroup: "1000"},
+						// Model egress deliberately comes from the credential provider profile.
+						NetworkPolicies: []installation.NetworkPolicy{{
+							Name:      "source-control",
+							Endpoints: []installation.Endpoint{{Host: "github.com", Ports: []int{443}, TLS: strPtr("skip")}},
+							Binaries:  []installation.Binary{{Path: "/usr/bin/git"}},
+						}},
+					},
+				},
+			},
+			CredentialGateway: &installation.CredentialGatewayDriver{
+				ID:            credentialGatewayDriverID,
+				Configuration: installation.CredentialGatewayConfiguration{Binaries: []string{codexBinary}},
+			},
+			Other: others,
+		},
+	}, nil
+}
+
+// encodeInstallation validates the Installation with the driver's own rules, marshals it, and
+// proves the bytes decode strictly back into a valid Installation, so the file `up` saves is
+// one the Sandbox Driver accepts.
+func encodeInstallation(in *installation.Installation) ([]byte, error) {
+	if problems := in.Validate(); len(problems) > 0 {
+		return nil, fmt.Errorf("the development Installation is invalid (a bug in occ; please report it): %w", problems)
+	}
+	data, err := in.Marshal()
+	if err != nil {
+		return nil, fmt.Errorf("encode the Installation: %w", err)
+	}
+	if _, err := installation.Parse(data); err != nil {
+		return nil, fmt.Errorf("the written Installation does not read back (a bug in occ; please report it): %w", err)
+	}
+	return data, nil
+}
+
+// WriteInstallation builds the Installation from in, validates it with the Sandbox Driver's
+// own rules and writes it to path.
+func WriteInstallation(path string, in InstallationInput) error {
+	built, err := buildInstallation(in)
+	if err != nil {
+		return err
+	}
+	data, err := encodeInstallation(built)
+	if err != nil {
+		return err
+	}
+	return writeInstallation(path, data)
+}
+
+// InstallationEndpoint is the Gateway address OCE uses: the Service's cluster DNS name when the
+// control plane runs in the cluster, the node's NodePort when it runs in Compose (nodeAddress
+// is then the node as the control plane reaches it).
+func InstallationEndpoint(cp ControlPlane, namespace, nodeAddress string, nodePort int32) string {
+	if cp == ControlPlaneKubernetes {
+		return fmt.Sprintf("http://%s.%s.svc.cluster.local:%d", GatewayServiceName, namespace, GatewayPort)
+	}
+	return "http://" + net.JoinHostPort(nodeAddress, strconv.Itoa(int(nodePort)))
+}
+
+// writeInstallation replaces path atomically: a crash leaves the old file or the new one,
+// never half of one. The file is 0644 because the Compose control plane mounts it into
+// non-root containers; it holds no secret (the state directory itself stays 0700).
+func writeInstallation(path string, data []byte) error {
+	if err := fsutil.WriteFileAtomic(path, data, 0o644); err != nil {
+		return fmt.Errorf("write Installation: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,125 @@
+package platform
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/openclaw/occ/internal/installation"
+)
+
+func workspaceFixture() []unstructured.Unstructured {
+	sa := unstructured.Unstructured{}
+	sa.SetAPIVersion("v1")
+	sa.SetKind("ServiceAccount")
+	sa.SetName("openshell-sandbox")
+	role := unstructured.Unstructured{}
+	role.SetAPIVersion("rbac.authorization.k8s.io/v1")
+	role.SetKind("Role")
+	role.SetName(WorkspaceSandboxRole)
+	_ = unstructured.SetNestedSlice(role.Object, []any{map[string]any{"apiGroups": []any{""}, "resources": []any{"pods"}, "verbs": []any{"get"}}}, "rules")
+	return []unstructured.Unstructured{sa, role}
+}
+
+// The Installation `up` writes is one the Sandbox Driver accepts: it passes the driver's
+// validation, and decoding and re-encoding it changes nothing.
+func TestInstallationRoundTrip(t *testing.T) {
+	for _, cp := range []ControlPlane{ControlPlaneCompose, ControlPlaneKubernetes} {
+		t.Run(string(cp), func(t *testing.T) {
+			in, err := buildInstallation(InstallationInput{
+				ClusterName: "dev", Context: "ctx-dev", ControlPlane: cp, Namespace: "oce-system",
+				GatewayEndpoint: "http://openshell-gateway.oce-system.svc.cluster.local:8080", GatewayClusterIP: "10.96.0.17",
+				WorkspaceResources: workspaceFixture(),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, err := encodeInstallation(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, err := installation.Parse(data)
+			if err != nil {
+				t.Fatalf("written Installation does not parse: %v\n%s", err, data)
+			}
+			again, err := back.Marshal()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(data, again) {
+				t.Errorf("round trip changed the Installation:\n--- written\n%s\n--- re-encoded\n%s", data, again)
+			}
+			be := back.OpenShellBackend()
+			if be == nil || *be.Configuration.InsecureTransport != installation.InsecureTransportNetworkPolicy || be.Drivers.Sandbox != sandboxDriverID {
+				t.Fatalf("openshell backend: %+v", be)
+			}
+			sb := back.SandboxConfig()
+			if len(sb.Gateway.OperatorWorkspaceResources) != 2 || sb.Gateway.WorkspaceMode != installation.WorkspaceModeOperator {
+				t.Errorf("workspace resources %d, mode %q", len(sb.Gateway.OperatorWorkspaceResources), sb.Gateway.WorkspaceMode)
+			}
+			if n := len(sb.Gateway.NetworkPolicyResources); n != 1 || sb.Gateway.NetworkPolicyResources[0].GetName() != tenantCallbackPolicyName || sb.Gateway.NetworkPolicyResources[0].GetNamespace() != "" {
+				t.Errorf("networkPolicyResources: want only the namespace-less tenant callback policy, got %d", n)
+			}
+			wantAuth := "mode: inCluster"
+			if cp == ControlPlaneCompose {
+				wantAuth = "kubeconfigPath: " + containerKubeconfigPath
+			}
+			if !strings.Contains(string(data), wantAuth) {
+				t.Errorf("%s Installation lacks %q", cp, wantAuth)
+			}
+		})
+	}
+}
+
+// An Installation that breaks the driver's rules is never written: encodeInstallation refuses.
+func TestInvalidInstallationIsNotEncoded(t *testing.T) {
+	in, err := buildInstallation(InstallationInput{ClusterName: "dev", ControlPlane: ControlPlaneKubernetes, Namespace: "oce-system", GatewayEndpoint: "http://gw:8080"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Drivers.Sandbox.Configuration.Gateway.WorkspaceMode = "sideways"
+	if _, err := encodeInstallation(in); err == nil || !strings.Contains(err.Error(), "workspaceMode") {
+		t.Fatalf("invalid Installation encoded: %v", err)
+	}
+}
+
+// The Gateway ingress policy of seed 000: only the OCE API and worker, and supervisor Pods of
+// OCE-owned tenant namespaces, on the Gateway port.
+func TestGatewayIngressPolicyAdmitsOnlyItsClients(t *testing.T) {
+	p := gatewayIngressPolicy("oce-system")
+	if p.Spec.PodSelector.MatchLabels["app.kubernetes.io/instance"] != GatewayRelease || len(p.Spec.PolicyTypes) != 1 || p.Spec.PolicyTypes[0] != networkingv1.PolicyTypeIngress {
+		t.Fatalf("policy selects %v for %v", p.Spec.PodSelector, p.Spec.PolicyTypes)
+	}
+	if len(p.Spec.Ingress) != 1 || len(p.Spec.Ingress[0].From) != 2 || p.Spec.Ingress[0].Ports[0].Port.IntValue() != GatewayPort {
+		t.Fatalf("ingress rules: %+v", p.Spec.Ingress)
+	}
+	oce, tenant := p.Spec.Ingress[0].From[0], p.Spec.Ingress[0].From[1]
+	if oce.NamespaceSelector != nil || oce.PodSelector.MatchExpressions[0].Values[0] != "api" || oce.PodSelector.MatchExpressions[0].Values[1] != "worker" {
+		t.Errorf("OCE peer: %+v", oce)
+	}
+	ns := tenant.NamespaceSelector
+	if ns == nil || ns.MatchLabels[OperatorNamespaceLabel] != "true" || ns.MatchExpressions[0].Key != OCENamespaceLabel || ns.MatchExpressions[0].Operator != metav1.LabelSelectorOpExists {
+		t.Errorf("tenant peer must require OCE-owned operator namespaces: %+v", ns)
+	}
+	if tenant.PodSelector.MatchLabels[SupervisorManagedBy] != SupervisorManagedByVal || tenant.PodSelector.MatchLabels[SupervisorBoundaryRole] != SupervisorBoundaryValue {
+		t.Errorf("tenant peer must select only supervisors: %+v", tenant.PodSelector)
+	}
+}
+
+// The worker may bind and escalate only the pinned workspace Role.
+func TestWorkspaceRBACLimitsBindAndEscalate(t *testing.T) {
+	for _, r := range workspaceRBACRole().Rules {
+		for _, v := range r.Verbs {
+			if (v == "bind" || v == "escalate") && (len(r.ResourceNames) != 1 || r.ResourceNames[0] != WorkspaceSandboxRole) {
+				t.Errorf("rule %+v grants %s beyond Role %s", r, v, WorkspaceSandboxRole)
+			}
+			if v == "*" {
+				t.Errorf("wildcard verb in %+v", r)
+			}
+		}
+	}
+}
