@@ -9,6 +9,10 @@ func newDevCommand(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "A disposable local OpenClaw Enterprise control plane (up, down, status)",
+		Example: `  # Bring the platform up on the current kubeconfig context, look at it, take it down
+  occ dev up --control-plane kubernetes
+  occ dev status
+  occ dev down`,
 	}
 	for _, sub := range devSubcommands {
 		cmd.AddCommand(sub(g))

@@ -18,6 +18,14 @@ func newDevDownCommand(g *Globals) *cobra.Command {
 only the kubeconfig and context recorded then. Objects occ did not create are never touched,
 and an existing cluster is never deleted. Cleanup continues past failures; the state directory
 is deleted only when everything is gone, and otherwise kept with the command that retries.`,
+		Example: `  # Undo the last 'occ dev up' (the default state directory)
+  occ dev down
+
+  # Finish a cleanup that 'occ dev up' or an earlier 'down' could not complete
+  occ dev down --state-dir ~/.local/state/occ/dev
+
+  # Report what was removed as JSON
+  occ dev down -o json`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts := occdev.DownOptions{
@@ -38,7 +46,11 @@ is deleted only when everything is gone, and otherwise kept with the command tha
 					_, err := fmt.Fprintf(g.Stdout, "No development state at %s: nothing to remove.\n", res.StateDirectory)
 					return err
 				}
-				_, err := fmt.Fprintf(g.Stdout, "Removed %d recorded object(s) and the state directory %s.\n", len(res.Removed), res.StateDirectory)
+				left := ""
+				if n := len(res.LeftAlone); n > 0 {
+					left = fmt.Sprintf(" (%d recorded name(s) now belong to something occ did not create and were left alone)", n)
+				}
+				_, err := fmt.Fprintf(g.Stdout, "Removed %d recorded object(s) and the state directory %s%s.\n", len(res.Removed), res.StateDirectory, left)
 				return err
 			})
 		},

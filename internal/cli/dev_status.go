@@ -16,8 +16,15 @@ func newDevStatusCommand(g *Globals) *cobra.Command {
 		Use:   "status",
 		Short: "Compare the recorded development state with the live cluster",
 		Long: `Read the recorded state and report, for every object 'occ dev up' created, whether it is
-present, missing, or changed (the name now belongs to a different object). -o json prints the
-same as a document.`,
+present, missing, changed (the name now belongs to a different object) or unknown (occ could
+not look, for example because the cluster does not answer; the cause is shown). -o json prints
+the same as a document, also when nothing is recorded. The exit status is 1 when the state of
+any object is unknown.`,
+		Example: `  # Is everything 'occ dev up' made still there?
+  occ dev status
+
+  # The same for scripts
+  occ dev status -o json --state-dir ~/.local/state/occ/dev`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, err := occdev.GetStatus(cmd.Context(), occdev.StatusOptions{
@@ -26,15 +33,34 @@ same as a document.`,
 			if err != nil {
 				return devError(err)
 			}
-			return g.print(st, func() error { return printDevStatus(g, st) })
+			if err := g.print(st, func() error { return printDevStatus(g, st) }); err != nil {
+				return err
+			}
+			if n := st.Unknown(); n > 0 {
+				return fmt.Errorf("the state of %d recorded object(s) is unknown: %s", n, firstNonEmpty(st.Problem, "see the detail of each object"))
+			}
+			return nil
 		},
 	}
 	cmd.Flags().String("state-dir", "", "state directory of the 'occ dev up' to inspect (env OCC_DEVELOPMENT_STATE_DIRECTORY)")
 	return cmd
 }
 
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
 func printDevStatus(g *Globals, st *occdev.Status) error {
 	w := g.Stdout
+	if !st.Recorded {
+		_, err := fmt.Fprintf(w, "No development state at %s: nothing is up (occ dev up creates it).\n", st.StateDirectory)
+		return err
+	}
 	fmt.Fprintf(w, "State:         %s (profile %s)\n", st.StateDirectory, st.Profile)
 	reach := "reachable"
 	if !st.Reachable {
@@ -62,7 +88,11 @@ func printDevStatus(g *Globals, st *occdev.Status) error {
 		if ns == "" {
 			ns = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", o.Kind, ns, o.Name, o.State, o.Detail)
+		kind := o.Kind
+		if kind == "" {
+			kind = string(o.Type)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", kind, ns, o.Name, o.State, o.Detail)
 	}
 	return tw.Flush()
 }

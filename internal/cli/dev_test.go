@@ -36,18 +36,20 @@ func isolateDev(t *testing.T) string {
 	return dir
 }
 
-// A developer previews `occ dev up`: every step is listed with what it would create, and
-// nothing is created or contacted — no state directory, no cache, no cluster (the kubeconfig
-// does not even exist).
+// A developer previews `occ dev up`: every step is listed with what it would create (the
+// lanes that run side by side shown as such), and nothing is created or contacted — no state
+// directory, no cache, no cluster.
 func TestDevUpDryRunTouchesNothing(t *testing.T) {
 	dir := isolateDev(t)
 	stateDir := filepath.Join(dir, "dev-state")
-	code, out, errOut := run(t, "dev", "up", "--dry-run", "--state-dir", stateDir, "--kubeconfig", filepath.Join(dir, "absent-kubeconfig"))
+	kubeconfig := testbed.Kubeconfig(t)
+	code, out, errOut := run(t, "dev", "up", "--dry-run", "--state-dir", stateDir, "--kubeconfig", kubeconfig)
 	if code != 0 {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
-	for _, want := range []string{"would run 16 steps", "Claim the private state directory", "RuntimeClass openshell-sandbox", "NodePort on port 30051",
-		"Helm release openshell-system/openshell-gateway", "NetworkPolicy openshell-system/openclaw-development-openshell-ingress", "Write the Installation"} {
+	for _, want := range []string{"would run 17 steps", "Claim the private state directory", "RuntimeClass openshell-sandbox", "NodePort on port 30051",
+		"Helm release openshell-system/openshell-gateway", "NetworkPolicy openshell-system/openclaw-development-openshell-ingress", "Write the Installation",
+		"3. Fetch the artifacts while connecting to the cluster (2 lanes side by side):", "[artifacts]", "[cluster]", "3.6. Connect to the cluster (existing)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("dry run output lacks %q:\n%s", want, out)
 		}
@@ -58,7 +60,7 @@ func TestDevUpDryRunTouchesNothing(t *testing.T) {
 		}
 	}
 
-	code, out, errOut = run(t, "dev", "up", "--dry-run", "-o", "json", "--control-plane", "kubernetes", "--state-dir", stateDir)
+	code, out, errOut = run(t, "dev", "up", "--dry-run", "-o", "json", "--control-plane", "kubernetes", "--state-dir", stateDir, "--kubeconfig", kubeconfig)
 	if code != 0 {
 		t.Fatalf("json dry run: exit %d, stderr %q", code, errOut)
 	}
@@ -66,8 +68,8 @@ func TestDevUpDryRunTouchesNothing(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &dr); err != nil {
 		t.Fatalf("dry run -o json is not JSON: %v\n%s", err, out)
 	}
-	if len(dr.Steps) != 16 || dr.Plan.Namespace != "oce-system" || dr.Plan.ServiceType != "ClusterIP" {
-		t.Errorf("json plan: %d steps, namespace %q, service %q", len(dr.Steps), dr.Plan.Namespace, dr.Plan.ServiceType)
+	if dr.Count() != 17 || len(dr.Steps) != 12 || dr.Plan.Namespace != "oce-system" || dr.Plan.ServiceType != "ClusterIP" || len(dr.Steps[2].Lanes) != 2 {
+		t.Errorf("json plan: %d steps (%d top-level), namespace %q, service %q", dr.Count(), len(dr.Steps), dr.Plan.Namespace, dr.Plan.ServiceType)
 	}
 }
 
@@ -82,7 +84,7 @@ func TestDevUpRefusesBadSettings(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{name: "unknown cluster provider", args: []string{"--cluster-provider", "kind"}, want: []string{`--cluster-provider "kind" is not a supported cluster provider`, "use one of: existing"}},
+		{name: "unknown cluster provider", args: []string{"--cluster-provider", "kind"}, want: []string{`--cluster-provider (OCC_DEVELOPMENT_CLUSTER_PROVIDER) "kind" is not a supported cluster provider`, "use one of: existing"}},
 		{name: "unknown control plane", env: map[string]string{"OCC_DEVELOPMENT_CONTROL_PLANE": "swarm"}, want: []string{`OCC_DEVELOPMENT_CONTROL_PLANE) "swarm" is not supported`, "compose or kubernetes"}},
 		{name: "bad namespace", args: []string{"--namespace", "Not_A_Namespace"}, want: []string{`"Not_A_Namespace" is not a valid namespace name`}},
 		{name: "startup timeout out of range", env: map[string]string{"OCC_DEVELOPMENT_STARTUP_TIMEOUT_SECONDS": "0"}, want: []string{"OCC_DEVELOPMENT_STARTUP_TIMEOUT_SECONDS must be between 1 and 86400"}},
@@ -137,8 +139,9 @@ func TestDevCommandsEndToEnd(t *testing.T) {
 		t.Errorf("summary: %+v", sum)
 	}
 	// Progress went to stderr (stdout holds only the document), one plain line per step.
-	if n := strings.Count(errOut, " ✓ "); n != 16 || strings.Contains(errOut, "\x1b[") {
-		t.Errorf("want 16 plain progress lines on stderr, got %d:\n%s", n, errOut)
+	// Steps of the two lanes name their lane; the group has a line of its own.
+	if n := strings.Count(errOut, " ✓ "); n != 18 || strings.Contains(errOut, "\x1b[") || strings.Count(errOut, "[artifacts] (") != 5 || strings.Count(errOut, "[cluster] (") != 1 {
+		t.Errorf("want 18 plain progress lines on stderr (5 of lane artifacts, 1 of lane cluster), got %d:\n%s", n, errOut)
 	}
 
 	code, statusOut, errOut := run(t, "dev", "status", "-o", "json")

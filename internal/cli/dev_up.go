@@ -10,8 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openclaw/occ/internal/occdev"
-	"github.com/openclaw/occ/internal/occdev/artifacts"
-	"github.com/openclaw/occ/internal/progress"
 )
 
 func init() { devSubcommands = append(devSubcommands, newDevUpCommand) }
@@ -33,6 +31,17 @@ OCC_DEVELOPMENT_CONTROL_PLANE, OCC_DEVELOPMENT_KUBERNETES_NAMESPACE,
 OCC_DEVELOPMENT_STARTUP_TIMEOUT_SECONDS, OCC_DEVELOPMENT_PIN_FILE,
 OCC_DEVELOPMENT_OPENSHELL_ARCHIVE, OCC_DEVELOPMENT_CLUSTER_PROVIDER and
 OCC_DEVELOPMENT_GATEWAY_ENDPOINT.`,
+		Example: `  # Preview every step and what it would create; checks the settings, creates nothing
+  occ dev up --dry-run
+
+  # Bring the platform up on the current kubeconfig context, for OCE running in the cluster
+  occ dev up --control-plane kubernetes
+
+  # Use another context and namespace, and a local copy of the pinned OpenShell archive
+  occ dev up --context kind-dev -n openshell-dev --openshell-archive ./OpenShell-0.1.3.tar.gz
+
+  # Print the summary as JSON (progress goes to stderr)
+  occ dev up -o json`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts, err := devUpOptions(g, cmd)
@@ -50,13 +59,22 @@ OCC_DEVELOPMENT_GATEWAY_ENDPOINT.`,
 	f.String("state-dir", "", "private state directory (default $XDG_STATE_HOME/occ/dev; env OCC_DEVELOPMENT_STATE_DIRECTORY)")
 	f.String("cluster-provider", "", "where the cluster comes from: "+strings.Join(occdev.SupportedProviders(), ", ")+" (default existing: the kubeconfig context)")
 	f.String("control-plane", "", "where OCE is meant to run: compose (Gateway NodePort 30051) or kubernetes (ClusterIP) (default compose)")
-	f.String("namespace", "", "platform namespace for the Gateway (default openshell-system, or oce-system with --control-plane kubernetes)")
+	f.StringP("namespace", "n", "", "platform namespace for the Gateway (default openshell-system, or oce-system with --control-plane kubernetes)")
 	f.String("pin-file", "", "pin file replacing the built-in OpenShell pins")
 	f.String("openshell-archive", "", "local copy of the pinned OpenShell source archive (still verified against the pin)")
 	f.String("gateway-endpoint", "", "host:port where the final Health check reaches the Gateway (default: a port-forward)")
 	f.String("startup-timeout", "", "bound of each readiness wait, e.g. 10m (default 10m; env OCC_DEVELOPMENT_STARTUP_TIMEOUT_SECONDS in seconds)")
 	f.Bool("dry-run", false, "print the steps and what each would create; touch nothing")
+	completeValues(cmd, "cluster-provider", occdev.SupportedProviders)
+	completeValues(cmd, "control-plane", occdev.SupportedControlPlanes)
 	return cmd
+}
+
+// completeValues offers a flag's fixed set of values to shell completion.
+func completeValues(cmd *cobra.Command, flag string, values func() []string) {
+	_ = cmd.RegisterFlagCompletionFunc(flag, func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return values(), cobra.ShellCompDirectiveNoFileComp
+	})
 }
 
 func devUpOptions(g *Globals, cmd *cobra.Command) (occdev.UpOptions, error) {
@@ -105,19 +123,51 @@ func runDevUpDryRun(g *Globals, opts occdev.UpOptions) error {
 	if err != nil {
 		return devError(err)
 	}
-	return g.print(dr, func() error { return printDryRun(g.Stdout, dr) })
+	if err := g.print(dr, func() error { return printDryRun(g.Stdout, dr) }); err != nil {
+		return err
+	}
+	if n := len(dr.Problems); n > 0 {
+		return fmt.Errorf("the dry run found %d problem(s) occ dev up would stop at: %s", n, strings.Join(dr.Problems, "; "))
+	}
+	return nil
 }
 
 func printDryRun(w io.Writer, dr *occdev.DryRun) error {
-	fmt.Fprintf(w, "occ dev up would run %d steps (dry run: nothing was created or contacted):\n", len(dr.Steps))
+	fmt.Fprintf(w, "occ dev up would run %d steps (dry run: nothing was created or contacted):\n", dr.Count())
 	for i, s := range dr.Steps {
-		fmt.Fprintf(w, "%3d. %s\n", i+1, s.Name)
-		for _, c := range s.Creates {
-			fmt.Fprintf(w, "       - %s\n", c)
+		if len(s.Lanes) == 0 {
+			fmt.Fprintf(w, "%3d. %s\n", i+1, s.Name)
+			printDescription(w, "       ", s.Description)
+			continue
+		}
+		fmt.Fprintf(w, "%3d. %s (%d lanes side by side):\n", i+1, s.Name, len(s.Lanes))
+		n := 0
+		for _, l := range s.Lanes {
+			fmt.Fprintf(w, "       [%s]\n", l.Name)
+			for _, ls := range l.Steps {
+				n++
+				fmt.Fprintf(w, "       %d.%d. %s\n", i+1, n, ls.Name)
+				printDescription(w, "             ", ls.Description)
+			}
 		}
 	}
-	_, err := fmt.Fprintf(w, "State directory: %s\n", dr.Plan.StateDir)
-	return err
+	fmt.Fprintf(w, "State directory: %s\n", dr.Plan.StateDir)
+	if len(dr.Problems) > 0 {
+		fmt.Fprintln(w, "\nProblems (occ dev up would stop at these before creating anything):")
+		for _, p := range dr.Problems {
+			fmt.Fprintf(w, "  - %s\n", p)
+		}
+	}
+	return nil
+}
+
+func printDescription(w io.Writer, indent string, d occdev.Description) {
+	for _, c := range d.Creates {
+		fmt.Fprintf(w, "%s- %s\n", indent, c)
+	}
+	if d.Note != "" {
+		fmt.Fprintf(w, "%s· %s\n", indent, d.Note)
+	}
 }
 
 func runDevUp(g *Globals, cmd *cobra.Command, opts occdev.UpOptions) error {
@@ -126,8 +176,7 @@ func runDevUp(g *Globals, cmd *cobra.Command, opts occdev.UpOptions) error {
 	if g.Output != "table" {
 		progressOut = g.Stderr
 	}
-	printer := &devStepPrinter{p: newProgressPrinter(progressOut)}
-	opts.Progress, opts.DownloadProgress = printer, printer.download
+	opts.Progress = newProgressPrinter(progressOut).Sink()
 	opts.Log = g.Stderr
 	sum, err := occdev.Up(cmd.Context(), opts)
 	if err != nil {
@@ -152,23 +201,4 @@ func printUpSummary(w io.Writer, s *occdev.Summary) error {
 	}
 	_, err := fmt.Fprintf(w, "\nRemove everything it created with:\n  %s\n", s.DownCommand)
 	return err
-}
-
-// devStepPrinter feeds occdev's step events to the shared progress printer.
-type devStepPrinter struct {
-	p       *progressPrinter
-	current string
-}
-
-func (d *devStepPrinter) StepStarted(_, _ int, name string) {
-	d.current = name
-	d.p.Event(progress.Event{Kind: progress.Begin, Step: name})
-}
-
-func (d *devStepPrinter) StepFinished(_, _ int, name string, elapsed time.Duration, err error) {
-	d.p.Event(progress.Event{Kind: progress.End, Step: name, Elapsed: elapsed, Err: err})
-}
-
-func (d *devStepPrinter) download(pr artifacts.Progress) {
-	d.p.Event(progress.Event{Kind: progress.Note, Step: d.current, Transfer: &progress.Transfer{Done: pr.Received, Total: pr.Total}})
 }

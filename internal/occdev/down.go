@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/openclaw/occ/internal/occdev/state"
 )
@@ -21,10 +20,14 @@ type DownOptions struct {
 	Log io.Writer
 }
 
-// DownResult says what `down` did.
+// DownResult says what `down` did. The lists are never null in JSON.
 type DownResult struct {
-	StateDirectory string   `json:"stateDirectory"`
-	Removed        []string `json:"removed"`
+	StateDirectory string `json:"stateDirectory"`
+	// Removed lists the recorded objects that are gone now (removed, or already gone).
+	Removed []string `json:"removed"`
+	// LeftAlone lists recorded names that now belong to something occ did not create; their
+	// records were dropped and the objects not touched.
+	LeftAlone []string `json:"leftAlone"`
 	// NothingRecorded is true when no state directory existed: there was nothing to remove.
 	NothingRecorded bool `json:"nothingRecorded,omitempty"`
 }
@@ -44,23 +47,12 @@ func Down(ctx context.Context, opts DownOptions) (*DownResult, error) {
 	}
 	d, err := state.Open(dir)
 	if errors.Is(err, state.ErrNotExist) {
-		return &DownResult{StateDirectory: dir, NothingRecorded: true}, nil
+		return &DownResult{StateDirectory: dir, Removed: []string{}, LeftAlone: []string{}, NothingRecorded: true}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	res := &DownResult{StateDirectory: d.Path()}
-	before := d.State().Objects
-	cerr := cleanup(ctx, d, log)
-	after := map[string]bool{}
-	for _, o := range d.State().Objects {
-		after[o.String()] = true
-	}
-	for _, o := range before {
-		if !after[o.String()] {
-			res.Removed = append(res.Removed, o.String())
-		}
-	}
+	res, cerr := cleanup(ctx, d, log)
 	if cerr == nil {
 		cerr = d.Remove()
 	}
@@ -69,57 +61,6 @@ func Down(ctx context.Context, opts DownOptions) (*DownResult, error) {
 		return res, fmt.Errorf("cleanup incomplete; preserving %s for recovery: %w\nretry with: %s", d.Path(), cerr, DownCommand(opts.OCCCommand, d.Path()))
 	}
 	return res, nil
-}
-
-// cleanup removes the recorded objects in reverse creation order and forgets each once it is
-// gone, so a partial cleanup leaves a record of exactly what remains. Failures are collected
-// and cleanup continues with the next object. The cluster itself is released last, and only
-// by a provider that created it.
-func cleanup(ctx context.Context, d *state.Dir, log io.Writer) error {
-	st := d.State()
-	if len(st.Objects) == 0 {
-		return nil
-	}
-	prov, err := lookupProvider(st.Cluster.Provider)
-	if err != nil {
-		return fmt.Errorf("recorded cluster provider: %w", err)
-	}
-	conn, err := connect(st.Cluster, ownerID(st), d)
-	if err != nil {
-		return err
-	}
-	if err := conn.verifyIdentity(ctx); err != nil {
-		return err
-	}
-	var errs []error
-	for i := len(st.Objects) - 1; i >= 0; i-- {
-		o := st.Objects[i]
-		var note string
-		var err error
-		if o.Type == state.TypeHelmRelease {
-			note, err = removeRelease(st.Cluster, o, ownerID(st))
-		} else {
-			note, err = conn.objects.remove(ctx, o)
-		}
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if note != "" {
-			fmt.Fprintln(log, note)
-		} else {
-			fmt.Fprintf(log, "removed %s\n", o)
-		}
-		if err := d.Forget(o); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if len(errs) == 0 {
-		if err := prov.Release(ctx, st.Cluster); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // DownCommand is the exact command that finishes a cleanup, shell-quoted.
@@ -143,20 +84,4 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-// removeRelease uninstalls a recorded Helm release if it is still the one this state installed
-// (it carries the state's ownership label); a missing release counts as gone.
-func removeRelease(access ClusterAccess, o Object, owner string) (string, error) {
-	rel, err := releaseStatus(access, o.Namespace, o.Name)
-	if err != nil {
-		return "", err
-	}
-	if rel == nil {
-		return "", nil
-	}
-	if rel.Labels[LabelDevState] != owner {
-		return fmt.Sprintf("left %s alone: %v (the release does not carry this state's label)", o, errNotOurs), nil
-	}
-	return "", uninstallRelease(access, o.Namespace, o.Name, time.Minute)
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,40 +26,75 @@ import (
 	"github.com/openclaw/occ/internal/testbed"
 )
 
-const stepCount = 16
+// stepNames lists the steps of `up` in the order their AfterStep seam fires: the steps of a
+// group's lanes, then the group itself.
+func stepNames(t *testing.T, opts occdev.UpOptions) []string {
+	t.Helper()
+	dr, err := occdev.PlanUp(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	var walk func([]occdev.PlannedStep)
+	walk = func(steps []occdev.PlannedStep) {
+		for _, s := range steps {
+			for _, l := range s.Lanes {
+				walk(l.Steps)
+			}
+			names = append(names, s.Name)
+		}
+	}
+	walk(dr.Steps)
+	return names
+}
+
+// preflightStep is the first step; it runs before the state directory exists.
+const preflightStep = "Check the settings and the cluster"
 
 // A step fails (a crashed Helm install, a wait that times out, a Gateway that never answers):
-// for a failure after each step in turn, the rollback removes everything recorded so far and
-// the state directory with it.
+// for a failure after each step in turn, lane steps and groups included, the rollback removes
+// everything recorded so far (by any lane) and the state directory with it. A failure of the
+// preflight leaves nothing at all: it runs before the state directory is claimed.
 func TestFailureAfterEachStepRollsBackCompletely(t *testing.T) {
 	dyn := dynamic.NewForConfigOrDie(testbed.Config(t))
-	for i := 0; i < stepCount; i++ {
-		t.Run(fmt.Sprintf("after step %d", i+1), func(t *testing.T) {
+	names := stepNames(t, newBed(t).Options())
+	if len(names) != 18 {
+		t.Fatalf("up has %d steps and groups, want 18: %q", len(names), names)
+	}
+	for i, step := range names {
+		t.Run(fmt.Sprintf("after step %d %s", i+1, step), func(t *testing.T) {
 			b := newBed(t)
+			var mu sync.Mutex
 			var recorded []state.Object
-			var failedStep string
 			opts := b.Options()
-			opts.AfterStep = func(index int, name string) error {
-				if index != i {
+			opts.AfterStep = func(name string) error {
+				if name != step {
 					return nil
 				}
-				st, err := state.Read(b.StateDir)
-				if err != nil {
-					t.Fatalf("read state at the injected failure: %v", err)
+				if name != preflightStep {
+					st, err := state.Read(b.StateDir)
+					if err != nil {
+						t.Errorf("read state at the injected failure: %v", err)
+					}
+					mu.Lock()
+					recorded = st.Objects
+					mu.Unlock()
 				}
-				recorded, failedStep = st.Objects, name
 				return errors.New("injected failure")
 			}
 			_, err := occdev.Up(context.Background(), opts)
 			if err == nil || !strings.Contains(err.Error(), "injected failure") {
 				t.Fatalf("up: %v; want the injected failure", err)
 			}
-			if !strings.Contains(err.Error(), "rolled back") || !strings.Contains(err.Error(), failedStep) {
-				t.Errorf("error does not name the step and the rollback: %v", err)
+			wantRollback := step != preflightStep
+			if strings.Contains(err.Error(), "rolled back") != wantRollback || !strings.Contains(err.Error(), step) {
+				t.Errorf("error does not name the step and (after the preflight) the rollback: %v", err)
 			}
 			if _, err := os.Stat(b.StateDir); !errors.Is(err, fs.ErrNotExist) {
 				t.Errorf("state directory kept after a complete rollback: %v", err)
 			}
+			mu.Lock()
+			defer mu.Unlock()
 			for _, o := range recorded {
 				assertGone(t, dyn, o)
 			}
@@ -115,7 +151,7 @@ func TestInterruptedUpStillRollsBack(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	opts := b.Options()
-	opts.AfterStep = func(index int, name string) error {
+	opts.AfterStep = func(name string) error {
 		if strings.HasPrefix(name, "Install the OpenShell Gateway chart") {
 			cancel() // the user presses Ctrl-C while the Gateway installs
 		}
@@ -144,8 +180,8 @@ func TestPartialRollbackKeepsStateAndDownFinishes(t *testing.T) {
 	release := denyRuntimeClassDeletes(t, b)
 
 	opts := b.Options()
-	opts.AfterStep = func(index int, _ string) error {
-		if index == stepCount-1 {
+	opts.AfterStep = func(name string) error {
+		if name == "Write the Installation" {
 			return errors.New("injected failure")
 		}
 		return nil

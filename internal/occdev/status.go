@@ -2,8 +2,9 @@ package occdev
 
 import (
 	"context"
-	"fmt"
+	"errors"
 
+	"github.com/openclaw/occ/internal/occdev/kubeobj"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -12,93 +13,86 @@ type StatusOptions struct {
 	StateDir string
 }
 
-// ObjectStatus compares one recorded object with the cluster.
+// ObjectStatus compares one recorded object with what exists now.
 type ObjectStatus struct {
 	Type       state.Type `json:"type"`
-	Kind       string     `json:"kind"`
+	Kind       string     `json:"kind,omitempty"`
 	APIVersion string     `json:"apiVersion,omitempty"`
 	Namespace  string     `json:"namespace,omitempty"`
 	Name       string     `json:"name"`
-	// State is present, missing, changed (same name, different object) or terminating.
-	State string `json:"state"`
-	// Detail adds what is known: the Helm release status, or why an object counts as changed.
+	Digest     string     `json:"digest,omitempty"`
+	// State is present, missing, changed (same name, different object), terminating, or
+	// unknown (occ could not look; Detail says why).
+	State state.Liveness `json:"state"`
+	// Detail adds what is known: the Helm release status, why an object counts as changed, or
+	// why its state is unknown.
 	Detail string `json:"detail,omitempty"`
 }
 
 // Status is the recorded environment against the live cluster.
 type Status struct {
-	StateDirectory  string         `json:"stateDirectory"`
-	Profile         string         `json:"profile"`
-	Cluster         state.Cluster  `json:"cluster"`
+	StateDirectory string `json:"stateDirectory"`
+	// Recorded is false when there is no state directory: nothing is up (Note says so).
+	Recorded        bool           `json:"recorded"`
+	Note            string         `json:"note,omitempty"`
+	Profile         string         `json:"profile,omitempty"`
+	Cluster         *state.Cluster `json:"cluster,omitempty"`
 	Namespace       string         `json:"namespace,omitempty"`
 	GatewayEndpoint string         `json:"gatewayEndpoint,omitempty"`
 	Installation    string         `json:"installation,omitempty"`
-	Reachable       bool           `json:"reachable"`
-	Problem         string         `json:"problem,omitempty"`
-	Objects         []ObjectStatus `json:"objects"`
+	// Reachable says whether the recorded cluster answered as the recorded cluster; Problem
+	// says why not.
+	Reachable bool           `json:"reachable"`
+	Problem   string         `json:"problem,omitempty"`
+	Objects   []ObjectStatus `json:"objects"`
+}
+
+// Unknown counts the objects whose state could not be found out.
+func (s *Status) Unknown() int {
+	n := 0
+	for _, o := range s.Objects {
+		if o.State == state.Unknown {
+			n++
+		}
+	}
+	return n
 }
 
 // GetStatus reads the recorded state (without taking the lock, so it works while `up` runs)
-// and reports, for each recorded object, whether it is present, missing or changed.
+// and reports, for each recorded object, whether it is present, missing or changed, through
+// the same removers `down` uses. What cannot be checked (an unreachable cluster) is unknown,
+// with the cause, never missing.
 func GetStatus(ctx context.Context, opts StatusOptions) (*Status, error) {
 	dir, err := state.ResolveDir(opts.StateDir)
 	if err != nil {
 		return nil, err
 	}
 	st, err := state.Read(dir)
+	if errors.Is(err, state.ErrNotExist) {
+		return &Status{StateDirectory: dir, Note: "no development state at " + dir + ": nothing is up (occ dev up creates it)", Objects: []ObjectStatus{}}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
+	cl := st.Cluster
 	out := &Status{
-		StateDirectory: dir, Profile: st.Profile, Cluster: st.Cluster, Namespace: st.PlatformNamespace,
+		StateDirectory: dir, Recorded: true, Profile: st.Profile, Cluster: &cl, Namespace: st.PlatformNamespace,
 		GatewayEndpoint: st.GatewayEndpoint, Installation: st.InstallationPath, Objects: []ObjectStatus{},
-	}
-	for _, o := range st.Objects {
-		out.Objects = append(out.Objects, ObjectStatus{Type: o.Type, Kind: o.Kind, APIVersion: o.APIVersion, Namespace: o.Namespace, Name: o.Name, State: "unknown"})
 	}
 	if st.Cluster.Kubeconfig == "" {
 		out.Problem = "no cluster recorded yet: occ dev up stopped before connecting to one"
-		return out, nil
-	}
-	conn, err := connect(st.Cluster, ownerID(st), nil)
-	if err != nil {
+	} else if _, err := kubeobj.Recorded(st.Cluster, st.Owner())(ctx); err != nil {
 		out.Problem = err.Error()
-		return out, nil
+	} else {
+		out.Reachable = true
 	}
-	if err := conn.verifyIdentity(ctx); err != nil {
-		out.Problem = err.Error()
-		return out, nil
-	}
-	out.Reachable = true
-	owner := ownerID(st)
-	for i, o := range st.Objects {
-		s := &out.Objects[i]
-		if o.Type == state.TypeHelmRelease {
-			rel, err := releaseStatus(st.Cluster, o.Namespace, o.Name)
-			switch {
-			case err != nil:
-				s.State, s.Detail = "unknown", err.Error()
-			case rel == nil:
-				s.State = LiveMissing
-			case rel.Labels[LabelDevState] != owner:
-				s.State, s.Detail = LiveChanged, "the release does not carry this state's label"
-			default:
-				s.State = LivePresent
-				if rel.Info != nil {
-					s.Detail = fmt.Sprintf("revision %d, %s", rel.Version, rel.Info.Status)
-				}
-			}
-			continue
-		}
-		live, u, err := conn.objects.live(ctx, o)
-		if err != nil {
-			s.State, s.Detail = "unknown", err.Error()
-			continue
-		}
-		s.State = live
-		if live == LiveChanged {
-			s.Detail = fmt.Sprintf("recorded uid %s, live uid %s", o.UID, u.GetUID())
-		}
+	reg := removers(st)
+	for _, o := range st.Objects {
+		in := reg.Inspect(ctx, o)
+		out.Objects = append(out.Objects, ObjectStatus{
+			Type: o.Type, Kind: o.Kind, APIVersion: o.APIVersion, Namespace: o.Namespace, Name: o.Name, Digest: o.Digest,
+			State: in.State, Detail: in.Detail,
+		})
 	}
 	return out, nil
 }

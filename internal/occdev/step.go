@@ -2,55 +2,138 @@ package occdev
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"time"
+	"sync"
+
+	"github.com/openclaw/occ/internal/progress"
 )
 
 // Step is one named stage of `occ dev up`, in the manner of kind's create actions: reading the
 // list returned by upSteps tells the whole flow. Every step is idempotent: run again on the
 // same state it converges instead of failing or duplicating, so a retried `up` is safe.
+//
+// A step either does its own work (Run) or is a group of lanes (Lanes) that run side by side;
+// the steps of one lane run in order. Lanes must be independent: no step of one lane may read
+// what a step of another lane produces, and each lane writes only its own fields of run.
 type Step struct {
-	// Name is the progress line, an imperative phrase ("Install the OpenShell Gateway chart").
+	// Name is the progress line, an imperative phrase ("Install the OpenShell Gateway chart"),
+	// unique within the flow.
 	Name string
-	// Describe lists what the step would create or touch, for --dry-run. It must not perform
-	// any I/O: a dry run touches nothing.
-	Describe func(p *Plan) []string
-	// Run performs the step. Everything it creates on a cluster is recorded in the state
-	// before or as it is created, so a rollback or `down` can always remove it.
-	Run func(ctx context.Context, sc *StepContext) error
+	// Describe says what the step would create or do, for --dry-run. It must not perform any
+	// I/O: a dry run touches nothing.
+	Describe func(p *Plan) Description
+	// Run performs the step; rep reports intermediate states (a download's bytes) on the
+	// step's own progress line. Everything it creates is recorded in the state before or as it
+	// is created, so a rollback or `down` can always remove it.
+	Run func(ctx context.Context, r *run, rep progress.Reporter) error
+	// Lanes, when set, make the step a group: the lanes run concurrently, and the group ends
+	// when all of them have. A failure in one lane cancels the others and waits for them.
+	Lanes []Lane
 }
 
-// Progress receives one event when a step starts and one when it ends; the CLI renders them as
-// status lines. Implementations must not block.
-type Progress interface {
-	StepStarted(index, total int, name string)
-	StepFinished(index, total int, name string, elapsed time.Duration, err error)
+// Lane is a sequence of steps that runs beside the other lanes of its group.
+type Lane struct {
+	// Name identifies the lane on every progress line of its steps ("artifacts", "cluster").
+	Name  string
+	Steps []Step
 }
 
-// nopProgress is used when the caller does not watch progress.
-type nopProgress struct{}
+// Description is what a step would do, for --dry-run: what it creates, and a note for what it
+// checks or uses without creating anything.
+type Description struct {
+	Creates []string `json:"creates"`
+	Note    string   `json:"note,omitempty"`
+}
 
-func (nopProgress) StepStarted(int, int, string)                        {}
-func (nopProgress) StepFinished(int, int, string, time.Duration, error) {}
+// creates and note build Descriptions tersely in step lists.
+func creates(items ...string) Description { return Description{Creates: items} }
+func note(text string) Description        { return Description{Creates: []string{}, Note: text} }
 
-// runSteps runs steps in order and stops at the first failure. afterStep, a test seam, is
-// called after each successful step and may fail the run there, so tests can prove that a
-// failure after any step is rolled back completely.
-func runSteps(ctx context.Context, sc *StepContext, steps []Step, progress Progress, afterStep func(index int, name string) error) error {
-	for i, s := range steps {
+// concurrently makes a group step of lanes.
+func concurrently(name string, lanes ...Lane) Step { return Step{Name: name, Lanes: lanes} }
+
+// lane makes a lane of steps.
+func lane(name string, steps ...Step) Lane { return Lane{Name: name, Steps: steps} }
+
+// runner runs steps, reporting each to the progress sink.
+type runner struct {
+	sink progress.Sink
+	// afterStep, a test seam, is called after each successful step (a group too) and may fail
+	// the run there, so tests can prove that a failure after any step is rolled back
+	// completely. It is called from the lanes' goroutines.
+	afterStep func(name string) error
+}
+
+// run runs steps in order, in lane (empty outside a group), and stops at the first failure.
+// The error of a step is wrapped with the step's name; a group's error is its lanes' errors,
+// which name their own steps.
+func (x *runner) run(ctx context.Context, r *run, steps []Step, lane string) error {
+	for _, s := range steps {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("%s: %w", s.Name, err)
 		}
-		progress.StepStarted(i, len(steps), s.Name)
-		start := time.Now()
-		err := s.Run(ctx, sc)
-		if err == nil && afterStep != nil {
-			err = afterStep(i, s.Name)
-		}
-		progress.StepFinished(i, len(steps), s.Name, time.Since(start), err)
+		err := x.sink.Step(s.Name, lane, func(rep progress.Reporter) error {
+			if s.Lanes != nil {
+				if err := x.group(ctx, r, s.Lanes); err != nil {
+					return err
+				}
+			} else if err := s.Run(ctx, r, rep); err != nil {
+				return fmt.Errorf("%s: %w", s.Name, err)
+			}
+			if x.afterStep != nil {
+				if err := x.afterStep(s.Name); err != nil {
+					return fmt.Errorf("%s: %w", s.Name, err)
+				}
+			}
+			return nil
+		})
 		if err != nil {
-			return fmt.Errorf("%s: %w", s.Name, err)
+			return err
 		}
 	}
 	return nil
+}
+
+// group runs the lanes concurrently. The first lane to fail cancels the others, and group
+// returns only once every lane has stopped, so nothing is still creating objects when the
+// rollback starts. The result names the failure that stopped the group, with any other lane's
+// own failure; the cancellations it caused are consequences, not causes, and are left out.
+func (x *runner) group(ctx context.Context, r *run, lanes []Lane) error {
+	gctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu    sync.Mutex
+		first error
+		wg    sync.WaitGroup
+	)
+	errs := make([]error, len(lanes))
+	for i, l := range lanes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := x.run(gctx, r, l.Steps, l.Name)
+			if err == nil {
+				return
+			}
+			errs[i] = err
+			mu.Lock()
+			if first == nil {
+				first = err
+				cancel()
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if first == nil {
+		return nil
+	}
+	failed := []error{first}
+	for _, err := range errs {
+		if err != nil && err != first && !errors.Is(err, context.Canceled) {
+			failed = append(failed, err)
+		}
+	}
+	return errors.Join(failed...)
 }

@@ -6,108 +6,132 @@ import (
 	"os"
 	"path/filepath"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
 	"github.com/openclaw/occ/internal/occdev/artifacts"
-	"github.com/openclaw/occ/internal/occdev/pins"
+	"github.com/openclaw/occ/internal/occdev/charts"
+	"github.com/openclaw/occ/internal/progress"
 )
 
 // Layout of the OpenShell working files inside the state directory. They are rebuilt by every
 // run from the verified archive, so they are never trusted across runs.
 const (
-	openshellDir  = "openshell"
 	extractedDir  = "openshell/source"
 	packagedDir   = "openshell/charts"
 	sourceArchive = "OpenShell source archive"
 )
 
-func (sc *StepContext) fetcher() *artifacts.Fetcher {
-	return &artifacts.Fetcher{Client: sc.opts.HTTPClient, CacheDir: sc.Plan.CacheDir, Progress: sc.opts.DownloadProgress}
-}
-
-func describePins(p *Plan) []string {
-	if p.PinFile != "" {
-		return []string{"nothing created; reads pins from " + p.PinFile}
+func (r *run) fetcher(rep progress.Reporter) *artifacts.Fetcher {
+	return &artifacts.Fetcher{
+		Client: r.opts.HTTPClient, CacheDir: r.plan.CacheDir,
+		Progress: func(p artifacts.Progress) { rep.Transfer(p.Received, p.Total) },
 	}
-	return []string{"nothing created; uses the pins built into occ (" + pins.EmbeddedSource + ")"}
 }
 
-func resolvePins(_ context.Context, sc *StepContext) error {
-	set, err := pins.Resolve(sc.Plan.PinFile)
-	if err != nil {
-		return err
-	}
-	sc.pins = set
-	return nil
-}
-
-func describeArchive(p *Plan) []string {
+func describeArchive(p *Plan) Description {
 	if p.ArchiveFile != "" {
-		return []string{"nothing downloaded; verifies " + p.ArchiveFile + " against the pinned sha256"}
+		return note("nothing downloaded; verifies " + p.ArchiveFile + " against the pinned sha256")
 	}
-	return []string{"downloads the pinned archive into " + p.CacheDir + " unless a verified copy is cached there"}
+	return creates("the pinned archive in " + p.CacheDir + ", unless a verified copy is cached there")
 }
 
 // fetchArchive produces the verified source archive: the local copy given with
 // --openshell-archive, or the cached or downloaded pinned file. Either way its sha256 must be
 // the pin's before a byte of it is used.
-func fetchArchive(ctx context.Context, sc *StepContext) error {
-	pin := sc.pins.OpenShell.SourceArchive
+func fetchArchive(ctx context.Context, r *run, rep progress.Reporter) error {
+	pin := r.plan.pins.OpenShell.SourceArchive
 	var v *artifacts.Verified
 	var err error
-	if sc.Plan.ArchiveFile != "" {
-		v, err = artifacts.OpenVerified(sc.Plan.ArchiveFile, pin.SHA256)
+	if r.plan.ArchiveFile != "" {
+		v, err = artifacts.OpenVerified(r.plan.ArchiveFile, pin.SHA256)
 		if err != nil {
-			return fmt.Errorf("--openshell-archive %s: %w", sc.Plan.ArchiveFile, err)
+			return fmt.Errorf("--openshell-archive %s: %w", r.plan.ArchiveFile, err)
 		}
-	} else if v, err = sc.fetcher().Fetch(ctx, pin.Artifact); err != nil {
+	} else if v, err = r.fetcher(rep).Fetch(ctx, pin.Artifact); err != nil {
 		return fmt.Errorf("%s: %w", sourceArchive, err)
 	}
-	sc.archive = v
+	r.archive = v
 	return nil
 }
 
-func describeExtract(p *Plan) []string {
-	return []string{"directory " + filepath.Join(p.StateDir, extractedDir) + " (only the archive's Helm subtree)"}
+func describeExtract(p *Plan) Description {
+	return creates("directory " + filepath.Join(p.StateDir, extractedDir) + " (only the archive's Helm subtree)")
 }
 
-func extractCharts(_ context.Context, sc *StepContext) error {
-	dest := sc.state.File(extractedDir)
+func extractCharts(_ context.Context, r *run, _ progress.Reporter) error {
+	dest := r.state.File(extractedDir)
 	// A previous attempt's tree is ours (inside the private directory) and is rebuilt from the
 	// verified archive rather than trusted.
 	if err := os.RemoveAll(dest); err != nil {
 		return fmt.Errorf("clear %s: %w", dest, err)
 	}
-	if err := artifacts.ExtractHelm(sc.archive, sc.pins.OpenShell.SourceArchive, dest); err != nil {
+	if err := artifacts.ExtractHelm(r.archive, r.plan.pins.OpenShell.SourceArchive, dest); err != nil {
 		return err
 	}
-	sc.artifacts.helmDir = dest
-	return sc.archive.Close()
+	r.helmDir = dest
+	return r.archive.Close()
 }
 
-func describeAgentSandbox(p *Plan) []string {
-	return []string{"the objects of the pinned Agent Sandbox manifest (verified against its sha256; CRDs, namespace, controller)"}
+func describePackage(p *Plan) Description {
+	return creates("directory " + filepath.Join(p.StateDir, packagedDir) + " with the Gateway and Workspace charts packaged at the pinned version " + p.pins.OpenShell.Version)
 }
 
-// agentSandboxObjects fetches (or takes from the cache) and verifies the pinned Agent Sandbox
-// manifest and parses it, once per run.
-func (sc *StepContext) agentSandboxObjects(ctx context.Context) ([]*unstructured.Unstructured, error) {
-	if sc.agentSandbox != nil {
-		return sc.agentSandbox, nil
+// packageCharts packages the Gateway and Workspace charts from the extracted tree with the
+// Helm SDK, stamped with the pinned version, into the state directory.
+func packageCharts(_ context.Context, r *run, _ progress.Reporter) error {
+	dest := r.state.File(packagedDir)
+	// Packages of an earlier attempt are rebuilt, never trusted.
+	if err := os.RemoveAll(dest); err != nil {
+		return fmt.Errorf("clear %s: %w", dest, err)
 	}
-	pin := sc.pins.AgentSandbox.Manifest
-	v, err := sc.fetcher().Fetch(ctx, pin)
+	ch, err := charts.Package(charts.PackageOptions{Pins: r.plan.pins, SourceDir: r.helmDir, OutputDir: dest})
 	if err != nil {
-		return nil, fmt.Errorf("Agent Sandbox manifest: %w", err)
+		return err
+	}
+	r.charts = ch
+	return nil
+}
+
+func describeRender(*Plan) Description {
+	return note("nothing created; renders the Workspace chart once (ServiceAccount, Role, RoleBinding, NetworkPolicy only) for the Installation")
+}
+
+// renderWorkspace renders the Workspace chart once; its objects become the Installation's
+// operatorWorkspaceResources, which the Sandbox Driver applies into every tenant namespace.
+func renderWorkspace(_ context.Context, r *run, _ progress.Reporter) error {
+	values, err := charts.NewWorkspaceValues(r.plan.Namespace)
+	if err != nil {
+		return err
+	}
+	objs, err := charts.RenderWorkspace(r.charts.Workspace, values)
+	if err != nil {
+		return err
+	}
+	r.workspaceResources = r.workspaceResources[:0]
+	for _, o := range objs {
+		r.workspaceResources = append(r.workspaceResources, *o)
+	}
+	return nil
+}
+
+func describeAgentSandboxFetch(p *Plan) Description {
+	return creates("the pinned Agent Sandbox " + p.pins.AgentSandbox.Version + " manifest in " + p.CacheDir + ", unless a verified copy is cached there")
+}
+
+// fetchAgentSandbox fetches (or takes from the cache) and verifies the pinned Agent Sandbox
+// manifest and parses it.
+func fetchAgentSandbox(ctx context.Context, r *run, rep progress.Reporter) error {
+	pin := r.plan.pins.AgentSandbox.Manifest
+	v, err := r.fetcher(rep).Fetch(ctx, pin)
+	if err != nil {
+		return fmt.Errorf("Agent Sandbox manifest: %w", err)
 	}
 	defer v.Close()
 	objs, err := artifacts.ParseManifest(v)
 	if err != nil {
-		return nil, fmt.Errorf("Agent Sandbox manifest %s: %w", pin.URL, err)
+		return fmt.Errorf("Agent Sandbox manifest %s: %w", pin.URL, err)
 	}
 	if len(objs) == 0 {
-		return nil, fmt.Errorf("Agent Sandbox manifest %s holds no objects", pin.URL)
+		return fmt.Errorf("Agent Sandbox manifest %s holds no objects", pin.URL)
 	}
-	sc.agentSandbox = objs
-	return objs, nil
+	r.agentSandbox = objs
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,19 +26,28 @@ import (
 	"github.com/openclaw/occ/internal/installation"
 	"github.com/openclaw/occ/internal/occdev"
 	"github.com/openclaw/occ/internal/occdev/state"
+	"github.com/openclaw/occ/internal/progress"
 	"github.com/openclaw/occ/internal/testbed"
 )
 
-// recordedProgress collects step lines, as the CLI would print them.
-type recordedProgress struct{ lines []string }
+// recordedProgress collects finished-step lines, as the CLI would print them; lanes report
+// from their own goroutines.
+type recordedProgress struct {
+	mu    sync.Mutex
+	lines []string
+}
 
-func (p *recordedProgress) StepStarted(int, int, string) {}
-func (p *recordedProgress) StepFinished(_, _ int, name string, d time.Duration, err error) {
-	mark := "ok"
-	if err != nil {
-		mark = "failed: " + err.Error()
+func (p *recordedProgress) sink(e progress.Event) {
+	if e.Kind != progress.End {
+		return
 	}
-	p.lines = append(p.lines, name+" "+d.String()+" "+mark)
+	mark := "ok"
+	if e.Err != nil {
+		mark = "failed: " + e.Err.Error()
+	}
+	p.mu.Lock()
+	p.lines = append(p.lines, e.Step+" ["+e.Lane+"] "+e.Elapsed.String()+" "+mark)
+	p.mu.Unlock()
 }
 
 // resourceFor maps a recorded object to its dynamic resource on the test bed.
@@ -136,14 +146,14 @@ func TestUpThenDownRemovesExactlyWhatUpCreated(t *testing.T) {
 	progress := &recordedProgress{}
 	var log bytes.Buffer
 	opts := b.Options()
-	opts.Progress, opts.Log = progress, &log
+	opts.Progress, opts.Log = progress.sink, &log
 	sum, err := occdev.Up(ctx, opts)
 	if err != nil {
 		t.Fatalf("up: %v\nprogress: %s", err, strings.Join(progress.lines, "\n"))
 	}
 	t.Logf("progress:\n%s", strings.Join(progress.lines, "\n"))
-	if len(progress.lines) != 16 {
-		t.Errorf("want one progress line per step (16), got %d:\n%s", len(progress.lines), strings.Join(progress.lines, "\n"))
+	if len(progress.lines) != 18 {
+		t.Errorf("want one progress line per step and group (18), got %d:\n%s", len(progress.lines), strings.Join(progress.lines, "\n"))
 	}
 	if want := "http://openshell-gateway." + b.Namespace + ".svc.cluster.local:8080"; sum.GatewayEndpoint != want {
 		t.Errorf("gateway endpoint %q, want %q", sum.GatewayEndpoint, want)
@@ -319,7 +329,7 @@ func TestNoSecretInOutputLogsOrState(t *testing.T) {
 	progress := &recordedProgress{}
 	var log bytes.Buffer
 	opts := b.Options()
-	opts.Progress, opts.Log = progress, &log
+	opts.Progress, opts.Log = progress.sink, &log
 	sum, err := occdev.Up(ctx, opts)
 	if err != nil {
 		t.Fatalf("up: %v", err)
@@ -411,7 +421,7 @@ func TestStatusAndDownAfterObjectsChangedBehindOCC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	states := map[string]string{}
+	states := map[string]state.Liveness{}
 	for _, o := range status.Objects {
 		states[o.Kind+"/"+o.Name] = o.State
 		if o.Type == state.TypeHelmRelease {

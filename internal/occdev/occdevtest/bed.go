@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
 	"github.com/openclaw/occ/internal/gateway/emulator"
@@ -256,4 +258,80 @@ func StartKubelet(t *testing.T, c kubernetes.Interface) {
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
 	t.Cleanup(func() { cancel(); factory.Shutdown() })
+}
+
+// ServeArchive serves the bed's pinned archive over HTTP and writes a pin file that downloads
+// it from there, so a test can count downloads; use it with an empty ArchiveFile.
+func (b *Bed) ServeArchive() (pinFile string, downloads *Counter) {
+	t := b.T
+	data, err := os.ReadFile(b.Archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	downloads = &Counter{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		downloads.inc()
+		_, _ = w.Write(data)
+	}))
+	t.Cleanup(srv.Close)
+	set, err := pins.Load(b.PinFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set.OpenShell.SourceArchive.URL = srv.URL + "/openshell.tar.gz"
+	out, err := yaml.Marshal(set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinFile = filepath.Join(t.TempDir(), "pins-served.yaml")
+	if err := os.WriteFile(pinFile, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return pinFile, downloads
+}
+
+// DeadServer is an https URL on the loopback interface where nothing listens (a cluster that
+// is stopped): connections are refused at once.
+func DeadServer(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return "https://" + addr
+}
+
+// PointKubeconfig rewrites every cluster server of the kubeconfig at path to server, in place,
+// as a developer's stopped (or moved) cluster would leave it.
+func PointKubeconfig(t *testing.T, path, server string) {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cfg.Clusters {
+		c.Server = server
+	}
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// CopyKubeconfig copies the bed's kubeconfig to a file of the test's own, so the test may break
+// and restore it without touching other tests.
+func (b *Bed) CopyKubeconfig() string {
+	t := b.T
+	data, err := os.ReadFile(b.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -1,0 +1,58 @@
+// Package occdev is the flow of `occ dev up | down | status`: the named steps, the runner that
+// runs them (some in lanes side by side), the rollback, the Plan that resolves and checks every
+// option before anything happens, and the dry run. It knows the order of things and nothing
+// about how each is done: every step hands its own inputs to a layer below.
+//
+// # Layers
+//
+//	occdev/            the flow: Step, runner, rollback, Plan, Up, Down, GetStatus, PlanUp
+//	occdev/cluster/    layer 1: the cluster Provider interface (Request in, Access out);
+//	                   cluster/existing is a kubeconfig context the user already has
+//	occdev/platform/   layer 2: the sandbox platform's manifests, the Gateway chart install,
+//	                   the readiness waits, the Gateway Health check, the Installation writer
+//	occdev/kubeobj/    recorded Kubernetes objects: ensure, adopt on exact ownership, remove
+//	                   with a UID precondition; ownership labels; the Kubernetes Remover
+//	occdev/helmrelease/ Helm releases through the Helm SDK, and their Remover
+//	occdev/state/      the private record (state.json): typed records, Recorder, the Remover
+//	                   registry contract
+//	occdev/pins, artifacts, charts  the pinned artifacts, their verified download, the charts
+//
+// # The step list
+//
+// upSteps returns the whole flow as one list of named steps (kind's create.go model): reading
+// it tells the order of everything `up` does. A step is a value with a Name, a Describe (for
+// the dry run, no I/O) and a Run that calls one layer function with inputs taken from the
+// shared run. A group made with concurrently(name, lane(...), lane(...)) runs its lanes side by
+// side; the first lane to fail cancels the others and the group returns only once all have
+// stopped, so the rollback never races a step that is still creating something. Lanes must be
+// independent and write disjoint fields of run. A profile (k3d, Compose, Kubernetes-only) plugs
+// in by choosing its steps in upSteps, or by a function per profile returning its list; the
+// runner, rollback and dry run need no change.
+//
+// # Progress
+//
+// Every step reports progress.Events to UpOptions.Progress: a begin, notes (a message, or
+// bytes transferred, through the progress.Reporter the step is handed) and an end with its own
+// elapsed time and error. Steps in lanes carry the lane's name. The CLI renders the same
+// contract for `occ sandbox`.
+//
+// # Adding a cluster provider
+//
+// Implement cluster.Provider in its own package under cluster/ and add it to providers(). The
+// provider sees only a cluster.Request (names, the state's kubeconfig paths, pins, owner,
+// Recorder, a progress Reporter) and returns a cluster.Access; it records what it creates
+// through the Recorder before creating it. Check (local, used by the dry run) and Preflight
+// (live, before any download) run before anything is created.
+//
+// # Adding a recorded type and its remover
+//
+// Every record carries a state.Type. To record a new kind of thing: add the Type and its field
+// rules in state/object.go, give the layer that creates it a state.Remover (Remove only what
+// is still exactly this state's; Inspect never fails, reporting Unknown with the cause), and
+// register it in removers(), built from the recorded state alone, for example
+//
+//	state.TypeK3dCluster: k3d.Remover(st.Cluster, st.Engine),
+//
+// `down`, the rollback and `status` then handle it with no other change; a record whose type
+// has no remover is kept, never skipped.
+package occdev

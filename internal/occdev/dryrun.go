@@ -1,0 +1,73 @@
+package occdev
+
+import "github.com/openclaw/occ/internal/progress"
+
+// PlannedStep is one step of a dry run: what it would create, or the lanes it would run side
+// by side.
+type PlannedStep struct {
+	Name string `json:"name"`
+	Description
+	Lanes []PlannedLane `json:"lanes,omitempty"`
+}
+
+// PlannedLane is one lane of a group step.
+type PlannedLane struct {
+	Name  string        `json:"name"`
+	Steps []PlannedStep `json:"steps"`
+}
+
+// DryRun is what `up --dry-run` reports.
+type DryRun struct {
+	Plan  *Plan         `json:"plan"`
+	Steps []PlannedStep `json:"steps"`
+	// Problems are what `up` would stop at before creating anything (a missing kubeconfig or
+	// context); a dry run with problems fails after printing them. Never null.
+	Problems []string `json:"problems"`
+}
+
+// Count is the number of steps that do work (group steps count as their lanes' steps).
+func (d *DryRun) Count() int { return countSteps(d.Steps) }
+
+func countSteps(steps []PlannedStep) int {
+	n := 0
+	for _, s := range steps {
+		if len(s.Lanes) == 0 {
+			n++
+			continue
+		}
+		for _, l := range s.Lanes {
+			n += countSteps(l.Steps)
+		}
+	}
+	return n
+}
+
+// PlanUp resolves and validates opts and lists the steps without creating or contacting
+// anything. Bad settings (flags, paths, the pin file) are errors; what the provider would refuse
+// locally (a missing kubeconfig or context) is listed in Problems.
+func PlanUp(opts UpOptions) (*DryRun, error) {
+	p, err := resolvePlan(opts)
+	if err != nil {
+		return nil, err
+	}
+	dr := &DryRun{Plan: p, Steps: planSteps(p, upSteps(p)), Problems: []string{}}
+	if err := p.provider.Check(clusterRequest(p, nil, nil, progress.Reporter{})); err != nil {
+		dr.Problems = append(dr.Problems, err.Error())
+	}
+	return dr, nil
+}
+
+func planSteps(p *Plan, steps []Step) []PlannedStep {
+	out := make([]PlannedStep, 0, len(steps))
+	for _, s := range steps {
+		ps := PlannedStep{Name: s.Name, Description: Description{Creates: []string{}}}
+		if s.Describe != nil {
+			ps.Description = s.Describe(p)
+		}
+		for _, l := range s.Lanes {
+			ps.Lanes = append(ps.Lanes, PlannedLane{Name: l.Name, Steps: planSteps(p, l.Steps)})
+		}
+		out = append(out, ps)
+	}
+	return out
+}

@@ -1,0 +1,315 @@
+package occdev
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/openclaw/occ/internal/gateway"
+	"github.com/openclaw/occ/internal/occdev/artifacts"
+	"github.com/openclaw/occ/internal/occdev/cluster"
+	"github.com/openclaw/occ/internal/occdev/cluster/existing"
+	"github.com/openclaw/occ/internal/occdev/option"
+	"github.com/openclaw/occ/internal/occdev/pins"
+	"github.com/openclaw/occ/internal/occdev/platform"
+	"github.com/openclaw/occ/internal/occdev/state"
+	"github.com/openclaw/occ/internal/progress"
+)
+
+// OptionError is a bad setting the user fixes on the command line or in the environment. The
+// CLI reports it as a usage error (exit 2). Nothing has been created when it is returned.
+type OptionError = option.Error
+
+// ControlPlane is where the OCE control plane is meant to run (compose or kubernetes).
+type ControlPlane = platform.ControlPlane
+
+// The control planes.
+const (
+	ControlPlaneCompose    = platform.ControlPlaneCompose
+	ControlPlaneKubernetes = platform.ControlPlaneKubernetes
+)
+
+const (
+	defaultStartupTimeout = 600 * time.Second
+	maxStartupTimeout     = 86400 * time.Second
+)
+
+// ProviderExisting is the default provider: the current kubeconfig context (or --context).
+const ProviderExisting = existing.Name
+
+// providers lists the cluster providers by --cluster-provider value. Adding a provider is one
+// line here; the provider itself lives in its own package under cluster/.
+func providers() map[string]cluster.Provider {
+	return map[string]cluster.Provider{
+		existing.Name: existing.Provider{},
+	}
+}
+
+// SupportedProviders names the --cluster-provider values in a stable order.
+func SupportedProviders() []string {
+	names := make([]string, 0, len(providers()))
+	for n := range providers() {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// SupportedControlPlanes names the --control-plane values.
+func SupportedControlPlanes() []string {
+	return []string{string(ControlPlaneCompose), string(ControlPlaneKubernetes)}
+}
+
+// UpOptions are the settings of `occ dev up`. The zero value of each field selects its default.
+type UpOptions struct {
+	// StateDir is the private state directory (--state-dir, OCC_DEVELOPMENT_STATE_DIRECTORY).
+	StateDir string
+	// ClusterProvider selects the cluster (--cluster-provider); default existing.
+	ClusterProvider string
+	// Kubeconfig and Context select the existing cluster (--kubeconfig, --context).
+	Kubeconfig string
+	Context    string
+	// ControlPlane is compose (default) or kubernetes (--control-plane, OCC_DEVELOPMENT_CONTROL_PLANE).
+	ControlPlane ControlPlane
+	// Namespace is the platform namespace for the Gateway (-n/--namespace,
+	// OCC_DEVELOPMENT_KUBERNETES_NAMESPACE); default openshell-system (compose) or oce-system.
+	Namespace string
+	// PinFile replaces the embedded pins (--pin-file, OCC_DEVELOPMENT_PIN_FILE).
+	PinFile string
+	// ArchiveFile is a local copy of the pinned OpenShell source archive, still verified
+	// (--openshell-archive), for offline use.
+	ArchiveFile string
+	// CacheDir holds verified downloads; default under the user's cache directory.
+	CacheDir string
+	// GatewayEndpoint is where the final Health check dials the Gateway (host:port or URL);
+	// empty means a port-forward to a Gateway Pod (--gateway-endpoint).
+	GatewayEndpoint string
+	// StartupTimeout bounds each readiness wait (--startup-timeout,
+	// OCC_DEVELOPMENT_STARTUP_TIMEOUT_SECONDS); default 600s.
+	StartupTimeout time.Duration
+	// OCCCommand is how the user runs occ, for the printed `down` command; default "occ".
+	OCCCommand string
+
+	// Progress receives step events (steps of concurrent lanes name their lane); nil discards
+	// them. It is called from several goroutines while lanes run.
+	Progress progress.Sink
+	// Log receives notes that are not step lines (adopted objects, rollback detail).
+	Log io.Writer
+	// HTTPClient downloads artifacts; nil uses a plain client (each download has a timeout).
+	HTTPClient *http.Client
+
+	// AfterStep is a test seam: called after each successful step (from the goroutine of the
+	// step's lane), an error fails `up` there.
+	AfterStep func(name string) error
+}
+
+// Plan is UpOptions resolved and validated: every name `up` will use is decided here, and every
+// flag and path checked, before the first mutation and before any download (k3d's "validate
+// the whole plan first"). Resolving reads local files (the pin file, the archive's presence)
+// but contacts nothing.
+type Plan struct {
+	StateDir        string             `json:"stateDirectory"`
+	ClusterProvider string             `json:"clusterProvider"`
+	Kubeconfig      string             `json:"kubeconfig,omitempty"`
+	Context         string             `json:"context,omitempty"`
+	ControlPlane    ControlPlane       `json:"controlPlane"`
+	Namespace       string             `json:"namespace"`
+	ServiceType     corev1.ServiceType `json:"gatewayServiceType"`
+	NodePort        int32              `json:"gatewayNodePort,omitempty"`
+	PinFile         string             `json:"pinFile,omitempty"`
+	Pins            string             `json:"pins"`
+	ArchiveFile     string             `json:"openshellArchive,omitempty"`
+	CacheDir        string             `json:"cacheDirectory"`
+	GatewayEndpoint string             `json:"gatewayHealthEndpoint,omitempty"`
+	StartupTimeout  time.Duration      `json:"-"`
+
+	provider cluster.Provider
+	pins     *pins.Set
+}
+
+// planJSON is Plan as documents show it: the startup timeout as a duration ("10m0s"), not as
+// nanoseconds.
+type planJSON struct {
+	plan
+	StartupTimeout string `json:"startupTimeout"`
+}
+
+type plan Plan
+
+// MarshalJSON writes the startup timeout as a duration string.
+func (p Plan) MarshalJSON() ([]byte, error) {
+	return json.Marshal(planJSON{plan: plan(p), StartupTimeout: p.StartupTimeout.String()})
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote.
+func (p *Plan) UnmarshalJSON(data []byte) error {
+	var v planJSON
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	d, err := time.ParseDuration(v.StartupTimeout)
+	if err != nil {
+		return fmt.Errorf("startupTimeout %q: %w", v.StartupTimeout, err)
+	}
+	*p = Plan(v.plan)
+	p.StartupTimeout = d
+	return nil
+}
+
+// resolvePlan checks every option and fills the defaults. It reads the environment for default
+// directories and the pin file, and contacts nothing.
+func resolvePlan(o UpOptions) (*Plan, error) {
+	p := &Plan{
+		Kubeconfig:  o.Kubeconfig,
+		Context:     o.Context,
+		PinFile:     o.PinFile,
+		ArchiveFile: o.ArchiveFile,
+	}
+	name := o.ClusterProvider
+	if name == "" {
+		name = ProviderExisting
+	}
+	prov, ok := providers()[name]
+	if !ok {
+		return nil, &OptionError{Option: "--cluster-provider (OCC_DEVELOPMENT_CLUSTER_PROVIDER)", Value: name,
+			Rule: "is not a supported cluster provider", Fix: "use one of: " + strings.Join(SupportedProviders(), ", ")}
+	}
+	p.provider, p.ClusterProvider = prov, name
+
+	switch o.ControlPlane {
+	case "", ControlPlaneCompose:
+		p.ControlPlane, p.ServiceType, p.NodePort, p.Namespace = ControlPlaneCompose, corev1.ServiceTypeNodePort, platform.GatewayNodePort, "openshell-system"
+	case ControlPlaneKubernetes:
+		p.ControlPlane, p.ServiceType, p.Namespace = ControlPlaneKubernetes, corev1.ServiceTypeClusterIP, "oce-system"
+	default:
+		return nil, &OptionError{Option: "--control-plane (OCC_DEVELOPMENT_CONTROL_PLANE)", Value: string(o.ControlPlane),
+			Rule: "is not supported", Fix: "use compose or kubernetes"}
+	}
+	if o.Namespace != "" {
+		if errs := validation.IsDNS1123Label(o.Namespace); len(errs) > 0 {
+			return nil, &OptionError{Option: "-n/--namespace (OCC_DEVELOPMENT_KUBERNETES_NAMESPACE)", Value: o.Namespace,
+				Rule: "is not a valid namespace name (" + strings.Join(errs, "; ") + ")", Fix: "use lower-case letters, digits and '-', at most 63 characters"}
+		}
+		p.Namespace = o.Namespace
+	}
+
+	switch {
+	case o.StartupTimeout == 0:
+		p.StartupTimeout = defaultStartupTimeout
+	case o.StartupTimeout < time.Second || o.StartupTimeout > maxStartupTimeout:
+		return nil, &OptionError{Option: "--startup-timeout (OCC_DEVELOPMENT_STARTUP_TIMEOUT_SECONDS)", Value: o.StartupTimeout.String(),
+			Rule: "must be between 1s and 24h", Fix: "pass a duration such as 10m"}
+	default:
+		p.StartupTimeout = o.StartupTimeout
+	}
+
+	var err error
+	if p.GatewayEndpoint, err = checkGatewayEndpoint(o.GatewayEndpoint); err != nil {
+		return nil, err
+	}
+	if p.StateDir, err = state.ResolveDir(o.StateDir); err != nil {
+		return nil, err
+	}
+	if err := state.CheckPath(p.StateDir); err != nil {
+		return nil, err
+	}
+	if p.CacheDir = o.CacheDir; p.CacheDir == "" {
+		if p.CacheDir, err = artifacts.DefaultCacheDir(); err != nil {
+			return nil, err
+		}
+	}
+	if p.pins, err = resolvePins(o.PinFile); err != nil {
+		return nil, err
+	}
+	p.Pins = p.pins.Source
+	if o.ArchiveFile != "" {
+		if err := checkRegularFile(o.ArchiveFile); err != nil {
+			return nil, &OptionError{Option: "--openshell-archive (OCC_DEVELOPMENT_OPENSHELL_ARCHIVE)", Value: o.ArchiveFile,
+				Rule: err.Error(), Fix: "name a local copy of the pinned archive, or leave it unset to download it"}
+		}
+	}
+	return p, nil
+}
+
+// resolvePins loads the pin file (or the embedded pins). A pin file that is missing or invalid
+// is a bad setting: the dry run reports it, and `up` refuses it before doing anything.
+func resolvePins(path string) (*pins.Set, error) {
+	if path == "" {
+		return pins.Default()
+	}
+	const opt = "--pin-file (OCC_DEVELOPMENT_PIN_FILE)"
+	if err := checkRegularFile(path); err != nil {
+		return nil, &OptionError{Option: opt, Value: path, Rule: err.Error(), Fix: "name a pin file, or leave it unset to use the pins built into occ"}
+	}
+	set, err := pins.Load(path)
+	if err != nil {
+		return nil, &OptionError{Option: opt, Value: path, Rule: "is not a valid pin file", Fix: err.Error()}
+	}
+	return set, nil
+}
+
+func checkRegularFile(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return errors.New("does not exist")
+	case err != nil:
+		return fmt.Errorf("cannot be read (%v)", err)
+	case !fi.Mode().IsRegular():
+		return errors.New("is not a regular file")
+	}
+	return nil
+}
+
+// checkGatewayEndpoint applies the gateway client's own endpoint rule (one definition) to
+// --gateway-endpoint, with the development profile's plaintext transport. An endpoint with user
+// info is refused first, and shown redacted, so no message ever repeats a password.
+func checkGatewayEndpoint(raw string) (string, error) {
+	if raw == "" {
+		return "", nil
+	}
+	const opt = "--gateway-endpoint (OCC_DEVELOPMENT_GATEWAY_ENDPOINT)"
+	if redacted, ok := redactUserInfo(raw); ok {
+		return "", &OptionError{Option: opt, Value: redacted, Rule: "must not carry credentials",
+			Fix: "pass host:port or an http(s) origin without user info"}
+	}
+	err := gateway.Config{Endpoint: raw, InsecureTransport: gateway.InsecureTransportNetworkPolicy}.Validate()
+	if err != nil {
+		rule := err.Error()
+		var ce *gateway.ConfigError
+		if errors.As(err, &ce) {
+			rule = ce.Rule
+		}
+		return "", &OptionError{Option: opt, Value: raw, Rule: rule,
+			Fix: "pass host:port or an http(s) origin where the Gateway answers, or leave it unset for a port-forward"}
+	}
+	return raw, nil
+}
+
+// redactUserInfo replaces the user info of an endpoint (everything before the last "@" of its
+// authority) with "xxxxx", and reports whether there was any. It does not parse the URL, so it
+// also catches what url.Parse refuses.
+func redactUserInfo(raw string) (string, bool) {
+	scheme, rest := "", raw
+	if i := strings.Index(raw, "://"); i >= 0 {
+		scheme, rest = raw[:i+3], raw[i+3:]
+	}
+	authority, path := rest, ""
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		authority, path = rest[:i], rest[i:]
+	}
+	at := strings.LastIndex(authority, "@")
+	if at < 0 {
+		return raw, false
+	}
+	return scheme + "xxxxx" + authority[at:] + path, true
+}

@@ -1,0 +1,148 @@
+package occdev
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/openclaw/occ/internal/occdev/platform"
+	"github.com/openclaw/occ/internal/occdev/state"
+	"github.com/openclaw/occ/internal/progress"
+)
+
+// The platform steps hand the platform layer its own inputs: the recording connection from
+// the cluster lane, the artifacts from the artifacts lane, and the plan's names.
+
+func describeNamespace(p *Plan) Description { return creates("Namespace " + p.Namespace) }
+
+func ensurePlatformNamespace(ctx context.Context, r *run, _ progress.Reporter) error {
+	return platform.EnsureNamespace(ctx, r.conn, r.plan.Namespace)
+}
+
+func describeRuntimeClass(*Plan) Description {
+	return creates("RuntimeClass " + RuntimeClassName + " (handler " + platform.RuntimeClassHandler + ")")
+}
+
+func ensureRuntimeClass(ctx context.Context, r *run, _ progress.Reporter) error {
+	return platform.EnsureRuntimeClass(ctx, r.conn)
+}
+
+func describeAgentSandbox(p *Plan) Description {
+	return creates("the objects of the pinned Agent Sandbox " + p.pins.AgentSandbox.Version + " manifest (verified against its sha256; CRDs, namespace, controller)")
+}
+
+func applyAgentSandbox(ctx context.Context, r *run, _ progress.Reporter) error {
+	return platform.ApplyAgentSandbox(ctx, r.conn, r.agentSandbox, r.plan.StartupTimeout)
+}
+
+func describeJWTSecret(p *Plan) Description {
+	return creates("Secret " + p.Namespace + "/" + GatewayJWTSecretName + " (a new ed25519 key; never printed or stored in the state)")
+}
+
+func ensureJWTSecret(ctx context.Context, r *run, _ progress.Reporter) error {
+	return platform.EnsureJWTSecret(ctx, r.conn, r.plan.Namespace)
+}
+
+func describeGateway(p *Plan) Description {
+	svc := "Service " + p.Namespace + "/" + GatewayServiceName + " of type ClusterIP"
+	if p.ServiceType == corev1.ServiceTypeNodePort {
+		svc = fmt.Sprintf("Service %s/%s of type NodePort on port %d", p.Namespace, GatewayServiceName, p.NodePort)
+	}
+	imgs := p.pins.OpenShell.Images
+	return creates(
+		"Helm release "+p.Namespace+"/"+GatewayRelease+" (Helm SDK; OpenShell "+p.pins.OpenShell.Version+" images by digest: "+
+			imgs.Gateway.DigestReference()+", "+imgs.Sandbox.DigestReference()+", "+imgs.Supervisor.DigestReference()+")",
+		svc,
+	)
+}
+
+// installGateway installs the pinned Gateway chart. A cluster occ did not create pulls the
+// pinned images itself, by digest.
+func installGateway(ctx context.Context, r *run, _ progress.Reporter) error {
+	gw, err := platform.InstallGateway(ctx, r.conn, platform.GatewayInstall{
+		Namespace:   r.plan.Namespace,
+		Chart:       r.charts.Gateway,
+		Images:      r.plan.pins.OpenShell.Images,
+		ServiceType: r.plan.ServiceType,
+		NodePort:    r.plan.NodePort,
+		PullPolicy:  corev1.PullIfNotPresent,
+		Recorder:    r.state,
+		Timeout:     r.plan.StartupTimeout,
+	})
+	if err != nil {
+		return err
+	}
+	r.gateway = gw
+	return nil
+}
+
+func describePolicies(p *Plan) Description {
+	return creates(platform.DescribeDevelopmentPolicies(p.Namespace)...)
+}
+
+func applyDevelopmentPolicies(ctx context.Context, r *run, _ progress.Reporter) error {
+	return platform.ApplyDevelopmentPolicies(ctx, r.conn, r.plan.Namespace)
+}
+
+func describeWait(p *Plan) Description {
+	return note(fmt.Sprintf("nothing created; waits by watch up to %s per workload", p.StartupTimeout))
+}
+
+// waitForPlatform waits until the Agent Sandbox controller and the Gateway workloads report
+// every replica ready.
+func waitForPlatform(ctx context.Context, r *run, _ progress.Reporter) error {
+	workloads, err := platform.PlatformWorkloads(r.agentSandbox, r.gateway, r.plan.Namespace)
+	if err != nil {
+		return err
+	}
+	return platform.WaitForWorkloads(ctx, r.conn.Kube, workloads, r.plan.StartupTimeout)
+}
+
+func describeHealth(p *Plan) Description {
+	if p.GatewayEndpoint != "" {
+		return note("nothing created; calls Health at " + p.GatewayEndpoint)
+	}
+	return note("nothing created; calls Health through a port-forward to a Gateway Pod")
+}
+
+func checkGatewayHealth(ctx context.Context, r *run, _ progress.Reporter) error {
+	return platform.CheckGatewayHealth(ctx, r.conn, platform.HealthCheck{
+		Endpoint: r.plan.GatewayEndpoint, Namespace: r.plan.Namespace, Timeout: r.plan.StartupTimeout,
+	})
+}
+
+func describeInstallation(p *Plan) Description {
+	return creates("file " + p.StateDir + "/" + InstallationFileName + " (validated by the Sandbox Driver's rules)")
+}
+
+// writeInstallation builds the Installation, validates it with the driver's rules, writes it
+// into the state directory and records where it is.
+func writeInstallation(ctx context.Context, r *run, _ progress.Reporter) error {
+	node := ""
+	if r.plan.ControlPlane == ControlPlaneCompose {
+		var err error
+		if node, err = r.plan.provider.NodeAddress(ctx, r.conn.Access); err != nil {
+			return err
+		}
+	}
+	endpoint := platform.InstallationEndpoint(r.plan.ControlPlane, r.plan.Namespace, node, r.plan.NodePort)
+	path := r.state.File(InstallationFileName)
+	err := platform.WriteInstallation(path, platform.InstallationInput{
+		ClusterName:        r.conn.Access.Name,
+		Context:            r.conn.Access.Context,
+		ControlPlane:       r.plan.ControlPlane,
+		Namespace:          r.plan.Namespace,
+		GatewayEndpoint:    endpoint,
+		GatewayClusterIP:   r.gateway.ClusterIP,
+		WorkspaceResources: r.workspaceResources,
+	})
+	if err != nil {
+		return err
+	}
+	if err := r.state.Update(func(s *state.State) { s.InstallationPath = path; s.GatewayEndpoint = endpoint }); err != nil {
+		return fmt.Errorf("record the Installation in the state: %w", err)
+	}
+	r.installationPath, r.gatewayEndpoint = path, endpoint
+	return nil
+}
