@@ -58,9 +58,9 @@ func runScript(t *testing.T, script string, env map[string]string, path string, 
 	return 0, stderr.String()
 }
 
-// A developer runs scripts/dev-up with each combination of the three driver variables: valid
-// ones reach `occ dev up` with the arguments intact, invalid ones stop with the reference's
-// message and exit 2 before occ runs.
+// A developer runs scripts/dev-up with each combination of the three driver variables, and
+// with none of them: the defaults and the valid ones reach `occ dev up` with the arguments
+// intact, explicit invalid ones stop with the reference's message and exit 2 before occ runs.
 func TestDevUpScriptValidatesTheDriverCombination(t *testing.T) {
 	const sysPath = "/usr/bin:/bin"
 	cases := []struct {
@@ -69,20 +69,23 @@ func TestDevUpScriptValidatesTheDriverCombination(t *testing.T) {
 		code    int
 		message string
 	}{
-		{name: "defaults are not an occ dev up profile yet", env: nil, code: 2,
-			message: "dev-up: configuration failed: occ dev up supports only OCC_DEVELOPMENT_COMPUTE_DRIVER=kubernetes with OCC_DEVELOPMENT_SANDBOX_DRIVER=openshell (got docker with none); set both"},
+		{name: "defaults are the supported combination", env: nil},
 		{name: "kubernetes with openshell", env: map[string]string{"OCC_DEVELOPMENT_COMPUTE_DRIVER": "kubernetes", "OCC_DEVELOPMENT_SANDBOX_DRIVER": "openshell"}},
 		{name: "kubernetes-only control plane", env: map[string]string{"OCC_DEVELOPMENT_COMPUTE_DRIVER": "kubernetes", "OCC_DEVELOPMENT_SANDBOX_DRIVER": "openshell", "OCC_DEVELOPMENT_CONTROL_PLANE": "kubernetes"}},
 		{name: "compose control plane", env: map[string]string{"OCC_DEVELOPMENT_COMPUTE_DRIVER": "kubernetes", "OCC_DEVELOPMENT_SANDBOX_DRIVER": "openshell", "OCC_DEVELOPMENT_CONTROL_PLANE": "compose"}},
-		{name: "kubernetes compute without a sandbox", env: map[string]string{"OCC_DEVELOPMENT_COMPUTE_DRIVER": "kubernetes"}, code: 2,
+		{name: "kubernetes compute alone gets the openshell sandbox", env: map[string]string{"OCC_DEVELOPMENT_COMPUTE_DRIVER": "kubernetes"}},
+		{name: "openshell alone gets kubernetes compute", env: map[string]string{"OCC_DEVELOPMENT_SANDBOX_DRIVER": "openshell"}},
+		{name: "kubernetes compute without a sandbox", env: map[string]string{"OCC_DEVELOPMENT_COMPUTE_DRIVER": "kubernetes", "OCC_DEVELOPMENT_SANDBOX_DRIVER": "none"}, code: 2,
 			message: "dev-up: configuration failed: occ dev up supports only OCC_DEVELOPMENT_COMPUTE_DRIVER=kubernetes with OCC_DEVELOPMENT_SANDBOX_DRIVER=openshell (got kubernetes with none); set both"},
+		{name: "docker compute alone", env: map[string]string{"OCC_DEVELOPMENT_COMPUTE_DRIVER": "docker"}, code: 2,
+			message: "dev-up: configuration failed: occ dev up supports only OCC_DEVELOPMENT_COMPUTE_DRIVER=kubernetes with OCC_DEVELOPMENT_SANDBOX_DRIVER=openshell (got docker with none); set both"},
 		{name: "unknown sandbox driver", env: map[string]string{"OCC_DEVELOPMENT_SANDBOX_DRIVER": "gvisor"}, code: 2,
 			message: "dev-up: configuration failed: OCC_DEVELOPMENT_SANDBOX_DRIVER must be none or openshell"},
 		{name: "unknown control plane", env: map[string]string{"OCC_DEVELOPMENT_CONTROL_PLANE": "swarm"}, code: 2,
 			message: "dev-up: configuration failed: OCC_DEVELOPMENT_CONTROL_PLANE must be compose or kubernetes"},
 		{name: "unknown compute driver", env: map[string]string{"OCC_DEVELOPMENT_COMPUTE_DRIVER": "nomad"}, code: 2,
 			message: "dev-up: configuration failed: OCC_DEVELOPMENT_COMPUTE_DRIVER must be docker or kubernetes"},
-		{name: "openshell on docker compute", env: map[string]string{"OCC_DEVELOPMENT_SANDBOX_DRIVER": "openshell"}, code: 2,
+		{name: "openshell on docker compute", env: map[string]string{"OCC_DEVELOPMENT_COMPUTE_DRIVER": "docker", "OCC_DEVELOPMENT_SANDBOX_DRIVER": "openshell"}, code: 2,
 			message: "dev-up: configuration failed: OCC_DEVELOPMENT_SANDBOX_DRIVER=openshell requires OCC_DEVELOPMENT_COMPUTE_DRIVER=kubernetes"},
 		{name: "kubernetes control plane on docker compute", env: map[string]string{"OCC_DEVELOPMENT_COMPUTE_DRIVER": "docker", "OCC_DEVELOPMENT_CONTROL_PLANE": "kubernetes"}, code: 2,
 			message: "dev-up: configuration failed: OCC_DEVELOPMENT_CONTROL_PLANE=kubernetes requires Kubernetes Compute"},
