@@ -45,6 +45,10 @@ type Request struct {
 	// own kubeconfig is never written.
 	KubeconfigFile          string
 	ContainerKubeconfigFile string
+	// Engine is the Docker engine endpoint (unix:///…) recorded in the state, which a provider
+	// that runs its cluster in containers must use (and `down` will use again); empty for a
+	// provider that needs no engine.
+	Engine string
 	// Pins are the resolved pins (the k3s node image).
 	Pins *pins.Set
 	// Owner is the state's ownership label value, for the labels on what the provider creates.
