@@ -12,6 +12,7 @@ import (
 
 	"github.com/openclaw/occ/internal/occdev"
 	"github.com/openclaw/occ/internal/occdev/occdevtest"
+	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/testbed"
 )
 
@@ -211,5 +212,30 @@ func TestDevStatusOfStoppedClusterExitsNonZero(t *testing.T) {
 	}
 	if code, _, errOut := run(t, "dev", "down", "--state-dir", b.StateDir); code != 0 {
 		t.Fatalf("down: exit %d, %s", code, errOut)
+	}
+}
+
+// The developer previews `up` on a state directory that already records an environment: the
+// dry run says `up` would refuse it and names the down command, and leaves the record as it was.
+func TestDevUpDryRunReportsARecordedEnvironment(t *testing.T) {
+	dir := isolateDev(t)
+	stateDir := filepath.Join(dir, "dev-state")
+	d, err := state.Create(stateDir, state.State{Profile: "kubernetes", Cluster: state.Cluster{Provider: "existing"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(filepath.Join(stateDir, state.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := run(t, "dev", "up", "--dry-run", "--state-dir", stateDir, "--kubeconfig", testbed.Kubeconfig(t))
+	if code != 1 || !strings.Contains(out, stateDir+" already records a development environment") || !strings.Contains(out, "dev down --state-dir "+stateDir) {
+		t.Fatalf("dry run over a recorded environment: exit %d\n%s", code, out)
+	}
+	if after, err := os.ReadFile(filepath.Join(stateDir, state.FileName)); err != nil || string(after) != string(before) {
+		t.Fatalf("the dry run changed the record: %v", err)
 	}
 }

@@ -49,9 +49,9 @@
 // Every record carries a state.Type. To record a new kind of thing: add the Type and its field
 // rules in state/object.go, give the layer that creates it a state.Remover (Remove only what
 // is still exactly this state's; Inspect never fails, reporting Unknown with the cause), and
-// register it in removers(), built from the recorded state alone, for example
+// register it in removers() (removers.go), built from the recorded state alone, for example
 //
-//	state.TypeK3dCluster: k3d.Remover(st.Cluster, st.Engine),
+//	state.TypeK3dCluster: k3d.Remover(r.st.Cluster, r.docker),
 //
 // `down`, the rollback and `status` then handle it with no other change; a record whose type
 // has no remover is kept, never skipped.

@@ -1,6 +1,13 @@
 package occdev
 
-import "github.com/openclaw/occ/internal/progress"
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/openclaw/occ/internal/occdev/state"
+	"github.com/openclaw/occ/internal/progress"
+)
 
 // PlannedStep is one step of a dry run: what it would create, or the lanes it would run side
 // by side.
@@ -52,6 +59,13 @@ func PlanUp(opts UpOptions) (*DryRun, error) {
 	}
 	dr := &DryRun{Plan: p, Steps: planSteps(p, upSteps(p)), Problems: []string{}}
 	if err := p.provider.Check(clusterRequest(p, nil, nil, progress.Reporter{})); err != nil {
+		dr.Problems = append(dr.Problems, err.Error())
+	}
+	// `up` refuses a directory that already records an environment; say so now.
+	if st, err := state.Read(p.StateDir); err == nil {
+		dr.Problems = append(dr.Problems, fmt.Sprintf("%s already records a development environment (created %s): run %s first, or choose another --state-dir",
+			p.StateDir, st.CreatedAt.Format(time.RFC3339), DownCommand(opts.OCCCommand, p.StateDir)))
+	} else if !errors.Is(err, state.ErrNotExist) {
 		dr.Problems = append(dr.Problems, err.Error())
 	}
 	return dr, nil

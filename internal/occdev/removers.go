@@ -11,20 +11,28 @@ import (
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
-// removers is the registry `down`, rollback and `status` use: one Remover per recorded type,
-// built from the recorded state alone (the recorded cluster access and owner; later layers the
-// recorded engine endpoint), never from the environment `down` runs in. Connections are made
-// lazily, on the first record that needs them, and shared by all records of the cluster.
-//
+// recorded holds the connections to what a state records, each made from the record alone (the
+// recorded cluster access and owner; later the recorded engine endpoint), never from the
+// environment `down` runs in. They are made lazily, on the first record that needs one, and
+// shared by every record and by status.
+type recorded struct {
+	st   state.State
+	kube func(context.Context) (*kubeobj.Conn, error)
+}
+
+func connectRecorded(st state.State) *recorded {
+	return &recorded{st: st, kube: kubeobj.Recorded(st.Cluster, st.Owner())}
+}
+
+// removers is the registry `down`, rollback and `status` use: one Remover per recorded type.
 // Registering a new type is one line here plus its Remover in the layer that creates it, for
 // example
 //
-//	state.TypeK3dCluster: k3d.Remover(st.Cluster, engine),
-func removers(st state.State) state.Removers {
-	kube := kubeobj.Recorded(st.Cluster, st.Owner())
+//	state.TypeK3dCluster: k3d.Remover(r.st.Cluster, r.docker),
+func (r *recorded) removers() state.Removers {
 	return state.Removers{
-		state.TypeKubernetes:  kubeobj.Remover(kube),
-		state.TypeHelmRelease: helmrelease.Remover(kube),
+		state.TypeKubernetes:  kubeobj.Remover(r.kube),
+		state.TypeHelmRelease: helmrelease.Remover(r.kube),
 	}
 }
 
@@ -35,7 +43,7 @@ func removers(st state.State) state.Removers {
 func cleanup(ctx context.Context, d *state.Dir, log io.Writer) (*DownResult, error) {
 	st := d.State()
 	res := &DownResult{StateDirectory: d.Path(), Removed: []string{}, LeftAlone: []string{}}
-	reg := removers(st)
+	reg := connectRecorded(st).removers()
 	var errs []error
 	seen := map[string]bool{}
 	for i := len(st.Objects) - 1; i >= 0; i-- {

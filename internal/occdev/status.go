@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/openclaw/occ/internal/occdev/kubeobj"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -79,14 +78,15 @@ func GetStatus(ctx context.Context, opts StatusOptions) (*Status, error) {
 		StateDirectory: dir, Recorded: true, Profile: st.Profile, Cluster: &cl, Namespace: st.PlatformNamespace,
 		GatewayEndpoint: st.GatewayEndpoint, Installation: st.InstallationPath, Objects: []ObjectStatus{},
 	}
+	rec := connectRecorded(st)
 	if st.Cluster.Kubeconfig == "" {
 		out.Problem = "no cluster recorded yet: occ dev up stopped before connecting to one"
-	} else if _, err := kubeobj.Recorded(st.Cluster, st.Owner())(ctx); err != nil {
+	} else if _, err := rec.kube(ctx); err != nil {
 		out.Problem = err.Error()
 	} else {
 		out.Reachable = true
 	}
-	reg := removers(st)
+	reg := rec.removers()
 	for _, o := range st.Objects {
 		in := reg.Inspect(ctx, o)
 		out.Objects = append(out.Objects, ObjectStatus{

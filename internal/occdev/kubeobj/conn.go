@@ -8,8 +8,10 @@ package kubeobj
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
@@ -22,6 +24,9 @@ import (
 	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
+
+// identityTimeout bounds the identity check of a recorded connection.
+const identityTimeout = 20 * time.Second
 
 // Conn is a connection to a recorded cluster, acting for one development state.
 type Conn struct {
@@ -125,7 +130,13 @@ func Recorded(access cluster.Access, owner string) func(context.Context) (*Conn,
 		}
 		conn, err = Connect(access, Options{Owner: owner})
 		if err == nil {
-			err = conn.VerifyIdentity(ctx)
+			// A cluster that is gone (a blackholed address) must not hang status or down.
+			vctx, cancel := context.WithTimeout(ctx, identityTimeout)
+			err = conn.VerifyIdentity(vctx)
+			if errors.Is(vctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+				err = fmt.Errorf("the cluster of context %q (%s) did not answer within %s: %w", access.Context, access.Server, identityTimeout, err)
+			}
+			cancel()
 		}
 		if err != nil {
 			conn = nil
