@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/openclaw/occ/internal/occdev"
 	"github.com/openclaw/occ/internal/occdev/occdevtest"
@@ -195,7 +197,16 @@ func BenchmarkDryRun(b *testing.B) {
 	b.Setenv("XDG_CONFIG_HOME", dir)
 	b.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
 	b.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
-	args := []string{"dev", "up", "--dry-run", "--state-dir", filepath.Join(dir, "dev")}
+	// The dry run reads the kubeconfig (a missing one is a reported problem); it contacts nothing.
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["dev"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:6443"}
+	cfg.Contexts["dev"] = &clientcmdapi.Context{Cluster: "dev"}
+	cfg.CurrentContext = "dev"
+	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
+		b.Fatal(err)
+	}
+	args := []string{"dev", "up", "--dry-run", "--state-dir", filepath.Join(dir, "dev"), "--kubeconfig", kubeconfig}
 	b.ReportAllocs()
 	for b.Loop() {
 		var out, errOut bytes.Buffer
