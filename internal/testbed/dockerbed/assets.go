@@ -143,7 +143,7 @@ func buildStandin() (string, error) {
 	}
 	dir := filepath.Join(cacheDir(), "standin")
 	out := filepath.Join(dir, "k3sstandin-"+hex.EncodeToString(h.Sum(nil))[:16])
-	if _, err := os.Stat(out); err == nil {
+	if touch(out) {
 		return out, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {

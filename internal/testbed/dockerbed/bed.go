@@ -178,6 +178,14 @@ var pruneOnce sync.Once
 // (an image a container still uses is refused by the engine and kept). EnsureImage touches a
 // tarball each time it is used, so its modification time says when it was last needed.
 func (e *Engine) pruneStale(ctx context.Context, maxAge time.Duration) {
+	// Stand-in binaries are touched when used, like tarballs.
+	if bins, err := filepath.Glob(filepath.Join(cacheDir(), "standin", "k3sstandin-*")); err == nil {
+		for _, b := range bins {
+			if info, err := os.Stat(b); err == nil && time.Since(info.ModTime()) > maxAge {
+				_ = os.Remove(b)
+			}
+		}
+	}
 	dir := filepath.Join(cacheDir(), "images")
 	entries, err := os.ReadDir(dir)
 	if err != nil {

@@ -648,4 +648,3 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
-
