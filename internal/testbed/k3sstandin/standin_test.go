@@ -131,3 +131,41 @@ func TestPlayedPodStatus(t *testing.T) {
 		t.Errorf("absent image, pull IfNotPresent: %+v", s)
 	}
 }
+
+// Clients reach the apiserver by loopback (k3d's kubeconfig), by the node's name on the Docker
+// network (a container kubeconfig), by the load balancer's name and by the in-cluster service;
+// every one of them must be in the serving certificate.
+func TestServingCertificateNames(t *testing.T) {
+	c := &serverConfig{nodeName: "k3d-x-server-0", serviceCIDR: "10.43.0.0/16", clusterDomain: "cluster.local",
+		tlsSANs: []string{"127.0.0.1", "k3d-x-serverlb", "0.0.0.0"}}
+	dns, ips, err := servingNames(c, net.ParseIP("172.18.0.2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"k3d-x-server-0", "k3d-x-serverlb", "kubernetes.default.svc.cluster.local", "localhost"} {
+		if !contains(dns, want) {
+			t.Errorf("DNS SANs %v lack %s", dns, want)
+		}
+	}
+	var got []string
+	for _, ip := range ips {
+		got = append(got, ip.String())
+	}
+	for _, want := range []string{"127.0.0.1", "172.18.0.2", "10.43.0.1"} {
+		if !contains(got, want) {
+			t.Errorf("IP SANs %v lack %s", got, want)
+		}
+	}
+	if contains(got, "0.0.0.0") {
+		t.Errorf("IP SANs %v include the unspecified address k3d passes as its default API host", got)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
