@@ -204,9 +204,7 @@ func TestK3dClusterLifecycleOnTheBed(t *testing.T) {
 		}
 		t.Cleanup(func() { e.Forget(c.tag) })
 		start := time.Now()
-		if err := k3dclient.ImageImportIntoClusterMulti(ctx, runtimes.Docker, []string{c.tag}, cluster, k3d.ImageImportOpts{Mode: c.mode}); err != nil {
-			t.Fatalf("k3d image import (%s): %v", c.mode, err)
-		}
+		importUntilPresent(ctx, t, e, server.ID, cluster, c.tag, c.mode)
 		t.Logf("ImageImportIntoClusterMulti (%s): %s", c.mode, time.Since(start).Round(time.Millisecond))
 	}
 
@@ -458,6 +456,33 @@ func runCluster(ctx context.Context, t testing.TB, simple v1alpha5.SimpleConfig)
 		t.Fatal(err)
 	}
 	return rc
+}
+
+// importUntilPresent imports tag with k3d and checks that the node's containerd lists it,
+// retrying twice. k3d's exec wait (pkg/runtimes/docker/node.go executeInNode) inspects the exec
+// right after attaching, before the engine has marked it running, so it can report an exec as
+// finished with exit code 0 before it ran: a tools-node import then runs `ctr image import` on a
+// tarball that save-image has not written yet, and only logs the failure; a direct import can
+// close ctr's stdin early. Seen on these loaded machines; a provider must verify and retry too.
+func importUntilPresent(ctx context.Context, t testing.TB, e *dockerbed.Engine, node string, cluster *k3d.Cluster, tag string, mode k3d.ImportMode) {
+	t.Helper()
+	want := "docker.io/" + tag
+	for attempt := 1; ; attempt++ {
+		if err := k3dclient.ImageImportIntoClusterMulti(ctx, runtimes.Docker, []string{tag}, cluster, k3d.ImageImportOpts{Mode: mode}); err != nil {
+			t.Fatalf("k3d image import (%s): %v", mode, err)
+		}
+		list, err := e.Exec(ctx, node, true, "ctr", "-n", "k8s.io", "images", "ls", "-q")
+		if err != nil || list.ExitCode != 0 {
+			t.Fatalf("ctr images ls: %v %s", err, list.Stderr)
+		}
+		if contains(strings.Fields(list.Stdout), want) {
+			return
+		}
+		if attempt == 3 {
+			t.Fatalf("k3d reported the %s import of %s done %d times, but the node's containerd does not list it:\n%s", mode, tag, attempt, list.Stdout)
+		}
+		t.Logf("k3d reported the %s import of %s done, but the node does not list it (k3d's exec race); importing again", mode, tag)
+	}
 }
 
 func freePort(t testing.TB) int {
