@@ -26,6 +26,15 @@ type CredentialGateway interface {
 	AttachmentStatus(ctx context.Context, nctx NamespaceContext, ref SandboxResourceRef, attachments []CredentialAttachment) ([]AttachmentStatus, error)
 }
 
+// SourceChecker is implemented by a Credential Gateway that can tell, with no I/O, whether it
+// would attach a credential source for a Namespace: the source must be held by this gateway and
+// belong to the Namespace. Compute asks before its first mutation (and `occ sandbox render`
+// asks offline), so a source another Credential Gateway holds is refused before a namespace is
+// made instead of at the attach step.
+type SourceChecker interface {
+	CheckSource(ns Namespace, source CredentialSource) error
+}
+
 // AttachmentState is the observed state of one credential attachment in a Sandbox.
 type AttachmentState string
 

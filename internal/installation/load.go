@@ -3,6 +3,8 @@ package installation
 import (
 	"fmt"
 	"os"
+
+	"github.com/openclaw/occ/internal/strictyaml"
 )
 
 // Load reads, decodes and validates the Installation at path. It returns every problem found,
@@ -16,7 +18,8 @@ func Load(path string) (*Installation, error) {
 	return Parse(data)
 }
 
-// Parse decodes and validates an Installation held in memory, like Load.
+// Parse decodes and validates an Installation held in memory, like Load. Its problems are in
+// document order, decode and validation problems together.
 func Parse(data []byte) (*Installation, error) {
 	in, err := Decode(data)
 	var problems Problems
@@ -27,7 +30,7 @@ func Parse(data []byte) (*Installation, error) {
 		problems = append(problems, in.Validate()...)
 	}
 	if len(problems) > 0 {
-		return nil, problems
+		return nil, Problems(strictyaml.Problems(problems).InDocumentOrder())
 	}
 	return in, nil
 }

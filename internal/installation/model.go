@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/openclaw/occ/internal/contract"
 )
 
 // Well-known identifiers and values of the Installation.
@@ -42,7 +44,7 @@ const (
 	AuthModeBearerTokenFile = "bearerTokenFile"
 
 	// ReservedNetworkPolicyName is the rule the Driver adds itself for workspace node enrollment.
-	ReservedNetworkPolicyName = "workspace-node-enrollment"
+	ReservedNetworkPolicyName = contract.ReservedNetworkPolicyName
 
 	// Defaults the Driver applies when a key is omitted.
 	DefaultSandboxNamePrefix = "sb"
@@ -68,6 +70,8 @@ type Installation struct {
 	// failed holds the YAML paths whose values could not be decoded, so Validate does not
 	// report a missing value on top of the decode problem that already names it.
 	failed map[string]bool
+	// source is the decoded document, from which Validate finds the line of each problem.
+	source *yaml.Node
 }
 
 // BackendEntry is one element of the `backend` list. An entry of type openshell is decoded

@@ -11,10 +11,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/openclaw/occ/internal/contract"
 )
 
-// workspaceKinds are the objects the openshell-workspace chart renders, the only ones
-// operatorWorkspaceResources accepts, with the typed form each must convert to exactly.
+// workspaceKinds are the typed forms of contract.WorkspaceResourceKinds, the objects the
+// openshell-workspace chart renders and the only ones operatorWorkspaceResources accepts; each
+// must convert to its typed form exactly.
 var workspaceKinds = map[schema.GroupVersionKind]func() any{
 	{Version: "v1", Kind: "ServiceAccount"}:                                  func() any { return &corev1.ServiceAccount{} },
 	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "Role"}:        func() any { return &rbacv1.Role{} },
@@ -50,7 +53,7 @@ var clusterScopedKinds = map[string][]string{
 
 // ownershipMetadata are the label and annotation keys the Driver injects; a rendered object
 // that already carries them would claim another Namespace's ownership.
-var ownershipMetadata = []string{"openclaw.dev/namespace", "openclaw.dev/namespace-id"}
+func ownershipMetadata() []string { return contract.OwnershipMetadataKeys() }
 
 // objects checks one list of Kubernetes objects. workspace selects the operatorWorkspaceResources
 // allowlist; otherwise any namespace-scoped object except a Secret is accepted. seen holds
@@ -75,7 +78,7 @@ func (v *validator) objects(listPath string, objs Resources, workspace bool, see
 			if workspace {
 				desc = "gateway.operatorWorkspaceResources"
 			}
-			v.add(objectProblem(p, id, fmt.Sprintf("%s[%d] must not contain OpenShell credential-bearing Secrets. %s", desc, i, rule)))
+			v.object(p, id, fmt.Sprintf("%s[%d] must not contain OpenShell credential-bearing Secrets. %s", desc, i, rule))
 			continue
 		}
 		if !v.objectShape(p, u, id, rule) {
@@ -83,21 +86,21 @@ func (v *validator) objects(listPath string, objs Resources, workspace bool, see
 		}
 		gv, err := schema.ParseGroupVersion(apiVersion)
 		if err != nil {
-			v.add(objectProblem(p+".apiVersion", id, "apiVersion must be group/version or version: "+err.Error()+". "+rule))
+			v.object(p+".apiVersion", id, "apiVersion must be group/version or version: "+err.Error()+". "+rule)
 			continue
 		}
 		gvk := gv.WithKind(kind)
 		if strings.HasSuffix(kind, "List") {
-			v.add(objectProblem(p+".kind", id, "a List would hide its items from these checks; list each object on its own. "+rule))
+			v.object(p+".kind", id, "a List would hide its items from these checks; list each object on its own. "+rule)
 			continue
 		}
 		if isClusterScoped(gvk) {
-			v.add(objectProblem(p+".kind", id, "a cluster-scoped object cannot be applied inside a tenant Namespace. "+rule))
+			v.object(p+".kind", id, "a cluster-scoped object cannot be applied inside a tenant Namespace. "+rule)
 			continue
 		}
 		if workspace {
-			if _, ok := workspaceKinds[gvk]; !ok {
-				v.add(objectProblem(p, id, fmt.Sprintf("gateway.operatorWorkspaceResources[%d] must be a workspace-chart ServiceAccount, Role, RoleBinding, or NetworkPolicy (v1, rbac.authorization.k8s.io/v1 or networking.k8s.io/v1). %s", i, rule)))
+			if !contract.IsWorkspaceResourceKind(gvk) {
+				v.object(p, id, fmt.Sprintf("gateway.operatorWorkspaceResources[%d] must be a workspace-chart ServiceAccount, Role, RoleBinding, or NetworkPolicy (v1, rbac.authorization.k8s.io/v1 or networking.k8s.io/v1). %s", i, rule))
 				continue
 			}
 		}
@@ -105,13 +108,13 @@ func (v *validator) objects(listPath string, objs Resources, workspace bool, see
 			// Built-in kinds are converted strictly, so a misspelled field in a rendered manifest
 			// is refused here instead of being dropped silently by the apiserver.
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, newTyped(), true); err != nil {
-				v.add(objectProblem(p, id, fmt.Sprintf("the %s does not match the Kubernetes %s schema: %s", kind, gvk.GroupVersion(), shownValue(err.Error()))))
+				v.object(p, id, fmt.Sprintf("the %s does not match the Kubernetes %s schema: %s", kind, gvk.GroupVersion(), shownValue(err.Error())))
 				continue
 			}
 		}
 		key := gvk.GroupKind().String() + "/" + name
 		if first, dup := seen[key]; dup {
-			v.add(objectProblem(p, id, fmt.Sprintf("%s is already listed at %s; server-side apply would make one overwrite the other. List each object once.", id, first)))
+			v.object(p, id, fmt.Sprintf("%s is already listed at %s; server-side apply would make one overwrite the other. List each object once.", id, first))
 			continue
 		}
 		seen[key] = p
@@ -124,37 +127,37 @@ func (v *validator) objectShape(p string, u *unstructured.Unstructured, id, rule
 	ok := true
 	for _, f := range []string{"apiVersion", "kind"} {
 		if s, isString := u.Object[f].(string); !isString || strings.TrimSpace(s) == "" {
-			v.add(objectProblem(p+"."+f, id, "a Kubernetes resource object needs a nonempty string "+f+". "+rule))
+			v.object(p+"."+f, id, "a Kubernetes resource object needs a nonempty string "+f+". "+rule)
 			ok = false
 		}
 	}
 	meta, isMap := u.Object["metadata"].(map[string]any)
 	if !isMap {
-		v.add(objectProblem(p+".metadata", id, "a Kubernetes resource object needs metadata with a name. "+rule))
+		v.object(p+".metadata", id, "a Kubernetes resource object needs metadata with a name. "+rule)
 		return false
 	}
 	name, isString := meta["name"].(string)
 	switch {
 	case !isString || strings.TrimSpace(name) == "":
-		v.add(objectProblem(p+".metadata.name", id, "a Kubernetes resource object needs a nonblank metadata.name. "+rule))
+		v.object(p+".metadata.name", id, "a Kubernetes resource object needs a nonblank metadata.name. "+rule)
 		ok = false
 	case len(validation.IsDNS1123Subdomain(name)) > 0 && len(pathSegmentProblems(name)) > 0:
-		v.add(objectProblem(p+".metadata.name", id, "metadata.name must be a valid Kubernetes object name. "+rule))
+		v.object(p+".metadata.name", id, "metadata.name must be a valid Kubernetes object name. "+rule)
 		ok = false
 	}
 	if ns, present := meta["namespace"]; present && ns != nil && ns != "" {
-		v.add(objectProblem(p+".metadata.namespace", id, "remove metadata.namespace: the Driver injects the Compute-owned tenant Namespace, and an object that names another Namespace is refused at apply. "+rule))
+		v.object(p+".metadata.namespace", id, "remove metadata.namespace: the Driver injects the Compute-owned tenant Namespace, and an object that names another Namespace is refused at apply. "+rule)
 		ok = false
 	}
 	if _, present := meta["generateName"]; present {
-		v.add(objectProblem(p+".metadata.generateName", id, "remove metadata.generateName: server-side apply needs a fixed metadata.name. "+rule))
+		v.object(p+".metadata.generateName", id, "remove metadata.generateName: server-side apply needs a fixed metadata.name. "+rule)
 		ok = false
 	}
 	for _, field := range []string{"labels", "annotations"} {
 		m, _ := meta[field].(map[string]any)
-		for _, k := range ownershipMetadata {
+		for _, k := range ownershipMetadata() {
 			if _, present := m[k]; present {
-				v.add(objectProblem(childPath(p+".metadata."+field, k), id, "remove this key: the Driver injects OCC ownership metadata for the tenant Namespace before server-side apply. "+rule))
+				v.object(childPath(p+".metadata."+field, k), id, "remove this key: the Driver injects OCC ownership metadata for the tenant Namespace before server-side apply. "+rule)
 				ok = false
 			}
 		}

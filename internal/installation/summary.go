@@ -3,6 +3,8 @@ package installation
 import (
 	"fmt"
 	"strings"
+
+	"github.com/openclaw/occ/internal/contract"
 )
 
 // Summary is what a valid Installation selects, in a form for one-line reports.
@@ -25,7 +27,9 @@ func (in *Installation) Summary() Summary {
 		s.Backend = b.ID
 		switch c := b.Configuration; {
 		case c.Endpoint != nil:
-			s.Endpoint = *c.Endpoint
+			// A valid endpoint has no credentials; redacting anyway keeps a Summary of an
+			// unvalidated model from ever printing one.
+			s.Endpoint = contract.RedactUserinfo(*c.Endpoint)
 		case c.ServiceName != nil:
 			s.Endpoint = "service " + *c.ServiceName
 		}

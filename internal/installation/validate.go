@@ -5,13 +5,15 @@ import (
 	"math"
 	"net"
 	"net/url"
-	"path"
 	"regexp"
 	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/openclaw/occ/internal/contract"
+	"github.com/openclaw/occ/internal/strictyaml"
 )
 
 // Seed 001's sentences, quoted verbatim in the messages that enforce them.
@@ -21,7 +23,7 @@ const (
 	msgSelection         = "Select drivers.sandbox in Installation YAML with bundled Kubernetes Compute; installed Compute Drivers fail startup. Its openshell Backend must match this ID and the Credential Gateway."
 	msgLandlock          = "The Driver requires hard_requirement for Landlock filesystem enforcement. Omit policy.landlockCompatibility or set it to hard_requirement; any other value, including best_effort, fails Installation startup."
 	msgProcess           = "The Driver requires policy.process.runAsUser and runAsGroup, but the pinned OpenShell ignores them: every Sandbox process runs as the workload identity, default 10001:10001."
-	msgUniqueNames       = "v0.1.5 requires unique network policy names and nonempty executable paths."
+	msgUniqueNames       = "The pinned OpenShell " + contract.PinnedOpenShellVersion + " requires unique network policy names and nonempty executable paths."
 	msgReserved          = "workspace-node-enrollment is reserved."
 	msgOptions           = "Options are tls: skip|terminate, enforcement: enforce|audit, and access: read_only|read_write|full; skip replaces the rejected passthrough spelling."
 	msgProtocol          = "An endpoint protocol is tcp, rest, websocket, graphql or sql in any case (OCE sends it lowercase), or omitted."
@@ -39,6 +41,12 @@ const (
 	msgNamePrefixTooLong = "Sandbox name prefix is too long for OpenShell's 19-character limit."
 )
 
+// Rules the Installation validator and the driver's render share, in the words both use.
+const (
+	msgBinaryPath    = "binary path must be an exact absolute path to the executable (for example /usr/bin/git): OpenShell matches the running executable's full path, so a bare or relative name matches nothing."
+	msgPortsRequired = "endpoint needs at least one port in ports (for example ports: [443]); an endpoint without ports cannot be enforced as written."
+)
+
 // Paths of the blocks occ owns.
 const (
 	pathSandbox   = "drivers.sandbox"
@@ -54,11 +62,9 @@ const (
 	minRequestMs  = 1000
 	maxRequestMs  = 30000
 	maxPrefixSize = 2
+	// maxStaticProviders leaves room for a revision's runtime provider.
+	maxStaticProviders = contract.MaxSandboxProviders - 1
 )
-
-// occCredentialSourceProvider is the shape of provider names OCC issues for credential
-// attachments; static providers must stay outside it so they cannot impersonate one.
-var occCredentialSourceProvider = regexp.MustCompile(`^oce-cs-[0-9a-f]{24}$`)
 
 // sandboxNamePrefixPattern keeps the prefix valid as the start of a DNS-1123 Sandbox name.
 var sandboxNamePrefixPattern = regexp.MustCompile(`^[a-z0-9]+$`)
@@ -66,39 +72,22 @@ var sandboxNamePrefixPattern = regexp.MustCompile(`^[a-z0-9]+$`)
 // Validate applies the OpenShell SandboxDriver rules (seed 001, reference §6.A) and returns
 // every problem found, in document order. It does not stop at the first problem.
 func (in *Installation) Validate() Problems {
-	v := &validator{failed: in.failed}
+	v := &validator{strictyaml.NewReport(in.source, in.failed, contract.RedactUserinfo)}
 	v.installation(in)
-	return v.problems
+	return Problems(v.Problems)
 }
 
-type validator struct {
-	problems Problems
-	failed   map[string]bool
+// validator applies the rules to a model, reporting into the shared strict-YAML report (which
+// adds lines and skips values decoding already refused).
+type validator struct{ *strictyaml.Report }
+
+func (v *validator) add(p Problem)                { v.Add(p) }
+func (v *validator) bad(path, value, rule string) { v.Bad(path, value, rule) }
+func (v *validator) missing(path, rule string)    { v.Missing(path, rule) }
+func (v *validator) object(path, kindName, rule string) {
+	v.Object(path, kindName, rule)
 }
-
-// add records a problem unless decoding already reported the same value: a value that could
-// not be decoded is left zero in the model and must not be reported a second time.
-func (v *validator) add(p Problem) {
-	if p.Path != "" && v.decodeFailed(p.Path) {
-		return
-	}
-	v.problems = append(v.problems, p)
-}
-
-func (v *validator) bad(path, value, rule string) { v.add(newProblem(path, value, rule)) }
-
-// missing reports an absent required key, unless decoding already reported that key or one of
-// its parents.
-func (v *validator) missing(path, rule string) { v.add(missingProblem(path, rule)) }
-
-func (v *validator) decodeFailed(p string) bool {
-	for f := range v.failed {
-		if p == f || strings.HasPrefix(p, f) && (p[len(f)] == '.' || p[len(f)] == '[') {
-			return true
-		}
-	}
-	return false
-}
+func (v *validator) decodeFailed(p string) bool { return v.DecodeFailed(p) }
 
 func (v *validator) installation(in *Installation) {
 	v.backends(in)
@@ -116,6 +105,14 @@ func (v *validator) installation(in *Installation) {
 		v.sandboxConfiguration(&sandbox.Configuration)
 	}
 	v.credentialGateway(in)
+}
+
+// idOr is id, or placeholder when it is empty, so a message never suggests an empty id.
+func idOr(id, placeholder string) string {
+	if id == "" {
+		return placeholder
+	}
+	return id
 }
 
 func (v *validator) selectionProblem(path, value, rule string) {
@@ -169,7 +166,12 @@ func (v *validator) backends(in *Installation) {
 	}
 	if len(openshell) == 0 {
 		if !v.decodeFailed("backend") {
-			v.add(Problem{Path: "backend", Message: "backend (no entry of type openshell): " + msgBackendRequired + " Add {id: openshell, type: openshell, configuration: {endpoint: …}, drivers: {sandbox: " + in.SandboxDriverID() + ", credential_gateway: …}}."})
+			where := "no entry of type openshell"
+			line := v.Line("backend")
+			if line > 0 {
+				where = fmt.Sprintf("line %d, no entry of type openshell", line)
+			}
+			v.add(Problem{Path: "backend", Line: line, Message: "backend (" + where + "): " + msgBackendRequired + " Add {id: openshell, type: openshell, configuration: {endpoint: …}, drivers: {sandbox: " + idOr(in.SandboxDriverID(), "<drivers.sandbox.id>") + ", credential_gateway: …}}."})
 		}
 		return
 	}
@@ -194,8 +196,7 @@ func (v *validator) openShellBackend(p string, b *OpenShellBackend, in *Installa
 	}
 	tls := false
 	if c.Endpoint != nil {
-		scheme, ok := v.endpoint(cp+".endpoint", *c.Endpoint)
-		tls = ok && scheme == "https"
+		tls = v.endpoint(cp+".endpoint", *c.Endpoint) == "https"
 		if c.Scheme != nil {
 			v.bad(cp+".scheme", *c.Scheme, "scheme goes with serviceName; with endpoint, put the scheme in the endpoint URL.")
 		}
@@ -261,44 +262,64 @@ func (v *validator) openShellBackend(p string, b *OpenShellBackend, in *Installa
 
 	dp := p + ".drivers"
 	if sandbox := in.Drivers.Sandbox; sandbox != nil && b.Drivers.Sandbox != sandbox.ID {
-		v.selectionProblem(dp+".sandbox", b.Drivers.Sandbox, fmt.Sprintf("The OpenShell Backend does not declare this Sandbox Driver as a member. Set it to %q, the id of drivers.sandbox. %s", sandbox.ID, msgSelection))
+		fix := fmt.Sprintf("Set it to %q, the id of drivers.sandbox.", sandbox.ID)
+		if sandbox.ID == "" {
+			fix = "drivers.sandbox has no id yet: give drivers.sandbox the id this Backend names (for example sandbox-openshell-development), and keep the two equal."
+		}
+		v.selectionProblem(dp+".sandbox", b.Drivers.Sandbox, fmt.Sprintf("The OpenShell Backend does not declare this Sandbox Driver as a member. %s %s", fix, msgSelection))
 	} else if in.Drivers.Sandbox == nil && b.Drivers.Sandbox == "" {
 		v.missing(dp+".sandbox", "the openshell Backend must name the Sandbox Driver it pairs.")
 	}
 	if cg := in.Drivers.CredentialGateway; cg != nil && b.Drivers.CredentialGateway != cg.ID {
-		v.selectionProblem(dp+".credential_gateway", b.Drivers.CredentialGateway, fmt.Sprintf("the openshell Backend must name the Credential Gateway it pairs with the Sandbox; set it to %q, the id of drivers.credential_gateway. %s", cg.ID, msgSelection))
+		fix := fmt.Sprintf("set it to %q, the id of drivers.credential_gateway.", cg.ID)
+		if cg.ID == "" {
+			fix = "drivers.credential_gateway has no id yet: give drivers.credential_gateway the id this Backend names (for example credential-gateway-openshell-development), and keep the two equal."
+		}
+		v.selectionProblem(dp+".credential_gateway", b.Drivers.CredentialGateway, fmt.Sprintf("the openshell Backend must name the Credential Gateway it pairs with the Sandbox; %s %s", fix, msgSelection))
 	} else if cg == nil && b.Drivers.CredentialGateway == "" {
 		v.missing(dp+".credential_gateway", "the openshell Backend must name the Credential Gateway it pairs with the Sandbox.")
 	}
 }
 
 // endpoint checks a gateway endpoint: an http(s) origin without credentials, path, query or
-// fragment, or a bare host:port. It returns the scheme ("http" for host:port).
-func (v *validator) endpoint(p, e string) (string, bool) {
+// fragment, or a bare host:port. It returns the scheme ("http" for host:port), or "" when the
+// endpoint is unusable. Credentials are refused before anything else and never shown: the value
+// in the problem has them redacted.
+func (v *validator) endpoint(p, e string) string {
 	const rule = "endpoint must be an http or https origin without credentials, path, query or fragment (for example http://k3d-occ-dev-server-0:30051), or a bare host:port."
 	if e == "" {
 		v.bad(p, e, rule)
-		return "", false
+		return ""
+	}
+	if contract.HasUserinfo(e) {
+		v.bad(p, e, rule+" It carries credentials (user:password@), which occ never keeps in the Installation or prints: remove them from the endpoint and authenticate with a token file instead (auth.bearerTokenFile: auth: {mode: bearerTokenFile, path: /absolute/path/to/token}).")
+		// The scheme still decides whether the link is TLS, so the credential is the one
+		// problem reported, not a missing insecureTransport on top of it.
+		scheme := "http"
+		if i := strings.Index(e, "://"); i >= 0 {
+			scheme = strings.ToLower(e[:i])
+		}
+		return scheme
 	}
 	if !strings.Contains(e, "://") {
 		host, port, err := net.SplitHostPort(e)
 		if err != nil || host == "" || !validPort(port) {
 			v.bad(p, e, rule)
-			return "", false
+			return ""
 		}
-		return "http", true
+		return "http"
 	}
 	u, err := url.Parse(e)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "" ||
 		u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.Opaque != "" {
 		v.bad(p, e, rule)
-		return "", false
+		return ""
 	}
 	if port := u.Port(); port != "" && !validPort(port) {
 		v.bad(p, e, rule+" The port must be from 1 to 65535.")
-		return "", false
+		return ""
 	}
-	return u.Scheme, true
+	return u.Scheme
 }
 
 func validPort(s string) bool {
@@ -360,18 +381,18 @@ func (v *validator) sandboxConfiguration(c *SandboxConfiguration) {
 	v.providers(c.Providers)
 	v.gateway(&c.Gateway)
 	v.kubernetes(&c.Kubernetes)
-	v.policy(&c.Policy)
+	v.policy(&c.Policy, &c.Kubernetes.SandboxDataMount)
 }
 
 func (v *validator) providers(providers []string) {
 	seen := map[string]int{}
 	for i, name := range providers {
 		p := indexPath(pathConfig+".providers", i)
-		switch {
-		case strings.TrimSpace(name) == "":
-			v.bad(p, name, msgStaticProviders+" This name is empty.")
-		case occCredentialSourceProvider.MatchString(name):
-			v.bad(p, name, msgStaticProviders+" Names of the form oce-cs-<24 hex digits> belong to OCC credential attachments.")
+		switch problem := contract.StaticProviderProblem(name); {
+		case problem != "":
+			v.bad(p, name, msgStaticProviders+" "+problem)
+		case i >= maxStaticProviders:
+			v.bad(p, name, fmt.Sprintf("at most %d static providers: OpenShell attaches %d providers per Sandbox, and every Codex Sandbox also carries its runtime provider.", maxStaticProviders, contract.MaxSandboxProviders))
 		default:
 			if first, dup := seen[name]; dup {
 				v.bad(p, name, fmt.Sprintf("duplicate of %s; list each static provider once.", indexPath(pathConfig+".providers", first)))
@@ -442,10 +463,10 @@ func (v *validator) readiness(r *Readiness) {
 	case r.TimeoutMs == nil:
 		v.missing(p+".timeoutMs", msgReadiness)
 	case *r.TimeoutMs < 1 || *r.TimeoutMs > maxSafeInt:
-		v.bad(p+".timeoutMs", strconv.FormatInt(*r.TimeoutMs, 10), "readiness.timeoutMs must be a positive safe integer. "+msgReadiness)
+		v.bad(p+".timeoutMs", strconv.FormatInt(*r.TimeoutMs, 10), fmt.Sprintf("readiness.timeoutMs must be a positive safe integer, from 1 to %d. %s", int64(maxSafeInt), msgReadiness))
 	}
 	if r.PollIntervalMs != nil && (*r.PollIntervalMs < 1 || *r.PollIntervalMs > maxInt32) {
-		v.bad(p+".pollIntervalMs", strconv.FormatInt(*r.PollIntervalMs, 10), "readiness.pollIntervalMs must be a positive integer. "+msgReadiness)
+		v.bad(p+".pollIntervalMs", strconv.FormatInt(*r.PollIntervalMs, 10), fmt.Sprintf("readiness.pollIntervalMs must be a positive integer no greater than %d (omit it for the default %d). %s", maxInt32, DefaultPollIntervalMs, msgReadiness))
 	}
 }
 
@@ -481,7 +502,7 @@ func (v *validator) dataMount(m *SandboxDataMount) {
 	}
 	if m.SubPath == "" {
 		v.missing(p+".subPath", "OpenShell sandboxDataMount must use an exact PVC subpath. "+msgDataMount)
-	} else if !isExactSubPath(m.SubPath) {
+	} else if !contract.IsExactSubPath(m.SubPath) {
 		v.bad(p+".subPath", m.SubPath, "OpenShell sandboxDataMount must use an exact PVC subpath (relative, not empty, not ., no .. and no empty or trailing segments). "+msgDataMount)
 	}
 	switch {
@@ -501,23 +522,8 @@ func (v *validator) dataMount(m *SandboxDataMount) {
 	}
 }
 
-// isExactSubPath reports whether s is a relative path that names a PVC subdirectory exactly.
-func isExactSubPath(s string) bool {
-	if s == "" || s == "." || strings.HasPrefix(s, "/") || strings.ContainsAny(s, "\\\x00") {
-		return false
-	}
-	for _, seg := range strings.Split(s, "/") {
-		if seg == "" || seg == "." || seg == ".." {
-			return false
-		}
-	}
-	return true
-}
-
 // isExactAbsolutePath reports whether s is an absolute, clean path other than the root.
-func isExactAbsolutePath(s string) bool {
-	return s != "/" && strings.HasPrefix(s, "/") && path.Clean(s) == s && !strings.ContainsRune(s, 0)
-}
+func isExactAbsolutePath(s string) bool { return contract.IsExactAbsolutePath(s) }
 
 func (v *validator) agentResources(r *AgentResources) {
 	p := pathK8s + ".agentResources"
@@ -553,7 +559,7 @@ func resourceNames(l corev1.ResourceList) map[string]bool {
 	return out
 }
 
-func (v *validator) policy(pol *PolicyConfig) {
+func (v *validator) policy(pol *PolicyConfig, dataMount *SandboxDataMount) {
 	pp := pathPolicy + ".process"
 	for _, f := range []struct{ key, val string }{{"runAsUser", pol.Process.RunAsUser}, {"runAsGroup", pol.Process.RunAsGroup}} {
 		switch {
@@ -564,7 +570,7 @@ func (v *validator) policy(pol *PolicyConfig) {
 		}
 	}
 	if fs := pol.Filesystem; fs != nil {
-		v.filesystem(fs)
+		v.filesystem(fs, dataMount)
 	}
 	if l := pol.LandlockCompatibility; l != nil && *l != LandlockHardRequirement {
 		v.bad(pathPolicy+".landlockCompatibility", *l, "OpenShell policy.landlockCompatibility must be hard_requirement or omitted; best_effort is not supported. "+msgLandlock)
@@ -572,7 +578,7 @@ func (v *validator) policy(pol *PolicyConfig) {
 	v.networkPolicies(pol.NetworkPolicies)
 }
 
-func (v *validator) filesystem(fs *FilesystemPolicy) {
+func (v *validator) filesystem(fs *FilesystemPolicy, dataMount *SandboxDataMount) {
 	seen := map[string]string{}
 	for _, list := range []struct {
 		key   string
@@ -589,6 +595,16 @@ func (v *validator) filesystem(fs *FilesystemPolicy) {
 				continue
 			}
 			seen[p] = ip
+		}
+	}
+	// The driver mounts a read-only data mount read-only; a read-write grant over it would let
+	// the Harness write where Compute approved only reading.
+	if dataMount.ReadOnly == nil || !*dataMount.ReadOnly || !isExactAbsolutePath(dataMount.MountPath) {
+		return
+	}
+	for i, p := range fs.ReadWrite {
+		if isExactAbsolutePath(p) && contract.PathsOverlap(p, dataMount.MountPath) {
+			v.bad(indexPath(pathPolicy+".filesystem.readWrite", i), p, fmt.Sprintf("OpenShell filesystem policy must not grant read-write access to read-only mount %s. Remove the path, or set kubernetes.sandboxDataMount.readOnly: false.", dataMount.MountPath))
 		}
 	}
 }
@@ -631,13 +647,23 @@ func (v *validator) networkPolicies(policies []NetworkPolicy) {
 			v.missing(p+".binaries", desc+" requires at least one binary path. "+msgUniqueNames)
 		}
 		for j, b := range pol.Binaries {
-			if strings.TrimSpace(b.Path) == "" {
-				bp := indexPath(p+".binaries", j) + ".path"
-				if b.Path == "" {
-					v.missing(bp, desc+" requires at least one binary path. "+msgUniqueNames)
-				} else {
-					v.bad(bp, b.Path, desc+" requires at least one binary path. "+msgUniqueNames)
-				}
+			// The path is built only for a problem: a valid Installation costs no allocation here.
+			bp := func() string { return indexPath(p+".binaries", j) + ".path" }
+			switch {
+			case b.Path == "":
+				v.missing(bp(), desc+" requires at least one binary path. "+msgUniqueNames)
+			case strings.TrimSpace(b.Path) == "":
+				v.bad(bp(), b.Path, desc+" requires at least one binary path. "+msgUniqueNames)
+			case !contract.IsExactAbsolutePath(b.Path):
+				v.bad(bp(), b.Path, desc+" "+msgBinaryPath)
+			}
+		}
+		if len(pol.Endpoints) == 0 {
+			rule := desc + " requires at least one endpoint: a rule without one allows nothing, so its binaries would reach no host (for example endpoints: [{host: github.com, ports: [443]}])."
+			if pol.Endpoints == nil {
+				v.missing(p+".endpoints", rule)
+			} else {
+				v.bad(p+".endpoints", "[]", rule)
 			}
 		}
 		for j := range pol.Endpoints {
@@ -647,20 +673,22 @@ func (v *validator) networkPolicies(policies []NetworkPolicy) {
 }
 
 func (v *validator) endpointRule(p, desc string, e *Endpoint) {
-	switch {
-	case strings.TrimSpace(e.Host) == "":
-		if e.Host == "" {
-			v.missing(p+".host", desc+" endpoint host must be a nonempty string.")
-		} else {
-			v.bad(p+".host", e.Host, desc+" endpoint host must be a nonempty string.")
-		}
-	case strings.Contains(e.Host, "://") || strings.ContainsAny(e.Host, "/ \t\r\n"):
-		v.bad(p+".host", e.Host, desc+" endpoint host must be a bare host name such as github.com, without scheme, path or spaces; ports go in ports.")
+	switch problem := contract.NetworkHostProblem(e.Host); {
+	case e.Host == "":
+		v.missing(p+".host", desc+" "+problem+".")
+	case problem != "":
+		v.bad(p+".host", e.Host, desc+" "+problem+".")
 	case strings.EqualFold(strings.TrimSuffix(e.Host, "."), "api.openai.com"):
 		v.bad(p+".host", e.Host, msgModelEndpoint+" Remove this endpoint.")
 	}
+	switch {
+	case e.Ports == nil:
+		v.missing(p+".ports", desc+" "+msgPortsRequired)
+	case len(e.Ports) == 0:
+		v.bad(p+".ports", "[]", desc+" "+msgPortsRequired)
+	}
 	for k, port := range e.Ports {
-		if port < 1 || port > 65535 {
+		if !contract.ValidPort(port) {
 			v.bad(indexPath(p+".ports", k), strconv.Itoa(port), desc+" port must be a valid TCP port. Ports are from 1 to 65535.")
 		}
 	}

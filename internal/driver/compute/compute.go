@@ -148,7 +148,32 @@ func (c *Compute) PlanRevision(rf *RevisionFile) (*Plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("revision %s: %w", rf.RevisionID, err)
 	}
-	return &Plan{Namespace: ns, Revision: rev, Requirements: req, Sources: rf.Sources(), Selector: rf.HarnessSelector()}, nil
+	sources := rf.Sources()
+	if err := c.checkSources(ns, sources); err != nil {
+		return nil, fmt.Errorf("revision %s: %w", rf.RevisionID, err)
+	}
+	return &Plan{Namespace: ns, Revision: rev, Requirements: req, Sources: sources, Selector: rf.HarnessSelector()}, nil
+}
+
+// checkSources asks the Credential Gateway (or, when none is set, the Sandbox driver, which the
+// OpenShell Backend pairs with its own) whether it would attach each source, naming the
+// revision file key of a source it would refuse.
+func (c *Compute) checkSources(ns driver.Namespace, sources []driver.CredentialSource) error {
+	var checker driver.SourceChecker
+	if sc, ok := c.Credentials.(driver.SourceChecker); ok {
+		checker = sc
+	} else if sc, ok := c.Driver.(driver.SourceChecker); ok {
+		checker = sc
+	}
+	if checker == nil {
+		return nil
+	}
+	for i, s := range sources {
+		if err := checker.CheckSource(ns, s); err != nil {
+			return fmt.Errorf("credentialSources[%d].credentialGatewayId is %q: %w", i, s.CredentialGatewayID, err)
+		}
+	}
+	return nil
 }
 
 // Provision runs the whole Compute flow for a revision and returns its stable Sandbox

@@ -1,20 +1,23 @@
 package compute
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
-	"path"
+	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 
+	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"sigs.k8s.io/yaml"
 
+	"github.com/openclaw/occ/internal/contract"
 	"github.com/openclaw/occ/internal/driver"
+	"github.com/openclaw/occ/internal/strictyaml"
 )
 
 // Revision file identity: every file starts with these two keys, so a stray Installation or
@@ -137,195 +140,274 @@ func LoadRevisionFile(filename string) (*RevisionFile, error) {
 	return rf, nil
 }
 
-// ParseRevisionFile strictly decodes and validates revision YAML (or JSON). Unknown keys and
-// duplicate keys are refused at every level, so a misspelled key never silently falls back to
-// a default.
+// revisionDecodeOptions adapt the shared strict decoder (the one the Installation uses) to
+// revision files: the frozen native configuration is free-form JSON-compatible data.
+var revisionDecodeOptions = &strictyaml.Options{
+	Document:  "the revision file",
+	EmptyRule: "it needs " + strings.Join(strictyaml.KeysOf(reflect.TypeOf(RevisionFile{})), ", ") + " (see docs/revision.md)",
+	Custom: map[reflect.Type]func(*strictyaml.Decoder, string, *yaml.Node, reflect.Value){
+		reflect.TypeOf(driver.Configuration(nil)): decodeConfiguration,
+	},
+}
+
+// ParseRevisionFile strictly decodes and validates revision YAML (or JSON). Keys are matched
+// exactly (no case folding), unknown and duplicate keys are refused at every level, so a
+// misspelled key never silently falls back to a default, and every problem is reported at once
+// with its YAML path and line, as strictyaml.Problems.
 func ParseRevisionFile(data []byte) (*RevisionFile, error) {
-	js, err := yaml.YAMLToJSONStrict(data)
-	if err != nil {
-		return nil, fmt.Errorf("decode YAML: %w (fix the syntax or the duplicate key)", err)
+	d := strictyaml.NewDecoder(revisionDecodeOptions)
+	root := d.Document(data)
+	if root == nil {
+		return nil, d.Problems
 	}
-	dec := json.NewDecoder(bytes.NewReader(js))
-	dec.DisallowUnknownFields()
-	// Numbers in the native configuration stay exact (json.Number), so freezing a revision
-	// never rewrites an integer as a float.
-	dec.UseNumber()
+	if root.Kind != yaml.MappingNode {
+		d.Fail(strictyaml.DocumentPath, root, "a revision file must be a YAML mapping with the keys "+strings.Join(strictyaml.KeysOf(reflect.TypeOf(RevisionFile{})), ", ")+" (see docs/revision.md)")
+		return nil, d.Problems
+	}
 	var rf RevisionFile
-	if err := dec.Decode(&rf); err != nil {
-		return nil, fmt.Errorf("decode: %w (see docs/revision.md for the keys a revision file accepts)", err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("decode: more than one document; a revision file holds exactly one revision")
-	}
-	if err := rf.Validate(); err != nil {
-		return nil, err
+	d.Value("", root, reflect.ValueOf(&rf).Elem())
+	r := d.Report()
+	rf.validate(r)
+	if problems := append(d.Problems, r.Problems...); len(problems) > 0 {
+		return nil, problems.InDocumentOrder()
 	}
 	return &rf, nil
 }
 
-// Validate checks every rule of the format and returns all violations joined.
-func (rf *RevisionFile) Validate() error {
-	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+// decodeConfiguration reads the frozen native configuration into JSON-compatible values.
+// Numbers stay exact (json.Number, as written when it is a JSON number), so freezing a revision
+// never rewrites an integer as a float; values JSON cannot hold (non-string keys, infinities,
+// anchors and aliases, other tags) are refused with their path.
+func decodeConfiguration(d *strictyaml.Decoder, path string, n *yaml.Node, v reflect.Value) {
+	if n.Kind != yaml.MappingNode {
+		d.Fail(path, n, "configuration must be the frozen native configuration as a mapping ({} when empty); it is "+strictyaml.AKind(n)+".")
+		return
+	}
+	if val, ok := configValue(d, path, n); ok {
+		v.Set(reflect.ValueOf(driver.Configuration(val.(map[string]any))))
+	}
+}
 
-	if rf.APIVersion != RevisionAPIVersion || rf.Kind != RevisionKind {
-		bad("apiVersion %q / kind %q: a revision file must declare apiVersion: %s and kind: %s", rf.APIVersion, rf.Kind, RevisionAPIVersion, RevisionKind)
+// jsonNumber is the JSON number grammar.
+var jsonNumber = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
+
+func configValue(d *strictyaml.Decoder, path string, n *yaml.Node) (any, bool) {
+	if n.Kind == yaml.AliasNode || n.Anchor != "" {
+		d.Fail(path, n, strictyaml.MsgNoAliases)
+		return nil, false
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		m := make(map[string]any, len(n.Content)/2)
+		ok := true
+		d.EachKey(path, n, func(key string, _, val *yaml.Node) {
+			e, good := configValue(d, strictyaml.ChildPath(path, key), val)
+			ok = ok && good
+			m[key] = e
+		})
+		return m, ok && len(m) == len(n.Content)/2
+	case yaml.SequenceNode:
+		s := make([]any, len(n.Content))
+		ok := true
+		for i, item := range n.Content {
+			e, good := configValue(d, strictyaml.IndexPath(path, i), item)
+			ok = ok && good
+			s[i] = e
+		}
+		return s, ok
+	case yaml.ScalarNode:
+		switch n.ShortTag() {
+		case "!!str", "!!timestamp", "!!binary":
+			return n.Value, true
+		case "!!null":
+			return nil, true
+		case "!!bool":
+			var b bool
+			if n.Decode(&b) != nil {
+				d.Fail(path, n, "not a valid boolean; write true or false.")
+				return nil, false
+			}
+			return b, true
+		case "!!int", "!!float":
+			if jsonNumber.MatchString(n.Value) {
+				return json.Number(n.Value), true
+			}
+			var i int64
+			if n.ShortTag() == "!!int" && n.Decode(&i) == nil {
+				return json.Number(strconv.FormatInt(i, 10)), true
+			}
+			var f float64
+			if err := n.Decode(&f); err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+				d.Fail(path, n, "a number in the configuration must be a finite JSON number (for example 42 or 0.5).")
+				return nil, false
+			}
+			return json.Number(strconv.FormatFloat(f, 'g', -1, 64)), true
+		}
+		d.Fail(path, n, "YAML tag "+n.Tag+" is not accepted in the configuration; it holds JSON values only.")
+		return nil, false
+	}
+	d.Fail(path, n, "not a YAML value.")
+	return nil, false
+}
+
+// Validate checks every rule of the format and returns all violations as strictyaml.Problems,
+// each with its path (a file decoded by ParseRevisionFile also gets lines).
+func (rf *RevisionFile) Validate() error {
+	r := strictyaml.NewReport(nil, nil, nil)
+	rf.validate(r)
+	return r.Problems.Err()
+}
+
+func (rf *RevisionFile) validate(r *strictyaml.Report) {
+	if rf.APIVersion != RevisionAPIVersion {
+		r.Required("apiVersion", rf.APIVersion, fmt.Sprintf("a revision file must declare apiVersion: %s and kind: %s, so an Installation or a Kubernetes manifest passed by mistake is refused.", RevisionAPIVersion, RevisionKind))
+	}
+	if rf.Kind != RevisionKind {
+		r.Required("kind", rf.Kind, fmt.Sprintf("a revision file must declare apiVersion: %s and kind: %s, so an Installation or a Kubernetes manifest passed by mistake is refused.", RevisionAPIVersion, RevisionKind))
 	}
 	if err := ValidateNamespaceID(rf.NamespaceID); err != nil {
-		bad("namespaceId: %w", err)
+		r.Required("namespaceId", rf.NamespaceID, err.Error()+".")
 	}
 	if rf.AgentID == "" {
-		bad("agentId is empty: set the OCC Agent ID (for example agent_support)")
+		r.Required("agentId", rf.AgentID, "set the OCC Agent ID (for example agent_support).")
 	} else if e := validation.IsValidLabelValue(rf.AgentID); len(e) > 0 {
-		bad("agentId %q is not a valid Kubernetes label value (%s): Harness Pods carry it as a label", rf.AgentID, e[0])
+		r.Bad("agentId", rf.AgentID, fmt.Sprintf("agentId is not a valid Kubernetes label value (%s): Harness Pods carry it as a label.", e[0]))
 	}
 	if _, err := driver.RevisionUUID(rf.RevisionID); err != nil {
-		bad("revisionId: %w", err)
+		r.Required("revisionId", rf.RevisionID, err.Error()+".")
 	} else if rf.RevisionID != strings.ToLower(rf.RevisionID) {
-		bad("revisionId %q must be lower-case: the ID is used verbatim in labels and gateway names", rf.RevisionID)
+		r.Bad("revisionId", rf.RevisionID, "revisionId must be lower-case: the ID is used verbatim in labels and gateway names.")
 	}
 	if rf.SandboxDriverID == "" {
-		bad("sandboxDriverId is empty: pin the revision to the Sandbox driver that runs it (drivers.sandbox.id in the Installation)")
+		r.Required("sandboxDriverId", rf.SandboxDriverID, "pin the revision to the Sandbox driver that runs it (drivers.sandbox.id in the Installation).")
 	}
 	if rf.Harness.ID == "" {
-		bad("harness.id is empty: set the Harness runtime (codex or openclaw)")
+		r.Required("harness.id", rf.Harness.ID, "set the Harness runtime (codex or openclaw).")
 	}
 	if rf.Harness.Mode != driver.HarnessModeDedicated && rf.Harness.Mode != driver.HarnessModeEmbedded {
-		bad("harness.mode %q is not a Harness mode: use dedicated (a Sandbox driver provisions only dedicated Harnesses) or embedded", rf.Harness.Mode)
+		r.Required("harness.mode", rf.Harness.Mode, "harness.mode is not a Harness mode: use dedicated (a Sandbox driver provisions only dedicated Harnesses) or embedded.")
 	}
 	if rf.Configuration == nil {
-		bad("configuration is missing: give the frozen native configuration as an object ({} when empty)")
+		r.Missing("configuration", "give the frozen native configuration as a mapping ({} when empty).")
 	}
-	errs = append(errs, rf.Workload.validate()...)
+	rf.Workload.validate(r)
 
-	seen := map[string]bool{}
+	seen := map[string]string{}
 	for i, cs := range rf.CredentialSources {
-		key := fmt.Sprintf("credentialSources[%d]", i)
-		switch {
+		key := strictyaml.IndexPath("credentialSources", i)
+		switch first, dup := seen[cs.ID]; {
 		case cs.ID == "":
-			bad("%s.id is empty: name the OCC credential source", key)
-		case seen[cs.ID]:
-			bad("%s.id %q repeats an earlier source: bind each credential source once", key, cs.ID)
+			r.Required(key+".id", cs.ID, "name the OCC credential source.")
+		case dup:
+			r.Bad(key+".id", cs.ID, fmt.Sprintf("repeats %s: bind each credential source once.", first))
+		default:
+			seen[cs.ID] = key + ".id"
 		}
-		seen[cs.ID] = true
 		if cs.CredentialGatewayID == "" {
-			bad("%s.credentialGatewayId is empty: name the Credential Gateway that holds the source (drivers.credential_gateway.id)", key)
+			r.Required(key+".credentialGatewayId", cs.CredentialGatewayID, "name the Credential Gateway that holds the source (drivers.credential_gateway.id).")
 		}
 	}
-	if len(rf.CredentialSources) > 0 && rf.Workload.LoginMode != LoginModeAPIKey {
-		bad("workload.loginMode %q: a revision that binds credential sources must use loginMode %s, because the model key is injected by the gateway and no model Secret reaches the Harness", rf.Workload.LoginMode, LoginModeAPIKey)
+	if len(rf.CredentialSources) > 0 && rf.Workload.LoginMode != LoginModeAPIKey && rf.Workload.LoginMode != "" {
+		r.Bad("workload.loginMode", rf.Workload.LoginMode, fmt.Sprintf("a revision that binds credential sources must use loginMode %s, because the model key is injected by the gateway and no model Secret reaches the Harness.", LoginModeAPIKey))
 	}
-	return errors.Join(errs...)
 }
 
 // LoginModeAPIKey is the login mode of a revision whose model credential comes from a
 // credential source.
 const LoginModeAPIKey = "api_key"
 
-func (w *Workload) validate() []error {
-	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+func (w *Workload) validate(r *strictyaml.Report) {
 	if strings.TrimSpace(w.Image) == "" {
-		bad("workload.image is empty: set the Harness image (a digest-pinned reference in production)")
+		r.Required("workload.image", w.Image, "set the Harness image (a digest-pinned reference in production).")
 	}
 	if len(w.Command) == 0 {
-		bad("workload.command is empty: give the Harness startup argv")
+		const rule = "give the Harness startup argv as a nonempty list (for example [node, /app/dist/harness/codex.js])."
+		if r.Present("workload.command") {
+			r.Bad("workload.command", "[]", rule)
+		} else {
+			r.Missing("workload.command", rule)
+		}
 	}
 	for i, arg := range w.Command {
 		if arg == "" {
-			bad("workload.command[%d] is empty: argv entries must be nonempty", i)
+			r.Bad(strictyaml.IndexPath("workload.command", i), arg, "argv entries must be nonempty.")
 		}
 	}
 	if w.LoginMode == "" {
-		bad("workload.loginMode is empty: the Harness login mode must be explicit (for example %s); drivers never guess it", LoginModeAPIKey)
+		r.Required("workload.loginMode", w.LoginMode, fmt.Sprintf("the Harness login mode must be explicit (for example %s); drivers never guess it.", LoginModeAPIKey))
 	}
 
-	names := map[string]bool{}
+	names := map[string]string{}
 	for i, e := range w.Env {
-		key := fmt.Sprintf("workload.env[%d]", i)
+		key := strictyaml.IndexPath("workload.env", i)
 		if msgs := validation.IsEnvVarName(e.Name); e.Name == "" || len(msgs) > 0 {
-			bad("%s.name %q is not an environment variable name: use letters, digits, '_', '-' or '.', not starting with a digit", key, e.Name)
+			r.Required(key+".name", e.Name, "not an environment variable name: use letters, digits, '_', '-' or '.', not starting with a digit.")
+		} else if first, dup := names[e.Name]; dup {
+			r.Bad(key+".name", e.Name, fmt.Sprintf("repeats %s: each variable appears once.", first))
+		} else {
+			names[e.Name] = key
 		}
-		if names[e.Name] {
-			bad("%s.name %q repeats an earlier entry: each variable appears once", key, e.Name)
-		}
-		names[e.Name] = true
 		switch {
 		case e.Value != nil && e.SecretKeyRef != nil:
-			bad("%s (%s) sets both value and secretKeyRef: set exactly one", key, e.Name)
+			r.Bad(key, e.Name, e.Name+" sets both value and secretKeyRef: set exactly one.")
 		case e.Value == nil && e.SecretKeyRef == nil:
-			bad("%s (%s) sets neither value nor secretKeyRef: set exactly one (value: \"\" for an empty literal)", key, e.Name)
+			r.Bad(key, e.Name, e.Name+` sets neither value nor secretKeyRef: set exactly one (value: "" for an empty literal).`)
 		case e.SecretKeyRef != nil:
 			if m := validation.IsDNS1123Subdomain(e.SecretKeyRef.Name); len(m) > 0 {
-				bad("%s.secretKeyRef.name %q is not a Secret name (%s)", key, e.SecretKeyRef.Name, m[0])
+				r.Required(key+".secretKeyRef.name", e.SecretKeyRef.Name, fmt.Sprintf("not a Secret name (%s).", m[0]))
 			}
 			if m := validation.IsConfigMapKey(e.SecretKeyRef.Key); len(m) > 0 {
-				bad("%s.secretKeyRef.key %q is not a Secret key (%s)", key, e.SecretKeyRef.Key, m[0])
+				r.Required(key+".secretKeyRef.key", e.SecretKeyRef.Key, fmt.Sprintf("not a Secret key (%s).", m[0]))
 			}
 		}
 	}
 
-	mountPaths := map[string]bool{}
+	mountPaths := map[string]string{}
 	for i, m := range w.Mounts {
-		key := fmt.Sprintf("workload.mounts[%d]", i)
+		key := strictyaml.IndexPath("workload.mounts", i)
 		if msgs := validation.IsDNS1123Subdomain(m.ClaimName); len(msgs) > 0 {
-			bad("%s.claimName %q is not a PersistentVolumeClaim name (%s)", key, m.ClaimName, msgs[0])
+			r.Required(key+".claimName", m.ClaimName, fmt.Sprintf("not a PersistentVolumeClaim name (%s).", msgs[0]))
 		}
-		if !exactSubPath(m.SubPath) {
-			bad("%s.subPath %q must be an exact relative directory inside the claim: not empty, not the root, not absolute, no '.' or '..' segments", key, m.SubPath)
+		if !contract.IsExactSubPath(m.SubPath) {
+			r.Required(key+".subPath", m.SubPath, "must be an exact relative directory inside the claim: not empty, not the root, not absolute, no '.', '..' or empty segments, no backslash.")
 		}
-		if !cleanAbsolute(m.MountPath) || m.MountPath == "/" {
-			bad("%s.mountPath %q must be a clean absolute path other than /", key, m.MountPath)
+		switch first, dup := mountPaths[m.MountPath]; {
+		case !contract.IsExactAbsolutePath(m.MountPath):
+			r.Required(key+".mountPath", m.MountPath, "must be a clean absolute path other than /.")
+		case dup:
+			r.Bad(key+".mountPath", m.MountPath, fmt.Sprintf("repeats %s: each path is mounted once.", first))
+		default:
+			mountPaths[m.MountPath] = key + ".mountPath"
 		}
-		if mountPaths[m.MountPath] {
-			bad("%s.mountPath %q repeats an earlier mount: each path is mounted once", key, m.MountPath)
-		}
-		mountPaths[m.MountPath] = true
 		if m.ReadOnly == nil {
-			bad("%s.readOnly is missing: say true or false; a mount's mode is never defaulted", key)
+			r.Missing(key+".readOnly", "say true or false; a mount's mode is never defaulted.")
 		}
 	}
 
 	if sa := w.ServiceAccount; sa != nil {
+		const p = "workload.serviceAccount"
 		if msgs := validation.IsDNS1123Subdomain(sa.Name); len(msgs) > 0 {
-			bad("workload.serviceAccount.name %q is not a ServiceAccount name (%s)", sa.Name, msgs[0])
+			r.Required(p+".name", sa.Name, fmt.Sprintf("not a ServiceAccount name (%s).", msgs[0]))
 		}
 		if t := sa.Token; t != nil {
 			if t.Audience == "" {
-				bad("workload.serviceAccount.token.audience is empty: name the audience the token is minted for")
+				r.Required(p+".token.audience", t.Audience, "name the audience the token is minted for.")
 			}
 			// Kubernetes refuses projected tokens shorter than ten minutes.
 			if t.ExpirationSeconds < 600 || t.ExpirationSeconds > 1<<32 {
-				bad("workload.serviceAccount.token.expirationSeconds %d must be between 600 and %d", t.ExpirationSeconds, int64(1)<<32)
+				r.Required(p+".token.expirationSeconds", strconv.FormatInt(t.ExpirationSeconds, 10), fmt.Sprintf("must be between 600 and %d seconds.", int64(1)<<32))
 			}
-			if !cleanAbsolute(t.MountPath) || t.MountPath == "/" {
-				bad("workload.serviceAccount.token.mountPath %q must be a clean absolute directory other than /", t.MountPath)
+			if !contract.IsExactAbsolutePath(t.MountPath) {
+				r.Required(p+".token.mountPath", t.MountPath, "must be a clean absolute directory other than /.")
 			}
 			if t.Path == "" || strings.Contains(t.Path, "/") || t.Path == "." || t.Path == ".." {
-				bad("workload.serviceAccount.token.path %q must be a plain file name inside mountPath", t.Path)
+				r.Required(p+".token.path", t.Path, "must be a plain file name inside mountPath.")
 			}
 			if t.ReadOnly == nil {
-				bad("workload.serviceAccount.token.readOnly is missing: say true or false")
+				r.Missing(p+".token.readOnly", "say true or false.")
 			}
 		}
 	}
-	return errs
-}
-
-func exactSubPath(p string) bool {
-	if p == "" || strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") {
-		return false
-	}
-	for _, seg := range strings.Split(p, "/") {
-		if seg == "" || seg == "." || seg == ".." {
-			return false
-		}
-	}
-	return true
-}
-
-func cleanAbsolute(p string) bool {
-	return strings.HasPrefix(p, "/") && path.Clean(p) == p
 }
 
 // Revision returns the immutable revision the file describes.
@@ -353,7 +435,7 @@ func (rf *RevisionFile) Sources() []driver.CredentialSource {
 // Compute selects the revision's Pod by driver.LabelAgent and driver.LabelRevision, which the
 // gateway copies from the template onto the Pod, so Compute finds the exact revision's Pod
 // without knowing the provider's naming.
-const LabelHarness = "openclaw.dev/harness"
+const LabelHarness = contract.LabelHarness
 
 // HarnessLabels returns the Agent and revision labels the Harness workload must carry.
 func (rf *RevisionFile) HarnessLabels() map[string]string {

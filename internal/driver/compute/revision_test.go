@@ -103,13 +103,13 @@ func TestRevisionConfigurationKeepsNumbersExact(t *testing.T) {
 // Each invalid example is refused with a message that names the key and the rule.
 func TestInvalidRevisionFilesAreRefused(t *testing.T) {
 	cases := map[string][]string{
-		"unknown-key.yaml":             {`unknown field "imagePullPolicy"`},
-		"bad-revision-id.yaml":         {"revisionId", "rev_ followed by a nonzero hyphenated UUID"},
-		"env-value-and-secret.yaml":    {"workload.env[0] (MODEL_KEY) sets both value and secretKeyRef"},
-		"mount-escapes.yaml":           {"workload.mounts[0].subPath \"../other-agent\"", "workload.mounts[0].readOnly is missing"},
-		"sources-without-api-key.yaml": {"workload.loginMode \"chatgpt\"", "must use loginMode api_key"},
-		"duplicate-key.yaml":           {"duplicate", "agentId"},
-		"wrong-kind.yaml":              {"kind: AgentRevision"},
+		"unknown-key.yaml":             {`workload.imagePullPolicy (line 13, value "imagePullPolicy"): unknown key "imagePullPolicy" in workload`},
+		"bad-revision-id.yaml":         {"revisionId (line", "rev_ followed by a nonzero hyphenated UUID"},
+		"env-value-and-secret.yaml":    {`workload.env[0] (line 14, value "MODEL_KEY"): MODEL_KEY sets both value and secretKeyRef`},
+		"mount-escapes.yaml":           {`workload.mounts[0].subPath (line 16, value "../other-agent")`, "workload.mounts[0].readOnly (missing in the block at line 15)"},
+		"sources-without-api-key.yaml": {`workload.loginMode (line 14, value "chatgpt")`, "must use loginMode api_key"},
+		"duplicate-key.yaml":           {"agentId (line", "the key appears more than once"},
+		"wrong-kind.yaml":              {"kind (line", "kind: AgentRevision"},
 	}
 	for file, wants := range cases {
 		t.Run(file, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/openclaw/occ/internal/contract"
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/gateway"
 )
@@ -12,7 +13,7 @@ import (
 // LabelCredentialSourceID is the label on a credential-source provider naming its source. With
 // the managed-by and Namespace ID labels it is the provider's ownership: the Credential Gateway
 // sets all three when it adds the source, and attaches nothing without them.
-const LabelCredentialSourceID = "openclaw.dev/credential-source-id"
+const LabelCredentialSourceID = contract.LabelCredentialSourceID
 
 // CredentialProviderLabels are the ownership labels of a credential source's provider.
 func CredentialProviderLabels(namespaceID, sourceID string) map[string]string {
@@ -46,10 +47,11 @@ func (d *Driver) AttachForRevision(ctx context.Context, hctx driver.HarnessConte
 	}
 	seen := map[string]bool{}
 	for _, s := range sources {
-		cg := d.credentialGatewayID()
-		if s.ID == "" || s.NamespaceID != hctx.Namespace.ID || cg == "" || s.CredentialGatewayID != cg || seen[s.ID] {
-			return nil, plain("The credential source is not owned by this gateway.",
-				errorf("source %q (Namespace %q, Credential Gateway %q) for Namespace %q and Credential Gateway %q", s.ID, s.NamespaceID, s.CredentialGatewayID, hctx.Namespace.ID, cg))
+		if err := d.CheckSource(hctx.Namespace, s); err != nil {
+			return nil, err
+		}
+		if seen[s.ID] {
+			return nil, plain(msgSourceNotOwned, errorf("source %q is bound more than once; bind each credential source once", s.ID))
 		}
 		seen[s.ID] = true
 	}
@@ -71,6 +73,28 @@ func (d *Driver) AttachForRevision(ctx context.Context, hctx driver.HarnessConte
 		out = append(out, driver.CredentialAttachment{SourceID: s.ID, Ref: name})
 	}
 	return out, nil
+}
+
+// msgSourceNotOwned refuses a credential source this Backend's Credential Gateway does not hold.
+const msgSourceNotOwned = "The credential source is not owned by this gateway."
+
+// CheckSource implements driver.SourceChecker: the source must name the Credential Gateway this
+// Backend pairs and belong to the Namespace. It is the offline part of AttachForRevision, which
+// Compute runs before its first mutation and render runs without a gateway: an attachment this
+// Backend did not issue is rejected, and the source's own gateway is never contacted.
+func (d *Driver) CheckSource(ns driver.Namespace, s driver.CredentialSource) error {
+	cg := d.credentialGatewayID()
+	switch {
+	case s.ID == "":
+		return plain(msgSourceNotOwned, errorf("a credential source has no id"))
+	case cg == "":
+		return plain(msgSourceNotOwned, errorf("source %q names Credential Gateway %q, but no openshell Backend pairs a Credential Gateway with this Sandbox driver", s.ID, s.CredentialGatewayID))
+	case s.CredentialGatewayID != cg:
+		return plain(msgSourceNotOwned, errorf("source %q is held by Credential Gateway %q, but the openshell Backend pairs %q (drivers.credential_gateway.id): bind a source of %q, or use the Installation the revision was admitted with", s.ID, s.CredentialGatewayID, cg, cg))
+	case s.NamespaceID != ns.ID:
+		return plain(msgSourceNotOwned, errorf("source %q belongs to Namespace %q, not %q", s.ID, s.NamespaceID, ns.ID))
+	}
+	return nil
 }
 
 func labelsInclude(have, want map[string]string) bool {

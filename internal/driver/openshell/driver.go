@@ -47,6 +47,7 @@ type Driver struct {
 var (
 	_ driver.Driver            = (*Driver)(nil)
 	_ driver.CredentialGateway = (*Driver)(nil)
+	_ driver.SourceChecker     = (*Driver)(nil)
 	_ driver.LogReader         = (*Driver)(nil)
 )
 
@@ -107,14 +108,27 @@ func (d *Driver) Facets() []driver.Facet {
 // DataMountPath is the Sandbox data mount (kubernetes.sandboxDataMount.mountPath).
 func (d *Driver) DataMountPath() string { return d.cfg.Kubernetes.SandboxDataMount.MountPath }
 
-// ConfigureAgent implements driver.Driver; see the package function ConfigureAgent.
+// ConfigureAgent implements driver.Driver; see the package function ConfigureAgent. It is the
+// Agent save hook, so it also refuses a dedicated OpenClaw revision this configuration cannot
+// contain (seed 001: "Agent save refuses dedicated OpenClaw otherwise").
 func (d *Driver) ConfigureAgent(configuration driver.Configuration, harness driver.Harness) (driver.Configuration, error) {
-	return ConfigureAgent(configuration, harness, d.DataMountPath())
+	out, err := ConfigureAgent(configuration, harness, d.DataMountPath())
+	if err != nil {
+		return nil, err
+	}
+	if err := d.checkNativeContainment(harness); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
-// ValidateWorkspaceSetup checks initial workspace files; see the package function.
+// ValidateWorkspaceSetup checks initial workspace files; see the package function. Like
+// ConfigureAgent it refuses dedicated OpenClaw on a configuration that cannot contain it.
 func (d *Driver) ValidateWorkspaceSetup(configuration driver.Configuration, harness driver.Harness, setup WorkspaceSetup) error {
-	return ValidateWorkspaceSetup(configuration, harness, d.DataMountPath(), setup)
+	if err := ValidateWorkspaceSetup(configuration, harness, d.DataMountPath(), setup); err != nil {
+		return err
+	}
+	return d.checkNativeContainment(harness)
 }
 
 func (d *Driver) operator() bool {

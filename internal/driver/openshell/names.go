@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"regexp"
 
+	"github.com/openclaw/occ/internal/contract"
 	"github.com/openclaw/occ/internal/driver"
 )
 
@@ -13,12 +14,9 @@ import (
 const MaxNameLength = 19
 
 // CredentialProviderPrefix starts every provider name the paired Credential Gateway issues.
-const CredentialProviderPrefix = "oce-cs-"
+const CredentialProviderPrefix = contract.CredentialProviderPrefix
 
-var (
-	dnsLabel              = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
-	credentialProviderRef = regexp.MustCompile(`^oce-cs-[0-9a-f]{24}$`)
-)
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
 func sha256Hex(s string) string {
 	sum := sha256.Sum256([]byte(s))
@@ -38,14 +36,12 @@ func SandboxName(prefix, revisionID string) (string, error) {
 }
 
 // CredentialProviderName is the OpenShell provider the Credential Gateway keeps for a
-// credential source: oce-cs- and the first 24 hex digits of SHA-256(source ID). The name is
-// the attachment ref, which is how the Sandbox side proves it was issued by this Backend.
-func CredentialProviderName(sourceID string) string {
-	return CredentialProviderPrefix + sha256Hex(sourceID)[:24]
-}
+// credential source (contract.CredentialProviderName): the attachment ref, which is how the
+// Sandbox side proves it was issued by this Backend.
+func CredentialProviderName(sourceID string) string { return contract.CredentialProviderName(sourceID) }
 
 // IsCredentialProviderName reports whether name has the OCC credential-source shape.
-func IsCredentialProviderName(name string) bool { return credentialProviderRef.MatchString(name) }
+func IsCredentialProviderName(name string) bool { return contract.IsCredentialProviderName(name) }
 
 // workspaceNameMessage is the refusal for a namespace name OpenShell cannot use as a Workspace.
 const workspaceNameMessage = "OpenShell operator-mode Workspace names require a Kubernetes namespace name that is a DNS-1123 label of at most 19 characters."

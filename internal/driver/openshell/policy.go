@@ -2,10 +2,10 @@ package openshell
 
 import (
 	"fmt"
-	"path"
 	"slices"
 	"strings"
 
+	"github.com/openclaw/occ/internal/contract"
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/gateway/openshellv1"
 	"github.com/openclaw/occ/internal/installation"
@@ -88,9 +88,7 @@ func buildPolicy(p installation.PolicyConfig, mounts []sandboxMount) (*openshell
 }
 
 // exactPath reports whether p is a normalized absolute path other than the root.
-func exactPath(p string) bool {
-	return p != "/" && path.IsAbs(p) && path.Clean(p) == p
-}
+func exactPath(p string) bool { return contract.IsExactAbsolutePath(p) }
 
 func buildFilesystem(f *installation.FilesystemPolicy, mounts []sandboxMount) (*openshellv1.FilesystemPolicy, error) {
 	var ro, rw []string
@@ -118,7 +116,7 @@ func buildFilesystem(f *installation.FilesystemPolicy, mounts []sandboxMount) (*
 			continue
 		}
 		for _, p := range rw {
-			if p == m.mountPath || strings.HasPrefix(m.mountPath, p+"/") || strings.HasPrefix(p, m.mountPath+"/") {
+			if contract.PathsOverlap(p, m.mountPath) {
 				return nil, plain(fmt.Sprintf("OpenShell filesystem policy must not grant read-write access to read-only mount %s.", m.mountPath), nil)
 			}
 		}
@@ -160,7 +158,7 @@ func buildNetworkPolicies(in []installation.NetworkPolicy) (map[string]*openshel
 			return nil, plain("OpenShell network policy name must be a nonempty string.", errorf("policy.networkPolicies[%d].name is empty", i))
 		}
 		desc := "OpenShell network policy " + np.Name
-		if np.Name == installation.ReservedNetworkPolicyName {
+		if np.Name == contract.ReservedNetworkPolicyName {
 			return nil, plain(desc+" uses a reserved name.", errorf("%s is added by the Driver; rename the rule", np.Name))
 		}
 		if _, dup := out[np.Name]; dup {
@@ -170,14 +168,18 @@ func buildNetworkPolicies(in []installation.NetworkPolicy) (map[string]*openshel
 			return nil, plain(desc+" requires at least one binary path.", nil)
 		}
 		rule := &openshellv1.NetworkPolicyRule{Name: np.Name}
-		for _, b := range np.Binaries {
+		for j, b := range np.Binaries {
 			if strings.TrimSpace(b.Path) == "" {
 				return nil, plain(desc+" requires at least one binary path.", errorf("a binary has an empty path"))
+			}
+			if !contract.IsExactAbsolutePath(b.Path) {
+				return nil, plain(desc+" binary path must be an exact absolute path to the executable (for example /usr/bin/git).",
+					errorf("policy.networkPolicies[%d].binaries[%d].path is %q: OpenShell matches the running executable's full path, so a bare or relative name matches nothing", i, j, b.Path))
 			}
 			rule.Binaries = append(rule.Binaries, &openshellv1.NetworkBinary{Path: b.Path})
 		}
 		if len(np.Endpoints) == 0 {
-			return nil, plain(desc+" requires at least one endpoint.", nil)
+			return nil, plain(desc+" requires at least one endpoint.", errorf("policy.networkPolicies[%d].endpoints is empty: a rule without one allows nothing", i))
 		}
 		for _, e := range np.Endpoints {
 			ep, err := buildEndpoint(desc, e)
@@ -192,12 +194,15 @@ func buildNetworkPolicies(in []installation.NetworkPolicy) (map[string]*openshel
 }
 
 func buildEndpoint(desc string, e installation.Endpoint) (*openshellv1.NetworkEndpoint, error) {
-	if strings.TrimSpace(e.Host) == "" {
-		return nil, plain(desc+" endpoint host must be a nonempty string.", nil)
+	if problem := contract.NetworkHostProblem(e.Host); problem != "" {
+		return nil, plain(desc+" "+problem+".", errorf("host %q", contract.RedactUserinfo(e.Host)))
 	}
 	ep := &openshellv1.NetworkEndpoint{Host: e.Host}
+	if len(e.Ports) == 0 {
+		return nil, plain(desc+" endpoint needs at least one port in ports (for example ports: [443]).", errorf("endpoint %s has no ports", e.Host))
+	}
 	for _, p := range e.Ports {
-		if p < 1 || p > 65535 {
+		if !contract.ValidPort(p) {
 			return nil, plain(desc+" port must be a valid TCP port.", errorf("got %d", p))
 		}
 		ep.Ports = append(ep.Ports, uint32(p))
@@ -250,7 +255,7 @@ func buildEndpoint(desc string, e installation.Endpoint) (*openshellv1.NetworkEn
 // their own paths.
 func placeMounts(k installation.KubernetesConfig, approved []driver.WorkspaceMount, revisionID string) ([]sandboxMount, error) {
 	dm := k.SandboxDataMount
-	if !exactSubPath(dm.SubPath) {
+	if !contract.IsExactSubPath(dm.SubPath) {
 		return nil, plain("OpenShell sandboxDataMount must use an exact PVC subpath.", errorf("kubernetes.sandboxDataMount.subPath is %q", dm.SubPath))
 	}
 	if !strings.HasPrefix(dm.MountPath, SandboxRoot) || !exactPath(dm.MountPath) || dm.MountPath == RuntimeRoot || strings.HasPrefix(dm.MountPath, RuntimeRoot+"/") {
@@ -261,7 +266,7 @@ func placeMounts(k installation.KubernetesConfig, approved []driver.WorkspaceMou
 	}
 	match := -1
 	for i, m := range approved {
-		if m.ClaimName == "" || !exactSubPath(m.SubPath) || !exactPath(m.MountPath) {
+		if m.ClaimName == "" || !contract.IsExactSubPath(m.SubPath) || !exactPath(m.MountPath) {
 			return nil, unsupported("OpenShell requires exact approved PVC subpath mounts.",
 				errorf("approved mount %d (claim %q, subPath %q, mountPath %q) must name a claim, an exact subpath and a normalized absolute path", i, m.ClaimName, m.SubPath, m.MountPath))
 		}
@@ -323,18 +328,4 @@ func reserved(p string) bool {
 		}
 	}
 	return false
-}
-
-// exactSubPath reports whether s names a directory inside a PVC: relative, normalized, not the
-// root and never climbing out with "..".
-func exactSubPath(s string) bool {
-	if s == "" || s == "." || s == "/" || path.IsAbs(s) || path.Clean(s) != s {
-		return false
-	}
-	for _, seg := range strings.Split(s, "/") {
-		if seg == ".." {
-			return false
-		}
-	}
-	return true
 }

@@ -132,11 +132,12 @@ var refusalCases = []refusalCase{
 	{name: "static provider in the credential-source namespace", config: func(c *installation.SandboxConfiguration) {
 		c.Providers = []string{CredentialProviderName("cs_openai_default")}
 	}, want: "OpenShell static providers must be nonempty names outside the OCC credential-source namespace."},
-	// An operator-configured provider named like the revision's runtime provider would stand in
-	// for the revision's own runtime files.
+	// An operator-configured provider named like a revision's runtime provider would stand in
+	// for that revision's own runtime files; the whole oce-runtime- shape is OCC's, as the
+	// Installation validator also says.
 	{name: "static provider named like the runtime provider", config: func(c *installation.SandboxConfiguration) {
 		c.Providers = []string{RuntimeProviderName(testRevisionID)}
-	}, want: "The Harness runtime provider conflicts with another requested provider."},
+	}, want: "OpenShell static providers must be nonempty names outside the OCC credential-source namespace. Names of the form oce-runtime-<16 hex digits> belong to OCC revision runtime providers."},
 	{name: "data mount matching no approved mount", hctx: func(h *driver.HarnessContext) { h.Requirements.Mounts[0].SubPath = "other" },
 		want: "OpenShell sandboxDataMount must exactly match one approved Harness workspace mount."},
 	{name: "data mount weakening a read-only mount", hctx: func(h *driver.HarnessContext) { h.Requirements.Mounts[0].ReadOnly = true },

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/openclaw/occ/internal/contract"
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/gateway"
 	"github.com/openclaw/occ/internal/gateway/openshellv1"
@@ -60,7 +61,7 @@ const (
 	maxEnvEntries   = 128
 	maxEnvKeyBytes  = 256
 	maxEnvValBytes  = 8192
-	maxProviders    = 32
+	maxProviders    = contract.MaxSandboxProviders
 	maxLogLevelLen  = 32
 	maxDriverConfig = 64 << 10
 )
@@ -188,6 +189,9 @@ func (d *Driver) plan(hctx driver.HarnessContext) (*provisionPlan, error) {
 	if h.Mode != driver.HarnessModeDedicated || (h.ID != driver.HarnessCodex && h.ID != driver.HarnessOpenClaw) {
 		return nil, unsupported(msgOnlyCodexOrOpenClaw, errorf("revision %s has harness %q in mode %q", rev.ID, h.ID, h.Mode))
 	}
+	if err := d.checkNativeContainment(h); err != nil {
+		return nil, err
+	}
 	if rev.SandboxDriverID != d.id {
 		return nil, plain(msgPinnedElsewhere, errorf("revision %s has sandboxDriverId %q; this driver is %q", rev.ID, rev.SandboxDriverID, d.id))
 	}
@@ -278,7 +282,7 @@ func (d *Driver) plan(hctx driver.HarnessContext) (*provisionPlan, error) {
 			Image:            req.Image,
 			RuntimeClassName: d.cfg.Kubernetes.RuntimeClassName,
 			Labels:           maps.Clone(req.Labels),
-			UserNamespaces:   d.cfg.Kubernetes.UserNamespaces,
+			UserNamespaces:   d.userNamespaces(h),
 			DriverConfig:     driverConfig,
 		},
 		Policy:    policy,
@@ -324,8 +328,12 @@ func (d *Driver) buildEnvironment(req driver.HarnessWorkloadRequirements, codex 
 			}
 		}
 		if shaCount != 1 || !shaLiteral {
+			found := fmt.Sprintf("found %d entries", shaCount)
+			if shaCount == 1 {
+				found = "found 1 entry, which is not such a literal"
+			}
 			return nil, nil, secretEnvironment(msgAppTokenSHA+" "+msgAppTokenSHAFix,
-				errorf("%s must appear exactly once as a literal of 64 lowercase hex digits (found %d entries)", envAppTokenSHA, shaCount))
+				errorf("%s must appear exactly once as a literal of 64 lowercase hex digits (%s)", envAppTokenSHA, found))
 		}
 	}
 	env := make(map[string]string, len(req.Env)+3)
@@ -430,13 +438,6 @@ func relocateHome(v string) string {
 	return v
 }
 
-// allowedLabel reports whether the gateway's Kubernetes driver copies key onto the Pod: it is
-// configured with allowed_pod_labels openclaw.dev/*, app.kubernetes.io/name and
-// app.kubernetes.io/managed-by, and refuses every other label.
-func allowedLabel(key string) bool {
-	return strings.HasPrefix(key, "openclaw.dev/") || key == "app.kubernetes.io/name" || key == driver.LabelManagedBy
-}
-
 func checkHarnessLabels(labels map[string]string, rev driver.Revision) error {
 	if len(labels) == 0 {
 		return plain("OpenShell Harness workload labels must contain at least one label.", nil)
@@ -449,7 +450,7 @@ func checkHarnessLabels(labels map[string]string, rev driver.Revision) error {
 		if errs := validation.IsValidLabelValue(v); len(errs) > 0 || v == "" {
 			return plain(fmt.Sprintf("OpenShell Harness workload labels.%s must be a nonempty string.", k), errorf("label value %q is not a valid nonempty label value", v))
 		}
-		if !allowedLabel(k) {
+		if !contract.AllowedPodLabel(k) {
 			return plain(msgLabelNotAllowed, errorf("label %s is outside openclaw.dev/*, app.kubernetes.io/name and app.kubernetes.io/managed-by", k))
 		}
 	}
@@ -472,8 +473,11 @@ func (d *Driver) buildProviders(attachments []driver.CredentialAttachment) ([]st
 	out := make([]string, 0, len(d.cfg.Providers)+len(attachments))
 	seen := map[string]bool{}
 	for _, p := range d.cfg.Providers {
-		if strings.TrimSpace(p) == "" || strings.HasPrefix(p, CredentialProviderPrefix) || seen[p] {
-			return nil, plain(msgStaticProviders, errorf("providers entry %q", p))
+		if problem := contract.StaticProviderProblem(p); problem != "" || seen[p] {
+			if problem == "" {
+				problem = "It is listed more than once."
+			}
+			return nil, plain(msgStaticProviders+" "+problem, errorf("providers entry %q", p))
 		}
 		seen[p] = true
 		out = append(out, p)

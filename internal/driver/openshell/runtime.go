@@ -12,6 +12,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/openclaw/occ/internal/contract"
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/gateway"
 	"github.com/openclaw/occ/internal/gateway/openshellv1"
@@ -28,12 +29,12 @@ const (
 	// (RuntimeProfileOpenClaw, see nodeenroll.go).
 	RuntimeProfileCodex = "oce-codex-runtime"
 	// RuntimeProviderPrefix starts every per-revision runtime provider name.
-	RuntimeProviderPrefix = "oce-runtime-"
+	RuntimeProviderPrefix = contract.RuntimeProviderPrefix
 
 	// annotationProfileManagedBy carries "openclaw-enterprise:" and the SHA-256 of the profile
 	// content. Ownership and content identity share one entry so a gateway that hashes maps
 	// without canonical ordering cannot see a change where there is none.
-	annotationProfileManagedBy = "openclaw.dev/managed-by"
+	annotationProfileManagedBy = contract.AnnotationManagedBy
 	managedProfilePrefix       = driver.ManagedByValue + ":"
 	// profileSource labels the profiles OCC imports, as the reference client does.
 	profileSource = driver.ManagedByValue

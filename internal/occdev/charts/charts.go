@@ -14,6 +14,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 
+	"github.com/openclaw/occ/internal/contract"
 	"github.com/openclaw/occ/internal/occdev/pins"
 )
 
@@ -30,7 +31,7 @@ const (
 	RuntimeClassName = "openshell-sandbox"
 	// OperatorNamespaceSelector is the label selector through which the Gateway discovers the
 	// workspace namespaces OCE prepares (operator workspace mode).
-	OperatorNamespaceSelector = "openshell.ai/openclaw-workspace=true"
+	OperatorNamespaceSelector = contract.OperatorWorkspaceSelector
 	// WorkspaceRelease names the Workspace chart render, and so its objects.
 	WorkspaceRelease = "openshell-workspace"
 	// WorkspaceTemplateNamespace is the release namespace of the one-off render. It never

@@ -10,9 +10,9 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/openclaw/occ/internal/contract"
 	"github.com/openclaw/occ/internal/occdev/artifacts"
 )
 
@@ -52,7 +52,7 @@ func NewWorkspaceValues(gatewayNamespace string) (*WorkspaceValues, error) {
 		FullnameOverride: WorkspaceRelease,
 		Gateway: WorkspaceGateway{
 			ServiceAccount:    GatewayAccount{Name: GatewayServiceAccount, Namespace: gatewayNamespace},
-			NetworkPolicy:     WorkspaceNetworkPolicy{PodSelector: map[string]string{"app.kubernetes.io/instance": GatewayRelease}},
+			NetworkPolicy:     WorkspaceNetworkPolicy{PodSelector: map[string]string{contract.LabelInstance: GatewayRelease}},
 			AllowDriverConfig: true,
 		},
 		SandboxServiceAccount: NamedAccount{Name: SandboxServiceAccount},
@@ -61,16 +61,6 @@ func NewWorkspaceValues(gatewayNamespace string) (*WorkspaceValues, error) {
 
 // Map converts the values to the generic map Helm takes.
 func (v *WorkspaceValues) Map() (map[string]any, error) { return toMap(v) }
-
-// allowedWorkspaceKinds are the only objects the workspace render may produce. They become
-// operatorWorkspaceResources, which OCE applies into every tenant namespace; anything wider
-// (a ClusterRole, a Deployment) would be a privilege the development platform never reviewed.
-var allowedWorkspaceKinds = map[schema.GroupVersionKind]bool{
-	{Version: "v1", Kind: "ServiceAccount"}:                                  true,
-	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "Role"}:        true,
-	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "RoleBinding"}: true,
-	{Group: "networking.k8s.io", Version: "v1", Kind: "NetworkPolicy"}:       true,
-}
 
 // RenderWorkspace renders the Workspace chart once with the Helm engine and returns its objects
 // without namespaces, in a stable order (template file name, then document order). Only
@@ -118,7 +108,11 @@ func RenderWorkspace(ch *chart.Chart, values *WorkspaceValues) ([]*unstructured.
 		}
 		for _, obj := range objs {
 			gvk := obj.GroupVersionKind()
-			if !allowedWorkspaceKinds[gvk] {
+			// Only contract.WorkspaceResourceKinds may come out of the render. They become
+			// operatorWorkspaceResources, which OCE applies into every tenant namespace;
+			// anything wider (a ClusterRole, a Deployment) would be a privilege the development
+			// platform never reviewed, and the Installation validator refuses it too.
+			if !contract.IsWorkspaceResourceKind(gvk) {
 				return nil, fmt.Errorf("OpenShell workspace chart rendered an unsupported resource: %s %s %q from %s; only ServiceAccount (v1), Role and RoleBinding (rbac.authorization.k8s.io/v1) and NetworkPolicy (networking.k8s.io/v1) may become operatorWorkspaceResources", obj.GetAPIVersion(), obj.GetKind(), obj.GetName(), name)
 			}
 			if strings.TrimSpace(obj.GetName()) == "" {
