@@ -1,0 +1,127 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/docker/docker/api/types"
+	"github.com/docker/docker/client"
+)
+
+// pingTimeout bounds the reachability check: a socket that accepts but never answers must not
+// hang `occ dev up` before it has even started.
+const pingTimeout = 15 * time.Second
+
+// Engine is a Docker engine that answered a ping at a pinned Endpoint.
+type Engine struct {
+	Endpoint Endpoint
+	// API is a client of that endpoint only, with the API version negotiated down to the engine's.
+	API *client.Client
+	// Version and APIVersion are what the engine reported, for summaries.
+	Version    string
+	APIVersion string
+}
+
+// Close releases the client's connections.
+func (e *Engine) Close() error { return e.API.Close() }
+
+// NewClient returns an API client of ep and nothing else: it never reads DOCKER_HOST, contexts
+// or TLS settings from the environment, so a recorded endpoint is reached the same way whatever
+// the shell that runs `occ dev down` says. The API version is negotiated on first use, so engines
+// as old as 20.10 (API 1.41) work.
+func NewClient(ep Endpoint) (*client.Client, error) {
+	if ep.IsZero() {
+		return nil, errors.New("create Docker client: no endpoint (the state records none; was the engine located?)")
+	}
+	c, err := client.NewClientWithOpts(client.WithHost(ep.String()), client.WithAPIVersionNegotiation())
+	if err != nil {
+		return nil, fmt.Errorf("create Docker client for %s: %w", ep, err)
+	}
+	return c, nil
+}
+
+// NotRunningError says the engine at an endpoint cannot be used, and what to start or fix.
+type NotRunningError struct {
+	Endpoint Endpoint
+	Source   string
+	Reason   string
+	Fix      string
+	Err      error
+}
+
+func (e *NotRunningError) Error() string {
+	return fmt.Sprintf("no usable Docker engine at %s (from %s): %s; %s", e.Endpoint, e.Source, e.Reason, e.Fix)
+}
+
+func (e *NotRunningError) Unwrap() error { return e.Err }
+
+const startFix = "start Docker (Docker Desktop, `sudo systemctl start docker`, or `dockerd`) or point DOCKER_HOST at a running engine's unix socket, then retry"
+
+// Connect checks that a Docker engine answers at ep before anything is created, and returns a
+// client of it. source names where ep came from ("DOCKER_HOST", a docker context, "the state")
+// so the error can say which setting to change. A missing socket, a socket the user may not
+// open, and an engine that does not answer are told apart, each with its fix.
+func Connect(ctx context.Context, ep Endpoint, source string) (*Engine, error) {
+	fail := func(reason, fix string, err error) (*Engine, error) {
+		return nil, &NotRunningError{Endpoint: ep, Source: source, Reason: reason, Fix: fix, Err: err}
+	}
+	fi, err := os.Stat(ep.Socket)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fail("the socket "+ep.Socket+" does not exist, so no engine is running there", startFix, err)
+	case errors.Is(err, fs.ErrPermission):
+		return fail("the socket "+ep.Socket+" cannot be reached (permission denied on a parent directory)", permissionFix, err)
+	case err != nil:
+		return fail("the socket "+ep.Socket+" cannot be inspected: "+err.Error(), startFix, err)
+	case fi.Mode()&fs.ModeSocket == 0:
+		return fail(ep.Socket+" is not a unix socket", "point DOCKER_HOST at the engine's socket file", nil)
+	}
+	// The API client reports every dial failure as "cannot connect"; a dial of our own tells a
+	// stale socket and a forbidden one apart, which need different fixes.
+	var d net.Dialer
+	dctx, dcancel := context.WithTimeout(ctx, pingTimeout)
+	conn, err := d.DialContext(dctx, "unix", ep.Socket)
+	dcancel()
+	switch {
+	case err == nil:
+		conn.Close()
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("connect to the Docker engine at %s: %w", ep, ctx.Err())
+	case errors.Is(err, syscall.EACCES) || errors.Is(err, fs.ErrPermission):
+		return fail("permission denied opening the socket", permissionFix, err)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return fail("nothing accepts connections on the socket (a stale socket of a stopped engine)", startFix, err)
+	default:
+		return fail("the socket cannot be connected to: "+err.Error(), startFix, err)
+	}
+	api, err := NewClient(ep)
+	if err != nil {
+		return nil, err
+	}
+	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	ping, err := api.Ping(pctx)
+	if err == nil {
+		var sv types.Version
+		if sv, err = api.ServerVersion(pctx); err == nil {
+			apiVersion := sv.APIVersion
+			if apiVersion == "" {
+				apiVersion = ping.APIVersion
+			}
+			return &Engine{Endpoint: ep, API: api, Version: sv.Version, APIVersion: apiVersion}, nil
+		}
+	}
+	api.Close()
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("connect to the Docker engine at %s: %w", ep, ctx.Err())
+	}
+	return fail("the engine did not answer a ping: "+err.Error(), startFix, err)
+}
+
+const permissionFix = "add your user to the docker group (`sudo usermod -aG docker $USER`, then log in again), or point DOCKER_HOST at a socket you may open (a rootless engine's)"

@@ -1,0 +1,141 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// shortDir is a temporary directory whose socket paths fit the 108-byte unix limit.
+func shortDir(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp("/tmp", "occ-dk-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+// A laptop where Docker is not started: the error says so and what to start, before any client
+// call is attempted.
+func TestConnectMissingSocketSaysWhatToStart(t *testing.T) {
+	ep := Endpoint{Socket: filepath.Join(t.TempDir(), "docker.sock")}
+	_, err := Connect(context.Background(), ep, "the default socket")
+	var nr *NotRunningError
+	if !errors.As(err, &nr) {
+		t.Fatalf("Connect = %v, want NotRunningError", err)
+	}
+	for _, w := range []string{ep.String(), "the default socket", "does not exist", "start Docker"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not mention %q", err, w)
+		}
+	}
+}
+
+// A socket file left behind by a stopped engine: connections are refused, and the error tells
+// that apart from a missing socket.
+func TestConnectStaleSocket(t *testing.T) {
+	sock := filepath.Join(shortDir(t), "d.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Keep the file but stop listening: Go removes the file on Close unless told not to.
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	l.Close()
+	_, err = Connect(context.Background(), Endpoint{Socket: sock}, "DOCKER_HOST")
+	if err == nil || !strings.Contains(err.Error(), "nothing accepts connections") || !strings.Contains(err.Error(), "start Docker") {
+		t.Fatalf("Connect = %v, want a refused-connection error with the fix", err)
+	}
+}
+
+// A socket that answers HTTP but is not a Docker engine (another service, or a broken proxy).
+func TestConnectNonDockerServer(t *testing.T) {
+	sock := filepath.Join(shortDir(t), "d.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "teapot", http.StatusTeapot)
+	}), ReadHeaderTimeout: time.Second}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	_, err = Connect(context.Background(), Endpoint{Socket: sock}, "DOCKER_HOST")
+	if err == nil || !strings.Contains(err.Error(), "did not answer a ping") {
+		t.Fatalf("Connect = %v, want a ping failure", err)
+	}
+}
+
+// A regular file where the socket should be is named for what it is.
+func TestConnectNotASocket(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "docker.sock")
+	if err := os.WriteFile(p, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Connect(context.Background(), Endpoint{Socket: p}, "DOCKER_HOST")
+	if err == nil || !strings.Contains(err.Error(), "is not a unix socket") {
+		t.Fatalf("Connect = %v", err)
+	}
+}
+
+// NewClient never reads the environment: with DOCKER_HOST pointing elsewhere, the client still
+// talks to the recorded endpoint (what `down` relies on).
+func TestNewClientIgnoresEnvironment(t *testing.T) {
+	t.Setenv("DOCKER_HOST", "tcp://203.0.113.9:2375")
+	t.Setenv("DOCKER_CONTEXT", "remote")
+	c, err := NewClient(Endpoint{Socket: "/run/recorded.sock"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got := c.DaemonHost(); got != "unix:///run/recorded.sock" {
+		t.Fatalf("DaemonHost = %s", got)
+	}
+	if _, err := NewClient(Endpoint{}); err == nil {
+		t.Fatal("NewClient accepted an empty endpoint")
+	}
+}
+
+// k3d is pointed at exactly the recorded socket, with contexts and TLS settings removed; a
+// second pin with the same values is accepted, a different engine is refused.
+func TestPinK3dEnvironment(t *testing.T) {
+	got := map[string]string{"DOCKER_CONTEXT": "remote", "DOCKER_TLS_VERIFY": "1"}
+	p := &envPin{
+		set:   func(k, v string) error { got[k] = v; return nil },
+		unset: func(k string) error { delete(got, k); return nil },
+	}
+	ep := Endpoint{Socket: "/tmp/bed/docker.sock"}
+	vars := K3dEnvironment(ep, EnvVar{Name: "K3D_IMAGE_TOOLS", Value: "tools@sha256:1"})
+	if err := p.pin(vars); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"DOCKER_HOST": "unix:///tmp/bed/docker.sock", "DOCKER_SOCK": "/tmp/bed/docker.sock", "K3D_IMAGE_TOOLS": "tools@sha256:1"}
+	if len(got) != len(want) {
+		t.Fatalf("environment = %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Fatalf("environment = %v, want %v", got, want)
+		}
+	}
+	// The same intent in another order is the same pin.
+	reordered := append([]EnvVar{vars[len(vars)-1]}, vars[:len(vars)-1]...)
+	if err := p.pin(reordered); err != nil {
+		t.Fatalf("repeated pin refused: %v", err)
+	}
+	err := p.pin(K3dEnvironment(Endpoint{Socket: "/var/run/docker.sock"}))
+	if err == nil || !strings.Contains(err.Error(), "/tmp/bed/docker.sock") || !strings.Contains(err.Error(), "unix:///var/run/docker.sock") {
+		t.Fatalf("pin of another engine = %v, want a refusal naming both", err)
+	}
+	if got["DOCKER_HOST"] != "unix:///tmp/bed/docker.sock" {
+		t.Fatalf("refused pin changed the environment: %v", got)
+	}
+}

@@ -1,0 +1,93 @@
+// Package docker is how `occ dev` reaches the Docker engine: it locates the engine the way the
+// docker CLI does (DOCKER_HOST, else the current docker context, else the default socket), pins it
+// to a local unix socket, checks that it answers before anything is created, and builds API
+// clients from a recorded Endpoint only, so `occ dev down` never consults the environment it
+// happens to run in.
+//
+// k3d's Docker runtime cannot be handed a client: it reads DOCKER_HOST and DOCKER_SOCK from the
+// process environment on every call. PinK3dEnvironment (k3denv.go) is the one place that points
+// it at a recorded Endpoint.
+package docker
+
+import (
+	"fmt"
+	"net/url"
+	"path"
+	"strings"
+)
+
+// DefaultSocket is where Docker listens when nothing else is configured.
+const DefaultSocket = "/var/run/docker.sock"
+
+// Endpoint is a Docker engine address occ has pinned: always a unix socket given by its absolute
+// path. It is what the state records, in its String form (unix:///path).
+type Endpoint struct {
+	// Socket is the absolute, clean path of the engine's unix socket.
+	Socket string
+}
+
+// String is the DOCKER_HOST form of e, "unix:///path/to/docker.sock".
+func (e Endpoint) String() string { return "unix://" + e.Socket }
+
+// IsZero reports whether e names no socket.
+func (e Endpoint) IsZero() bool { return e.Socket == "" }
+
+// EndpointError is an engine address occ refuses. Nothing has been created when it is returned.
+type EndpointError struct {
+	// Source says where the address came from ("DOCKER_HOST", "docker context \"x\"", "state").
+	Source string
+	Value  string
+	Rule   string
+	Fix    string
+}
+
+func (e *EndpointError) Error() string {
+	msg := fmt.Sprintf("Docker endpoint %q (from %s) %s", e.Value, e.Source, e.Rule)
+	if e.Fix != "" {
+		msg += ": " + e.Fix
+	}
+	return msg
+}
+
+// unixRule is why only unix sockets are accepted: the k3d API port and the node's published
+// ports are bound to 127.0.0.1 of the engine's host, which occ reaches only when that host is
+// this machine, and k3d imports images directly only over a local connection.
+const unixRule = "is not a local unix socket; occ dev publishes the cluster on 127.0.0.1 of the engine's host, so it needs the engine on this machine"
+
+const unixFix = "unset DOCKER_HOST (and DOCKER_CONTEXT) to use " + DefaultSocket + ", set DOCKER_HOST=unix:///path/to/docker.sock, or run `docker context use` with a context whose host is a unix:// socket"
+
+// ParseEndpoint accepts "unix:///absolute/path" (the form DOCKER_HOST, docker contexts and the
+// state use) and refuses every other scheme, naming source in the error.
+func ParseEndpoint(raw, source string) (Endpoint, error) {
+	bad := func(rule, fix string) (Endpoint, error) {
+		return Endpoint{}, &EndpointError{Source: source, Value: redact(raw), Rule: rule, Fix: fix}
+	}
+	if strings.TrimSpace(raw) == "" {
+		return bad("is empty", unixFix)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return bad("is not a URL", unixFix)
+	}
+	if u.Scheme != "unix" {
+		return bad(unixRule, unixFix)
+	}
+	// unix:///p parses with an empty host; unix://p (relative) puts "p" into Host.
+	p := u.Path
+	if u.Host != "" || !path.IsAbs(p) {
+		return bad("must name an absolute socket path (unix:///path/to/docker.sock)", "write the socket path with three slashes after unix:")
+	}
+	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return bad("must be a plain socket path without query, fragment or user info", "remove everything but unix:///path")
+	}
+	return Endpoint{Socket: path.Clean(p)}, nil
+}
+
+// redact hides user info in a URL so an address never carries a password into an error.
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	return u.Redacted()
+}
