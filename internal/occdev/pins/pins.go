@@ -1,7 +1,7 @@
 // Package pins holds the pinned artifacts `occ dev up` installs: the OpenShell source archive
-// (for its Helm charts), the OpenShell images, the k3s node image, the Agent Sandbox manifest and
-// the images the OCE control plane is built on or runs with, each with the checksum or digest it
-// is verified against.
+// (for its Helm charts), the OpenShell images, the k3s node image, k3d's tools image, the Agent
+// Sandbox manifest and the images the OCE control plane is built on or runs with, each with the
+// checksum or digest it is verified against.
 //
 // Pins are data, not code: the default set lives in pins.yaml, embedded into the binary, and a
 // file of the same shape can replace it (the caller maps OCC_DEVELOPMENT_PIN_FILE or a flag to
@@ -34,6 +34,7 @@ type Set struct {
 	SchemaVersion int          `json:"schemaVersion"`
 	OpenShell     OpenShell    `json:"openshell"`
 	K3s           K3s          `json:"k3s"`
+	K3d           K3d          `json:"k3d"`
 	AgentSandbox  AgentSandbox `json:"agentSandbox"`
 	OCE           OCE          `json:"oce"`
 
@@ -86,6 +87,13 @@ type Images struct {
 // K3s pins the k3s node image used by occ-created clusters.
 type K3s struct {
 	Image Image `json:"image"`
+}
+
+// K3d pins the helper images of the linked k3d library.
+type K3d struct {
+	// ToolsImage is the k3d-tools image k3d starts next to every cluster (it always does, and
+	// would otherwise pull the unpinned "latest" tag).
+	ToolsImage Image `json:"toolsImage"`
 }
 
 // AgentSandbox pins the Agent Sandbox controller manifest.
@@ -159,6 +167,9 @@ type fileSet struct {
 	K3s struct {
 		Image string `json:"image"`
 	} `json:"k3s"`
+	K3d struct {
+		ToolsImage string `json:"toolsImage"`
+	} `json:"k3d"`
 	AgentSandbox AgentSandbox `json:"agentSandbox"`
 	OCE          struct {
 		NodeBaseImage string `json:"nodeBaseImage"`
@@ -222,6 +233,7 @@ func (f *fileSet) build() (*Set, error) {
 	set.OpenShell.Images.Sandbox = pinnedImage("openshell.images.sandbox", o.Images.Sandbox, add)
 	set.OpenShell.Images.Supervisor = pinnedImage("openshell.images.supervisor", o.Images.Supervisor, add)
 	set.K3s.Image = pinnedImage("k3s.image", f.K3s.Image, add)
+	set.K3d.ToolsImage = pinnedImage("k3d.toolsImage", f.K3d.ToolsImage, add)
 	set.OCE.NodeBaseImage = pinnedImage("oce.nodeBaseImage", f.OCE.NodeBaseImage, add)
 	set.OCE.PostgresImage = pinnedImage("oce.postgresImage", f.OCE.PostgresImage, add)
 	if strings.TrimSpace(f.AgentSandbox.Version) == "" {

@@ -27,6 +27,7 @@ func TestDefaultIsTheCompletePre1Set(t *testing.T) {
 		"sandbox image":   {o.Images.Sandbox.String(), "ghcr.io/nvidia/openshell/sandbox:dde8a9a57f34f9d998618b3d35821608165c980f@sha256:7a7fd8c765fd19cbddd61a525d08a73ce37cdbe999078f385e2892e659d684bd"},
 		"supervisor":      {o.Images.Supervisor.String(), "ghcr.io/nvidia/openshell/supervisor:dde8a9a57f34f9d998618b3d35821608165c980f@sha256:406d9da06b506ec67993754608962f568aeffeae918ed7df0c84ba19cd904124"},
 		"k3s":             {set.K3s.Image.String(), "docker.io/rancher/k3s:v1.36.4-k3s1@sha256:edad48e12bf81c3a09ac1c05c0c0ffaaa22145980b989d6fae84543a76b83657"},
+		"k3d tools":       {set.K3d.ToolsImage.String(), "ghcr.io/k3d-io/k3d-tools:5.9.0@sha256:f18c1e21aba123fe6ff315c514a0feffc005f587aa3db773e89489c2118842dd"},
 		"agent sandbox":   {set.AgentSandbox.Manifest.URL, "https://github.com/kubernetes-sigs/agent-sandbox/releases/download/v0.5.2/sandbox.yaml"},
 		"agent sha256":    {set.AgentSandbox.Manifest.SHA256, "230ee446d6035f631577e1c6b857f6973a8f09a0a853675d3cc34ebfe47abd6b"},
 		"node base":       {set.OCE.NodeBaseImage.String(), "docker.io/library/node:24-bookworm@sha256:3d27e5c11e5786e309ec3e03f93ae536eb36e6e5eb3714d5eb3300a36157add0"},
@@ -71,6 +72,8 @@ func TestParseRefusesBadPins(t *testing.T) {
 		{"upper-case sha256", "sha256: 230ee446d6035f631577e1c6b857f6973a8f09a0a853675d3cc34ebfe47abd6b", "sha256: 230EE446D6035F631577E1C6B857F6973A8F09A0A853675D3CC34EBFE47ABD6B", "agentSandbox.manifest.sha256"},
 		{"image without digest", "gateway:dde8a9a57f34f9d998618b3d35821608165c980f@sha256:7d03ee5b949f06fd3a3244b495c4aa07fb8720c16977c9da3f1ecdd966e84c28", "gateway:latest", "openshell.images.gateway"},
 		{"bad digest", "@sha256:406d9da06b506ec67993754608962f568aeffeae918ed7df0c84ba19cd904124", "@sha256:406d", "openshell.images.supervisor"},
+		{"tools image by tag only", "k3d-tools:5.9.0@sha256:f18c1e21aba123fe6ff315c514a0feffc005f587aa3db773e89489c2118842dd", "k3d-tools:latest", "k3d.toolsImage"},
+		{"tools image missing", "  toolsImage: ghcr.io/k3d-io/k3d-tools:5.9.0@sha256:f18c1e21aba123fe6ff315c514a0feffc005f587aa3db773e89489c2118842dd", "", "k3d.toolsImage"},
 		{"upper-case repository", "ghcr.io/nvidia/openshell/sandbox", "ghcr.io/NVIDIA/openshell/sandbox", "openshell.images.sandbox"},
 		{"unknown key", "schemaVersion: 1", "schemaVersion: 1\nextra: true", "unknown field"},
 		{"duplicate key", "schemaVersion: 1", "schemaVersion: 1\nschemaVersion: 1", "already set"},
@@ -132,5 +135,30 @@ func TestParseImage(t *testing.T) {
 		if img, err := ParseImage(ref); err == nil {
 			t.Errorf("ParseImage(%q) accepted: %+v", ref, img)
 		}
+	}
+}
+
+// The tools image k3d starts must come from the k3d release occ links (go.mod): a tools image of
+// another release may not understand what this library asks of it.
+func TestToolsImageMatchesLinkedK3d(t *testing.T) {
+	gomod, err := os.ReadFile(filepath.Join("..", "..", "..", "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var linked string
+	for _, line := range strings.Split(string(gomod), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "github.com/k3d-io/k3d/v5" {
+			linked = f[1]
+		}
+	}
+	if linked == "" {
+		t.Fatal("go.mod does not require github.com/k3d-io/k3d/v5")
+	}
+	set, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := set.K3d.ToolsImage.Tag, strings.TrimPrefix(linked, "v"); got != want {
+		t.Fatalf("k3d.toolsImage tag %q, want %q (go.mod links k3d %s): update pins.yaml with the digest of ghcr.io/k3d-io/k3d-tools:%s", got, want, linked, want)
 	}
 }
