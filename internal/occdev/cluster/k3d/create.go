@@ -1,0 +1,191 @@
+package k3d
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/network"
+	k3dclient "github.com/k3d-io/k3d/v5/pkg/client"
+	k3dconfig "github.com/k3d-io/k3d/v5/pkg/config"
+	k3dconf "github.com/k3d-io/k3d/v5/pkg/config/v1alpha5"
+	k3druntimes "github.com/k3d-io/k3d/v5/pkg/runtimes"
+)
+
+// rollbackTimeout bounds the cleanup of a failed or cancelled creation. It runs on a fresh
+// context, so a Ctrl-C that cancelled creation does not also cancel the cleanup.
+const rollbackTimeout = 2 * time.Minute
+
+// Create makes the cluster of req and returns how to reach it.
+//
+// The order is what makes a failure safe: the request is validated and the engine checked (the
+// images present, the network to join present, the ports free, no foreign cluster of that name)
+// before anything exists; the cluster is recorded through req.Recorder before k3d creates its
+// first object; k3d runs under ctx; the kubeconfigs are written and the kube-system UID recorded
+// once the API answers. If anything after the record fails, or ctx is cancelled, the half-made
+// cluster is deleted on a fresh bounded context and the error says whether anything is left. The
+// record is kept either way: `down` checks and forgets it, and never assumes a cluster is gone.
+//
+// A cluster of that name that this owner already created is adopted (kubeconfigs rewritten),
+// which makes Create safe to repeat; leftovers of an earlier failed attempt are removed first.
+func (p *Provider) Create(ctx context.Context, req Request) (*Cluster, error) {
+	if err := req.validate(); err != nil {
+		return nil, err
+	}
+	id := Identity{Name: req.Name, Owner: req.Owner}
+	st, err := p.Inspect(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	switch st.State {
+	case StateNotOurs:
+		return nil, fmt.Errorf("create k3d cluster %s: a cluster of that name already exists and was not created by this environment (%s): choose another %s, or remove it (k3d cluster delete %s)", req.Name, st.Reason, EnvClusterName, req.Name)
+	case StateExists:
+		if err := req.Recorder.Record(id.Object()); err != nil {
+			return nil, fmt.Errorf("record k3d cluster %s: %w", req.Name, err)
+		}
+		return p.finish(ctx, req)
+	}
+	if err := p.preflight(ctx, &req); err != nil {
+		return nil, err
+	}
+	admission, err := writeAdmissionConfig(req.StateDir, req.PodSecurityExemptRuntimeClasses)
+	if err != nil {
+		return nil, err
+	}
+	// From here on Docker objects may exist: the record comes first, so `down` can always find
+	// them, even after a crash of this process.
+	if err := req.Recorder.Record(id.Object()); err != nil {
+		return nil, fmt.Errorf("record k3d cluster %s before creating it: %w", req.Name, err)
+	}
+	if st.State == StateIncomplete {
+		// Leftovers of an earlier attempt of this owner: remove them so k3d starts clean.
+		if err := p.remove(ctx, id); err != nil {
+			return nil, fmt.Errorf("create k3d cluster %s: remove what an earlier attempt left: %w", req.Name, err)
+		}
+	}
+	if err := p.run(ctx, req.simpleConfig(admission)); err != nil {
+		return nil, p.rollback(ctx, id, err)
+	}
+	c, err := p.finish(ctx, req)
+	if err != nil {
+		return nil, p.rollback(ctx, id, err)
+	}
+	return c, nil
+}
+
+// preflight checks the engine side of the request without changing anything.
+func (p *Provider) preflight(ctx context.Context, req *Request) error {
+	api := p.engine.API
+	for _, img := range []struct{ what, ref, fix string }{
+		{"node image", req.NodeImage.DigestReference(), "pull the pinned k3s image by digest first (the image step does)"},
+		{"tools image", p.tools, "pull the pinned k3d tools image by digest first (the image step does)"},
+	} {
+		if _, err := api.ImageInspect(ctx, img.ref); err != nil {
+			if cerrdefs.IsNotFound(err) {
+				return &RequestError{Field: img.what, Value: img.ref, Rule: "is not in the Docker engine, and occ does not let k3d pull images by itself", Fix: img.fix}
+			}
+			return fmt.Errorf("inspect %s %s: %w", img.what, img.ref, err)
+		}
+	}
+	if req.Network != "" {
+		if _, err := api.NetworkInspect(ctx, req.Network, network.InspectOptions{}); err != nil {
+			if cerrdefs.IsNotFound(err) {
+				// k3d would create a missing network and then never delete it (it counts a named
+				// network as external), so a missing one is refused here.
+				return &RequestError{Field: "network", Value: req.Network, Rule: "does not exist", Fix: "create the network first (the Compose profile creates <project>_development), or leave it empty"}
+			}
+			return fmt.Errorf("inspect network %s: %w", req.Network, err)
+		}
+	}
+	ports := []struct {
+		what string
+		port int
+	}{{"API port", req.APIPort}}
+	for i, m := range req.Ports {
+		ports = append(ports, struct {
+			what string
+			port int
+		}{fmt.Sprintf("ports[%d].hostPort", i), m.HostPort})
+	}
+	for _, pt := range ports {
+		if err := portFree(pt.port); err != nil {
+			return &RequestError{Field: pt.what, Value: strconv.Itoa(pt.port), Rule: "is already in use on " + apiHost + " (" + err.Error() + ")", Fix: "choose a free port"}
+		}
+	}
+	return nil
+}
+
+func portFree(port int) error {
+	l, err := net.Listen("tcp", net.JoinHostPort(apiHost, strconv.Itoa(port)))
+	if err != nil {
+		return err
+	}
+	return l.Close()
+}
+
+// FreeLoopbackPort returns a port that is free on 127.0.0.1 now, for the API. k3d's library does
+// not choose one (only its CLI does); another process could take it before k3d binds it, in which
+// case creation fails and rolls back.
+func FreeLoopbackPort() (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(apiHost, "0"))
+	if err != nil {
+		return 0, fmt.Errorf("find a free port on %s: %w", apiHost, err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// run has k3d turn the configuration into a cluster: the same transform, process and validate
+// steps as `k3d cluster create --config`, then ClusterRun. k3d's own rollback is off (occ's
+// rollback checks ownership first) and its kubeconfig writing never runs (occ writes its own).
+func (p *Provider) run(ctx context.Context, sc k3dconf.SimpleConfig) error {
+	k3dMu.Lock()
+	defer k3dMu.Unlock()
+	rt := k3druntimes.Docker
+	if err := k3dconfig.ProcessSimpleConfig(&sc); err != nil {
+		return fmt.Errorf("k3d configuration: %w", err)
+	}
+	cc, err := k3dconfig.TransformSimpleToClusterConfig(ctx, rt, sc, "")
+	if err != nil {
+		return fmt.Errorf("k3d configuration: %w", err)
+	}
+	if cc, err = k3dconfig.ProcessClusterConfig(*cc); err != nil {
+		return fmt.Errorf("k3d configuration: %w", err)
+	}
+	if err := k3dconfig.ValidateClusterConfig(ctx, rt, *cc); err != nil {
+		return fmt.Errorf("k3d configuration: %w", err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	err = k3dclient.ClusterRun(runCtx, rt, cc)
+	// ClusterRun starts the tools node in a goroutine it does not wait for when node creation
+	// fails. Cancelling its context and then passing through k3d's tools-node mutex means that
+	// goroutine has either finished or can no longer create anything, so the rollback's count of
+	// leftovers is final.
+	cancel()
+	k3dclient.EnsureToolsNodeMutex.Lock()
+	k3dclient.EnsureToolsNodeMutex.Unlock()
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("k3d cluster creation interrupted: %w", ctx.Err())
+		}
+		return fmt.Errorf("k3d cluster creation: %w", err)
+	}
+	return nil
+}
+
+// rollback deletes the half-made cluster of id after a failed creation, on a fresh context.
+func (p *Provider) rollback(ctx context.Context, id Identity, cause error) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+	defer cancel()
+	if err := p.Delete(rctx, id); err != nil {
+		return errors.Join(
+			fmt.Errorf("create k3d cluster %s: %w", id.Name, cause),
+			fmt.Errorf("roll back k3d cluster %s (its record is kept for occ dev down): %w", id.Name, err))
+	}
+	return fmt.Errorf("create k3d cluster %s (rolled back: no container, network or volume of it is left): %w", id.Name, cause)
+}

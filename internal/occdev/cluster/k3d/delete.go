@@ -1,0 +1,109 @@
+package k3d
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	k3dclient "github.com/k3d-io/k3d/v5/pkg/client"
+	k3druntimes "github.com/k3d-io/k3d/v5/pkg/runtimes"
+	k3dtypes "github.com/k3d-io/k3d/v5/pkg/types"
+)
+
+// ErrNotOurs is returned by Delete for a cluster that is not the recorded one; nothing was
+// deleted.
+var ErrNotOurs = errors.New("not the recorded cluster")
+
+// sweepRounds bounds the passes over leftovers: a removal can fail while Docker is still tearing
+// down a neighbour (a network whose last container is going away), and another pass finishes.
+const sweepRounds = 5
+
+// Delete removes the cluster of id, only after Inspect has confirmed it is the recorded one
+// (name, k3d's labels, the owner label and, when recorded, the kube-system UID), and then proves
+// that no container, network or volume of it is left. A missing cluster is not an error, so
+// Delete is safe to repeat. A recorded UID that cannot be checked (the node is stopped or its API
+// does not answer) refuses the deletion: the record is kept, and the error says how to finish.
+func (p *Provider) Delete(ctx context.Context, id Identity) error {
+	st, err := p.Inspect(ctx, id)
+	if err != nil {
+		return fmt.Errorf("delete k3d cluster %s: %w", id.Name, err)
+	}
+	switch st.State {
+	case StateMissing:
+		return nil
+	case StateNotOurs:
+		return fmt.Errorf("delete k3d cluster %s: %w: %s; occ leaves it alone (remove it yourself if it is yours)", id.Name, ErrNotOurs, st.Reason)
+	case StateExists:
+		if id.UID != "" && !st.UIDVerified {
+			return fmt.Errorf("delete k3d cluster %s: cannot confirm it is the recorded cluster: %s; start it (docker start %s) and run occ dev down again", id.Name, st.Reason, serverNode(id.Name))
+		}
+	}
+	return p.remove(ctx, id)
+}
+
+// remove deletes an identified cluster with k3d's ClusterDelete, then removes what k3d leaves
+// behind (it only logs failures) and verifies nothing is left.
+func (p *Provider) remove(ctx context.Context, id Identity) error {
+	var k3dErr error
+	if f, err := p.find(ctx, id.Name); err != nil {
+		return fmt.Errorf("delete k3d cluster %s: %w", id.Name, err)
+	} else if len(f.containers) > 0 {
+		k3dErr = p.k3dDelete(ctx, id.Name)
+	}
+	var last found
+	var sweepErr error
+	for range sweepRounds {
+		f, err := p.find(ctx, id.Name)
+		if err != nil {
+			return fmt.Errorf("delete k3d cluster %s: %w", id.Name, err)
+		}
+		if f.empty() {
+			return nil
+		}
+		last = f
+		sweepErr = p.sweep(ctx, f)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	err := fmt.Errorf("delete k3d cluster %s: still present after deletion: %s; remove them with docker rm -f / docker network rm / docker volume rm and run occ dev down again", id.Name, last.describe())
+	err = errors.Join(err, sweepErr, k3dErr)
+	if ctx.Err() != nil {
+		err = errors.Join(err, ctx.Err())
+	}
+	return err
+}
+
+func (p *Provider) k3dDelete(ctx context.Context, name string) error {
+	k3dMu.Lock()
+	defer k3dMu.Unlock()
+	if err := k3dclient.ClusterDelete(ctx, k3druntimes.Docker, &k3dtypes.Cluster{Name: name}, k3dtypes.ClusterDeleteOpts{SkipRegistryCheck: true}); err != nil {
+		return fmt.Errorf("k3d cluster delete %s: %w", name, err)
+	}
+	return nil
+}
+
+// sweep removes the given leftovers: containers first (with their anonymous volumes), then the
+// own network, then volumes. It returns the removal errors; the caller looks again either way.
+func (p *Provider) sweep(ctx context.Context, f found) error {
+	api := p.engine.API
+	var errs []error
+	for _, c := range f.containers {
+		if err := api.ContainerRemove(ctx, c.id, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove container %s: %w", c.name, err))
+		}
+	}
+	if f.network != "" {
+		if err := api.NetworkRemove(ctx, f.network); err != nil && !cerrdefs.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove network %s: %w", f.network, err))
+		}
+	}
+	for _, v := range f.volumes {
+		if err := api.VolumeRemove(ctx, v, false); err != nil && !cerrdefs.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove volume %s: %w", v, err))
+		}
+	}
+	return errors.Join(errs...)
+}

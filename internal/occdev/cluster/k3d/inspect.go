@@ -1,0 +1,227 @@
+package k3d
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/api/types/volume"
+	k3dtypes "github.com/k3d-io/k3d/v5/pkg/types"
+)
+
+// State is what Inspect found under a recorded cluster's name.
+type State string
+
+const (
+	// StateExists: the cluster is there and is the recorded one.
+	StateExists State = "exists"
+	// StateMissing: nothing of the cluster exists.
+	StateMissing State = "missing"
+	// StateNotOurs: something of that name exists that is not the recorded cluster; occ leaves it
+	// alone.
+	StateNotOurs State = "not ours"
+	// StateIncomplete: parts of the cluster (a tools container, its network or volume) remain
+	// without its server node, as after a failed creation or deletion.
+	StateIncomplete State = "incomplete"
+)
+
+// Status is the result of Inspect.
+type Status struct {
+	State State
+	// Reason explains NotOurs, an unverified identity, or a stopped node.
+	Reason string
+	// Running reports whether server-0 is running.
+	Running bool
+	// UIDVerified reports whether the kube-system UID was read and equals the recorded one.
+	UIDVerified bool
+	// What was found, by Docker name.
+	Containers []string
+	Network    string
+	Volumes    []string
+}
+
+// uidTimeout bounds the identity check against the API: a node that has just restarted needs a
+// moment, a dead one must not hang status or down.
+const uidTimeout = 30 * time.Second
+
+// Inspect reports whether the cluster of id exists and is the recorded one. It reads Docker and,
+// when a UID is recorded and server-0 runs, the cluster's API; it changes nothing.
+func (p *Provider) Inspect(ctx context.Context, id Identity) (Status, error) {
+	found, err := p.find(ctx, id.Name)
+	if err != nil {
+		return Status{}, err
+	}
+	st := Status{Network: found.network, Volumes: found.volumes}
+	for _, c := range found.containers {
+		st.Containers = append(st.Containers, c.name)
+	}
+	if len(found.containers) == 0 && found.network == "" && len(found.volumes) == 0 {
+		st.State = StateMissing
+		return st, nil
+	}
+	notOurs := func(format string, a ...any) (Status, error) {
+		st.State = StateNotOurs
+		st.Reason = fmt.Sprintf(format, a...)
+		return st, nil
+	}
+	var server *foundContainer
+	for i, c := range found.containers {
+		if c.labels["app"] != "k3d" || c.labels[k3dtypes.LabelClusterName] != id.Name {
+			return notOurs("container %s is not labelled as a k3d node of cluster %s", c.name, id.Name)
+		}
+		switch k3dtypes.Role(c.labels[k3dtypes.LabelRole]) {
+		case k3dtypes.ServerRole:
+			if c.name != serverNode(id.Name) {
+				return notOurs("cluster %s has a server %s; occ creates exactly one, %s", id.Name, c.name, serverNode(id.Name))
+			}
+			if got := c.labels[OwnerLabel]; got != id.Owner {
+				return notOurs("server %s has owner label %s=%q, the state expects %q", c.name, OwnerLabel, got, id.Owner)
+			}
+			server = &found.containers[i]
+		case k3dtypes.NoRole:
+			if c.name != toolsNode(id.Name) {
+				return notOurs("container %s of cluster %s is not one occ creates", c.name, id.Name)
+			}
+		default:
+			return notOurs("cluster %s has a %s node %s; occ creates no agents and no load balancer", id.Name, c.labels[k3dtypes.LabelRole], c.name)
+		}
+	}
+	if server == nil {
+		st.State = StateIncomplete
+		st.Reason = "server node " + serverNode(id.Name) + " is missing"
+		return st, nil
+	}
+	st.State = StateExists
+	st.Running = server.running
+	if id.UID == "" {
+		st.Reason = "no kube-system UID recorded (creation stopped before the API answered); identified by name and owner label"
+		return st, nil
+	}
+	if !server.running {
+		st.Reason = "server node " + server.name + " is not running, so its kube-system UID cannot be read"
+		return st, nil
+	}
+	uid, err := p.liveUID(ctx, id.Name)
+	if err != nil {
+		st.Reason = "kube-system UID could not be read: " + err.Error()
+		return st, nil
+	}
+	if uid != id.UID {
+		return notOurs("its kube-system UID is %s, the state recorded %s: it is another cluster of the same name", uid, id.UID)
+	}
+	st.UIDVerified = true
+	return st, nil
+}
+
+// liveUID reads the kube-system UID through a kubeconfig taken from the node itself, so the check
+// does not depend on the state's kubeconfig file.
+func (p *Provider) liveUID(ctx context.Context, name string) (string, error) {
+	kc, err := p.kubeconfig(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	return waitForKubeSystem(ctx, kc, contextName(name), uidTimeout)
+}
+
+type foundContainer struct {
+	id, name string
+	labels   map[string]string
+	running  bool
+}
+
+type found struct {
+	containers []foundContainer
+	// network is the cluster's own network, when it exists and k3d made it.
+	network string
+	volumes []string
+}
+
+func (f found) empty() bool { return len(f.containers) == 0 && f.network == "" && len(f.volumes) == 0 }
+
+func (f found) describe() string {
+	var parts []string
+	for _, c := range f.containers {
+		parts = append(parts, "container "+c.name)
+	}
+	if f.network != "" {
+		parts = append(parts, "network "+f.network)
+	}
+	for _, v := range f.volumes {
+		parts = append(parts, "volume "+v)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// find lists every Docker object of a cluster name: containers labelled with it or named like its
+// nodes (an unlabelled container of such a name would collide with k3d's), the own network
+// k3d-<name> when k3d made it, and volumes labelled with the name.
+func (p *Provider) find(ctx context.Context, name string) (found, error) {
+	api := p.engine.API
+	var f found
+	seen := map[string]bool{}
+	add := func(c container.Summary) {
+		if seen[c.ID] {
+			return
+		}
+		seen[c.ID] = true
+		n := strings.TrimPrefix(firstName(c.Names), "/")
+		f.containers = append(f.containers, foundContainer{id: c.ID, name: n, labels: c.Labels, running: c.State == "running"})
+	}
+	byLabel, err := api.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", k3dtypes.LabelClusterName+"="+name))})
+	if err != nil {
+		return found{}, fmt.Errorf("list containers of k3d cluster %s: %w", name, err)
+	}
+	for _, c := range byLabel {
+		add(c)
+	}
+	// The name filter matches substrings; keep exact node names only.
+	prefix := "k3d-" + name + "-"
+	byName, err := api.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("name", prefix))})
+	if err != nil {
+		return found{}, fmt.Errorf("list containers named %s*: %w", prefix, err)
+	}
+	for _, c := range byName {
+		if n := strings.TrimPrefix(firstName(c.Names), "/"); n == serverNode(name) || n == toolsNode(name) {
+			add(c)
+		}
+	}
+	slices.SortFunc(f.containers, func(a, b foundContainer) int { return strings.Compare(a.name, b.name) })
+
+	net, err := api.NetworkInspect(ctx, ownNetwork(name), network.InspectOptions{})
+	switch {
+	case err == nil:
+		// A network of that name that k3d did not make is someone else's: never counted, never
+		// removed.
+		if net.Name == ownNetwork(name) && net.Labels["app"] == "k3d" {
+			f.network = net.Name
+		}
+	case cerrdefs.IsNotFound(err):
+	default:
+		return found{}, fmt.Errorf("inspect network %s: %w", ownNetwork(name), err)
+	}
+
+	vols, err := api.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", k3dtypes.LabelClusterName+"="+name))})
+	if err != nil {
+		return found{}, fmt.Errorf("list volumes of k3d cluster %s: %w", name, err)
+	}
+	for _, v := range vols.Volumes {
+		if v.Labels["app"] == "k3d" && v.Labels[k3dtypes.LabelClusterName] == name {
+			f.volumes = append(f.volumes, v.Name)
+		}
+	}
+	slices.Sort(f.volumes)
+	return f, nil
+}
+
+func firstName(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	return names[0]
+}

@@ -1,0 +1,130 @@
+package k3d
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	k3dclient "github.com/k3d-io/k3d/v5/pkg/client"
+	k3druntimes "github.com/k3d-io/k3d/v5/pkg/runtimes"
+	k3dtypes "github.com/k3d-io/k3d/v5/pkg/types"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/openclaw/occ/internal/fsutil"
+)
+
+// File names in the state directory.
+const (
+	KubeconfigFile          = "kubeconfig"
+	ContainerKubeconfigFile = "container-kubeconfig"
+)
+
+// finish writes both kubeconfigs, waits until the API answers, and records the kube-system UID.
+func (p *Provider) finish(ctx context.Context, req Request) (*Cluster, error) {
+	kc, err := p.kubeconfig(ctx, req.Name)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{
+		Name:                req.Name,
+		Context:             contextName(req.Name),
+		Kubeconfig:          filepath.Join(req.StateDir, KubeconfigFile),
+		ContainerKubeconfig: filepath.Join(req.StateDir, ContainerKubeconfigFile),
+		ContainerServer:     containerServer(req.Name),
+		NodeContainer:       serverNode(req.Name),
+		Network:             req.Network,
+	}
+	if c.Network == "" {
+		c.Network = ownNetwork(req.Name)
+	}
+	cl, ok := kc.Clusters[kc.Contexts[c.Context].Cluster]
+	if !ok {
+		return nil, fmt.Errorf("kubeconfig of k3d cluster %s has no cluster for context %s", req.Name, c.Context)
+	}
+	c.Server = cl.Server
+	if err := writeKubeconfig(c.Kubeconfig, kc, 0o600); err != nil {
+		return nil, err
+	}
+	// The container copy differs only in the server: the node's name on the Docker network,
+	// which its serving certificate carries (--tls-san). It is 0644 because it is bind-mounted
+	// into containers that do not run as this user; the state directory stays 0700.
+	inside := kc.DeepCopy()
+	inside.Clusters[kc.Contexts[c.Context].Cluster].Server = c.ContainerServer
+	if err := writeKubeconfig(c.ContainerKubeconfig, inside, 0o644); err != nil {
+		return nil, err
+	}
+	uid, err := waitForKubeSystem(ctx, kc, c.Context, req.Timeout)
+	if err != nil {
+		return nil, fmt.Errorf("k3d cluster %s: %w", req.Name, err)
+	}
+	c.UID = uid
+	id := Identity{Name: req.Name, Owner: req.Owner, UID: uid}
+	if err := req.Recorder.Record(id.Object()); err != nil {
+		return nil, fmt.Errorf("record k3d cluster %s identity: %w", req.Name, err)
+	}
+	return c, nil
+}
+
+// kubeconfig reads the admin kubeconfig out of server-0 (k3d's KubeconfigGet: it renames the
+// context to k3d-<name> and points the server at the published API port). Nothing is written
+// anywhere by k3d.
+func (p *Provider) kubeconfig(ctx context.Context, name string) (*clientcmdapi.Config, error) {
+	k3dMu.Lock()
+	defer k3dMu.Unlock()
+	kc, err := k3dclient.KubeconfigGet(ctx, k3druntimes.Docker, &k3dtypes.Cluster{Name: name})
+	if err != nil {
+		return nil, fmt.Errorf("read the kubeconfig of k3d cluster %s: %w", name, err)
+	}
+	if _, ok := kc.Contexts[contextName(name)]; !ok {
+		return nil, fmt.Errorf("kubeconfig of k3d cluster %s has no context %s", name, contextName(name))
+	}
+	return kc, nil
+}
+
+func writeKubeconfig(path string, kc *clientcmdapi.Config, perm os.FileMode) error {
+	data, err := clientcmd.Write(*kc)
+	if err != nil {
+		return fmt.Errorf("encode kubeconfig %s: %w", path, err)
+	}
+	if err := fsutil.WriteFileAtomic(path, data, perm); err != nil {
+		return fmt.Errorf("write kubeconfig: %w", err)
+	}
+	return nil
+}
+
+// waitForKubeSystem waits until the API serves the kube-system namespace and returns its UID,
+// the identity of this cluster's etcd that no rename or moved kubeconfig can fake.
+func waitForKubeSystem(ctx context.Context, kc *clientcmdapi.Config, kubeContext string, timeout time.Duration) (string, error) {
+	cfg, err := clientcmd.NewDefaultClientConfig(*kc, &clientcmd.ConfigOverrides{CurrentContext: kubeContext}).ClientConfig()
+	if err != nil {
+		return "", fmt.Errorf("client configuration: %w", err)
+	}
+	cfg.Timeout = 10 * time.Second
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return "", fmt.Errorf("client: %w", err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	delay := 100 * time.Millisecond
+	for {
+		ns, err := cs.CoreV1().Namespaces().Get(wctx, metav1.NamespaceSystem, metav1.GetOptions{})
+		if err == nil {
+			if ns.UID == "" {
+				return "", fmt.Errorf("namespace kube-system has no UID")
+			}
+			return string(ns.UID), nil
+		}
+		select {
+		case <-wctx.Done():
+			return "", fmt.Errorf("the API at %s did not serve namespace kube-system within %s: %w", cfg.Host, timeout, err)
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 2*time.Second)
+	}
+}

@@ -1,0 +1,211 @@
+package k3d
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	k3dconf "github.com/k3d-io/k3d/v5/pkg/config/v1alpha5"
+
+	"github.com/openclaw/occ/internal/occdev/pins"
+)
+
+// Defaults of a Request.
+const (
+	DefaultDiskThresholdPercent = 5
+	DefaultTimeout              = 10 * time.Minute
+	// apiHost is where the API (and every published port) is bound: loopback only.
+	apiHost = "127.0.0.1"
+)
+
+// Request is what Create needs: inputs only, no flow context.
+type Request struct {
+	// Name is the cluster name (CheckName; ResolveName makes one).
+	Name string
+	// Owner is a value unique to the recording state (its directory path): it is written as a
+	// label on server-0 and must match for Inspect and Delete to accept the cluster as theirs.
+	Owner string
+	// NodeImage is the pinned k3s image; its digest is what the node runs. It must already be in
+	// the engine (the image step pulls it by digest).
+	NodeImage pins.Image
+	// StateDir is the private state directory: the admission configuration and both kubeconfigs
+	// are written there.
+	StateDir string
+	// APIPort is the host port of the Kubernetes API on 127.0.0.1. The caller chooses it (see
+	// FreeLoopbackPort); k3d's library does not pick one.
+	APIPort int
+	// Ports publish NodePorts of server-0 on 127.0.0.1 (the Kubernetes-only profile's API proxy).
+	Ports []PortMapping
+	// Network is an existing Docker network to join (the Compose profile's <project>_development);
+	// empty gives the cluster a network of its own, which Delete removes with it.
+	Network string
+	// PodSecurityExemptRuntimeClasses are exempt from PodSecurity admission ("openshell-sandbox").
+	PodSecurityExemptRuntimeClasses []string
+	// DiskThresholdPercent sets the kubelet's hard eviction thresholds for node and image file
+	// systems (1..20; 0 means DefaultDiskThresholdPercent).
+	DiskThresholdPercent int
+	// Timeout bounds k3d's creation and start (0 means DefaultTimeout).
+	Timeout time.Duration
+	// Recorder receives the cluster's record before creation and again with its kube-system UID.
+	Recorder Recorder
+}
+
+// PortMapping publishes NodePort of server-0 at 127.0.0.1:HostPort.
+type PortMapping struct {
+	HostPort int
+	NodePort int
+}
+
+// RequestError is a bad request field; nothing has been created when it is returned.
+type RequestError struct {
+	Field, Value, Rule, Fix string
+}
+
+func (e *RequestError) Error() string {
+	msg := fmt.Sprintf("k3d cluster %s %q %s", e.Field, e.Value, e.Rule)
+	if e.Fix != "" {
+		msg += ": " + e.Fix
+	}
+	return msg
+}
+
+// validate checks every field before anything is touched, and fills in defaults.
+func (r *Request) validate() error {
+	var errs []error
+	bad := func(field, value, rule, fix string) {
+		errs = append(errs, &RequestError{Field: field, Value: value, Rule: rule, Fix: fix})
+	}
+	if err := CheckName(r.Name); err != nil {
+		errs = append(errs, err)
+	}
+	if strings.TrimSpace(r.Owner) == "" {
+		bad("owner", r.Owner, "is empty", "pass the state directory path, which identifies the environment that owns the cluster")
+	}
+	if r.NodeImage.Digest == "" {
+		bad("node image", r.NodeImage.String(), "has no digest", "pin the k3s image as <reference>@sha256:<64 hex> (pins k3s.image)")
+	}
+	if !filepath.IsAbs(r.StateDir) {
+		bad("state directory", r.StateDir, "must be an absolute path", "pass the claimed state directory")
+	} else if strings.ContainsAny(r.StateDir, ":,") {
+		// The admission file is bind-mounted with k3d's SRC:DEST:OPTIONS syntax.
+		bad("state directory", r.StateDir, "must not contain ':' or ','", "choose a state directory path without them")
+	} else if fi, err := os.Stat(r.StateDir); err != nil || !fi.IsDir() {
+		bad("state directory", r.StateDir, "must be an existing directory", "claim the state directory before creating the cluster")
+	}
+	if r.Recorder == nil {
+		errs = append(errs, errors.New("k3d cluster: no Recorder; the cluster must be recorded before it is created"))
+	}
+	seen := map[int]string{}
+	checkPort := func(field string, p int) {
+		if p < 1 || p > 65535 {
+			bad(field, strconv.Itoa(p), "must be between 1 and 65535", "choose a free port on 127.0.0.1")
+			return
+		}
+		if other, dup := seen[p]; dup {
+			bad(field, strconv.Itoa(p), "is also used as "+other, "give every published port its own host port")
+			return
+		}
+		seen[p] = field
+	}
+	checkPort("API port", r.APIPort)
+	for i, m := range r.Ports {
+		checkPort(fmt.Sprintf("ports[%d].hostPort", i), m.HostPort)
+		if m.NodePort < 30000 || m.NodePort > 32767 {
+			bad(fmt.Sprintf("ports[%d].nodePort", i), strconv.Itoa(m.NodePort), "must be in the NodePort range 30000-32767", "")
+		}
+	}
+	if r.Network != "" && r.Network == ownNetwork(r.Name) {
+		bad("network", r.Network, "is the name k3d gives a cluster's own network", "leave the network empty for a network of the cluster's own, or join another network")
+	}
+	if r.Network == "host" || r.Network == "bridge" || r.Network == "none" {
+		bad("network", r.Network, "is a Docker built-in network", "join a user-defined network, or leave it empty")
+	}
+	if r.DiskThresholdPercent == 0 {
+		r.DiskThresholdPercent = DefaultDiskThresholdPercent
+	}
+	if r.DiskThresholdPercent < 1 || r.DiskThresholdPercent > 20 {
+		bad("disk threshold percent", strconv.Itoa(r.DiskThresholdPercent), "must be between 1 and 20", "")
+	}
+	if r.Timeout == 0 {
+		r.Timeout = DefaultTimeout
+	}
+	if r.Timeout < 0 {
+		bad("timeout", r.Timeout.String(), "must be positive", "")
+	}
+	for _, rc := range r.PodSecurityExemptRuntimeClasses {
+		if strings.TrimSpace(rc) == "" {
+			bad("PodSecurity exempt RuntimeClass", rc, "is empty", "name the RuntimeClass, for example openshell-sandbox")
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// onServer0 is the k3d node filter of the only server.
+var onServer0 = []string{"server:0"}
+
+// simpleConfig is the k3d configuration of the request, the same document `k3d cluster create
+// --config` reads. admissionPath is the admission file on the host.
+func (r *Request) simpleConfig(admissionPath string) k3dconf.SimpleConfig {
+	threshold := strconv.Itoa(r.DiskThresholdPercent)
+	args := []string{
+		// The container kubeconfig reaches the API at server-0's name on the Docker network; the
+		// serving certificate must name it.
+		"--tls-san=" + serverNode(r.Name),
+		"--kubelet-arg=eviction-hard=imagefs.available<" + threshold + "%,nodefs.available<" + threshold + "%",
+		"--kubelet-arg=eviction-minimum-reclaim=imagefs.available=1%,nodefs.available=1%",
+		// Imported images are used with pullPolicy Never and cannot be pulled again: the kubelet
+		// must never garbage-collect them.
+		"--kubelet-arg=image-gc-high-threshold=100",
+		"--kubelet-arg=image-gc-low-threshold=99",
+		"--kube-apiserver-arg=admission-control-config-file=" + admissionNodePath,
+	}
+	cfg := k3dconf.SimpleConfig{
+		Servers: 1,
+		Agents:  0,
+		Image:   r.NodeImage.DigestReference(),
+		Network: r.Network,
+		ExposeAPI: k3dconf.SimpleExposureOpts{
+			Host:     apiHost,
+			HostIP:   apiHost,
+			HostPort: strconv.Itoa(r.APIPort),
+		},
+		Volumes: []k3dconf.VolumeWithNodeFilters{{
+			Volume:      admissionPath + ":" + admissionNodePath + ":ro",
+			NodeFilters: onServer0,
+		}},
+		Env: []k3dconf.EnvVarWithNodeFilters{{EnvVar: "IPTABLES_MODE=legacy", NodeFilters: onServer0}},
+		Options: k3dconf.SimpleConfigOptions{
+			K3dOptions: k3dconf.SimpleConfigOptionsK3d{
+				Wait:                true,
+				Timeout:             r.Timeout,
+				DisableLoadbalancer: true,
+				// k3d's tools node needs the image volume (see reference/k3d-testbed.md).
+				DisableImageVolume: false,
+				// occ rolls back itself, after checking what it deletes is its own.
+				NoRollback: true,
+			},
+			// The default kubeconfig and current context are never touched: occ writes its own
+			// kubeconfig into the state directory.
+			KubeconfigOptions: k3dconf.SimpleConfigOptionsKubeconfig{UpdateDefaultKubeconfig: false, SwitchCurrentContext: false},
+			Runtime: k3dconf.SimpleConfigOptionsRuntime{
+				Labels: []k3dconf.LabelWithNodeFilters{{Label: OwnerLabel + "=" + r.Owner, NodeFilters: onServer0}},
+			},
+		},
+	}
+	cfg.Name = r.Name
+	for _, a := range args {
+		cfg.Options.K3sOptions.ExtraArgs = append(cfg.Options.K3sOptions.ExtraArgs, k3dconf.K3sArgWithNodeFilters{Arg: a, NodeFilters: onServer0})
+	}
+	for _, m := range r.Ports {
+		cfg.Ports = append(cfg.Ports, k3dconf.PortWithNodeFilters{
+			Port: fmt.Sprintf("%s:%d:%d/tcp", apiHost, m.HostPort, m.NodePort),
+			// With the load balancer disabled, ports are published by server-0 directly.
+			NodeFilters: []string{"server:0:direct"},
+		})
+	}
+	return cfg
+}

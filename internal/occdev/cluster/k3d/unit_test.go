@@ -1,0 +1,304 @@
+package k3d
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/docker/go-connections/nat"
+	k3dconfig "github.com/k3d-io/k3d/v5/pkg/config"
+	k3druntimes "github.com/k3d-io/k3d/v5/pkg/runtimes"
+	k3dtypes "github.com/k3d-io/k3d/v5/pkg/types"
+	"sigs.k8s.io/yaml"
+
+	"github.com/openclaw/occ/internal/occdev/pins"
+	"github.com/openclaw/occ/internal/occdev/state"
+)
+
+// A user sets OCC_DEVELOPMENT_KUBERNETES_CLUSTER by hand; names k3d would choke on half-way are
+// refused up front naming the variable, the value and the rule.
+func TestCheckName(t *testing.T) {
+	good := []string{"occ-dev-a", "occ-dev-abc123", "occ-dev-my-cluster-1", "occ-dev-" + strings.Repeat("x", 24)}
+	for _, n := range good {
+		if err := CheckName(n); err != nil {
+			t.Errorf("CheckName(%q) = %v", n, err)
+		}
+	}
+	bad := []string{"", "occ-dev-", "mycluster", "occ-dev-Abc", "occ-dev-abc-", "occ-dev-a_b", "occ-dev-" + strings.Repeat("x", 25), "occ-dev--", "k3d-occ-dev-a", "occ-dev-a.b"}
+	for _, n := range bad {
+		err := CheckName(n)
+		var ne *NameError
+		if !errors.As(err, &ne) {
+			t.Errorf("CheckName(%q) = %v, want NameError", n, err)
+			continue
+		}
+		for _, w := range []string{EnvClusterName, `"` + n + `"`, "at most 32", "end with a lowercase letter or digit", "occ-dev-"} {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("CheckName(%q) error %q does not mention %q", n, err, w)
+			}
+		}
+	}
+	// occ's limit is k3d's: a valid occ name never fails k3d's own check.
+	if MaxNameLength != k3dtypes.DefaultClusterNameMaxLength {
+		t.Fatalf("MaxNameLength %d, k3d's limit %d", MaxNameLength, k3dtypes.DefaultClusterNameMaxLength)
+	}
+}
+
+// Without a configured name every up gets a fresh random one that passes the rule.
+func TestResolveNameDefaultsToRandom(t *testing.T) {
+	seen := map[string]bool{}
+	for range 50 {
+		n, err := ResolveName("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := CheckName(n); err != nil || len(n) != len(NamePrefix)+randomSuffixLength {
+			t.Fatalf("random name %q: %v", n, err)
+		}
+		if seen[n] {
+			t.Fatalf("random name %q repeated", n)
+		}
+		seen[n] = true
+	}
+	if n, err := ResolveName("occ-dev-mine"); err != nil || n != "occ-dev-mine" {
+		t.Fatalf("ResolveName(occ-dev-mine) = %q, %v", n, err)
+	}
+	if _, err := ResolveName("Mine"); err == nil {
+		t.Fatal("ResolveName accepted a bad name")
+	}
+}
+
+type recorder struct{ objs []state.Object }
+
+func (r *recorder) Record(o state.Object) error { r.objs = append(r.objs, o); return nil }
+
+func testRequest(t *testing.T) Request {
+	t.Helper()
+	img, err := pins.ParseImage("docker.io/rancher/k3s:v1.36.4-k3s1@sha256:edad48e12bf81c3a09ac1c05c0c0ffaaa22145980b989d6fae84543a76b83657")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Request{
+		Name:                            "occ-dev-unit",
+		Owner:                           "/tmp/occ-state",
+		NodeImage:                       img,
+		StateDir:                        t.TempDir(),
+		APIPort:                         16443,
+		Ports:                           []PortMapping{{HostPort: 13000, NodePort: 30080}},
+		PodSecurityExemptRuntimeClasses: []string{"openshell-sandbox"},
+		Recorder:                        &recorder{},
+	}
+}
+
+// Every bad field is reported at once, before anything is created, each naming field, value and
+// rule.
+func TestRequestValidation(t *testing.T) {
+	cases := []struct {
+		name   string
+		change func(*Request)
+		want   string
+	}{
+		{"bad name", func(r *Request) { r.Name = "dev" }, EnvClusterName},
+		{"no owner", func(r *Request) { r.Owner = " " }, "owner"},
+		{"tag-only node image", func(r *Request) { r.NodeImage.Digest = "" }, "node image"},
+		{"relative state dir", func(r *Request) { r.StateDir = "state" }, "absolute"},
+		{"state dir with colon", func(r *Request) { r.StateDir = "/tmp/a:b" }, "':'"},
+		{"missing state dir", func(r *Request) { r.StateDir = "/nonexistent/occ-state" }, "existing directory"},
+		{"no recorder", func(r *Request) { r.Recorder = nil }, "Recorder"},
+		{"API port zero", func(r *Request) { r.APIPort = 0 }, "API port"},
+		{"API port too big", func(r *Request) { r.APIPort = 70000 }, "between 1 and 65535"},
+		{"port clash", func(r *Request) { r.Ports[0].HostPort = r.APIPort }, "also used as API port"},
+		{"NodePort out of range", func(r *Request) { r.Ports[0].NodePort = 8080 }, "30000-32767"},
+		{"own network name", func(r *Request) { r.Network = "k3d-occ-dev-unit" }, "own network"},
+		{"host network", func(r *Request) { r.Network = "host" }, "built-in"},
+		{"disk threshold", func(r *Request) { r.DiskThresholdPercent = 50 }, "between 1 and 20"},
+		{"negative timeout", func(r *Request) { r.Timeout = -1 }, "positive"},
+		{"empty runtime class", func(r *Request) { r.PodSecurityExemptRuntimeClasses = []string{""} }, "RuntimeClass"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := testRequest(t)
+			c.change(&r)
+			err := r.validate()
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("validate = %v, want an error mentioning %q", err, c.want)
+			}
+		})
+	}
+	r := testRequest(t)
+	if err := r.validate(); err != nil {
+		t.Fatalf("valid request refused: %v", err)
+	}
+	if r.DiskThresholdPercent != DefaultDiskThresholdPercent || r.Timeout != DefaultTimeout {
+		t.Fatalf("defaults not filled: %+v", r)
+	}
+}
+
+// The k3d configuration occ builds goes through k3d's own transform and validation (what
+// `k3d cluster create --config` does) and comes out as the reference's cluster, without a load
+// balancer: one server on the pinned digest, API and NodePorts on 127.0.0.1 of server-0, the
+// admission file mounted and passed to the apiserver, legacy iptables, kubelet thresholds that
+// never collect imported images, the owner label, and no kubeconfig writing.
+func TestSimpleConfigTransformsToTheReferenceCluster(t *testing.T) {
+	r := testRequest(t)
+	if err := r.validate(); err != nil {
+		t.Fatal(err)
+	}
+	admission, err := writeAdmissionConfig(r.StateDir, r.PodSecurityExemptRuntimeClasses)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := r.simpleConfig(admission)
+	if err := k3dconfig.ProcessSimpleConfig(&sc); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	cc, err := k3dconfig.TransformSimpleToClusterConfig(ctx, k3druntimes.Docker, sc, "")
+	if err != nil {
+		t.Fatalf("transform: %v", err)
+	}
+	if cc, err = k3dconfig.ProcessClusterConfig(*cc); err != nil {
+		t.Fatal(err)
+	}
+	if err := k3dconfig.ValidateClusterConfig(ctx, k3druntimes.Docker, *cc); err != nil {
+		t.Fatalf("validate: %v", err)
+	}
+	if !cc.ClusterCreateOpts.DisableLoadBalancer || cc.Cluster.ServerLoadBalancer != nil {
+		t.Error("the load balancer is not disabled")
+	}
+	if cc.ClusterCreateOpts.DisableImageVolume {
+		t.Error("the image volume is disabled; k3d's tools node needs it")
+	}
+	if cc.KubeconfigOpts.UpdateDefaultKubeconfig || cc.KubeconfigOpts.SwitchCurrentContext {
+		t.Error("k3d would update the default kubeconfig or switch its context")
+	}
+	if cc.Cluster.Network.Name != "k3d-occ-dev-unit" || cc.Cluster.Network.External {
+		t.Errorf("network = %+v, want the cluster's own k3d-occ-dev-unit", cc.Cluster.Network)
+	}
+	api := cc.Cluster.KubeAPI
+	if api.Host != "127.0.0.1" || api.Binding.HostIP != "127.0.0.1" || api.Binding.HostPort != "16443" {
+		t.Errorf("API exposure = %+v, want 127.0.0.1:16443", api)
+	}
+	if len(cc.Cluster.Nodes) != 1 {
+		t.Fatalf("%d nodes, want exactly server-0", len(cc.Cluster.Nodes))
+	}
+	n := cc.Cluster.Nodes[0]
+	if n.Name != "k3d-occ-dev-unit-server-0" || n.Role != k3dtypes.ServerRole {
+		t.Fatalf("node = %s (%s)", n.Name, n.Role)
+	}
+	if n.Image != "docker.io/rancher/k3s@sha256:edad48e12bf81c3a09ac1c05c0c0ffaaa22145980b989d6fae84543a76b83657" {
+		t.Errorf("node image %s, want the pinned digest reference", n.Image)
+	}
+	for _, a := range []string{
+		"--tls-san=k3d-occ-dev-unit-server-0",
+		"--kubelet-arg=eviction-hard=imagefs.available<5%,nodefs.available<5%",
+		"--kubelet-arg=image-gc-high-threshold=100",
+		"--kubelet-arg=image-gc-low-threshold=99",
+		"--kube-apiserver-arg=admission-control-config-file=/etc/occ-development/pod-security-admission.yaml",
+	} {
+		if !slices.Contains(n.Args, a) {
+			t.Errorf("server args %q lack %q", n.Args, a)
+		}
+	}
+	if !slices.Contains(n.Env, "IPTABLES_MODE=legacy") {
+		t.Errorf("server env %q lacks IPTABLES_MODE=legacy", n.Env)
+	}
+	if want := admission + ":/etc/occ-development/pod-security-admission.yaml:ro"; !slices.Contains(n.Volumes, want) {
+		t.Errorf("server volumes %q lack %q", n.Volumes, want)
+	}
+	if n.RuntimeLabels[OwnerLabel] != "/tmp/occ-state" {
+		t.Errorf("owner label = %q", n.RuntimeLabels[OwnerLabel])
+	}
+	b := n.Ports[nat.Port("30080/tcp")]
+	if len(b) != 1 || b[0].HostIP != "127.0.0.1" || b[0].HostPort != "13000" {
+		t.Errorf("NodePort 30080 binding = %+v, want 127.0.0.1:13000 on server-0", b)
+	}
+	if cc.ClusterCreateOpts.Timeout != DefaultTimeout || !cc.ClusterCreateOpts.WaitForServer {
+		t.Errorf("create options = %+v", cc.ClusterCreateOpts)
+	}
+}
+
+// Joining the Compose network: k3d must treat it as external (never delete it).
+func TestSimpleConfigJoinsExistingNetwork(t *testing.T) {
+	r := testRequest(t)
+	r.Network = "oce_development"
+	if err := r.validate(); err != nil {
+		t.Fatal(err)
+	}
+	sc := r.simpleConfig("/tmp/admission.yaml")
+	cc, err := k3dconfig.TransformSimpleToClusterConfig(context.Background(), k3druntimes.Docker, sc, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cc.Cluster.Network.Name != "oce_development" || !cc.Cluster.Network.External {
+		t.Fatalf("network = %+v, want external oce_development", cc.Cluster.Network)
+	}
+}
+
+// The admission file gives every PodSecurity mode "privileged" at "latest" and exempts the
+// sandbox RuntimeClass, in the apiserver's AdmissionConfiguration format; it is 0644.
+func TestAdmissionConfig(t *testing.T) {
+	dir := t.TempDir()
+	p, err := writeAdmissionConfig(dir, []string{"openshell-sandbox"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(p)
+	if err != nil || fi.Mode().Perm() != 0o644 || filepath.Dir(p) != dir {
+		t.Fatalf("admission file %s: %v %v", p, fi.Mode(), err)
+	}
+	data, _ := os.ReadFile(p)
+	var got struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Plugins    []struct {
+			Name          string `json:"name"`
+			Configuration struct {
+				APIVersion string            `json:"apiVersion"`
+				Kind       string            `json:"kind"`
+				Defaults   map[string]string `json:"defaults"`
+				Exemptions struct {
+					RuntimeClasses []string `json:"runtimeClasses"`
+				} `json:"exemptions"`
+			} `json:"configuration"`
+		} `json:"plugins"`
+	}
+	if err := yaml.Unmarshal(data, &got); err != nil {
+		t.Fatalf("admission file does not decode: %v\n%s", err, data)
+	}
+	if got.APIVersion != "apiserver.config.k8s.io/v1" || got.Kind != "AdmissionConfiguration" || len(got.Plugins) != 1 || got.Plugins[0].Name != "PodSecurity" {
+		t.Fatalf("admission file = %+v", got)
+	}
+	c := got.Plugins[0].Configuration
+	if c.APIVersion != "pod-security.admission.config.k8s.io/v1" || c.Kind != "PodSecurityConfiguration" {
+		t.Fatalf("plugin configuration = %+v", c)
+	}
+	for _, mode := range []string{"enforce", "audit", "warn"} {
+		if c.Defaults[mode] != "privileged" || c.Defaults[mode+"-version"] != "latest" {
+			t.Errorf("defaults %v: %s is not privileged/latest", c.Defaults, mode)
+		}
+	}
+	if !slices.Equal(c.Exemptions.RuntimeClasses, []string{"openshell-sandbox"}) {
+		t.Errorf("exempt RuntimeClasses = %v", c.Exemptions.RuntimeClasses)
+	}
+}
+
+// The state entry of a cluster round-trips into the identity down checks.
+func TestIdentityRecord(t *testing.T) {
+	id := Identity{Name: "occ-dev-x", Owner: "/s", UID: "u-1"}
+	obj := id.Object()
+	if obj.Kind != KindCluster || obj.Name != "occ-dev-x" || obj.UID != "u-1" {
+		t.Fatalf("Object = %+v", obj)
+	}
+	back, err := IdentityOf(obj, "/s")
+	if err != nil || back != id {
+		t.Fatalf("IdentityOf = %+v, %v", back, err)
+	}
+	if _, err := IdentityOf(state.Object{Kind: "Namespace", Name: "x"}, "/s"); err == nil {
+		t.Fatal("IdentityOf accepted another kind")
+	}
+}
