@@ -1,0 +1,114 @@
+package images
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path"
+	"time"
+
+	"github.com/docker/docker/client"
+
+	"github.com/openclaw/occ/internal/occdev/state"
+)
+
+// Importer loads local images into a cluster's nodes; the k3d provider's Importer implements it.
+type Importer interface {
+	ClusterName() string
+	// NodeContainer is the container whose containerd receives the images.
+	NodeContainer() string
+	// ImportImages loads the named local images (tags in the engine) in one pass.
+	ImportImages(ctx context.Context, refs []string) error
+}
+
+// ImportOptions are the inputs of Import.
+type ImportOptions struct {
+	API      client.APIClient
+	Importer Importer
+	// Images are the checked local images (Present, then CheckRepoDigest).
+	Images []Local
+	// Recorder receives each staging tag before it is created, and forgets it once removed.
+	Recorder Recorder
+	Progress func(Event)
+}
+
+// Imported is an image loaded into the node under its staging name, not yet verified.
+type Imported struct {
+	Local
+	// Staging is the temporary name the image travelled under, as containerd names it.
+	Staging string
+}
+
+// stagingRepository prefixes staging tags. A registry-like first component keeps containerd
+// from filing the name under docker.io, so the node holds exactly the name occ looks for.
+const stagingRepository = "occ.local/import/"
+
+// cleanupTimeout bounds the removal of staging tags, on a fresh context so that a cancelled
+// import still removes them.
+const cleanupTimeout = 30 * time.Second
+
+// StagingTag is the temporary tag an image is imported under: k3d imports local images by tag,
+// and an image pulled by digest has none. The name is unique per pinned reference and cluster.
+func StagingTag(l Local, cluster string) string {
+	sum := sha256.Sum256([]byte(l.Pin.DigestReference()))
+	return stagingRepository + path.Base(l.Pin.Repository) + "-" + hex.EncodeToString(sum[:4]) + ":" + cluster
+}
+
+// Import loads all images into the cluster in one pass through k3d's library (direct mode). Each
+// image first gets a staging tag on its verified image ID, recorded before it exists; the tags
+// are removed from the engine afterwards, whatever happened, on a fresh bounded context. The
+// result still has to pass VerifyInNode: k3d's success alone proves nothing about content.
+func Import(ctx context.Context, opts ImportOptions) ([]Imported, error) {
+	if len(opts.Images) == 0 {
+		return nil, errors.New("import images: none given")
+	}
+	if opts.Recorder == nil {
+		return nil, errors.New("import images: no Recorder; staging tags must be recorded before they exist")
+	}
+	cluster := opts.Importer.ClusterName()
+	var out []Imported
+	var refs []string
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		for _, im := range out {
+			_ = RemoveStagingTag(cctx, opts.API, stagingRecord(im))
+			_ = opts.Recorder.Forget(stagingRecord(im))
+		}
+	}()
+	for _, l := range opts.Images {
+		if err := CheckRepoDigest(l); err != nil {
+			return nil, err
+		}
+		im := Imported{Local: l, Staging: StagingTag(l, cluster)}
+		if err := opts.Recorder.Record(stagingRecord(im)); err != nil {
+			return nil, fmt.Errorf("record staging tag %s: %w", im.Staging, err)
+		}
+		out = append(out, im)
+		// Tagging the image ID, not a name, stages exactly the image that was checked.
+		if err := opts.API.ImageTag(ctx, l.ID, im.Staging); err != nil {
+			return nil, fmt.Errorf("tag %s (%s) as %s for the import: %w", l.Pin, l.ID, im.Staging, err)
+		}
+		refs = append(refs, im.Staging)
+	}
+	if opts.Progress != nil {
+		for _, im := range out {
+			opts.Progress(Event{Image: im.Pin.String(), Status: "importing", Total: im.Size})
+		}
+	}
+	if err := opts.Importer.ImportImages(ctx, refs); err != nil {
+		return nil, err
+	}
+	if opts.Progress != nil {
+		for _, im := range out {
+			opts.Progress(Event{Image: im.Pin.String(), Status: "imported", Current: im.Size, Total: im.Size})
+		}
+	}
+	return out, nil
+}
+
+func stagingRecord(im Imported) state.Object {
+	return state.Object{Kind: KindStagingTag, Name: im.Staging, UID: im.ID}
+}

@@ -1,0 +1,35 @@
+package images
+
+import (
+	"fmt"
+
+	"github.com/openclaw/occ/internal/occdev/pins"
+)
+
+// RepoDigestError is a local image whose RepoDigests do not include the pinned digest.
+type RepoDigestError struct {
+	Pin         pins.Image
+	ID          string
+	RepoDigests []string
+}
+
+func (e *RepoDigestError) Error() string {
+	return fmt.Sprintf("image %s in the Docker engine (image ID %s) has RepoDigests %s, which do not include the pinned %s: it was not pulled by that digest (re-tagged or built locally); remove it (docker rmi %s) and let occ pull %s",
+		e.Pin, e.ID, listOrNone(e.RepoDigests), e.Pin.Digest, e.ID, e.Pin.DigestReference())
+}
+
+// CheckRepoDigest requires the engine's record of where the image came from (RepoDigests, set
+// only by a pull or push) to include the pinned digest under the pinned name. Docker writes
+// RepoDigests in its short form (rancher/k3s@…, busybox@…), so both sides are normalised first.
+func CheckRepoDigest(l Local) error {
+	for _, rd := range l.RepoDigests {
+		got, err := pins.ParseImage(rd)
+		if err != nil {
+			continue
+		}
+		if got.Name() == l.Pin.Name() && got.Digest == l.Pin.Digest {
+			return nil
+		}
+	}
+	return &RepoDigestError{Pin: l.Pin, ID: l.ID, RepoDigests: l.RepoDigests}
+}

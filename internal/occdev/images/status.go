@@ -1,0 +1,82 @@
+package images
+
+import (
+	"context"
+	"fmt"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/client"
+
+	"github.com/openclaw/occ/internal/occdev/pins"
+)
+
+// ImageState is how an imported image compares with its pin.
+type ImageState string
+
+const (
+	// ImageMatches: the node holds repo@sha256:<pinned> with the config of the pinned local image.
+	ImageMatches ImageState = "matches"
+	// ImageDiffers: the node's repo@sha256:<pinned> has another config than the pinned image.
+	ImageDiffers ImageState = "differs"
+	// ImageAbsent: the node has no repo@sha256:<pinned>.
+	ImageAbsent ImageState = "absent"
+	// ImageUnverified: the node has it, but the local pinned image is gone, so there is nothing
+	// trustworthy to compare with.
+	ImageUnverified ImageState = "unverified"
+)
+
+// ImageStatus is one image's line in `occ dev status`.
+type ImageStatus struct {
+	Pin   pins.Image
+	State ImageState
+	// Reference is the name looked up in the node (repo@sha256:<pinned>).
+	Reference  string
+	LocalID    string
+	NodeConfig string
+	Reason     string
+}
+
+// StatusOptions are the inputs of Status.
+type StatusOptions struct {
+	API    client.APIClient
+	Node   string
+	Images []pins.Image
+}
+
+// Status compares each pinned image in the node with the local image pulled by that digest. It
+// reads and changes nothing else.
+func Status(ctx context.Context, opts StatusOptions) ([]ImageStatus, error) {
+	n := nodeContainerd{api: opts.API, node: opts.Node}
+	list, err := n.list(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list images in node %s: %w", opts.Node, err)
+	}
+	out := make([]ImageStatus, 0, len(opts.Images))
+	for _, pin := range opts.Images {
+		st := ImageStatus{Pin: pin, Reference: pin.DigestReference()}
+		_, config, found, err := n.resolve(ctx, list, st.Reference)
+		if err != nil {
+			return nil, fmt.Errorf("status of image %s: %w", pin, err)
+		}
+		st.NodeConfig = config
+		ins, ierr := opts.API.ImageInspect(ctx, st.Reference)
+		switch {
+		case ierr == nil:
+			st.LocalID = ins.ID
+		case !cerrdefs.IsNotFound(ierr):
+			return nil, fmt.Errorf("inspect local image %s: %w", st.Reference, ierr)
+		}
+		switch {
+		case !found:
+			st.State, st.Reason = ImageAbsent, "not imported into node "+opts.Node
+		case st.LocalID == "":
+			st.State, st.Reason = ImageUnverified, "the local image pulled by the pinned digest is gone, so there is nothing to compare with"
+		case config == st.LocalID:
+			st.State = ImageMatches
+		default:
+			st.State, st.Reason = ImageDiffers, fmt.Sprintf("node config digest %s, pinned local image %s", config, st.LocalID)
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}

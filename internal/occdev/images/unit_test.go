@@ -1,0 +1,107 @@
+package images
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/openclaw/occ/internal/occdev/pins"
+)
+
+func mustPin(t *testing.T, ref string) pins.Image {
+	t.Helper()
+	img, err := pins.ParseImage(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+const (
+	digestA = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	digestB = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+	digestC = "sha256:cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc"
+)
+
+// Docker writes RepoDigests in its short form; a pulled pinned image is accepted in every form
+// the engine uses, and a re-tagged image is refused naming the pin, its ID and both digests.
+func TestCheckRepoDigest(t *testing.T) {
+	cases := []struct {
+		pin, repoDigest string
+	}{
+		{"docker.io/rancher/k3s:v1.36.4-k3s1@" + digestA, "rancher/k3s@" + digestA},
+		{"docker.io/library/busybox@" + digestA, "busybox@" + digestA},
+		{"ghcr.io/nvidia/openshell/gateway:abc@" + digestA, "ghcr.io/nvidia/openshell/gateway@" + digestA},
+		{"127.0.0.1:5000/bed/gateway:t@" + digestA, "127.0.0.1:5000/bed/gateway@" + digestA},
+	}
+	for _, c := range cases {
+		l := Local{Pin: mustPin(t, c.pin), ID: digestC, RepoDigests: []string{"other/repo@" + digestB, c.repoDigest}}
+		if err := CheckRepoDigest(l); err != nil {
+			t.Errorf("CheckRepoDigest(%s with %s) = %v", c.pin, c.repoDigest, err)
+		}
+	}
+	refused := []Local{
+		// Same name, another digest: the tag was pointed at other content.
+		{Pin: mustPin(t, "ghcr.io/nvidia/openshell/gateway:abc@"+digestA), ID: digestC, RepoDigests: []string{"ghcr.io/nvidia/openshell/gateway@" + digestB}},
+		// Same digest under another name is not the pinned image either.
+		{Pin: mustPin(t, "ghcr.io/nvidia/openshell/gateway:abc@"+digestA), ID: digestC, RepoDigests: []string{"ghcr.io/evil/gateway@" + digestA}},
+		// Loaded from a tarball or built locally: no RepoDigests at all.
+		{Pin: mustPin(t, "ghcr.io/nvidia/openshell/gateway:abc@"+digestA), ID: digestC},
+	}
+	for _, l := range refused {
+		err := CheckRepoDigest(l)
+		var rd *RepoDigestError
+		if !errors.As(err, &rd) {
+			t.Fatalf("CheckRepoDigest(%v) = %v, want a RepoDigestError", l.RepoDigests, err)
+		}
+		for _, w := range []string{"ghcr.io/nvidia/openshell/gateway:abc", digestA, digestC, "docker rmi"} {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("error %q does not mention %q", err, w)
+			}
+		}
+	}
+}
+
+// ctr prints a header and SIZE with a space in it; the parser takes name, type and digest and
+// refuses output it does not understand rather than guessing.
+func TestParseImageList(t *testing.T) {
+	out := `REF                                                      TYPE                                                 DIGEST                                                                  SIZE     PLATFORMS   LABELS
+occ.local/import/gateway-1a2b3c4d:occ-dev-x              application/vnd.docker.distribution.manifest.v2+json ` + digestA + ` 2.1 MiB  linux/amd64 -
+ghcr.io/nvidia/openshell/gateway@` + digestB + ` application/vnd.oci.image.index.v1+json ` + digestC + ` 12.0 KiB linux/amd64 io.cri-containerd.image=managed
+`
+	imgs, err := parseImageList(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(imgs) != 2 || imgs[0].Name != "occ.local/import/gateway-1a2b3c4d:occ-dev-x" || imgs[0].Digest != digestA ||
+		imgs[1].MediaType != "application/vnd.oci.image.index.v1+json" || imgs[1].Digest != digestC {
+		t.Fatalf("parsed %+v", imgs)
+	}
+	if imgs, err := parseImageList("REF TYPE DIGEST SIZE PLATFORMS LABELS\n"); err != nil || len(imgs) != 0 {
+		t.Fatalf("empty list = %v, %v", imgs, err)
+	}
+	if _, err := parseImageList("REF TYPE DIGEST\nsomething broken\n"); err == nil {
+		t.Fatal("garbage accepted")
+	}
+}
+
+// Staging tags are valid references, unique per pinned image and cluster, and never under
+// docker.io (so containerd keeps exactly that name).
+func TestStagingTag(t *testing.T) {
+	a := Local{Pin: mustPin(t, "ghcr.io/nvidia/openshell/gateway:x@"+digestA)}
+	b := Local{Pin: mustPin(t, "ghcr.io/other/gateway:x@"+digestA)}
+	ta, tb := StagingTag(a, "occ-dev-abc"), StagingTag(b, "occ-dev-abc")
+	if ta == tb {
+		t.Fatalf("two pins share staging tag %s", ta)
+	}
+	if StagingTag(a, "occ-dev-abc") == StagingTag(a, "occ-dev-def") {
+		t.Fatal("two clusters share a staging tag")
+	}
+	img, err := pins.ParseImage(ta)
+	if err != nil {
+		t.Fatalf("staging tag %s does not parse: %v", ta, err)
+	}
+	if img.Registry != "occ.local" || img.Tag != "occ-dev-abc" || !strings.HasPrefix(img.Repository, "import/gateway-") {
+		t.Fatalf("staging tag %s parsed as %+v", ta, img)
+	}
+}
