@@ -131,6 +131,13 @@ func TestPinK3dEnvironment(t *testing.T) {
 	if err := p.pin(reordered); err != nil {
 		t.Fatalf("repeated pin refused: %v", err)
 	}
+	// Something else in the process (a test's t.Setenv cleanup) changed a variable: the next
+	// pin, made before every k3d call, puts it back.
+	got["DOCKER_HOST"] = "unix:///elsewhere.sock"
+	got["DOCKER_CONTEXT"] = "remote"
+	if err := p.pin(vars); err != nil || got["DOCKER_HOST"] != "unix:///tmp/bed/docker.sock" || got["DOCKER_CONTEXT"] != "" {
+		t.Fatalf("re-pin = %v, environment %v", err, got)
+	}
 	err := p.pin(K3dEnvironment(Endpoint{Socket: "/var/run/docker.sock"}))
 	if err == nil || !strings.Contains(err.Error(), "/tmp/bed/docker.sock") || !strings.Contains(err.Error(), "unix:///var/run/docker.sock") {
 		t.Fatalf("pin of another engine = %v, want a refusal naming both", err)

@@ -52,7 +52,8 @@ func K3dEnvironment(ep Endpoint, extra ...EnvVar) []EnvVar {
 // way in: its runtime reads the engine address from the environment on every call, and it caches
 // some settings (its "fixes") process-wide on first use, so the values cannot be swapped back and
 // forth either. One occ process therefore drives one Docker engine: pinning the same values again
-// is a no-op, different values are refused. Call it before the first k3d library call.
+// re-asserts them (something else in the process may have changed a variable since), different
+// values are refused. Call it before every k3d library call.
 func PinK3dEnvironment(vars []EnvVar) error { return processEnv.pin(vars) }
 
 // processEnv guards the process environment k3d reads. It is process-wide state because the
@@ -70,10 +71,7 @@ func (p *envPin) pin(vars []EnvVar) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	want := normalise(vars)
-	if p.pinned != nil {
-		if slices.Equal(p.pinned, want) {
-			return nil
-		}
+	if p.pinned != nil && !slices.Equal(p.pinned, want) {
 		return fmt.Errorf("point k3d at %s: this process already pointed it at %s, and k3d keeps that setting for the life of the process; run one occ command per Docker engine", describe(want), describe(p.pinned))
 	}
 	for _, v := range want {

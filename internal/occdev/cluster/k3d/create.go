@@ -144,38 +144,38 @@ func FreeLoopbackPort() (int, error) {
 // steps as `k3d cluster create --config`, then ClusterRun. k3d's own rollback is off (occ's
 // rollback checks ownership first) and its kubeconfig writing never runs (occ writes its own).
 func (p *Provider) run(ctx context.Context, sc k3dconf.SimpleConfig) error {
-	k3dMu.Lock()
-	defer k3dMu.Unlock()
-	rt := k3druntimes.Docker
-	if err := k3dconfig.ProcessSimpleConfig(&sc); err != nil {
-		return fmt.Errorf("k3d configuration: %w", err)
-	}
-	cc, err := k3dconfig.TransformSimpleToClusterConfig(ctx, rt, sc, "")
-	if err != nil {
-		return fmt.Errorf("k3d configuration: %w", err)
-	}
-	if cc, err = k3dconfig.ProcessClusterConfig(*cc); err != nil {
-		return fmt.Errorf("k3d configuration: %w", err)
-	}
-	if err := k3dconfig.ValidateClusterConfig(ctx, rt, *cc); err != nil {
-		return fmt.Errorf("k3d configuration: %w", err)
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	err = k3dclient.ClusterRun(runCtx, rt, cc)
-	// ClusterRun starts the tools node in a goroutine it does not wait for when node creation
-	// fails. Cancelling its context and then passing through k3d's tools-node mutex means that
-	// goroutine has either finished or can no longer create anything, so the rollback's count of
-	// leftovers is final.
-	cancel()
-	k3dclient.EnsureToolsNodeMutex.Lock()
-	k3dclient.EnsureToolsNodeMutex.Unlock()
-	if err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("k3d cluster creation interrupted: %w", ctx.Err())
+	return p.withK3d(func() error {
+		rt := k3druntimes.Docker
+		if err := k3dconfig.ProcessSimpleConfig(&sc); err != nil {
+			return fmt.Errorf("k3d configuration: %w", err)
 		}
-		return fmt.Errorf("k3d cluster creation: %w", err)
-	}
-	return nil
+		cc, err := k3dconfig.TransformSimpleToClusterConfig(ctx, rt, sc, "")
+		if err != nil {
+			return fmt.Errorf("k3d configuration: %w", err)
+		}
+		if cc, err = k3dconfig.ProcessClusterConfig(*cc); err != nil {
+			return fmt.Errorf("k3d configuration: %w", err)
+		}
+		if err := k3dconfig.ValidateClusterConfig(ctx, rt, *cc); err != nil {
+			return fmt.Errorf("k3d configuration: %w", err)
+		}
+		runCtx, cancel := context.WithCancel(ctx)
+		err = k3dclient.ClusterRun(runCtx, rt, cc)
+		// ClusterRun starts the tools node in a goroutine it does not wait for when node
+		// creation fails. Cancelling its context and then passing through k3d's tools-node
+		// mutex means that goroutine has either finished or can no longer create anything, so
+		// the rollback's count of leftovers is final.
+		cancel()
+		k3dclient.EnsureToolsNodeMutex.Lock()
+		k3dclient.EnsureToolsNodeMutex.Unlock()
+		if err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("k3d cluster creation interrupted: %w", ctx.Err())
+			}
+			return fmt.Errorf("k3d cluster creation: %w", err)
+		}
+		return nil
+	})
 }
 
 // rollback deletes the half-made cluster of id after a failed creation, on a fresh context.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
@@ -46,10 +47,18 @@ func (p *Provider) Delete(ctx context.Context, id Identity) error {
 // remove deletes an identified cluster with k3d's ClusterDelete, then removes what k3d leaves
 // behind (it only logs failures) and verifies nothing is left.
 func (p *Provider) remove(ctx context.Context, id Identity) error {
-	var k3dErr error
-	if f, err := p.find(ctx, id.Name); err != nil {
+	before, err := p.find(ctx, id.Name)
+	if err != nil {
 		return fmt.Errorf("delete k3d cluster %s: %w", id.Name, err)
-	} else if len(f.containers) > 0 {
+	}
+	// Volumes the nodes mount are noted now: once a container is gone, its anonymous volumes
+	// can no longer be told apart from anyone else's.
+	var mounted []string
+	for _, c := range before.containers {
+		mounted = append(mounted, c.volumes...)
+	}
+	var k3dErr error
+	if len(before.containers) > 0 {
 		k3dErr = p.k3dDelete(ctx, id.Name)
 	}
 	var last found
@@ -58,6 +67,16 @@ func (p *Provider) remove(ctx context.Context, id Identity) error {
 		f, err := p.find(ctx, id.Name)
 		if err != nil {
 			return fmt.Errorf("delete k3d cluster %s: %w", id.Name, err)
+		}
+		for _, v := range mounted {
+			if slices.Contains(f.volumes, v) {
+				continue
+			}
+			if _, err := p.engine.API.VolumeInspect(ctx, v); err == nil {
+				f.volumes = append(f.volumes, v)
+			} else if !cerrdefs.IsNotFound(err) {
+				return fmt.Errorf("delete k3d cluster %s: inspect volume %s: %w", id.Name, v, err)
+			}
 		}
 		if f.empty() {
 			return nil
@@ -68,7 +87,7 @@ func (p *Provider) remove(ctx context.Context, id Identity) error {
 			break
 		}
 	}
-	err := fmt.Errorf("delete k3d cluster %s: still present after deletion: %s; remove them with docker rm -f / docker network rm / docker volume rm and run occ dev down again", id.Name, last.describe())
+	err = fmt.Errorf("delete k3d cluster %s: still present after deletion: %s; remove them with docker rm -f / docker network rm / docker volume rm and run occ dev down again", id.Name, last.describe())
 	err = errors.Join(err, sweepErr, k3dErr)
 	if ctx.Err() != nil {
 		err = errors.Join(err, ctx.Err())
@@ -77,9 +96,10 @@ func (p *Provider) remove(ctx context.Context, id Identity) error {
 }
 
 func (p *Provider) k3dDelete(ctx context.Context, name string) error {
-	k3dMu.Lock()
-	defer k3dMu.Unlock()
-	if err := k3dclient.ClusterDelete(ctx, k3druntimes.Docker, &k3dtypes.Cluster{Name: name}, k3dtypes.ClusterDeleteOpts{SkipRegistryCheck: true}); err != nil {
+	err := p.withK3d(func() error {
+		return k3dclient.ClusterDelete(ctx, k3druntimes.Docker, &k3dtypes.Cluster{Name: name}, k3dtypes.ClusterDeleteOpts{SkipRegistryCheck: true})
+	})
+	if err != nil {
 		return fmt.Errorf("k3d cluster delete %s: %w", name, err)
 	}
 	return nil

@@ -34,13 +34,14 @@ func (i *Importer) ImportImages(ctx context.Context, refs []string) error {
 	if len(refs) == 0 {
 		return errors.New("import images: none given")
 	}
-	k3dMu.Lock()
-	defer k3dMu.Unlock()
-	c, err := k3dclient.ClusterGet(ctx, k3druntimes.Docker, &k3dtypes.Cluster{Name: i.name})
+	err := i.p.withK3d(func() error {
+		c, err := k3dclient.ClusterGet(ctx, k3druntimes.Docker, &k3dtypes.Cluster{Name: i.name})
+		if err != nil {
+			return err
+		}
+		return k3dclient.ImageImportIntoClusterMulti(ctx, k3druntimes.Docker, refs, c, k3dtypes.ImageImportOpts{Mode: k3dtypes.ImportModeDirect})
+	})
 	if err != nil {
-		return fmt.Errorf("import images into k3d cluster %s: %w", i.name, err)
-	}
-	if err := k3dclient.ImageImportIntoClusterMulti(ctx, k3druntimes.Docker, refs, c, k3dtypes.ImageImportOpts{Mode: k3dtypes.ImportModeDirect}); err != nil {
 		return fmt.Errorf("import images into k3d cluster %s: %w", i.name, err)
 	}
 	return nil

@@ -133,6 +133,9 @@ type foundContainer struct {
 	id, name string
 	labels   map[string]string
 	running  bool
+	// volumes are the Docker volumes the container mounts: the image volume and the anonymous
+	// volumes of the node image's VOLUME directories, which carry no label to find them by.
+	volumes []string
 }
 
 type found struct {
@@ -171,7 +174,13 @@ func (p *Provider) find(ctx context.Context, name string) (found, error) {
 		}
 		seen[c.ID] = true
 		n := strings.TrimPrefix(firstName(c.Names), "/")
-		f.containers = append(f.containers, foundContainer{id: c.ID, name: n, labels: c.Labels, running: c.State == "running"})
+		fc := foundContainer{id: c.ID, name: n, labels: c.Labels, running: c.State == "running"}
+		for _, m := range c.Mounts {
+			if m.Type == "volume" && m.Name != "" {
+				fc.volumes = append(fc.volumes, m.Name)
+			}
+		}
+		f.containers = append(f.containers, fc)
 	}
 	byLabel, err := api.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", k3dtypes.LabelClusterName+"="+name))})
 	if err != nil {

@@ -74,9 +74,11 @@ func (p *Provider) finish(ctx context.Context, req Request) (*Cluster, error) {
 // context to k3d-<name> and points the server at the published API port). Nothing is written
 // anywhere by k3d.
 func (p *Provider) kubeconfig(ctx context.Context, name string) (*clientcmdapi.Config, error) {
-	k3dMu.Lock()
-	defer k3dMu.Unlock()
-	kc, err := k3dclient.KubeconfigGet(ctx, k3druntimes.Docker, &k3dtypes.Cluster{Name: name})
+	var kc *clientcmdapi.Config
+	err := p.withK3d(func() (err error) {
+		kc, err = k3dclient.KubeconfigGet(ctx, k3druntimes.Docker, &k3dtypes.Cluster{Name: name})
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("read the kubeconfig of k3d cluster %s: %w", name, err)
 	}

@@ -55,10 +55,11 @@ type Options struct {
 	Log io.Writer
 }
 
-// Provider drives k3d for one Docker engine. Every k3d library call goes through it.
+// Provider drives k3d for one Docker engine. Every k3d library call goes through withK3d.
 type Provider struct {
 	engine *docker.Engine
 	tools  string
+	env    []docker.EnvVar
 }
 
 // k3dMu serialises calls into the k3d library. k3d keeps process-wide state (its logger, its
@@ -76,18 +77,31 @@ func New(opts Options) (*Provider, error) {
 	if opts.ToolsImage == "" {
 		return nil, errors.New("k3d provider: no tools image (pins k3d.toolsImage)")
 	}
-	vars := docker.K3dEnvironment(opts.Engine.Endpoint, docker.EnvVar{Name: k3dtypes.K3dEnvImageTools, Value: opts.ToolsImage})
-	if err := docker.PinK3dEnvironment(vars); err != nil {
-		return nil, err
+	p := &Provider{
+		engine: opts.Engine,
+		tools:  opts.ToolsImage,
+		env:    docker.K3dEnvironment(opts.Engine.Endpoint, docker.EnvVar{Name: k3dtypes.K3dEnvImageTools, Value: opts.ToolsImage}),
 	}
 	out := opts.Log
 	if out == nil {
 		out = io.Discard
 	}
+	// Pinning here reports a conflicting engine before any work; withK3d re-asserts it.
+	if err := p.withK3d(func() error { k3dlog.Log().SetOutput(out); return nil }); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// withK3d runs fn, which calls the k3d library, alone in the process and with k3d's
+// environment pointing at this provider's engine.
+func (p *Provider) withK3d(fn func() error) error {
 	k3dMu.Lock()
-	k3dlog.Log().SetOutput(out)
-	k3dMu.Unlock()
-	return &Provider{engine: opts.Engine, tools: opts.ToolsImage}, nil
+	defer k3dMu.Unlock()
+	if err := docker.PinK3dEnvironment(p.env); err != nil {
+		return err
+	}
+	return fn()
 }
 
 // Names k3d derives from a cluster name.
