@@ -46,35 +46,29 @@ func K3dEnvironment(ep Endpoint, extra ...EnvVar) []EnvVar {
 	return append(vars, extra...)
 }
 
-// PinK3dEnvironment applies vars (from K3dEnvironment) to this process, for the rest of its life.
+// PinK3dEnvironment applies vars (from K3dEnvironment) to this process.
 //
 // It is the only place occ changes its own environment, and it exists because k3d offers no other
-// way in: its runtime reads the engine address from the environment on every call, and it caches
-// some settings (its "fixes") process-wide on first use, so the values cannot be swapped back and
-// forth either. One occ process therefore drives one Docker engine: pinning the same values again
-// re-asserts them (something else in the process may have changed a variable since), different
-// values are refused. Call it before every k3d library call.
+// way in: its Docker runtime builds a client from the environment on every call. The caller must
+// hold k3d calls to one at a time and pin before each (the k3d provider does both), so every
+// call sees the engine it was meant for. The values are left in place afterwards rather than
+// restored, because k3d may still be finishing background work of the last call (a goroutine
+// that logs or cleans up) and must not then see another engine.
 func PinK3dEnvironment(vars []EnvVar) error { return processEnv.pin(vars) }
 
-// processEnv guards the process environment k3d reads. It is process-wide state because the
-// environment it stands for is.
+// processEnv applies environment settings; it is a value so tests can watch what it sets.
 var processEnv = &envPin{set: os.Setenv, unset: os.Unsetenv}
 
 type envPin struct {
-	mu     sync.Mutex
-	pinned []EnvVar
-	set    func(name, value string) error
-	unset  func(name string) error
+	mu    sync.Mutex
+	set   func(name, value string) error
+	unset func(name string) error
 }
 
 func (p *envPin) pin(vars []EnvVar) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	want := normalise(vars)
-	if p.pinned != nil && !slices.Equal(p.pinned, want) {
-		return fmt.Errorf("point k3d at %s: this process already pointed it at %s, and k3d keeps that setting for the life of the process; run one occ command per Docker engine", describe(want), describe(p.pinned))
-	}
-	for _, v := range want {
+	for _, v := range normalise(vars) {
 		var err error
 		if v.Unset {
 			err = p.unset(v.Name)
@@ -85,7 +79,6 @@ func (p *envPin) pin(vars []EnvVar) error {
 			return fmt.Errorf("point k3d at the Docker engine: set %s: %w", v, err)
 		}
 	}
-	p.pinned = want
 	return nil
 }
 
@@ -101,14 +94,4 @@ func normalise(vars []EnvVar) []EnvVar {
 	}
 	slices.SortFunc(out, func(a, b EnvVar) int { return strings.Compare(a.Name, b.Name) })
 	return out
-}
-
-func describe(vars []EnvVar) string {
-	parts := make([]string, 0, len(vars))
-	for _, v := range vars {
-		if !v.Unset {
-			parts = append(parts, v.String())
-		}
-	}
-	return strings.Join(parts, " ")
 }

@@ -67,9 +67,9 @@ type Provider struct {
 // flight at once could see each other's settings; occ never needs them to overlap.
 var k3dMu sync.Mutex
 
-// New points k3d at the engine (docker.PinK3dEnvironment: the one place occ sets the process
-// environment) and returns a provider. Calling it again with the same engine and tools image is
-// fine; another engine in the same process is refused.
+// New returns a provider for the engine. k3d reads the engine address and the tools image from
+// the process environment; every call through the provider sets them first
+// (docker.PinK3dEnvironment, the one place occ changes its environment).
 func New(opts Options) (*Provider, error) {
 	if opts.Engine == nil {
 		return nil, errors.New("k3d provider: no Docker engine")
@@ -86,7 +86,6 @@ func New(opts Options) (*Provider, error) {
 	if out == nil {
 		out = io.Discard
 	}
-	// Pinning here reports a conflicting engine before any work; withK3d re-asserts it.
 	if err := p.withK3d(func() error { k3dlog.Log().SetOutput(out); return nil }); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,542 @@
+package k3d_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/events"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/go-connections/nat"
+	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+
+	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
+	"github.com/openclaw/occ/internal/occdev/state"
+)
+
+// An engineer who has their own kubeconfig and their own k3d cluster runs `occ dev up` with the
+// k3d provider, uses the cluster, and runs `occ dev down`: occ's cluster is recorded before it
+// exists, reachable through occ's own kubeconfigs (one for the host, one for containers on the
+// cluster network), shaped as the reference's cluster, and afterwards gone without a trace;
+// the engineer's kubeconfig, home directory and cluster are exactly as before, and a cluster of
+// the same name that is not occ's is refused, never touched.
+func TestCreateUseDeleteLeavesOthersUntouched(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	b := startBed(t, ctx)
+
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("KUBECONFIG", "")
+	userKubeconfig := "apiVersion: v1\nkind: Config\ncurrent-context: work\nclusters:\n- name: work\n  cluster:\n    server: https://work.example.invalid:6443\ncontexts:\n- name: work\n  context:\n    cluster: work\n    user: me\nusers:\n- name: me\n  user:\n    token: canary-user-token\n"
+	if err := os.MkdirAll(filepath.Join(home, ".kube"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".kube", "config"), []byte(userKubeconfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	homeBefore := snapshotTree(t, home)
+
+	// The engineer's own cluster: another name, another owner.
+	otherReq := b.request(t, &memRecorder{})
+	other, err := b.provider.Create(ctx, otherReq)
+	if err != nil {
+		t.Fatalf("create the unrelated cluster: %v", err)
+	}
+	otherID := k3d.Identity{Name: other.Name, Owner: otherReq.Owner, UID: other.UID}
+	b.deleteAtEnd(t, otherID)
+	otherBefore := containerStates(t, ctx, b, other.Name)
+
+	rec := &memRecorder{}
+	req := b.request(t, rec)
+	nodePortHost, err := k3d.FreeLoopbackPort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Ports = []k3d.PortMapping{{HostPort: nodePortHost, NodePort: 30080}}
+	containersAtFirstRecord := -1
+	rec.onRecord = func(state.Object) {
+		if containersAtFirstRecord < 0 {
+			containersAtFirstRecord = len(containersOf(t, ctx, b.engine, req.Name))
+		}
+	}
+	c, err := b.provider.Create(ctx, req)
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	id := k3d.Identity{Name: req.Name, Owner: req.Owner, UID: c.UID}
+	b.deleteAtEnd(t, id)
+
+	// Recorded before anything existed, then with its identity.
+	if containersAtFirstRecord != 0 {
+		t.Errorf("the first record was made when %d containers of the cluster existed, want 0", containersAtFirstRecord)
+	}
+	if objs := rec.all(); len(objs) != 1 || objs[0].Kind != k3d.KindCluster || objs[0].Name != req.Name || objs[0].UID != c.UID || c.UID == "" {
+		t.Errorf("records = %+v, want one %s %s with UID %s", objs, k3d.KindCluster, req.Name, c.UID)
+	}
+
+	// The kubeconfig works and reaches this cluster (the kube-system UID is the identity).
+	kube := clientFor(t, c.Kubeconfig, c.Context, nil)
+	ks, err := kube.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
+	if err != nil || string(ks.UID) != c.UID {
+		t.Fatalf("kube-system through the kubeconfig: %v (UID %s, want %s)", err, ks.UID, c.UID)
+	}
+	if c.Server != "https://127.0.0.1:"+strconv.Itoa(req.APIPort) || c.Context != "k3d-"+req.Name {
+		t.Errorf("server %s context %s", c.Server, c.Context)
+	}
+	checkMode(t, c.Kubeconfig, 0o600)
+	checkMode(t, c.ContainerKubeconfig, 0o644)
+	if filepath.Dir(c.Kubeconfig) != req.StateDir || filepath.Dir(c.ContainerKubeconfig) != req.StateDir {
+		t.Errorf("kubeconfigs %s, %s are not in the state directory %s", c.Kubeconfig, c.ContainerKubeconfig, req.StateDir)
+	}
+	// The container kubeconfig names server-0 on the Docker network, and server-0's serving
+	// certificate carries that name: reach the published port while verifying as that name.
+	inside, err := clientcmd.LoadFromFile(c.ContainerKubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := inside.Clusters[inside.Contexts[c.Context].Cluster].Server; got != "https://"+c.NodeContainer+":6443" || got != c.ContainerServer {
+		t.Errorf("container kubeconfig server = %s, want https://%s:6443", got, c.NodeContainer)
+	}
+	viaName := clientFor(t, c.ContainerKubeconfig, c.Context, func(cfg *rest.Config) {
+		cfg.Host = c.Server
+		cfg.TLSClientConfig.ServerName = c.NodeContainer
+	})
+	if _, err := viaName.Discovery().ServerVersion(); err != nil {
+		t.Errorf("the API does not serve a certificate for %s: %v", c.NodeContainer, err)
+	}
+
+	// The reference's shape: one server and no load balancer, the pinned image, the API and the
+	// NodePort on 127.0.0.1 of server-0, legacy iptables, kubelet image GC off, the admission
+	// file mounted read-only, the owner label.
+	names := containerNames(containersOf(t, ctx, b.engine, req.Name))
+	if !slices.Contains(names, c.NodeContainer) || slices.ContainsFunc(names, func(n string) bool { return strings.Contains(n, "serverlb") || strings.Contains(n, "agent") }) {
+		t.Errorf("cluster containers %v, want server-0 (and k3d's tools node) only", names)
+	}
+	server, err := b.engine.API.ContainerInspect(ctx, c.NodeContainer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if server.Config.Image != req.NodeImage.DigestReference() {
+		t.Errorf("node image %s, want %s", server.Config.Image, req.NodeImage.DigestReference())
+	}
+	if server.Config.Labels[k3d.OwnerLabel] != req.Owner {
+		t.Errorf("owner label = %q, want %q", server.Config.Labels[k3d.OwnerLabel], req.Owner)
+	}
+	if !slices.Contains(server.Config.Env, "IPTABLES_MODE=legacy") {
+		t.Errorf("node env %v lacks IPTABLES_MODE=legacy", server.Config.Env)
+	}
+	for _, a := range []string{"--kubelet-arg=image-gc-high-threshold=100", "--kubelet-arg=image-gc-low-threshold=99", "--kubelet-arg=eviction-hard=imagefs.available<5%,nodefs.available<5%"} {
+		if !slices.Contains(server.Args, a) {
+			t.Errorf("node args %v lack %s", server.Args, a)
+		}
+	}
+	// The engine's view of what is published (k3d writes the API port without its protocol).
+	checkBinding(t, server.NetworkSettings.Ports, "6443/tcp", req.APIPort)
+	checkBinding(t, server.NetworkSettings.Ports, "30080/tcp", nodePortHost)
+	admission := false
+	for _, m := range server.Mounts {
+		if m.Destination == "/etc/occ-development/pod-security-admission.yaml" && m.Source == filepath.Join(req.StateDir, k3d.AdmissionFile) && !m.RW {
+			admission = true
+		}
+	}
+	if !admission {
+		t.Errorf("node mounts %+v lack the admission file read-only", server.Mounts)
+	}
+
+	// The apiserver really runs with the admission configuration: a privileged Pod in a
+	// restricted namespace is admitted only with the exempt RuntimeClass.
+	checkAdmission(t, ctx, kube)
+
+	st, err := b.provider.Inspect(ctx, id)
+	if err != nil || st.State != k3d.StateExists || !st.UIDVerified || !st.Running {
+		t.Fatalf("Inspect = %+v, %v; want exists, running, UID verified", st, err)
+	}
+
+	// A cluster of that name that is not this environment's is refused and left alone: by
+	// owner (Create and Delete) and by kube-system UID (Inspect).
+	clash := req
+	clash.Name, clash.StateDir = other.Name, t.TempDir()
+	clash.APIPort, _ = k3d.FreeLoopbackPort()
+	clash.Ports = nil
+	clash.Recorder = &memRecorder{}
+	if _, err := b.provider.Create(ctx, clash); err == nil || !strings.Contains(err.Error(), "not created by this environment") {
+		t.Errorf("Create over the engineer's cluster = %v, want a refusal", err)
+	}
+	if err := b.provider.Delete(ctx, k3d.Identity{Name: other.Name, Owner: req.Owner}); !errors.Is(err, k3d.ErrNotOurs) {
+		t.Errorf("Delete of the engineer's cluster as ours = %v, want ErrNotOurs", err)
+	}
+	forged := otherID
+	forged.UID = "00000000-0000-0000-0000-000000000000"
+	if st, err := b.provider.Inspect(ctx, forged); err != nil || st.State != k3d.StateNotOurs || !strings.Contains(st.Reason, other.UID) {
+		t.Errorf("Inspect with another UID = %+v, %v; want not ours naming the live UID", st, err)
+	}
+	if err := b.provider.Delete(ctx, forged); !errors.Is(err, k3d.ErrNotOurs) {
+		t.Errorf("Delete with another UID = %v, want ErrNotOurs", err)
+	}
+
+	// down: everything of the cluster goes, including the anonymous volumes of the node image.
+	objs, err := b.Engine.ClusterObjects(ctx, req.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objs.Volumes) == 0 {
+		t.Fatalf("found no volumes of the live cluster (%s); the leftover check below would prove nothing", objs)
+	}
+	if err := b.provider.Delete(ctx, id); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	left, err := b.Engine.ClusterObjects(ctx, req.Name, objs.Volumes...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !left.Empty() {
+		t.Fatalf("after Delete: %s", left)
+	}
+	if st, err := b.provider.Inspect(ctx, id); err != nil || st.State != k3d.StateMissing {
+		t.Errorf("Inspect after Delete = %+v, %v; want missing", st, err)
+	}
+	if err := b.provider.Delete(ctx, id); err != nil {
+		t.Errorf("a repeated Delete = %v, want nil", err)
+	}
+
+	// The engineer's things are exactly as they were.
+	if after := snapshotTree(t, home); !maps.Equal(after, homeBefore) {
+		t.Errorf("the home directory changed:\nbefore %v\nafter  %v", homeBefore, after)
+	}
+	if after := containerStates(t, ctx, b, other.Name); !maps.Equal(after, otherBefore) {
+		t.Errorf("the unrelated cluster's containers changed:\nbefore %v\nafter  %v", otherBefore, after)
+	}
+	if st, err := b.provider.Inspect(ctx, otherID); err != nil || st.State != k3d.StateExists || !st.UIDVerified {
+		t.Errorf("the unrelated cluster after down = %+v, %v", st, err)
+	}
+}
+
+// Ctrl-C while k3d creates the cluster (as its node container is created, and as it is started):
+// Create returns the cancellation, the record made before creation stays, the rollback leaves no
+// container, network or volume of the cluster, and a later `occ dev down` finds nothing to do.
+func TestCancelDuringCreationLeavesNothing(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	b := startBed(t, ctx)
+	for _, at := range []events.Action{events.ActionCreate, events.ActionStart} {
+		t.Run(string(at), func(t *testing.T) {
+			rec := &memRecorder{}
+			req := b.request(t, rec)
+			id := k3d.Identity{Name: req.Name, Owner: req.Owner}
+			b.deleteAtEnd(t, id)
+
+			createCtx, interrupt := context.WithCancel(ctx)
+			defer interrupt()
+			msgs, errs := b.engine.API.Events(createCtx, events.ListOptions{Filters: filters.NewArgs(
+				filters.Arg("type", string(events.ContainerEventType)),
+				filters.Arg("event", string(at)),
+				filters.Arg("container", "k3d-"+req.Name+"-server-0"),
+			)})
+			// The node's volumes are read before the interrupt, so their removal can be checked.
+			volumes := make(chan []string, 1)
+			go func() {
+				defer interrupt()
+				select {
+				case m := <-msgs:
+					var vs []string
+					if ins, err := b.engine.API.ContainerInspect(ctx, m.Actor.ID); err == nil {
+						for _, mt := range ins.Mounts {
+							if mt.Type == "volume" {
+								vs = append(vs, mt.Name)
+							}
+						}
+					}
+					volumes <- vs
+				case <-errs:
+					volumes <- nil
+				}
+			}()
+			_, err := b.provider.Create(createCtx, req)
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("Create = %v, want the cancellation", err)
+			}
+			vs := <-volumes
+			if len(vs) == 0 {
+				t.Fatalf("the interrupt came before server-0 existed (no volumes seen); the test proves nothing")
+			}
+			if objs := rec.all(); len(objs) == 0 || objs[0].Kind != k3d.KindCluster || objs[0].Name != req.Name {
+				t.Errorf("records after the interrupt = %+v, want the cluster kept", objs)
+			}
+			left, err := b.Engine.ClusterObjects(ctx, req.Name, vs...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !left.Empty() {
+				t.Fatalf("after the interrupted Create: %s", left)
+			}
+			if err := b.provider.Delete(ctx, id); err != nil {
+				t.Fatalf("down after the interrupt: %v", err)
+			}
+			if left, _ := b.Engine.ClusterObjects(ctx, req.Name, vs...); !left.Empty() {
+				t.Fatalf("after down: %s", left)
+			}
+		})
+	}
+}
+
+// Bad requests fail before anything exists: a node image the engine does not hold (occ never
+// lets k3d pull), a network to join that does not exist, an API port already taken.
+func TestCreateRefusesBeforeCreatingAnything(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	b := startBed(t, ctx)
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	cases := []struct {
+		name   string
+		change func(*k3d.Request)
+		want   string
+	}{
+		{"node image absent", func(r *k3d.Request) {
+			r.NodeImage.Digest = "sha256:" + strings.Repeat("0", 64)
+		}, "node image"},
+		{"network missing", func(r *k3d.Request) {
+			r.Network = "occ-test-no-such-network-" + strings.ToLower(r.Name[len(r.Name)-6:])
+		}, "does not exist"},
+		{"API port taken", func(r *k3d.Request) { r.APIPort = busy.Addr().(*net.TCPAddr).Port }, "already in use"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rec := &memRecorder{}
+			req := b.request(t, rec)
+			c.change(&req)
+			_, err := b.provider.Create(ctx, req)
+			var re *k3d.RequestError
+			if !errors.As(err, &re) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Create = %v, want a RequestError mentioning %q", err, c.want)
+			}
+			if objs := rec.all(); len(objs) != 0 {
+				t.Errorf("records %+v after a refused request", objs)
+			}
+			if left, _ := b.Engine.ClusterObjects(ctx, req.Name); !left.Empty() {
+				t.Errorf("refused request left %s", left)
+			}
+		})
+	}
+}
+
+// The Compose profile: the cluster joins the Compose project's network, its node is reachable
+// there by name, and deleting the cluster leaves that network (not the cluster's) in place.
+func TestJoinExistingNetwork(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	b := startBed(t, ctx)
+	rec := &memRecorder{}
+	req := b.request(t, rec)
+	netName := "occ-test-" + req.Name[len("occ-dev-"):] + "_development"
+	created, err := b.engine.API.NetworkCreate(ctx, netName, network.CreateOptions{Labels: map[string]string{"occ.test": t.Name()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.engine.API.NetworkRemove(context.Background(), created.ID) })
+	req.Network = netName
+	c, err := b.provider.Create(ctx, req)
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	id := k3d.Identity{Name: req.Name, Owner: req.Owner, UID: c.UID}
+	b.deleteAtEnd(t, id)
+	if c.Network != netName {
+		t.Errorf("cluster network %s, want %s", c.Network, netName)
+	}
+	server, err := b.engine.API.ContainerInspect(ctx, c.NodeContainer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := server.NetworkSettings.Networks[netName]; !ok {
+		t.Fatalf("server-0 networks %v, want %s", keys(server.NetworkSettings.Networks), netName)
+	}
+	if _, err := b.engine.API.NetworkInspect(ctx, "k3d-"+req.Name, network.InspectOptions{}); err == nil {
+		t.Errorf("k3d made a network of the cluster's own although it joined %s", netName)
+	}
+	if err := b.provider.Delete(ctx, id); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	if _, err := b.engine.API.NetworkInspect(ctx, created.ID, network.InspectOptions{}); err != nil {
+		t.Errorf("the joined network is gone after Delete: %v", err)
+	}
+	if left, _ := b.Engine.ClusterObjects(ctx, req.Name); len(left.Containers)+len(left.Volumes) != 0 {
+		t.Errorf("after Delete: %s", left)
+	}
+}
+
+func checkAdmission(t *testing.T, ctx context.Context, kube kubernetes.Interface) {
+	t.Helper()
+	rc := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "openshell-sandbox"}, Handler: "runc"}
+	if _, err := kube.NodeV1().RuntimeClasses().Create(ctx, rc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "restricted", Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}}}
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitDefaultServiceAccount(t, ctx, kube, "restricted")
+	pod := func(name string, runtimeClass *string) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "restricted"},
+			Spec: corev1.PodSpec{
+				RuntimeClassName: runtimeClass,
+				Containers: []corev1.Container{{Name: "c", Image: "example.invalid/x@sha256:" + strings.Repeat("1", 64),
+					SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)}}},
+			},
+		}
+	}
+	// Server-side dry run: admission runs, nothing is stored.
+	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	if _, err := kube.CoreV1().Pods("restricted").Create(ctx, pod("plain", nil), dry); !apierrors.IsForbidden(err) {
+		t.Errorf("a privileged Pod in a restricted namespace = %v, want Forbidden (PodSecurity is not enforcing)", err)
+	}
+	if _, err := kube.CoreV1().Pods("restricted").Create(ctx, pod("sandbox", ptr.To("openshell-sandbox")), dry); err != nil {
+		t.Errorf("a privileged Pod with RuntimeClass openshell-sandbox = %v, want admitted (exempt by the admission file)", err)
+	}
+}
+
+// waitDefaultServiceAccount waits, on a watch, for the controller-manager to create a new
+// namespace's default ServiceAccount, which Pod admission requires.
+func waitDefaultServiceAccount(t *testing.T, ctx context.Context, kube kubernetes.Interface, ns string) {
+	t.Helper()
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	w, err := kube.CoreV1().ServiceAccounts(ns).Watch(wctx, metav1.ListOptions{FieldSelector: "metadata.name=default"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if _, err := kube.CoreV1().ServiceAccounts(ns).Get(wctx, "default", metav1.GetOptions{}); err == nil {
+		return
+	}
+	for ev := range w.ResultChan() {
+		if ev.Type == watch.Added {
+			return
+		}
+	}
+	t.Fatalf("namespace %s got no default ServiceAccount: %v", ns, wctx.Err())
+}
+
+func clientFor(t *testing.T, kubeconfig, context string, adjust func(*rest.Config)) kubernetes.Interface {
+	t.Helper()
+	kc, err := clientcmd.LoadFromFile(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.NewDefaultClientConfig(*kc, &clientcmd.ConfigOverrides{CurrentContext: context}).ClientConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if adjust != nil {
+		adjust(cfg)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+func checkMode(t *testing.T, p string, want fs.FileMode) {
+	t.Helper()
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != want {
+		t.Errorf("%s mode %v, want %v", p, fi.Mode().Perm(), want)
+	}
+}
+
+func checkBinding(t *testing.T, pm nat.PortMap, port string, host int) {
+	t.Helper()
+	b := pm[nat.Port(port)]
+	if len(b) != 1 || b[0].HostIP != "127.0.0.1" || b[0].HostPort != strconv.Itoa(host) {
+		t.Errorf("binding of %s = %+v, want 127.0.0.1:%d", port, b, host)
+	}
+}
+
+// snapshotTree maps every path under root to its mode, size and modification time.
+func snapshotTree(t *testing.T, root string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		data := ""
+		if fi.Mode().IsRegular() {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			data = string(b)
+		}
+		out[p] = fmt.Sprintf("%v %d %s %q", fi.Mode(), fi.Size(), fi.ModTime().UTC().Format(time.RFC3339Nano), data)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func containerStates(t *testing.T, ctx context.Context, b *bed, name string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, c := range containersOf(t, ctx, b.engine, name) {
+		out[c.ID] = c.State + " " + strings.Join(c.Names, ",")
+	}
+	if len(out) == 0 {
+		t.Fatalf("cluster %s has no containers", name)
+	}
+	return out
+}
+
+func containerNames(cs []container.Summary) []string {
+	var out []string
+	for _, c := range cs {
+		for _, n := range c.Names {
+			out = append(out, strings.TrimPrefix(n, "/"))
+		}
+	}
+	return out
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
