@@ -60,7 +60,7 @@ func StagingTag(l Local, cluster string) string {
 // image first gets a staging tag on its verified image ID, recorded before it exists; the tags
 // are removed from the engine afterwards, whatever happened, on a fresh bounded context. The
 // result still has to pass VerifyInNode: k3d's success alone proves nothing about content.
-func Import(ctx context.Context, opts ImportOptions) ([]Imported, error) {
+func Import(ctx context.Context, opts ImportOptions) (_ []Imported, err error) {
 	if len(opts.Images) == 0 {
 		return nil, errors.New("import images: none given")
 	}
@@ -68,16 +68,21 @@ func Import(ctx context.Context, opts ImportOptions) ([]Imported, error) {
 		return nil, errors.New("import images: no Recorder; staging tags must be recorded before they exist")
 	}
 	cluster := opts.Importer.ClusterName()
-	var out []Imported
-	var refs []string
+	var staged []Imported
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()
-		for _, im := range out {
-			_ = RemoveStagingTag(cctx, opts.API, stagingRecord(im))
-			_ = opts.Recorder.Forget(stagingRecord(im))
+		for _, im := range staged {
+			rec := stagingRecord(im)
+			if rerr := RemoveStagingTag(cctx, opts.API, rec); rerr != nil {
+				// The record stays, so down removes the tag later.
+				err = errors.Join(err, rerr)
+				continue
+			}
+			err = errors.Join(err, opts.Recorder.Forget(rec))
 		}
 	}()
+	var refs []string
 	for _, l := range opts.Images {
 		if err := CheckRepoDigest(l); err != nil {
 			return nil, err
@@ -86,27 +91,31 @@ func Import(ctx context.Context, opts ImportOptions) ([]Imported, error) {
 		if err := opts.Recorder.Record(stagingRecord(im)); err != nil {
 			return nil, fmt.Errorf("record staging tag %s: %w", im.Staging, err)
 		}
-		out = append(out, im)
+		staged = append(staged, im)
 		// Tagging the image ID, not a name, stages exactly the image that was checked.
 		if err := opts.API.ImageTag(ctx, l.ID, im.Staging); err != nil {
 			return nil, fmt.Errorf("tag %s (%s) as %s for the import: %w", l.Pin, l.ID, im.Staging, err)
 		}
 		refs = append(refs, im.Staging)
 	}
-	if opts.Progress != nil {
-		for _, im := range out {
-			opts.Progress(Event{Image: im.Pin.String(), Status: "importing", Total: im.Size})
+	emit := func(status string, done bool) {
+		if opts.Progress == nil {
+			return
+		}
+		for _, im := range staged {
+			ev := Event{Image: im.Pin.String(), Status: status, Total: im.Size}
+			if done {
+				ev.Current = im.Size
+			}
+			opts.Progress(ev)
 		}
 	}
+	emit("importing", false)
 	if err := opts.Importer.ImportImages(ctx, refs); err != nil {
 		return nil, err
 	}
-	if opts.Progress != nil {
-		for _, im := range out {
-			opts.Progress(Event{Image: im.Pin.String(), Status: "imported", Current: im.Size, Total: im.Size})
-		}
-	}
-	return out, nil
+	emit("imported", true)
+	return staged, nil
 }
 
 func stagingRecord(im Imported) state.Object {

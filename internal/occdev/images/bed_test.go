@@ -1,0 +1,218 @@
+package images_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"strings"
+	"sync"
+	"testing"
+
+	cerrdefs "github.com/containerd/errdefs"
+
+	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
+	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/images"
+	"github.com/openclaw/occ/internal/occdev/pins"
+	"github.com/openclaw/occ/internal/occdev/state"
+	"github.com/openclaw/occ/internal/testbed/dockerbed"
+)
+
+// bed is the Docker + k3d bed with occ's engine connection and k3d provider on it.
+type bed struct {
+	*dockerbed.Bed
+	engine   *docker.Engine
+	provider *k3d.Provider
+	node     pins.Image
+}
+
+// startBed is dockerbed.Start for tests and benchmarks alike (Start takes a *testing.T): the
+// engine, a registry of the test's own serving the stand-in node and tools images, and the k3d
+// environment the bed needs (DOCKER_SOCK, K3D_IMAGE_TOOLS, TMPDIR for k3d's hosts files).
+func startBed(t testing.TB, ctx context.Context) *bed {
+	t.Helper()
+	b := &dockerbed.Bed{Engine: dockerbed.Require(t), Registry: dockerbed.StartRegistry(t)}
+	for _, img := range []struct {
+		build func() (dockerbed.ImageSpec, error)
+		pin   *dockerbed.Pinned
+	}{{dockerbed.NodeImage, &b.Node}, {dockerbed.ToolsImage, &b.Tools}} {
+		spec, err := img.build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *img.pin, err = b.Provide(ctx, spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("DOCKER_SOCK", b.Engine.Socket)
+	t.Setenv("K3D_IMAGE_TOOLS", b.Tools.Ref)
+	t.Setenv("TMPDIR", t.TempDir())
+	loc, err := docker.Locate(docker.LocateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := docker.Connect(ctx, loc.Endpoint, loc.Source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	node, tools := pinOf(t, b.Node.Ref, ""), pinOf(t, b.Tools.Ref, "")
+	for _, img := range []pins.Image{node, tools} {
+		if _, err := images.Present(ctx, images.PresentOptions{API: eng.API, Image: img, Recorder: &memRecorder{}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { b.Engine.Forget(node.DigestReference(), tools.DigestReference()) })
+	log := &syncBuffer{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("k3d log:\n%s", log.String())
+		}
+	})
+	p, err := k3d.New(k3d.Options{Engine: eng, ToolsImage: tools.DigestReference(), Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &bed{Bed: b, engine: eng, provider: p, node: node}
+}
+
+// cluster creates a k3d cluster for the test and deletes it when the test ends.
+func (b *bed) cluster(t testing.TB, ctx context.Context) *k3d.Cluster {
+	t.Helper()
+	port, err := k3d.FreeLoopbackPort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := k3d.Request{
+		Name:      "occ-dev-i" + strings.ToLower(rand.Text()[:10]),
+		Owner:     t.TempDir(),
+		NodeImage: b.node,
+		StateDir:  t.TempDir(),
+		APIPort:   port,
+		Recorder:  &memRecorder{},
+	}
+	c, err := b.provider.Create(ctx, req)
+	if err != nil {
+		t.Fatalf("create cluster: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := b.provider.Delete(context.Background(), k3d.Identity{Name: req.Name, Owner: req.Owner, UID: c.UID}); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	})
+	return c
+}
+
+// provide builds a bed image, serves it from the bed's registry, and returns its pin as occ pins
+// images: registry/repository:tag@sha256:<manifest digest>, plus the config digest a verified
+// import must produce.
+func (b *bed) provide(t testing.TB, ctx context.Context, spec dockerbed.ImageSpec) (pins.Image, dockerbed.Pinned) {
+	t.Helper()
+	p, err := b.Provide(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := spec.Key()
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := pinOf(t, p.Repo+":"+key+"@"+p.Digest, "")
+	t.Cleanup(func() { b.Engine.Forget(img.DigestReference()) })
+	return img, p
+}
+
+func pinOf(t testing.TB, ref, digest string) pins.Image {
+	t.Helper()
+	img, err := pins.ParseImage(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if digest != "" {
+		img.Digest = digest
+	}
+	return img
+}
+
+func product(t testing.TB, role string) dockerbed.ImageSpec {
+	t.Helper()
+	spec, err := dockerbed.ProductImage(role)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec
+}
+
+// present inspects ref in the engine.
+func present(t testing.TB, ctx context.Context, e *docker.Engine, ref string) bool {
+	t.Helper()
+	_, err := e.API.ImageInspect(ctx, ref)
+	if err != nil && !cerrdefs.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	return err == nil
+}
+
+// memRecorder keeps records in memory, as state.Dir does on disk, and can check something at
+// the moment of each record.
+type memRecorder struct {
+	mu       sync.Mutex
+	objs     []state.Object
+	onRecord func(state.Object)
+}
+
+func (r *memRecorder) Record(o state.Object) error {
+	if r.onRecord != nil {
+		r.onRecord(o)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, x := range r.objs {
+		if x.Kind == o.Kind && x.Name == o.Name {
+			r.objs[i] = o
+			return nil
+		}
+	}
+	r.objs = append(r.objs, o)
+	return nil
+}
+
+func (r *memRecorder) Forget(o state.Object) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, x := range r.objs {
+		if x.Kind == o.Kind && x.Name == o.Name {
+			r.objs = append(r.objs[:i], r.objs[i+1:]...)
+			break
+		}
+	}
+	return nil
+}
+
+func (r *memRecorder) of(kind string) []state.Object {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []state.Object
+	for _, o := range r.objs {
+		if o.Kind == kind {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -1,0 +1,333 @@
+package images_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/images"
+	"github.com/openclaw/occ/internal/occdev/pins"
+	"github.com/openclaw/occ/internal/occdev/state"
+	"github.com/openclaw/occ/internal/testbed/dockerbed"
+)
+
+// `occ dev up` on a laptop that has none of the three pinned OpenShell images: each is pulled by
+// digest (recorded before the pull, with progress), its RepoDigests checked, all three imported
+// into the cluster in one pass, and verified in the node's containerd: the config digest there
+// is the image ID the pinned pull produced, under repo@sha256:<pinned> for the chart. Status
+// then reports them matching, a tampered one differing and a removed one absent; `down`
+// removes exactly the pulled references, and an image the engine held before stays.
+func TestPresentImportVerifyStatusRemove(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	b := startBed(t, ctx)
+	c := b.cluster(t, ctx)
+
+	busybox, err := dockerbed.BusyboxImage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := b.Engine.EnsureImage(ctx, busybox)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var pinsOf []pins.Image
+	var served []dockerbed.Pinned
+	for _, role := range []string{dockerbed.RoleGateway, dockerbed.RoleSandbox, dockerbed.RoleSupervisor} {
+		img, p := b.provide(t, ctx, product(t, role))
+		pinsOf, served = append(pinsOf, img), append(served, p)
+	}
+
+	rec := &memRecorder{}
+	var presentAtRecord []string
+	rec.onRecord = func(o state.Object) {
+		if o.Kind == images.KindPulledImage && o.UID == "" && present(t, ctx, b.engine, o.Name) {
+			presentAtRecord = append(presentAtRecord, o.Name)
+		}
+	}
+	var evMu sync.Mutex
+	events := map[string][]images.Event{}
+	progress := func(ev images.Event) {
+		evMu.Lock()
+		defer evMu.Unlock()
+		events[ev.Image] = append(events[ev.Image], ev)
+	}
+	var locals []images.Local
+	for i, img := range pinsOf {
+		if present(t, ctx, b.engine, img.DigestReference()) {
+			t.Fatalf("%s is already in the engine; the pull below would prove nothing", img.DigestReference())
+		}
+		l, err := images.Present(ctx, images.PresentOptions{API: b.engine.API, Image: img, Recorder: rec, Progress: progress})
+		if err != nil {
+			t.Fatalf("Present %s: %v", img, err)
+		}
+		if !l.Pulled || l.ID != served[i].ConfigDigest {
+			t.Fatalf("Present %s = pulled %t ID %s, want pulled with ID %s", img, l.Pulled, l.ID, served[i].ConfigDigest)
+		}
+		if err := images.CheckRepoDigest(l); err != nil {
+			t.Fatalf("CheckRepoDigest after a pull by digest: %v", err)
+		}
+		locals = append(locals, l)
+		evs := events[img.String()]
+		engineEvents := 0
+		for _, ev := range evs {
+			if ev.Layer != "" {
+				engineEvents++
+			}
+		}
+		if len(evs) < 3 || evs[0].Status != "pulling" || evs[len(evs)-1].Status != "pulled" || engineEvents == 0 {
+			t.Errorf("progress of %s = %+v, want pulling, the engine's layer events, pulled", img, evs)
+		}
+	}
+	if len(presentAtRecord) != 0 {
+		t.Errorf("images recorded only after they were pulled: %v", presentAtRecord)
+	}
+	if got := rec.of(images.KindPulledImage); len(got) != 3 || got[0].UID != locals[0].ID || got[0].Name != pinsOf[0].DigestReference() {
+		t.Fatalf("pull records = %+v", got)
+	}
+	// A second up finds them present: nothing pulled, nothing recorded.
+	again := &memRecorder{}
+	if l, err := images.Present(ctx, images.PresentOptions{API: b.engine.API, Image: pinsOf[0], Recorder: again}); err != nil || l.Pulled || len(again.of(images.KindPulledImage)) != 0 {
+		t.Fatalf("Present of a present image = %+v, %v, records %v", l, err, again.objs)
+	}
+
+	imported, err := images.Import(ctx, images.ImportOptions{API: b.engine.API, Importer: b.provider.Importer(c.Name), Images: locals, Recorder: rec, Progress: progress})
+	if err != nil {
+		t.Fatalf("Import: %v", err)
+	}
+	for _, im := range imported {
+		if present(t, ctx, b.engine, im.Staging) {
+			t.Errorf("staging tag %s is still in the engine after Import", im.Staging)
+		}
+	}
+	if got := rec.of(images.KindStagingTag); len(got) != 0 {
+		t.Errorf("staging tags still recorded after Import: %+v", got)
+	}
+	verified, err := images.VerifyInNode(ctx, images.VerifyOptions{API: b.engine.API, Node: c.NodeContainer, Images: imported})
+	if err != nil {
+		t.Fatalf("VerifyInNode: %v", err)
+	}
+	for i, v := range verified {
+		if v.Reference != pinsOf[i].DigestReference() || v.ConfigDigest != served[i].ConfigDigest || v.ConfigDigest != locals[i].ID {
+			t.Errorf("verified %+v, want %s with config %s", v, pinsOf[i].DigestReference(), served[i].ConfigDigest)
+		}
+		t.Logf("%s: pinned manifest %s, node manifest %s, config %s", v.Pin, v.Pin.Digest, v.NodeManifest, v.ConfigDigest)
+	}
+	nodeRefs := ctrRefs(t, ctx, b.engine, c.NodeContainer)
+	for _, im := range imported {
+		if nodeRefs[im.Staging] {
+			t.Errorf("the node still lists staging name %s", im.Staging)
+		}
+	}
+
+	st := status(t, ctx, b, c.NodeContainer, pinsOf)
+	for _, s := range st {
+		if s.State != images.ImageMatches {
+			t.Errorf("status of %s = %s (%s), want matches", s.Pin, s.State, s.Reason)
+		}
+	}
+	// Someone points the gateway's name in the node at the sandbox's content; another removes
+	// the supervisor from the node.
+	ctr(t, ctx, b.engine, c.NodeContainer, "images", "tag", "--force", pinsOf[1].DigestReference(), pinsOf[0].DigestReference())
+	ctr(t, ctx, b.engine, c.NodeContainer, "images", "rm", pinsOf[2].DigestReference())
+	st = status(t, ctx, b, c.NodeContainer, pinsOf)
+	if st[0].State != images.ImageDiffers || !strings.Contains(st[0].Reason, served[1].ConfigDigest) || !strings.Contains(st[0].Reason, served[0].ConfigDigest) {
+		t.Errorf("status of the tampered gateway = %+v, want differs naming both config digests", st[0])
+	}
+	if st[1].State != images.ImageMatches || st[2].State != images.ImageAbsent {
+		t.Errorf("status = %s, %s; want matches, absent", st[1].State, st[2].State)
+	}
+
+	// down removes the pulled references; the bed's content tags (references the engine held
+	// before) and the unrelated busybox stay.
+	for _, o := range rec.of(images.KindPulledImage) {
+		if err := images.RemovePulledImage(ctx, b.engine.API, o); err != nil {
+			t.Fatalf("RemovePulledImage %s: %v", o.Name, err)
+		}
+		if present(t, ctx, b.engine, o.Name) {
+			t.Errorf("%s is still present after its removal", o.Name)
+		}
+		if err := images.RemovePulledImage(ctx, b.engine.API, o); err != nil {
+			t.Errorf("a repeated removal of %s = %v, want nil", o.Name, err)
+		}
+	}
+	for i, role := range []string{dockerbed.RoleGateway, dockerbed.RoleSandbox, dockerbed.RoleSupervisor} {
+		tag, err := product(t, role).Tag()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ins, err := b.engine.API.ImageInspect(ctx, tag); err != nil || ins.ID != served[i].ConfigDigest {
+			t.Errorf("the engine's own reference %s was touched: %v", tag, err)
+		}
+	}
+	if ins, err := b.engine.API.ImageInspect(ctx, before.Tag); err != nil || ins.ID != before.ID {
+		t.Errorf("the pre-existing %s was touched: %v", before.Tag, err)
+	}
+	if st := status(t, ctx, b, c.NodeContainer, pinsOf[1:2]); st[0].State != images.ImageUnverified {
+		t.Errorf("status without the local image = %s, want unverified", st[0].State)
+	}
+}
+
+// A pin whose digest the registry does not serve under its tag (a typo, or a moved tag) is
+// refused naming both digests, and leaves no record; a local image that merely carries the
+// pinned tag (re-tagged or built locally) cannot stand in for the pin when the registry is
+// unreachable, and is refused naming its image ID and the pinned digest.
+func TestWrongPinAndRetaggedImageRefused(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	b := startBed(t, ctx)
+	gw, gwServed := b.provide(t, ctx, product(t, dockerbed.RoleGateway))
+	_, sbServed := b.provide(t, ctx, product(t, dockerbed.RoleSandbox))
+
+	wrong := gw
+	wrong.Digest = sbServed.Digest
+	rec := &memRecorder{}
+	_, err := images.Present(ctx, images.PresentOptions{API: b.engine.API, Image: wrong, Recorder: rec})
+	if err == nil {
+		t.Fatal("a wrong pin was pulled")
+	}
+	t.Logf("wrong pin: %v", err)
+	for _, w := range []string{wrong.Digest, gwServed.Digest, "the pin is wrong"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("wrong-pin error does not mention %q:\n%v", w, err)
+		}
+	}
+	if got := rec.of(images.KindPulledImage); len(got) != 0 {
+		t.Errorf("a failed pull left records %+v", got)
+	}
+
+	// The registry the pin names is unreachable, and the engine holds the sandbox image
+	// re-tagged under the gateway's pinned name and tag.
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := closed.Addr().String()
+	closed.Close()
+	offline := pinOf(t, host+"/occ-bed/openshell-gateway:"+gw.Tag+"@"+gwServed.Digest, "")
+	retag := offline.Name() + ":" + offline.Tag
+	if err := b.engine.API.ImageTag(ctx, sbServed.ConfigDigest, retag); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Engine.Forget(retag) })
+	_, err = images.Present(ctx, images.PresentOptions{API: b.engine.API, Image: offline, Recorder: rec})
+	if err == nil {
+		t.Fatal("a re-tagged image stood in for the pin")
+	}
+	t.Logf("re-tagged image: %v", err)
+	for _, w := range []string{retag, sbServed.ConfigDigest, gwServed.Digest, "re-tagged or locally built"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("re-tagged error does not mention %q:\n%v", w, err)
+		}
+	}
+	// The same image handed to the import is refused by the RepoDigests check.
+	ins, err := b.engine.API.ImageInspect(ctx, retag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rd *images.RepoDigestError
+	if err := images.CheckRepoDigest(images.Local{Pin: offline, ID: ins.ID, RepoDigests: ins.RepoDigests}); !errors.As(err, &rd) ||
+		!strings.Contains(err.Error(), sbServed.ConfigDigest) || !strings.Contains(err.Error(), gwServed.Digest) {
+		t.Errorf("CheckRepoDigest of the re-tagged image = %v", err)
+	}
+}
+
+// retagBeforeImport is an importer through which the engine's tag is moved to other content
+// between occ's check and k3d's save, as a concurrent `docker tag` would.
+type retagBeforeImport struct {
+	images.Importer
+	engine *docker.Engine
+	from   string
+	to     string
+}
+
+func (r retagBeforeImport) ImportImages(ctx context.Context, refs []string) error {
+	if err := r.engine.API.ImageTag(ctx, r.to, r.from); err != nil {
+		return err
+	}
+	return r.Importer.ImportImages(ctx, refs)
+}
+
+// The image a tag names changes between the check and the import: the node then holds other
+// content than the pinned pull produced, and the in-node check refuses it naming the image and
+// both digests, before any chart could run it.
+func TestVerifyRefusesImageChangedDuringImport(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	b := startBed(t, ctx)
+	c := b.cluster(t, ctx)
+	gw, gwServed := b.provide(t, ctx, product(t, dockerbed.RoleGateway))
+	sb, sbServed := b.provide(t, ctx, product(t, dockerbed.RoleSandbox))
+	rec := &memRecorder{}
+	var locals []images.Local
+	for _, img := range []pins.Image{gw, sb} {
+		l, err := images.Present(ctx, images.PresentOptions{API: b.engine.API, Image: img, Recorder: rec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		locals = append(locals, l)
+	}
+	t.Cleanup(func() {
+		for _, o := range rec.of(images.KindPulledImage) {
+			_ = images.RemovePulledImage(context.Background(), b.engine.API, o)
+		}
+	})
+	staging := images.StagingTag(locals[0], c.Name)
+	imp := retagBeforeImport{Importer: b.provider.Importer(c.Name), engine: b.engine, from: staging, to: sbServed.ConfigDigest}
+	imported, err := images.Import(ctx, images.ImportOptions{API: b.engine.API, Importer: imp, Images: locals, Recorder: rec})
+	if err != nil {
+		t.Fatalf("Import: %v", err)
+	}
+	if present(t, ctx, b.engine, staging) || len(rec.of(images.KindStagingTag)) != 0 {
+		t.Errorf("the moved staging tag %s was not cleaned up", staging)
+	}
+	_, err = images.VerifyInNode(ctx, images.VerifyOptions{API: b.engine.API, Node: c.NodeContainer, Images: imported})
+	t.Logf("changed during import: %v", err)
+	var de *images.DigestError
+	if !errors.As(err, &de) || de.Pin.String() != gw.String() {
+		t.Fatalf("VerifyInNode = %v, want a DigestError for the gateway", err)
+	}
+	for _, w := range []string{gw.String(), gwServed.ConfigDigest, sbServed.ConfigDigest} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error does not mention %q:\n%v", w, err)
+		}
+	}
+	if ctrRefs(t, ctx, b.engine, c.NodeContainer)[gw.DigestReference()] {
+		t.Errorf("the chart's name %s was tagged in the node for unverified content", gw.DigestReference())
+	}
+}
+
+func status(t *testing.T, ctx context.Context, b *bed, node string, imgs []pins.Image) []images.ImageStatus {
+	t.Helper()
+	st, err := images.Status(ctx, images.StatusOptions{API: b.engine.API, Node: node, Images: imgs})
+	if err != nil {
+		t.Fatalf("Status: %v", err)
+	}
+	return st
+}
+
+func ctr(t *testing.T, ctx context.Context, e *docker.Engine, node string, args ...string) string {
+	t.Helper()
+	res, err := docker.Exec(ctx, e.API, node, append([]string{"ctr", "-n", "k8s.io"}, args...)...)
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("ctr %v: %v %s", args, err, res.Stderr)
+	}
+	return res.Stdout
+}
+
+func ctrRefs(t *testing.T, ctx context.Context, e *docker.Engine, node string) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	for _, line := range strings.Split(ctr(t, ctx, e, node, "images", "ls", "-q"), "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			out[line] = true
+		}
+	}
+	return out
+}
