@@ -303,6 +303,55 @@ func TestVerifyRefusesImageChangedDuringImport(t *testing.T) {
 	}
 }
 
+// failingImporter reports an error after importing (as k3d does when `ctr import` exits before
+// the last bytes of the stream were written), or without importing anything.
+type failingImporter struct {
+	images.Importer
+	importFirst bool
+}
+
+func (f failingImporter) ImportImages(ctx context.Context, refs []string) error {
+	if f.importFirst {
+		if err := f.Importer.ImportImages(ctx, refs); err != nil {
+			return err
+		}
+	}
+	return errors.New("failed to copy read stream. io: read/write on closed pipe")
+}
+
+// k3d's importer can report a failure for an import that happened (its direct mode races the
+// end of the stream against ctr's exit); the node decides: an import whose content is in the node
+// succeeds, one that left nothing fails with k3d's error and what the node lacks.
+func TestImportErrorsAreJudgedByTheNode(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	b := startBed(t, ctx)
+	c := b.cluster(t, ctx)
+	gw, _ := b.provide(t, ctx, product(t, dockerbed.RoleGateway))
+	rec := &memRecorder{}
+	l, err := images.Present(ctx, images.PresentOptions{API: b.engine.API, Image: gw, Recorder: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, o := range rec.of(images.KindPulledImage) {
+			_ = images.RemovePulledImage(context.Background(), b.engine.API, o)
+		}
+	})
+	real := b.provider.Importer(c.Name)
+	_, err = images.Import(ctx, images.ImportOptions{API: b.engine.API, Importer: failingImporter{Importer: real}, Images: []images.Local{l}, Recorder: rec})
+	if err == nil || !strings.Contains(err.Error(), "closed pipe") || !strings.Contains(err.Error(), "lacks") {
+		t.Fatalf("Import whose importer imported nothing = %v, want k3d's error and what the node lacks", err)
+	}
+	imported, err := images.Import(ctx, images.ImportOptions{API: b.engine.API, Importer: failingImporter{Importer: real, importFirst: true}, Images: []images.Local{l}, Recorder: rec})
+	if err != nil {
+		t.Fatalf("Import whose content reached the node = %v, want success", err)
+	}
+	if _, err := images.VerifyInNode(ctx, images.VerifyOptions{API: b.engine.API, Node: c.NodeContainer, Images: imported}); err != nil {
+		t.Fatalf("VerifyInNode: %v", err)
+	}
+}
+
 func status(t *testing.T, ctx context.Context, b *bed, node string, imgs []pins.Image) []images.ImageStatus {
 	t.Helper()
 	st, err := images.Status(ctx, images.StatusOptions{API: b.engine.API, Node: node, Images: imgs})
