@@ -19,6 +19,7 @@ import (
 	"github.com/docker/docker/api/types/events"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/go-connections/nat"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
@@ -539,4 +540,44 @@ func keys[V any](m map[string]V) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// A creation that died after k3d made the cluster's network and image volume but before any
+// node (a crash, or a killed process): Inspect calls that incomplete, and the recorded cluster's
+// down removes exactly those leftovers.
+func TestIncompleteLeftoversAreRemoved(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	b := startBed(t, ctx)
+	name := uniqueName(t)
+	id := k3d.Identity{Name: name, Owner: t.TempDir()}
+	labels := map[string]string{"app": "k3d", "k3d.cluster": name}
+	if _, err := b.engine.API.NetworkCreate(ctx, "k3d-"+name, network.CreateOptions{Labels: map[string]string{"app": "k3d"}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.engine.API.NetworkRemove(context.Background(), "k3d-"+name) })
+	if _, err := b.engine.API.VolumeCreate(ctx, volume.CreateOptions{Name: "k3d-" + name + "-images", Labels: labels}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.engine.API.VolumeRemove(context.Background(), "k3d-"+name+"-images", true) })
+	// Someone else's volume with a k3d-like name but without the cluster's label stays.
+	foreign := "k3d-" + name + "-data"
+	if _, err := b.engine.API.VolumeCreate(ctx, volume.CreateOptions{Name: foreign, Labels: map[string]string{"app": "k3d"}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.engine.API.VolumeRemove(context.Background(), foreign, true) })
+
+	st, err := b.provider.Inspect(ctx, id)
+	if err != nil || st.State != k3d.StateIncomplete || st.Network != "k3d-"+name || len(st.Volumes) != 1 {
+		t.Fatalf("Inspect = %+v, %v; want incomplete with the network and the image volume", st, err)
+	}
+	if err := b.provider.Delete(ctx, id); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	if st, err := b.provider.Inspect(ctx, id); err != nil || st.State != k3d.StateMissing {
+		t.Fatalf("Inspect after Delete = %+v, %v", st, err)
+	}
+	if _, err := b.engine.API.VolumeInspect(ctx, foreign); err != nil {
+		t.Errorf("the unlabelled volume %s was removed: %v", foreign, err)
+	}
 }

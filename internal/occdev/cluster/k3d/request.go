@@ -209,3 +209,29 @@ func (r *Request) simpleConfig(admissionPath string) k3dconf.SimpleConfig {
 	}
 	return cfg
 }
+
+// Describe says what Create would make, for --dry-run. It performs no I/O and needs no valid
+// request (a dry run describes whatever it was given, and reports validation separately).
+func (r Request) Describe() []string {
+	port := "a free port"
+	if r.APIPort > 0 {
+		port = strconv.Itoa(r.APIPort)
+	}
+	lines := []string{
+		fmt.Sprintf("k3d cluster %s: one server %s from %s, no agents, no load balancer", r.Name, serverNode(r.Name), r.NodeImage.DigestReference()),
+		fmt.Sprintf("Kubernetes API at https://%s:%s, PodSecurity privileged by default with RuntimeClasses %s exempt", apiHost, port, strings.Join(r.PodSecurityExemptRuntimeClasses, ", ")),
+	}
+	for _, m := range r.Ports {
+		lines = append(lines, fmt.Sprintf("NodePort %d published at %s:%d", m.NodePort, apiHost, m.HostPort))
+	}
+	if r.Network == "" {
+		lines = append(lines, fmt.Sprintf("Docker network %s (removed with the cluster)", ownNetwork(r.Name)))
+	} else {
+		lines = append(lines, fmt.Sprintf("joins Docker network %s (left in place by down)", r.Network))
+	}
+	lines = append(lines,
+		fmt.Sprintf("Docker volume %s and k3d's tools container %s", imageVolume(r.Name), toolsNode(r.Name)),
+		fmt.Sprintf("files %s, %s (0600) and %s (0644) in the state directory", AdmissionFile, KubeconfigFile, ContainerKubeconfigFile),
+	)
+	return lines
+}

@@ -302,3 +302,20 @@ func TestIdentityRecord(t *testing.T) {
 		t.Fatal("IdentityOf accepted another kind")
 	}
 }
+
+// The dry run lists the cluster with its pinned image, its API address, its published ports, its
+// network and the files it writes, without touching anything.
+func TestRequestDescribe(t *testing.T) {
+	r := testRequest(t)
+	got := strings.Join(r.Describe(), "\n")
+	for _, w := range []string{"k3d cluster occ-dev-unit", "k3d-occ-dev-unit-server-0", r.NodeImage.DigestReference(), "https://127.0.0.1:16443",
+		"openshell-sandbox", "NodePort 30080 published at 127.0.0.1:13000", "Docker network k3d-occ-dev-unit (removed", "k3d-occ-dev-unit-images", "container-kubeconfig (0644)"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("Describe does not mention %q:\n%s", w, got)
+		}
+	}
+	r.Network = "oce_development"
+	if got := strings.Join(r.Describe(), "\n"); !strings.Contains(got, "joins Docker network oce_development (left in place") {
+		t.Errorf("Describe with a joined network:\n%s", got)
+	}
+}

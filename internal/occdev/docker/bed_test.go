@@ -1,0 +1,91 @@
+package docker_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+
+	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/testbed/dockerbed"
+)
+
+// `occ dev up` on a machine whose engine is the bed's private dockerd (Debian's 20.10, API 1.41):
+// Locate follows DOCKER_HOST to its unix socket, Connect pings it and reports the engine, and a
+// client built from the recorded endpoint alone still reaches it when the shell's DOCKER_HOST
+// later points elsewhere (what `occ dev down` relies on).
+func TestConnectToARealEngine(t *testing.T) {
+	bed := dockerbed.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	loc, err := docker.Locate(docker.LocateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loc.Source != docker.EnvHost || loc.Endpoint.Socket != bed.Socket {
+		t.Fatalf("Locate = %+v, want %s from DOCKER_HOST", loc, bed.Socket)
+	}
+	eng, err := docker.Connect(ctx, loc.Endpoint, loc.Source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	if eng.Version == "" || eng.APIVersion == "" {
+		t.Fatalf("engine version %q API %q", eng.Version, eng.APIVersion)
+	}
+	t.Logf("engine %s, API %s", eng.Version, eng.APIVersion)
+
+	recorded := loc.Endpoint.String()
+	t.Setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+	ep, err := docker.ParseEndpoint(recorded, "the state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := docker.NewClient(ep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer api.Close()
+	if _, err := api.Ping(ctx); err != nil {
+		t.Fatalf("the recorded endpoint's client does not reach the engine: %v", err)
+	}
+}
+
+// Exec reports a command's output and exit code through the engine's exec API; a failing
+// command is a result, not an error, so callers can quote its stderr.
+func TestExec(t *testing.T) {
+	bed := dockerbed.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	spec, err := dockerbed.BusyboxImage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := bed.EnsureImage(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := dockerbed.UniqueName(t, "occ-exec")
+	created, err := bed.API.ContainerCreate(ctx, &container.Config{Image: img.Tag, Cmd: []string{"sleep", "600"}}, nil, nil, nil, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = bed.API.ContainerRemove(context.Background(), created.ID, container.RemoveOptions{Force: true})
+	})
+	if err := bed.API.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := docker.Exec(ctx, bed.API, name, "sh", "-c", "echo out; echo err >&2; exit 3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stdout != "out\n" || res.Stderr != "err\n" || res.ExitCode != 3 {
+		t.Fatalf("Exec = %+v", res)
+	}
+	if _, err := docker.Exec(ctx, bed.API, "occ-no-such-container-x", "true"); err == nil || !strings.Contains(err.Error(), "occ-no-such-container-x") {
+		t.Fatalf("Exec in a missing container = %v", err)
+	}
+}
