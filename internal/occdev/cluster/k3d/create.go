@@ -81,6 +81,9 @@ func (p *Provider) Create(ctx context.Context, req Request) (*Cluster, error) {
 // preflight checks the engine side of the request without changing anything.
 func (p *Provider) preflight(ctx context.Context, req *Request) error {
 	api := p.engine.API
+	if p.tools == "" {
+		return errors.New("create k3d cluster: the provider has no tools image (pins k3d.toolsImage); k3d would pull its unpinned default")
+	}
 	for _, img := range []struct{ what, ref, fix string }{
 		{"node image", req.NodeImage.DigestReference(), "pull the pinned k3s image by digest first (the image step does)"},
 		{"tools image", p.tools, "pull the pinned k3d tools image by digest first (the image step does)"},

@@ -48,7 +48,8 @@ type Options struct {
 	Engine *docker.Engine
 	// ToolsImage is the reference k3d runs its tools container from (the pinned k3d-tools image,
 	// or a test bed's stand-in). It must be present in the engine before Create: occ pulls pinned
-	// images itself, by digest, so k3d never pulls a tag.
+	// images itself, by digest, so k3d never pulls a tag. Inspect and Delete do not need it
+	// (`down` builds its provider from the state, which records no tools image).
 	ToolsImage string
 	// Log receives k3d's own log lines; nil discards them. The flow points it at a file in the
 	// state directory, so a failed creation can be diagnosed without cluttering the terminal.
@@ -74,13 +75,14 @@ func New(opts Options) (*Provider, error) {
 	if opts.Engine == nil {
 		return nil, errors.New("k3d provider: no Docker engine")
 	}
-	if opts.ToolsImage == "" {
-		return nil, errors.New("k3d provider: no tools image (pins k3d.toolsImage)")
+	var extra []docker.EnvVar
+	if opts.ToolsImage != "" {
+		extra = append(extra, docker.EnvVar{Name: k3dtypes.K3dEnvImageTools, Value: opts.ToolsImage})
 	}
 	p := &Provider{
 		engine: opts.Engine,
 		tools:  opts.ToolsImage,
-		env:    docker.K3dEnvironment(opts.Engine.Endpoint, docker.EnvVar{Name: k3dtypes.K3dEnvImageTools, Value: opts.ToolsImage}),
+		env:    docker.K3dEnvironment(opts.Engine.Endpoint, extra...),
 	}
 	out := opts.Log
 	if out == nil {

@@ -73,17 +73,15 @@ func (e *RequestError) Error() string {
 	return msg
 }
 
-// validate checks every field before anything is touched, and fills in defaults.
-func (r *Request) validate() error {
+// Check applies the rules of every field that can be judged without I/O, for the dry run and
+// before anything is touched. An APIPort of 0 passes (the caller chooses one before Create).
+func (r Request) Check() error {
 	var errs []error
 	bad := func(field, value, rule, fix string) {
 		errs = append(errs, &RequestError{Field: field, Value: value, Rule: rule, Fix: fix})
 	}
 	if err := CheckName(r.Name); err != nil {
 		errs = append(errs, err)
-	}
-	if strings.TrimSpace(r.Owner) == "" {
-		bad("owner", r.Owner, "is empty", "pass the state directory path, which identifies the environment that owns the cluster")
 	}
 	if r.NodeImage.Digest == "" {
 		bad("node image", r.NodeImage.String(), "has no digest", "pin the k3s image as <reference>@sha256:<64 hex> (pins k3s.image)")
@@ -93,11 +91,6 @@ func (r *Request) validate() error {
 	} else if strings.ContainsAny(r.StateDir, ":,") {
 		// The admission file is bind-mounted with k3d's SRC:DEST:OPTIONS syntax.
 		bad("state directory", r.StateDir, "must not contain ':' or ','", "choose a state directory path without them")
-	} else if fi, err := os.Stat(r.StateDir); err != nil || !fi.IsDir() {
-		bad("state directory", r.StateDir, "must be an existing directory", "claim the state directory before creating the cluster")
-	}
-	if r.Recorder == nil {
-		errs = append(errs, errors.New("k3d cluster: no Recorder; the cluster must be recorded before it is created"))
 	}
 	seen := map[int]string{}
 	checkPort := func(field string, p int) {
@@ -111,7 +104,9 @@ func (r *Request) validate() error {
 		}
 		seen[p] = field
 	}
-	checkPort("API port", r.APIPort)
+	if r.APIPort != 0 {
+		checkPort("API port", r.APIPort)
+	}
 	for i, m := range r.Ports {
 		checkPort(fmt.Sprintf("ports[%d].hostPort", i), m.HostPort)
 		if m.NodePort < 30000 || m.NodePort > 32767 {
@@ -124,14 +119,8 @@ func (r *Request) validate() error {
 	if r.Network == "host" || r.Network == "bridge" || r.Network == "none" {
 		bad("network", r.Network, "is a Docker built-in network", "join a user-defined network, or leave it empty")
 	}
-	if r.DiskThresholdPercent == 0 {
-		r.DiskThresholdPercent = DefaultDiskThresholdPercent
-	}
-	if r.DiskThresholdPercent < 1 || r.DiskThresholdPercent > 20 {
+	if r.DiskThresholdPercent != 0 && (r.DiskThresholdPercent < 1 || r.DiskThresholdPercent > 20) {
 		bad("disk threshold percent", strconv.Itoa(r.DiskThresholdPercent), "must be between 1 and 20", "")
-	}
-	if r.Timeout == 0 {
-		r.Timeout = DefaultTimeout
 	}
 	if r.Timeout < 0 {
 		bad("timeout", r.Timeout.String(), "must be positive", "")
@@ -140,6 +129,36 @@ func (r *Request) validate() error {
 		if strings.TrimSpace(rc) == "" {
 			bad("PodSecurity exempt RuntimeClass", rc, "is empty", "name the RuntimeClass, for example openshell-sandbox")
 		}
+	}
+	return errors.Join(errs...)
+}
+
+// validate is Check plus what Create needs at run time (an owner, a recorder, a chosen API port,
+// the claimed state directory), and fills in defaults.
+func (r *Request) validate() error {
+	errs := []error{r.Check()}
+	bad := func(field, value, rule, fix string) {
+		errs = append(errs, &RequestError{Field: field, Value: value, Rule: rule, Fix: fix})
+	}
+	if strings.TrimSpace(r.Owner) == "" {
+		bad("owner", r.Owner, "is empty", "pass the state's owner value, which identifies the environment that owns the cluster")
+	}
+	if r.Recorder == nil {
+		errs = append(errs, errors.New("k3d cluster: no Recorder; the cluster must be recorded before it is created"))
+	}
+	if r.APIPort == 0 {
+		bad("API port", "0", "must be between 1 and 65535", "choose a free port on 127.0.0.1 (FreeLoopbackPort)")
+	}
+	if filepath.IsAbs(r.StateDir) {
+		if fi, err := os.Stat(r.StateDir); err != nil || !fi.IsDir() {
+			bad("state directory", r.StateDir, "must be an existing directory", "claim the state directory before creating the cluster")
+		}
+	}
+	if r.DiskThresholdPercent == 0 {
+		r.DiskThresholdPercent = DefaultDiskThresholdPercent
+	}
+	if r.Timeout == 0 {
+		r.Timeout = DefaultTimeout
 	}
 	return errors.Join(errs...)
 }

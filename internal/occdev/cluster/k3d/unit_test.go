@@ -109,7 +109,7 @@ func TestRequestValidation(t *testing.T) {
 		{"state dir with colon", func(r *Request) { r.StateDir = "/tmp/a:b" }, "':'"},
 		{"missing state dir", func(r *Request) { r.StateDir = "/nonexistent/occ-state" }, "existing directory"},
 		{"no recorder", func(r *Request) { r.Recorder = nil }, "Recorder"},
-		{"API port zero", func(r *Request) { r.APIPort = 0 }, "API port"},
+		{"API port zero", func(r *Request) { r.APIPort = 0 }, "FreeLoopbackPort"},
 		{"API port too big", func(r *Request) { r.APIPort = 70000 }, "between 1 and 65535"},
 		{"port clash", func(r *Request) { r.Ports[0].HostPort = r.APIPort }, "also used as API port"},
 		{"NodePort out of range", func(r *Request) { r.Ports[0].NodePort = 8080 }, "30000-32767"},
@@ -132,6 +132,16 @@ func TestRequestValidation(t *testing.T) {
 	r := testRequest(t)
 	if err := r.validate(); err != nil {
 		t.Fatalf("valid request refused: %v", err)
+	}
+	// The dry run checks the fields alone: no state directory, owner, recorder or port yet.
+	dry := testRequest(t)
+	dry.StateDir, dry.Owner, dry.Recorder, dry.APIPort = "/tmp/occ-dev-not-yet", "", nil, 0
+	if err := dry.Check(); err != nil {
+		t.Fatalf("Check of a dry-run request: %v", err)
+	}
+	dry.Name = "bad"
+	if err := dry.Check(); err == nil || !strings.Contains(err.Error(), EnvClusterName) {
+		t.Fatalf("Check accepted a bad name: %v", err)
 	}
 	if r.DiskThresholdPercent != DefaultDiskThresholdPercent || r.Timeout != DefaultTimeout {
 		t.Fatalf("defaults not filled: %+v", r)
