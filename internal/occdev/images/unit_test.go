@@ -105,3 +105,26 @@ func TestStagingTag(t *testing.T) {
 		t.Fatalf("staging tag %s parsed as %+v", ta, img)
 	}
 }
+
+// A pull of two layers reports one running total for the step's progress line; an extracting
+// phase (which counts the same bytes again) does not push the total past the size.
+func TestTotals(t *testing.T) {
+	var got [][2]int64
+	f := Totals(func(done, total int64) { got = append(got, [2]int64{done, total}) })
+	for _, ev := range []Event{
+		{Status: "pulling"},
+		{Layer: "a", Status: "Pulling fs layer"},
+		{Layer: "b", Status: "Already exists"},
+		{Layer: "a", Status: "Downloading", Current: 10, Total: 100},
+		{Layer: "a", Status: "Downloading", Current: 60, Total: 100},
+		{Layer: "a", Status: "Download complete"},
+		{Layer: "a", Status: "Extracting", Current: 5, Total: 100},
+		{Layer: "a", Status: "Pull complete"},
+	} {
+		f(ev)
+	}
+	last := got[len(got)-1]
+	if last != [2]int64{100, 100} || got[2] != [2]int64{10, 100} || got[3] != [2]int64{60, 100} || got[5] != [2]int64{100, 100} {
+		t.Fatalf("totals = %v", got)
+	}
+}
