@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -58,7 +59,7 @@ func startBed(t testing.TB, ctx context.Context) *bed {
 	t.Cleanup(func() { eng.Close() })
 	node, tools := pinOf(t, b.Node.Ref, ""), pinOf(t, b.Tools.Ref, "")
 	for _, img := range []pins.Image{node, tools} {
-		if _, err := images.Present(ctx, images.PresentOptions{API: eng.API, Image: img, Recorder: &memRecorder{}}); err != nil {
+		if _, err := images.Present(ctx, images.PresentOptions{API: eng.API, Image: img, Recorder: newRecorder(t)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -83,13 +84,14 @@ func (b *bed) cluster(t testing.TB, ctx context.Context) *k3d.Cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
+	rec := newRecorder(t)
 	req := k3d.Request{
 		Name:      "occ-dev-i" + strings.ToLower(rand.Text()[:10]),
-		Owner:     t.TempDir(),
+		Owner:     rec.owner(),
 		NodeImage: b.node,
 		StateDir:  t.TempDir(),
 		APIPort:   port,
-		Recorder:  &memRecorder{},
+		Recorder:  rec,
 	}
 	c, err := b.provider.Create(ctx, req)
 	if err != nil {
@@ -152,48 +154,38 @@ func present(t testing.TB, ctx context.Context, e *docker.Engine, ref string) bo
 	return err == nil
 }
 
-// memRecorder keeps records in memory, as state.Dir does on disk, and can check something at
-// the moment of each record.
+// memRecorder records into a real state directory (every record passes the state's rules for
+// its type) and can check something at the moment of each record.
 type memRecorder struct {
-	mu       sync.Mutex
-	objs     []state.Object
+	dir      *state.Dir
 	onRecord func(state.Object)
+}
+
+func newRecorder(t testing.TB) *memRecorder {
+	t.Helper()
+	d, err := state.Create(filepath.Join(t.TempDir(), "state"), state.State{Profile: "kubernetes", Cluster: state.Cluster{Provider: k3d.Name}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return &memRecorder{dir: d}
 }
 
 func (r *memRecorder) Record(o state.Object) error {
 	if r.onRecord != nil {
 		r.onRecord(o)
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for i, x := range r.objs {
-		if x.Kind == o.Kind && x.Name == o.Name {
-			r.objs[i] = o
-			return nil
-		}
-	}
-	r.objs = append(r.objs, o)
-	return nil
+	return r.dir.Record(o)
 }
 
-func (r *memRecorder) Forget(o state.Object) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for i, x := range r.objs {
-		if x.Kind == o.Kind && x.Name == o.Name {
-			r.objs = append(r.objs[:i], r.objs[i+1:]...)
-			break
-		}
-	}
-	return nil
-}
+func (r *memRecorder) Forget(o state.Object) error { return r.dir.Forget(o) }
 
-func (r *memRecorder) of(kind string) []state.Object {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+func (r *memRecorder) owner() string { return r.dir.State().Owner() }
+
+func (r *memRecorder) of(typ state.Type) []state.Object {
 	var out []state.Object
-	for _, o := range r.objs {
-		if o.Kind == kind {
+	for _, o := range r.dir.State().Objects {
+		if o.Type == typ {
 			out = append(out, o)
 		}
 	}

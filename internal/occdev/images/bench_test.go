@@ -28,7 +28,7 @@ func BenchmarkImport(b *testing.B) {
 				b.Fatal(err)
 			}
 			pin, _ := bed.provide(b, ctx, spec)
-			rec := &memRecorder{}
+			rec := newRecorder(b)
 			l, err := images.Present(ctx, images.PresentOptions{API: bed.engine.API, Image: pin, Recorder: rec})
 			if err != nil {
 				b.Fatal(err)

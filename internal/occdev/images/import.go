@@ -11,6 +11,7 @@ import (
 
 	"github.com/docker/docker/client"
 
+	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -29,7 +30,8 @@ type ImportOptions struct {
 	Importer Importer
 	// Images are the checked local images (Present, then CheckRepoDigest).
 	Images []Local
-	// Recorder receives each staging tag before it is created, and forgets it once removed.
+	// Recorder receives each image's cluster record (state.TypeClusterImage) before its staging
+	// tag is created; the cluster image's remover also removes a staging tag left by a crash.
 	Recorder Recorder
 	Progress func(Event)
 }
@@ -50,10 +52,18 @@ const stagingRepository = "occ.local/import/"
 const cleanupTimeout = 30 * time.Second
 
 // StagingTag is the temporary tag an image is imported under: k3d imports local images by tag,
-// and an image pulled by digest has none. The name is unique per pinned reference and cluster.
-func StagingTag(l Local, cluster string) string {
-	sum := sha256.Sum256([]byte(l.Pin.DigestReference()))
-	return stagingRepository + path.Base(l.Pin.Repository) + "-" + hex.EncodeToString(sum[:4]) + ":" + cluster
+// and an image pulled by digest has none. The name is derived from the pinned reference and the
+// cluster, so the cluster image's record is enough to find it again.
+func StagingTag(pin pins.Image, cluster string) string {
+	sum := sha256.Sum256([]byte(pin.DigestReference()))
+	return stagingRepository + path.Base(pin.Repository) + "-" + hex.EncodeToString(sum[:4]) + ":" + cluster
+}
+
+// clusterRecord is the record of an image imported into the recorded cluster
+// (state.TypeClusterImage): repository, pinned digest and, once verified, the config digest the
+// node holds.
+func clusterRecord(pin pins.Image, config string) state.Object {
+	return state.Object{Type: state.TypeClusterImage, Name: pin.Name(), Digest: pin.Digest, ID: config}
 }
 
 // Import loads all images into the cluster in one pass through k3d's library (direct mode). Each
@@ -70,16 +80,12 @@ func Import(ctx context.Context, opts ImportOptions) (_ []Imported, err error) {
 	cluster := opts.Importer.ClusterName()
 	var staged []Imported
 	defer func() {
+		// Staging tags are removed whatever happened; a tag whose removal fails stays findable
+		// from its cluster image record, whose remover tries again.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()
 		for _, im := range staged {
-			rec := stagingRecord(im)
-			if rerr := RemoveStagingTag(cctx, opts.API, rec); rerr != nil {
-				// The record stays, so down removes the tag later.
-				err = errors.Join(err, rerr)
-				continue
-			}
-			err = errors.Join(err, opts.Recorder.Forget(rec))
+			err = errors.Join(err, removeStagingTag(cctx, opts.API, im.Staging, im.ID))
 		}
 	}()
 	var refs []string
@@ -87,9 +93,9 @@ func Import(ctx context.Context, opts ImportOptions) (_ []Imported, err error) {
 		if err := CheckRepoDigest(l); err != nil {
 			return nil, err
 		}
-		im := Imported{Local: l, Staging: StagingTag(l, cluster)}
-		if err := opts.Recorder.Record(stagingRecord(im)); err != nil {
-			return nil, fmt.Errorf("record staging tag %s: %w", im.Staging, err)
+		im := Imported{Local: l, Staging: StagingTag(l.Pin, cluster)}
+		if err := opts.Recorder.Record(clusterRecord(l.Pin, "")); err != nil {
+			return nil, fmt.Errorf("record the import of %s before staging it: %w", l.Pin, err)
 		}
 		staged = append(staged, im)
 		// Tagging the image ID, not a name, stages exactly the image that was checked.
@@ -148,8 +154,4 @@ func nodeHolds(ctx context.Context, api client.APIClient, node string, staged []
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func stagingRecord(im Imported) state.Object {
-	return state.Object{Kind: KindStagingTag, Name: im.Staging, UID: im.ID}
 }

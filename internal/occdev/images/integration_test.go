@@ -44,10 +44,10 @@ func TestPresentImportVerifyStatusRemove(t *testing.T) {
 		pinsOf, served = append(pinsOf, img), append(served, p)
 	}
 
-	rec := &memRecorder{}
+	rec := newRecorder(t)
 	var presentAtRecord []string
 	rec.onRecord = func(o state.Object) {
-		if o.Kind == images.KindPulledImage && o.UID == "" && present(t, ctx, b.engine, o.Name) {
+		if o.Type == state.TypeDockerImage && o.ID == "" && present(t, ctx, b.engine, o.Name+"@"+o.Digest) {
 			presentAtRecord = append(presentAtRecord, o.Name)
 		}
 	}
@@ -88,13 +88,13 @@ func TestPresentImportVerifyStatusRemove(t *testing.T) {
 	if len(presentAtRecord) != 0 {
 		t.Errorf("images recorded only after they were pulled: %v", presentAtRecord)
 	}
-	if got := rec.of(images.KindPulledImage); len(got) != 3 || got[0].UID != locals[0].ID || got[0].Name != pinsOf[0].DigestReference() {
+	if got := rec.of(state.TypeDockerImage); len(got) != 3 || got[0].ID != locals[0].ID || got[0].Name != pinsOf[0].Name() || got[0].Digest != pinsOf[0].Digest {
 		t.Fatalf("pull records = %+v", got)
 	}
 	// A second up finds them present: nothing pulled, nothing recorded.
-	again := &memRecorder{}
-	if l, err := images.Present(ctx, images.PresentOptions{API: b.engine.API, Image: pinsOf[0], Recorder: again}); err != nil || l.Pulled || len(again.of(images.KindPulledImage)) != 0 {
-		t.Fatalf("Present of a present image = %+v, %v, records %v", l, err, again.objs)
+	again := newRecorder(t)
+	if l, err := images.Present(ctx, images.PresentOptions{API: b.engine.API, Image: pinsOf[0], Recorder: again}); err != nil || l.Pulled || len(again.of(state.TypeDockerImage)) != 0 {
+		t.Fatalf("Present of a present image = %+v, %v, records %v", l, err, again.of(state.TypeDockerImage))
 	}
 
 	imported, err := images.Import(ctx, images.ImportOptions{API: b.engine.API, Importer: b.provider.Importer(c.Name), Images: locals, Recorder: rec, Progress: progress})
@@ -106,10 +106,10 @@ func TestPresentImportVerifyStatusRemove(t *testing.T) {
 			t.Errorf("staging tag %s is still in the engine after Import", im.Staging)
 		}
 	}
-	if got := rec.of(images.KindStagingTag); len(got) != 0 {
-		t.Errorf("staging tags still recorded after Import: %+v", got)
+	if got := rec.of(state.TypeClusterImage); len(got) != 3 || got[0].Name != pinsOf[0].Name() || got[0].ID != "" {
+		t.Errorf("cluster image records after Import = %+v, want one per image, not yet verified", got)
 	}
-	verified, err := images.VerifyInNode(ctx, images.VerifyOptions{API: b.engine.API, Node: c.NodeContainer, Images: imported})
+	verified, err := images.VerifyInNode(ctx, images.VerifyOptions{API: b.engine.API, Node: c.NodeContainer, Images: imported, Recorder: rec})
 	if err != nil {
 		t.Fatalf("VerifyInNode: %v", err)
 	}
@@ -118,6 +118,9 @@ func TestPresentImportVerifyStatusRemove(t *testing.T) {
 			t.Errorf("verified %+v, want %s with config %s", v, pinsOf[i].DigestReference(), served[i].ConfigDigest)
 		}
 		t.Logf("%s: pinned manifest %s, node manifest %s, config %s", v.Pin, v.Pin.Digest, v.NodeManifest, v.ConfigDigest)
+	}
+	if got := rec.of(state.TypeClusterImage); len(got) != 3 || got[0].ID != served[0].ConfigDigest {
+		t.Errorf("cluster image records after VerifyInNode = %+v, want the node's config digests", got)
 	}
 	nodeRefs := ctrRefs(t, ctx, b.engine, c.NodeContainer)
 	for _, im := range imported {
@@ -132,6 +135,21 @@ func TestPresentImportVerifyStatusRemove(t *testing.T) {
 			t.Errorf("status of %s = %s (%s), want matches", s.Pin, s.State, s.Reason)
 		}
 	}
+	// The removers `down` and `status` use, built from the recorded state alone.
+	engine := docker.Recorded(&state.Engine{Endpoint: b.engine.Endpoint.String()})
+	access := state.Cluster{Provider: "k3d", Name: c.Name, NodeAddress: c.NodeContainer}
+	clusterImages := images.ClusterImageRemover(access, engine)
+	pulledImages := images.DockerImageRemover(engine)
+	for _, o := range rec.of(state.TypeClusterImage) {
+		if in := clusterImages.Inspect(ctx, o); in.State != state.Present {
+			t.Errorf("cluster image %s = %+v, want present", o, in)
+		}
+	}
+	for _, o := range rec.of(state.TypeDockerImage) {
+		if in := pulledImages.Inspect(ctx, o); in.State != state.Present {
+			t.Errorf("pulled image %s = %+v, want present", o, in)
+		}
+	}
 	// Someone points the gateway's name in the node at the sandbox's content; another removes
 	// the supervisor from the node.
 	ctr(t, ctx, b.engine, c.NodeContainer, "images", "tag", "--force", pinsOf[1].DigestReference(), pinsOf[0].DigestReference())
@@ -143,18 +161,40 @@ func TestPresentImportVerifyStatusRemove(t *testing.T) {
 	if st[1].State != images.ImageMatches || st[2].State != images.ImageAbsent {
 		t.Errorf("status = %s, %s; want matches, absent", st[1].State, st[2].State)
 	}
+	recs := rec.of(state.TypeClusterImage)
+	if in := clusterImages.Inspect(ctx, recs[0]); in.State != state.Changed {
+		t.Errorf("tampered cluster image = %+v, want changed", in)
+	}
+	if in := clusterImages.Inspect(ctx, recs[2]); in.State != state.Missing {
+		t.Errorf("removed cluster image = %+v, want missing", in)
+	}
+	// A crash between staging and cleanup left the sandbox's staging tag: its cluster image's
+	// remover takes it, and the image's name in the node.
+	leftover := images.StagingTag(pinsOf[1], c.Name)
+	if err := b.engine.API.ImageTag(ctx, locals[1].ID, leftover); err != nil {
+		t.Fatal(err)
+	}
+	if rm, err := clusterImages.Remove(ctx, recs[1]); err != nil || rm.Outcome != state.Removed {
+		t.Errorf("remove cluster image %s = %+v, %v", recs[1], rm, err)
+	}
+	if present(t, ctx, b.engine, leftover) || ctrRefs(t, ctx, b.engine, c.NodeContainer)[pinsOf[1].DigestReference()] {
+		t.Errorf("after removing %s the staging tag or the node's name is left", recs[1])
+	}
+	if rm, err := clusterImages.Remove(ctx, recs[2]); err != nil || rm.Outcome != state.AlreadyGone {
+		t.Errorf("remove the already removed %s = %+v, %v", recs[2], rm, err)
+	}
 
 	// down removes the pulled references; the bed's content tags (references the engine held
 	// before) and the unrelated busybox stay.
-	for _, o := range rec.of(images.KindPulledImage) {
-		if err := images.RemovePulledImage(ctx, b.engine.API, o); err != nil {
-			t.Fatalf("RemovePulledImage %s: %v", o.Name, err)
+	for _, o := range rec.of(state.TypeDockerImage) {
+		if rm, err := pulledImages.Remove(ctx, o); err != nil || rm.Outcome != state.Removed {
+			t.Fatalf("RemovePulledImage %s = %+v, %v", o, rm, err)
 		}
-		if present(t, ctx, b.engine, o.Name) {
-			t.Errorf("%s is still present after its removal", o.Name)
+		if present(t, ctx, b.engine, o.Name+"@"+o.Digest) {
+			t.Errorf("%s is still present after its removal", o)
 		}
-		if err := images.RemovePulledImage(ctx, b.engine.API, o); err != nil {
-			t.Errorf("a repeated removal of %s = %v, want nil", o.Name, err)
+		if rm, err := images.RemovePulledImage(ctx, b.engine.API, o); err != nil || rm.Outcome != state.AlreadyGone {
+			t.Errorf("a repeated removal of %s = %+v, %v; want already gone", o, rm, err)
 		}
 	}
 	for i, role := range []string{dockerbed.RoleGateway, dockerbed.RoleSandbox, dockerbed.RoleSupervisor} {
@@ -169,7 +209,7 @@ func TestPresentImportVerifyStatusRemove(t *testing.T) {
 	if ins, err := b.engine.API.ImageInspect(ctx, before.Tag); err != nil || ins.ID != before.ID {
 		t.Errorf("the pre-existing %s was touched: %v", before.Tag, err)
 	}
-	if st := status(t, ctx, b, c.NodeContainer, pinsOf[1:2]); st[0].State != images.ImageUnverified {
+	if st := status(t, ctx, b, c.NodeContainer, pinsOf[0:1]); st[0].State != images.ImageUnverified {
 		t.Errorf("status without the local image = %s, want unverified", st[0].State)
 	}
 }
@@ -187,7 +227,7 @@ func TestWrongPinAndRetaggedImageRefused(t *testing.T) {
 
 	wrong := gw
 	wrong.Digest = sbServed.Digest
-	rec := &memRecorder{}
+	rec := newRecorder(t)
 	_, err := images.Present(ctx, images.PresentOptions{API: b.engine.API, Image: wrong, Recorder: rec})
 	if err == nil {
 		t.Fatal("a wrong pin was pulled")
@@ -198,7 +238,7 @@ func TestWrongPinAndRetaggedImageRefused(t *testing.T) {
 			t.Errorf("wrong-pin error does not mention %q:\n%v", w, err)
 		}
 	}
-	if got := rec.of(images.KindPulledImage); len(got) != 0 {
+	if got := rec.of(state.TypeDockerImage); len(got) != 0 {
 		t.Errorf("a failed pull left records %+v", got)
 	}
 
@@ -264,7 +304,7 @@ func TestVerifyRefusesImageChangedDuringImport(t *testing.T) {
 	c := b.cluster(t, ctx)
 	gw, gwServed := b.provide(t, ctx, product(t, dockerbed.RoleGateway))
 	sb, sbServed := b.provide(t, ctx, product(t, dockerbed.RoleSandbox))
-	rec := &memRecorder{}
+	rec := newRecorder(t)
 	var locals []images.Local
 	for _, img := range []pins.Image{gw, sb} {
 		l, err := images.Present(ctx, images.PresentOptions{API: b.engine.API, Image: img, Recorder: rec})
@@ -274,17 +314,17 @@ func TestVerifyRefusesImageChangedDuringImport(t *testing.T) {
 		locals = append(locals, l)
 	}
 	t.Cleanup(func() {
-		for _, o := range rec.of(images.KindPulledImage) {
-			_ = images.RemovePulledImage(context.Background(), b.engine.API, o)
+		for _, o := range rec.of(state.TypeDockerImage) {
+			_, _ = images.RemovePulledImage(context.Background(), b.engine.API, o)
 		}
 	})
-	staging := images.StagingTag(locals[0], c.Name)
+	staging := images.StagingTag(locals[0].Pin, c.Name)
 	imp := retagBeforeImport{Importer: b.provider.Importer(c.Name), engine: b.engine, from: staging, to: sbServed.ConfigDigest}
 	imported, err := images.Import(ctx, images.ImportOptions{API: b.engine.API, Importer: imp, Images: locals, Recorder: rec})
 	if err != nil {
 		t.Fatalf("Import: %v", err)
 	}
-	if present(t, ctx, b.engine, staging) || len(rec.of(images.KindStagingTag)) != 0 {
+	if present(t, ctx, b.engine, staging) {
 		t.Errorf("the moved staging tag %s was not cleaned up", staging)
 	}
 	_, err = images.VerifyInNode(ctx, images.VerifyOptions{API: b.engine.API, Node: c.NodeContainer, Images: imported})
@@ -328,14 +368,14 @@ func TestImportErrorsAreJudgedByTheNode(t *testing.T) {
 	b := startBed(t, ctx)
 	c := b.cluster(t, ctx)
 	gw, _ := b.provide(t, ctx, product(t, dockerbed.RoleGateway))
-	rec := &memRecorder{}
+	rec := newRecorder(t)
 	l, err := images.Present(ctx, images.PresentOptions{API: b.engine.API, Image: gw, Recorder: rec})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		for _, o := range rec.of(images.KindPulledImage) {
-			_ = images.RemovePulledImage(context.Background(), b.engine.API, o)
+		for _, o := range rec.of(state.TypeDockerImage) {
+			_, _ = images.RemovePulledImage(context.Background(), b.engine.API, o)
 		}
 	})
 	real := b.provider.Importer(c.Name)

@@ -34,19 +34,14 @@ import (
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
-// Record kinds of this package.
-const (
-	// KindPulledImage is an image `up` pulled; its Name is the digest reference, its UID the
-	// image ID. `down` removes that reference, never an image that was there before.
-	KindPulledImage = "DockerImage"
-	// KindStagingTag is the temporary tag an import creates; Name is the tag, UID the image ID.
-	KindStagingTag = "DockerImageTag"
-)
-
 // Recorder keeps the state record; *state.Dir implements it.
-type Recorder interface {
-	Record(state.Object) error
-	Forget(state.Object) error
+type Recorder = state.Recorder
+
+// pulledRecord is the record of a pull `up` made (state.TypeDockerImage): repository, pinned
+// digest and, once pulled, the image ID. `down` removes that digest reference, never an image
+// that was there before.
+func pulledRecord(pin pins.Image, id string) state.Object {
+	return state.Object{Type: state.TypeDockerImage, Name: pin.Name(), Digest: pin.Digest, ID: id}
 }
 
 // Event is one progress report: of a layer while the engine pulls, or of an image as a whole
@@ -111,7 +106,7 @@ func Present(ctx context.Context, opts PresentOptions) (Local, error) {
 	if opts.Recorder == nil {
 		return Local{}, fmt.Errorf("pull %s: no Recorder; a pulled image must be recorded before the pull", ref)
 	}
-	rec := state.Object{Kind: KindPulledImage, Name: ref}
+	rec := pulledRecord(pin, "")
 	if err := opts.Recorder.Record(rec); err != nil {
 		return Local{}, fmt.Errorf("record image %s before pulling it: %w", ref, err)
 	}
@@ -124,7 +119,7 @@ func Present(ctx context.Context, opts PresentOptions) (Local, error) {
 		return Local{}, fmt.Errorf("inspect %s after pulling it: %w", ref, err)
 	}
 	l.Pulled = true
-	rec.UID = l.ID
+	rec.ID = l.ID
 	if err := opts.Recorder.Record(rec); err != nil {
 		return Local{}, fmt.Errorf("record image ID of %s: %w", ref, err)
 	}
@@ -203,11 +198,12 @@ func pullError(ctx context.Context, api client.APIClient, pin pins.Image, cause 
 
 // forgetIfAbsent drops the record of a pull that left nothing behind.
 func forgetIfAbsent(ctx context.Context, api client.APIClient, r Recorder, rec state.Object) error {
-	if _, err := api.ImageInspect(ctx, rec.Name); err == nil || !cerrdefs.IsNotFound(err) {
+	ref := rec.Name + "@" + rec.Digest
+	if _, err := api.ImageInspect(ctx, ref); err == nil || !cerrdefs.IsNotFound(err) {
 		return nil // present, or unknown: keep the record for down
 	}
 	if err := r.Forget(rec); err != nil {
-		return fmt.Errorf("forget the record of image %s: %w", rec.Name, err)
+		return fmt.Errorf("forget the record of image %s: %w", ref, err)
 	}
 	return nil
 }

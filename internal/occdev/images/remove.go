@@ -11,41 +11,46 @@ import (
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
-// RemovePulledImage undoes a recorded pull: it removes the digest reference `up` pulled. Only
-// that reference goes; if the user has tagged the image since, the engine keeps the image under
-// the other names. An image whose ID is not the recorded one is left alone (it was pulled again
-// by someone else). A record without an ID is of a pull that was interrupted: the image can only
-// exist if that pull completed in the engine, so it is removed too. Absent is success.
-func RemovePulledImage(ctx context.Context, api client.APIClient, rec state.Object) error {
-	if rec.Kind != KindPulledImage {
-		return fmt.Errorf("remove pulled image: state entry %s is not a %s", rec, KindPulledImage)
+// RemovePulledImage undoes a recorded pull (state.TypeDockerImage): it removes the digest
+// reference `up` pulled. Only that reference goes; if the user has tagged the image since, the
+// engine keeps the image under the other names. An image whose ID is not the recorded one is
+// left alone (someone pulled it again). A record without an ID is of a pull that was
+// interrupted: the image can only exist if that pull completed in the engine, so it is removed
+// too.
+func RemovePulledImage(ctx context.Context, api client.APIClient, rec state.Object) (state.Removal, error) {
+	if rec.Type != state.TypeDockerImage {
+		return state.Removal{}, fmt.Errorf("remove pulled image: state entry %s is not a %s record", rec, state.TypeDockerImage)
 	}
-	ins, found, err := inspectRef(ctx, api, rec.Name)
-	if err != nil || !found {
-		return err
+	ref := rec.Name + "@" + rec.Digest
+	ins, found, err := inspectRef(ctx, api, ref)
+	if err != nil {
+		return state.Removal{}, err
 	}
-	if rec.UID != "" && ins.ID != rec.UID {
-		return nil
+	if !found {
+		return state.Removal{Outcome: state.AlreadyGone}, nil
 	}
-	return untag(ctx, api, rec.Name)
+	if rec.ID != "" && ins.ID != rec.ID {
+		return state.Removal{Outcome: state.LeftAlone, Detail: fmt.Sprintf("%s is now image %s, not the %s occ pulled", ref, ins.ID, rec.ID)}, nil
+	}
+	if err := untag(ctx, api, ref); err != nil {
+		return state.Removal{}, err
+	}
+	return state.Removal{Outcome: state.Removed}, nil
 }
 
-// RemoveStagingTag removes a recorded staging tag. The tag's name is occ's own (derived from the
-// cluster's name), so it is removed even if it no longer names the recorded image, but only while
+// removeStagingTag removes a staging tag. The tag's name is occ's own (derived from the cluster's
+// name), so it is removed even if it no longer names the image staged under it, but only while
 // that image keeps another reference: removing the tag then only untags, and never deletes an
-// image occ did not make.
-func RemoveStagingTag(ctx context.Context, api client.APIClient, rec state.Object) error {
-	if rec.Kind != KindStagingTag {
-		return fmt.Errorf("remove staging tag: state entry %s is not a %s", rec, KindStagingTag)
-	}
-	ins, found, err := inspectRef(ctx, api, rec.Name)
+// image occ did not make. wantID may be empty (a crash before the tag was made, or an unknown ID).
+func removeStagingTag(ctx context.Context, api client.APIClient, tag, wantID string) error {
+	ins, found, err := inspectRef(ctx, api, tag)
 	if err != nil || !found {
 		return err
 	}
-	if ins.ID != rec.UID && len(ins.RepoTags)+len(ins.RepoDigests) < 2 {
-		return fmt.Errorf("staging tag %s names image %s, not the recorded %s, and is its only reference; occ leaves it: remove it yourself (docker rmi %s)", rec.Name, ins.ID, rec.UID, rec.Name)
+	if ins.ID != wantID && len(ins.RepoTags)+len(ins.RepoDigests) < 2 {
+		return fmt.Errorf("staging tag %s names image %s and is its only reference; occ leaves it: remove it yourself (docker rmi %s)", tag, ins.ID, tag)
 	}
-	return untag(ctx, api, rec.Name)
+	return untag(ctx, api, tag)
 }
 
 func inspectRef(ctx context.Context, api client.APIClient, ref string) (image.InspectResponse, bool, error) {

@@ -88,8 +88,8 @@ ghcr.io/nvidia/openshell/gateway@` + digestB + ` application/vnd.oci.image.index
 // Staging tags are valid references, unique per pinned image and cluster, and never under
 // docker.io (so containerd keeps exactly that name).
 func TestStagingTag(t *testing.T) {
-	a := Local{Pin: mustPin(t, "ghcr.io/nvidia/openshell/gateway:x@"+digestA)}
-	b := Local{Pin: mustPin(t, "ghcr.io/other/gateway:x@"+digestA)}
+	a := mustPin(t, "ghcr.io/nvidia/openshell/gateway:x@"+digestA)
+	b := mustPin(t, "ghcr.io/other/gateway:x@"+digestA)
 	ta, tb := StagingTag(a, "occ-dev-abc"), StagingTag(b, "occ-dev-abc")
 	if ta == tb {
 		t.Fatalf("two pins share staging tag %s", ta)

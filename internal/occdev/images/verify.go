@@ -16,6 +16,9 @@ type VerifyOptions struct {
 	// Node is the container whose containerd holds the imported images.
 	Node   string
 	Images []Imported
+	// Recorder, when set, receives each verified image's cluster record with the config digest
+	// found in the node.
+	Recorder Recorder
 }
 
 // Verified is an image proven to be in the node as the pinned pull produced it, under the
@@ -70,6 +73,12 @@ func VerifyInNode(ctx context.Context, opts VerifyOptions) ([]Verified, error) {
 		if err != nil {
 			errs = append(errs, err)
 			continue
+		}
+		if opts.Recorder != nil {
+			if err := opts.Recorder.Record(clusterRecord(v.Pin, v.ConfigDigest)); err != nil {
+				errs = append(errs, fmt.Errorf("record verified image %s: %w", v.Reference, err))
+				continue
+			}
 		}
 		out = append(out, v)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -43,7 +44,7 @@ func startBed(t *testing.T, ctx context.Context) *bed {
 	t.Cleanup(func() { eng.Close() })
 	node := pin(t, b.Node.Ref)
 	tools := pin(t, b.Tools.Ref)
-	rec := &memRecorder{}
+	rec := newRecorder(t)
 	for _, img := range []pins.Image{node, tools} {
 		if _, err := images.Present(ctx, images.PresentOptions{API: eng.API, Image: img, Recorder: rec}); err != nil {
 			t.Fatal(err)
@@ -72,8 +73,8 @@ func pin(t *testing.T, ref string) pins.Image {
 	return img
 }
 
-// request is a valid Request for a fresh cluster of the test.
-func (b *bed) request(t *testing.T, rec k3d.Recorder) k3d.Request {
+// request is a valid Request for a fresh cluster of the test, owned by rec's state.
+func (b *bed) request(t *testing.T, rec *memRecorder) k3d.Request {
 	t.Helper()
 	port, err := k3d.FreeLoopbackPort()
 	if err != nil {
@@ -81,7 +82,7 @@ func (b *bed) request(t *testing.T, rec k3d.Recorder) k3d.Request {
 	}
 	return k3d.Request{
 		Name:                            uniqueName(t),
-		Owner:                           t.TempDir(),
+		Owner:                           rec.owner(),
 		NodeImage:                       b.node,
 		StateDir:                        t.TempDir(),
 		APIPort:                         port,
@@ -106,47 +107,37 @@ func (b *bed) deleteAtEnd(t *testing.T, id k3d.Identity) {
 	})
 }
 
-// memRecorder keeps records in memory, as state.Dir keeps them on disk, and can run a check at
-// the moment of each record (to prove the record comes before the object).
+// memRecorder records into a real state directory (so every record passes the state's rules
+// for its type) and can run a check at the moment of each record (to prove the record comes
+// before the object).
 type memRecorder struct {
-	mu       sync.Mutex
-	objs     []state.Object
+	dir      *state.Dir
 	onRecord func(state.Object)
+}
+
+func newRecorder(t *testing.T) *memRecorder {
+	t.Helper()
+	d, err := state.Create(filepath.Join(t.TempDir(), "state"), state.State{Profile: "kubernetes", Cluster: state.Cluster{Provider: k3d.Name}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return &memRecorder{dir: d}
 }
 
 func (r *memRecorder) Record(o state.Object) error {
 	if r.onRecord != nil {
 		r.onRecord(o)
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for i, x := range r.objs {
-		if x.Kind == o.Kind && x.Name == o.Name {
-			r.objs[i] = o
-			return nil
-		}
-	}
-	r.objs = append(r.objs, o)
-	return nil
+	return r.dir.Record(o)
 }
 
-func (r *memRecorder) Forget(o state.Object) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for i, x := range r.objs {
-		if x.Kind == o.Kind && x.Name == o.Name {
-			r.objs = append(r.objs[:i], r.objs[i+1:]...)
-			break
-		}
-	}
-	return nil
-}
+func (r *memRecorder) Forget(o state.Object) error { return r.dir.Forget(o) }
 
-func (r *memRecorder) all() []state.Object {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]state.Object(nil), r.objs...)
-}
+// owner is the state's ownership value, as the flow passes it.
+func (r *memRecorder) owner() string { return r.dir.State().Owner() }
+
+func (r *memRecorder) all() []state.Object { return r.dir.State().Objects }
 
 // syncBuffer collects k3d's log lines (k3d logs from several goroutines); a failing test prints
 // them.

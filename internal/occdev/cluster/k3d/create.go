@@ -90,7 +90,7 @@ func (p *Provider) preflight(ctx context.Context, req *Request) error {
 	} {
 		if _, err := api.ImageInspect(ctx, img.ref); err != nil {
 			if cerrdefs.IsNotFound(err) {
-				return &RequestError{Field: img.what, Value: img.ref, Rule: "is not in the Docker engine, and occ does not let k3d pull images by itself", Fix: img.fix}
+				return requestError(img.what, img.ref, "is not in the Docker engine, and occ does not let k3d pull images by itself", img.fix)
 			}
 			return fmt.Errorf("inspect %s %s: %w", img.what, img.ref, err)
 		}
@@ -100,7 +100,7 @@ func (p *Provider) preflight(ctx context.Context, req *Request) error {
 			if cerrdefs.IsNotFound(err) {
 				// k3d would create a missing network and then never delete it (it counts a named
 				// network as external), so a missing one is refused here.
-				return &RequestError{Field: "network", Value: req.Network, Rule: "does not exist", Fix: "create the network first (the Compose profile creates <project>_development), or leave it empty"}
+				return requestError("network", req.Network, "does not exist", "create the network first (the Compose profile creates <project>_development), or leave it empty")
 			}
 			return fmt.Errorf("inspect network %s: %w", req.Network, err)
 		}
@@ -117,7 +117,7 @@ func (p *Provider) preflight(ctx context.Context, req *Request) error {
 	}
 	for _, pt := range ports {
 		if err := portFree(pt.port); err != nil {
-			return &RequestError{Field: pt.what, Value: strconv.Itoa(pt.port), Rule: "is already in use on " + apiHost + " (" + err.Error() + ")", Fix: "choose a free port"}
+			return requestError(pt.what, strconv.Itoa(pt.port), "is already in use on "+apiHost+" ("+err.Error()+")", "choose a free port")
 		}
 	}
 	return nil

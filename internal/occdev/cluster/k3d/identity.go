@@ -3,6 +3,8 @@ package k3d
 import (
 	"fmt"
 
+	k3dtypes "github.com/k3d-io/k3d/v5/pkg/types"
+
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -15,24 +17,28 @@ type Identity struct {
 	UID   string
 }
 
-// Object is the state record of the cluster.
+// Object is the state record of the cluster: its name and the labels that identify it (k3d's
+// and the owner label). The kube-system UID is not part of the record; the flow records it with
+// the cluster's access (state.Cluster.UID) once Create returns.
 func (id Identity) Object() state.Object {
-	return state.Object{Kind: KindCluster, Name: id.Name, UID: id.UID}
+	return state.Object{Type: state.TypeK3dCluster, Name: id.Name, Labels: map[string]string{
+		"app":                     "k3d",
+		k3dtypes.LabelClusterName: id.Name,
+		OwnerLabel:                id.Owner,
+	}}
 }
 
-// IdentityOf reads a recorded cluster back. owner is the same value Create was given (the state
-// directory path).
-func IdentityOf(obj state.Object, owner string) (Identity, error) {
-	if obj.Kind != KindCluster {
-		return Identity{}, fmt.Errorf("state entry %s is not a %s", obj, KindCluster)
+// IdentityOf reads a recorded cluster back: name and owner from the record, uid from the
+// recorded access (empty when creation never got as far as the API answering).
+func IdentityOf(obj state.Object, uid string) (Identity, error) {
+	if obj.Type != state.TypeK3dCluster {
+		return Identity{}, fmt.Errorf("state entry %s is not a %s record", obj, state.TypeK3dCluster)
 	}
-	// A historical or hand-edited name is not re-validated against today's rule: down must be
-	// able to remove what an older up created. It is only used as a Docker label value and
-	// name filter, never interpreted.
-	if obj.Name == "" {
-		return Identity{}, fmt.Errorf("state entry %s has no cluster name", obj)
+	owner := obj.Labels[OwnerLabel]
+	if obj.Name == "" || owner == "" || obj.Labels[k3dtypes.LabelClusterName] != obj.Name {
+		return Identity{}, fmt.Errorf("state entry %s lacks the name and owner label that identify the cluster", obj)
 	}
-	return Identity{Name: obj.Name, Owner: owner, UID: obj.UID}, nil
+	return Identity{Name: obj.Name, Owner: owner, UID: uid}, nil
 }
 
 // Cluster is a created (or adopted) cluster and how to reach it.

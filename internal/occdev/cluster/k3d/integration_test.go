@@ -31,7 +31,10 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
+	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
+	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -59,7 +62,7 @@ func TestCreateUseDeleteLeavesOthersUntouched(t *testing.T) {
 	homeBefore := snapshotTree(t, home)
 
 	// The engineer's own cluster: another name, another owner.
-	otherReq := b.request(t, &memRecorder{})
+	otherReq := b.request(t, newRecorder(t))
 	other, err := b.provider.Create(ctx, otherReq)
 	if err != nil {
 		t.Fatalf("create the unrelated cluster: %v", err)
@@ -68,7 +71,7 @@ func TestCreateUseDeleteLeavesOthersUntouched(t *testing.T) {
 	b.deleteAtEnd(t, otherID)
 	otherBefore := containerStates(t, ctx, b, other.Name)
 
-	rec := &memRecorder{}
+	rec := newRecorder(t)
 	req := b.request(t, rec)
 	nodePortHost, err := k3d.FreeLoopbackPort()
 	if err != nil {
@@ -92,8 +95,8 @@ func TestCreateUseDeleteLeavesOthersUntouched(t *testing.T) {
 	if containersAtFirstRecord != 0 {
 		t.Errorf("the first record was made when %d containers of the cluster existed, want 0", containersAtFirstRecord)
 	}
-	if objs := rec.all(); len(objs) != 1 || objs[0].Kind != k3d.KindCluster || objs[0].Name != req.Name || objs[0].UID != c.UID || c.UID == "" {
-		t.Errorf("records = %+v, want one %s %s with UID %s", objs, k3d.KindCluster, req.Name, c.UID)
+	if objs := rec.all(); len(objs) != 1 || objs[0].Type != state.TypeK3dCluster || objs[0].Name != req.Name || objs[0].Labels[k3d.OwnerLabel] != req.Owner || c.UID == "" {
+		t.Errorf("records = %+v, want one %s %s labelled with owner %s", objs, state.TypeK3dCluster, req.Name, req.Owner)
 	}
 
 	// The kubeconfig works and reaches this cluster (the kube-system UID is the identity).
@@ -180,7 +183,7 @@ func TestCreateUseDeleteLeavesOthersUntouched(t *testing.T) {
 	clash.Name, clash.StateDir = other.Name, t.TempDir()
 	clash.APIPort, _ = k3d.FreeLoopbackPort()
 	clash.Ports = nil
-	clash.Recorder = &memRecorder{}
+	clash.Recorder = newRecorder(t)
 	if _, err := b.provider.Create(ctx, clash); err == nil || !strings.Contains(err.Error(), "not created by this environment") {
 		t.Errorf("Create over the engineer's cluster = %v, want a refusal", err)
 	}
@@ -242,7 +245,7 @@ func TestCancelDuringCreationLeavesNothing(t *testing.T) {
 	b := startBed(t, ctx)
 	for _, at := range []events.Action{events.ActionCreate, events.ActionStart} {
 		t.Run(string(at), func(t *testing.T) {
-			rec := &memRecorder{}
+			rec := newRecorder(t)
 			req := b.request(t, rec)
 			id := k3d.Identity{Name: req.Name, Owner: req.Owner}
 			b.deleteAtEnd(t, id)
@@ -281,7 +284,7 @@ func TestCancelDuringCreationLeavesNothing(t *testing.T) {
 			if len(vs) == 0 {
 				t.Fatalf("the interrupt came before server-0 existed (no volumes seen); the test proves nothing")
 			}
-			if objs := rec.all(); len(objs) == 0 || objs[0].Kind != k3d.KindCluster || objs[0].Name != req.Name {
+			if objs := rec.all(); len(objs) == 0 || objs[0].Type != state.TypeK3dCluster || objs[0].Name != req.Name {
 				t.Errorf("records after the interrupt = %+v, want the cluster kept", objs)
 			}
 			left, err := b.Engine.ClusterObjects(ctx, req.Name, vs...)
@@ -327,7 +330,7 @@ func TestCreateRefusesBeforeCreatingAnything(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			rec := &memRecorder{}
+			rec := newRecorder(t)
 			req := b.request(t, rec)
 			c.change(&req)
 			_, err := b.provider.Create(ctx, req)
@@ -351,7 +354,7 @@ func TestJoinExistingNetwork(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	b := startBed(t, ctx)
-	rec := &memRecorder{}
+	rec := newRecorder(t)
 	req := b.request(t, rec)
 	netName := "occ-test-" + req.Name[len("occ-dev-"):] + "_development"
 	created, err := b.engine.API.NetworkCreate(ctx, netName, network.CreateOptions{Labels: map[string]string{"occ.test": t.Name()}})
@@ -550,7 +553,7 @@ func TestIncompleteLeftoversAreRemoved(t *testing.T) {
 	defer cancel()
 	b := startBed(t, ctx)
 	name := uniqueName(t)
-	id := k3d.Identity{Name: name, Owner: t.TempDir()}
+	id := k3d.Identity{Name: name, Owner: newRecorder(t).owner()}
 	labels := map[string]string{"app": "k3d", "k3d.cluster": name}
 	if _, err := b.engine.API.NetworkCreate(ctx, "k3d-"+name, network.CreateOptions{Labels: map[string]string{"app": "k3d"}}); err != nil {
 		t.Fatal(err)
@@ -579,5 +582,101 @@ func TestIncompleteLeftoversAreRemoved(t *testing.T) {
 	}
 	if _, err := b.engine.API.VolumeInspect(ctx, foreign); err != nil {
 		t.Errorf("the unlabelled volume %s was removed: %v", foreign, err)
+	}
+}
+
+// The flow drives k3d through cluster.Provider: Check and Describe need no engine, Preflight
+// refuses an engine that is not running before anything happens, Ensure records the cluster in
+// the state (a record the state's rules accept) and returns the Access the flow records, and the
+// Remover built from that recorded Access and engine alone inspects and removes it.
+func TestClusterProviderAndRemover(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	b := startBed(t, ctx)
+	rec := newRecorder(t)
+	set, err := pins.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	set.K3s.Image = b.node
+	dir := rec.dir.Path()
+	req := cluster.Request{
+		Name:                    uniqueName(t),
+		KubeconfigFile:          filepath.Join(dir, "kubeconfig"),
+		ContainerKubeconfigFile: filepath.Join(dir, "container-kubeconfig"),
+		Engine:                  b.engine.Endpoint.String(),
+		Pins:                    set,
+		Owner:                   rec.owner(),
+		Recorder:                rec,
+	}
+	p := &k3d.ClusterProvider{Settings: k3d.Settings{ToolsImage: b.Tools.Ref, PodSecurityExemptRuntimeClasses: []string{"openshell-sandbox"}}}
+	if err := p.Check(req); err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	if d := p.Describe(req); len(d.Creates) == 0 || !strings.Contains(strings.Join(d.Creates, "\n"), req.Name) {
+		t.Errorf("Describe = %+v", d)
+	}
+	bad := req
+	bad.Name = "Bad_Name"
+	if err := p.Check(bad); err == nil || !strings.Contains(err.Error(), k3d.EnvClusterName) {
+		t.Errorf("Check of a bad name = %v", err)
+	}
+	stopped := req
+	stopped.Engine = "unix://" + filepath.Join(t.TempDir(), "docker.sock")
+	if err := (&k3d.ClusterProvider{}).Preflight(ctx, stopped); err == nil || !strings.Contains(err.Error(), "start Docker") {
+		t.Errorf("Preflight against no engine = %v, want what to start", err)
+	}
+	if err := p.Preflight(ctx, req); err != nil {
+		t.Fatalf("Preflight: %v", err)
+	}
+
+	access, err := p.Ensure(ctx, req)
+	if err != nil {
+		t.Fatalf("Ensure: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = b.provider.Delete(context.Background(), k3d.Identity{Name: req.Name, Owner: req.Owner, UID: access.UID})
+	})
+	if access.Provider != k3d.Name || access.Name != req.Name || access.Kubeconfig != req.KubeconfigFile || access.ContainerKubeconfig != req.ContainerKubeconfigFile ||
+		access.UID == "" || access.NodeAddress != "k3d-"+req.Name+"-server-0" || access.Network != "k3d-"+req.Name {
+		t.Fatalf("Access = %+v", access)
+	}
+	if addr, err := p.NodeAddress(ctx, access); err != nil || addr != access.NodeAddress {
+		t.Errorf("NodeAddress = %s, %v", addr, err)
+	}
+	if err := rec.dir.Update(func(s *state.State) {
+		s.Cluster = access
+		s.Engine = &state.Engine{Endpoint: req.Engine}
+	}); err != nil {
+		t.Fatalf("record the access: %v", err)
+	}
+	recorded := rec.dir.State()
+	if len(recorded.Objects) != 1 {
+		t.Fatalf("records = %+v", recorded.Objects)
+	}
+	o := recorded.Objects[0]
+
+	// down's remover, from the record alone (the shell's DOCKER_HOST no longer matters).
+	t.Setenv("DOCKER_HOST", "unix:///nonexistent.sock")
+	rm := k3d.Remover(recorded.Cluster, docker.Recorded(recorded.Engine))
+	if in := rm.Inspect(ctx, o); in.State != state.Present {
+		t.Fatalf("Inspect = %+v, want present", in)
+	}
+	forged := recorded.Cluster
+	forged.UID = "00000000-0000-0000-0000-000000000000"
+	if r, err := k3d.Remover(forged, docker.Recorded(recorded.Engine)).Remove(ctx, o); err != nil || r.Outcome != state.LeftAlone {
+		t.Fatalf("Remove with another UID = %+v, %v; want left alone", r, err)
+	}
+	if r, err := rm.Remove(ctx, o); err != nil || r.Outcome != state.Removed {
+		t.Fatalf("Remove = %+v, %v", r, err)
+	}
+	if in := rm.Inspect(ctx, o); in.State != state.Missing {
+		t.Errorf("Inspect after Remove = %+v, want missing", in)
+	}
+	if r, err := rm.Remove(ctx, o); err != nil || r.Outcome != state.AlreadyGone {
+		t.Errorf("a repeated Remove = %+v, %v; want already gone", r, err)
+	}
+	if left, _ := b.Engine.ClusterObjects(ctx, req.Name); !left.Empty() {
+		t.Errorf("after Remove: %s", left)
 	}
 }

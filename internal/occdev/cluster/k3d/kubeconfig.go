@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	k3dclient "github.com/k3d-io/k3d/v5/pkg/client"
@@ -24,7 +23,8 @@ const (
 	ContainerKubeconfigFile = "container-kubeconfig"
 )
 
-// finish writes both kubeconfigs, waits until the API answers, and records the kube-system UID.
+// finish writes both kubeconfigs, waits until the API answers, and reads the kube-system UID
+// (the caller records it with the cluster's access).
 func (p *Provider) finish(ctx context.Context, req Request) (*Cluster, error) {
 	kc, err := p.kubeconfig(ctx, req.Name)
 	if err != nil {
@@ -33,8 +33,8 @@ func (p *Provider) finish(ctx context.Context, req Request) (*Cluster, error) {
 	c := &Cluster{
 		Name:                req.Name,
 		Context:             contextName(req.Name),
-		Kubeconfig:          filepath.Join(req.StateDir, KubeconfigFile),
-		ContainerKubeconfig: filepath.Join(req.StateDir, ContainerKubeconfigFile),
+		Kubeconfig:          req.KubeconfigPath,
+		ContainerKubeconfig: req.ContainerKubeconfigPath,
 		ContainerServer:     containerServer(req.Name),
 		NodeContainer:       serverNode(req.Name),
 		Network:             req.Network,
@@ -63,10 +63,6 @@ func (p *Provider) finish(ctx context.Context, req Request) (*Cluster, error) {
 		return nil, fmt.Errorf("k3d cluster %s: %w", req.Name, err)
 	}
 	c.UID = uid
-	id := Identity{Name: req.Name, Owner: req.Owner, UID: uid}
-	if err := req.Recorder.Record(id.Object()); err != nil {
-		return nil, fmt.Errorf("record k3d cluster %s identity: %w", req.Name, err)
-	}
 	return c, nil
 }
 

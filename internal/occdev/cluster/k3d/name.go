@@ -4,6 +4,8 @@ import (
 	"crypto/rand"
 	"fmt"
 	"regexp"
+
+	"github.com/openclaw/occ/internal/occdev/option"
 )
 
 // EnvClusterName is the setting that names the cluster (the reference's variable).
@@ -22,20 +24,18 @@ const randomSuffixLength = 10
 
 var namePattern = regexp.MustCompile(`^occ-dev-[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$`)
 
-// NameError is a cluster name occ refuses; nothing has been created when it is returned.
-type NameError struct {
-	Value string
-}
-
-func (e *NameError) Error() string {
-	return fmt.Sprintf("%s %q must start with %q, be at most %d characters, contain only lowercase letters, digits and hyphens, and end with a lowercase letter or digit (k3d derives container and host names from it): choose a name such as %s%s, or unset %s for a random one",
-		EnvClusterName, e.Value, NamePrefix, MaxNameLength, NamePrefix, "mycluster", EnvClusterName)
-}
+// NameError is a cluster name occ refuses: a bad setting (the CLI's usage error), naming the
+// variable, the value and the rule. Nothing has been created when it is returned.
+type NameError = option.Error
 
 // CheckName applies the cluster name rule.
 func CheckName(name string) error {
 	if len(name) > MaxNameLength || !namePattern.MatchString(name) {
-		return &NameError{Value: name}
+		return &NameError{
+			Option: EnvClusterName, Value: name,
+			Rule: fmt.Sprintf("must start with %q, be at most %d characters, contain only lowercase letters, digits and hyphens, and end with a lowercase letter or digit (k3d derives container and host names from it)", NamePrefix, MaxNameLength),
+			Fix:  fmt.Sprintf("choose a name such as %smycluster, or unset %s for a random one", NamePrefix, EnvClusterName),
+		}
 	}
 	return nil
 }

@@ -26,15 +26,14 @@ import (
 	k3dtypes "github.com/k3d-io/k3d/v5/pkg/types"
 
 	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/kubeobj"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
-// KindCluster is the state record kind of a k3d cluster.
-const KindCluster = "K3dCluster"
-
-// OwnerLabel is the Docker label occ puts on server-0: its value is the caller's owner value
-// (the state directory), the evidence that a same-named cluster is the one this state created.
-const OwnerLabel = "dev.openclaw.occ.owner"
+// OwnerLabel is the label occ puts on server-0: its value is the state's owner value
+// (state.State.Owner), the evidence that a same-named cluster is the one this state created. It
+// is the key of every object a state owns (kubeobj.LabelDevState).
+const OwnerLabel = kubeobj.LabelDevState
 
 // Recorder makes a state entry durable; *state.Dir implements it. Create records the cluster
 // through it before the first Docker object exists.

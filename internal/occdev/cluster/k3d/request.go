@@ -11,6 +11,7 @@ import (
 
 	k3dconf "github.com/k3d-io/k3d/v5/pkg/config/v1alpha5"
 
+	"github.com/openclaw/occ/internal/occdev/option"
 	"github.com/openclaw/occ/internal/occdev/pins"
 )
 
@@ -35,6 +36,10 @@ type Request struct {
 	// StateDir is the private state directory: the admission configuration and both kubeconfigs
 	// are written there.
 	StateDir string
+	// KubeconfigPath and ContainerKubeconfigPath name the two kubeconfigs; empty means
+	// StateDir/kubeconfig and StateDir/container-kubeconfig.
+	KubeconfigPath          string
+	ContainerKubeconfigPath string
 	// APIPort is the host port of the Kubernetes API on 127.0.0.1. The caller chooses it (see
 	// FreeLoopbackPort); k3d's library does not pick one.
 	APIPort int
@@ -60,17 +65,12 @@ type PortMapping struct {
 	NodePort int
 }
 
-// RequestError is a bad request field; nothing has been created when it is returned.
-type RequestError struct {
-	Field, Value, Rule, Fix string
-}
+// RequestError is a bad request field (Option names it, "k3d cluster <field>"); nothing has
+// been created when it is returned.
+type RequestError = option.Error
 
-func (e *RequestError) Error() string {
-	msg := fmt.Sprintf("k3d cluster %s %q %s", e.Field, e.Value, e.Rule)
-	if e.Fix != "" {
-		msg += ": " + e.Fix
-	}
-	return msg
+func requestError(field, value, rule, fix string) *RequestError {
+	return &RequestError{Option: "k3d cluster " + field, Value: value, Rule: rule, Fix: fix}
 }
 
 // Check applies the rules of every field that can be judged without I/O, for the dry run and
@@ -78,7 +78,7 @@ func (e *RequestError) Error() string {
 func (r Request) Check() error {
 	var errs []error
 	bad := func(field, value, rule, fix string) {
-		errs = append(errs, &RequestError{Field: field, Value: value, Rule: rule, Fix: fix})
+		errs = append(errs, requestError(field, value, rule, fix))
 	}
 	if err := CheckName(r.Name); err != nil {
 		errs = append(errs, err)
@@ -91,6 +91,11 @@ func (r Request) Check() error {
 	} else if strings.ContainsAny(r.StateDir, ":,") {
 		// The admission file is bind-mounted with k3d's SRC:DEST:OPTIONS syntax.
 		bad("state directory", r.StateDir, "must not contain ':' or ','", "choose a state directory path without them")
+	}
+	for _, kc := range []struct{ field, path string }{{"kubeconfig path", r.KubeconfigPath}, {"container kubeconfig path", r.ContainerKubeconfigPath}} {
+		if kc.path != "" && !filepath.IsAbs(kc.path) {
+			bad(kc.field, kc.path, "must be an absolute path", "")
+		}
 	}
 	seen := map[int]string{}
 	checkPort := func(field string, p int) {
@@ -138,7 +143,7 @@ func (r Request) Check() error {
 func (r *Request) validate() error {
 	errs := []error{r.Check()}
 	bad := func(field, value, rule, fix string) {
-		errs = append(errs, &RequestError{Field: field, Value: value, Rule: rule, Fix: fix})
+		errs = append(errs, requestError(field, value, rule, fix))
 	}
 	if strings.TrimSpace(r.Owner) == "" {
 		bad("owner", r.Owner, "is empty", "pass the state's owner value, which identifies the environment that owns the cluster")
@@ -159,6 +164,12 @@ func (r *Request) validate() error {
 	}
 	if r.Timeout == 0 {
 		r.Timeout = DefaultTimeout
+	}
+	if r.KubeconfigPath == "" {
+		r.KubeconfigPath = filepath.Join(r.StateDir, KubeconfigFile)
+	}
+	if r.ContainerKubeconfigPath == "" {
+		r.ContainerKubeconfigPath = filepath.Join(r.StateDir, ContainerKubeconfigFile)
 	}
 	return errors.Join(errs...)
 }

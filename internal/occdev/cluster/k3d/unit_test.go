@@ -75,6 +75,7 @@ func TestResolveNameDefaultsToRandom(t *testing.T) {
 type recorder struct{ objs []state.Object }
 
 func (r *recorder) Record(o state.Object) error { r.objs = append(r.objs, o); return nil }
+func (r *recorder) Forget(state.Object) error   { return nil }
 
 func testRequest(t *testing.T) Request {
 	t.Helper()
@@ -297,19 +298,23 @@ func TestAdmissionConfig(t *testing.T) {
 	}
 }
 
-// The state entry of a cluster round-trips into the identity down checks.
+// The state entry of a cluster carries its name and identifying labels (k3d's and the owner's),
+// and round-trips into the identity down checks, with the UID from the recorded access.
 func TestIdentityRecord(t *testing.T) {
-	id := Identity{Name: "occ-dev-x", Owner: "/s", UID: "u-1"}
+	id := Identity{Name: "occ-dev-x", Owner: "0011223344556677"}
 	obj := id.Object()
-	if obj.Kind != KindCluster || obj.Name != "occ-dev-x" || obj.UID != "u-1" {
+	if obj.Type != state.TypeK3dCluster || obj.Name != "occ-dev-x" || obj.Labels["app"] != "k3d" || obj.Labels["k3d.cluster"] != "occ-dev-x" || obj.Labels[OwnerLabel] != id.Owner {
 		t.Fatalf("Object = %+v", obj)
 	}
-	back, err := IdentityOf(obj, "/s")
-	if err != nil || back != id {
+	back, err := IdentityOf(obj, "u-1")
+	if err != nil || back != (Identity{Name: "occ-dev-x", Owner: id.Owner, UID: "u-1"}) {
 		t.Fatalf("IdentityOf = %+v, %v", back, err)
 	}
-	if _, err := IdentityOf(state.Object{Kind: "Namespace", Name: "x"}, "/s"); err == nil {
-		t.Fatal("IdentityOf accepted another kind")
+	if _, err := IdentityOf(state.Object{Type: state.TypeDockerNetwork, Name: "x"}, ""); err == nil {
+		t.Fatal("IdentityOf accepted another type")
+	}
+	if _, err := IdentityOf(state.Object{Type: state.TypeK3dCluster, Name: "occ-dev-x", Labels: map[string]string{"app": "k3d"}}, ""); err == nil {
+		t.Fatal("IdentityOf accepted a record without the owner label")
 	}
 }
 

@@ -1,0 +1,134 @@
+package images
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/pins"
+	"github.com/openclaw/occ/internal/occdev/state"
+)
+
+// Engine connects to the recorded Docker engine on first use (docker.Recorded).
+type Engine func(context.Context) (*docker.Engine, error)
+
+// DockerImageRemover is the state.Remover of recorded pulls (state.TypeDockerImage), built from
+// the recorded engine alone.
+func DockerImageRemover(engine Engine) state.Remover { return pulled{engine: engine} }
+
+type pulled struct{ engine Engine }
+
+func (r pulled) Remove(ctx context.Context, o state.Object) (state.Removal, error) {
+	eng, err := r.engine(ctx)
+	if err != nil {
+		return state.Removal{}, err
+	}
+	return RemovePulledImage(ctx, eng.API, o)
+}
+
+func (r pulled) Inspect(ctx context.Context, o state.Object) state.Inspection {
+	eng, err := r.engine(ctx)
+	if err != nil {
+		return state.Inspection{State: state.Unknown, Detail: err.Error()}
+	}
+	ref := o.Name + "@" + o.Digest
+	ins, found, err := inspectRef(ctx, eng.API, ref)
+	switch {
+	case err != nil:
+		return state.Inspection{State: state.Unknown, Detail: err.Error()}
+	case !found:
+		return state.Inspection{State: state.Missing}
+	case o.ID != "" && ins.ID != o.ID:
+		return state.Inspection{State: state.Changed, Detail: fmt.Sprintf("%s is now image %s, not the %s occ pulled", ref, ins.ID, o.ID)}
+	}
+	return state.Inspection{State: state.Present, Detail: "image " + ins.ID}
+}
+
+// ClusterImageRemover is the state.Remover of images imported into the recorded cluster
+// (state.TypeClusterImage), built from the recorded access (whose NodeAddress is the node's
+// container) and engine. Remove drops the image's name in the node and any staging tag a crash
+// left in the engine; the node's content goes with the cluster. Inspect compares the node's
+// config digest with the recorded one.
+func ClusterImageRemover(access state.Cluster, engine Engine) state.Remover {
+	return imported{access: access, engine: engine}
+}
+
+type imported struct {
+	access state.Cluster
+	engine Engine
+}
+
+func (r imported) pin(o state.Object) (pins.Image, error) {
+	pin, err := pins.ParseImage(o.Name + "@" + o.Digest)
+	if err != nil {
+		return pins.Image{}, fmt.Errorf("state entry %s: %w", o, err)
+	}
+	return pin, nil
+}
+
+func (r imported) Remove(ctx context.Context, o state.Object) (state.Removal, error) {
+	pin, err := r.pin(o)
+	if err != nil {
+		return state.Removal{}, err
+	}
+	eng, err := r.engine(ctx)
+	if err != nil {
+		return state.Removal{}, err
+	}
+	if r.access.Name != "" {
+		if err := removeStagingTag(ctx, eng.API, StagingTag(pin, r.access.Name), o.ID); err != nil {
+			return state.Removal{}, err
+		}
+	}
+	if r.access.NodeAddress == "" {
+		return state.Removal{Outcome: state.AlreadyGone, Detail: "the state records no node to look in"}, nil
+	}
+	n := nodeContainerd{api: eng.API, node: r.access.NodeAddress}
+	list, err := n.list(ctx)
+	if err != nil {
+		if _, cerr := eng.API.ContainerInspect(ctx, r.access.NodeAddress); cerr != nil {
+			// The node is gone (the cluster was removed): so is everything in it.
+			return state.Removal{Outcome: state.AlreadyGone}, nil
+		}
+		return state.Removal{}, fmt.Errorf("list images in node %s: %w", r.access.NodeAddress, err)
+	}
+	ref := pin.DigestReference()
+	for _, row := range list {
+		if row.Name == ref {
+			if _, err := n.ctr(ctx, "images", "rm", ref); err != nil {
+				return state.Removal{}, fmt.Errorf("remove %s from node %s: %w", ref, r.access.NodeAddress, err)
+			}
+			return state.Removal{Outcome: state.Removed}, nil
+		}
+	}
+	return state.Removal{Outcome: state.AlreadyGone}, nil
+}
+
+func (r imported) Inspect(ctx context.Context, o state.Object) state.Inspection {
+	pin, err := r.pin(o)
+	if err != nil {
+		return state.Inspection{State: state.Unknown, Detail: err.Error()}
+	}
+	eng, err := r.engine(ctx)
+	if err != nil {
+		return state.Inspection{State: state.Unknown, Detail: err.Error()}
+	}
+	if r.access.NodeAddress == "" {
+		return state.Inspection{State: state.Unknown, Detail: "the state records no node to look in"}
+	}
+	n := nodeContainerd{api: eng.API, node: r.access.NodeAddress}
+	list, err := n.list(ctx)
+	if err != nil {
+		return state.Inspection{State: state.Unknown, Detail: err.Error()}
+	}
+	_, config, found, err := n.resolve(ctx, list, pin.DigestReference())
+	switch {
+	case err != nil:
+		return state.Inspection{State: state.Unknown, Detail: err.Error()}
+	case !found:
+		return state.Inspection{State: state.Missing, Detail: "not in node " + r.access.NodeAddress}
+	case o.ID != "" && config != o.ID:
+		return state.Inspection{State: state.Changed, Detail: fmt.Sprintf("node config digest %s, recorded %s", config, o.ID)}
+	}
+	return state.Inspection{State: state.Present, Detail: "config " + config}
+}
