@@ -27,27 +27,11 @@ type bed struct {
 	node     pins.Image
 }
 
-// startBed is dockerbed.Start for tests and benchmarks alike (Start takes a *testing.T): the
-// engine, a registry of the test's own serving the stand-in node and tools images, and the k3d
-// environment the bed needs (DOCKER_SOCK, K3D_IMAGE_TOOLS, TMPDIR for k3d's hosts files).
+// startBed starts the bed (for tests and benchmarks alike), connects to its engine the way occ
+// does, makes the stand-in node and tools images present by digest, and returns a provider.
 func startBed(t testing.TB, ctx context.Context) *bed {
 	t.Helper()
-	b := &dockerbed.Bed{Engine: dockerbed.Require(t), Registry: dockerbed.StartRegistry(t)}
-	for _, img := range []struct {
-		build func() (dockerbed.ImageSpec, error)
-		pin   *dockerbed.Pinned
-	}{{dockerbed.NodeImage, &b.Node}, {dockerbed.ToolsImage, &b.Tools}} {
-		spec, err := img.build()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if *img.pin, err = b.Provide(ctx, spec); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Setenv("DOCKER_SOCK", b.Engine.Socket)
-	t.Setenv("K3D_IMAGE_TOOLS", b.Tools.Ref)
-	t.Setenv("TMPDIR", t.TempDir())
+	b := dockerbed.Start(t)
 	loc, err := docker.Locate(docker.LocateOptions{})
 	if err != nil {
 		t.Fatal(err)
