@@ -359,9 +359,26 @@ func (f failingImporter) ImportImages(ctx context.Context, refs []string) error 
 	return errors.New("failed to copy read stream. io: read/write on closed pipe")
 }
 
+// racingImporter reports success without importing on its first call, as k3d does when its
+// exec wait inspects the import before the engine has marked it running.
+type racingImporter struct {
+	images.Importer
+	calls *int
+}
+
+func (r racingImporter) ImportImages(ctx context.Context, refs []string) error {
+	*r.calls++
+	if *r.calls == 1 {
+		return nil
+	}
+	return r.Importer.ImportImages(ctx, refs)
+}
+
 // k3d's importer can report a failure for an import that happened (its direct mode races the
-// end of the stream against ctr's exit); the node decides: an import whose content is in the node
-// succeeds, one that left nothing fails with k3d's error and what the node lacks.
+// end of the stream against ctr's exit), or success for one that did not (its exec wait races
+// the exec's start); the node decides: an import whose content is in the node succeeds, a
+// missing image is imported again, and one that never arrives fails with k3d's error and what
+// the node lacks.
 func TestImportErrorsAreJudgedByTheNode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -380,9 +397,14 @@ func TestImportErrorsAreJudgedByTheNode(t *testing.T) {
 	})
 	real := b.provider.Importer(c.Name)
 	_, err = images.Import(ctx, images.ImportOptions{API: b.engine.API, Importer: failingImporter{Importer: real}, Images: []images.Local{l}, Recorder: rec})
-	if err == nil || !strings.Contains(err.Error(), "closed pipe") || !strings.Contains(err.Error(), "lacks") {
+	if err == nil || !strings.Contains(err.Error(), "closed pipe") || !strings.Contains(err.Error(), "after 3 imports") || !strings.Contains(err.Error(), "lacks") {
 		t.Fatalf("Import whose importer imported nothing = %v, want k3d's error and what the node lacks", err)
 	}
+	calls := 0
+	if _, err := images.Import(ctx, images.ImportOptions{API: b.engine.API, Importer: racingImporter{Importer: real, calls: &calls}, Images: []images.Local{l}, Recorder: rec}); err != nil || calls != 2 {
+		t.Fatalf("Import through a racing importer = %v after %d calls, want success on the second", err, calls)
+	}
+	ctr(t, ctx, b.engine, c.NodeContainer, "images", "rm", images.StagingTag(gw, c.Name))
 	imported, err := images.Import(ctx, images.ImportOptions{API: b.engine.API, Importer: failingImporter{Importer: real, importFirst: true}, Images: []images.Local{l}, Recorder: rec})
 	if err != nil {
 		t.Fatalf("Import whose content reached the node = %v, want success", err)
