@@ -10,10 +10,11 @@
 // the container kubeconfig names server-0 on the Docker network.
 //
 // Ownership is explicit. Create records the cluster before k3d creates anything, labels server-0
-// with the caller's owner value, and records the kube-system UID once the API answers. Inspect
-// and Delete accept a cluster only when its name, k3d's labels, that owner label and (when
-// recorded) that UID all agree; Delete then proves that no container, network or volume of the
-// cluster is left. The user's default kubeconfig is never read or written.
+// with the caller's owner value, and returns the kube-system UID once the API answers (the flow
+// records it with the cluster's access). Inspect and Delete accept a cluster only when its name,
+// k3d's labels, that owner label and (when recorded) that UID all agree; Delete then proves that
+// no container, network or volume of the cluster is left. The user's default kubeconfig is never
+// read or written.
 package k3d
 
 import (

@@ -55,7 +55,7 @@ type Request struct {
 	DiskThresholdPercent int
 	// Timeout bounds k3d's creation and start (0 means DefaultTimeout).
 	Timeout time.Duration
-	// Recorder receives the cluster's record before creation and again with its kube-system UID.
+	// Recorder receives the cluster's record (state.TypeK3dCluster) before creation.
 	Recorder Recorder
 }
 
