@@ -64,12 +64,14 @@ const maxBootstrapFile = 64 << 10
 const readScript = `process.stdout.write(require("node:fs").readFileSync(process.argv[1]))`
 
 // ReaderPodObject mounts the bootstrap claim read-only and idles, so the files can be read
-// through exec: the chart's bootstrap Job has finished and released the volume by then.
+// through exec: the chart's bootstrap Job has finished and released the volume by then. It is a
+// long-running Pod (restartPolicy Always): should its idle process die, the kubelet starts it
+// again and the read can still happen within the wait; the copy deletes it in every case.
 func ReaderPodObject(namespace string, own Ownership, controllerImage string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: ReaderPod, Namespace: namespace, Labels: own.with(nil)},
 		Spec: corev1.PodSpec{
-			RestartPolicy:                corev1.RestartPolicyNever,
+			RestartPolicy:                corev1.RestartPolicyAlways,
 			AutomountServiceAccountToken: ptr(false),
 			SecurityContext: &corev1.PodSecurityContext{
 				RunAsNonRoot:   ptr(true),
