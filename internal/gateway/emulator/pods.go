@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -230,7 +231,13 @@ func (s *Server) observePod(ctx context.Context, workspace string, sb *sandboxRe
 	}
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-			return podObservation{phase: pb.SandboxPhase_SANDBOX_PHASE_READY, cond: condition("True", "Ready", "")}, nil
+			ready := condition("True", "Ready", "")
+			// The gateway reports when the condition last changed (transition_time, field 105);
+			// the Pod's own Ready transition is the emulator's best knowledge of it.
+			if !c.LastTransitionTime.IsZero() {
+				ready.TransitionTime = timestamppb.New(c.LastTransitionTime.Time)
+			}
+			return podObservation{phase: pb.SandboxPhase_SANDBOX_PHASE_READY, cond: ready}, nil
 		}
 	}
 	return podObservation{phase: pb.SandboxPhase_SANDBOX_PHASE_PROVISIONING, cond: condition("False", "SupervisorNotConnected", fmt.Sprintf("waiting for Pod %s/%s to become Ready", workspace, pod.Name))}, nil
