@@ -121,7 +121,48 @@ OpenShell gateway (occ sandbox).`,
 
 	root.AddCommand(newVersionCommand(g), newCompletionCommand(), newDevCommand(g), newSandboxCommand(g))
 	root.AddCommand(newGatewayEmulatorCommand(g))
+	refuseUnknownSubcommands(root)
 	return root
+}
+
+// refuseUnknownSubcommands makes every command that only groups subcommands (occ, occ dev,
+// occ sandbox, …) treat a leftover argument as a mistyped subcommand: "unknown command" with
+// cobra's suggestions, exit 2. Cobra itself checks this only at the root; a nested group that
+// cannot run prints its help and exits 0, so `occ sandbox valdate x` looked like success.
+// Named alone, a group still prints its help.
+func refuseUnknownSubcommands(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		refuseUnknownSubcommands(sub)
+	}
+	if !c.HasSubCommands() || c.Runnable() {
+		return
+	}
+	c.Args = cobra.ArbitraryArgs
+	// Running the group alone only prints this help, so its usage line takes no flags.
+	c.DisableFlagsInUseLine = true
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cmd.Help()
+		}
+		return usageErrorf("unknown command %q for %q%s", args[0], cmd.CommandPath(), suggestions(cmd, args[0]))
+	}
+}
+
+// suggestions formats cobra's "did you mean" list for a mistyped subcommand of cmd.
+func suggestions(cmd *cobra.Command, typed string) string {
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2
+	}
+	found := cmd.SuggestionsFor(typed)
+	if len(found) == 0 {
+		return fmt.Sprintf("; see '%s --help'", cmd.CommandPath())
+	}
+	var b strings.Builder
+	b.WriteString("\n\nDid you mean this?")
+	for _, s := range found {
+		fmt.Fprintf(&b, "\n\t%s", s)
+	}
+	return b.String()
 }
 
 // resolve fills g from flags > OCC_* environment > config file, and checks the shared values.
