@@ -244,7 +244,7 @@ func (s *Session) SandboxObserver() compute.SandboxObserver {
 		if err != nil {
 			return nil, err
 		}
-		obs := &compute.SandboxObservation{Name: name}
+		obs := &compute.SandboxObservation{Name: name, State: compute.Absent}
 		sb, err := s.Gateway.GetSandbox(ctx, ws, name)
 		if gateway.IsNotFound(err) {
 			return obs, nil
@@ -252,7 +252,7 @@ func (s *Session) SandboxObserver() compute.SandboxObserver {
 		if err != nil {
 			return obs, err
 		}
-		obs.Exists = true
+		obs.State = compute.Present
 		obs.Phase = sb.Phase.String()
 		for _, c := range sb.Conditions {
 			cond := c.Type + "=" + c.Status
