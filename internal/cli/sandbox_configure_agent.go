@@ -2,10 +2,8 @@ package cli
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/sandbox"
@@ -63,17 +61,9 @@ func runSandboxConfigureAgent(g *Globals) error {
 		}
 		return printDocument(g, out, true)
 	}
-	raw, err := os.ReadFile(cfgPath)
+	cfg, err := sandbox.ReadConfiguration(cfgPath)
 	if err != nil {
-		return fmt.Errorf("read --configuration %s: %w", cfgPath, err)
-	}
-	js, err := yaml.YAMLToJSONStrict(raw)
-	if err != nil {
-		return fmt.Errorf("--configuration %s: %w", cfgPath, err)
-	}
-	cfg, err := driver.ParseConfiguration(js)
-	if err != nil {
-		return fmt.Errorf("--configuration %s: %w", cfgPath, err)
+		return fmt.Errorf("--configuration: %w", err)
 	}
 	out, err := off.Driver.ConfigureAgent(cfg, driver.Harness{ID: g.v.GetString("harness"), Mode: g.v.GetString("harness-mode")})
 	if err != nil {
