@@ -97,12 +97,29 @@ func isUsageError(err error) bool {
 
 // NewRootCommand builds the whole command tree around g.
 func NewRootCommand(g *Globals) *cobra.Command {
+	info := currentVersion()
 	root := &cobra.Command{
 		Use:   "occ",
 		Short: "OpenClaw Enterprise engineers' tool: local control plane and OpenShell sandbox driver",
 		Long: `occ brings up a disposable OpenClaw Enterprise control plane on a laptop with Docker
 (occ dev) and drives the OpenShell SandboxDriver core by hand against any cluster and
-OpenShell gateway (occ sandbox).`,
+OpenShell gateway (occ sandbox).
+
+Every setting resolves from its flag, then an OCC_* environment variable (OCC_KUBECONFIG,
+OCC_OUTPUT, OCC_INSTALLATION, …), then the config file.`,
+		Example: `  # Check an Installation, then see the exact request a revision would send
+  occ sandbox validate installation.yaml
+  occ sandbox render --installation installation.yaml --revision revision.yaml
+
+  # Bring up the local control plane on the current kubeconfig context
+  occ dev up
+
+  # Any command, against another context, printing JSON
+  occ sandbox status --context k3d-occ-dev --installation installation.yaml --revision revision.yaml -o json
+
+  # Enable shell completion (commands, flags, -o values and --context names)
+  source <(occ completion bash)`,
+		Version:           info.Version,
 		SilenceUsage:      true,
 		SilenceErrors:     true,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
@@ -111,6 +128,9 @@ OpenShell gateway (occ sandbox).`,
 		},
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })
+	// occ --version prints what occ version prints. The template is the literal line, with any
+	// template syntax a version string could hold escaped.
+	root.SetVersionTemplate(strings.NewReplacer("{{", "{{`{{`}}").Replace(info.line()) + "\n")
 
 	pf := root.PersistentFlags()
 	pf.String("kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
@@ -121,6 +141,7 @@ OpenShell gateway (occ sandbox).`,
 
 	root.AddCommand(newVersionCommand(g), newCompletionCommand(), newDevCommand(g), newSandboxCommand(g))
 	root.AddCommand(newGatewayEmulatorCommand(g))
+	registerFlagCompletions(root)
 	refuseUnknownSubcommands(root)
 	return root
 }

@@ -23,6 +23,11 @@ With --revision FILE the whole revision file is printed with its configuration t
 (YAML, ready to be used as the frozen revision). With --configuration FILE (a JSON or YAML
 object) and --harness ID the transformed configuration alone is printed (JSON).
 No cluster and no gateway are contacted.`,
+		Example: `  # Freeze a revision: its configuration through configureAgent, the whole file printed
+  occ sandbox configure-agent --installation installation.yaml --revision draft.yaml > revision.yaml
+
+  # Transform a bare Codex configuration (JSON or YAML) and print it as JSON
+  occ sandbox configure-agent --installation installation.yaml --configuration codex.yaml --harness codex`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSandboxConfigureAgent(g) },
 	}

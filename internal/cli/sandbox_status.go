@@ -24,8 +24,17 @@ func newSandboxStatusCommand(g *Globals) *cobra.Command {
 (and whether OCC owns it), the Sandbox's phase and conditions from the gateway, the readiness
 of the revision's Harness Pods, the state of every credential attachment, and where the
 Harness is reached (a Codex app-server's ws(s) URL; native OpenClaw connects outbound). With
---app-server-token-file the Codex Harness is probed too: serving, starting or failed. A part
-that cannot be read is listed under problems; the rest is still shown.`,
+--app-server-token-file the Codex Harness is probed too: serving, starting or failed.
+
+A part that cannot be read (an unreachable cluster or gateway, a refused request) is shown as
+unknown with its cause, never as absent; the rest is still shown, and the command then exits
+1, so a script never mistakes "could not look" for "not there".`,
+		Example: `  # What Compute sees of a revision
+  occ sandbox status --installation installation.yaml --revision revision.yaml
+
+  # Probe the Codex app-server too, and print JSON
+  occ sandbox status --installation installation.yaml --revision revision.yaml \
+    --app-server-token-file app-server-token -o json`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSandboxStatus(g, cmd) },
 	}
