@@ -172,17 +172,15 @@ func overlayQuantities(list corev1.ResourceList, over map[string]string) corev1.
 	return list
 }
 
-// createHarnessPod creates the Pod, mapping apiserver refusals the way the gateway does.
+// createHarnessPod creates the Pod, mapping apiserver refusals the way the gateway does. The
+// namespace is not read first: creating a Pod in a missing namespace is refused as NotFound
+// (the only NotFound a create can return), so one request settles both questions.
 func (s *Server) createHarnessPod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
 	ns := pod.Namespace
-	if _, err := s.opts.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, failedPrecondition("workspace '%s' is not in the operator namespace allowlist", ns)
-		}
-		return nil, status.Errorf(codes.Internal, "create sandbox failed: read Namespace %s: %v", ns, err)
-	}
 	created, err := s.opts.Kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 	switch {
+	case apierrors.IsNotFound(err):
+		return nil, failedPrecondition("workspace '%s' is not in the operator namespace allowlist", ns)
 	case apierrors.IsAlreadyExists(err):
 		return nil, alreadyExists("sandbox already exists")
 	case err != nil:
