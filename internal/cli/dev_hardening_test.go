@@ -35,7 +35,7 @@ func TestDevUpDryRunReportsProblems(t *testing.T) {
 		nowhere string
 	}{
 		{name: "missing kubeconfig", args: []string{"--kubeconfig", filepath.Join(dir, "absent-kubeconfig")}, code: 1,
-			stdout: []string{"would run 17 steps", "Problems (occ dev up would stop at these before creating anything):", "absent-kubeconfig: no such file or directory"},
+			stdout: []string{"would run 18 steps", "Problems (occ dev up would stop at these before creating anything):", "absent-kubeconfig: no such file or directory"},
 			stderr: []string{"the dry run found 1 problem(s)"}},
 		{name: "missing context", args: []string{"--kubeconfig", kubeconfig, "--context", "no-such-context"}, code: 1,
 			stdout: []string{`has no context "no-such-context": pass an existing --context`}},
@@ -172,7 +172,7 @@ func TestDevCommandConventions(t *testing.T) {
 			t.Errorf("%s --help has no Examples section:\n%s", strings.Join(cmd, " "), out)
 		}
 	}
-	for flag, want := range map[string][]string{"--control-plane": {"compose", "kubernetes"}, "--cluster-provider": {"existing"}} {
+	for flag, want := range map[string][]string{"--control-plane": {"compose", "kubernetes"}, "--cluster-provider": {"existing", "k3d"}} {
 		code, out, errOut := run(t, "__complete", "dev", "up", flag, "")
 		if code != 0 {
 			t.Fatalf("complete %s: exit %d, stderr %s", flag, code, errOut)

@@ -101,9 +101,10 @@ func NewRootCommand(g *Globals) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "occ",
 		Short: "OpenClaw Enterprise engineers' tool: local control plane and OpenShell sandbox driver",
-		Long: `occ brings up a disposable OpenClaw Enterprise control plane on a laptop with Docker
-(occ dev) and drives the OpenShell SandboxDriver core by hand against any cluster and
-OpenShell gateway (occ sandbox).
+		Long: `occ brings up a disposable local OpenClaw Enterprise development environment on a laptop
+with Docker (occ dev: a k3d cluster with the pinned OpenShell platform; the OCE control plane
+in Compose or in the cluster is not started yet) and drives the OpenShell SandboxDriver core
+by hand against any cluster and OpenShell gateway (occ sandbox).
 
 Every setting resolves from its flag, then an OCC_* environment variable (OCC_KUBECONFIG,
 OCC_OUTPUT, OCC_INSTALLATION, …), then the config file.`,
@@ -111,7 +112,7 @@ OCC_OUTPUT, OCC_INSTALLATION, …), then the config file.`,
   occ sandbox validate installation.yaml
   occ sandbox render --installation installation.yaml --revision revision.yaml
 
-  # Bring up the local control plane on the current kubeconfig context
+  # Create a k3d cluster in Docker with the OpenShell platform
   occ dev up
 
   # Any command, against another context, printing JSON

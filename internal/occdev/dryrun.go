@@ -30,6 +30,8 @@ type DryRun struct {
 	// Problems are what `up` would stop at before creating anything (a missing kubeconfig or
 	// context); a dry run with problems fails after printing them. Never null.
 	Problems []string `json:"problems"`
+	// ControlPlane says what of the profile's control plane `up` does not start yet.
+	ControlPlane string `json:"controlPlane,omitempty"`
 }
 
 // Count is the number of steps that do work (group steps count as their lanes' steps).
@@ -57,7 +59,7 @@ func PlanUp(opts UpOptions) (*DryRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	dr := &DryRun{Plan: p, Steps: planSteps(p, upSteps(p)), Problems: []string{}}
+	dr := &DryRun{Plan: p, Steps: planSteps(p, upSteps(p)), Problems: []string{}, ControlPlane: p.profile.pending}
 	if err := p.provider.Check(clusterRequest(p, nil, nil, progress.Reporter{})); err != nil {
 		dr.Problems = append(dr.Problems, err.Error())
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -108,7 +109,9 @@ func (c *ClusterProvider) Check(req cluster.Request) error {
 		return err
 	}
 	errs := []error{r.Check()}
-	if _, err := docker.ParseEndpoint(req.Engine, "the located Docker engine"); err != nil {
+	if ep, err := docker.ParseEndpoint(req.Engine, "the located Docker engine"); err != nil {
+		errs = append(errs, err)
+	} else if err := docker.CheckSocket(ep, "the located Docker engine"); err != nil {
 		errs = append(errs, err)
 	}
 	if c.toolsImage(req) == "" {
@@ -118,10 +121,29 @@ func (c *ClusterProvider) Check(req cluster.Request) error {
 }
 
 // Preflight implements cluster.Provider: the engine answers (a missing or stopped engine is
-// reported with what to start before anything is downloaded or created).
+// reported with what to start before anything is downloaded or created), nothing of a cluster of
+// that name exists yet (Preflight runs before the state is claimed, so an existing one cannot be
+// this environment's), and a chosen API port is free.
 func (c *ClusterProvider) Preflight(ctx context.Context, req cluster.Request) error {
-	_, err := c.connect(ctx, req)
-	return err
+	p, err := c.connect(ctx, req)
+	if err != nil {
+		return err
+	}
+	f, err := p.find(ctx, req.Name)
+	if err != nil {
+		return err
+	}
+	if !f.empty() {
+		return &NameError{Option: EnvClusterName, Value: req.Name,
+			Rule: "names a k3d cluster that already exists in the Docker engine (" + f.describe() + ")",
+			Fix:  "choose another name, or unset " + EnvClusterName + " for a random one; remove the old cluster with occ dev down (if occ made it) or k3d cluster delete " + req.Name}
+	}
+	if port := c.Settings.APIPort; port != 0 {
+		if err := portFree(port); err != nil {
+			return &RequestError{Option: EnvAPIPort, Value: strconv.Itoa(port), Rule: "is already in use on " + apiHost + " (" + err.Error() + ")", Fix: "choose a free port, or unset it for a free one occ chooses"}
+		}
+	}
+	return nil
 }
 
 // connect returns the provider for the request's engine, connecting once.
