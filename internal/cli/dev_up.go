@@ -121,13 +121,13 @@ func devUpOptions(g *Globals, cmd *cobra.Command) (occdev.UpOptions, error) {
 		DiskThresholdPercent: threshold,
 		Kubeconfig:           g.Kubeconfig,
 		Context:              g.Context,
-		ControlPlane:    occdev.ControlPlane(devSetting(g, cmd, "control-plane", "OCC_DEVELOPMENT_CONTROL_PLANE")),
-		Namespace:       devSetting(g, cmd, "namespace", "OCC_DEVELOPMENT_KUBERNETES_NAMESPACE"),
-		PinFile:         devSetting(g, cmd, "pin-file", "OCC_DEVELOPMENT_PIN_FILE"),
-		ArchiveFile:     devSetting(g, cmd, "openshell-archive", "OCC_DEVELOPMENT_OPENSHELL_ARCHIVE"),
-		GatewayEndpoint: devSetting(g, cmd, "gateway-endpoint", "OCC_DEVELOPMENT_GATEWAY_ENDPOINT"),
-		StartupTimeout:  timeout,
-		OCCCommand:      occCommand(),
+		ControlPlane:         occdev.ControlPlane(devSetting(g, cmd, "control-plane", "OCC_DEVELOPMENT_CONTROL_PLANE")),
+		Namespace:            devSetting(g, cmd, "namespace", "OCC_DEVELOPMENT_KUBERNETES_NAMESPACE"),
+		PinFile:              devSetting(g, cmd, "pin-file", "OCC_DEVELOPMENT_PIN_FILE"),
+		ArchiveFile:          devSetting(g, cmd, "openshell-archive", "OCC_DEVELOPMENT_OPENSHELL_ARCHIVE"),
+		GatewayEndpoint:      devSetting(g, cmd, "gateway-endpoint", "OCC_DEVELOPMENT_GATEWAY_ENDPOINT"),
+		StartupTimeout:       timeout,
+		OCCCommand:           occCommand(),
 	}, nil
 }
 
