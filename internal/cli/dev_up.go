@@ -193,15 +193,7 @@ func printDryRun(w io.Writer, dr *occdev.DryRun) error {
 			continue
 		}
 		fmt.Fprintf(w, "%3d. %s (%d lanes side by side):\n", i+1, s.Name, len(s.Lanes))
-		n := 0
-		for _, l := range s.Lanes {
-			fmt.Fprintf(w, "       [%s]\n", l.Name)
-			for _, ls := range l.Steps {
-				n++
-				fmt.Fprintf(w, "       %d.%d. %s\n", i+1, n, ls.Name)
-				printDescription(w, "             ", ls.Description)
-			}
-		}
+		printLanes(w, strconv.Itoa(i+1), "       ", s.Lanes)
 	}
 	fmt.Fprintf(w, "State directory: %s\n", dr.Plan.StateDir)
 	if p := dr.Plan; p.Engine != "" {
@@ -234,6 +226,26 @@ func printDryRun(w io.Writer, dr *occdev.DryRun) error {
 		}
 	}
 	return nil
+}
+
+// printLanes lists a group's lanes, numbering their steps number.1, number.2, … across lanes;
+// a step of a lane that is a group itself lists its own lanes one level deeper.
+func printLanes(w io.Writer, number, indent string, lanes []occdev.PlannedLane) {
+	n := 0
+	for _, l := range lanes {
+		fmt.Fprintf(w, "%s[%s]\n", indent, l.Name)
+		for _, ls := range l.Steps {
+			n++
+			num := fmt.Sprintf("%s.%d", number, n)
+			if len(ls.Lanes) > 0 {
+				fmt.Fprintf(w, "%s%s. %s (%d lanes side by side):\n", indent, num, ls.Name, len(ls.Lanes))
+				printLanes(w, num, indent+"      ", ls.Lanes)
+				continue
+			}
+			fmt.Fprintf(w, "%s%s. %s\n", indent, num, ls.Name)
+			printDescription(w, indent+strings.Repeat(" ", len(num)+2), ls.Description)
+		}
+	}
 }
 
 func printDescription(w io.Writer, indent string, d occdev.Description) {

@@ -21,6 +21,11 @@ func describePreflight(p *Plan) Description {
 // a missing or stopped Docker engine, or an unreachable cluster, fails here, not after a
 // download.
 func preflight(ctx context.Context, r *run, rep progress.Reporter) error {
+	// The provider's local rules first (the dry run reports the same), so a request it would
+	// refuse half-way is refused before anything is contacted.
+	if err := r.plan.provider.Check(r.clusterRequest(rep)); err != nil {
+		return err
+	}
 	if r.plan.k3d != nil && r.engine == nil {
 		ep, err := docker.ParseEndpoint(r.plan.Engine, r.plan.EngineSource)
 		if err != nil {
