@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/progress"
 )
@@ -62,6 +63,15 @@ func PlanUp(opts UpOptions) (*DryRun, error) {
 	dr := &DryRun{Plan: p, Steps: planSteps(p, upSteps(p)), Problems: []string{}, ControlPlane: p.profile.pending}
 	if err := p.provider.Check(clusterRequest(p, nil, nil, progress.Reporter{})); err != nil {
 		dr.Problems = append(dr.Problems, err.Error())
+	}
+	// A Docker engine that is not running is told now, with what to start; only its socket is
+	// looked at (the engine itself is asked by `up`'s preflight).
+	if p.Engine != "" {
+		if ep, err := docker.ParseEndpoint(p.Engine, p.EngineSource); err != nil {
+			dr.Problems = append(dr.Problems, err.Error())
+		} else if err := docker.CheckSocket(ep, p.EngineSource); err != nil {
+			dr.Problems = append(dr.Problems, err.Error())
+		}
 	}
 	// `up` refuses a directory that already records an environment; say so now.
 	if st, err := state.Read(p.StateDir); err == nil {
