@@ -49,7 +49,7 @@ import (
 // with a kubeconfig of their own.
 type k3dBed struct {
 	*dockerbed.Bed
-	t *testing.T
+	t testing.TB
 	// engine is occ's own kind of connection to the bed's engine, for assertions.
 	engine *docker.Engine
 	// set is the pin set of a normal run; product holds its three OpenShell pins with the config
@@ -74,7 +74,7 @@ type productPin struct {
 // chartFiles replaces files of the stand-in OpenShell archive (chartstest.Options.Files).
 type chartFiles map[string]string
 
-func newK3dBed(t *testing.T, files chartFiles) *k3dBed {
+func newK3dBed(t testing.TB, files chartFiles) *k3dBed {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -152,7 +152,7 @@ func newK3dBed(t *testing.T, files chartFiles) *k3dBed {
 	return b
 }
 
-func parsePin(t *testing.T, ref string) pins.Image {
+func parsePin(t testing.TB, ref string) pins.Image {
 	t.Helper()
 	img, err := pins.ParseImage(ref)
 	if err != nil {
@@ -181,7 +181,7 @@ func clusterName() string { return "occ-dev-f" + strings.ToLower(rand.Text()[:10
 // options are the settings of one `up` on the bed: a new k3d cluster for the Kubernetes-only
 // profile, the stand-in pins and archive, and the Health check through the emulator (a
 // port-forward needs a real kubelet, which the stand-in node plays).
-func (b *k3dBed) options(t *testing.T) occdev.UpOptions {
+func (b *k3dBed) options(t testing.TB) occdev.UpOptions {
 	return occdev.UpOptions{
 		StateDir:        filepath.Join(t.TempDir(), "state"),
 		ClusterProvider: occdev.ProviderK3d,
@@ -218,7 +218,7 @@ func (b *k3dBed) productRefs() []string {
 }
 
 // imageID returns the engine's image ID of ref, or "" when the engine does not have it.
-func (b *k3dBed) imageID(t *testing.T, ref string) string {
+func (b *k3dBed) imageID(t testing.TB, ref string) string {
 	t.Helper()
 	ins, err := b.engine.API.ImageInspect(context.Background(), ref)
 	if cerrdefs.IsNotFound(err) {
@@ -232,7 +232,7 @@ func (b *k3dBed) imageID(t *testing.T, ref string) string {
 
 // forgetProducts removes the product pins' digest references from the engine (untag only), so
 // a run starts with the engine lacking them, as on a laptop that never pulled them.
-func (b *k3dBed) forgetProducts(t *testing.T) {
+func (b *k3dBed) forgetProducts(t testing.TB) {
 	t.Helper()
 	b.Engine.Forget(b.productRefs()...)
 	for _, ref := range b.productRefs() {
@@ -245,7 +245,7 @@ func (b *k3dBed) forgetProducts(t *testing.T) {
 // leftovers describes what the engine still holds of a run: containers, networks and volumes of
 // the cluster (volumes also by the names seen while it existed), staging tags, and the product
 // images `up` pulled (none was present before).
-func (b *k3dBed) leftovers(t *testing.T, name string, volumes []string) []string {
+func (b *k3dBed) leftovers(t testing.TB, name string, volumes []string) []string {
 	t.Helper()
 	ctx := context.Background()
 	var out []string
@@ -278,7 +278,7 @@ func (b *k3dBed) leftovers(t *testing.T, name string, volumes []string) []string
 // volumesOf are the volumes the engine holds of a cluster now (labelled, or mounted by its
 // containers), noted while it exists: once its containers are gone, anonymous volumes can no
 // longer be traced to it.
-func (b *k3dBed) volumesOf(t *testing.T, name string) []string {
+func (b *k3dBed) volumesOf(t testing.TB, name string) []string {
 	t.Helper()
 	objs, err := b.Engine.ClusterObjects(context.Background(), name)
 	if err != nil {
