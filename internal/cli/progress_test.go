@@ -156,8 +156,12 @@ type syncBuf struct {
 	buf bytes.Buffer
 }
 
-func (b *syncBuf) Write(p []byte) (int, error) { b.mu.Lock(); defer b.mu.Unlock(); return b.buf.Write(p) }
-func (b *syncBuf) String() string              { b.mu.Lock(); defer b.mu.Unlock(); return b.buf.String() }
+func (b *syncBuf) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+func (b *syncBuf) String() string { b.mu.Lock(); defer b.mu.Unlock(); return b.buf.String() }
 
 // A k3d cluster takes many seconds to start and reports nothing meanwhile: on a terminal its
 // running line still shows its time passing (the region is redrawn on a tick, not only on
