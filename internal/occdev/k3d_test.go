@@ -475,11 +475,6 @@ func testCreationFails(t *testing.T, b *k3dBed) {
 	}
 }
 
-// k3dStepNames lists the k3d flow's steps and groups in the order the AfterStep seam fires.
-func k3dStepNames(t *testing.T, opts occdev.UpOptions) []string {
-	return stepNames(t, opts)
-}
-
 // platformMiddle are the platform steps whose failure the k3d matrix does not repeat by default:
 // once the cluster exists, a failure after any of them is rolled back the same way (the cluster
 // is deleted with everything recorded inside it), which the steps around them already show; each
@@ -502,7 +497,7 @@ const allStepsEnv = "OCC_TEST_K3D_ALL_STEPS"
 // and the state directory with it. A failure in one lane cancels the other wherever it is (a
 // pull, or k3d half-way through creating the cluster), and that is rolled back too.
 func testFailureAfterEachStep(t *testing.T, b *k3dBed) {
-	names := k3dStepNames(t, b.options(t))
+	names := stepNames(t, b.options(t))
 	if len(names) != 28 {
 		t.Fatalf("the k3d flow has %d steps and groups, want 28: %q", len(names), names)
 	}
@@ -514,7 +509,7 @@ func testFailureAfterEachStep(t *testing.T, b *k3dBed) {
 			b.forgetProducts(t)
 			opts := b.options(t)
 			// The cluster's step is named after this run's cluster.
-			step := k3dStepNames(t, opts)[i]
+			step := stepNames(t, opts)[i]
 			downAtEnd(t, opts.StateDir)
 			var mu sync.Mutex
 			var vols []string

@@ -62,6 +62,9 @@ func (r *run) close() {
 	if r.engine != nil {
 		_ = r.engine.Close()
 	}
+	if r.plan.k3d != nil {
+		_ = r.plan.k3d.Close()
+	}
 	if r.plan.k3dLog != nil {
 		r.plan.k3dLog.close()
 	}

@@ -214,6 +214,19 @@ func (*ClusterProvider) NodeAddress(_ context.Context, access cluster.Access) (s
 	return serverNode(access.Name), nil
 }
 
+// Close releases the engine connection Preflight or Ensure made; the provider may connect
+// again afterwards.
+func (c *ClusterProvider) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.provider == nil {
+		return nil
+	}
+	err := c.provider.engine.Close()
+	c.provider, c.endpoint = nil, ""
+	return err
+}
+
 // Importer returns the image importer of the cluster Ensure made, for the image layer.
 func (c *ClusterProvider) Importer(access cluster.Access) (*Importer, error) {
 	c.mu.Lock()
