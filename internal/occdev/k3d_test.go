@@ -50,6 +50,7 @@ func TestK3dDevEnvironment(t *testing.T) {
 
 	t.Run("up status and down through the library", func(t *testing.T) { testUpStatusDown(t, b) })
 	t.Run("up status and down through the built CLI", func(t *testing.T) { testBuiltCLI(t, b) })
+	t.Run("the default Compose profile publishes the Gateway on the node", func(t *testing.T) { testComposeProfile(t, b) })
 	t.Run("a wrong pin is refused naming both digests", func(t *testing.T) { testWrongPin(t, b) })
 	t.Run("a re-tagged local image is refused naming both digests", func(t *testing.T) { testRetaggedImage(t, b) })
 	t.Run("a chart that ignores the image values is refused", func(t *testing.T) { testChartIgnoresImages(t, b) })
@@ -240,6 +241,46 @@ func testBuiltCLI(t *testing.T, b *k3dBed) {
 	}
 	if !stateGone(opts.StateDir) {
 		t.Error("state directory left after occ dev down")
+	}
+}
+
+// testComposeProfile: `occ dev up` with no profile chosen (Compose, the default) makes the same
+// cluster and platform, with the Gateway as NodePort 30051 and an Installation that reaches it at
+// the node's name on the cluster's Docker network, where the Compose control plane will run; the
+// container kubeconfig names the node there too. The summary says the control plane itself is
+// not started.
+func testComposeProfile(t *testing.T, b *k3dBed) {
+	ctx := context.Background()
+	b.forgetProducts(t)
+	opts := b.options(t)
+	opts.ControlPlane = ""
+	downAtEnd(t, opts.StateDir)
+	sum, err := occdev.Up(ctx, opts)
+	if err != nil {
+		t.Fatalf("up: %v", err)
+	}
+	node := "k3d-" + opts.ClusterName + "-server-0"
+	if sum.Namespace != "openshell-system" || sum.GatewayEndpoint != "http://"+node+":30051" || !strings.Contains(sum.ControlPlane, "Compose is not wired") {
+		t.Errorf("summary: %+v", sum)
+	}
+	st, err := state.Read(opts.StateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := kubeClient(t, st.Cluster).CoreV1().Services("openshell-system").Get(ctx, occdev.GatewayServiceName, metav1.GetOptions{})
+	if err != nil || svc.Spec.Type != corev1.ServiceTypeNodePort || svc.Spec.Ports[0].NodePort != occdev.GatewayNodePort {
+		t.Errorf("Gateway Service: %+v (%v)", svc.Spec, err)
+	}
+	kc, err := os.ReadFile(sum.ContainerKubeconfig)
+	if err != nil || !strings.Contains(string(kc), "server: https://"+node+":6443") {
+		t.Errorf("container kubeconfig (%v):\n%s", err, kc)
+	}
+	vols := b.volumesOf(t, opts.ClusterName)
+	if _, err := occdev.Down(ctx, occdev.DownOptions{StateDir: opts.StateDir}); err != nil {
+		t.Fatalf("down: %v", err)
+	}
+	if left := b.leftovers(t, opts.ClusterName, vols); len(left) > 0 || !stateGone(opts.StateDir) {
+		t.Errorf("after down: %v (state gone: %v)", left, stateGone(opts.StateDir))
 	}
 }
 
