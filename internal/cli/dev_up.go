@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/controlplane"
 )
 
 func init() { devSubcommands = append(devSubcommands, newDevUpCommand) }
@@ -28,8 +30,17 @@ Sandbox Driver reads. --cluster-provider existing installs into a cluster of you
 instead (--kubeconfig, --context). Every step prints one line with its duration; steps that run
 side by side are shown together.
 
-The OCE control plane itself (Compose, or in the cluster with --control-plane kubernetes) is
-not started yet: after 'up' only the sandbox platform runs, and the summary says so.
+With --control-plane kubernetes and an OCE checkout (--repository, or the working directory),
+the OCE control plane runs in the cluster too: the controller and Agent runtime are built from
+the checkout through the engine's BuildKit (or selected by digest with
+OCC_DEVELOPMENT_CONTROLLER_IMAGE and OCC_KUBERNETES_RUNTIME_IMAGE, whose revision labels must be
+the checkout's commit), PostgreSQL is pulled by its pinned digest, all are imported with the
+OpenShell images and verified in the node; then PostgreSQL, the checkout's production chart
+(API, worker, migration and bootstrap), the development RBAC and the API proxy are installed,
+the API is published on 127.0.0.1:<dev-port>, and the bootstrap service key is copied through a
+temporary reader Pod, verified against the live Installation and written 0600. The Compose
+control plane is not started yet: with it only the sandbox platform runs, and the summary says
+so.
 
 The Docker engine is located as the docker CLI does (DOCKER_HOST, else the current docker
 context, else /var/run/docker.sock), must be a local unix socket, and is recorded in the state
@@ -47,12 +58,18 @@ OCC_DEVELOPMENT_CONTROL_PLANE, OCC_DEVELOPMENT_CLUSTER_PROVIDER,
 OCC_DEVELOPMENT_KUBERNETES_CLUSTER, OCC_DEVELOPMENT_KUBERNETES_API_PORT,
 OCC_DEVELOPMENT_KUBERNETES_DISK_THRESHOLD_PERCENT, OCC_DEVELOPMENT_KUBERNETES_NAMESPACE,
 OCC_DEVELOPMENT_STARTUP_TIMEOUT_SECONDS, OCC_DEVELOPMENT_PIN_FILE,
-OCC_DEVELOPMENT_OPENSHELL_ARCHIVE and OCC_DEVELOPMENT_GATEWAY_ENDPOINT.`,
+OCC_DEVELOPMENT_OPENSHELL_ARCHIVE, OCC_DEVELOPMENT_GATEWAY_ENDPOINT, OCC_DEVELOPMENT_REPOSITORY,
+OPENCLAW_DEV_PORT, OCC_DEVELOPMENT_CONTROLLER_IMAGE, OCC_KUBERNETES_RUNTIME_IMAGE,
+OCC_DEVELOPMENT_NODE_BASE_IMAGE and OCC_DEVELOPMENT_POSTGRES_IMAGE.`,
 		Example: `  # Preview every step and what it would create; checks the settings, creates nothing
   occ dev up --dry-run
 
-  # A k3d cluster with the platform, for OCE running in the cluster
+  # The whole stack in one k3d cluster, built from the OCE checkout you are in
   occ dev up --control-plane kubernetes
+
+  # The same with CI-built images of this checkout's commit
+  OCC_DEVELOPMENT_CONTROLLER_IMAGE=ghcr.io/openclaw/controller@sha256:… \
+  OCC_KUBERNETES_RUNTIME_IMAGE=ghcr.io/openclaw/runtime@sha256:… occ dev up --control-plane kubernetes
 
   # Name the cluster and fix its API port (default: occ-dev-<random> on a free port)
   occ dev up --cluster-name occ-dev-mine --api-port 6550
@@ -87,6 +104,9 @@ OCC_DEVELOPMENT_OPENSHELL_ARCHIVE and OCC_DEVELOPMENT_GATEWAY_ENDPOINT.`,
 	f.String("openshell-archive", "", "local copy of the pinned OpenShell source archive (still verified against the pin)")
 	f.String("gateway-endpoint", "", "host:port where the final Health check reaches the Gateway (default: a port-forward)")
 	f.String("startup-timeout", "", "bound of each readiness wait, e.g. 10m (default 10m; env OCC_DEVELOPMENT_STARTUP_TIMEOUT_SECONDS in seconds)")
+	f.String("repository", "", "OCE checkout the control plane runs from (default: found from the working directory up; env OCC_DEVELOPMENT_REPOSITORY)")
+	f.String("key-output", "", "where the verified bootstrap service key goes: an absent absolute path in a private directory (default <state-dir>/initial-admin-service-key.json)")
+	f.Int("dev-port", 0, "port of the OCE API on 127.0.0.1 (default 3000; env OPENCLAW_DEV_PORT)")
 	f.Bool("dry-run", false, "print the steps and what each would create; touch nothing")
 	completeValues(cmd, "cluster-provider", occdev.SupportedProviders)
 	completeValues(cmd, "control-plane", occdev.SupportedControlPlanes)
@@ -113,6 +133,14 @@ func devUpOptions(g *Globals, cmd *cobra.Command) (occdev.UpOptions, error) {
 	if err != nil {
 		return occdev.UpOptions{}, err
 	}
+	devPort, err := intSetting(g, cmd, "dev-port", "OPENCLAW_DEV_PORT", "a port between 1 and 65535")
+	if err != nil {
+		return occdev.UpOptions{}, err
+	}
+	repository := ""
+	if f := cmd.Flags().Lookup("repository"); f != nil && f.Changed {
+		repository = f.Value.String()
+	}
 	return occdev.UpOptions{
 		StateDir:             devSetting(g, cmd, "state-dir", "OCC_DEVELOPMENT_STATE_DIRECTORY"),
 		ClusterProvider:      devSetting(g, cmd, "cluster-provider", "OCC_DEVELOPMENT_CLUSTER_PROVIDER"),
@@ -128,6 +156,15 @@ func devUpOptions(g *Globals, cmd *cobra.Command) (occdev.UpOptions, error) {
 		GatewayEndpoint:      devSetting(g, cmd, "gateway-endpoint", "OCC_DEVELOPMENT_GATEWAY_ENDPOINT"),
 		StartupTimeout:       timeout,
 		OCCCommand:           occCommand(),
+		Repository:           repository,
+		RepositoryEnv:        os.Getenv("OCC_DEVELOPMENT_REPOSITORY"),
+		KeyOutput:            devSetting(g, cmd, "key-output", ""),
+		DevPort:              devPort,
+		Kubernetes: occdev.KubernetesOptions{
+			Images:        controlplane.ImageSelectionFromEnv(os.Getenv),
+			NodeBaseImage: os.Getenv(controlplane.EnvNodeBaseImage),
+			PostgresImage: os.Getenv(controlplane.EnvPostgresImage),
+		},
 	}, nil
 }
 
@@ -273,6 +310,9 @@ func runDevUp(g *Globals, cmd *cobra.Command, opts occdev.UpOptions) error {
 }
 
 func printUpSummary(w io.Writer, s *occdev.Summary) error {
+	if s.OCE != nil {
+		return printStackSummary(w, s)
+	}
 	fmt.Fprintf(w, "\nOpenShell development platform is ready.\n\n")
 	rows := [][2]string{
 		{"Engine", s.Engine},
@@ -310,5 +350,49 @@ func printUpSummary(w io.Writer, s *occdev.Summary) error {
 		fmt.Fprintf(w, "  %-14s %s\n", r[0]+":", r[1])
 	}
 	_, err := fmt.Fprintf(w, "\nRemove everything it created with:\n  %s\n", s.DownCommand)
+	return err
+}
+
+// printStackSummary is the summary of a whole development stack, in the reference's order
+// (engine, drivers, namespace, API, Installation ID, key file, administrator, kubeconfig,
+// context, and the exact cleanup command), then what occ adds (checkout, images, Gateway,
+// Installation file, state directory).
+func printStackSummary(w io.Writer, s *occdev.Summary) error {
+	o := s.OCE
+	fmt.Fprintf(w, "\nOpenClaw Enterprise development stack is ready.\n\n")
+	rows := [][2]string{
+		{"Engine", s.Engine},
+		{"Drivers", o.Drivers},
+		{"Namespace", s.Namespace},
+		{"API", o.APIURL},
+		{"Installation", o.InstallationID},
+		{"Key file", o.KeyFile},
+		{"Admin email", o.AdminEmail},
+		{"Password file", o.PasswordFile},
+		{"Kubeconfig", s.Kubeconfig},
+		{"Context", s.Context},
+		{"Bootstrap", "Namespace " + o.Namespace + ", ready"},
+		{"Checkout", o.Checkout + " (commit " + o.Commit + ")"},
+	}
+	for i, img := range s.Images {
+		label := ""
+		if i == 0 {
+			label = "Images"
+		}
+		rows = append(rows, [2]string{label, img + " (verified in the node)"})
+	}
+	rows = append(rows,
+		[2]string{"Gateway", s.GatewayEndpoint},
+		[2]string{"Installation file", s.Installation},
+		[2]string{"State", s.StateDirectory},
+	)
+	for _, r := range rows {
+		if r[0] == "" {
+			fmt.Fprintf(w, "  %-18s %s\n", "", r[1])
+			continue
+		}
+		fmt.Fprintf(w, "  %-18s %s\n", r[0]+":", r[1])
+	}
+	_, err := fmt.Fprintf(w, "\nCleanup:\n  %s\n", s.DownCommand)
 	return err
 }

@@ -41,9 +41,10 @@ type run struct {
 	agentSandbox       []*unstructured.Unstructured
 
 	// Written by the cluster lane: the pinned images as the engine holds them (by role, each
-	// slot by its own step), those imported into the node and verified there, and the
-	// connection.
+	// slot by its own step; extra are the control plane's own, from the profile's image steps),
+	// those imported into the node and verified there, and the connection.
 	local    [imageRoles]images.Local
+	extra    []images.Local
 	imported []images.Imported
 	verified []images.Verified
 	conn     *kubeobj.Conn
@@ -55,6 +56,9 @@ type run struct {
 	gateway          *platform.Gateway
 	gatewayEndpoint  string
 	installationPath string
+
+	// kube is the Kubernetes-only control plane's own part of the run (steps_kubernetes.go).
+	kube kubernetesRun
 }
 
 // close releases what the run holds open outside the state.

@@ -66,7 +66,7 @@ func clusterLane(p *Plan) Lane {
 		imageStep(nodeImage), imageStep(toolsImage),
 		concurrently("Create the cluster while pulling the OpenShell images",
 			lane("k3d", Step{Name: "Create k3d cluster " + p.ClusterName, Describe: describeCluster, Run: connectCluster}),
-			lane("images", imageStep(gatewayImage), imageStep(sandboxImage), imageStep(supervisorImage)),
+			lane("images", append([]Step{imageStep(gatewayImage), imageStep(sandboxImage), imageStep(supervisorImage)}, p.profile.images...)...),
 		),
 		Step{Name: "Check that the engine's images carry the pinned digests", Describe: describeRepoDigests, Run: checkRepoDigests},
 		Step{Name: "Import the OpenShell images into the cluster", Describe: describeImport, Run: importImages},
@@ -96,9 +96,11 @@ type Summary struct {
 	Installation    string   `json:"installation"`
 	// ControlPlane says what of the profile's OCE control plane this occ does not start yet;
 	// empty once it does.
-	ControlPlane   string `json:"controlPlane,omitempty"`
-	StateDirectory string `json:"stateDirectory"`
-	DownCommand    string `json:"downCommand"`
+	ControlPlane string `json:"controlPlane,omitempty"`
+	// OCE is the started OCE control plane: its API, Installation, key and administrator.
+	OCE            *OCESummary `json:"oce,omitempty"`
+	StateDirectory string      `json:"stateDirectory"`
+	DownCommand    string      `json:"downCommand"`
 }
 
 // Up brings the development platform up on the chosen cluster. Everything it creates is
@@ -151,6 +153,9 @@ func Up(ctx context.Context, opts UpOptions) (_ *Summary, err error) {
 	for _, v := range r.verified {
 		sum.Images = append(sum.Images, v.Reference)
 	}
+	if p.profile.summary != nil {
+		p.profile.summary(r, sum)
+	}
 	return sum, nil
 }
 
@@ -174,6 +179,13 @@ func rollback(r *run, cause error, occ string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), rollbackTimeout)
 	defer cancel()
 	dir := r.state.Path()
+	// What no record holds (a key written outside the state directory) goes first; a failure
+	// there is reported, and cannot be retried by `down`, which removes only what is recorded.
+	if u := r.plan.profile.undo; u != nil {
+		if uerr := u(r); uerr != nil {
+			cause = fmt.Errorf("%w\n%v", cause, uerr)
+		}
+	}
 	keep := func(state.Object) bool { return false }
 	if r.clusterFailed.Load() {
 		keep = func(o state.Object) bool { return o.Type == state.TypeK3dCluster }

@@ -41,6 +41,39 @@ type InstallationInput struct {
 	GatewayEndpoint    string
 	GatewayClusterIP   string
 	WorkspaceResources []unstructured.Unstructured
+	// InCluster is what only the Kubernetes-only control plane knows of Kubernetes Compute
+	// (reference behaviour §5); nil for the Compose control plane.
+	InCluster *InClusterCompute
+}
+
+// InClusterCompute is Kubernetes Compute's configuration that the Kubernetes-only control plane
+// contributes: the Agent runtime image by its in-cluster digest (for both the gateway and the
+// agent, every image required to be digest-pinned), where Agent gateways run and store, and the
+// node addresses the gateway admits.
+type InClusterCompute struct {
+	// RuntimeImage is the Agent runtime's in-cluster digest reference.
+	RuntimeImage string
+	// GatewayStorageClassName, TransportSecretPrefix and GatewayNodeSelector place Agent
+	// gateways on the cluster's node and storage.
+	GatewayStorageClassName string
+	TransportSecretPrefix   string
+	GatewayNodeSelector     map[string]string
+	// PluginStatusProxySourceCIDRs is the node's pod-bridge /32, where the kubelet's connections
+	// to Pods come from; GatewayTrustedProxyCIDRs is loopback only (no routing proxy).
+	PluginStatusProxySourceCIDRs []string
+	GatewayTrustedProxyCIDRs     []string
+}
+
+type computeImages struct {
+	Gateway                string `yaml:"gateway"`
+	Agent                  string `yaml:"agent"`
+	RequireImmutableDigest bool   `yaml:"requireImmutableDigest"`
+}
+
+type computeRuntime struct {
+	GatewayStorageClassName string            `yaml:"gatewayStorageClassName"`
+	TransportSecretPrefix   string            `yaml:"transportSecretPrefix"`
+	GatewayNodeSelector     map[string]string `yaml:"gatewayNodeSelector"`
 }
 
 // driverAuthentication is how OCE's Kubernetes drivers reach the cluster: in-cluster when the
@@ -69,9 +102,10 @@ type resourcePair struct {
 }
 
 // computeConfiguration is the part of Kubernetes Compute's configuration the platform layer
-// knows. The runtime images, routing and node settings are added by the control-plane layer.
+// knows; the Kubernetes-only control plane adds the runtime images and node settings (InCluster).
 type computeConfiguration struct {
 	Authentication driverAuthentication `yaml:"authentication"`
+	Images         *computeImages       `yaml:"images,omitempty"`
 	Resources      struct {
 		Gateway   resourcePair `yaml:"gateway"`
 		Agent     resourcePair `yaml:"agent"`
@@ -81,16 +115,19 @@ type computeConfiguration struct {
 		} `yaml:"namespace"`
 	} `yaml:"resources"`
 	Network struct {
-		DNS             podGroup        `yaml:"dns"`
-		GatewayPort     int             `yaml:"gatewayPort"`
-		GatewayClients  []podGroup      `yaml:"gatewayClients"`
-		ProviderHarness providerHarness `yaml:"providerHarness"`
+		DNS                          podGroup        `yaml:"dns"`
+		GatewayPort                  int             `yaml:"gatewayPort"`
+		GatewayTrustedProxyCIDRs     []string        `yaml:"gatewayTrustedProxyCidrs,omitempty"`
+		PluginStatusProxySourceCIDRs []string        `yaml:"pluginStatusProxySourceCidrs,omitempty"`
+		GatewayClients               []podGroup      `yaml:"gatewayClients"`
+		ProviderHarness              providerHarness `yaml:"providerHarness"`
 	} `yaml:"network"`
 	ServicePrincipalCredentials struct {
 		// The pinned OpenShell cannot preserve Agent ServiceAccount tokens, so the profile
 		// disables them rather than handing out tokens that would not work.
 		Mode string `yaml:"mode"`
 	} `yaml:"servicePrincipalCredentials"`
+	Runtime *computeRuntime `yaml:"runtime,omitempty"`
 }
 
 type driverConfiguration struct {
@@ -129,6 +166,12 @@ func buildInstallation(in InstallationInput) (*installation.Installation, error)
 	compute.Network.GatewayClients = []podGroup{{Namespace: in.Namespace, PodLabels: map[string]string{contract.LabelName: "occ-kubernetes-dev-client"}}}
 	compute.Network.ProviderHarness = providerHarness{Namespace: in.Namespace, PodLabels: gatewayPodLabels(), Address: in.GatewayClusterIP, Port: GatewayPort}
 	compute.ServicePrincipalCredentials.Mode = "disabled"
+	if ic := in.InCluster; ic != nil {
+		compute.Images = &computeImages{Gateway: ic.RuntimeImage, Agent: ic.RuntimeImage, RequireImmutableDigest: true}
+		compute.Runtime = &computeRuntime{GatewayStorageClassName: ic.GatewayStorageClassName, TransportSecretPrefix: ic.TransportSecretPrefix, GatewayNodeSelector: ic.GatewayNodeSelector}
+		compute.Network.GatewayTrustedProxyCIDRs = ic.GatewayTrustedProxyCIDRs
+		compute.Network.PluginStatusProxySourceCIDRs = ic.PluginStatusProxySourceCIDRs
+	}
 	computeNode, err := yamlNode(compute)
 	if err != nil {
 		return nil, fmt.Errorf("encode drivers.compute.configuration: %w", err)

@@ -129,3 +129,49 @@ func TestWorkspaceRBACLimitsBindAndEscalate(t *testing.T) {
 		}
 	}
 }
+
+// The Kubernetes-only control plane adds Kubernetes Compute's in-cluster part: the Agent runtime
+// by its in-cluster digest for both the gateway and the agent with requireImmutableDigest, the
+// runtime placement and the node addresses; the Compose Installation carries none of it. Both
+// still pass the driver's validation and round-trip.
+func TestInstallationInClusterCompute(t *testing.T) {
+	const runtime = "docker.io/library/openclaw-enterprise-runtime@sha256:5fee1bddf1ddfd062e50f7a1391591310139ce26518a2d3fb30b63cb1f06ed6c"
+	base := InstallationInput{
+		ClusterName: "dev", Context: "k3d-dev", ControlPlane: ControlPlaneKubernetes, Namespace: "oce-system",
+		GatewayEndpoint: "http://openshell-gateway.oce-system.svc.cluster.local:8080", GatewayClusterIP: "10.43.0.17", WorkspaceResources: workspaceFixture(),
+	}
+	withCompute := base
+	withCompute.InCluster = &InClusterCompute{
+		RuntimeImage: runtime, GatewayStorageClassName: "local-path", TransportSecretPrefix: "openclaw-agent-transport",
+		GatewayNodeSelector: map[string]string{"kubernetes.io/hostname": "k3d-dev-server-0"}, PluginStatusProxySourceCIDRs: []string{"10.42.0.1/32"},
+		GatewayTrustedProxyCIDRs: []string{"127.0.0.1/32"},
+	}
+	encode := func(in InstallationInput) string {
+		t.Helper()
+		built, err := buildInstallation(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := encodeInstallation(built)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	got := encode(withCompute)
+	for _, want := range []string{
+		"images:\n", "gateway: " + runtime, "agent: " + runtime, "requireImmutableDigest: true",
+		"gatewayTrustedProxyCidrs:\n", "- 127.0.0.1/32", "pluginStatusProxySourceCidrs:\n", "- 10.42.0.1/32",
+		"runtime:\n", "gatewayStorageClassName: local-path", "transportSecretPrefix: openclaw-agent-transport", "kubernetes.io/hostname: k3d-dev-server-0",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the Kubernetes-only Installation lacks %q:\n%s", want, got)
+		}
+	}
+	plain := encode(base)
+	for _, absent := range []string{"requireImmutableDigest", "gatewayTrustedProxyCidrs", "pluginStatusProxySourceCidrs", "gatewayStorageClassName"} {
+		if strings.Contains(plain, absent) {
+			t.Errorf("an Installation without the in-cluster part carries %q", absent)
+		}
+	}
+}

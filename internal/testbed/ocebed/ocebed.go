@@ -38,9 +38,8 @@ const (
 )
 
 var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
+	buildMu sync.Mutex
+	binPath string
 )
 
 // RepoRoot is the occ module root, found from the test's working directory.
@@ -61,27 +60,30 @@ func RepoRoot(t testing.TB) string {
 }
 
 // StandinBinary builds internal/testbed/ocestandin (static, stripped) once per test binary and
-// returns its path.
+// returns its path. It is built again when the file is gone: a test that points TMPDIR at its
+// own directory (the k3d bed does) takes an earlier build with it when it ends.
 func StandinBinary(t testing.TB) string {
 	t.Helper()
 	root := RepoRoot(t)
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "ocestandin-")
-		if err != nil {
-			buildErr = err
-			return
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if binPath != "" {
+		if _, err := os.Stat(binPath); err == nil {
+			return binPath
 		}
-		binPath = filepath.Join(dir, "ocestandin")
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", binPath, "./internal/testbed/ocestandin")
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ocestandin: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("ocebed: %v", buildErr)
 	}
+	dir, err := os.MkdirTemp("", "ocestandin-")
+	if err != nil {
+		t.Fatalf("ocebed: %v", err)
+	}
+	path := filepath.Join(dir, "ocestandin")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", path, "./internal/testbed/ocestandin")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("ocebed: go build ocestandin: %v\n%s", err, out)
+	}
+	binPath = path
 	return binPath
 }
 

@@ -1,0 +1,49 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/openclaw/occ/internal/occdev"
+)
+
+// `occ dev up --control-plane kubernetes` finishes: the summary says the stack is ready with
+// the reference's fields in the reference's order, and the cleanup command is exactly the one
+// to paste, shell-quoted (a state directory with a space and a quote stays one argument).
+func TestStackSummaryPrintsTheReferenceFields(t *testing.T) {
+	dir := "/home/dev/oce state/it's"
+	sum := &occdev.Summary{
+		Engine: "Docker 20.10.24 at unix:///var/run/docker.sock (from the default socket)", ClusterProvider: "k3d", Cluster: "occ-dev-abc",
+		Context: "k3d-occ-dev-abc", Kubeconfig: dir + "/kubeconfig", Namespace: "oce-system", StateDirectory: dir,
+		Images:      []string{"docker.io/library/openclaw-enterprise-controller@sha256:" + strings.Repeat("1", 64)},
+		DownCommand: occdev.DownCommand("occ", dir),
+		OCE: &occdev.OCESummary{
+			Drivers: "compute kubernetes, sandbox openshell", APIURL: "http://127.0.0.1:3000", InstallationID: "ins_1",
+			KeyFile: dir + "/initial-admin-service-key.json", AdminEmail: "admin@development.openclaw.invalid",
+			PasswordFile: dir + "/initial-admin-password", Namespace: "ns_1 (Kubernetes namespace oce-1)", Checkout: "/src/oce", Commit: strings.Repeat("a", 40),
+		},
+	}
+	var out bytes.Buffer
+	if err := printUpSummary(&out, sum); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	row := func(label, value string) string { return fmt.Sprintf("  %-18s %s\n", label+":", value) }
+	order := []string{
+		"OpenClaw Enterprise development stack is ready.",
+		row("Engine", sum.Engine), row("Drivers", "compute kubernetes, sandbox openshell"), row("Namespace", "oce-system"), row("API", "http://127.0.0.1:3000"),
+		row("Installation", "ins_1"), row("Key file", dir+"/initial-admin-service-key.json"), row("Admin email", "admin@development.openclaw.invalid"),
+		row("Password file", dir+"/initial-admin-password"), row("Kubeconfig", dir+"/kubeconfig"), row("Context", "k3d-occ-dev-abc"),
+		"Cleanup:\n  occ dev down --state-dir '/home/dev/oce state/it'\\''s'\n",
+	}
+	at := 0
+	for _, w := range order {
+		i := strings.Index(text[at:], w)
+		if i < 0 {
+			t.Fatalf("the summary lacks %q after position %d:\n%s", w, at, text)
+		}
+		at += i + len(w)
+	}
+}

@@ -1,0 +1,329 @@
+package occdev_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/network"
+
+	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/controlplane"
+	"github.com/openclaw/occ/internal/occdev/state"
+	"github.com/openclaw/occ/internal/testbed/oceapi"
+	"github.com/openclaw/occ/internal/testbed/ocebed"
+)
+
+// selectedImages serves a controller and an Agent runtime image from the bed's registry with
+// the given revision label and pulls them by digest, as a developer pulls CI-built images; it
+// returns their digest references.
+func (b *kubeBed) selectedImages(t *testing.T, revision string) (controller, runtime string) {
+	t.Helper()
+	ctx := context.Background()
+	var refs []string
+	for _, role := range []string{"controller", "runtime"} {
+		spec := ocebed.NodeSpec(t)
+		spec.Repo = "occ-bed/openclaw-enterprise-" + role
+		spec.Config.Labels = map[string]string{controlplane.RevisionLabel: revision, "occ.test/role": role}
+		p, err := b.Provide(ctx, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Engine.Pull(ctx, p.Ref); err != nil {
+			t.Fatal(err)
+		}
+		refs = append(refs, p.Ref)
+	}
+	return refs[0], refs[1]
+}
+
+// failAfter makes `up` fail right after the named step, and runs also before it fails.
+func failAfter(name string, also func()) func(string) error {
+	return func(step string) error {
+		if step != name {
+			return nil
+		}
+		if also != nil {
+			also()
+		}
+		return errInjected
+	}
+}
+
+// `up` of the Kubernetes-only profile fails at three points, each with what it had made by then:
+// while the cluster is being created (a failure in the controller build cancels the creation),
+// with the control plane half installed while something else uses a pulled image (the rollback
+// cannot untag it, so the state is kept and `down` finishes once it can), and after the key was
+// written to a --key-output outside the state directory (with CI-built images selected by
+// digest). Each time nothing is left, or the state is kept and `down` finishes; no Compose runs.
+// (Every other step's boundary is covered by TestKubernetesProfileUpAndDown, which checks after
+// each step that everything of the state in the cluster is recorded, and the cluster with all
+// its content is what rollback and `down` delete.)
+func TestKubernetesProfileFailureLeavesNothing(t *testing.T) {
+	b := newKubeBed(t)
+	ctx := context.Background()
+
+	t.Run("in the images lane while the cluster is created", func(t *testing.T) {
+		r := b.run(t, oceapi.Options{})
+		r.opts.AfterStep = failAfter("Build the controller and Agent runtime images from the checkout", nil)
+		var volumes []string
+		_, err := occdev.Up(ctx, r.opts)
+		if !errors.Is(err, errInjected) || !strings.Contains(err.Error(), "rolled back") {
+			t.Fatalf("up: %v", err)
+		}
+		if !dirGone(r.opts.StateDir) {
+			t.Errorf("the state directory survived a complete rollback")
+		}
+		if left := b.leftovers(t, r.opts.ClusterName, volumes); len(left) > 0 {
+			t.Errorf("the rollback left: %v", left)
+		}
+	})
+
+	t.Run("with the chart installed, the rollback blocked, then down", func(t *testing.T) {
+		r := b.run(t, oceapi.Options{})
+		var user string
+		var volumes []string
+		r.opts.AfterStep = failAfter("Install the OCE chart", func() {
+			objs, _ := b.Engine.ClusterObjects(ctx, r.opts.ClusterName)
+			volumes = objs.Volumes
+			// Someone starts a container of the PostgreSQL image up pulled, which the engine
+			// knows by that digest alone: it refuses to untag an image's last reference while a
+			// container uses it. (The bed's own content tag goes; it is reloaded on demand.)
+			ref := b.set.OCE.PostgresImage.DigestReference()
+			ins, err := b.engine.API.ImageInspect(ctx, ref)
+			if err != nil {
+				t.Errorf("inspect %s: %v", ref, err)
+				return
+			}
+			for _, tag := range ins.RepoTags {
+				if _, err := b.engine.API.ImageRemove(ctx, tag, image.RemoveOptions{}); err != nil {
+					t.Errorf("untag %s: %v", tag, err)
+				}
+			}
+			c, err := b.engine.API.ContainerCreate(ctx, &container.Config{Image: ref, Cmd: []string{"true"}},
+				&container.HostConfig{NetworkMode: "none"}, &network.NetworkingConfig{}, nil, "occ-test-user-"+strings.ToLower(r.opts.ClusterName))
+			if err != nil {
+				t.Errorf("create the user's container: %v", err)
+				return
+			}
+			user = c.ID
+		})
+		_, err := occdev.Up(ctx, r.opts)
+		t.Logf("up: %v", err)
+		if !errors.Is(err, errInjected) || !strings.Contains(err.Error(), "rollback incomplete; preserving "+r.opts.StateDir) || !strings.Contains(err.Error(), "occ dev down --state-dir "+r.opts.StateDir) {
+			t.Fatalf("up: %v", err)
+		}
+		st, err := state.Read(r.opts.StateDir)
+		if err != nil {
+			t.Fatalf("the kept state: %v", err)
+		}
+		for _, o := range st.Objects {
+			if o.Type != state.TypeDockerImage {
+				t.Errorf("the kept state still records %s, which the rollback removed", o)
+			}
+		}
+		if left := b.leftovers(t, r.opts.ClusterName, volumes); len(left) != 1 || !strings.Contains(left[0], "oce-postgres") {
+			t.Errorf("after the blocked rollback: %v, want only the PostgreSQL image in use", left)
+		}
+		if err := b.engine.API.ContainerRemove(ctx, user, container.RemoveOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := occdev.Down(ctx, occdev.DownOptions{StateDir: r.opts.StateDir}); err != nil {
+			t.Fatalf("down: %v", err)
+		}
+		if !dirGone(r.opts.StateDir) {
+			t.Errorf("down kept the state directory")
+		}
+		if left := b.leftovers(t, r.opts.ClusterName, volumes); len(left) > 0 {
+			t.Errorf("down left: %v", left)
+		}
+	})
+
+	t.Run("after the key was written to --key-output, with selected images", func(t *testing.T) {
+		r := b.run(t, oceapi.Options{Key: canaryKey, Password: canaryPassword})
+		controller, runtime := b.selectedImages(t, b.commit)
+		r.opts.Kubernetes.Images = controlplane.ImageSelection{Controller: controller, Runtime: runtime}
+		keyDir := filepath.Join(t.TempDir(), "keys")
+		if err := os.Mkdir(keyDir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		r.opts.KeyOutput = filepath.Join(keyDir, "admin-key.json")
+		var volumes []string
+		var keyThere bool
+		r.opts.AfterStep = func(step string) error {
+			if step == "Install the OCE chart" {
+				st, _ := state.Read(r.opts.StateDir)
+				kube, _, _ := kubeClientOf(t, st.Cluster)
+				r.startWorker(t, kube, "oce-system")
+				objs, _ := b.Engine.ClusterObjects(ctx, r.opts.ClusterName)
+				volumes = objs.Volumes
+			}
+			if step == "Wait for the bootstrap Namespace to be ready" {
+				data, err := os.ReadFile(r.opts.KeyOutput)
+				keyThere = err == nil && string(data) == string(r.api.KeyFile())
+				return errInjected
+			}
+			return nil
+		}
+		_, err := occdev.Up(ctx, r.opts)
+		if !errors.Is(err, errInjected) || !strings.Contains(err.Error(), "rolled back") {
+			t.Fatalf("up: %v\n%s", err, r.events)
+		}
+		if !keyThere {
+			t.Fatal("the key was not at --key-output when the failure was injected")
+		}
+		if _, err := os.Stat(r.opts.KeyOutput); !os.IsNotExist(err) {
+			t.Errorf("the key at --key-output survived the rollback: %v", err)
+		}
+		if !dirGone(r.opts.StateDir) {
+			t.Errorf("the state directory survived a complete rollback")
+		}
+		if left := b.leftovers(t, r.opts.ClusterName, volumes); len(left) > 0 {
+			t.Errorf("the rollback left: %v", left)
+		}
+		// The selected images were used as they are: not pulled, not built, not removed.
+		for _, ref := range []string{controller, runtime} {
+			if _, err := b.engine.API.ImageInspect(ctx, ref); err != nil {
+				t.Errorf("the selected image %s is gone: %v", ref, err)
+			}
+		}
+		if strings.Contains(r.events.String(), "Build the controller") || !strings.Contains(r.events.String(), "Use the selected controller and Agent runtime images") {
+			t.Errorf("the run built images although both were selected:\n%s", r.events)
+		}
+		assertNoSecrets(t, map[string]string{"progress": r.events.String(), "log": r.log.String(), "error": err.Error()})
+	})
+	if c := b.composeCalled(); c != "" {
+		t.Errorf("the Kubernetes-only profile ran docker compose: %s", c)
+	}
+}
+
+// A developer selects prebuilt images for `occ dev up --control-plane kubernetes` and gets
+// one of the three selection rules wrong: only one image, a tag instead of a digest, or images
+// built from another commit; or the API's loopback port is taken. Each is refused with the
+// reference's message before anything is created: no state directory, no cluster, no pull.
+func TestKubernetesProfileRefusesSelectedImages(t *testing.T) {
+	b := newKubeBed(t)
+	ctx := context.Background()
+	stale, staleRuntime := b.selectedImages(t, "1111111111111111111111111111111111111111")
+	cases := []struct {
+		name string
+		sel  controlplane.ImageSelection
+		want []string
+	}{
+		{"both or neither", controlplane.ImageSelection{Controller: stale},
+			[]string{"OCC_DEVELOPMENT_CONTROLLER_IMAGE and OCC_KUBERNETES_RUNTIME_IMAGE must be selected together", "OCC_KUBERNETES_RUNTIME_IMAGE is unset"}},
+		{"digest references only", controlplane.ImageSelection{Controller: "openclaw-enterprise-controller:ci", Runtime: staleRuntime},
+			[]string{"selected controller and runtime images must use immutable sha256 digest references", `OCC_DEVELOPMENT_CONTROLLER_IMAGE="openclaw-enterprise-controller:ci"`}},
+		{"revision label", controlplane.ImageSelection{Controller: stale, Runtime: staleRuntime},
+			[]string{"selected image revision does not match checkout " + b.commit + ": " + stale, "selected image revision does not match checkout " + b.commit + ": " + staleRuntime, `is "1111111111111111111111111111111111111111"`}},
+		{"API port in use", controlplane.ImageSelection{}, []string{"--dev-port (OPENCLAW_DEV_PORT)", "is already in use on 127.0.0.1"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := b.run(t, oceapi.Options{})
+			r.opts.Kubernetes.Images = c.sel
+			if c.sel == (controlplane.ImageSelection{}) {
+				// Something already listens on the API's loopback port.
+				l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", r.opts.DevPort))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer l.Close()
+			}
+			_, err := occdev.Up(ctx, r.opts)
+			t.Logf("refusal: %v", err)
+			var opt *occdev.OptionError
+			if !errors.As(err, &opt) {
+				t.Fatalf("up: %v, want a bad-setting error", err)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("the refusal lacks %q:\n%v", w, err)
+				}
+			}
+			if _, serr := os.Stat(r.opts.StateDir); !os.IsNotExist(serr) {
+				t.Errorf("the state directory exists after the refusal: %v", serr)
+			}
+			if left := b.leftovers(t, r.opts.ClusterName, nil); len(left) > 0 {
+				t.Errorf("the refusal left: %v", left)
+			}
+		})
+	}
+}
+
+// The exhaustive form of TestKubernetesProfileFailureLeavesNothing: `up` fails after each step
+// of the whole flow in turn (one cluster per step, about half a minute each), and every time
+// either nothing is left, or the state is kept and `down` finishes with nothing left. It runs
+// only with OCC_TEST_EXHAUSTIVE=1: make test proves the same per step boundary more cheaply
+// (TestKubernetesProfileUpAndDown's record check after every step, and three real failures).
+func TestKubernetesProfileFailureAfterEveryStep(t *testing.T) {
+	if os.Getenv("OCC_TEST_EXHAUSTIVE") != "1" {
+		t.Skip("skipped: set OCC_TEST_EXHAUSTIVE=1 to fail `up` after every step (one k3d cluster per step, several minutes)")
+	}
+	b := newKubeBed(t)
+	ctx := context.Background()
+	probe := b.run(t, oceapi.Options{})
+	dr, err := occdev.PlanUp(probe.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	var walk func([]occdev.PlannedStep)
+	walk = func(steps []occdev.PlannedStep) {
+		for _, s := range steps {
+			names = append(names, s.Name)
+			for _, l := range s.Lanes {
+				walk(l.Steps)
+			}
+		}
+	}
+	walk(dr.Steps)
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			r := b.run(t, oceapi.Options{})
+			// Step names that carry the cluster's name carry this run's.
+			name := strings.ReplaceAll(name, probe.opts.ClusterName, r.opts.ClusterName)
+			t.Cleanup(func() {
+				if !dirGone(r.opts.StateDir) {
+					_, _ = occdev.Down(context.Background(), occdev.DownOptions{StateDir: r.opts.StateDir})
+				}
+			})
+			var volumes []string
+			r.opts.AfterStep = func(step string) error {
+				if st, err := state.Read(r.opts.StateDir); err == nil && st.Cluster.Kubeconfig != "" && step == "Install the OCE chart" {
+					kube, _, _ := kubeClientOf(t, st.Cluster)
+					r.startWorker(t, kube, "oce-system")
+				}
+				if objs, err := b.Engine.ClusterObjects(ctx, r.opts.ClusterName); err == nil && len(objs.Volumes) > 0 {
+					volumes = objs.Volumes
+				}
+				if step == name {
+					return errInjected
+				}
+				return nil
+			}
+			_, err := occdev.Up(ctx, r.opts)
+			if !errors.Is(err, errInjected) {
+				t.Fatalf("up: %v", err)
+			}
+			if !dirGone(r.opts.StateDir) {
+				if _, derr := occdev.Down(ctx, occdev.DownOptions{StateDir: r.opts.StateDir}); derr != nil || !dirGone(r.opts.StateDir) {
+					t.Fatalf("the state was kept (%v) and down did not finish: %v", err, derr)
+				}
+			}
+			if left := b.leftovers(t, r.opts.ClusterName, volumes); len(left) > 0 {
+				t.Errorf("left after a failure after %q: %v", name, left)
+			}
+		})
+	}
+	if c := b.composeCalled(); c != "" {
+		t.Errorf("the Kubernetes-only profile ran docker compose: %s", c)
+	}
+}
