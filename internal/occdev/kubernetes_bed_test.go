@@ -117,14 +117,7 @@ func newKubeBed(t *testing.T) *kubeBed {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(manifest)) }))
 	t.Cleanup(srv.Close)
 	b.set.AgentSandbox.Manifest = pins.Artifact{URL: srv.URL + "/sandbox.yaml", SHA256: hex.EncodeToString(sum[:])}
-	data, err := yaml.Marshal(b.set)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.pinFile = filepath.Join(t.TempDir(), "pins.yaml")
-	if err := os.WriteFile(b.pinFile, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	b.pinFile = b.writePins(t, b.set)
 	if b.gateway, err = emulator.Start(emulator.Options{}); err != nil {
 		t.Fatal(err)
 	}
@@ -146,6 +139,20 @@ func newKubeBed(t *testing.T) *kubeBed {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// writePins writes set as a pin file of the test's own.
+func (b *kubeBed) writePins(t *testing.T, set *pins.Set) string {
+	t.Helper()
+	data, err := yaml.Marshal(set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "pins.yaml")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 func kubePin(t *testing.T, ref string) pins.Image {

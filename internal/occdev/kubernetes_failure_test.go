@@ -2,6 +2,7 @@ package occdev_test
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net"
@@ -13,11 +14,13 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/network"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/openclaw/occ/internal/occdev"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/testbed/oceapi"
+	"github.com/openclaw/occ/internal/testbed/dockerbed"
 	"github.com/openclaw/occ/internal/testbed/ocebed"
 )
 
@@ -42,6 +45,22 @@ func (b *kubeBed) selectedImages(t *testing.T, revision string) (controller, run
 		refs = append(refs, p.Ref)
 	}
 	return refs[0], refs[1]
+}
+
+// uniqueImage serves a tiny image of content no other test has (a random file) from the bed's
+// registry and returns its digest reference and config digest; the image goes when the test
+// ends.
+func (b *kubeBed) uniqueImage(t *testing.T, repo string) (ref, id string) {
+	t.Helper()
+	spec := dockerbed.ImageSpec{Repo: repo, Files: []dockerbed.File{{Path: "occ-test-unique", Data: []byte(rand.Text())}}, Config: v1.Config{Cmd: []string{"postgres"}}}
+	p, err := b.Provide(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = b.engine.API.ImageRemove(context.Background(), p.ConfigDigest, image.RemoveOptions{Force: true, PruneChildren: true})
+	})
+	return p.Ref, p.ConfigDigest
 }
 
 // failAfter makes `up` fail right after the named step, and runs also before it fails.
@@ -88,18 +107,23 @@ func TestKubernetesProfileFailureLeavesNothing(t *testing.T) {
 
 	t.Run("with the chart installed, the rollback blocked, then down", func(t *testing.T) {
 		r := b.run(t, oceapi.Options{})
+		// PostgreSQL is an image of this subtest's own (its content is unique), so what the
+		// engine does with it touches no other test on the shared engine.
+		pgRef, pgID := b.uniqueImage(t, "occ-bed/oce-postgres-blocked")
+		set := *b.set
+		set.OCE.PostgresImage = kubePin(t, pgRef)
+		r.opts.PinFile = b.writePins(t, &set)
 		var user string
 		var volumes []string
 		r.opts.AfterStep = failAfter("Install the OCE chart", func() {
 			objs, _ := b.Engine.ClusterObjects(ctx, r.opts.ClusterName)
 			volumes = objs.Volumes
 			// Someone starts a container of the PostgreSQL image up pulled, which the engine
-			// knows by that digest alone: it refuses to untag an image's last reference while a
-			// container uses it. (The bed's own content tag goes; it is reloaded on demand.)
-			ref := b.set.OCE.PostgresImage.DigestReference()
-			ins, err := b.engine.API.ImageInspect(ctx, ref)
+			// knows by that digest alone (its content tag goes): it refuses to untag an
+			// image's last reference while a container uses it.
+			ins, err := b.engine.API.ImageInspect(ctx, pgID)
 			if err != nil {
-				t.Errorf("inspect %s: %v", ref, err)
+				t.Errorf("inspect %s: %v", pgRef, err)
 				return
 			}
 			for _, tag := range ins.RepoTags {
@@ -107,7 +131,7 @@ func TestKubernetesProfileFailureLeavesNothing(t *testing.T) {
 					t.Errorf("untag %s: %v", tag, err)
 				}
 			}
-			c, err := b.engine.API.ContainerCreate(ctx, &container.Config{Image: ref, Cmd: []string{"true"}},
+			c, err := b.engine.API.ContainerCreate(ctx, &container.Config{Image: pgRef, Cmd: []string{"postgres"}},
 				&container.HostConfig{NetworkMode: "none"}, &network.NetworkingConfig{}, nil, "occ-test-user-"+strings.ToLower(r.opts.ClusterName))
 			if err != nil {
 				t.Errorf("create the user's container: %v", err)
@@ -124,13 +148,14 @@ func TestKubernetesProfileFailureLeavesNothing(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the kept state: %v", err)
 		}
-		for _, o := range st.Objects {
-			if o.Type != state.TypeDockerImage {
-				t.Errorf("the kept state still records %s, which the rollback removed", o)
-			}
+		if len(st.Objects) != 1 || st.Objects[0].String() != "Docker image "+pgRef {
+			t.Errorf("the kept state records %v; want only the PostgreSQL image the rollback could not untag", st.Objects)
 		}
-		if left := b.leftovers(t, r.opts.ClusterName, volumes); len(left) != 1 || !strings.Contains(left[0], "oce-postgres") {
-			t.Errorf("after the blocked rollback: %v, want only the PostgreSQL image in use", left)
+		if left := b.leftovers(t, r.opts.ClusterName, volumes); len(left) != 0 {
+			t.Errorf("after the blocked rollback, besides the kept PostgreSQL image: %v", left)
+		}
+		if _, err := b.engine.API.ImageInspect(ctx, pgRef); err != nil {
+			t.Errorf("the image in use was removed: %v", err)
 		}
 		if err := b.engine.API.ContainerRemove(ctx, user, container.RemoveOptions{}); err != nil {
 			t.Fatal(err)
@@ -143,6 +168,9 @@ func TestKubernetesProfileFailureLeavesNothing(t *testing.T) {
 		}
 		if left := b.leftovers(t, r.opts.ClusterName, volumes); len(left) > 0 {
 			t.Errorf("down left: %v", left)
+		}
+		if _, err := b.engine.API.ImageInspect(ctx, pgRef); err == nil {
+			t.Errorf("down left the PostgreSQL image it pulled")
 		}
 	})
 

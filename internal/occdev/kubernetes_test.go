@@ -416,7 +416,7 @@ func TestKubernetesProfileDryRun(t *testing.T) {
 	walk(dr.Steps, "")
 	for _, want := range []string{
 		"[images] Pull the Node base image: image " + kp.NodeBaseImage,
-		"[images] Build the controller and Agent runtime images from the checkout: image openclaw-enterprise-controller:kubernetes-quickstart built through the engine's BuildKit from " + checkout,
+		"[images] Build the controller and Agent runtime images from the checkout: file " + filepath.Join(stateDir, "image-build.log") + " (the build output); image openclaw-enterprise-controller:kubernetes-quickstart built through the engine's BuildKit from " + checkout,
 		"[images] Pull the PostgreSQL image: image " + kp.PostgresImage,
 		"Import the OpenShell images into the cluster: the images", kp.PostgresImage + " in the node's containerd",
 		"[] Create the PostgreSQL bootstrap Secret: Secret oce-system/postgres-bootstrap",
