@@ -19,8 +19,8 @@ import (
 	"github.com/openclaw/occ/internal/occdev"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/state"
-	"github.com/openclaw/occ/internal/testbed/oceapi"
 	"github.com/openclaw/occ/internal/testbed/dockerbed"
+	"github.com/openclaw/occ/internal/testbed/oceapi"
 	"github.com/openclaw/occ/internal/testbed/ocebed"
 )
 
