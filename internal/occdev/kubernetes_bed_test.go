@@ -2,14 +2,10 @@ package occdev_test
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,21 +14,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types/image"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/yaml"
 
-	"github.com/openclaw/occ/internal/gateway/emulator"
 	"github.com/openclaw/occ/internal/occdev"
-	"github.com/openclaw/occ/internal/occdev/charts/chartstest"
 	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
-	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/progress"
@@ -41,25 +32,18 @@ import (
 	"github.com/openclaw/occ/internal/testbed/ocebed"
 )
 
-// kubeBed is the Docker + k3d bed of the Kubernetes-only profile's flow tests: the private
-// engine with the k3s stand-in node and the k3d tools image, the three OpenShell stand-in images
-// and the stand-in Node base and PostgreSQL images served by digest from the bed's registry (as
-// Docker Hub and ghcr.io serve the pins), the stand-in charts' archive, an Agent Sandbox
-// manifest whose controller runs from an image the node holds, the gateway emulator for the
-// Health check, a copy of the fixture OCE checkout, and a docker-compose plugin that only leaves
-// a mark, so a test can prove the profile never calls Compose.
+// kubeBed is the k3d bed of the flow's tests (k3dBed: the private engine with the k3s stand-in
+// node and k3d tools image, the OpenShell stand-in images served by digest, the stand-in charts,
+// the Agent Sandbox manifest, the gateway emulator) with what the Kubernetes-only profile adds:
+// the stand-in Node base and PostgreSQL images served by digest from the bed's registry (as
+// Docker Hub serves the pins), a copy of the fixture OCE checkout, and a docker compose plugin
+// that only leaves a mark, so a test can prove the profile never runs Compose.
 type kubeBed struct {
-	*dockerbed.Bed
-	t        *testing.T
-	engine   *docker.Engine
-	set      *pins.Set
-	pinFile  string
-	archive  string
-	gateway  *emulator.Server
+	*k3dBed
 	checkout string
 	commit   string
-	// pulled are the pinned references a run pulls (none is in the engine before it).
-	pulled []string
+	// oce are the OCE pins' references a run pulls (none is in the engine before it).
+	oce []string
 	// composeMark is written if anything runs the docker compose plugin.
 	composeMark string
 }
@@ -68,21 +52,7 @@ func newKubeBed(t *testing.T) *kubeBed {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	b := &kubeBed{Bed: dockerbed.Start(t), t: t}
-	loc, err := docker.Locate(docker.LocateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b.engine, err = docker.Connect(ctx, loc.Endpoint, loc.Source); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.engine.Close() })
-
-	fixture := chartstest.New(t, t.TempDir(), chartstest.Options{})
-	b.archive = fixture.ArchivePath
-	b.set = fixture.Pins
-	b.set.K3s.Image = kubePin(t, b.Node.Ref)
-	b.set.K3d.ToolsImage = kubePin(t, b.Tools.Ref)
+	b := &kubeBed{k3dBed: newK3dBed(t, nil)}
 	provide := func(spec dockerbed.ImageSpec) pins.Image {
 		p, err := b.Provide(ctx, spec)
 		if err != nil {
@@ -92,43 +62,19 @@ func newKubeBed(t *testing.T) *kubeBed {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pin := kubePin(t, p.Repo+":"+key+"@"+p.Digest)
-		b.pulled = append(b.pulled, pin.DigestReference())
+		pin := parsePin(t, p.Repo+":"+key+"@"+p.Digest)
+		b.oce = append(b.oce, pin.DigestReference())
 		return pin
 	}
-	var product []pins.Image
-	for _, role := range []string{dockerbed.RoleGateway, dockerbed.RoleSandbox, dockerbed.RoleSupervisor} {
-		spec, err := dockerbed.ProductImage(role)
-		if err != nil {
-			t.Fatal(err)
-		}
-		product = append(product, provide(spec))
-	}
-	b.set.OpenShell.Images = pins.Images{Gateway: product[0], Sandbox: product[1], Supervisor: product[2]}
 	b.set.OCE.NodeBaseImage = provide(ocebed.NodeSpec(t))
 	b.set.OCE.PostgresImage = provide(ocebed.PostgresSpec(t))
-	b.Engine.Forget(b.pulled...)
-	t.Cleanup(func() { b.Engine.Forget(b.pulled...) })
-
-	manifest := chartstest.AgentSandboxManifest()
-	manifest = strings.Replace(manifest, "image: registry.k8s.io/agent-sandbox/agent-sandbox-controller:v0.5.2",
-		"image: "+product[1].DigestReference()+"\n          imagePullPolicy: Never", 1)
-	sum := sha256.Sum256([]byte(manifest))
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(manifest)) }))
-	t.Cleanup(srv.Close)
-	b.set.AgentSandbox.Manifest = pins.Artifact{URL: srv.URL + "/sandbox.yaml", SHA256: hex.EncodeToString(sum[:])}
-	b.pinFile = b.writePins(t, b.set)
-	if b.gateway, err = emulator.Start(emulator.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.gateway.Close)
+	b.pinFile = b.writePins(b.set)
 
 	b.commit = "9c1b2d3e4f5a69788796a5b4c3d2e1f00f1e2d3c"
 	b.checkout = ocebed.Checkout(t, b.commit)
 
-	// A docker compose plugin that only leaves a mark, wherever occ would look for one.
-	home := t.TempDir()
-	t.Setenv("HOME", home)
+	// A docker compose plugin that only leaves a mark, where occ would look for one.
+	home := os.Getenv("HOME")
 	t.Setenv("DOCKER_CONFIG", filepath.Join(home, ".docker"))
 	b.composeMark = filepath.Join(t.TempDir(), "compose-was-called")
 	plugin := filepath.Join(home, ".docker", "cli-plugins", "docker-compose")
@@ -141,49 +87,18 @@ func newKubeBed(t *testing.T) *kubeBed {
 	return b
 }
 
-// writePins writes set as a pin file of the test's own.
-func (b *kubeBed) writePins(t *testing.T, set *pins.Set) string {
-	t.Helper()
-	data, err := yaml.Marshal(set)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "pins.yaml")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-func kubePin(t *testing.T, ref string) pins.Image {
-	t.Helper()
-	img, err := pins.ParseImage(ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return img
-}
-
 // kubeRun is one `up` of the profile on the bed: its options, the OCE API stand-in behind the
 // proxy's published port, and what the run left in its log and progress.
 type kubeRun struct {
 	opts   occdev.UpOptions
 	api    *oceapi.API
 	exec   *oceapi.Exec
-	log    *syncLog
+	log    *lockedBuffer
 	events *eventLog
 	// provision starts the worker's stand-in once the cluster exists (from AfterStep).
 	provisionOnce sync.Once
 	provisionErr  chan error
 }
-
-type syncLog struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *syncLog) Write(p []byte) (int, error) { l.mu.Lock(); defer l.mu.Unlock(); return l.b.Write(p) }
-func (l *syncLog) String() string              { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
 
 // eventLog keeps every progress event as text.
 type eventLog struct {
@@ -240,29 +155,18 @@ func (b *kubeBed) run(t *testing.T, apiOpts oceapi.Options) *kubeRun {
 		t.Fatal(err)
 	}
 	api := oceapi.Start(t, apiOpts)
-	r := &kubeRun{api: api, exec: api.Exec(), log: &syncLog{}, events: &eventLog{}, provisionErr: make(chan error, 1)}
-	r.opts = occdev.UpOptions{
-		StateDir:        filepath.Join(t.TempDir(), "state"),
-		ClusterProvider: occdev.ProviderK3d,
-		ClusterName:     "occ-dev-k" + strings.ToLower(rand.Text()[:10]),
-		ControlPlane:    occdev.ControlPlaneKubernetes,
-		PinFile:         b.pinFile,
-		ArchiveFile:     b.archive,
-		CacheDir:        filepath.Join(t.TempDir(), "cache"),
-		GatewayEndpoint: b.gateway.Addr(),
-		StartupTimeout:  3 * time.Minute,
-		OCCCommand:      "occ",
-		Repository:      b.checkout,
-		DevPort:         port,
-		Kubernetes: occdev.KubernetesOptions{
-			Exec:         r.exec,
-			APIClient:    api.Client(fmt.Sprintf("127.0.0.1:%d", port)),
-			Random:       &canaryRandom{},
-			BuildNetwork: "none",
-		},
-		Progress: r.events.sink,
-		Log:      r.log,
+	r := &kubeRun{api: api, exec: api.Exec(), log: &lockedBuffer{}, events: &eventLog{}, provisionErr: make(chan error, 1)}
+	r.opts = b.options(t)
+	r.opts.Repository = b.checkout
+	r.opts.DevPort = port
+	r.opts.Kubernetes = occdev.KubernetesOptions{
+		Exec:         r.exec,
+		APIClient:    api.Client(fmt.Sprintf("127.0.0.1:%d", port)),
+		Random:       &canaryRandom{},
+		BuildNetwork: "none",
 	}
+	r.opts.Progress = r.events.sink
+	r.opts.Log = r.log
 	return r
 }
 
@@ -388,34 +292,15 @@ func helmRecorded(recorded map[string]bool, namespace, storage string) bool {
 	return false
 }
 
-// leftovers describes what the engine still holds of a run: the cluster's containers, networks
-// and volumes (volumes also by the names seen while it existed), staging tags, and the images
-// the run pulled.
+// leftovers is what the engine still holds of a run (k3dBed.leftovers: the cluster's
+// containers, networks and volumes, staging tags, the OpenShell images pulled), and the OCE
+// images it pulled.
 func (b *kubeBed) leftovers(t *testing.T, name string, volumes []string) []string {
 	t.Helper()
-	ctx := context.Background()
-	var out []string
-	objs, err := b.Engine.ClusterObjects(ctx, name, volumes...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !objs.Empty() {
-		out = append(out, "cluster objects: "+objs.String())
-	}
-	list, err := b.engine.API.ImageList(ctx, image.ListOptions{All: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, im := range list {
-		for _, tag := range im.RepoTags {
-			if strings.HasPrefix(tag, "occ.local/import/") && strings.HasSuffix(tag, ":"+name) {
-				out = append(out, "staging tag "+tag)
-			}
-		}
-	}
-	for _, ref := range b.pulled {
-		if _, err := b.engine.API.ImageInspect(ctx, ref); err == nil {
-			out = append(out, "pulled image "+ref)
+	out := b.k3dBed.leftovers(t, name, volumes)
+	for _, ref := range b.oce {
+		if id := b.imageID(t, ref); id != "" {
+			out = append(out, "pulled image "+ref+" ("+id+")")
 		}
 	}
 	return out

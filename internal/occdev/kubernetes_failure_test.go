@@ -111,8 +111,8 @@ func TestKubernetesProfileFailureLeavesNothing(t *testing.T) {
 		// engine does with it touches no other test on the shared engine.
 		pgRef, pgID := b.uniqueImage(t, "occ-bed/oce-postgres-blocked")
 		set := *b.set
-		set.OCE.PostgresImage = kubePin(t, pgRef)
-		r.opts.PinFile = b.writePins(t, &set)
+		set.OCE.PostgresImage = parsePin(t, pgRef)
+		r.opts.PinFile = b.writePins(&set)
 		var user string
 		var volumes []string
 		r.opts.AfterStep = failAfter("Install the OCE chart", func() {
