@@ -221,6 +221,7 @@ func testBuiltCLI(t *testing.T, b *k3dBed) {
 	vols := b.volumesOf(t, opts.ClusterName)
 
 	out, errOut, err = run("dev", "status")
+	t.Logf("occ dev status:\n%s", out)
 	if err != nil {
 		t.Fatalf("occ dev status: %v\n%s\n%s", err, out, errOut)
 	}
@@ -230,6 +231,7 @@ func testBuiltCLI(t *testing.T, b *k3dBed) {
 	b.assertUserKubeconfig(t)
 
 	out, errOut, err = run("dev", "down")
+	t.Logf("occ dev down:\n%s", out)
 	if err != nil {
 		t.Fatalf("occ dev down: %v\n%s\n%s", err, out, errOut)
 	}
