@@ -75,8 +75,9 @@ func insideCluster(t state.Type) bool {
 // A k3d cluster this state created is removed first, and the Kubernetes objects and Helm releases
 // recorded in it are forgotten with it: deleting the cluster (after its remover has checked it is
 // the recorded one) removes them, and they cannot be reached one by one once it is gone. When the
-// cluster turns out not to be ours, they are handed to their removers like any record, which
-// check their own identities.
+// name now belongs to another cluster (left alone), the recorded cluster is gone and so is what
+// was inside it; the other cluster is never contacted about them. When the cluster cannot be
+// removed, they stay recorded with it for the next `down`.
 func cleanup(ctx context.Context, d *state.Dir, log io.Writer, keep func(state.Object) bool) (*DownResult, error) {
 	st := d.State()
 	res := &DownResult{StateDirectory: d.Path(), Removed: []string{}, LeftAlone: []string{}}
@@ -125,17 +126,19 @@ func cleanup(ctx context.Context, d *state.Dir, log io.Writer, keep func(state.O
 		}
 		handled[i] = true
 		outcome, gone := remove(o)
-		if outcome == state.LeftAlone {
-			continue // not ours: what was recorded inside it is checked one by one below
-		}
 		for j, in := range st.Objects {
 			if !insideCluster(in.Type) {
 				continue
 			}
-			// Kept (with the cluster's record) when the cluster could not be removed: the next
-			// `down` removes it with them.
 			handled[j] = true
-			if gone {
+			switch {
+			case !gone:
+				// Kept with the cluster's record: the next `down` removes it with them.
+			case outcome == state.LeftAlone:
+				fmt.Fprintf(log, "%s went with the recorded k3d cluster %s, which no longer exists\n", in, o.Name)
+				res.Removed = append(res.Removed, in.String())
+				forget(in)
+			default:
 				fmt.Fprintf(log, "removed %s with k3d cluster %s\n", in, o.Name)
 				res.Removed = append(res.Removed, in.String())
 				forget(in)
