@@ -31,8 +31,9 @@ import (
 // scenario; each scenario that needs a cluster of occ's makes its own, as `up` would.
 func TestK3dDevEnvironment(t *testing.T) {
 	// The binary is built first, with the Go caches of the environment the test started in (the
-	// bed gives the user a HOME of their own).
+	// bed gives the user a HOME of their own), and removed when the test ends.
 	startBuild()
+	t.Cleanup(removeBuild)
 	b := newK3dBed(t, nil)
 	unrelated := b.createUnrelatedCluster(t)
 	// The node and tools images were pulled by the unrelated cluster's owner: they existed before
@@ -427,6 +428,14 @@ func startBuild() {
 			}
 		}()
 	})
+}
+
+// removeBuild removes the binary's directory once the build has finished.
+func removeBuild() {
+	<-buildDone
+	if builtOCC != "" {
+		_ = os.RemoveAll(filepath.Dir(builtOCC))
+	}
 }
 
 // buildOCC waits for the binary startBuild builds.
