@@ -68,6 +68,8 @@ type Local struct {
 	Size        int64
 	// Pulled reports whether Present pulled it (and recorded it for removal by `down`).
 	Pulled bool
+	// Built marks an image built locally (see Built): its pin's digest is its image ID.
+	Built bool
 }
 
 // PresentOptions are the inputs of Present.

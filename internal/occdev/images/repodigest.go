@@ -21,7 +21,16 @@ func (e *RepoDigestError) Error() string {
 // CheckRepoDigest requires the engine's record of where the image came from (RepoDigests, set
 // only by a pull or push) to include the pinned digest under the pinned name. Docker writes
 // RepoDigests in its short form (rancher/k3s@…, busybox@…), so both sides are normalised first.
+//
+// A locally built image (Built) came from no registry: its identity is its image ID, which its
+// pin carries, and that is what is checked.
 func CheckRepoDigest(l Local) error {
+	if l.Built {
+		if l.Pin.Digest != l.ID {
+			return fmt.Errorf("built image %s: its pin names %s but the engine's image is %s; build it again", l.Pin.Name(), l.Pin.Digest, l.ID)
+		}
+		return nil
+	}
 	for _, rd := range l.RepoDigests {
 		got, err := pins.ParseImage(rd)
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/network"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -107,6 +108,29 @@ func TestK3dJoinsTheComposeNetwork(t *testing.T) {
 	}
 	if cl.ContainerKubeconfig != filepath.Join(b.state, ContainerKubeconfigName) {
 		t.Fatalf("k3d wrote the container kubeconfig to %s, but the model mounts %s", cl.ContainerKubeconfig, filepath.Join(b.state, ContainerKubeconfigName))
+	}
+
+	// The Agent runtime image occ builds from the checkout reaches the node as an immutable
+	// digest reference: built by the engine's BuildKit, imported, verified by config digest.
+	runtime, err := controlplane.BuildImage(ctx, b.engine.API, controlplane.BuildRequest{ContextDir: b.checkout, Dockerfile: controlplane.RuntimeDockerfile, Tag: b.settings.Project + "-runtime"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = b.engine.API.ImageRemove(context.Background(), runtime.Reference, image.RemoveOptions{}) })
+	local, err := images.Built(ctx, b.engine.API, runtime.Reference, "openclaw-enterprise-runtime")
+	if err != nil {
+		t.Fatal(err)
+	}
+	staged, err := images.Import(ctx, images.ImportOptions{API: b.engine.API, Importer: prov.Importer(name), Images: []images.Local{local}, Recorder: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	verified, err := images.VerifyInNode(ctx, images.VerifyOptions{API: b.engine.API, Node: cl.NodeContainer, Images: staged, Recorder: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "docker.io/library/openclaw-enterprise-runtime@" + runtime.ID; verified[0].Reference != want || verified[0].ConfigDigest != runtime.ID {
+		t.Fatalf("runtime in the node as %s (config %s), want %s", verified[0].Reference, verified[0].ConfigDigest, want)
 	}
 
 	// The API stage: the Installation names the container kubeconfig the overlay mounts.
