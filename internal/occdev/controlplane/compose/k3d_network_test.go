@@ -116,7 +116,9 @@ func TestK3dJoinsTheComposeNetwork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _ = b.engine.API.ImageRemove(context.Background(), runtime.Reference, image.RemoveOptions{}) })
+	t.Cleanup(func() {
+		_, _ = b.engine.API.ImageRemove(context.Background(), runtime.Reference, image.RemoveOptions{})
+	})
 	local, err := images.Built(ctx, b.engine.API, runtime.Reference, "openclaw-enterprise-runtime")
 	if err != nil {
 		t.Fatal(err)
