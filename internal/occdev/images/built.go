@@ -9,25 +9,35 @@ import (
 	"github.com/openclaw/occ/internal/occdev/pins"
 )
 
-// Built returns a locally built image (the Agent runtime occ builds from the OCE checkout) as a
-// Local that Import and VerifyInNode take like a pinned one. Such an image has no registry
-// manifest, so its pin is its repository at its image ID: the config digest is the one content
-// address it has before the import, and the one VerifyInNode compares with the node. The
-// cluster then runs it as <repository>@<image ID>, an immutable digest reference (the
-// reference's launcher uses the manifest digest the import happens to write, a name occ could
-// only learn after recording the import). ref is the engine's name of the image (its build
-// tag); repository is the name it gets in the cluster.
-func Built(ctx context.Context, api client.APIClient, ref, repository string) (Local, error) {
-	ins, err := api.ImageInspect(ctx, ref)
-	if err != nil {
-		return Local{}, fmt.Errorf("inspect built image %s: %w", ref, err)
-	}
-	pin, err := pins.ParseImage(repository + "@" + ins.ID)
+// Built is an image occ built in the engine from the checkout (the Kubernetes-only profile's
+// controller and Agent runtime). It was never pulled, so no registry digest names it: its
+// config digest (the engine's image ID) stands in for the pin. Import and VerifyInNode then
+// treat it like a pinned image: the node must hold exactly that config, and the cluster names
+// it <repository>@<config digest> (a name in the node's containerd, which is what pullPolicy
+// Never looks up), so the chart's immutable-digest rule holds and a rebuilt image can never be
+// confused with this one.
+//
+// ref is the build's tag and id the image ID the build reported. The image is looked up by that
+// ID, never by the tag: another build on the same engine may move the tag meanwhile, and the
+// import must carry what this build made.
+func Built(ctx context.Context, api client.APIClient, ref, id string) (Local, error) {
+	pin, err := pins.ParseImage(ref)
 	if err != nil {
 		return Local{}, fmt.Errorf("built image %s: %w", ref, err)
 	}
-	if pin.Tag != "" {
-		return Local{}, fmt.Errorf("built image %s: the cluster repository %q must not carry a tag", ref, repository)
+	if pin.Digest != "" {
+		return Local{}, fmt.Errorf("built image %s names a digest: a built image is named by its tag, and a digest reference is a pinned or selected image", ref)
 	}
+	if !digestPattern.MatchString(id) {
+		return Local{}, fmt.Errorf("built image %s has image ID %q, not a sha256 config digest", ref, id)
+	}
+	ins, err := api.ImageInspect(ctx, id)
+	if err != nil {
+		return Local{}, fmt.Errorf("inspect built image %s (%s): %w", ref, id, err)
+	}
+	if ins.ID != id {
+		return Local{}, fmt.Errorf("built image %s: the engine answers image %s for ID %s", ref, ins.ID, id)
+	}
+	pin.Digest = ins.ID
 	return Local{Pin: pin, ID: ins.ID, RepoDigests: ins.RepoDigests, Size: ins.Size, Built: true}, nil
 }

@@ -68,7 +68,8 @@ type Local struct {
 	Size        int64
 	// Pulled reports whether Present pulled it (and recorded it for removal by `down`).
 	Pulled bool
-	// Built marks an image built locally (see Built): its pin's digest is its image ID.
+	// Built reports an image occ built in the engine (Built): its Pin.Digest is its config
+	// digest, not a registry manifest digest.
 	Built bool
 }
 

@@ -22,12 +22,12 @@ func (e *RepoDigestError) Error() string {
 // only by a pull or push) to include the pinned digest under the pinned name. Docker writes
 // RepoDigests in its short form (rancher/k3s@…, busybox@…), so both sides are normalised first.
 //
-// A locally built image (Built) came from no registry: its identity is its image ID, which its
-// pin carries, and that is what is checked.
+// A built image has no RepoDigests; for it the rule is that its stand-in pin is its own config
+// digest, so the import still carries exactly the content that was built.
 func CheckRepoDigest(l Local) error {
 	if l.Built {
 		if l.Pin.Digest != l.ID {
-			return fmt.Errorf("built image %s: its pin names %s but the engine's image is %s; build it again", l.Pin.Name(), l.Pin.Digest, l.ID)
+			return fmt.Errorf("built image %s is named by config digest %s but the engine holds image %s: it changed after the build; run occ dev up again", l.Pin.Name(), l.Pin.Digest, l.ID)
 		}
 		return nil
 	}

@@ -137,7 +137,7 @@ func TestCheckRepoDigestOfBuiltImage(t *testing.T) {
 		t.Fatalf("built image refused: %v", err)
 	}
 	built.ID = digestB
-	if err := CheckRepoDigest(built); err == nil || !strings.Contains(err.Error(), digestB) || !strings.Contains(err.Error(), "build it again") {
+	if err := CheckRepoDigest(built); err == nil || !strings.Contains(err.Error(), digestB) || !strings.Contains(err.Error(), "run occ dev up again") {
 		t.Fatalf("a moved build tag: got %v, want a refusal naming the engine's image", err)
 	}
 	notBuilt := Local{Pin: mustPin(t, "openclaw-enterprise-runtime@"+digestA), ID: digestA}

@@ -112,14 +112,14 @@ func TestK3dJoinsTheComposeNetwork(t *testing.T) {
 
 	// The Agent runtime image occ builds from the checkout reaches the node as an immutable
 	// digest reference: built by the engine's BuildKit, imported, verified by config digest.
-	runtime, err := controlplane.BuildImage(ctx, b.engine.API, controlplane.BuildRequest{ContextDir: b.checkout, Dockerfile: controlplane.RuntimeDockerfile, Tag: b.settings.Project + "-runtime"})
+	runtime, err := controlplane.BuildImage(ctx, b.engine.API, controlplane.BuildRequest{ContextDir: b.checkout, Dockerfile: controlplane.RuntimeDockerfile, Tag: "openclaw-enterprise-runtime:" + b.settings.Project})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		_, _ = b.engine.API.ImageRemove(context.Background(), runtime.Reference, image.RemoveOptions{})
 	})
-	local, err := images.Built(ctx, b.engine.API, runtime.Reference, "openclaw-enterprise-runtime")
+	local, err := images.Built(ctx, b.engine.API, runtime.Reference, runtime.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
