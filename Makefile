@@ -11,7 +11,7 @@ TESTFLAGS ?= -count=1 -timeout 30m
 export CGO_ENABLED := 0
 export GOFLAGS := $(strip $(GOFLAGS) -trimpath)
 
-.PHONY: build test unit lint bench testenv testdocker testcompose generate fuzz
+.PHONY: build test unit lint bench testenv testdocker testcompose generate fuzz e2e
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/occ ./cmd/occ
@@ -42,6 +42,21 @@ lint:
 bench: testenv testdocker testcompose
 	docker_host="$$(scripts/testdocker)" && \
 	DOCKER_HOST="$$docker_host" KUBEBUILDER_ASSETS="$$(scripts/testenv)" $(GO) test -run '^$$' -bench . -benchmem ./...
+
+# The opt-in end-to-end test: the shipped binary runs the real `occ dev up`/`down` with the
+# embedded pins on a real Docker host (DOCKER_HOST or the default socket), fetching the real
+# images and archive. It needs network access to github.com, ghcr.io and docker.io; it is not
+# part of `make test`.
+e2e:
+	@if [ "$$OCC_E2E_DOCKER" != 1 ]; then \
+		echo "make e2e runs the real 'occ dev up' and 'occ dev down' (k3d, Kubernetes-only profile) with the embedded pins."; \
+		echo "It needs: OCC_E2E_DOCKER=1; a running Docker engine on a local unix socket (DOCKER_HOST, the docker context, or /var/run/docker.sock);"; \
+		echo "network access to github.com, ghcr.io and docker.io for the pinned archive and images; about 2 GB of disk."; \
+		echo "Optional: OCC_E2E_TIMEOUT (a Go duration, default 20m). Run: OCC_E2E_DOCKER=1 make e2e"; \
+		exit 2; \
+	fi
+	$(GO) build -ldflags '$(LDFLAGS)' -o bin/occ ./cmd/occ
+	OCC_E2E_BINARY="$(CURDIR)/bin/occ" $(GO) test -tags e2e -count=1 -timeout 40m -v ./e2e/
 
 generate:
 	$(GO) generate ./...

@@ -8,8 +8,12 @@ var devSubcommands []func(*Globals) *cobra.Command
 func newDevCommand(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dev",
-		Short: "A disposable local OpenClaw Enterprise control plane (up, down, status)",
-		Example: `  # Bring the platform up on the current kubeconfig context, look at it, take it down
+		Short: "A disposable local OpenShell platform in k3d on Docker (up, down, status)",
+		Long: `occ dev brings up, inspects and removes a disposable local development environment: a k3d
+cluster occ creates in your Docker engine (or a cluster of your kubeconfig) with the pinned
+OpenShell Gateway, its verified images and the Agent Sandbox controller. The OCE control plane
+(Compose, or in the cluster) is not started by occ yet.`,
+		Example: `  # Create a k3d cluster with the platform, look at it, take all of it down again
   occ dev up --control-plane kubernetes
   occ dev status
   occ dev down`,

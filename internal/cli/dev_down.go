@@ -15,9 +15,13 @@ func newDevDownCommand(g *Globals) *cobra.Command {
 		Use:   "down",
 		Short: "Remove exactly what 'occ dev up' recorded",
 		Long: `Remove, in reverse order, every object the recorded state says 'occ dev up' created, using
-only the kubeconfig and context recorded then. Objects occ did not create are never touched,
-and an existing cluster is never deleted. Cleanup continues past failures; the state directory
-is deleted only when everything is gone, and otherwise kept with the command that retries.`,
+only the kubeconfig, context and Docker engine recorded then. A k3d cluster occ created is
+deleted only after checking it is the recorded one (its name, k3d's labels, occ's owner label
+and the kube-system UID), and then no container, network or volume of it may be left; the
+images 'up' pulled are removed, never one that was there before. Objects occ did not create are
+never touched, and an existing cluster is never deleted. Cleanup continues past failures; the
+state directory is deleted only when everything is gone, and otherwise kept with the command
+that retries.`,
 		Example: `  # Undo the last 'occ dev up' (the default state directory)
   occ dev down
 

@@ -17,10 +17,11 @@ import (
 )
 
 // A new user previews `occ dev up` with settings that cannot work: a missing kubeconfig or
-// context is listed as a problem after the plan (exit 1), and a missing pin file or a
-// malformed or credentialed --gateway-endpoint is a usage error (exit 2) naming the flag, the
-// value and the rule; the password of a credentialed endpoint appears nowhere. None of them
-// creates anything.
+// context, or a Docker engine that is not running, is listed as a problem after the plan
+// (exit 1, saying what to start), and a missing pin file, a malformed or credentialed
+// --gateway-endpoint, a kubeconfig context given to the k3d provider or a remote DOCKER_HOST
+// is a usage error (exit 2) naming the setting, the value and the rule; the password of a
+// credentialed endpoint appears nowhere. None of them creates anything.
 func TestDevUpDryRunReportsProblems(t *testing.T) {
 	dir := isolateDev(t)
 	stateDir := filepath.Join(dir, "dev-state")
@@ -28,6 +29,7 @@ func TestDevUpDryRunReportsProblems(t *testing.T) {
 	const canary = "CANARY-hunter2-9c1f"
 	cases := []struct {
 		name    string
+		env     map[string]string
 		args    []string
 		code    int
 		stdout  []string
@@ -35,7 +37,7 @@ func TestDevUpDryRunReportsProblems(t *testing.T) {
 		nowhere string
 	}{
 		{name: "missing kubeconfig", args: []string{"--kubeconfig", filepath.Join(dir, "absent-kubeconfig")}, code: 1,
-			stdout: []string{"would run 17 steps", "Problems (occ dev up would stop at these before creating anything):", "absent-kubeconfig: no such file or directory"},
+			stdout: []string{"would run 18 steps", "Problems (occ dev up would stop at these before creating anything):", "absent-kubeconfig: no such file or directory"},
 			stderr: []string{"the dry run found 1 problem(s)"}},
 		{name: "missing context", args: []string{"--kubeconfig", kubeconfig, "--context", "no-such-context"}, code: 1,
 			stdout: []string{`has no context "no-such-context": pass an existing --context`}},
@@ -49,9 +51,20 @@ func TestDevUpDryRunReportsProblems(t *testing.T) {
 			stderr: []string{`"http://xxxxx@127.0.0.1:30051" must not carry credentials`}, nowhere: canary},
 		{name: "credentialed host:port", args: []string{"--kubeconfig", kubeconfig, "--gateway-endpoint", "admin:" + canary + "@gw:30051"}, code: 2,
 			stderr: []string{`"xxxxx@gw:30051" must not carry credentials`}, nowhere: canary},
+		{name: "credentialed gateway endpoint with the k3d provider", args: []string{"--cluster-provider", "k3d", "--gateway-endpoint", "https://" + canary + "@127.0.0.1:30051/x"}, code: 2,
+			stderr: []string{`"https://xxxxx@127.0.0.1:30051/x" must not carry credentials`}, nowhere: canary},
+		{name: "the k3d provider with a context of the kubeconfig", args: []string{"--cluster-provider", "k3d", "--context", "kind-dev"}, code: 2,
+			stderr: []string{`--context "kind-dev" selects an existing cluster, but --cluster-provider k3d creates its own`, "use --cluster-provider existing"}},
+		{name: "a remote Docker engine", env: map[string]string{"DOCKER_HOST": "tcp://10.0.0.5:2376"}, args: []string{"--cluster-provider", "k3d"}, code: 2,
+			stderr: []string{`Docker endpoint "tcp://10.0.0.5:2376" (from DOCKER_HOST) is not a local unix socket`}},
+		{name: "no Docker engine running", env: map[string]string{"DOCKER_HOST": "unix://" + filepath.Join(dir, "no-docker.sock")}, args: []string{"--cluster-provider", "k3d"}, code: 1,
+			stdout: []string{"no usable Docker engine at unix://" + filepath.Join(dir, "no-docker.sock") + " (from DOCKER_HOST): the socket", "does not exist, so no engine is running there; start Docker"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
 			code, out, errOut := run(t, append([]string{"dev", "up", "--dry-run", "--state-dir", stateDir}, tc.args...)...)
 			if code != tc.code {
 				t.Fatalf("exit %d, want %d\nstdout %s\nstderr %s", code, tc.code, out, errOut)
@@ -172,7 +185,7 @@ func TestDevCommandConventions(t *testing.T) {
 			t.Errorf("%s --help has no Examples section:\n%s", strings.Join(cmd, " "), out)
 		}
 	}
-	for flag, want := range map[string][]string{"--control-plane": {"compose", "kubernetes"}, "--cluster-provider": {"existing"}} {
+	for flag, want := range map[string][]string{"--control-plane": {"compose", "kubernetes"}, "--cluster-provider": {"existing", "k3d"}} {
 		code, out, errOut := run(t, "__complete", "dev", "up", flag, "")
 		if code != 0 {
 			t.Fatalf("complete %s: exit %d, stderr %s", flag, code, errOut)

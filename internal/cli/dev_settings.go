@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -39,12 +40,14 @@ func occCommand() string {
 	return os.Args[0]
 }
 
-// devError turns a bad option or a refused state directory into a usage error (exit 2): both
-// are fixed on the command line, and nothing was created. Other errors pass through.
+// devError turns a bad option, a refused state directory or a refused Docker endpoint
+// (DOCKER_HOST or a docker context that is not a local unix socket) into a usage error (exit 2):
+// all are fixed in the settings, and nothing was created. Other errors pass through.
 func devError(err error) error {
 	var opt *occdev.OptionError
 	var unsafe *state.UnsafeError
-	if errors.As(err, &opt) || errors.As(err, &unsafe) {
+	var endpoint *docker.EndpointError
+	if errors.As(err, &opt) || errors.As(err, &unsafe) || errors.As(err, &endpoint) {
 		return &usageError{err: err}
 	}
 	return err

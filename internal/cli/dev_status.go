@@ -17,7 +17,10 @@ func newDevStatusCommand(g *Globals) *cobra.Command {
 		Short: "Compare the recorded development state with the live cluster",
 		Long: `Read the recorded state and report, for every object 'occ dev up' created, whether it is
 present, missing, changed (the name now belongs to a different object) or unknown (occ could
-not look, for example because the cluster does not answer; the cause is shown). -o json prints
+not look, for example because the cluster does not answer; the cause is shown). For a k3d
+cluster occ created it also says whether the cluster exists, is missing or is not ours any more
+(same name, another cluster), and whether each imported image still has the recorded digest in
+the node. Only the recorded kubeconfig and Docker engine are used. -o json prints
 the same as a document, also when nothing is recorded. The exit status is 1 when the state of
 any object is unknown.`,
 		Example: `  # Is everything 'occ dev up' made still there?
@@ -66,7 +69,28 @@ func printDevStatus(g *Globals, st *occdev.Status) error {
 	if !st.Reachable {
 		reach = "not reachable"
 	}
+	if st.Engine != "" {
+		fmt.Fprintf(w, "Engine:        %s\n", st.Engine)
+	}
 	fmt.Fprintf(w, "Cluster:       %s (context %q in %s, provider %s, %s)\n", st.Cluster.Name, st.Cluster.Context, st.Cluster.Kubeconfig, st.Cluster.Provider, reach)
+	if st.ClusterState != "" {
+		detail := ""
+		if st.ClusterDetail != "" {
+			detail = " (" + st.ClusterDetail + ")"
+		}
+		fmt.Fprintf(w, "k3d cluster:   %s%s\n", st.ClusterState, detail)
+	}
+	for i, img := range st.Images {
+		label := "Images:"
+		if i > 0 {
+			label = ""
+		}
+		detail := ""
+		if img.Detail != "" {
+			detail = " (" + img.Detail + ")"
+		}
+		fmt.Fprintf(w, "%-14s %s: %s%s\n", label, img.Reference, img.State, detail)
+	}
 	if st.Installation != "" {
 		fmt.Fprintf(w, "Installation:  %s\n", st.Installation)
 	}

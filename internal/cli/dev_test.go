@@ -29,12 +29,16 @@ func isolateDev(t *testing.T) string {
 	dir := isolate(t)
 	for _, k := range []string{"OCC_DEVELOPMENT_STATE_DIRECTORY", "OCC_DEVELOPMENT_CONTROL_PLANE", "OCC_DEVELOPMENT_KUBERNETES_NAMESPACE",
 		"OCC_DEVELOPMENT_STARTUP_TIMEOUT_SECONDS", "OCC_DEVELOPMENT_PIN_FILE", "OCC_DEVELOPMENT_OPENSHELL_ARCHIVE",
-		"OCC_DEVELOPMENT_CLUSTER_PROVIDER", "OCC_DEVELOPMENT_GATEWAY_ENDPOINT"} {
+		"OCC_DEVELOPMENT_CLUSTER_PROVIDER", "OCC_DEVELOPMENT_GATEWAY_ENDPOINT", "OCC_DEVELOPMENT_KUBERNETES_CLUSTER",
+		"OCC_DEVELOPMENT_KUBERNETES_API_PORT", "OCC_DEVELOPMENT_KUBERNETES_DISK_THRESHOLD_PERCENT"} {
 		t.Setenv(k, "")
 		os.Unsetenv(k)
 	}
 	t.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state-home"))
 	t.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache-home"))
+	// The tests of the envtest bed drive the existing provider (its apiserver); the default, k3d,
+	// is tested on the Docker bed (dev_k3d_test.go).
+	t.Setenv("OCC_DEVELOPMENT_CLUSTER_PROVIDER", occdev.ProviderExisting)
 	return dir
 }
 
@@ -49,9 +53,9 @@ func TestDevUpDryRunTouchesNothing(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
-	for _, want := range []string{"would run 17 steps", "Claim the private state directory", "RuntimeClass openshell-sandbox", "NodePort on port 30051",
+	for _, want := range []string{"would run 18 steps", "Claim the private state directory", "RuntimeClass openshell-sandbox", "NodePort on port 30051",
 		"Helm release openshell-system/openshell-gateway", "NetworkPolicy openshell-system/openclaw-development-openshell-ingress", "Write the Installation",
-		"3. Fetch the artifacts while connecting to the cluster (2 lanes side by side):", "[artifacts]", "[cluster]", "3.6. Connect to the cluster (existing)"} {
+		"3. Fetch the artifacts while preparing the cluster (2 lanes side by side):", "[artifacts]", "[cluster]", "3.7. Connect to the cluster (existing)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("dry run output lacks %q:\n%s", want, out)
 		}
@@ -70,7 +74,7 @@ func TestDevUpDryRunTouchesNothing(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &dr); err != nil {
 		t.Fatalf("dry run -o json is not JSON: %v\n%s", err, out)
 	}
-	if dr.Count() != 17 || len(dr.Steps) != 12 || dr.Plan.Namespace != "oce-system" || dr.Plan.ServiceType != "ClusterIP" || len(dr.Steps[2].Lanes) != 2 {
+	if dr.Count() != 18 || len(dr.Steps) != 12 || dr.Plan.Namespace != "oce-system" || dr.Plan.ServiceType != "ClusterIP" || len(dr.Steps[2].Lanes) != 2 {
 		t.Errorf("json plan: %d steps (%d top-level), namespace %q, service %q", dr.Count(), len(dr.Steps), dr.Plan.Namespace, dr.Plan.ServiceType)
 	}
 }
@@ -86,7 +90,7 @@ func TestDevUpRefusesBadSettings(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{name: "unknown cluster provider", args: []string{"--cluster-provider", "kind"}, want: []string{`--cluster-provider (OCC_DEVELOPMENT_CLUSTER_PROVIDER) "kind" is not a supported cluster provider`, "use one of: existing"}},
+		{name: "unknown cluster provider", args: []string{"--cluster-provider", "kind"}, want: []string{`--cluster-provider (OCC_DEVELOPMENT_CLUSTER_PROVIDER) "kind" is not a supported cluster provider`, "use one of: existing, k3d"}},
 		{name: "unknown control plane", env: map[string]string{"OCC_DEVELOPMENT_CONTROL_PLANE": "swarm"}, want: []string{`OCC_DEVELOPMENT_CONTROL_PLANE) "swarm" is not supported`, "compose or kubernetes"}},
 		{name: "bad namespace", args: []string{"--namespace", "Not_A_Namespace"}, want: []string{`"Not_A_Namespace" is not a valid namespace name`}},
 		{name: "startup timeout out of range", env: map[string]string{"OCC_DEVELOPMENT_STARTUP_TIMEOUT_SECONDS": "0"}, want: []string{"OCC_DEVELOPMENT_STARTUP_TIMEOUT_SECONDS must be between 1 and 86400"}},
@@ -142,8 +146,8 @@ func TestDevCommandsEndToEnd(t *testing.T) {
 	}
 	// Progress went to stderr (stdout holds only the document), one plain line per step.
 	// Steps of the two lanes name their lane; the group has a line of its own.
-	if n := strings.Count(errOut, " ✓ "); n != 18 || strings.Contains(errOut, "\x1b[") || strings.Count(errOut, "[artifacts] (") != 5 || strings.Count(errOut, "[cluster] (") != 1 {
-		t.Errorf("want 18 plain progress lines on stderr (5 of lane artifacts, 1 of lane cluster), got %d:\n%s", n, errOut)
+	if n := strings.Count(errOut, " ✓ "); n != 19 || strings.Contains(errOut, "\x1b[") || strings.Count(errOut, "[artifacts] (") != 6 || strings.Count(errOut, "[cluster] (") != 1 {
+		t.Errorf("want 19 plain progress lines on stderr (6 of lane artifacts, 1 of lane cluster), got %d:\n%s", n, errOut)
 	}
 
 	code, statusOut, errOut := run(t, "dev", "status", "-o", "json")

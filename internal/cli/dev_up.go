@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,28 +18,47 @@ func init() { devSubcommands = append(devSubcommands, newDevUpCommand) }
 func newDevUpCommand(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "up",
-		Short: "Bring up the OpenShell development platform on a cluster",
-		Long: `Bring up the pinned OpenShell Gateway, the Agent Sandbox controller, the development
-NetworkPolicies and RBAC on a cluster, and write the Installation the OpenShell Sandbox Driver
-reads. Every step prints one line with its duration.
+		Short: "Bring up a disposable k3d cluster with the OpenShell development platform",
+		Long: `Bring up the OpenShell development platform on a laptop with Docker: by default occ creates
+a disposable k3d cluster (k3d linked as a library, no k3d binary needed) in the Docker engine,
+pulls the pinned OpenShell Gateway, Sandbox and supervisor images by digest, imports them into
+the cluster and verifies them in its node, then installs the pinned Gateway, the Agent Sandbox
+controller, the development NetworkPolicies and RBAC, and writes the Installation the OpenShell
+Sandbox Driver reads. --cluster-provider existing installs into a cluster of your kubeconfig
+instead (--kubeconfig, --context). Every step prints one line with its duration; steps that run
+side by side are shown together.
+
+The OCE control plane itself (Compose, or in the cluster with --control-plane kubernetes) is
+not started yet: after 'up' only the sandbox platform runs, and the summary says so.
+
+The Docker engine is located as the docker CLI does (DOCKER_HOST, else the current docker
+context, else /var/run/docker.sock), must be a local unix socket, and is recorded in the state
+before anything is created; 'down' and 'status' use only that recorded engine. The cluster's
+kubeconfig is written into the state directory (0600); your own kubeconfig and current context
+are never touched.
 
 Everything created is recorded in a private state directory before it is created; a failed
-run removes what it made again, and 'occ dev down' removes exactly what was recorded.
---dry-run prints the steps and what each would create, and touches nothing.
+run removes what it made again, and 'occ dev down' removes exactly what was recorded (the k3d
+cluster, and only the images 'up' pulled). --dry-run prints the steps and what each would
+create, and touches nothing.
 
 Settings also come from the environment: OCC_DEVELOPMENT_STATE_DIRECTORY,
-OCC_DEVELOPMENT_CONTROL_PLANE, OCC_DEVELOPMENT_KUBERNETES_NAMESPACE,
+OCC_DEVELOPMENT_CONTROL_PLANE, OCC_DEVELOPMENT_CLUSTER_PROVIDER,
+OCC_DEVELOPMENT_KUBERNETES_CLUSTER, OCC_DEVELOPMENT_KUBERNETES_API_PORT,
+OCC_DEVELOPMENT_KUBERNETES_DISK_THRESHOLD_PERCENT, OCC_DEVELOPMENT_KUBERNETES_NAMESPACE,
 OCC_DEVELOPMENT_STARTUP_TIMEOUT_SECONDS, OCC_DEVELOPMENT_PIN_FILE,
-OCC_DEVELOPMENT_OPENSHELL_ARCHIVE, OCC_DEVELOPMENT_CLUSTER_PROVIDER and
-OCC_DEVELOPMENT_GATEWAY_ENDPOINT.`,
+OCC_DEVELOPMENT_OPENSHELL_ARCHIVE and OCC_DEVELOPMENT_GATEWAY_ENDPOINT.`,
 		Example: `  # Preview every step and what it would create; checks the settings, creates nothing
   occ dev up --dry-run
 
-  # Bring the platform up on the current kubeconfig context, for OCE running in the cluster
+  # A k3d cluster with the platform, for OCE running in the cluster
   occ dev up --control-plane kubernetes
 
-  # Use another context and namespace, and a local copy of the pinned OpenShell archive
-  occ dev up --context kind-dev -n openshell-dev --openshell-archive ./OpenShell-0.1.3.tar.gz
+  # Name the cluster and fix its API port (default: occ-dev-<random> on a free port)
+  occ dev up --cluster-name occ-dev-mine --api-port 6550
+
+  # Install into the current kubeconfig context instead of creating a cluster
+  occ dev up --cluster-provider existing --context kind-dev -n openshell-dev
 
   # Print the summary as JSON (progress goes to stderr)
   occ dev up -o json`,
@@ -57,7 +77,10 @@ OCC_DEVELOPMENT_GATEWAY_ENDPOINT.`,
 	}
 	f := cmd.Flags()
 	f.String("state-dir", "", "private state directory (default $XDG_STATE_HOME/occ/dev; env OCC_DEVELOPMENT_STATE_DIRECTORY)")
-	f.String("cluster-provider", "", "where the cluster comes from: "+strings.Join(occdev.SupportedProviders(), ", ")+" (default existing: the kubeconfig context)")
+	f.String("cluster-provider", "", "where the cluster comes from: "+strings.Join(occdev.SupportedProviders(), ", ")+" (default k3d: a cluster occ creates; existing: the kubeconfig context)")
+	f.String("cluster-name", "", "name of the k3d cluster, occ-dev-… (default occ-dev-<random>; env OCC_DEVELOPMENT_KUBERNETES_CLUSTER)")
+	f.Int("api-port", 0, "port of the k3d cluster's Kubernetes API on 127.0.0.1 (default: a free port; env OCC_DEVELOPMENT_KUBERNETES_API_PORT)")
+	f.Int("disk-threshold-percent", 0, "kubelet disk eviction threshold of the k3d node, 1-20 (default 5; env OCC_DEVELOPMENT_KUBERNETES_DISK_THRESHOLD_PERCENT)")
 	f.String("control-plane", "", "where OCE is meant to run: compose (Gateway NodePort 30051) or kubernetes (ClusterIP) (default compose)")
 	f.StringP("namespace", "n", "", "platform namespace for the Gateway (default openshell-system, or oce-system with --control-plane kubernetes)")
 	f.String("pin-file", "", "pin file replacing the built-in OpenShell pins")
@@ -82,19 +105,48 @@ func devUpOptions(g *Globals, cmd *cobra.Command) (occdev.UpOptions, error) {
 	if err != nil {
 		return occdev.UpOptions{}, err
 	}
+	apiPort, err := intSetting(g, cmd, "api-port", "OCC_DEVELOPMENT_KUBERNETES_API_PORT", "a port between 1 and 65535")
+	if err != nil {
+		return occdev.UpOptions{}, err
+	}
+	threshold, err := intSetting(g, cmd, "disk-threshold-percent", "OCC_DEVELOPMENT_KUBERNETES_DISK_THRESHOLD_PERCENT", "a whole percentage between 1 and 20")
+	if err != nil {
+		return occdev.UpOptions{}, err
+	}
 	return occdev.UpOptions{
-		StateDir:        devSetting(g, cmd, "state-dir", "OCC_DEVELOPMENT_STATE_DIRECTORY"),
-		ClusterProvider: devSetting(g, cmd, "cluster-provider", "OCC_DEVELOPMENT_CLUSTER_PROVIDER"),
-		Kubeconfig:      g.Kubeconfig,
-		Context:         g.Context,
-		ControlPlane:    occdev.ControlPlane(devSetting(g, cmd, "control-plane", "OCC_DEVELOPMENT_CONTROL_PLANE")),
-		Namespace:       devSetting(g, cmd, "namespace", "OCC_DEVELOPMENT_KUBERNETES_NAMESPACE"),
-		PinFile:         devSetting(g, cmd, "pin-file", "OCC_DEVELOPMENT_PIN_FILE"),
-		ArchiveFile:     devSetting(g, cmd, "openshell-archive", "OCC_DEVELOPMENT_OPENSHELL_ARCHIVE"),
-		GatewayEndpoint: devSetting(g, cmd, "gateway-endpoint", "OCC_DEVELOPMENT_GATEWAY_ENDPOINT"),
-		StartupTimeout:  timeout,
-		OCCCommand:      occCommand(),
+		StateDir:             devSetting(g, cmd, "state-dir", "OCC_DEVELOPMENT_STATE_DIRECTORY"),
+		ClusterProvider:      devSetting(g, cmd, "cluster-provider", "OCC_DEVELOPMENT_CLUSTER_PROVIDER"),
+		ClusterName:          devSetting(g, cmd, "cluster-name", "OCC_DEVELOPMENT_KUBERNETES_CLUSTER"),
+		APIPort:              apiPort,
+		DiskThresholdPercent: threshold,
+		Kubeconfig:           g.Kubeconfig,
+		Context:              g.Context,
+		ControlPlane:         occdev.ControlPlane(devSetting(g, cmd, "control-plane", "OCC_DEVELOPMENT_CONTROL_PLANE")),
+		Namespace:            devSetting(g, cmd, "namespace", "OCC_DEVELOPMENT_KUBERNETES_NAMESPACE"),
+		PinFile:              devSetting(g, cmd, "pin-file", "OCC_DEVELOPMENT_PIN_FILE"),
+		ArchiveFile:          devSetting(g, cmd, "openshell-archive", "OCC_DEVELOPMENT_OPENSHELL_ARCHIVE"),
+		GatewayEndpoint:      devSetting(g, cmd, "gateway-endpoint", "OCC_DEVELOPMENT_GATEWAY_ENDPOINT"),
+		StartupTimeout:       timeout,
+		OCCCommand:           occCommand(),
 	}, nil
+}
+
+// intSetting reads a whole-number setting of flag or env; empty is 0 (the default). A value
+// that is not a number names the flag or variable it came from.
+func intSetting(g *Globals, cmd *cobra.Command, flag, env, want string) (int, error) {
+	raw := devSetting(g, cmd, flag, env)
+	if raw == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil {
+		from := env
+		if f := cmd.Flags().Lookup(flag); f != nil && f.Changed {
+			from = "--" + flag
+		}
+		return 0, usageErrorf("%s %q is not a number: give %s", from, raw, want)
+	}
+	return n, nil
 }
 
 // startupTimeout reads --startup-timeout (a duration) or OCC_DEVELOPMENT_STARTUP_TIMEOUT_SECONDS
@@ -141,17 +193,32 @@ func printDryRun(w io.Writer, dr *occdev.DryRun) error {
 			continue
 		}
 		fmt.Fprintf(w, "%3d. %s (%d lanes side by side):\n", i+1, s.Name, len(s.Lanes))
-		n := 0
-		for _, l := range s.Lanes {
-			fmt.Fprintf(w, "       [%s]\n", l.Name)
-			for _, ls := range l.Steps {
-				n++
-				fmt.Fprintf(w, "       %d.%d. %s\n", i+1, n, ls.Name)
-				printDescription(w, "             ", ls.Description)
-			}
-		}
+		printLanes(w, strconv.Itoa(i+1), "       ", s.Lanes)
 	}
 	fmt.Fprintf(w, "State directory: %s\n", dr.Plan.StateDir)
+	if p := dr.Plan; p.Engine != "" {
+		fmt.Fprintf(w, "Docker engine:   %s (from %s)\n", p.Engine, p.EngineSource)
+		port := "a free port chosen at creation"
+		if p.APIPort != 0 {
+			port = strconv.Itoa(p.APIPort)
+		}
+		fmt.Fprintf(w, "k3d cluster:     %s (API on 127.0.0.1, %s)\n", p.ClusterName, port)
+	}
+	roles := make([]string, 0, len(dr.Plan.Images))
+	for role := range dr.Plan.Images {
+		roles = append(roles, role)
+	}
+	slices.Sort(roles)
+	for i, role := range roles {
+		label := "Images:"
+		if i > 0 {
+			label = ""
+		}
+		fmt.Fprintf(w, "%-16s %s: %s\n", label, role, dr.Plan.Images[role])
+	}
+	if dr.ControlPlane != "" {
+		fmt.Fprintf(w, "Control plane:   %s\n", dr.ControlPlane)
+	}
 	if len(dr.Problems) > 0 {
 		fmt.Fprintln(w, "\nProblems (occ dev up would stop at these before creating anything):")
 		for _, p := range dr.Problems {
@@ -159,6 +226,26 @@ func printDryRun(w io.Writer, dr *occdev.DryRun) error {
 		}
 	}
 	return nil
+}
+
+// printLanes lists a group's lanes, numbering their steps number.1, number.2, … across lanes;
+// a step of a lane that is a group itself lists its own lanes one level deeper.
+func printLanes(w io.Writer, number, indent string, lanes []occdev.PlannedLane) {
+	n := 0
+	for _, l := range lanes {
+		fmt.Fprintf(w, "%s[%s]\n", indent, l.Name)
+		for _, ls := range l.Steps {
+			n++
+			num := fmt.Sprintf("%s.%d", number, n)
+			if len(ls.Lanes) > 0 {
+				fmt.Fprintf(w, "%s%s. %s (%d lanes side by side):\n", indent, num, ls.Name, len(ls.Lanes))
+				printLanes(w, num, indent+"      ", ls.Lanes)
+				continue
+			}
+			fmt.Fprintf(w, "%s%s. %s\n", indent, num, ls.Name)
+			printDescription(w, indent+strings.Repeat(" ", len(num)+2), ls.Description)
+		}
+	}
 }
 
 func printDescription(w io.Writer, indent string, d occdev.Description) {
@@ -189,15 +276,38 @@ func printUpSummary(w io.Writer, s *occdev.Summary) error {
 	fmt.Fprintf(w, "\nOpenShell development platform is ready.\n\n")
 	rows := [][2]string{
 		{"Engine", s.Engine},
-		{"Cluster", fmt.Sprintf("%s (context %q, provider %s)", s.Cluster, s.Context, s.ClusterProvider)},
-		{"Namespace", s.Namespace},
-		{"Gateway", s.GatewayEndpoint},
-		{"Installation", s.Installation},
+		{"Cluster", fmt.Sprintf("%s (provider %s, API %s)", s.Cluster, s.ClusterProvider, s.APIServer)},
+		{"Context", s.Context},
 		{"Kubeconfig", s.Kubeconfig},
-		{"State", s.StateDirectory},
+	}
+	if s.ClusterProvider == occdev.ProviderK3d {
+		rows[len(rows)-1][1] += " (written by occ; your kubeconfig and current context are untouched)"
+	}
+	if s.ContainerKubeconfig != "" {
+		rows = append(rows, [2]string{"Containers", s.ContainerKubeconfig + " (kubeconfig for containers on the cluster's Docker network)"})
+	}
+	for i, img := range s.Images {
+		label := ""
+		if i == 0 {
+			label = "Images"
+		}
+		rows = append(rows, [2]string{label, img + " (verified in the node)"})
+	}
+	rows = append(rows,
+		[2]string{"Namespace", s.Namespace},
+		[2]string{"Gateway", s.GatewayEndpoint},
+		[2]string{"Installation", s.Installation},
+		[2]string{"State", s.StateDirectory},
+	)
+	if s.ControlPlane != "" {
+		rows = append(rows, [2]string{"Control plane", s.ControlPlane})
 	}
 	for _, r := range rows {
-		fmt.Fprintf(w, "  %-13s %s\n", r[0]+":", r[1])
+		if r[0] == "" {
+			fmt.Fprintf(w, "  %-14s %s\n", "", r[1])
+			continue
+		}
+		fmt.Fprintf(w, "  %-14s %s\n", r[0]+":", r[1])
 	}
 	_, err := fmt.Fprintf(w, "\nRemove everything it created with:\n  %s\n", s.DownCommand)
 	return err

@@ -38,6 +38,11 @@ type progressPrinter struct {
 	running []*runningStep
 	// drawn is how many lines of the live region are on the screen below the cursor's row.
 	drawn int
+	// tick, when set, redraws the live region this often while steps run, so a long step (a
+	// cluster's creation, a pull without progress events) shows its time passing; ticking says
+	// the redrawing goroutine runs. It stops once no step runs.
+	tick    time.Duration
+	ticking bool
 
 	ok, fail, active, faint lipgloss.Style
 }
@@ -49,7 +54,9 @@ type runningStep struct {
 }
 
 func newProgressPrinter(w io.Writer) *progressPrinter {
-	return newProgressPrinterFor(w, isTerminal(w))
+	p := newProgressPrinterFor(w, isTerminal(w))
+	p.tick = time.Second
+	return p
 }
 
 func newProgressPrinterFor(w io.Writer, tty bool) *progressPrinter {
@@ -104,6 +111,26 @@ func (p *progressPrinter) Event(e progress.Event) {
 		return
 	}
 	p.redraw(permanent)
+	if p.tick > 0 && len(p.running) > 0 && !p.ticking {
+		p.ticking = true
+		go p.ticker(p.tick)
+	}
+}
+
+// ticker redraws the running steps every d until none runs.
+func (p *progressPrinter) ticker(d time.Duration) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for range t.C {
+		p.mu.Lock()
+		if len(p.running) == 0 {
+			p.ticking = false
+			p.mu.Unlock()
+			return
+		}
+		p.redraw(nil)
+		p.mu.Unlock()
+	}
 }
 
 func (p *progressPrinter) find(e progress.Event) *runningStep {

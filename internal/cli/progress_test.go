@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -131,6 +133,72 @@ func TestProgressTerminalShowsConcurrentRunningLines(t *testing.T) {
 	}
 	p.Event(progress.Event{Kind: progress.End, Step: "Fetch the archive", Lane: "artifacts", Elapsed: 6 * time.Second})
 	if got := screen(t, buf.String()); len(got) != 3 || got[2] != " ✓ Fetch the archive [artifacts] (6s)" {
+		t.Fatalf("final screen: %q", got)
+	}
+}
+
+// safeClock is a fakeClock the ticker may read while the test moves it.
+type safeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *safeClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *safeClock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// syncBuf is a terminal the ticker writes to while the test reads it.
+type syncBuf struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuf) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+func (b *syncBuf) String() string { b.mu.Lock(); defer b.mu.Unlock(); return b.buf.String() }
+
+// A k3d cluster takes many seconds to start and reports nothing meanwhile: on a terminal its
+// running line still shows its time passing (the region is redrawn on a tick, not only on
+// events), and the redrawing stops once no step runs.
+func TestProgressTerminalTicksWhileAStepRuns(t *testing.T) {
+	var buf syncBuf
+	clock := &safeClock{t: time.Unix(0, 0)}
+	p := newProgressPrinterFor(&buf, true)
+	p.now, p.tick = clock.now, 5*time.Millisecond
+	p.Event(progress.Event{Kind: progress.Begin, Step: "Create k3d cluster occ-dev-x", Lane: "k3d"})
+	clock.add(7 * time.Second)
+	want := " • Create k3d cluster occ-dev-x [k3d] … (7s)"
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := screen(t, buf.String())
+		if len(got) == 1 && got[0] == want {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the running line never showed its time passing: %q, want %q", got, want)
+		}
+		runtime.Gosched()
+	}
+	p.Event(progress.Event{Kind: progress.End, Step: "Create k3d cluster occ-dev-x", Lane: "k3d", Elapsed: 7 * time.Second})
+	for {
+		p.mu.Lock()
+		ticking := p.ticking
+		p.mu.Unlock()
+		if !ticking {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the ticker kept running after the last step ended")
+		}
+		runtime.Gosched()
+	}
+	if got := screen(t, buf.String()); len(got) != 1 || got[0] != " ✓ Create k3d cluster occ-dev-x [k3d] (7s)" {
 		t.Fatalf("final screen: %q", got)
 	}
 }

@@ -98,12 +98,30 @@ func isUsageError(err error) bool {
 
 // NewRootCommand builds the whole command tree around g.
 func NewRootCommand(g *Globals) *cobra.Command {
+	info := currentVersion()
 	root := &cobra.Command{
 		Use:   "occ",
 		Short: "OpenClaw Enterprise engineers' tool: local control plane and OpenShell sandbox driver",
-		Long: `occ brings up a disposable OpenClaw Enterprise control plane on a laptop with Docker
-(occ dev) and drives the OpenShell SandboxDriver core by hand against any cluster and
-OpenShell gateway (occ sandbox).`,
+		Long: `occ brings up a disposable local OpenClaw Enterprise development environment on a laptop
+with Docker (occ dev: a k3d cluster with the pinned OpenShell platform; the OCE control plane
+in Compose or in the cluster is not started yet) and drives the OpenShell SandboxDriver core
+by hand against any cluster and OpenShell gateway (occ sandbox).
+
+Every setting resolves from its flag, then an OCC_* environment variable (OCC_KUBECONFIG,
+OCC_OUTPUT, OCC_INSTALLATION, …), then the config file.`,
+		Example: `  # Check an Installation, then see the exact request a revision would send
+  occ sandbox validate installation.yaml
+  occ sandbox render --installation installation.yaml --revision revision.yaml
+
+  # Create a k3d cluster in Docker with the OpenShell platform
+  occ dev up
+
+  # Any command, against another context, printing JSON
+  occ sandbox status --context k3d-occ-dev --installation installation.yaml --revision revision.yaml -o json
+
+  # Enable shell completion (commands, flags, -o values and --context names)
+  source <(occ completion bash)`,
+		Version:           info.Version,
 		SilenceUsage:      true,
 		SilenceErrors:     true,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
@@ -112,6 +130,9 @@ OpenShell gateway (occ sandbox).`,
 		},
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })
+	// occ --version prints what occ version prints. The template is the literal line, with any
+	// template syntax a version string could hold escaped.
+	root.SetVersionTemplate(strings.NewReplacer("{{", "{{`{{`}}").Replace(info.line()) + "\n")
 
 	pf := root.PersistentFlags()
 	pf.String("kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
@@ -122,7 +143,49 @@ OpenShell gateway (occ sandbox).`,
 
 	root.AddCommand(newVersionCommand(g), newCompletionCommand(), newDevCommand(g), newSandboxCommand(g))
 	root.AddCommand(newGatewayEmulatorCommand(g))
+	registerFlagCompletions(root)
+	refuseUnknownSubcommands(root)
 	return root
+}
+
+// refuseUnknownSubcommands makes every command that only groups subcommands (occ, occ dev,
+// occ sandbox, …) treat a leftover argument as a mistyped subcommand: "unknown command" with
+// cobra's suggestions, exit 2. Cobra itself checks this only at the root; a nested group that
+// cannot run prints its help and exits 0, so `occ sandbox valdate x` looked like success.
+// Named alone, a group still prints its help.
+func refuseUnknownSubcommands(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		refuseUnknownSubcommands(sub)
+	}
+	if !c.HasSubCommands() || c.Runnable() {
+		return
+	}
+	c.Args = cobra.ArbitraryArgs
+	// Running the group alone only prints this help, so its usage line takes no flags.
+	c.DisableFlagsInUseLine = true
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cmd.Help()
+		}
+		return usageErrorf("unknown command %q for %q%s", args[0], cmd.CommandPath(), suggestions(cmd, args[0]))
+	}
+}
+
+// suggestions formats cobra's "did you mean" list for a mistyped subcommand of cmd.
+func suggestions(cmd *cobra.Command, typed string) string {
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2
+	}
+	found := cmd.SuggestionsFor(typed)
+	if len(found) == 0 {
+		return fmt.Sprintf("; see '%s --help'", cmd.CommandPath())
+	}
+	var b strings.Builder
+	b.WriteString("\n\nDid you mean this?")
+	for _, s := range found {
+		fmt.Fprintf(&b, "\n\t%s", s)
+	}
+	return b.String()
 }
 
 // resolve fills g from flags > OCC_* environment > config file, and checks the shared values.

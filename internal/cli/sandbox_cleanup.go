@@ -14,23 +14,29 @@ func init() { sandboxSubcommands = append(sandboxSubcommands, newSandboxCleanupC
 func newSandboxCleanupCommand(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cleanup",
-		Short: "Shut a revision down (--revision) or delete an OCC Namespace (--namespace)",
+		Short: "Shut a revision down (--revision) or delete an OCC Namespace (-n/--namespace)",
 		Long: `With --revision FILE: revision shutdown. The driver deletes the revision's Sandbox by its
 derived identity, so this works even when the Harness Pod (or the Sandbox) is already gone.
+It needs only the gateway: no kubeconfig is read.
 
-With --namespace NAME (an OCC Namespace ID, or the physical name of an existing namespace):
+With -n/--namespace NAME (an OCC Namespace ID, or the physical name of an existing namespace):
 Namespace deletion. The driver first removes its Namespace-level resources (Workspace,
 workspace resources, provider NetworkPolicies); only if that succeeds is the Kubernetes
 namespace deleted. A failure keeps the namespace so the cleanup can be retried.
 
 Both are safe to repeat.`,
+		Example: `  # Shut a revision down, through a port-forward to the gateway
+  occ sandbox cleanup --installation installation.yaml --revision revision.yaml --gateway 127.0.0.1:30051
+
+  # Delete the OCC Namespace ns_acme and its Kubernetes namespace
+  occ sandbox cleanup --installation installation.yaml -n ns_acme`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSandboxCleanup(g, cmd) },
 	}
 	addInstallationFlag(cmd)
 	addGatewayFlag(cmd)
 	addRevisionFlag(cmd, "revision file to shut down")
-	cmd.Flags().String(flagNamespace, "", "OCC Namespace ID (or existing physical namespace name) to delete")
+	addNamespaceFlag(cmd, "OCC Namespace ID (or existing physical namespace name) to delete")
 	return cmd
 }
 
@@ -51,20 +57,18 @@ func runSandboxCleanup(g *Globals, cmd *cobra.Command) error {
 	if (nsArg == "") == (revPath == "") {
 		return usageErrorf("give exactly one of --revision FILE (revision shutdown) or --namespace NAME (Namespace deletion)")
 	}
-	var rf *compute.RevisionFile
 	if revPath != "" {
-		if rf, err = loadRevision(g); err != nil {
+		rf, err := loadRevision(g)
+		if err != nil {
 			return err
 		}
-	}
-	s, err := sandbox.Open(cmd.Context(), opts)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-
-	if rf != nil {
-		if err := s.Compute.ShutdownRevision(cmd.Context(), rf); err != nil {
+		// Revision shutdown addresses the Sandbox by its derived name on the gateway alone.
+		s, err := sandbox.OpenGateway(cmd.Context(), opts)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		if err := s.ShutdownRevision(cmd.Context(), rf); err != nil {
 			return err
 		}
 		ns, _ := compute.ResolveNamespace(rf.NamespaceID)
@@ -75,6 +79,11 @@ func runSandboxCleanup(g *Globals, cmd *cobra.Command) error {
 		})
 	}
 
+	s, err := sandbox.Open(cmd.Context(), opts)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
 	nsID, err := compute.NamespaceIDFromArgument(cmd.Context(), s.Kube, nsArg)
 	if err != nil {
 		return err

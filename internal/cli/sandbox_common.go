@@ -32,6 +32,12 @@ func addRevisionFlag(cmd *cobra.Command, usage string) {
 	cmd.Flags().String(flagRevision, "", usage)
 }
 
+// addNamespaceFlag adds -n/--namespace, kubectl's spelling, for the commands that take an OCC
+// Namespace.
+func addNamespaceFlag(cmd *cobra.Command, usage string) {
+	cmd.Flags().StringP(flagNamespace, "n", "", usage)
+}
+
 // installationPath returns --installation, or a usage error naming the flag.
 func installationPath(g *Globals) (string, error) {
 	p := g.v.GetString(flagInstallation)

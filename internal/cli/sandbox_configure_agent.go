@@ -2,10 +2,8 @@ package cli
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/sandbox"
@@ -25,6 +23,11 @@ With --revision FILE the whole revision file is printed with its configuration t
 (YAML, ready to be used as the frozen revision). With --configuration FILE (a JSON or YAML
 object) and --harness ID the transformed configuration alone is printed (JSON).
 No cluster and no gateway are contacted.`,
+		Example: `  # Freeze a revision: its configuration through configureAgent, the whole file printed
+  occ sandbox configure-agent --installation installation.yaml --revision draft.yaml > revision.yaml
+
+  # Transform a bare Codex configuration (JSON or YAML) and print it as JSON
+  occ sandbox configure-agent --installation installation.yaml --configuration codex.yaml --harness codex`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSandboxConfigureAgent(g) },
 	}
@@ -63,17 +66,9 @@ func runSandboxConfigureAgent(g *Globals) error {
 		}
 		return printDocument(g, out, true)
 	}
-	raw, err := os.ReadFile(cfgPath)
+	cfg, err := sandbox.ReadConfiguration(cfgPath)
 	if err != nil {
-		return fmt.Errorf("read --configuration %s: %w", cfgPath, err)
-	}
-	js, err := yaml.YAMLToJSONStrict(raw)
-	if err != nil {
-		return fmt.Errorf("--configuration %s: %w", cfgPath, err)
-	}
-	cfg, err := driver.ParseConfiguration(js)
-	if err != nil {
-		return fmt.Errorf("--configuration %s: %w", cfgPath, err)
+		return fmt.Errorf("--configuration: %w", err)
 	}
 	out, err := off.Driver.ConfigureAgent(cfg, driver.Harness{ID: g.v.GetString("harness"), Mode: g.v.GetString("harness-mode")})
 	if err != nil {

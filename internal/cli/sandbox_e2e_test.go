@@ -339,14 +339,14 @@ func TestSandboxProvisionThenCleanupEndToEnd(t *testing.T) {
 	if err := b.gw.AppendLogs(ns.Name, wantName, &pb.SandboxLogLine{Level: "INFO", Target: "harness", Message: "app-server listening"}); err != nil {
 		t.Fatal(err)
 	}
-	if code, out, errOut := b.occ(t, "logs", "--revision", revision, "--lines", "10"); code != 0 || !strings.Contains(out, "INFO harness: app-server listening") {
+	if code, out, errOut := b.occ(t, "logs", "--revision", revision, "--tail", "10"); code != 0 || !strings.Contains(out, "INFO harness: app-server listening") {
 		t.Fatalf("logs: exit %d\n%s%s", code, out, errOut)
 	}
-	if code, _, errOut := b.occ(t, "logs", "--revision", revision, "--lines", "2001"); code != 2 || !strings.Contains(errOut, "OpenShell log line count must be 1 to 2000.") {
-		t.Fatalf("logs --lines 2001: exit %d\n%s", code, errOut)
+	if code, _, errOut := b.occ(t, "logs", "--revision", revision, "--tail", "2001"); code != 2 || !strings.Contains(errOut, "OpenShell log line count must be 1 to 2000.") {
+		t.Fatalf("logs --tail 2001: exit %d\n%s", code, errOut)
 	}
-	if code, _, errOut := b.occ(t, "logs", "--revision", revision, "--since", "2026-01-02 03:04:05"); code != 2 || !strings.Contains(errOut, "OpenShell log since time must be an RFC 3339 UTC time.") {
-		t.Fatalf("logs --since: exit %d\n%s", code, errOut)
+	if code, _, errOut := b.occ(t, "logs", "--revision", revision, "--since-time", "2026-01-02 03:04:05"); code != 2 || !strings.Contains(errOut, "OpenShell log since time must be an RFC 3339 UTC time.") {
+		t.Fatalf("logs --since-time: exit %d\n%s", code, errOut)
 	}
 
 	// Revision shutdown, twice.

@@ -21,15 +21,22 @@ isolation (ResourceQuota, LimitRange, default-deny ingress and egress NetworkPol
 call the Sandbox driver's ensureNamespace (namespace labels, workspace resources, provider
 NetworkPolicies, gateway Health, Workspace create or adopt). Safe to repeat.
 
-Name the Namespace with --namespace (an OCC Namespace ID, or the physical name of an existing
-namespace) or take it from --revision FILE. Prints the Namespace's ID and physical name.`,
+Name the Namespace with -n/--namespace (an OCC Namespace ID, or the physical name of an
+existing namespace) or take it from --revision FILE. Prints the Namespace's ID and physical
+name.`,
+		Example: `  # Prepare the OCC Namespace ns_acme
+  occ sandbox ensure-namespace --installation installation.yaml -n ns_acme
+
+  # Prepare the Namespace a revision runs in, on another context, against an emulator
+  occ sandbox ensure-namespace --installation installation.yaml --revision revision.yaml \
+    --context k3d-occ-dev --gateway 127.0.0.1:17670`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSandboxEnsureNamespace(g, cmd) },
 	}
 	addInstallationFlag(cmd)
 	addGatewayFlag(cmd)
 	addRevisionFlag(cmd, "revision file whose namespaceId to prepare")
-	cmd.Flags().String(flagNamespace, "", "OCC Namespace ID (or an existing physical namespace name) to prepare")
+	addNamespaceFlag(cmd, "OCC Namespace ID (or an existing physical namespace name) to prepare")
 	return cmd
 }
 

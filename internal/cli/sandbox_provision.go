@@ -23,6 +23,12 @@ Harness Pod to be Ready (by watch), and wait until every credential attachment i
 Progress, with timings, goes to stderr; the stable SandboxResourceRef goes to stdout.
 
 Running it again adopts what an earlier run created and resumes where it stopped.`,
+		Example: `  # Provision a revision and print its SandboxResourceRef
+  occ sandbox provision --installation installation.yaml --revision revision.yaml
+
+  # Through a port-forward to the gateway, waiting longer for a slow image pull, as JSON
+  occ sandbox provision --installation installation.yaml --revision revision.yaml \
+    --gateway 127.0.0.1:30051 --pod-timeout 10m -o json`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSandboxProvision(g, cmd) },
 	}

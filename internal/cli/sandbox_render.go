@@ -21,6 +21,11 @@ attachments the paired Credential Gateway issues), exposure and request_id. Ever
 provisioning makes before contacting the gateway runs, so a revision the driver refuses fails
 here with the same message. No cluster and no gateway are contacted, and no Secret is read:
 the request carries only literal values. -o yaml prints the same request as YAML.`,
+		Example: `  # The exact request, as JSON
+  occ sandbox render --installation installation.yaml --revision revision.yaml
+
+  # The same request as YAML, compared with what a colleague rendered
+  occ sandbox render --installation installation.yaml --revision revision.yaml -o yaml | diff - theirs.yaml`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSandboxRender(g) },
 	}

@@ -1,14 +1,12 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/driver/compute"
 	"github.com/openclaw/occ/internal/driver/openshell"
 	"github.com/openclaw/occ/internal/sandbox"
@@ -26,8 +24,17 @@ func newSandboxStatusCommand(g *Globals) *cobra.Command {
 (and whether OCC owns it), the Sandbox's phase and conditions from the gateway, the readiness
 of the revision's Harness Pods, the state of every credential attachment, and where the
 Harness is reached (a Codex app-server's ws(s) URL; native OpenClaw connects outbound). With
---app-server-token-file the Codex Harness is probed too: serving, starting or failed. A part
-that cannot be read is listed under problems; the rest is still shown.`,
+--app-server-token-file the Codex Harness is probed too: serving, starting or failed.
+
+A part that cannot be read (an unreachable cluster or gateway, a refused request) is shown as
+unknown with its cause, never as absent; the rest is still shown, and the command then exits
+1, so a script never mistakes "could not look" for "not there".`,
+		Example: `  # What Compute sees of a revision
+  occ sandbox status --installation installation.yaml --revision revision.yaml
+
+  # Probe the Codex app-server too, and print JSON
+  occ sandbox status --installation installation.yaml --revision revision.yaml \
+    --app-server-token-file app-server-token -o json`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSandboxStatus(g, cmd) },
 	}
@@ -43,9 +50,9 @@ func runSandboxStatus(g *Globals, cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	var token string
+	var sopts sandbox.StatusOptions
 	if path := g.v.GetString(flagAppServerTokenFile); path != "" {
-		if token, err = openshell.ReadAppServerTokenFile(path); err != nil {
+		if sopts.AppServerToken, err = openshell.ReadAppServerTokenFile(path); err != nil {
 			return usageErrorf("--%s: %v", flagAppServerTokenFile, err)
 		}
 	}
@@ -54,62 +61,37 @@ func runSandboxStatus(g *Globals, cmd *cobra.Command) error {
 		return err
 	}
 	defer s.Close()
-	obs, err := s.Compute.Observe(cmd.Context(), rf, s.SandboxObserver())
+	st, err := s.Status(cmd.Context(), rf, sopts)
 	if err != nil {
 		return err
 	}
-	st := sandboxStatus{Observation: obs}
-	if obs.Sandbox != nil && obs.Sandbox.Exists {
-		st.Harness = observeHarness(cmd.Context(), s.Driver, rf, token, obs)
-	}
-	return g.print(st, func() error {
-		if err := printObservation(g.Stdout, rf, obs); err != nil {
+	err = g.print(st, func() error {
+		if err := printObservation(g.Stdout, rf, st.Observation); err != nil {
 			return err
 		}
 		printHarness(g.Stdout, st.Harness)
 		return nil
 	})
-}
-
-// sandboxStatus is Compute's observation plus the driver's view of the Harness endpoint.
-type sandboxStatus struct {
-	*compute.Observation
-	Harness *harnessObservation `json:"harness,omitempty"`
-}
-
-type harnessObservation struct {
-	*openshell.HarnessEndpoint
-	Status *openshell.HarnessStatus `json:"status,omitempty"`
-}
-
-// observeHarness asks the driver where the Harness is reached and, given the app-server token,
-// how it is doing. Failures become problems, like the rest of the observation.
-func observeHarness(ctx context.Context, d *openshell.Driver, rf *compute.RevisionFile, token string, obs *compute.Observation) *harnessObservation {
-	ns, err := compute.ResolveNamespace(rf.NamespaceID)
 	if err != nil {
-		obs.Problems = append(obs.Problems, fmt.Sprintf("Harness endpoint: %v", err))
-		return nil
+		return err
 	}
-	req, err := rf.Requirements()
-	if err != nil {
-		obs.Problems = append(obs.Problems, fmt.Sprintf("Harness endpoint: %v", err))
-		return nil
+	// A status that could not look everywhere is not a success: a script must not read an
+	// unknown part as absent.
+	if !st.Complete() {
+		return fmt.Errorf("status is incomplete for revision %s: %s could not be read (shown as unknown or as a Problem); fix the cause and run it again",
+			rf.RevisionID, countParts(len(st.Problems)))
 	}
-	ep, err := d.HarnessEndpoint(ctx, driver.HarnessContext{NamespaceContext: driver.NamespaceContext{Namespace: ns}, Revision: rf.Revision(), Requirements: req})
-	if err != nil {
-		obs.Problems = append(obs.Problems, fmt.Sprintf("Harness endpoint: %v", err))
-		return nil
-	}
-	h := &harnessObservation{HarnessEndpoint: ep}
-	if token != "" && !ep.Outbound {
-		if h.Status, err = d.HarnessStatus(ctx, ep, token); err != nil {
-			obs.Problems = append(obs.Problems, fmt.Sprintf("Harness status: %v", err))
-		}
-	}
-	return h
+	return nil
 }
 
-func printHarness(w io.Writer, h *harnessObservation) {
+func countParts(n int) string {
+	if n == 1 {
+		return "1 part"
+	}
+	return fmt.Sprintf("%d parts", n)
+}
+
+func printHarness(w io.Writer, h *sandbox.HarnessObservation) {
 	switch {
 	case h == nil:
 		return
@@ -132,18 +114,27 @@ func printHarness(w io.Writer, h *harnessObservation) {
 
 func printObservation(w io.Writer, rf *compute.RevisionFile, o *compute.Observation) error {
 	ns := o.Namespace
-	state := "absent"
-	if ns.Exists {
+	var state string
+	switch ns.State {
+	case compute.Present:
 		state = ns.Phase
 		if !ns.Owned {
 			state += ", NOT owned by this OCC Namespace"
 		}
+	case compute.Unknown:
+		state = "unknown (" + ns.Cause + ")"
+	default:
+		state = "absent"
 	}
+	shown := map[string]bool{ns.Cause: true, o.PodsCause: true}
 	fmt.Fprintf(w, "Revision    %s (Agent %s, Harness %s/%s)\n", rf.RevisionID, rf.AgentID, rf.Harness.ID, rf.Harness.Mode)
 	fmt.Fprintf(w, "Namespace   %s (OCC Namespace %s): %s\n", ns.Name, ns.ID, state)
 	switch sb := o.Sandbox; {
 	case sb == nil:
-	case !sb.Exists:
+	case sb.State == compute.Unknown:
+		shown[sb.Cause] = true
+		fmt.Fprintf(w, "Sandbox     %s: unknown (%s)\n", sb.Name, sb.Cause)
+	case sb.State != compute.Present:
 		fmt.Fprintf(w, "Sandbox     %s: absent\n", sb.Name)
 	default:
 		fmt.Fprintf(w, "Sandbox     %s: %s", sb.Name, sb.Phase)
@@ -152,7 +143,10 @@ func printObservation(w io.Writer, rf *compute.RevisionFile, o *compute.Observat
 		}
 		fmt.Fprintln(w)
 	}
-	if len(o.Pods) == 0 {
+	switch {
+	case o.Pods == nil:
+		fmt.Fprintf(w, "Harness Pod unknown (%s)\n", o.PodsCause)
+	case len(o.Pods) == 0:
 		fmt.Fprintf(w, "Harness Pod none\n")
 	}
 	for _, p := range o.Pods {
@@ -165,8 +159,11 @@ func printObservation(w io.Writer, rf *compute.RevisionFile, o *compute.Observat
 		}
 		fmt.Fprintln(w, line)
 	}
+	// Causes already printed beside the part they concern are not repeated.
 	for _, p := range o.Problems {
-		fmt.Fprintf(w, "Problem     %s\n", p)
+		if !shown[p] {
+			fmt.Fprintf(w, "Problem     %s\n", p)
+		}
 	}
 	return nil
 }

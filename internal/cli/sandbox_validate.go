@@ -22,6 +22,11 @@ apply every OpenShell SandboxDriver rule. A valid file prints a one-line summary
 an invalid one lists every problem with its YAML path and exits 1. With -o json or -o yaml the
 problems are printed as a list of {path, value, message} ([] when the file is valid).
 Use - to read the Installation from standard input.`,
+		Example: `  # Check a file
+  occ sandbox validate installation.yaml
+
+  # Check what another tool prints, and list the problems as JSON
+  cat installation.yaml | occ sandbox validate - -o json`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runSandboxValidate(g, args[0])

@@ -43,15 +43,25 @@ func currentVersion() VersionInfo {
 	return info
 }
 
+// line is the one-line form `occ version` and `occ --version` print.
+func (v VersionInfo) line() string {
+	return fmt.Sprintf("occ %s (commit %s, %s, %s)", v.Version, v.Commit, v.GoVersion, v.Platform)
+}
+
 func newVersionCommand(g *Globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the occ version, commit and Go version",
-		Args:  exactArgs(0),
+		Example: `  # One line, as occ --version prints it
+  occ version
+
+  # For a script or a bug report
+  occ version -o json`,
+		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			info := currentVersion()
 			return g.print(info, func() error {
-				_, err := fmt.Fprintf(g.Stdout, "occ %s (commit %s, %s, %s)\n", info.Version, info.Commit, info.GoVersion, info.Platform)
+				_, err := fmt.Fprintln(g.Stdout, info.line())
 				return err
 			})
 		},
@@ -60,9 +70,19 @@ func newVersionCommand(g *Globals) *cobra.Command {
 
 func newCompletionCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:       "completion bash|zsh|fish",
-		Short:     "Print a shell completion script",
-		Long:      "Print a shell completion script. For example: source <(occ completion bash)",
+		Use:   "completion bash|zsh|fish",
+		Short: "Print a shell completion script",
+		Long: `Print a shell completion script for bash, zsh or fish. Besides commands and flags it
+completes flag values: -o/--output (table, json, yaml) and --context (the contexts of the
+kubeconfig that --kubeconfig or $KUBECONFIG names).`,
+		Example: `  # Load completion into the current bash session
+  source <(occ completion bash)
+
+  # Install it for zsh (a directory on $fpath)
+  occ completion zsh > "${fpath[1]}/_occ"
+
+  # Install it for fish
+  occ completion fish > ~/.config/fish/completions/occ.fish`,
 		ValidArgs: []string{"bash", "zsh", "fish"},
 		Args:      exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -96,9 +96,6 @@ func TestStaticProviderProblem(t *testing.T) {
 // gateway emulator); each should switch to the constant named in the report, then leave this
 // list.
 var copiesPendingElsewhere = map[string]bool{
-	"internal/occdev/platform/platform.go":             true,
-	"internal/occdev/platform/manifests.go":            true,
-	"internal/occdev/platform/installation.go":         true,
 	"internal/occdev/controlplane/namespace.go":        true,
 	"internal/occdev/controlplane/kubernetes/names.go": true,
 	"internal/testbed/ocestandin/worker.go":            true,

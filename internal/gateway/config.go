@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/openclaw/occ/internal/contract"
 )
 
 // InsecureTransportNetworkPolicy is the only accepted value of Config.InsecureTransport. It
@@ -123,7 +125,7 @@ func (c Config) resolve() (endpoint, error) {
 		return endpoint{}, &ConfigError{Key: "bearerTokenFile", Value: c.BearerTokenFile,
 			Rule: `must be omitted with insecureTransport "network-policy", which is unauthenticated access; remove one of the two`}
 	case !insecure && !ep.tls:
-		return endpoint{}, &ConfigError{Key: "endpoint", Value: c.Endpoint,
+		return endpoint{}, &ConfigError{Key: "endpoint", Value: contract.RedactUserinfo(c.Endpoint),
 			Rule: `is plaintext; use an https:// endpoint or rootCertificatePath, or declare insecureTransport "network-policy"`}
 	case !insecure && c.BearerTokenFile == "":
 		return endpoint{}, &ConfigError{Key: "bearerTokenFile",
@@ -136,8 +138,10 @@ func (c Config) resolve() (endpoint, error) {
 // the operator declared insecure transport and gave no root certificate: plaintext is never a
 // silent default.
 func parseEndpoint(raw, rootCertificatePath, insecureTransport string) (endpoint, error) {
+	// The value is echoed with any user info redacted: an endpoint refused for carrying
+	// credentials must not print them back.
 	bad := func(rule string) (endpoint, error) {
-		return endpoint{}, &ConfigError{Key: "endpoint", Value: raw, Rule: rule}
+		return endpoint{}, &ConfigError{Key: "endpoint", Value: contract.RedactUserinfo(raw), Rule: rule}
 	}
 	if raw == "" {
 		return bad("is required: an http:// or https:// origin, or host:port")
@@ -146,7 +150,8 @@ func parseEndpoint(raw, rootCertificatePath, insecureTransport string) (endpoint
 	if strings.Contains(raw, "://") {
 		u, err := url.Parse(raw)
 		if err != nil {
-			return bad("is not a URL: " + err.Error())
+			// url.Error repeats the input, user info included: name the rule only.
+			return bad("is not a valid URL: write scheme://host:port")
 		}
 		switch u.Scheme {
 		case "https":

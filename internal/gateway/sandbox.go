@@ -30,6 +30,11 @@ type CreateSandboxRequest struct {
 	// RevisionUUID seeds the request_ids (CreateSandboxRequestIDs); CreateSandbox needs it,
 	// CreateSandboxOnce ignores it.
 	RevisionUUID string
+	// KnownAbsent tells CreateSandbox that the caller has just read the sandbox as absent
+	// (GetSandbox NOT_FOUND), so its own first GetSandbox is skipped; a sandbox created in
+	// between is still found through ALREADY_EXISTS and the re-read. CreateSandboxOnce
+	// ignores it.
+	KnownAbsent bool
 }
 
 // CreateSandboxResult is the sandbox CreateSandbox ended with.
@@ -150,8 +155,9 @@ func checkCreateSandbox(req CreateSandboxRequest) error {
 
 // CreateSandbox makes sure the sandbox exists, creating it at most once per revision:
 //
-//  1. GetSandbox first: an existing sandbox is returned with Created=false and never
-//     re-created (re-sending would hit the replay checks with a possibly changed spec).
+//  1. GetSandbox first (unless the caller just did, KnownAbsent): an existing sandbox is
+//     returned with Created=false and never re-created (re-sending would hit the replay
+//     checks with a possibly changed spec).
 //  2. CreateSandbox with request_id = the revision UUID, then the derived ids of
 //     CreateSandboxRequestIDs. A replay refusal means that id started no work, but its earlier
 //     attempt may still create the sandbox, so the next id is tried only after GetSandbox
@@ -169,12 +175,14 @@ func (c *Client) CreateSandbox(ctx context.Context, req CreateSandboxRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	existing, err := c.getSandboxIfExists(ctx, req.Workspace, req.Name)
-	if err != nil {
-		return nil, err
-	}
-	if existing != nil {
-		return &CreateSandboxResult{Sandbox: existing}, nil
+	if !req.KnownAbsent {
+		existing, err := c.getSandboxIfExists(ctx, req.Workspace, req.Name)
+		if err != nil {
+			return nil, err
+		}
+		if existing != nil {
+			return &CreateSandboxResult{Sandbox: existing}, nil
+		}
 	}
 	var refusal *Error
 	for _, id := range ids {

@@ -106,8 +106,9 @@ type Sandbox struct {
 // SandboxCondition is one condition of a Sandbox's status.
 type SandboxCondition struct {
 	Type, Status, Reason, Message string
-	// LastTransitionTime is the raw string of field 5, which may be absent (WIRE §5.3).
-	LastTransitionTime string
+	// TransitionTime is when the condition last changed (transition_time, field 105); zero
+	// when the gateway did not say.
+	TransitionTime time.Time
 }
 
 // ServiceExposure asks CreateSandbox to register an HTTP service that routes to a loopback

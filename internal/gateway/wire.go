@@ -119,7 +119,7 @@ func sandboxFromWire(s *openshellv1.Sandbox) *Sandbox {
 	for _, c := range st.GetConditions() {
 		out.Conditions = append(out.Conditions, SandboxCondition{
 			Type: c.GetType(), Status: c.GetStatus(), Reason: c.GetReason(), Message: c.GetMessage(),
-			LastTransitionTime: c.GetLastTransitionTime(),
+			TransitionTime: timeOf(c.GetTransitionTime()),
 		})
 	}
 	return out

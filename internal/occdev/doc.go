@@ -7,7 +7,10 @@
 //
 //	occdev/            the flow: Step, runner, rollback, Plan, Up, Down, GetStatus, PlanUp
 //	occdev/cluster/    layer 1: the cluster Provider interface (Request in, Access out);
-//	                   cluster/existing is a kubeconfig context the user already has
+//	                   cluster/k3d is the disposable k3d cluster (the default),
+//	                   cluster/existing a kubeconfig context the user already has
+//	occdev/docker/     the Docker engine: located like the docker CLI, pinned, recorded
+//	occdev/images/     pinned images pulled by digest, imported, verified in the node
 //	occdev/platform/   layer 2: the sandbox platform's manifests, the Gateway chart install,
 //	                   the readiness waits, the Gateway Health check, the Installation writer
 //	occdev/kubeobj/    recorded Kubernetes objects: ensure, adopt on exact ownership, remove
@@ -25,9 +28,16 @@
 // shared run. A group made with concurrently(name, lane(...), lane(...)) runs its lanes side by
 // side; the first lane to fail cancels the others and the group returns only once all have
 // stopped, so the rollback never races a step that is still creating something. Lanes must be
-// independent and write disjoint fields of run. A profile (k3d, Compose, Kubernetes-only) plugs
-// in by choosing its steps in upSteps, or by a function per profile returning its list; the
-// runner, rollback and dry run need no change.
+// independent and write disjoint fields of run; a lane may hold a group of its own (the k3d
+// cluster is created while the OpenShell images are pulled, beside the artifacts lane).
+//
+// The cluster lane depends on the provider (clusterLane): an existing cluster is connected to;
+// for k3d the pinned node and tools images are made present, the cluster created while the
+// OpenShell images are pulled, and the images checked, imported and verified in the node. A
+// control plane (Compose, Kubernetes-only) adds its layer-3 steps as a profile, in its own file
+// (profile.go, steps_compose.go, steps_kubernetes.go): steps before the cluster, what its k3d
+// cluster needs, and its own steps after the platform. The runner, rollback and dry run need no
+// change.
 //
 // # Progress
 //

@@ -52,7 +52,7 @@ func Down(ctx context.Context, opts DownOptions) (*DownResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, cerr := cleanup(ctx, d, log)
+	res, cerr := cleanup(ctx, d, log, func(state.Object) bool { return false })
 	if cerr == nil {
 		cerr = d.Remove()
 	}

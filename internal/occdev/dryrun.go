@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/progress"
 )
@@ -30,6 +31,8 @@ type DryRun struct {
 	// Problems are what `up` would stop at before creating anything (a missing kubeconfig or
 	// context); a dry run with problems fails after printing them. Never null.
 	Problems []string `json:"problems"`
+	// ControlPlane says what of the profile's control plane `up` does not start yet.
+	ControlPlane string `json:"controlPlane,omitempty"`
 }
 
 // Count is the number of steps that do work (group steps count as their lanes' steps).
@@ -57,9 +60,18 @@ func PlanUp(opts UpOptions) (*DryRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	dr := &DryRun{Plan: p, Steps: planSteps(p, upSteps(p)), Problems: []string{}}
+	dr := &DryRun{Plan: p, Steps: planSteps(p, upSteps(p)), Problems: []string{}, ControlPlane: p.profile.pending}
 	if err := p.provider.Check(clusterRequest(p, nil, nil, progress.Reporter{})); err != nil {
 		dr.Problems = append(dr.Problems, err.Error())
+	}
+	// A Docker engine that is not running is told now, with what to start; only its socket is
+	// looked at (the engine itself is asked by `up`'s preflight).
+	if p.Engine != "" {
+		if ep, err := docker.ParseEndpoint(p.Engine, p.EngineSource); err != nil {
+			dr.Problems = append(dr.Problems, err.Error())
+		} else if err := docker.CheckSocket(ep, p.EngineSource); err != nil {
+			dr.Problems = append(dr.Problems, err.Error())
+		}
 	}
 	// `up` refuses a directory that already records an environment; say so now.
 	if st, err := state.Read(p.StateDir); err == nil {

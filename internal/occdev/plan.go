@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,6 +19,8 @@ import (
 	"github.com/openclaw/occ/internal/occdev/artifacts"
 	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/cluster/existing"
+	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
+	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/option"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/platform"
@@ -43,14 +46,21 @@ const (
 	maxStartupTimeout     = 86400 * time.Second
 )
 
-// ProviderExisting is the default provider: the current kubeconfig context (or --context).
-const ProviderExisting = existing.Name
+// The cluster providers: occ's own k3d cluster (the default of both profiles) or a kubeconfig
+// context the user already has.
+const (
+	ProviderK3d      = k3d.Name
+	ProviderExisting = existing.Name
+	defaultProvider  = ProviderK3d
+)
 
-// providers lists the cluster providers by --cluster-provider value. Adding a provider is one
-// line here; the provider itself lives in its own package under cluster/.
-func providers() map[string]cluster.Provider {
-	return map[string]cluster.Provider{
-		existing.Name: existing.Provider{},
+// providers lists the cluster providers by --cluster-provider value, each built from the
+// resolved plan. Adding a provider is one line here; the provider itself lives in its own
+// package under cluster/.
+func providers() map[string]func(*Plan) cluster.Provider {
+	return map[string]func(*Plan) cluster.Provider{
+		existing.Name: func(*Plan) cluster.Provider { return existing.Provider{} },
+		k3d.Name:      newK3dProvider,
 	}
 }
 
@@ -73,11 +83,27 @@ func SupportedControlPlanes() []string {
 type UpOptions struct {
 	// StateDir is the private state directory (--state-dir, OCC_DEVELOPMENT_STATE_DIRECTORY).
 	StateDir string
-	// ClusterProvider selects the cluster (--cluster-provider); default existing.
+	// ClusterProvider selects the cluster (--cluster-provider, OCC_DEVELOPMENT_CLUSTER_PROVIDER);
+	// default k3d.
 	ClusterProvider string
-	// Kubeconfig and Context select the existing cluster (--kubeconfig, --context).
+	// Kubeconfig and Context select the existing cluster (--kubeconfig, --context); the k3d
+	// provider refuses them (occ writes the kubeconfig of its own cluster into the state).
 	Kubeconfig string
 	Context    string
+	// ClusterName names the k3d cluster (--cluster-name, OCC_DEVELOPMENT_KUBERNETES_CLUSTER);
+	// empty picks occ-dev-<10 random characters>.
+	ClusterName string
+	// APIPort is the k3d cluster's Kubernetes API port on 127.0.0.1 (--api-port,
+	// OCC_DEVELOPMENT_KUBERNETES_API_PORT); 0 lets occ choose a free port when it creates the
+	// cluster.
+	APIPort int
+	// DiskThresholdPercent is the kubelet's disk eviction threshold of the k3d node
+	// (--disk-threshold-percent, OCC_DEVELOPMENT_KUBERNETES_DISK_THRESHOLD_PERCENT), 1..20;
+	// 0 selects 5.
+	DiskThresholdPercent int
+	// Docker says where to look for the Docker engine of the k3d provider; the zero value reads
+	// DOCKER_HOST, DOCKER_CONTEXT and the docker CLI configuration as the docker CLI does.
+	Docker docker.LocateOptions
 	// ControlPlane is compose (default) or kubernetes (--control-plane, OCC_DEVELOPMENT_CONTROL_PLANE).
 	ControlPlane ControlPlane
 	// Namespace is the platform namespace for the Gateway (-n/--namespace,
@@ -110,6 +136,9 @@ type UpOptions struct {
 	// AfterStep is a test seam: called after each successful step (from the goroutine of the
 	// step's lane), an error fails `up` there.
 	AfterStep func(name string) error
+	// Sequential, a benchmark seam, runs the lanes of every group one after another instead of
+	// side by side, to measure what the overlap saves.
+	Sequential bool
 }
 
 // Plan is UpOptions resolved and validated: every name `up` will use is decided here, and every
@@ -131,9 +160,26 @@ type Plan struct {
 	CacheDir        string             `json:"cacheDirectory"`
 	GatewayEndpoint string             `json:"gatewayHealthEndpoint,omitempty"`
 	StartupTimeout  time.Duration      `json:"-"`
+	// ClusterName, APIPort (0: a free port chosen at creation) and DiskThresholdPercent are the
+	// k3d cluster's; Engine is the located Docker engine (unix:///…) and EngineSource the rule
+	// that chose it (DOCKER_HOST, a docker context, the default socket).
+	ClusterName          string `json:"clusterName,omitempty"`
+	APIPort              int    `json:"apiPort,omitempty"`
+	DiskThresholdPercent int    `json:"diskThresholdPercent,omitempty"`
+	Engine               string `json:"dockerEngine,omitempty"`
+	EngineSource         string `json:"dockerEngineSource,omitempty"`
+	// PullPolicy is the Gateway chart's image pull policy: Never where occ imported the
+	// verified images itself (k3d), IfNotPresent on a cluster that pulls them by digest.
+	PullPolicy corev1.PullPolicy `json:"imagePullPolicy"`
+	// Images are the pinned images `up` uses, by role, as digest references.
+	Images map[string]string `json:"images"`
 
 	provider cluster.Provider
-	pins     *pins.Set
+	// k3d is the provider when it is k3d's (the image import needs its importer).
+	k3d     *k3d.ClusterProvider
+	k3dLog  *lazyLog
+	profile profile
+	pins    *pins.Set
 }
 
 // planJSON is Plan as documents show it: the startup timeout as a duration ("10m0s"), not as
@@ -176,14 +222,14 @@ func resolvePlan(o UpOptions) (*Plan, error) {
 	}
 	name := o.ClusterProvider
 	if name == "" {
-		name = ProviderExisting
+		name = defaultProvider
 	}
-	prov, ok := providers()[name]
+	newProvider, ok := providers()[name]
 	if !ok {
 		return nil, &OptionError{Option: "--cluster-provider (OCC_DEVELOPMENT_CLUSTER_PROVIDER)", Value: name,
 			Rule: "is not a supported cluster provider", Fix: "use one of: " + strings.Join(SupportedProviders(), ", ")}
 	}
-	p.provider, p.ClusterProvider = prov, name
+	p.ClusterProvider = name
 
 	switch o.ControlPlane {
 	case "", ControlPlaneCompose:
@@ -231,13 +277,77 @@ func resolvePlan(o UpOptions) (*Plan, error) {
 		return nil, err
 	}
 	p.Pins = p.pins.Source
+	p.Images = map[string]string{}
+	for _, img := range p.images() {
+		p.Images[img.role] = img.pin(p.pins).DigestReference()
+	}
 	if o.ArchiveFile != "" {
 		if err := checkRegularFile(o.ArchiveFile); err != nil {
 			return nil, &OptionError{Option: "--openshell-archive (OCC_DEVELOPMENT_OPENSHELL_ARCHIVE)", Value: o.ArchiveFile,
 				Rule: err.Error(), Fix: "name a local copy of the pinned archive, or leave it unset to download it"}
 		}
 	}
+	if err := resolveCluster(p, o); err != nil {
+		return nil, err
+	}
+	p.profile = profileOf(p)
+	p.provider = newProvider(p)
 	return p, nil
+}
+
+// resolveCluster checks the settings of the chosen provider and refuses those of the other: a
+// setting that would silently do nothing is a mistake the user wants to hear about.
+func resolveCluster(p *Plan, o UpOptions) error {
+	if p.ClusterProvider == ProviderExisting {
+		p.PullPolicy = corev1.PullIfNotPresent
+		for _, s := range []struct {
+			set  bool
+			name string
+			val  string
+		}{
+			{o.ClusterName != "", "--cluster-name (" + k3d.EnvClusterName + ")", o.ClusterName},
+			{o.APIPort != 0, "--api-port (" + k3d.EnvAPIPort + ")", strconv.Itoa(o.APIPort)},
+			{o.DiskThresholdPercent != 0, "--disk-threshold-percent (" + k3d.EnvDiskThresholdPercent + ")", strconv.Itoa(o.DiskThresholdPercent)},
+		} {
+			if s.set {
+				return &OptionError{Option: s.name, Value: s.val, Rule: "configures the k3d cluster occ creates, and --cluster-provider existing creates none",
+					Fix: "unset it, or use --cluster-provider k3d"}
+			}
+		}
+		return nil
+	}
+	p.PullPolicy = corev1.PullNever
+	for _, s := range []struct{ name, val string }{{"--kubeconfig", o.Kubeconfig}, {"--context", o.Context}} {
+		if s.val != "" {
+			return &OptionError{Option: s.name, Value: s.val, Rule: "selects an existing cluster, but --cluster-provider k3d creates its own (its kubeconfig is written into the state directory)",
+				Fix: "drop " + s.name + ", or use --cluster-provider existing to install into that cluster"}
+		}
+	}
+	var err error
+	if p.ClusterName, err = k3d.ResolveName(o.ClusterName); err != nil {
+		return err
+	}
+	if o.APIPort < 0 || o.APIPort > 65535 {
+		return &OptionError{Option: "--api-port (" + k3d.EnvAPIPort + ")", Value: strconv.Itoa(o.APIPort), Rule: "must be between 1 and 65535",
+			Fix: "choose a free port on 127.0.0.1, or leave it unset for a free one occ chooses"}
+	}
+	p.APIPort = o.APIPort
+	if o.DiskThresholdPercent < 0 || o.DiskThresholdPercent > 20 {
+		return &OptionError{Option: "--disk-threshold-percent (" + k3d.EnvDiskThresholdPercent + ")", Value: strconv.Itoa(o.DiskThresholdPercent), Rule: "must be between 1 and 20",
+			Fix: "leave it unset for 5"}
+	}
+	p.DiskThresholdPercent = o.DiskThresholdPercent
+	if p.DiskThresholdPercent == 0 {
+		p.DiskThresholdPercent = k3d.DefaultDiskThresholdPercent
+	}
+	// The engine is located (not contacted) now, so the dry run names it and the state can
+	// record it before anything is created.
+	loc, err := docker.Locate(o.Docker)
+	if err != nil {
+		return err
+	}
+	p.Engine, p.EngineSource = loc.Endpoint.String(), loc.Source
+	return nil
 }
 
 // resolvePins loads the pin file (or the embedded pins). A pin file that is missing or invalid

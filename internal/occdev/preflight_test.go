@@ -6,12 +6,14 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/occdevtest"
 	"github.com/openclaw/occ/internal/progress"
 )
@@ -50,6 +52,37 @@ func TestUnreachableClusterFailsBeforeAnyDownload(t *testing.T) {
 	}
 	if _, err := occdev.Down(context.Background(), occdev.DownOptions{StateDir: b.StateDir}); err != nil {
 		t.Fatalf("down: %v", err)
+	}
+}
+
+// A developer runs `occ dev up` (the k3d default) without starting Docker: the preflight says
+// no engine runs at the located socket and what to start, before any download and before the
+// state directory is claimed.
+func TestMissingDockerEngineFailsBeforeAnyDownload(t *testing.T) {
+	b := newBed(t)
+	pinFile, archiveDownloads := b.ServeArchive()
+	sock := filepath.Join(t.TempDir(), "docker.sock")
+	opts := b.Options()
+	opts.ClusterProvider, opts.Kubeconfig, opts.Namespace = occdev.ProviderK3d, "", ""
+	opts.PinFile, opts.ArchiveFile = pinFile, ""
+	opts.Docker = docker.LocateOptions{Getenv: func(k string) string {
+		if k == docker.EnvHost {
+			return "unix://" + sock
+		}
+		return ""
+	}, Home: t.TempDir()}
+	_, err := occdev.Up(context.Background(), opts)
+	if err == nil || !strings.Contains(err.Error(), "Check the settings and the Docker engine") ||
+		!strings.Contains(err.Error(), "no usable Docker engine at unix://"+sock+" (from DOCKER_HOST)") || !strings.Contains(err.Error(), "start Docker") {
+		t.Fatalf("up without Docker: %v; want the preflight to say which engine is missing and what to start", err)
+	}
+	if n := archiveDownloads.Get() + b.Downloads.Get(); n != 0 {
+		t.Errorf("%d download(s) before the engine was found missing", n)
+	}
+	for _, p := range []string{b.CacheDir, b.StateDir} {
+		if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s exists after a preflight failure", p)
+		}
 	}
 }
 

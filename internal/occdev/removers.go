@@ -5,56 +5,104 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 
+	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
+	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/helmrelease"
+	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
 // recorded holds the connections to what a state records, each made from the record alone (the
-// recorded cluster access and owner; later the recorded engine endpoint), never from the
-// environment `down` runs in. They are made lazily, on the first record that needs one, and
-// shared by every record and by status.
+// recorded cluster access and owner, the recorded engine endpoint), never from the environment
+// `down` runs in. They are made lazily, on the first record that needs one, and shared by every
+// record and by status.
 type recorded struct {
 	st   state.State
 	kube func(context.Context) (*kubeobj.Conn, error)
+
+	engine func(context.Context) (*docker.Engine, error)
+	used   atomic.Bool
 }
 
 func connectRecorded(st state.State) *recorded {
-	return &recorded{st: st, kube: kubeobj.Recorded(st.Cluster, st.Owner())}
+	return &recorded{st: st, kube: kubeobj.Recorded(st.Cluster, st.Owner()), engine: docker.Recorded(st.Engine)}
+}
+
+// docker connects to the recorded engine on first use.
+func (r *recorded) docker(ctx context.Context) (*docker.Engine, error) {
+	r.used.Store(true)
+	return r.engine(ctx)
+}
+
+// close releases the engine connection, if one was made.
+func (r *recorded) close() {
+	if !r.used.Load() {
+		return
+	}
+	if eng, err := r.engine(context.Background()); err == nil {
+		_ = eng.Close()
+	}
 }
 
 // removers is the registry `down`, rollback and `status` use: one Remover per recorded type.
-// Registering a new type is one line here plus its Remover in the layer that creates it, for
-// example
-//
-//	state.TypeK3dCluster: k3d.Remover(r.st.Cluster, r.docker),
+// Registering a new type is one line here plus its Remover in the layer that creates it.
 func (r *recorded) removers() state.Removers {
 	return state.Removers{
-		state.TypeKubernetes:  kubeobj.Remover(r.kube),
-		state.TypeHelmRelease: helmrelease.Remover(r.kube),
+		state.TypeKubernetes:   kubeobj.Remover(r.kube),
+		state.TypeHelmRelease:  helmrelease.Remover(r.kube),
+		state.TypeK3dCluster:   k3d.Remover(r.st.Cluster, r.docker),
+		state.TypeDockerImage:  images.DockerImageRemover(r.docker),
+		state.TypeClusterImage: images.ClusterImageRemover(r.st.Cluster, r.docker),
 	}
+}
+
+// insideCluster are the record types that live inside the cluster's API and go with a cluster
+// occ created. (Cluster images also leave a staging tag in the engine, so their remover still
+// runs.)
+func insideCluster(t state.Type) bool {
+	return t == state.TypeKubernetes || t == state.TypeHelmRelease
 }
 
 // cleanup removes the recorded objects in reverse creation order through the registry and
 // forgets each once it is gone, so a partial cleanup leaves a record of exactly what remains.
 // Failures are collected (each distinct cause once: an unreachable cluster fails every object
-// the same way) and cleanup continues with the next object. It returns what it forgot.
-func cleanup(ctx context.Context, d *state.Dir, log io.Writer) (*DownResult, error) {
+// the same way) and cleanup continues with the next object. Records keep selects leave the
+// registry untouched and stay recorded. It returns what it forgot.
+//
+// A k3d cluster this state created is removed first, and the Kubernetes objects and Helm releases
+// recorded in it are forgotten with it: deleting the cluster (after its remover has checked it is
+// the recorded one) removes them, and they cannot be reached one by one once it is gone. When the
+// name now belongs to another cluster (left alone), the recorded cluster is gone and so is what
+// was inside it; the other cluster is never contacted about them. When the cluster cannot be
+// removed, they stay recorded with it for the next `down`.
+func cleanup(ctx context.Context, d *state.Dir, log io.Writer, keep func(state.Object) bool) (*DownResult, error) {
 	st := d.State()
 	res := &DownResult{StateDirectory: d.Path(), Removed: []string{}, LeftAlone: []string{}}
-	reg := connectRecorded(st).removers()
+	rec := connectRecorded(st)
+	defer rec.close()
+	reg := rec.removers()
 	var errs []error
 	seen := map[string]bool{}
-	for i := len(st.Objects) - 1; i >= 0; i-- {
-		o := st.Objects[i]
+	fail := func(err error) {
+		if !seen[err.Error()] {
+			seen[err.Error()] = true
+			errs = append(errs, err)
+		}
+	}
+	forget := func(o state.Object) {
+		if err := d.Forget(o); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	// remove hands o to its remover; it reports whether o is gone (or left alone) now.
+	remove := func(o state.Object) (state.Outcome, bool) {
 		rm, err := reg.Remove(ctx, o)
 		if err != nil {
-			if !seen[err.Error()] {
-				seen[err.Error()] = true
-				errs = append(errs, err)
-			}
-			continue
+			fail(err)
+			return "", false
 		}
 		switch rm.Outcome {
 		case state.LeftAlone:
@@ -67,8 +115,39 @@ func cleanup(ctx context.Context, d *state.Dir, log io.Writer) (*DownResult, err
 			fmt.Fprintf(log, "removed %s\n", o)
 			res.Removed = append(res.Removed, o.String())
 		}
-		if err := d.Forget(o); err != nil {
-			errs = append(errs, err)
+		forget(o)
+		return rm.Outcome, true
+	}
+
+	handled := make([]bool, len(st.Objects))
+	for i, o := range st.Objects {
+		if o.Type != state.TypeK3dCluster || keep(o) {
+			continue
+		}
+		handled[i] = true
+		outcome, gone := remove(o)
+		for j, in := range st.Objects {
+			if !insideCluster(in.Type) {
+				continue
+			}
+			handled[j] = true
+			switch {
+			case !gone:
+				// Kept with the cluster's record: the next `down` removes it with them.
+			case outcome == state.LeftAlone:
+				fmt.Fprintf(log, "%s went with the recorded k3d cluster %s, which no longer exists\n", in, o.Name)
+				res.Removed = append(res.Removed, in.String())
+				forget(in)
+			default:
+				fmt.Fprintf(log, "removed %s with k3d cluster %s\n", in, o.Name)
+				res.Removed = append(res.Removed, in.String())
+				forget(in)
+			}
+		}
+	}
+	for i := len(st.Objects) - 1; i >= 0; i-- {
+		if o := st.Objects[i]; !handled[i] && !keep(o) {
+			remove(o)
 		}
 	}
 	return res, errors.Join(errs...)

@@ -58,8 +58,8 @@ const preflightStep = "Check the settings and the cluster"
 func TestFailureAfterEachStepRollsBackCompletely(t *testing.T) {
 	dyn := dynamic.NewForConfigOrDie(testbed.Config(t))
 	names := stepNames(t, newBed(t).Options())
-	if len(names) != 18 {
-		t.Fatalf("up has %d steps and groups, want 18: %q", len(names), names)
+	if len(names) != 19 {
+		t.Fatalf("up has %d steps and groups, want 19: %q", len(names), names)
 	}
 	for i, step := range names {
 		t.Run(fmt.Sprintf("after step %d %s", i+1, step), func(t *testing.T) {

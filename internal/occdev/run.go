@@ -2,12 +2,18 @@ package occdev
 
 import (
 	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/openclaw/occ/internal/occdev/artifacts"
 	"github.com/openclaw/occ/internal/occdev/charts"
 	"github.com/openclaw/occ/internal/occdev/cluster"
+	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
 	"github.com/openclaw/occ/internal/occdev/platform"
 	"github.com/openclaw/occ/internal/occdev/state"
@@ -16,13 +22,16 @@ import (
 
 // run is what the steps of one `up` share: the plan, the claimed state, and what earlier steps
 // produced for later ones. Steps of concurrent lanes write disjoint fields (the artifacts lane
-// its own, the cluster lane its own); the steps after the group read them once every lane has
-// finished.
+// its own, the cluster lane its own, and inside the cluster lane the k3d and images lanes
+// theirs); the steps after a group read them once every lane has finished.
 type run struct {
 	plan  *Plan
 	opts  UpOptions
 	log   io.Writer
 	state *state.Dir
+
+	// Written by the preflight: the Docker engine (k3d only), reached at the located endpoint.
+	engine *docker.Engine
 
 	// Written by the artifacts lane.
 	archive            *artifacts.Verified
@@ -31,8 +40,16 @@ type run struct {
 	workspaceResources []unstructured.Unstructured
 	agentSandbox       []*unstructured.Unstructured
 
-	// Written by the cluster lane.
-	conn *kubeobj.Conn
+	// Written by the cluster lane: the pinned images as the engine holds them (by role, each
+	// slot by its own step), those imported into the node and verified there, and the
+	// connection.
+	local    [imageRoles]images.Local
+	imported []images.Imported
+	verified []images.Verified
+	conn     *kubeobj.Conn
+	// clusterFailed is set when the cluster's creation failed by itself (not cancelled), which
+	// keeps its record and the state directory for `down`.
+	clusterFailed atomic.Bool
 
 	// Written by the platform steps.
 	gateway          *platform.Gateway
@@ -40,10 +57,24 @@ type run struct {
 	installationPath string
 }
 
+// close releases what the run holds open outside the state.
+func (r *run) close() {
+	if r.engine != nil {
+		_ = r.engine.Close()
+	}
+	if r.plan.k3d != nil {
+		_ = r.plan.k3d.Close()
+	}
+	if r.plan.k3dLog != nil {
+		r.plan.k3dLog.close()
+	}
+}
+
 // Files of the state directory the cluster layer may write.
 const (
 	kubeconfigFile          = "kubeconfig"
-	containerKubeconfigFile = "kubeconfig.container"
+	containerKubeconfigFile = "container-kubeconfig"
+	k3dLogFile              = "k3d.log"
 )
 
 // clusterRequest is what the provider sees. Before the state is claimed (preflight, dry run)
@@ -53,12 +84,57 @@ func (r *run) clusterRequest(rep progress.Reporter) cluster.Request {
 }
 
 func clusterRequest(p *Plan, d *state.Dir, log io.Writer, rep progress.Reporter) cluster.Request {
-	req := cluster.Request{Kubeconfig: p.Kubeconfig, Context: p.Context, Pins: p.pins, Log: log, Progress: rep}
+	req := cluster.Request{
+		Name: p.ClusterName, Kubeconfig: p.Kubeconfig, Context: p.Context, Engine: p.Engine,
+		Pins: p.pins, Log: log, Progress: rep,
+	}
 	if d != nil {
 		req.KubeconfigFile = d.File(kubeconfigFile)
 		req.ContainerKubeconfigFile = d.File(containerKubeconfigFile)
 		req.Owner = d.State().Owner()
 		req.Recorder = d
+	} else if p.StateDir != "" {
+		// The dry run describes the files where `up` will write them.
+		req.KubeconfigFile = filepath.Join(p.StateDir, kubeconfigFile)
+		req.ContainerKubeconfigFile = filepath.Join(p.StateDir, containerKubeconfigFile)
 	}
 	return req
+}
+
+// lazyLog is k3d's log file in the state directory. k3d's logger is process-wide and is set when
+// the provider connects (before the state exists), so the file is opened on the first line, and
+// lines after the run closed it (or after a rollback removed the directory) are dropped.
+type lazyLog struct {
+	path string
+
+	mu     sync.Mutex
+	f      *os.File
+	closed bool
+}
+
+func (l *lazyLog) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return len(b), nil
+	}
+	if l.f == nil {
+		f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return len(b), nil // no state directory yet: k3d logs nothing that matters before it
+		}
+		l.f = f
+	}
+	_, _ = l.f.Write(b)
+	return len(b), nil
+}
+
+func (l *lazyLog) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	if l.f != nil {
+		_ = l.f.Close()
+		l.f = nil
+	}
 }

@@ -39,12 +39,46 @@ type Status struct {
 	Namespace       string         `json:"namespace,omitempty"`
 	GatewayEndpoint string         `json:"gatewayEndpoint,omitempty"`
 	Installation    string         `json:"installation,omitempty"`
+	// Engine is the recorded Docker engine endpoint, when the state has one.
+	Engine string `json:"engine,omitempty"`
+	// ClusterState is, for a cluster occ created (k3d), whether it exists and is the recorded
+	// one: exists, missing, not ours (the name belongs to another cluster now) or unknown (with
+	// the cause in ClusterDetail). Empty for a cluster occ only used.
+	ClusterState  string `json:"clusterState,omitempty"`
+	ClusterDetail string `json:"clusterDetail,omitempty"`
+	// Images are the images imported into the cluster, compared with what the node holds.
+	Images []ImageStatus `json:"images"`
 	// Reachable says whether the recorded cluster answered as the recorded cluster; Problem
 	// says why not.
 	Reachable bool           `json:"reachable"`
 	Problem   string         `json:"problem,omitempty"`
 	Objects   []ObjectStatus `json:"objects"`
 }
+
+// ImageStatus is one image imported into the cluster: whether the node still holds it under its
+// pinned digest reference with the config digest recorded at import.
+type ImageStatus struct {
+	Reference string `json:"reference"`
+	// State is "digest matches", "digest differs", "missing" or "unknown".
+	State  string `json:"state"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// The cluster states `occ dev status` reports for a cluster occ created.
+const (
+	ClusterExists  = "exists"
+	ClusterMissing = "missing"
+	ClusterNotOurs = "not ours"
+	ClusterUnknown = "unknown"
+)
+
+// The image states.
+const (
+	ImageDigestMatches = "digest matches"
+	ImageDigestDiffers = "digest differs"
+	ImageMissing       = "missing"
+	ImageUnknown       = "unknown"
+)
 
 // Unknown counts the objects whose state could not be found out.
 func (s *Status) Unknown() int {
@@ -68,7 +102,7 @@ func GetStatus(ctx context.Context, opts StatusOptions) (*Status, error) {
 	}
 	st, err := state.Read(dir)
 	if errors.Is(err, state.ErrNotExist) {
-		return &Status{StateDirectory: dir, Note: "no development state at " + dir + ": nothing is up (occ dev up creates it)", Objects: []ObjectStatus{}}, nil
+		return &Status{StateDirectory: dir, Note: "no development state at " + dir + ": nothing is up (occ dev up creates it)", Objects: []ObjectStatus{}, Images: []ImageStatus{}}, nil
 	}
 	if err != nil {
 		return nil, err
@@ -76,9 +110,13 @@ func GetStatus(ctx context.Context, opts StatusOptions) (*Status, error) {
 	cl := st.Cluster
 	out := &Status{
 		StateDirectory: dir, Recorded: true, Profile: st.Profile, Cluster: &cl, Namespace: st.PlatformNamespace,
-		GatewayEndpoint: st.GatewayEndpoint, Installation: st.InstallationPath, Objects: []ObjectStatus{},
+		GatewayEndpoint: st.GatewayEndpoint, Installation: st.InstallationPath, Objects: []ObjectStatus{}, Images: []ImageStatus{},
+	}
+	if st.Engine != nil {
+		out.Engine = st.Engine.Endpoint
 	}
 	rec := connectRecorded(st)
+	defer rec.close()
 	if st.Cluster.Kubeconfig == "" {
 		out.Problem = "no cluster recorded yet: occ dev up stopped before connecting to one"
 	} else if _, err := rec.kube(ctx); err != nil {
@@ -93,6 +131,36 @@ func GetStatus(ctx context.Context, opts StatusOptions) (*Status, error) {
 			Type: o.Type, Kind: o.Kind, APIVersion: o.APIVersion, Namespace: o.Namespace, Name: o.Name, Digest: o.Digest,
 			State: in.State, Detail: in.Detail,
 		})
+		switch o.Type {
+		case state.TypeK3dCluster:
+			out.ClusterState, out.ClusterDetail = clusterState(in), in.Detail
+		case state.TypeClusterImage:
+			out.Images = append(out.Images, ImageStatus{Reference: o.Name + "@" + o.Digest, State: imageState(in), Detail: in.Detail})
+		}
 	}
 	return out, nil
+}
+
+func clusterState(in state.Inspection) string {
+	switch in.State {
+	case state.Present:
+		return ClusterExists
+	case state.Missing:
+		return ClusterMissing
+	case state.Changed:
+		return ClusterNotOurs
+	}
+	return ClusterUnknown
+}
+
+func imageState(in state.Inspection) string {
+	switch in.State {
+	case state.Present:
+		return ImageDigestMatches
+	case state.Changed:
+		return ImageDigestDiffers
+	case state.Missing:
+		return ImageMissing
+	}
+	return ImageUnknown
 }

@@ -63,6 +63,8 @@ type runner struct {
 	// the run there, so tests can prove that a failure after any step is rolled back
 	// completely. It is called from the lanes' goroutines.
 	afterStep func(name string) error
+	// sequential, a benchmark seam, runs the lanes of a group one after another.
+	sequential bool
 }
 
 // run runs steps in order, in lane (empty outside a group), and stops at the first failure.
@@ -100,6 +102,14 @@ func (x *runner) run(ctx context.Context, r *run, steps []Step, lane string) err
 // rollback starts. The result names the failure that stopped the group, with any other lane's
 // own failure; the cancellations it caused are consequences, not causes, and are left out.
 func (x *runner) group(ctx context.Context, r *run, lanes []Lane) error {
+	if x.sequential {
+		for _, l := range lanes {
+			if err := x.run(ctx, r, l.Steps, l.Name); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	gctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (

@@ -2,12 +2,36 @@ package occdev
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"path/filepath"
 
+	"github.com/openclaw/occ/internal/occdev/cluster"
+	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/progress"
 )
+
+// newK3dProvider is the k3d provider of the plan: the API port (0: a free one, chosen at
+// creation), the kubelet's disk threshold, k3d's timeout (the startup timeout, as the
+// reference passes it to k3d), the sandbox RuntimeClass exempt from PodSecurity admission, and
+// what the profile adds (a network to join, ports to publish).
+func newK3dProvider(p *Plan) cluster.Provider {
+	p.k3dLog = &lazyLog{path: filepath.Join(p.StateDir, k3dLogFile)}
+	s := k3d.Settings{
+		APIPort:                         p.APIPort,
+		PodSecurityExemptRuntimeClasses: []string{RuntimeClassName},
+		DiskThresholdPercent:            p.DiskThresholdPercent,
+		Timeout:                         p.StartupTimeout,
+		Log:                             p.k3dLog,
+	}
+	if p.profile.k3d != nil {
+		p.profile.k3d(&s)
+	}
+	p.k3d = &k3d.ClusterProvider{Settings: s}
+	return p.k3d
+}
 
 func describeCluster(p *Plan) Description {
 	d := p.provider.Describe(clusterRequest(p, nil, nil, progress.Reporter{}))
@@ -17,11 +41,22 @@ func describeCluster(p *Plan) Description {
 	return Description{Creates: d.Creates, Note: d.Note}
 }
 
-// connectCluster lets the provider make the cluster available, then records how to reach it
-// and which cluster it is (the kube-system uid), before anything is created inside it.
+// k3dRecord is the record the k3d provider makes of the plan's cluster (its name is what
+// identifies the record).
+func k3dRecord(p *Plan) state.Object {
+	return state.Object{Type: state.TypeK3dCluster, Name: p.ClusterName}
+}
+
+// connectCluster lets the provider make the cluster available (the k3d provider creates it,
+// recorded before k3d makes anything), then records how to reach it and which cluster it is
+// (the kube-system uid), before anything is created inside it. A k3d creation that failed by
+// itself, rather than being cancelled, is remembered: the rollback keeps its record for `down`.
 func connectCluster(ctx context.Context, r *run, rep progress.Reporter) error {
 	access, err := r.plan.provider.Ensure(ctx, r.clusterRequest(rep))
 	if err != nil {
+		if r.plan.k3d != nil && ctx.Err() == nil && !errors.Is(err, context.Canceled) && r.state.State().Has(k3dRecord(r.plan)) {
+			r.clusterFailed.Store(true)
+		}
 		return err
 	}
 	owner := r.state.State().Owner()

@@ -5,21 +5,44 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/progress"
 )
 
 func describePreflight(p *Plan) Description {
+	if p.k3d != nil {
+		return note("nothing created; checks that the Docker engine at " + p.Engine + " (from " + p.EngineSource + ") answers, that no k3d cluster " + p.ClusterName + " exists and a chosen API port is free, before anything is downloaded")
+	}
 	return note("nothing created; checks that the kubeconfig, its context and the cluster answer, before anything is downloaded")
 }
 
-// preflight makes the provider's cheap live checks before anything slow or anything that
-// leaves a trace: an unreachable cluster fails here, not after a download.
+// preflight makes the cheap live checks before anything slow or anything that leaves a trace:
+// a missing or stopped Docker engine, or an unreachable cluster, fails here, not after a
+// download.
 func preflight(ctx context.Context, r *run, rep progress.Reporter) error {
+	// The provider's local rules first (the dry run reports the same), so a request it would
+	// refuse half-way is refused before anything is contacted.
+	if err := r.plan.provider.Check(r.clusterRequest(rep)); err != nil {
+		return err
+	}
+	if r.plan.k3d != nil && r.engine == nil {
+		ep, err := docker.ParseEndpoint(r.plan.Engine, r.plan.EngineSource)
+		if err != nil {
+			return err
+		}
+		if r.engine, err = docker.Connect(ctx, ep, r.plan.EngineSource); err != nil {
+			return err
+		}
+		rep.Note(fmt.Sprintf("Docker %s (API %s) at %s", r.engine.Version, r.engine.APIVersion, ep))
+	}
 	return r.plan.provider.Preflight(ctx, r.clusterRequest(rep))
 }
 
 func describeState(p *Plan) Description {
+	if p.Engine != "" {
+		return creates("directory " + p.StateDir + " (0700, locked), its marker and state.json (0600) recording the Docker engine " + p.Engine + ", before anything else")
+	}
 	return creates("directory " + p.StateDir + " (0700, locked), its marker and state.json (0600), before anything else")
 }
 
@@ -29,10 +52,16 @@ func claimState(_ context.Context, r *run, _ progress.Reporter) error {
 	if r.state != nil {
 		return nil // already claimed and locked by this run
 	}
-	d, err := state.Create(r.plan.StateDir, state.State{
+	initial := state.State{
 		Profile: string(r.plan.ControlPlane),
 		Cluster: state.Cluster{Provider: r.plan.ClusterProvider},
-	})
+	}
+	// The engine is recorded with the marker, before any image or container exists: `down` and
+	// `status` reach exactly this engine, whatever DOCKER_HOST says when they run.
+	if r.engine != nil {
+		initial.Engine = &state.Engine{Endpoint: r.engine.Endpoint.String()}
+	}
+	d, err := state.Create(r.plan.StateDir, initial)
 	if err != nil {
 		if errors.Is(err, state.ErrInUse) || errors.Is(err, state.ErrExists) {
 			return err

@@ -51,25 +51,41 @@ func describeGateway(p *Plan) Description {
 	}
 	imgs := p.pins.OpenShell.Images
 	return creates(
-		"Helm release "+p.Namespace+"/"+GatewayRelease+" (Helm SDK; OpenShell "+p.pins.OpenShell.Version+" images by digest: "+
+		"Helm release "+p.Namespace+"/"+GatewayRelease+" (Helm SDK; OpenShell "+p.pins.OpenShell.Version+" images by digest, pullPolicy "+string(p.PullPolicy)+": "+
 			imgs.Gateway.DigestReference()+", "+imgs.Sandbox.DigestReference()+", "+imgs.Supervisor.DigestReference()+")",
 		svc,
 	)
 }
 
-// installGateway installs the pinned Gateway chart. A cluster occ did not create pulls the
-// pinned images itself, by digest.
-func installGateway(ctx context.Context, r *run, _ progress.Reporter) error {
-	gw, err := platform.InstallGateway(ctx, r.conn, platform.GatewayInstall{
+// gatewayInstall is the Gateway install of the plan: the pinned images by digest, with
+// pullPolicy Never where occ imported and verified them (k3d), IfNotPresent on a cluster that
+// pulls them by digest itself.
+func (r *run) gatewayInstall() platform.GatewayInstall {
+	return platform.GatewayInstall{
 		Namespace:   r.plan.Namespace,
 		Chart:       r.charts.Gateway,
 		Images:      r.plan.pins.OpenShell.Images,
 		ServiceType: r.plan.ServiceType,
 		NodePort:    r.plan.NodePort,
-		PullPolicy:  corev1.PullIfNotPresent,
+		PullPolicy:  r.plan.PullPolicy,
 		Recorder:    r.state,
 		Timeout:     r.plan.StartupTimeout,
-	})
+	}
+}
+
+func describeGatewayRender(p *Plan) Description {
+	return note("nothing created; renders the Gateway chart with the install's values and refuses it unless every container image is one of the pinned digests")
+}
+
+// checkGatewayRender refuses, before anything is installed, a Gateway chart whose rendered
+// containers would not run the pinned images.
+func checkGatewayRender(_ context.Context, r *run, _ progress.Reporter) error {
+	return platform.CheckGatewayRender(r.gatewayInstall())
+}
+
+// installGateway installs the pinned Gateway chart.
+func installGateway(ctx context.Context, r *run, _ progress.Reporter) error {
+	gw, err := platform.InstallGateway(ctx, r.conn, r.gatewayInstall())
 	if err != nil {
 		return err
 	}

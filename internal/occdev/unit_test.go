@@ -1,30 +1,84 @@
 package occdev
 
 import (
+	"errors"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/openclaw/occ/internal/occdev/docker"
 )
 
-// Profiles decide namespace and Service; bad values are option errors before anything runs.
+// dockerAt is a Docker location seam: DOCKER_HOST says host, nothing else is set.
+func dockerAt(host string) docker.LocateOptions {
+	return docker.LocateOptions{Getenv: func(k string) string {
+		if k == docker.EnvHost {
+			return host
+		}
+		return ""
+	}, Home: "/nonexistent"}
+}
+
+// Profiles decide namespace and Service; the k3d provider is the default of both, with a random
+// occ-dev- name, pullPolicy Never and the engine located (not contacted); bad values are option
+// errors before anything runs.
 func TestResolvePlan(t *testing.T) {
 	t.Setenv("XDG_STATE_HOME", t.TempDir())
-	p, err := resolvePlan(UpOptions{StateDir: "/var/lib/occ-dev"})
+	sock := dockerAt("unix:///run/user/1000/docker.sock")
+	p, err := resolvePlan(UpOptions{StateDir: "/var/lib/occ-dev", Docker: sock})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.ControlPlane != ControlPlaneCompose || p.Namespace != "openshell-system" || p.ServiceType != "NodePort" || p.NodePort != 30051 || p.StartupTimeout != 600*time.Second || p.ClusterProvider != "existing" {
+	if p.ControlPlane != ControlPlaneCompose || p.Namespace != "openshell-system" || p.ServiceType != "NodePort" || p.NodePort != 30051 || p.StartupTimeout != 600*time.Second || p.ClusterProvider != "k3d" {
 		t.Errorf("default plan: %+v", p)
 	}
-	p, err = resolvePlan(UpOptions{StateDir: "/var/lib/occ-dev", ControlPlane: ControlPlaneKubernetes})
-	if err != nil || p.Namespace != "oce-system" || p.ServiceType != "ClusterIP" || p.NodePort != 0 {
+	if !strings.HasPrefix(p.ClusterName, "occ-dev-") || len(p.ClusterName) != len("occ-dev-")+10 || p.PullPolicy != "Never" || p.APIPort != 0 || p.DiskThresholdPercent != 5 ||
+		p.Engine != "unix:///run/user/1000/docker.sock" || p.EngineSource != "DOCKER_HOST" || p.k3d == nil || len(p.Images) != 5 {
+		t.Errorf("default k3d plan: %+v", p)
+	}
+	p, err = resolvePlan(UpOptions{StateDir: "/var/lib/occ-dev", ControlPlane: ControlPlaneKubernetes, Docker: sock, ClusterName: "occ-dev-mine", APIPort: 6550})
+	if err != nil || p.Namespace != "oce-system" || p.ServiceType != "ClusterIP" || p.NodePort != 0 || p.ClusterName != "occ-dev-mine" || p.APIPort != 6550 {
 		t.Errorf("kubernetes plan: %+v, %v", p, err)
 	}
-	for _, o := range []UpOptions{{ClusterProvider: "k3d"}, {ControlPlane: "swarm"}, {Namespace: "UPPER"}, {StartupTimeout: time.Millisecond}} {
-		if _, err := resolvePlan(o); err == nil {
-			t.Errorf("%+v accepted", o)
-		} else if _, ok := err.(*OptionError); !ok {
-			t.Errorf("%+v: %T is not an OptionError", o, err)
+	p, err = resolvePlan(UpOptions{StateDir: "/var/lib/occ-dev", ClusterProvider: ProviderExisting})
+	if err != nil || p.PullPolicy != "IfNotPresent" || p.Engine != "" || p.k3d != nil || len(p.Images) != 3 {
+		t.Errorf("existing plan: %+v, %v", p, err)
+	}
+	for _, tc := range []struct {
+		o    UpOptions
+		want string
+	}{
+		{UpOptions{ClusterProvider: "kind"}, "is not a supported cluster provider"},
+		{UpOptions{ControlPlane: "swarm"}, "is not supported"},
+		{UpOptions{Namespace: "UPPER"}, "is not a valid namespace name"},
+		{UpOptions{StartupTimeout: time.Millisecond}, "must be between 1s and 24h"},
+		{UpOptions{Context: "kind-dev"}, `--context "kind-dev" selects an existing cluster, but --cluster-provider k3d creates its own`},
+		{UpOptions{Kubeconfig: "/tmp/kc"}, `--kubeconfig "/tmp/kc" selects an existing cluster`},
+		{UpOptions{ClusterName: "dev"}, `OCC_DEVELOPMENT_KUBERNETES_CLUSTER "dev" must start with "occ-dev-"`},
+		{UpOptions{ClusterName: "occ-dev-" + strings.Repeat("a", 30)}, "at most 32 characters"},
+		{UpOptions{ClusterName: "occ-dev-x-"}, "end with a lowercase letter or digit"},
+		{UpOptions{APIPort: 70000}, `--api-port (OCC_DEVELOPMENT_KUBERNETES_API_PORT) "70000" must be between 1 and 65535`},
+		{UpOptions{DiskThresholdPercent: 21}, `OCC_DEVELOPMENT_KUBERNETES_DISK_THRESHOLD_PERCENT) "21" must be between 1 and 20`},
+		{UpOptions{ClusterProvider: ProviderExisting, ClusterName: "occ-dev-x"}, "configures the k3d cluster occ creates, and --cluster-provider existing creates none"},
+		{UpOptions{ClusterProvider: ProviderExisting, APIPort: 6443}, "--api-port (OCC_DEVELOPMENT_KUBERNETES_API_PORT)"},
+	} {
+		tc.o.Docker = sock
+		_, err := resolvePlan(tc.o)
+		var oe *OptionError
+		switch {
+		case err == nil:
+			t.Errorf("%+v accepted", tc.o)
+		case !errors.As(err, &oe):
+			t.Errorf("%+v: %T is not an OptionError: %v", tc.o, err, err)
+		case !strings.Contains(err.Error(), tc.want):
+			t.Errorf("%+v: %v, want %q", tc.o, err, tc.want)
 		}
+	}
+	// A remote engine is refused before anything, naming where it came from.
+	_, err = resolvePlan(UpOptions{Docker: dockerAt("tcp://10.0.0.5:2376")})
+	var ee *docker.EndpointError
+	if !errors.As(err, &ee) || !strings.Contains(err.Error(), "(from DOCKER_HOST) is not a local unix socket") {
+		t.Errorf("remote engine: %v", err)
 	}
 }
 

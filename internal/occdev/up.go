@@ -6,29 +6,37 @@ import (
 	"io"
 	"sync"
 	"time"
+
+	"github.com/openclaw/occ/internal/occdev/state"
 )
 
 // rollbackTimeout bounds the cleanup after a failed `up`. It runs on a fresh context, so a
 // Ctrl-C that ended `up` does not also end the cleanup of what `up` made.
 const rollbackTimeout = 2 * time.Minute
 
-// upSteps is the whole `occ dev up` flow, in order. The cheap checks come first; the artifacts
-// are fetched while the cluster is made available; then the platform is installed on it.
+// upSteps is the whole `occ dev up` flow, in order. The cheap checks come first, then the
+// state is claimed (recording the Docker engine before anything exists); the artifacts are
+// fetched and the Gateway chart checked while the cluster is made available (for k3d: the
+// pinned images pulled, the cluster created, the images imported and verified); then the
+// platform is installed on it, and the control plane of the profile after it.
 func upSteps(p *Plan) []Step {
-	return []Step{
-		{Name: "Check the settings and the cluster", Describe: describePreflight, Run: preflight},
+	check := "Check the settings and the cluster"
+	if p.k3d != nil {
+		check = "Check the settings and the Docker engine"
+	}
+	steps := []Step{
+		{Name: check, Describe: describePreflight, Run: preflight},
 		{Name: "Claim the private state directory", Describe: describeState, Run: claimState},
-		concurrently("Fetch the artifacts while connecting to the cluster",
+		concurrently("Fetch the artifacts while preparing the cluster",
 			lane("artifacts",
 				Step{Name: "Fetch and verify the OpenShell source archive", Describe: describeArchive, Run: fetchArchive},
 				Step{Name: "Extract the Helm charts", Describe: describeExtract, Run: extractCharts},
 				Step{Name: "Package the Gateway and Workspace charts", Describe: describePackage, Run: packageCharts},
+				Step{Name: "Check the images of the rendered Gateway chart", Describe: describeGatewayRender, Run: checkGatewayRender},
 				Step{Name: "Render the Workspace chart", Describe: describeRender, Run: renderWorkspace},
 				Step{Name: "Fetch and verify the Agent Sandbox manifest", Describe: describeAgentSandboxFetch, Run: fetchAgentSandbox},
 			),
-			lane("cluster",
-				Step{Name: "Connect to the cluster (" + p.ClusterProvider + ")", Describe: describeCluster, Run: connectCluster},
-			),
+			clusterLane(p),
 		),
 		{Name: "Create the platform namespace", Describe: describeNamespace, Run: ensurePlatformNamespace},
 		{Name: "Create RuntimeClass " + RuntimeClassName, Describe: describeRuntimeClass, Run: ensureRuntimeClass},
@@ -40,20 +48,57 @@ func upSteps(p *Plan) []Step {
 		{Name: "Check Gateway health", Describe: describeHealth, Run: checkGatewayHealth},
 		{Name: "Write the Installation", Describe: describeInstallation, Run: writeInstallation},
 	}
+	return append(steps, p.profile.controlPlane...)
+}
+
+// clusterLane makes the cluster available. An existing cluster is only connected to. A k3d
+// cluster needs its node and tools images before k3d may create it (occ pulls pinned images by
+// digest itself, so k3d never pulls a tag); the OpenShell images are pulled while the cluster
+// starts, then checked, imported in one pass and verified inside the node.
+func clusterLane(p *Plan) Lane {
+	if p.k3d == nil {
+		return lane("cluster",
+			Step{Name: "Connect to the cluster (" + p.ClusterProvider + ")", Describe: describeCluster, Run: connectCluster},
+		)
+	}
+	steps := append([]Step{}, p.profile.beforeCluster...)
+	steps = append(steps,
+		imageStep(nodeImage), imageStep(toolsImage),
+		concurrently("Create the cluster while pulling the OpenShell images",
+			lane("k3d", Step{Name: "Create k3d cluster " + p.ClusterName, Describe: describeCluster, Run: connectCluster}),
+			lane("images", imageStep(gatewayImage), imageStep(sandboxImage), imageStep(supervisorImage)),
+		),
+		Step{Name: "Check that the engine's images carry the pinned digests", Describe: describeRepoDigests, Run: checkRepoDigests},
+		Step{Name: "Import the OpenShell images into the cluster", Describe: describeImport, Run: importImages},
+		Step{Name: "Verify the images in the node and tag them for the chart", Describe: describeVerify, Run: verifyImages},
+	)
+	return lane("cluster", steps...)
 }
 
 // Summary is what a successful `up` reports.
 type Summary struct {
+	// Engine is the Docker engine the cluster runs in ("Docker 20.10.24 at unix:///…"), or
+	// "none (existing cluster)".
 	Engine          string `json:"engine"`
 	ClusterProvider string `json:"clusterProvider"`
 	Cluster         string `json:"cluster"`
 	Context         string `json:"context"`
-	Kubeconfig      string `json:"kubeconfig"`
-	Namespace       string `json:"namespace"`
-	GatewayEndpoint string `json:"gatewayEndpoint"`
-	Installation    string `json:"installation"`
-	StateDirectory  string `json:"stateDirectory"`
-	DownCommand     string `json:"downCommand"`
+	// Kubeconfig is the kubeconfig `up` used: for k3d the one it wrote into the state directory
+	// (0600); ContainerKubeconfig is its copy for containers on the cluster's Docker network.
+	Kubeconfig          string `json:"kubeconfig"`
+	ContainerKubeconfig string `json:"containerKubeconfig,omitempty"`
+	// APIServer is the cluster's Kubernetes API (for k3d on 127.0.0.1 at the chosen port).
+	APIServer string `json:"apiServer"`
+	// Images are the pinned OpenShell images imported into the cluster and verified in its node.
+	Images          []string `json:"images,omitempty"`
+	Namespace       string   `json:"namespace"`
+	GatewayEndpoint string   `json:"gatewayEndpoint"`
+	Installation    string   `json:"installation"`
+	// ControlPlane says what of the profile's OCE control plane this occ does not start yet;
+	// empty once it does.
+	ControlPlane   string `json:"controlPlane,omitempty"`
+	StateDirectory string `json:"stateDirectory"`
+	DownCommand    string `json:"downCommand"`
 }
 
 // Up brings the development platform up on the chosen cluster. Everything it creates is
@@ -71,6 +116,7 @@ func Up(ctx context.Context, opts UpOptions) (_ *Summary, err error) {
 		log = io.Discard
 	}
 	r := &run{plan: p, opts: opts, log: &syncWriter{w: log}}
+	defer r.close()
 	defer func() {
 		if r.state == nil {
 			return
@@ -83,40 +129,60 @@ func Up(ctx context.Context, opts UpOptions) (_ *Summary, err error) {
 			err = fmt.Errorf("release the state directory lock: %w", cerr)
 		}
 	}()
-	x := &runner{sink: opts.Progress, afterStep: opts.AfterStep}
+	x := &runner{sink: opts.Progress, afterStep: opts.AfterStep, sequential: opts.Sequential}
 	if err := x.run(ctx, r, upSteps(p), ""); err != nil {
 		return nil, err
 	}
-	return &Summary{
-		Engine:          engineOf(p),
-		ClusterProvider: p.ClusterProvider,
-		Cluster:         r.conn.Access.Name,
-		Context:         r.conn.Access.Context,
-		Kubeconfig:      r.conn.Access.Kubeconfig,
-		Namespace:       p.Namespace,
-		GatewayEndpoint: r.gatewayEndpoint,
-		Installation:    r.installationPath,
-		StateDirectory:  r.state.Path(),
-		DownCommand:     DownCommand(opts.OCCCommand, r.state.Path()),
-	}, nil
+	sum := &Summary{
+		Engine:              engineOf(r),
+		ClusterProvider:     p.ClusterProvider,
+		Cluster:             r.conn.Access.Name,
+		Context:             r.conn.Access.Context,
+		Kubeconfig:          r.conn.Access.Kubeconfig,
+		ContainerKubeconfig: r.conn.Access.ContainerKubeconfig,
+		APIServer:           r.conn.Access.Server,
+		Namespace:           p.Namespace,
+		GatewayEndpoint:     r.gatewayEndpoint,
+		Installation:        r.installationPath,
+		ControlPlane:        p.profile.pending,
+		StateDirectory:      r.state.Path(),
+		DownCommand:         DownCommand(opts.OCCCommand, r.state.Path()),
+	}
+	for _, v := range r.verified {
+		sum.Images = append(sum.Images, v.Reference)
+	}
+	return sum, nil
 }
 
 // engineOf names the container engine behind the cluster; an existing cluster needs none.
-func engineOf(p *Plan) string {
-	if p.ClusterProvider == ProviderExisting {
+func engineOf(r *run) string {
+	if r.engine == nil {
 		return "none (existing cluster)"
 	}
-	return p.ClusterProvider
+	return fmt.Sprintf("Docker %s at %s (from %s)", r.engine.Version, r.engine.Endpoint, r.plan.EngineSource)
 }
 
 // rollback removes what the failed `up` recorded (by every lane), on its own context so Ctrl-C
 // cannot stop it half-way, and folds the outcome into the error. It runs only after every lane
 // has stopped, so nothing is still being created while it removes.
+//
+// A k3d cluster whose creation failed by itself (not cancelled by Ctrl-C or by another lane's
+// failure) is never assumed gone, as in the reference: k3d's own cleanup of it ran under the same
+// conditions that made it fail. Its record and the state directory are kept, everything else is
+// removed, and `down` checks the cluster again from the record before the directory goes.
 func rollback(r *run, cause error, occ string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), rollbackTimeout)
 	defer cancel()
 	dir := r.state.Path()
-	_, cerr := cleanup(ctx, r.state, r.log)
+	keep := func(state.Object) bool { return false }
+	if r.clusterFailed.Load() {
+		keep = func(o state.Object) bool { return o.Type == state.TypeK3dCluster }
+	}
+	_, cerr := cleanup(ctx, r.state, r.log, keep)
+	if cerr == nil && r.clusterFailed.Load() {
+		_ = r.state.Close()
+		return fmt.Errorf("%w\nrolled back everything but the k3d cluster: its creation failed, and a half-made cluster is never assumed gone; %s is kept with its record\ncheck and finish the cleanup with: %s", cause, dir, DownCommand(occ, dir))
+	}
 	if cerr == nil {
 		cerr = r.state.Remove()
 	}

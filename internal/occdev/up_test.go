@@ -152,8 +152,8 @@ func TestUpThenDownRemovesExactlyWhatUpCreated(t *testing.T) {
 		t.Fatalf("up: %v\nprogress: %s", err, strings.Join(progress.lines, "\n"))
 	}
 	t.Logf("progress:\n%s", strings.Join(progress.lines, "\n"))
-	if len(progress.lines) != 18 {
-		t.Errorf("want one progress line per step and group (18), got %d:\n%s", len(progress.lines), strings.Join(progress.lines, "\n"))
+	if len(progress.lines) != 19 {
+		t.Errorf("want one progress line per step and group (19), got %d:\n%s", len(progress.lines), strings.Join(progress.lines, "\n"))
 	}
 	if want := "http://openshell-gateway." + b.Namespace + ".svc.cluster.local:8080"; sum.GatewayEndpoint != want {
 		t.Errorf("gateway endpoint %q, want %q", sum.GatewayEndpoint, want)

@@ -132,7 +132,6 @@ func Connect(ctx context.Context, in *installation.Installation, restCfg *rest.C
 	if err != nil {
 		return nil, err
 	}
-	gcfg.Retry = opts.GatewayRetry
 	kc, err := k8sclient.NewForConfig(restCfg)
 	if err != nil {
 		return nil, fmt.Errorf("Kubernetes client: %w", err)
@@ -141,17 +140,8 @@ func Connect(ctx context.Context, in *installation.Installation, restCfg *rest.C
 	if err != nil {
 		return nil, err
 	}
-	var dialOpts []gateway.DialOption
-	if opts.Logger != nil {
-		dialOpts = append(dialOpts, gateway.WithLogger(opts.Logger))
-	}
-	gw, err := gateway.Dial(ctx, gcfg, dialOpts...)
+	d, gw, err := dialDriver(ctx, in, gcfg, opts)
 	if err != nil {
-		return nil, err
-	}
-	d, err := openshell.New(driverOptions(in, gw, opts.Logger))
-	if err != nil {
-		gw.Close()
 		return nil, err
 	}
 	c := &compute.Compute{
@@ -170,6 +160,75 @@ func Connect(ctx context.Context, in *installation.Installation, restCfg *rest.C
 
 // Close releases the gateway connection.
 func (s *Session) Close() error {
+	if s == nil || s.Gateway == nil {
+		return nil
+	}
+	return s.Gateway.Close()
+}
+
+// dialDriver prepares the gateway client and the driver that uses it.
+func dialDriver(ctx context.Context, in *installation.Installation, gcfg gateway.Config, opts Options) (*openshell.Driver, *gateway.Client, error) {
+	gcfg.Retry = opts.GatewayRetry
+	var dialOpts []gateway.DialOption
+	if opts.Logger != nil {
+		dialOpts = append(dialOpts, gateway.WithLogger(opts.Logger))
+	}
+	gw, err := gateway.Dial(ctx, gcfg, dialOpts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	d, err := openshell.New(driverOptions(in, gw, opts.Logger))
+	if err != nil {
+		gw.Close()
+		return nil, nil, err
+	}
+	return d, gw, nil
+}
+
+// GatewaySession is a connection to the gateway alone, for the operations that never touch the
+// cluster: reading a revision's logs and revision shutdown. Both address the Sandbox by the name
+// derived from the revision, so an engineer with only a port-forward to the gateway (and no
+// kubeconfig) can still use them. It exposes nothing that would need Kubernetes.
+type GatewaySession struct {
+	Installation *installation.Installation
+	Driver       *openshell.Driver
+	Gateway      *gateway.Client
+	compute      *compute.Compute
+}
+
+// OpenGateway loads the Installation and prepares the gateway client, reading no kubeconfig.
+// Kubeconfig and KubeContext in opts are ignored. Close releases the connection.
+func OpenGateway(ctx context.Context, opts Options) (*GatewaySession, error) {
+	in, err := LoadInstallation(opts.InstallationPath)
+	if err != nil {
+		return nil, err
+	}
+	gcfg, err := GatewayConfig(in.OpenShellBackend(), opts.Gateway)
+	if err != nil {
+		return nil, fmt.Errorf("Installation %s: %w", opts.InstallationPath, err)
+	}
+	d, gw, err := dialDriver(ctx, in, gcfg, opts)
+	if err != nil {
+		return nil, fmt.Errorf("Installation %s: %w", opts.InstallationPath, err)
+	}
+	// Compute without a cluster client: only its gateway-only operations are reachable here.
+	c := &compute.Compute{Driver: d, Credentials: d, Progress: opts.Progress}
+	return &GatewaySession{Installation: in, Driver: d, Gateway: gw, compute: c}, nil
+}
+
+// ReadLogs reads the revision's Harness logs (GetSandboxLogs only).
+func (s *GatewaySession) ReadLogs(ctx context.Context, rf *compute.RevisionFile, opts driver.LogOptions) (*driver.SandboxLogs, error) {
+	return s.compute.ReadLogs(ctx, rf, opts)
+}
+
+// ShutdownRevision is revision shutdown: the driver deletes the revision's Sandbox and runtime
+// provider by their derived names. It is safe to repeat.
+func (s *GatewaySession) ShutdownRevision(ctx context.Context, rf *compute.RevisionFile) error {
+	return s.compute.ShutdownRevision(ctx, rf)
+}
+
+// Close releases the gateway connection.
+func (s *GatewaySession) Close() error {
 	if s == nil || s.Gateway == nil {
 		return nil
 	}
@@ -244,7 +303,7 @@ func (s *Session) SandboxObserver() compute.SandboxObserver {
 		if err != nil {
 			return nil, err
 		}
-		obs := &compute.SandboxObservation{Name: name}
+		obs := &compute.SandboxObservation{Name: name, State: compute.Absent}
 		sb, err := s.Gateway.GetSandbox(ctx, ws, name)
 		if gateway.IsNotFound(err) {
 			return obs, nil
@@ -252,7 +311,7 @@ func (s *Session) SandboxObserver() compute.SandboxObserver {
 		if err != nil {
 			return obs, err
 		}
-		obs.Exists = true
+		obs.State = compute.Present
 		obs.Phase = sb.Phase.String()
 		for _, c := range sb.Conditions {
 			cond := c.Type + "=" + c.Status

@@ -27,7 +27,7 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(testbed.Run(m)) }
 
-const repoRoot = "../../../.."
+const repoRoot = "../.."
 
 // devInstallation is the development Installation with the post-create startup delay cut to
 // one millisecond: the delay exists for the real gateway's early route, not for the emulator.

@@ -98,7 +98,7 @@ func TestObserveUnpreparedRevision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if obs.Namespace.Exists || len(obs.Pods) != 0 || len(obs.Problems) != 0 || obs.Namespace.Name != mustName(t, "ns_never_prepared") {
+	if obs.Namespace.State != Absent || obs.Pods == nil || len(obs.Pods) != 0 || len(obs.Problems) != 0 || obs.Namespace.Name != mustName(t, "ns_never_prepared") {
 		t.Fatalf("observation = %+v", obs)
 	}
 }

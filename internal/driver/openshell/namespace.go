@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -30,9 +31,11 @@ const (
 )
 
 // EnsureNamespace implements driver.Driver for operator workspace mode. In order: label the
-// Kubernetes namespace, server-side apply the workspace-chart resources and then the
-// NetworkPolicy resources, observe the optional readiness Service and Pods, check the gateway's
-// Health, and finally create or adopt the Workspace named like the namespace.
+// Kubernetes namespace, server-side apply the workspace-chart resources and the NetworkPolicy
+// resources, observe the optional readiness Service and Pods, check the gateway's Health, and
+// finally create or adopt the Workspace named like the namespace. Kubernetes requests that do
+// not depend on each other (the reads, then the applies of distinct objects) are issued
+// together, so a prepared namespace costs two Kubernetes round trips instead of one per request.
 //
 // Managed mode fails before the Kubernetes client or the gateway is used. Everything that can
 // be checked without mutating (configuration, the namespace's ownership and labels, every
@@ -64,41 +67,23 @@ func (d *Driver) EnsureNamespace(ctx context.Context, nctx driver.NamespaceConte
 		return errorf("OpenShell ensureNamespace needs Compute's object applier for %d configured resources", len(resources))
 	}
 
-	// Reads and checks.
-	needLabels, err := d.checkNamespace(ctx, nctx)
+	// Reads and checks, issued together: the namespace and every configured object are read at
+	// once, and every refusal they justify happens before the first write.
+	needLabels, clients, err := d.readNamespaceState(ctx, nctx, resources)
 	if err != nil {
 		return err
 	}
-	clients := make([]dynamic.ResourceInterface, len(resources))
-	for i, r := range resources {
-		ri, err := resourceClient(nctx.Objects, r)
-		if err != nil {
-			return err
-		}
-		live, err := ri.Get(ctx, r.obj.GetName(), metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			return fmt.Errorf("read %s %s/%s: %w", r.obj.GetKind(), ns.Name, r.obj.GetName(), err)
-		default:
-			if err := checkOwnership(live, ns.ID); err != nil {
-				return err
-			}
-		}
-		clients[i] = ri
-	}
 
-	// Writes, in the seed's order.
+	// Writes: the labels first (what the configured objects may select on), then every
+	// configured object at once; each is an idempotent server-side apply of its own object.
 	if needLabels {
 		apply := corev1ac.Namespace(ns.Name).WithLabels(d.cfg.Gateway.OperatorNamespaceLabels)
 		if _, err := nctx.Kube.CoreV1().Namespaces().Apply(ctx, apply, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
 			return fmt.Errorf("label Namespace %s with gateway.operatorNamespaceLabels: %w", ns.Name, err)
 		}
 	}
-	for i, r := range resources {
-		if err := applyResource(ctx, clients[i], r); err != nil {
-			return err
-		}
+	if err := forEachConcurrently(len(resources), func(i int) error { return applyResource(ctx, clients[i], resources[i]) }); err != nil {
+		return err
 	}
 	d.log.LogAttrs(ctx, slog.LevelDebug, "applied OpenShell workspace resources", slog.String("namespace", ns.Name), slog.Int("count", len(resources)), slog.Bool("labelled", needLabels))
 	if err := d.awaitReadiness(ctx, nctx); err != nil {
@@ -112,6 +97,77 @@ func (d *Driver) EnsureNamespace(ctx context.Context, nctx driver.NamespaceConte
 		return plain(msgUnhealthy, errorf("Health reported %s", h.Status))
 	}
 	return d.ensureWorkspace(ctx, wsName, ns.ID)
+}
+
+// maxConcurrentRequests bounds the configured-object requests ensureNamespace has in flight at
+// once (the namespace read goes beside them), so a long list of configured objects cannot flood
+// the apiserver from one reconcile.
+const maxConcurrentRequests = 8
+
+// forEachConcurrently runs f for 0..n-1 with at most maxConcurrentRequests at a time and waits
+// for all of them. It returns the error of the lowest index that failed, so the report does not
+// depend on which request answered first.
+func forEachConcurrently(n int, f func(i int) error) error {
+	errs := make([]error, n)
+	sem := make(chan struct{}, maxConcurrentRequests)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			errs[i] = f(i)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readNamespaceState reads the tenant namespace and every configured object concurrently and
+// checks them: the namespace's ownership and labels (checkNamespace) and each object's current
+// owner. It returns whether the configured labels still need applying and each object's client.
+func (d *Driver) readNamespaceState(ctx context.Context, nctx driver.NamespaceContext, resources []configuredResource) (bool, []dynamic.ResourceInterface, error) {
+	ns := nctx.Namespace
+	clients := make([]dynamic.ResourceInterface, len(resources))
+	var needLabels bool
+	var nsErr error
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		needLabels, nsErr = d.checkNamespace(ctx, nctx)
+	}()
+	objErr := forEachConcurrently(len(resources), func(i int) error {
+		r := resources[i]
+		ri, err := resourceClient(nctx.Objects, r)
+		if err != nil {
+			return err
+		}
+		clients[i] = ri
+		live, err := ri.Get(ctx, r.obj.GetName(), metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil
+		case err != nil:
+			return fmt.Errorf("read %s %s/%s: %w", r.obj.GetKind(), ns.Name, r.obj.GetName(), err)
+		}
+		return checkOwnership(live, ns.ID)
+	})
+	wg.Wait()
+	// The namespace's own refusal comes first, as when it was read first.
+	if nsErr != nil {
+		return false, nil, nsErr
+	}
+	if objErr != nil {
+		return false, nil, objErr
+	}
+	return needLabels, clients, nil
 }
 
 // checkNamespace reads the tenant namespace, requires Compute's ownership label for this OCC

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -22,15 +23,18 @@ import (
 const internalAnnotationPrefix = "internal.openshell.ai/"
 
 // ProvisionHarness implements driver.Driver. It validates and renders the whole request first
-// (RenderCreateSandbox), so every refusal happens before the gateway is touched. For Codex it
-// then ensures the Workspace's runtime provider profile and the revision's runtime provider,
-// which the Sandbox lists last among its providers. Then the client
-// creates the Sandbox at most once per revision: GetSandbox first, CreateSandbox with the
-// revision UUID as request_id (then derived IDs after replay refusals), and a re-read after a
-// concurrent ALREADY_EXISTS. An existing Sandbox is adopted only when its name, Workspace,
-// labels, annotations and spec are exactly what this revision would create and it still serves
-// (not deleting or stopped). Codex must end with its one bearer-passthrough app-server exposure;
-// native OpenClaw with none.
+// (RenderCreateSandbox), so every offline refusal happens before the gateway is touched. It
+// then reads, all at once, what already exists under the revision's names: for Codex the
+// Workspace's runtime provider profile and the revision's runtime provider (which the Sandbox
+// lists last among its providers), and the Sandbox. Every refusal those reads justify comes
+// next, still before the first mutation. Only then does it write, in dependency order: the
+// profile, the provider, and the Sandbox, created at most once per revision with the revision
+// UUID as request_id (then derived IDs after replay refusals), re-read after a concurrent
+// ALREADY_EXISTS.
+//
+// An existing Sandbox is adopted only when its name, Workspace, labels, annotations and spec
+// are exactly what this revision would create and it still serves (not deleting or stopped).
+// Codex must end with its one bearer-passthrough app-server exposure; native OpenClaw with none.
 func (d *Driver) ProvisionHarness(ctx context.Context, hctx driver.HarnessContext) (driver.SandboxResourceRef, error) {
 	p, err := d.plan(hctx)
 	if err != nil {
@@ -43,12 +47,32 @@ func (d *Driver) ProvisionHarness(ctx context.Context, hctx driver.HarnessContex
 	if err := d.resolveNodeEnrollment(ctx, hctx, p); err != nil {
 		return driver.SandboxResourceRef{}, err
 	}
-	// The Sandbox names its runtime provider, so the profile and the provider must exist
-	// first. Every offline refusal already happened in plan, before this first mutation.
-	if err := d.ensureRuntime(ctx, p.workspace, p.runtime); err != nil {
+	st, err := d.readProvisionState(ctx, p)
+	if err != nil {
 		return driver.SandboxResourceRef{}, redactSetupToken(err, p.runtime)
 	}
-	res, err := d.gw.CreateSandbox(ctx, p.gatewayRequest())
+	if p.runtime != nil {
+		if err := st.runtime.check(p.workspace, p.runtime, time.Now()); err != nil {
+			return driver.SandboxResourceRef{}, redactSetupToken(err, p.runtime)
+		}
+	}
+	if st.sandbox != nil {
+		if err := d.verifySandbox(ctx, p, st.sandbox); err != nil {
+			return driver.SandboxResourceRef{}, err
+		}
+	}
+
+	// Writes. The Sandbox names its runtime provider, so the profile and the provider come first.
+	if err := d.applyRuntime(ctx, p.workspace, p.runtime, &st.runtime); err != nil {
+		return driver.SandboxResourceRef{}, redactSetupToken(err, p.runtime)
+	}
+	if st.sandbox != nil {
+		d.log.LogAttrs(ctx, slog.LevelDebug, "adopted existing OpenShell Sandbox", slog.String("sandbox", p.name), slog.String("workspace", p.workspace))
+		return p.ref, nil
+	}
+	req := p.gatewayRequest()
+	req.KnownAbsent = true
+	res, err := d.gw.CreateSandbox(ctx, req)
 	if err != nil {
 		return driver.SandboxResourceRef{}, gatewayError("CreateSandbox", err)
 	}
@@ -56,7 +80,8 @@ func (d *Driver) ProvisionHarness(ctx context.Context, hctx driver.HarnessContex
 		return driver.SandboxResourceRef{}, plain("OpenShell returned a different Sandbox name than requested.", nil)
 	}
 	if !res.Created {
-		if err := d.verifyAdopted(ctx, p, res.Sandbox); err != nil {
+		// A concurrent provision created it after the read.
+		if err := d.verifySandbox(ctx, p, res.Sandbox); err != nil {
 			return driver.SandboxResourceRef{}, err
 		}
 		d.log.LogAttrs(ctx, slog.LevelDebug, "adopted existing OpenShell Sandbox", slog.String("sandbox", p.name), slog.String("workspace", p.workspace))
@@ -76,6 +101,59 @@ func (d *Driver) ProvisionHarness(ctx context.Context, hctx driver.HarnessContex
 		}
 	}
 	return p.ref, nil
+}
+
+// provisionState is what provisioning reads before it decides anything.
+type provisionState struct {
+	runtime runtimeState
+	// sandbox is the existing Sandbox of the revision's name; nil when there is none.
+	sandbox *gateway.Sandbox
+}
+
+// readProvisionState issues provisioning's reads together. The runtime profile, the runtime
+// provider and the Sandbox are independent objects, so their reads wait on nothing but the
+// gateway: the wall time is one round trip instead of three. At most three calls are in flight
+// for one provision. When reads fail, the error of the first in the sequential order (profile,
+// provider, Sandbox) is returned, so the report does not depend on which answer came first.
+func (d *Driver) readProvisionState(ctx context.Context, p *provisionPlan) (*provisionState, error) {
+	st := &provisionState{}
+	var wg sync.WaitGroup
+	var profileErr, providerErr, sandboxErr error
+	if p.runtime != nil {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			st.runtime.profile, profileErr = d.readRuntimeProfile(ctx, p.workspace, p.runtime.profile.ID)
+		}()
+		go func() {
+			defer wg.Done()
+			st.runtime.provider, providerErr = d.readRuntimeProvider(ctx, p.workspace, p.runtime.spec.Name)
+		}()
+	}
+	sb, err := d.gw.GetSandbox(ctx, p.workspace, p.name)
+	switch {
+	case gateway.IsNotFound(err):
+	case err != nil:
+		sandboxErr = gatewayError("GetSandbox", fmt.Errorf("Sandbox %s in Workspace %s: %w", p.name, p.workspace, err))
+	default:
+		st.sandbox = sb
+	}
+	wg.Wait()
+	for _, err := range []error{profileErr, providerErr, sandboxErr} {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return st, nil
+}
+
+// verifySandbox checks that an existing Sandbox of the revision's name can be adopted: the
+// gateway answered with the name asked for, and verifyAdopted accepts it.
+func (d *Driver) verifySandbox(ctx context.Context, p *provisionPlan, sb *gateway.Sandbox) error {
+	if sb.Name != p.name {
+		return plain("OpenShell returned a different Sandbox name than requested.", nil)
+	}
+	return d.verifyAdopted(ctx, p, sb)
 }
 
 // verifyCreatedExposure checks what a fresh (or replayed) create returned. A first-run answer

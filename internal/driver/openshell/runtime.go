@@ -178,30 +178,135 @@ func appendRuntimeProvider(providers []string, rp *runtimeProvider) ([]string, e
 	return out, nil
 }
 
+// runtimeState is what the gateway holds of a revision's runtime objects, as read before
+// provisioning decides anything; nil means absent.
+type runtimeState struct {
+	profile  *openshellv1.ProviderProfile
+	provider *gateway.Provider
+	// refresh is set by check when the provider differs only by an expired workspace-node
+	// setup envelope, the one drift provisioning repairs.
+	refresh bool
+}
+
+// readRuntimeProfile reads the Workspace's runtime profile; NOT_FOUND is (nil, nil).
+func (d *Driver) readRuntimeProfile(ctx context.Context, workspace, id string) (*openshellv1.ProviderProfile, error) {
+	cur, err := d.gw.GetProviderProfile(ctx, workspace, id)
+	switch {
+	case gateway.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, gatewayError("GetProviderProfile", fmt.Errorf("runtime provider profile %s in Workspace %s: %w", id, workspace, err))
+	}
+	return cur, nil
+}
+
+// readRuntimeProvider reads the revision's runtime provider; NOT_FOUND is (nil, nil).
+func (d *Driver) readRuntimeProvider(ctx context.Context, workspace, name string) (*gateway.Provider, error) {
+	cur, err := d.gw.GetProvider(ctx, workspace, name)
+	switch {
+	case gateway.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, gatewayError("GetProvider", fmt.Errorf("runtime provider %s in Workspace %s: %w", name, workspace, err))
+	}
+	return cur, nil
+}
+
+// check makes every refusal the reads justify, before anything is written: a profile of the
+// runtime profile's id that OCC does not manage, and a provider of the revision's name that is
+// not exactly the revision's (unless only its setup envelope expired, which marks refresh).
+func (rs *runtimeState) check(workspace string, rp *runtimeProvider, now time.Time) error {
+	if rs.profile != nil {
+		if err := checkManagedProfile(rs.profile, rp.profile.ID, workspace); err != nil {
+			return err
+		}
+	}
+	if rs.provider == nil {
+		return nil
+	}
+	err := verifyRuntimeProvider(rs.provider, rp.spec, true)
+	if err == nil {
+		return nil
+	}
+	if !setupEnvelopeRefresh(rs.provider, rp.spec, now) {
+		return err
+	}
+	if rs.provider.ResourceVersion == 0 {
+		return plain(fmt.Sprintf("Refusing OpenShell provider %s without exact AgentRevision ownership and content.", rp.spec.Name),
+			errorf("its expired setup envelope cannot be replaced without the resource version that fences the update"))
+	}
+	rs.refresh = true
+	return nil
+}
+
+// checkManagedProfile refuses a profile that lacks OCC's managed-by annotation.
+func checkManagedProfile(cur *openshellv1.ProviderProfile, id, workspace string) error {
+	annotation := cur.GetAnnotations()[annotationProfileManagedBy]
+	if !strings.HasPrefix(annotation, managedProfilePrefix) {
+		return plain(fmt.Sprintf("Refusing unmanaged OpenShell provider profile %s.", id),
+			errorf("its %s annotation is %q, not %s<sha256>; remove or rename the profile in Workspace %s", annotationProfileManagedBy, annotation, managedProfilePrefix, workspace))
+	}
+	return nil
+}
+
 // ensureRuntime makes the Workspace's runtime profile and the revision's runtime provider exist
-// with exactly the wanted content. It reads before it writes, so a repeated provision makes no
-// mutating call.
+// with exactly the wanted content: both are read, checked, and only then written. A repeated
+// provision therefore makes no mutating call.
 func (d *Driver) ensureRuntime(ctx context.Context, workspace string, rp *runtimeProvider) error {
 	if rp == nil {
 		return nil
 	}
-	if err := d.ensureRuntimeProfile(ctx, workspace, rp.profile); err != nil {
+	var rs runtimeState
+	var err error
+	if rs.profile, err = d.readRuntimeProfile(ctx, workspace, rp.profile.ID); err != nil {
 		return err
 	}
-	cur, err := d.ensureRuntimeProvider(ctx, workspace, rp.spec)
-	if err == nil || cur == nil || !setupEnvelopeRefresh(cur, rp.spec, time.Now()) {
+	if rs.provider, err = d.readRuntimeProvider(ctx, workspace, rp.spec.Name); err != nil {
 		return err
 	}
-	return d.refreshSetupEnvelope(ctx, workspace, cur, rp.spec)
+	if err := rs.check(workspace, rp, time.Now()); err != nil {
+		return err
+	}
+	return d.applyRuntime(ctx, workspace, rp, &rs)
 }
 
-// ensureRuntimeProfile imports the profile when it is absent. An existing profile must be
-// OCC-managed; when its content differs (an older driver's profile, or an edited one), it is
-// replaced, fenced by the version just read so a concurrent change is never undone blindly.
-func (d *Driver) ensureRuntimeProfile(ctx context.Context, workspace string, want runtimeProfileContent) error {
-	cur, err := d.gw.GetProviderProfile(ctx, workspace, want.ID)
+// applyRuntime writes what the checked reads showed missing or stale: the profile first, since
+// the provider's type names it, then the provider.
+func (d *Driver) applyRuntime(ctx context.Context, workspace string, rp *runtimeProvider, rs *runtimeState) error {
+	if rp == nil {
+		return nil
+	}
+	if err := d.applyRuntimeProfile(ctx, workspace, rp.profile, rs.profile); err != nil {
+		return err
+	}
 	switch {
-	case gateway.IsNotFound(err):
+	case rs.refresh:
+		return d.refreshSetupEnvelope(ctx, workspace, rs.provider, rp.spec)
+	case rs.provider != nil:
+		return nil
+	}
+	return d.createRuntimeProvider(ctx, workspace, rp.spec)
+}
+
+// ensureRuntimeProfile reads, checks and applies the runtime profile alone.
+func (d *Driver) ensureRuntimeProfile(ctx context.Context, workspace string, want runtimeProfileContent) error {
+	cur, err := d.readRuntimeProfile(ctx, workspace, want.ID)
+	if err != nil {
+		return err
+	}
+	if cur != nil {
+		if err := checkManagedProfile(cur, want.ID, workspace); err != nil {
+			return err
+		}
+	}
+	return d.applyRuntimeProfile(ctx, workspace, want, cur)
+}
+
+// applyRuntimeProfile imports the profile when the read found none. An existing profile (already
+// checked to be OCC-managed) whose content differs (an older driver's profile, or an edited one)
+// is replaced, fenced by the version read, so a concurrent change is never undone blindly.
+func (d *Driver) applyRuntimeProfile(ctx context.Context, workspace string, want runtimeProfileContent, cur *openshellv1.ProviderProfile) error {
+	if cur == nil {
 		_, importErr := d.gw.ImportProviderProfiles(ctx, workspace, profileSource, want.wire())
 		if importErr == nil {
 			d.log.LogAttrs(ctx, slog.LevelDebug, "imported OpenShell runtime provider profile", slog.String("profile", want.ID), slog.String("workspace", workspace))
@@ -209,22 +314,19 @@ func (d *Driver) ensureRuntimeProfile(ctx context.Context, workspace string, wan
 		}
 		// A concurrent provision of another revision may have imported it first. Its profile
 		// is adopted only if it now exists; it is then checked like any existing one.
-		cur, err = d.gw.GetProviderProfile(ctx, workspace, want.ID)
+		reread, err := d.gw.GetProviderProfile(ctx, workspace, want.ID)
 		if err != nil {
 			return gatewayError("ImportProviderProfiles", fmt.Errorf("runtime provider profile %s in Workspace %s: %w", want.ID, workspace, importErr))
 		}
-	case err != nil:
-		return gatewayError("GetProviderProfile", fmt.Errorf("runtime provider profile %s in Workspace %s: %w", want.ID, workspace, err))
+		if err := checkManagedProfile(reread, want.ID, workspace); err != nil {
+			return err
+		}
+		cur = reread
 	}
-	annotation := cur.GetAnnotations()[annotationProfileManagedBy]
-	if !strings.HasPrefix(annotation, managedProfilePrefix) {
-		return plain(fmt.Sprintf("Refusing unmanaged OpenShell provider profile %s.", want.ID),
-			errorf("its %s annotation is %q, not %s<sha256>; remove or rename the profile in Workspace %s", annotationProfileManagedBy, annotation, managedProfilePrefix, workspace))
-	}
-	if annotation == want.annotation() && profileContentEqual(cur, want) {
+	if cur.GetAnnotations()[annotationProfileManagedBy] == want.annotation() && profileContentEqual(cur, want) {
 		return nil
 	}
-	_, err = d.gw.UpdateProviderProfile(ctx, gateway.ProfileUpdate{
+	_, err := d.gw.UpdateProviderProfile(ctx, gateway.ProfileUpdate{
 		Workspace: workspace, ID: want.ID, Source: profileSource, Profile: want.wire(), ExpectedResourceVersion: cur.GetResourceVersion(),
 	})
 	if err != nil {
@@ -243,30 +345,29 @@ func profileContentEqual(stored *openshellv1.ProviderProfile, want runtimeProfil
 	return proto.Equal(s, want.unannotated())
 }
 
-// ensureRuntimeProvider creates the revision's runtime provider, or adopts an existing one of
-// that name only when its type, labels and config are exactly the revision's and it holds no
-// credentials: anything else could feed the Harness another revision's runtime files.
-//
-// When an existing provider is refused, it is returned with the error so the caller can
-// recognise the one repairable drift (an expired workspace-node setup envelope).
-func (d *Driver) ensureRuntimeProvider(ctx context.Context, workspace string, spec gateway.ProviderSpec) (*gateway.Provider, error) {
-	cur, err := d.gw.GetProvider(ctx, workspace, spec.Name)
-	switch {
-	case gateway.IsNotFound(err):
-		if _, err := d.gw.CreateProvider(ctx, workspace, spec); err == nil {
-			d.log.LogAttrs(ctx, slog.LevelDebug, "created OpenShell runtime provider", slog.String("provider", spec.Name), slog.String("workspace", workspace))
-			return nil, nil
-		} else if !gateway.IsAlreadyExists(err) {
-			return nil, gatewayError("CreateProvider", fmt.Errorf("runtime provider %s in Workspace %s: %w", spec.Name, workspace, err))
-		}
-		cur, err = d.gw.GetProvider(ctx, workspace, spec.Name)
-		if err != nil {
-			return nil, gatewayError("GetProvider", fmt.Errorf("runtime provider %s in Workspace %s after a concurrent create: %w", spec.Name, workspace, err))
-		}
-	case err != nil:
-		return nil, gatewayError("GetProvider", fmt.Errorf("runtime provider %s in Workspace %s: %w", spec.Name, workspace, err))
+// createRuntimeProvider creates the revision's runtime provider the read found absent. When a
+// concurrent provision of the same revision won, the provider is re-read and adopted only when
+// its type, labels and config are exactly the revision's and it holds no credentials: anything
+// else could feed the Harness another revision's runtime files. The one repairable drift (an
+// expired workspace-node setup envelope) is refreshed.
+func (d *Driver) createRuntimeProvider(ctx context.Context, workspace string, spec gateway.ProviderSpec) error {
+	_, err := d.gw.CreateProvider(ctx, workspace, spec)
+	if err == nil {
+		d.log.LogAttrs(ctx, slog.LevelDebug, "created OpenShell runtime provider", slog.String("provider", spec.Name), slog.String("workspace", workspace))
+		return nil
 	}
-	return cur, verifyRuntimeProvider(cur, spec, true)
+	if !gateway.IsAlreadyExists(err) {
+		return gatewayError("CreateProvider", fmt.Errorf("runtime provider %s in Workspace %s: %w", spec.Name, workspace, err))
+	}
+	cur, err := d.gw.GetProvider(ctx, workspace, spec.Name)
+	if err != nil {
+		return gatewayError("GetProvider", fmt.Errorf("runtime provider %s in Workspace %s after a concurrent create: %w", spec.Name, workspace, err))
+	}
+	err = verifyRuntimeProvider(cur, spec, true)
+	if err == nil || !setupEnvelopeRefresh(cur, spec, time.Now()) {
+		return err
+	}
+	return d.refreshSetupEnvelope(ctx, workspace, cur, spec)
 }
 
 // refreshSetupEnvelope replaces only node_setup_json of a runtime provider whose stored setup

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"google.golang.org/grpc/codes"
@@ -149,6 +150,18 @@ func TestSandboxHarnessPodLifecycle(t *testing.T) {
 	mustNot(t, err)
 	if got.GetSandbox().GetStatus().GetPhase() != pb.SandboxPhase_SANDBOX_PHASE_READY {
 		t.Fatalf("phase after the Pod is Ready = %v", got.GetSandbox().GetStatus().GetPhase())
+	}
+	pod, err = kc.CoreV1().Pods(ns).Get(ctx, "harness", metav1.GetOptions{})
+	mustNot(t, err)
+	var readySince time.Time
+	for _, pc := range pod.Status.Conditions {
+		if pc.Type == corev1.PodReady {
+			readySince = pc.LastTransitionTime.Time
+		}
+	}
+	conds := got.GetSandbox().GetStatus().GetConditions()
+	if len(conds) != 1 || conds[0].GetType() != "Ready" || !conds[0].GetTransitionTime().AsTime().Equal(readySince) {
+		t.Fatalf("conditions after the Pod is Ready = %v, want Ready with transition_time %s", conds, readySince)
 	}
 
 	del, err := c.DeleteSandbox(ctx, &pb.DeleteSandboxRequest{Name: "harness", WorkspaceScope: scope(ns), RequestId: rid()})

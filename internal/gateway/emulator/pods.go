@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -171,17 +172,15 @@ func overlayQuantities(list corev1.ResourceList, over map[string]string) corev1.
 	return list
 }
 
-// createHarnessPod creates the Pod, mapping apiserver refusals the way the gateway does.
+// createHarnessPod creates the Pod, mapping apiserver refusals the way the gateway does. The
+// namespace is not read first: creating a Pod in a missing namespace is refused as NotFound
+// (the only NotFound a create can return), so one request settles both questions.
 func (s *Server) createHarnessPod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
 	ns := pod.Namespace
-	if _, err := s.opts.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, failedPrecondition("workspace '%s' is not in the operator namespace allowlist", ns)
-		}
-		return nil, status.Errorf(codes.Internal, "create sandbox failed: read Namespace %s: %v", ns, err)
-	}
 	created, err := s.opts.Kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 	switch {
+	case apierrors.IsNotFound(err):
+		return nil, failedPrecondition("workspace '%s' is not in the operator namespace allowlist", ns)
 	case apierrors.IsAlreadyExists(err):
 		return nil, alreadyExists("sandbox already exists")
 	case err != nil:
@@ -230,7 +229,13 @@ func (s *Server) observePod(ctx context.Context, workspace string, sb *sandboxRe
 	}
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-			return podObservation{phase: pb.SandboxPhase_SANDBOX_PHASE_READY, cond: condition("True", "Ready", "")}, nil
+			ready := condition("True", "Ready", "")
+			// The gateway reports when the condition last changed (transition_time, field 105);
+			// the Pod's own Ready transition is the emulator's best knowledge of it.
+			if !c.LastTransitionTime.IsZero() {
+				ready.TransitionTime = timestamppb.New(c.LastTransitionTime.Time)
+			}
+			return podObservation{phase: pb.SandboxPhase_SANDBOX_PHASE_READY, cond: ready}, nil
 		}
 	}
 	return podObservation{phase: pb.SandboxPhase_SANDBOX_PHASE_PROVISIONING, cond: condition("False", "SupervisorNotConnected", fmt.Sprintf("waiting for Pod %s/%s to become Ready", workspace, pod.Name))}, nil

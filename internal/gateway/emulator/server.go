@@ -9,7 +9,6 @@ import (
 	"path"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	"google.golang.org/grpc"
@@ -65,8 +64,17 @@ func Start(opts Options) (*Server, error) {
 	return s, nil
 }
 
+// TB is the part of testing.TB that StartT uses. The emulator ships in the occ binary
+// (`occ gateway-emulator`), so it must not link the testing package; any *testing.T or
+// *testing.B satisfies this.
+type TB interface {
+	Helper()
+	Fatalf(format string, args ...any)
+	Cleanup(func())
+}
+
 // StartT starts an emulator for a test and closes it when the test ends.
-func StartT(t testing.TB, opts Options) *Server {
+func StartT(t TB, opts Options) *Server {
 	t.Helper()
 	s, err := Start(opts)
 	if err != nil {

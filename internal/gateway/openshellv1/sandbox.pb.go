@@ -13,6 +13,7 @@ import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	structpb "google.golang.org/protobuf/types/known/structpb"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -722,15 +723,12 @@ type SandboxCondition struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Type  string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
 	// "True", "False" or "Unknown".
-	Status  string `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
-	Reason  string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
-	Message string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
-	// UNCONFIRMED [?]: the production client protos declare a string at 5; a
-	// later upstream SDK has transition_time = 105 (Timestamp) instead. Treat it
-	// as possibly absent.
-	LastTransitionTime string `protobuf:"bytes,5,opt,name=last_transition_time,json=lastTransitionTime,proto3" json:"last_transition_time,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	Status         string                 `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	Reason         string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	Message        string                 `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	TransitionTime *timestamppb.Timestamp `protobuf:"bytes,105,opt,name=transition_time,json=transitionTime,proto3" json:"transition_time,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *SandboxCondition) Reset() {
@@ -791,11 +789,11 @@ func (x *SandboxCondition) GetMessage() string {
 	return ""
 }
 
-func (x *SandboxCondition) GetLastTransitionTime() string {
+func (x *SandboxCondition) GetTransitionTime() *timestamppb.Timestamp {
 	if x != nil {
-		return x.LastTransitionTime
+		return x.TransitionTime
 	}
-	return ""
+	return nil
 }
 
 type SandboxPolicy struct {
@@ -1447,7 +1445,7 @@ var File_sandbox_proto protoreflect.FileDescriptor
 
 const file_sandbox_proto_rawDesc = "" +
 	"\n" +
-	"\rsandbox.proto\x12\fopenshell.v1\x1a\x0fdatamodel.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xaf\x01\n" +
+	"\rsandbox.proto\x12\fopenshell.v1\x1a\x0fdatamodel.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xaf\x01\n" +
 	"\aSandbox\x124\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x18.openshell.v1.ObjectMetaR\bmetadata\x12-\n" +
 	"\x04spec\x18\x02 \x01(\v2\x19.openshell.v1.SandboxSpecR\x04spec\x123\n" +
@@ -1505,13 +1503,13 @@ const file_sandbox_proto_rawDesc = "" +
 	"\x18main_process_instance_id\x18\b \x01(\tR\x15mainProcessInstanceId\x12 \n" +
 	"\texit_code\x18\t \x01(\x05H\x00R\bexitCode\x88\x01\x01B\f\n" +
 	"\n" +
-	"_exit_code\"\xa2\x01\n" +
+	"_exit_code\"\xd1\x01\n" +
 	"\x10SandboxCondition\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x16\n" +
 	"\x06status\x18\x02 \x01(\tR\x06status\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x18\n" +
-	"\amessage\x18\x04 \x01(\tR\amessage\x120\n" +
-	"\x14last_transition_time\x18\x05 \x01(\tR\x12lastTransitionTime\"\xf0\x04\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\x12C\n" +
+	"\x0ftransition_time\x18i \x01(\v2\x1a.google.protobuf.TimestampR\x0etransitionTimeJ\x04\b\x05\x10\x06R\x14last_transition_time\"\xf0\x04\n" +
 	"\rSandboxPolicy\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12>\n" +
 	"\n" +
@@ -1639,6 +1637,7 @@ var file_sandbox_proto_goTypes = []any{
 	nil,                                // 26: openshell.v1.SandboxPolicy.NetworkMiddlewaresEntry
 	(*ObjectMeta)(nil),                 // 27: openshell.v1.ObjectMeta
 	(*structpb.Struct)(nil),            // 28: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),      // 29: google.protobuf.Timestamp
 }
 var file_sandbox_proto_depIdxs = []int32{
 	27, // 0: openshell.v1.Sandbox.metadata:type_name -> openshell.v1.ObjectMeta
@@ -1656,26 +1655,27 @@ var file_sandbox_proto_depIdxs = []int32{
 	28, // 12: openshell.v1.SandboxTemplate.driver_config:type_name -> google.protobuf.Struct
 	10, // 13: openshell.v1.SandboxStatus.conditions:type_name -> openshell.v1.SandboxCondition
 	0,  // 14: openshell.v1.SandboxStatus.phase:type_name -> openshell.v1.SandboxPhase
-	12, // 15: openshell.v1.SandboxPolicy.filesystem:type_name -> openshell.v1.FilesystemPolicy
-	13, // 16: openshell.v1.SandboxPolicy.landlock:type_name -> openshell.v1.LandlockPolicy
-	14, // 17: openshell.v1.SandboxPolicy.process:type_name -> openshell.v1.ProcessPolicy
-	25, // 18: openshell.v1.SandboxPolicy.network_policies:type_name -> openshell.v1.SandboxPolicy.NetworkPoliciesEntry
-	26, // 19: openshell.v1.SandboxPolicy.network_middlewares:type_name -> openshell.v1.SandboxPolicy.NetworkMiddlewaresEntry
-	18, // 20: openshell.v1.NetworkPolicyRule.endpoints:type_name -> openshell.v1.NetworkEndpoint
-	16, // 21: openshell.v1.NetworkPolicyRule.binaries:type_name -> openshell.v1.NetworkBinary
-	1,  // 22: openshell.v1.NetworkEndpoint.tls:type_name -> openshell.v1.NetworkTlsMode
-	2,  // 23: openshell.v1.NetworkEndpoint.enforcement:type_name -> openshell.v1.NetworkEnforcementMode
-	3,  // 24: openshell.v1.NetworkEndpoint.access:type_name -> openshell.v1.NetworkAccessPreset
-	17, // 25: openshell.v1.NetworkEndpoint.credential_binding:type_name -> openshell.v1.NetworkCredentialBinding
-	28, // 26: openshell.v1.NetworkMiddlewareConfig.config:type_name -> google.protobuf.Struct
-	19, // 27: openshell.v1.NetworkMiddlewareConfig.endpoints:type_name -> openshell.v1.MiddlewareEndpointSelector
-	15, // 28: openshell.v1.SandboxPolicy.NetworkPoliciesEntry.value:type_name -> openshell.v1.NetworkPolicyRule
-	20, // 29: openshell.v1.SandboxPolicy.NetworkMiddlewaresEntry.value:type_name -> openshell.v1.NetworkMiddlewareConfig
-	30, // [30:30] is the sub-list for method output_type
-	30, // [30:30] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	29, // 15: openshell.v1.SandboxCondition.transition_time:type_name -> google.protobuf.Timestamp
+	12, // 16: openshell.v1.SandboxPolicy.filesystem:type_name -> openshell.v1.FilesystemPolicy
+	13, // 17: openshell.v1.SandboxPolicy.landlock:type_name -> openshell.v1.LandlockPolicy
+	14, // 18: openshell.v1.SandboxPolicy.process:type_name -> openshell.v1.ProcessPolicy
+	25, // 19: openshell.v1.SandboxPolicy.network_policies:type_name -> openshell.v1.SandboxPolicy.NetworkPoliciesEntry
+	26, // 20: openshell.v1.SandboxPolicy.network_middlewares:type_name -> openshell.v1.SandboxPolicy.NetworkMiddlewaresEntry
+	18, // 21: openshell.v1.NetworkPolicyRule.endpoints:type_name -> openshell.v1.NetworkEndpoint
+	16, // 22: openshell.v1.NetworkPolicyRule.binaries:type_name -> openshell.v1.NetworkBinary
+	1,  // 23: openshell.v1.NetworkEndpoint.tls:type_name -> openshell.v1.NetworkTlsMode
+	2,  // 24: openshell.v1.NetworkEndpoint.enforcement:type_name -> openshell.v1.NetworkEnforcementMode
+	3,  // 25: openshell.v1.NetworkEndpoint.access:type_name -> openshell.v1.NetworkAccessPreset
+	17, // 26: openshell.v1.NetworkEndpoint.credential_binding:type_name -> openshell.v1.NetworkCredentialBinding
+	28, // 27: openshell.v1.NetworkMiddlewareConfig.config:type_name -> google.protobuf.Struct
+	19, // 28: openshell.v1.NetworkMiddlewareConfig.endpoints:type_name -> openshell.v1.MiddlewareEndpointSelector
+	15, // 29: openshell.v1.SandboxPolicy.NetworkPoliciesEntry.value:type_name -> openshell.v1.NetworkPolicyRule
+	20, // 30: openshell.v1.SandboxPolicy.NetworkMiddlewaresEntry.value:type_name -> openshell.v1.NetworkMiddlewareConfig
+	31, // [31:31] is the sub-list for method output_type
+	31, // [31:31] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_sandbox_proto_init() }

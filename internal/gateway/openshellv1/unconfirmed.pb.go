@@ -6,7 +6,6 @@
 // Unconfirmed fields inside otherwise pinned messages are marked
 // "UNCONFIRMED [?]" where they are declared:
 //   - ObjectMeta.created_time (103), ObjectMeta.deletion_time (108)
-//   - SandboxCondition.last_transition_time (5, string; later 105 Timestamp)
 //   - DeleteSandboxRequest.allow_missing (3), .request_id (4)
 //   - ProviderMutationKind OBSERVE (4)
 //   - ServiceAuthorizationMode UNSPECIFIED default

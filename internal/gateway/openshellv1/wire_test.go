@@ -39,6 +39,7 @@ func TestWireSubset(t *testing.T) {
 		"SandboxResponse":                 {{"sandbox", 1, msg}, {"service_urls", 2, msg}},
 		"Sandbox":                         {{"metadata", 1, msg}, {"spec", 2, msg}, {"status", 3, msg}},
 		"SandboxStatus":                   {{"conditions", 5, msg}, {"phase", 6, enum}, {"exit_code", 9, i32}},
+		"SandboxCondition":                {{"type", 1, str}, {"status", 2, str}, {"reason", 3, str}, {"message", 4, str}, {"transition_time", 105, msg}},
 		"GetSandboxRequest":               {{"name", 1, str}, {"workspace_scope", 2, msg}},
 		"DeleteSandboxRequest":            {{"name", 1, str}, {"workspace_scope", 2, msg}, {"allow_missing", 3, b}, {"request_id", 4, str}},
 		"DeleteSandboxResponse":           {{"outcome", 2, enum}, {"sandbox_id", 3, str}},
@@ -76,6 +77,16 @@ func TestWireSubset(t *testing.T) {
 		"SandboxLogLine": {{"sandbox_id", 1, str}, {"level", 3, str}, {"target", 4, str}, {"message", 5, str}, {"source", 6, str},
 			{"fields", 7, msg}, {"event_time", 102, msg}},
 	}
+	// Time fields are google.protobuf.Timestamp, never a string or an integer.
+	timestamps := map[string]string{
+		"SandboxCondition": "transition_time", "GetSandboxLogsRequest": "since_time", "SandboxLogLine": "event_time",
+	}
+	for name, field := range timestamps {
+		fd := lookup(t, name).Fields().ByName(protoreflect.Name(field))
+		if fd == nil || fd.Message() == nil || fd.Message().FullName() != "google.protobuf.Timestamp" {
+			t.Errorf("%s.%s is not a google.protobuf.Timestamp", name, field)
+		}
+	}
 	for name, fields := range want {
 		md := lookup(t, name)
 		for _, w := range fields {
@@ -105,6 +116,8 @@ func TestWireReserved(t *testing.T) {
 		"GetSandboxLogsRequest":         {3},
 		"SandboxLogLine":                {2},
 		"ObjectMeta":                    {3, 8},
+		// v0.0.x sent last_transition_time as a string at 5; v0.1 has transition_time = 105.
+		"SandboxCondition": {5},
 	}
 	for name, nums := range reserved {
 		md := lookup(t, name)

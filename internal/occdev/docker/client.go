@@ -71,16 +71,8 @@ func Connect(ctx context.Context, ep Endpoint, source string) (*Engine, error) {
 	fail := func(reason, fix string, err error) (*Engine, error) {
 		return nil, &NotRunningError{Endpoint: ep, Source: source, Reason: reason, Fix: fix, Err: err}
 	}
-	fi, err := os.Stat(ep.Socket)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return fail("the socket "+ep.Socket+" does not exist, so no engine is running there", startFix, err)
-	case errors.Is(err, fs.ErrPermission):
-		return fail("the socket "+ep.Socket+" cannot be reached (permission denied on a parent directory)", permissionFix, err)
-	case err != nil:
-		return fail("the socket "+ep.Socket+" cannot be inspected: "+err.Error(), startFix, err)
-	case fi.Mode()&fs.ModeSocket == 0:
-		return fail(ep.Socket+" is not a unix socket", "point DOCKER_HOST at the engine's socket file", nil)
+	if err := CheckSocket(ep, source); err != nil {
+		return nil, err
 	}
 	// The API client reports every dial failure as "cannot connect"; a dial of our own tells a
 	// stale socket and a forbidden one apart, which need different fixes.
@@ -122,6 +114,27 @@ func Connect(ctx context.Context, ep Endpoint, source string) (*Engine, error) {
 		return nil, fmt.Errorf("connect to the Docker engine at %s: %w", ep, ctx.Err())
 	}
 	return fail("the engine did not answer a ping: "+err.Error(), startFix, err)
+}
+
+// CheckSocket makes the local half of Connect's checks, for a dry run that contacts nothing: the
+// socket file exists, may be reached, and is a socket. A stale socket of a stopped engine passes
+// here; only Connect, which dials it, tells.
+func CheckSocket(ep Endpoint, source string) error {
+	fail := func(reason, fix string, err error) error {
+		return &NotRunningError{Endpoint: ep, Source: source, Reason: reason, Fix: fix, Err: err}
+	}
+	fi, err := os.Stat(ep.Socket)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fail("the socket "+ep.Socket+" does not exist, so no engine is running there", startFix, err)
+	case errors.Is(err, fs.ErrPermission):
+		return fail("the socket "+ep.Socket+" cannot be reached (permission denied on a parent directory)", permissionFix, err)
+	case err != nil:
+		return fail("the socket "+ep.Socket+" cannot be inspected: "+err.Error(), startFix, err)
+	case fi.Mode()&fs.ModeSocket == 0:
+		return fail(ep.Socket+" is not a unix socket", "point DOCKER_HOST at the engine's socket file", nil)
+	}
+	return nil
 }
 
 const permissionFix = "add your user to the docker group (`sudo usermod -aG docker $USER`, then log in again), or point DOCKER_HOST at a socket you may open (a rootless engine's)"

@@ -135,10 +135,12 @@ func New(t *testing.T, opts ...Option) *Bed {
 	return b
 }
 
-// Options are the UpOptions of a normal run in this bed (Kubernetes-only control plane).
+// Options are the UpOptions of a normal run in this bed: the existing provider (the bed's
+// apiserver) and the Kubernetes-only control plane.
 func (b *Bed) Options() occdev.UpOptions {
 	return occdev.UpOptions{
 		StateDir:        b.StateDir,
+		ClusterProvider: occdev.ProviderExisting,
 		Kubeconfig:      b.Kubeconfig,
 		ControlPlane:    occdev.ControlPlaneKubernetes,
 		Namespace:       b.Namespace,

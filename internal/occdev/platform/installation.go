@@ -8,6 +8,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/openclaw/occ/internal/contract"
 	"github.com/openclaw/occ/internal/fsutil"
 	"github.com/openclaw/occ/internal/installation"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
@@ -125,7 +126,7 @@ func buildInstallation(in InstallationInput) (*installation.Installation, error)
 	compute.Resources.Namespace.ContainerDefaults = resourcePair{Requests: map[string]string{"cpu": "100m", "memory": "256Mi"}, Limits: map[string]string{"cpu": "2", "memory": "2Gi"}}
 	compute.Network.DNS = podGroup{Namespace: "kube-system", PodLabels: map[string]string{"k8s-app": "kube-dns"}}
 	compute.Network.GatewayPort = GatewayPort
-	compute.Network.GatewayClients = []podGroup{{Namespace: in.Namespace, PodLabels: map[string]string{"app.kubernetes.io/name": "occ-kubernetes-dev-client"}}}
+	compute.Network.GatewayClients = []podGroup{{Namespace: in.Namespace, PodLabels: map[string]string{contract.LabelName: "occ-kubernetes-dev-client"}}}
 	compute.Network.ProviderHarness = providerHarness{Namespace: in.Namespace, PodLabels: gatewayPodLabels(), Address: in.GatewayClusterIP, Port: GatewayPort}
 	compute.ServicePrincipalCredentials.Mode = "disabled"
 	computeNode, err := yamlNode(compute)
@@ -181,12 +182,15 @@ func buildInstallation(in InstallationInput) (*installation.Installation, error)
 					SandboxNamePrefix: strPtr("os"),
 					Gateway: installation.GatewayConfig{
 						WorkspaceMode:              installation.WorkspaceModeOperator,
-						OperatorNamespaceLabels:    map[string]string{OperatorNamespaceLabel: OperatorNamespaceValue},
+						OperatorNamespaceLabels:    map[string]string{contract.LabelOperatorWorkspace: contract.OperatorWorkspaceValue},
 						OperatorWorkspaceResources: installation.Resources(in.WorkspaceResources),
 						NetworkPolicyResources:     installation.Resources{*callback},
 					},
 					Kubernetes: installation.KubernetesConfig{
 						RuntimeClassName: RuntimeClassName,
+						// Said explicitly, not left to the default: native OpenClaw containment
+						// (seed 001) requires user namespaces off, and the Installation states it.
+						UserNamespaces:   boolPtr(false),
 						ServiceAccount:   installation.ServiceAccountConfig{Mode: installation.ServiceAccountModeGatewayConfigured},
 						SandboxDataMount: installation.SandboxDataMount{SubPath: "workspace", MountPath: "/sandbox/enterprise", ReadOnly: boolPtr(false)},
 					},

@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/openclaw/occ/internal/contract"
 )
 
 // The OCE control plane's names, as its Helm chart labels and names them (reference §3.2): the
@@ -31,19 +33,19 @@ const (
 )
 
 func gatewayPodLabels() map[string]string {
-	return map[string]string{"app.kubernetes.io/name": "openshell", "app.kubernetes.io/instance": GatewayRelease}
+	return map[string]string{contract.LabelName: "openshell", contract.LabelInstance: GatewayRelease}
 }
 
 func supervisorPodLabels() map[string]string {
-	return map[string]string{SupervisorManagedBy: SupervisorManagedByVal, SupervisorBoundaryRole: SupervisorBoundaryValue}
+	return map[string]string{contract.LabelOpenShellManagedBy: contract.OpenShellManagedByValue, contract.LabelBoundaryRole: contract.BoundaryRoleSupervisor}
 }
 
 // oceControlPlaneClients selects the OCE API and worker Pods.
 func oceControlPlaneClients() *metav1.LabelSelector {
 	return &metav1.LabelSelector{
-		MatchLabels: map[string]string{"app.kubernetes.io/name": oceAppName, "app.kubernetes.io/instance": oceAppName},
+		MatchLabels: map[string]string{contract.LabelName: oceAppName, contract.LabelInstance: oceAppName},
 		MatchExpressions: []metav1.LabelSelectorRequirement{{
-			Key: "app.kubernetes.io/component", Operator: metav1.LabelSelectorOpIn, Values: []string{"api", "worker"},
+			Key: contract.LabelComponent, Operator: metav1.LabelSelectorOpIn, Values: []string{"api", "worker"},
 		}},
 	}
 }
@@ -130,8 +132,8 @@ func gatewayIngressPolicy(namespace string) *networkingv1.NetworkPolicy {
 					{PodSelector: oceControlPlaneClients()},
 					{
 						NamespaceSelector: &metav1.LabelSelector{
-							MatchLabels:      map[string]string{OperatorNamespaceLabel: OperatorNamespaceValue},
-							MatchExpressions: []metav1.LabelSelectorRequirement{{Key: OCENamespaceLabel, Operator: metav1.LabelSelectorOpExists}},
+							MatchLabels:      map[string]string{contract.LabelOperatorWorkspace: contract.OperatorWorkspaceValue},
+							MatchExpressions: []metav1.LabelSelectorRequirement{{Key: contract.LabelNamespace, Operator: metav1.LabelSelectorOpExists}},
 						},
 						PodSelector: &metav1.LabelSelector{MatchLabels: supervisorPodLabels()},
 					},

@@ -34,21 +34,14 @@ const (
 
 // Fixed names of the pinned OpenShell (reference §4) and of the development profile.
 const (
-	GatewayRelease          = charts.GatewayRelease
-	GatewayServiceName      = charts.GatewayRelease
-	GatewayPort             = 8080
-	GatewayNodePort         = charts.DevelopmentNodePort
-	RuntimeClassName        = charts.RuntimeClassName
-	RuntimeClassHandler     = "runc"
-	GatewayJWTSecretName    = "openshell-gateway-jwt-keys"
-	OperatorNamespaceLabel  = "openshell.ai/openclaw-workspace"
-	OperatorNamespaceValue  = "true"
-	SupervisorManagedBy     = "openshell.ai/managed-by"
-	SupervisorManagedByVal  = "openshell"
-	SupervisorBoundaryRole  = "openshell.ai/boundary-role"
-	SupervisorBoundaryValue = "supervisor"
-	WorkspaceSandboxRole    = "openshell-workspace-sandbox"
-	OCENamespaceLabel       = "openclaw.dev/namespace"
+	GatewayRelease       = charts.GatewayRelease
+	GatewayServiceName   = charts.GatewayRelease
+	GatewayPort          = 8080
+	GatewayNodePort      = charts.DevelopmentNodePort
+	RuntimeClassName     = charts.RuntimeClassName
+	RuntimeClassHandler  = "runc"
+	GatewayJWTSecretName = "openshell-gateway-jwt-keys"
+	WorkspaceSandboxRole = "openshell-workspace-sandbox"
 )
 
 // EnsureNamespace creates the platform namespace.

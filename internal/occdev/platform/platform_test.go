@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/openclaw/occ/internal/contract"
 	"github.com/openclaw/occ/internal/installation"
 )
 
@@ -64,6 +65,11 @@ func TestInstallationRoundTrip(t *testing.T) {
 			if n := len(sb.Gateway.NetworkPolicyResources); n != 1 || sb.Gateway.NetworkPolicyResources[0].GetName() != tenantCallbackPolicyName || sb.Gateway.NetworkPolicyResources[0].GetNamespace() != "" {
 				t.Errorf("networkPolicyResources: want only the namespace-less tenant callback policy, got %d", n)
 			}
+			// Native OpenClaw containment (seed 001) needs user namespaces off, and the file says so
+			// rather than leaving it to a default.
+			if un := sb.Kubernetes.UserNamespaces; un == nil || *un || !strings.Contains(string(data), "userNamespaces: false") {
+				t.Errorf("kubernetes.userNamespaces must be written as an explicit false, got %v", un)
+			}
 			wantAuth := "mode: inCluster"
 			if cp == ControlPlaneCompose {
 				wantAuth = "kubeconfigPath: " + containerKubeconfigPath
@@ -102,10 +108,10 @@ func TestGatewayIngressPolicyAdmitsOnlyItsClients(t *testing.T) {
 		t.Errorf("OCE peer: %+v", oce)
 	}
 	ns := tenant.NamespaceSelector
-	if ns == nil || ns.MatchLabels[OperatorNamespaceLabel] != "true" || ns.MatchExpressions[0].Key != OCENamespaceLabel || ns.MatchExpressions[0].Operator != metav1.LabelSelectorOpExists {
+	if ns == nil || ns.MatchLabels[contract.LabelOperatorWorkspace] != "true" || ns.MatchExpressions[0].Key != contract.LabelNamespace || ns.MatchExpressions[0].Operator != metav1.LabelSelectorOpExists {
 		t.Errorf("tenant peer must require OCE-owned operator namespaces: %+v", ns)
 	}
-	if tenant.PodSelector.MatchLabels[SupervisorManagedBy] != SupervisorManagedByVal || tenant.PodSelector.MatchLabels[SupervisorBoundaryRole] != SupervisorBoundaryValue {
+	if tenant.PodSelector.MatchLabels[contract.LabelOpenShellManagedBy] != contract.OpenShellManagedByValue || tenant.PodSelector.MatchLabels[contract.LabelBoundaryRole] != contract.BoundaryRoleSupervisor {
 		t.Errorf("tenant peer must select only supervisors: %+v", tenant.PodSelector)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -118,10 +119,29 @@ func (c *ClusterProvider) Check(req cluster.Request) error {
 }
 
 // Preflight implements cluster.Provider: the engine answers (a missing or stopped engine is
-// reported with what to start before anything is downloaded or created).
+// reported with what to start before anything is downloaded or created), nothing of a cluster of
+// that name exists yet (Preflight runs before the state is claimed, so an existing one cannot be
+// this environment's), and a chosen API port is free.
 func (c *ClusterProvider) Preflight(ctx context.Context, req cluster.Request) error {
-	_, err := c.connect(ctx, req)
-	return err
+	p, err := c.connect(ctx, req)
+	if err != nil {
+		return err
+	}
+	f, err := p.find(ctx, req.Name)
+	if err != nil {
+		return err
+	}
+	if !f.empty() {
+		return &NameError{Option: EnvClusterName, Value: req.Name,
+			Rule: "names a k3d cluster that already exists in the Docker engine (" + f.describe() + ")",
+			Fix:  "choose another name, or unset " + EnvClusterName + " for a random one; remove the old cluster with occ dev down (if occ made it) or k3d cluster delete " + req.Name}
+	}
+	if port := c.Settings.APIPort; port != 0 {
+		if err := portFree(port); err != nil {
+			return &RequestError{Option: EnvAPIPort, Value: strconv.Itoa(port), Rule: "is already in use on " + apiHost + " (" + err.Error() + ")", Fix: "choose a free port, or unset it for a free one occ chooses"}
+		}
+	}
+	return nil
 }
 
 // connect returns the provider for the request's engine, connecting once.
@@ -192,6 +212,19 @@ func (*ClusterProvider) NodeAddress(_ context.Context, access cluster.Access) (s
 		return "", errors.New("the recorded k3d cluster has no name")
 	}
 	return serverNode(access.Name), nil
+}
+
+// Close releases the engine connection Preflight or Ensure made; the provider may connect
+// again afterwards.
+func (c *ClusterProvider) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.provider == nil {
+		return nil
+	}
+	err := c.provider.engine.Close()
+	c.provider, c.endpoint = nil, ""
+	return err
 }
 
 // Importer returns the image importer of the cluster Ensure made, for the image layer.

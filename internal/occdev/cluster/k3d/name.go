@@ -8,8 +8,15 @@ import (
 	"github.com/openclaw/occ/internal/occdev/option"
 )
 
-// EnvClusterName is the setting that names the cluster (the reference's variable).
-const EnvClusterName = "OCC_DEVELOPMENT_KUBERNETES_CLUSTER"
+// The reference's settings of the k3d cluster, named in errors about their values.
+const (
+	// EnvClusterName names the cluster.
+	EnvClusterName = "OCC_DEVELOPMENT_KUBERNETES_CLUSTER"
+	// EnvAPIPort is the Kubernetes API's port on 127.0.0.1.
+	EnvAPIPort = "OCC_DEVELOPMENT_KUBERNETES_API_PORT"
+	// EnvDiskThresholdPercent sets the kubelet's disk eviction thresholds.
+	EnvDiskThresholdPercent = "OCC_DEVELOPMENT_KUBERNETES_DISK_THRESHOLD_PERCENT"
+)
 
 // NamePrefix starts every cluster name occ creates, so occ's clusters are recognisable in
 // `k3d cluster list` and `docker ps`.

@@ -1,0 +1,534 @@
+package occdev_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/yaml"
+
+	"github.com/openclaw/occ/internal/gateway/emulator"
+	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/charts/chartstest"
+	"github.com/openclaw/occ/internal/occdev/cluster"
+	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
+	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/images"
+	"github.com/openclaw/occ/internal/occdev/pins"
+	"github.com/openclaw/occ/internal/occdev/state"
+	"github.com/openclaw/occ/internal/progress"
+	"github.com/openclaw/occ/internal/testbed/dockerbed"
+)
+
+// k3dBed is the Docker + k3d bed of the flow's tests: the private engine with the k3s stand-in
+// node and k3d tools images, the three OpenShell stand-in images served by digest from the
+// bed's registry, the stand-in charts' archive, an Agent Sandbox manifest whose controller runs
+// from an image the node holds, the gateway emulator for the Health check, and a user's HOME
+// with a kubeconfig of their own.
+type k3dBed struct {
+	*dockerbed.Bed
+	t testing.TB
+	// engine is occ's own kind of connection to the bed's engine, for assertions.
+	engine *docker.Engine
+	// set is the pin set of a normal run; product holds its three OpenShell pins with the config
+	// digest the registry push produced (what the node must hold).
+	set     *pins.Set
+	product []productPin
+	pinFile string
+	archive string
+	gateway *emulator.Server
+	// userKubeconfig is $HOME/.kube/config, and userKubeconfigData its bytes before any run.
+	userKubeconfig     string
+	userKubeconfigData []byte
+}
+
+type productPin struct {
+	pin    pins.Image
+	config string
+	// local is the image's content tag in the engine (the bed loads every image under one).
+	local string
+}
+
+// chartFiles replaces files of the stand-in OpenShell archive (chartstest.Options.Files).
+type chartFiles map[string]string
+
+func newK3dBed(t testing.TB, files chartFiles) *k3dBed {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	b := &k3dBed{Bed: dockerbed.Start(t), t: t}
+	loc, err := docker.Locate(docker.LocateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.engine, err = docker.Connect(ctx, loc.Endpoint, loc.Source); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.engine.Close() })
+
+	fixture := chartstest.New(t, t.TempDir(), chartstest.Options{Files: files})
+	b.archive = fixture.ArchivePath
+	b.set = fixture.Pins
+	b.set.K3s.Image = parsePin(t, b.Node.Ref)
+	b.set.K3d.ToolsImage = parsePin(t, b.Tools.Ref)
+	for _, role := range []string{dockerbed.RoleGateway, dockerbed.RoleSandbox, dockerbed.RoleSupervisor} {
+		spec, err := dockerbed.ProductImage(role)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := b.Provide(ctx, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key, err := spec.Key()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Pinned as occ pins images: repository:tag@sha256:<manifest digest>.
+		local, err := spec.Tag()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.product = append(b.product, productPin{pin: parsePin(t, p.Repo+":"+key+"@"+p.Digest), config: p.ConfigDigest, local: local})
+	}
+	b.set.OpenShell.Images = pins.Images{Gateway: b.product[0].pin, Sandbox: b.product[1].pin, Supervisor: b.product[2].pin}
+
+	manifest := k3dAgentSandboxManifest(b.product[1].pin.DigestReference())
+	sum := sha256.Sum256(manifest)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(manifest) }))
+	t.Cleanup(srv.Close)
+	b.set.AgentSandbox.Manifest = pins.Artifact{URL: srv.URL + "/sandbox.yaml", SHA256: hex.EncodeToString(sum[:])}
+	b.pinFile = b.writePins(b.set)
+
+	gw, err := emulator.Start(emulator.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(gw.Close)
+	b.gateway = gw
+
+	// A user with a kubeconfig of their own: `up` must never write it or switch its context.
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("KUBECONFIG", "")
+	os.Unsetenv("KUBECONFIG")
+	b.userKubeconfig = filepath.Join(home, ".kube", "config")
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["work"] = &clientcmdapi.Cluster{Server: "https://10.20.30.40:6443"}
+	cfg.AuthInfos["me"] = &clientcmdapi.AuthInfo{Token: "user-token-" + strings.ToLower(rand.Text())}
+	cfg.Contexts["work"] = &clientcmdapi.Context{Cluster: "work", AuthInfo: "me", Namespace: "team"}
+	cfg.CurrentContext = "work"
+	if err := os.MkdirAll(filepath.Dir(b.userKubeconfig), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := clientcmd.WriteToFile(*cfg, b.userKubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	if b.userKubeconfigData, err = os.ReadFile(b.userKubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func parsePin(t testing.TB, ref string) pins.Image {
+	t.Helper()
+	img, err := pins.ParseImage(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+// writePins writes set as a pin file of the test's own.
+func (b *k3dBed) writePins(set *pins.Set) string {
+	b.t.Helper()
+	data, err := yaml.Marshal(set)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	path := filepath.Join(b.t.TempDir(), "pins.yaml")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		b.t.Fatal(err)
+	}
+	return path
+}
+
+// clusterName is a fresh cluster name for one run (the rule: occ-dev-…, at most 32).
+func clusterName() string { return "occ-dev-f" + strings.ToLower(rand.Text()[:10]) }
+
+// options are the settings of one `up` on the bed: a new k3d cluster for the Kubernetes-only
+// profile, the stand-in pins and archive, and the Health check through the emulator (a
+// port-forward needs a real kubelet, which the stand-in node plays).
+func (b *k3dBed) options(t testing.TB) occdev.UpOptions {
+	return occdev.UpOptions{
+		StateDir:        filepath.Join(t.TempDir(), "state"),
+		ClusterProvider: occdev.ProviderK3d,
+		ClusterName:     clusterName(),
+		ControlPlane:    occdev.ControlPlaneKubernetes,
+		PinFile:         b.pinFile,
+		ArchiveFile:     b.archive,
+		CacheDir:        filepath.Join(t.TempDir(), "cache"),
+		GatewayEndpoint: b.gateway.Addr(),
+		StartupTimeout:  3 * time.Minute,
+		OCCCommand:      "occ",
+		Log:             &lockedBuffer{},
+	}
+}
+
+// k3dAgentSandboxManifest is the Agent Sandbox stand-in of the k3d bed: the chartstest manifest
+// with its controller running from an image the node holds (the imported OpenShell sandbox
+// image, pullPolicy Never), because the stand-in node reaches no registry. The real controller
+// image is pulled by the node itself, and is not one occ imports.
+func k3dAgentSandboxManifest(image string) []byte {
+	m := chartstest.AgentSandboxManifest()
+	m = strings.Replace(m, "image: registry.k8s.io/agent-sandbox/agent-sandbox-controller:v0.5.2",
+		"image: "+image+"\n          imagePullPolicy: Never", 1)
+	return []byte(m)
+}
+
+// productRefs are the digest references of the three OpenShell pins.
+func (b *k3dBed) productRefs() []string {
+	var refs []string
+	for _, p := range b.product {
+		refs = append(refs, p.pin.DigestReference())
+	}
+	return refs
+}
+
+// imageID returns the engine's image ID of ref, or "" when the engine does not have it.
+func (b *k3dBed) imageID(t testing.TB, ref string) string {
+	t.Helper()
+	ins, err := b.engine.API.ImageInspect(context.Background(), ref)
+	if cerrdefs.IsNotFound(err) {
+		return ""
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ins.ID
+}
+
+// forgetProducts removes the product pins' digest references from the engine (untag only), so
+// a run starts with the engine lacking them, as on a laptop that never pulled them.
+func (b *k3dBed) forgetProducts(t testing.TB) {
+	t.Helper()
+	b.Engine.Forget(b.productRefs()...)
+	for _, ref := range b.productRefs() {
+		if id := b.imageID(t, ref); id != "" {
+			t.Fatalf("%s is still in the engine (%s) before the run", ref, id)
+		}
+	}
+}
+
+// leftovers describes what the engine still holds of a run: containers, networks and volumes of
+// the cluster (volumes also by the names seen while it existed), staging tags, and the product
+// images `up` pulled (none was present before).
+func (b *k3dBed) leftovers(t testing.TB, name string, volumes []string) []string {
+	t.Helper()
+	ctx := context.Background()
+	var out []string
+	objs, err := b.Engine.ClusterObjects(ctx, name, volumes...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !objs.Empty() {
+		out = append(out, "cluster objects: "+objs.String())
+	}
+	list, err := b.engine.API.ImageList(ctx, image.ListOptions{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, im := range list {
+		for _, tag := range im.RepoTags {
+			if strings.HasPrefix(tag, "occ.local/import/") && strings.HasSuffix(tag, ":"+name) {
+				out = append(out, "staging tag "+tag)
+			}
+		}
+	}
+	for _, ref := range b.productRefs() {
+		if id := b.imageID(t, ref); id != "" {
+			out = append(out, "pulled image "+ref+" ("+id+")")
+		}
+	}
+	return out
+}
+
+// volumesOf are the volumes the engine holds of a cluster now (labelled, or mounted by its
+// containers), noted while it exists: once its containers are gone, anonymous volumes can no
+// longer be traced to it.
+func (b *k3dBed) volumesOf(t testing.TB, name string) []string {
+	t.Helper()
+	objs, err := b.Engine.ClusterObjects(context.Background(), name)
+	if err != nil {
+		t.Errorf("list objects of cluster %s: %v", name, err)
+		return nil
+	}
+	return objs.Volumes
+}
+
+// assertUserKubeconfig checks the user's kubeconfig is byte for byte what it was.
+func (b *k3dBed) assertUserKubeconfig(t *testing.T) {
+	t.Helper()
+	data, err := os.ReadFile(b.userKubeconfig)
+	if err != nil || !bytes.Equal(data, b.userKubeconfigData) {
+		t.Errorf("the user's kubeconfig %s changed (%v):\n%s", b.userKubeconfig, err, data)
+	}
+	entries, err := os.ReadDir(filepath.Dir(b.userKubeconfig))
+	if err != nil || len(entries) != 1 {
+		t.Errorf("~/.kube holds %d entries, want only config (%v)", len(entries), err)
+	}
+}
+
+// nodeConfigDigests reads, straight from the node's containerd, the config digest of every image
+// name it holds (following an index to its one manifest): independent of occ's own verification.
+func (b *k3dBed) nodeConfigDigests(t *testing.T, node string) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	res, err := b.Engine.Exec(ctx, node, false, "ctr", "-n", "k8s.io", "images", "ls")
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("ctr images ls in %s: %v %s", node, err, res.Stderr)
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(res.Stdout), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) < 3 {
+			continue
+		}
+		digest := f[2]
+		for range 3 {
+			blob, err := b.Engine.Exec(ctx, node, false, "ctr", "-n", "k8s.io", "content", "get", digest)
+			if err != nil || blob.ExitCode != 0 {
+				t.Fatalf("ctr content get %s: %v %s", digest, err, blob.Stderr)
+			}
+			var doc struct {
+				Config    struct{ Digest string }
+				Manifests []struct{ Digest string }
+			}
+			if err := json.Unmarshal([]byte(blob.Stdout), &doc); err != nil {
+				t.Fatalf("content %s: %v", digest, err)
+			}
+			if doc.Config.Digest != "" {
+				out[f[0]] = doc.Config.Digest
+				break
+			}
+			if len(doc.Manifests) != 1 {
+				break
+			}
+			digest = doc.Manifests[0].Digest
+		}
+	}
+	return out
+}
+
+// kubeClient is a client of the recorded cluster, from the state's kubeconfig.
+func kubeClient(t *testing.T, access cluster.Access) kubernetes.Interface {
+	t.Helper()
+	cfg, err := cluster.RESTConfig(access)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kubernetes.NewForConfigOrDie(cfg)
+}
+
+// unrelatedCluster is a k3d cluster someone else made in the same engine (another owner), which
+// no run may touch: its containers are compared by ID and its API by kube-system UID.
+type unrelatedCluster struct {
+	provider   *k3d.Provider
+	id         k3d.Identity
+	containers []string
+}
+
+func (b *k3dBed) createUnrelatedCluster(t *testing.T) *unrelatedCluster {
+	t.Helper()
+	ctx := context.Background()
+	rec, err := state.Create(filepath.Join(t.TempDir(), "other-state"), state.State{Profile: "kubernetes", Cluster: state.Cluster{Provider: k3d.Name}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rec.Close() })
+	// Someone else's cluster uses the same node and tools images, which they pulled first: for
+	// occ's runs these images existed before, so `down` must leave them.
+	for _, img := range []pins.Image{b.set.K3s.Image, b.set.K3d.ToolsImage} {
+		if _, err := images.Present(ctx, images.PresentOptions{API: b.engine.API, Image: img, Recorder: rec}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { b.Engine.Forget(b.set.K3s.Image.DigestReference(), b.set.K3d.ToolsImage.DigestReference()) })
+	p, err := k3d.New(k3d.Options{Engine: b.engine, ToolsImage: b.set.K3d.ToolsImage.DigestReference()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, err := k3d.FreeLoopbackPort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := k3d.Request{Name: "occ-dev-u" + strings.ToLower(rand.Text()[:10]), Owner: rec.State().Owner(), NodeImage: b.set.K3s.Image,
+		StateDir: t.TempDir(), APIPort: port, Recorder: rec}
+	c, err := p.Create(ctx, req)
+	if err != nil {
+		t.Fatalf("create the unrelated cluster: %v", err)
+	}
+	u := &unrelatedCluster{provider: p, id: k3d.Identity{Name: req.Name, Owner: req.Owner, UID: c.UID}}
+	t.Cleanup(func() {
+		if err := p.Delete(context.Background(), u.id); err != nil {
+			t.Errorf("cleanup of the unrelated cluster: %v", err)
+		}
+	})
+	u.containers = b.containerIDs(t, req.Name)
+	if len(u.containers) == 0 {
+		t.Fatal("the unrelated cluster has no containers")
+	}
+	return u
+}
+
+func (b *k3dBed) containerIDs(t *testing.T, name string) []string {
+	t.Helper()
+	cs, err := b.engine.API.ContainerList(context.Background(), container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", "k3d.cluster="+name))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, c := range cs {
+		if c.State != "running" {
+			t.Errorf("container %v of cluster %s is %s", c.Names, name, c.State)
+		}
+		ids = append(ids, c.ID)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// assertUntouched checks the unrelated cluster is exactly as it was: the same running containers,
+// and its API still answering with its kube-system UID.
+func (u *unrelatedCluster) assertUntouched(t *testing.T, b *k3dBed) {
+	t.Helper()
+	if got := b.containerIDs(t, u.id.Name); !slices.Equal(got, u.containers) {
+		t.Errorf("the unrelated cluster's containers changed: %v, want %v", got, u.containers)
+	}
+	st, err := u.provider.Inspect(context.Background(), u.id)
+	if err != nil || st.State != k3d.StateExists || !st.UIDVerified {
+		t.Errorf("the unrelated cluster: %+v (%v), want it to exist with its kube-system UID", st, err)
+	}
+}
+
+// stepTimes records every step's end (and the time the run took), from the progress events.
+type stepTimes struct {
+	mu    sync.Mutex
+	lines []stepTime
+	begin map[string]time.Time
+	start time.Time
+}
+
+type stepTime struct {
+	Step, Lane   string
+	Start, Took  time.Duration
+	Failed       bool
+	Concurrently bool
+}
+
+func newStepTimes() *stepTimes { return &stepTimes{begin: map[string]time.Time{}, start: time.Now()} }
+
+func (s *stepTimes) sink(e progress.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch e.Kind {
+	case progress.Begin:
+		s.begin[e.Step] = time.Now()
+	case progress.End:
+		s.lines = append(s.lines, stepTime{Step: e.Step, Lane: e.Lane, Start: s.begin[e.Step].Sub(s.start), Took: e.Elapsed, Failed: e.Err != nil})
+	}
+}
+
+func (s *stepTimes) table() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var b strings.Builder
+	for _, l := range s.lines {
+		lane := l.Lane
+		if lane == "" {
+			lane = "-"
+		}
+		b.WriteString(strings.Join([]string{padRight(l.Step, 62), padRight(lane, 10), padLeft(l.Start.Round(10*time.Millisecond).String(), 8), padLeft(l.Took.Round(10*time.Millisecond).String(), 8)}, " ") + "\n")
+	}
+	return b.String()
+}
+
+func padRight(s string, n int) string { return s + strings.Repeat(" ", max(0, n-len(s))) }
+func padLeft(s string, n int) string  { return strings.Repeat(" ", max(0, n-len(s))) + s }
+
+// field returns what follows label on the first line of out that starts with it (after the
+// indentation), with the padding trimmed.
+func field(out, label string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(l), label); ok {
+			return strings.TrimSpace(rest)
+		}
+	}
+	return ""
+}
+
+// lockedBuffer collects the flow's log from several goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// stateGone reports whether dir no longer exists.
+func stateGone(dir string) bool {
+	_, err := os.Stat(dir)
+	return errors.Is(err, fs.ErrNotExist)
+}
+
+// readyReplicas reads a workload's ready replicas in the recorded cluster.
+func readyReplicas(t *testing.T, kc kubernetes.Interface, kind, ns, name string) int32 {
+	t.Helper()
+	ctx := context.Background()
+	switch kind {
+	case "StatefulSet":
+		s, err := kc.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.Status.ReadyReplicas
+	default:
+		d, err := kc.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.Status.ReadyReplicas
+	}
+}

@@ -1,0 +1,164 @@
+package occdev
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/openclaw/occ/internal/occdev/images"
+	"github.com/openclaw/occ/internal/occdev/pins"
+	"github.com/openclaw/occ/internal/progress"
+)
+
+// imageRole is one pinned image `up` uses, by the slot of run.local its step fills.
+type imageRole int
+
+// The pinned images of a k3d cluster: the node and tools images k3d needs to create it, and the
+// three OpenShell images imported into it.
+const (
+	nodeImage imageRole = iota
+	toolsImage
+	gatewayImage
+	sandboxImage
+	supervisorImage
+	imageRoles
+)
+
+// productImages are the images imported into the cluster and used by the Gateway chart.
+var productImages = []imageRole{gatewayImage, sandboxImage, supervisorImage}
+
+type roleInfo struct {
+	role  string
+	title string
+	pin   func(*pins.Set) pins.Image
+}
+
+var roleInfos = [imageRoles]roleInfo{
+	nodeImage:       {"k3sNode", "k3s node", func(s *pins.Set) pins.Image { return s.K3s.Image }},
+	toolsImage:      {"k3dTools", "k3d tools", func(s *pins.Set) pins.Image { return s.K3d.ToolsImage }},
+	gatewayImage:    {"gateway", "OpenShell Gateway", func(s *pins.Set) pins.Image { return s.OpenShell.Images.Gateway }},
+	sandboxImage:    {"sandbox", "OpenShell Sandbox", func(s *pins.Set) pins.Image { return s.OpenShell.Images.Sandbox }},
+	supervisorImage: {"supervisor", "OpenShell supervisor", func(s *pins.Set) pins.Image { return s.OpenShell.Images.Supervisor }},
+}
+
+// images lists the roles of the plan's images: all five for k3d, the three OpenShell images
+// (pulled by the cluster itself) for an existing cluster.
+func (p *Plan) images() []roleInfo {
+	var out []roleInfo
+	for i, ri := range roleInfos {
+		if p.ClusterProvider == ProviderExisting && imageRole(i) < gatewayImage {
+			continue
+		}
+		out = append(out, ri)
+	}
+	return out
+}
+
+// imageStep makes one pinned image present in the engine: used as it is when the engine holds
+// it by digest (then it is not recorded, and `down` leaves it), otherwise recorded and pulled by
+// digest, so the engine verifies the manifest against the pin.
+func imageStep(role imageRole) Step {
+	ri := roleInfos[role]
+	return Step{
+		Name: "Pull the " + ri.title + " image",
+		Describe: func(p *Plan) Description {
+			return creates(fmt.Sprintf("image %s in the Docker engine, pulled by digest unless the engine has it (an image that was there is left alone by down)", ri.pin(p.pins).DigestReference()))
+		},
+		Run: func(ctx context.Context, r *run, rep progress.Reporter) error {
+			l, err := images.Present(ctx, images.PresentOptions{
+				API: r.engine.API, Image: ri.pin(r.plan.pins), Recorder: r.state, Progress: pullProgress(rep),
+			})
+			if err != nil {
+				return err
+			}
+			r.local[role] = l
+			return nil
+		},
+	}
+}
+
+// pullProgress puts a pull's events on the step's line: one running byte count over all
+// layers, and a note when the image was already there.
+func pullProgress(rep progress.Reporter) func(images.Event) {
+	totals := images.Totals(rep.Transfer)
+	return func(ev images.Event) {
+		if ev.Layer != "" {
+			totals(ev)
+			return
+		}
+		if ev.Status == "present" {
+			rep.Note("already in the engine by digest; used as it is")
+		}
+	}
+}
+
+func describeRepoDigests(p *Plan) Description {
+	return note("nothing created; requires each local image's RepoDigests (set only by a pull) to include its pinned digest")
+}
+
+// checkRepoDigests refuses a local image that was not pulled by its pinned digest (a re-tagged
+// or locally built one), for every image the cluster will run.
+func checkRepoDigests(_ context.Context, r *run, _ progress.Reporter) error {
+	var errs []error
+	for role := range imageRoles {
+		if err := images.CheckRepoDigest(r.local[role]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func describeImport(p *Plan) Description {
+	var refs []string
+	for _, role := range productImages {
+		refs = append(refs, roleInfos[role].pin(p.pins).DigestReference())
+	}
+	return creates("the images " + strings.Join(refs, ", ") + " in the node's containerd, imported in one pass through k3d's library (direct mode, under temporary staging tags removed afterwards)")
+}
+
+// importImages loads the three OpenShell images into the node in one pass.
+func importImages(ctx context.Context, r *run, rep progress.Reporter) error {
+	importer, err := r.plan.k3d.Importer(r.conn.Access)
+	if err != nil {
+		return err
+	}
+	var local []images.Local
+	for _, role := range productImages {
+		local = append(local, r.local[role])
+	}
+	imported, err := images.Import(ctx, images.ImportOptions{
+		API: r.engine.API, Importer: importer, Images: local, Recorder: r.state,
+		Progress: func(ev images.Event) {
+			if ev.Status != "importing" && ev.Status != "imported" {
+				rep.Note(ev.Image + ": " + ev.Status)
+			}
+		},
+	})
+	if err != nil {
+		return err
+	}
+	r.imported = imported
+	return nil
+}
+
+func describeVerify(p *Plan) Description {
+	var refs []string
+	for _, role := range productImages {
+		refs = append(refs, roleInfos[role].pin(p.pins).DigestReference())
+	}
+	return creates("the names " + strings.Join(refs, ", ") + " in the node, after checking each image's config digest there equals the local image ID its pinned pull produced")
+}
+
+// verifyImages proves each imported image is in the node as pulled (config digest == local
+// image ID) and tags repo@sha256:<pinned> there for the chart (pullPolicy Never).
+func verifyImages(ctx context.Context, r *run, _ progress.Reporter) error {
+	verified, err := images.VerifyInNode(ctx, images.VerifyOptions{
+		API: r.engine.API, Node: r.conn.Access.NodeAddress, Images: r.imported, Recorder: r.state,
+	})
+	if err != nil {
+		return err
+	}
+	r.verified = verified
+	return nil
+}
