@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,6 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/controlplane"
+	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
 )
 
 func init() { devSubcommands = append(devSubcommands, newDevUpCommand) }
@@ -28,8 +31,19 @@ Sandbox Driver reads. --cluster-provider existing installs into a cluster of you
 instead (--kubeconfig, --context). Every step prints one line with its duration; steps that run
 side by side are shown together.
 
-The OCE control plane itself (Compose, or in the cluster with --control-plane kubernetes) is
-not started yet: after 'up' only the sandbox platform runs, and the summary says so.
+Run from an OpenClaw Enterprise checkout (or name one with --repository), 'up' then starts the
+OCE control plane in Compose, the default profile: the checkout's images are built through the
+engine's BuildKit (or selected by digest with OCC_DEVELOPMENT_CONTROLLER_IMAGE and
+OCC_KUBERNETES_RUNTIME_IMAGE, both or neither), postgres, migrate and bootstrap start from the
+checked Compose model (compose.yaml and compose.kubernetes.yaml, plus the -f/--file and
+--env-file options given after --), the k3d cluster joins the project's network, the Gateway is
+published on the node's NodePort 30051, the controller and worker-kubernetes start with the
+Installation and the container kubeconfig mounted read-only, and once the API and the worker
+are ready the bootstrap service key is copied, verified against the live Installation and
+written (0600) to --key-output or the state directory. The Compose project runs through the
+docker compose CLI plugin, which must be installed. Without a checkout only the sandbox
+platform comes up, and the summary says how to add the control plane. (The Kubernetes-only
+profile, --control-plane kubernetes, does not start OCE yet.)
 
 The Docker engine is located as the docker CLI does (DOCKER_HOST, else the current docker
 context, else /var/run/docker.sock), must be a local unix socket, and is recorded in the state
@@ -47,9 +61,15 @@ OCC_DEVELOPMENT_CONTROL_PLANE, OCC_DEVELOPMENT_CLUSTER_PROVIDER,
 OCC_DEVELOPMENT_KUBERNETES_CLUSTER, OCC_DEVELOPMENT_KUBERNETES_API_PORT,
 OCC_DEVELOPMENT_KUBERNETES_DISK_THRESHOLD_PERCENT, OCC_DEVELOPMENT_KUBERNETES_NAMESPACE,
 OCC_DEVELOPMENT_STARTUP_TIMEOUT_SECONDS, OCC_DEVELOPMENT_PIN_FILE,
-OCC_DEVELOPMENT_OPENSHELL_ARCHIVE and OCC_DEVELOPMENT_GATEWAY_ENDPOINT.`,
+OCC_DEVELOPMENT_OPENSHELL_ARCHIVE, OCC_DEVELOPMENT_GATEWAY_ENDPOINT, OCC_DEVELOPMENT_REPOSITORY,
+OCC_DEVELOPMENT_COMPOSE_PROJECT, OCC_DEVELOPMENT_CONTROLLER_IMAGE and
+OCC_KUBERNETES_RUNTIME_IMAGE.`,
 		Example: `  # Preview every step and what it would create; checks the settings, creates nothing
   occ dev up --dry-run
+
+  # From an OCE checkout: the whole stack, with a Compose file of your own layered on top and
+  # the bootstrap key written where you want it
+  cd ~/src/openclaw-enterprise && occ dev up --key-output ~/.config/oce/dev-key.json -- -f compose.local.yaml
 
   # A k3d cluster with the platform, for OCE running in the cluster
   occ dev up --control-plane kubernetes
@@ -62,12 +82,13 @@ OCC_DEVELOPMENT_OPENSHELL_ARCHIVE and OCC_DEVELOPMENT_GATEWAY_ENDPOINT.`,
 
   # Print the summary as JSON (progress goes to stderr)
   occ dev up -o json`,
-		Args: exactArgs(0),
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Args: composeArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
 			opts, err := devUpOptions(g, cmd)
 			if err != nil {
 				return err
 			}
+			opts.OCE.ComposeArgs = args
 			dry, _ := cmd.Flags().GetBool("dry-run")
 			if dry {
 				return runDevUpDryRun(g, opts)
@@ -88,6 +109,8 @@ OCC_DEVELOPMENT_OPENSHELL_ARCHIVE and OCC_DEVELOPMENT_GATEWAY_ENDPOINT.`,
 	f.String("gateway-endpoint", "", "host:port where the final Health check reaches the Gateway (default: a port-forward)")
 	f.String("startup-timeout", "", "bound of each readiness wait, e.g. 10m (default 10m; env OCC_DEVELOPMENT_STARTUP_TIMEOUT_SECONDS in seconds)")
 	f.Bool("dry-run", false, "print the steps and what each would create; touch nothing")
+	f.String("repository", "", "the OCE checkout to run the control plane from (default: found from the working directory upwards; env OCC_DEVELOPMENT_REPOSITORY)")
+	f.String("key-output", "", "absent absolute path in a private directory for the bootstrap service key (default <state-dir>/initial-admin-service-key.json)")
 	completeValues(cmd, "cluster-provider", occdev.SupportedProviders)
 	completeValues(cmd, "control-plane", occdev.SupportedControlPlanes)
 	return cmd
@@ -128,7 +151,22 @@ func devUpOptions(g *Globals, cmd *cobra.Command) (occdev.UpOptions, error) {
 		GatewayEndpoint:      devSetting(g, cmd, "gateway-endpoint", "OCC_DEVELOPMENT_GATEWAY_ENDPOINT"),
 		StartupTimeout:       timeout,
 		OCCCommand:           occCommand(),
+		OCE: occdev.OCEOptions{
+			Repository:     devSetting(g, cmd, "repository", controlplane.EnvRepository),
+			ComposeProject: os.Getenv(compose.EnvProject),
+			Images:         controlplane.ImageSelectionFromEnv(os.Getenv),
+			KeyOutput:      devSetting(g, cmd, "key-output", ""),
+		},
 	}, nil
+}
+
+// composeArgs accepts positional arguments only after "--": they are Compose options, and
+// anything before the dash is a mistyped flag or argument (the reference's rule).
+func composeArgs(cmd *cobra.Command, args []string) error {
+	if dash := cmd.ArgsLenAtDash(); (dash < 0 && len(args) > 0) || dash > 0 {
+		return usageErrorf("Compose options must follow --: %s takes no arguments of its own (got %q); write %s -- -f <file>", cmd.CommandPath(), args[0], cmd.CommandPath())
+	}
+	return nil
 }
 
 // intSetting reads a whole-number setting of flag or env; empty is 0 (the default). A value
@@ -219,6 +257,9 @@ func printDryRun(w io.Writer, dr *occdev.DryRun) error {
 	if dr.ControlPlane != "" {
 		fmt.Fprintf(w, "Control plane:   %s\n", dr.ControlPlane)
 	}
+	if o := dr.Plan.OCE; o != nil && o.Compose != nil {
+		printComposePlan(w, o)
+	}
 	if len(dr.Problems) > 0 {
 		fmt.Fprintln(w, "\nProblems (occ dev up would stop at these before creating anything):")
 		for _, p := range dr.Problems {
@@ -273,13 +314,32 @@ func runDevUp(g *Globals, cmd *cobra.Command, opts occdev.UpOptions) error {
 }
 
 func printUpSummary(w io.Writer, s *occdev.Summary) error {
-	fmt.Fprintf(w, "\nOpenShell development platform is ready.\n\n")
-	rows := [][2]string{
-		{"Engine", s.Engine},
-		{"Cluster", fmt.Sprintf("%s (provider %s, API %s)", s.Cluster, s.ClusterProvider, s.APIServer)},
-		{"Context", s.Context},
-		{"Kubeconfig", s.Kubeconfig},
+	var rows [][2]string
+	if o := s.OCE; o != nil {
+		// The reference's summary of the whole stack first, then the platform's details.
+		fmt.Fprintf(w, "\nOpenClaw Enterprise development stack is ready.\n\n")
+		rows = append(rows,
+			[2]string{"Control plane", o.ControlPlane},
+			[2]string{"Drivers", o.Drivers},
+			[2]string{"API URL", o.APIURL},
+			[2]string{"Installation ID", o.InstallationID},
+			[2]string{"Key file", o.KeyFile + " (0600; verified against the Installation)"},
+		)
+		if o.Namespace != "" {
+			rows = append(rows, [2]string{"OCC Namespace", o.Namespace + " (ready)"})
+		}
+		if o.RuntimeImage != "" {
+			rows = append(rows, [2]string{"Agent runtime", o.RuntimeImage})
+		}
+	} else {
+		fmt.Fprintf(w, "\nOpenShell development platform is ready.\n\n")
 	}
+	rows = append(rows,
+		[2]string{"Engine", s.Engine},
+		[2]string{"Cluster", fmt.Sprintf("%s (provider %s, API %s)", s.Cluster, s.ClusterProvider, s.APIServer)},
+		[2]string{"Context", s.Context},
+		[2]string{"Kubeconfig", s.Kubeconfig},
+	)
 	if s.ClusterProvider == occdev.ProviderK3d {
 		rows[len(rows)-1][1] += " (written by occ; your kubeconfig and current context are untouched)"
 	}
@@ -304,11 +364,48 @@ func printUpSummary(w io.Writer, s *occdev.Summary) error {
 	}
 	for _, r := range rows {
 		if r[0] == "" {
-			fmt.Fprintf(w, "  %-14s %s\n", "", r[1])
+			fmt.Fprintf(w, "  %-16s %s\n", "", r[1])
 			continue
 		}
-		fmt.Fprintf(w, "  %-14s %s\n", r[0]+":", r[1])
+		fmt.Fprintf(w, "  %-16s %s\n", r[0]+":", r[1])
 	}
 	_, err := fmt.Fprintf(w, "\nRemove everything it created with:\n  %s\n", s.DownCommand)
 	return err
+}
+
+// printComposePlan lists what the Compose project would create: services (built or run from
+// an image), volumes, networks and published ports.
+func printComposePlan(w io.Writer, o *occdev.OCEPlan) {
+	c := o.Compose
+	fmt.Fprintf(w, "OCE checkout:    %s at %s (%s)\n", o.Checkout, o.Commit, o.CheckoutSource)
+	fmt.Fprintf(w, "Compose project: %s (API %s)\n", c.Project, c.APIURL)
+	for i, svc := range c.Services {
+		label := "  services:"
+		if i > 0 {
+			label = ""
+		}
+		what := svc.Image
+		if svc.Build != "" {
+			what = "built from " + svc.Build
+		}
+		fmt.Fprintf(w, "%-16s %s (%s)\n", label, svc.Name, what)
+	}
+	for i, v := range c.Volumes {
+		label := "  volumes:"
+		if i > 0 {
+			label = ""
+		}
+		fmt.Fprintf(w, "%-16s %s\n", label, v)
+	}
+	for _, n := range c.Networks {
+		fmt.Fprintf(w, "%-16s %s (subnet %s, gateway %s; the k3d cluster joins it)\n", "  network:", n.Name, n.Subnet, n.Gateway)
+	}
+	for i, p := range c.Ports {
+		label := "  published:"
+		if i > 0 {
+			label = ""
+		}
+		fmt.Fprintf(w, "%-16s %s -> %s of %s\n", label, p.Host, p.Target, p.Service)
+	}
+	fmt.Fprintf(w, "Key file:        %s\n", o.KeyFile)
 }

@@ -251,9 +251,9 @@ func testBuiltCLI(t *testing.T, b *k3dBed) {
 
 // testComposeProfile: `occ dev up` with no profile chosen (Compose, the default) makes the same
 // cluster and platform, with the Gateway as NodePort 30051 and an Installation that reaches it at
-// the node's name on the cluster's Docker network, where the Compose control plane will run; the
-// container kubeconfig names the node there too. The summary says the control plane itself is
-// not started.
+// the node's name on the cluster's Docker network, where the Compose control plane runs; the
+// container kubeconfig names the node there too. Run outside an OCE checkout, `up` stops after
+// the sandbox platform, and the summary says exactly how to add the control plane.
 func testComposeProfile(t *testing.T, b *k3dBed) {
 	ctx := context.Background()
 	b.forgetProducts(t)
@@ -265,7 +265,8 @@ func testComposeProfile(t *testing.T, b *k3dBed) {
 		t.Fatalf("up: %v", err)
 	}
 	node := "k3d-" + opts.ClusterName + "-server-0"
-	if sum.Namespace != "openshell-system" || sum.GatewayEndpoint != "http://"+node+":30051" || !strings.Contains(sum.ControlPlane, "Compose is not wired") {
+	if sum.Namespace != "openshell-system" || sum.GatewayEndpoint != "http://"+node+":30051" || !strings.Contains(sum.ControlPlane, "no OpenClaw Enterprise checkout found") ||
+		!strings.Contains(sum.ControlPlane, "To add the OCE control plane, remove this environment (occ dev down --state-dir "+opts.StateDir+") and run occ dev up again from an OpenClaw Enterprise checkout, or with --repository <checkout>") {
 		t.Errorf("summary: %+v", sum)
 	}
 	st, err := state.Read(opts.StateDir)

@@ -124,6 +124,9 @@ type UpOptions struct {
 	StartupTimeout time.Duration
 	// OCCCommand is how the user runs occ, for the printed `down` command; default "occ".
 	OCCCommand string
+	// OCE are the inputs of the OCE control plane: its checkout, images, Compose options and
+	// key destination.
+	OCE OCEOptions
 
 	// Progress receives step events (steps of concurrent lanes name their lane); nil discards
 	// them. It is called from several goroutines while lanes run.
@@ -173,6 +176,9 @@ type Plan struct {
 	PullPolicy corev1.PullPolicy `json:"imagePullPolicy"`
 	// Images are the pinned images `up` uses, by role, as digest references.
 	Images map[string]string `json:"images"`
+	// OCE is the OCE control plane `up` starts, decided and checked before anything runs; nil
+	// when it starts none (no checkout was found).
+	OCE *OCEPlan `json:"oce,omitempty"`
 
 	provider cluster.Provider
 	// k3d is the provider when it is k3d's (the image import needs its importer).
@@ -290,7 +296,9 @@ func resolvePlan(o UpOptions) (*Plan, error) {
 	if err := resolveCluster(p, o); err != nil {
 		return nil, err
 	}
-	p.profile = profileOf(p)
+	if p.profile, err = profileOf(p, o); err != nil {
+		return nil, err
+	}
 	p.provider = newProvider(p)
 	return p, nil
 }

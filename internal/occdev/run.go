@@ -51,6 +51,9 @@ type run struct {
 	// keeps its record and the state directory for `down`.
 	clusterFailed atomic.Bool
 
+	// Written by the Compose profile's steps (nil for other profiles).
+	compose *composeRun
+
 	// Written by the platform steps.
 	gateway          *platform.Gateway
 	gatewayEndpoint  string

@@ -106,6 +106,11 @@ func checkRepoDigests(_ context.Context, r *run, _ progress.Reporter) error {
 			errs = append(errs, err)
 		}
 	}
+	for _, l := range r.profileImports() {
+		if err := images.CheckRepoDigest(l); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -127,6 +132,7 @@ func importImages(ctx context.Context, r *run, rep progress.Reporter) error {
 	for _, role := range productImages {
 		local = append(local, r.local[role])
 	}
+	local = append(local, r.profileImports()...)
 	imported, err := images.Import(ctx, images.ImportOptions{
 		API: r.engine.API, Importer: importer, Images: local, Recorder: r.state,
 		Progress: func(ev images.Event) {
@@ -161,4 +167,12 @@ func verifyImages(ctx context.Context, r *run, _ progress.Reporter) error {
 	}
 	r.verified = verified
 	return nil
+}
+
+// profileImports are the control plane's own images for the cluster (the Agent runtime).
+func (r *run) profileImports() []images.Local {
+	if r.plan.profile.imports == nil {
+		return nil
+	}
+	return r.plan.profile.imports(r)
 }

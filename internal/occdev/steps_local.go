@@ -36,7 +36,13 @@ func preflight(ctx context.Context, r *run, rep progress.Reporter) error {
 		}
 		rep.Note(fmt.Sprintf("Docker %s (API %s) at %s", r.engine.Version, r.engine.APIVersion, ep))
 	}
-	return r.plan.provider.Preflight(ctx, r.clusterRequest(rep))
+	if err := r.plan.provider.Preflight(ctx, r.clusterRequest(rep)); err != nil {
+		return err
+	}
+	if r.plan.profile.preflight != nil {
+		return r.plan.profile.preflight(ctx, r, rep)
+	}
+	return nil
 }
 
 func describeState(p *Plan) Description {

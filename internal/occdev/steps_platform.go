@@ -144,7 +144,7 @@ func writeInstallation(ctx context.Context, r *run, _ progress.Reporter) error {
 	}
 	endpoint := platform.InstallationEndpoint(r.plan.ControlPlane, r.plan.Namespace, node, r.plan.NodePort)
 	path := r.state.File(InstallationFileName)
-	err := platform.WriteInstallation(path, platform.InstallationInput{
+	in := platform.InstallationInput{
 		ClusterName:        r.conn.Access.Name,
 		Context:            r.conn.Access.Context,
 		ControlPlane:       r.plan.ControlPlane,
@@ -152,8 +152,13 @@ func writeInstallation(ctx context.Context, r *run, _ progress.Reporter) error {
 		GatewayEndpoint:    endpoint,
 		GatewayClusterIP:   r.gateway.ClusterIP,
 		WorkspaceResources: r.workspaceResources,
-	})
-	if err != nil {
+	}
+	if r.plan.profile.installation != nil {
+		if err := r.plan.profile.installation(ctx, r, &in); err != nil {
+			return err
+		}
+	}
+	if err := platform.WriteInstallation(path, in); err != nil {
 		return err
 	}
 	if err := r.state.Update(func(s *state.State) { s.InstallationPath = path; s.GatewayEndpoint = endpoint }); err != nil {

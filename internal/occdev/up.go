@@ -2,6 +2,7 @@ package occdev
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -94,11 +95,14 @@ type Summary struct {
 	Namespace       string   `json:"namespace"`
 	GatewayEndpoint string   `json:"gatewayEndpoint"`
 	Installation    string   `json:"installation"`
-	// ControlPlane says what of the profile's OCE control plane this occ does not start yet;
-	// empty once it does.
-	ControlPlane   string `json:"controlPlane,omitempty"`
-	StateDirectory string `json:"stateDirectory"`
-	DownCommand    string `json:"downCommand"`
+	// ControlPlane says what of the profile's OCE control plane `up` did not start (no checkout
+	// was found); empty when it started it.
+	ControlPlane string `json:"controlPlane,omitempty"`
+	// OCE is the OCE control plane `up` started: where it runs, its drivers, API URL,
+	// Installation ID and bootstrap key file.
+	OCE            *OCESummary `json:"oce,omitempty"`
+	StateDirectory string      `json:"stateDirectory"`
+	DownCommand    string      `json:"downCommand"`
 }
 
 // Up brings the development platform up on the chosen cluster. Everything it creates is
@@ -151,6 +155,9 @@ func Up(ctx context.Context, opts UpOptions) (_ *Summary, err error) {
 	for _, v := range r.verified {
 		sum.Images = append(sum.Images, v.Reference)
 	}
+	if p.profile.summary != nil {
+		sum.OCE = p.profile.summary(r)
+	}
 	return sum, nil
 }
 
@@ -179,6 +186,12 @@ func rollback(r *run, cause error, occ string) error {
 		keep = func(o state.Object) bool { return o.Type == state.TypeK3dCluster }
 	}
 	_, cerr := cleanup(ctx, r.state, r.log, keep)
+	if r.plan.profile.rollback != nil {
+		// Outside the records (a user's --key-output file), so removed whatever the records did.
+		if kerr := r.plan.profile.rollback(r); kerr != nil {
+			cerr = errors.Join(cerr, kerr)
+		}
+	}
 	if cerr == nil && r.clusterFailed.Load() {
 		_ = r.state.Close()
 		return fmt.Errorf("%w\nrolled back everything but the k3d cluster: its creation failed, and a half-made cluster is never assumed gone; %s is kept with its record\ncheck and finish the cleanup with: %s", cause, dir, DownCommand(occ, dir))

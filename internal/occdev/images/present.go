@@ -68,6 +68,9 @@ type Local struct {
 	Size        int64
 	// Pulled reports whether Present pulled it (and recorded it for removal by `down`).
 	Pulled bool
+	// Built reports an image occ built in the engine (Built): its Pin.Digest is its config
+	// digest, not a registry manifest digest.
+	Built bool
 }
 
 // PresentOptions are the inputs of Present.

@@ -21,7 +21,16 @@ func (e *RepoDigestError) Error() string {
 // CheckRepoDigest requires the engine's record of where the image came from (RepoDigests, set
 // only by a pull or push) to include the pinned digest under the pinned name. Docker writes
 // RepoDigests in its short form (rancher/k3s@…, busybox@…), so both sides are normalised first.
+//
+// A built image has no RepoDigests; for it the rule is that its stand-in pin is its own config
+// digest, so the import still carries exactly the content that was built.
 func CheckRepoDigest(l Local) error {
+	if l.Built {
+		if l.Pin.Digest != l.ID {
+			return fmt.Errorf("built image %s is named by config digest %s but the engine holds image %s: it changed after the build; run occ dev up again", l.Pin.Name(), l.Pin.Digest, l.ID)
+		}
+		return nil
+	}
 	for _, rd := range l.RepoDigests {
 		got, err := pins.ParseImage(rd)
 		if err != nil {

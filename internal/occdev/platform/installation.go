@@ -41,6 +41,39 @@ type InstallationInput struct {
 	GatewayEndpoint    string
 	GatewayClusterIP   string
 	WorkspaceResources []unstructured.Unstructured
+	// Compute is what the control plane adds to Kubernetes Compute's configuration (the Agent
+	// runtime image, where Agent gateways run, the proxy address ranges); nil leaves it out,
+	// as for the sandbox platform alone.
+	Compute *ComputeExtras
+}
+
+// ComputeExtras are the parts of drivers.compute.configuration a control-plane profile decides
+// (reference §5): they name the images it imported and the node it runs on.
+type ComputeExtras struct {
+	// Images are Kubernetes Compute's gateway and agent images (the Agent runtime's in-cluster
+	// digest reference) and the demand that every image be digest-pinned.
+	Images ComputeImages `yaml:"images"`
+	// Runtime places Agent gateways on the node and its storage.
+	Runtime ComputeRuntime `yaml:"runtime"`
+	// PluginStatusProxySourceCIDRs is the node's Pod bridge as a /32, where the kubelet's
+	// connections to Pods come from; GatewayTrustedProxyCIDRs the proxies Agent gateways trust
+	// (loopback only: no routing proxy is installed).
+	PluginStatusProxySourceCIDRs []string
+	GatewayTrustedProxyCIDRs     []string
+}
+
+// ComputeImages is drivers.compute.configuration.images.
+type ComputeImages struct {
+	Gateway                string `yaml:"gateway"`
+	Agent                  string `yaml:"agent"`
+	RequireImmutableDigest bool   `yaml:"requireImmutableDigest"`
+}
+
+// ComputeRuntime is drivers.compute.configuration.runtime.
+type ComputeRuntime struct {
+	GatewayStorageClassName string            `yaml:"gatewayStorageClassName"`
+	TransportSecretPrefix   string            `yaml:"transportSecretPrefix"`
+	GatewayNodeSelector     map[string]string `yaml:"gatewayNodeSelector"`
 }
 
 // driverAuthentication is how OCE's Kubernetes drivers reach the cluster: in-cluster when the
@@ -85,7 +118,12 @@ type computeConfiguration struct {
 		GatewayPort     int             `yaml:"gatewayPort"`
 		GatewayClients  []podGroup      `yaml:"gatewayClients"`
 		ProviderHarness providerHarness `yaml:"providerHarness"`
+		// Set from ComputeExtras when a control plane supplies them.
+		GatewayTrustedProxyCIDRs     []string `yaml:"gatewayTrustedProxyCidrs,omitempty"`
+		PluginStatusProxySourceCIDRs []string `yaml:"pluginStatusProxySourceCidrs,omitempty"`
 	} `yaml:"network"`
+	Images                      *ComputeImages  `yaml:"images,omitempty"`
+	Runtime                     *ComputeRuntime `yaml:"runtime,omitempty"`
 	ServicePrincipalCredentials struct {
 		// The pinned OpenShell cannot preserve Agent ServiceAccount tokens, so the profile
 		// disables them rather than handing out tokens that would not work.
@@ -129,6 +167,11 @@ func buildInstallation(in InstallationInput) (*installation.Installation, error)
 	compute.Network.GatewayClients = []podGroup{{Namespace: in.Namespace, PodLabels: map[string]string{contract.LabelName: "occ-kubernetes-dev-client"}}}
 	compute.Network.ProviderHarness = providerHarness{Namespace: in.Namespace, PodLabels: gatewayPodLabels(), Address: in.GatewayClusterIP, Port: GatewayPort}
 	compute.ServicePrincipalCredentials.Mode = "disabled"
+	if x := in.Compute; x != nil {
+		compute.Images, compute.Runtime = &x.Images, &x.Runtime
+		compute.Network.GatewayTrustedProxyCIDRs = x.GatewayTrustedProxyCIDRs
+		compute.Network.PluginStatusProxySourceCIDRs = x.PluginStatusProxySourceCIDRs
+	}
 	computeNode, err := yamlNode(compute)
 	if err != nil {
 		return nil, fmt.Errorf("encode drivers.compute.configuration: %w", err)

@@ -129,3 +129,43 @@ func TestWorkspaceRBACLimitsBindAndEscalate(t *testing.T) {
 		}
 	}
 }
+
+// The Compose profile's Installation names the Agent runtime it imported and the node it runs
+// on (reference §5): images and runtime appear under drivers.compute.configuration with the
+// proxy ranges under its network, and without a control plane they are left out.
+func TestInstallationComputeExtras(t *testing.T) {
+	extras := &ComputeExtras{
+		Images:                       ComputeImages{Gateway: "docker.io/library/openclaw-enterprise-runtime@sha256:" + strings.Repeat("a", 64), Agent: "docker.io/library/openclaw-enterprise-runtime@sha256:" + strings.Repeat("a", 64), RequireImmutableDigest: true},
+		Runtime:                      ComputeRuntime{GatewayStorageClassName: "local-path", TransportSecretPrefix: "openclaw-agent-transport", GatewayNodeSelector: map[string]string{"kubernetes.io/hostname": "k3d-dev-server-0"}},
+		PluginStatusProxySourceCIDRs: []string{"10.42.0.1/32"},
+		GatewayTrustedProxyCIDRs:     []string{"127.0.0.1/32"},
+	}
+	for _, c := range []struct {
+		extras *ComputeExtras
+		want   []string
+		absent []string
+	}{
+		{extras, []string{"requireImmutableDigest: true", "gateway: docker.io/library/openclaw-enterprise-runtime@sha256:", "gatewayStorageClassName: local-path", "transportSecretPrefix: openclaw-agent-transport", "kubernetes.io/hostname: k3d-dev-server-0", "pluginStatusProxySourceCidrs:\n", "- 10.42.0.1/32", "gatewayTrustedProxyCidrs:\n", "- 127.0.0.1/32"}, nil},
+		{nil, nil, []string{"images:", "runtime:", "pluginStatusProxySourceCidrs", "gatewayTrustedProxyCidrs"}},
+	} {
+		in, err := buildInstallation(InstallationInput{ClusterName: "dev", Context: "k3d-dev", ControlPlane: ControlPlaneCompose, Namespace: "openshell-system",
+			GatewayEndpoint: "http://k3d-dev-server-0:30051", GatewayClusterIP: "10.43.0.9", WorkspaceResources: workspaceFixture(), Compute: c.extras})
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := encodeInstallation(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(string(data), w) {
+				t.Errorf("the Installation lacks %q:\n%s", w, data)
+			}
+		}
+		for _, a := range c.absent {
+			if strings.Contains(string(data), a) {
+				t.Errorf("the Installation without a control plane has %q:\n%s", a, data)
+			}
+		}
+	}
+}
