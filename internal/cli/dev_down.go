@@ -18,7 +18,10 @@ func newDevDownCommand(g *Globals) *cobra.Command {
 only the kubeconfig, context and Docker engine recorded then. A k3d cluster occ created is
 deleted only after checking it is the recorded one (its name, k3d's labels, occ's owner label
 and the kube-system UID), and then no container, network or volume of it may be left; the
-images 'up' pulled are removed, never one that was there before. Objects occ did not create are
+images 'up' pulled are removed, never one that was there before. For the Compose control plane
+the controller and worker-kubernetes are stopped first, then the cluster is deleted, then the
+recorded Compose project is taken down with its volumes (from its recorded snapshot), and no
+container, volume or network of the project may be left. Objects occ did not create are
 never touched, and an existing cluster is never deleted. Cleanup continues past failures; the
 state directory is deleted only when everything is gone, and otherwise kept with the command
 that retries.`,
@@ -30,7 +33,12 @@ that retries.`,
 
   # Report what was removed as JSON
   occ dev down -o json`,
-		Args: exactArgs(0),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageErrorf("Compose options come from recorded Kubernetes development state: occ dev down takes no arguments (got %q); it uses the Compose snapshot 'up' recorded", args[0])
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts := occdev.DownOptions{
 				StateDir:   devSetting(g, cmd, "state-dir", "OCC_DEVELOPMENT_STATE_DIRECTORY"),

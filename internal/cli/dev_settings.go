@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
 	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
@@ -40,14 +41,16 @@ func occCommand() string {
 	return os.Args[0]
 }
 
-// devError turns a bad option, a refused state directory or a refused Docker endpoint
-// (DOCKER_HOST or a docker context that is not a local unix socket) into a usage error (exit 2):
-// all are fixed in the settings, and nothing was created. Other errors pass through.
+// devError turns a bad option, a refused state directory, a refused Docker endpoint
+// (DOCKER_HOST or a docker context that is not a local unix socket) or a refused Compose model
+// into a usage error (exit 2): all are fixed in the settings or the Compose files, and nothing
+// was created. Other errors pass through.
 func devError(err error) error {
 	var opt *occdev.OptionError
 	var unsafe *state.UnsafeError
 	var endpoint *docker.EndpointError
-	if errors.As(err, &opt) || errors.As(err, &unsafe) || errors.As(err, &endpoint) {
+	var model *compose.ProjectError
+	if errors.As(err, &opt) || errors.As(err, &unsafe) || errors.As(err, &endpoint) || errors.As(err, &model) {
 		return &usageError{err: err}
 	}
 	return err

@@ -20,7 +20,9 @@ present, missing, changed (the name now belongs to a different object) or unknow
 not look, for example because the cluster does not answer; the cause is shown). For a k3d
 cluster occ created it also says whether the cluster exists, is missing or is not ours any more
 (same name, another cluster), and whether each imported image still has the recorded digest in
-the node. Only the recorded kubeconfig and Docker engine are used. -o json prints
+the node. For the Compose control plane it lists the Compose services (running with their
+health, exited with their code, or missing) and whether the OCE API answers. Only the recorded
+kubeconfig, Docker engine and Compose snapshot are used. -o json prints
 the same as a document, also when nothing is recorded. The exit status is 1 when the state of
 any object is unknown.`,
 		Example: `  # Is everything 'occ dev up' made still there?
@@ -99,6 +101,24 @@ func printDevStatus(g *Globals, st *occdev.Status) error {
 	}
 	if st.Problem != "" {
 		fmt.Fprintf(w, "Problem:       %s\n", st.Problem)
+	}
+	if cp := st.ControlPlane; cp != nil {
+		fmt.Fprintf(w, "OCE checkout:  %s at %s\n", cp.Checkout, cp.Commit)
+		if cp.ComposeProject != "" {
+			fmt.Fprintf(w, "Compose:       project %s\n", cp.ComposeProject)
+		}
+		for _, s := range cp.Services {
+			fmt.Fprintf(w, "  %-20s %s\n", s.Service, s.State)
+		}
+		if cp.ServicesProblem != "" {
+			fmt.Fprintf(w, "  services unknown: %s\n", cp.ServicesProblem)
+		}
+		if cp.APIURL != "" {
+			fmt.Fprintf(w, "API:           %s: %s\n", cp.APIURL, cp.API)
+		}
+		if cp.KeyFile != "" {
+			fmt.Fprintf(w, "Key file:      %s (Installation %s)\n", cp.KeyFile, cp.InstallationID)
+		}
 	}
 	if len(st.Objects) == 0 {
 		_, err := fmt.Fprintln(w, "\nNo objects recorded.")

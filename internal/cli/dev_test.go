@@ -98,10 +98,11 @@ func TestDevUpRefusesBadSettings(t *testing.T) {
 		{name: "startup timeout out of range", env: map[string]string{"OCC_DEVELOPMENT_STARTUP_TIMEOUT_SECONDS": "0"}, want: []string{"OCC_DEVELOPMENT_STARTUP_TIMEOUT_SECONDS must be between 1 and 86400"}},
 		{name: "startup timeout not a duration", args: []string{"--startup-timeout", "ten"}, want: []string{`--startup-timeout "ten" is not a duration`}},
 		{name: "relative state directory", args: []string{"--state-dir", "relative/dir"}, want: []string{"refusing unsafe state directory relative/dir", "must be absolute"}},
-		{name: "controller image without the runtime image", env: map[string]string{"OCC_DEVELOPMENT_CONTROL_PLANE": "kubernetes",
-			"OCC_DEVELOPMENT_CONTROLLER_IMAGE": "ghcr.io/openclaw/controller@sha256:" + strings.Repeat("a", 64)},
+		{name: "controller image without the runtime image", env: map[string]string{"OCC_DEVELOPMENT_CONTROL_PLANE": "kubernetes", "OCC_DEVELOPMENT_CLUSTER_PROVIDER": "k3d",
+			"OCC_DEVELOPMENT_REPOSITORY": ocebed.Checkout(t, strings.Repeat("c", 40)), "OCC_DEVELOPMENT_CONTROLLER_IMAGE": "ghcr.io/openclaw/controller@sha256:" + strings.Repeat("a", 64)},
 			want: []string{"OCC_DEVELOPMENT_CONTROLLER_IMAGE and OCC_KUBERNETES_RUNTIME_IMAGE must be selected together", "OCC_KUBERNETES_RUNTIME_IMAGE is unset"}},
-		{name: "selected images by tag", env: map[string]string{"OCC_DEVELOPMENT_CONTROL_PLANE": "kubernetes",
+		{name: "selected images by tag", env: map[string]string{"OCC_DEVELOPMENT_CONTROL_PLANE": "kubernetes", "OCC_DEVELOPMENT_CLUSTER_PROVIDER": "k3d",
+			"OCC_DEVELOPMENT_REPOSITORY":       ocebed.Checkout(t, strings.Repeat("c", 40)),
 			"OCC_DEVELOPMENT_CONTROLLER_IMAGE": "ghcr.io/openclaw/controller:main", "OCC_KUBERNETES_RUNTIME_IMAGE": "ghcr.io/openclaw/runtime@sha256:" + strings.Repeat("b", 64)},
 			want: []string{"selected controller and runtime images must use immutable sha256 digest references", `OCC_DEVELOPMENT_CONTROLLER_IMAGE="ghcr.io/openclaw/controller:main"`}},
 		{name: "PostgreSQL image by tag", env: map[string]string{"OCC_DEVELOPMENT_CONTROL_PLANE": "kubernetes", "OCC_DEVELOPMENT_POSTGRES_IMAGE": "postgres:18"},
@@ -110,9 +111,6 @@ func TestDevUpRefusesBadSettings(t *testing.T) {
 			want: []string{`OPENCLAW_DEV_PORT "http" is not a number`}},
 		{name: "repository that is no checkout", env: map[string]string{"OCC_DEVELOPMENT_CONTROL_PLANE": "kubernetes"}, args: []string{"--repository", "/"},
 			want: []string{`--repository "/" is not an OpenClaw Enterprise checkout`}},
-		{name: "the in-cluster control plane on an existing cluster", env: map[string]string{"OCC_DEVELOPMENT_CONTROL_PLANE": "kubernetes",
-			"OCC_DEVELOPMENT_REPOSITORY": ocebed.Checkout(t, strings.Repeat("c", 40))},
-			want: []string{`--cluster-provider (OCC_DEVELOPMENT_CLUSTER_PROVIDER) "existing" cannot run the Kubernetes-only control plane`, "use --cluster-provider k3d"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/openclaw/occ/internal/occdev"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
+	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
 )
 
 func init() { devSubcommands = append(devSubcommands, newDevUpCommand) }
@@ -30,17 +31,28 @@ Sandbox Driver reads. --cluster-provider existing installs into a cluster of you
 instead (--kubeconfig, --context). Every step prints one line with its duration; steps that run
 side by side are shown together.
 
-With --control-plane kubernetes and an OCE checkout (--repository, or the working directory),
-the OCE control plane runs in the cluster too: the controller and Agent runtime are built from
-the checkout through the engine's BuildKit (or selected by digest with
-OCC_DEVELOPMENT_CONTROLLER_IMAGE and OCC_KUBERNETES_RUNTIME_IMAGE, whose revision labels must be
-the checkout's commit), PostgreSQL is pulled by its pinned digest, all are imported with the
-OpenShell images and verified in the node; then PostgreSQL, the checkout's production chart
-(API, worker, migration and bootstrap), the development RBAC and the API proxy are installed,
-the API is published on 127.0.0.1:<dev-port>, and the bootstrap service key is copied through a
-temporary reader Pod, verified against the live Installation and written 0600. The Compose
-control plane is not started yet: with it only the sandbox platform runs, and the summary says
-so.
+Run from an OpenClaw Enterprise checkout (or name one with --repository), 'up' then starts the
+OCE control plane in Compose, the default profile: the checkout's images are built through the
+engine's BuildKit (or selected by digest with OCC_DEVELOPMENT_CONTROLLER_IMAGE and
+OCC_KUBERNETES_RUNTIME_IMAGE, both or neither), postgres, migrate and bootstrap start from the
+checked Compose model (compose.yaml and compose.kubernetes.yaml, plus the -f/--file and
+--env-file options given after --), the k3d cluster joins the project's network, the Gateway is
+published on the node's NodePort 30051, the controller and worker-kubernetes start with the
+Installation and the container kubeconfig mounted read-only, and once the API and the worker
+are ready the bootstrap service key is copied, verified against the live Installation and
+written (0600) to --key-output or the state directory. The Compose project runs through the
+docker compose CLI plugin, which must be installed. Without a checkout only the sandbox
+platform comes up, and the summary says how to add the control plane.
+
+With --control-plane kubernetes (OCC_DEVELOPMENT_CONTROL_PLANE=kubernetes) everything runs in the
+k3d cluster instead, and Compose is never called: the controller and Agent runtime are built
+from the checkout the same way (or selected by digest, with the same rules), PostgreSQL is
+pulled by its pinned digest (OCC_DEVELOPMENT_POSTGRES_IMAGE overrides it, by digest), and all
+are imported with the OpenShell images and verified in the node; then PostgreSQL, the checkout's
+production chart (migration, bootstrap, API and worker in oce-system), the development RBAC and
+NetworkPolicies and the API proxy are installed, the proxy's NodePort 30080 is published on
+127.0.0.1:OPENCLAW_DEV_PORT (default 3000), and the bootstrap service key is copied through a
+temporary reader Pod, verified against the live Installation and written (0600).
 
 The Docker engine is located as the docker CLI does (DOCKER_HOST, else the current docker
 context, else /var/run/docker.sock), must be a local unix socket, and is recorded in the state
@@ -59,15 +71,20 @@ OCC_DEVELOPMENT_KUBERNETES_CLUSTER, OCC_DEVELOPMENT_KUBERNETES_API_PORT,
 OCC_DEVELOPMENT_KUBERNETES_DISK_THRESHOLD_PERCENT, OCC_DEVELOPMENT_KUBERNETES_NAMESPACE,
 OCC_DEVELOPMENT_STARTUP_TIMEOUT_SECONDS, OCC_DEVELOPMENT_PIN_FILE,
 OCC_DEVELOPMENT_OPENSHELL_ARCHIVE, OCC_DEVELOPMENT_GATEWAY_ENDPOINT, OCC_DEVELOPMENT_REPOSITORY,
-OPENCLAW_DEV_PORT, OCC_DEVELOPMENT_CONTROLLER_IMAGE, OCC_KUBERNETES_RUNTIME_IMAGE,
-OCC_DEVELOPMENT_NODE_BASE_IMAGE and OCC_DEVELOPMENT_POSTGRES_IMAGE.`,
+OCC_DEVELOPMENT_COMPOSE_PROJECT, OCC_DEVELOPMENT_CONTROLLER_IMAGE,
+OCC_KUBERNETES_RUNTIME_IMAGE, and for --control-plane kubernetes OPENCLAW_DEV_PORT,
+OCC_DEVELOPMENT_POSTGRES_IMAGE and OCC_DEVELOPMENT_NODE_BASE_IMAGE.`,
 		Example: `  # Preview every step and what it would create; checks the settings, creates nothing
   occ dev up --dry-run
 
-  # The whole stack in one k3d cluster, built from the OCE checkout you are in
+  # From an OCE checkout: the whole stack, with a Compose file of your own layered on top and
+  # the bootstrap key written where you want it
+  cd ~/src/openclaw-enterprise && occ dev up --key-output ~/.config/oce/dev-key.json -- -f compose.local.yaml
+
+  # From an OCE checkout: the whole stack inside the k3d cluster, the API on 127.0.0.1:3000
   occ dev up --control-plane kubernetes
 
-  # The same with CI-built images of this checkout's commit
+  # The same with CI-built images of this checkout's commit, selected by digest
   OCC_DEVELOPMENT_CONTROLLER_IMAGE=ghcr.io/openclaw/controller@sha256:… \
   OCC_KUBERNETES_RUNTIME_IMAGE=ghcr.io/openclaw/runtime@sha256:… occ dev up --control-plane kubernetes
 
@@ -79,12 +96,13 @@ OCC_DEVELOPMENT_NODE_BASE_IMAGE and OCC_DEVELOPMENT_POSTGRES_IMAGE.`,
 
   # Print the summary as JSON (progress goes to stderr)
   occ dev up -o json`,
-		Args: exactArgs(0),
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Args: composeArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
 			opts, err := devUpOptions(g, cmd)
 			if err != nil {
 				return err
 			}
+			opts.OCE.ComposeArgs = args
 			dry, _ := cmd.Flags().GetBool("dry-run")
 			if dry {
 				return runDevUpDryRun(g, opts)
@@ -104,10 +122,9 @@ OCC_DEVELOPMENT_NODE_BASE_IMAGE and OCC_DEVELOPMENT_POSTGRES_IMAGE.`,
 	f.String("openshell-archive", "", "local copy of the pinned OpenShell source archive (still verified against the pin)")
 	f.String("gateway-endpoint", "", "host:port where the final Health check reaches the Gateway (default: a port-forward)")
 	f.String("startup-timeout", "", "bound of each readiness wait, e.g. 10m (default 10m; env OCC_DEVELOPMENT_STARTUP_TIMEOUT_SECONDS in seconds)")
-	f.String("repository", "", "OCE checkout the control plane runs from (default: found from the working directory up; env OCC_DEVELOPMENT_REPOSITORY)")
-	f.String("key-output", "", "where the verified bootstrap service key goes: an absent absolute path in a private directory (default <state-dir>/initial-admin-service-key.json)")
-	f.Int("dev-port", 0, "port of the OCE API on 127.0.0.1 (default 3000; env OPENCLAW_DEV_PORT)")
 	f.Bool("dry-run", false, "print the steps and what each would create; touch nothing")
+	f.String("repository", "", "the OCE checkout to run the control plane from (default: found from the working directory upwards; env OCC_DEVELOPMENT_REPOSITORY)")
+	f.String("key-output", "", "absent absolute path in a private directory for the bootstrap service key (default <state-dir>/initial-admin-service-key.json)")
 	completeValues(cmd, "cluster-provider", occdev.SupportedProviders)
 	completeValues(cmd, "control-plane", occdev.SupportedControlPlanes)
 	return cmd
@@ -133,13 +150,9 @@ func devUpOptions(g *Globals, cmd *cobra.Command) (occdev.UpOptions, error) {
 	if err != nil {
 		return occdev.UpOptions{}, err
 	}
-	devPort, err := intSetting(g, cmd, "dev-port", "OPENCLAW_DEV_PORT", "a port between 1 and 65535")
+	devPort, err := intSetting(g, cmd, "", occdev.EnvDevPort, "a port between 1 and 65535")
 	if err != nil {
 		return occdev.UpOptions{}, err
-	}
-	repository := ""
-	if f := cmd.Flags().Lookup("repository"); f != nil && f.Changed {
-		repository = f.Value.String()
 	}
 	return occdev.UpOptions{
 		StateDir:             devSetting(g, cmd, "state-dir", "OCC_DEVELOPMENT_STATE_DIRECTORY"),
@@ -156,16 +169,27 @@ func devUpOptions(g *Globals, cmd *cobra.Command) (occdev.UpOptions, error) {
 		GatewayEndpoint:      devSetting(g, cmd, "gateway-endpoint", "OCC_DEVELOPMENT_GATEWAY_ENDPOINT"),
 		StartupTimeout:       timeout,
 		OCCCommand:           occCommand(),
-		Repository:           repository,
-		RepositoryEnv:        os.Getenv("OCC_DEVELOPMENT_REPOSITORY"),
-		KeyOutput:            devSetting(g, cmd, "key-output", ""),
-		DevPort:              devPort,
+		OCE: occdev.OCEOptions{
+			Repository:     devSetting(g, cmd, "repository", controlplane.EnvRepository),
+			ComposeProject: os.Getenv(compose.EnvProject),
+			Images:         controlplane.ImageSelectionFromEnv(os.Getenv),
+			KeyOutput:      devSetting(g, cmd, "key-output", ""),
+		},
 		Kubernetes: occdev.KubernetesOptions{
-			Images:        controlplane.ImageSelectionFromEnv(os.Getenv),
+			DevPort:       devPort,
 			NodeBaseImage: os.Getenv(controlplane.EnvNodeBaseImage),
 			PostgresImage: os.Getenv(controlplane.EnvPostgresImage),
 		},
 	}, nil
+}
+
+// composeArgs accepts positional arguments only after "--": they are Compose options, and
+// anything before the dash is a mistyped flag or argument (the reference's rule).
+func composeArgs(cmd *cobra.Command, args []string) error {
+	if dash := cmd.ArgsLenAtDash(); (dash < 0 && len(args) > 0) || dash > 0 {
+		return usageErrorf("Compose options must follow --: %s takes no arguments of its own (got %q); write %s -- -f <file>", cmd.CommandPath(), args[0], cmd.CommandPath())
+	}
+	return nil
 }
 
 // intSetting reads a whole-number setting of flag or env; empty is 0 (the default). A value
@@ -256,6 +280,12 @@ func printDryRun(w io.Writer, dr *occdev.DryRun) error {
 	if dr.ControlPlane != "" {
 		fmt.Fprintf(w, "Control plane:   %s\n", dr.ControlPlane)
 	}
+	if o := dr.Plan.OCE; o != nil && o.Compose != nil {
+		printComposePlan(w, o)
+	}
+	if o := dr.Plan.OCE; o != nil && o.Kubernetes != nil {
+		printKubernetesPlan(w, o)
+	}
 	if len(dr.Problems) > 0 {
 		fmt.Fprintln(w, "\nProblems (occ dev up would stop at these before creating anything):")
 		for _, p := range dr.Problems {
@@ -310,16 +340,35 @@ func runDevUp(g *Globals, cmd *cobra.Command, opts occdev.UpOptions) error {
 }
 
 func printUpSummary(w io.Writer, s *occdev.Summary) error {
-	if s.OCE != nil {
-		return printStackSummary(w, s)
+	var rows [][2]string
+	if o := s.OCE; o != nil {
+		// The reference's summary of the whole stack first, then the platform's details.
+		fmt.Fprintf(w, "\nOpenClaw Enterprise development stack is ready.\n\n")
+		rows = append(rows,
+			[2]string{"Control plane", o.ControlPlane},
+			[2]string{"Drivers", o.Drivers},
+			[2]string{"API URL", o.APIURL},
+			[2]string{"Installation ID", o.InstallationID},
+			[2]string{"Key file", o.KeyFile + " (0600; verified against the Installation)"},
+		)
+		if o.Namespace != "" {
+			rows = append(rows, [2]string{"OCC Namespace", o.Namespace + " (ready)"})
+		}
+		if o.RuntimeImage != "" {
+			rows = append(rows, [2]string{"Agent runtime", o.RuntimeImage})
+		}
+		if o.AdminEmail != "" {
+			rows = append(rows, [2]string{"Admin email", o.AdminEmail}, [2]string{"Password file", o.PasswordFile + " (0600)"})
+		}
+	} else {
+		fmt.Fprintf(w, "\nOpenShell development platform is ready.\n\n")
 	}
-	fmt.Fprintf(w, "\nOpenShell development platform is ready.\n\n")
-	rows := [][2]string{
-		{"Engine", s.Engine},
-		{"Cluster", fmt.Sprintf("%s (provider %s, API %s)", s.Cluster, s.ClusterProvider, s.APIServer)},
-		{"Context", s.Context},
-		{"Kubeconfig", s.Kubeconfig},
-	}
+	rows = append(rows,
+		[2]string{"Engine", s.Engine},
+		[2]string{"Cluster", fmt.Sprintf("%s (provider %s, API %s)", s.Cluster, s.ClusterProvider, s.APIServer)},
+		[2]string{"Context", s.Context},
+		[2]string{"Kubeconfig", s.Kubeconfig},
+	)
 	if s.ClusterProvider == occdev.ProviderK3d {
 		rows[len(rows)-1][1] += " (written by occ; your kubeconfig and current context are untouched)"
 	}
@@ -344,55 +393,64 @@ func printUpSummary(w io.Writer, s *occdev.Summary) error {
 	}
 	for _, r := range rows {
 		if r[0] == "" {
-			fmt.Fprintf(w, "  %-14s %s\n", "", r[1])
+			fmt.Fprintf(w, "  %-16s %s\n", "", r[1])
 			continue
 		}
-		fmt.Fprintf(w, "  %-14s %s\n", r[0]+":", r[1])
+		fmt.Fprintf(w, "  %-16s %s\n", r[0]+":", r[1])
 	}
 	_, err := fmt.Fprintf(w, "\nRemove everything it created with:\n  %s\n", s.DownCommand)
 	return err
 }
 
-// printStackSummary is the summary of a whole development stack, in the reference's order
-// (engine, drivers, namespace, API, Installation ID, key file, administrator, kubeconfig,
-// context, and the exact cleanup command), then what occ adds (checkout, images, Gateway,
-// Installation file, state directory).
-func printStackSummary(w io.Writer, s *occdev.Summary) error {
-	o := s.OCE
-	fmt.Fprintf(w, "\nOpenClaw Enterprise development stack is ready.\n\n")
-	rows := [][2]string{
-		{"Engine", s.Engine},
-		{"Drivers", o.Drivers},
-		{"Namespace", s.Namespace},
-		{"API", o.APIURL},
-		{"Installation", o.InstallationID},
-		{"Key file", o.KeyFile},
-		{"Admin email", o.AdminEmail},
-		{"Password file", o.PasswordFile},
-		{"Kubeconfig", s.Kubeconfig},
-		{"Context", s.Context},
-		{"Bootstrap", "Namespace " + o.Namespace + ", ready"},
-		{"Checkout", o.Checkout + " (commit " + o.Commit + ")"},
-	}
-	for i, img := range s.Images {
-		label := ""
-		if i == 0 {
-			label = "Images"
+// printComposePlan lists what the Compose project would create: services (built or run from
+// an image), volumes, networks and published ports.
+func printComposePlan(w io.Writer, o *occdev.OCEPlan) {
+	c := o.Compose
+	fmt.Fprintf(w, "OCE checkout:    %s at %s (%s)\n", o.Checkout, o.Commit, o.CheckoutSource)
+	fmt.Fprintf(w, "Compose project: %s (API %s)\n", c.Project, c.APIURL)
+	for i, svc := range c.Services {
+		label := "  services:"
+		if i > 0 {
+			label = ""
 		}
-		rows = append(rows, [2]string{label, img + " (verified in the node)"})
-	}
-	rows = append(rows,
-		[2]string{"Gateway", s.GatewayEndpoint},
-		[2]string{"Installation file", s.Installation},
-		[2]string{"State", s.StateDirectory},
-	)
-	for _, r := range rows {
-		if r[0] == "" {
-			fmt.Fprintf(w, "  %-18s %s\n", "", r[1])
-			continue
+		what := svc.Image
+		if svc.Build != "" {
+			what = "built from " + svc.Build
 		}
-		fmt.Fprintf(w, "  %-18s %s\n", r[0]+":", r[1])
+		fmt.Fprintf(w, "%-16s %s (%s)\n", label, svc.Name, what)
 	}
-	_, err := fmt.Fprintf(w, "\nCleanup:\n  %s\n", s.DownCommand)
-	return err
+	for i, v := range c.Volumes {
+		label := "  volumes:"
+		if i > 0 {
+			label = ""
+		}
+		fmt.Fprintf(w, "%-16s %s\n", label, v)
+	}
+	for _, n := range c.Networks {
+		fmt.Fprintf(w, "%-16s %s (subnet %s, gateway %s; the k3d cluster joins it)\n", "  network:", n.Name, n.Subnet, n.Gateway)
+	}
+	for i, p := range c.Ports {
+		label := "  published:"
+		if i > 0 {
+			label = ""
+		}
+		fmt.Fprintf(w, "%-16s %s -> %s of %s\n", label, p.Host, p.Target, p.Service)
+	}
+	fmt.Fprintf(w, "Key file:        %s\n", o.KeyFile)
+}
+
+// printKubernetesPlan says what the Kubernetes-only profile would run: the checkout, the images
+// it builds or uses, and where the API and the key will be (the objects it creates are listed
+// with their steps above).
+func printKubernetesPlan(w io.Writer, o *occdev.OCEPlan) {
+	k := o.Kubernetes
+	fmt.Fprintf(w, "OCE checkout:    %s at %s (%s)\n", o.Checkout, o.Commit, o.CheckoutSource)
+	if sel := o.SelectedImages; sel != nil {
+		fmt.Fprintf(w, "  controller:    %s (selected)\n  Agent runtime: %s (selected)\n", sel.Controller, sel.Runtime)
+	} else {
+		fmt.Fprintf(w, "  controller:    %s (built, FROM %s)\n  Agent runtime: %s (built)\n", k.ControllerImage, k.NodeBaseImage, o.RuntimeImage)
+	}
+	fmt.Fprintf(w, "  PostgreSQL:    %s\n", k.PostgresImage)
+	fmt.Fprintf(w, "OCE API:         %s (the API proxy's NodePort 30080, published on loopback)\n", k.APIURL)
+	fmt.Fprintf(w, "Key file:        %s\n", o.KeyFile)
 }

@@ -33,11 +33,19 @@
 //
 // The cluster lane depends on the provider (clusterLane): an existing cluster is connected to;
 // for k3d the pinned node and tools images are made present, the cluster created while the
-// OpenShell images are pulled, and the images checked, imported and verified in the node. A
-// control plane (Compose, Kubernetes-only) adds its layer-3 steps as a profile, in its own file
-// (profile.go, steps_compose.go, steps_kubernetes.go): steps before the cluster, what its k3d
-// cluster needs, and its own steps after the platform. The runner, rollback and dry run need no
-// change.
+// OpenShell images are pulled, and the images checked, imported and verified in the node.
+//
+// # Control-plane profiles
+//
+// Layers 1 and 2 (the cluster, the sandbox platform) are the same for every control plane. A
+// profile (layer 3) is a value (profile.go) built at plan time, in its own file: the Compose
+// profile in steps_compose.go, the Kubernetes-only profile in steps_kubernetes.go. It adds live
+// checks to the preflight, steps before the cluster exists (the Compose project's data
+// services, whose network the k3d cluster joins), settings of the k3d cluster, images to import
+// with the OpenShell images, its part of the Installation, its own steps after the platform,
+// what its rollback removes outside the records, and its part of the summary. The runner,
+// rollback, `down` and the dry run need no change for a new profile; its records need their
+// removers in removers.go.
 //
 // # Progress
 //

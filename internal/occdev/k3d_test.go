@@ -20,6 +20,7 @@ import (
 
 	"github.com/openclaw/occ/internal/occdev"
 	"github.com/openclaw/occ/internal/occdev/charts/chartstest"
+	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/occdevtest"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
@@ -30,8 +31,9 @@ import (
 // scenario; each scenario that needs a cluster of occ's makes its own, as `up` would.
 func TestK3dDevEnvironment(t *testing.T) {
 	// The binary is built first, with the Go caches of the environment the test started in (the
-	// bed gives the user a HOME of their own).
+	// bed gives the user a HOME of their own), and removed when the test ends.
 	startBuild()
+	t.Cleanup(removeBuild)
 	b := newK3dBed(t, nil)
 	unrelated := b.createUnrelatedCluster(t)
 	// The node and tools images were pulled by the unrelated cluster's owner: they existed before
@@ -51,6 +53,7 @@ func TestK3dDevEnvironment(t *testing.T) {
 	t.Run("up status and down through the library", func(t *testing.T) { testUpStatusDown(t, b) })
 	t.Run("up status and down through the built CLI", func(t *testing.T) { testBuiltCLI(t, b) })
 	t.Run("the default Compose profile publishes the Gateway on the node", func(t *testing.T) { testComposeProfile(t, b) })
+	t.Run("status sees a changed image then a missing cluster then one not ours", func(t *testing.T) { testStatusOfChangedEnvironment(t, b) })
 	t.Run("a wrong pin is refused naming both digests", func(t *testing.T) { testWrongPin(t, b) })
 	t.Run("a re-tagged local image is refused naming both digests", func(t *testing.T) { testRetaggedImage(t, b) })
 	t.Run("a chart that ignores the image values is refused", func(t *testing.T) { testChartIgnoresImages(t, b) })
@@ -221,6 +224,7 @@ func testBuiltCLI(t *testing.T, b *k3dBed) {
 	vols := b.volumesOf(t, opts.ClusterName)
 
 	out, errOut, err = run("dev", "status")
+	t.Logf("occ dev status:\n%s", out)
 	if err != nil {
 		t.Fatalf("occ dev status: %v\n%s\n%s", err, out, errOut)
 	}
@@ -230,6 +234,7 @@ func testBuiltCLI(t *testing.T, b *k3dBed) {
 	b.assertUserKubeconfig(t)
 
 	out, errOut, err = run("dev", "down")
+	t.Logf("occ dev down:\n%s", out)
 	if err != nil {
 		t.Fatalf("occ dev down: %v\n%s\n%s", err, out, errOut)
 	}
@@ -246,9 +251,9 @@ func testBuiltCLI(t *testing.T, b *k3dBed) {
 
 // testComposeProfile: `occ dev up` with no profile chosen (Compose, the default) makes the same
 // cluster and platform, with the Gateway as NodePort 30051 and an Installation that reaches it at
-// the node's name on the cluster's Docker network, where the Compose control plane will run; the
-// container kubeconfig names the node there too. The summary says the control plane itself is
-// not started.
+// the node's name on the cluster's Docker network, where the Compose control plane runs; the
+// container kubeconfig names the node there too. Run outside an OCE checkout, `up` stops after
+// the sandbox platform, and the summary says exactly how to add the control plane.
 func testComposeProfile(t *testing.T, b *k3dBed) {
 	ctx := context.Background()
 	b.forgetProducts(t)
@@ -260,7 +265,8 @@ func testComposeProfile(t *testing.T, b *k3dBed) {
 		t.Fatalf("up: %v", err)
 	}
 	node := "k3d-" + opts.ClusterName + "-server-0"
-	if sum.Namespace != "openshell-system" || sum.GatewayEndpoint != "http://"+node+":30051" || !strings.Contains(sum.ControlPlane, "Compose is not wired") {
+	if sum.Namespace != "openshell-system" || sum.GatewayEndpoint != "http://"+node+":30051" || !strings.Contains(sum.ControlPlane, "no OpenClaw Enterprise checkout found") ||
+		!strings.Contains(sum.ControlPlane, "To add the OCE control plane, remove this environment (occ dev down --state-dir "+opts.StateDir+") and run occ dev up again from an OpenClaw Enterprise checkout, or with --repository <checkout>") {
 		t.Errorf("summary: %+v", sum)
 	}
 	st, err := state.Read(opts.StateDir)
@@ -281,6 +287,116 @@ func testComposeProfile(t *testing.T, b *k3dBed) {
 	}
 	if left := b.leftovers(t, opts.ClusterName, vols); len(left) > 0 || !stateGone(opts.StateDir) {
 		t.Errorf("after down: %v (state gone: %v)", left, stateGone(opts.StateDir))
+	}
+}
+
+// testStatusOfChangedEnvironment: after `up`, someone re-tags an imported image in the node,
+// then deletes the cluster (k3d cluster delete), then creates another cluster of the same name.
+// `status` reports the image's digest as differing, then the cluster as missing, then as not
+// ours; `down` leaves the other cluster alone (its containers untouched), forgets what was
+// recorded inside the recorded cluster without contacting the other one, removes the images it
+// pulled, and deletes the state directory.
+func testStatusOfChangedEnvironment(t *testing.T, b *k3dBed) {
+	ctx := context.Background()
+	b.forgetProducts(t)
+	opts := b.options(t)
+	downAtEnd(t, opts.StateDir)
+	if _, err := occdev.Up(ctx, opts); err != nil {
+		t.Fatalf("up: %v", err)
+	}
+	status := func() *occdev.Status {
+		t.Helper()
+		st, err := occdev.GetStatus(ctx, occdev.StatusOptions{StateDir: opts.StateDir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	node := "k3d-" + opts.ClusterName + "-server-0"
+	// The Gateway's pinned name in the node now points at the sandbox image's content.
+	gw, sb := b.product[0].pin.DigestReference(), b.product[1].pin.DigestReference()
+	if res, err := b.Engine.Exec(ctx, node, false, "ctr", "-n", "k8s.io", "images", "tag", "--force", sb, gw); err != nil || res.ExitCode != 0 {
+		t.Fatalf("re-tag in the node: %v %s", err, res.Stderr)
+	}
+	st := status()
+	for _, im := range st.Images {
+		want := occdev.ImageDigestMatches
+		if im.Reference == gw {
+			want = occdev.ImageDigestDiffers
+		}
+		if im.State != want {
+			t.Errorf("status of %s after the re-tag: %s (%s), want %s", im.Reference, im.State, im.Detail, want)
+		}
+	}
+
+	rec, err := state.Read(opts.StateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var id k3d.Identity
+	for _, o := range rec.Objects {
+		if o.Type == state.TypeK3dCluster {
+			if id, err = k3d.IdentityOf(o, rec.Cluster.UID); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	p, err := k3d.New(k3d.Options{Engine: b.engine, ToolsImage: b.set.K3d.ToolsImage.DigestReference()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Delete(ctx, id); err != nil {
+		t.Fatalf("delete the cluster behind occ's back: %v", err)
+	}
+	if st := status(); st.ClusterState != occdev.ClusterMissing || st.Reachable {
+		t.Errorf("status after the cluster was deleted: %q (%s), reachable %v", st.ClusterState, st.ClusterDetail, st.Reachable)
+	}
+
+	other, err := state.Create(filepath.Join(t.TempDir(), "someone-else"), state.State{Profile: "kubernetes", Cluster: state.Cluster{Provider: k3d.Name}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	port, err := k3d.FreeLoopbackPort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs := k3d.Request{Name: opts.ClusterName, Owner: other.State().Owner(), NodeImage: b.set.K3s.Image, StateDir: t.TempDir(), APIPort: port, Recorder: other}
+	c, err := p.Create(ctx, theirs)
+	if err != nil {
+		t.Fatalf("someone else's cluster of the same name: %v", err)
+	}
+	theirID := k3d.Identity{Name: theirs.Name, Owner: theirs.Owner, UID: c.UID}
+	t.Cleanup(func() {
+		if err := p.Delete(context.Background(), theirID); err != nil {
+			t.Errorf("cleanup of the other cluster: %v", err)
+		}
+	})
+	containers := b.containerIDs(t, opts.ClusterName)
+	if st := status(); st.ClusterState != occdev.ClusterNotOurs || !strings.Contains(st.ClusterDetail, "owner label") {
+		t.Errorf("status with another cluster of the name: %q (%s)", st.ClusterState, st.ClusterDetail)
+	}
+
+	res, err := occdev.Down(ctx, occdev.DownOptions{StateDir: opts.StateDir})
+	if err != nil {
+		t.Fatalf("down: %v", err)
+	}
+	if len(res.LeftAlone) != 1 || res.LeftAlone[0] != "k3d cluster "+opts.ClusterName {
+		t.Errorf("left alone: %v, want only the other cluster", res.LeftAlone)
+	}
+	if got := b.containerIDs(t, opts.ClusterName); !slices.Equal(got, containers) {
+		t.Errorf("down touched the other cluster's containers: %v, want %v", got, containers)
+	}
+	if st, err := p.Inspect(ctx, theirID); err != nil || st.State != "exists" || !st.UIDVerified {
+		t.Errorf("the other cluster after down: %+v (%v)", st, err)
+	}
+	if !stateGone(opts.StateDir) {
+		t.Error("state directory left after down")
+	}
+	for _, ref := range b.productRefs() {
+		if id := b.imageID(t, ref); id != "" {
+			t.Errorf("pulled image %s left after down", ref)
+		}
 	}
 }
 
@@ -313,6 +429,14 @@ func startBuild() {
 			}
 		}()
 	})
+}
+
+// removeBuild removes the binary's directory once the build has finished.
+func removeBuild() {
+	<-buildDone
+	if builtOCC != "" {
+		_ = os.RemoveAll(filepath.Dir(builtOCC))
+	}
 }
 
 // buildOCC waits for the binary startBuild builds.

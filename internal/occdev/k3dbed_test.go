@@ -289,7 +289,7 @@ func (b *k3dBed) volumesOf(t testing.TB, name string) []string {
 }
 
 // assertUserKubeconfig checks the user's kubeconfig is byte for byte what it was.
-func (b *k3dBed) assertUserKubeconfig(t *testing.T) {
+func (b *k3dBed) assertUserKubeconfig(t testing.TB) {
 	t.Helper()
 	data, err := os.ReadFile(b.userKubeconfig)
 	if err != nil || !bytes.Equal(data, b.userKubeconfigData) {
@@ -303,7 +303,7 @@ func (b *k3dBed) assertUserKubeconfig(t *testing.T) {
 
 // nodeConfigDigests reads, straight from the node's containerd, the config digest of every image
 // name it holds (following an index to its one manifest): independent of occ's own verification.
-func (b *k3dBed) nodeConfigDigests(t *testing.T, node string) map[string]string {
+func (b *k3dBed) nodeConfigDigests(t testing.TB, node string) map[string]string {
 	t.Helper()
 	ctx := context.Background()
 	res, err := b.Engine.Exec(ctx, node, false, "ctr", "-n", "k8s.io", "images", "ls")
@@ -343,7 +343,7 @@ func (b *k3dBed) nodeConfigDigests(t *testing.T, node string) map[string]string 
 }
 
 // kubeClient is a client of the recorded cluster, from the state's kubeconfig.
-func kubeClient(t *testing.T, access cluster.Access) kubernetes.Interface {
+func kubeClient(t testing.TB, access cluster.Access) kubernetes.Interface {
 	t.Helper()
 	cfg, err := cluster.RESTConfig(access)
 	if err != nil {
@@ -360,7 +360,7 @@ type unrelatedCluster struct {
 	containers []string
 }
 
-func (b *k3dBed) createUnrelatedCluster(t *testing.T) *unrelatedCluster {
+func (b *k3dBed) createUnrelatedCluster(t testing.TB) *unrelatedCluster {
 	t.Helper()
 	ctx := context.Background()
 	rec, err := state.Create(filepath.Join(t.TempDir(), "other-state"), state.State{Profile: "kubernetes", Cluster: state.Cluster{Provider: k3d.Name}})
@@ -403,7 +403,7 @@ func (b *k3dBed) createUnrelatedCluster(t *testing.T) *unrelatedCluster {
 	return u
 }
 
-func (b *k3dBed) containerIDs(t *testing.T, name string) []string {
+func (b *k3dBed) containerIDs(t testing.TB, name string) []string {
 	t.Helper()
 	cs, err := b.engine.API.ContainerList(context.Background(), container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", "k3d.cluster="+name))})
 	if err != nil {
@@ -422,7 +422,7 @@ func (b *k3dBed) containerIDs(t *testing.T, name string) []string {
 
 // assertUntouched checks the unrelated cluster is exactly as it was: the same running containers,
 // and its API still answering with its kube-system UID.
-func (u *unrelatedCluster) assertUntouched(t *testing.T, b *k3dBed) {
+func (u *unrelatedCluster) assertUntouched(t testing.TB, b *k3dBed) {
 	t.Helper()
 	if got := b.containerIDs(t, u.id.Name); !slices.Equal(got, u.containers) {
 		t.Errorf("the unrelated cluster's containers changed: %v, want %v", got, u.containers)
@@ -514,7 +514,7 @@ func stateGone(dir string) bool {
 }
 
 // readyReplicas reads a workload's ready replicas in the recorded cluster.
-func readyReplicas(t *testing.T, kc kubernetes.Interface, kind, ns, name string) int32 {
+func readyReplicas(t testing.TB, kc kubernetes.Interface, kind, ns, name string) int32 {
 	t.Helper()
 	ctx := context.Background()
 	switch kind {

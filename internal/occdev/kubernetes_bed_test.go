@@ -157,9 +157,9 @@ func (b *kubeBed) run(t *testing.T, apiOpts oceapi.Options) *kubeRun {
 	api := oceapi.Start(t, apiOpts)
 	r := &kubeRun{api: api, exec: api.Exec(), log: &lockedBuffer{}, events: &eventLog{}, provisionErr: make(chan error, 1)}
 	r.opts = b.options(t)
-	r.opts.Repository = b.checkout
-	r.opts.DevPort = port
+	r.opts.OCE.Repository = b.checkout
 	r.opts.Kubernetes = occdev.KubernetesOptions{
+		DevPort:      port,
 		Exec:         r.exec,
 		APIClient:    api.Client(fmt.Sprintf("127.0.0.1:%d", port)),
 		Random:       &canaryRandom{},

@@ -63,8 +63,8 @@ func (b *kubeBed) uniqueImage(t *testing.T, repo string) (ref, id string) {
 	return p.Ref, p.ConfigDigest
 }
 
-// failAfter makes `up` fail right after the named step, and runs also before it fails.
-func failAfter(name string, also func()) func(string) error {
+// kubeFailAfter makes `up` fail right after the named step, and runs also before it fails.
+func kubeFailAfter(name string, also func()) func(string) error {
 	return func(step string) error {
 		if step != name {
 			return nil
@@ -91,7 +91,7 @@ func TestKubernetesProfileFailureLeavesNothing(t *testing.T) {
 
 	t.Run("in the images lane while the cluster is created", func(t *testing.T) {
 		r := b.run(t, oceapi.Options{})
-		r.opts.AfterStep = failAfter("Build the controller and Agent runtime images from the checkout", nil)
+		r.opts.AfterStep = kubeFailAfter("Build the controller and Agent runtime images from the checkout", nil)
 		var volumes []string
 		_, err := occdev.Up(ctx, r.opts)
 		if !errors.Is(err, errInjected) || !strings.Contains(err.Error(), "rolled back") {
@@ -115,7 +115,7 @@ func TestKubernetesProfileFailureLeavesNothing(t *testing.T) {
 		r.opts.PinFile = b.writePins(&set)
 		var user string
 		var volumes []string
-		r.opts.AfterStep = failAfter("Install the OCE chart", func() {
+		r.opts.AfterStep = kubeFailAfter("Install the OCE chart", func() {
 			objs, _ := b.Engine.ClusterObjects(ctx, r.opts.ClusterName)
 			volumes = objs.Volumes
 			// Someone starts a container of the PostgreSQL image up pulled, which the engine
@@ -177,12 +177,12 @@ func TestKubernetesProfileFailureLeavesNothing(t *testing.T) {
 	t.Run("after the key was written to --key-output, with selected images", func(t *testing.T) {
 		r := b.run(t, oceapi.Options{Key: canaryKey, Password: canaryPassword})
 		controller, runtime := b.selectedImages(t, b.commit)
-		r.opts.Kubernetes.Images = controlplane.ImageSelection{Controller: controller, Runtime: runtime}
+		r.opts.OCE.Images = controlplane.ImageSelection{Controller: controller, Runtime: runtime}
 		keyDir := filepath.Join(t.TempDir(), "keys")
 		if err := os.Mkdir(keyDir, 0o700); err != nil {
 			t.Fatal(err)
 		}
-		r.opts.KeyOutput = filepath.Join(keyDir, "admin-key.json")
+		r.opts.OCE.KeyOutput = filepath.Join(keyDir, "admin-key.json")
 		var volumes []string
 		var keyThere bool
 		r.opts.AfterStep = func(step string) error {
@@ -194,7 +194,7 @@ func TestKubernetesProfileFailureLeavesNothing(t *testing.T) {
 				volumes = objs.Volumes
 			}
 			if step == "Wait for the bootstrap Namespace to be ready" {
-				data, err := os.ReadFile(r.opts.KeyOutput)
+				data, err := os.ReadFile(r.opts.OCE.KeyOutput)
 				keyThere = err == nil && string(data) == string(r.api.KeyFile())
 				return errInjected
 			}
@@ -207,7 +207,7 @@ func TestKubernetesProfileFailureLeavesNothing(t *testing.T) {
 		if !keyThere {
 			t.Fatal("the key was not at --key-output when the failure was injected")
 		}
-		if _, err := os.Stat(r.opts.KeyOutput); !os.IsNotExist(err) {
+		if _, err := os.Stat(r.opts.OCE.KeyOutput); !os.IsNotExist(err) {
 			t.Errorf("the key at --key-output survived the rollback: %v", err)
 		}
 		if !dirGone(r.opts.StateDir) {
@@ -251,15 +251,15 @@ func TestKubernetesProfileRefusesSelectedImages(t *testing.T) {
 			[]string{"selected controller and runtime images must use immutable sha256 digest references", `OCC_DEVELOPMENT_CONTROLLER_IMAGE="openclaw-enterprise-controller:ci"`}},
 		{"revision label", controlplane.ImageSelection{Controller: stale, Runtime: staleRuntime},
 			[]string{"selected image revision does not match checkout " + b.commit + ": " + stale, "selected image revision does not match checkout " + b.commit + ": " + staleRuntime, `is "1111111111111111111111111111111111111111"`}},
-		{"API port in use", controlplane.ImageSelection{}, []string{"--dev-port (OPENCLAW_DEV_PORT)", "is already in use on 127.0.0.1"}},
+		{"API port in use", controlplane.ImageSelection{}, []string{"OPENCLAW_DEV_PORT", "is already in use on 127.0.0.1"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := b.run(t, oceapi.Options{})
-			r.opts.Kubernetes.Images = c.sel
+			r.opts.OCE.Images = c.sel
 			if c.sel == (controlplane.ImageSelection{}) {
 				// Something already listens on the API's loopback port.
-				l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", r.opts.DevPort))
+				l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", r.opts.Kubernetes.DevPort))
 				if err != nil {
 					t.Fatal(err)
 				}

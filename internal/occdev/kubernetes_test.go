@@ -107,10 +107,10 @@ func TestKubernetesProfileUpAndDown(t *testing.T) {
 
 	// The summary, as the reference prints it.
 	oce := sum.OCE
-	if oce == nil || oce.APIURL != fmt.Sprintf("http://127.0.0.1:%d", r.opts.DevPort) || oce.InstallationID != r.api.InstallationID ||
+	if oce == nil || oce.APIURL != fmt.Sprintf("http://127.0.0.1:%d", r.opts.Kubernetes.DevPort) || oce.InstallationID != r.api.InstallationID ||
 		oce.AdminEmail != kubernetes.AdminEmail || oce.KeyFile != filepath.Join(r.opts.StateDir, controlplane.KeyFileName) ||
-		oce.PasswordFile != filepath.Join(r.opts.StateDir, kubernetes.PasswordFileName) || oce.Checkout != b.checkout || oce.Commit != b.commit ||
-		!strings.Contains(oce.Namespace, r.api.NamespaceID) || sum.ControlPlane != "" {
+		oce.PasswordFile != filepath.Join(r.opts.StateDir, kubernetes.PasswordFileName) || !strings.Contains(oce.ControlPlane, b.checkout+" at "+b.commit[:12]) ||
+		oce.Namespace != r.api.NamespaceID || !strings.Contains(oce.RuntimeImage, "openclaw-enterprise-runtime@sha256:") || sum.ControlPlane != "" {
 		t.Errorf("summary: %+v, OCE %+v", sum, oce)
 	}
 	if want := "occ dev down --state-dir " + r.opts.StateDir; sum.DownCommand != want {
@@ -211,7 +211,7 @@ func TestKubernetesProfileUpAndDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bind := server.HostConfig.PortBindings["30080/tcp"]; len(bind) != 1 || bind[0].HostIP != "127.0.0.1" || bind[0].HostPort != fmt.Sprint(r.opts.DevPort) {
+	if bind := server.HostConfig.PortBindings["30080/tcp"]; len(bind) != 1 || bind[0].HostIP != "127.0.0.1" || bind[0].HostPort != fmt.Sprint(r.opts.Kubernetes.DevPort) {
 		t.Errorf("server-0 publishes 30080/tcp as %+v", bind)
 	}
 	if nets := server.NetworkSettings.Networks; len(nets) != 1 || nets["k3d-"+r.opts.ClusterName] == nil {
@@ -387,7 +387,7 @@ func TestKubernetesProfileDryRun(t *testing.T) {
 	checkout := ocebed.Checkout(t, "0123456789abcdef0123456789abcdef01234567")
 	stateDir := filepath.Join(dir, "state")
 	dr, err := occdev.PlanUp(occdev.UpOptions{
-		StateDir: stateDir, ControlPlane: occdev.ControlPlaneKubernetes, Repository: checkout, DevPort: 3100,
+		StateDir: stateDir, ControlPlane: occdev.ControlPlaneKubernetes, OCE: occdev.OCEOptions{Repository: checkout}, Kubernetes: occdev.KubernetesOptions{DevPort: 3100},
 		CacheDir: filepath.Join(dir, "cache"), Docker: docker.LocateOptions{Getenv: func(k string) string {
 			if k == "DOCKER_HOST" {
 				return "unix:///nonexistent/docker.sock"
@@ -398,11 +398,12 @@ func TestKubernetesProfileDryRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kp := dr.Plan.Kubernetes
-	if kp == nil || kp.Checkout != checkout || kp.Commit != "0123456789abcdef0123456789abcdef01234567" || kp.APIURL != "http://127.0.0.1:3100" ||
-		kp.KeyFile != filepath.Join(stateDir, controlplane.KeyFileName) || !kp.KeyOwned || kp.PostgresImage == "" || kp.NodeBaseImage == "" || dr.ControlPlane != "" {
-		t.Fatalf("plan: %+v (control plane %q)", kp, dr.ControlPlane)
+	op := dr.Plan.OCE
+	if op == nil || op.Kubernetes == nil || op.Checkout != checkout || op.Commit != "0123456789abcdef0123456789abcdef01234567" || op.Kubernetes.APIURL != "http://127.0.0.1:3100" ||
+		op.KeyFile != filepath.Join(stateDir, controlplane.KeyFileName) || op.Kubernetes.PostgresImage == "" || op.Kubernetes.NodeBaseImage == "" || dr.ControlPlane != "" {
+		t.Fatalf("plan: %+v (control plane %q)", op, dr.ControlPlane)
 	}
+	kp := op.Kubernetes
 	var all strings.Builder
 	var walk func(steps []occdev.PlannedStep, lane string)
 	walk = func(steps []occdev.PlannedStep, lane string) {
@@ -415,10 +416,10 @@ func TestKubernetesProfileDryRun(t *testing.T) {
 	}
 	walk(dr.Steps, "")
 	for _, want := range []string{
-		"[images] Pull the Node base image: image " + kp.NodeBaseImage,
-		"[images] Build the controller and Agent runtime images from the checkout: file " + filepath.Join(stateDir, "image-build.log") + " (the build output); image openclaw-enterprise-controller:kubernetes-quickstart built through the engine's BuildKit from " + checkout,
-		"[images] Pull the PostgreSQL image: image " + kp.PostgresImage,
-		"Import the OpenShell images into the cluster: the images", kp.PostgresImage + " in the node's containerd",
+		"[cluster] Pull the Node base image: image " + kp.NodeBaseImage,
+		"[cluster] Build the controller and Agent runtime images from the checkout: file " + filepath.Join(stateDir, "image-build.log") + " (the build output); image openclaw-enterprise-controller:kubernetes-quickstart built through the engine's BuildKit from " + checkout,
+		"[cluster] Pull the PostgreSQL image: image " + kp.PostgresImage,
+		"Pull the PostgreSQL image: image " + kp.PostgresImage + " in the Docker engine, pulled by digest unless the engine has it (an image that was there is left alone by down), imported into the node with the OpenShell images",
 		"[] Create the PostgreSQL bootstrap Secret: Secret oce-system/postgres-bootstrap",
 		"[] Create the control-plane Secrets: Secret oce-system/occ-installation-startup",
 		"[] Install the OCE chart: Helm release oce-system/openclaw-enterprise",

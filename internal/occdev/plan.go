@@ -124,18 +124,10 @@ type UpOptions struct {
 	StartupTimeout time.Duration
 	// OCCCommand is how the user runs occ, for the printed `down` command; default "occ".
 	OCCCommand string
-
-	// Repository is the OCE checkout the control plane runs from (--repository), RepositoryEnv
-	// OCC_DEVELOPMENT_REPOSITORY; with both empty occ looks for one from the working directory
-	// up. Without a checkout `up` installs the sandbox platform only.
-	Repository    string
-	RepositoryEnv string
-	// KeyOutput is where the verified bootstrap service key goes (--key-output): an absent
-	// absolute path in a private directory; empty is <state>/initial-admin-service-key.json.
-	KeyOutput string
-	// DevPort is the OCE API's port on 127.0.0.1 (OPENCLAW_DEV_PORT); 0 is 3000.
-	DevPort int
-	// Kubernetes are the Kubernetes-only control plane's settings and test seams.
+	// OCE are the inputs of the OCE control plane: its checkout, images, Compose options and
+	// key destination.
+	OCE OCEOptions
+	// Kubernetes are the Kubernetes-only profile's own settings and test seams.
 	Kubernetes KubernetesOptions
 
 	// Progress receives step events (steps of concurrent lanes name their lane); nil discards
@@ -186,8 +178,9 @@ type Plan struct {
 	PullPolicy corev1.PullPolicy `json:"imagePullPolicy"`
 	// Images are the pinned images `up` uses, by role, as digest references.
 	Images map[string]string `json:"images"`
-	// Kubernetes is the Kubernetes-only control plane (--control-plane kubernetes).
-	Kubernetes *KubernetesPlan `json:"kubernetes,omitempty"`
+	// OCE is the OCE control plane `up` starts, decided and checked before anything runs; nil
+	// when it starts none (no checkout was found).
+	OCE *OCEPlan `json:"oce,omitempty"`
 
 	provider cluster.Provider
 	// k3d is the provider when it is k3d's (the image import needs its importer).

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
+	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
 	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/helmrelease"
 	"github.com/openclaw/occ/internal/occdev/images"
@@ -50,14 +51,27 @@ func (r *recorded) close() {
 // removers is the registry `down`, rollback and `status` use: one Remover per recorded type.
 // Registering a new type is one line here plus its Remover in the layer that creates it.
 func (r *recorded) removers() state.Removers {
+	project := &compose.Recorded{Engine: r.docker}
+	if cp := r.st.ControlPlane; cp != nil {
+		project.Project = cp.Compose
+	}
 	return state.Removers{
-		state.TypeKubernetes:   kubeobj.Remover(r.kube),
-		state.TypeHelmRelease:  helmrelease.Remover(r.kube),
-		state.TypeK3dCluster:   k3d.Remover(r.st.Cluster, r.docker),
-		state.TypeDockerImage:  images.DockerImageRemover(r.docker),
-		state.TypeClusterImage: images.ClusterImageRemover(r.st.Cluster, r.docker),
+		state.TypeKubernetes:      kubeobj.Remover(r.kube),
+		state.TypeHelmRelease:     helmrelease.Remover(r.kube),
+		state.TypeK3dCluster:      k3d.Remover(r.st.Cluster, r.docker),
+		state.TypeDockerImage:     images.DockerImageRemover(r.docker),
+		state.TypeClusterImage:    images.ClusterImageRemover(r.st.Cluster, r.docker),
+		state.TypeComposeServices: compose.ServicesRemover(project),
+		state.TypeComposeProject:  compose.ProjectRemover(project),
+		state.TypeDockerNetwork:   compose.NetworkRemover(r.docker),
+		state.TypeDockerVolume:    compose.VolumeRemover(r.docker),
 	}
 }
+
+// quiescedFirst are the record types removed before anything else, the cluster included: the
+// Compose control plane's API and worker, which would otherwise go on reconciling against a
+// cluster being deleted (reference §3.6: stop the reconcilers first).
+func quiescedFirst(t state.Type) bool { return t == state.TypeComposeServices }
 
 // insideCluster are the record types that live inside the cluster's API and go with a cluster
 // occ created. (Cluster images also leave a staging tag in the engine, so their remover still
@@ -72,11 +86,13 @@ func insideCluster(t state.Type) bool {
 // the same way) and cleanup continues with the next object. Records keep selects leave the
 // registry untouched and stay recorded. It returns what it forgot.
 //
-// A k3d cluster this state created is removed first, and the Kubernetes objects and Helm releases
+// The Compose control plane's API services are stopped before anything else. Then a k3d
+// cluster this state created is removed, and the Kubernetes objects and Helm releases
 // recorded in it are forgotten with it: deleting the cluster (after its remover has checked it is
 // the recorded one) removes them, and they cannot be reached one by one once it is gone. When the
-// cluster turns out not to be ours, they are handed to their removers like any record, which
-// check their own identities.
+// name now belongs to another cluster (left alone), the recorded cluster is gone and so is what
+// was inside it; the other cluster is never contacted about them. When the cluster cannot be
+// removed, they stay recorded with it for the next `down`.
 func cleanup(ctx context.Context, d *state.Dir, log io.Writer, keep func(state.Object) bool) (*DownResult, error) {
 	st := d.State()
 	res := &DownResult{StateDirectory: d.Path(), Removed: []string{}, LeftAlone: []string{}}
@@ -120,22 +136,30 @@ func cleanup(ctx context.Context, d *state.Dir, log io.Writer, keep func(state.O
 
 	handled := make([]bool, len(st.Objects))
 	for i, o := range st.Objects {
+		if quiescedFirst(o.Type) && !keep(o) {
+			handled[i] = true
+			remove(o)
+		}
+	}
+	for i, o := range st.Objects {
 		if o.Type != state.TypeK3dCluster || keep(o) {
 			continue
 		}
 		handled[i] = true
 		outcome, gone := remove(o)
-		if outcome == state.LeftAlone {
-			continue // not ours: what was recorded inside it is checked one by one below
-		}
 		for j, in := range st.Objects {
 			if !insideCluster(in.Type) {
 				continue
 			}
-			// Kept (with the cluster's record) when the cluster could not be removed: the next
-			// `down` removes it with them.
 			handled[j] = true
-			if gone {
+			switch {
+			case !gone:
+				// Kept with the cluster's record: the next `down` removes it with them.
+			case outcome == state.LeftAlone:
+				fmt.Fprintf(log, "%s went with the recorded k3d cluster %s, which no longer exists\n", in, o.Name)
+				res.Removed = append(res.Removed, in.String())
+				forget(in)
+			default:
 				fmt.Fprintf(log, "removed %s with k3d cluster %s\n", in, o.Name)
 				res.Removed = append(res.Removed, in.String())
 				forget(in)

@@ -41,16 +41,18 @@ type run struct {
 	agentSandbox       []*unstructured.Unstructured
 
 	// Written by the cluster lane: the pinned images as the engine holds them (by role, each
-	// slot by its own step; extra are the control plane's own, from the profile's image steps),
-	// those imported into the node and verified there, and the connection.
+	// slot by its own step), those imported into the node and verified there, and the
+	// connection.
 	local    [imageRoles]images.Local
-	extra    []images.Local
 	imported []images.Imported
 	verified []images.Verified
 	conn     *kubeobj.Conn
 	// clusterFailed is set when the cluster's creation failed by itself (not cancelled), which
 	// keeps its record and the state directory for `down`.
 	clusterFailed atomic.Bool
+
+	// Written by the Compose profile's steps (nil for other profiles).
+	compose *composeRun
 
 	// Written by the platform steps.
 	gateway          *platform.Gateway

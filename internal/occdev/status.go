@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 
+	"github.com/openclaw/occ/internal/occdev/controlplane"
+	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
+
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -53,6 +56,32 @@ type Status struct {
 	Reachable bool           `json:"reachable"`
 	Problem   string         `json:"problem,omitempty"`
 	Objects   []ObjectStatus `json:"objects"`
+	// ControlPlane is the recorded OCE control plane: its Compose services and whether its API
+	// answers. Nil when `up` started none.
+	ControlPlane *ControlPlaneStatus `json:"controlPlane,omitempty"`
+}
+
+// ControlPlaneStatus is the recorded OCE control plane against what runs now.
+type ControlPlaneStatus struct {
+	Checkout       string `json:"checkout"`
+	Commit         string `json:"commit,omitempty"`
+	ComposeProject string `json:"composeProject,omitempty"`
+	APIURL         string `json:"apiURL,omitempty"`
+	KeyFile        string `json:"keyFile,omitempty"`
+	InstallationID string `json:"installationID,omitempty"`
+	// Services are the Compose services: running (with their health), exited with their code,
+	// or missing. ServicesProblem says why they could not be read.
+	Services        []ServiceStatus `json:"services"`
+	ServicesProblem string          `json:"servicesProblem,omitempty"`
+	// API is "ready" when GET /api/auth/session answers 2xx, else "not ready: <why>".
+	API string `json:"api,omitempty"`
+}
+
+// ServiceStatus is one Compose service as `dev status` shows it.
+type ServiceStatus struct {
+	Service string `json:"service"`
+	// State is "running (healthy)", "exited with code 1", "missing", …
+	State string `json:"state"`
 }
 
 // ImageStatus is one image imported into the cluster: whether the node still holds it under its
@@ -124,6 +153,9 @@ func GetStatus(ctx context.Context, opts StatusOptions) (*Status, error) {
 	} else {
 		out.Reachable = true
 	}
+	if st.ControlPlane != nil {
+		out.ControlPlane = controlPlaneStatus(ctx, st.ControlPlane, rec)
+	}
 	reg := rec.removers()
 	for _, o := range st.Objects {
 		in := reg.Inspect(ctx, o)
@@ -163,4 +195,31 @@ func imageState(in state.Inspection) string {
 		return ImageMissing
 	}
 	return ImageUnknown
+}
+
+// controlPlaneStatus reads the recorded control plane's Compose services through the recorded
+// engine and probes its API, never failing: what cannot be read is said.
+func controlPlaneStatus(ctx context.Context, cp *state.ControlPlane, rec *recorded) *ControlPlaneStatus {
+	out := &ControlPlaneStatus{Checkout: cp.Checkout, Commit: cp.Commit, APIURL: cp.APIURL, KeyFile: cp.KeyPath, InstallationID: cp.InstallationID, Services: []ServiceStatus{}}
+	if cp.Compose != nil {
+		out.ComposeProject = cp.Compose.Project
+		if eng, err := rec.docker(ctx); err != nil {
+			out.ServicesProblem = err.Error()
+		} else if states, err := (compose.Stack{Project: cp.Compose.Project, Engine: eng.API}).Status(ctx, compose.RequiredServices...); err != nil {
+			out.ServicesProblem = err.Error()
+		} else {
+			for _, s := range states {
+				out.Services = append(out.Services, ServiceStatus{Service: s.Service, State: s.String()})
+			}
+		}
+	}
+	if cp.APIURL != "" {
+		out.API = "ready"
+		pctx, cancel := context.WithTimeout(ctx, controlplane.ReadinessRequestTimeout)
+		defer cancel()
+		if err := controlplane.CheckSession(pctx, controlplane.NewAPIClient(controlplane.ReadinessRequestTimeout), cp.APIURL); err != nil {
+			out.API = "not ready: " + err.Error()
+		}
+	}
+	return out
 }

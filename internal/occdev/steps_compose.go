@@ -1,15 +1,517 @@
 package occdev
 
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
+	"github.com/openclaw/occ/internal/occdev/controlplane"
+	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
+	"github.com/openclaw/occ/internal/occdev/images"
+	"github.com/openclaw/occ/internal/occdev/pins"
+	"github.com/openclaw/occ/internal/occdev/platform"
+	"github.com/openclaw/occ/internal/occdev/state"
+	"github.com/openclaw/occ/internal/progress"
+)
+
+// OCEOptions are the inputs of the OCE control plane (layer 3): where its source is, how its
+// images are obtained, the Compose project's name and options, and where the verified bootstrap
+// key goes.
+type OCEOptions struct {
+	// Repository is the OCE checkout (--repository, OCC_DEVELOPMENT_REPOSITORY); empty searches
+	// from WorkingDir upwards. Without a checkout `up` stops after the sandbox platform.
+	Repository string
+	// WorkingDir is where that search starts and what relative paths (the checkout, Compose
+	// files) are relative to; empty is the process's working directory.
+	WorkingDir string
+	// ComposeArgs are the Compose options given after `--` (-f/--file, --env-file,
+	// --project-directory naming the checkout).
+	ComposeArgs []string
+	// ComposeProject is the Compose project name (OCC_DEVELOPMENT_COMPOSE_PROJECT); empty is
+	// openclaw-enterprise-development-kubernetes.
+	ComposeProject string
+	// Environment is what Compose interpolation sees, as `docker compose config` would; nil is
+	// the process environment.
+	Environment map[string]string
+	// Images selects prebuilt controller and Agent runtime images by digest
+	// (OCC_DEVELOPMENT_CONTROLLER_IMAGE and OCC_KUBERNETES_RUNTIME_IMAGE, both or neither);
+	// empty builds both from the checkout.
+	Images controlplane.ImageSelection
+	// KeyOutput is where the verified bootstrap key is written (--key-output: an absent
+	// absolute canonical path in a private directory); empty is
+	// <state>/initial-admin-service-key.json.
+	KeyOutput string
+}
+
+// OCEPlan is the resolved control plane: the checkout and what the profile will start, decided
+// (and the Compose model checked) before anything runs.
+type OCEPlan struct {
+	// Checkout is the OCE checkout's root, Commit its HEAD and CheckoutSource how it was found.
+	Checkout       string `json:"checkout"`
+	Commit         string `json:"commit"`
+	CheckoutSource string `json:"checkoutSource"`
+	// Compose is what the Compose project creates: services, volumes, networks, published
+	// ports and the API URL.
+	Compose *compose.Plan `json:"compose,omitempty"`
+	// Builds are the images occ builds from the checkout (none when images are selected).
+	Builds []compose.Build `json:"builds,omitempty"`
+	// RuntimeImage is the Agent runtime: its build tag, or the selected digest reference.
+	RuntimeImage string `json:"runtimeImage"`
+	// SelectedImages are the developer's prebuilt images, when selected.
+	SelectedImages *controlplane.ImageSelection `json:"selectedImages,omitempty"`
+	// KeyFile is where the verified bootstrap key will be written.
+	KeyFile string `json:"keyFile"`
+	// Kubernetes is what the Kubernetes-only profile installs into the cluster (nil for
+	// Compose).
+	Kubernetes *KubernetesPlan `json:"kubernetes,omitempty"`
+
+	model   *compose.Model
+	keyDest controlplane.KeyDestination
+}
+
+// composeRun is what the Compose profile's steps share during one `up`.
+type composeRun struct {
+	plugin compose.Plugin
+	runner compose.Runner
+	stack  compose.Stack
+	// runtime is the Agent runtime image as the engine holds it (built or selected), and
+	// runtimeRef its in-cluster digest reference once imported and verified.
+	runtime    images.Local
+	runtimeRef string
+	// key is the verified key, once written; keyWritten says a user's --key-output file exists
+	// (a rollback removes it; the state directory's own goes with the directory).
+	key        *controlplane.ServiceKey
+	keyPath    string
+	keyWritten bool
+	installID  string
+	// namespace is the bootstrap Namespace, once ready.
+	namespace controlplane.BootstrapNamespace
+}
+
 // composeProfile is the Compose control plane (reference §3.3): OCE's postgres, migrate,
-// bootstrap, controller and worker-kubernetes in a Compose project beside the cluster, which
-// joins the project's development network and publishes the Gateway as NodePort 30051.
+// bootstrap, controller and worker-kubernetes run as a Compose project beside the k3d cluster,
+// which joins the project's development network and publishes the Gateway as NodePort 30051.
+// Its steps, in the reference's order:
 //
-// Not wired yet (issue 9): no Compose project is started, so `up` installs the sandbox platform
-// and writes an Installation whose Gateway endpoint is the node's NodePort, and nothing uses it.
-// Its steps go here: the project's network and data services in beforeCluster, the network to
-// join in k3d, and the API, the readiness wait and the bootstrap key in controlPlane.
-func composeProfile(*Plan) profile {
-	return profile{
-		pending: "not started: the OCE control plane in Compose is not wired into occ dev up yet, so only the sandbox platform is up (the Gateway on the node's NodePort 30051, and the Installation that names it)",
+//   - preflight: the plugin found, no resource of the project exists, selected images present;
+//   - before the cluster (cluster lane): the snapshot written and the project recorded, the
+//     images built, postgres, migrate and bootstrap started and the jobs waited for;
+//   - the cluster joins <project>_development; the Agent runtime is imported with the
+//     OpenShell images; the Installation names it and the node;
+//   - after the platform: controller and worker-kubernetes started, the API and the worker
+//     ready, the bootstrap key copied and verified, the bootstrap Namespace ready.
+//
+// Without an OCE checkout only the sandbox platform comes up, and the summary says how to add
+// the control plane.
+func composeProfile(p *Plan, o UpOptions) (profile, error) {
+	if len(o.OCE.ComposeArgs) > 0 && p.ClusterProvider != ProviderK3d {
+		return profile{}, &OptionError{Option: "Compose options after --", Value: strings.Join(o.OCE.ComposeArgs, " "),
+			Rule: "apply to the Compose control plane, which runs beside the k3d cluster occ creates", Fix: "use --cluster-provider k3d, or drop them"}
 	}
+	co, pending, err := findOCE(p, o)
+	if err != nil {
+		return profile{}, err
+	}
+	if pending != "" {
+		return profile{pending: pending}, nil
+	}
+	if p.ClusterProvider != ProviderK3d {
+		return profile{pending: fmt.Sprintf("not started: the Compose control plane reaches the cluster across the Docker network the k3d cluster occ creates joins, and --cluster-provider %s creates none; use --cluster-provider k3d to run OCE from %s", p.ClusterProvider, co.Root)}, nil
+	}
+	op, err := planCompose(p, o, co)
+	if err != nil {
+		return profile{}, err
+	}
+	p.OCE = op
+	return profile{
+		preflight: composePreflight,
+		k3d:       func(s *k3d.Settings) { s.Network = op.model.Network.Name },
+		beforeCluster: []Step{
+			{Name: "Write the Compose snapshot and record the project", Describe: describeSnapshot, Run: writeSnapshot},
+			{Name: "Build the control-plane images from the checkout", Describe: describeBuilds, Run: buildImages},
+			{Name: "Start postgres, migrate and bootstrap", Describe: describeDataServices, Run: startDataServices},
+		},
+		imports:      composeImports,
+		installation: composeInstallation,
+		controlPlane: []Step{
+			{Name: "Start the controller and worker-kubernetes", Describe: describeAPIServices, Run: startAPIServices},
+			{Name: "Wait for the API and the worker to be ready", Describe: describeReadiness, Run: waitForAPI},
+			{Name: "Copy and verify the bootstrap service key", Describe: describeKey, Run: copyKey},
+			{Name: "Wait for the bootstrap Namespace to be ready", Describe: describeNamespaceWait, Run: waitForNamespace},
+		},
+		rollback: composeRollback,
+		summary:  composeSummary,
+	}, nil
+}
+
+// planCompose loads and checks the Compose model and decides the images: everything `up` could
+// refuse about the project is refused here, before anything runs.
+func planCompose(p *Plan, o UpOptions, co controlplane.Checkout) (*OCEPlan, error) {
+	wd := o.OCE.WorkingDir
+	if wd == "" {
+		var err error
+		if wd, err = os.Getwd(); err != nil {
+			return nil, fmt.Errorf("working directory: %w", err)
+		}
+	}
+	user, err := compose.ParseArgs(o.OCE.ComposeArgs, co.Root, wd)
+	if err != nil {
+		var ae *compose.ArgsError
+		if errors.As(err, &ae) {
+			return nil, &OptionError{Option: "the Compose option after --", Value: ae.Arg, Rule: "is refused: " + ae.Message, Fix: ae.Fix}
+		}
+		return nil, err
+	}
+	op, err := newOCEPlan(p, o, co)
+	if err != nil {
+		return nil, err
+	}
+	env := o.OCE.Environment
+	if env == nil {
+		env = processEnvironment()
+	}
+	m, err := compose.Load(context.Background(), compose.LoadOptions{
+		Checkout: co.Root, Project: o.OCE.ComposeProject, StateDir: p.StateDir, User: user, Environment: env,
+	})
+	if err != nil {
+		return nil, err
+	}
+	op.model = m
+	if sel := op.SelectedImages; sel != nil {
+		if err := m.UseControllerImage(sel.Controller); err != nil {
+			return nil, err
+		}
+	} else if op.Builds, err = m.UseBuiltImages(); err != nil {
+		return nil, err
+	}
+	plan := m.Plan()
+	op.Compose = &plan
+	return op, nil
+}
+
+// processEnvironment is the process environment as a map, what Compose interpolation reads.
+func processEnvironment() map[string]string {
+	env := map[string]string{}
+	for _, kv := range os.Environ() {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	return env
+}
+
+// composePreflight makes the live checks of the project before anything exists: the plugin is
+// installed and new enough, nothing of the project (labelled or by its names) is on the engine,
+// and selected images are present with this checkout's revision.
+func composePreflight(ctx context.Context, r *run, rep progress.Reporter) error {
+	op := r.plan.OCE
+	plugin, err := compose.FindPlugin(ctx, compose.FindPluginOptions{DockerConfig: os.Getenv("DOCKER_CONFIG")})
+	if err != nil {
+		return err
+	}
+	rep.Note(fmt.Sprintf("docker compose %s at %s", plugin.Version, plugin.Path))
+	if err := op.model.EnsureAbsent(ctx, r.engine.API); err != nil {
+		return err
+	}
+	cr := &composeRun{plugin: plugin, stack: compose.Stack{Project: op.model.Name(), Engine: r.engine.API}}
+	if sel := op.SelectedImages; sel != nil {
+		imgs, err := controlplane.VerifySelectedImages(ctx, r.engine.API, *sel, op.Commit)
+		if err != nil {
+			return err
+		}
+		if cr.runtime, err = selectedLocal(ctx, r, imgs.Runtime); err != nil {
+			return err
+		}
+	}
+	r.compose = cr
+	return nil
+}
+
+// selectedLocal is a selected runtime image as the import takes it: its digest reference, which
+// the engine's RepoDigests must carry (it came from a registry, by that digest).
+func selectedLocal(ctx context.Context, r *run, img controlplane.LocalImage) (images.Local, error) {
+	ins, err := r.engine.API.ImageInspect(ctx, img.Reference)
+	if err != nil {
+		return images.Local{}, fmt.Errorf("inspect selected runtime image %s: %w", img.Reference, err)
+	}
+	pin, err := pins.ParseImage(img.Reference)
+	if err != nil {
+		return images.Local{}, err
+	}
+	return images.Local{Pin: pin, ID: ins.ID, RepoDigests: ins.RepoDigests, Size: ins.Size}, nil
+}
+
+func describeSnapshot(p *Plan) Description {
+	m := p.OCE.model
+	items := []string{"file " + filepath.Join(p.StateDir, compose.SnapshotName) + " (0600): the checked Compose model of project " + m.Name() + ", every $ escaped; every later Compose call uses only it"}
+	for _, o := range m.Records() {
+		items = append(items, "record of "+o.String())
+	}
+	return creates(items...)
+}
+
+// writeSnapshot writes the checked model into the state directory and records the control
+// plane and the project's network, volumes and project, before `compose up` creates them.
+func writeSnapshot(_ context.Context, r *run, _ progress.Reporter) error {
+	op := r.plan.OCE
+	snap, err := op.model.WriteSnapshot(r.state.Path())
+	if err != nil {
+		return err
+	}
+	r.compose.runner = compose.Runner{Plugin: r.compose.plugin, Endpoint: r.engine.Endpoint.String(), Snapshot: snap}
+	cp := &state.ControlPlane{
+		Checkout: op.Checkout, Commit: op.Commit, APIURL: op.model.APIURL,
+		Compose: &state.ComposeProject{Project: snap.Project, Snapshot: snap.Path, Checkout: snap.Checkout},
+	}
+	if err := r.state.Update(func(s *state.State) { s.ControlPlane = cp }); err != nil {
+		return fmt.Errorf("record the control plane: %w", err)
+	}
+	for _, o := range op.model.Records() {
+		if err := r.state.Record(o); err != nil {
+			return fmt.Errorf("record %s: %w", o, err)
+		}
+	}
+	return nil
+}
+
+func describeBuilds(p *Plan) Description {
+	op := p.OCE
+	if op.SelectedImages != nil {
+		return note("nothing built; runs the selected controller image " + op.SelectedImages.Controller + " and imports the selected runtime image " + op.SelectedImages.Runtime + " (checked in the preflight: present locally, revision " + op.Commit + ")")
+	}
+	var items []string
+	for _, b := range op.Builds {
+		items = append(items, b.Describe())
+	}
+	items = append(items, "image "+controlplane.DefaultRuntimeTag+" built by the engine's BuildKit from "+op.Checkout+" ("+controlplane.RuntimeDockerfile+"), the Agent runtime imported into the cluster")
+	return Description{Creates: items, Note: "built through the Docker engine's BuildKit API, not compose --build (whose classic-builder fallback refuses OCE's RUN --mount); the images are left in the engine for the next run's cache"}
+}
+
+// buildImages builds the services' images and the Agent runtime from the checkout (or records
+// the selected ones), and records them in the state.
+func buildImages(ctx context.Context, r *run, rep progress.Reporter) error {
+	op := r.plan.OCE
+	var recs []state.ControlPlaneImage
+	if sel := op.SelectedImages; sel != nil {
+		recs = append(recs,
+			state.ControlPlaneImage{Role: "controller", Reference: sel.Controller, Selected: true},
+			state.ControlPlaneImage{Role: "runtime", Reference: sel.Runtime, ID: r.compose.runtime.ID, Selected: true})
+	} else {
+		progressLine := func(line string) { rep.Note(line) }
+		built, err := compose.BuildImages(ctx, op.Builds, compose.BuildImagesOptions{Engine: r.engine.API, Progress: progressLine})
+		if err != nil {
+			return err
+		}
+		for i, img := range built {
+			role := op.Builds[i].Target
+			if role == "" {
+				role = op.Builds[i].Services[0]
+			}
+			recs = append(recs, state.ControlPlaneImage{Role: role, Reference: img.Reference, ID: img.ID})
+		}
+		rt, err := controlplane.BuildImage(ctx, r.engine.API, controlplane.BuildRequest{
+			ContextDir: op.Checkout, Dockerfile: controlplane.RuntimeDockerfile, Tag: controlplane.DefaultRuntimeTag, Progress: progressLine,
+		})
+		if err != nil {
+			return fmt.Errorf("build the Agent runtime image: %w", err)
+		}
+		if r.compose.runtime, err = images.Built(ctx, r.engine.API, rt.Reference, rt.ID); err != nil {
+			return err
+		}
+		recs = append(recs, state.ControlPlaneImage{Role: "runtime", Reference: rt.Reference, ID: rt.ID})
+	}
+	return r.state.Update(func(s *state.State) { s.ControlPlane.Images = recs })
+}
+
+func describeDataServices(p *Plan) Description {
+	cp := p.OCE.Compose
+	items := []string{fmt.Sprintf("Compose project %s through the docker compose plugin: services %s (up --detach, then migrate and bootstrap must exit 0)", cp.Project, strings.Join(compose.DataServices, ", "))}
+	for _, n := range cp.Networks {
+		items = append(items, fmt.Sprintf("network %s (subnet %s, gateway %s), which the k3d cluster joins", n.Name, n.Subnet, n.Gateway))
+	}
+	for _, v := range cp.Volumes {
+		items = append(items, "volume "+v)
+	}
+	for _, port := range cp.Ports {
+		if slices.Contains(compose.DataServices, port.Service) {
+			items = append(items, fmt.Sprintf("published port %s -> %s of %s", port.Host, port.Target, port.Service))
+		}
+	}
+	return creates(items...)
+}
+
+// startDataServices starts postgres, migrate and bootstrap from the snapshot and waits for the
+// jobs to exit 0 (a failed job's last log lines are in the error), then records the network's
+// engine ID.
+func startDataServices(ctx context.Context, r *run, _ progress.Reporter) error {
+	wctx, cancel := context.WithTimeout(ctx, r.plan.StartupTimeout)
+	defer cancel()
+	if err := compose.StartData(wctx, compose.StartOptions{Runner: r.compose.runner, Stack: r.compose.stack}); err != nil {
+		return err
+	}
+	return compose.RecordIDs(ctx, r.engine.API, r.state, r.plan.OCE.model.Records())
+}
+
+// composeImports adds the Agent runtime to the cluster's one import pass.
+func composeImports(r *run) []images.Local { return []images.Local{r.compose.runtime} }
+
+// composeInstallation adds the Compose profile's part of Kubernetes Compute: the runtime's
+// in-cluster digest reference and the node, read from the cluster.
+func composeInstallation(ctx context.Context, r *run, in *platform.InstallationInput) error {
+	ref := ""
+	for _, v := range r.verified {
+		if v.Pin == r.compose.runtime.Pin {
+			ref = v.Reference
+		}
+	}
+	if ref == "" {
+		return errors.New("the Agent runtime image was not verified in the node; it cannot be named in the Installation")
+	}
+	extras, err := compose.ComputeExtras(ctx, r.conn.Kube, ref)
+	if err != nil {
+		return err
+	}
+	in.Compute = extras
+	r.compose.runtimeRef = ref
+	return r.state.Update(func(s *state.State) {
+		for i := range s.ControlPlane.Images {
+			if s.ControlPlane.Images[i].Role == "runtime" {
+				s.ControlPlane.Images[i].InCluster = ref
+			}
+		}
+	})
+}
+
+func describeAPIServices(p *Plan) Description {
+	cp := p.OCE.Compose
+	items := []string{fmt.Sprintf("services %s of project %s (up --detach --no-deps), with the Installation and the container kubeconfig mounted read-only", strings.Join(compose.APIServices, ", "), cp.Project)}
+	for _, port := range cp.Ports {
+		if slices.Contains(compose.APIServices, port.Service) {
+			items = append(items, fmt.Sprintf("published port %s -> %s of %s", port.Host, port.Target, port.Service))
+		}
+	}
+	return creates(items...)
+}
+
+// startAPIServices records the API services (so `down` stops them first) and starts them.
+func startAPIServices(ctx context.Context, r *run, _ progress.Reporter) error {
+	if err := r.state.Record(compose.ServicesRecord(r.plan.OCE.model.Name())); err != nil {
+		return fmt.Errorf("record the API services: %w", err)
+	}
+	return compose.StartAPI(ctx, compose.StartOptions{Runner: r.compose.runner, Stack: r.compose.stack})
+}
+
+func describeReadiness(p *Plan) Description {
+	return note(fmt.Sprintf("nothing created; polls GET %s/api/auth/session for a 2xx together with the worker's readiness probe (exec), up to %s", p.OCE.Compose.APIURL, p.StartupTimeout))
+}
+
+func waitForAPI(ctx context.Context, r *run, _ progress.Reporter) error {
+	wctx, cancel := context.WithTimeout(ctx, r.plan.StartupTimeout)
+	defer cancel()
+	return controlplane.WaitReady(wctx, controlplane.ReadinessOptions{
+		APIURL: r.plan.OCE.model.APIURL, Checks: []controlplane.ReadinessCheck{r.compose.stack.ReadinessCheck()},
+	})
+}
+
+func describeKey(p *Plan) Description {
+	return creates("file " + p.OCE.KeyFile + " (O_EXCL, 0600): the bootstrap service key, read from the bootstrap volume through the Docker archive API and written only after GET /installation with it names the key's Installation")
+}
+
+// copyKey copies the bootstrap key out of the bootstrap container, verifies it against the live
+// Installation and writes it; the state records where, never the key.
+func copyKey(ctx context.Context, r *run, _ progress.Reporter) error {
+	op := r.plan.OCE
+	installed, err := controlplane.InstallServiceKey(ctx, controlplane.InstallKeyOptions{
+		StateDir: r.state.Path(), Destination: op.keyDest, APIURL: op.model.APIURL, Read: r.compose.stack.BootstrapKeySource(),
+	})
+	if err != nil {
+		return err
+	}
+	r.compose.keyPath, r.compose.keyWritten, r.compose.installID = installed.Path, true, installed.InstallationID
+	data, err := os.ReadFile(installed.Path)
+	if err != nil {
+		return fmt.Errorf("read back the key file %s: %w", installed.Path, err)
+	}
+	if r.compose.key, err = controlplane.ParseServiceKey(data); err != nil {
+		return err
+	}
+	return r.state.Update(func(s *state.State) {
+		s.ControlPlane.KeyPath, s.ControlPlane.KeyOwned, s.ControlPlane.InstallationID = installed.Path, installed.Owned, installed.InstallationID
+	})
+}
+
+func describeNamespaceWait(p *Plan) Description {
+	return note(fmt.Sprintf("nothing created; waits for exactly one Kubernetes namespace labelled %s (annotated with the same ID), then polls GET /namespaces/<id> until it is ready, up to %s", controlplane.NamespaceLabel, p.StartupTimeout))
+}
+
+func waitForNamespace(ctx context.Context, r *run, rep progress.Reporter) error {
+	wctx, cancel := context.WithTimeout(ctx, r.plan.StartupTimeout)
+	defer cancel()
+	ns, err := controlplane.WaitBootstrapNamespace(wctx, controlplane.NamespaceWaitOptions{
+		Kubernetes: r.conn.Kube, APIURL: r.plan.OCE.model.APIURL, Key: r.compose.key,
+	})
+	if err != nil {
+		return err
+	}
+	rep.Note(fmt.Sprintf("Namespace %s is ready as Kubernetes namespace %s", ns.ID, ns.KubernetesName))
+	r.compose.namespace = ns
+	return nil
+}
+
+// composeRollback removes a user's --key-output file a failed `up` wrote (the state
+// directory's own key goes with the directory); `down` never removes it.
+func composeRollback(r *run) error {
+	if r.compose == nil || !r.compose.keyWritten || r.plan.OCE.keyDest.Owned {
+		return nil
+	}
+	if err := os.Remove(r.compose.keyPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove copied service key: %w", err)
+	}
+	return nil
+}
+
+// composeSummary is the control plane's part of the summary.
+func composeSummary(r *run) *OCESummary {
+	op := r.plan.OCE
+	return &OCESummary{
+		ControlPlane:   "Compose (project " + op.model.Name() + ", from " + op.Checkout + " at " + shortCommit(op.Commit) + ")",
+		Drivers:        "compute kubernetes, sandbox openshell",
+		APIURL:         op.model.APIURL,
+		InstallationID: r.compose.installID,
+		KeyFile:        r.compose.keyPath,
+		Namespace:      r.compose.namespace.ID,
+		RuntimeImage:   r.compose.runtimeRef,
+	}
+}
+
+// OCESummary is what `up` reports of the OCE control plane it started.
+type OCESummary struct {
+	// ControlPlane says where OCE runs and from which checkout.
+	ControlPlane string `json:"controlPlane"`
+	// Drivers are the Installation's compute and sandbox drivers.
+	Drivers string `json:"drivers"`
+	// APIURL is the OCE API's origin; InstallationID the Installation the key belongs to.
+	APIURL         string `json:"apiURL"`
+	InstallationID string `json:"installationID"`
+	// KeyFile is the verified bootstrap service key (0600); Namespace the bootstrap Namespace.
+	KeyFile   string `json:"keyFile"`
+	Namespace string `json:"namespace,omitempty"`
+	// RuntimeImage is the Agent runtime's in-cluster digest reference.
+	RuntimeImage string `json:"runtimeImage,omitempty"`
+	// AdminEmail and PasswordFile are the first administrator's sign-in (the Kubernetes-only
+	// profile copies the password out of the cluster; 0600, never its content).
+	AdminEmail   string `json:"adminEmail,omitempty"`
+	PasswordFile string `json:"passwordFile,omitempty"`
+}
+
+func shortCommit(c string) string {
+	if len(c) > 12 {
+		return c[:12]
+	}
+	return c
 }

@@ -106,7 +106,7 @@ func checkRepoDigests(_ context.Context, r *run, _ progress.Reporter) error {
 			errs = append(errs, err)
 		}
 	}
-	for _, l := range r.extra {
+	for _, l := range r.profileImports() {
 		if err := images.CheckRepoDigest(l); err != nil {
 			errs = append(errs, err)
 		}
@@ -119,12 +119,10 @@ func describeImport(p *Plan) Description {
 	for _, role := range productImages {
 		refs = append(refs, roleInfos[role].pin(p.pins).DigestReference())
 	}
-	refs = append(refs, p.profile.imageNames...)
 	return creates("the images " + strings.Join(refs, ", ") + " in the node's containerd, imported in one pass through k3d's library (direct mode, under temporary staging tags removed afterwards)")
 }
 
-// importImages loads the three OpenShell images, and the control plane's own, into the node in
-// one pass.
+// importImages loads the three OpenShell images into the node in one pass.
 func importImages(ctx context.Context, r *run, rep progress.Reporter) error {
 	importer, err := r.plan.k3d.Importer(r.conn.Access)
 	if err != nil {
@@ -134,7 +132,7 @@ func importImages(ctx context.Context, r *run, rep progress.Reporter) error {
 	for _, role := range productImages {
 		local = append(local, r.local[role])
 	}
-	local = append(local, r.extra...)
+	local = append(local, r.profileImports()...)
 	imported, err := images.Import(ctx, images.ImportOptions{
 		API: r.engine.API, Importer: importer, Images: local, Recorder: r.state,
 		Progress: func(ev images.Event) {
@@ -155,7 +153,6 @@ func describeVerify(p *Plan) Description {
 	for _, role := range productImages {
 		refs = append(refs, roleInfos[role].pin(p.pins).DigestReference())
 	}
-	refs = append(refs, p.profile.imageNames...)
 	return creates("the names " + strings.Join(refs, ", ") + " in the node, after checking each image's config digest there equals the local image ID its pinned pull produced")
 }
 
@@ -170,4 +167,12 @@ func verifyImages(ctx context.Context, r *run, _ progress.Reporter) error {
 	}
 	r.verified = verified
 	return nil
+}
+
+// profileImports are the control plane's own images for the cluster (the Agent runtime).
+func (r *run) profileImports() []images.Local {
+	if r.plan.profile.imports == nil {
+		return nil
+	}
+	return r.plan.profile.imports(r)
 }

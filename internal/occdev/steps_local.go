@@ -39,8 +39,8 @@ func preflight(ctx context.Context, r *run, rep progress.Reporter) error {
 	if err := r.plan.provider.Preflight(ctx, r.clusterRequest(rep)); err != nil {
 		return err
 	}
-	if pf := r.plan.profile.preflight; pf != nil {
-		return pf(ctx, r)
+	if r.plan.profile.preflight != nil {
+		return r.plan.profile.preflight(ctx, r, rep)
 	}
 	return nil
 }

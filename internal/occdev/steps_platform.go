@@ -153,8 +153,8 @@ func writeInstallation(ctx context.Context, r *run, _ progress.Reporter) error {
 		GatewayClusterIP:   r.gateway.ClusterIP,
 		WorkspaceResources: r.workspaceResources,
 	}
-	if add := r.plan.profile.installation; add != nil {
-		if err := add(ctx, r, &in); err != nil {
+	if r.plan.profile.installation != nil {
+		if err := r.plan.profile.installation(ctx, r, &in); err != nil {
 			return err
 		}
 	}

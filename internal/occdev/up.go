@@ -2,6 +2,7 @@ package occdev
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -66,7 +67,7 @@ func clusterLane(p *Plan) Lane {
 		imageStep(nodeImage), imageStep(toolsImage),
 		concurrently("Create the cluster while pulling the OpenShell images",
 			lane("k3d", Step{Name: "Create k3d cluster " + p.ClusterName, Describe: describeCluster, Run: connectCluster}),
-			lane("images", append([]Step{imageStep(gatewayImage), imageStep(sandboxImage), imageStep(supervisorImage)}, p.profile.images...)...),
+			lane("images", imageStep(gatewayImage), imageStep(sandboxImage), imageStep(supervisorImage)),
 		),
 		Step{Name: "Check that the engine's images carry the pinned digests", Describe: describeRepoDigests, Run: checkRepoDigests},
 		Step{Name: "Import the OpenShell images into the cluster", Describe: describeImport, Run: importImages},
@@ -94,10 +95,11 @@ type Summary struct {
 	Namespace       string   `json:"namespace"`
 	GatewayEndpoint string   `json:"gatewayEndpoint"`
 	Installation    string   `json:"installation"`
-	// ControlPlane says what of the profile's OCE control plane this occ does not start yet;
-	// empty once it does.
+	// ControlPlane says what of the profile's OCE control plane `up` did not start (no checkout
+	// was found); empty when it started it.
 	ControlPlane string `json:"controlPlane,omitempty"`
-	// OCE is the started OCE control plane: its API, Installation, key and administrator.
+	// OCE is the OCE control plane `up` started: where it runs, its drivers, API URL,
+	// Installation ID and bootstrap key file.
 	OCE            *OCESummary `json:"oce,omitempty"`
 	StateDirectory string      `json:"stateDirectory"`
 	DownCommand    string      `json:"downCommand"`
@@ -154,7 +156,7 @@ func Up(ctx context.Context, opts UpOptions) (_ *Summary, err error) {
 		sum.Images = append(sum.Images, v.Reference)
 	}
 	if p.profile.summary != nil {
-		p.profile.summary(r, sum)
+		sum.OCE = p.profile.summary(r)
 	}
 	return sum, nil
 }
@@ -179,18 +181,17 @@ func rollback(r *run, cause error, occ string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), rollbackTimeout)
 	defer cancel()
 	dir := r.state.Path()
-	// What no record holds (a key written outside the state directory) goes first; a failure
-	// there is reported, and cannot be retried by `down`, which removes only what is recorded.
-	if u := r.plan.profile.undo; u != nil {
-		if uerr := u(r); uerr != nil {
-			cause = fmt.Errorf("%w\n%v", cause, uerr)
-		}
-	}
 	keep := func(state.Object) bool { return false }
 	if r.clusterFailed.Load() {
 		keep = func(o state.Object) bool { return o.Type == state.TypeK3dCluster }
 	}
 	_, cerr := cleanup(ctx, r.state, r.log, keep)
+	if r.plan.profile.rollback != nil {
+		// Outside the records (a user's --key-output file), so removed whatever the records did.
+		if kerr := r.plan.profile.rollback(r); kerr != nil {
+			cerr = errors.Join(cerr, kerr)
+		}
+	}
 	if cerr == nil && r.clusterFailed.Load() {
 		_ = r.state.Close()
 		return fmt.Errorf("%w\nrolled back everything but the k3d cluster: its creation failed, and a half-made cluster is never assumed gone; %s is kept with its record\ncheck and finish the cleanup with: %s", cause, dir, DownCommand(occ, dir))

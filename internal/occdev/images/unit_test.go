@@ -149,3 +149,21 @@ func TestTotals(t *testing.T) {
 		t.Fatalf("totals = %v", got)
 	}
 }
+
+// An image occ built from the checkout has no RepoDigests: it is accepted on its image ID, which
+// its pin carries, and refused when the tag was moved to another build in between.
+func TestCheckRepoDigestOfBuiltImage(t *testing.T) {
+	built := Local{Pin: mustPin(t, "openclaw-enterprise-runtime@"+digestA), ID: digestA, Built: true}
+	if err := CheckRepoDigest(built); err != nil {
+		t.Fatalf("built image refused: %v", err)
+	}
+	built.ID = digestB
+	if err := CheckRepoDigest(built); err == nil || !strings.Contains(err.Error(), digestB) || !strings.Contains(err.Error(), "run occ dev up again") {
+		t.Fatalf("a moved build tag: got %v, want a refusal naming the engine's image", err)
+	}
+	notBuilt := Local{Pin: mustPin(t, "openclaw-enterprise-runtime@"+digestA), ID: digestA}
+	var rde *RepoDigestError
+	if err := CheckRepoDigest(notBuilt); !errors.As(err, &rde) {
+		t.Fatalf("an image without RepoDigests that was not built by occ: got %v, want RepoDigestError", err)
+	}
+}

@@ -41,36 +41,36 @@ type InstallationInput struct {
 	GatewayEndpoint    string
 	GatewayClusterIP   string
 	WorkspaceResources []unstructured.Unstructured
-	// InCluster is what only the Kubernetes-only control plane knows of Kubernetes Compute
-	// (reference behaviour §5); nil for the Compose control plane.
-	InCluster *InClusterCompute
+	// Compute is what the control plane adds to Kubernetes Compute's configuration (the Agent
+	// runtime image, where Agent gateways run, the proxy address ranges); nil leaves it out,
+	// as for the sandbox platform alone.
+	Compute *ComputeExtras
 }
 
-// InClusterCompute is Kubernetes Compute's configuration that the Kubernetes-only control plane
-// contributes: the Agent runtime image by its in-cluster digest (for both the gateway and the
-// agent, every image required to be digest-pinned), where Agent gateways run and store, and the
-// node addresses the gateway admits.
-type InClusterCompute struct {
-	// RuntimeImage is the Agent runtime's in-cluster digest reference.
-	RuntimeImage string
-	// GatewayStorageClassName, TransportSecretPrefix and GatewayNodeSelector place Agent
-	// gateways on the cluster's node and storage.
-	GatewayStorageClassName string
-	TransportSecretPrefix   string
-	GatewayNodeSelector     map[string]string
-	// PluginStatusProxySourceCIDRs is the node's pod-bridge /32, where the kubelet's connections
-	// to Pods come from; GatewayTrustedProxyCIDRs is loopback only (no routing proxy).
+// ComputeExtras are the parts of drivers.compute.configuration a control-plane profile decides
+// (reference §5): they name the images it imported and the node it runs on.
+type ComputeExtras struct {
+	// Images are Kubernetes Compute's gateway and agent images (the Agent runtime's in-cluster
+	// digest reference) and the demand that every image be digest-pinned.
+	Images ComputeImages `yaml:"images"`
+	// Runtime places Agent gateways on the node and its storage.
+	Runtime ComputeRuntime `yaml:"runtime"`
+	// PluginStatusProxySourceCIDRs is the node's Pod bridge as a /32, where the kubelet's
+	// connections to Pods come from; GatewayTrustedProxyCIDRs the proxies Agent gateways trust
+	// (loopback only: no routing proxy is installed).
 	PluginStatusProxySourceCIDRs []string
 	GatewayTrustedProxyCIDRs     []string
 }
 
-type computeImages struct {
+// ComputeImages is drivers.compute.configuration.images.
+type ComputeImages struct {
 	Gateway                string `yaml:"gateway"`
 	Agent                  string `yaml:"agent"`
 	RequireImmutableDigest bool   `yaml:"requireImmutableDigest"`
 }
 
-type computeRuntime struct {
+// ComputeRuntime is drivers.compute.configuration.runtime.
+type ComputeRuntime struct {
 	GatewayStorageClassName string            `yaml:"gatewayStorageClassName"`
 	TransportSecretPrefix   string            `yaml:"transportSecretPrefix"`
 	GatewayNodeSelector     map[string]string `yaml:"gatewayNodeSelector"`
@@ -102,10 +102,9 @@ type resourcePair struct {
 }
 
 // computeConfiguration is the part of Kubernetes Compute's configuration the platform layer
-// knows; the Kubernetes-only control plane adds the runtime images and node settings (InCluster).
+// knows. The runtime images, routing and node settings are added by the control-plane layer.
 type computeConfiguration struct {
 	Authentication driverAuthentication `yaml:"authentication"`
-	Images         *computeImages       `yaml:"images,omitempty"`
 	Resources      struct {
 		Gateway   resourcePair `yaml:"gateway"`
 		Agent     resourcePair `yaml:"agent"`
@@ -115,19 +114,21 @@ type computeConfiguration struct {
 		} `yaml:"namespace"`
 	} `yaml:"resources"`
 	Network struct {
-		DNS                          podGroup        `yaml:"dns"`
-		GatewayPort                  int             `yaml:"gatewayPort"`
-		GatewayTrustedProxyCIDRs     []string        `yaml:"gatewayTrustedProxyCidrs,omitempty"`
-		PluginStatusProxySourceCIDRs []string        `yaml:"pluginStatusProxySourceCidrs,omitempty"`
-		GatewayClients               []podGroup      `yaml:"gatewayClients"`
-		ProviderHarness              providerHarness `yaml:"providerHarness"`
+		DNS             podGroup        `yaml:"dns"`
+		GatewayPort     int             `yaml:"gatewayPort"`
+		GatewayClients  []podGroup      `yaml:"gatewayClients"`
+		ProviderHarness providerHarness `yaml:"providerHarness"`
+		// Set from ComputeExtras when a control plane supplies them.
+		GatewayTrustedProxyCIDRs     []string `yaml:"gatewayTrustedProxyCidrs,omitempty"`
+		PluginStatusProxySourceCIDRs []string `yaml:"pluginStatusProxySourceCidrs,omitempty"`
 	} `yaml:"network"`
+	Images                      *ComputeImages  `yaml:"images,omitempty"`
+	Runtime                     *ComputeRuntime `yaml:"runtime,omitempty"`
 	ServicePrincipalCredentials struct {
 		// The pinned OpenShell cannot preserve Agent ServiceAccount tokens, so the profile
 		// disables them rather than handing out tokens that would not work.
 		Mode string `yaml:"mode"`
 	} `yaml:"servicePrincipalCredentials"`
-	Runtime *computeRuntime `yaml:"runtime,omitempty"`
 }
 
 type driverConfiguration struct {
@@ -166,11 +167,10 @@ func buildInstallation(in InstallationInput) (*installation.Installation, error)
 	compute.Network.GatewayClients = []podGroup{{Namespace: in.Namespace, PodLabels: map[string]string{contract.LabelName: "occ-kubernetes-dev-client"}}}
 	compute.Network.ProviderHarness = providerHarness{Namespace: in.Namespace, PodLabels: gatewayPodLabels(), Address: in.GatewayClusterIP, Port: GatewayPort}
 	compute.ServicePrincipalCredentials.Mode = "disabled"
-	if ic := in.InCluster; ic != nil {
-		compute.Images = &computeImages{Gateway: ic.RuntimeImage, Agent: ic.RuntimeImage, RequireImmutableDigest: true}
-		compute.Runtime = &computeRuntime{GatewayStorageClassName: ic.GatewayStorageClassName, TransportSecretPrefix: ic.TransportSecretPrefix, GatewayNodeSelector: ic.GatewayNodeSelector}
-		compute.Network.GatewayTrustedProxyCIDRs = ic.GatewayTrustedProxyCIDRs
-		compute.Network.PluginStatusProxySourceCIDRs = ic.PluginStatusProxySourceCIDRs
+	if x := in.Compute; x != nil {
+		compute.Images, compute.Runtime = &x.Images, &x.Runtime
+		compute.Network.GatewayTrustedProxyCIDRs = x.GatewayTrustedProxyCIDRs
+		compute.Network.PluginStatusProxySourceCIDRs = x.PluginStatusProxySourceCIDRs
 	}
 	computeNode, err := yamlNode(compute)
 	if err != nil {

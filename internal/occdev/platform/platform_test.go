@@ -130,48 +130,42 @@ func TestWorkspaceRBACLimitsBindAndEscalate(t *testing.T) {
 	}
 }
 
-// The Kubernetes-only control plane adds Kubernetes Compute's in-cluster part: the Agent runtime
-// by its in-cluster digest for both the gateway and the agent with requireImmutableDigest, the
-// runtime placement and the node addresses; the Compose Installation carries none of it. Both
-// still pass the driver's validation and round-trip.
-func TestInstallationInClusterCompute(t *testing.T) {
-	const runtime = "docker.io/library/openclaw-enterprise-runtime@sha256:5fee1bddf1ddfd062e50f7a1391591310139ce26518a2d3fb30b63cb1f06ed6c"
-	base := InstallationInput{
-		ClusterName: "dev", Context: "k3d-dev", ControlPlane: ControlPlaneKubernetes, Namespace: "oce-system",
-		GatewayEndpoint: "http://openshell-gateway.oce-system.svc.cluster.local:8080", GatewayClusterIP: "10.43.0.17", WorkspaceResources: workspaceFixture(),
+// The Compose profile's Installation names the Agent runtime it imported and the node it runs
+// on (reference §5): images and runtime appear under drivers.compute.configuration with the
+// proxy ranges under its network, and without a control plane they are left out.
+func TestInstallationComputeExtras(t *testing.T) {
+	extras := &ComputeExtras{
+		Images:                       ComputeImages{Gateway: "docker.io/library/openclaw-enterprise-runtime@sha256:" + strings.Repeat("a", 64), Agent: "docker.io/library/openclaw-enterprise-runtime@sha256:" + strings.Repeat("a", 64), RequireImmutableDigest: true},
+		Runtime:                      ComputeRuntime{GatewayStorageClassName: "local-path", TransportSecretPrefix: "openclaw-agent-transport", GatewayNodeSelector: map[string]string{"kubernetes.io/hostname": "k3d-dev-server-0"}},
+		PluginStatusProxySourceCIDRs: []string{"10.42.0.1/32"},
+		GatewayTrustedProxyCIDRs:     []string{"127.0.0.1/32"},
 	}
-	withCompute := base
-	withCompute.InCluster = &InClusterCompute{
-		RuntimeImage: runtime, GatewayStorageClassName: "local-path", TransportSecretPrefix: "openclaw-agent-transport",
-		GatewayNodeSelector: map[string]string{"kubernetes.io/hostname": "k3d-dev-server-0"}, PluginStatusProxySourceCIDRs: []string{"10.42.0.1/32"},
-		GatewayTrustedProxyCIDRs: []string{"127.0.0.1/32"},
-	}
-	encode := func(in InstallationInput) string {
-		t.Helper()
-		built, err := buildInstallation(in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, err := encodeInstallation(built)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(data)
-	}
-	got := encode(withCompute)
-	for _, want := range []string{
-		"images:\n", "gateway: " + runtime, "agent: " + runtime, "requireImmutableDigest: true",
-		"gatewayTrustedProxyCidrs:\n", "- 127.0.0.1/32", "pluginStatusProxySourceCidrs:\n", "- 10.42.0.1/32",
-		"runtime:\n", "gatewayStorageClassName: local-path", "transportSecretPrefix: openclaw-agent-transport", "kubernetes.io/hostname: k3d-dev-server-0",
+	for _, c := range []struct {
+		extras *ComputeExtras
+		want   []string
+		absent []string
+	}{
+		{extras, []string{"requireImmutableDigest: true", "gateway: docker.io/library/openclaw-enterprise-runtime@sha256:", "gatewayStorageClassName: local-path", "transportSecretPrefix: openclaw-agent-transport", "kubernetes.io/hostname: k3d-dev-server-0", "pluginStatusProxySourceCidrs:\n", "- 10.42.0.1/32", "gatewayTrustedProxyCidrs:\n", "- 127.0.0.1/32"}, nil},
+		{nil, nil, []string{"images:", "runtime:", "pluginStatusProxySourceCidrs", "gatewayTrustedProxyCidrs"}},
 	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("the Kubernetes-only Installation lacks %q:\n%s", want, got)
+		in, err := buildInstallation(InstallationInput{ClusterName: "dev", Context: "k3d-dev", ControlPlane: ControlPlaneCompose, Namespace: "openshell-system",
+			GatewayEndpoint: "http://k3d-dev-server-0:30051", GatewayClusterIP: "10.43.0.9", WorkspaceResources: workspaceFixture(), Compute: c.extras})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	plain := encode(base)
-	for _, absent := range []string{"requireImmutableDigest", "gatewayTrustedProxyCidrs", "pluginStatusProxySourceCidrs", "gatewayStorageClassName"} {
-		if strings.Contains(plain, absent) {
-			t.Errorf("an Installation without the in-cluster part carries %q", absent)
+		data, err := encodeInstallation(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(string(data), w) {
+				t.Errorf("the Installation lacks %q:\n%s", w, data)
+			}
+		}
+		for _, a := range c.absent {
+			if strings.Contains(string(data), a) {
+				t.Errorf("the Installation without a control plane has %q:\n%s", a, data)
+			}
 		}
 	}
 }

@@ -39,6 +39,10 @@ const (
 	TypeDockerVolume Type = "docker-volume"
 	// TypeComposeProject is a Compose project occ started: its project name.
 	TypeComposeProject Type = "compose-project"
+	// TypeComposeServices are the long-running services of a recorded Compose project that act
+	// on the cluster (the OCE API and worker): its project name. Recorded before they start, so
+	// `down` stops them before anything else is removed.
+	TypeComposeServices Type = "compose-services"
 )
 
 // Object is the record of one thing `up` created. Which fields a record carries depends on its
@@ -98,6 +102,8 @@ func (o Object) String() string {
 		return "Docker volume " + o.Name
 	case TypeComposeProject:
 		return "Compose project " + o.Name
+	case TypeComposeServices:
+		return "Compose services of " + o.Name
 	}
 	return string(o.Type) + " " + o.Name
 }
@@ -149,6 +155,8 @@ func typeFields(t Type) (fields, bool) {
 		return fields{labels: true}, true
 	case TypeComposeProject:
 		return fields{labels: true}, true
+	case TypeComposeServices:
+		return fields{}, true
 	}
 	return fields{}, false
 }
@@ -218,7 +226,7 @@ func validateObject(o Object) error {
 		if !engineNamePattern.MatchString(o.Name) {
 			bad("Docker object name %q must be letters, digits, '_', '.' and '-', at most 128", o.Name)
 		}
-	case TypeComposeProject:
+	case TypeComposeProject, TypeComposeServices:
 		if !composeNamePattern.MatchString(o.Name) {
 			bad("Compose project name %q must be lower-case letters, digits, '_' and '-', starting with a letter or digit", o.Name)
 		}

@@ -67,6 +67,8 @@ type State struct {
 	GatewayEndpoint string `json:"gatewayEndpoint,omitempty"`
 	// InstallationPath is the absolute path of the Installation file `up` wrote.
 	InstallationPath string `json:"installationPath,omitempty"`
+	// ControlPlane is the OCE control plane `up` started, when it started one.
+	ControlPlane *ControlPlane `json:"controlPlane,omitempty"`
 	// Objects are the created objects in creation order; `down` removes them in reverse.
 	Objects []Object `json:"objects"`
 	// CreatedAt is when the state directory was claimed; UpdatedAt the last rewrite.
@@ -137,6 +139,7 @@ func (s State) clone() State {
 		e := *s.Engine
 		s.Engine = &e
 	}
+	s.ControlPlane = s.ControlPlane.clone()
 	return s
 }
 
@@ -192,6 +195,9 @@ func (s *State) Validate() error {
 	}
 	if s.InstallationPath != "" && !filepath.IsAbs(s.InstallationPath) {
 		bad("installationPath %q must be an absolute path", s.InstallationPath)
+	}
+	if err := s.ControlPlane.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	for i, o := range s.Objects {
 		if err := validateObject(o); err != nil {

@@ -108,5 +108,9 @@ func inspection(st Status, id Identity) state.Inspection {
 	case !st.Running:
 		return state.Inspection{State: state.Present, Detail: "stopped"}
 	}
-	return state.Inspection{State: state.Present, Detail: fmt.Sprintf("running, %d containers", len(st.Containers))}
+	noun := "containers"
+	if len(st.Containers) == 1 {
+		noun = "container"
+	}
+	return state.Inspection{State: state.Present, Detail: fmt.Sprintf("running, %d %s", len(st.Containers), noun)}
 }
