@@ -32,6 +32,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
+
+	"github.com/openclaw/occ/internal/contract"
 )
 
 // The bootstrap output's file names and directory (the chart's defaults).
@@ -39,8 +41,8 @@ const (
 	BootstrapDir    = "/var/lib/openclaw/bootstrap"
 	PasswordFile    = BootstrapDir + "/initial-admin-password"
 	ServiceKeyFile  = BootstrapDir + "/initial-admin-service-key.json"
-	namespaceLabel  = "openclaw.dev/namespace"
-	namespaceIDNote = "openclaw.dev/namespace-id"
+	namespaceLabel  = contract.LabelNamespace
+	namespaceIDNote = contract.AnnotationNamespaceID
 )
 
 // API is one stand-in OCE installation: its Installation, the bootstrap key and administrator
