@@ -75,7 +75,7 @@ func TestKubernetesStackOnDockerHost(t *testing.T) {
 	}
 	run := func(ctx context.Context, args ...string) (string, string, error) {
 		cmd := exec.CommandContext(ctx, bin, args...)
-		cmd.Env = append(os.Environ(), "OCC_DEVELOPMENT_STATE_DIRECTORY="+stateDir, "DOCKER_CONFIG="+filepath.Join(home, ".docker"))
+		cmd.Env = append(os.Environ(), "OCC_DEVELOPMENT_STATE_DIRECTORY="+stateDir, "DOCKER_CONFIG="+filepath.Join(home, ".docker"), fmt.Sprintf("OPENCLAW_DEV_PORT=%d", port))
 		cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 		cmd.WaitDelay = 3 * time.Minute
 		var stdout, stderr bytes.Buffer
@@ -92,7 +92,7 @@ func TestKubernetesStackOnDockerHost(t *testing.T) {
 	})
 
 	out, errOut, err := run(ctx, "dev", "up", "--cluster-provider", "k3d", "--control-plane", "kubernetes", "--cluster-name", name,
-		"--repository", checkout, "--dev-port", fmt.Sprint(port), "-o", "json")
+		"--repository", checkout, "-o", "json")
 	t.Logf("occ dev up (progress):\n%s", errOut)
 	if ctx.Err() != nil {
 		t.Fatalf("occ dev up did not finish within %s (OCC_E2E_TIMEOUT); it was interrupted and rolled back", timeout)

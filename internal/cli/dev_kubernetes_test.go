@@ -2,7 +2,10 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -48,5 +51,53 @@ func TestKubernetesSummaryPrintsTheReferenceFields(t *testing.T) {
 			t.Fatalf("the summary lacks %q after position %d:\n%s", w, at, text)
 		}
 		at += i + len(w)
+	}
+}
+
+// An engineer in an OCE checkout previews `occ dev up --control-plane kubernetes` (and the same
+// through OCC_DEVELOPMENT_CONTROL_PLANE=kubernetes with -o json): the dry run lists every
+// object the in-cluster control plane would create with the step that makes it, the images it
+// would build and pull, the API on loopback and the key file; nothing is created.
+func TestDevUpKubernetesDryRunListsTheControlPlane(t *testing.T) {
+	checkout, stateDir := isolateCompose(t)
+	t.Setenv("OPENCLAW_DEV_PORT", "3111")
+	// No engine runs here: the dry run says so as its one problem (exit 1), after the plan.
+	noEngine := func(code int, errOut string) bool {
+		return code == 1 && strings.Contains(errOut, "found 1 problem(s)") && strings.Contains(errOut, "no usable Docker engine")
+	}
+	code, out, errOut := run(t, "dev", "up", "--dry-run", "--state-dir", stateDir, "--repository", checkout, "--control-plane", "kubernetes", "--cluster-provider", "k3d")
+	if !noEngine(code, errOut) {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	for _, want := range []string{
+		"Record the OCE control plane", "Pull the Node base image", "Build the controller and Agent runtime images from the checkout", "Pull the PostgreSQL image",
+		"Secret oce-system/postgres-bootstrap", "PersistentVolumeClaim oce-system/postgres-data", "PersistentVolumeClaim oce-system/bootstrap-password",
+		"StatefulSet oce-system/postgres", "Secret oce-system/occ-installation-startup", "Helm release oce-system/openclaw-enterprise",
+		"Deployment oce-system/occ-development-api-proxy", "Service oce-system/occ-development-api (NodePort 30080)",
+		"Pod oce-system/bootstrap-key-reader (temporary", "OCE checkout:    " + checkout, "OCE API:         http://127.0.0.1:3111",
+		"Key file:        " + filepath.Join(stateDir, "initial-admin-service-key.json"),
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the dry run lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "Control plane:") {
+		t.Errorf("the dry run says the control plane is not started:\n%s", out)
+	}
+
+	t.Setenv("OCC_DEVELOPMENT_CONTROL_PLANE", "kubernetes")
+	code, out, errOut = run(t, "dev", "up", "--dry-run", "-o", "json", "--state-dir", stateDir, "--repository", checkout, "--cluster-provider", "k3d")
+	if !noEngine(code, errOut) {
+		t.Fatalf("json dry run: exit %d, stderr %q", code, errOut)
+	}
+	var dr occdev.DryRun
+	if err := json.Unmarshal([]byte(out), &dr); err != nil {
+		t.Fatalf("dry run -o json is not JSON: %v\n%s", err, out)
+	}
+	if o := dr.Plan.OCE; o == nil || o.Kubernetes == nil || o.Kubernetes.APIURL != "http://127.0.0.1:3111" || o.Checkout != checkout || dr.Plan.Namespace != "oce-system" {
+		t.Errorf("json plan: %+v", dr.Plan.OCE)
+	}
+	if _, err := os.Stat(stateDir); !os.IsNotExist(err) {
+		t.Errorf("the dry run created the state directory (%v)", err)
 	}
 }

@@ -52,6 +52,9 @@ func newKubeBed(t *testing.T) *kubeBed {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
+	// The stand-in binary is built before the k3d bed points HOME at a temporary directory,
+	// where the go command would find an empty build cache (minutes instead of a second).
+	ocebed.StandinBinary(t)
 	b := &kubeBed{k3dBed: newK3dBed(t, nil)}
 	provide := func(spec dockerbed.ImageSpec) pins.Image {
 		p, err := b.Provide(ctx, spec)

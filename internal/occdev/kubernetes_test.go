@@ -41,7 +41,23 @@ type stepRecords struct {
 	step  map[string]string
 }
 
-// A developer runs `occ dev up --control-plane kubernetes` in an OCE checkout on Docker and
+// A developer in an OCE checkout on a laptop with Docker runs the Kubernetes-only profile —
+// everything, the OCE control plane included, in one k3d cluster — through `occ dev up
+// --control-plane kubernetes` and removes it with `occ dev down`; then the profile's image
+// selection refusals and failures, each leaving nothing behind (or the state for `down`). One
+// bed serves every scenario; each scenario that needs a cluster makes its own, as `up` would.
+func TestKubernetesDevEnvironment(t *testing.T) {
+	b := newKubeBed(t)
+	t.Run("up and down through the library", func(t *testing.T) { testKubernetesUpAndDown(t, b) })
+	t.Run("selected images and a taken port are refused", func(t *testing.T) { testKubernetesRefusals(t, b) })
+	t.Run("failures roll back or keep the state for down", func(t *testing.T) { testKubernetesFailures(t, b) })
+	t.Run("a failure after each step", func(t *testing.T) { testKubernetesFailureAfterEachStep(t, b) })
+	if c := b.composeCalled(); c != "" {
+		t.Errorf("the Kubernetes-only profile ran docker compose: %s", c)
+	}
+}
+
+// testKubernetesUpAndDown: a developer runs `occ dev up --control-plane kubernetes` in an OCE checkout on Docker and
 // later `occ dev down`. Up builds the controller and Agent runtime from the checkout, pulls
 // PostgreSQL and the OpenShell images by digest, creates a k3d cluster on its own network that
 // publishes the API proxy's NodePort on loopback, imports and verifies the images, installs the
@@ -53,8 +69,7 @@ type stepRecords struct {
 // the cluster is recorded. The generated passwords and the key appear nowhere but in the cluster
 // and their 0600 files. Down deletes the recorded cluster and leaves no container, network,
 // volume, pulled image or state directory, and never runs Compose.
-func TestKubernetesProfileUpAndDown(t *testing.T) {
-	b := newKubeBed(t)
+func testKubernetesUpAndDown(t *testing.T, b *kubeBed) {
 	r := b.run(t, oceapi.Options{Key: canaryKey, Password: canaryPassword})
 	ns := kubernetes.DefaultNamespace
 	recs := &stepRecords{step: map[string]string{}}
