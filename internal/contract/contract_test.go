@@ -96,10 +96,7 @@ func TestStaticProviderProblem(t *testing.T) {
 // gateway emulator); each should switch to the constant named in the report, then leave this
 // list.
 var copiesPendingElsewhere = map[string]bool{
-	"internal/occdev/controlplane/namespace.go":        true,
 	"internal/occdev/controlplane/kubernetes/names.go": true,
-	"internal/testbed/ocestandin/worker.go":            true,
-	"internal/gateway/emulator/pods.go":                true,
 }
 
 // notMetadata are string literals that look like metadata keys but are not.
