@@ -11,7 +11,7 @@ TESTFLAGS ?= -count=1 -timeout 30m
 export CGO_ENABLED := 0
 export GOFLAGS := $(strip $(GOFLAGS) -trimpath)
 
-.PHONY: build test unit lint bench testenv testdocker testcompose generate fuzz e2e
+.PHONY: build test unit lint bench testenv testdocker testcontainerd testcompose generate fuzz e2e
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/occ ./cmd/occ
@@ -24,6 +24,11 @@ testenv:
 testdocker:
 	@scripts/testdocker >/dev/null
 
+# Builds containerd and ctr for the k3s stand-in node image once (cached under
+# $$XDG_CACHE_HOME/occ/testcontainerd), before the tests that bake them into the image.
+testcontainerd:
+	@scripts/testcontainerd >/dev/null
+
 # Builds the real docker compose CLI plugin once from the Go module proxy (cached under
 # $$XDG_CACHE_HOME/occ/testcompose) and installs it in $${DOCKER_CONFIG:-~/.docker}/cli-plugins.
 testcompose:
@@ -31,7 +36,7 @@ testcompose:
 
 # Unit and integration tests; integration tests run against a real kube-apiserver + etcd, the
 # Docker tier against the private engine of scripts/testdocker.
-test: testenv testdocker testcompose
+test: testenv testdocker testcontainerd testcompose
 	docker_host="$$(scripts/testdocker)" && \
 	DOCKER_HOST="$$docker_host" KUBEBUILDER_ASSETS="$$(scripts/testenv)" $(GO) test $(TESTFLAGS) ./...
 
@@ -39,7 +44,7 @@ lint:
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-bench: testenv testdocker testcompose
+bench: testenv testdocker testcontainerd testcompose
 	docker_host="$$(scripts/testdocker)" && \
 	DOCKER_HOST="$$docker_host" KUBEBUILDER_ASSETS="$$(scripts/testenv)" $(GO) test -run '^$$' -bench . -benchmem ./...
 

@@ -265,8 +265,10 @@ func (rf *RevisionFile) validate(r *strictyaml.Report) {
 	if rf.Kind != RevisionKind {
 		r.Required("kind", rf.Kind, fmt.Sprintf("a revision file must declare apiVersion: %s and kind: %s, so an Installation or a Kubernetes manifest passed by mistake is refused.", RevisionAPIVersion, RevisionKind))
 	}
-	if err := ValidateNamespaceID(rf.NamespaceID); err != nil {
-		r.Required("namespaceId", rf.NamespaceID, err.Error()+".")
+	if rf.NamespaceID == "" {
+		r.Required("namespaceId", rf.NamespaceID, "set the OCC Namespace ID (for example ns_7f3a2c).")
+	} else if err := ValidateNamespaceID(rf.NamespaceID); err != nil {
+		r.Bad("namespaceId", rf.NamespaceID, err.Error()+".")
 	}
 	if rf.AgentID == "" {
 		r.Required("agentId", rf.AgentID, "set the OCC Agent ID (for example agent_support).")

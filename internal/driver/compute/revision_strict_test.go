@@ -81,3 +81,18 @@ func TestRevisionReportsEveryProblem(t *testing.T) {
 		t.Errorf("error does not count 3 problems:\n%s", msg)
 	}
 }
+
+// An engineer leaves namespaceId out of a revision file (or misspells its case): the fix names
+// the file's own key, namespaceId, never the driver's namespace.id, which a revision file does
+// not have.
+func TestRevisionMissingNamespaceIDNamesTheFileKey(t *testing.T) {
+	src := strings.Replace(minimalRevision, "namespaceId: ns_acme\n", "", 1)
+	_, err := ParseRevisionFile([]byte(src))
+	if err == nil {
+		t.Fatal("accepted a revision without namespaceId")
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "namespaceId (missing") || !strings.Contains(msg, "set the OCC Namespace ID (for example ns_7f3a2c)") || strings.Contains(msg, "namespace.id") {
+		t.Errorf("the refusal does not tell the author to set namespaceId:\n%s", msg)
+	}
+}

@@ -14,16 +14,17 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/openclaw/occ/internal/contract"
 	pb "github.com/openclaw/occ/internal/gateway/openshellv1"
 )
 
 // Labels and annotations OpenShell's Kubernetes driver puts on sandbox objects.
 const (
-	LabelManagedBy        = "openshell.ai/managed-by"
-	LabelManagedByValue   = "openshell"
-	LabelSandboxID        = "openshell.ai/sandbox-id"
-	LabelSandboxName      = "openshell.ai/sandbox-name"
-	LabelSandboxWorkspace = "openshell.ai/sandbox-workspace"
+	LabelManagedBy        = contract.LabelOpenShellManagedBy
+	LabelManagedByValue   = contract.OpenShellManagedByValue
+	LabelSandboxID        = contract.LabelSandboxID
+	LabelSandboxName      = contract.LabelSandboxName
+	LabelSandboxWorkspace = contract.LabelSandboxWorkspace
 	AnnotationSandboxID   = "openshell.io/sandbox-id"
 	// AgentContainer is the name of the Harness container in the sandbox Pod.
 	AgentContainer = "agent"

@@ -16,14 +16,16 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
+
+	"github.com/openclaw/occ/internal/contract"
 )
 
 // The evidence OCC's worker puts on the Kubernetes namespace of an OCC Namespace
 // (oce-control-plane.md §4.3): the label carries the OCC Namespace ID and the annotation
 // repeats it, so a namespace someone merely labelled is not mistaken for OCC's.
 const (
-	NamespaceLabel        = "openclaw.dev/namespace"
-	NamespaceIDAnnotation = "openclaw.dev/namespace-id"
+	NamespaceLabel        = contract.LabelNamespace
+	NamespaceIDAnnotation = contract.AnnotationNamespaceID
 )
 
 // OCC Namespace status values (oce-control-plane.md §4.3).

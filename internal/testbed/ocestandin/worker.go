@@ -18,6 +18,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/openclaw/occ/internal/contract"
 )
 
 // runWorker stands in for apps/controller/src/worker.mjs: it removes a stale readiness marker,
@@ -106,8 +108,8 @@ func reconcileNamespaces(ctx context.Context, db *dbClient, st dbState) {
 		name := "oce-" + hex.EncodeToString(sum[:])[:15]
 		obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
-			Labels:      map[string]string{"openclaw.dev/namespace": ns.ID},
-			Annotations: map[string]string{"openclaw.dev/namespace-id": ns.ID},
+			Labels:      map[string]string{contract.LabelNamespace: ns.ID},
+			Annotations: map[string]string{contract.AnnotationNamespaceID: ns.ID},
 		}}
 		if _, err := cs.CoreV1().Namespaces().Create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			logEvent(map[string]any{"event": "worker.namespace-failed", "namespaceId": ns.ID, "error": err.Error()})

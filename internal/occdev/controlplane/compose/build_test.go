@@ -19,11 +19,7 @@ const buildNetworkNone = "services:\n  migrate: {build: {network: none}}\n  boot
 // writeOverlay writes a user Compose file into the bed's checkout copy and returns its path.
 func (b *bed) writeOverlay(name, content string) string {
 	b.t.Helper()
-	p := filepath.Join(b.checkout, name)
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		b.t.Fatal(err)
-	}
-	return p
+	return writeCheckoutFile(b.t, b.checkout, name, content)
 }
 
 // An engine without the buildx plugin (Debian's docker.io 20.10 here) and OCE's real root

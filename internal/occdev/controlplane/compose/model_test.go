@@ -32,9 +32,16 @@ func (b *modelBed) load(files []string, env map[string]string) (*Model, error) {
 // override writes a user Compose file (passed with -f) into the checkout copy.
 func (b *modelBed) override(name, content string) string {
 	b.t.Helper()
-	p := filepath.Join(b.checkout, name)
+	return writeCheckoutFile(b.t, b.checkout, name, content)
+}
+
+// writeCheckoutFile writes a file (a user Compose file) into a fixture checkout copy and returns
+// its path.
+func writeCheckoutFile(t *testing.T, checkout, name, content string) string {
+	t.Helper()
+	p := filepath.Join(checkout, name)
 	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		b.t.Fatal(err)
+		t.Fatal(err)
 	}
 	return p
 }
