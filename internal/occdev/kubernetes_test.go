@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -47,6 +48,7 @@ type stepRecords struct {
 // selection refusals and failures, each leaving nothing behind (or the state for `down`). One
 // bed serves every scenario; each scenario that needs a cluster makes its own, as `up` would.
 func TestKubernetesDevEnvironment(t *testing.T) {
+	startBuild() // before the bed moves HOME (and with it Go's build cache)
 	b := newKubeBed(t)
 	t.Run("up and down through the library", func(t *testing.T) { testKubernetesUpAndDown(t, b) })
 	t.Run("selected images and a taken port are refused", func(t *testing.T) { testKubernetesRefusals(t, b) })
@@ -299,6 +301,25 @@ func testKubernetesUpAndDown(t *testing.T, b *kubeBed) {
 		}
 	}
 
+	// `occ dev status` (the built binary) shows the control plane and its objects, in text and
+	// as JSON.
+	bin := buildOCC(t)
+	statusText, err := exec.Command(bin, "dev", "status", "--state-dir", r.opts.StateDir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("occ dev status: %v\n%s", err, statusText)
+	}
+	for _, want := range []string{"OCE checkout:  " + b.checkout + " at " + b.commit, "API:           " + oce.APIURL, "Key file:      " + oce.KeyFile,
+		kubernetes.ProxyDeployment, kubernetes.ReleaseName, kubernetes.InstallationSecret, kubernetes.PostgresDataClaim} {
+		if !strings.Contains(string(statusText), want) {
+			t.Errorf("occ dev status lacks %q:\n%s", want, statusText)
+		}
+	}
+	statusCLIJSON, err := exec.Command(bin, "dev", "status", "--state-dir", r.opts.StateDir, "-o", "json").Output()
+	var cliStatus occdev.Status
+	if err != nil || json.Unmarshal(statusCLIJSON, &cliStatus) != nil || cliStatus.ControlPlane == nil || cliStatus.ControlPlane.Checkout != b.checkout {
+		t.Errorf("occ dev status -o json: %v\n%s", err, statusCLIJSON)
+	}
+
 	// A Pod naming the controller's repository at a digest that was never imported does not
 	// run: the node holds the images by exactly the references the control plane uses.
 	stray := strings.SplitN(controllerRef, "@", 2)[0] + "@sha256:" + strings.Repeat("0", 64)
@@ -336,6 +357,7 @@ func testKubernetesUpAndDown(t *testing.T, b *kubeBed) {
 	assertNoSecrets(t, map[string]string{
 		"progress": r.events.String(), "log": r.log.String(), "summary": string(sumJSON), "status": string(statusJSON),
 		"state.json": string(stateJSON), "k3d log": string(k3dLog), "Installation": string(instFile),
+		"occ dev status": string(statusText), "occ dev status -o json": string(statusCLIJSON),
 	})
 
 	// Down deletes the recorded cluster, which holds everything of the profile.
