@@ -136,6 +136,7 @@ func kubernetesProfile(p *Plan, o UpOptions) (profile, error) {
 		preflight:     kubernetesPreflight,
 		beforeCluster: []Step{{Name: "Record the OCE control plane", Describe: describeKubeRecord, Run: recordKubeControlPlane}},
 		imports:       func(r *run) []images.Local { return []images.Local{r.kube.controller, r.kube.runtime, r.kube.postgres} },
+		importNames:   kubernetesImportNames,
 		installation:  kubernetesInstallation,
 		rollback:      kubernetesRollback,
 		summary:       kubernetesSummary,
@@ -346,6 +347,16 @@ func pullPostgres(ctx context.Context, r *run, rep progress.Reporter) error {
 	}
 	r.kube.postgres = l
 	return r.recordImages(state.ControlPlaneImage{Role: "postgres", Reference: kp.PostgresImage, ID: l.ID})
+}
+
+// kubernetesImportNames are the control plane's images as the import names them: a built image
+// by its config digest, known only once built.
+func kubernetesImportNames(p *Plan) []string {
+	op := p.OCE
+	if sel := op.SelectedImages; sel != nil {
+		return []string{sel.Controller, sel.Runtime, op.Kubernetes.PostgresImage}
+	}
+	return []string{controlplane.DefaultControllerTag + " (built, by its config digest)", controlplane.DefaultRuntimeTag + " (built, by its config digest)", op.Kubernetes.PostgresImage}
 }
 
 // inCluster is the verified in-cluster reference of an imported image.
