@@ -57,11 +57,12 @@ e2e:
 		echo "make e2e runs the real 'occ dev up' and 'occ dev down' (k3d, Kubernetes-only profile) with the embedded pins."; \
 		echo "It needs: OCC_E2E_DOCKER=1; a running Docker engine on a local unix socket (DOCKER_HOST, the docker context, or /var/run/docker.sock);"; \
 		echo "network access to github.com, ghcr.io and docker.io for the pinned archive and images; about 2 GB of disk."; \
-		echo "Optional: OCC_E2E_TIMEOUT (a Go duration, default 20m). Run: OCC_E2E_DOCKER=1 make e2e"; \
+		echo "Optional: OCC_E2E_TIMEOUT (a Go duration, default 20m, 40m for the whole stack);"; \
+		echo "OCC_E2E_OCE_CHECKOUT=<an OCE checkout> also runs the whole Kubernetes-only stack built from it. Run: OCC_E2E_DOCKER=1 make e2e"; \
 		exit 2; \
 	fi
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/occ ./cmd/occ
-	OCC_E2E_BINARY="$(CURDIR)/bin/occ" $(GO) test -tags e2e -count=1 -timeout 40m -v ./e2e/
+	OCC_E2E_BINARY="$(CURDIR)/bin/occ" $(GO) test -tags e2e -count=1 -timeout 90m -v ./e2e/
 
 generate:
 	$(GO) generate ./...

@@ -11,8 +11,9 @@ func newDevCommand(g *Globals) *cobra.Command {
 		Short: "A disposable local OpenShell platform in k3d on Docker (up, down, status)",
 		Long: `occ dev brings up, inspects and removes a disposable local development environment: a k3d
 cluster occ creates in your Docker engine (or a cluster of your kubeconfig) with the pinned
-OpenShell Gateway, its verified images and the Agent Sandbox controller. The OCE control plane
-(Compose, or in the cluster) is not started by occ yet.`,
+OpenShell Gateway, its verified images and the Agent Sandbox controller, and, run from an OCE
+checkout, the OCE control plane: in Compose beside the cluster (the default), or inside the
+cluster with --control-plane kubernetes.`,
 		Example: `  # Create a k3d cluster with the platform, look at it, take all of it down again
   occ dev up --control-plane kubernetes
   occ dev status

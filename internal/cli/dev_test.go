@@ -18,6 +18,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev"
 	"github.com/openclaw/occ/internal/occdev/occdevtest"
 	"github.com/openclaw/occ/internal/testbed"
+	"github.com/openclaw/occ/internal/testbed/ocebed"
 )
 
 // isolateDev clears the OCC_DEVELOPMENT_* settings a developer's shell may carry and points the
@@ -30,7 +31,8 @@ func isolateDev(t *testing.T) string {
 	for _, k := range []string{"OCC_DEVELOPMENT_STATE_DIRECTORY", "OCC_DEVELOPMENT_CONTROL_PLANE", "OCC_DEVELOPMENT_KUBERNETES_NAMESPACE",
 		"OCC_DEVELOPMENT_STARTUP_TIMEOUT_SECONDS", "OCC_DEVELOPMENT_PIN_FILE", "OCC_DEVELOPMENT_OPENSHELL_ARCHIVE",
 		"OCC_DEVELOPMENT_CLUSTER_PROVIDER", "OCC_DEVELOPMENT_GATEWAY_ENDPOINT", "OCC_DEVELOPMENT_KUBERNETES_CLUSTER",
-		"OCC_DEVELOPMENT_KUBERNETES_API_PORT", "OCC_DEVELOPMENT_KUBERNETES_DISK_THRESHOLD_PERCENT"} {
+		"OCC_DEVELOPMENT_KUBERNETES_API_PORT", "OCC_DEVELOPMENT_KUBERNETES_DISK_THRESHOLD_PERCENT", "OCC_DEVELOPMENT_REPOSITORY", "OPENCLAW_DEV_PORT",
+		"OCC_DEVELOPMENT_CONTROLLER_IMAGE", "OCC_KUBERNETES_RUNTIME_IMAGE", "OCC_DEVELOPMENT_NODE_BASE_IMAGE", "OCC_DEVELOPMENT_POSTGRES_IMAGE"} {
 		t.Setenv(k, "")
 		os.Unsetenv(k)
 	}
@@ -96,6 +98,19 @@ func TestDevUpRefusesBadSettings(t *testing.T) {
 		{name: "startup timeout out of range", env: map[string]string{"OCC_DEVELOPMENT_STARTUP_TIMEOUT_SECONDS": "0"}, want: []string{"OCC_DEVELOPMENT_STARTUP_TIMEOUT_SECONDS must be between 1 and 86400"}},
 		{name: "startup timeout not a duration", args: []string{"--startup-timeout", "ten"}, want: []string{`--startup-timeout "ten" is not a duration`}},
 		{name: "relative state directory", args: []string{"--state-dir", "relative/dir"}, want: []string{"refusing unsafe state directory relative/dir", "must be absolute"}},
+		{name: "controller image without the runtime image", env: map[string]string{"OCC_DEVELOPMENT_CONTROL_PLANE": "kubernetes", "OCC_DEVELOPMENT_CLUSTER_PROVIDER": "k3d",
+			"OCC_DEVELOPMENT_REPOSITORY": ocebed.Checkout(t, strings.Repeat("c", 40)), "OCC_DEVELOPMENT_CONTROLLER_IMAGE": "ghcr.io/openclaw/controller@sha256:" + strings.Repeat("a", 64)},
+			want: []string{"OCC_DEVELOPMENT_CONTROLLER_IMAGE and OCC_KUBERNETES_RUNTIME_IMAGE must be selected together", "OCC_KUBERNETES_RUNTIME_IMAGE is unset"}},
+		{name: "selected images by tag", env: map[string]string{"OCC_DEVELOPMENT_CONTROL_PLANE": "kubernetes", "OCC_DEVELOPMENT_CLUSTER_PROVIDER": "k3d",
+			"OCC_DEVELOPMENT_REPOSITORY":       ocebed.Checkout(t, strings.Repeat("c", 40)),
+			"OCC_DEVELOPMENT_CONTROLLER_IMAGE": "ghcr.io/openclaw/controller:main", "OCC_KUBERNETES_RUNTIME_IMAGE": "ghcr.io/openclaw/runtime@sha256:" + strings.Repeat("b", 64)},
+			want: []string{"selected controller and runtime images must use immutable sha256 digest references", `OCC_DEVELOPMENT_CONTROLLER_IMAGE="ghcr.io/openclaw/controller:main"`}},
+		{name: "PostgreSQL image by tag", env: map[string]string{"OCC_DEVELOPMENT_CONTROL_PLANE": "kubernetes", "OCC_DEVELOPMENT_POSTGRES_IMAGE": "postgres:18"},
+			want: []string{`OCC_DEVELOPMENT_POSTGRES_IMAGE "postgres:18" is refused`, "by digest"}},
+		{name: "API port not a number", env: map[string]string{"OCC_DEVELOPMENT_CONTROL_PLANE": "kubernetes", "OPENCLAW_DEV_PORT": "http"},
+			want: []string{`OPENCLAW_DEV_PORT "http" is not a number`}},
+		{name: "repository that is no checkout", env: map[string]string{"OCC_DEVELOPMENT_CONTROL_PLANE": "kubernetes"}, args: []string{"--repository", "/"},
+			want: []string{`--repository "/" is not an OpenClaw Enterprise checkout`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

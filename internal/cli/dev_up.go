@@ -42,8 +42,17 @@ Installation and the container kubeconfig mounted read-only, and once the API an
 are ready the bootstrap service key is copied, verified against the live Installation and
 written (0600) to --key-output or the state directory. The Compose project runs through the
 docker compose CLI plugin, which must be installed. Without a checkout only the sandbox
-platform comes up, and the summary says how to add the control plane. (The Kubernetes-only
-profile, --control-plane kubernetes, does not start OCE yet.)
+platform comes up, and the summary says how to add the control plane.
+
+With --control-plane kubernetes (OCC_DEVELOPMENT_CONTROL_PLANE=kubernetes) everything runs in the
+k3d cluster instead, and Compose is never called: the controller and Agent runtime are built
+from the checkout the same way (or selected by digest, with the same rules), PostgreSQL is
+pulled by its pinned digest (OCC_DEVELOPMENT_POSTGRES_IMAGE overrides it, by digest), and all
+are imported with the OpenShell images and verified in the node; then PostgreSQL, the checkout's
+production chart (migration, bootstrap, API and worker in oce-system), the development RBAC and
+NetworkPolicies and the API proxy are installed, the proxy's NodePort 30080 is published on
+127.0.0.1:OPENCLAW_DEV_PORT (default 3000), and the bootstrap service key is copied through a
+temporary reader Pod, verified against the live Installation and written (0600).
 
 The Docker engine is located as the docker CLI does (DOCKER_HOST, else the current docker
 context, else /var/run/docker.sock), must be a local unix socket, and is recorded in the state
@@ -62,8 +71,9 @@ OCC_DEVELOPMENT_KUBERNETES_CLUSTER, OCC_DEVELOPMENT_KUBERNETES_API_PORT,
 OCC_DEVELOPMENT_KUBERNETES_DISK_THRESHOLD_PERCENT, OCC_DEVELOPMENT_KUBERNETES_NAMESPACE,
 OCC_DEVELOPMENT_STARTUP_TIMEOUT_SECONDS, OCC_DEVELOPMENT_PIN_FILE,
 OCC_DEVELOPMENT_OPENSHELL_ARCHIVE, OCC_DEVELOPMENT_GATEWAY_ENDPOINT, OCC_DEVELOPMENT_REPOSITORY,
-OCC_DEVELOPMENT_COMPOSE_PROJECT, OCC_DEVELOPMENT_CONTROLLER_IMAGE and
-OCC_KUBERNETES_RUNTIME_IMAGE.`,
+OCC_DEVELOPMENT_COMPOSE_PROJECT, OCC_DEVELOPMENT_CONTROLLER_IMAGE,
+OCC_KUBERNETES_RUNTIME_IMAGE, and for --control-plane kubernetes OPENCLAW_DEV_PORT,
+OCC_DEVELOPMENT_POSTGRES_IMAGE and OCC_DEVELOPMENT_NODE_BASE_IMAGE.`,
 		Example: `  # Preview every step and what it would create; checks the settings, creates nothing
   occ dev up --dry-run
 
@@ -71,8 +81,12 @@ OCC_KUBERNETES_RUNTIME_IMAGE.`,
   # the bootstrap key written where you want it
   cd ~/src/openclaw-enterprise && occ dev up --key-output ~/.config/oce/dev-key.json -- -f compose.local.yaml
 
-  # A k3d cluster with the platform, for OCE running in the cluster
+  # From an OCE checkout: the whole stack inside the k3d cluster, the API on 127.0.0.1:3000
   occ dev up --control-plane kubernetes
+
+  # The same with CI-built images of this checkout's commit, selected by digest
+  OCC_DEVELOPMENT_CONTROLLER_IMAGE=ghcr.io/openclaw/controller@sha256:… \
+  OCC_KUBERNETES_RUNTIME_IMAGE=ghcr.io/openclaw/runtime@sha256:… occ dev up --control-plane kubernetes
 
   # Name the cluster and fix its API port (default: occ-dev-<random> on a free port)
   occ dev up --cluster-name occ-dev-mine --api-port 6550
@@ -136,6 +150,10 @@ func devUpOptions(g *Globals, cmd *cobra.Command) (occdev.UpOptions, error) {
 	if err != nil {
 		return occdev.UpOptions{}, err
 	}
+	devPort, err := intSetting(g, cmd, "", occdev.EnvDevPort, "a port between 1 and 65535")
+	if err != nil {
+		return occdev.UpOptions{}, err
+	}
 	return occdev.UpOptions{
 		StateDir:             devSetting(g, cmd, "state-dir", "OCC_DEVELOPMENT_STATE_DIRECTORY"),
 		ClusterProvider:      devSetting(g, cmd, "cluster-provider", "OCC_DEVELOPMENT_CLUSTER_PROVIDER"),
@@ -156,6 +174,11 @@ func devUpOptions(g *Globals, cmd *cobra.Command) (occdev.UpOptions, error) {
 			ComposeProject: os.Getenv(compose.EnvProject),
 			Images:         controlplane.ImageSelectionFromEnv(os.Getenv),
 			KeyOutput:      devSetting(g, cmd, "key-output", ""),
+		},
+		Kubernetes: occdev.KubernetesOptions{
+			DevPort:       devPort,
+			NodeBaseImage: os.Getenv(controlplane.EnvNodeBaseImage),
+			PostgresImage: os.Getenv(controlplane.EnvPostgresImage),
 		},
 	}, nil
 }
@@ -260,6 +283,9 @@ func printDryRun(w io.Writer, dr *occdev.DryRun) error {
 	if o := dr.Plan.OCE; o != nil && o.Compose != nil {
 		printComposePlan(w, o)
 	}
+	if o := dr.Plan.OCE; o != nil && o.Kubernetes != nil {
+		printKubernetesPlan(w, o)
+	}
 	if len(dr.Problems) > 0 {
 		fmt.Fprintln(w, "\nProblems (occ dev up would stop at these before creating anything):")
 		for _, p := range dr.Problems {
@@ -330,6 +356,9 @@ func printUpSummary(w io.Writer, s *occdev.Summary) error {
 		}
 		if o.RuntimeImage != "" {
 			rows = append(rows, [2]string{"Agent runtime", o.RuntimeImage})
+		}
+		if o.AdminEmail != "" {
+			rows = append(rows, [2]string{"Admin email", o.AdminEmail}, [2]string{"Password file", o.PasswordFile + " (0600)"})
 		}
 	} else {
 		fmt.Fprintf(w, "\nOpenShell development platform is ready.\n\n")
@@ -407,5 +436,21 @@ func printComposePlan(w io.Writer, o *occdev.OCEPlan) {
 		}
 		fmt.Fprintf(w, "%-16s %s -> %s of %s\n", label, p.Host, p.Target, p.Service)
 	}
+	fmt.Fprintf(w, "Key file:        %s\n", o.KeyFile)
+}
+
+// printKubernetesPlan says what the Kubernetes-only profile would run: the checkout, the images
+// it builds or uses, and where the API and the key will be (the objects it creates are listed
+// with their steps above).
+func printKubernetesPlan(w io.Writer, o *occdev.OCEPlan) {
+	k := o.Kubernetes
+	fmt.Fprintf(w, "OCE checkout:    %s at %s (%s)\n", o.Checkout, o.Commit, o.CheckoutSource)
+	if sel := o.SelectedImages; sel != nil {
+		fmt.Fprintf(w, "  controller:    %s (selected)\n  Agent runtime: %s (selected)\n", sel.Controller, sel.Runtime)
+	} else {
+		fmt.Fprintf(w, "  controller:    %s (built, FROM %s)\n  Agent runtime: %s (built)\n", k.ControllerImage, k.NodeBaseImage, o.RuntimeImage)
+	}
+	fmt.Fprintf(w, "  PostgreSQL:    %s\n", k.PostgresImage)
+	fmt.Fprintf(w, "OCE API:         %s (the API proxy's NodePort 30080, published on loopback)\n", k.APIURL)
 	fmt.Fprintf(w, "Key file:        %s\n", o.KeyFile)
 }

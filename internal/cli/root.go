@@ -103,9 +103,9 @@ func NewRootCommand(g *Globals) *cobra.Command {
 		Use:   "occ",
 		Short: "OpenClaw Enterprise engineers' tool: local control plane and OpenShell sandbox driver",
 		Long: `occ brings up a disposable local OpenClaw Enterprise development environment on a laptop
-with Docker (occ dev: a k3d cluster with the pinned OpenShell platform; the OCE control plane
-in Compose or in the cluster is not started yet) and drives the OpenShell SandboxDriver core
-by hand against any cluster and OpenShell gateway (occ sandbox).
+with Docker (occ dev: a k3d cluster with the pinned OpenShell platform, and from an OCE
+checkout the OCE control plane in Compose or in the cluster) and drives the OpenShell
+SandboxDriver core by hand against any cluster and OpenShell gateway (occ sandbox).
 
 Every setting resolves from its flag, then an OCC_* environment variable (OCC_KUBECONFIG,
 OCC_OUTPUT, OCC_INSTALLATION, …), then the config file.`,

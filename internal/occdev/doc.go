@@ -45,7 +45,9 @@
 // with the OpenShell images, its part of the Installation, its own steps after the platform,
 // what its rollback removes outside the records, and its part of the summary. The runner,
 // rollback, `down` and the dry run need no change for a new profile; its records need their
-// removers in removers.go.
+// removers in removers.go. Both profiles find the OCE checkout and decide the selected images
+// and the key's destination the same way (oce.go), and share the control-plane layer's build,
+// selection check, key verification and readiness waits.
 //
 // # Progress
 //

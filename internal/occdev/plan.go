@@ -127,6 +127,8 @@ type UpOptions struct {
 	// OCE are the inputs of the OCE control plane: its checkout, images, Compose options and
 	// key destination.
 	OCE OCEOptions
+	// Kubernetes are the Kubernetes-only profile's own settings and test seams.
+	Kubernetes KubernetesOptions
 
 	// Progress receives step events (steps of concurrent lanes name their lane); nil discards
 	// them. It is called from several goroutines while lanes run.

@@ -30,6 +30,8 @@ type profile struct {
 	// as the OpenShell images (the Agent runtime), once the cluster lane's steps before the
 	// import have run.
 	imports func(r *run) []images.Local
+	// importNames names those images for the dry run (before they are built or selected).
+	importNames func(p *Plan) []string
 	// installation adds the control plane's part of the Installation (the Agent runtime's
 	// in-cluster reference, the node) before it is written.
 	installation func(ctx context.Context, r *run, in *platform.InstallationInput) error
@@ -53,7 +55,7 @@ func profileOf(p *Plan, o UpOptions) (profile, error) {
 			return profile{}, &OptionError{Option: "Compose options after --", Value: strings.Join(o.OCE.ComposeArgs, " "),
 				Rule: "the Kubernetes-only profile does not accept Compose options", Fix: "drop them, or use --control-plane compose"}
 		}
-		return kubernetesProfile(p), nil
+		return kubernetesProfile(p, o)
 	}
 	return composeProfile(p, o)
 }

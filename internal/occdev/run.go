@@ -58,6 +58,9 @@ type run struct {
 	gateway          *platform.Gateway
 	gatewayEndpoint  string
 	installationPath string
+
+	// kube is the Kubernetes-only control plane's own part of the run (steps_kubernetes.go).
+	kube kubernetesRun
 }
 
 // close releases what the run holds open outside the state.

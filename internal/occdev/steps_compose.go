@@ -66,6 +66,9 @@ type OCEPlan struct {
 	SelectedImages *controlplane.ImageSelection `json:"selectedImages,omitempty"`
 	// KeyFile is where the verified bootstrap key will be written.
 	KeyFile string `json:"keyFile"`
+	// Kubernetes is what the Kubernetes-only profile installs into the cluster (nil for
+	// Compose).
+	Kubernetes *KubernetesPlan `json:"kubernetes,omitempty"`
 
 	model   *compose.Model
 	keyDest controlplane.KeyDestination
@@ -110,21 +113,12 @@ func composeProfile(p *Plan, o UpOptions) (profile, error) {
 		return profile{}, &OptionError{Option: "Compose options after --", Value: strings.Join(o.OCE.ComposeArgs, " "),
 			Rule: "apply to the Compose control plane, which runs beside the k3d cluster occ creates", Fix: "use --cluster-provider k3d, or drop them"}
 	}
-	co, err := controlplane.FindCheckout(controlplane.FindCheckoutOptions{Flag: o.OCE.Repository, WorkingDir: o.OCE.WorkingDir})
-	if errors.Is(err, controlplane.ErrNoCheckout) {
-		if len(o.OCE.ComposeArgs) > 0 || o.OCE.KeyOutput != "" {
-			return profile{}, &OptionError{Option: "the OCE checkout", Value: "none found", Rule: err.Error(),
-				Fix: "Compose options and --key-output need the control plane; run from an OCE checkout or pass --repository"}
-		}
-		return profile{pending: fmt.Sprintf("not started: %v. Only the sandbox platform is up. To add the OCE control plane, remove this environment (occ dev down --state-dir %s) and run occ dev up again from an OpenClaw Enterprise checkout, or with %s <checkout> (or %s set)",
-			err, p.StateDir, controlplane.FlagRepository, controlplane.EnvRepository)}, nil
-	}
-	var nce *controlplane.NotCheckoutError
-	if errors.As(err, &nce) {
-		return profile{}, &OptionError{Option: nce.Option, Value: nce.Value, Rule: "is not an OpenClaw Enterprise checkout (" + err.Error() + ")", Fix: "pass the root of an OCE clone"}
-	}
+	co, pending, err := findOCE(p, o)
 	if err != nil {
 		return profile{}, err
+	}
+	if pending != "" {
+		return profile{pending: pending}, nil
 	}
 	if p.ClusterProvider != ProviderK3d {
 		return profile{pending: fmt.Sprintf("not started: the Compose control plane reaches the cluster across the Docker network the k3d cluster occ creates joins, and --cluster-provider %s creates none; use --cluster-provider k3d to run OCE from %s", p.ClusterProvider, co.Root)}, nil
@@ -173,16 +167,8 @@ func planCompose(p *Plan, o UpOptions, co controlplane.Checkout) (*OCEPlan, erro
 		}
 		return nil, err
 	}
-	if err := o.OCE.Images.Validate(); err != nil {
-		return nil, &OptionError{Option: controlplane.EnvControllerImage + " and " + controlplane.EnvRuntimeImage,
-			Value: o.OCE.Images.Controller + " / " + o.OCE.Images.Runtime, Rule: err.Error(), Fix: "select both by digest, or neither to build them from the checkout"}
-	}
-	keyDest, err := controlplane.ResolveKeyDestination(o.OCE.KeyOutput, p.StateDir)
+	op, err := newOCEPlan(p, o, co)
 	if err != nil {
-		var ke *controlplane.KeyOutputError
-		if errors.As(err, &ke) {
-			return nil, &OptionError{Option: controlplane.FlagKeyOutput, Value: ke.Value, Rule: ke.Rule, Fix: ke.Fix}
-		}
 		return nil, err
 	}
 	env := o.OCE.Environment
@@ -195,19 +181,13 @@ func planCompose(p *Plan, o UpOptions, co controlplane.Checkout) (*OCEPlan, erro
 	if err != nil {
 		return nil, err
 	}
-	op := &OCEPlan{Checkout: co.Root, Commit: co.Commit, CheckoutSource: co.Source, KeyFile: keyDest.Path, model: m, keyDest: keyDest}
-	if o.OCE.Images.Selected() {
-		sel := o.OCE.Images
-		op.SelectedImages = &sel
-		op.RuntimeImage = sel.Runtime
+	op.model = m
+	if sel := op.SelectedImages; sel != nil {
 		if err := m.UseControllerImage(sel.Controller); err != nil {
 			return nil, err
 		}
-	} else {
-		if op.Builds, err = m.UseBuiltImages(); err != nil {
-			return nil, err
-		}
-		op.RuntimeImage = controlplane.DefaultRuntimeTag
+	} else if op.Builds, err = m.UseBuiltImages(); err != nil {
+		return nil, err
 	}
 	plan := m.Plan()
 	op.Compose = &plan
@@ -523,6 +503,10 @@ type OCESummary struct {
 	Namespace string `json:"namespace,omitempty"`
 	// RuntimeImage is the Agent runtime's in-cluster digest reference.
 	RuntimeImage string `json:"runtimeImage,omitempty"`
+	// AdminEmail and PasswordFile are the first administrator's sign-in (the Kubernetes-only
+	// profile copies the password out of the cluster; 0600, never its content).
+	AdminEmail   string `json:"adminEmail,omitempty"`
+	PasswordFile string `json:"passwordFile,omitempty"`
 }
 
 func shortCommit(c string) string {

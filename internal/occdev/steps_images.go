@@ -119,6 +119,9 @@ func describeImport(p *Plan) Description {
 	for _, role := range productImages {
 		refs = append(refs, roleInfos[role].pin(p.pins).DigestReference())
 	}
+	if names := p.profile.importNames; names != nil {
+		refs = append(refs, names(p)...)
+	}
 	return creates("the images " + strings.Join(refs, ", ") + " in the node's containerd, imported in one pass through k3d's library (direct mode, under temporary staging tags removed afterwards)")
 }
 

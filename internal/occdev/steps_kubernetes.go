@@ -1,13 +1,552 @@
 package occdev
 
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/docker/docker/api/types/network"
+	"helm.sh/helm/v3/pkg/chart"
+
+	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
+	"github.com/openclaw/occ/internal/occdev/controlplane"
+	"github.com/openclaw/occ/internal/occdev/controlplane/kubernetes"
+	"github.com/openclaw/occ/internal/occdev/images"
+	"github.com/openclaw/occ/internal/occdev/pins"
+	"github.com/openclaw/occ/internal/occdev/platform"
+	"github.com/openclaw/occ/internal/occdev/state"
+	"github.com/openclaw/occ/internal/progress"
+)
+
+// KubernetesOptions are the Kubernetes-only control plane's own settings, and its test seams
+// (the checkout, the selected images and the key destination are the shared OCEOptions).
+type KubernetesOptions struct {
+	// DevPort is the OCE API's port on 127.0.0.1 (OPENCLAW_DEV_PORT); 0 is 3000.
+	DevPort int
+	// NodeBaseImage replaces the pinned Node base image of the controller build
+	// (OCC_DEVELOPMENT_NODE_BASE_IMAGE), by digest.
+	NodeBaseImage string
+	// PostgresImage replaces the pinned PostgreSQL image (OCC_DEVELOPMENT_POSTGRES_IMAGE), by
+	// digest.
+	PostgresImage string
+
+	// Exec, a test seam, runs the reads in the reader Pod; nil is the API server's exec
+	// subresource (a test bed without a kubelet cannot serve it).
+	Exec kubernetes.PodExec
+	// APIClient, a test seam, is the HTTP client of every OCE API call (the session, the key's
+	// verification, the Namespace poll); nil is occ's client with its per-call timeouts.
+	APIClient *http.Client
+	// Random, a test seam, is the source of the generated credentials; nil is crypto/rand.
+	Random io.Reader
+	// BuildNetwork is the network of the image builds' RUN steps; empty is the engine's
+	// default ("none" on a test engine without a default bridge network).
+	BuildNetwork string
+}
+
+// The Kubernetes-only profile's settings names and files, for messages.
+const (
+	// EnvDevPort is the OCE API's port on 127.0.0.1.
+	EnvDevPort       = "OPENCLAW_DEV_PORT"
+	buildLogFile     = "image-build.log"
+	defaultDevPort   = 3000
+	passwordFileName = kubernetes.PasswordFileName
+)
+
+// KubernetesPlan is what the Kubernetes-only profile adds to the OCE plan: where the API is
+// published and which images it pulls by digest, decided before anything happens.
+type KubernetesPlan struct {
+	// APIURL is where the OCE API answers: the development proxy's NodePort 30080, published by
+	// k3d on 127.0.0.1 at APIPort (OPENCLAW_DEV_PORT).
+	APIPort int    `json:"apiPort"`
+	APIURL  string `json:"apiURL"`
+	// ControllerImage is the controller as built (its tag) or selected (its digest reference).
+	ControllerImage string `json:"controllerImage"`
+	// NodeBaseImage is the controller build's NODE_BASE_IMAGE (built images only);
+	// PostgresImage the PostgreSQL image, both by digest.
+	NodeBaseImage string `json:"nodeBaseImage,omitempty"`
+	PostgresImage string `json:"postgresImage"`
+
+	nodeBase pins.Image
+	postgres pins.Image
+	chart    *chart.Chart
+}
+
+// kubernetesRun is the Kubernetes-only control plane's part of one `up`: the images of its
+// image steps, the control plane, and what its last steps produced.
+type kubernetesRun struct {
+	controller, runtime, postgres images.Local
+	cp                            *kubernetes.ControlPlane
+	key                           kubernetes.KeyResult
+	serviceKey                    *controlplane.ServiceKey
+	namespace                     controlplane.BootstrapNamespace
+	// keyWritten is a key this run wrote at --key-output (outside the state directory), which
+	// a failed run removes again.
+	keyWritten string
+}
+
 // kubernetesProfile is the Kubernetes-only control plane (reference §3.2): OCE's PostgreSQL,
-// API and worker installed into the cluster, reached through an API proxy NodePort published on
-// 127.0.0.1.
-//
-// Not wired yet (issue 10): the control plane's steps (controlplane/kubernetes' Steps, in
-// reference §5.5 order) go in controlPlane, and the API proxy's port mapping in k3d.
-func kubernetesProfile(*Plan) profile {
-	return profile{
-		pending: "not started: the OCE control plane in the cluster is not wired into occ dev up yet, so only the sandbox platform is up (the Gateway as a ClusterIP Service, and the Installation that names it)",
+// API and worker installed into the k3d cluster from the checkout's production chart, reached
+// only through the development API proxy, whose NodePort 30080 k3d publishes on 127.0.0.1. The
+// controller and Agent runtime are built from the checkout (or selected by digest), PostgreSQL
+// pulled by its pinned digest, and all three imported with the OpenShell images in the same
+// pass and verified in the node. Everything it creates lives in the cluster, so `down`
+// deleting the recorded cluster removes it; no Compose is involved. The checkout, the image
+// selection and the key destination are decided as for Compose (findOCE, newOCEPlan).
+func kubernetesProfile(p *Plan, o UpOptions) (profile, error) {
+	kp, err := resolveKubernetes(p, o)
+	if err != nil {
+		return profile{}, err
+	}
+	co, pending, err := findOCE(p, o)
+	if err != nil {
+		return profile{}, err
+	}
+	if pending != "" {
+		return profile{pending: pending}, nil
+	}
+	if p.ClusterProvider != ProviderK3d {
+		return profile{pending: fmt.Sprintf("not started: the Kubernetes-only control plane runs images occ imports into the node of the k3d cluster it creates, and --cluster-provider %s creates none; use --cluster-provider k3d to run OCE from %s", p.ClusterProvider, co.Root)}, nil
+	}
+	op, err := newOCEPlan(p, o, co)
+	if err != nil {
+		return profile{}, err
+	}
+	if kp.chart, err = kubernetes.LoadChart(co.Root); err != nil {
+		return profile{}, err
+	}
+	if sel := op.SelectedImages; sel != nil {
+		kp.ControllerImage, kp.NodeBaseImage = sel.Controller, ""
+	} else {
+		kp.ControllerImage = controlplane.DefaultControllerTag
+	}
+	op.Kubernetes = kp
+	p.OCE = op
+
+	prof := profile{
+		k3d: func(s *k3d.Settings) {
+			s.Ports = append(s.Ports, k3d.PortMapping{HostPort: kp.APIPort, NodePort: kubernetes.ProxyNodePort})
+		},
+		preflight:     kubernetesPreflight,
+		beforeCluster: []Step{{Name: "Record the OCE control plane", Describe: describeKubeRecord, Run: recordKubeControlPlane}},
+		imports:       func(r *run) []images.Local { return []images.Local{r.kube.controller, r.kube.runtime, r.kube.postgres} },
+		importNames:   kubernetesImportNames,
+		installation:  kubernetesInstallation,
+		rollback:      kubernetesRollback,
+		summary:       kubernetesSummary,
+	}
+	if op.SelectedImages == nil {
+		prof.beforeCluster = append(prof.beforeCluster,
+			Step{Name: "Pull the Node base image", Describe: describeNodeBase, Run: pullNodeBase},
+			Step{Name: "Build the controller and Agent runtime images from the checkout", Describe: describeKubeBuild, Run: buildKubeImages(o.Kubernetes.BuildNetwork)},
+		)
+	} else {
+		prof.beforeCluster = append(prof.beforeCluster, Step{Name: "Use the selected controller and Agent runtime images", Describe: describeSelectedImages, Run: useSelectedImages})
+	}
+	prof.beforeCluster = append(prof.beforeCluster, Step{Name: "Pull the PostgreSQL image", Describe: describePostgres, Run: pullPostgres})
+
+	described := kubernetes.DescribeSteps(kubernetes.Config{Namespace: p.Namespace, StartupTimeout: p.StartupTimeout, HostAPIPort: kp.APIPort})
+	for i, s := range described {
+		d := creates(s.Creates...)
+		if len(s.Creates) == 1 && strings.HasPrefix(s.Creates[0], "nothing") {
+			d = note(s.Creates[0])
+		}
+		prof.controlPlane = append(prof.controlPlane, Step{
+			Name:     s.Name,
+			Describe: func(*Plan) Description { return d },
+			Run: func(ctx context.Context, r *run, _ progress.Reporter) error {
+				cp, err := r.controlPlane(ctx)
+				if err != nil {
+					return err
+				}
+				return cp.Steps()[i].Run(ctx)
+			},
+		})
+	}
+	prof.controlPlane = append(prof.controlPlane,
+		Step{Name: "Wait for the OCE API through the development proxy", Describe: describeKubeAPIWait, Run: waitForKubeAPI},
+		Step{Name: "Copy and verify the bootstrap service key", Describe: describeKubeKey, Run: copyKubeKey},
+		Step{Name: "Wait for the bootstrap Namespace to be ready", Describe: describeKubeNamespaceWait, Run: waitForKubeNamespace},
+	)
+	return prof, nil
+}
+
+// resolveKubernetes checks the profile's own settings (no I/O): the API's host port and the
+// images pulled by digest.
+func resolveKubernetes(p *Plan, o UpOptions) (*KubernetesPlan, error) {
+	ko := o.Kubernetes
+	kp := &KubernetesPlan{}
+	var err error
+	if kp.postgres, err = digestImage(controlplane.EnvPostgresImage, ko.PostgresImage, p.pins.OCE.PostgresImage, controlplane.PostgresImage); err != nil {
+		return nil, err
+	}
+	kp.PostgresImage = kp.postgres.DigestReference()
+	if !o.OCE.Images.Selected() {
+		if kp.nodeBase, err = digestImage(controlplane.EnvNodeBaseImage, ko.NodeBaseImage, p.pins.OCE.NodeBaseImage, controlplane.NodeBaseImage); err != nil {
+			return nil, err
+		}
+		kp.NodeBaseImage = kp.nodeBase.DigestReference()
+	}
+	kp.APIPort = ko.DevPort
+	if kp.APIPort == 0 {
+		kp.APIPort = defaultDevPort
+	}
+	if kp.APIPort < 1 || kp.APIPort > 65535 {
+		return nil, &OptionError{Option: EnvDevPort, Value: strconv.Itoa(kp.APIPort), Rule: "must be between 1 and 65535", Fix: "choose a free port on 127.0.0.1 (default 3000)"}
+	}
+	if kp.APIPort == p.APIPort {
+		return nil, &OptionError{Option: EnvDevPort, Value: strconv.Itoa(kp.APIPort), Rule: "is also the Kubernetes API port: development API and Kubernetes API ports must differ",
+			Fix: "choose another " + EnvDevPort + " or --api-port"}
+	}
+	kp.APIURL = "http://127.0.0.1:" + strconv.Itoa(kp.APIPort)
+	return kp, nil
+}
+
+// digestImage resolves an image the profile pulls by digest: the override (named by env) or
+// the pin, through the control-plane layer's rule for it.
+func digestImage(env, override string, pinned pins.Image, rule func(string, pins.Image) (string, error)) (pins.Image, error) {
+	ref, err := rule(override, pinned)
+	if err != nil {
+		return pins.Image{}, &OptionError{Option: env, Value: override, Rule: "is refused: " + err.Error()}
+	}
+	img, err := pins.ParseImage(ref)
+	if err != nil {
+		return pins.Image{}, &OptionError{Option: env, Value: override, Rule: "is not an image reference: " + err.Error()}
+	}
+	return img, nil
+}
+
+// kubernetesPreflight refuses, before the state is claimed, an API port something already
+// listens on, and selected images that are not in the engine or whose revision label is not
+// the checkout's commit (the shared check of the Compose profile).
+func kubernetesPreflight(ctx context.Context, r *run, _ progress.Reporter) error {
+	op, kp := r.plan.OCE, r.plan.OCE.Kubernetes
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(kp.APIPort)))
+	if err != nil {
+		return &OptionError{Option: EnvDevPort, Value: strconv.Itoa(kp.APIPort),
+			Rule: "is already in use on 127.0.0.1 (" + err.Error() + "); the OCE API is published there", Fix: "choose a free port"}
+	}
+	_ = l.Close()
+	sel := op.SelectedImages
+	if sel == nil {
+		return nil
+	}
+	imgs, err := controlplane.VerifySelectedImages(ctx, r.engine.API, *sel, op.Commit)
+	if err != nil {
+		return err
+	}
+	if r.kube.controller, err = selectedLocal(ctx, r, imgs.Controller); err != nil {
+		return err
+	}
+	r.kube.runtime, err = selectedLocal(ctx, r, imgs.Runtime)
+	return err
+}
+
+func describeKubeRecord(p *Plan) Description {
+	op := p.OCE
+	return creates("record of the OCE control plane: checkout " + op.Checkout + " at " + op.Commit + ", API " + op.Kubernetes.APIURL + " (no Compose project: everything it creates is in the cluster)")
+}
+
+// recordKubeControlPlane records the control plane before any of it exists, so `status` and
+// `down` know it; the cluster's record holds everything it will create.
+func recordKubeControlPlane(_ context.Context, r *run, _ progress.Reporter) error {
+	op := r.plan.OCE
+	cp := &state.ControlPlane{Checkout: op.Checkout, Commit: op.Commit, APIURL: op.Kubernetes.APIURL}
+	if err := r.state.Update(func(s *state.State) { s.ControlPlane = cp }); err != nil {
+		return fmt.Errorf("record the control plane: %w", err)
+	}
+	return nil
+}
+
+func describeSelectedImages(p *Plan) Description {
+	sel := p.OCE.SelectedImages
+	return note("nothing built; imports the selected " + sel.Controller + " and " + sel.Runtime + " with the OpenShell images (checked in the preflight: present in the engine, revision label " + p.OCE.Commit + ")")
+}
+
+// useSelectedImages records the selected images the preflight found; nothing is pulled.
+func useSelectedImages(_ context.Context, r *run, _ progress.Reporter) error {
+	sel := r.plan.OCE.SelectedImages
+	return r.recordImages(
+		state.ControlPlaneImage{Role: "controller", Reference: sel.Controller, ID: r.kube.controller.ID, Selected: true},
+		state.ControlPlaneImage{Role: "runtime", Reference: sel.Runtime, ID: r.kube.runtime.ID, Selected: true})
+}
+
+// recordImages adds the control plane's images to its record.
+func (r *run) recordImages(imgs ...state.ControlPlaneImage) error {
+	return r.state.Update(func(s *state.State) { s.ControlPlane.Images = append(s.ControlPlane.Images, imgs...) })
+}
+
+func describeNodeBase(p *Plan) Description {
+	return creates("image " + p.OCE.Kubernetes.NodeBaseImage + " in the Docker engine, pulled by digest unless the engine has it (NODE_BASE_IMAGE of the controller build)")
+}
+
+// pullNodeBase makes the controller build's base image present by its digest, so the build
+// uses exactly the pinned (or overridden) Node 24.
+func pullNodeBase(ctx context.Context, r *run, rep progress.Reporter) error {
+	_, err := images.Present(ctx, images.PresentOptions{API: r.engine.API, Image: r.plan.OCE.Kubernetes.nodeBase, Recorder: r.state, Progress: pullProgress(rep)})
+	return err
+}
+
+func describeKubeBuild(p *Plan) Description {
+	op := p.OCE
+	return creates(
+		"file "+filepath.Join(p.StateDir, buildLogFile)+" (the build output)",
+		"image "+controlplane.DefaultControllerTag+" built through the engine's BuildKit from "+op.Checkout+"/"+controlplane.ControllerDockerfile+" (target "+controlplane.ControllerTarget+", "+controlplane.NodeBaseImageArg+"="+op.Kubernetes.NodeBaseImage+"), imported into the node by its config digest",
+		"image "+controlplane.DefaultRuntimeTag+" built from "+op.Checkout+"/"+controlplane.RuntimeDockerfile+", imported into the node by its config digest",
+	)
+}
+
+// buildKubeImages builds the controller and the Agent runtime from the checkout; the build
+// output goes to image-build.log in the state directory, a failure carries the failing step's
+// last lines, and the images travel on by the IDs their builds reported.
+func buildKubeImages(networkMode string) func(context.Context, *run, progress.Reporter) error {
+	return func(ctx context.Context, r *run, rep progress.Reporter) error {
+		op := r.plan.OCE
+		logPath := r.state.File(buildLogFile)
+		out, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+		if err != nil {
+			return fmt.Errorf("open the build log: %w", err)
+		}
+		defer out.Close()
+		rep.Note("build output in " + logPath)
+		built, err := controlplane.PrepareControlPlaneImages(ctx, r.engine.API, controlplane.ImageOptions{
+			Checkout: op.Checkout, Commit: op.Commit, NodeBaseImage: op.Kubernetes.NodeBaseImage, NetworkMode: networkMode,
+			Progress: func(line string) { fmt.Fprintln(out, line) },
+		})
+		if err != nil {
+			return err
+		}
+		if r.kube.controller, err = images.Built(ctx, r.engine.API, built.Controller.Reference, built.Controller.ID); err != nil {
+			return err
+		}
+		if r.kube.runtime, err = images.Built(ctx, r.engine.API, built.Runtime.Reference, built.Runtime.ID); err != nil {
+			return err
+		}
+		rep.Note(fmt.Sprintf("controller %s, Agent runtime %s", built.Controller.ID, built.Runtime.ID))
+		return r.recordImages(
+			state.ControlPlaneImage{Role: "controller", Reference: built.Controller.Reference, ID: built.Controller.ID},
+			state.ControlPlaneImage{Role: "runtime", Reference: built.Runtime.Reference, ID: built.Runtime.ID})
+	}
+}
+
+func describePostgres(p *Plan) Description {
+	return creates("image " + p.OCE.Kubernetes.PostgresImage + " in the Docker engine, pulled by digest unless the engine has it (an image that was there is left alone by down), imported into the node with the OpenShell images")
+}
+
+func pullPostgres(ctx context.Context, r *run, rep progress.Reporter) error {
+	kp := r.plan.OCE.Kubernetes
+	l, err := images.Present(ctx, images.PresentOptions{API: r.engine.API, Image: kp.postgres, Recorder: r.state, Progress: pullProgress(rep)})
+	if err != nil {
+		return err
+	}
+	r.kube.postgres = l
+	return r.recordImages(state.ControlPlaneImage{Role: "postgres", Reference: kp.PostgresImage, ID: l.ID})
+}
+
+// kubernetesImportNames are the control plane's images as the import names them: a built image
+// by its config digest, known only once built.
+func kubernetesImportNames(p *Plan) []string {
+	op := p.OCE
+	if sel := op.SelectedImages; sel != nil {
+		return []string{sel.Controller, sel.Runtime, op.Kubernetes.PostgresImage}
+	}
+	return []string{controlplane.DefaultControllerTag + " (built, by its config digest)", controlplane.DefaultRuntimeTag + " (built, by its config digest)", op.Kubernetes.PostgresImage}
+}
+
+// inCluster is the verified in-cluster reference of an imported image.
+func (r *run) inCluster(l images.Local) (string, error) {
+	for _, v := range r.verified {
+		if v.Pin.Name() == l.Pin.Name() && v.Pin.Digest == l.Pin.Digest {
+			return v.Reference, nil
+		}
+	}
+	return "", fmt.Errorf("image %s was not verified in the node (a bug in occ: the import step skipped it)", l.Pin)
+}
+
+// kubernetesInstallation adds Kubernetes Compute's in-cluster part to the Installation: the
+// Agent runtime by its in-cluster digest (every image required to be digest-pinned), and the
+// node and Gateway Service as the cluster reports them (the Gateway's ClusterIP Service
+// checked to serve its port, and to be the one the platform names).
+func kubernetesInstallation(ctx context.Context, r *run, in *platform.InstallationInput) error {
+	refs := map[string]string{}
+	for role, l := range map[string]images.Local{"controller": r.kube.controller, "runtime": r.kube.runtime, "postgres": r.kube.postgres} {
+		ref, err := r.inCluster(l)
+		if err != nil {
+			return err
+		}
+		refs[role] = ref
+	}
+	got, err := kubernetes.BuildInstallationInput(ctx, r.conn.Kube, kubernetes.InstallationRequest{
+		Namespace: r.plan.Namespace, GatewayService: platform.GatewayServiceName, GatewayPort: platform.GatewayPort, RuntimeImage: refs["runtime"],
+	})
+	if err != nil {
+		return err
+	}
+	if got.GatewayEndpoint != in.GatewayEndpoint || got.GatewayClusterIP != in.GatewayClusterIP {
+		return fmt.Errorf("the Gateway Service answers as %s (ClusterIP %s), but the platform names %s (ClusterIP %s): refusing to write an Installation that points elsewhere",
+			got.GatewayEndpoint, got.GatewayClusterIP, in.GatewayEndpoint, in.GatewayClusterIP)
+	}
+	in.Compute = &platform.ComputeExtras{
+		Images: platform.ComputeImages{Gateway: got.Images.Gateway, Agent: got.Images.Agent, RequireImmutableDigest: got.Images.RequireImmutableDigest},
+		Runtime: platform.ComputeRuntime{
+			GatewayStorageClassName: got.Runtime.GatewayStorageClassName,
+			TransportSecretPrefix:   got.Runtime.TransportSecretPrefix,
+			GatewayNodeSelector:     got.Runtime.GatewayNodeSelector,
+		},
+		PluginStatusProxySourceCIDRs: got.PluginStatusProxySourceCIDRs,
+		GatewayTrustedProxyCIDRs:     got.GatewayTrustedProxyCIDRs,
+	}
+	return r.state.Update(func(s *state.State) {
+		for i := range s.ControlPlane.Images {
+			s.ControlPlane.Images[i].InCluster = refs[s.ControlPlane.Images[i].Role]
+		}
+	})
+}
+
+// controlPlane builds the in-cluster control plane on first use, from the verified images, the
+// written Installation, the checkout's chart and the cluster's network.
+func (r *run) controlPlane(ctx context.Context) (*kubernetes.ControlPlane, error) {
+	if r.kube.cp != nil {
+		return r.kube.cp, nil
+	}
+	controller, err := r.inCluster(r.kube.controller)
+	if err != nil {
+		return nil, err
+	}
+	postgres, err := r.inCluster(r.kube.postgres)
+	if err != nil {
+		return nil, err
+	}
+	net, err := r.engine.API.NetworkInspect(ctx, r.conn.Access.Network, network.InspectOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("inspect the cluster's network %s: %w", r.conn.Access.Network, err)
+	}
+	var subnets []string
+	for _, c := range net.IPAM.Config {
+		subnets = append(subnets, c.Subnet)
+	}
+	kp := r.plan.OCE.Kubernetes
+	cp, err := kubernetes.New(r.conn, kubernetes.Config{
+		Namespace: r.plan.Namespace, ControllerImage: controller, PostgresImage: postgres, HostAPIPort: kp.APIPort,
+		InstallationFile: r.installationPath, Chart: kp.chart, NodeNetwork: r.conn.Access.Network, NodeSubnets: subnets,
+		StartupTimeout: r.plan.StartupTimeout, Random: r.opts.Kubernetes.Random,
+		HelmLog: func(format string, args ...any) { fmt.Fprintf(r.log, "helm: "+format+"\n", args...) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.kube.cp = cp
+	return cp, nil
+}
+
+// apiClient is the client of the OCE API calls (nil: each call's own default).
+func (r *run) apiClient() *http.Client { return r.opts.Kubernetes.APIClient }
+
+func describeKubeAPIWait(p *Plan) Description {
+	return note(fmt.Sprintf("nothing created; polls GET %s%s through the development proxy until it answers 2xx, up to %s", p.OCE.Kubernetes.APIURL, controlplane.SessionPath, p.StartupTimeout))
+}
+
+// waitForKubeAPI polls the API's anonymous session endpoint through the development proxy
+// (the NodePort k3d publishes on loopback), as the reference does before it reads the key.
+func waitForKubeAPI(ctx context.Context, r *run, _ progress.Reporter) error {
+	ctx, cancel := context.WithTimeout(ctx, r.plan.StartupTimeout)
+	defer cancel()
+	return controlplane.WaitReady(ctx, controlplane.ReadinessOptions{APIURL: r.plan.OCE.Kubernetes.APIURL, Client: r.apiClient()})
+}
+
+func describeKubeKey(p *Plan) Description {
+	return creates(
+		"Pod "+p.Namespace+"/"+kubernetes.ReaderPod+" (temporary: mounts the bootstrap volume read-only, its files read through the API's exec; removed again even on failure)",
+		"file "+filepath.Join(p.StateDir, passwordFileName)+" (0600, the administrator password)",
+		"file "+p.OCE.KeyFile+" (O_EXCL, 0600, written only after GET /installation with the key in x-api-key through the proxy answered its Installation)",
+	)
+}
+
+// copyKubeKey reads the bootstrap output through the reader Pod, verifies the service key
+// against the live Installation through the proxy, and writes the key and the password; the
+// state records where, never the key.
+func copyKubeKey(ctx context.Context, r *run, _ progress.Reporter) error {
+	op := r.plan.OCE
+	controller, err := r.inCluster(r.kube.controller)
+	if err != nil {
+		return err
+	}
+	exec := r.opts.Kubernetes.Exec
+	if exec == nil {
+		exec = kubernetes.APIExec{Config: r.conn.Config, Client: r.conn.Kube}
+	}
+	res, err := kubernetes.CopyBootstrapKey(ctx, r.conn, exec,
+		controlplane.KeyInstaller{StateDir: r.state.Path(), Destination: op.keyDest, APIURL: op.Kubernetes.APIURL, Client: r.apiClient()},
+		kubernetes.KeyCopy{Namespace: r.plan.Namespace, ControllerImage: controller, PasswordFile: r.state.File(passwordFileName), Timeout: r.plan.StartupTimeout})
+	if err != nil {
+		return err
+	}
+	if !op.keyDest.Owned {
+		r.kube.keyWritten = op.keyDest.Path
+	}
+	data, err := os.ReadFile(op.keyDest.Path)
+	if err != nil {
+		return fmt.Errorf("read back the written service key %s: %w", op.keyDest.Path, err)
+	}
+	if r.kube.serviceKey, err = controlplane.ParseServiceKey(data); err != nil {
+		return err
+	}
+	r.kube.key = res
+	return r.state.Update(func(s *state.State) {
+		s.ControlPlane.KeyPath, s.ControlPlane.KeyOwned, s.ControlPlane.InstallationID = op.keyDest.Path, op.keyDest.Owned, res.InstallationID
+	})
+}
+
+func describeKubeNamespaceWait(p *Plan) Description {
+	return note(fmt.Sprintf("nothing created; waits for exactly one Kubernetes namespace labelled %s (annotated with the same ID), then polls GET /namespaces/<id> until it is ready, up to %s", controlplane.NamespaceLabel, p.StartupTimeout))
+}
+
+func waitForKubeNamespace(ctx context.Context, r *run, rep progress.Reporter) error {
+	ctx, cancel := context.WithTimeout(ctx, r.plan.StartupTimeout)
+	defer cancel()
+	ns, err := controlplane.WaitBootstrapNamespace(ctx, controlplane.NamespaceWaitOptions{
+		Kubernetes: r.conn.Kube, APIURL: r.plan.OCE.Kubernetes.APIURL, Key: r.kube.serviceKey, Client: r.apiClient(),
+	})
+	if err != nil {
+		return err
+	}
+	rep.Note(fmt.Sprintf("Namespace %s is ready as Kubernetes namespace %s", ns.ID, ns.KubernetesName))
+	r.kube.namespace = ns
+	return nil
+}
+
+// kubernetesRollback removes a key this failed run wrote at --key-output: no record holds it
+// and `down` never deletes the user's file, so only the run that wrote it may.
+func kubernetesRollback(r *run) error {
+	if r.kube.keyWritten == "" {
+		return nil
+	}
+	if err := os.Remove(r.kube.keyWritten); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove copied service key: %w", err)
+	}
+	r.kube.keyWritten = ""
+	return nil
+}
+
+// kubernetesSummary is the control plane's part of the summary (reference §3.2 step 23).
+func kubernetesSummary(r *run) *OCESummary {
+	op := r.plan.OCE
+	runtime, _ := r.inCluster(r.kube.runtime)
+	return &OCESummary{
+		ControlPlane:   "Kubernetes (namespace " + r.plan.Namespace + ", chart from " + op.Checkout + " at " + shortCommit(op.Commit) + ")",
+		Drivers:        "compute kubernetes, sandbox openshell",
+		APIURL:         op.Kubernetes.APIURL,
+		InstallationID: r.kube.key.InstallationID,
+		KeyFile:        op.KeyFile,
+		Namespace:      r.kube.namespace.ID,
+		RuntimeImage:   runtime,
+		AdminEmail:     r.kube.key.AdminEmail,
+		PasswordFile:   r.kube.key.PasswordFile,
 	}
 }

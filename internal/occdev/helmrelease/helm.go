@@ -66,11 +66,13 @@ func (g *restClientGetter) ToRESTMapper() (meta.RESTMapper, error) {
 }
 
 // configuration is an action.Configuration for the release namespace, storing releases in
-// Secrets as the helm CLI does.
-func configuration(access cluster.Access, namespace string) (*action.Configuration, error) {
+// Secrets as the helm CLI does. log receives Helm's progress messages; nil discards them.
+func configuration(access cluster.Access, namespace string, log func(string, ...any)) (*action.Configuration, error) {
 	cfg := new(action.Configuration)
-	quiet := func(string, ...any) {}
-	if err := cfg.Init(&restClientGetter{access: access, namespace: namespace}, namespace, "secret", quiet); err != nil {
+	if log == nil {
+		log = func(string, ...any) {}
+	}
+	if err := cfg.Init(&restClientGetter{access: access, namespace: namespace}, namespace, "secret", log); err != nil {
 		return nil, fmt.Errorf("initialise Helm for namespace %s: %w", namespace, err)
 	}
 	return cfg, nil
@@ -95,15 +97,28 @@ type EnsureOptions struct {
 	Owner string
 	// Recorder receives the release before the install starts.
 	Recorder state.Recorder
-	// Timeout bounds Helm's own operations; occ waits for readiness itself, by watch.
+	// Timeout bounds Helm's own operations (the hooks, and the wait when Wait is set).
 	Timeout time.Duration
+	// Wait makes the install (or upgrade) wait as `helm --wait` does: every workload of the
+	// release ready, every hook Job complete, within Timeout. Without it occ waits itself, by
+	// watch and with a message per workload, after the install (the Gateway chart).
+	Wait bool
+	// Converge upgrades a release this state already installed with Chart and Values (`helm
+	// upgrade`), so a repeated step converges on the values of this run. Without it such a
+	// release is adopted as it is.
+	Converge bool
+	// Log receives Helm's progress messages; nil discards them. Values never reach it.
+	Log func(format string, args ...any)
 }
 
-// Ensure installs the release, or adopts it when it already exists with exactly this state's
-// ownership label (a repeated step); a release of that name that is not this state's is
-// refused, never upgraded or taken over. The release is recorded before the install starts, so
-// a failure half-way is still uninstalled by rollback or `down`.
+// Ensure installs the release, or, when it already exists with exactly this state's ownership
+// label (a repeated step), adopts it as it is or upgrades it (Converge); a release of that name
+// that is not this state's is refused, never upgraded or taken over. The release is recorded
+// before the install starts, so a failure half-way is still uninstalled by rollback or `down`.
 func Ensure(ctx context.Context, o EnsureOptions) (*release.Release, error) {
+	if o.Recorder == nil {
+		return nil, errors.New("helm release: no Recorder; a release must be recorded before it is installed (a bug in occ)")
+	}
 	rel, err := Status(o.Release)
 	if err != nil {
 		return nil, err
@@ -116,7 +131,10 @@ func Ensure(ctx context.Context, o EnsureOptions) (*release.Release, error) {
 		if err := o.Recorder.Record(o.Record()); err != nil {
 			return nil, fmt.Errorf("record %s in the state: %w", o.Record(), err)
 		}
-		return rel, nil
+		if !o.Converge {
+			return rel, nil
+		}
+		return upgrade(ctx, o)
 	}
 	if err := o.Recorder.Record(o.Record()); err != nil {
 		return nil, fmt.Errorf("record %s in the state before installing it: %w", o.Record(), err)
@@ -127,7 +145,7 @@ func Ensure(ctx context.Context, o EnsureOptions) (*release.Release, error) {
 // Install installs the chart as a new release. It never upgrades or adopts: an existing
 // release of the same name is an error, because occ cannot tell whether it made it.
 func Install(ctx context.Context, o EnsureOptions) (*release.Release, error) {
-	cfg, err := configuration(o.Access, o.Namespace)
+	cfg, err := configuration(o.Access, o.Namespace, o.Log)
 	if err != nil {
 		return nil, err
 	}
@@ -135,8 +153,7 @@ func Install(ctx context.Context, o EnsureOptions) (*release.Release, error) {
 	install.Namespace = o.Namespace
 	install.ReleaseName = o.Name
 	install.Labels = kubeobj.OwnerLabels(o.Owner)
-	// occ waits itself, by watch and with a clear message per workload, after the install.
-	install.Wait = false
+	install.Wait = o.Wait
 	install.Timeout = o.Timeout
 	rel, err := install.RunWithContext(ctx, o.Chart, o.Values)
 	if err != nil {
@@ -145,10 +162,29 @@ func Install(ctx context.Context, o EnsureOptions) (*release.Release, error) {
 	return rel, nil
 }
 
+// upgrade converges this state's existing release on Chart and Values, keeping its ownership
+// labels. Hooks run again, as with `helm upgrade`.
+func upgrade(ctx context.Context, o EnsureOptions) (*release.Release, error) {
+	cfg, err := configuration(o.Access, o.Namespace, o.Log)
+	if err != nil {
+		return nil, err
+	}
+	up := action.NewUpgrade(cfg)
+	up.Namespace = o.Namespace
+	up.Labels = kubeobj.OwnerLabels(o.Owner)
+	up.Wait = o.Wait
+	up.Timeout = o.Timeout
+	rel, err := up.RunWithContext(ctx, o.Name, o.Chart, o.Values)
+	if err != nil {
+		return rel, fmt.Errorf("helm upgrade %s in namespace %s: %w", o.Name, o.Namespace, err)
+	}
+	return rel, nil
+}
+
 // Uninstall removes a release and everything Helm installed with it. A release that is already
 // gone is not an error, so cleanup can be repeated.
 func Uninstall(r Release, timeout time.Duration) error {
-	cfg, err := configuration(r.Access, r.Namespace)
+	cfg, err := configuration(r.Access, r.Namespace, nil)
 	if err != nil {
 		return err
 	}
@@ -164,7 +200,7 @@ func Uninstall(r Release, timeout time.Duration) error {
 
 // Status reads the release; a missing release returns (nil, nil).
 func Status(r Release) (*release.Release, error) {
-	cfg, err := configuration(r.Access, r.Namespace)
+	cfg, err := configuration(r.Access, r.Namespace, nil)
 	if err != nil {
 		return nil, err
 	}

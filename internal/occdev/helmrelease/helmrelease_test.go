@@ -105,3 +105,59 @@ func TestReleaseLifecycle(t *testing.T) {
 		t.Fatalf("second remove: %+v, %v", rm, err)
 	}
 }
+
+// A repeated step of the OCE chart converges: with Converge, this state's release is upgraded
+// with the values of this run (revision 2, the object changed); without it the same call adopts
+// the release as it is. Another state's release is refused either way.
+func TestConvergeUpgradesOnlyThisStatesRelease(t *testing.T) {
+	ctx := context.Background()
+	kc := testbed.Client(t)
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	ns := "helmconverge-" + hex.EncodeToString(b)
+	if _, err := kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	path := testbed.Kubeconfig(t)
+	raw, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	access := cluster.Access{Provider: "existing", Kubeconfig: path, Context: raw.CurrentContext}
+	valueChart := configMapChart()
+	valueChart.Templates[0].Data = []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cm\ndata:\n  k: {{ .Values.k | quote }}\n")
+	opts := func(owner, value string, converge bool) helmrelease.EnsureOptions {
+		return helmrelease.EnsureOptions{Release: helmrelease.Release{Access: access, Namespace: ns, Name: "probe"}, Chart: valueChart,
+			Values: map[string]any{"k": value}, Owner: owner, Recorder: &recorder{}, Timeout: time.Minute, Wait: true, Converge: converge}
+	}
+	value := func() string {
+		cm, err := kc.CoreV1().ConfigMaps(ns).Get(ctx, "probe-cm", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cm.Data["k"]
+	}
+	if _, err := helmrelease.Ensure(ctx, opts("owner-a", "first", true)); err != nil {
+		t.Fatal(err)
+	}
+	rel, err := helmrelease.Ensure(ctx, opts("owner-a", "second", true))
+	if err != nil {
+		t.Fatalf("converging step: %v", err)
+	}
+	if rel.Version != 2 || value() != "second" {
+		t.Errorf("after Converge: revision %d, value %q; want revision 2 with the new value", rel.Version, value())
+	}
+	rel, err = helmrelease.Ensure(ctx, opts("owner-a", "third", false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rel.Version != 2 || value() != "second" {
+		t.Errorf("adopting step changed the release: revision %d, value %q", rel.Version, value())
+	}
+	if _, err := helmrelease.Ensure(ctx, opts("owner-b", "theirs", true)); err == nil || value() != "second" {
+		t.Fatalf("another state's converge: %v, value %q", err, value())
+	}
+	if err := helmrelease.Uninstall(helmrelease.Release{Access: access, Namespace: ns, Name: "probe"}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+}

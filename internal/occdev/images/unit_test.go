@@ -62,6 +62,27 @@ func TestCheckRepoDigest(t *testing.T) {
 	}
 }
 
+// A controller built from the checkout has no RepoDigests: it passes only as a built image whose
+// stand-in pin is its own config digest; one whose ID moved since (a rebuild under the same
+// tag between the build and the import) is refused.
+func TestCheckRepoDigestOfABuiltImage(t *testing.T) {
+	built := Local{Pin: mustPin(t, "docker.io/library/openclaw-enterprise-controller:kubernetes-quickstart@"+digestC), ID: digestC, Built: true}
+	if err := CheckRepoDigest(built); err != nil {
+		t.Errorf("a built image = %v", err)
+	}
+	moved := built
+	moved.ID = digestB
+	if err := CheckRepoDigest(moved); err == nil || !strings.Contains(err.Error(), "changed after the build") {
+		t.Errorf("a built image whose ID moved = %v", err)
+	}
+	unbuilt := built
+	unbuilt.Built = false
+	var rd *RepoDigestError
+	if err := CheckRepoDigest(unbuilt); !errors.As(err, &rd) {
+		t.Errorf("the same image not marked built = %v, want a RepoDigestError", err)
+	}
+}
+
 // ctr prints a header and SIZE with a space in it; the parser takes name, type and digest and
 // refuses output it does not understand rather than guessing.
 func TestParseImageList(t *testing.T) {

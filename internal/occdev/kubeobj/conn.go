@@ -77,6 +77,11 @@ func Connect(access cluster.Access, o Options) (*Conn, error) {
 // Owner is the ownership label value this connection labels and adopts by.
 func (c *Conn) Owner() string { return c.owner }
 
+// Recorder is where this connection records what it creates (nil for a connection that only
+// inspects and removes). Layers that create something beside Kubernetes objects on the same
+// cluster (a Helm release) record it here too, so one run keeps one record.
+func (c *Conn) Recorder() state.Recorder { return c.rec }
+
 // UID reads the uid of kube-system, a stable identity of the cluster.
 func (c *Conn) UID(ctx context.Context) (string, error) {
 	ns, err := c.Kube.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})

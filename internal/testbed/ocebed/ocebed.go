@@ -38,9 +38,8 @@ const (
 )
 
 var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
+	buildMu sync.Mutex
+	binPath string
 )
 
 // RepoRoot is the occ module root, found from the test's working directory.
@@ -61,27 +60,30 @@ func RepoRoot(t testing.TB) string {
 }
 
 // StandinBinary builds internal/testbed/ocestandin (static, stripped) once per test binary and
-// returns its path.
+// returns its path. It is built again when the file is gone: a test that points TMPDIR at its
+// own directory (the k3d bed does) takes an earlier build with it when it ends.
 func StandinBinary(t testing.TB) string {
 	t.Helper()
 	root := RepoRoot(t)
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "ocestandin-")
-		if err != nil {
-			buildErr = err
-			return
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if binPath != "" {
+		if _, err := os.Stat(binPath); err == nil {
+			return binPath
 		}
-		binPath = filepath.Join(dir, "ocestandin")
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", binPath, "./internal/testbed/ocestandin")
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ocestandin: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("ocebed: %v", buildErr)
 	}
+	dir, err := os.MkdirTemp("", "ocestandin-")
+	if err != nil {
+		t.Fatalf("ocebed: %v", err)
+	}
+	path := filepath.Join(dir, "ocestandin")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", path, "./internal/testbed/ocestandin")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("ocebed: go build ocestandin: %v\n%s", err, out)
+	}
+	binPath = path
 	return binPath
 }
 
@@ -98,42 +100,11 @@ type Images struct {
 // content hashes) and points the fixture's tags at them.
 func EnsureImages(t testing.TB, e *dockerbed.Engine) Images {
 	t.Helper()
-	bin := StandinBinary(t)
-	busybox, err := dockerbed.BusyboxFiles()
-	if err != nil {
-		t.Fatal(err)
-	}
-	etc := []dockerbed.File{
-		{Path: "etc/passwd", Data: []byte("root:x:0:0:root:/root:/bin/sh\nnode:x:1000:1000::/home/node:/bin/sh\npostgres:x:999:999::/var/lib/postgresql:/bin/sh\n")},
-		{Path: "etc/group", Data: []byte("root:x:0:\nnode:x:1000:\npostgres:x:999:\n")},
-		{Path: "tmp", Dir: true, Mode: 0o1777},
-		{Path: "home/node", Dir: true},
-	}
-	node := dockerbed.ImageSpec{
-		Repo:  "occ-bed/oce-node",
-		Files: append(append(append([]dockerbed.File{}, busybox...), etc...), dockerbed.File{Path: "usr/local/bin/node", Source: bin, Mode: 0o755}),
-		Config: v1.Config{
-			Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin"},
-			Cmd: []string{"node"},
-		},
-	}
-	pg := dockerbed.ImageSpec{
-		Repo: "occ-bed/oce-postgres",
-		Files: append(append(append([]dockerbed.File{}, busybox...), etc...),
-			dockerbed.File{Path: "usr/local/bin/docker-entrypoint.sh", Source: bin, Mode: 0o755},
-			dockerbed.File{Path: "usr/bin/pg_isready", Link: "/usr/local/bin/docker-entrypoint.sh"},
-			dockerbed.File{Path: "var/lib/postgresql", Dir: true, Mode: 0o700},
-		),
-		Config: v1.Config{
-			Env:          []string{"PATH=/usr/local/bin:/usr/bin:/bin"},
-			Entrypoint:   []string{"docker-entrypoint.sh"},
-			Cmd:          []string{"postgres"},
-			ExposedPorts: map[string]struct{}{"5432/tcp": {}},
-		},
-	}
+	node, pg := NodeSpec(t), PostgresSpec(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var imgs Images
+	var err error
 	if imgs.NodeBase, err = e.EnsureImage(ctx, node); err != nil {
 		t.Fatal(err)
 	}
@@ -146,6 +117,58 @@ func EnsureImages(t testing.TB, e *dockerbed.Engine) Images {
 		}
 	}
 	return imgs
+}
+
+// standinFiles are the files both stand-in images share: busybox, the users of the real
+// images (node 1000, postgres 999) and a writable /tmp.
+func standinFiles(t testing.TB) []dockerbed.File {
+	t.Helper()
+	busybox, err := dockerbed.BusyboxFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(append([]dockerbed.File{}, busybox...),
+		dockerbed.File{Path: "etc/passwd", Data: []byte("root:x:0:0:root:/root:/bin/sh\nnode:x:1000:1000::/home/node:/bin/sh\npostgres:x:999:999::/var/lib/postgresql:/bin/sh\n")},
+		dockerbed.File{Path: "etc/group", Data: []byte("root:x:0:\nnode:x:1000:\npostgres:x:999:\n")},
+		dockerbed.File{Path: "tmp", Dir: true, Mode: 0o1777},
+		dockerbed.File{Path: "home/node", Dir: true},
+	)
+}
+
+// NodeSpec is the stand-in of the Node base image: ocestandin as /usr/local/bin/node. The
+// Kubernetes-only tests serve it from the bed's registry, so it is pulled by digest and used as
+// NODE_BASE_IMAGE the way the pinned Node image is.
+func NodeSpec(t testing.TB) dockerbed.ImageSpec {
+	t.Helper()
+	return dockerbed.ImageSpec{
+		Repo:  "occ-bed/oce-node",
+		Files: append(standinFiles(t), dockerbed.File{Path: "usr/local/bin/node", Source: StandinBinary(t), Mode: 0o755}),
+		Config: v1.Config{
+			Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin"},
+			Cmd: []string{"node"},
+		},
+	}
+}
+
+// PostgresSpec is the stand-in of the PostgreSQL image: ocestandin as docker-entrypoint.sh and
+// pg_isready. The Kubernetes-only tests serve it from the bed's registry as the pinned
+// PostgreSQL is served from Docker Hub.
+func PostgresSpec(t testing.TB) dockerbed.ImageSpec {
+	t.Helper()
+	return dockerbed.ImageSpec{
+		Repo: "occ-bed/oce-postgres",
+		Files: append(standinFiles(t),
+			dockerbed.File{Path: "usr/local/bin/docker-entrypoint.sh", Source: StandinBinary(t), Mode: 0o755},
+			dockerbed.File{Path: "usr/bin/pg_isready", Link: "/usr/local/bin/docker-entrypoint.sh"},
+			dockerbed.File{Path: "var/lib/postgresql", Dir: true, Mode: 0o700},
+		),
+		Config: v1.Config{
+			Env:          []string{"PATH=/usr/local/bin:/usr/bin:/bin"},
+			Entrypoint:   []string{"docker-entrypoint.sh"},
+			Cmd:          []string{"postgres"},
+			ExposedPorts: map[string]struct{}{"5432/tcp": {}},
+		},
+	}
 }
 
 // ChartPlaceholder is the file that makes a directory an OCE checkout for detection; the

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,21 +13,20 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/client-go/dynamic"
 	clientset "k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"helm.sh/helm/v3/pkg/action"
 
 	"github.com/openclaw/occ/internal/kube"
+	"github.com/openclaw/occ/internal/occdev/cluster"
+	"github.com/openclaw/occ/internal/occdev/kubeobj"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/testbed"
 )
@@ -47,15 +45,19 @@ func suffix(t testing.TB) string {
 }
 
 // bed is one isolated environment on the shared apiserver, with the real kube-controller-manager
-// running the workload controllers and a played kubelet.
+// running the workload controllers and a played kubelet. Objects are created through the flow's
+// own recording connection (kubeobj.Conn) into a real state directory.
 type bed struct {
 	t          *testing.T
 	ns         string
 	client     clientset.Interface
 	config     *rest.Config
 	kubeconfig string
+	access     cluster.Access
+	dir        *state.Dir
+	history    *history
+	conn       *kubeobj.Conn
 	own        Ownership
-	objects    *recordingObjects
 	kubelet    *playedKubelet
 }
 
@@ -63,7 +65,13 @@ func newBed(t *testing.T) *bed {
 	t.Helper()
 	testbed.ControllerManager(t)
 	b := &bed{t: t, ns: "oce-" + suffix(t), client: testbed.Client(t), config: testbed.Config(t), kubeconfig: testbed.Kubeconfig(t)}
-	b.own = Ownership{Labels: map[string]string{"app.kubernetes.io/managed-by": "occ", "occ.openclaw.dev/dev-state": suffix(t) + suffix(t)}}
+	raw, err := clientcmd.LoadFromFile(b.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.access = cluster.Access{Provider: "existing", Kubeconfig: b.kubeconfig, Context: raw.CurrentContext}
+	b.dir, b.history, b.conn = b.connect()
+	b.own = OwnershipOf(b.conn)
 	ctx := context.Background()
 	if _, err := b.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: b.ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -74,29 +82,61 @@ func newBed(t *testing.T) *bed {
 		_ = b.client.CoreV1().Services(b.ns).Delete(context.Background(), ProxyService, metav1.DeleteOptions{})
 		_ = b.client.CoreV1().Namespaces().Delete(context.Background(), b.ns, metav1.DeleteOptions{})
 	})
-	dyn, err := dynamic.NewForConfig(b.config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	applier, err := kube.NewApplier(b.config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.objects = &recordingObjects{dyn: dyn, applier: applier, own: b.own}
 	b.kubelet = playKubelet(t, b.client, b.ns)
 	return b
 }
 
-// helm is a RESTClientGetter for the bed's kubeconfig, as the recorded kubeconfig is in `up`.
+// connect claims a fresh state directory and opens the recording connection of a development
+// state on the bed's apiserver (another state, for another owner, when called again).
+func (b *bed) connect() (*state.Dir, *history, *kubeobj.Conn) {
+	b.t.Helper()
+	d, err := state.Create(filepath.Join(b.t.TempDir(), "state"), state.State{Profile: "kubernetes", Cluster: b.access})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	b.t.Cleanup(func() { _ = d.Close() })
+	h := &history{Dir: d}
+	c, err := kubeobj.Connect(b.access, kubeobj.Options{Owner: d.State().Owner(), Recorder: h})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return d, h, c
+}
+
+// history is the state directory's Recorder that also remembers every record and forget, so a
+// test can see that something was recorded before it existed even after it was forgotten.
+type history struct {
+	*state.Dir
+	mu     sync.Mutex
+	events []string
+}
+
+func (h *history) Record(o state.Object) error {
+	h.mu.Lock()
+	h.events = append(h.events, "record "+o.String())
+	h.mu.Unlock()
+	return h.Dir.Record(o)
+}
+
+func (h *history) Forget(o state.Object) error {
+	h.mu.Lock()
+	h.events = append(h.events, "forget "+o.String())
+	h.mu.Unlock()
+	return h.Dir.Forget(o)
+}
+
+func (h *history) list() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.events...)
+}
+
+// helm is a RESTClientGetter for the bed's kubeconfig, for the tests' own reads of releases.
 func (b *bed) helm() genericclioptions.RESTClientGetter {
 	flags := genericclioptions.NewConfigFlags(false)
 	flags.KubeConfig = &b.kubeconfig
 	flags.Namespace = &b.ns
 	return flags
-}
-
-func (b *bed) cluster() Cluster {
-	return Cluster{Client: b.client, Objects: b.objects, Recorder: b.objects, Helm: b.helm()}
 }
 
 // uninstallAtEnd removes the release and the cluster-scoped objects when the test ends: the
@@ -119,141 +159,28 @@ func (b *bed) uninstallAtEnd() {
 	})
 }
 
-// recordingObjects stands in for the dev lifecycle's recorded-object client (being written in
-// the layer work) with the same contract, against the real apiserver: it records each object
-// before creating it, adopts only on exact ownership labels and converges adopted objects by
-// server-side apply. It also notes, for the tests, whether an object already existed when it
-// was recorded.
-type recordingObjects struct {
-	dyn     dynamic.Interface
-	applier *kube.Applier
-	own     Ownership
-
-	mu      sync.Mutex
-	records []state.Object
-	removed []string
-}
-
-func (r *recordingObjects) Record(o state.Object) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, have := range r.records {
-		if have.Kind == o.Kind && have.Namespace == o.Namespace && have.Name == o.Name {
-			return nil
-		}
+// ensure creates obj through the recording connection, as a step does.
+func (b *bed) ensure(obj runtime.Object) {
+	b.t.Helper()
+	if _, err := b.conn.Ensure(context.Background(), obj, kubeobj.Converge); err != nil {
+		b.t.Fatal(err)
 	}
-	r.records = append(r.records, o)
-	return nil
 }
 
-func (r *recordingObjects) recorded(kind, namespace, name string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, o := range r.records {
-		if o.Kind == kind && o.Namespace == namespace && o.Name == name {
+// recorded reports whether the state records the Kubernetes object.
+func (b *bed) recorded(kind, namespace, name string) bool {
+	for _, o := range b.dir.State().Objects {
+		if o.Type == state.TypeKubernetes && o.Kind == kind && o.Namespace == namespace && o.Name == name {
 			return true
 		}
 	}
 	return false
 }
 
-func toUnstructured(obj runtime.Object) (*unstructured.Unstructured, error) {
-	kinds, _, err := scheme.Scheme.ObjectKinds(obj)
-	if err != nil {
-		return nil, err
-	}
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	if err != nil {
-		return nil, err
-	}
-	u := &unstructured.Unstructured{Object: m}
-	u.SetGroupVersionKind(kinds[0])
-	unstructured.RemoveNestedField(u.Object, "status")
-	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
-	return u, nil
-}
-
-func (r *recordingObjects) resource(u *unstructured.Unstructured) (dynamic.ResourceInterface, error) {
-	gvk := u.GroupVersionKind()
-	m, err := r.applier.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if err != nil {
-		return nil, err
-	}
-	if m.Scope.Name() == meta.RESTScopeNameNamespace {
-		return r.dyn.Resource(m.Resource).Namespace(u.GetNamespace()), nil
-	}
-	return r.dyn.Resource(m.Resource), nil
-}
-
-func (r *recordingObjects) Ensure(ctx context.Context, obj runtime.Object) error {
-	u, err := toUnstructured(obj)
-	if err != nil {
-		return err
-	}
-	if !r.own.owns(u.GetLabels()) {
-		return fmt.Errorf("%s was built without the ownership labels", kube.Describe(u))
-	}
-	ri, err := r.resource(u)
-	if err != nil {
-		return err
-	}
-	live, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{})
-	if err == nil {
-		if !r.own.owns(live.GetLabels()) {
-			return fmt.Errorf("%s already exists and is not owned by this development state", kube.Describe(u))
-		}
-		_, err = r.applier.Apply(ctx, u)
-		return err
-	}
-	if !apierrors.IsNotFound(err) {
-		return err
-	}
-	ref, err := state.Ref(u)
-	if err != nil {
-		return err
-	}
-	if err := r.Record(ref); err != nil {
-		return err
-	}
-	_, err = ri.Create(ctx, u, metav1.CreateOptions{FieldManager: kube.FieldManager})
-	return err
-}
-
-func (r *recordingObjects) Remove(ctx context.Context, obj runtime.Object) error {
-	u, err := toUnstructured(obj)
-	if err != nil {
-		return err
-	}
-	ri, err := r.resource(u)
-	if err != nil {
-		return err
-	}
-	live, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if !r.own.owns(live.GetLabels()) {
-		return nil
-	}
-	uid := live.GetUID()
-	if err := ri.Delete(ctx, u.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil && !apierrors.IsNotFound(err) {
-		return err
-	}
-	r.mu.Lock()
-	r.removed = append(r.removed, kube.Describe(u))
-	r.mu.Unlock()
-	return nil
-}
-
 // recordedRelease reports whether the Helm release record is there.
-func (r *recordingObjects) recordedRelease(namespace, name string) bool {
+func (b *bed) recordedRelease(namespace, name string) bool {
 	want := state.HelmRelease(namespace, name).String()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, o := range r.records {
+	for _, o := range b.dir.State().Objects {
 		if o.String() == want {
 			return true
 		}
@@ -261,14 +188,13 @@ func (r *recordingObjects) recordedRelease(namespace, name string) bool {
 	return false
 }
 
-func (r *recordingObjects) stateJSON(t *testing.T) string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	b, err := json.Marshal(r.records)
+// stateJSON is state.json as written to disk.
+func (b *bed) stateJSON(t *testing.T) string {
+	data, err := os.ReadFile(filepath.Join(b.dir.Path(), state.FileName))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(b)
+	return string(data)
 }
 
 // playedKubelet reports Pods of its namespace as a kubelet would once their containers ran:

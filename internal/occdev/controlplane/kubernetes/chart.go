@@ -2,19 +2,16 @@ package kubernetes
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
 
-	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/storage/driver"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 
-	"github.com/openclaw/occ/internal/occdev/state"
+	"github.com/openclaw/occ/internal/occdev/helmrelease"
+	"github.com/openclaw/occ/internal/occdev/kubeobj"
 )
 
 // LoadChart loads the OCE chart of the checkout and checks it is the chart this package drives.
@@ -44,74 +41,38 @@ type ChartInstall struct {
 	Values Values
 	// Timeout bounds the whole install, hooks and the wait included (the startup timeout).
 	Timeout time.Duration
-	// Ownership labels go on the release record, so a repeated run can tell its own release.
-	Ownership Ownership
 	// Log receives Helm's progress messages; nil discards them.
 	Log func(format string, args ...any)
 }
 
-// InstallChart installs the OCE chart as release openclaw-enterprise and waits as `helm
-// --wait` does: the pre-install hooks (the bootstrap isolation policy, the initialization
-// ServiceAccount and the migration+bootstrap Job) must complete, then every Deployment must
-// have its replicas ready, within Timeout. The release is recorded before it is installed.
+// InstallChart installs the OCE chart as release openclaw-enterprise through the shared Helm
+// release code (helmrelease, the same as the Gateway chart's) and waits as `helm --wait` does:
+// the pre-install hooks (the bootstrap isolation policy, the initialization ServiceAccount and
+// the migration+bootstrap Job) must complete, then every Deployment must have its replicas
+// ready, within Timeout. The release is recorded in conn's state before it is installed.
 //
 // A release of that name is upgraded in place (the same values converge; the hook Job runs
-// again, and the bootstrap script leaves an initialized database alone) when its record carries
-// this state's ownership labels, and refused otherwise.
-func InstallChart(ctx context.Context, getter genericclioptions.RESTClientGetter, rec Recorder, req ChartInstall) (*release.Release, error) {
-	log := req.Log
-	if log == nil {
-		log = func(string, ...any) {}
-	}
+// again, and the bootstrap script leaves an initialized database alone) when it carries this
+// state's ownership label, and refused otherwise.
+func InstallChart(ctx context.Context, conn *kubeobj.Conn, req ChartInstall) (*release.Release, error) {
 	vals, err := req.Values.Map()
 	if err != nil {
 		return nil, err
 	}
-	cfg := new(action.Configuration)
-	if err := cfg.Init(getter, req.Namespace, "secret", log); err != nil {
-		return nil, fmt.Errorf("initialise Helm for namespace %s: %w", req.Namespace, err)
-	}
-	what := fmt.Sprintf("Helm release %s in namespace %s", ReleaseName, req.Namespace)
-	history, err := action.NewHistory(cfg).Run(ReleaseName)
-	if err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
-		return nil, fmt.Errorf("read %s: %w", what, err)
-	}
-	if len(history) > 0 {
-		last := history[len(history)-1]
-		if !req.Ownership.owns(last.Labels) {
-			return nil, fmt.Errorf("%s already exists and is not owned by this development state: occ never takes over a release it did not install; uninstall it or use another cluster or namespace", what)
-		}
-		if err := rec.Record(state.HelmRelease(req.Namespace, ReleaseName)); err != nil {
-			return nil, fmt.Errorf("record %s in state: %w", what, err)
-		}
-		up := action.NewUpgrade(cfg)
-		up.Namespace = req.Namespace
-		up.Wait = true
-		up.Timeout = req.Timeout
-		up.Labels = req.Ownership.with(nil)
-		rel, err := up.RunWithContext(ctx, ReleaseName, req.Chart, vals)
-		if err != nil {
-			return rel, installError("upgrade", what, req.Timeout, err)
-		}
-		return rel, nil
-	}
-	if err := rec.Record(state.HelmRelease(req.Namespace, ReleaseName)); err != nil {
-		return nil, fmt.Errorf("record %s in state before installing it: %w", what, err)
-	}
-	in := action.NewInstall(cfg)
-	in.Namespace = req.Namespace
-	in.ReleaseName = ReleaseName
-	in.Wait = true
-	in.Timeout = req.Timeout
-	in.Labels = req.Ownership.with(nil)
-	rel, err := in.RunWithContext(ctx, req.Chart, vals)
+	rel, err := helmrelease.Ensure(ctx, helmrelease.EnsureOptions{
+		Release:  helmrelease.Release{Access: conn.Access, Namespace: req.Namespace, Name: ReleaseName},
+		Chart:    req.Chart,
+		Values:   vals,
+		Owner:    conn.Owner(),
+		Recorder: conn.Recorder(),
+		Timeout:  req.Timeout,
+		Wait:     true,
+		Converge: true,
+		Log:      req.Log,
+	})
 	if err != nil {
-		return rel, installError("install", what, req.Timeout, err)
+		return rel, fmt.Errorf("%w (waited for the migration and bootstrap Job, then the API and worker Deployments, within %s); "+
+			"the chart's validation message, or the Job's and Deployments' Pods in namespace %s, say why", err, req.Timeout, req.Namespace)
 	}
 	return rel, nil
-}
-
-func installError(verb, what string, timeout time.Duration, err error) error {
-	return fmt.Errorf("helm %s %s (the migration and bootstrap Job, then the API and worker Deployments, within %s): %w; "+
-		"the chart's validation message, or the Job's and Deployments' Pods in that namespace, say why", verb, what, timeout, err)
 }

@@ -185,7 +185,7 @@ func TestInstallChartWaitsForTheJobAndDeployments(t *testing.T) {
 	var rel *release.Release
 	var mu sync.Mutex
 	go func() {
-		r, err := InstallChart(ctx, b.helm(), b.objects, ChartInstall{Chart: fixtureChart(t), Namespace: b.ns, Values: vals, Timeout: 60 * time.Second, Ownership: b.own})
+		r, err := InstallChart(ctx, b.conn, ChartInstall{Chart: fixtureChart(t), Namespace: b.ns, Values: vals, Timeout: 60 * time.Second})
 		mu.Lock()
 		rel = r
 		mu.Unlock()
@@ -235,16 +235,16 @@ func TestInstallChartTimesOut(t *testing.T) {
 	createClaim(t, b)
 	vals := devValues(t)
 	vals.API.Clients[0].Namespace = b.ns
-	_, err := InstallChart(context.Background(), b.helm(), b.objects, ChartInstall{Chart: fixtureChart(t), Namespace: b.ns, Values: vals, Timeout: 3 * time.Second, Ownership: b.own})
+	_, err := InstallChart(context.Background(), b.conn, ChartInstall{Chart: fixtureChart(t), Namespace: b.ns, Values: vals, Timeout: 3 * time.Second})
 	if err == nil {
 		t.Fatal("the install succeeded although no Pod ever ran")
 	}
-	for _, want := range []string{"helm install Helm release openclaw-enterprise in namespace " + b.ns, "within 3s", "Pods"} {
+	for _, want := range []string{"helm install openclaw-enterprise in namespace " + b.ns, "within 3s", "Pods"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
 	}
-	if !b.objects.recordedRelease(b.ns, ReleaseName) {
+	if !b.recordedRelease(b.ns, ReleaseName) {
 		t.Error("the failed release was not recorded, so down could not remove it")
 	}
 }
@@ -256,13 +256,16 @@ func TestInstallChartRefusesAForeignRelease(t *testing.T) {
 	createClaim(t, b)
 	vals := devValues(t)
 	vals.API.Clients[0].Namespace = b.ns
-	other := Ownership{Labels: map[string]string{"app.kubernetes.io/managed-by": "occ", "occ.openclaw.dev/dev-state": "someone-else"}}
-	if _, err := InstallChart(context.Background(), b.helm(), b.objects, ChartInstall{Chart: fixtureChart(t), Namespace: b.ns, Values: vals, Timeout: 60 * time.Second, Ownership: other}); err != nil {
+	_, _, other := b.connect()
+	if _, err := InstallChart(context.Background(), other, ChartInstall{Chart: fixtureChart(t), Namespace: b.ns, Values: vals, Timeout: 60 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := InstallChart(context.Background(), b.helm(), b.objects, ChartInstall{Chart: fixtureChart(t), Namespace: b.ns, Values: vals, Timeout: 60 * time.Second, Ownership: b.own})
-	if err == nil || !strings.Contains(err.Error(), "not owned by this development state") {
+	_, err := InstallChart(context.Background(), b.conn, ChartInstall{Chart: fixtureChart(t), Namespace: b.ns, Values: vals, Timeout: 60 * time.Second})
+	if err == nil || !strings.Contains(err.Error(), "this development state did not install it") {
 		t.Fatalf("a foreign release was not refused: %v", err)
+	}
+	if b.recordedRelease(b.ns, ReleaseName) {
+		t.Error("the foreign release was recorded, so down would uninstall someone else's release")
 	}
 }
 
@@ -270,9 +273,7 @@ func TestInstallChartRefusesAForeignRelease(t *testing.T) {
 func createClaim(t *testing.T, b *bed) {
 	t.Helper()
 	for _, c := range VolumeClaims(b.ns, b.own) {
-		if err := b.objects.Ensure(context.Background(), c); err != nil {
-			t.Fatal(err)
-		}
+		b.ensure(c)
 	}
 }
 

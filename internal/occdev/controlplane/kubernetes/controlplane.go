@@ -16,30 +16,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	clientset "k8s.io/client-go/kubernetes"
 
 	"github.com/openclaw/occ/internal/kube"
+	"github.com/openclaw/occ/internal/occdev/kubeobj"
 )
-
-// Cluster is how the control plane reaches the development cluster.
-type Cluster struct {
-	// Client reads and waits.
-	Client clientset.Interface
-	// Objects creates and removes the launcher's objects, recording them (see Objects).
-	Objects Objects
-	// Recorder records the Helm release before it is installed.
-	Recorder Recorder
-	// Helm gives the Helm SDK the same cluster (the recorded kubeconfig and context).
-	Helm genericclioptions.RESTClientGetter
-}
 
 // Config is everything the in-cluster control plane is built from, decided before it starts.
 type Config struct {
 	// Namespace is the platform namespace; it exists already.
 	Namespace string
-	// Ownership marks the objects as this state's.
-	Ownership Ownership
 	// ControllerImage and PostgresImage are in-cluster digest references of imported images.
 	ControllerImage string
 	PostgresImage   string
@@ -68,8 +54,9 @@ const DefaultStartupTimeout = 600 * time.Second
 
 // ControlPlane installs the in-cluster OCE control plane in named steps.
 type ControlPlane struct {
-	cfg     Config
-	cluster Cluster
+	cfg  Config
+	conn *kubeobj.Conn
+	own  Ownership
 
 	credentials *Credentials
 	postgresIP  netip.Addr
@@ -101,15 +88,18 @@ func DescribeSteps(cfg Config) []Step {
 	return steps
 }
 
-// New checks cfg completely before anything is created.
-func New(cluster Cluster, cfg Config) (*ControlPlane, error) {
+// New checks cfg completely before anything is created. conn is the recording connection of
+// the flow (kubeobj): every object is created through it, recorded in the state before it is
+// created, adopted again only on exactly this state's ownership label, and the Helm release is
+// recorded in the same state.
+func New(conn *kubeobj.Conn, cfg Config) (*ControlPlane, error) {
 	cfg.defaults()
 	var errs []error
 	if msgs := validation.IsDNS1123Label(cfg.Namespace); len(msgs) > 0 {
 		errs = append(errs, fmt.Errorf("namespace %q must be a DNS label of at most 63 characters (OCC_DEVELOPMENT_KUBERNETES_NAMESPACE): %v", cfg.Namespace, msgs))
 	}
-	if len(cfg.Ownership.Labels) == 0 {
-		errs = append(errs, errors.New("no ownership labels: objects could not be told apart from other people's"))
+	if conn == nil || conn.Recorder() == nil || conn.Owner() == "" {
+		errs = append(errs, errors.New("the cluster connection is incomplete: a recording connection acting for a development state is needed (a bug in occ)"))
 	}
 	for _, img := range []struct{ what, ref string }{{"controller", cfg.ControllerImage}, {"PostgreSQL", cfg.PostgresImage}} {
 		if !digestReference.MatchString(img.ref) {
@@ -128,13 +118,10 @@ func New(cluster Cluster, cfg Config) (*ControlPlane, error) {
 	if cfg.StartupTimeout < 0 {
 		errs = append(errs, fmt.Errorf("startup timeout %s must be positive", cfg.StartupTimeout))
 	}
-	if cluster.Client == nil || cluster.Objects == nil || cluster.Recorder == nil || cluster.Helm == nil {
-		errs = append(errs, errors.New("the cluster access is incomplete (client, objects, recorder and Helm are all needed)"))
-	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	return &ControlPlane{cfg: cfg, cluster: cluster}, nil
+	return &ControlPlane{cfg: cfg, conn: conn, own: OwnershipOf(conn)}, nil
 }
 
 // Step is one named, repeatable part of the installation. Creates lists what it creates or
@@ -208,9 +195,10 @@ func (cp *ControlPlane) Up(ctx context.Context) error {
 // Release is the installed Helm release, once the chart step ran.
 func (cp *ControlPlane) Release() *release.Release { return cp.release }
 
+// ensure creates or converges objs through the recording connection.
 func (cp *ControlPlane) ensure(ctx context.Context, objs ...runtime.Object) error {
 	for _, o := range objs {
-		if err := cp.cluster.Objects.Ensure(ctx, o); err != nil {
+		if _, err := cp.conn.Ensure(ctx, o, kubeobj.Converge); err != nil {
 			return err
 		}
 	}
@@ -221,7 +209,7 @@ func (cp *ControlPlane) loadCredentials(ctx context.Context) error {
 	if cp.credentials != nil {
 		return nil
 	}
-	c, err := LoadOrGenerateCredentials(ctx, cp.cluster.Client, cp.cfg.Namespace, cp.cfg.Ownership, cp.cfg.Random)
+	c, err := LoadOrGenerateCredentials(ctx, cp.conn.Kube, cp.cfg.Namespace, cp.own, cp.cfg.Random)
 	if err != nil {
 		return err
 	}
@@ -236,11 +224,11 @@ func (cp *ControlPlane) ensureBootstrapSecret(ctx context.Context) error {
 	if err := cp.loadCredentials(ctx); err != nil {
 		return err
 	}
-	return cp.ensure(ctx, PostgresBootstrapSecretObject(cp.cfg.Namespace, cp.cfg.Ownership, cp.credentials))
+	return cp.ensure(ctx, PostgresBootstrapSecretObject(cp.cfg.Namespace, cp.own, cp.credentials))
 }
 
 func (cp *ControlPlane) ensureVolumes(ctx context.Context) error {
-	for _, c := range VolumeClaims(cp.cfg.Namespace, cp.cfg.Ownership) {
+	for _, c := range VolumeClaims(cp.cfg.Namespace, cp.own) {
 		if err := cp.ensure(ctx, c); err != nil {
 			return err
 		}
@@ -249,12 +237,12 @@ func (cp *ControlPlane) ensureVolumes(ctx context.Context) error {
 }
 
 func (cp *ControlPlane) prepareBootstrapVolume(ctx context.Context) error {
-	if err := cp.ensure(ctx, PreparePodObject(cp.cfg.Namespace, cp.cfg.Ownership, cp.cfg.ControllerImage)); err != nil {
+	if err := cp.ensure(ctx, PreparePodObject(cp.cfg.Namespace, cp.own, cp.cfg.ControllerImage)); err != nil {
 		return err
 	}
 	wctx, cancel := context.WithTimeout(ctx, cp.cfg.StartupTimeout)
 	defer cancel()
-	return waitPod(wctx, cp.cluster.Client, cp.cfg.Namespace, PreparePod, func(p *corev1.Pod) (bool, error) {
+	return waitPod(wctx, cp.conn.Kube, cp.cfg.Namespace, PreparePod, func(p *corev1.Pod) (bool, error) {
 		switch p.Status.Phase {
 		case corev1.PodSucceeded:
 			return true, nil
@@ -276,7 +264,7 @@ func terminationDetail(p *corev1.Pod) string {
 }
 
 func (cp *ControlPlane) startPostgres(ctx context.Context) error {
-	ns, own := cp.cfg.Namespace, cp.cfg.Ownership
+	ns, own := cp.cfg.Namespace, cp.own
 	if err := cp.ensure(ctx, PostgresStatefulSet(ns, own, cp.cfg.PostgresImage), PostgresService(ns, own)); err != nil {
 		return err
 	}
@@ -286,7 +274,7 @@ func (cp *ControlPlane) startPostgres(ctx context.Context) error {
 func (cp *ControlPlane) waitReady(ctx context.Context, kind, name string, wait func(context.Context, clientset.Interface, string, string) error) error {
 	wctx, cancel := context.WithTimeout(ctx, cp.cfg.StartupTimeout)
 	defer cancel()
-	if err := wait(wctx, cp.cluster.Client, cp.cfg.Namespace, name); err != nil {
+	if err := wait(wctx, cp.conn.Kube, cp.cfg.Namespace, name); err != nil {
 		if ctx.Err() == nil && errors.Is(err, kube.ErrWaitTimeout) {
 			return fmt.Errorf("%s %s/%s did not become ready within %s: check its Pods' events (imagePullPolicy Never needs the image imported into the node), or raise OCC_DEVELOPMENT_STARTUP_TIMEOUT_SECONDS: %w",
 				kind, cp.cfg.Namespace, name, cp.cfg.StartupTimeout, err)
@@ -297,11 +285,11 @@ func (cp *ControlPlane) waitReady(ctx context.Context, kind, name string, wait f
 }
 
 func (cp *ControlPlane) resolveAddresses(ctx context.Context) error {
-	ip, err := PostgresPodIP(ctx, cp.cluster.Client, cp.cfg.Namespace)
+	ip, err := PostgresPodIP(ctx, cp.conn.Kube, cp.cfg.Namespace)
 	if err != nil {
 		return err
 	}
-	api, err := KubernetesAPIEndpoint(ctx, cp.cluster.Client)
+	api, err := KubernetesAPIEndpoint(ctx, cp.conn.Kube)
 	if err != nil {
 		return err
 	}
@@ -324,7 +312,7 @@ func (cp *ControlPlane) ensureRestartEgress(ctx context.Context) error {
 	if err := cp.addresses(ctx); err != nil {
 		return err
 	}
-	for _, p := range RestartEgressPolicies(cp.cfg.Namespace, cp.cfg.Ownership, cp.nodeSubnet, int32(cp.apiEndpoint.Port())) {
+	for _, p := range RestartEgressPolicies(cp.cfg.Namespace, cp.own, cp.nodeSubnet, int32(cp.apiEndpoint.Port())) {
 		if err := cp.ensure(ctx, p); err != nil {
 			return err
 		}
@@ -340,7 +328,7 @@ func (cp *ControlPlane) ensureControlPlaneSecrets(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read the Installation %s: %w (the platform step writes it first)", cp.cfg.InstallationFile, err)
 	}
-	for _, s := range ControlPlaneSecretObjects(cp.cfg.Namespace, cp.cfg.Ownership, cp.credentials, installation) {
+	for _, s := range ControlPlaneSecretObjects(cp.cfg.Namespace, cp.own, cp.credentials, installation) {
 		if err := cp.ensure(ctx, s); err != nil {
 			return err
 		}
@@ -364,9 +352,8 @@ func (cp *ControlPlane) installChart(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rel, err := InstallChart(ctx, cp.cluster.Helm, cp.cluster.Recorder, ChartInstall{
-		Chart: cp.cfg.Chart, Namespace: cp.cfg.Namespace, Values: values, Timeout: cp.cfg.StartupTimeout,
-		Ownership: cp.cfg.Ownership, Log: cp.cfg.HelmLog,
+	rel, err := InstallChart(ctx, cp.conn, ChartInstall{
+		Chart: cp.cfg.Chart, Namespace: cp.cfg.Namespace, Values: values, Timeout: cp.cfg.StartupTimeout, Log: cp.cfg.HelmLog,
 	})
 	if err != nil {
 		return err
@@ -376,7 +363,7 @@ func (cp *ControlPlane) installChart(ctx context.Context) error {
 }
 
 func (cp *ControlPlane) ensureTenantBindings(ctx context.Context) error {
-	for _, b := range TenantBindings(cp.cfg.Namespace, cp.cfg.Ownership) {
+	for _, b := range TenantBindings(cp.cfg.Namespace, cp.own) {
 		if err := cp.ensure(ctx, b); err != nil {
 			return err
 		}
@@ -385,7 +372,7 @@ func (cp *ControlPlane) ensureTenantBindings(ctx context.Context) error {
 }
 
 func (cp *ControlPlane) startProxy(ctx context.Context) error {
-	ns, own := cp.cfg.Namespace, cp.cfg.Ownership
+	ns, own := cp.cfg.Namespace, cp.own
 	if err := cp.ensure(ctx, ProxyDeploymentObject(ns, own, cp.cfg.ControllerImage), ProxyServiceObject(ns, own)); err != nil {
 		return err
 	}

@@ -29,8 +29,8 @@ func (b *bed) newControlPlane(random io.Reader, helmLog func(string, ...any)) (*
 		b.t.Fatal(err)
 	}
 	installation, data := writeInstallation(b.t)
-	cp, err := New(b.cluster(), Config{
-		Namespace: b.ns, Ownership: b.own, ControllerImage: controllerRef, PostgresImage: postgresRef,
+	cp, err := New(b.conn, Config{
+		Namespace: b.ns, ControllerImage: controllerRef, PostgresImage: postgresRef,
 		HostAPIPort: 3000, InstallationFile: installation, Chart: ch,
 		NodeNetwork: "k3d-occ-dev-test", NodeSubnets: []string{"fd00::/64", b.nodeSubnet().String()},
 		StartupTimeout: 90e9, Random: random, HelmLog: helmLog,
@@ -130,7 +130,7 @@ func (b *bed) checkObjects(ctx context.Context, installation []byte) {
 		if kind == "ClusterRoleBinding" {
 			ns = ""
 		}
-		if !b.objects.recorded(kind, ns, name) {
+		if !b.recorded(kind, ns, name) {
 			t.Errorf("%s %s was not recorded in the state", kind, name)
 		}
 	}
@@ -253,7 +253,7 @@ func (b *bed) checkObjects(ctx context.Context, installation []byte) {
 	if err != nil {
 		t.Fatalf("the OCE release is missing: %v", err)
 	}
-	if !b.objects.recordedRelease(b.ns, ReleaseName) {
+	if !b.recordedRelease(b.ns, ReleaseName) {
 		t.Error("the Helm release was not recorded in the state")
 	}
 	if rel.Info.Status != release.StatusDeployed || !b.own.owns(rel.Labels) {

@@ -11,9 +11,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	clientset "k8s.io/client-go/kubernetes"
 
 	"github.com/openclaw/occ/internal/kube"
+	"github.com/openclaw/occ/internal/occdev/controlplane"
+	"github.com/openclaw/occ/internal/occdev/kubeobj"
+	"github.com/openclaw/occ/internal/occdev/state"
 )
 
 // PodExec runs command in a container and returns what it wrote to standard output, at most
@@ -23,18 +25,20 @@ type PodExec interface {
 	Exec(ctx context.Context, namespace, pod, container string, command []string, limit int64) ([]byte, error)
 }
 
-// KeyVerifier is the shared bootstrap-key code of the control plane: it parses the service key,
-// checks it against the live Installation (GET /installation with x-api-key, through the
-// development proxy) and writes it O_EXCL 0600 to the key destination. It returns the
-// Installation ID.
+// KeyVerifier is the shared bootstrap-key code of both control-plane profiles,
+// controlplane.KeyInstaller: it parses the service key, checks it against the live Installation
+// (GET /installation with x-api-key, through the development proxy) and writes it O_EXCL 0600
+// to the key destination. It returns the Installation ID. It is an interface only so the
+// copy's failure paths can be driven without an API.
 type KeyVerifier interface {
 	VerifyAndWrite(ctx context.Context, key []byte) (installationID string, err error)
 }
 
+var _ KeyVerifier = controlplane.KeyInstaller{}
+
 // KeyCopy copies the bootstrap output out of the cluster.
 type KeyCopy struct {
 	Namespace string
-	Ownership Ownership
 	// ControllerImage runs the reader (it has Node, which reads the files).
 	ControllerImage string
 	// PasswordFile is where the administrator password goes (<state>/initial-admin-password).
@@ -60,12 +64,14 @@ const maxBootstrapFile = 64 << 10
 const readScript = `process.stdout.write(require("node:fs").readFileSync(process.argv[1]))`
 
 // ReaderPodObject mounts the bootstrap claim read-only and idles, so the files can be read
-// through exec: the chart's bootstrap Job has finished and released the volume by then.
+// through exec: the chart's bootstrap Job has finished and released the volume by then. It is a
+// long-running Pod (restartPolicy Always): should its idle process die, the kubelet starts it
+// again and the read can still happen within the wait; the copy deletes it in every case.
 func ReaderPodObject(namespace string, own Ownership, controllerImage string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: ReaderPod, Namespace: namespace, Labels: own.with(nil)},
 		Spec: corev1.PodSpec{
-			RestartPolicy:                corev1.RestartPolicyNever,
+			RestartPolicy:                corev1.RestartPolicyAlways,
 			AutomountServiceAccountToken: ptr(false),
 			SecurityContext: &corev1.PodSecurityContext{
 				RunAsNonRoot:   ptr(true),
@@ -97,22 +103,31 @@ func ReaderPodObject(namespace string, own Ownership, controllerImage string) *c
 // CopyBootstrapKey reads the administrator password and the service key the bootstrap Job
 // wrote, through a temporary reader Pod, writes the password to PasswordFile (O_EXCL, 0600),
 // and hands the key to verifier, which checks it against the live Installation and writes it.
-// The reader Pod is removed in every case, on a context of its own, so neither a failure nor a
-// cancelled run leaves it behind; a password file this call wrote is removed again when a later
-// part fails. Neither value appears in any error.
-func CopyBootstrapKey(ctx context.Context, client clientset.Interface, objects Objects, exec PodExec, verifier KeyVerifier, req KeyCopy) (_ KeyResult, err error) {
-	reader := ReaderPodObject(req.Namespace, req.Ownership, req.ControllerImage)
-	// Armed before the create, so a reader that exists after a failed create is removed too.
+// The reader Pod is created through conn (recorded first) and removed in every case, on a
+// context of its own, so neither a failure nor a cancelled run leaves it behind; its record is
+// forgotten once it is gone. A password file this call wrote is removed again when a later part
+// fails. Neither value appears in any error.
+func CopyBootstrapKey(ctx context.Context, conn *kubeobj.Conn, exec PodExec, verifier KeyVerifier, req KeyCopy) (_ KeyResult, err error) {
+	reader := ReaderPodObject(req.Namespace, OwnershipOf(conn), req.ControllerImage)
+	record, err := state.Ref(reader)
+	if err != nil {
+		return KeyResult{}, err
+	}
+	// Armed before the create, so a reader that exists after a failed create is removed too
+	// (without a UID, the removal goes by this state's ownership label).
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
-		if rerr := objects.Remove(rctx, reader); rerr != nil {
+		if rerr := removeReader(rctx, conn, record); rerr != nil {
 			err = errors.Join(err, fmt.Errorf("remove the bootstrap key reader Pod %s/%s: %w", req.Namespace, ReaderPod, rerr))
 		}
 	}()
-	if err := objects.Ensure(ctx, reader); err != nil {
+	created, err := conn.Ensure(ctx, reader, kubeobj.Converge)
+	if err != nil {
 		return KeyResult{}, fmt.Errorf("create the bootstrap key reader Pod: %w", err)
 	}
+	record = kubeobj.Ref(created)
+	client := conn.Kube
 	wctx, cancel := context.WithTimeout(ctx, req.Timeout)
 	defer cancel()
 	if err := waitPod(wctx, client, req.Namespace, ReaderPod, func(p *corev1.Pod) (bool, error) {
@@ -156,6 +171,17 @@ func CopyBootstrapKey(ctx context.Context, client clientset.Interface, objects O
 		return KeyResult{}, err
 	}
 	return KeyResult{InstallationID: id, PasswordFile: req.PasswordFile, AdminEmail: AdminEmail}, nil
+}
+
+// removeReader deletes the reader Pod if it is still the one this run created, then forgets
+// its record: gone, or never ours (a same-named Pod someone else made, which the create refused
+// and the removal left alone), it is nothing `down` should look for. A reader whose removal
+// fails stays recorded, so `down` tries again.
+func removeReader(ctx context.Context, conn *kubeobj.Conn, record state.Object) error {
+	if _, err := conn.Remove(ctx, record); err != nil {
+		return err
+	}
+	return conn.Recorder().Forget(record)
 }
 
 // writePrivateOnce writes data to a new 0600 file. A file with exactly data already there (a

@@ -3,6 +3,8 @@ package kubernetes
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +15,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/openclaw/occ/internal/occdev/controlplane"
 )
 
 // volumeExec stands in for exec in the reader Pod (the bed has no kubelet to run it): it answers
@@ -70,7 +74,7 @@ func bootstrapFiles(password string) map[string]string {
 }
 
 func (b *bed) keyCopy(t *testing.T) KeyCopy {
-	return KeyCopy{Namespace: b.ns, Ownership: b.own, ControllerImage: controllerRef, PasswordFile: filepath.Join(t.TempDir(), PasswordFileName), Timeout: 30 * time.Second}
+	return KeyCopy{Namespace: b.ns, ControllerImage: controllerRef, PasswordFile: filepath.Join(t.TempDir(), PasswordFileName), Timeout: 30 * time.Second}
 }
 
 func (b *bed) readerGone(ctx context.Context) {
@@ -93,7 +97,7 @@ func TestCopyBootstrapKey(t *testing.T) {
 	verifier := &recordingVerifier{}
 	req := b.keyCopy(t)
 
-	res, err := CopyBootstrapKey(ctx, b.client, b.objects, exec, verifier, req)
+	res, err := CopyBootstrapKey(ctx, b.conn, exec, verifier, req)
 	if err != nil {
 		t.Fatalf("CopyBootstrapKey: %v", err)
 	}
@@ -113,8 +117,12 @@ func TestCopyBootstrapKey(t *testing.T) {
 	if data, _ := os.ReadFile(req.PasswordFile); string(data) != testPassword {
 		t.Errorf("password file holds %q", data)
 	}
-	if !b.objects.recorded("Pod", b.ns, ReaderPod) {
-		t.Error("the reader Pod was not recorded before it was created")
+	reader := "v1 Pod " + b.ns + "/" + ReaderPod
+	if h := strings.Join(b.history.list(), "\n"); !strings.Contains(h, "record "+reader+"\nrecord "+reader) || !strings.HasSuffix(h, "forget "+reader) {
+		t.Errorf("the reader Pod was not recorded before it was created (and with its uid after), then forgotten once removed:\n%s", h)
+	}
+	if b.recorded("Pod", b.ns, ReaderPod) {
+		t.Error("the removed reader Pod is still recorded, so down would look for it")
 	}
 	b.readerGone(ctx)
 	if len(exec.calls) != 2 {
@@ -130,7 +138,7 @@ func TestCopyBootstrapKey(t *testing.T) {
 	}
 
 	// A repeated step with the same password is accepted (the file is already the same).
-	if _, err := CopyBootstrapKey(ctx, b.client, b.objects, exec, &recordingVerifier{}, req); err != nil {
+	if _, err := CopyBootstrapKey(ctx, b.conn, exec, &recordingVerifier{}, req); err != nil {
 		t.Fatalf("repeated CopyBootstrapKey: %v", err)
 	}
 	b.readerGone(ctx)
@@ -144,7 +152,7 @@ func TestCopyBootstrapKeyFailureLeavesNothing(t *testing.T) {
 	ctx := context.Background()
 	req := b.keyCopy(t)
 	verifier := &recordingVerifier{err: errors.New("Installation ID does not match the bootstrap service key")}
-	_, err := CopyBootstrapKey(ctx, b.client, b.objects, &volumeExec{t: t, files: bootstrapFiles(testPassword)}, verifier, req)
+	_, err := CopyBootstrapKey(ctx, b.conn, &volumeExec{t: t, files: bootstrapFiles(testPassword)}, verifier, req)
 	if err == nil || !strings.Contains(err.Error(), "Installation ID does not match the bootstrap service key") {
 		t.Fatalf("CopyBootstrapKey error = %v", err)
 	}
@@ -157,7 +165,7 @@ func TestCopyBootstrapKeyFailureLeavesNothing(t *testing.T) {
 	b.readerGone(ctx)
 
 	// An empty password file: the reference's message, and again nothing left.
-	_, err = CopyBootstrapKey(ctx, b.client, b.objects, &volumeExec{t: t, files: bootstrapFiles("  \n")}, &recordingVerifier{}, req)
+	_, err = CopyBootstrapKey(ctx, b.conn, &volumeExec{t: t, files: bootstrapFiles("  \n")}, &recordingVerifier{}, req)
 	if err == nil || err.Error() != "bootstrap administrator password is empty" {
 		t.Fatalf("empty password: %v", err)
 	}
@@ -166,7 +174,7 @@ func TestCopyBootstrapKeyFailureLeavesNothing(t *testing.T) {
 	// The bootstrap Job wrote no key (a re-used database): the read fails, the reader goes.
 	files := bootstrapFiles(testPassword)
 	delete(files, BootstrapMountPath+"/"+ServiceKeyFileName)
-	_, err = CopyBootstrapKey(ctx, b.client, b.objects, &volumeExec{t: t, files: files}, &recordingVerifier{}, req)
+	_, err = CopyBootstrapKey(ctx, b.conn, &volumeExec{t: t, files: files}, &recordingVerifier{}, req)
 	if err == nil || !strings.Contains(err.Error(), ServiceKeyFileName) {
 		t.Fatalf("missing key file: %v", err)
 	}
@@ -180,7 +188,7 @@ func TestCopyBootstrapKeyReaderNeverReady(t *testing.T) {
 	b.kubelet.pause()
 	req := b.keyCopy(t)
 	req.Timeout = 2 * time.Second
-	_, err := CopyBootstrapKey(context.Background(), b.client, b.objects, &volumeExec{t: t}, &recordingVerifier{}, req)
+	_, err := CopyBootstrapKey(context.Background(), b.conn, &volumeExec{t: t}, &recordingVerifier{}, req)
 	if err == nil || !strings.Contains(err.Error(), "wait for Pod "+b.ns+"/"+ReaderPod) {
 		t.Fatalf("CopyBootstrapKey error = %v", err)
 	}
@@ -194,9 +202,7 @@ func TestAPIExecReachesTheExecSubresource(t *testing.T) {
 	b := newBed(t)
 	b.kubelet.pause()
 	ctx := context.Background()
-	if err := b.objects.Ensure(ctx, ReaderPodObject(b.ns, b.own, controllerRef)); err != nil {
-		t.Fatal(err)
-	}
+	b.ensure(ReaderPodObject(b.ns, b.own, controllerRef))
 	e := APIExec{Config: b.config, Client: b.client}
 	_, err := e.Exec(ctx, b.ns, ReaderPod, readerContainer, []string{"node", "-e", readScript, BootstrapMountPath + "/" + PasswordFileName}, 1024)
 	if err == nil {
@@ -206,4 +212,82 @@ func TestAPIExecReachesTheExecSubresource(t *testing.T) {
 	if !strings.Contains(err.Error(), "exec in Pod "+b.ns+"/"+ReaderPod) || !strings.Contains(err.Error(), "host") {
 		t.Fatalf("exec error = %v, want the API server's refusal for a Pod without a node", err)
 	}
+}
+
+// installationAPI stands in for the OCE API behind the development proxy (the bed routes no
+// Service, so the proxy cannot be reached; the shared key code is driven against this seam):
+// GET /installation answers the Installation id only for the expected x-api-key, as OCE does.
+func installationAPI(t *testing.T, key, installationID string) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.Method != http.MethodGet || r.URL.Path != "/installation" {
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte(`{"error":{"code":"NOT_FOUND","message":"no route"}}`))
+			return
+		}
+		if r.Header.Get(controlplane.ServiceKeyHeader) != key || r.Header.Get("Authorization") != "" {
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write([]byte(`{"error":{"code":"UNAUTHENTICATED","message":"Authentication required."}}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"data":{"id":"` + installationID + `","name":"Kubernetes development"},"meta":{}}`))
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// The key copy with the shared key code of both profiles (controlplane.KeyInstaller, no stand-in
+// verifier): the key read through the reader Pod is verified with GET /installation and x-api-key,
+// written O_EXCL 0600 to the key destination, and the temporary copy is gone. Against an API whose
+// Installation is another one, nothing is written and the reader is still removed.
+func TestCopyBootstrapKeyWithTheSharedKeyInstaller(t *testing.T) {
+	b := newBed(t)
+	ctx := context.Background()
+	const id = "ins_0a1b2c3d-0000-4000-8000-000000000001"
+	stateDir := t.TempDir()
+	dest, err := controlplane.ResolveKeyDestination("", stateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := installationAPI(t, "occ_sk_canary_91d2", id)
+	installer := controlplane.KeyInstaller{StateDir: stateDir, Destination: dest, APIURL: api.URL, Client: controlplane.NewAPIClient(5 * time.Second)}
+	res, err := CopyBootstrapKey(ctx, b.conn, &volumeExec{t: t, files: bootstrapFiles(testPassword)}, installer, b.keyCopy(t))
+	if err != nil {
+		t.Fatalf("CopyBootstrapKey: %v", err)
+	}
+	if res.InstallationID != id {
+		t.Errorf("Installation ID %q", res.InstallationID)
+	}
+	fi, err := os.Stat(dest.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(dest.Path); string(data) != testKey || fi.Mode().Perm() != 0o600 {
+		t.Errorf("key file %s: mode %v, content %q", dest.Path, fi.Mode().Perm(), data)
+	}
+	if _, err := os.Stat(filepath.Join(stateDir, controlplane.KeyCopyName)); !os.IsNotExist(err) {
+		t.Errorf("the temporary key copy is still there: %v", err)
+	}
+	b.readerGone(ctx)
+
+	// Another stack answers on the API port: its Installation is not the key's.
+	otherDir := t.TempDir()
+	otherDest, err := controlplane.ResolveKeyDestination("", otherDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := installationAPI(t, "occ_sk_canary_91d2", "ins_ffffffff-0000-4000-8000-000000000002")
+	req := b.keyCopy(t)
+	_, err = CopyBootstrapKey(ctx, b.conn, &volumeExec{t: t, files: bootstrapFiles(testPassword)},
+		controlplane.KeyInstaller{StateDir: otherDir, Destination: otherDest, APIURL: other.URL}, req)
+	if err == nil || !strings.Contains(err.Error(), "Installation ID does not match the bootstrap service key") || strings.Contains(err.Error(), "occ_sk_canary") {
+		t.Fatalf("mismatch: %v", err)
+	}
+	for _, p := range []string{otherDest.Path, req.PasswordFile} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s was left behind after the refused key: %v", p, err)
+		}
+	}
+	b.readerGone(ctx)
 }

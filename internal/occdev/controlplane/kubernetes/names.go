@@ -1,5 +1,7 @@
 package kubernetes
 
+import "github.com/openclaw/occ/internal/contract"
+
 // Names and keys the OCE chart and the reference launcher fix (fact sheet §3, §5). The Secret
 // names and keys are the chart's defaults, so the development values need not name them.
 const (
@@ -72,9 +74,9 @@ const (
 // The chart's own labels on its Pods (openclaw.labels), which the launcher's NetworkPolicies
 // select.
 const (
-	labelName      = "app.kubernetes.io/name"
-	labelInstance  = "app.kubernetes.io/instance"
-	labelComponent = "app.kubernetes.io/component"
+	labelName      = contract.LabelName
+	labelInstance  = contract.LabelInstance
+	labelComponent = contract.LabelComponent
 	oceAppName     = "openclaw-enterprise"
 )
 

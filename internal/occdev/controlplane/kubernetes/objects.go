@@ -1,34 +1,22 @@
 package kubernetes
 
 import (
-	"context"
 	"maps"
 
-	"k8s.io/apimachinery/pkg/runtime"
-
-	"github.com/openclaw/occ/internal/occdev/state"
+	"github.com/openclaw/occ/internal/occdev/kubeobj"
 )
 
-// Objects creates and removes the launcher's objects. The dev lifecycle's recorded-object
-// client implements it: Ensure records obj in the private state before creating it, adopts an
-// existing object of the same name only when it carries this state's ownership labels (anything
-// else is refused, never taken over), and converges an adopted object to obj by server-side
-// apply. Remove deletes obj only if it is still this state's.
-type Objects interface {
-	Ensure(ctx context.Context, obj runtime.Object) error
-	Remove(ctx context.Context, obj runtime.Object) error
-}
-
-// Recorder receives what is created outside Objects (the Helm release) before it is created.
-type Recorder interface {
-	Record(o state.Object) error
-}
-
 // Ownership is how this state marks what it creates: app.kubernetes.io/managed-by and occ's
-// ownership label with the state's id. The labels go on every object and every Pod template,
-// so Pods are recognisable as well as their owners.
+// ownership label with the state's id (kubeobj.OwnerLabels). The recorded-object client puts
+// them on every object it creates; the builders here also put them on every Pod template, so
+// Pods are recognisable as well as their owners.
 type Ownership struct {
 	Labels map[string]string
+}
+
+// OwnershipOf is the ownership of the state conn acts for.
+func OwnershipOf(conn *kubeobj.Conn) Ownership {
+	return Ownership{Labels: kubeobj.OwnerLabels(conn.Owner())}
 }
 
 // with returns the ownership labels plus extra (extra wins on a clash, which callers avoid).

@@ -119,7 +119,7 @@ func TestCredentialsStayInTheClusterSecrets(t *testing.T) {
 
 	var places []string
 	add := func(what, text string) { places = append(places, what+":\n"+text) }
-	add("recorded state", b.objects.stateJSON(t))
+	add("recorded state", b.stateJSON(t))
 	logMu.Lock()
 	add("Helm log", helmLog.String())
 	logMu.Unlock()
@@ -193,8 +193,8 @@ func TestForeignBootstrapSecretIsRefused(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "is not owned by this development state") || strings.Contains(err.Error(), "theirs") {
 		t.Fatalf("Up with a foreign %s: %v", PostgresBootstrapSecret, err)
 	}
-	if len(b.objects.records) != 0 {
-		t.Errorf("objects were recorded before the refusal: %v", b.objects.records)
+	if objs := b.dir.State().Objects; len(objs) != 0 {
+		t.Errorf("objects were recorded before the refusal: %v", objs)
 	}
 	if _, err := b.client.CoreV1().PersistentVolumeClaims(b.ns).Get(ctx, PostgresDataClaim, metav1.GetOptions{}); err == nil {
 		t.Error("a PVC was created after the refusal")

@@ -46,14 +46,14 @@ func TestBuildValuesRefusesUnusableAddresses(t *testing.T) {
 	}
 }
 
-// A mis-wired `up` (tag instead of in-cluster digest, relative Installation path, no ownership)
+// A mis-wired `up` (tag instead of in-cluster digest, relative Installation path, no recording connection)
 // is refused as a whole before anything is created.
 func TestNewRefusesAnIncompleteConfiguration(t *testing.T) {
-	_, err := New(Cluster{}, Config{Namespace: "OCE", ControllerImage: "openclaw-enterprise-controller:kubernetes-quickstart", PostgresImage: postgresRef, InstallationFile: "installation.yaml"})
+	_, err := New(nil, Config{Namespace: "OCE", ControllerImage: "openclaw-enterprise-controller:kubernetes-quickstart", PostgresImage: postgresRef, InstallationFile: "installation.yaml"})
 	if err == nil {
 		t.Fatal("New accepted the configuration")
 	}
-	for _, want := range []string{`namespace "OCE"`, "no ownership labels", `controller image "openclaw-enterprise-controller:kubernetes-quickstart"`, "development API port 0", `Installation file "installation.yaml"`, "no OCE chart", "cluster access is incomplete"} {
+	for _, want := range []string{`namespace "OCE"`, `controller image "openclaw-enterprise-controller:kubernetes-quickstart"`, "development API port 0", `Installation file "installation.yaml"`, "no OCE chart", "cluster connection is incomplete"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}

@@ -1,0 +1,54 @@
+package occdev
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/openclaw/occ/internal/occdev/controlplane"
+)
+
+// findOCE finds the OCE checkout both control-plane profiles run from. Without one, pending
+// says so and how to add the control plane (only the sandbox platform comes up), unless an
+// option that only the control plane uses was given, which is an error. A directory named
+// explicitly that is not a checkout is an error before anything runs.
+func findOCE(p *Plan, o UpOptions) (co controlplane.Checkout, pending string, err error) {
+	co, err = controlplane.FindCheckout(controlplane.FindCheckoutOptions{Flag: o.OCE.Repository, WorkingDir: o.OCE.WorkingDir})
+	if errors.Is(err, controlplane.ErrNoCheckout) {
+		if len(o.OCE.ComposeArgs) > 0 || o.OCE.KeyOutput != "" {
+			return co, "", &OptionError{Option: "the OCE checkout", Value: "none found", Rule: err.Error(),
+				Fix: "Compose options and --key-output need the control plane; run from an OCE checkout or pass --repository"}
+		}
+		return co, fmt.Sprintf("not started: %v. Only the sandbox platform is up. To add the OCE control plane, remove this environment (occ dev down --state-dir %s) and run occ dev up again from an OpenClaw Enterprise checkout, or with %s <checkout> (or %s set)",
+			err, p.StateDir, controlplane.FlagRepository, controlplane.EnvRepository), nil
+	}
+	var nce *controlplane.NotCheckoutError
+	if errors.As(err, &nce) {
+		return co, "", &OptionError{Option: nce.Option, Value: nce.Value, Rule: "is not an OpenClaw Enterprise checkout (" + err.Error() + ")", Fix: "pass the root of an OCE clone"}
+	}
+	return co, "", err
+}
+
+// newOCEPlan is what both profiles decide alike about the control plane before anything runs:
+// the checkout and its commit, the selected controller and Agent runtime images (both or
+// neither, each by digest) and where the verified key goes.
+func newOCEPlan(p *Plan, o UpOptions, co controlplane.Checkout) (*OCEPlan, error) {
+	if err := o.OCE.Images.Validate(); err != nil {
+		return nil, &OptionError{Option: controlplane.EnvControllerImage + " and " + controlplane.EnvRuntimeImage,
+			Value: o.OCE.Images.Controller + " / " + o.OCE.Images.Runtime, Rule: err.Error(), Fix: "select both by digest, or neither to build them from the checkout"}
+	}
+	keyDest, err := controlplane.ResolveKeyDestination(o.OCE.KeyOutput, p.StateDir)
+	if err != nil {
+		var ke *controlplane.KeyOutputError
+		if errors.As(err, &ke) {
+			return nil, &OptionError{Option: controlplane.FlagKeyOutput, Value: ke.Value, Rule: ke.Rule, Fix: ke.Fix}
+		}
+		return nil, err
+	}
+	op := &OCEPlan{Checkout: co.Root, Commit: co.Commit, CheckoutSource: co.Source, KeyFile: keyDest.Path, keyDest: keyDest, RuntimeImage: controlplane.DefaultRuntimeTag}
+	if o.OCE.Images.Selected() {
+		sel := o.OCE.Images
+		op.SelectedImages = &sel
+		op.RuntimeImage = sel.Runtime
+	}
+	return op, nil
+}
