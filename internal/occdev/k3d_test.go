@@ -31,9 +31,8 @@ import (
 // scenario; each scenario that needs a cluster of occ's makes its own, as `up` would.
 func TestK3dDevEnvironment(t *testing.T) {
 	// The binary is built first, with the Go caches of the environment the test started in (the
-	// bed gives the user a HOME of their own), and removed when the test ends.
+	// bed gives the user a HOME of their own); TestMain removes it once every test has run.
 	startBuild()
-	t.Cleanup(removeBuild)
 	b := newK3dBed(t, nil)
 	unrelated := b.createUnrelatedCluster(t)
 	// The node and tools images were pulled by the unrelated cluster's owner: they existed before
@@ -431,8 +430,9 @@ func startBuild() {
 	})
 }
 
-// removeBuild removes the binary's directory once the build has finished.
+// removeBuild removes the binary's directory once the build (if one started) has finished.
 func removeBuild() {
+	buildOnce.Do(func() { close(buildDone) }) // no build started: nothing to wait for
 	<-buildDone
 	if builtOCC != "" {
 		_ = os.RemoveAll(filepath.Dir(builtOCC))

@@ -8,7 +8,13 @@ import (
 	"github.com/openclaw/occ/internal/testbed"
 )
 
-func TestMain(m *testing.M) { os.Exit(testbed.Run(m)) }
+// TestMain runs the tests on the envtest bed and removes the occ binary the CLI tests share
+// (built at most once per test binary) after the last of them.
+func TestMain(m *testing.M) {
+	code := testbed.Run(m)
+	removeBuild()
+	os.Exit(code)
+}
 
 type bed = occdevtest.Bed
 
