@@ -372,7 +372,7 @@ func composeInstallation(ctx context.Context, r *run, in *platform.InstallationI
 	if ref == "" {
 		return errors.New("the Agent runtime image was not verified in the node; it cannot be named in the Installation")
 	}
-	extras, err := compose.ComputeExtras(ctx, r.conn.Kube, ref)
+	extras, err := controlplane.ComputeExtras(ctx, r.conn.Kube, ref)
 	if err != nil {
 		return err
 	}

@@ -392,16 +392,7 @@ func kubernetesInstallation(ctx context.Context, r *run, in *platform.Installati
 		return fmt.Errorf("the Gateway Service answers as %s (ClusterIP %s), but the platform names %s (ClusterIP %s): refusing to write an Installation that points elsewhere",
 			got.GatewayEndpoint, got.GatewayClusterIP, in.GatewayEndpoint, in.GatewayClusterIP)
 	}
-	in.Compute = &platform.ComputeExtras{
-		Images: platform.ComputeImages{Gateway: got.Images.Gateway, Agent: got.Images.Agent, RequireImmutableDigest: got.Images.RequireImmutableDigest},
-		Runtime: platform.ComputeRuntime{
-			GatewayStorageClassName: got.Runtime.GatewayStorageClassName,
-			TransportSecretPrefix:   got.Runtime.TransportSecretPrefix,
-			GatewayNodeSelector:     got.Runtime.GatewayNodeSelector,
-		},
-		PluginStatusProxySourceCIDRs: got.PluginStatusProxySourceCIDRs,
-		GatewayTrustedProxyCIDRs:     got.GatewayTrustedProxyCIDRs,
-	}
+	in.Compute = got.Compute
 	return r.state.Update(func(s *state.State) {
 		for i := range s.ControlPlane.Images {
 			s.ControlPlane.Images[i].InCluster = refs[s.ControlPlane.Images[i].Role]

@@ -19,6 +19,7 @@ import (
 	clientset "k8s.io/client-go/kubernetes"
 
 	"github.com/openclaw/occ/internal/kube"
+	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
 )
 
@@ -102,7 +103,7 @@ func New(conn *kubeobj.Conn, cfg Config) (*ControlPlane, error) {
 		errs = append(errs, errors.New("the cluster connection is incomplete: a recording connection acting for a development state is needed (a bug in occ)"))
 	}
 	for _, img := range []struct{ what, ref string }{{"controller", cfg.ControllerImage}, {"PostgreSQL", cfg.PostgresImage}} {
-		if !digestReference.MatchString(img.ref) {
+		if !controlplane.IsDigestReference(img.ref) {
 			errs = append(errs, fmt.Errorf("%s image %q is not an in-cluster digest reference (<repository>@sha256:<64 hex>): import it into the cluster first", img.what, img.ref))
 		}
 	}

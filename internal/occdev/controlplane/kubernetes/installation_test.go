@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/openclaw/occ/internal/occdev/platform"
 )
 
 const runtimeRef = "docker.io/library/openclaw-enterprise-runtime@sha256:2222222222222222222222222222222222222222222222222222222222222222"
@@ -63,14 +65,10 @@ func TestInstallationInputForTheProfile(t *testing.T) {
 	if in.GatewayClusterIP != svc.Spec.ClusterIP || svc.Spec.ClusterIP == "" {
 		t.Errorf("ClusterIP %q, Service has %q", in.GatewayClusterIP, svc.Spec.ClusterIP)
 	}
-	if in.Images != (ComputeImages{Gateway: runtimeRef, Agent: runtimeRef, RequireImmutableDigest: true}) {
-		t.Errorf("images = %+v", in.Images)
-	}
-	if in.Runtime.GatewayNodeSelector[corev1.LabelHostname] != node.Name || in.Runtime.GatewayStorageClassName != StorageClassName || in.Runtime.TransportSecretPrefix != "openclaw-agent-transport" {
-		t.Errorf("runtime = %+v", in.Runtime)
-	}
-	if len(in.PluginStatusProxySourceCIDRs) != 1 || in.PluginStatusProxySourceCIDRs[0] != "10.42.0.1/32" {
-		t.Errorf("pluginStatusProxySourceCidrs = %v, want the node bridge 10.42.0.1/32", in.PluginStatusProxySourceCIDRs)
+	if c := in.Compute; c == nil || c.Images != (platform.ComputeImages{Gateway: runtimeRef, Agent: runtimeRef, RequireImmutableDigest: true}) ||
+		c.Runtime.GatewayNodeSelector[corev1.LabelHostname] != node.Name || c.Runtime.GatewayStorageClassName != StorageClassName || c.Runtime.TransportSecretPrefix != "openclaw-agent-transport" ||
+		len(c.PluginStatusProxySourceCIDRs) != 1 || c.PluginStatusProxySourceCIDRs[0] != "10.42.0.1/32" || len(c.GatewayTrustedProxyCIDRs) != 1 || c.GatewayTrustedProxyCIDRs[0] != "127.0.0.1/32" {
+		t.Errorf("compute = %+v, want the runtime by digest on node %s with its bridge 10.42.0.1/32", c, node.Name)
 	}
 	if len(in.GatewayClients) != 1 || in.GatewayClients[0].Namespace != b.ns || in.GatewayClients[0].PodLabels[labelName] != DevelopmentClient {
 		t.Errorf("gatewayClients = %+v", in.GatewayClients)

@@ -1,6 +1,9 @@
 package kubernetes
 
-import "github.com/openclaw/occ/internal/contract"
+import (
+	"github.com/openclaw/occ/internal/contract"
+	"github.com/openclaw/occ/internal/occdev/controlplane"
+)
 
 // Names and keys the OCE chart and the reference launcher fix (fact sheet §3, §5). The Secret
 // names and keys are the chart's defaults, so the development values need not name them.
@@ -30,7 +33,7 @@ const (
 
 	PostgresDataClaim = "postgres-data"
 	BootstrapClaim    = "bootstrap-password"
-	StorageClassName  = "local-path"
+	StorageClassName  = controlplane.StorageClassName
 
 	// Postgres names the StatefulSet, its Service and its app label.
 	Postgres          = "postgres"
