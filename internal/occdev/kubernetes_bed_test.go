@@ -2,7 +2,6 @@ package occdev_test
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -27,6 +26,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/progress"
+	"github.com/openclaw/occ/internal/testbed"
 	"github.com/openclaw/occ/internal/testbed/dockerbed"
 	"github.com/openclaw/occ/internal/testbed/oceapi"
 	"github.com/openclaw/occ/internal/testbed/ocebed"
@@ -125,29 +125,6 @@ func (e *eventLog) String() string {
 	return strings.Join(e.lines, "\n")
 }
 
-// canaryRandom draws every generated credential with a recognisable prefix.
-type canaryRandom struct {
-	mu sync.Mutex
-	n  byte
-}
-
-const canaryHex = "c0ffee0cca11ab1e5ec7e7"
-
-func (c *canaryRandom) Read(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	prefix, _ := hex.DecodeString(canaryHex)
-	for i := range p {
-		if i < len(prefix) {
-			p[i] = prefix[i]
-		} else {
-			p[i] = c.n
-		}
-	}
-	c.n++
-	return len(p), nil
-}
-
 // run prepares one `up` of the Kubernetes-only profile: a fresh cluster name and state
 // directory, the stand-in OCE API (with canary secrets) published at a free loopback port that
 // k3d maps to the proxy's NodePort, and exec through the stand-in.
@@ -165,7 +142,7 @@ func (b *kubeBed) run(t *testing.T, apiOpts oceapi.Options) *kubeRun {
 		DevPort:      port,
 		Exec:         r.exec,
 		APIClient:    api.Client(fmt.Sprintf("127.0.0.1:%d", port)),
-		Random:       &canaryRandom{},
+		Random:       &testbed.CanaryRandom{},
 		BuildNetwork: "none",
 	}
 	r.opts.Progress = r.events.sink

@@ -25,6 +25,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/controlplane/kubernetes"
 	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/state"
+	"github.com/openclaw/occ/internal/testbed"
 	"github.com/openclaw/occ/internal/testbed/oceapi"
 	"github.com/openclaw/occ/internal/testbed/ocebed"
 )
@@ -344,7 +345,7 @@ func testKubernetesUpAndDown(t *testing.T, b *kubeBed) {
 	// The secrets canary: the generated credentials (really used: they are in the cluster's
 	// Secrets), the key and the password appear in no output, log, state or status.
 	boot, err := kube.CoreV1().Secrets(ns).Get(ctx, kubernetes.PostgresBootstrapSecret, metav1.GetOptions{})
-	if err != nil || !strings.HasPrefix(string(boot.Data[kubernetes.PostgresPasswordKey]), canaryHex) {
+	if err != nil || !strings.HasPrefix(string(boot.Data[kubernetes.PostgresPasswordKey]), testbed.CanaryHex) {
 		t.Fatalf("the canary credentials were not used: %v", err)
 	}
 	sumJSON, _ := json.Marshal(sum)
@@ -405,7 +406,7 @@ func objectNamed(st state.State, s string) state.Object {
 func assertNoSecrets(t *testing.T, places map[string]string) {
 	t.Helper()
 	for what, text := range places {
-		for _, secret := range []string{canaryHex, canaryKey, canaryPassword} {
+		for _, secret := range []string{testbed.CanaryHex, canaryKey, canaryPassword} {
 			if strings.Contains(text, secret) {
 				t.Errorf("a secret (%s…) leaked into the %s", secret[:8], what)
 			}

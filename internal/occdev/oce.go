@@ -7,6 +7,19 @@ import (
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 )
 
+// findOCEOnK3d is findOCE for a control plane that needs the k3d cluster occ creates: with
+// another cluster provider it is pending, with needs (why it needs that cluster) and the fix.
+func findOCEOnK3d(p *Plan, o UpOptions, needs string) (co controlplane.Checkout, pending string, err error) {
+	co, pending, err = findOCE(p, o)
+	if err != nil || pending != "" {
+		return co, pending, err
+	}
+	if p.ClusterProvider != ProviderK3d {
+		return co, fmt.Sprintf("not started: %s, and --cluster-provider %s creates none; use --cluster-provider k3d to run OCE from %s", needs, p.ClusterProvider, co.Root), nil
+	}
+	return co, "", nil
+}
+
 // findOCE finds the OCE checkout both control-plane profiles run from. Without one, pending
 // says so and how to add the control plane (only the sandbox platform comes up), unless an
 // option that only the control plane uses was given, which is an error. A directory named

@@ -113,15 +113,12 @@ func composeProfile(p *Plan, o UpOptions) (profile, error) {
 		return profile{}, &OptionError{Option: "Compose options after --", Value: strings.Join(o.OCE.ComposeArgs, " "),
 			Rule: "apply to the Compose control plane, which runs beside the k3d cluster occ creates", Fix: "use --cluster-provider k3d, or drop them"}
 	}
-	co, pending, err := findOCE(p, o)
+	co, pending, err := findOCEOnK3d(p, o, "the Compose control plane reaches the cluster across the Docker network the k3d cluster occ creates joins")
 	if err != nil {
 		return profile{}, err
 	}
 	if pending != "" {
 		return profile{pending: pending}, nil
-	}
-	if p.ClusterProvider != ProviderK3d {
-		return profile{pending: fmt.Sprintf("not started: the Compose control plane reaches the cluster across the Docker network the k3d cluster occ creates joins, and --cluster-provider %s creates none; use --cluster-provider k3d to run OCE from %s", p.ClusterProvider, co.Root)}, nil
 	}
 	op, err := planCompose(p, o, co)
 	if err != nil {

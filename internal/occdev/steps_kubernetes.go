@@ -104,15 +104,12 @@ func kubernetesProfile(p *Plan, o UpOptions) (profile, error) {
 	if err != nil {
 		return profile{}, err
 	}
-	co, pending, err := findOCE(p, o)
+	co, pending, err := findOCEOnK3d(p, o, "the Kubernetes-only control plane runs images occ imports into the node of the k3d cluster it creates")
 	if err != nil {
 		return profile{}, err
 	}
 	if pending != "" {
 		return profile{pending: pending}, nil
-	}
-	if p.ClusterProvider != ProviderK3d {
-		return profile{pending: fmt.Sprintf("not started: the Kubernetes-only control plane runs images occ imports into the node of the k3d cluster it creates, and --cluster-provider %s creates none; use --cluster-provider k3d to run OCE from %s", p.ClusterProvider, co.Root)}, nil
 	}
 	op, err := newOCEPlan(p, o, co)
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -16,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"helm.sh/helm/v3/pkg/action"
+
+	"github.com/openclaw/occ/internal/testbed"
 )
 
 // The four credentials are 24 random bytes each, written as 48 lower-case hex characters, and
@@ -65,29 +66,6 @@ func TestCredentialsNeverPrint(t *testing.T) {
 	}
 }
 
-// canary is a random source whose every credential starts with the same recognisable bytes.
-type canary struct {
-	mu sync.Mutex
-	n  byte
-}
-
-const canaryPrefix = "c0ffee0cca11ab1e5ec7e7"
-
-func (c *canary) Read(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	prefix, _ := hex.DecodeString(canaryPrefix)
-	for i := range p {
-		if i < len(prefix) {
-			p[i] = prefix[i]
-		} else {
-			p[i] = c.n
-		}
-	}
-	c.n++
-	return len(p), nil
-}
-
 // Secrets canary: `up` of the Kubernetes-only profile runs with credentials that carry a known
 // marker. The marker reaches the cluster's Secrets (so it is really used) and nowhere else:
 // not the recorded state, Helm's progress log, the Helm release (values and manifests), the
@@ -104,7 +82,7 @@ func TestCredentialsStayInTheClusterSecrets(t *testing.T) {
 		defer logMu.Unlock()
 		fmt.Fprintf(&helmLog, format+"\n", args...)
 	}
-	cp, _, _ := b.newControlPlane(&canary{}, logf)
+	cp, _, _ := b.newControlPlane(&testbed.CanaryRandom{}, logf)
 	if err := cp.Up(ctx); err != nil {
 		t.Fatalf("Up: %v", err)
 	}
@@ -113,7 +91,7 @@ func TestCredentialsStayInTheClusterSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(string(boot.Data[PostgresPasswordKey]), canaryPrefix) {
+	if !strings.HasPrefix(string(boot.Data[PostgresPasswordKey]), testbed.CanaryHex) {
 		t.Fatalf("the canary source was not used: password %q", boot.Data[PostgresPasswordKey])
 	}
 
@@ -141,7 +119,7 @@ func TestCredentialsStayInTheClusterSecrets(t *testing.T) {
 	add("printed control plane", fmt.Sprintf("%+v %#v %+v %#v", cp, cp, *cp.credentials, *cp.credentials))
 
 	// A run that fails after the credentials exist: the Installation file is gone.
-	failing, installation, _ := b.newControlPlane(&canary{}, logf)
+	failing, installation, _ := b.newControlPlane(&testbed.CanaryRandom{}, logf)
 	removeFile(t, installation)
 	if err := failing.Up(ctx); err == nil {
 		t.Fatal("Up succeeded without its Installation file")
@@ -158,7 +136,7 @@ func TestCredentialsStayInTheClusterSecrets(t *testing.T) {
 	if _, err := b.client.CoreV1().Secrets(b.ns).Update(ctx, edited, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	refused, _, _ := b.newControlPlane(&canary{}, logf)
+	refused, _, _ := b.newControlPlane(&testbed.CanaryRandom{}, logf)
 	if err := refused.Up(ctx); err == nil {
 		t.Fatal("Up accepted an edited bootstrap Secret")
 	} else {
@@ -166,7 +144,7 @@ func TestCredentialsStayInTheClusterSecrets(t *testing.T) {
 	}
 
 	for _, p := range places {
-		if strings.Contains(p, canaryPrefix) {
+		if strings.Contains(p, testbed.CanaryHex) {
 			t.Errorf("a generated credential leaked into the %s", p)
 		}
 	}
