@@ -89,10 +89,16 @@ func TestDevUpDownOnDockerHost(t *testing.T) {
 	if err != nil {
 		t.Fatalf("occ dev down: %v", err)
 	}
+	assertNothingLeft(ctx, t, stateDir, name)
+}
+
+// assertNothingLeft checks what `occ dev down` must leave: no state directory, and nothing the
+// engine holds of the cluster (containers and volumes by k3d's label, its network).
+func assertNothingLeft(ctx context.Context, t *testing.T, stateDir, name string) {
+	t.Helper()
 	if _, err := os.Stat(stateDir); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("state directory %s left after down", stateDir)
 	}
-	// What the engine holds of the cluster (k3d's label, its network) must be nothing now.
 	api, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
 		t.Fatal(err)

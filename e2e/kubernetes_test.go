@@ -17,10 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/client"
-
 	"github.com/openclaw/occ/internal/occdev"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 )
@@ -139,18 +135,7 @@ func TestKubernetesStackOnDockerHost(t *testing.T) {
 	if err != nil {
 		t.Fatalf("occ dev down: %v", err)
 	}
-	if _, err := os.Stat(stateDir); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("state directory %s left after down", stateDir)
-	}
-	api, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer api.Close()
-	cs, err := api.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", "k3d.cluster="+name))})
-	if err != nil || len(cs) > 0 {
-		t.Errorf("containers of %s after down: %d (%v)", name, len(cs), err)
-	}
+	assertNothingLeft(ctx, t, stateDir, name)
 	if _, err := os.Stat(mark); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the Kubernetes-only profile ran docker compose")
 	}
