@@ -174,7 +174,7 @@ func testComposeUpStatusDown(t *testing.T, b *composeBed) {
 	downAtEnd(t, r.opts.StateDir)
 	times := newStepTimes()
 	r.opts.Progress = times.sink
-	log := r.opts.Log.(*lockedBuffer)
+	log := r.opts.Log.(*dockerbed.SyncBuffer)
 	sum, err := occdev.Up(ctx, r.opts)
 	t.Logf("up: step, lane, start, took:\n%s", times.table())
 	if err != nil {

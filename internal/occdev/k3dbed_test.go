@@ -193,7 +193,7 @@ func (b *k3dBed) options(t testing.TB) occdev.UpOptions {
 		GatewayEndpoint: b.gateway.Addr(),
 		StartupTimeout:  3 * time.Minute,
 		OCCCommand:      "occ",
-		Log:             &lockedBuffer{},
+		Log:             &dockerbed.SyncBuffer{},
 	}
 }
 
@@ -487,24 +487,6 @@ func field(out, label string) string {
 		}
 	}
 	return ""
-}
-
-// lockedBuffer collects the flow's log from several goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // stateGone reports whether dir no longer exists.

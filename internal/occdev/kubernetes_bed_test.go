@@ -96,7 +96,7 @@ type kubeRun struct {
 	opts   occdev.UpOptions
 	api    *oceapi.API
 	exec   *oceapi.Exec
-	log    *lockedBuffer
+	log    *dockerbed.SyncBuffer
 	events *eventLog
 	// provision starts the worker's stand-in once the cluster exists (from AfterStep).
 	provisionOnce sync.Once
@@ -135,7 +135,7 @@ func (b *kubeBed) run(t *testing.T, apiOpts oceapi.Options) *kubeRun {
 		t.Fatal(err)
 	}
 	api := oceapi.Start(t, apiOpts)
-	r := &kubeRun{api: api, exec: api.Exec(), log: &lockedBuffer{}, events: &eventLog{}, provisionErr: make(chan error, 1)}
+	r := &kubeRun{api: api, exec: api.Exec(), log: &dockerbed.SyncBuffer{}, events: &eventLog{}, provisionErr: make(chan error, 1)}
 	r.opts = b.options(t)
 	r.opts.OCE.Repository = b.checkout
 	r.opts.Kubernetes = occdev.KubernetesOptions{

@@ -1,12 +1,10 @@
 package images_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -48,7 +46,7 @@ func startBed(t testing.TB, ctx context.Context) *bed {
 		}
 	}
 	t.Cleanup(func() { b.Engine.Forget(node.DigestReference(), tools.DigestReference()) })
-	log := &syncBuffer{}
+	log := &dockerbed.SyncBuffer{}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("k3d log:\n%s", log.String())
@@ -174,21 +172,4 @@ func (r *memRecorder) of(typ state.Type) []state.Object {
 		}
 	}
 	return out
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

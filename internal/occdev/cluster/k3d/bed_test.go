@@ -1,12 +1,10 @@
 package k3d_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/docker/docker/api/types/container"
@@ -51,7 +49,7 @@ func startBed(t *testing.T, ctx context.Context) *bed {
 		}
 	}
 	t.Cleanup(func() { b.Engine.Forget(node.DigestReference(), tools.DigestReference()) })
-	log := &syncBuffer{}
+	log := &dockerbed.SyncBuffer{}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("k3d log:\n%s", log.String())
@@ -138,25 +136,6 @@ func (r *memRecorder) Forget(o state.Object) error { return r.dir.Forget(o) }
 func (r *memRecorder) owner() string { return r.dir.State().Owner() }
 
 func (r *memRecorder) all() []state.Object { return r.dir.State().Objects }
-
-// syncBuffer collects k3d's log lines (k3d logs from several goroutines); a failing test prints
-// them.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // containersOf lists the engine's containers of a cluster name, by k3d's label.
 func containersOf(t *testing.T, ctx context.Context, e *docker.Engine, name string) []container.Summary {
