@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/openclaw/occ/internal/occdev/cluster"
@@ -38,17 +39,15 @@ func configMapChart() *chart.Chart {
 	}
 }
 
-// The Gateway chart (and later the OCE chart) is installed as this state's release: recorded
-// before the install, adopted again on a repeated step only with this state's label, refused
-// when another state (or someone by hand) installed that name, and removed by the Remover
-// only while it carries this state's label.
-func TestReleaseLifecycle(t *testing.T) {
-	ctx := context.Background()
+// releaseNamespace makes a namespace of its own (prefix plus random hex) on the envtest bed for
+// a release test, and the cluster access that reaches it through the bed's kubeconfig.
+func releaseNamespace(t *testing.T, prefix string) (kubernetes.Interface, string, cluster.Access) {
+	t.Helper()
 	kc := testbed.Client(t)
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
-	ns := "helmrelease-" + hex.EncodeToString(b)
-	if _, err := kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+	ns := prefix + "-" + hex.EncodeToString(b)
+	if _, err := kc.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	path := testbed.Kubeconfig(t)
@@ -56,7 +55,16 @@ func TestReleaseLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	access := cluster.Access{Provider: "existing", Kubeconfig: path, Context: raw.CurrentContext}
+	return kc, ns, cluster.Access{Provider: "existing", Kubeconfig: path, Context: raw.CurrentContext}
+}
+
+// The Gateway chart (and later the OCE chart) is installed as this state's release: recorded
+// before the install, adopted again on a repeated step only with this state's label, refused
+// when another state (or someone by hand) installed that name, and removed by the Remover
+// only while it carries this state's label.
+func TestReleaseLifecycle(t *testing.T) {
+	ctx := context.Background()
+	kc, ns, access := releaseNamespace(t, "helmrelease")
 	rel := helmrelease.Release{Access: access, Namespace: ns, Name: "probe"}
 	opts := func(owner string, rec state.Recorder) helmrelease.EnsureOptions {
 		return helmrelease.EnsureOptions{Release: rel, Chart: configMapChart(), Owner: owner, Recorder: rec, Timeout: time.Minute}
@@ -111,19 +119,7 @@ func TestReleaseLifecycle(t *testing.T) {
 // the release as it is. Another state's release is refused either way.
 func TestConvergeUpgradesOnlyThisStatesRelease(t *testing.T) {
 	ctx := context.Background()
-	kc := testbed.Client(t)
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	ns := "helmconverge-" + hex.EncodeToString(b)
-	if _, err := kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	path := testbed.Kubeconfig(t)
-	raw, err := clientcmd.LoadFromFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	access := cluster.Access{Provider: "existing", Kubeconfig: path, Context: raw.CurrentContext}
+	kc, ns, access := releaseNamespace(t, "helmconverge")
 	valueChart := configMapChart()
 	valueChart.Templates[0].Data = []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cm\ndata:\n  k: {{ .Values.k | quote }}\n")
 	opts := func(owner, value string, converge bool) helmrelease.EnsureOptions {
