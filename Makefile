@@ -57,12 +57,13 @@ e2e:
 		echo "make e2e runs the real 'occ dev up' and 'occ dev down' (k3d, Kubernetes-only profile) with the embedded pins."; \
 		echo "It needs: OCC_E2E_DOCKER=1; a running Docker engine on a local unix socket (DOCKER_HOST, the docker context, or /var/run/docker.sock);"; \
 		echo "network access to github.com, ghcr.io and docker.io for the pinned archive and images; about 2 GB of disk."; \
-		echo "Optional: OCC_E2E_TIMEOUT (a Go duration, default 20m, 40m for the whole stack);"; \
-		echo "OCC_E2E_OCE_CHECKOUT=<an OCE checkout> also runs the whole Kubernetes-only stack built from it. Run: OCC_E2E_DOCKER=1 make e2e"; \
+		echo "The whole Kubernetes-only stack test also needs OCC_E2E_OCE_CHECKOUT=<an OCE checkout>, which it builds from."; \
+		echo "Optional: OCC_E2E_TIMEOUT (a Go duration, default 20m, 40m for the whole stack); E2E_RUN=<test regexp> runs some tests only."; \
+		echo "Run: OCC_E2E_DOCKER=1 OCC_E2E_OCE_CHECKOUT=~/src/openclaw-enterprise make e2e"; \
 		exit 2; \
 	fi
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/occ ./cmd/occ
-	OCC_E2E_BINARY="$(CURDIR)/bin/occ" $(GO) test -tags e2e -count=1 -timeout 90m -v ./e2e/
+	OCC_E2E_BINARY="$(CURDIR)/bin/occ" $(GO) test -tags e2e -count=1 -timeout 90m -v -run '$(or $(E2E_RUN),.)' ./e2e/
 
 generate:
 	$(GO) generate ./...

@@ -35,7 +35,7 @@ func TestKubernetesStackOnDockerHost(t *testing.T) {
 	}
 	checkout := os.Getenv("OCC_E2E_OCE_CHECKOUT")
 	if checkout == "" {
-		t.Skip("skipped: the whole Kubernetes-only stack needs a real OpenClaw Enterprise checkout; set OCC_E2E_OCE_CHECKOUT=<path> (its Dockerfiles, chart and scripts are what runs)")
+		t.Fatal("OCC_E2E_OCE_CHECKOUT is not set: the whole Kubernetes-only stack needs a real OpenClaw Enterprise checkout; set OCC_E2E_OCE_CHECKOUT=<path> (its Dockerfiles, chart and scripts are what runs), or run only the platform test with `OCC_E2E_DOCKER=1 make e2e E2E_RUN=TestDevUpDownOnDockerHost`")
 	}
 	bin := os.Getenv("OCC_E2E_BINARY")
 	if bin == "" {
