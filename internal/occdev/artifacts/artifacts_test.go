@@ -17,9 +17,9 @@ import (
 	"github.com/openclaw/occ/internal/occdev/pins"
 )
 
-var testArchive = pins.SourceArchive{TopDirectory: "OpenShell-0.1.3-pre.1", HelmDirectory: "deploy/helm"}
+var testArchive = pins.SourceArchive{TopDirectory: "OpenShell-0.1.3-pre.2", HelmDirectory: "deploy/helm"}
 
-const top = "OpenShell-0.1.3-pre.1/"
+const top = "OpenShell-0.1.3-pre.2/"
 
 // goodEntries is a small tag tarball: the Helm subtree plus files that must not be extracted.
 func goodEntries() []artifactstest.Entry {

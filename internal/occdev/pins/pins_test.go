@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// The binary ships the complete v0.1.3-pre.1 set from PINS.md; a typo in any value must fail here.
+// The binary ships the complete v0.1.3-pre.2 set from PINS.md; a typo in any value must fail here.
 func TestDefaultIsTheCompletePre1Set(t *testing.T) {
 	set, err := Default()
 	if err != nil {
@@ -15,17 +15,17 @@ func TestDefaultIsTheCompletePre1Set(t *testing.T) {
 	}
 	o := set.OpenShell
 	checks := map[string][2]string{
-		"version":         {o.Version, "0.1.3-pre.1"},
-		"commit":          {o.Commit, "dde8a9a57f34f9d998618b3d35821608165c980f"},
-		"archive url":     {o.SourceArchive.URL, "https://github.com/NVIDIA/OpenShell/archive/refs/tags/v0.1.3-pre.1.tar.gz"},
-		"archive sha256":  {o.SourceArchive.SHA256, "b140c4b6ee108ed968ac69f277ba937637ed660bdb1d536129ae5c3fcab48c4b"},
-		"top directory":   {o.SourceArchive.TopDirectory, "OpenShell-0.1.3-pre.1"},
+		"version":         {o.Version, "0.1.3-pre.2"},
+		"commit":          {o.Commit, "021400be8af471f8669369e679de3e18cf0bd672"},
+		"archive url":     {o.SourceArchive.URL, "https://github.com/NVIDIA/OpenShell/archive/refs/tags/v0.1.3-pre.2.tar.gz"},
+		"archive sha256":  {o.SourceArchive.SHA256, "77afc69ad28e55f11a05cbc68d6dc5a6cc5c989a68d0f9d55ae0868af2b3f476"},
+		"top directory":   {o.SourceArchive.TopDirectory, "OpenShell-0.1.3-pre.2"},
 		"helm directory":  {o.SourceArchive.HelmDirectory, "deploy/helm"},
 		"gateway chart":   {o.Charts.Gateway, "deploy/helm/openshell"},
 		"workspace chart": {o.Charts.Workspace, "deploy/helm/openshell-workspace"},
-		"gateway image":   {o.Images.Gateway.String(), "ghcr.io/nvidia/openshell/gateway:dde8a9a57f34f9d998618b3d35821608165c980f@sha256:7d03ee5b949f06fd3a3244b495c4aa07fb8720c16977c9da3f1ecdd966e84c28"},
-		"sandbox image":   {o.Images.Sandbox.String(), "ghcr.io/nvidia/openshell/sandbox:dde8a9a57f34f9d998618b3d35821608165c980f@sha256:7a7fd8c765fd19cbddd61a525d08a73ce37cdbe999078f385e2892e659d684bd"},
-		"supervisor":      {o.Images.Supervisor.String(), "ghcr.io/nvidia/openshell/supervisor:dde8a9a57f34f9d998618b3d35821608165c980f@sha256:406d9da06b506ec67993754608962f568aeffeae918ed7df0c84ba19cd904124"},
+		"gateway image":   {o.Images.Gateway.String(), "ghcr.io/nvidia/openshell/gateway:021400be8af471f8669369e679de3e18cf0bd672@sha256:17b2f65d1e33f32a419ecc98dd42389b0227280be54139c14834933ec29420ea"},
+		"sandbox image":   {o.Images.Sandbox.String(), "ghcr.io/nvidia/openshell/sandbox:021400be8af471f8669369e679de3e18cf0bd672@sha256:b46ed57b080946d0fe80490dbe1441ebf4a83c6eec79369ddbcfc49ec19dc0cf"},
+		"supervisor":      {o.Images.Supervisor.String(), "ghcr.io/nvidia/openshell/supervisor:021400be8af471f8669369e679de3e18cf0bd672@sha256:971d71f45f677a7b1084385322bae4ac6fd09e9450e680684ab79a04d07c5c9f"},
 		"k3s":             {set.K3s.Image.String(), "docker.io/rancher/k3s:v1.36.4-k3s1@sha256:edad48e12bf81c3a09ac1c05c0c0ffaaa22145980b989d6fae84543a76b83657"},
 		"k3d tools":       {set.K3d.ToolsImage.String(), "ghcr.io/k3d-io/k3d-tools:5.9.0@sha256:f18c1e21aba123fe6ff315c514a0feffc005f587aa3db773e89489c2118842dd"},
 		"agent sandbox":   {set.AgentSandbox.Manifest.URL, "https://github.com/kubernetes-sigs/agent-sandbox/releases/download/v0.5.2/sandbox.yaml"},
@@ -39,14 +39,14 @@ func TestDefaultIsTheCompletePre1Set(t *testing.T) {
 			t.Errorf("%s = %q, want %q", name, c[0], c[1])
 		}
 	}
-	if got := o.Images.Gateway; got.Registry != "ghcr.io" || got.Repository != "nvidia/openshell/gateway" || got.Digest != "sha256:7d03ee5b949f06fd3a3244b495c4aa07fb8720c16977c9da3f1ecdd966e84c28" {
+	if got := o.Images.Gateway; got.Registry != "ghcr.io" || got.Repository != "nvidia/openshell/gateway" || got.Digest != "sha256:17b2f65d1e33f32a419ecc98dd42389b0227280be54139c14834933ec29420ea" {
 		t.Errorf("gateway image split = %+v", got)
 	}
 }
 
 // An engineer points OCC_DEVELOPMENT_PIN_FILE at a copy of the default file to try a new build.
 func TestLoadOverrideFile(t *testing.T) {
-	data := strings.Replace(string(embedded), "version: 0.1.3-pre.1", "version: 0.1.3-pre.9", 1)
+	data := strings.Replace(string(embedded), "version: 0.1.3-pre.2", "version: 0.1.3-pre.9", 1)
 	p := filepath.Join(t.TempDir(), "pins.yaml")
 	if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
 		t.Fatal(err)
@@ -68,10 +68,10 @@ func TestParseRefusesBadPins(t *testing.T) {
 	cases := []struct {
 		name, old, new, want string
 	}{
-		{"short sha256", "sha256: b140c4b6ee108ed968ac69f277ba937637ed660bdb1d536129ae5c3fcab48c4b", "sha256: b140c4", "openshell.sourceArchive.sha256"},
+		{"short sha256", "sha256: 77afc69ad28e55f11a05cbc68d6dc5a6cc5c989a68d0f9d55ae0868af2b3f476", "sha256: b140c4", "openshell.sourceArchive.sha256"},
 		{"upper-case sha256", "sha256: 230ee446d6035f631577e1c6b857f6973a8f09a0a853675d3cc34ebfe47abd6b", "sha256: 230EE446D6035F631577E1C6B857F6973A8F09A0A853675D3CC34EBFE47ABD6B", "agentSandbox.manifest.sha256"},
-		{"image without digest", "gateway:dde8a9a57f34f9d998618b3d35821608165c980f@sha256:7d03ee5b949f06fd3a3244b495c4aa07fb8720c16977c9da3f1ecdd966e84c28", "gateway:latest", "openshell.images.gateway"},
-		{"bad digest", "@sha256:406d9da06b506ec67993754608962f568aeffeae918ed7df0c84ba19cd904124", "@sha256:406d", "openshell.images.supervisor"},
+		{"image without digest", "gateway:021400be8af471f8669369e679de3e18cf0bd672@sha256:17b2f65d1e33f32a419ecc98dd42389b0227280be54139c14834933ec29420ea", "gateway:latest", "openshell.images.gateway"},
+		{"bad digest", "@sha256:971d71f45f677a7b1084385322bae4ac6fd09e9450e680684ab79a04d07c5c9f", "@sha256:406d", "openshell.images.supervisor"},
 		{"tools image by tag only", "k3d-tools:5.9.0@sha256:f18c1e21aba123fe6ff315c514a0feffc005f587aa3db773e89489c2118842dd", "k3d-tools:latest", "k3d.toolsImage"},
 		{"tools image missing", "  toolsImage: ghcr.io/k3d-io/k3d-tools:5.9.0@sha256:f18c1e21aba123fe6ff315c514a0feffc005f587aa3db773e89489c2118842dd", "", "k3d.toolsImage"},
 		{"upper-case repository", "ghcr.io/nvidia/openshell/sandbox", "ghcr.io/NVIDIA/openshell/sandbox", "openshell.images.sandbox"},
@@ -80,8 +80,8 @@ func TestParseRefusesBadPins(t *testing.T) {
 		{"future schema", "schemaVersion: 1", "schemaVersion: 2", "schemaVersion is 2"},
 		{"chart outside helm dir", "gateway: deploy/helm/openshell", "gateway: deploy/other/openshell", "openshell.charts.gateway"},
 		{"chart escaping", "workspace: deploy/helm/openshell-workspace", "workspace: ../etc", "openshell.charts.workspace"},
-		{"top directory with slash", "topDirectory: OpenShell-0.1.3-pre.1", "topDirectory: a/b", "topDirectory"},
-		{"version with v", "version: 0.1.3-pre.1", "version: v0.1.3-pre.1", "openshell.version"},
+		{"top directory with slash", "topDirectory: OpenShell-0.1.3-pre.2", "topDirectory: a/b", "topDirectory"},
+		{"version with v", "version: 0.1.3-pre.2", "version: v0.1.3-pre.2", "openshell.version"},
 		{"ftp url", "url: https://github.com/kubernetes-sigs", "url: ftp://github.com/kubernetes-sigs", "agentSandbox.manifest.url"},
 		{"postgres by tag", "postgres:18.6@sha256:86c951e05bf56c93d95d397747fb8820ac76cc3bedb78f43abd83eedbe3666ae", "postgres:18.6", "oce.postgresImage"},
 		{"node base missing", "  nodeBaseImage: docker.io/library/node:24-bookworm@sha256:3d27e5c11e5786e309ec3e03f93ae536eb36e6e5eb3714d5eb3300a36157add0\n", "", "oce.nodeBaseImage"},

@@ -1,6 +1,6 @@
 package chartstest
 
-// gatewayChart is a small stand-in for deploy/helm/openshell at v0.1.3-pre.1. Its value names
+// gatewayChart is a small stand-in for deploy/helm/openshell at v0.1.3-pre.2. Its value names
 // follow the real chart (per the project's DEPLOY notes and reference §3.4): per-component
 // images as registry/repository/tag/digest with a global registry fallback, workspaceResources,
 // pkiInitJob, server.drivers.kubernetes.*, service.type/nodePort. The templates are our own.
