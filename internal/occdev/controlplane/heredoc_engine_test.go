@@ -10,6 +10,10 @@ import (
 
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/openclaw/occ/internal/occdev/pins"
 
 	"github.com/openclaw/occ/internal/testbed/dockerbed"
 	"github.com/openclaw/occ/internal/testbed/ocebed"
@@ -109,5 +113,46 @@ func TestFixtureRuntimeDockerfileFailsOnDocker2010(t *testing.T) {
 	}
 	if !strings.Contains(strings.ToLower(err.Error()), "unknown instruction") {
 		t.Errorf("the failure is not the frontend's parse error: %v", err)
+	}
+}
+
+// A base given as a tag (compose.yaml's NODE_BASE_IMAGE default is node:24-bookworm) is
+// resolved through the engine to the digest its registry serves now, without pulling it; a tag
+// the registry does not have is an error naming it and the fix.
+func TestResolveTagAsksTheRegistry(t *testing.T) {
+	c := testEngine(t)
+	host := testRegistry(t)
+	repo := "occ-test/base-" + randomName(t)
+	ref := pulledImage(t, c, host, repo, map[string]string{"occ.test": "base"})
+	digest := ref[strings.Index(ref, "@")+1:]
+	tagged, err := name.NewTag(host+"/"+repo+":24-bookworm", name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := name.NewDigest(ref, name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := remote.Image(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(tagged, img); err != nil {
+		t.Fatal(err)
+	}
+	pin, err := pins.ParseImage(host + "/" + repo + ":24-bookworm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ResolveTag(context.Background(), c, pin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Digest != digest || got.Tag != "24-bookworm" || got.Name() != host+"/"+repo {
+		t.Fatalf("resolved %s, want %s@%s", got, pin, digest)
+	}
+	missing, _ := pins.ParseImage(host + "/" + repo + ":no-such-tag")
+	if _, err := ResolveTag(context.Background(), c, missing); err == nil || !strings.Contains(err.Error(), "resolve the tag "+missing.String()) || !strings.Contains(err.Error(), "pin the base by digest") {
+		t.Fatalf("a missing tag: %v", err)
 	}
 }
