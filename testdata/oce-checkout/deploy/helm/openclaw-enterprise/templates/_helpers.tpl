@@ -1,7 +1,7 @@
 {{/*
 Stand-in helpers (see README.md). Labels, security contexts and the validation the real chart
-applies to the values the development profile sets, with the real chart's fail messages where
-the fact sheet records them.
+applies to the values the development profile sets, with the real chart's messages where
+README.md lists them.
 */}}
 
 {{- define "openclaw.labels" -}}
