@@ -208,3 +208,31 @@ func TestLegacyEngineRefusesTheCheckoutsHeredoc(t *testing.T) {
 		})
 	}
 }
+
+// A developer points the Node bases at a mirror but writes a tag: both overrides are pins and
+// must be digests, so the plan refuses the setting by name in either profile before anything
+// runs; given by digest, the override replaces the base of every build that uses it.
+func TestBaseOverridesAreDigestPins(t *testing.T) {
+	checkout := ocebed.Checkout(t, fixtureCommit)
+	for _, plane := range []occdev.ControlPlane{occdev.ControlPlaneCompose, occdev.ControlPlaneKubernetes} {
+		t.Run(string(plane), func(t *testing.T) {
+			opts := checkoutOptions(t, plane, checkout, "unix:///nonexistent/docker.sock")
+			opts.OCE.NodeRuntimeBaseImage = "mirror.example/node:24-bookworm-slim"
+			_, err := occdev.PlanUp(opts)
+			var oe *occdev.OptionError
+			if !errors.As(err, &oe) || oe.Option != controlplane.EnvNodeRuntimeBaseImage || !strings.Contains(err.Error(), "mirror.example/node:24-bookworm-slim") {
+				t.Fatalf("a tag override: %v", err)
+			}
+			mirror := "mirror.example/node@sha256:" + strings.Repeat("e", 64)
+			opts.OCE.NodeBaseImage, opts.OCE.NodeRuntimeBaseImage = mirror, mirror
+			dr, err := occdev.PlanUp(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bases := dr.Plan.OCE.BaseImages
+			if len(bases) != 1 || bases[0].Image != mirror || bases[0].Source != controlplane.EnvNodeBaseImage {
+				t.Fatalf("bases with both overrides: %+v", bases)
+			}
+		})
+	}
+}

@@ -134,6 +134,20 @@ func testKubernetesUpAndDown(t *testing.T, b *kubeBed) {
 	if want := "occ dev down --state-dir " + r.opts.StateDir; sum.DownCommand != want {
 		t.Errorf("down command %q, want %q", sum.DownCommand, want)
 	}
+	// The real base images of both builds (the controller's runtime stage is FROM
+	// ${NODE_RUNTIME_BASE_IMAGE}, the Agent runtime has both bases), by digest, with where each is
+	// used, in the summary and the state.
+	if len(oce.BaseImages) != 2 || !strings.HasPrefix(oce.BaseImages[0], b.nodeBase+" for Dockerfile:10 (stage dependencies") ||
+		!strings.HasPrefix(oce.BaseImages[1], b.nodeRuntimeBase+" for Dockerfile:42 (stage runtime, FROM ${NODE_RUNTIME_BASE_IMAGE})") {
+		t.Errorf("summary base images: %q", oce.BaseImages)
+	}
+	if st, err := state.Read(r.opts.StateDir); err != nil {
+		t.Error(err)
+	} else if bases := st.ControlPlane.BaseImages; len(bases) != 2 || bases[0].Reference != b.nodeBase || bases[1].Reference != b.nodeRuntimeBase ||
+		!strings.HasPrefix(bases[0].ID, "sha256:") || !slices.Contains(bases[1].Uses, "deploy/runtime/Dockerfile:68 (stage runtime, FROM ${NODE_RUNTIME_BASE_IMAGE})") ||
+		!slices.Contains(bases[0].Uses, "deploy/runtime/Dockerfile:39 (stage openclaw-dependency-inputs, FROM ${NODE_BASE_IMAGE})") {
+		t.Errorf("recorded base images: %+v", bases)
+	}
 
 	access := recordedAccess(t, r.opts.StateDir)
 	kube, _, _ := kubeClientOf(t, access)
