@@ -189,3 +189,27 @@ func TestCheckBuilder(t *testing.T) {
 		t.Errorf("an unreadable API version: %v", err)
 	}
 }
+
+// The cost the Dockerfile analysis adds to every plan: both of the checkout's Dockerfiles parsed,
+// their bases collected and the builder check applied.
+func BenchmarkPlanFixtureBuilds(b *testing.B) {
+	for b.Loop() {
+		var builds []*PlannedBuild
+		for _, req := range []BuildPlanRequest{
+			{Role: "controller", ContextDir: fixtureRoot, Dockerfile: ControllerDockerfile, Target: ControllerTarget, Args: map[string]BuildArg{NodeBaseImageArg: {Value: pinnedNode, Source: "pin"}}},
+			{Role: "runtime", ContextDir: fixtureRoot, Dockerfile: RuntimeDockerfile},
+		} {
+			pb, err := PlanBuild(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			builds = append(builds, pb)
+		}
+		if _, err := CollectBases(builds); err != nil {
+			b.Fatal(err)
+		}
+		if err := CheckBuilder(EngineBuilder{Version: "28.5.2", APIVersion: "1.51"}, []*Dockerfile{builds[0].File, builds[1].File}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -153,3 +153,25 @@ func TestFixtureChartRefusesRetiredKeys(t *testing.T) {
 		})
 	}
 }
+
+// The cost the chart's preflight render adds to every `up` and dry run of the Kubernetes-only
+// profile (chart loaded once, as the plan does).
+func BenchmarkCheckChart(b *testing.B) {
+	ch, err := LoadChart(fixtureCheckout)
+	if err != nil {
+		b.Fatal(err)
+	}
+	in, err := PlaceholderValuesInput("oce-system", "openclaw-enterprise-controller:kubernetes-quickstart", 3000)
+	if err != nil {
+		b.Fatal(err)
+	}
+	v, err := BuildValues(in)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if err := CheckChart(ch, "oce-system", v); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
