@@ -211,6 +211,25 @@ func testComposeUpStatusDown(t *testing.T, b *composeBed) {
 	r.opts.OCE.Environment["OCC_PROMETHEUS_PORT"] = fmt.Sprint(promPort)
 	r.opts.OCE.Environment["OCC_GRAFANA_PORT"] = fmt.Sprint(grafanaPort)
 	r.opts.OCE.Environment["OCC_METRICS_GRAFANA_PASSWORD"] = grafanaPassword
+	// The bases as a checkout gives them, without occ's overrides: compose.yaml's
+	// NODE_BASE_IMAGE by tag (the engineer's NODE_BASE_IMAGE, here the stand-in's tag at the
+	// bed's registry), and the runtime Dockerfile's ARG defaults by digest (this copy's point at
+	// the bed's registry instead of Docker Hub).
+	r.opts.OCE.NodeBaseImage, r.opts.OCE.NodeRuntimeBaseImage = "", ""
+	nodeTag, _, _ := strings.Cut(b.nodeBase, "@")
+	r.opts.OCE.Environment["NODE_BASE_IMAGE"] = nodeTag
+	runtimeDockerfile := filepath.Join(r.checkout, "deploy", "runtime", "Dockerfile")
+	df, err := os.ReadFile(runtimeDockerfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := strings.NewReplacer(fixtureRuntimeNodeBase, b.nodeBase, fixtureSlimBase, b.nodeRuntimeBase).Replace(string(df))
+	if moved == string(df) {
+		t.Fatal("the fixture's runtime Dockerfile no longer defaults to the Docker Hub digests")
+	}
+	if err := os.WriteFile(runtimeDockerfile, []byte(moved), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	downAtEnd(t, r.opts.StateDir)
 	times := newStepTimes()
 	r.opts.Progress = times.sink
@@ -283,8 +302,10 @@ func testComposeUpStatusDown(t *testing.T, b *composeBed) {
 	}
 	// The real base images of the builds: both Node stand-ins by digest, in the summary and the
 	// state, each with the Dockerfile lines that use it.
-	if len(o.BaseImages) != 2 || !strings.HasPrefix(o.BaseImages[0], b.nodeBase+" for Dockerfile:10 (stage dependencies") ||
-		!strings.HasPrefix(o.BaseImages[1], b.nodeRuntimeBase+" for deploy/runtime/Dockerfile:13") {
+	// The tag was resolved to the digest the registry serves and said so; the digests came in as
+	// they were.
+	if len(o.BaseImages) != 3 || !strings.HasPrefix(o.BaseImages[0], b.nodeBase+" (resolved from the tag "+nodeTag+") for Dockerfile:10 (stage dependencies") ||
+		!strings.HasPrefix(o.BaseImages[1], b.nodeRuntimeBase+" for deploy/runtime/Dockerfile:13") || !strings.HasPrefix(o.BaseImages[2], b.nodeBase+" for deploy/runtime/Dockerfile:29") {
 		t.Errorf("summary base images: %q", o.BaseImages)
 	}
 	server, err := b.engine.API.ContainerInspect(ctx, node)
@@ -334,10 +355,12 @@ func testComposeUpStatusDown(t *testing.T, b *composeBed) {
 		strings.Join(cp.Compose.Started, " ") != strings.Join(started, " ") {
 		t.Errorf("recorded control plane: %+v", cp)
 	}
-	if len(cp.BaseImages) != 2 || cp.BaseImages[0].Reference != b.nodeBase || cp.BaseImages[0].Source != controlplane.EnvNodeBaseImage ||
-		!strings.HasPrefix(cp.BaseImages[0].ID, "sha256:") || !slices.Contains(cp.BaseImages[0].Uses, "Dockerfile:10 (stage dependencies, FROM ${NODE_BASE_IMAGE})") ||
-		cp.BaseImages[1].Reference != b.nodeRuntimeBase || cp.BaseImages[1].Source != controlplane.EnvNodeRuntimeBaseImage ||
-		!slices.Contains(cp.BaseImages[1].Uses, "deploy/runtime/Dockerfile:68 (stage runtime, FROM ${NODE_RUNTIME_BASE_IMAGE})") {
+	if bi := cp.BaseImages; len(bi) != 3 || bi[0].Given != nodeTag || !bi[0].Resolved || bi[0].Reference != b.nodeBase ||
+		!strings.HasPrefix(bi[0].Source, "the Compose build argument NODE_BASE_IMAGE of migrate") || !strings.HasPrefix(bi[0].ID, "sha256:") ||
+		!slices.Contains(bi[0].Uses, "Dockerfile:10 (stage dependencies, FROM ${NODE_BASE_IMAGE})") ||
+		bi[1].Reference != b.nodeRuntimeBase || bi[1].Resolved || bi[1].Source != "the default of ARG NODE_RUNTIME_BASE_IMAGE (deploy/runtime/Dockerfile:10)" ||
+		!slices.Contains(bi[1].Uses, "deploy/runtime/Dockerfile:68 (stage runtime, FROM ${NODE_RUNTIME_BASE_IMAGE})") ||
+		bi[2].Reference != b.nodeBase || bi[2].Source != "the default of ARG NODE_BASE_IMAGE (deploy/runtime/Dockerfile:9)" {
 		t.Errorf("recorded base images: %+v", cp.BaseImages)
 	}
 	count := map[state.Type]int{}
