@@ -667,6 +667,8 @@ func testComposeFailures(t *testing.T, b *composeBed) {
 		}()
 		_, err := occdev.Up(context.Background(), r.opts)
 		t.Logf("up with a failing creation: %v", err)
+		// An `up` that failed before the node ever started must not leave the watcher waiting.
+		cancel()
 		if kerr := <-killed; kerr != nil {
 			t.Fatalf("kill the node: %v", kerr)
 		}

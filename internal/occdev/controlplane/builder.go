@@ -35,12 +35,12 @@ func (v apiVersion) less(o apiVersion) bool {
 func (v apiVersion) String() string { return fmt.Sprintf("%d.%d", v.major, v.minor) }
 
 func parseAPIVersion(s string) (apiVersion, bool) {
-	maj, min, ok := strings.Cut(strings.TrimPrefix(s, "v"), ".")
+	major, minor, ok := strings.Cut(strings.TrimPrefix(s, "v"), ".")
 	if !ok {
 		return apiVersion{}, false
 	}
-	a, err1 := strconv.Atoi(maj)
-	b, err2 := strconv.Atoi(min)
+	a, err1 := strconv.Atoi(major)
+	b, err2 := strconv.Atoi(minor)
 	return apiVersion{a, b}, err1 == nil && err2 == nil
 }
 
@@ -99,8 +99,8 @@ func CheckBuilder(engine EngineBuilder, files []*Dockerfile) error {
 	seen := map[string]bool{}
 	for _, f := range files {
 		for _, u := range f.Features {
-			min := featureMinimum[u.Feature]
-			if !have.less(min) {
+			required := featureMinimum[u.Feature]
+			if !have.less(required) {
 				continue
 			}
 			key := fmt.Sprintf("%s:%d:%s", f.Path, u.Line, u.Feature)
@@ -109,8 +109,8 @@ func CheckBuilder(engine EngineBuilder, files []*Dockerfile) error {
 			}
 			seen[key] = true
 			uses = append(uses, fmt.Sprintf("the %s at %s:%d (%s)", u.Feature, f.Path, u.Line, u.Text))
-			if need.less(min) {
-				need = min
+			if need.less(required) {
+				need = required
 			}
 		}
 	}
