@@ -165,6 +165,16 @@ func TestLegacyEngineRefusesTheCheckoutsHeredoc(t *testing.T) {
 	if !strings.HasPrefix(v.Version, "20.10") {
 		t.Fatalf("%s=%s is Docker %s (API %s), not 20.10", legacyEngineEnv, host, v.Version, v.APIVersion)
 	}
+	// The k3d provider points this process's environment at the engine it drives (k3d reads
+	// it) and leaves it so; the tests after this one must get the bed's engine back.
+	for _, k := range []string{"DOCKER_HOST", "DOCKER_SOCK", "DOCKER_CONTEXT", "DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH", "DOCKER_TLS", "K3D_IMAGE_TOOLS"} {
+		if v, ok := os.LookupEnv(k); ok {
+			t.Setenv(k, v)
+		} else {
+			t.Setenv(k, "")
+			os.Unsetenv(k)
+		}
+	}
 	checkout := ocebed.Checkout(t, fixtureCommit)
 	for _, plane := range []occdev.ControlPlane{occdev.ControlPlaneCompose, occdev.ControlPlaneKubernetes} {
 		t.Run(string(plane), func(t *testing.T) {
