@@ -49,8 +49,13 @@ func Encode(set *Set, header string) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// blockStyle turns the nodes of decoded JSON into the block style of the embedded file; long
+// texts (notes) become folded scalars, which wrap instead of running off the screen.
 func blockStyle(n *yaml.Node) {
 	n.Style = 0
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!str" && len(n.Value) > 80 && strings.Contains(n.Value, " ") {
+		n.Style = yaml.FoldedStyle
+	}
 	for _, c := range n.Content {
 		blockStyle(c)
 	}

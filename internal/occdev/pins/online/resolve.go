@@ -222,9 +222,9 @@ func Resolve(ctx context.Context, o ResolveOptions, deps Deps) (*Resolved, error
 
 // Encode writes the resolved set as a pin file, with a header saying how it was made.
 func (r *Resolved) Encode(now time.Time) ([]byte, error) {
-	header := fmt.Sprintf(`Pinned artifacts for occ dev up: OpenShell %s (commit %s), written by
-occ dev pins resolve on %s from %s. Use it with --pin-file or
-OCC_DEVELOPMENT_PIN_FILE, and check it with occ dev pins verify --pin-file FILE.`,
+	header := fmt.Sprintf(`Pinned artifacts for occ dev up: OpenShell %s (commit %s).
+Written by occ dev pins resolve on %s from %s.
+Use it with --pin-file or OCC_DEVELOPMENT_PIN_FILE; check it with occ dev pins verify --pin-file FILE.`,
 		r.Version, r.Commit, now.UTC().Format(time.DateOnly), r.Base)
 	return pins.Encode(r.Set, header)
 }

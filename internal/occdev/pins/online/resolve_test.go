@@ -10,27 +10,14 @@ import (
 
 	"github.com/openclaw/occ/internal/occdev/option"
 	"github.com/openclaw/occ/internal/occdev/pins"
+	"github.com/openclaw/occ/internal/occdev/pins/online/onlinetest"
 )
 
 const (
 	newVersion = "0.1.5"
-	newCommit  = "5a5e0c1f2d3b4a69788796a5b4c3d2e1f0a9b8c7"
+	newCommit  = onlinetest.ReleaseCommit
 	newArchive = "/NVIDIA/OpenShell/archive/refs/tags/v0.1.5.tar.gz"
 )
-
-// release publishes OpenShell 0.1.5 in w: its tag archive (with the pax comment git archive
-// writes, unless commit is empty) and its three images tagged by the commit as two-platform
-// indexes. It returns the archive and the index digest of each image by pin key.
-func (w *world) release(t *testing.T, commit string, files map[string]string) ([]byte, map[string]string) {
-	t.Helper()
-	archive := tagArchive(t, "OpenShell-"+newVersion, commit, files)
-	w.files.put(newArchive, archive)
-	digests := map[string]string{}
-	for key, repo := range map[string]string{pins.KeyGatewayImage: "gateway", pins.KeySandboxImage: "sandbox", pins.KeySupervisorImage: "supervisor"} {
-		digests[key], _ = w.reg.pushIndex(t, "nvidia/openshell/"+repo+":"+newCommit, amd64, arm64)
-	}
-	return archive, digests
-}
 
 func resolve(t *testing.T, o ResolveOptions) (*Resolved, error) {
 	t.Helper()
@@ -41,11 +28,11 @@ func resolve(t *testing.T, o ResolveOptions) (*Resolved, error) {
 // pin file that pins.Parse accepts, that keeps every other pin, drops the notes about the old
 // release, is never written over an existing file by accident — and that verify then passes.
 func TestResolveWritesTheSetOfAnotherRelease(t *testing.T) {
-	isolateDockerConfig(t, nil)
-	w := newWorld(t, "", "")
-	archive, digests := w.release(t, newCommit, chartFiles())
+	onlinetest.IsolateDockerConfig(t, nil)
+	w := onlinetest.NewWorld(t, "", "")
+	archive, digests := w.Release(t, newVersion, newCommit, onlinetest.ChartFiles())
 
-	res, err := resolve(t, ResolveOptions{Base: w.set, Version: "v" + newVersion})
+	res, err := resolve(t, ResolveOptions{Base: w.Set, Version: "v" + newVersion})
 	if err != nil {
 		t.Fatalf("Resolve: %v", err)
 	}
@@ -53,16 +40,16 @@ func TestResolveWritesTheSetOfAnotherRelease(t *testing.T) {
 	if o.Version != newVersion || o.Commit != newCommit || res.CommitSource != "the archive's pax global header" {
 		t.Errorf("version %q commit %q from %q", o.Version, o.Commit, res.CommitSource)
 	}
-	if o.SourceArchive.URL != w.files.url+newArchive || o.SourceArchive.SHA256 != sha(archive) || o.SourceArchive.TopDirectory != "OpenShell-0.1.5" ||
+	if o.SourceArchive.URL != w.Files.URL+newArchive || o.SourceArchive.SHA256 != onlinetest.SHA256(archive) || o.SourceArchive.TopDirectory != "OpenShell-0.1.5" ||
 		res.Archive.Size != int64(len(archive)) {
-		t.Errorf("archive pin %+v, size %d (want %d bytes, sha256 %s)", o.SourceArchive, res.Archive.Size, len(archive), sha(archive))
+		t.Errorf("archive pin %+v, size %d (want %d bytes, sha256 %s)", o.SourceArchive, res.Archive.Size, len(archive), onlinetest.SHA256(archive))
 	}
 	for key, img := range map[string]pins.Image{pins.KeyGatewayImage: o.Images.Gateway, pins.KeySandboxImage: o.Images.Sandbox, pins.KeySupervisorImage: o.Images.Supervisor} {
-		if img.Tag != newCommit || img.Digest != digests[key] || img.Registry != w.reg.host {
+		if img.Tag != newCommit || img.Digest != digests[key] || img.Registry != w.Reg.Host {
 			t.Errorf("%s = %s, want tag %s and index digest %s", key, img, newCommit, digests[key])
 		}
 	}
-	if res.Set.K3s != w.set.K3s || res.Set.K3d != w.set.K3d || res.Set.OCE != w.set.OCE || res.Set.AgentSandbox != w.set.AgentSandbox || o.Charts != w.set.OpenShell.Charts {
+	if res.Set.K3s != w.Set.K3s || res.Set.K3d != w.Set.K3d || res.Set.OCE != w.Set.OCE || res.Set.AgentSandbox != w.Set.AgentSandbox || o.Charts != w.Set.OpenShell.Charts {
 		t.Errorf("the other pins changed")
 	}
 	if len(res.DroppedNotes) != 1 || res.DroppedNotes[0].Pin != pins.KeyOpenShell || len(res.Set.Notes) != 1 || res.Set.Notes[0].Pin != pins.KeyK3dToolsImage {
@@ -108,21 +95,21 @@ func TestResolveWritesTheSetOfAnotherRelease(t *testing.T) {
 // An archive made by another tool carries no pax comment: resolve asks for --commit, uses it
 // when given, and refuses a --commit that contradicts an archive that does carry one.
 func TestResolveTakesTheCommitFromTheArchiveOrTheFlag(t *testing.T) {
-	isolateDockerConfig(t, nil)
-	w := newWorld(t, "", "")
-	w.release(t, "", chartFiles())
-	_, err := resolve(t, ResolveOptions{Base: w.set, Version: newVersion})
+	onlinetest.IsolateDockerConfig(t, nil)
+	w := onlinetest.NewWorld(t, "", "")
+	w.Release(t, newVersion, "", onlinetest.ChartFiles())
+	_, err := resolve(t, ResolveOptions{Base: w.Set, Version: newVersion})
 	var opt *option.Error
 	if !errors.As(err, &opt) || opt.Option != OptionCommit || !strings.Contains(err.Error(), "no pax global header comment") {
 		t.Fatalf("without a pax comment and --commit: %v", err)
 	}
-	res, err := resolve(t, ResolveOptions{Base: w.set, Version: newVersion, Commit: newCommit})
+	res, err := resolve(t, ResolveOptions{Base: w.Set, Version: newVersion, Commit: newCommit})
 	if err != nil || res.CommitSource != OptionCommit || res.Set.OpenShell.Commit != newCommit {
 		t.Fatalf("with --commit: %v (%+v)", err, res)
 	}
 
-	w.release(t, newCommit, chartFiles())
-	_, err = resolve(t, ResolveOptions{Base: w.set, Version: newVersion, Commit: strings.Repeat("a", 40)})
+	w.Release(t, newVersion, newCommit, onlinetest.ChartFiles())
+	_, err = resolve(t, ResolveOptions{Base: w.Set, Version: newVersion, Commit: strings.Repeat("a", 40)})
 	if !errors.As(err, &opt) || !strings.Contains(err.Error(), "disagrees with the commit "+newCommit) {
 		t.Fatalf("contradicting --commit: %v", err)
 	}
@@ -131,22 +118,22 @@ func TestResolveTakesTheCommitFromTheArchiveOrTheFlag(t *testing.T) {
 // A release whose supervisor is published for x86-64 only and whose sandbox image was never
 // pushed cannot be pinned: resolve refuses, naming both images, what is wrong and the fix.
 func TestResolveRefusesAnImageWithoutAPlatformOrATag(t *testing.T) {
-	isolateDockerConfig(t, nil)
-	w := newWorld(t, "", "")
-	w.files.put(newArchive, tagArchive(t, "OpenShell-"+newVersion, newCommit, chartFiles()))
-	w.reg.pushIndex(t, "nvidia/openshell/gateway:"+newCommit, amd64, arm64)
-	w.reg.pushImage(t, "nvidia/openshell/supervisor:"+newCommit, amd64)
+	onlinetest.IsolateDockerConfig(t, nil)
+	w := onlinetest.NewWorld(t, "", "")
+	w.Files.Put(newArchive, onlinetest.TagArchive(t, "OpenShell-"+newVersion, newCommit, onlinetest.ChartFiles()))
+	w.Reg.PushIndex(t, "nvidia/openshell/gateway:"+newCommit, onlinetest.AMD64, onlinetest.ARM64)
+	w.Reg.PushImage(t, "nvidia/openshell/supervisor:"+newCommit, onlinetest.AMD64)
 
-	_, err := resolve(t, ResolveOptions{Base: w.set, Version: newVersion})
+	_, err := resolve(t, ResolveOptions{Base: w.Set, Version: newVersion})
 	if err == nil {
 		t.Fatal("Resolve accepted the release")
 	}
 	msg := err.Error()
 	for _, want := range []string{
 		"cannot pin OpenShell 0.1.5",
-		"openshell.images.sandbox: image " + w.reg.host + "/nvidia/openshell/sandbox:" + newCommit + " does not exist",
+		"openshell.images.sandbox: image " + w.Reg.Host + "/nvidia/openshell/sandbox:" + newCommit + " does not exist",
 		"tagged by its commit",
-		"openshell.images.supervisor: image " + w.reg.host + "/nvidia/openshell/supervisor:" + newCommit + " is a single-platform manifest",
+		"openshell.images.supervisor: image " + w.Reg.Host + "/nvidia/openshell/supervisor:" + newCommit + " is a single-platform manifest",
 		"without linux/arm64",
 	} {
 		if !strings.Contains(msg, want) {
@@ -161,13 +148,13 @@ func TestResolveRefusesAnImageWithoutAPlatformOrATag(t *testing.T) {
 // A release that moved its charts: resolve refuses, naming the chart key, the Chart.yaml it
 // looked for and the charts the archive does hold.
 func TestResolveRefusesAMovedChart(t *testing.T) {
-	isolateDockerConfig(t, nil)
-	w := newWorld(t, "", "")
-	files := chartFiles()
+	onlinetest.IsolateDockerConfig(t, nil)
+	w := onlinetest.NewWorld(t, "", "")
+	files := onlinetest.ChartFiles()
 	delete(files, "deploy/helm/openshell-workspace/Chart.yaml")
 	files["deploy/helm/workspace/Chart.yaml"] = "apiVersion: v2\nname: openshell-workspace\nversion: 0.2.0\n"
-	w.release(t, newCommit, files)
-	_, err := resolve(t, ResolveOptions{Base: w.set, Version: newVersion})
+	w.Release(t, newVersion, newCommit, files)
+	_, err := resolve(t, ResolveOptions{Base: w.Set, Version: newVersion})
 	if err == nil || !strings.Contains(err.Error(), "openshell.charts.workspace: the archive has no OpenShell-0.1.5/deploy/helm/openshell-workspace/Chart.yaml") ||
 		!strings.Contains(err.Error(), "charts under OpenShell-0.1.5/deploy/helm: deploy/helm/openshell, deploy/helm/workspace") {
 		t.Fatalf("moved chart: %v", err)
@@ -177,9 +164,9 @@ func TestResolveRefusesAMovedChart(t *testing.T) {
 // Mistyped options are refused before anything is fetched, naming the flag; a release that does
 // not exist names the archive's answer.
 func TestResolveRefusesBadOptionsAndUnknownReleases(t *testing.T) {
-	isolateDockerConfig(t, nil)
-	w := newWorld(t, "", "")
-	before := w.reg.requests
+	onlinetest.IsolateDockerConfig(t, nil)
+	w := onlinetest.NewWorld(t, "", "")
+	before := w.Reg.Requests()
 	for _, c := range []struct {
 		o    ResolveOptions
 		flag string
@@ -190,17 +177,17 @@ func TestResolveRefusesBadOptionsAndUnknownReleases(t *testing.T) {
 		{ResolveOptions{Version: "0.1.5", Images: map[string]string{pins.KeyOCEPostgresImage: "postgres"}}, "--postgres-image"},
 		{ResolveOptions{Version: "0.1.5", Images: map[string]string{pins.KeyGatewayImage: "x:1"}}, pins.KeyGatewayImage},
 	} {
-		c.o.Base = w.set
+		c.o.Base = w.Set
 		_, err := resolve(t, c.o)
 		var opt *option.Error
 		if !errors.As(err, &opt) || opt.Option != c.flag {
 			t.Errorf("%+v: %v, want an option error naming %s", c.o, err, c.flag)
 		}
 	}
-	if w.reg.requests != before || len(w.files.hits) != 0 {
-		t.Errorf("bad options reached the network: %d registry requests, file hits %v", w.reg.requests-before, w.files.hits)
+	if w.Reg.Requests() != before || w.Files.Hits() != 0 {
+		t.Errorf("bad options reached the network: %d registry requests, file hits %v", w.Reg.Requests()-before, w.Files.Hits())
 	}
-	_, err := resolve(t, ResolveOptions{Base: w.set, Version: "0.1.9"})
+	_, err := resolve(t, ResolveOptions{Base: w.Set, Version: "0.1.9"})
 	if err == nil || !strings.Contains(err.Error(), "v0.1.9.tar.gz: the server answered 404 Not Found") || !strings.Contains(err.Error(), "its tag is v0.1.9") {
 		t.Fatalf("unknown release: %v", err)
 	}
@@ -209,19 +196,19 @@ func TestResolveRefusesBadOptionsAndUnknownReleases(t *testing.T) {
 // The new release also moves k3s: --k3s-image by tag is resolved to the index that tag serves,
 // and a k3d tools image replaced by an index drops the note about the old digest.
 func TestResolveReplacesOtherImagesWhenTold(t *testing.T) {
-	isolateDockerConfig(t, nil)
-	w := newWorld(t, "", "")
-	w.release(t, newCommit, chartFiles())
-	k3s, _ := w.reg.pushIndex(t, "rancher/k3s:v1.37.1-k3s1", amd64, arm64)
-	tools, _ := w.reg.pushIndex(t, "k3d-io/k3d-tools:5.9.1", amd64, arm64)
-	res, err := resolve(t, ResolveOptions{Base: w.set, Version: newVersion, Images: map[string]string{
-		pins.KeyK3sImage:      w.reg.host + "/rancher/k3s:v1.37.1-k3s1",
-		pins.KeyK3dToolsImage: w.reg.host + "/k3d-io/k3d-tools:5.9.1@" + tools,
+	onlinetest.IsolateDockerConfig(t, nil)
+	w := onlinetest.NewWorld(t, "", "")
+	w.Release(t, newVersion, newCommit, onlinetest.ChartFiles())
+	k3s, _ := w.Reg.PushIndex(t, "rancher/k3s:v1.37.1-k3s1", onlinetest.AMD64, onlinetest.ARM64)
+	tools, _ := w.Reg.PushIndex(t, "k3d-io/k3d-tools:5.9.1", onlinetest.AMD64, onlinetest.ARM64)
+	res, err := resolve(t, ResolveOptions{Base: w.Set, Version: newVersion, Images: map[string]string{
+		pins.KeyK3sImage:      w.Reg.Host + "/rancher/k3s:v1.37.1-k3s1",
+		pins.KeyK3dToolsImage: w.Reg.Host + "/k3d-io/k3d-tools:5.9.1@" + tools,
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := res.Set.K3s.Image.String(); got != w.reg.host+"/rancher/k3s:v1.37.1-k3s1@"+k3s {
+	if got := res.Set.K3s.Image.String(); got != w.Reg.Host+"/rancher/k3s:v1.37.1-k3s1@"+k3s {
 		t.Errorf("k3s %s", got)
 	}
 	if got := res.Set.K3d.ToolsImage.Digest; got != tools {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/openclaw/occ/internal/occdev/pins"
+	"github.com/openclaw/occ/internal/occdev/pins/online/onlinetest"
 )
 
 func verify(t *testing.T, set *pins.Set) *Report {
@@ -44,9 +45,9 @@ func misses(rep *Report) []string {
 // match, verifies: four checks per image (digest, tag, linux/amd64, linux/arm64) and one per
 // download, all passing.
 func TestVerifyPassesASetServedAsPinned(t *testing.T) {
-	isolateDockerConfig(t, nil)
-	w := newWorld(t, "", "")
-	rep := verify(t, w.set)
+	onlinetest.IsolateDockerConfig(t, nil)
+	w := onlinetest.NewWorld(t, "", "")
+	rep := verify(t, w.Set)
 	if m := misses(rep); len(m) > 0 {
 		t.Fatalf("misses:\n%s", strings.Join(m, "\n"))
 	}
@@ -69,12 +70,12 @@ func TestVerifyPassesASetServedAsPinned(t *testing.T) {
 // for the same tag). verify says it is a single-platform linux/amd64 manifest, that an arm64
 // engine cannot run it, and that the tag serves the index to pin instead.
 func TestVerifyNamesASinglePlatformPinAndTheIndexItsTagServes(t *testing.T) {
-	isolateDockerConfig(t, nil)
-	w := newWorld(t, "", "")
-	tools := w.set.K3d.ToolsImage
-	index, children := w.reg.pushIndex(t, tools.Repository+":"+tools.Tag, amd64, arm64)
-	w.set.K3d.ToolsImage.Digest = children["linux/amd64"]
-	rep := verify(t, w.set)
+	onlinetest.IsolateDockerConfig(t, nil)
+	w := onlinetest.NewWorld(t, "", "")
+	tools := w.Set.K3d.ToolsImage
+	index, children := w.Reg.PushIndex(t, tools.Repository+":"+tools.Tag, onlinetest.AMD64, onlinetest.ARM64)
+	w.Set.K3d.ToolsImage.Digest = children["linux/amd64"]
+	rep := verify(t, w.Set)
 
 	if c := find(t, rep, pins.KeyK3dToolsImage, "digest"); !c.OK || !strings.Contains(c.Detail, "single-platform manifest") || !strings.Contains(c.Detail, "linux/amd64") {
 		t.Errorf("digest check %+v: want it resolved and named single-platform linux/amd64", c)
@@ -99,12 +100,12 @@ func TestVerifyNamesASinglePlatformPinAndTheIndexItsTagServes(t *testing.T) {
 // An image published for x86-64 only: its index lacks linux/arm64, which verify names with the
 // platforms the index does hold.
 func TestVerifyMissesAnIndexWithoutARM64(t *testing.T) {
-	isolateDockerConfig(t, nil)
-	w := newWorld(t, "", "")
-	pg := w.set.OCE.PostgresImage
-	digest, _ := w.reg.pushIndex(t, pg.Repository+":"+pg.Tag, amd64)
-	w.set.OCE.PostgresImage.Digest = digest
-	rep := verify(t, w.set)
+	onlinetest.IsolateDockerConfig(t, nil)
+	w := onlinetest.NewWorld(t, "", "")
+	pg := w.Set.OCE.PostgresImage
+	digest, _ := w.Reg.PushIndex(t, pg.Repository+":"+pg.Tag, onlinetest.AMD64)
+	w.Set.OCE.PostgresImage.Digest = digest
+	rep := verify(t, w.Set)
 	c := find(t, rep, pins.KeyOCEPostgresImage, "linux/arm64")
 	if c.OK || !strings.Contains(c.Detail, "the index has no linux/arm64 entry (it holds linux/amd64)") {
 		t.Errorf("linux/arm64 check %+v", c)
@@ -118,14 +119,14 @@ func TestVerifyMissesAnIndexWithoutARM64(t *testing.T) {
 // manifest replaced at its URL, an archive URL that answers 404. Each is a miss naming what the
 // server answered and the fix.
 func TestVerifyMissesStalePins(t *testing.T) {
-	isolateDockerConfig(t, nil)
-	w := newWorld(t, "", "")
-	w.set.OCE.NodeBaseImage.Tag = "24-trixie" // never pushed
-	w.set.K3s.Image.Digest = "sha256:" + strings.Repeat("0", 64)
-	w.files.put(manifestPath, []byte("replaced\n"))
-	w.set.OpenShell.SourceArchive.URL = w.files.url + "/NVIDIA/OpenShell/archive/refs/tags/v9.9.9.tar.gz?token=sekrit"
+	onlinetest.IsolateDockerConfig(t, nil)
+	w := onlinetest.NewWorld(t, "", "")
+	w.Set.OCE.NodeBaseImage.Tag = "24-trixie" // never pushed
+	w.Set.K3s.Image.Digest = "sha256:" + strings.Repeat("0", 64)
+	w.Files.Put(onlinetest.ManifestPath, []byte("replaced\n"))
+	w.Set.OpenShell.SourceArchive.URL = w.Files.URL + "/NVIDIA/OpenShell/archive/refs/tags/v9.9.9.tar.gz?token=sekrit"
 
-	rep := verify(t, w.set)
+	rep := verify(t, w.Set)
 	if c := find(t, rep, pins.KeyOCENodeBaseImage, "tag 24-trixie"); c.OK || !strings.Contains(c.Detail, "has no tag 24-trixie") {
 		t.Errorf("missing tag: %+v", c)
 	}
@@ -140,7 +141,7 @@ func TestVerifyMissesStalePins(t *testing.T) {
 			t.Errorf("platforms of a digest that does not resolve were reported: %+v", c)
 		}
 	}
-	if c := find(t, rep, pins.KeyAgentSandbox, "sha256"); c.OK || !strings.Contains(c.Detail, "has sha256 "+sha([]byte("replaced\n"))) {
+	if c := find(t, rep, pins.KeyAgentSandbox, "sha256"); c.OK || !strings.Contains(c.Detail, "has sha256 "+onlinetest.SHA256([]byte("replaced\n"))) {
 		t.Errorf("replaced manifest: %+v", c)
 	}
 	c := find(t, rep, pins.KeySourceArchive, "sha256")
@@ -164,20 +165,20 @@ func TestVerifyMissesStalePins(t *testing.T) {
 // password is in no check.
 func TestVerifyReadsCredentialsFromTheDockerConfig(t *testing.T) {
 	const user, pass = "ci-reader", "pa55-for-the-test-registry"
-	w := newWorld(t, user, pass)
+	w := onlinetest.NewWorld(t, user, pass)
 
-	isolateDockerConfig(t, nil)
-	rep := verify(t, w.set)
+	onlinetest.IsolateDockerConfig(t, nil)
+	rep := verify(t, w.Set)
 	c := find(t, rep, pins.KeyGatewayImage, "digest")
-	if c.OK || !strings.Contains(c.Detail, "401 Unauthorized") || !strings.Contains(c.Detail, "docker login "+w.reg.host) {
+	if c.OK || !strings.Contains(c.Detail, "401 Unauthorized") || !strings.Contains(c.Detail, "docker login "+w.Reg.Host) {
 		t.Errorf("without credentials: %+v", c)
 	}
 	if n := rep.Misses(); n != 7*2 {
 		t.Errorf("%d misses without credentials, want 14 (digest and tag of 7 images)", n)
 	}
 
-	isolateDockerConfig(t, map[string][2]string{w.reg.host: {user, pass}})
-	rep = verify(t, w.set)
+	onlinetest.IsolateDockerConfig(t, map[string][2]string{w.Reg.Host: {user, pass}})
+	rep = verify(t, w.Set)
 	if m := misses(rep); len(m) > 0 {
 		t.Fatalf("with the docker config's credentials:\n%s", strings.Join(m, "\n"))
 	}

@@ -1,4 +1,8 @@
-package online
+// Package onlinetest serves pins for the tests of `occ dev pins verify` and `resolve`: an
+// in-process registry on 127.0.0.1 (go-containerregistry's pkg/registry, optionally behind Basic
+// authentication), a file server for archives and manifests, tag archives built the way git
+// archive builds them, and a docker config of the test's own.
+package onlinetest
 
 import (
 	"archive/tar"
@@ -37,16 +41,25 @@ import (
 // clients reach over plain HTTP, as they do any loopback registry). With credentials set it
 // answers 401 with a Basic challenge to every request that lacks them, as a private registry
 // does.
-type testRegistry struct {
-	host       string
+type Registry struct {
+	// Host is "127.0.0.1:PORT".
+	Host       string
 	user, pass string
 	mu         sync.Mutex
 	requests   int
 }
 
-func startRegistry(t *testing.T, user, pass string) *testRegistry {
+// Requests counts the requests the registry has answered.
+func (r *Registry) Requests() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.requests
+}
+
+// StartRegistry starts a registry for the test; with user set it requires those credentials.
+func StartRegistry(t *testing.T, user, pass string) *Registry {
 	t.Helper()
-	r := &testRegistry{user: user, pass: pass}
+	r := &Registry{user: user, pass: pass}
 	h := ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0)))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.mu.Lock()
@@ -65,14 +78,14 @@ func startRegistry(t *testing.T, user, pass string) *testRegistry {
 		h.ServeHTTP(w, req)
 	}))
 	t.Cleanup(srv.Close)
-	r.host = strings.TrimPrefix(srv.URL, "http://")
+	r.Host = strings.TrimPrefix(srv.URL, "http://")
 	return r
 }
 
 // push writes an image or index under repo:tag with the registry's credentials.
-func (r *testRegistry) push(t *testing.T, repoTag string, v remote.Taggable) {
+func (r *Registry) push(t *testing.T, repoTag string, v remote.Taggable) {
 	t.Helper()
-	ref, err := name.NewTag(r.host + "/" + repoTag)
+	ref, err := name.NewTag(r.Host + "/" + repoTag)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,18 +127,18 @@ func platformImage(t *testing.T, p v1.Platform) v1.Image {
 	return img
 }
 
-// pushImage pushes a single-platform image as repo:tag and returns its manifest digest.
-func (r *testRegistry) pushImage(t *testing.T, repoTag string, p v1.Platform) string {
+// PushImage pushes a single-platform image as repo:tag and returns its manifest digest.
+func (r *Registry) PushImage(t *testing.T, repoTag string, p v1.Platform) string {
 	t.Helper()
 	img := platformImage(t, p)
 	r.push(t, repoTag, img)
 	return digestOf(t, img)
 }
 
-// pushIndex pushes a multi-platform index of one image per platform as repo:tag, and returns
+// PushIndex pushes a multi-platform index of one image per platform as repo:tag, and returns
 // the index digest and the digest of each platform's manifest. A buildx-style attestation entry
 // (platform unknown/unknown) rides along, as in real indexes.
-func (r *testRegistry) pushIndex(t *testing.T, repoTag string, platforms ...v1.Platform) (string, map[string]string) {
+func (r *Registry) PushIndex(t *testing.T, repoTag string, platforms ...v1.Platform) (string, map[string]string) {
 	t.Helper()
 	var adds []mutate.IndexAddendum
 	children := map[string]string{}
@@ -157,22 +170,33 @@ func digestOf(t *testing.T, img v1.Image) string {
 	return d.String()
 }
 
+// The two platforms every pin must serve, as real indexes write them.
 var (
-	amd64 = v1.Platform{OS: "linux", Architecture: "amd64"}
-	arm64 = v1.Platform{OS: "linux", Architecture: "arm64", Variant: "v8"}
+	AMD64 = v1.Platform{OS: "linux", Architecture: "amd64"}
+	ARM64 = v1.Platform{OS: "linux", Architecture: "arm64", Variant: "v8"}
 )
 
-// fileServer serves files by path and counts the requests per path.
-type fileServer struct {
-	url   string
+func platformString(p v1.Platform) string {
+	s := p.OS + "/" + p.Architecture
+	if p.Variant != "" {
+		s += "/" + p.Variant
+	}
+	return s
+}
+
+// Files serves files by path and counts the requests per path.
+type Files struct {
+	// URL is the server's base URL.
+	URL   string
 	mu    sync.Mutex
 	files map[string][]byte
 	hits  map[string]int
 }
 
-func serveFiles(t *testing.T) *fileServer {
+// ServeFiles starts a file server for the test.
+func ServeFiles(t *testing.T) *Files {
 	t.Helper()
-	fs := &fileServer{files: map[string][]byte{}, hits: map[string]int{}}
+	fs := &Files{files: map[string][]byte{}, hits: map[string]int{}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fs.mu.Lock()
 		body, ok := fs.files[r.URL.Path]
@@ -185,25 +209,27 @@ func serveFiles(t *testing.T) *fileServer {
 		_, _ = w.Write(body)
 	}))
 	t.Cleanup(srv.Close)
-	fs.url = srv.URL
+	fs.URL = srv.URL
 	return fs
 }
 
-func (fs *fileServer) put(path string, body []byte) string {
+// Put serves body at path and returns its URL.
+func (fs *Files) Put(path string, body []byte) string {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	fs.files[path] = body
-	return fs.url + path
+	return fs.URL + path
 }
 
-func sha(b []byte) string {
+// SHA256 is the hex SHA-256 of b.
+func SHA256(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
 }
 
-// tagArchive builds a tag tarball the way git archive does: a pax global header whose comment is
+// TagArchive builds a tag tarball the way git archive does: a pax global header whose comment is
 // the commit (when commit is not empty), then every entry under top/.
-func tagArchive(t *testing.T, top, commit string, files map[string]string) []byte {
+func TagArchive(t *testing.T, top, commit string, files map[string]string) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	gz := gzip.NewWriter(&buf)
@@ -240,8 +266,8 @@ func tagArchive(t *testing.T, top, commit string, files map[string]string) []byt
 	return buf.Bytes()
 }
 
-// chartFiles is the v0.1 layout of an OpenShell source tree, reduced to what resolve reads.
-func chartFiles() map[string]string {
+// ChartFiles is the v0.1 layout of an OpenShell source tree, reduced to what resolve reads.
+func ChartFiles() map[string]string {
 	return map[string]string{
 		"README.md":                                  "# OpenShell\n",
 		"deploy/helm/openshell/Chart.yaml":           "apiVersion: v2\nname: openshell\nversion: 0.1.0\n",
@@ -250,9 +276,9 @@ func chartFiles() map[string]string {
 	}
 }
 
-// isolateDockerConfig gives the test a docker config of its own (and a HOME without one), so
+// IsolateDockerConfig gives the test a docker config of its own (and a HOME without one), so
 // the registry credentials are exactly the test's: auths maps a registry host to user:pass.
-func isolateDockerConfig(t *testing.T, auths map[string][2]string) {
+func IsolateDockerConfig(t *testing.T, auths map[string][2]string) {
 	t.Helper()
 	home := t.TempDir()
 	dir := filepath.Join(t.TempDir(), "docker")
@@ -276,24 +302,26 @@ func isolateDockerConfig(t *testing.T, auths map[string][2]string) {
 	t.Setenv("XDG_RUNTIME_DIR", home)
 }
 
-// world is a registry and a download site serving a pin set that verifies completely: every
+// World is a registry and a download site serving a pin set that verifies completely: every
 // image of the embedded set pushed as a linux/amd64 + linux/arm64 index under the same repository
 // and tag on the test registry, the source archive and the Agent Sandbox manifest on the file
 // server under their real paths.
-type world struct {
-	reg   *testRegistry
-	files *fileServer
-	set   *pins.Set
+type World struct {
+	Reg   *Registry
+	Files *Files
+	Set   *pins.Set
 }
 
 const (
-	archivePath  = "/NVIDIA/OpenShell/archive/refs/tags/v0.1.3-pre.2.tar.gz"
-	manifestPath = "/kubernetes-sigs/agent-sandbox/releases/download/v0.5.2/sandbox.yaml"
+	// ArchivePath and ManifestPath are where the World serves the pinned downloads.
+	ArchivePath  = "/NVIDIA/OpenShell/archive/refs/tags/v0.1.3-pre.2.tar.gz"
+	ManifestPath = "/kubernetes-sigs/agent-sandbox/releases/download/v0.5.2/sandbox.yaml"
 )
 
-func newWorld(t *testing.T, user, pass string) *world {
+// NewWorld builds a World; with user set its registry requires those credentials.
+func NewWorld(t *testing.T, user, pass string) *World {
 	t.Helper()
-	w := &world{reg: startRegistry(t, user, pass), files: serveFiles(t)}
+	w := &World{Reg: StartRegistry(t, user, pass), Files: ServeFiles(t)}
 	set, err := pins.Default()
 	if err != nil {
 		t.Fatal(err)
@@ -302,29 +330,49 @@ func newWorld(t *testing.T, user, pass string) *world {
 		if e.Image == nil {
 			continue
 		}
-		*e.Image = w.moveImage(t, *e.Image)
+		*e.Image = w.MoveImage(t, *e.Image)
 	}
-	archive := tagArchive(t, set.OpenShell.SourceArchive.TopDirectory, set.OpenShell.Commit, chartFiles())
-	set.OpenShell.SourceArchive.Artifact = pins.Artifact{URL: w.files.put(archivePath, archive), SHA256: sha(archive)}
+	archive := TagArchive(t, set.OpenShell.SourceArchive.TopDirectory, set.OpenShell.Commit, ChartFiles())
+	set.OpenShell.SourceArchive.Artifact = pins.Artifact{URL: w.Files.Put(ArchivePath, archive), SHA256: SHA256(archive)}
 	manifest := []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: agent-sandbox-system\n")
-	set.AgentSandbox.Manifest = pins.Artifact{URL: w.files.put(manifestPath, manifest), SHA256: sha(manifest)}
+	set.AgentSandbox.Manifest = pins.Artifact{URL: w.Files.Put(ManifestPath, manifest), SHA256: SHA256(manifest)}
 	set.Source = "test pins"
-	w.set = set
+	w.Set = set
 	return w
 }
 
-// moveImage pushes a two-platform index for img's repository and tag and returns the pin of it.
-func (w *world) moveImage(t *testing.T, img pins.Image) pins.Image {
+// MoveImage pushes a two-platform index for img's repository and tag and returns the pin of it.
+func (w *World) MoveImage(t *testing.T, img pins.Image) pins.Image {
 	t.Helper()
-	digest, _ := w.reg.pushIndex(t, img.Repository+":"+img.Tag, amd64, arm64)
-	return pins.Image{Registry: w.reg.host, Repository: img.Repository, Tag: img.Tag, Digest: digest}
+	digest, _ := w.Reg.PushIndex(t, img.Repository+":"+img.Tag, AMD64, ARM64)
+	return pins.Image{Registry: w.Reg.Host, Repository: img.Repository, Tag: img.Tag, Digest: digest}
 }
 
-func mustImage(t *testing.T, ref string) pins.Image {
-	t.Helper()
-	img, err := pins.ParseImage(ref)
-	if err != nil {
-		t.Fatal(err)
+// Hits counts the requests for each path so far.
+func (fs *Files) Hits() int {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	n := 0
+	for _, h := range fs.hits {
+		n += h
 	}
-	return img
+	return n
+}
+
+// ReleaseCommit is the commit of the release Release publishes.
+const ReleaseCommit = "5a5e0c1f2d3b4a69788796a5b4c3d2e1f0a9b8c7"
+
+// Release publishes OpenShell version in w: its tag archive at the path GitHub serves it from
+// (with the pax comment git archive writes, unless commit is empty) and its three images tagged
+// by ReleaseCommit as two-platform indexes. It returns the archive and each image's index digest
+// by pin key.
+func (w *World) Release(t *testing.T, version, commit string, files map[string]string) ([]byte, map[string]string) {
+	t.Helper()
+	archive := TagArchive(t, "OpenShell-"+version, commit, files)
+	w.Files.Put("/NVIDIA/OpenShell/archive/refs/tags/v"+version+".tar.gz", archive)
+	digests := map[string]string{}
+	for key, repo := range map[string]string{pins.KeyGatewayImage: "gateway", pins.KeySandboxImage: "sandbox", pins.KeySupervisorImage: "supervisor"} {
+		digests[key], _ = w.Reg.PushIndex(t, "nvidia/openshell/"+repo+":"+ReleaseCommit, AMD64, ARM64)
+	}
+	return archive, digests
 }
