@@ -118,9 +118,17 @@ func Resolve(ctx context.Context, o ResolveOptions, deps Deps) (*Resolved, error
 	if err != nil {
 		return nil, fmt.Errorf("derive the source archive URL of %s from %s: %w", version, pins.KeySourceArchive, err)
 	}
-	var agentURL string
+	var agentURL, agentVersion string
 	if o.AgentSandboxVersion != "" {
-		if agentURL, err = swapVersion(base.AgentSandbox.Manifest.URL, base.AgentSandbox.Version, o.AgentSandboxVersion); err != nil {
+		if !pins.ValidVersion(strings.TrimPrefix(o.AgentSandboxVersion, "v")) {
+			return nil, &option.Error{Option: OptionAgentSandbox, Value: o.AgentSandboxVersion, Rule: "is not a release version", Fix: "give the Agent Sandbox release like v0.6.0"}
+		}
+		// The version is written the way the pinned one is (v0.5.2), whichever way it was given.
+		agentVersion = strings.TrimPrefix(o.AgentSandboxVersion, "v")
+		if strings.HasPrefix(base.AgentSandbox.Version, "v") {
+			agentVersion = "v" + agentVersion
+		}
+		if agentURL, err = swapVersion(base.AgentSandbox.Manifest.URL, base.AgentSandbox.Version, agentVersion); err != nil {
 			return nil, fmt.Errorf("derive the Agent Sandbox manifest URL of %s from %s: %w", o.AgentSandboxVersion, pins.KeyAgentSandbox, err)
 		}
 	}
@@ -194,7 +202,7 @@ func Resolve(ctx context.Context, o ResolveOptions, deps Deps) (*Resolved, error
 		if err != nil {
 			refusals = append(refusals, fmt.Errorf("Agent Sandbox %s: %w; check that the release exists", o.AgentSandboxVersion, err))
 		} else {
-			set.AgentSandbox = pins.AgentSandbox{Version: o.AgentSandboxVersion, Manifest: pins.Artifact{URL: agentURL, SHA256: sum}}
+			set.AgentSandbox = pins.AgentSandbox{Version: agentVersion, Manifest: pins.Artifact{URL: agentURL, SHA256: sum}}
 			changed[pins.KeyAgentSandbox] = true
 			res.AgentSandbox = &ResolvedArtifact{URL: agentURL, SHA256: sum, Size: n}
 		}

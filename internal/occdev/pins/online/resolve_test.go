@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -176,6 +177,7 @@ func TestResolveRefusesBadOptionsAndUnknownReleases(t *testing.T) {
 		{ResolveOptions{Version: "0.1.5", Images: map[string]string{pins.KeyK3sImage: "Rancher/K3s"}}, "--k3s-image"},
 		{ResolveOptions{Version: "0.1.5", Images: map[string]string{pins.KeyOCEPostgresImage: "postgres"}}, "--postgres-image"},
 		{ResolveOptions{Version: "0.1.5", Images: map[string]string{pins.KeyGatewayImage: "x:1"}}, pins.KeyGatewayImage},
+		{ResolveOptions{Version: "0.1.5", AgentSandboxVersion: "v0.6.0/../../x"}, OptionAgentSandbox},
 	} {
 		c.o.Base = w.Set
 		_, err := resolve(t, c.o)
@@ -193,15 +195,18 @@ func TestResolveRefusesBadOptionsAndUnknownReleases(t *testing.T) {
 	}
 }
 
-// The new release also moves k3s: --k3s-image by tag is resolved to the index that tag serves,
-// and a k3d tools image replaced by an index drops the note about the old digest.
+// The new release also moves k3s and Agent Sandbox: --k3s-image by tag is resolved to the index
+// that tag serves, a k3d tools image replaced by an index drops the note about the old digest,
+// and the Agent Sandbox manifest of 0.6.0 is found by the pinned URL's pattern and checksummed.
 func TestResolveReplacesOtherImagesWhenTold(t *testing.T) {
 	onlinetest.IsolateDockerConfig(t, nil)
 	w := onlinetest.NewWorld(t, "", "")
 	w.Release(t, newVersion, newCommit, onlinetest.ChartFiles())
 	k3s, _ := w.Reg.PushIndex(t, "rancher/k3s:v1.37.1-k3s1", onlinetest.AMD64, onlinetest.ARM64)
 	tools, _ := w.Reg.PushIndex(t, "k3d-io/k3d-tools:5.9.1", onlinetest.AMD64, onlinetest.ARM64)
-	res, err := resolve(t, ResolveOptions{Base: w.Set, Version: newVersion, Images: map[string]string{
+	manifest := []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: agent-sandbox-system\n# 0.6.0\n")
+	manifestURL := w.Files.Put("/kubernetes-sigs/agent-sandbox/releases/download/v0.6.0/sandbox.yaml", manifest)
+	res, err := resolve(t, ResolveOptions{Base: w.Set, Version: newVersion, AgentSandboxVersion: "0.6.0", Images: map[string]string{
 		pins.KeyK3sImage:      w.Reg.Host + "/rancher/k3s:v1.37.1-k3s1",
 		pins.KeyK3dToolsImage: w.Reg.Host + "/k3d-io/k3d-tools:5.9.1@" + tools,
 	}})
@@ -213,6 +218,12 @@ func TestResolveReplacesOtherImagesWhenTold(t *testing.T) {
 	}
 	if got := res.Set.K3d.ToolsImage.Digest; got != tools {
 		t.Errorf("tools digest %s", got)
+	}
+	if a := res.Set.AgentSandbox; a.Version != "v0.6.0" || a.Manifest.URL != manifestURL || a.Manifest.SHA256 != onlinetest.SHA256(manifest) {
+		t.Errorf("agent sandbox %+v, want v0.6.0 at %s", a, manifestURL)
+	}
+	if slices.Contains(res.Kept, pins.KeyAgentSandbox) || slices.Contains(res.Kept, pins.KeyK3sImage) || !slices.Contains(res.Kept, pins.KeyOCEPostgresImage) {
+		t.Errorf("kept %v", res.Kept)
 	}
 	if len(res.Set.Notes) != 0 || len(res.DroppedNotes) != 2 {
 		t.Errorf("notes kept %+v, dropped %+v", res.Set.Notes, res.DroppedNotes)
