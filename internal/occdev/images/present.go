@@ -151,7 +151,7 @@ func Present(ctx context.Context, opts PresentOptions) (Local, error) {
 // the options do not carry it.
 func (opts PresentOptions) checkPlatform(ctx context.Context, l Local) error {
 	if l.Platform.Architecture == "" {
-		return nil // an image without a stated platform runs wherever the engine puts it
+		return nil // the config states no platform, so there is nothing to compare
 	}
 	engine := opts.Platform
 	if engine == (Platform{}) {
