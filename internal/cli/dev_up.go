@@ -118,7 +118,7 @@ OCC_DEVELOPMENT_POSTGRES_IMAGE and OCC_DEVELOPMENT_NODE_BASE_IMAGE.`,
 	f.Int("disk-threshold-percent", 0, "kubelet disk eviction threshold of the k3d node, 1-20 (default 5; env OCC_DEVELOPMENT_KUBERNETES_DISK_THRESHOLD_PERCENT)")
 	f.String("control-plane", "", "where OCE is meant to run: compose (Gateway NodePort 30051) or kubernetes (ClusterIP) (default compose)")
 	f.StringP("namespace", "n", "", "platform namespace for the Gateway (default openshell-system, or oce-system with --control-plane kubernetes)")
-	f.String("pin-file", "", "pin file replacing the built-in OpenShell pins")
+	addPinFileFlag(cmd)
 	f.String("openshell-archive", "", "local copy of the pinned OpenShell source archive (still verified against the pin)")
 	f.String("gateway-endpoint", "", "host:port where the final Health check reaches the Gateway (default: a port-forward)")
 	f.String("startup-timeout", "", "bound of each readiness wait, e.g. 10m (default 10m; env OCC_DEVELOPMENT_STARTUP_TIMEOUT_SECONDS in seconds)")
@@ -164,7 +164,7 @@ func devUpOptions(g *Globals, cmd *cobra.Command) (occdev.UpOptions, error) {
 		Context:              g.Context,
 		ControlPlane:         occdev.ControlPlane(devSetting(g, cmd, "control-plane", "OCC_DEVELOPMENT_CONTROL_PLANE")),
 		Namespace:            devSetting(g, cmd, "namespace", "OCC_DEVELOPMENT_KUBERNETES_NAMESPACE"),
-		PinFile:              devSetting(g, cmd, "pin-file", "OCC_DEVELOPMENT_PIN_FILE"),
+		PinFile:              pinFile(g, cmd),
 		ArchiveFile:          devSetting(g, cmd, "openshell-archive", "OCC_DEVELOPMENT_OPENSHELL_ARCHIVE"),
 		GatewayEndpoint:      devSetting(g, cmd, "gateway-endpoint", "OCC_DEVELOPMENT_GATEWAY_ENDPOINT"),
 		StartupTimeout:       timeout,
