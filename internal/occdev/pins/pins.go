@@ -208,14 +208,14 @@ func (f *fileSet) build() (*Set, error) {
 	}
 	o := f.OpenShell
 	if !versionPattern.MatchString(o.Version) {
-		add(fmt.Errorf("openshell.version %q must be a semantic version without a leading v (for example 0.1.3-pre.1)", o.Version))
+		add(fmt.Errorf("openshell.version %q must be a semantic version without a leading v (for example 0.1.3-pre.2)", o.Version))
 	}
 	if !commitPattern.MatchString(o.Commit) {
 		add(fmt.Errorf("openshell.commit %q must be 40 lower-case hex digits", o.Commit))
 	}
 	add(checkArtifact("openshell.sourceArchive", o.SourceArchive.Artifact))
 	if !dirNamePattern.MatchString(o.SourceArchive.TopDirectory) {
-		add(fmt.Errorf("openshell.sourceArchive.topDirectory %q must be one directory name (for example OpenShell-0.1.3-pre.1)", o.SourceArchive.TopDirectory))
+		add(fmt.Errorf("openshell.sourceArchive.topDirectory %q must be one directory name (for example OpenShell-0.1.3-pre.2)", o.SourceArchive.TopDirectory))
 	}
 	helmDir := o.SourceArchive.HelmDirectory
 	add(checkRelativePath("openshell.sourceArchive.helmDirectory", helmDir))
