@@ -44,11 +44,12 @@ const (
 type Charts struct {
 	// Gateway is the OpenShell Gateway chart, ready for action.Install.
 	Gateway *chart.Chart
-	// GatewayPackage is the packaged Gateway chart (.tgz).
+	// GatewayPackage is the packaged Gateway chart (.tgz), or the selected local chart (a
+	// directory or a .tgz).
 	GatewayPackage string
 	// Workspace is the per-namespace resources chart, for RenderWorkspace.
 	Workspace *chart.Chart
-	// WorkspacePackage is the packaged Workspace chart (.tgz).
+	// WorkspacePackage is the packaged Workspace chart (.tgz), or the selected local chart.
 	WorkspacePackage string
 }
 

@@ -352,7 +352,7 @@ func TestGatewayValuesRefuseBadOptions(t *testing.T) {
 	}
 }
 
-// The Gateway chart's Agent Sandbox preflight is on by default, as upstream: rendered with
+// The Gateway chart's Agent Sandbox preflight is on by default, as in OpenShell's chart: rendered with
 // Helm's default capabilities (what occ's offline check used to pass) it fails, and it passes
 // once the cluster serves agents.x-k8s.io at either version, in either form.
 func TestGatewayChartAgentSandboxPreflight(t *testing.T) {
