@@ -18,9 +18,9 @@ const rollbackTimeout = 2 * time.Minute
 // upSteps is the whole `occ dev up` flow, in order. The cheap checks come first, then the
 // state is claimed (recording the Docker engine before anything exists); the artifacts are
 // fetched and the Gateway chart checked (rendered with the API versions the Agent Sandbox
-// manifest adds) while the cluster is made available (for k3d: the
-// pinned images pulled, the cluster created, the images imported and verified); then the
-// platform is installed on it, and the control plane of the profile after it.
+// manifest adds) while the cluster is made available (for k3d: the pinned images pulled, the
+// cluster created, the images imported and verified); then the platform is installed on it,
+// and the control plane of the profile after it.
 func upSteps(p *Plan) []Step {
 	check := "Check the settings and the cluster"
 	if p.k3d != nil {
