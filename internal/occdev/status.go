@@ -44,6 +44,9 @@ type Status struct {
 	Installation    string         `json:"installation,omitempty"`
 	// Engine is the recorded Docker engine endpoint, when the state has one.
 	Engine string `json:"engine,omitempty"`
+	// Selections are the local charts, Agent Sandbox manifest and node DNS resolver `up` was
+	// told to use, when any.
+	Selections *state.Selections `json:"selections,omitempty"`
 	// ClusterState is, for a cluster occ created (k3d), whether it exists and is the recorded
 	// one: exists, missing, not ours (the name belongs to another cluster now) or unknown (with
 	// the cause in ClusterDetail). Empty for a cluster occ only used.
@@ -140,6 +143,7 @@ func GetStatus(ctx context.Context, opts StatusOptions) (*Status, error) {
 	out := &Status{
 		StateDirectory: dir, Recorded: true, Profile: st.Profile, Cluster: &cl, Namespace: st.PlatformNamespace,
 		GatewayEndpoint: st.GatewayEndpoint, Installation: st.InstallationPath, Objects: []ObjectStatus{}, Images: []ImageStatus{},
+		Selections: st.Selections,
 	}
 	if st.Engine != nil {
 		out.Engine = st.Engine.Endpoint

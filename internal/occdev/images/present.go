@@ -10,7 +10,8 @@
 //   - Import loads all images into the cluster in one pass through k3d's library;
 //   - VerifyInNode reads the node's containerd and requires each image's config digest to equal
 //     the local image ID the pinned pull produced, then tags repo@sha256:<pinned> there;
-//   - CheckRenderedImages refuses a rendered chart whose containers use anything but the pins;
+//   - CheckRenderedImages refuses a rendered chart whose containers or rendered configuration
+//     name anything but the pins, or that names a required pin nowhere;
 //   - Status compares what the node holds with the local images, for `occ dev status`.
 //
 // The chain of trust is: pinned manifest digest —(verified by the engine's pull)→ local image ID
