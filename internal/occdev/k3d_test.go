@@ -209,7 +209,7 @@ func testBuiltCLI(t *testing.T, b *k3dBed) {
 	}
 	t.Logf("occ dev up:\n%s", out)
 	for label, want := range map[string]string{
-		"Engine:":        "Docker 20.10",
+		"Engine:":        "Docker " + b.engine.Version + " at " + b.Engine.Host,
 		"Context:":       "k3d-" + opts.ClusterName,
 		"Kubeconfig:":    filepath.Join(opts.StateDir, "kubeconfig") + " (written by occ; your kubeconfig and current context are untouched)",
 		"Containers:":    filepath.Join(opts.StateDir, "container-kubeconfig"),

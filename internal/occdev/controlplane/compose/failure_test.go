@@ -61,10 +61,10 @@ func TestStartDataReportsFailedMigration(t *testing.T) {
 	}
 }
 
-// On an engine without buildx (Debian's 20.10 here) Compose falls back to the classic builder,
-// which builds the fixture's Dockerfile but not BuildKit-only syntax such as the secret mount of
-// OCE's real dependencies stage: the data stage then fails with the builder's own reason, and
-// nothing of the project runs.
+// On a Docker host without the buildx plugin (the bed has none, whatever the engine's version)
+// Compose falls back to the classic builder, which builds the fixture's Dockerfile but not
+// BuildKit-only syntax such as the secret mount of OCE's real dependencies stage: the data stage
+// then fails with the builder's own reason, and nothing of the project runs.
 func TestStartDataShowsBuilderRefusal(t *testing.T) {
 	b := newBed(t)
 	dockerfile := filepath.Join(b.checkout, "Dockerfile")
