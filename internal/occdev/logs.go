@@ -111,6 +111,9 @@ func Logs(ctx context.Context, o LogsOptions) error {
 	if err != nil {
 		return err
 	}
+	if listErr != nil && len(o.Services) == 0 && o.Notes != nil {
+		fmt.Fprintf(o.Notes, "not every service is known, so not every one is shown: %v\n", listErr)
+	}
 
 	sink := &lineSink{w: o.Out}
 	prefixed := len(o.Services) != 1

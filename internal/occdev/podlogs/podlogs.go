@@ -16,8 +16,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -217,32 +217,58 @@ func Stream(ctx context.Context, kc kubernetes.Interface, w Workload, o Options)
 		opts.LabelSelector = sel
 		return kc.CoreV1().Pods(w.Namespace).Watch(ctx, opts)
 	}}
-	rw, err := watchtools.NewRetryWatcherWithContext(ctx, pods.ResourceVersion, lw)
+	rv := pods.ResourceVersion
+	for {
+		expired, err := watchPods(ctx, lw, rv, func(pod *corev1.Pod) { visit(pod, false) })
+		if err != nil || !expired {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("watch the Pods of %s: %w", w, err)
+		}
+		// The watch fell too far behind (the API compacted its history): list again, and read
+		// the runs that started meanwhile from their first line.
+		again, _, err := Pods(ctx, kc, w)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		for i := range again.Items {
+			visit(&again.Items[i], false)
+		}
+		rv = again.ResourceVersion
+	}
+}
+
+// watchPods hands every added or changed Pod to visit until ctx ends (nil error, not expired),
+// the watch's resource version expires (expired), or the watch fails.
+func watchPods(ctx context.Context, lw cache.WatcherWithContext, rv string, visit func(*corev1.Pod)) (expired bool, err error) {
+	rw, err := watchtools.NewRetryWatcherWithContext(ctx, rv, lw)
 	if err != nil {
-		return fmt.Errorf("watch the Pods of %s: %w", w, err)
+		return false, err
 	}
 	defer rw.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
-		case <-rw.Done():
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("watch the Pods of %s: the watch ended", w)
+			return false, nil
 		case ev, ok := <-rw.ResultChan():
 			if !ok {
-				if ctx.Err() != nil {
-					return nil
+				return false, errors.New("the watch ended")
+			}
+			switch ev.Type {
+			case watch.Error:
+				serr := apierrors.FromObject(ev.Object)
+				if apierrors.IsResourceExpired(serr) || apierrors.IsGone(serr) {
+					return true, nil
 				}
-				return fmt.Errorf("watch the Pods of %s: the watch ended", w)
-			}
-			if ev.Type == watch.Error {
-				return fmt.Errorf("watch the Pods of %s: %v", w, statusText(ev.Object))
-			}
-			if pod, ok := ev.Object.(*corev1.Pod); ok && (ev.Type == watch.Added || ev.Type == watch.Modified) {
-				visit(pod, false)
+				return false, serr
+			case watch.Added, watch.Modified:
+				if pod, ok := ev.Object.(*corev1.Pod); ok {
+					visit(pod)
+				}
 			}
 		}
 	}
@@ -258,13 +284,6 @@ func read(ctx context.Context, kc kubernetes.Interface, namespace, pod string, l
 	defer rc.Close()
 	_, err = io.Copy(out, rc)
 	return err
-}
-
-func statusText(obj runtime.Object) string {
-	if st, ok := obj.(*metav1.Status); ok {
-		return st.Message
-	}
-	return fmt.Sprintf("%T", obj)
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -101,6 +101,10 @@ func (s Stack) Logs(ctx context.Context, o LogOptions) error {
 		running := c.State == container.StateRunning
 		following[c.ID] = o.Follow && running
 		listed[c.ID] = true
+		if !running {
+			// Its runs ended before the listing, which reads them whole; a later run is new.
+			diedAt[c.ID] = listedAt
+		}
 		read(c.ID, svc, o.Since, o.Tail, o.Follow && running)
 	}
 	if !o.Follow {
