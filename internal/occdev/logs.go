@@ -280,19 +280,24 @@ type lineSink struct {
 // the buffer without bound.
 const maxLine = 1 << 20
 
+// output is a new stream whose lines carry label ("" for none). A label longer than the ones
+// before widens the padding of every later line, so the columns line up again.
 func (s *lineSink) output(label string) io.WriteCloser {
-	prefix := ""
-	if label != "" {
-		prefix = fmt.Sprintf("%-*s | ", s.width, label)
-	}
-	return &lineWriter{s: s, prefix: prefix}
+	s.mu.Lock()
+	s.width = max(s.width, len(label))
+	s.mu.Unlock()
+	return &lineWriter{s: s, label: label}
 }
 
-func (s *lineSink) write(prefix string, line []byte) error {
+func (s *lineSink) write(label string, line []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err != nil {
 		return s.err
+	}
+	prefix := ""
+	if label != "" {
+		prefix = fmt.Sprintf("%-*s | ", s.width, label)
 	}
 	_, err := io.WriteString(s.w, prefix+string(line))
 	if err != nil {
@@ -309,9 +314,9 @@ func (s *lineSink) note(w io.Writer, msg string) {
 
 // lineWriter is one stream of a lineSink: it holds a partial line until its newline arrives.
 type lineWriter struct {
-	s      *lineSink
-	prefix string
-	buf    []byte
+	s     *lineSink
+	label string
+	buf   []byte
 }
 
 func (l *lineWriter) Write(p []byte) (int, error) {
@@ -329,7 +334,7 @@ func (l *lineWriter) Write(p []byte) (int, error) {
 		if i < 0 {
 			line = append(line[:end:end], '\n')
 		}
-		if err := l.s.write(l.prefix, line); err != nil {
+		if err := l.s.write(l.label, line); err != nil {
 			return 0, err
 		}
 		l.buf = l.buf[end:]
@@ -343,5 +348,5 @@ func (l *lineWriter) Close() error {
 	}
 	line := append(l.buf, '\n')
 	l.buf = nil
-	return l.s.write(l.prefix, line)
+	return l.s.write(l.label, line)
 }
