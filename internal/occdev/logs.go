@@ -122,23 +122,7 @@ func Logs(ctx context.Context, o LogsOptions) error {
 			sink.width = max(sink.width, len(s.Name))
 		}
 	}
-	label := func(svc, container string, multi bool) string {
-		switch {
-		case prefixed && multi:
-			return svc + "/" + container
-		case prefixed:
-			return svc
-		case multi:
-			return container
-		}
-		return ""
-	}
-	note := func(msg string) {
-		if o.Notes != nil {
-			sink.note(o.Notes, msg)
-		}
-	}
-	now := time.Now()
+	r := &logReader{o: o, rec: rec, sink: sink, since: sn, now: time.Now(), prefixed: prefixed}
 
 	var (
 		wg   sync.WaitGroup
@@ -163,40 +147,10 @@ func Logs(ctx context.Context, o LogsOptions) error {
 			composeServices, project = append(composeServices, s.Name), s.Project
 			continue
 		}
-		w, name := *s.Workload, s.Name
-		run(func() error {
-			conn, err := rec.kube(ctx)
-			if err != nil {
-				return fmt.Errorf("logs of %s: %w", name, err)
-			}
-			po := podlogs.Options{
-				Follow: o.Follow, Tail: o.Tail, Timestamps: o.Timestamps, Note: note,
-				Output: func(_, container string, multi bool) io.WriteCloser {
-					return sink.output(label(name, container, multi))
-				},
-			}
-			if sn.ago > 0 {
-				po.SinceSeconds = int64(math.Ceil(sn.ago.Seconds()))
-			} else {
-				po.SinceTime = sn.at
-			}
-			if err := podlogs.Stream(ctx, conn.Kube, w, po); err != nil {
-				return fmt.Errorf("logs of %s: %w", name, err)
-			}
-			return nil
-		})
+		run(func() error { return r.workload(ctx, s.Name, *s.Workload) })
 	}
 	if len(composeServices) > 0 {
-		run(func() error {
-			eng, err := rec.docker(ctx)
-			if err != nil {
-				return fmt.Errorf("logs of the Compose services: %w", err)
-			}
-			return compose.Stack{Project: project, Engine: eng.API}.Logs(ctx, compose.LogOptions{
-				Services: composeServices, Follow: o.Follow, Since: sn.instant(now), Tail: o.Tail, Timestamps: o.Timestamps,
-				Output: func(svc string) io.WriteCloser { return sink.output(label(svc, "", false)) },
-			})
-		})
+		run(func() error { return r.compose(ctx, project, composeServices) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
@@ -206,6 +160,72 @@ func Logs(ctx context.Context, o LogsOptions) error {
 		return ctx.Err()
 	}
 	return sink.err
+}
+
+// logReader reads the chosen services of one Logs call into its sink.
+type logReader struct {
+	o        LogsOptions
+	rec      *recorded
+	sink     *lineSink
+	since    since
+	now      time.Time
+	prefixed bool
+}
+
+// label is a stream's prefix: the service when several are shown, and the container when its
+// Pod has more than one.
+func (r *logReader) label(svc, container string, multi bool) string {
+	switch {
+	case r.prefixed && multi:
+		return svc + "/" + container
+	case r.prefixed:
+		return svc
+	case multi:
+		return container
+	}
+	return ""
+}
+
+func (r *logReader) note(msg string) {
+	if r.o.Notes != nil {
+		r.sink.note(r.o.Notes, msg)
+	}
+}
+
+// workload reads one workload's Pods through the recorded cluster.
+func (r *logReader) workload(ctx context.Context, name string, w podlogs.Workload) error {
+	conn, err := r.rec.kube(ctx)
+	if err != nil {
+		return fmt.Errorf("logs of %s: %w", name, err)
+	}
+	po := podlogs.Options{
+		Follow: r.o.Follow, Tail: r.o.Tail, Timestamps: r.o.Timestamps, Note: r.note,
+		Output: func(_, container string, multi bool) io.WriteCloser {
+			return r.sink.output(r.label(name, container, multi))
+		},
+	}
+	if r.since.ago > 0 {
+		po.SinceSeconds = int64(math.Ceil(r.since.ago.Seconds()))
+	} else {
+		po.SinceTime = r.since.at
+	}
+	if err := podlogs.Stream(ctx, conn.Kube, w, po); err != nil {
+		return fmt.Errorf("logs of %s: %w", name, err)
+	}
+	return nil
+}
+
+// compose reads the Compose services' containers through the recorded engine, in one pass (one
+// event subscription when following).
+func (r *logReader) compose(ctx context.Context, project string, services []string) error {
+	eng, err := r.rec.docker(ctx)
+	if err != nil {
+		return fmt.Errorf("logs of the Compose services: %w", err)
+	}
+	return compose.Stack{Project: project, Engine: eng.API}.Logs(ctx, compose.LogOptions{
+		Services: services, Follow: r.o.Follow, Since: r.since.instant(r.now), Tail: r.o.Tail, Timestamps: r.o.Timestamps,
+		Output: func(svc string) io.WriteCloser { return r.sink.output(r.label(svc, "", false)) },
+	})
 }
 
 // chooseServices picks the named services, or all of them when none is named. An unknown name
