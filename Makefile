@@ -57,9 +57,11 @@ lint:
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
+# The benchmarks also get the k3d, helm and kubectl CLIs (scripts/testclis builds them once) for
+# the anchor benchmark's command-line sequence; make test never builds them.
 bench: testenv testcontainerd testdocker testcompose testpodman
 	docker_host="$$(scripts/testdocker)" && legacy_host="$$(scripts/testdocker legacy)" && podman_host="$$(scripts/testpodman)" && \
-	DOCKER_HOST="$$docker_host" OCC_TEST_DOCKER_LEGACY_HOST="$$legacy_host" OCC_TEST_PODMAN_HOST="$$podman_host" KUBEBUILDER_ASSETS="$$(scripts/testenv)" $(GO) test -run '^$$' -bench . -benchmem ./...
+	DOCKER_HOST="$$docker_host" OCC_TEST_DOCKER_LEGACY_HOST="$$legacy_host" OCC_TEST_PODMAN_HOST="$$podman_host" KUBEBUILDER_ASSETS="$$(scripts/testenv)" OCC_TEST_CLIS="$$(scripts/testclis)" $(GO) test -run '^$$' -bench . -benchmem ./...
 
 # The opt-in end-to-end test: the shipped binary runs the real `occ dev up`/`down` with the
 # embedded pins on a real Docker host (DOCKER_HOST or the default socket), fetching the real

@@ -282,8 +282,11 @@ func testComposeUpStatusDown(t *testing.T, b *composeBed) {
 		}
 	}
 
+	// occ dev logs reads every service of the running environment.
+	logs := checkComposeLogs(t, b, dir, apiURL, r.settings.Project)
+
 	// The canary: the key's secret is in the key file and nowhere else.
-	said := []string{log.String(), times.table(), fmt.Sprintf("%+v %+v", sum, o), mustJSON(t, status)}
+	said := []string{log.String(), times.table(), fmt.Sprintf("%+v %+v", sum, o), mustJSON(t, status), logs}
 	assertSecretNowhere(t, key.Data.Key, dir, o.KeyFile, said)
 
 	start := time.Now()
