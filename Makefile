@@ -11,7 +11,7 @@ TESTFLAGS ?= -count=1 -timeout 30m
 export CGO_ENABLED := 0
 export GOFLAGS := $(strip $(GOFLAGS) -trimpath)
 
-.PHONY: build test unit lint bench testenv testdocker testcontainerd testcompose generate fuzz e2e
+.PHONY: build test unit lint bench testenv testdocker testdockerd testcontainerd testcompose testpodman generate fuzz e2e
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/occ ./cmd/occ
@@ -20,9 +20,16 @@ build:
 testenv:
 	@scripts/testenv >/dev/null
 
-# Starts (or reuses) the private Docker engine of the Docker + k3d test bed.
+# Starts (or reuses) the two private Docker engines of the Docker + k3d test bed: the default one,
+# a current Docker Engine (built once by scripts/testdockerd), and the legacy one, Debian's 20.10.
 testdocker:
 	@scripts/testdocker >/dev/null
+	@scripts/testdocker legacy >/dev/null
+
+# Builds dockerd and docker-proxy of the bed's default engine once from the Go module proxy
+# (cached under $$XDG_CACHE_HOME/occ/testdockerd); scripts/testdocker runs it when needed.
+testdockerd:
+	@scripts/testdockerd >/dev/null
 
 # Builds containerd and ctr for the k3s stand-in node image once (cached under
 # $$XDG_CACHE_HOME/occ/testcontainerd), before the tests that bake them into the image.
@@ -34,19 +41,27 @@ testcontainerd:
 testcompose:
 	@scripts/testcompose >/dev/null
 
+# Installs Debian's podman when absent and starts (or reuses) the PRIVATE Podman API service of
+# the Podman tier (state under $$XDG_CACHE_HOME/occ/testpodman).
+testpodman:
+	@scripts/testpodman >/dev/null
+
 # Unit and integration tests; integration tests run against a real kube-apiserver + etcd, the
-# Docker tier against the private engine of scripts/testdocker.
-test: testenv testdocker testcontainerd testcompose
-	docker_host="$$(scripts/testdocker)" && \
-	DOCKER_HOST="$$docker_host" KUBEBUILDER_ASSETS="$$(scripts/testenv)" $(GO) test $(TESTFLAGS) ./...
+# Docker tier against the private default engine of scripts/testdocker (DOCKER_HOST), and the
+# tests of what occ refuses on an old engine against its legacy one (OCC_TEST_DOCKER_LEGACY_HOST).
+test: testenv testcontainerd testdocker testcompose testpodman
+	docker_host="$$(scripts/testdocker)" && legacy_host="$$(scripts/testdocker legacy)" && podman_host="$$(scripts/testpodman)" && \
+	DOCKER_HOST="$$docker_host" OCC_TEST_DOCKER_LEGACY_HOST="$$legacy_host" OCC_TEST_PODMAN_HOST="$$podman_host" KUBEBUILDER_ASSETS="$$(scripts/testenv)" $(GO) test $(TESTFLAGS) ./...
 
 lint:
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-bench: testenv testdocker testcontainerd testcompose
-	docker_host="$$(scripts/testdocker)" && \
-	DOCKER_HOST="$$docker_host" KUBEBUILDER_ASSETS="$$(scripts/testenv)" $(GO) test -run '^$$' -bench . -benchmem ./...
+# The benchmarks also get the k3d, helm and kubectl CLIs (scripts/testclis builds them once) for
+# the anchor benchmark's command-line sequence; make test never builds them.
+bench: testenv testcontainerd testdocker testcompose testpodman
+	docker_host="$$(scripts/testdocker)" && legacy_host="$$(scripts/testdocker legacy)" && podman_host="$$(scripts/testpodman)" && \
+	DOCKER_HOST="$$docker_host" OCC_TEST_DOCKER_LEGACY_HOST="$$legacy_host" OCC_TEST_PODMAN_HOST="$$podman_host" KUBEBUILDER_ASSETS="$$(scripts/testenv)" OCC_TEST_CLIS="$$(scripts/testclis)" $(GO) test -run '^$$' -bench . -benchmem ./...
 
 # The opt-in end-to-end test: the shipped binary runs the real `occ dev up`/`down` with the
 # embedded pins on a real Docker host (DOCKER_HOST or the default socket), fetching the real

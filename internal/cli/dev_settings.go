@@ -29,6 +29,38 @@ func devSetting(g *Globals, cmd *cobra.Command, flag, env string) string {
 	return g.v.GetString(flag)
 }
 
+// The pin file setting replaces the built-in pins for every command that reads pins (dev up and
+// dev pins): one flag, one variable, one definition.
+const (
+	pinFileFlag = "pin-file"
+	pinFileEnv  = "OCC_DEVELOPMENT_PIN_FILE"
+)
+
+func addPinFileFlag(cmd *cobra.Command) {
+	cmd.Flags().String(pinFileFlag, "", "pin file replacing the pins built into occ (env "+pinFileEnv+")")
+}
+
+// pinFileSetting returns the pin file in effect ("" for the built-in pins) and the setting it
+// came from.
+func pinFileSetting(g *Globals, cmd *cobra.Command) (path, from string) {
+	path = devSetting(g, cmd, pinFileFlag, pinFileEnv)
+	switch {
+	case path == "":
+		return "", ""
+	case cmd.Flags().Changed(pinFileFlag):
+		return path, "--" + pinFileFlag
+	case os.Getenv(pinFileEnv) != "":
+		return path, pinFileEnv
+	}
+	return path, "the config file or OCC_PIN_FILE"
+}
+
+// pinFile is the pin file in effect, "" for the built-in pins.
+func pinFile(g *Globals, cmd *cobra.Command) string {
+	path, _ := pinFileSetting(g, cmd)
+	return path
+}
+
 // occCommand is how the user ran occ, for printed commands: a bare name stays bare (it is on
 // PATH), a path becomes absolute so the command works from any directory.
 func occCommand() string {

@@ -21,7 +21,9 @@ not look, for example because the cluster does not answer; the cause is shown). 
 cluster occ created it also says whether the cluster exists, is missing or is not ours any more
 (same name, another cluster), and whether each imported image still has the recorded digest in
 the node. For the Compose control plane it lists the Compose services (running with their
-health, exited with their code, or missing) and whether the OCE API answers. Only the recorded
+health, exited with their code, or missing) and whether the OCE API answers. Workloads lists
+the Kubernetes services (the Gateway, the Agent Sandbox controller, the in-cluster control
+plane) with their readiness; these and the Compose services are the names 'occ dev logs' reads. Only the recorded
 kubeconfig, Docker engine and Compose snapshot are used. -o json prints
 the same as a document, also when nothing is recorded. The exit status is 1 when the state of
 any object is unknown.`,
@@ -118,6 +120,15 @@ func printDevStatus(g *Globals, st *occdev.Status) error {
 		}
 		if cp.KeyFile != "" {
 			fmt.Fprintf(w, "Key file:      %s (Installation %s)\n", cp.KeyFile, cp.InstallationID)
+		}
+	}
+	if len(st.Workloads) > 0 || st.WorkloadsProblem != "" {
+		fmt.Fprintln(w, "Workloads:")
+		for _, wl := range st.Workloads {
+			fmt.Fprintf(w, "  %-28s %s (%s %s/%s)\n", wl.Service, wl.State, wl.Kind, wl.Namespace, wl.Name)
+		}
+		if st.WorkloadsProblem != "" {
+			fmt.Fprintf(w, "  workloads unknown: %s\n", st.WorkloadsProblem)
 		}
 	}
 	if len(st.Objects) == 0 {

@@ -65,12 +65,32 @@ run removes what it made again, and 'occ dev down' removes exactly what was reco
 cluster, and only the images 'up' pulled). --dry-run prints the steps and what each would
 create, and touches nothing.
 
+Before anything is installed, the Gateway chart is rendered offline as the cluster will see it:
+with the API versions the Agent Sandbox manifest's CustomResourceDefinitions add (so the chart's
+Agent Sandbox preflight passes, and fails when the manifest lacks them) and the Kubernetes
+version of the pinned k3s. Every image the render can make the cluster run must be a pinned
+digest: containers, their environment and flags, and the images written into the Gateway's
+configuration (gateway.toml's supervisor_image and sandbox_runtime_image). gateway.toml's
+default_image, for Sandboxes that name no image, is left to the chart: every Sandbox OCE creates
+names its image.
+
+For OpenShell engineers, --openshell-helm-chart and --openshell-workspace-helm-chart (both or
+neither; a chart directory or a packaged .tgz) replace the pinned archive's charts, which is then
+not fetched; the Gateway chart is still checked against the pinned images.
+--agent-sandbox-manifest uses a local Agent Sandbox manifest instead of the download (offline
+use; its CRDs are what the render sees). --k3d-dns-resolver sets the k3d node's DNS server, for a
+VPN whose DNS the node cannot reach: occ writes node-resolv.conf into the state directory and
+mounts it over the node's /etc/resolv.conf (k3d's DNS fix off); "k3d", the default, keeps k3d's
+own DNS handling.
+
 Settings also come from the environment: OCC_DEVELOPMENT_STATE_DIRECTORY,
 OCC_DEVELOPMENT_CONTROL_PLANE, OCC_DEVELOPMENT_CLUSTER_PROVIDER,
 OCC_DEVELOPMENT_KUBERNETES_CLUSTER, OCC_DEVELOPMENT_KUBERNETES_API_PORT,
 OCC_DEVELOPMENT_KUBERNETES_DISK_THRESHOLD_PERCENT, OCC_DEVELOPMENT_KUBERNETES_NAMESPACE,
 OCC_DEVELOPMENT_STARTUP_TIMEOUT_SECONDS, OCC_DEVELOPMENT_PIN_FILE,
-OCC_DEVELOPMENT_OPENSHELL_ARCHIVE, OCC_DEVELOPMENT_GATEWAY_ENDPOINT, OCC_DEVELOPMENT_REPOSITORY,
+OCC_DEVELOPMENT_OPENSHELL_ARCHIVE, OCC_DEVELOPMENT_OPENSHELL_HELM_CHART,
+OCC_DEVELOPMENT_OPENSHELL_WORKSPACE_HELM_CHART, OCC_DEVELOPMENT_OPENSHELL_AGENT_SANDBOX_MANIFEST,
+OCC_DEVELOPMENT_K3D_DNS_RESOLVER, OCC_DEVELOPMENT_GATEWAY_ENDPOINT, OCC_DEVELOPMENT_REPOSITORY,
 OCC_DEVELOPMENT_COMPOSE_PROJECT, OCC_DEVELOPMENT_CONTROLLER_IMAGE,
 OCC_KUBERNETES_RUNTIME_IMAGE, OCC_DEVELOPMENT_NODE_BASE_IMAGE and
 OCC_DEVELOPMENT_NODE_RUNTIME_BASE_IMAGE (the Node bases of every image occ builds, by digest),
@@ -91,6 +111,11 @@ and for --control-plane kubernetes OPENCLAW_DEV_PORT and OCC_DEVELOPMENT_POSTGRE
 
   # Name the cluster and fix its API port (default: occ-dev-<random> on a free port)
   occ dev up --cluster-name occ-dev-mine --api-port 6550
+
+  # An OpenShell engineer's own charts, offline with a local Agent Sandbox manifest, behind a VPN
+  occ dev up --openshell-helm-chart ~/src/OpenShell/deploy/helm/openshell \
+    --openshell-workspace-helm-chart ~/src/OpenShell/deploy/helm/openshell-workspace \
+    --agent-sandbox-manifest ~/Downloads/sandbox.yaml --k3d-dns-resolver 10.64.0.53
 
   # Install into the current kubeconfig context instead of creating a cluster
   occ dev up --cluster-provider existing --context kind-dev -n openshell-dev
@@ -119,8 +144,12 @@ and for --control-plane kubernetes OPENCLAW_DEV_PORT and OCC_DEVELOPMENT_POSTGRE
 	f.Int("disk-threshold-percent", 0, "kubelet disk eviction threshold of the k3d node, 1-20 (default 5; env OCC_DEVELOPMENT_KUBERNETES_DISK_THRESHOLD_PERCENT)")
 	f.String("control-plane", "", "where OCE is meant to run: compose (Gateway NodePort 30051) or kubernetes (ClusterIP) (default compose)")
 	f.StringP("namespace", "n", "", "platform namespace for the Gateway (default openshell-system, or oce-system with --control-plane kubernetes)")
-	f.String("pin-file", "", "pin file replacing the built-in OpenShell pins")
+	addPinFileFlag(cmd)
 	f.String("openshell-archive", "", "local copy of the pinned OpenShell source archive (still verified against the pin)")
+	f.String("openshell-helm-chart", "", "local OpenShell Gateway chart (directory or packaged .tgz) instead of the pinned archive's; with --openshell-workspace-helm-chart (env "+occdev.EnvGatewayChart+")")
+	f.String("openshell-workspace-helm-chart", "", "local OpenShell Workspace chart (directory or packaged .tgz); with --openshell-helm-chart (env "+occdev.EnvWorkspaceChart+")")
+	f.String("agent-sandbox-manifest", "", "local Agent Sandbox manifest instead of the pinned download, for offline use (env "+occdev.EnvAgentSandboxManifest+")")
+	f.String("k3d-dns-resolver", "", "DNS server of the k3d node: an IPv4 address, or k3d for k3d's own handling (default k3d; env "+occdev.EnvDNSResolver+")")
 	f.String("gateway-endpoint", "", "host:port where the final Health check reaches the Gateway (default: a port-forward)")
 	f.String("startup-timeout", "", "bound of each readiness wait, e.g. 10m (default 10m; env OCC_DEVELOPMENT_STARTUP_TIMEOUT_SECONDS in seconds)")
 	f.Bool("dry-run", false, "print the steps and what each would create; touch nothing")
@@ -165,8 +194,12 @@ func devUpOptions(g *Globals, cmd *cobra.Command) (occdev.UpOptions, error) {
 		Context:              g.Context,
 		ControlPlane:         occdev.ControlPlane(devSetting(g, cmd, "control-plane", "OCC_DEVELOPMENT_CONTROL_PLANE")),
 		Namespace:            devSetting(g, cmd, "namespace", "OCC_DEVELOPMENT_KUBERNETES_NAMESPACE"),
-		PinFile:              devSetting(g, cmd, "pin-file", "OCC_DEVELOPMENT_PIN_FILE"),
+		PinFile:              pinFile(g, cmd),
 		ArchiveFile:          devSetting(g, cmd, "openshell-archive", "OCC_DEVELOPMENT_OPENSHELL_ARCHIVE"),
+		GatewayChart:         devSetting(g, cmd, "openshell-helm-chart", occdev.EnvGatewayChart),
+		WorkspaceChart:       devSetting(g, cmd, "openshell-workspace-helm-chart", occdev.EnvWorkspaceChart),
+		AgentSandboxManifest: devSetting(g, cmd, "agent-sandbox-manifest", occdev.EnvAgentSandboxManifest),
+		DNSResolver:          devSetting(g, cmd, "k3d-dns-resolver", occdev.EnvDNSResolver),
 		GatewayEndpoint:      devSetting(g, cmd, "gateway-endpoint", "OCC_DEVELOPMENT_GATEWAY_ENDPOINT"),
 		StartupTimeout:       timeout,
 		OCCCommand:           occCommand(),
@@ -267,7 +300,19 @@ func printDryRun(w io.Writer, dr *occdev.DryRun) error {
 			port = strconv.Itoa(p.APIPort)
 		}
 		fmt.Fprintf(w, "k3d cluster:     %s (API on 127.0.0.1, %s)\n", p.ClusterName, port)
+		resolver := "k3d's own DNS handling"
+		if p.DNSResolver != "" {
+			resolver = p.DNSResolver + " (node-resolv.conf in the state directory)"
+		}
+		fmt.Fprintf(w, "Node DNS:        %s\n", resolver)
 	}
+	if p := dr.Plan; p.GatewayChart != "" {
+		fmt.Fprintf(w, "OpenShell charts: %s and %s (selected; the archive is not fetched)\n", p.GatewayChart, p.WorkspaceChart)
+	}
+	if p := dr.Plan; p.AgentSandboxManifest != "" {
+		fmt.Fprintf(w, "Agent Sandbox:   %s (selected)\n", p.AgentSandboxManifest)
+	}
+	fmt.Fprintf(w, "Gateway render:  Kubernetes %s (%s); API versions of %s\n", dr.Plan.GatewayRender.KubernetesVersion, dr.Plan.GatewayRender.Source, dr.Plan.GatewayRender.APIVersions)
 	roles := make([]string, 0, len(dr.Plan.Images))
 	for role := range dr.Plan.Images {
 		roles = append(roles, role)

@@ -70,5 +70,6 @@ only.`,
 	f.StringVar(&cfg.TLSCertFile, "tls-cert", "", "PEM certificate to serve TLS with (needs --tls-key)")
 	f.StringVar(&cfg.TLSKeyFile, "tls-key", "", "PEM private key for --tls-cert")
 	f.IntVar(&cfg.AdmissionLimit, "admission-limit", 0, "durable request admissions per caller (0: the gateway's 1000)")
+	f.DurationVar(&cfg.DropConnectionsFor, "drop-connections-for", 0, "close the connection of every call in the first DURATION after start, after executing it (the pinned Gateway's startup defect), e.g. 10s")
 	return cmd
 }

@@ -122,3 +122,23 @@ func BenchmarkOverheadInterleaved(b *testing.B) {
 	b.ReportMetric(per(rawGet), "get-raw-ns")
 	b.ReportMetric(per(clientGet)/per(rawGet), "get-ratio")
 }
+
+// BenchmarkHealthAfterDroppedConnection is one Health call whose first attempt loses its
+// connection, as during the pinned Gateway's startup defect: the cost of riding out one drop
+// (the reconnect and the retry), with the default retry policy's first backoff included.
+func BenchmarkHealthAfterDroppedConnection(b *testing.B) {
+	emu := emulator.StartT(b, emulator.Options{})
+	c, err := gateway.Dial(context.Background(), gateway.Config{Endpoint: emu.Addr(), InsecureTransport: gateway.InsecureTransportNetworkPolicy})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = c.Close() })
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		emu.Inject(emulator.Fault{Method: "Health", Kind: emulator.FaultDropConnection})
+		if _, err := c.Health(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -14,9 +14,13 @@
 // or unauthenticated access only when the operator declares insecureTransport: network-policy;
 // a per-call deadline of requestTimeoutMs (1000..30000, default 10000).
 //
-// Retries: UNAVAILABLE, RESOURCE_EXHAUSTED other than the durable-admission limit, and an
-// attempt that ran out of its own per-call deadline are retried with exponential backoff inside
-// the caller's context. A mutation keeps one request_id across its retries, so a retry after a
-// lost response is answered by the gateway's replay of the first success instead of running
-// twice.
+// Retries: UNAVAILABLE (which includes a connection the gateway closed or reset), a stream the
+// gateway cancelled, RESOURCE_EXHAUSTED other than the durable-admission limit, and an attempt
+// that ran out of its own per-call deadline are retried with exponential backoff inside the
+// caller's context, never past its deadline. Only repeatable requests are retried: reads,
+// DeleteSandbox, and mutations that carry a request_id. A mutation keeps one request_id across
+// its retries, so a retry after a lost response is answered by the gateway's replay of the
+// first success instead of running twice. This is how the first calls after the pinned
+// Gateway becomes ready survive its startup defect: OpenShell v0.1.3-pre.2 drops the requests
+// in flight about 10 s after it starts.
 package gateway

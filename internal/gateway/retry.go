@@ -56,6 +56,29 @@ func (p RetryPolicy) backoff(n int, requested time.Duration) time.Duration {
 	return max(d, requested)
 }
 
+// idempotentMethods are the methods whose repeat cannot do more than the first call did: the
+// reads, and DeleteSandbox, whose repeat after a success finds NOT_FOUND, which counts as
+// done. GetSandboxProviderStatus without a receipt id records an OBSERVE receipt; a repeat
+// records one more observation and changes nothing a caller acts on.
+var idempotentMethods = map[string]bool{
+	"Health": true, "GetWorkspace": true, "GetSandbox": true, "GetService": true,
+	"GetProvider": true, "ListProviders": true, "GetProviderProfile": true,
+	"GetSandboxLogs": true, "GetSandboxProviderStatus": true, "GetProviderRefreshStatus": true,
+	"DeleteSandbox": true,
+}
+
+// repeatable reports whether req may be sent again after an attempt whose outcome is unknown
+// (a dropped connection, a lost response, an expired deadline): an idempotent method, or a
+// mutation carrying a request_id, whose repeat the gateway answers with the first attempt's
+// outcome instead of running it again. A mutation without a request_id is sent once.
+func repeatable(method string, req any) bool {
+	if idempotentMethods[method] {
+		return true
+	}
+	r, ok := req.(interface{ GetRequestId() string })
+	return ok && r.GetRequestId() != ""
+}
+
 // retryable reports whether another attempt of the same request (same request_id) is worth
 // making. callerCtx decides whether a DEADLINE_EXCEEDED came from the per-call deadline (retry)
 // or from the caller (stop).
@@ -65,6 +88,12 @@ func retryable(callerCtx context.Context, e *Error) bool {
 	}
 	switch e.Code {
 	case codes.Unavailable:
+		// A closed or reset connection is UNAVAILABLE too: grpc-go reports the transport's
+		// failure ("error reading from server: EOF") under this code.
+		return true
+	case codes.Canceled:
+		// The caller is still waiting, so the gateway cancelled the stream (an HTTP/2
+		// RST_STREAM with CANCEL, as a server dropping its in-flight requests sends).
 		return true
 	case codes.ResourceExhausted:
 		// The admission limit is not relieved by waiting seconds; only reconciliation on the

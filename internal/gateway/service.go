@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 
+	"github.com/openclaw/occ/internal/contract"
 	"github.com/openclaw/occ/internal/gateway/openshellv1"
 )
 
@@ -46,7 +47,8 @@ func (c *Client) GetService(ctx context.Context, workspace, sandbox, name string
 	case ep.GetTargetPort() < 1 || ep.GetTargetPort() > 65535:
 		return bad(fmt.Sprintf("endpoint target port %d is not 1 to 65535", ep.GetTargetPort()))
 	case ep.GetAuthorizationMode() == 0:
-		return bad("endpoint has no authorization mode")
+		return bad("endpoint has no authorization mode, which Gateways before OpenShell 0.1.3-pre.2 do not send; run the pinned OpenShell " +
+			contract.PinnedOpenShellVersion)
 	}
 	u, err := c.ServiceURL(resp.GetUrl())
 	if err != nil {

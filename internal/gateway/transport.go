@@ -167,8 +167,9 @@ type callResult struct {
 }
 
 // invoke runs one logical call: it reads the bearer token, applies the per-attempt deadline,
-// retries transient failures with the same request bytes (hence the same request_id), and
-// decodes failures into *Error. It is the only place that sends RPCs.
+// retries transient failures of a repeatable request with the same request bytes (hence the
+// same request_id) inside the caller's context, and decodes failures into *Error. It is the
+// only place that sends RPCs.
 func invoke[Req, Resp any](ctx context.Context, c *Client, method string, req Req, o callOptions,
 	rpc func(context.Context, Req, ...grpc.CallOption) (Resp, error)) (Resp, callResult, error) {
 	var zero Resp
@@ -209,7 +210,7 @@ func invoke[Req, Resp any](ctx context.Context, c *Client, method string, req Re
 		}
 		e := decodeError(method, err, o.secrets)
 		e.Attempts = res.attempts
-		if !retryable(ctx, e) || res.attempts >= c.retry.MaxAttempts {
+		if !retryable(ctx, e) || !repeatable(method, req) || res.attempts >= c.retry.MaxAttempts {
 			if ctxErr := ctx.Err(); ctxErr != nil {
 				// The caller gave up; report that rather than a deadline of our own.
 				return zero, res, fmt.Errorf("OpenShell %s: %w", method, ctxErr)
@@ -217,6 +218,14 @@ func invoke[Req, Resp any](ctx context.Context, c *Client, method string, req Re
 			return zero, res, e
 		}
 		delay := c.retry.backoff(res.attempts, e.RetryDelay)
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) <= delay {
+			// The caller's bound (a startup timeout, DeleteSandbox's own bound) ends before the
+			// next attempt could start: report the gateway's failure now instead of sleeping
+			// into the deadline and reporting only that.
+			c.log.LogAttrs(ctx, slog.LevelDebug, "not retrying OpenShell call: the next attempt would start after the caller's deadline",
+				slog.String("method", method), slog.String("code", codeName(e.Code)), slog.Int("attempt", res.attempts), slog.Duration("delay", delay))
+			return zero, res, e
+		}
 		c.log.LogAttrs(ctx, slog.LevelDebug, "retrying OpenShell call",
 			slog.String("method", method), slog.String("code", codeName(e.Code)),
 			slog.String("reason", e.Reason), slog.Int("attempt", res.attempts), slog.Duration("delay", delay))

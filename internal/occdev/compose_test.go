@@ -390,8 +390,11 @@ func testComposeUpStatusDown(t *testing.T, b *composeBed) {
 		}
 	}
 
+	// occ dev logs reads every service of the running environment.
+	logs := checkComposeLogs(t, b, dir, apiURL, r.settings.Project)
+
 	// The canary: the key's secret is in the key file and nowhere else.
-	said := []string{log.String(), times.table(), fmt.Sprintf("%+v %+v", sum, o), mustJSON(t, status)}
+	said := []string{log.String(), times.table(), fmt.Sprintf("%+v %+v", sum, o), mustJSON(t, status), logs}
 	assertSecretNowhere(t, key.Data.Key, dir, o.KeyFile, said)
 	// The overlay's Grafana password is in the private snapshot Compose runs from, and in no
 	// output and no other file of the state.

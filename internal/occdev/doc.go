@@ -1,11 +1,12 @@
-// Package occdev is the flow of `occ dev up | down | status`: the named steps, the runner that
+// Package occdev is the flow of `occ dev up | down | status | logs`: the named steps, the runner that
 // runs them (some in lanes side by side), the rollback, the Plan that resolves and checks every
 // option before anything happens, and the dry run. It knows the order of things and nothing
 // about how each is done: every step hands its own inputs to a layer below.
 //
 // # Layers
 //
-//	occdev/            the flow: Step, runner, rollback, Plan, Up, Down, GetStatus, PlanUp
+//	occdev/            the flow: Step, runner, rollback, Plan, Up, Down, GetStatus, PlanUp;
+//	                   Logs over the recorded services (services.go)
 //	occdev/cluster/    layer 1: the cluster Provider interface (Request in, Access out);
 //	                   cluster/k3d is the disposable k3d cluster (the default),
 //	                   cluster/existing a kubeconfig context the user already has
@@ -16,6 +17,7 @@
 //	occdev/kubeobj/    recorded Kubernetes objects: ensure, adopt on exact ownership, remove
 //	                   with a UID precondition; ownership labels; the Kubernetes Remover
 //	occdev/helmrelease/ Helm releases through the Helm SDK, and their Remover
+//	occdev/podlogs/    the container logs of a workload's Pods through pods/log, followed
 //	occdev/state/      the private record (state.json): typed records, Recorder, the Remover
 //	                   registry contract
 //	occdev/pins, artifacts, charts  the pinned artifacts, their verified download, the charts

@@ -56,6 +56,9 @@ func TestK3dDevEnvironment(t *testing.T) {
 	t.Run("a wrong pin is refused naming both digests", func(t *testing.T) { testWrongPin(t, b) })
 	t.Run("a re-tagged local image is refused naming both digests", func(t *testing.T) { testRetaggedImage(t, b) })
 	t.Run("a chart that ignores the image values is refused", func(t *testing.T) { testChartIgnoresImages(t, b) })
+	t.Run("the v0.1 Gateway chart installs with a node resolver", func(t *testing.T) { testV01GatewayChartInstalls(t, b) })
+	t.Run("a chart that ignores the supervisor key is refused", func(t *testing.T) { testChartIgnoresSupervisorKey(t, b) })
+	t.Run("a manifest without the Agent Sandbox CRDs is refused", func(t *testing.T) { testManifestWithoutCRDs(t, b) })
 	t.Run("Ctrl-C during cluster creation leaves nothing", func(t *testing.T) { testInterruptDuringCreation(t, b) })
 	t.Run("a failed cluster creation keeps the state for down", func(t *testing.T) { testCreationFails(t, b) })
 	t.Run("a failure after each step", func(t *testing.T) { testFailureAfterEachStep(t, b) })
@@ -206,7 +209,7 @@ func testBuiltCLI(t *testing.T, b *k3dBed) {
 	}
 	t.Logf("occ dev up:\n%s", out)
 	for label, want := range map[string]string{
-		"Engine:":        "Docker 20.10",
+		"Engine:":        "Docker " + b.engine.Version + " at " + b.Engine.Host,
 		"Context:":       "k3d-" + opts.ClusterName,
 		"Kubeconfig:":    filepath.Join(opts.StateDir, "kubeconfig") + " (written by occ; your kubeconfig and current context are untouched)",
 		"Containers:":    filepath.Join(opts.StateDir, "container-kubeconfig"),
@@ -560,7 +563,7 @@ spec:
 	set.OpenShell.SourceArchive = fixture.Pins.OpenShell.SourceArchive
 	opts := b.options(t)
 	opts.PinFile, opts.ArchiveFile = b.writePins(&set), fixture.ArchivePath
-	upFails(t, b, opts, "Check the images of the rendered Gateway chart", "renders containers whose images are not the pinned digests",
+	upFails(t, b, opts, "Check the images of the rendered Gateway chart", "would make the cluster run images that are not the pinned digests",
 		`StatefulSet oce-system/openshell-gateway (openshell/templates/statefulset.yaml) containers[0] gateway: image "ghcr.io/nvidia/openshell/gateway:latest"`,
 		"gateway.image.registry, gateway.image.repository, gateway.image.digest", "rolled back")
 }

@@ -91,7 +91,11 @@ func newK3dBed(t testing.TB, files chartFiles) *k3dBed {
 	fixture := chartstest.New(t, t.TempDir(), chartstest.Options{Files: files})
 	b.archive = fixture.ArchivePath
 	b.set = fixture.Pins
-	b.set.K3s.Image = parsePin(t, b.Node.Ref)
+	// The stand-in node is pinned under the pinned k3s release's tag, from which occ reads the
+	// Kubernetes version of the Gateway chart's offline render; occ pulls and runs it by digest.
+	node := parsePin(t, b.Node.Ref)
+	node.Tag = b.set.K3s.Image.Tag
+	b.set.K3s.Image = node
 	b.set.K3d.ToolsImage = parsePin(t, b.Tools.Ref)
 	for _, role := range []string{dockerbed.RoleGateway, dockerbed.RoleSandbox, dockerbed.RoleSupervisor} {
 		spec, err := dockerbed.ProductImage(role)

@@ -356,6 +356,9 @@ func testKubernetesUpAndDown(t *testing.T, b *kubeBed) {
 		t.Errorf("the Pod of an image that was not imported: phase %s, waiting %+v; want Pending with ErrImageNeverPull", never.Status.Phase, w)
 	}
 
+	// occ dev logs reads every workload of the running environment.
+	logs := checkKubernetesLogs(t, b, bin, r.opts.StateDir)
+
 	// The secrets canary: the generated credentials (really used: they are in the cluster's
 	// Secrets), the key and the password appear in no output, log, state or status.
 	boot, err := kube.CoreV1().Secrets(ns).Get(ctx, kubernetes.PostgresBootstrapSecret, metav1.GetOptions{})
@@ -372,7 +375,7 @@ func testKubernetesUpAndDown(t *testing.T, b *kubeBed) {
 	assertNoSecrets(t, map[string]string{
 		"progress": r.events.String(), "log": r.log.String(), "summary": string(sumJSON), "status": string(statusJSON),
 		"state.json": string(stateJSON), "k3d log": string(k3dLog), "Installation": string(instFile),
-		"occ dev status": string(statusText), "occ dev status -o json": string(statusCLIJSON),
+		"occ dev status": string(statusText), "occ dev status -o json": string(statusCLIJSON), "occ dev logs": logs,
 	})
 
 	// Down deletes the recorded cluster, which holds everything of the profile.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/openclaw/occ/internal/gateway"
 	"github.com/openclaw/occ/internal/occdev/artifacts"
+	"github.com/openclaw/occ/internal/occdev/charts"
 	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/cluster/existing"
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
@@ -114,6 +115,21 @@ type UpOptions struct {
 	// ArchiveFile is a local copy of the pinned OpenShell source archive, still verified
 	// (--openshell-archive), for offline use.
 	ArchiveFile string
+	// GatewayChart and WorkspaceChart select local OpenShell charts, each a chart directory or
+	// a packaged chart (.tgz), instead of those of the pinned archive, for OpenShell engineers
+	// iterating on the charts (--openshell-helm-chart, EnvGatewayChart;
+	// --openshell-workspace-helm-chart, EnvWorkspaceChart): both or neither. The archive is then
+	// not fetched; the Gateway chart's render is still checked against the pinned images.
+	GatewayChart   string
+	WorkspaceChart string
+	// AgentSandboxManifest is a local Agent Sandbox manifest used instead of the pinned download
+	// (--agent-sandbox-manifest, EnvAgentSandboxManifest), for offline use. Its
+	// CustomResourceDefinitions are what the Gateway chart's render sees as served.
+	AgentSandboxManifest string
+	// DNSResolver is the k3d node's DNS resolver (--k3d-dns-resolver, k3d.EnvDNSResolver): an
+	// IPv4 address the node can reach (for VPNs whose DNS it cannot), or "k3d" (the default)
+	// for k3d's own DNS handling.
+	DNSResolver string
 	// CacheDir holds verified downloads; default under the user's cache directory.
 	CacheDir string
 	// GatewayEndpoint is where the final Health check dials the Gateway (host:port or URL);
@@ -162,9 +178,19 @@ type Plan struct {
 	PinFile         string             `json:"pinFile,omitempty"`
 	Pins            string             `json:"pins"`
 	ArchiveFile     string             `json:"openshellArchive,omitempty"`
-	CacheDir        string             `json:"cacheDirectory"`
-	GatewayEndpoint string             `json:"gatewayHealthEndpoint,omitempty"`
-	StartupTimeout  time.Duration      `json:"-"`
+	// GatewayChart and WorkspaceChart are the selected local charts (absolute paths), and
+	// AgentSandboxManifest the selected local manifest; empty when the pinned downloads are used.
+	GatewayChart         string `json:"openshellHelmChart,omitempty"`
+	WorkspaceChart       string `json:"openshellWorkspaceHelmChart,omitempty"`
+	AgentSandboxManifest string `json:"agentSandboxManifest,omitempty"`
+	// DNSResolver is the k3d node's DNS server; empty keeps k3d's own DNS handling.
+	DNSResolver string `json:"k3dDNSResolver,omitempty"`
+	// GatewayRender is what the offline render of the Gateway chart assumes of the cluster's
+	// Kubernetes version, and where that version comes from.
+	GatewayRender   GatewayRenderPlan `json:"gatewayRender"`
+	CacheDir        string            `json:"cacheDirectory"`
+	GatewayEndpoint string            `json:"gatewayHealthEndpoint,omitempty"`
+	StartupTimeout  time.Duration     `json:"-"`
 	// ClusterName, APIPort (0: a free port chosen at creation) and DiskThresholdPercent are the
 	// k3d cluster's; Engine is the located Docker engine (unix:///…) and EngineSource the rule
 	// that chose it (DOCKER_HOST, a docker context, the default socket).
@@ -183,6 +209,8 @@ type Plan struct {
 	OCE *OCEPlan `json:"oce,omitempty"`
 
 	provider cluster.Provider
+	// selectedCharts are the loaded local charts when both are selected.
+	selectedCharts *charts.Charts
 	// k3d is the provider when it is k3d's (the image import needs its importer).
 	k3d     *k3d.ClusterProvider
 	k3dLog  *lazyLog
@@ -295,6 +323,9 @@ func resolvePlan(o UpOptions) (*Plan, error) {
 				Rule: err.Error(), Fix: "name a local copy of the pinned archive, or leave it unset to download it"}
 		}
 	}
+	if err := resolveSelections(p, o); err != nil {
+		return nil, err
+	}
 	if err := resolveCluster(p, o); err != nil {
 		return nil, err
 	}
@@ -308,6 +339,7 @@ func resolvePlan(o UpOptions) (*Plan, error) {
 // resolveCluster checks the settings of the chosen provider and refuses those of the other: a
 // setting that would silently do nothing is a mistake the user wants to hear about.
 func resolveCluster(p *Plan, o UpOptions) error {
+	var err error
 	if p.ClusterProvider == ProviderExisting {
 		p.PullPolicy = corev1.PullIfNotPresent
 		for _, s := range []struct {
@@ -318,6 +350,7 @@ func resolveCluster(p *Plan, o UpOptions) error {
 			{o.ClusterName != "", "--cluster-name (" + k3d.EnvClusterName + ")", o.ClusterName},
 			{o.APIPort != 0, "--api-port (" + k3d.EnvAPIPort + ")", strconv.Itoa(o.APIPort)},
 			{o.DiskThresholdPercent != 0, "--disk-threshold-percent (" + k3d.EnvDiskThresholdPercent + ")", strconv.Itoa(o.DiskThresholdPercent)},
+			{o.DNSResolver != "", optDNSResolver, o.DNSResolver},
 		} {
 			if s.set {
 				return &OptionError{Option: s.name, Value: s.val, Rule: "configures the k3d cluster occ creates, and --cluster-provider existing creates none",
@@ -327,13 +360,15 @@ func resolveCluster(p *Plan, o UpOptions) error {
 		return nil
 	}
 	p.PullPolicy = corev1.PullNever
+	if p.DNSResolver, err = k3d.ParseDNSResolver(optDNSResolver, o.DNSResolver); err != nil {
+		return err
+	}
 	for _, s := range []struct{ name, val string }{{"--kubeconfig", o.Kubeconfig}, {"--context", o.Context}} {
 		if s.val != "" {
 			return &OptionError{Option: s.name, Value: s.val, Rule: "selects an existing cluster, but --cluster-provider k3d creates its own (its kubeconfig is written into the state directory)",
 				Fix: "drop " + s.name + ", or use --cluster-provider existing to install into that cluster"}
 		}
 	}
-	var err error
 	if p.ClusterName, err = k3d.ResolveName(o.ClusterName); err != nil {
 		return err
 	}

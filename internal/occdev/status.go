@@ -44,6 +44,9 @@ type Status struct {
 	Installation    string         `json:"installation,omitempty"`
 	// Engine is the recorded Docker engine endpoint, when the state has one.
 	Engine string `json:"engine,omitempty"`
+	// Selections are the local charts, Agent Sandbox manifest and node DNS resolver `up` was
+	// told to use, when any.
+	Selections *state.Selections `json:"selections,omitempty"`
 	// ClusterState is, for a cluster occ created (k3d), whether it exists and is the recorded
 	// one: exists, missing, not ours (the name belongs to another cluster now) or unknown (with
 	// the cause in ClusterDetail). Empty for a cluster occ only used.
@@ -59,6 +62,11 @@ type Status struct {
 	// ControlPlane is the recorded OCE control plane: its Compose services and whether its API
 	// answers. Nil when `up` started none.
 	ControlPlane *ControlPlaneStatus `json:"controlPlane,omitempty"`
+	// Workloads are the Kubernetes services (the Gateway, the Agent Sandbox controller, the
+	// in-cluster control plane): with the Compose services, the names `occ dev logs` takes.
+	// WorkloadsProblem says why the list is incomplete, when it is.
+	Workloads        []WorkloadStatus `json:"workloads"`
+	WorkloadsProblem string           `json:"workloadsProblem,omitempty"`
 }
 
 // ControlPlaneStatus is the recorded OCE control plane against what runs now.
@@ -131,7 +139,7 @@ func GetStatus(ctx context.Context, opts StatusOptions) (*Status, error) {
 	}
 	st, err := state.Read(dir)
 	if errors.Is(err, state.ErrNotExist) {
-		return &Status{StateDirectory: dir, Note: "no development state at " + dir + ": nothing is up (occ dev up creates it)", Objects: []ObjectStatus{}, Images: []ImageStatus{}}, nil
+		return &Status{StateDirectory: dir, Note: "no development state at " + dir + ": nothing is up (occ dev up creates it)", Objects: []ObjectStatus{}, Images: []ImageStatus{}, Workloads: []WorkloadStatus{}}, nil
 	}
 	if err != nil {
 		return nil, err
@@ -140,6 +148,7 @@ func GetStatus(ctx context.Context, opts StatusOptions) (*Status, error) {
 	out := &Status{
 		StateDirectory: dir, Recorded: true, Profile: st.Profile, Cluster: &cl, Namespace: st.PlatformNamespace,
 		GatewayEndpoint: st.GatewayEndpoint, Installation: st.InstallationPath, Objects: []ObjectStatus{}, Images: []ImageStatus{},
+		Selections: st.Selections, Workloads: []WorkloadStatus{},
 	}
 	if st.Engine != nil {
 		out.Engine = st.Engine.Endpoint
@@ -155,6 +164,9 @@ func GetStatus(ctx context.Context, opts StatusOptions) (*Status, error) {
 	}
 	if st.ControlPlane != nil {
 		out.ControlPlane = controlPlaneStatus(ctx, st.ControlPlane, rec)
+	}
+	if out.Reachable {
+		out.Workloads, out.WorkloadsProblem = workloadStatuses(ctx, st, rec)
 	}
 	reg := rec.removers()
 	for _, o := range st.Objects {

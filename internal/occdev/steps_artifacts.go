@@ -2,12 +2,15 @@ package occdev
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/openclaw/occ/internal/occdev/artifacts"
 	"github.com/openclaw/occ/internal/occdev/charts"
+	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/progress"
 )
 
@@ -113,12 +116,18 @@ func renderWorkspace(_ context.Context, r *run, _ progress.Reporter) error {
 }
 
 func describeAgentSandboxFetch(p *Plan) Description {
+	if p.AgentSandboxManifest != "" {
+		return note("nothing downloaded; reads the selected " + p.AgentSandboxManifest + " (not checked against the pinned sha256: a selection for offline use, whose CustomResourceDefinitions the Gateway chart's render sees)")
+	}
 	return creates("the pinned Agent Sandbox " + p.pins.AgentSandbox.Version + " manifest in " + p.CacheDir + ", unless a verified copy is cached there")
 }
 
 // fetchAgentSandbox fetches (or takes from the cache) and verifies the pinned Agent Sandbox
-// manifest and parses it.
+// manifest, or reads the selected local one, and parses it.
 func fetchAgentSandbox(ctx context.Context, r *run, rep progress.Reporter) error {
+	if path := r.plan.AgentSandboxManifest; path != "" {
+		return readAgentSandbox(r, rep, path)
+	}
 	pin := r.plan.pins.AgentSandbox.Manifest
 	v, err := r.fetcher(rep).Fetch(ctx, pin)
 	if err != nil {
@@ -133,5 +142,50 @@ func fetchAgentSandbox(ctx context.Context, r *run, rep progress.Reporter) error
 		return fmt.Errorf("Agent Sandbox manifest %s holds no objects", pin.URL)
 	}
 	r.agentSandbox = objs
+	return nil
+}
+
+// readAgentSandbox reads the selected manifest, says whether it is the pinned one, and records
+// its digest with the selections.
+func readAgentSandbox(r *run, rep progress.Reporter, path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", optAgentSandboxManifest, path, err)
+	}
+	objs, err := artifacts.ParseYAML(data, path)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", optAgentSandboxManifest, path, err)
+	}
+	if len(objs) == 0 {
+		return fmt.Errorf("%s %s holds no objects", optAgentSandboxManifest, path)
+	}
+	sum := sha256.Sum256(data)
+	digest := hex.EncodeToString(sum[:])
+	if digest == r.plan.pins.AgentSandbox.Manifest.SHA256 {
+		rep.Note("the pinned Agent Sandbox " + r.plan.pins.AgentSandbox.Version + " manifest (its sha256 matches the pin)")
+	} else {
+		rep.Note("not the pinned Agent Sandbox manifest: sha256 " + digest + ", the pin says " + r.plan.pins.AgentSandbox.Manifest.SHA256)
+	}
+	if err := r.state.Update(func(s *state.State) {
+		if s.Selections != nil {
+			s.Selections.AgentSandboxManifestSHA256 = digest
+		}
+	}); err != nil {
+		return fmt.Errorf("record the selected Agent Sandbox manifest in the state: %w", err)
+	}
+	r.agentSandbox = objs
+	return nil
+}
+
+func describeSelectedCharts(p *Plan) Description {
+	return note("nothing downloaded or packaged; uses the selected Gateway chart " + p.GatewayChart + " and Workspace chart " + p.WorkspaceChart + " as they are (their own versions; the Gateway chart's render is still checked against the pinned images)")
+}
+
+// useSelectedCharts hands the run the local charts the plan loaded.
+func useSelectedCharts(_ context.Context, r *run, _ progress.Reporter) error {
+	if r.plan.selectedCharts == nil {
+		return fmt.Errorf("no selected charts were loaded (a bug in occ)")
+	}
+	r.charts = r.plan.selectedCharts
 	return nil
 }

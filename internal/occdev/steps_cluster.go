@@ -24,6 +24,7 @@ func newK3dProvider(p *Plan) cluster.Provider {
 		PodSecurityExemptRuntimeClasses: []string{RuntimeClassName},
 		DiskThresholdPercent:            p.DiskThresholdPercent,
 		Timeout:                         p.StartupTimeout,
+		DNSResolver:                     p.DNSResolver,
 		Log:                             p.k3dLog,
 	}
 	if p.profile.k3d != nil {

@@ -59,8 +59,9 @@ func claimState(_ context.Context, r *run, _ progress.Reporter) error {
 		return nil // already claimed and locked by this run
 	}
 	initial := state.State{
-		Profile: string(r.plan.ControlPlane),
-		Cluster: state.Cluster{Provider: r.plan.ClusterProvider},
+		Profile:    string(r.plan.ControlPlane),
+		Cluster:    state.Cluster{Provider: r.plan.ClusterProvider},
+		Selections: r.plan.selections(),
 	}
 	// The engine is recorded with the marker, before any image or container exists: `down` and
 	// `status` reach exactly this engine, whatever DOCKER_HOST says when they run.

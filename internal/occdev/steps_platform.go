@@ -74,13 +74,26 @@ func (r *run) gatewayInstall() platform.GatewayInstall {
 }
 
 func describeGatewayRender(p *Plan) Description {
-	return note("nothing created; renders the Gateway chart with the install's values and refuses it unless every container image is one of the pinned digests")
+	r := p.GatewayRender
+	return note(fmt.Sprintf("nothing created; renders the Gateway chart with the install's values and the capabilities of the cluster it will run on (Kubernetes %s from %s; API versions of %s), and refuses it unless every image it can make the cluster run (containers, their environment and flags, and the images its ConfigMaps name, such as gateway.toml's supervisor_image and sandbox_runtime_image) is one of the pinned digests, and each pinned image is named; gateway.toml's %s is left to the chart (every Sandbox OCE creates names its image)",
+		r.KubernetesVersion, r.Source, r.APIVersions, platform.DefaultImageKey))
 }
 
-// checkGatewayRender refuses, before anything is installed, a Gateway chart whose rendered
-// containers would not run the pinned images.
-func checkGatewayRender(_ context.Context, r *run, _ progress.Reporter) error {
-	return platform.CheckGatewayRender(r.gatewayInstall())
+// checkGatewayRender refuses, before anything is installed, a Gateway chart whose render on
+// the cluster it will run on fails, or would run anything but the pinned images.
+func checkGatewayRender(_ context.Context, r *run, rep progress.Reporter) error {
+	caps, err := r.renderCapabilities()
+	if err != nil {
+		return err
+	}
+	found, err := platform.CheckGatewayRender(r.gatewayInstall(), caps)
+	if err != nil {
+		return err
+	}
+	for _, u := range found.Unused {
+		rep.Note(fmt.Sprintf("not pinned, never started: %s (%s)", u.FoundImage, u.Reason))
+	}
+	return nil
 }
 
 // installGateway installs the pinned Gateway chart.

@@ -17,9 +17,10 @@ const rollbackTimeout = 2 * time.Minute
 
 // upSteps is the whole `occ dev up` flow, in order. The cheap checks come first, then the
 // state is claimed (recording the Docker engine before anything exists); the artifacts are
-// fetched and the Gateway chart checked while the cluster is made available (for k3d: the
-// pinned images pulled, the cluster created, the images imported and verified); then the
-// platform is installed on it, and the control plane of the profile after it.
+// fetched and the Gateway chart checked (rendered with the API versions the Agent Sandbox
+// manifest adds) while the cluster is made available (for k3d: the pinned images pulled, the
+// cluster created, the images imported and verified); then the platform is installed on it,
+// and the control plane of the profile after it.
 func upSteps(p *Plan) []Step {
 	check := "Check the settings and the cluster"
 	if p.k3d != nil {
@@ -28,17 +29,7 @@ func upSteps(p *Plan) []Step {
 	steps := []Step{
 		{Name: check, Describe: describePreflight, Run: preflight},
 		{Name: "Claim the private state directory", Describe: describeState, Run: claimState},
-		concurrently("Fetch the artifacts while preparing the cluster",
-			lane("artifacts",
-				Step{Name: "Fetch and verify the OpenShell source archive", Describe: describeArchive, Run: fetchArchive},
-				Step{Name: "Extract the Helm charts", Describe: describeExtract, Run: extractCharts},
-				Step{Name: "Package the Gateway and Workspace charts", Describe: describePackage, Run: packageCharts},
-				Step{Name: "Check the images of the rendered Gateway chart", Describe: describeGatewayRender, Run: checkGatewayRender},
-				Step{Name: "Render the Workspace chart", Describe: describeRender, Run: renderWorkspace},
-				Step{Name: "Fetch and verify the Agent Sandbox manifest", Describe: describeAgentSandboxFetch, Run: fetchAgentSandbox},
-			),
-			clusterLane(p),
-		),
+		concurrently("Fetch the artifacts while preparing the cluster", artifactsLane(p), clusterLane(p)),
 		{Name: "Create the platform namespace", Describe: describeNamespace, Run: ensurePlatformNamespace},
 		{Name: "Create RuntimeClass " + RuntimeClassName, Describe: describeRuntimeClass, Run: ensureRuntimeClass},
 		{Name: "Apply the Agent Sandbox manifest", Describe: describeAgentSandbox, Run: applyAgentSandbox},
@@ -50,6 +41,33 @@ func upSteps(p *Plan) []Step {
 		{Name: "Write the Installation", Describe: describeInstallation, Run: writeInstallation},
 	}
 	return append(steps, p.profile.controlPlane...)
+}
+
+// artifactsLane produces the charts and the Agent Sandbox manifest, and checks the Gateway
+// chart before anything is installed. The manifest comes before the check: its
+// CustomResourceDefinitions are API versions the cluster will serve, which the chart's render
+// must see (the chart's Agent Sandbox preflight fails without them). Selected local charts
+// replace the archive's three steps, and a selected local manifest the download.
+func artifactsLane(p *Plan) Lane {
+	var steps []Step
+	if p.selectedCharts != nil {
+		steps = append(steps, Step{Name: "Use the selected Gateway and Workspace charts", Describe: describeSelectedCharts, Run: useSelectedCharts})
+	} else {
+		steps = append(steps,
+			Step{Name: "Fetch and verify the OpenShell source archive", Describe: describeArchive, Run: fetchArchive},
+			Step{Name: "Extract the Helm charts", Describe: describeExtract, Run: extractCharts},
+			Step{Name: "Package the Gateway and Workspace charts", Describe: describePackage, Run: packageCharts},
+		)
+	}
+	manifest := "Fetch and verify the Agent Sandbox manifest"
+	if p.AgentSandboxManifest != "" {
+		manifest = "Read the selected Agent Sandbox manifest"
+	}
+	return lane("artifacts", append(steps,
+		Step{Name: manifest, Describe: describeAgentSandboxFetch, Run: fetchAgentSandbox},
+		Step{Name: "Check the images of the rendered Gateway chart", Describe: describeGatewayRender, Run: checkGatewayRender},
+		Step{Name: "Render the Workspace chart", Describe: describeRender, Run: renderWorkspace},
+	)...)
 }
 
 // clusterLane makes the cluster available. An existing cluster is only connected to. A k3d

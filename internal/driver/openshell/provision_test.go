@@ -266,6 +266,48 @@ func TestProvisionLostCreateResponse(t *testing.T) {
 	}
 }
 
+// `occ sandbox provision` right after the pinned Gateway became ready, while it drops its
+// in-flight requests: the first call of the flow and the first two CreateSandbox attempts lose
+// their connection after the Gateway executed them. Every call is retried, CreateSandbox with
+// the same request_id, and exactly one Sandbox and one Harness Pod exist.
+func TestProvisionRidesOutStartupDrops(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	d := e.driver(nil)
+	e.prepare(d)
+	h := e.attach(d, e.hctx(driver.HarnessCodex))
+	e.gw.Journal().Reset()
+	// Three dropped connections at most, fewer than the client's four attempts, whichever calls
+	// they hit in flight.
+	e.gw.Inject(emulator.Fault{Method: "CreateSandbox", Kind: emulator.FaultDropConnection, AfterCommit: true, Count: 2})
+	e.gw.Inject(emulator.Fault{Kind: emulator.FaultDropConnection, AfterCommit: true, Count: 1})
+	ref, err := d.ProvisionHarness(e.ctx, h)
+	if err != nil {
+		t.Fatalf("provision across the startup drops: %v", err)
+	}
+	dropped := 0
+	for _, c := range e.gw.Journal().Calls() {
+		if c.Fault == emulator.FaultDropConnection {
+			dropped++
+		}
+	}
+	if dropped != 3 {
+		t.Fatalf("%d calls lost their connection, want the 3 injected", dropped)
+	}
+	creates := e.gw.Journal().Method("CreateSandbox")
+	if len(creates) < 3 || !creates[len(creates)-1].Replayed {
+		t.Fatalf("CreateSandbox calls %+v, want two dropped attempts and an answered replay", creates)
+	}
+	for _, c := range creates {
+		if c.Request.(*openshellv1.CreateSandboxRequest).GetRequestId() != creates[0].Request.(*openshellv1.CreateSandboxRequest).GetRequestId() {
+			t.Fatalf("CreateSandbox attempts used different request_ids: %+v", creates)
+		}
+	}
+	pods, err := e.admin.CoreV1().Pods(e.ns.Name).List(e.ctx, metav1.ListOptions{LabelSelector: driver.LabelRevision + "=" + h.Revision.ID})
+	if err != nil || len(pods.Items) != 1 || pods.Items[0].Name != ref.ResourceName {
+		t.Fatalf("Harness Pods %v, %v; want exactly the one of %s", pods, err, ref.ResourceName)
+	}
+}
+
 // The gateway's durable admission limit becomes the coded, retryable
 // SANDBOX_ADMISSION_LIMIT_REACHED.
 func TestProvisionAdmissionLimit(t *testing.T) {

@@ -109,6 +109,11 @@ func admit[T proto.Message](ctx context.Context, s *Server, m mutation[T]) (T, e
 		rec.state = admissionFailed
 		return zero, err
 	}
+	if outcomeUnrecorded(ctx) {
+		// The change is made but the claim stays in flight, as when the gateway stops before
+		// recording the success.
+		return resp, nil
+	}
 	if m.scope != "" {
 		if ws := st.workspaces[m.scope]; ws != nil && target.workspaceID == "" {
 			target.workspaceID = ws.meta.Id

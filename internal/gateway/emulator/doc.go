@@ -12,9 +12,9 @@
 // the Pod. Without a client, sandboxes live in memory only.
 //
 // Tests steer the emulator through methods on Server: a journal of every call (to prove that no
-// mutation happened), fault injection (latency, lost responses, UNAVAILABLE, RESOURCE_EXHAUSTED),
-// provider readiness, sandbox phases, log lines and an injectable clock for the 24 h replay
-// window.
+// mutation happened), fault injection (latency, lost responses, UNAVAILABLE, RESOURCE_EXHAUSTED,
+// connections closed without an answer), provider readiness, sandbox phases, log lines and an
+// injectable clock for the 24 h replay window.
 //
 // Behaviour the fact sheet marks as unconfirmed ([?]) is implemented as the sheet's best guess
 // and named in a comment starting "Unconfirmed:" where it is decided.

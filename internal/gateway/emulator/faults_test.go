@@ -134,3 +134,110 @@ func TestJournalMutations(t *testing.T) {
 		t.Fatalf("calls = %d, want 3", len(s.Journal().Calls()))
 	}
 }
+
+// The pinned Gateway's startup defect: a call in flight when it drops its connections gets no
+// answer at all. The client sees the connection close (UNAVAILABLE from its own transport, not
+// a status the server sent), and the next call opens a new connection and is served.
+func TestFaultDropConnection(t *testing.T) {
+	s := StartT(t, Options{})
+	c := dial(t, s)
+	ctx := ctxT(t)
+	s.Inject(Fault{Method: "Health", Kind: FaultDropConnection})
+	_, err := c.Health(ctx, &pb.HealthRequest{})
+	st := wantCode(t, err, codes.Unavailable)
+	if st.Message() == errConnectionDropped.Error() || len(st.Details()) != 0 {
+		t.Fatalf("the client received a status from the server (%q), not a closed connection", st.Message())
+	}
+	if _, err := c.Health(ctx, &pb.HealthRequest{}); err != nil {
+		t.Fatalf("Health on a new connection: %v", err)
+	}
+	calls := s.Journal().Method("Health")
+	if len(calls) != 2 || calls[0].Fault != FaultDropConnection || calls[0].Code != codes.Unavailable || calls[1].Code != codes.OK {
+		t.Fatalf("journal = %+v", calls)
+	}
+
+	// Without AfterCommit the call is dropped before it executes.
+	s.Inject(Fault{Method: "CreateWorkspace", Kind: FaultDropConnection})
+	_, err = c.CreateWorkspace(ctx, &pb.CreateWorkspaceRequest{Name: "team-g", RequestId: rid()})
+	wantCode(t, err, codes.Unavailable)
+	_, err = c.GetWorkspace(ctx, &pb.GetWorkspaceRequest{Name: "team-g"})
+	wantCode(t, err, codes.NotFound)
+}
+
+// The Gateway drops its connections for a window after it starts: every call inside the window
+// is dropped, whatever its method and however many there are, and none after it.
+func TestFaultDropConnectionWindow(t *testing.T) {
+	clock := NewFakeClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
+	s := StartT(t, Options{Clock: clock.Now})
+	c := dial(t, s)
+	ctx := ctxT(t)
+	s.Inject(Fault{Kind: FaultDropConnection, Window: 10 * time.Second})
+	for range 3 {
+		_, err := c.Health(ctx, &pb.HealthRequest{})
+		wantCode(t, err, codes.Unavailable)
+	}
+	_, err := c.GetWorkspace(ctx, &pb.GetWorkspaceRequest{Name: DefaultWorkspace})
+	wantCode(t, err, codes.Unavailable)
+	clock.Advance(9 * time.Second)
+	_, err = c.Health(ctx, &pb.HealthRequest{})
+	wantCode(t, err, codes.Unavailable)
+
+	clock.Advance(time.Second)
+	if _, err := c.Health(ctx, &pb.HealthRequest{}); err != nil {
+		t.Fatalf("Health after the window: %v", err)
+	}
+	if _, err := c.GetWorkspace(ctx, &pb.GetWorkspaceRequest{Name: DefaultWorkspace}); err != nil {
+		t.Fatalf("GetWorkspace after the window: %v", err)
+	}
+	dropped := 0
+	for _, call := range s.Journal().Calls() {
+		if call.Fault == FaultDropConnection {
+			dropped++
+		}
+	}
+	if dropped != 5 {
+		t.Fatalf("%d calls were dropped, want the 5 inside the window", dropped)
+	}
+}
+
+// A request the Gateway had already served when it dropped the connection: the change exists,
+// and the same request_id sent again is answered by the replay of that success.
+func TestFaultDropConnectionAfterCommit(t *testing.T) {
+	s := StartT(t, Options{})
+	c := dial(t, s)
+	ctx := ctxT(t)
+	s.Inject(Fault{Method: "CreateSandbox", Kind: FaultDropConnection, AfterCommit: true})
+	req := &pb.CreateSandboxRequest{Name: "box", Spec: minimalSpec(), RequestId: rid()}
+	_, err := c.CreateSandbox(ctx, req)
+	wantCode(t, err, codes.Unavailable)
+	id, ok := s.SandboxID(DefaultWorkspace, "box")
+	if !ok {
+		t.Fatal("the call dropped after commit created no sandbox")
+	}
+	resp, err := c.CreateSandbox(ctx, req)
+	mustNot(t, err)
+	if resp.GetSandbox().GetMetadata().GetId() != id {
+		t.Fatal("the retry answered with another sandbox")
+	}
+	calls := s.Journal().Method("CreateSandbox")
+	if len(calls) != 2 || calls[0].Fault != FaultDropConnection || !calls[1].Replayed {
+		t.Fatalf("journal = %+v", calls)
+	}
+}
+
+// The Gateway stopped after it created the sandbox but before it recorded the success: the
+// sandbox exists, and the same request_id is refused as REQUEST_OUTCOME_UNCERTAIN.
+func TestFaultDropConnectionOutcomeUnrecorded(t *testing.T) {
+	s := StartT(t, Options{})
+	c := dial(t, s)
+	ctx := ctxT(t)
+	s.Inject(Fault{Method: "CreateSandbox", Kind: FaultDropConnection, AfterCommit: true, OutcomeUnrecorded: true})
+	req := &pb.CreateSandboxRequest{Name: "box", Spec: minimalSpec(), RequestId: rid()}
+	_, err := c.CreateSandbox(ctx, req)
+	wantCode(t, err, codes.Unavailable)
+	if _, ok := s.SandboxID(DefaultWorkspace, "box"); !ok {
+		t.Fatal("the call dropped after commit created no sandbox")
+	}
+	_, err = c.CreateSandbox(ctx, req)
+	wantReason(t, err, codes.FailedPrecondition, ReasonRequestOutcomeUncertain)
+}

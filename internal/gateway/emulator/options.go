@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/openclaw/occ/internal/contract"
 )
 
 // Options configure an emulator. The zero value serves plaintext gRPC on a random loopback port
@@ -57,13 +59,17 @@ type Options struct {
 	// (false) leaves the map empty on replay, and clients must cope.
 	ReplayServiceURLs bool
 
+	// Faults are injected at Start, before the first call can arrive; see Fault and Inject.
+	Faults []Fault
+
 	// NoReplayKeyMaterial emulates a gateway without readable JWT or TLS key material: protected
 	// methods refuse any request_id with REQUEST_REPLAY_UNAVAILABLE before doing work.
 	NoReplayKeyMaterial bool
 }
 
-// DefaultVersion is the gateway version Health reports unless Options.Version says otherwise.
-const DefaultVersion = "0.1.3-emulator"
+// DefaultVersion is the gateway version Health reports unless Options.Version says otherwise:
+// the pinned OpenShell release the emulator stands in for, marked as emulated.
+const DefaultVersion = contract.PinnedOpenShellVersion + "-emulator"
 
 // DefaultAdmissionLimit is the gateway's per-caller limit of durable request admissions.
 const DefaultAdmissionLimit = 1000

@@ -24,7 +24,9 @@ import (
 // Server is a running emulator. Its methods are safe for concurrent use.
 type Server struct {
 	opts     Options
-	listener net.Listener
+	listener *connListener
+	// started is the emulator clock's time at Start, where a fault Window begins.
+	started  time.Time
 	grpc     *grpc.Server
 	journal  Journal
 	faults   faultQueue
@@ -50,15 +52,19 @@ func Start(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway emulator: listen on %s: %w", opts.Listen, err)
 	}
-	s := &Server{opts: opts, listener: lis, done: make(chan struct{}), st: newState(opts.Clock())}
+	now := opts.Clock()
+	s := &Server{opts: opts, listener: trackConns(lis), started: now, done: make(chan struct{}), st: newState(now)}
 	serverOpts := []grpc.ServerOption{grpc.ChainUnaryInterceptor(s.intercept)}
 	if opts.TLS != nil {
 		serverOpts = append(serverOpts, grpc.Creds(credentials.NewTLS(opts.TLS)))
 	}
 	s.grpc = grpc.NewServer(serverOpts...)
 	pb.RegisterOpenShellServer(s.grpc, &gateway{s: s})
+	for _, f := range opts.Faults {
+		s.Inject(f)
+	}
 	go func() {
-		s.serveErr = s.grpc.Serve(lis)
+		s.serveErr = s.grpc.Serve(s.listener)
 		close(s.done)
 	}()
 	return s, nil
@@ -107,7 +113,7 @@ func (s *Server) Addr() string { return s.listener.Addr().String() }
 func (s *Server) Journal() *Journal { return &s.journal }
 
 // Inject queues a fault; see Fault.
-func (s *Server) Inject(f Fault) { s.faults.add(f) }
+func (s *Server) Inject(f Fault) { s.faults.add(f, s.started) }
 
 // Close stops serving and drops open connections. It is safe to call more than once.
 func (s *Server) Close() {
@@ -137,6 +143,15 @@ func markReplayed(ctx context.Context) {
 	}
 }
 
+// outcomeUnrecordedKey marks a call whose admitted success must not be recorded (a
+// FaultDropConnection with OutcomeUnrecorded).
+type outcomeUnrecordedKey struct{}
+
+func outcomeUnrecorded(ctx context.Context) bool {
+	v, _ := ctx.Value(outcomeUnrecordedKey{}).(bool)
+	return v
+}
+
 // callerKey identifies the caller for request admission. Upstream keys admissions by the
 // authenticated principal; the emulator has one principal per bearer token (or none).
 type callerKeyCtx struct{}
@@ -155,10 +170,16 @@ func (s *Server) intercept(ctx context.Context, req any, info *grpc.UnaryServerI
 		call.Request = proto.Clone(m)
 	}
 	replayed := false
+	drop := false
 	defer func() {
 		call.Code = status.Code(err)
 		call.Replayed = replayed && err == nil
+		// The call is journaled before its connection closes, so a client's retry, which can
+		// only start after the close, is always journaled after it.
 		s.journal.add(call)
+		if drop {
+			s.listener.drop(ctx)
+		}
 	}()
 
 	caller, err := s.authenticate(ctx, method)
@@ -168,7 +189,7 @@ func (s *Server) intercept(ctx context.Context, req any, info *grpc.UnaryServerI
 	ctx = context.WithValue(ctx, callerKeyCtx{}, caller)
 	ctx = context.WithValue(ctx, replayFlagKey{}, &replayed)
 
-	fault := s.faults.take(method)
+	fault := s.faults.take(method, s.now())
 	if fault != nil {
 		call.Fault = fault.Kind
 		switch fault.Kind {
@@ -192,10 +213,22 @@ func (s *Server) intercept(ctx context.Context, req any, info *grpc.UnaryServerI
 				msg = "gRPC rate limit exceeded"
 			}
 			return nil, status.Error(codes.ResourceExhausted, msg)
+		case FaultDropConnection:
+			if !fault.AfterCommit {
+				drop = true
+				return nil, errConnectionDropped
+			}
+			if fault.OutcomeUnrecorded {
+				ctx = context.WithValue(ctx, outcomeUnrecordedKey{}, true)
+			}
 		}
 	}
 
 	resp, err = handler(ctx, req)
+	if fault != nil && fault.Kind == FaultDropConnection {
+		drop = true
+		return nil, errConnectionDropped
+	}
 	if fault != nil && fault.Kind == FaultDropResponse && err == nil {
 		if fault.Code == codes.DeadlineExceeded {
 			<-ctx.Done()
@@ -205,6 +238,10 @@ func (s *Server) intercept(ctx context.Context, req any, info *grpc.UnaryServerI
 	}
 	return resp, err
 }
+
+// errConnectionDropped is what the journal records for a call whose connection a fault closed;
+// the client never receives it, it sees the connection close.
+var errConnectionDropped = status.Error(codes.Unavailable, "connection closed without a response (injected fault)")
 
 // authenticate checks the bearer token when Options.Token is set. Health stays open, as it was
 // in v0.0.x (unconfirmed for v0.1).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 
@@ -27,6 +28,10 @@ type StandaloneConfig struct {
 	TLSKeyFile  string
 	// AdmissionLimit overrides the per-caller admission limit (0 keeps 1000).
 	AdmissionLimit int
+	// DropConnectionsFor, when positive, closes the connection of every call that arrives in
+	// the emulator's first DropConnectionsFor, after executing it: the pinned Gateway's startup
+	// defect, for trying a client's retries by hand.
+	DropConnectionsFor time.Duration
 }
 
 // Options turns the standalone configuration into emulator Options, reading the token and key
@@ -35,6 +40,12 @@ func (c StandaloneConfig) Options() (Options, error) {
 	opts := Options{Listen: c.Listen, AdmissionLimit: c.AdmissionLimit}
 	if c.AdmissionLimit < 0 {
 		return opts, fmt.Errorf("--admission-limit %d must be positive (or 0 for the gateway's 1000)", c.AdmissionLimit)
+	}
+	if c.DropConnectionsFor < 0 {
+		return opts, fmt.Errorf("--drop-connections-for %s must not be negative (0 drops nothing)", c.DropConnectionsFor)
+	}
+	if c.DropConnectionsFor > 0 {
+		opts.Faults = append(opts.Faults, Fault{Kind: FaultDropConnection, Window: c.DropConnectionsFor, AfterCommit: true})
 	}
 	if c.TokenFile != "" {
 		b, err := os.ReadFile(c.TokenFile)

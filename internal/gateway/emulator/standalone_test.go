@@ -6,7 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	pb "github.com/openclaw/occ/internal/gateway/openshellv1"
@@ -53,10 +56,11 @@ func TestStandaloneConfigRefusals(t *testing.T) {
 	two := filepath.Join(dir, "two-lines")
 	mustNot(t, os.WriteFile(two, []byte("tok-one-secret\ntok-two-secret\n"), 0o600))
 	cases := map[string]StandaloneConfig{
-		"--token-file":      {TokenFile: two},
-		"--token-file ":     {TokenFile: filepath.Join(dir, "missing")},
-		"--tls-cert":        {TLSCertFile: "cert.pem"},
-		"--admission-limit": {AdmissionLimit: -1},
+		"--token-file":           {TokenFile: two},
+		"--token-file ":          {TokenFile: filepath.Join(dir, "missing")},
+		"--tls-cert":             {TLSCertFile: "cert.pem"},
+		"--admission-limit":      {AdmissionLimit: -1},
+		"--drop-connections-for": {DropConnectionsFor: -time.Second},
 	}
 	for flag, cfg := range cases {
 		_, err := cfg.Options()
@@ -66,5 +70,27 @@ func TestStandaloneConfigRefusals(t *testing.T) {
 		if strings.Contains(err.Error(), "secret") {
 			t.Fatalf("%s: the error shows the token: %v", flag, err)
 		}
+	}
+}
+
+// `occ gateway-emulator --drop-connections-for 10s` behaves like the pinned Gateway in its first
+// seconds: the connection of each call is closed after the call was executed.
+func TestStandaloneDropConnectionsFor(t *testing.T) {
+	opts, err := StandaloneConfig{Listen: "127.0.0.1:0", DropConnectionsFor: 10 * time.Second}.Options()
+	mustNot(t, err)
+	clock := NewFakeClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
+	opts.Clock = clock.Now
+	s := StartT(t, opts)
+	c := dial(t, s)
+	ctx := ctxT(t)
+	req := &pb.CreateWorkspaceRequest{Name: "team-s", RequestId: rid()}
+	_, err = c.CreateWorkspace(ctx, req)
+	wantCode(t, err, codes.Unavailable)
+	if _, err := c.GetWorkspace(ctx, &pb.GetWorkspaceRequest{Name: "team-s"}); status.Code(err) != codes.Unavailable {
+		t.Fatalf("GetWorkspace inside the window = %v, want the connection dropped", err)
+	}
+	clock.Advance(10 * time.Second)
+	if _, err := c.GetWorkspace(ctx, &pb.GetWorkspaceRequest{Name: "team-s"}); err != nil {
+		t.Fatalf("the workspace created inside the window is missing: %v", err)
 	}
 }

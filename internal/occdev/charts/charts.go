@@ -44,11 +44,12 @@ const (
 type Charts struct {
 	// Gateway is the OpenShell Gateway chart, ready for action.Install.
 	Gateway *chart.Chart
-	// GatewayPackage is the packaged Gateway chart (.tgz).
+	// GatewayPackage is the packaged Gateway chart (.tgz), or the selected local chart (a
+	// directory or a .tgz).
 	GatewayPackage string
 	// Workspace is the per-namespace resources chart, for RenderWorkspace.
 	Workspace *chart.Chart
-	// WorkspacePackage is the packaged Workspace chart (.tgz).
+	// WorkspacePackage is the packaged Workspace chart (.tgz), or the selected local chart.
 	WorkspacePackage string
 }
 
@@ -117,4 +118,30 @@ func packageOne(what, dir, version, outDir string) (*chart.Chart, string, error)
 		return nil, "", fmt.Errorf("packaged OpenShell %s chart %s has version %q appVersion %q, want %q", what, pkg, loaded.Metadata.Version, loaded.Metadata.AppVersion, version)
 	}
 	return loaded, pkg, nil
+}
+
+// LoadLocal loads a chart selected from the local file system instead of the pinned archive: a
+// chart directory or a packaged chart (.tgz), as `helm show chart` accepts them. The chart must
+// load and validate, and must not carry otherName, the name of the other chart's pinned
+// directory, so a Workspace chart given as the Gateway's (or the reverse) is refused. Its own
+// version is kept: it is an engineer's chart, not the pinned release.
+func LoadLocal(path, otherName string) (*chart.Chart, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot be read (%v)", err)
+	}
+	if !fi.IsDir() && !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("is neither a chart directory nor a packaged chart file")
+	}
+	ch, err := loader.Load(path)
+	if err != nil {
+		return nil, fmt.Errorf("is not a Helm chart (a directory with Chart.yaml, or a packaged .tgz): %v", err)
+	}
+	if err := ch.Validate(); err != nil {
+		return nil, fmt.Errorf("is not a valid Helm chart: %v", err)
+	}
+	if ch.Name() == otherName {
+		return nil, fmt.Errorf("is chart %q, the other of the two OpenShell charts", ch.Name())
+	}
+	return ch, nil
 }

@@ -184,14 +184,16 @@ func TestRenderWorkspaceEmpty(t *testing.T) {
 }
 
 // renderGateway renders the packaged Gateway chart as `helm install` would for release
-// openshell-gateway in ns.
+// openshell-gateway in ns, on a cluster that serves the Agent Sandbox API.
 func renderGateway(t *testing.T, ch *chart.Chart, v *GatewayValues, ns string) map[string]*unstructured.Unstructured {
 	t.Helper()
 	m, err := v.Map()
 	if err != nil {
 		t.Fatal(err)
 	}
-	rv, err := chartutil.ToRenderValues(ch, m, chartutil.ReleaseOptions{Name: GatewayRelease, Namespace: ns, IsInstall: true, Revision: 1}, nil)
+	caps := chartutil.DefaultCapabilities.Copy()
+	caps.APIVersions = append(append(chartutil.VersionSet{}, caps.APIVersions...), "agents.x-k8s.io/v1alpha1")
+	rv, err := chartutil.ToRenderValues(ch, m, chartutil.ReleaseOptions{Name: GatewayRelease, Namespace: ns, IsInstall: true, Revision: 1}, caps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,9 +257,11 @@ func TestGatewayValuesRenderIntoChart(t *testing.T) {
 		"resource_admission = false",
 		`default_runtime_class_name = "openshell-sandbox"`,
 		`service_account_name = "openshell-sandbox"`,
-		`sandbox_image = "ghcr.io/nvidia/openshell/sandbox@` + set.OpenShell.Images.Sandbox.Digest + `"`,
+		`sandbox_runtime_image = "ghcr.io/nvidia/openshell/sandbox@` + set.OpenShell.Images.Sandbox.Digest + `"`,
 		`supervisor_image = "ghcr.io/nvidia/openshell/supervisor@` + set.OpenShell.Images.Supervisor.Digest + `"`,
 		`supervisor_image_pull_policy = "Never"`,
+		`sandbox_runtime_image_pull_policy = "Never"`,
+		`grpc_endpoint = "http://openshell-gateway.openshell-system.svc.cluster.local:8080"`,
 	} {
 		if !strings.Contains(cfg, want) {
 			t.Errorf("gateway.toml lacks %q:\n%s", want, cfg)
@@ -344,6 +348,75 @@ func TestGatewayValuesRefuseBadOptions(t *testing.T) {
 	for _, c := range cases {
 		if _, err := NewGatewayValues(c.o); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: err = %v, want %q", c.name, err, c.want)
+		}
+	}
+}
+
+// The Gateway chart's Agent Sandbox preflight is on by default, as in OpenShell's chart: rendered with
+// Helm's default capabilities (what occ's offline check used to pass) it fails, and it passes
+// once the cluster serves agents.x-k8s.io at either version, in either form.
+func TestGatewayChartAgentSandboxPreflight(t *testing.T) {
+	ch, set, _ := prepare(t, chartstest.Options{})
+	v, err := NewGatewayValues(GatewayOptions{Images: set.OpenShell.Images, ServiceType: ServiceClusterIP, PullPolicy: "Never"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := v.Map()
+	if err != nil {
+		t.Fatal(err)
+	}
+	render := func(extra ...string) error {
+		caps := chartutil.DefaultCapabilities.Copy()
+		caps.APIVersions = append(append(chartutil.VersionSet{}, caps.APIVersions...), extra...)
+		rv, err := chartutil.ToRenderValues(ch.Gateway, m, chartutil.ReleaseOptions{Name: GatewayRelease, Namespace: "oce-system", IsInstall: true, Revision: 1}, caps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = engine.Render(ch.Gateway, rv)
+		return err
+	}
+	if err := render(); err == nil || !strings.Contains(err.Error(), "agent-sandbox-preflight.yaml") || !strings.Contains(err.Error(), "Agent Sandbox is required") {
+		t.Fatalf("render with Helm's default capabilities = %v; want the preflight's failure", err)
+	}
+	if err := render("extensions.agents.x-k8s.io/v1alpha1", "agents.x-k8s.io/v2"); err == nil {
+		t.Fatal("the preflight passed for API versions it does not accept")
+	}
+	for _, ok := range [][]string{{"agents.x-k8s.io/v1alpha1"}, {"agents.x-k8s.io/v1beta1/Sandbox"}} {
+		if err := render(ok...); err != nil {
+			t.Errorf("render with %v: %v", ok, err)
+		}
+	}
+}
+
+// An OpenShell engineer selects local charts: a chart directory and a packaged chart load as
+// they are (their own version kept); a Workspace chart given as the Gateway's, a directory
+// that is no chart, and a missing path are refused with the rule.
+func TestLoadLocal(t *testing.T) {
+	ch, _, out := prepare(t, chartstest.Options{})
+	dir := t.TempDir()
+	for rel, body := range chartstest.GatewayChart() {
+		p := filepath.Join(dir, "openshell", filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := LoadLocal(filepath.Join(dir, "openshell"), "openshell-workspace")
+	if err != nil || got.Metadata.Version != "0.0.0" || len(got.Templates) == 0 {
+		t.Fatalf("LoadLocal(directory) = %v, %v", got, err)
+	}
+	if got, err := LoadLocal(ch.GatewayPackage, "openshell-workspace"); err != nil || got.Name() != "openshell" {
+		t.Fatalf("LoadLocal(package) = %v, %v", got, err)
+	}
+	for path, want := range map[string]string{
+		ch.WorkspacePackage:               `is chart "openshell-workspace", the other of the two OpenShell charts`,
+		out:                               "is not a Helm chart",
+		filepath.Join(dir, "no-such-dir"): "cannot be read",
+	} {
+		if _, err := LoadLocal(path, "openshell-workspace"); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("LoadLocal(%s) = %v, want %q", path, err, want)
 		}
 	}
 }

@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/image"
 
 	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/testbed/dockerbed"
 )
 
-// `occ dev up` on a machine whose engine is the bed's private dockerd (Debian's 20.10, API 1.41):
-// Locate follows DOCKER_HOST to its unix socket, Connect pings it and reports the engine, and a
+// `occ dev up` on a machine whose engine is the bed's private default dockerd (a current Docker
+// Engine): Locate follows DOCKER_HOST to its unix socket, Connect pings it and reports the engine, and a
 // client built from the recorded endpoint alone still reaches it when the shell's DOCKER_HOST
 // later points elsewhere (what `occ dev down` relies on).
 func TestConnectToARealEngine(t *testing.T) {
@@ -50,6 +51,30 @@ func TestConnectToARealEngine(t *testing.T) {
 	defer api.Close()
 	if _, err := api.Ping(ctx); err != nil {
 		t.Fatalf("the recorded endpoint's client does not reach the engine: %v", err)
+	}
+}
+
+// `occ dev up` on a laptop that still runs Debian's or Ubuntu's docker.io 20.10 (API 1.41): the
+// client negotiates down to the engine's API and Connect reports the old engine as it is, so the
+// checks that refuse it can name its version.
+func TestConnectToALegacyEngine(t *testing.T) {
+	legacy := dockerbed.RequireLegacy(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ep, err := docker.ParseEndpoint(legacy.Host, dockerbed.LegacyHostEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := docker.Connect(ctx, ep, dockerbed.LegacyHostEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	if !strings.HasPrefix(eng.Version, "20.10.") || eng.APIVersion != "1.41" {
+		t.Fatalf("the legacy engine reports Docker %q API %q, want 20.10 with API 1.41", eng.Version, eng.APIVersion)
+	}
+	if _, err := eng.API.ImageList(ctx, image.ListOptions{}); err != nil {
+		t.Fatalf("a call at the negotiated API version fails: %v", err)
 	}
 }
 

@@ -22,78 +22,162 @@ import (
 // ExpectedImage is a pinned image a rendered chart may use, with the chart values keys occ sets
 // to make the chart use it (named in the refusal when the chart ignores them).
 type ExpectedImage struct {
-	Pin        pins.Image
+	Pin pins.Image
+	// Role names the image in messages ("Gateway", "sandbox runtime", "supervisor").
+	Role       string
 	ValuesKeys []string
+	// Required means the chart must name the pin somewhere, in a container or in its rendered
+	// configuration. A chart that names it nowhere leaves the choice to the program's built-in
+	// default, which is a tag occ never pulled or verified.
+	Required bool
 }
 
-// OffendingImage is a container image of a rendered chart that is not a pinned digest.
-type OffendingImage struct {
+// UnusedConfigKey is a configuration key whose image occ does not require to be pinned,
+// because nothing occ runs ever uses it; Reason says why, for the plan and the progress line.
+type UnusedConfigKey struct {
+	// Key is the last segment of the configuration key ("default_image").
+	Key    string
+	Reason string
+}
+
+// Rules say what a rendered chart may run.
+type Rules struct {
+	Expected []ExpectedImage
+	Unused   []UnusedConfigKey
+}
+
+// FoundImage is an image reference a rendered chart carries: in a container, in a container's
+// environment or flags, or in rendered configuration (a ConfigMap).
+type FoundImage struct {
 	// Object is "<Kind> <namespace>/<name>", Source the template it came from (Helm's
-	// "# Source:" line), Container the container path ("initContainers[0] pki").
-	Object    string
-	Source    string
-	Container string
-	Image     string
+	// "# Source:" line), Where the place inside the object ("initContainers[0] pki",
+	// "containers[0] gateway env OPENSHELL_SANDBOX_IMAGE", "gateway.toml line 12, key
+	// openshell.gateway.supervisor_image").
+	Object string
+	Source string
+	Where  string
+	Image  string
+	// configKey is the configuration key that holds the image (empty outside configuration).
+	configKey string
+}
+
+func (f FoundImage) String() string {
+	s := f.Object
+	if f.Source != "" {
+		s += " (" + f.Source + ")"
+	}
+	return s + " " + f.Where + ": image " + fmt.Sprintf("%q", f.Image)
+}
+
+// OffendingImage is an image of a rendered chart that is not a pinned digest.
+type OffendingImage struct {
+	FoundImage
 	// ExpectedKeys are the values keys that were expected to set this image.
 	ExpectedKeys []string
 }
 
-// ChartImageError lists every offending image of a chart.
+// UnusedImage is an image found under an UnusedConfigKey, with the reason it may stay unpinned.
+type UnusedImage struct {
+	FoundImage
+	Reason string
+}
+
+// ChartImages is what a passing check found.
+type ChartImages struct {
+	// Pinned are the places that name a pinned digest.
+	Pinned []FoundImage
+	// Unused are the images under configuration keys occ never uses.
+	Unused []UnusedImage
+}
+
+// ChartImageError lists every offending image of a chart and every required pin it names
+// nowhere.
 type ChartImageError struct {
 	Chart     string
 	Offending []OffendingImage
+	Missing   []ExpectedImage
 }
 
 func (e *ChartImageError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "chart %s renders containers whose images are not the pinned digests, so occ will not install it:", e.Chart)
+	fmt.Fprintf(&b, "chart %s would make the cluster run images that are not the pinned digests, so occ will not install it:", e.Chart)
 	for _, o := range e.Offending {
-		fmt.Fprintf(&b, "\n  - %s", o.Object)
-		if o.Source != "" {
-			fmt.Fprintf(&b, " (%s)", o.Source)
-		}
-		fmt.Fprintf(&b, " %s: image %q; the values expected to set it: %s", o.Container, o.Image, strings.Join(o.ExpectedKeys, ", "))
+		fmt.Fprintf(&b, "\n  - %s; the values expected to set it: %s", o.FoundImage, strings.Join(o.ExpectedKeys, ", "))
+	}
+	for _, m := range e.Missing {
+		fmt.Fprintf(&b, "\n  - the pinned %s image %s is named nowhere in the rendered chart (no container, no configuration): the chart ignores %s, and the Gateway would start its built-in default instead",
+			m.Role, m.Pin.DigestReference(), strings.Join(m.ValuesKeys, ", "))
 	}
 	b.WriteString("\nthe chart's values layout does not match what occ sets (a different chart version?): pin a chart that takes these values, or update occ's values for it")
 	return b.String()
 }
 
 // CheckRenderedImages reads a rendered chart (Helm's multi-document manifest) and requires every
-// container, init container and ephemeral container image to be one of the expected pinned
-// digests. A chart whose values layout ignores occ's image values would otherwise run tag-based
-// images silently. Workloads of the core API groups are read as typed objects; any other kind
-// (a custom resource embedding a pod template) is searched for container lists, so no image
-// escapes the check by living in an unfamiliar kind.
-func CheckRenderedImages(chart string, manifest io.Reader, expected []ExpectedImage) error {
-	containers, err := renderedContainers(manifest)
+// image it can make the cluster run to be one of the expected pinned digests: container, init
+// container and ephemeral container images, images named by their environment variables and
+// flags, and every image reference in rendered configuration (ConfigMap entries: TOML lines
+// such as supervisor_image = "…", YAML and JSON values under keys naming an image). Every
+// required pin must appear at least once. Workloads of the core API groups are read as typed
+// objects; any other kind (a custom resource embedding a pod template) is searched for container
+// lists and image fields, so no image escapes the check by living in an unfamiliar kind.
+func CheckRenderedImages(chart string, manifest io.Reader, rules Rules) (*ChartImages, error) {
+	found, err := renderedImages(manifest)
 	if err != nil {
-		return fmt.Errorf("check images of chart %s: %w", chart, err)
+		return nil, fmt.Errorf("check images of chart %s: %w", chart, err)
 	}
+	report := &ChartImages{}
 	var off []OffendingImage
-	for _, c := range containers {
-		if matchesPin(c.image, expected) {
+	seen := make([]bool, len(rules.Expected))
+	for _, f := range found {
+		if i := matchingPin(f.Image, rules.Expected); i >= 0 {
+			seen[i] = true
+			report.Pinned = append(report.Pinned, f)
 			continue
 		}
-		off = append(off, OffendingImage{Object: c.object, Source: c.source, Container: c.container, Image: c.image, ExpectedKeys: expectedKeys(c.image, expected)})
+		if reason, ok := unusedReason(f, rules.Unused); ok {
+			report.Unused = append(report.Unused, UnusedImage{FoundImage: f, Reason: reason})
+			continue
+		}
+		off = append(off, OffendingImage{FoundImage: f, ExpectedKeys: expectedKeys(f.Image, rules.Expected)})
 	}
-	if len(off) > 0 {
-		return &ChartImageError{Chart: chart, Offending: off}
-	}
-	return nil
-}
-
-// matchesPin accepts name@digest and name:tag@digest of a pin (the digest decides what runs).
-func matchesPin(ref string, expected []ExpectedImage) bool {
-	img, err := pins.ParseImage(ref)
-	if err != nil || img.Digest == "" {
-		return false
-	}
-	for _, e := range expected {
-		if img.Name() == e.Pin.Name() && img.Digest == e.Pin.Digest {
-			return true
+	var missing []ExpectedImage
+	for i, e := range rules.Expected {
+		if e.Required && !seen[i] {
+			missing = append(missing, e)
 		}
 	}
-	return false
+	if len(off) > 0 || len(missing) > 0 {
+		return nil, &ChartImageError{Chart: chart, Offending: off, Missing: missing}
+	}
+	return report, nil
+}
+
+func unusedReason(f FoundImage, unused []UnusedConfigKey) (string, bool) {
+	if f.configKey == "" {
+		return "", false
+	}
+	last := f.configKey[strings.LastIndex(f.configKey, ".")+1:]
+	for _, u := range unused {
+		if u.Key == last {
+			return u.Reason, true
+		}
+	}
+	return "", false
+}
+
+// matchingPin returns the index of the pin ref names (name@digest or name:tag@digest: the
+// digest decides what runs), or -1.
+func matchingPin(ref string, expected []ExpectedImage) int {
+	img, err := pins.ParseImage(ref)
+	if err != nil || img.Digest == "" {
+		return -1
+	}
+	for i, e := range expected {
+		if img.Name() == e.Pin.Name() && img.Digest == e.Pin.Digest {
+			return i
+		}
+	}
+	return -1
 }
 
 // expectedKeys names the values keys of the pin with the same repository, or of every pin when
@@ -113,13 +197,9 @@ func expectedKeys(ref string, expected []ExpectedImage) []string {
 	return all
 }
 
-type renderedContainer struct {
-	object, source, container, image string
-}
-
-func renderedContainers(manifest io.Reader) ([]renderedContainer, error) {
+func renderedImages(manifest io.Reader) ([]FoundImage, error) {
 	rd := utilyaml.NewYAMLReader(bufio.NewReader(manifest))
-	var out []renderedContainer
+	var out []FoundImage
 	for i := 0; ; i++ {
 		doc, err := rd.Read()
 		if errors.Is(err, io.EOF) {
@@ -140,13 +220,13 @@ func renderedContainers(manifest io.Reader) ([]renderedContainer, error) {
 		if ns := u.GetNamespace(); ns != "" {
 			object = u.GetKind() + " " + ns + "/" + u.GetName()
 		}
-		found, err := containersOf(&u)
+		found, err := imagesOf(&u)
 		if err != nil {
 			return nil, fmt.Errorf("%s (%s): %w", object, source, err)
 		}
-		for _, c := range found {
-			c.object, c.source = object, source
-			out = append(out, c)
+		for _, f := range found {
+			f.Object, f.Source = object, source
+			out = append(out, f)
 		}
 	}
 }
@@ -161,28 +241,82 @@ func sourceOf(doc []byte) string {
 	return ""
 }
 
-func containersOf(u *unstructured.Unstructured) ([]renderedContainer, error) {
+func imagesOf(u *unstructured.Unstructured) ([]FoundImage, error) {
+	gvk := u.GroupVersionKind()
+	switch gvk.Group + "/" + gvk.Kind {
+	case "/ConfigMap":
+		var cm corev1.ConfigMap
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &cm); err != nil {
+			return nil, fmt.Errorf("decode as ConfigMap: %w", err)
+		}
+		found, err := scanConfigData(cm.Data)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]FoundImage, 0, len(found))
+		for _, c := range found {
+			out = append(out, FoundImage{Where: c.where, Image: c.image, configKey: c.key})
+		}
+		return out, nil
+	case "apiextensions.k8s.io/CustomResourceDefinition":
+		// A schema, not something that runs; its "image" properties are type declarations.
+		return nil, nil
+	}
 	spec, known, err := podSpecOf(u)
 	if err != nil {
 		return nil, err
 	}
 	if !known {
-		return searchContainers(u.Object, ""), nil
+		return searchImages(u.Object), nil
 	}
 	if spec == nil {
 		return nil, nil // a ReplicationController without a template
 	}
-	var out []renderedContainer
+	var out []FoundImage
 	for i, c := range spec.InitContainers {
-		out = append(out, renderedContainer{container: fmt.Sprintf("initContainers[%d] %s", i, c.Name), image: c.Image})
+		out = append(out, containerImages(fmt.Sprintf("initContainers[%d] %s", i, c.Name), c.Image, c.Env, commandLine(c.Command, c.Args))...)
 	}
 	for i, c := range spec.Containers {
-		out = append(out, renderedContainer{container: fmt.Sprintf("containers[%d] %s", i, c.Name), image: c.Image})
+		out = append(out, containerImages(fmt.Sprintf("containers[%d] %s", i, c.Name), c.Image, c.Env, commandLine(c.Command, c.Args))...)
 	}
 	for i, c := range spec.EphemeralContainers {
-		out = append(out, renderedContainer{container: fmt.Sprintf("ephemeralContainers[%d] %s", i, c.Name), image: c.Image})
+		out = append(out, containerImages(fmt.Sprintf("ephemeralContainers[%d] %s", i, c.Name), c.Image, c.Env, commandLine(c.Command, c.Args))...)
 	}
 	return out, nil
+}
+
+func commandLine(command, args []string) []string {
+	return append(append([]string{}, command...), args...)
+}
+
+// containerImages are a container's image and the images its environment variables and flags
+// name (a Gateway told its supervisor image by OPENSHELL_SUPERVISOR_IMAGE or
+// --supervisor-image starts that image).
+func containerImages(where string, image string, env []corev1.EnvVar, argv []string) []FoundImage {
+	out := []FoundImage{{Where: where, Image: image}}
+	for _, e := range env {
+		if NamesImage(e.Name) && strings.TrimSpace(e.Value) != "" {
+			out = append(out, FoundImage{Where: where + " env " + e.Name, Image: strings.TrimSpace(e.Value)})
+		}
+	}
+	for i := 0; i < len(argv); i++ {
+		a := argv[i]
+		if !strings.HasPrefix(a, "-") {
+			continue
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !NamesImage(name) {
+			continue
+		}
+		if !hasValue && i+1 < len(argv) && !strings.HasPrefix(argv[i+1], "-") {
+			i++
+			value, hasValue = argv[i], true
+		}
+		if hasValue && strings.TrimSpace(value) != "" {
+			out = append(out, FoundImage{Where: where + " flag --" + name, Image: strings.TrimSpace(value)})
+		}
+	}
+	return out
 }
 
 // podSpecOf converts the core workload kinds to their typed form; known is false for every other
@@ -210,7 +344,7 @@ func podSpecOf(u *unstructured.Unstructured) (spec *corev1.PodSpec, known bool, 
 	case "batch/CronJob":
 		obj = &batchv1.CronJob{}
 	default:
-		// Every other kind (Services, ConfigMaps, custom resources) is searched generically.
+		// Every other kind (Services, custom resources) is searched generically.
 		return nil, false, nil
 	}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj); err != nil {
@@ -242,37 +376,66 @@ func podSpecOf(u *unstructured.Unstructured) (spec *corev1.PodSpec, known bool, 
 	return nil, true, nil
 }
 
-// searchContainers walks any object for lists named containers, initContainers or
-// ephemeralContainers whose entries have an image, and reports each with its path.
-func searchContainers(v any, path string) []renderedContainer {
-	var out []renderedContainer
-	switch t := v.(type) {
-	case map[string]any:
-		keys := make([]string, 0, len(t))
-		for k := range t {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			child := t[k]
-			p := path + "." + k
-			if list, ok := child.([]any); ok && (k == "containers" || k == "initContainers" || k == "ephemeralContainers") {
-				for i, item := range list {
-					if m, ok := item.(map[string]any); ok {
-						if img, ok := m["image"].(string); ok {
-							name, _ := m["name"].(string)
-							out = append(out, renderedContainer{container: fmt.Sprintf("%s[%d] %s", strings.TrimPrefix(p, "."), i, name), image: img})
+// searchImages walks an object of an unfamiliar kind: lists named containers, initContainers or
+// ephemeralContainers are read as containers (image, environment, flags), and any other string
+// field under a key naming an image is reported with its path. Metadata is skipped: an
+// annotation key ending in "image" names no image the cluster runs.
+func searchImages(obj map[string]any) []FoundImage {
+	var out []FoundImage
+	var walk func(v any, p string)
+	walk = func(v any, p string) {
+		switch t := v.(type) {
+		case map[string]any:
+			keys := make([]string, 0, len(t))
+			for k := range t {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				child := t[k]
+				cp := strings.TrimPrefix(p+"."+k, ".")
+				if p == "" && k == "metadata" {
+					continue
+				}
+				if list, ok := child.([]any); ok && (k == "containers" || k == "initContainers" || k == "ephemeralContainers") {
+					for i, item := range list {
+						m, ok := item.(map[string]any)
+						if !ok {
+							continue
 						}
+						var c corev1.Container
+						if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &c); err != nil {
+							// Not a container after all: search it like any other value.
+							walk(item, fmt.Sprintf("%s[%d]", cp, i))
+							continue
+						}
+						if c.Image == "" {
+							continue
+						}
+						out = append(out, containerImages(fmt.Sprintf("%s[%d] %s", cp, i, c.Name), c.Image, c.Env, commandLine(c.Command, c.Args))...)
+					}
+					continue
+				}
+				if NamesImage(k) {
+					imgs := imageStrings(child)
+					if img := imageFromParts(child); img != "" {
+						imgs = append(imgs, img)
+					}
+					for _, img := range imgs {
+						out = append(out, FoundImage{Where: cp, Image: img})
+					}
+					if len(imgs) > 0 {
+						continue
 					}
 				}
-				continue
+				walk(child, cp)
 			}
-			out = append(out, searchContainers(child, p)...)
-		}
-	case []any:
-		for i, item := range t {
-			out = append(out, searchContainers(item, fmt.Sprintf("%s[%d]", path, i))...)
+		case []any:
+			for i, item := range t {
+				walk(item, fmt.Sprintf("%s[%d]", p, i))
+			}
 		}
 	}
+	walk(obj, "")
 	return out
 }

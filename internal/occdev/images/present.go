@@ -4,11 +4,14 @@
 //   - Present makes a pinned image present in the Docker engine, pulling it BY DIGEST (the engine
 //     verifies the manifest digest) when absent, with progress events, and records what it
 //     pulled so `down` removes exactly that;
+//   - Present also refuses an image whose platform is not the engine's (a pinned single-platform
+//     manifest of another architecture), before anything reaches the cluster;
 //   - CheckRepoDigest refuses a local image whose RepoDigests lack the pinned digest;
 //   - Import loads all images into the cluster in one pass through k3d's library;
 //   - VerifyInNode reads the node's containerd and requires each image's config digest to equal
 //     the local image ID the pinned pull produced, then tags repo@sha256:<pinned> there;
-//   - CheckRenderedImages refuses a rendered chart whose containers use anything but the pins;
+//   - CheckRenderedImages refuses a rendered chart whose containers or rendered configuration
+//     name anything but the pins, or that names a required pin nowhere;
 //   - Status compares what the node holds with the local images, for `occ dev status`.
 //
 // The chain of trust is: pinned manifest digest —(verified by the engine's pull)→ local image ID
@@ -66,6 +69,8 @@ type Local struct {
 	ID          string
 	RepoDigests []string
 	Size        int64
+	// Platform is the image's OS and architecture as the engine reports them (image inspect).
+	Platform Platform
 	// Pulled reports whether Present pulled it (and recorded it for removal by `down`).
 	Pulled bool
 	// Built reports an image occ built in the engine (Built): its Pin.Digest is its config
@@ -81,6 +86,8 @@ type PresentOptions struct {
 	Recorder Recorder
 	// Progress receives events; nil drops them.
 	Progress func(Event)
+	// Platform is the engine's platform; the zero value asks the engine (EnginePlatform).
+	Platform Platform
 }
 
 // Present makes the pinned image present in the engine. An image already there under its digest
@@ -88,6 +95,11 @@ type PresentOptions struct {
 // Otherwise the image is recorded, then pulled by digest, so the engine itself verifies that
 // what it stores is what the pin names; a re-tagged or locally built image with the same tag
 // cannot stand in for it.
+//
+// Either way the image must be of the engine's platform. A pinned multi-platform index makes the
+// engine pull its own platform's image; a pinned single-platform manifest is pulled as it is,
+// whatever its architecture, and would fail only when the cluster starts it. Present refuses it
+// with a *PlatformError instead; a pulled image stays recorded, so the rollback removes it.
 func Present(ctx context.Context, opts PresentOptions) (Local, error) {
 	pin := opts.Image
 	ref := pin.DigestReference()
@@ -101,6 +113,9 @@ func Present(ctx context.Context, opts PresentOptions) (Local, error) {
 		}
 	}
 	if l, err := inspect(ctx, opts.API, pin, ref); err == nil {
+		if err := opts.checkPlatform(ctx, l); err != nil {
+			return Local{}, err
+		}
 		emit(Event{Status: "present", Total: l.Size})
 		return l, nil
 	} else if !cerrdefs.IsNotFound(err) {
@@ -126,8 +141,27 @@ func Present(ctx context.Context, opts PresentOptions) (Local, error) {
 	if err := opts.Recorder.Record(rec); err != nil {
 		return Local{}, fmt.Errorf("record image ID of %s: %w", ref, err)
 	}
+	if err := opts.checkPlatform(ctx, l); err != nil {
+		return Local{}, err
+	}
 	emit(Event{Status: "pulled", Current: l.Size, Total: l.Size})
 	return l, nil
+}
+
+// checkPlatform compares the local image's platform with the engine's, asking the engine when
+// the options do not carry it.
+func (opts PresentOptions) checkPlatform(ctx context.Context, l Local) error {
+	if l.Platform.Architecture == "" {
+		return nil // the config states no platform, so there is nothing to compare
+	}
+	engine := opts.Platform
+	if engine == (Platform{}) {
+		var err error
+		if engine, err = EnginePlatform(ctx, opts.API); err != nil {
+			return err
+		}
+	}
+	return checkPlatform(l, engine)
 }
 
 func inspect(ctx context.Context, api client.APIClient, pin pins.Image, ref string) (Local, error) {
@@ -138,7 +172,8 @@ func inspect(ctx context.Context, api client.APIClient, pin pins.Image, ref stri
 		}
 		return Local{}, fmt.Errorf("inspect image %s: %w", ref, err)
 	}
-	return Local{Pin: pin, ID: ins.ID, RepoDigests: ins.RepoDigests, Size: ins.Size}, nil
+	return Local{Pin: pin, ID: ins.ID, RepoDigests: ins.RepoDigests, Size: ins.Size,
+		Platform: normalisePlatform(ins.Os, ins.Architecture, ins.Variant)}, nil
 }
 
 // pull runs the engine's pull of ref and turns its JSON progress stream into events. The stream

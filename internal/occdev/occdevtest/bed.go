@@ -154,7 +154,10 @@ func (b *Bed) Options() occdev.UpOptions {
 }
 
 // AgentSandboxManifest is a stand-in for the pinned Agent Sandbox release manifest, with names
-// of its own per run: a namespace, a CRD, RBAC and the controller Deployment.
+// of its own per run: a namespace, a CRD, RBAC and the controller Deployment. The CRD is in the
+// real API group agents.x-k8s.io at v1alpha1, which the Gateway chart's Agent Sandbox preflight
+// requires, with a kind and plural of the run's own: the runs of one test binary share the
+// apiserver, and a CRD is cluster-scoped.
 func AgentSandboxManifest(suffix string) []byte {
 	return []byte(strings.ReplaceAll(`apiVersion: v1
 kind: Namespace
@@ -164,10 +167,10 @@ metadata:
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
-  name: sandboxes.agents-SUFFIX.x-k8s.io
+  name: sandboxesSUFFIX.agents.x-k8s.io
 spec:
-  group: agents-SUFFIX.x-k8s.io
-  names: {kind: Sandbox, plural: sandboxes, singular: sandbox, listKind: SandboxList}
+  group: agents.x-k8s.io
+  names: {kind: SandboxSUFFIX, plural: sandboxesSUFFIX, singular: sandboxSUFFIX, listKind: SandboxSUFFIXList}
   scope: Namespaced
   versions:
     - name: v1alpha1
@@ -189,8 +192,8 @@ kind: ClusterRole
 metadata:
   name: agent-sandbox-controller-SUFFIX
 rules:
-  - apiGroups: [agents-SUFFIX.x-k8s.io]
-    resources: [sandboxes]
+  - apiGroups: [agents.x-k8s.io]
+    resources: [sandboxesSUFFIX]
     verbs: [get, list, watch, update]
 ---
 apiVersion: rbac.authorization.k8s.io/v1

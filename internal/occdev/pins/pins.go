@@ -37,6 +37,10 @@ type Set struct {
 	K3d           K3d          `json:"k3d"`
 	AgentSandbox  AgentSandbox `json:"agentSandbox"`
 	OCE           OCE          `json:"oce"`
+	// Notes are facts about individual pins that a reader of the set must know (a known defect
+	// of the pinned release, a digest not yet confirmed); `occ dev pins show` prints each beside
+	// its pin.
+	Notes []Note `json:"notes,omitempty"`
 
 	// Source says where the set came from (a file path or EmbeddedSource), for messages.
 	Source string `json:"-"`
@@ -175,6 +179,7 @@ type fileSet struct {
 		NodeBaseImage string `json:"nodeBaseImage"`
 		PostgresImage string `json:"postgresImage"`
 	} `json:"oce"`
+	Notes []Note `json:"notes"`
 }
 
 var (
@@ -183,6 +188,13 @@ var (
 	versionPattern = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$`)
 	dirNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 )
+
+// ValidVersion reports whether v is an OpenShell version as pins write it: a semantic version
+// without a leading "v".
+func ValidVersion(v string) bool { return versionPattern.MatchString(v) }
+
+// ValidCommit reports whether c is a full commit id: 40 lower-case hex digits.
+func ValidCommit(c string) bool { return commitPattern.MatchString(c) }
 
 func (f *fileSet) build() (*Set, error) {
 	var errs []error
@@ -196,14 +208,14 @@ func (f *fileSet) build() (*Set, error) {
 	}
 	o := f.OpenShell
 	if !versionPattern.MatchString(o.Version) {
-		add(fmt.Errorf("openshell.version %q must be a semantic version without a leading v (for example 0.1.3-pre.1)", o.Version))
+		add(fmt.Errorf("openshell.version %q must be a semantic version without a leading v (for example 0.1.3-pre.2)", o.Version))
 	}
 	if !commitPattern.MatchString(o.Commit) {
 		add(fmt.Errorf("openshell.commit %q must be 40 lower-case hex digits", o.Commit))
 	}
 	add(checkArtifact("openshell.sourceArchive", o.SourceArchive.Artifact))
 	if !dirNamePattern.MatchString(o.SourceArchive.TopDirectory) {
-		add(fmt.Errorf("openshell.sourceArchive.topDirectory %q must be one directory name (for example OpenShell-0.1.3-pre.1)", o.SourceArchive.TopDirectory))
+		add(fmt.Errorf("openshell.sourceArchive.topDirectory %q must be one directory name (for example OpenShell-0.1.3-pre.2)", o.SourceArchive.TopDirectory))
 	}
 	helmDir := o.SourceArchive.HelmDirectory
 	add(checkRelativePath("openshell.sourceArchive.helmDirectory", helmDir))
@@ -240,6 +252,8 @@ func (f *fileSet) build() (*Set, error) {
 		add(errors.New("agentSandbox.version is empty; set the Agent Sandbox release (for example v0.5.2)"))
 	}
 	add(checkArtifact("agentSandbox.manifest", f.AgentSandbox.Manifest))
+	set.Notes = f.Notes
+	add(checkNotes(f.Notes))
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}

@@ -84,6 +84,9 @@ func TestParseRefusesBadPins(t *testing.T) {
 		{"version with v", "version: 0.1.3-pre.2", "version: v0.1.3-pre.2", "openshell.version"},
 		{"ftp url", "url: https://github.com/kubernetes-sigs", "url: ftp://github.com/kubernetes-sigs", "agentSandbox.manifest.url"},
 		{"postgres by tag", "postgres:18.6@sha256:86c951e05bf56c93d95d397747fb8820ac76cc3bedb78f43abd83eedbe3666ae", "postgres:18.6", "oce.postgresImage"},
+		{"note about an unknown pin", "  - pin: k3d.toolsImage", "  - pin: k3d.tools", "notes[1].pin \"k3d.tools\" is not a pin of the set"},
+		{"unknown key in a note", "  - pin: k3d.toolsImage\n    text: >-", "  - pin: k3d.toolsImage\n    txt: ''\n    text: >-", "unknown field \"txt\""},
+		{"note without text", "  - pin: k3d.toolsImage\n    text: >-", "  - pin: k3d.toolsImage\n    text: ' '\n  - pin: k3s.image\n    text: >-", "notes[1].text is empty"},
 		{"node base missing", "  nodeBaseImage: docker.io/library/node:24-bookworm@sha256:3d27e5c11e5786e309ec3e03f93ae536eb36e6e5eb3714d5eb3300a36157add0\n", "", "oce.nodeBaseImage"},
 	}
 	for _, c := range cases {
@@ -160,5 +163,86 @@ func TestToolsImageMatchesLinkedK3d(t *testing.T) {
 	}
 	if got, want := set.K3d.ToolsImage.Tag, strings.TrimPrefix(linked, "v"); got != want {
 		t.Fatalf("k3d.toolsImage tag %q, want %q (go.mod links k3d %s): update pins.yaml with the digest of ghcr.io/k3d-io/k3d-tools:%s", got, want, linked, want)
+	}
+}
+
+// The two facts a reader of the default set must know are notes beside their pins: the known
+// defect of the pinned OpenShell line and the unsettled k3d tools digest.
+func TestDefaultNotes(t *testing.T) {
+	set, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := map[string]string{}
+	for _, e := range set.Entries() {
+		notes[e.Key] = strings.Join(e.Notes, " ")
+	}
+	for key, wants := range map[string][]string{
+		KeyOpenShell:     {"0.1.2 and 0.1.3-pre.1 to 0.1.3-pre.3", "#3994", "about 10 s after the Gateway starts", "0.1.3-pre.4", "#4122", "digests are not known", "retries its first idempotent calls"},
+		KeyK3dToolsImage: {"f18c1e21aba123fe", "c57abce697e66fee", "single-platform manifest", "occ dev pins verify"},
+	} {
+		for _, want := range wants {
+			if !strings.Contains(notes[key], want) {
+				t.Errorf("the note of %s lacks %q: %q", key, want, notes[key])
+			}
+		}
+	}
+	if len(set.Notes) != 2 {
+		t.Errorf("%d notes, want 2", len(set.Notes))
+	}
+}
+
+// Every pin of a set is listed once, in pin file order, with the value a pin file writes.
+func TestEntriesListEveryPin(t *testing.T) {
+	set, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, e := range set.Entries() {
+		keys = append(keys, e.Key)
+		if e.Value == "" {
+			t.Errorf("%s has no value", e.Key)
+		}
+		if (e.Image != nil) == (e.Artifact != nil) && e.Image != nil {
+			t.Errorf("%s is both an image and an artifact", e.Key)
+		}
+	}
+	if strings.Join(keys, ",") != strings.Join(pinKeys, ",") {
+		t.Errorf("entries %v, want %v", keys, pinKeys)
+	}
+	for _, e := range set.Entries() {
+		if e.Key == KeyGatewayImage && e.Value != set.OpenShell.Images.Gateway.String() {
+			t.Errorf("gateway entry %q", e.Value)
+		}
+	}
+}
+
+// A written pin file is read back as the same set, keys in the embedded file's order, and a
+// set that would not parse is never written.
+func TestEncodeRoundTrip(t *testing.T) {
+	set, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := Encode(set, "written by a test\nsecond line")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(data), "# written by a test\n# second line\nschemaVersion: 1\nopenshell:\n  version: 0.1.3-pre.2\n") {
+		t.Errorf("encoded file starts:\n%s", data[:200])
+	}
+	back, err := Parse(data, "round trip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	back.Source = set.Source
+	if back.OpenShell != set.OpenShell || back.K3s != set.K3s || back.K3d != set.K3d || back.OCE != set.OCE || back.AgentSandbox != set.AgentSandbox || len(back.Notes) != 2 || back.Notes[1] != set.Notes[1] {
+		t.Errorf("round trip changed the set")
+	}
+	bad := *set
+	bad.OpenShell.Commit = "abc"
+	if _, err := Encode(&bad, ""); err == nil || !strings.Contains(err.Error(), "openshell.commit") {
+		t.Errorf("Encode of an invalid set: %v", err)
 	}
 }

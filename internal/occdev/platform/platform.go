@@ -11,9 +11,15 @@ package platform
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
 
 	"github.com/openclaw/occ/internal/occdev/charts"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
@@ -78,10 +84,58 @@ func ApplyDevelopmentPolicies(ctx context.Context, c *kubeobj.Conn, namespace st
 }
 
 // ApplyAgentSandbox applies the objects of the verified Agent Sandbox manifest, its CRDs
-// established before anything that may use them.
+// established before anything that may use them, and waits until the API server's discovery
+// serves every API version they add. Helm's install reads .Capabilities.APIVersions from
+// discovery, and an established CRD can still be missing from discovery for a moment: the
+// Gateway chart's Agent Sandbox preflight would then fail on a cluster that has the CRDs.
 func ApplyAgentSandbox(ctx context.Context, c *kubeobj.Conn, objs []*unstructured.Unstructured, timeout time.Duration) error {
 	if err := c.EnsureManifest(ctx, objs, timeout); err != nil {
 		return fmt.Errorf("Agent Sandbox manifest: %w", err)
+	}
+	versions, err := ManifestAPIVersions(objs)
+	if err != nil {
+		return fmt.Errorf("Agent Sandbox manifest: %w", err)
+	}
+	return WaitDiscoveryServes(ctx, c.Kube.Discovery(), versions, timeout)
+}
+
+// WaitDiscoveryServes waits until discovery lists every API version of versions (both the
+// "group/version" and the "group/version/Kind" forms), polling: discovery has no watch.
+func WaitDiscoveryServes(ctx context.Context, dc discovery.DiscoveryInterface, versions []string, timeout time.Duration) error {
+	kinds := map[string][]string{}
+	for _, v := range versions {
+		parts := strings.Split(v, "/")
+		if len(parts) == 3 {
+			gv := parts[0] + "/" + parts[1]
+			kinds[gv] = append(kinds[gv], parts[2])
+		}
+	}
+	var missing []string
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		missing = missing[:0]
+		for gv, want := range kinds {
+			list, err := dc.ServerResourcesForGroupVersion(gv)
+			if err != nil {
+				if apierrors.IsNotFound(err) {
+					missing = append(missing, gv)
+					continue
+				}
+				return false, fmt.Errorf("discover %s: %w", gv, err)
+			}
+			for _, k := range want {
+				if !slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Kind == k }) {
+					missing = append(missing, gv+"/"+k)
+				}
+			}
+		}
+		return len(missing) == 0, nil
+	})
+	if err != nil {
+		if len(missing) > 0 && ctx.Err() == nil {
+			slices.Sort(missing)
+			return fmt.Errorf("the API server's discovery does not serve %s within %s of the Agent Sandbox CRDs being established, so Helm would not see them (raise --startup-timeout if the apiserver is slow): %w", strings.Join(missing, ", "), timeout, err)
+		}
+		return fmt.Errorf("wait for discovery to serve the Agent Sandbox API versions: %w", err)
 	}
 	return nil
 }

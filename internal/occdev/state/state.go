@@ -69,6 +69,8 @@ type State struct {
 	InstallationPath string `json:"installationPath,omitempty"`
 	// ControlPlane is the OCE control plane `up` started, when it started one.
 	ControlPlane *ControlPlane `json:"controlPlane,omitempty"`
+	// Selections are the local charts, manifest and node resolver `up` was told to use.
+	Selections *Selections `json:"selections,omitempty"`
 	// Objects are the created objects in creation order; `down` removes them in reverse.
 	Objects []Object `json:"objects"`
 	// CreatedAt is when the state directory was claimed; UpdatedAt the last rewrite.
@@ -140,6 +142,7 @@ func (s State) clone() State {
 		s.Engine = &e
 	}
 	s.ControlPlane = s.ControlPlane.clone()
+	s.Selections = s.Selections.clone()
 	return s
 }
 
@@ -197,6 +200,9 @@ func (s *State) Validate() error {
 		bad("installationPath %q must be an absolute path", s.InstallationPath)
 	}
 	if err := s.ControlPlane.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := s.Selections.validate(); err != nil {
 		errs = append(errs, err)
 	}
 	for i, o := range s.Objects {

@@ -47,6 +47,9 @@ func run(args []string) error {
 		if err := dropMissing(file, bounding); err != nil {
 			return err
 		}
+		if err := clampToOwnLimits(file); err != nil {
+			return err
+		}
 	}
 	argv := append([]string{runc}, args...)
 	if err := syscall.Exec(runc, argv, os.Environ()); err != nil {

@@ -22,6 +22,12 @@ import (
 // for machines that cannot run Docker at all; make test and CI never set it.
 const SkipEnv = "OCC_TEST_DOCKER"
 
+// LegacyHostEnv names the variable that holds the DOCKER_HOST of the bed's legacy engine,
+// Debian's docker.io 20.10 (`scripts/testdocker legacy`; make test exports it). DOCKER_HOST
+// names the default engine, a current Docker Engine; the legacy one exists for the tests of what
+// occ refuses on an engine that old (its builder cannot parse RUN heredocs).
+const LegacyHostEnv = "OCC_TEST_DOCKER_LEGACY_HOST"
+
 // Engine is a connection to the bed's Docker engine.
 type Engine struct {
 	// API is a Docker API client for the engine, negotiated down to its API version.
@@ -38,7 +44,7 @@ type Engine struct {
 // skipped with the reason printed. Every test that needs Docker calls this first.
 func Require(t testing.TB) *Engine {
 	t.Helper()
-	e, err := connect()
+	e, err := connect("DOCKER_HOST")
 	if err != nil {
 		if os.Getenv(SkipEnv) == "skip" {
 			t.Skipf("dockerbed: skipped because %s=skip and no Docker engine is usable: %v", SkipEnv, err)
@@ -49,24 +55,41 @@ func Require(t testing.TB) *Engine {
 	return e
 }
 
-func connect() (*Engine, error) {
-	host := os.Getenv("DOCKER_HOST")
+// RequireLegacy returns the bed's legacy engine (Debian's docker.io 20.10), named by
+// OCC_TEST_DOCKER_LEGACY_HOST, after checking that it answers. Like Require, it fails the test
+// when the engine is missing unless OCC_TEST_DOCKER=skip.
+func RequireLegacy(t testing.TB) *Engine {
+	t.Helper()
+	e, err := connect(LegacyHostEnv)
+	if err != nil {
+		if os.Getenv(SkipEnv) == "skip" {
+			t.Skipf("dockerbed: skipped because %s=skip and the legacy Docker engine is not usable: %v", SkipEnv, err)
+		}
+		t.Fatalf("dockerbed: %v\n(start the bed's legacy engine with `export %s=$(scripts/testdocker legacy)`, or run `make test`, which does; set %s=skip only on a machine that cannot run Docker)", err, LegacyHostEnv, SkipEnv)
+	}
+	t.Cleanup(func() { e.API.Close() })
+	return e
+}
+
+// connect reaches the engine whose DOCKER_HOST value is in the environment variable env.
+func connect(env string) (*Engine, error) {
+	host := os.Getenv(env)
 	if host == "" {
-		return nil, fmt.Errorf("DOCKER_HOST is not set")
+		return nil, fmt.Errorf("%s is not set", env)
 	}
 	u, err := url.Parse(host)
 	if err != nil || u.Scheme != "unix" || u.Path == "" {
-		return nil, fmt.Errorf("DOCKER_HOST=%q is not a unix:///path socket address, which the bed needs (k3d imports images directly only over a local socket)", host)
+		return nil, fmt.Errorf("%s=%q is not a unix:///path socket address, which the bed needs (k3d imports images directly only over a local socket)", env, host)
 	}
 	api, err := client.NewClientWithOpts(client.WithHost(host), client.WithAPIVersionNegotiation())
 	if err != nil {
-		return nil, fmt.Errorf("docker client for DOCKER_HOST=%q: %w", host, err)
+		return nil, fmt.Errorf("docker client for %s=%q: %w", env, host, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := api.Ping(ctx); err != nil {
 		api.Close()
-		return nil, fmt.Errorf("docker engine at DOCKER_HOST=%q does not answer: %w", host, err)
+		return nil, fmt.Errorf("docker engine at %s=%q does not answer: %w", env, host, err)
 	}
 	return &Engine{API: api, Host: host, Socket: u.Path}, nil
 }

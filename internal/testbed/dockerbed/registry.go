@@ -16,6 +16,7 @@ import (
 	"github.com/docker/docker/pkg/jsonmessage"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
@@ -109,4 +110,45 @@ func (e *Engine) Pull(ctx context.Context, ref string) (string, error) {
 		return "", fmt.Errorf("pull %s: the engine's RepoDigests %v do not list the pinned reference", ref, ins.RepoDigests)
 	}
 	return ins.ID, nil
+}
+
+// PushForPlatform uploads the spec's image with its config naming os/arch instead of the bed's
+// own platform, as REPO-os-arch:KEY, and returns its pin: a single-platform manifest of another
+// architecture, as some registries serve for one platform only. Its layer is the spec's, so an
+// engine of any architecture can pull and store it (nothing in it is ever run).
+func (r *Registry) PushForPlatform(ctx context.Context, spec ImageSpec, os, arch string) (Pinned, error) {
+	img, err := spec.Image()
+	if err != nil {
+		return Pinned{}, err
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return Pinned{}, err
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture, cf.Variant = os, arch, ""
+	if img, err = mutate.ConfigFile(img, cf); err != nil {
+		return Pinned{}, err
+	}
+	key, err := spec.Key()
+	if err != nil {
+		return Pinned{}, err
+	}
+	repo := r.Host + "/" + spec.Repo + "-" + os + "-" + arch
+	tag, err := name.NewTag(repo+":"+key, name.Insecure)
+	if err != nil {
+		return Pinned{}, err
+	}
+	if err := remote.Write(tag, img, remote.WithContext(ctx)); err != nil {
+		return Pinned{}, fmt.Errorf("push %s: %w", tag, err)
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		return Pinned{}, err
+	}
+	cfg, err := img.ConfigName()
+	if err != nil {
+		return Pinned{}, err
+	}
+	return Pinned{Ref: repo + "@" + digest.String(), Repo: repo, Digest: digest.String(), ConfigDigest: cfg.String()}, nil
 }

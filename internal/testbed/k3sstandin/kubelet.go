@@ -48,15 +48,18 @@ type kubelet struct {
 	nodeIP net.IP
 
 	images *imageCache
+	// serving and clientCA are the TLS material of the log endpoint (podlogs.go).
+	serving  certFiles
+	clientCA string
 
 	mu     sync.Mutex
 	podIPs map[types.UID]string
 	usedIP map[string]bool
 }
 
-func newKubelet(client kubernetes.Interface, cfg *serverConfig, nodeIP net.IP) *kubelet {
+func newKubelet(client kubernetes.Interface, cfg *serverConfig, nodeIP net.IP, serving certFiles, clientCA string) *kubelet {
 	return &kubelet{
-		client: client, cfg: cfg, nodeIP: nodeIP,
+		client: client, cfg: cfg, nodeIP: nodeIP, serving: serving, clientCA: clientCA,
 		images: &imageCache{},
 		podIPs: map[types.UID]string{}, usedIP: map[string]bool{},
 	}
@@ -242,6 +245,11 @@ func (k *kubelet) run(ctx context.Context) error {
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
 	lister := podInformer.Lister()
+	go func() {
+		if err := serveLogs(ctx, lister, k.serving, k.clientCA); err != nil {
+			logf("warning", "played kubelet: the log endpoint stopped: %v", err)
+		}
+	}()
 
 	go func() {
 		for {
@@ -315,6 +323,9 @@ func (k *kubelet) syncPod(ctx context.Context, lister listerscorev1.PodLister, k
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 			err = nil
 		}
+		if err == nil {
+			removePodLogs(podLogRoot, pod.Namespace, pod.Name, string(pod.UID))
+		}
 		k.releaseIP(pod.UID)
 		return err
 	}
@@ -326,6 +337,7 @@ func (k *kubelet) syncPod(ctx context.Context, lister listerscorev1.PodLister, k
 		return err
 	}
 	status := k.desiredStatus(pod, names)
+	writeStartLines(podLogRoot, pod, status)
 	if apiequality.Semantic.DeepEqual(withoutTimes(pod.Status), withoutTimes(*status)) {
 		return nil
 	}

@@ -108,6 +108,18 @@ func server(args []string) error {
 	if err != nil {
 		return err
 	}
+	// The apiserver reaches the played kubelet's log endpoint as k3s configures it: with a
+	// client certificate of the server CA, verifying the kubelet's serving certificate, at the
+	// node's InternalIP first.
+	kubeletClient, err := certs.client("client-kube-apiserver", "system:kube-apiserver")
+	if err != nil {
+		return err
+	}
+	kubeletDNS, kubeletIPs := kubeletNames(cfg, nodeIP)
+	kubeletServing, err := certs.serving("serving-kubelet", kubeletDNS, kubeletIPs)
+	if err != nil {
+		return err
+	}
 
 	issuer := "https://kubernetes.default.svc." + cfg.clusterDomain
 	apiArgs := componentArgs(map[string]string{
@@ -138,6 +150,10 @@ func server(args []string) error {
 		"requestheader-username-headers":     "X-Remote-User",
 		"proxy-client-cert-file":             proxyClient.Cert,
 		"proxy-client-key-file":              proxyClient.Key,
+		"kubelet-client-certificate":         kubeletClient.Cert,
+		"kubelet-client-key":                 kubeletClient.Key,
+		"kubelet-certificate-authority":      certs.CAFile,
+		"kubelet-preferred-address-types":    "InternalIP,ExternalIP,Hostname",
 	}, cfg.apiserverArgs)
 	apiserver, err := sup.start("kube-apiserver", "/bin/kube-apiserver", apiArgs...)
 	if err != nil {
@@ -201,7 +217,7 @@ func server(args []string) error {
 		return err
 	}
 
-	kl := newKubelet(client, cfg, nodeIP)
+	kl := newKubelet(client, cfg, nodeIP, kubeletServing, certs.CAFile)
 	if err := kl.register(ctx); err != nil {
 		return err
 	}

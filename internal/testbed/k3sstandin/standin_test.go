@@ -83,7 +83,7 @@ func TestImageNamesCompareAsTheCRIDoes(t *testing.T) {
 
 // What the played kubelet reports, per the images present in the node's containerd.
 func TestPlayedPodStatus(t *testing.T) {
-	k := newKubelet(nil, &serverConfig{nodeName: "n1"}, net.ParseIP("172.18.0.2"))
+	k := newKubelet(nil, &serverConfig{nodeName: "n1"}, net.ParseIP("172.18.0.2"), certFiles{}, "")
 	// Pod IPs come from the node's Pod CIDR, which needs the API; give the Pods one already.
 	pod := func(policy corev1.RestartPolicy, pull corev1.PullPolicy, image string) *corev1.Pod {
 		return &corev1.Pod{

@@ -284,7 +284,8 @@ func (s Settings) Env() map[string]string {
 }
 
 // NewSettings picks a unique project name, two free ports and a subnet in 10.213.0.0/16 (outside
-// the engine's default address pools) that overlaps no existing network.
+// the address pools of the bed's engines) that overlaps no network of the engine and no address
+// of the host: a network of the bed's other engine (or of another run's) has its bridge there.
 func NewSettings(t testing.TB, e *dockerbed.Engine) Settings {
 	t.Helper()
 	s := Settings{Project: strings.ReplaceAll(dockerbed.UniqueName(t, "occ"), "-", "_")}
@@ -300,6 +301,17 @@ func NewSettings(t testing.TB, e *dockerbed.Engine) Settings {
 		for _, c := range n.IPAM.Config {
 			if p, err := netip.ParsePrefix(c.Subnet); err == nil {
 				used = append(used, p)
+			}
+		}
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok {
+			if p, err := netip.ParsePrefix(ipn.String()); err == nil {
+				used = append(used, p.Masked())
 			}
 		}
 	}

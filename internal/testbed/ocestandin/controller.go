@@ -25,7 +25,8 @@ import (
 // database does not answer), GET /installation and GET /namespaces/<id> authenticated by the
 // bootstrap key in x-api-key (no bearer scheme), and a probe of the Kubernetes API server named
 // by the Installation's kubeconfig authentication, reported on GET /_standin/kubernetes and as
-// a log line.
+// a log line; GET /_standin/log?line=<text> writes <text> as a log line (a test-bed route, so a
+// test that follows the logs has a new line when it asks for one).
 func runController() int {
 	fail := func(code, msg string) int {
 		logEvent(map[string]any{"event": "startup-error", "code": code, "message": msg})
@@ -94,6 +95,10 @@ func (c *controller) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"data": nil, "meta": meta})
+	case r.URL.Path == "/_standin/log":
+		// A line on demand, so a test following the logs sees a new one without waiting.
+		logEvent(map[string]any{"event": "standin.log", "line": r.URL.Query().Get("line")})
+		writeJSON(w, http.StatusOK, map[string]any{"logged": true})
 	case r.URL.Path == "/_standin/kubernetes":
 		c.mu.Lock()
 		probe := c.kube

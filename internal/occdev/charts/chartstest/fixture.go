@@ -99,6 +99,18 @@ func New(t testing.TB, dir string, o Options) *Fixture {
 	return &Fixture{ArchivePath: archive, ManifestPath: manifest, Pins: set}
 }
 
+// AgentSandboxManifestWithoutCRDs is AgentSandboxManifest without its CustomResourceDefinition:
+// a manifest a cluster serves no Sandbox API after.
+func AgentSandboxManifestWithoutCRDs() string {
+	var kept []string
+	for _, doc := range strings.Split(AgentSandboxManifest(), "---\n") {
+		if !strings.Contains(doc, "kind: CustomResourceDefinition") {
+			kept = append(kept, doc)
+		}
+	}
+	return strings.Join(kept, "---\n")
+}
+
 // AgentSandboxManifest is a small stand-in for the Agent Sandbox release manifest: its namespace,
 // the Sandbox CRD, the controller's ServiceAccount and RBAC, and the controller Deployment
 // agent-sandbox-controller that `up` waits for.
@@ -183,4 +195,40 @@ spec:
         - name: controller
           image: registry.k8s.io/agent-sandbox/agent-sandbox-controller:v0.5.2
 `, "\n")
+}
+
+// WriteCharts writes the Gateway and Workspace charts as chart directories under dir, as an
+// OpenShell checkout holds them (deploy/helm/openshell, deploy/helm/openshell-workspace), and
+// returns their paths: what an OpenShell engineer selects with the local chart settings.
+// files replaces files as Options.Files does, keyed by path inside dir.
+func WriteCharts(t testing.TB, dir string, files map[string]string) (gateway, workspace string) {
+	t.Helper()
+	set, err := pins.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := map[string]string{}
+	for rel, body := range gatewayChart() {
+		all[set.OpenShell.Charts.Gateway+"/"+rel] = body
+	}
+	for rel, body := range workspaceChart() {
+		all[set.OpenShell.Charts.Workspace+"/"+rel] = body
+	}
+	for rel, body := range files {
+		if body == "" {
+			delete(all, rel)
+			continue
+		}
+		all[rel] = body
+	}
+	for rel, body := range all {
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, filepath.FromSlash(set.OpenShell.Charts.Gateway)), filepath.Join(dir, filepath.FromSlash(set.OpenShell.Charts.Workspace))
 }

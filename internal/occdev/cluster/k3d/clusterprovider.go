@@ -32,6 +32,8 @@ type Settings struct {
 	// DiskThresholdPercent and Timeout: see Request (0 selects the defaults).
 	DiskThresholdPercent int
 	Timeout              time.Duration
+	// DNSResolver is the node's DNS server (ParseDNSResolver's result); empty keeps k3d's own.
+	DNSResolver string
 	// ToolsImage replaces pins k3d.toolsImage (a test bed's stand-in); empty uses the pin.
 	ToolsImage string
 	// Log receives k3d's own log lines; nil discards them.
@@ -68,6 +70,7 @@ func (c *ClusterProvider) request(req cluster.Request) (Request, error) {
 		PodSecurityExemptRuntimeClasses: c.Settings.PodSecurityExemptRuntimeClasses,
 		DiskThresholdPercent:            c.Settings.DiskThresholdPercent,
 		Timeout:                         c.Settings.Timeout,
+		DNSResolver:                     c.Settings.DNSResolver,
 	}
 	if req.Recorder != nil {
 		r.Recorder = req.Recorder

@@ -14,6 +14,8 @@ import (
 	k3dconfig "github.com/k3d-io/k3d/v5/pkg/config"
 	k3dconf "github.com/k3d-io/k3d/v5/pkg/config/v1alpha5"
 	k3druntimes "github.com/k3d-io/k3d/v5/pkg/runtimes"
+
+	"github.com/openclaw/occ/internal/occdev/docker"
 )
 
 // rollbackTimeout bounds the cleanup of a failed or cancelled creation. It runs on a fresh
@@ -58,6 +60,12 @@ func (p *Provider) Create(ctx context.Context, req Request) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	resolv := ""
+	if req.DNSResolver != "" {
+		if resolv, err = writeResolvConf(req.StateDir, req.DNSResolver); err != nil {
+			return nil, err
+		}
+	}
 	// From here on Docker objects may exist: the record comes first, so `down` can always find
 	// them, even after a crash of this process.
 	if err := req.Recorder.Record(id.Object()); err != nil {
@@ -69,7 +77,7 @@ func (p *Provider) Create(ctx context.Context, req Request) (*Cluster, error) {
 			return nil, fmt.Errorf("create k3d cluster %s: remove what an earlier attempt left: %w", req.Name, err)
 		}
 	}
-	if err := p.run(ctx, req.simpleConfig(admission)); err != nil {
+	if err := p.run(ctx, req.simpleConfig(admission, resolv), fixDNSEnv(req.DNSResolver)); err != nil {
 		return nil, p.rollback(ctx, id, err)
 	}
 	c, err := p.finish(ctx, req)
@@ -147,8 +155,14 @@ func FreeLoopbackPort() (int, error) {
 // run has k3d turn the configuration into a cluster: the same transform, process and validate
 // steps as `k3d cluster create --config`, then ClusterRun. k3d's own rollback is off (occ's
 // rollback checks ownership first) and its kubeconfig writing never runs (occ writes its own).
-func (p *Provider) run(ctx context.Context, sc k3dconf.SimpleConfig) error {
+// fixDNS is this creation's DNS fix setting; k3d's memo of its fixes is dropped first, so the
+// setting counts even after an earlier creation in the same process.
+func (p *Provider) run(ctx context.Context, sc k3dconf.SimpleConfig, fixDNS docker.EnvVar) error {
 	return p.withK3d(func() error {
+		if err := docker.PinK3dEnvironment([]docker.EnvVar{fixDNS}); err != nil {
+			return err
+		}
+		forgetK3dFixes()
 		rt := k3druntimes.Docker
 		if err := k3dconfig.ProcessSimpleConfig(&sc); err != nil {
 			return fmt.Errorf("k3d configuration: %w", err)

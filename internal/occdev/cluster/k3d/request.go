@@ -55,6 +55,10 @@ type Request struct {
 	DiskThresholdPercent int
 	// Timeout bounds k3d's creation and start (0 means DefaultTimeout).
 	Timeout time.Duration
+	// DNSResolver is the IPv4 address of the node's DNS server (ParseDNSResolver); empty keeps
+	// k3d's own DNS handling. It is written into the state directory's node-resolv.conf, which
+	// is mounted over the node's /etc/resolv.conf, and k3d's DNS fix is turned off.
+	DNSResolver string
 	// Recorder receives the cluster's record (state.TypeK3dCluster) before creation.
 	Recorder Recorder
 }
@@ -130,6 +134,13 @@ func (r Request) Check() error {
 	if r.Timeout < 0 {
 		bad("timeout", r.Timeout.String(), "must be positive", "")
 	}
+	if r.DNSResolver != "" {
+		if v, err := ParseDNSResolver("k3d cluster DNS resolver", r.DNSResolver); err != nil {
+			errs = append(errs, err)
+		} else if v != r.DNSResolver {
+			bad("DNS resolver", r.DNSResolver, "is not an IPv4 address in its canonical form", "pass the value ParseDNSResolver returns")
+		}
+	}
 	for _, rc := range r.PodSecurityExemptRuntimeClasses {
 		if strings.TrimSpace(rc) == "" {
 			bad("PodSecurity exempt RuntimeClass", rc, "is empty", "name the RuntimeClass, for example openshell-sandbox")
@@ -178,8 +189,9 @@ func (r *Request) validate() error {
 var onServer0 = []string{"server:0"}
 
 // simpleConfig is the k3d configuration of the request, the same document `k3d cluster create
-// --config` reads. admissionPath is the admission file on the host.
-func (r *Request) simpleConfig(admissionPath string) k3dconf.SimpleConfig {
+// --config` reads. admissionPath is the admission file on the host, resolvPath the node's
+// resolv.conf on the host (empty without a chosen resolver).
+func (r *Request) simpleConfig(admissionPath, resolvPath string) k3dconf.SimpleConfig {
 	threshold := strconv.Itoa(r.DiskThresholdPercent)
 	args := []string{
 		// The container kubeconfig reaches the API at server-0's name on the Docker network; the
@@ -226,6 +238,12 @@ func (r *Request) simpleConfig(admissionPath string) k3dconf.SimpleConfig {
 			},
 		},
 	}
+	if resolvPath != "" {
+		cfg.Volumes = append(cfg.Volumes, k3dconf.VolumeWithNodeFilters{
+			Volume:      resolvPath + ":/etc/resolv.conf:ro",
+			NodeFilters: onServer0,
+		})
+	}
 	cfg.Name = r.Name
 	for _, a := range args {
 		cfg.Options.K3sOptions.ExtraArgs = append(cfg.Options.K3sOptions.ExtraArgs, k3dconf.K3sArgWithNodeFilters{Arg: a, NodeFilters: onServer0})
@@ -263,5 +281,10 @@ func (r Request) Describe() []string {
 		fmt.Sprintf("Docker volume %s and k3d's tools container %s", imageVolume(r.Name), toolsNode(r.Name)),
 		fmt.Sprintf("files %s, %s (0600) and %s (0644) in the state directory", AdmissionFile, KubeconfigFile, ContainerKubeconfigFile),
 	)
+	if r.DNSResolver != "" {
+		lines = append(lines, fmt.Sprintf("file %s (0644) in the state directory: the node's resolv.conf with nameserver %s, mounted read-only over its /etc/resolv.conf (k3d's DNS fix off)", ResolverFile, r.DNSResolver))
+	} else {
+		lines = append(lines, "the node's DNS as k3d sets it up (no "+EnvDNSResolver+")")
+	}
 	return lines
 }

@@ -163,7 +163,7 @@ func TestSimpleConfigTransformsToTheReferenceCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc := r.simpleConfig(admission)
+	sc := r.simpleConfig(admission, "")
 	if err := k3dconfig.ProcessSimpleConfig(&sc); err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func TestSimpleConfigJoinsExistingNetwork(t *testing.T) {
 	if err := r.validate(); err != nil {
 		t.Fatal(err)
 	}
-	sc := r.simpleConfig("/tmp/admission.yaml")
+	sc := r.simpleConfig("/tmp/admission.yaml", "")
 	cc, err := k3dconfig.TransformSimpleToClusterConfig(context.Background(), k3druntimes.Docker, sc, "")
 	if err != nil {
 		t.Fatal(err)

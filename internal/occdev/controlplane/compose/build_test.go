@@ -21,10 +21,10 @@ func (b *bed) writeOverlay(name, content string) string {
 	return writeCheckoutFile(b.t, b.checkout, name, content)
 }
 
-// An engine without the buildx plugin (Debian's docker.io 20.10 here) and OCE's real root
-// Dockerfile, whose dependencies stage mounts an optional BuildKit secret: occ builds the
-// checkout's development target once, through the engine's BuildKit, for the four services that
-// share it, and Compose starts them from that image without building; the classic builder that
+// A Docker host without the buildx plugin (the bed has none) and OCE's real root Dockerfile,
+// whose dependencies stage mounts an optional BuildKit secret: occ builds the checkout's
+// development target once, through the engine's BuildKit, for the four services that share it,
+// and Compose starts them from that image without building; the classic builder that
 // `compose up --build` falls back to would have refused the Dockerfile.
 func TestBuiltImagesRunTheCheckout(t *testing.T) {
 	b := newBed(t)

@@ -57,11 +57,11 @@ func TestStartDataReportsFailedMigration(t *testing.T) {
 	}
 }
 
-// On an engine without buildx (Debian's docker.io, or a bare dockerd) Compose falls back to the
-// classic builder, which refuses BuildKit-only syntax such as the secret mount of OCE's real
-// dependencies stage (the fixture's too): the data stage of `compose up --build` fails with the
-// builder's own reason, and nothing of the project runs. This is why occ builds through the
-// engine's BuildKit itself.
+// On a Docker host without the buildx plugin (the bed has none, whatever the engine's version)
+// Compose falls back to the classic builder, which refuses BuildKit-only syntax such as the
+// secret mount of OCE's real dependencies stage (the fixture's too): the data stage of `compose
+// up --build` fails with the builder's own reason, and nothing of the project runs. This is why
+// occ builds through the engine's BuildKit itself.
 func TestStartDataShowsBuilderRefusal(t *testing.T) {
 	b := newBed(t)
 	if !strings.Contains(readFile(t, filepath.Join(b.checkout, "Dockerfile")), "RUN --mount=type=secret,id=npmrc") {

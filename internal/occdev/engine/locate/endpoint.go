@@ -1,0 +1,60 @@
+package locate
+
+import (
+	"net/url"
+	"path"
+	"strings"
+)
+
+// Endpoint is a container engine's API address as occ pins it: always a unix socket, given by
+// its absolute path. Both engines serve the Docker-compatible API there; the String form
+// (unix:///path) is what DOCKER_HOST and CONTAINER_HOST take.
+type Endpoint struct {
+	// Socket is the absolute, clean path of the engine's unix socket.
+	Socket string
+}
+
+// String is the URL form of e, "unix:///path/to/engine.sock".
+func (e Endpoint) String() string { return "unix://" + e.Socket }
+
+// IsZero reports whether e names no socket.
+func (e Endpoint) IsZero() bool { return e.Socket == "" }
+
+// localRule is why only unix sockets are accepted: the k3d API port and the node's published
+// ports are bound to 127.0.0.1 of the engine's host, which occ reaches only when that host is
+// this machine, and k3d imports images directly only over a local connection.
+const localRule = "is not a local unix socket; occ dev publishes the cluster on 127.0.0.1 of the engine's host, so it needs the engine on this machine"
+
+// parseUnix accepts "unix:///absolute/path" (what DOCKER_HOST, docker contexts and Podman
+// connections write) and "unix:/absolute/path" (what Podman itself prints for its default
+// address), and refuses everything else with the rule that was broken.
+func parseUnix(raw string) (Endpoint, string) {
+	if strings.TrimSpace(raw) == "" {
+		return Endpoint{}, "is empty"
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return Endpoint{}, "is not a URL"
+	}
+	if u.Scheme != "unix" {
+		return Endpoint{}, localRule
+	}
+	// unix:///p and unix:/p parse with an empty host; unix://p (relative) puts "p" into Host.
+	p := u.Path
+	if u.Host != "" || u.Opaque != "" || !path.IsAbs(p) {
+		return Endpoint{}, "must name an absolute socket path (unix:///path/to/engine.sock)"
+	}
+	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return Endpoint{}, "must be a plain socket path without query, fragment or user info"
+	}
+	return Endpoint{Socket: path.Clean(p)}, ""
+}
+
+// redact hides user info in a URL so an address never carries a password into an error.
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	return u.Redacted()
+}

@@ -1,0 +1,234 @@
+package dockerbed
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/build"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/pkg/stdcopy"
+	"golang.org/x/net/http2"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+)
+
+// heredocDockerfile is the shape of OCE's runtime image, which writes a file with a RUN heredoc,
+// plus an optional secret mount like the root Dockerfile's: both are BuildKit-only syntax (the
+// Dockerfile frontend of BuildKit ≥ 0.10, Docker Engine ≥ 23).
+const heredocDockerfile = `FROM %s
+RUN <<EOF
+set -e
+echo heredoc-one > /heredoc.txt
+echo heredoc-two >> /heredoc.txt
+EOF
+RUN --mount=type=secret,id=occ-bed-absent,required=false cat /heredoc.txt
+`
+
+// The bed's default engine is what OCE engineers run today (Docker Desktop, docker-ce): a Docker
+// Engine of version 23 or later whose builder is BuildKit and builds RUN heredocs.
+func TestDefaultEngineBuildsHeredocs(t *testing.T) {
+	e := Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	v, err := e.API.ServerVersion(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if major := engineMajor(v.Version); major < 23 {
+		t.Fatalf("the default engine at %s is Docker %s; the bed's default must be 23 or later (scripts/testdocker starts v28.5.2; the 20.10 engine is `scripts/testdocker legacy`)", e.Host, v.Version)
+	}
+	ping, err := e.API.Ping(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ping.BuilderVersion != build.BuilderBuildKit {
+		t.Errorf("the default engine's builder is %q, want BuildKit (%q)", ping.BuilderVersion, build.BuilderBuildKit)
+	}
+	t.Logf("default engine: Docker %s, API %s, builder %s", v.Version, v.APIVersion, ping.BuilderVersion)
+
+	tag := UniqueName(t, "occ-bed-heredoc") + ":1"
+	if err := buildHeredoc(ctx, t, e, tag); err != nil {
+		t.Fatalf("the default engine cannot build a RUN heredoc: %v", err)
+	}
+	t.Cleanup(func() {
+		_, _ = e.API.ImageRemove(context.Background(), tag, image.RemoveOptions{Force: true, PruneChildren: true})
+	})
+	// The heredoc ran as a script: both lines are in the file.
+	if got := runOnce(ctx, t, e, tag, "cat", "/heredoc.txt"); got != "heredoc-one\nheredoc-two\n" {
+		t.Fatalf("/heredoc.txt of the built image is %q, want both heredoc lines", got)
+	}
+}
+
+// The tests of what occ refuses on an old engine need Debian's docker.io 20.10, whose builder
+// cannot parse a RUN heredoc; OCC_TEST_DOCKER_LEGACY_HOST names that engine.
+func TestLegacyEngineIs2010AndRefusesHeredocs(t *testing.T) {
+	e := RequireLegacy(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	v, err := e.API.ServerVersion(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(v.Version, "20.10.") {
+		t.Fatalf("the legacy engine at %s=%s is Docker %s, want Debian's 20.10 (scripts/testdocker legacy)", LegacyHostEnv, e.Host, v.Version)
+	}
+	tag := UniqueName(t, "occ-bed-heredoc") + ":1"
+	err = buildHeredoc(ctx, t, e, tag)
+	if err == nil {
+		_, _ = e.API.ImageRemove(context.Background(), tag, image.RemoveOptions{Force: true, PruneChildren: true})
+		t.Fatalf("Docker %s built a RUN heredoc; the legacy engine is there because it cannot", v.Version)
+	}
+	t.Logf("Docker %s refuses the heredoc Dockerfile: %v", v.Version, err)
+}
+
+// engineMajor is the major version of a Docker Engine version string ("28.5.2" → 28), or 0.
+func engineMajor(version string) int {
+	major, _, _ := strings.Cut(version, ".")
+	n, err := strconv.Atoi(major)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// buildHeredoc builds heredocDockerfile on the bed's busybox through the engine's BuildKit and
+// tags the result; the error is the builder's own message.
+func buildHeredoc(ctx context.Context, t *testing.T, e *Engine, tag string) error {
+	t.Helper()
+	spec, err := BusyboxImage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := e.EnsureImage(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	dockerfile := fmt.Sprintf(heredocDockerfile, base.Tag)
+	if err := tw.WriteHeader(&tar.Header{Name: "Dockerfile", Mode: 0o644, Size: int64(len(dockerfile))}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tw.Write([]byte(dockerfile)); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// BuildKit resolves every secret mount, optional or not, through a client session.
+	session, err := startSession(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer session.stop()
+	// NoCache: the RUN steps must run, not come from an earlier build. The bed's engines have no
+	// default bridge, which RUN steps would join otherwise.
+	resp, err := e.API.ImageBuild(ctx, &buf, build.ImageBuildOptions{
+		Version: build.BuilderBuildKit, SessionID: session.id, NoCache: true, Tags: []string{tag}, NetworkMode: "none", Remove: true, ForceRemove: true,
+	})
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(resp.Body)
+	for {
+		var msg struct {
+			Error string `json:"error"`
+		}
+		if err := dec.Decode(&msg); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return fmt.Errorf("read the build stream: %w", err)
+		}
+		if msg.Error != "" {
+			return errors.New(msg.Error)
+		}
+	}
+	if _, err := e.API.ImageInspect(ctx, tag); err != nil {
+		return fmt.Errorf("the build ended without an error but %s is missing: %w", tag, err)
+	}
+	return nil
+}
+
+// buildSession is a BuildKit client session that offers only gRPC health: the engine upgrades
+// POST /session to HTTP/2, and the builder calls the client back on it. A builder asking it
+// for a secret gets "unimplemented", which BuildKit takes as "no such secret".
+type buildSession struct {
+	id   string
+	stop func()
+}
+
+func startSession(ctx context.Context, e *Engine) (*buildSession, error) {
+	id := strings.ToLower(rand.Text())
+	conn, err := e.API.DialHijack(ctx, "/session", "h2c", map[string][]string{
+		"X-Docker-Expose-Session-Uuid":        {id},
+		"X-Docker-Expose-Session-Name":        {"occ-bed"},
+		"X-Docker-Expose-Session-Sharedkey":   {"occ-bed-" + id},
+		"X-Docker-Expose-Session-Grpc-Method": {"/grpc.health.v1.Health/Check", "/grpc.health.v1.Health/Watch"},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open a BuildKit session: %w", err)
+	}
+	srv := grpc.NewServer()
+	healthpb.RegisterHealthServer(srv, health.NewServer())
+	sctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		(&http2.Server{}).ServeConn(conn, &http2.ServeConnOpts{Context: sctx, Handler: srv})
+	}()
+	return &buildSession{id: id, stop: func() {
+		cancel()
+		srv.Stop()
+		_ = conn.Close()
+		<-done
+	}}, nil
+}
+
+// runOnce runs cmd in a new container of img without a network and returns what it printed.
+func runOnce(ctx context.Context, t *testing.T, e *Engine, img string, cmd ...string) string {
+	t.Helper()
+	name := UniqueName(t, "occ-bed")
+	created, err := e.API.ContainerCreate(ctx, &container.Config{Image: img, Cmd: cmd, Labels: map[string]string{"occ.test": name}},
+		&container.HostConfig{NetworkMode: "none"}, nil, nil, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = e.API.ContainerRemove(context.Background(), created.ID, container.RemoveOptions{Force: true})
+	}()
+	wait, errs := e.API.ContainerWait(ctx, created.ID, container.WaitConditionNextExit)
+	if err := e.API.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case res := <-wait:
+		if res.StatusCode != 0 {
+			t.Fatalf("%q in %s exited %d", cmd, img, res.StatusCode)
+		}
+	case err := <-errs:
+		t.Fatal(err)
+	}
+	logs, err := e.API.ContainerLogs(ctx, created.ID, container.LogsOptions{ShowStdout: true, ShowStderr: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logs.Close()
+	var stdout, stderr bytes.Buffer
+	if _, err := stdcopy.StdCopy(&stdout, &stderr, logs); err != nil {
+		t.Fatal(err)
+	}
+	return stdout.String()
+}
