@@ -70,7 +70,7 @@ func TestDevUpKubernetesDryRunListsTheControlPlane(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 	for _, want := range []string{
-		"Record the OCE control plane", "Pull the Node base image", "Build the controller and Agent runtime images from the checkout", "Pull the PostgreSQL image",
+		"Record the OCE control plane", "Pull the base images of the control-plane builds", "base images:   docker.io/library/node:24-bookworm@sha256:", "docker.io/library/node:24-bookworm-slim@sha256:", "Build the controller and Agent runtime images from the checkout", "Pull the PostgreSQL image",
 		"Secret oce-system/postgres-bootstrap", "PersistentVolumeClaim oce-system/postgres-data", "PersistentVolumeClaim oce-system/bootstrap-password",
 		"StatefulSet oce-system/postgres", "Secret oce-system/occ-installation-startup", "Helm release oce-system/openclaw-enterprise",
 		"Deployment oce-system/occ-development-api-proxy", "Service oce-system/occ-development-api (NodePort 30080)",

@@ -92,8 +92,9 @@ OCC_DEVELOPMENT_OPENSHELL_ARCHIVE, OCC_DEVELOPMENT_OPENSHELL_HELM_CHART,
 OCC_DEVELOPMENT_OPENSHELL_WORKSPACE_HELM_CHART, OCC_DEVELOPMENT_OPENSHELL_AGENT_SANDBOX_MANIFEST,
 OCC_DEVELOPMENT_K3D_DNS_RESOLVER, OCC_DEVELOPMENT_GATEWAY_ENDPOINT, OCC_DEVELOPMENT_REPOSITORY,
 OCC_DEVELOPMENT_COMPOSE_PROJECT, OCC_DEVELOPMENT_CONTROLLER_IMAGE,
-OCC_KUBERNETES_RUNTIME_IMAGE, and for --control-plane kubernetes OPENCLAW_DEV_PORT,
-OCC_DEVELOPMENT_POSTGRES_IMAGE and OCC_DEVELOPMENT_NODE_BASE_IMAGE.`,
+OCC_KUBERNETES_RUNTIME_IMAGE, OCC_DEVELOPMENT_NODE_BASE_IMAGE and
+OCC_DEVELOPMENT_NODE_RUNTIME_BASE_IMAGE (the Node bases of every image occ builds, by digest),
+and for --control-plane kubernetes OPENCLAW_DEV_PORT and OCC_DEVELOPMENT_POSTGRES_IMAGE.`,
 		Example: `  # Preview every step and what it would create; checks the settings, creates nothing
   occ dev up --dry-run
 
@@ -207,10 +208,12 @@ func devUpOptions(g *Globals, cmd *cobra.Command) (occdev.UpOptions, error) {
 			ComposeProject: os.Getenv(compose.EnvProject),
 			Images:         controlplane.ImageSelectionFromEnv(os.Getenv),
 			KeyOutput:      devSetting(g, cmd, "key-output", ""),
+			// The base-image overrides apply to every image occ builds, in both profiles.
+			NodeBaseImage:        os.Getenv(controlplane.EnvNodeBaseImage),
+			NodeRuntimeBaseImage: os.Getenv(controlplane.EnvNodeRuntimeBaseImage),
 		},
 		Kubernetes: occdev.KubernetesOptions{
 			DevPort:       devPort,
-			NodeBaseImage: os.Getenv(controlplane.EnvNodeBaseImage),
 			PostgresImage: os.Getenv(controlplane.EnvPostgresImage),
 		},
 	}, nil
@@ -405,6 +408,24 @@ func printUpSummary(w io.Writer, s *occdev.Summary) error {
 		if o.AdminEmail != "" {
 			rows = append(rows, [2]string{"Admin email", o.AdminEmail}, [2]string{"Password file", o.PasswordFile + " (0600)"})
 		}
+		for i, b := range o.BaseImages {
+			label := ""
+			if i == 0 {
+				label = "Base images"
+			}
+			rows = append(rows, [2]string{label, b})
+		}
+		for i, svc := range o.Services {
+			label := ""
+			if i == 0 {
+				label = "Services"
+			}
+			state := "started"
+			if !svc.Started {
+				state = "not started: " + svc.Why
+			}
+			rows = append(rows, [2]string{label, svc.Name + " (" + state + ")"})
+		}
 	} else {
 		fmt.Fprintf(w, "\nOpenShell development platform is ready.\n\n")
 	}
@@ -458,12 +479,17 @@ func printComposePlan(w io.Writer, o *occdev.OCEPlan) {
 		if i > 0 {
 			label = ""
 		}
+		if !svc.Started {
+			fmt.Fprintf(w, "%-16s %s: not started (%s)\n", label, svc.Name, svc.Why)
+			continue
+		}
 		what := svc.Image
 		if svc.Build != "" {
 			what = "built from " + svc.Build
 		}
-		fmt.Fprintf(w, "%-16s %s (%s)\n", label, svc.Name, what)
+		fmt.Fprintf(w, "%-16s %s (%s): %s\n", label, svc.Name, what, svc.Why)
 	}
+	printBaseImages(w, o)
 	for i, v := range c.Volumes {
 		label := "  volumes:"
 		if i > 0 {
@@ -484,6 +510,18 @@ func printComposePlan(w io.Writer, o *occdev.OCEPlan) {
 	fmt.Fprintf(w, "Key file:        %s\n", o.KeyFile)
 }
 
+// printBaseImages lists every base image the builds fetch, with where each comes from and is
+// used.
+func printBaseImages(w io.Writer, o *occdev.OCEPlan) {
+	for i, b := range o.BaseImages {
+		label := "  base images:"
+		if i > 0 {
+			label = ""
+		}
+		fmt.Fprintf(w, "%-16s %s\n", label, b.Describe())
+	}
+}
+
 // printKubernetesPlan says what the Kubernetes-only profile would run: the checkout, the images
 // it builds or uses, and where the API and the key will be (the objects it creates are listed
 // with their steps above).
@@ -493,8 +531,9 @@ func printKubernetesPlan(w io.Writer, o *occdev.OCEPlan) {
 	if sel := o.SelectedImages; sel != nil {
 		fmt.Fprintf(w, "  controller:    %s (selected)\n  Agent runtime: %s (selected)\n", sel.Controller, sel.Runtime)
 	} else {
-		fmt.Fprintf(w, "  controller:    %s (built, FROM %s)\n  Agent runtime: %s (built)\n", k.ControllerImage, k.NodeBaseImage, o.RuntimeImage)
+		fmt.Fprintf(w, "  controller:    %s (built)\n  Agent runtime: %s (built)\n", k.ControllerImage, o.RuntimeImage)
 	}
+	printBaseImages(w, o)
 	fmt.Fprintf(w, "  PostgreSQL:    %s\n", k.PostgresImage)
 	fmt.Fprintf(w, "OCE API:         %s (the API proxy's NodePort 30080, published on loopback)\n", k.APIURL)
 	fmt.Fprintf(w, "Key file:        %s\n", o.KeyFile)

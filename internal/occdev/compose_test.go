@@ -47,6 +47,10 @@ const buildNetworkNone = "services:\n  migrate: {build: {network: none}}\n  boot
 type composeBed struct {
 	*k3dBed
 	dockerConfig string
+	// nodeBase and nodeRuntimeBase are the stand-in Node bases the bed's registry serves by
+	// digest, given as OCC_DEVELOPMENT_NODE_BASE_IMAGE and OCC_DEVELOPMENT_NODE_RUNTIME_BASE_IMAGE
+	// (the fixture's Dockerfiles default to Docker Hub digests).
+	nodeBase, nodeRuntimeBase string
 }
 
 func newComposeBed(t testing.TB) *composeBed {
@@ -65,9 +69,34 @@ func newComposeBed(t testing.TB) *composeBed {
 	// The stand-in images first: their binary is built with the Go caches of the environment
 	// the test started in (the k3d bed gives the user a HOME of their own).
 	ocebed.EnsureImages(t, dockerbed.Require(t))
+	ocebed.EnsureMetricsImages(t, dockerbed.Require(t))
 	b := &composeBed{k3dBed: newK3dBed(t, nil), dockerConfig: dockerConfig}
+	b.nodeBase, b.nodeRuntimeBase = provideNodeBases(t, b.k3dBed)
 	t.Setenv("DOCKER_CONFIG", dockerConfig)
 	return b
+}
+
+// provideNodeBases serves the Node stand-in from the bed's registry under the full and the slim
+// image's repositories, and returns their digest references.
+func provideNodeBases(t testing.TB, b *k3dBed) (string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var refs []string
+	for _, repo := range []string{"occ-bed/oce-node", "occ-bed/oce-node-slim"} {
+		spec := ocebed.NodeSpec(t)
+		spec.Repo = repo
+		p, err := b.Provide(ctx, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key, err := spec.Key()
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs = append(refs, p.Repo+":"+key+"@"+p.Digest)
+	}
+	return refs[0], refs[1]
 }
 
 // composeRun is one `up` of the Compose profile on the bed: its own fixture checkout copy,
@@ -92,6 +121,7 @@ func (b *composeBed) run(t testing.TB, overlays ...string) *composeRun {
 	r.opts.OCE = occdev.OCEOptions{
 		Repository: r.checkout, WorkingDir: r.checkout, ComposeArgs: args,
 		ComposeProject: r.settings.Project, Environment: r.settings.Env(),
+		NodeBaseImage: b.nodeBase, NodeRuntimeBaseImage: b.nodeRuntimeBase,
 	}
 	t.Cleanup(func() { b.removeProjectImages(t, r.settings.Project) })
 	return r
@@ -170,7 +200,36 @@ func TestComposeDevEnvironment(t *testing.T) {
 func testComposeUpStatusDown(t *testing.T, b *composeBed) {
 	ctx := context.Background()
 	b.forgetProducts(t)
-	r := b.run(t)
+	b.Engine.Forget(b.nodeBase, b.nodeRuntimeBase)
+	// The engineer's metrics overlay, as in an OCE checkout, with the bed's stand-in images and
+	// the worker agent disabled (it needs the Docker Compute worker): the rest of the metrics
+	// stack starts with the profile.
+	r := b.run(t, ocebed.MetricsOverlay)
+	r.opts.OCE.ComposeArgs = append([]string{"-f", filepath.Join(r.checkout, "compose.metrics.yaml")}, r.opts.OCE.ComposeArgs...)
+	promPort, grafanaPort := freeLoopbackPort(t), freeLoopbackPort(t)
+	const grafanaPassword = "grafana-canary-6b1d0c"
+	r.opts.OCE.Environment["OCC_PROMETHEUS_PORT"] = fmt.Sprint(promPort)
+	r.opts.OCE.Environment["OCC_GRAFANA_PORT"] = fmt.Sprint(grafanaPort)
+	r.opts.OCE.Environment["OCC_METRICS_GRAFANA_PASSWORD"] = grafanaPassword
+	// The bases as a checkout gives them, without occ's overrides: compose.yaml's
+	// NODE_BASE_IMAGE by tag (the engineer's NODE_BASE_IMAGE, here the stand-in's tag at the
+	// bed's registry), and the runtime Dockerfile's ARG defaults by digest (this copy's point at
+	// the bed's registry instead of Docker Hub).
+	r.opts.OCE.NodeBaseImage, r.opts.OCE.NodeRuntimeBaseImage = "", ""
+	nodeTag, _, _ := strings.Cut(b.nodeBase, "@")
+	r.opts.OCE.Environment["NODE_BASE_IMAGE"] = nodeTag
+	runtimeDockerfile := filepath.Join(r.checkout, "deploy", "runtime", "Dockerfile")
+	df, err := os.ReadFile(runtimeDockerfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := strings.NewReplacer(fixtureRuntimeNodeBase, b.nodeBase, fixtureSlimBase, b.nodeRuntimeBase).Replace(string(df))
+	if moved == string(df) {
+		t.Fatal("the fixture's runtime Dockerfile no longer defaults to the Docker Hub digests")
+	}
+	if err := os.WriteFile(runtimeDockerfile, []byte(moved), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	downAtEnd(t, r.opts.StateDir)
 	times := newStepTimes()
 	r.opts.Progress = times.sink
@@ -197,17 +256,57 @@ func testComposeUpStatusDown(t *testing.T, b *composeBed) {
 		t.Errorf("summary: %+v, OCE %+v", sum, o)
 	}
 
-	// The services run, from the images occ built; the node is on the project's network.
+	// The services run, from the images occ built, with the metrics overlay's; the node is on
+	// the project's network.
 	stack := compose.Stack{Project: r.settings.Project, Engine: b.engine.API}
-	states, err := stack.Status(ctx, compose.RequiredServices...)
+	started := append(append([]string{}, compose.RequiredServices...), "grafana", "metrics-api", "prometheus")
+	states, err := stack.Status(ctx, append(started, "worker", "metrics-worker")...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"postgres": "running (healthy)", "migrate": "exited with code 0", "bootstrap": "exited with code 0", "controller": "running (healthy)", "worker-kubernetes": "running"}
+	want := map[string]string{"postgres": "running (healthy)", "migrate": "exited with code 0", "bootstrap": "exited with code 0", "controller": "running (healthy)", "worker-kubernetes": "running",
+		"grafana": "running", "metrics-api": "running", "prometheus": "running", "worker": "missing", "metrics-worker": "missing"}
 	for _, s := range states {
 		if s.String() != want[s.Service] {
 			t.Errorf("service %s is %s, want %s", s.Service, s, want[s.Service])
 		}
+	}
+	// The metrics stack answers on its loopback publications.
+	for url, body := range map[string]string{fmt.Sprintf("http://127.0.0.1:%d/-/ready", promPort): "Prometheus Server is Ready.", fmt.Sprintf("http://127.0.0.1:%d/api/health", grafanaPort): `"database":"ok"`} {
+		resp, err := controlplane.NewAPIClient(5 * time.Second).Get(url)
+		if err != nil {
+			t.Errorf("GET %s: %v", url, err)
+			continue
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(got), body) {
+			t.Errorf("GET %s: %d %q", url, resp.StatusCode, got)
+		}
+	}
+	// The summary lists every service of the merged model, started or not and why.
+	why := map[string]compose.ServiceStatus{}
+	for _, s := range o.Services {
+		why[s.Name] = s
+	}
+	for _, n := range started {
+		if !why[n].Started {
+			t.Errorf("summary: %s %+v, want started", n, why[n])
+		}
+	}
+	if w := why["worker"]; w.Started || !strings.Contains(w.Why, "Docker Compute worker") {
+		t.Errorf("summary: worker %+v", w)
+	}
+	if w := why["metrics-worker"]; w.Started || !strings.Contains(w.Why, "disabled by Compose profile docker-compute") {
+		t.Errorf("summary: metrics-worker %+v", w)
+	}
+	// The real base images of the builds: both Node stand-ins by digest, in the summary and the
+	// state, each with the Dockerfile lines that use it.
+	// The tag was resolved to the digest the registry serves and said so; the digests came in as
+	// they were.
+	if len(o.BaseImages) != 3 || !strings.HasPrefix(o.BaseImages[0], b.nodeBase+" (resolved from the tag "+nodeTag+") for Dockerfile:10 (stage dependencies") ||
+		!strings.HasPrefix(o.BaseImages[1], b.nodeRuntimeBase+" for deploy/runtime/Dockerfile:13") || !strings.HasPrefix(o.BaseImages[2], b.nodeBase+" for deploy/runtime/Dockerfile:29") {
+		t.Errorf("summary base images: %q", o.BaseImages)
 	}
 	server, err := b.engine.API.ContainerInspect(ctx, node)
 	if err != nil {
@@ -252,8 +351,17 @@ func testComposeUpStatusDown(t *testing.T, b *composeBed) {
 	st := mustState(t, dir)
 	cp := st.ControlPlane
 	if cp == nil || cp.Checkout != r.checkout || cp.Commit != fixtureCommit || cp.Compose == nil || cp.Compose.Snapshot != filepath.Join(dir, "compose.yaml") ||
-		cp.KeyPath != o.KeyFile || !cp.KeyOwned || cp.InstallationID != o.InstallationID || len(cp.Images) != 2 {
+		cp.KeyPath != o.KeyFile || !cp.KeyOwned || cp.InstallationID != o.InstallationID || len(cp.Images) != 2 ||
+		strings.Join(cp.Compose.Started, " ") != strings.Join(started, " ") {
 		t.Errorf("recorded control plane: %+v", cp)
+	}
+	if bi := cp.BaseImages; len(bi) != 3 || bi[0].Given != nodeTag || !bi[0].Resolved || bi[0].Reference != b.nodeBase ||
+		!strings.HasPrefix(bi[0].Source, "the Compose build argument NODE_BASE_IMAGE of migrate") || !strings.HasPrefix(bi[0].ID, "sha256:") ||
+		!slices.Contains(bi[0].Uses, "Dockerfile:10 (stage dependencies, FROM ${NODE_BASE_IMAGE})") ||
+		bi[1].Reference != b.nodeRuntimeBase || bi[1].Resolved || bi[1].Source != "the default of ARG NODE_RUNTIME_BASE_IMAGE (deploy/runtime/Dockerfile:10)" ||
+		!slices.Contains(bi[1].Uses, "deploy/runtime/Dockerfile:68 (stage runtime, FROM ${NODE_RUNTIME_BASE_IMAGE})") ||
+		bi[2].Reference != b.nodeBase || bi[2].Source != "the default of ARG NODE_BASE_IMAGE (deploy/runtime/Dockerfile:9)" {
+		t.Errorf("recorded base images: %+v", cp.BaseImages)
 	}
 	count := map[state.Type]int{}
 	for _, obj := range st.Objects {
@@ -268,7 +376,7 @@ func testComposeUpStatusDown(t *testing.T, b *composeBed) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if status.ControlPlane == nil || status.ControlPlane.API != "ready" || len(status.ControlPlane.Services) != 5 {
+	if status.ControlPlane == nil || status.ControlPlane.API != "ready" || len(status.ControlPlane.Services) != len(started) {
 		t.Fatalf("status of the control plane: %+v", status.ControlPlane)
 	}
 	for _, s := range status.ControlPlane.Services {
@@ -288,6 +396,9 @@ func testComposeUpStatusDown(t *testing.T, b *composeBed) {
 	// The canary: the key's secret is in the key file and nowhere else.
 	said := []string{log.String(), times.table(), fmt.Sprintf("%+v %+v", sum, o), mustJSON(t, status), logs}
 	assertSecretNowhere(t, key.Data.Key, dir, o.KeyFile, said)
+	// The overlay's Grafana password is in the private snapshot Compose runs from, and in no
+	// output and no other file of the state.
+	assertSecretNowhere(t, grafanaPassword, dir, filepath.Join(dir, compose.SnapshotName), said)
 
 	start := time.Now()
 	res, err := occdev.Down(ctx, occdev.DownOptions{StateDir: dir, Log: log})
@@ -302,9 +413,24 @@ func testComposeUpStatusDown(t *testing.T, b *composeBed) {
 	if left := b.projectLeftovers(t, r, vols); len(left) > 0 {
 		t.Errorf("after down: %v", left)
 	}
+	for _, ref := range []string{b.nodeBase, b.nodeRuntimeBase} {
+		if id := b.imageID(t, ref); id != "" {
+			t.Errorf("after down: the base image %s occ pulled is left (%s)", ref, id)
+		}
+	}
 	if !stateGone(dir) {
 		t.Errorf("state directory %s left after down", dir)
 	}
+}
+
+func freeLoopbackPort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }
 
 // testComposeCLI runs scripts/dev-up as committed, with the binary built from this tree as its
@@ -318,7 +444,8 @@ func testComposeCLI(t *testing.T, b *composeBed) {
 	downAtEnd(t, r.opts.StateDir)
 	script := devUpScript(t, bin)
 	env := append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(t.TempDir(), "cache"), "OCC_DEVELOPMENT_STATE_DIRECTORY="+r.opts.StateDir,
-		compose.EnvProject+"="+r.settings.Project, "DOCKER_CONFIG="+b.dockerConfig)
+		compose.EnvProject+"="+r.settings.Project, "DOCKER_CONFIG="+b.dockerConfig,
+		controlplane.EnvNodeBaseImage+"="+b.nodeBase, controlplane.EnvNodeRuntimeBaseImage+"="+b.nodeRuntimeBase)
 	for k, v := range r.settings.Env() {
 		env = append(env, k+"="+v)
 	}
@@ -339,7 +466,9 @@ func testComposeCLI(t *testing.T, b *composeBed) {
 	}
 	for _, w := range []string{"OCE checkout:    " + r.checkout + " at " + fixtureCommit + " (working directory)", "Compose project: " + r.settings.Project,
 		"postgres", "volumes:", r.settings.Project + "_occ_bootstrap_data", r.network() + " (subnet " + r.settings.Subnet,
-		fmt.Sprintf("127.0.0.1:%d -> 3000/tcp of controller", r.settings.APIPort), "Start postgres, migrate and bootstrap", "Copy and verify the bootstrap service key"} {
+		fmt.Sprintf("127.0.0.1:%d -> 3000/tcp of controller", r.settings.APIPort), "Start postgres, migrate and bootstrap", "Copy and verify the bootstrap service key",
+		"worker: not started (the Docker Compute worker of compose.yaml", "base images:   " + b.nodeBase + " (pulled by digest; from " + controlplane.EnvNodeBaseImage + ") for Dockerfile:10",
+		"Pull the base images of the control-plane builds"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("dry run lacks %q:\n%s", w, out)
 		}
@@ -541,6 +670,8 @@ func testComposeFailures(t *testing.T, b *composeBed) {
 		}()
 		_, err := occdev.Up(context.Background(), r.opts)
 		t.Logf("up with a failing creation: %v", err)
+		// An `up` that failed before the node ever started must not leave the watcher waiting.
+		cancel()
 		if kerr := <-killed; kerr != nil {
 			t.Fatalf("kill the node: %v", kerr)
 		}
@@ -642,8 +773,8 @@ func (b *composeBed) selectImages(t *testing.T, r *composeRun) controlplane.Imag
 	}
 	repo := b.Registry.Host + "/occ-test/" + strings.ReplaceAll(r.settings.Project, "_", "-")
 	controller := build(controlplane.BuildRequest{ContextDir: wrap, Dockerfile: "Dockerfile", Tag: repo + "-controller:ci"})
-	runtime := build(controlplane.BuildRequest{ContextDir: r.checkout, Dockerfile: controlplane.RuntimeDockerfile,
-		Args: map[string]string{"OCC_BUILD_REVISION": fixtureCommit}, Tag: repo + "-runtime:ci"})
+	runtime := build(controlplane.BuildRequest{ContextDir: r.checkout, Dockerfile: controlplane.RuntimeDockerfile, NetworkMode: "none",
+		Args: map[string]string{"OCC_BUILD_REVISION": fixtureCommit, controlplane.NodeBaseImageArg: ocebed.NodeBaseTag, controlplane.NodeRuntimeBaseImageArg: ocebed.NodeRuntimeBaseTag}, Tag: repo + "-runtime:ci"})
 	return controlplane.ImageSelection{Controller: b.push(t, controller), Runtime: b.push(t, runtime)}
 }
 
@@ -713,6 +844,7 @@ var composeDefaultSteps = []string{
 	"Check the settings and the Docker engine",
 	"Claim the private state directory",
 	"Write the Compose snapshot and record the project",
+	"Pull the base images of the control-plane builds",
 	"Build the control-plane images from the checkout",
 	"Start postgres, migrate and bootstrap",
 	"Pull the k3s node image",
@@ -724,8 +856,8 @@ var composeDefaultSteps = []string{
 // left, and no state directory.
 func testComposeFailureAfterEachStep(t *testing.T, b *composeBed) {
 	names := stepNames(t, b.run(t).opts)
-	if len(names) != 35 {
-		t.Fatalf("the default profile has %d steps and groups, want 35: %q", len(names), names)
+	if len(names) != 36 {
+		t.Fatalf("the default profile has %d steps and groups, want 36: %q", len(names), names)
 	}
 	for i := range names {
 		t.Run(fmt.Sprintf("after step %d %s", i+1, names[i]), func(t *testing.T) {

@@ -1,10 +1,12 @@
 package occdev
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
 
+	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/progress"
@@ -52,9 +54,12 @@ func countSteps(steps []PlannedStep) int {
 	return n
 }
 
-// PlanUp resolves and validates opts and lists the steps without creating or contacting
-// anything. Bad settings (flags, paths, the pin file) are errors; what the provider would refuse
-// locally (a missing kubeconfig or context) is listed in Problems.
+// PlanUp resolves and validates opts and lists the steps without creating anything. Bad settings
+// (flags, paths, the pin file), and a checkout the plan refuses (its Compose model, its
+// Dockerfiles, its OCE chart rendered with the install's values), are errors; what `up` would
+// refuse before creating anything (a missing kubeconfig or context, a stopped engine, an engine
+// whose builder cannot read the checkout's Dockerfiles, a state directory in use) is listed in
+// Problems. The only call it makes is a running engine's GET /version, for the builder check.
 func PlanUp(opts UpOptions) (*DryRun, error) {
 	p, err := resolvePlan(opts)
 	if err != nil {
@@ -71,6 +76,8 @@ func PlanUp(opts UpOptions) (*DryRun, error) {
 			dr.Problems = append(dr.Problems, err.Error())
 		} else if err := docker.CheckSocket(ep, p.EngineSource); err != nil {
 			dr.Problems = append(dr.Problems, err.Error())
+		} else if err := dryRunBuilder(ep, p); err != nil {
+			dr.Problems = append(dr.Problems, err.Error())
 		}
 	}
 	// `up` refuses a directory that already records an environment; say so now.
@@ -81,6 +88,22 @@ func PlanUp(opts UpOptions) (*DryRun, error) {
 		dr.Problems = append(dr.Problems, err.Error())
 	}
 	return dr, nil
+}
+
+// dryRunBuilder asks a running engine its version (GET /version, which changes nothing) when the
+// control plane builds images, and applies the preflight's builder check to it.
+func dryRunBuilder(ep docker.Endpoint, p *Plan) error {
+	if p.OCE == nil || len(p.OCE.BuildPlans) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	eng, err := docker.Connect(ctx, ep, p.EngineSource)
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	return controlplane.CheckBuilder(controlplane.EngineBuilder{Version: eng.Version, APIVersion: eng.APIVersion}, p.OCE.dockerfiles())
 }
 
 func planSteps(p *Plan, steps []Step) []PlannedStep {

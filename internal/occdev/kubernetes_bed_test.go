@@ -46,6 +46,9 @@ type kubeBed struct {
 	oce []string
 	// composeMark is written if anything runs the docker compose plugin.
 	composeMark string
+	// nodeBase and nodeRuntimeBase are the stand-in Node bases the bed serves by digest, set
+	// as OCC_DEVELOPMENT_NODE_BASE_IMAGE and OCC_DEVELOPMENT_NODE_RUNTIME_BASE_IMAGE.
+	nodeBase, nodeRuntimeBase string
 }
 
 func newKubeBed(t *testing.T) *kubeBed {
@@ -71,6 +74,10 @@ func newKubeBed(t *testing.T) *kubeBed {
 	}
 	b.set.OCE.NodeBaseImage = provide(ocebed.NodeSpec(t))
 	b.set.OCE.PostgresImage = provide(ocebed.PostgresSpec(t))
+	// The same stand-in under the slim image's own repository: the runtime stages' base.
+	slim := ocebed.NodeSpec(t)
+	slim.Repo = "occ-bed/oce-node-slim"
+	b.nodeBase, b.nodeRuntimeBase = b.set.OCE.NodeBaseImage.String(), provide(slim).String()
 	b.pinFile = b.writePins(b.set)
 
 	b.commit = "9c1b2d3e4f5a69788796a5b4c3d2e1f00f1e2d3c"
@@ -138,12 +145,15 @@ func (b *kubeBed) run(t *testing.T, apiOpts oceapi.Options) *kubeRun {
 	r := &kubeRun{api: api, exec: api.Exec(), log: &dockerbed.SyncBuffer{}, events: &eventLog{}, provisionErr: make(chan error, 1)}
 	r.opts = b.options(t)
 	r.opts.OCE.Repository = b.checkout
+	// The Dockerfiles' own bases are Docker Hub digests; the bed serves its stand-ins instead,
+	// through the overrides a developer with a registry mirror would set.
+	r.opts.OCE.NodeBaseImage, r.opts.OCE.NodeRuntimeBaseImage = b.nodeBase, b.nodeRuntimeBase
+	r.opts.OCE.BuildNetwork = "none"
 	r.opts.Kubernetes = occdev.KubernetesOptions{
-		DevPort:      port,
-		Exec:         r.exec,
-		APIClient:    api.Client(fmt.Sprintf("127.0.0.1:%d", port)),
-		Random:       &testbed.CanaryRandom{},
-		BuildNetwork: "none",
+		DevPort:   port,
+		Exec:      r.exec,
+		APIClient: api.Client(fmt.Sprintf("127.0.0.1:%d", port)),
+		Random:    &testbed.CanaryRandom{},
 	}
 	r.opts.Progress = r.events.sink
 	r.opts.Log = r.log

@@ -134,6 +134,20 @@ func testKubernetesUpAndDown(t *testing.T, b *kubeBed) {
 	if want := "occ dev down --state-dir " + r.opts.StateDir; sum.DownCommand != want {
 		t.Errorf("down command %q, want %q", sum.DownCommand, want)
 	}
+	// The real base images of both builds (the controller's runtime stage is FROM
+	// ${NODE_RUNTIME_BASE_IMAGE}, the Agent runtime has both bases), by digest, with where each is
+	// used, in the summary and the state.
+	if len(oce.BaseImages) != 2 || !strings.HasPrefix(oce.BaseImages[0], b.nodeBase+" for Dockerfile:10 (stage dependencies") ||
+		!strings.HasPrefix(oce.BaseImages[1], b.nodeRuntimeBase+" for Dockerfile:42 (stage runtime, FROM ${NODE_RUNTIME_BASE_IMAGE})") {
+		t.Errorf("summary base images: %q", oce.BaseImages)
+	}
+	if st, err := state.Read(r.opts.StateDir); err != nil {
+		t.Error(err)
+	} else if bases := st.ControlPlane.BaseImages; len(bases) != 2 || bases[0].Reference != b.nodeBase || bases[1].Reference != b.nodeRuntimeBase ||
+		!strings.HasPrefix(bases[0].ID, "sha256:") || !slices.Contains(bases[1].Uses, "deploy/runtime/Dockerfile:68 (stage runtime, FROM ${NODE_RUNTIME_BASE_IMAGE})") ||
+		!slices.Contains(bases[0].Uses, "deploy/runtime/Dockerfile:39 (stage openclaw-dependency-inputs, FROM ${NODE_BASE_IMAGE})") {
+		t.Errorf("recorded base images: %+v", bases)
+	}
 
 	access := recordedAccess(t, r.opts.StateDir)
 	kube, _, _ := kubeClientOf(t, access)
@@ -419,6 +433,14 @@ func assertNoSecrets(t *testing.T, places map[string]string) {
 
 var errInjected = errors.New("injected failure")
 
+// The Node bases the fixture checkout's Dockerfiles fetch without overrides: occ's pinned
+// NODE_BASE_IMAGE for the root Dockerfile, and the two digests the Dockerfiles default to.
+const (
+	pinnedNodeBase         = "docker.io/library/node:24-bookworm@sha256:3d27e5c11e5786e309ec3e03f93ae536eb36e6e5eb3714d5eb3300a36157add0"
+	fixtureSlimBase        = "docker.io/library/node:24-bookworm-slim@sha256:3638d9a6fe4030bd716be989438248074489337ba3275657f93595428be4fc03"
+	fixtureRuntimeNodeBase = "docker.io/library/node:24-bookworm@sha256:934240a162082fd8b8a2f90cd5114446443f1eba1c5378f6687167ca405e6584"
+)
+
 // A developer previews `occ dev up --control-plane kubernetes` in an OCE checkout: the dry run
 // lists the profile's image steps beside the cluster's creation, every in-cluster object with
 // the step that makes it, the key copy and the waits, and the plan names the checkout, the API
@@ -441,7 +463,7 @@ func TestKubernetesProfileDryRun(t *testing.T) {
 	}
 	op := dr.Plan.OCE
 	if op == nil || op.Kubernetes == nil || op.Checkout != checkout || op.Commit != "0123456789abcdef0123456789abcdef01234567" || op.Kubernetes.APIURL != "http://127.0.0.1:3100" ||
-		op.KeyFile != filepath.Join(stateDir, controlplane.KeyFileName) || op.Kubernetes.PostgresImage == "" || op.Kubernetes.NodeBaseImage == "" || dr.ControlPlane != "" {
+		op.KeyFile != filepath.Join(stateDir, controlplane.KeyFileName) || op.Kubernetes.PostgresImage == "" || dr.ControlPlane != "" {
 		t.Fatalf("plan: %+v (control plane %q)", op, dr.ControlPlane)
 	}
 	kp := op.Kubernetes
@@ -457,7 +479,13 @@ func TestKubernetesProfileDryRun(t *testing.T) {
 	}
 	walk(dr.Steps, "")
 	for _, want := range []string{
-		"[cluster] Pull the Node base image: image " + kp.NodeBaseImage,
+		// Every base of every stage the two builds need, by digest, with where it comes from:
+		// occ's pin for the root Dockerfile's NODE_BASE_IMAGE (it has no default), the
+		// Dockerfiles' own defaults for the rest, NODE_RUNTIME_BASE_IMAGE of both runtime stages.
+		"[cluster] Pull the base images of the control-plane builds: image " + pinnedNodeBase + " (pulled by digest; from occ's pin oce.nodeBaseImage (embedded pins.yaml)) for Dockerfile:10 (stage dependencies, FROM ${NODE_BASE_IMAGE})",
+		"image " + fixtureSlimBase + " (pulled by digest; from the default of ARG NODE_RUNTIME_BASE_IMAGE (Dockerfile:9)) for Dockerfile:42 (stage runtime, FROM ${NODE_RUNTIME_BASE_IMAGE}), deploy/runtime/Dockerfile:13 (stage repository-client-build, FROM ${NODE_RUNTIME_BASE_IMAGE}), deploy/runtime/Dockerfile:68 (stage runtime, FROM ${NODE_RUNTIME_BASE_IMAGE})",
+		"image " + fixtureRuntimeNodeBase + " (pulled by digest; from the default of ARG NODE_BASE_IMAGE (deploy/runtime/Dockerfile:9)) for deploy/runtime/Dockerfile:29 (stage openclaw-source, FROM ${NODE_BASE_IMAGE}), deploy/runtime/Dockerfile:36",
+		"(target runtime, NODE_BASE_IMAGE=" + pinnedNodeBase + ")",
 		"[cluster] Build the controller and Agent runtime images from the checkout: file " + filepath.Join(stateDir, "image-build.log") + " (the build output); image openclaw-enterprise-controller:kubernetes-quickstart built through the engine's BuildKit from " + checkout,
 		"[cluster] Pull the PostgreSQL image: image " + kp.PostgresImage,
 		"Pull the PostgreSQL image: image " + kp.PostgresImage + " in the Docker engine, pulled by digest unless the engine has it (an image that was there is left alone by down), imported into the node with the OpenShell images",

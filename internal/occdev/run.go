@@ -12,6 +12,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/artifacts"
 	"github.com/openclaw/occ/internal/occdev/charts"
 	"github.com/openclaw/occ/internal/occdev/cluster"
+	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
@@ -50,6 +51,9 @@ type run struct {
 	// clusterFailed is set when the cluster's creation failed by itself (not cancelled), which
 	// keeps its record and the state directory for `down`.
 	clusterFailed atomic.Bool
+
+	// Written by the control plane's base pull: every base image of its builds, by digest.
+	bases []controlplane.ResolvedBase
 
 	// Written by the Compose profile's steps (nil for other profiles).
 	compose *composeRun

@@ -217,7 +217,7 @@ func controlPlaneStatus(ctx context.Context, cp *state.ControlPlane, rec *record
 		out.ComposeProject = cp.Compose.Project
 		if eng, err := rec.docker(ctx); err != nil {
 			out.ServicesProblem = err.Error()
-		} else if states, err := (compose.Stack{Project: cp.Compose.Project, Engine: eng.API}).Status(ctx, compose.RequiredServices...); err != nil {
+		} else if states, err := (compose.Stack{Project: cp.Compose.Project, Engine: eng.API}).Status(ctx, startedServices(cp.Compose)...); err != nil {
 			out.ServicesProblem = err.Error()
 		} else {
 			for _, s := range states {
@@ -234,4 +234,13 @@ func controlPlaneStatus(ctx context.Context, cp *state.ControlPlane, rec *record
 		}
 	}
 	return out
+}
+
+// startedServices are the services the recorded project's `up` started (a record written
+// before the list was kept names the profile's own).
+func startedServices(p *state.ComposeProject) []string {
+	if len(p.Started) > 0 {
+		return p.Started
+	}
+	return compose.RequiredServices
 }

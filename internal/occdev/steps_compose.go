@@ -46,6 +46,17 @@ type OCEOptions struct {
 	// absolute canonical path in a private directory); empty is
 	// <state>/initial-admin-service-key.json.
 	KeyOutput string
+	// NodeBaseImage and NodeRuntimeBaseImage replace the NODE_BASE_IMAGE and
+	// NODE_RUNTIME_BASE_IMAGE build arguments of every image occ builds from the checkout
+	// (OCC_DEVELOPMENT_NODE_BASE_IMAGE, OCC_DEVELOPMENT_NODE_RUNTIME_BASE_IMAGE), by digest;
+	// empty keeps what the checkout (or occ's pin) gives.
+	NodeBaseImage        string
+	NodeRuntimeBaseImage string
+	// BuildNetwork is the network of the RUN steps of the images occ builds itself (the Agent
+	// runtime; the Kubernetes-only profile's controller); empty is the engine's default ("none"
+	// on a test engine without a default bridge network). The Compose services' builds take
+	// build.network from the Compose files.
+	BuildNetwork string
 }
 
 // OCEPlan is the resolved control plane: the checkout and what the profile will start, decided
@@ -60,6 +71,11 @@ type OCEPlan struct {
 	Compose *compose.Plan `json:"compose,omitempty"`
 	// Builds are the images occ builds from the checkout (none when images are selected).
 	Builds []compose.Build `json:"builds,omitempty"`
+	// BuildPlans are every image build occ makes from the checkout (the Compose services',
+	// the controller's, the Agent runtime's), each with the bases its Dockerfile fetches;
+	// BaseImages are those bases, each once, as `up` pulls them by digest before any build.
+	BuildPlans []*controlplane.PlannedBuild `json:"buildPlans,omitempty"`
+	BaseImages []controlplane.BaseImage     `json:"baseImages,omitempty"`
 	// RuntimeImage is the Agent runtime: its build tag, or the selected digest reference.
 	RuntimeImage string `json:"runtimeImage"`
 	// SelectedImages are the developer's prebuilt images, when selected.
@@ -125,26 +141,37 @@ func composeProfile(p *Plan, o UpOptions) (profile, error) {
 		return profile{}, err
 	}
 	p.OCE = op
+	before := []Step{{Name: "Write the Compose snapshot and record the project", Describe: describeSnapshot, Run: writeSnapshot}}
+	if op.SelectedImages == nil {
+		before = append(before, Step{Name: "Pull the base images of the control-plane builds", Describe: describeBasePulls, Run: pullBases})
+	}
+	before = append(before,
+		Step{Name: "Build the control-plane images from the checkout", Describe: describeBuilds, Run: buildImages},
+		Step{Name: "Start postgres, migrate and bootstrap", Describe: describeDataServices, Run: startDataServices},
+	)
+	after := []Step{{Name: "Start the controller and worker-kubernetes", Describe: describeAPIServices, Run: startAPIServices}}
+	if len(op.model.Added) > 0 {
+		after = append(after, Step{Name: "Start the services the Compose options add: " + strings.Join(op.model.Added, ", "), Describe: describeAddedServices, Run: startAddedServices})
+	}
+	after = append(after,
+		Step{Name: "Wait for the API and the worker to be ready", Describe: describeReadiness, Run: waitForAPI},
+		Step{Name: "Copy and verify the bootstrap service key", Describe: describeKey, Run: copyKey},
+		Step{Name: "Wait for the bootstrap Namespace to be ready", Describe: describeNamespaceWait, Run: waitForNamespace},
+	)
 	return profile{
-		preflight: composePreflight,
-		k3d:       func(s *k3d.Settings) { s.Network = op.model.Network.Name },
-		beforeCluster: []Step{
-			{Name: "Write the Compose snapshot and record the project", Describe: describeSnapshot, Run: writeSnapshot},
-			{Name: "Build the control-plane images from the checkout", Describe: describeBuilds, Run: buildImages},
-			{Name: "Start postgres, migrate and bootstrap", Describe: describeDataServices, Run: startDataServices},
-		},
-		imports:      composeImports,
-		installation: composeInstallation,
-		controlPlane: []Step{
-			{Name: "Start the controller and worker-kubernetes", Describe: describeAPIServices, Run: startAPIServices},
-			{Name: "Wait for the API and the worker to be ready", Describe: describeReadiness, Run: waitForAPI},
-			{Name: "Copy and verify the bootstrap service key", Describe: describeKey, Run: copyKey},
-			{Name: "Wait for the bootstrap Namespace to be ready", Describe: describeNamespaceWait, Run: waitForNamespace},
-		},
-		rollback: composeRollback,
-		summary:  composeSummary,
+		preflight:     composePreflight,
+		k3d:           func(s *k3d.Settings) { s.Network = op.model.Network.Name },
+		beforeCluster: before,
+		imports:       composeImports,
+		installation:  composeInstallation,
+		controlPlane:  after,
+		rollback:      composeRollback,
+		summary:       composeSummary,
 	}, nil
 }
+
+// roleRuntime is the Agent runtime image's role in the plan and the state.
+const roleRuntime = "runtime"
 
 // planCompose loads and checks the Compose model and decides the images: everything `up` could
 // refuse about the project is refused here, before anything runs.
@@ -183,8 +210,22 @@ func planCompose(p *Plan, o UpOptions, co controlplane.Checkout) (*OCEPlan, erro
 		if err := m.UseControllerImage(sel.Controller); err != nil {
 			return nil, err
 		}
-	} else if op.Builds, err = m.UseBuiltImages(); err != nil {
-		return nil, err
+	} else {
+		if op.Builds, err = m.UseBuiltImages(); err != nil {
+			return nil, err
+		}
+		var reqs []controlplane.BuildPlanRequest
+		for _, b := range op.Builds {
+			args := map[string]controlplane.BuildArg{}
+			for k, v := range b.Args {
+				args[k] = controlplane.BuildArg{Value: v, Source: "the Compose build argument " + k + " of " + strings.Join(b.Services, ", ")}
+			}
+			reqs = append(reqs, controlplane.BuildPlanRequest{Role: b.Tag, ContextDir: b.Context, Dockerfile: b.Dockerfile, Target: b.Target, Args: args})
+		}
+		reqs = append(reqs, controlplane.BuildPlanRequest{Role: roleRuntime, ContextDir: co.Root, Dockerfile: controlplane.RuntimeDockerfile})
+		if err := planBuilds(op, o, reqs); err != nil {
+			return nil, err
+		}
 	}
 	plan := m.Plan()
 	op.Compose = &plan
@@ -207,6 +248,9 @@ func processEnvironment() map[string]string {
 // and selected images are present with this checkout's revision.
 func composePreflight(ctx context.Context, r *run, rep progress.Reporter) error {
 	op := r.plan.OCE
+	if err := checkBuilder(r); err != nil {
+		return err
+	}
 	plugin, err := compose.FindPlugin(ctx, compose.FindPluginOptions{DockerConfig: os.Getenv("DOCKER_CONFIG")})
 	if err != nil {
 		return err
@@ -263,7 +307,7 @@ func writeSnapshot(_ context.Context, r *run, _ progress.Reporter) error {
 	r.compose.runner = compose.Runner{Plugin: r.compose.plugin, Endpoint: r.engine.Endpoint.String(), Snapshot: snap}
 	cp := &state.ControlPlane{
 		Checkout: op.Checkout, Commit: op.Commit, APIURL: op.model.APIURL,
-		Compose: &state.ComposeProject{Project: snap.Project, Snapshot: snap.Path, Checkout: snap.Checkout},
+		Compose: &state.ComposeProject{Project: snap.Project, Snapshot: snap.Path, Checkout: snap.Checkout, Started: op.model.StartedServices()},
 	}
 	if err := r.state.Update(func(s *state.State) { s.ControlPlane = cp }); err != nil {
 		return fmt.Errorf("record the control plane: %w", err)
@@ -300,7 +344,14 @@ func buildImages(ctx context.Context, r *run, rep progress.Reporter) error {
 			state.ControlPlaneImage{Role: "runtime", Reference: sel.Runtime, ID: r.compose.runtime.ID, Selected: true})
 	} else {
 		progressLine := func(line string) { rep.Note(line) }
-		built, err := compose.BuildImages(ctx, op.Builds, compose.BuildImagesOptions{Engine: r.engine.API, Progress: progressLine})
+		// Every base comes in by the digest the pull step recorded, whatever the arguments said.
+		builds := append([]compose.Build(nil), op.Builds...)
+		for i := range builds {
+			if pb := op.plannedBuild(builds[i].Tag); pb != nil {
+				builds[i].Args = pb.WithResolved(r.bases)
+			}
+		}
+		built, err := compose.BuildImages(ctx, builds, compose.BuildImagesOptions{Engine: r.engine.API, Progress: progressLine})
 		if err != nil {
 			return err
 		}
@@ -313,6 +364,7 @@ func buildImages(ctx context.Context, r *run, rep progress.Reporter) error {
 		}
 		rt, err := controlplane.BuildImage(ctx, r.engine.API, controlplane.BuildRequest{
 			ContextDir: op.Checkout, Dockerfile: controlplane.RuntimeDockerfile, Tag: controlplane.DefaultRuntimeTag, Progress: progressLine,
+			Args: op.plannedBuild(roleRuntime).WithResolved(r.bases), NetworkMode: runtimeBuildNetwork(r.opts.OCE.BuildNetwork, op.Builds),
 		})
 		if err != nil {
 			return fmt.Errorf("build the Agent runtime image: %w", err)
@@ -320,9 +372,24 @@ func buildImages(ctx context.Context, r *run, rep progress.Reporter) error {
 		if r.compose.runtime, err = images.Built(ctx, r.engine.API, rt.Reference, rt.ID); err != nil {
 			return err
 		}
-		recs = append(recs, state.ControlPlaneImage{Role: "runtime", Reference: rt.Reference, ID: rt.ID})
+		recs = append(recs, state.ControlPlaneImage{Role: roleRuntime, Reference: rt.Reference, ID: rt.ID})
 	}
 	return r.state.Update(func(s *state.State) { s.ControlPlane.Images = recs })
+}
+
+// runtimeBuildNetwork is the network of the Agent runtime build's RUN steps: the setting, else
+// the build.network every Compose build of the checkout agrees on (the Agent runtime is built
+// from the same checkout, on the same engine), else the engine's default.
+func runtimeBuildNetwork(setting string, builds []compose.Build) string {
+	if setting != "" || len(builds) == 0 {
+		return setting
+	}
+	for _, b := range builds[1:] {
+		if b.Network != builds[0].Network {
+			return ""
+		}
+	}
+	return builds[0].Network
 }
 
 func describeDataServices(p *Plan) Description {
@@ -401,6 +468,23 @@ func startAPIServices(ctx context.Context, r *run, _ progress.Reporter) error {
 		return fmt.Errorf("record the API services: %w", err)
 	}
 	return compose.StartAPI(ctx, compose.StartOptions{Runner: r.compose.runner, Stack: r.compose.stack})
+}
+
+func describeAddedServices(p *Plan) Description {
+	m := p.OCE.model
+	items := []string{fmt.Sprintf("services %s of project %s (up --detach --no-deps), added by the Compose options after --", strings.Join(m.Added, ", "), m.Name())}
+	for _, port := range p.OCE.Compose.Ports {
+		if slices.Contains(m.Added, port.Service) {
+			items = append(items, fmt.Sprintf("published port %s -> %s of %s", port.Host, port.Target, port.Service))
+		}
+	}
+	return creates(items...)
+}
+
+// startAddedServices starts what the user's Compose files add, once everything of the profile
+// they can depend on runs; `down` removes them with the project.
+func startAddedServices(ctx context.Context, r *run, _ progress.Reporter) error {
+	return compose.StartAdded(ctx, compose.StartOptions{Runner: r.compose.runner, Stack: r.compose.stack}, r.plan.OCE.model.Added)
 }
 
 func describeReadiness(p *Plan) Description {
@@ -483,6 +567,8 @@ func composeSummary(r *run) *OCESummary {
 		KeyFile:        r.compose.keyPath,
 		Namespace:      r.compose.namespace.ID,
 		RuntimeImage:   r.compose.runtimeRef,
+		BaseImages:     baseSummary(r),
+		Services:       op.model.Services(),
 	}
 }
 
@@ -504,6 +590,10 @@ type OCESummary struct {
 	// profile copies the password out of the cluster; 0600, never its content).
 	AdminEmail   string `json:"adminEmail,omitempty"`
 	PasswordFile string `json:"passwordFile,omitempty"`
+	// BaseImages are the base images the builds used, by digest, with where each is used.
+	BaseImages []string `json:"baseImages,omitempty"`
+	// Services are the Compose model's services, started or not, with why (Compose only).
+	Services []compose.ServiceStatus `json:"services,omitempty"`
 }
 
 func shortCommit(c string) string {

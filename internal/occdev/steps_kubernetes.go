@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -30,9 +31,6 @@ import (
 type KubernetesOptions struct {
 	// DevPort is the OCE API's port on 127.0.0.1 (OPENCLAW_DEV_PORT); 0 is 3000.
 	DevPort int
-	// NodeBaseImage replaces the pinned Node base image of the controller build
-	// (OCC_DEVELOPMENT_NODE_BASE_IMAGE), by digest.
-	NodeBaseImage string
 	// PostgresImage replaces the pinned PostgreSQL image (OCC_DEVELOPMENT_POSTGRES_IMAGE), by
 	// digest.
 	PostgresImage string
@@ -45,9 +43,6 @@ type KubernetesOptions struct {
 	APIClient *http.Client
 	// Random, a test seam, is the source of the generated credentials; nil is crypto/rand.
 	Random io.Reader
-	// BuildNetwork is the network of the image builds' RUN steps; empty is the engine's
-	// default ("none" on a test engine without a default bridge network).
-	BuildNetwork string
 }
 
 // The Kubernetes-only profile's settings names and files, for messages.
@@ -68,12 +63,9 @@ type KubernetesPlan struct {
 	APIURL  string `json:"apiURL"`
 	// ControllerImage is the controller as built (its tag) or selected (its digest reference).
 	ControllerImage string `json:"controllerImage"`
-	// NodeBaseImage is the controller build's NODE_BASE_IMAGE (built images only);
-	// PostgresImage the PostgreSQL image, both by digest.
-	NodeBaseImage string `json:"nodeBaseImage,omitempty"`
+	// PostgresImage is the PostgreSQL image, by digest.
 	PostgresImage string `json:"postgresImage"`
 
-	nodeBase pins.Image
 	postgres pins.Image
 	chart    *chart.Chart
 }
@@ -119,9 +111,33 @@ func kubernetesProfile(p *Plan, o UpOptions) (profile, error) {
 		return profile{}, err
 	}
 	if sel := op.SelectedImages; sel != nil {
-		kp.ControllerImage, kp.NodeBaseImage = sel.Controller, ""
+		kp.ControllerImage = sel.Controller
 	} else {
 		kp.ControllerImage = controlplane.DefaultControllerTag
+		nodeBase, err := controlplane.NodeBaseImage("", p.pins.OCE.NodeBaseImage)
+		if err != nil {
+			return profile{}, err
+		}
+		if err := planBuilds(op, o, []controlplane.BuildPlanRequest{
+			{Role: roleController, ContextDir: co.Root, Dockerfile: controlplane.ControllerDockerfile, Target: controlplane.ControllerTarget,
+				Args: map[string]controlplane.BuildArg{controlplane.NodeBaseImageArg: {Value: nodeBase, Source: "occ's pin oce.nodeBaseImage (" + p.pins.Source + ")"}}},
+			{Role: roleRuntime, ContextDir: co.Root, Dockerfile: controlplane.RuntimeDockerfile},
+		}); err != nil {
+			return profile{}, err
+		}
+	}
+	// The chart is rendered now with the values the install will pass, so a chart that refuses
+	// them stops `up` and the dry run before anything exists.
+	in, err := kubernetes.PlaceholderValuesInput(p.Namespace, kp.ControllerImage, kp.APIPort)
+	if err != nil {
+		return profile{}, err
+	}
+	values, err := kubernetes.BuildValues(in)
+	if err != nil {
+		return profile{}, err
+	}
+	if err := kubernetes.CheckChart(kp.chart, p.Namespace, values); err != nil {
+		return profile{}, err
 	}
 	op.Kubernetes = kp
 	p.OCE = op
@@ -140,8 +156,8 @@ func kubernetesProfile(p *Plan, o UpOptions) (profile, error) {
 	}
 	if op.SelectedImages == nil {
 		prof.beforeCluster = append(prof.beforeCluster,
-			Step{Name: "Pull the Node base image", Describe: describeNodeBase, Run: pullNodeBase},
-			Step{Name: "Build the controller and Agent runtime images from the checkout", Describe: describeKubeBuild, Run: buildKubeImages(o.Kubernetes.BuildNetwork)},
+			Step{Name: "Pull the base images of the control-plane builds", Describe: describeBasePulls, Run: pullBases},
+			Step{Name: "Build the controller and Agent runtime images from the checkout", Describe: describeKubeBuild, Run: buildKubeImages(o.OCE.BuildNetwork)},
 		)
 	} else {
 		prof.beforeCluster = append(prof.beforeCluster, Step{Name: "Use the selected controller and Agent runtime images", Describe: describeSelectedImages, Run: useSelectedImages})
@@ -184,12 +200,6 @@ func resolveKubernetes(p *Plan, o UpOptions) (*KubernetesPlan, error) {
 		return nil, err
 	}
 	kp.PostgresImage = kp.postgres.DigestReference()
-	if !o.OCE.Images.Selected() {
-		if kp.nodeBase, err = digestImage(controlplane.EnvNodeBaseImage, ko.NodeBaseImage, p.pins.OCE.NodeBaseImage, controlplane.NodeBaseImage); err != nil {
-			return nil, err
-		}
-		kp.NodeBaseImage = kp.nodeBase.DigestReference()
-	}
 	kp.APIPort = ko.DevPort
 	if kp.APIPort == 0 {
 		kp.APIPort = defaultDevPort
@@ -224,6 +234,9 @@ func digestImage(env, override string, pinned pins.Image, rule func(string, pins
 // the checkout's commit (the shared check of the Compose profile).
 func kubernetesPreflight(ctx context.Context, r *run, _ progress.Reporter) error {
 	op, kp := r.plan.OCE, r.plan.OCE.Kubernetes
+	if err := checkBuilder(r); err != nil {
+		return err
+	}
 	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(kp.APIPort)))
 	if err != nil {
 		return &OptionError{Option: EnvDevPort, Value: strconv.Itoa(kp.APIPort),
@@ -279,24 +292,27 @@ func (r *run) recordImages(imgs ...state.ControlPlaneImage) error {
 	return r.state.Update(func(s *state.State) { s.ControlPlane.Images = append(s.ControlPlane.Images, imgs...) })
 }
 
-func describeNodeBase(p *Plan) Description {
-	return creates("image " + p.OCE.Kubernetes.NodeBaseImage + " in the Docker engine, pulled by digest unless the engine has it (NODE_BASE_IMAGE of the controller build)")
-}
-
-// pullNodeBase makes the controller build's base image present by its digest, so the build
-// uses exactly the pinned (or overridden) Node 24.
-func pullNodeBase(ctx context.Context, r *run, rep progress.Reporter) error {
-	_, err := images.Present(ctx, images.PresentOptions{API: r.engine.API, Image: r.plan.OCE.Kubernetes.nodeBase, Recorder: r.state, Progress: pullProgress(rep)})
-	return err
-}
-
 func describeKubeBuild(p *Plan) Description {
 	op := p.OCE
 	return creates(
 		"file "+filepath.Join(p.StateDir, buildLogFile)+" (the build output)",
-		"image "+controlplane.DefaultControllerTag+" built through the engine's BuildKit from "+op.Checkout+"/"+controlplane.ControllerDockerfile+" (target "+controlplane.ControllerTarget+", "+controlplane.NodeBaseImageArg+"="+op.Kubernetes.NodeBaseImage+"), imported into the node by its config digest",
-		"image "+controlplane.DefaultRuntimeTag+" built from "+op.Checkout+"/"+controlplane.RuntimeDockerfile+", imported into the node by its config digest",
+		"image "+controlplane.DefaultControllerTag+" built through the engine's BuildKit from "+op.Checkout+"/"+controlplane.ControllerDockerfile+" (target "+controlplane.ControllerTarget+", "+buildArgs(op.plannedBuild(roleController))+"), imported into the node by its config digest",
+		"image "+controlplane.DefaultRuntimeTag+" built from "+op.Checkout+"/"+controlplane.RuntimeDockerfile+" ("+buildArgs(op.plannedBuild(roleRuntime))+"), imported into the node by its config digest",
 	)
+}
+
+// buildArgs says which build arguments occ passes, for the dry run; each base comes in by the
+// digest the pull step records.
+func buildArgs(b *controlplane.PlannedBuild) string {
+	if b == nil || len(b.Args) == 0 {
+		return "no build arguments but the digests of the bases pulled before"
+	}
+	keys := make([]string, 0, len(b.Args))
+	for k, v := range b.Args {
+		keys = append(keys, k+"="+v)
+	}
+	slices.Sort(keys)
+	return strings.Join(keys, " ")
 }
 
 // buildKubeImages builds the controller and the Agent runtime from the checkout; the build
@@ -313,8 +329,10 @@ func buildKubeImages(networkMode string) func(context.Context, *run, progress.Re
 		defer out.Close()
 		rep.Note("build output in " + logPath)
 		built, err := controlplane.PrepareControlPlaneImages(ctx, r.engine.API, controlplane.ImageOptions{
-			Checkout: op.Checkout, Commit: op.Commit, NodeBaseImage: op.Kubernetes.NodeBaseImage, NetworkMode: networkMode,
-			Progress: func(line string) { fmt.Fprintln(out, line) },
+			Checkout: op.Checkout, Commit: op.Commit, NetworkMode: networkMode,
+			ControllerArgs: op.plannedBuild(roleController).WithResolved(r.bases),
+			RuntimeArgs:    op.plannedBuild(roleRuntime).WithResolved(r.bases),
+			Progress:       func(line string) { fmt.Fprintln(out, line) },
 		})
 		if err != nil {
 			return err
@@ -327,8 +345,8 @@ func buildKubeImages(networkMode string) func(context.Context, *run, progress.Re
 		}
 		rep.Note(fmt.Sprintf("controller %s, Agent runtime %s", built.Controller.ID, built.Runtime.ID))
 		return r.recordImages(
-			state.ControlPlaneImage{Role: "controller", Reference: built.Controller.Reference, ID: built.Controller.ID},
-			state.ControlPlaneImage{Role: "runtime", Reference: built.Runtime.Reference, ID: built.Runtime.ID})
+			state.ControlPlaneImage{Role: roleController, Reference: built.Controller.Reference, ID: built.Controller.ID},
+			state.ControlPlaneImage{Role: roleRuntime, Reference: built.Runtime.Reference, ID: built.Runtime.ID})
 	}
 }
 
@@ -536,5 +554,9 @@ func kubernetesSummary(r *run) *OCESummary {
 		RuntimeImage:   runtime,
 		AdminEmail:     r.kube.key.AdminEmail,
 		PasswordFile:   r.kube.key.PasswordFile,
+		BaseImages:     baseSummary(r),
 	}
 }
+
+// roleController is the controller image's role in the plan and the state.
+const roleController = "controller"

@@ -174,7 +174,7 @@ func TestReadHeadLayouts(t *testing.T) {
 		}
 	})
 	t.Run("no git at all", func(t *testing.T) {
-		if _, err := ReadHead(t.TempDir()); err == nil || !strings.Contains(err.Error(), "no .git found") {
+		if _, err := ReadHead(t.TempDir()); err == nil || !strings.Contains(err.Error(), "has no .git of its own") {
 			t.Fatalf("got %v", err)
 		}
 	})
@@ -219,32 +219,57 @@ func TestReadHeadAgreesWithGit(t *testing.T) {
 	}
 }
 
-// The repository's own fixture checkout (testdata/oce-checkout, with the Kubernetes profile's
-// chart) is recognised from a directory inside it, and its commit is that of the enclosing git
-// work tree, read through whatever layout it has (here usually a linked worktree's .git file).
-func TestFindCheckoutInRepositoryFixture(t *testing.T) {
+// An OCE checkout copied into a directory of another repository (a vendored copy, or the
+// repository's own fixture testdata/oce-checkout inside occ) has no .git of its own: it is
+// refused, naming the enclosing repository, and never recorded at that repository's HEAD.
+func TestCheckoutInsideAnotherRepositoryIsNotRecordedAtItsHead(t *testing.T) {
+	outer := canonical(t, t.TempDir())
+	write(t, filepath.Join(outer, ".git", "HEAD"), "ref: refs/heads/main\n")
+	write(t, filepath.Join(outer, ".git", "refs", "heads", "main"), commitA+"\n")
+	inner := makeCheckout(t, filepath.Join(outer, "vendor", "oce"))
+	for name, opts := range map[string]FindCheckoutOptions{
+		"from inside it":  {WorkingDir: filepath.Join(inner, "apps")},
+		"by --repository": {Flag: inner, WorkingDir: outer},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if err := os.MkdirAll(filepath.Join(inner, "apps"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			c, err := FindCheckout(opts)
+			var ng *NoGitError
+			if !errors.As(err, &ng) {
+				t.Fatalf("found %+v (%v); want a NoGitError, not the enclosing repository's commit", c, err)
+			}
+			if ng.Dir != inner || ng.Enclosing != outer || strings.Contains(err.Error(), commitA) ||
+				!strings.Contains(err.Error(), "has no .git of its own") || !strings.Contains(err.Error(), "the repository at "+outer) {
+				t.Errorf("error: %v", err)
+			}
+		})
+	}
+	// Given a .git of its own (a clone, here a detached HEAD), the same directory is read as
+	// itself.
+	write(t, filepath.Join(inner, ".git", "HEAD"), commitB+"\n")
+	c, err := FindCheckout(FindCheckoutOptions{WorkingDir: inner})
+	if err != nil || c.Commit != commitB {
+		t.Fatalf("found %+v (%v), want commit %s", c, err, commitB)
+	}
+}
+
+// The repository's own fixture checkout (testdata/oce-checkout) has no git metadata of its own:
+// it sits inside occ's work tree, whose HEAD is not a commit of OCE, so it is refused rather
+// than recorded at occ's commit. Tests run it through ocebed.Checkout, which gives a copy a .git.
+func TestRepositoryFixtureIsNotRecordedAtOccsCommit(t *testing.T) {
 	wd, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
 	}
 	fixture := canonical(t, filepath.Join(wd, "..", "..", "..", "testdata", "oce-checkout"))
-	if _, err := findGitDir(fixture); err != nil {
-		t.Skipf("skipped: this copy of occ has no git metadata to read (%v)", err)
+	if _, err := os.Lstat(filepath.Join(fixture, ".git")); err == nil {
+		t.Fatalf("%s has a .git of its own; the fixture must not", fixture)
 	}
-	c, err := FindCheckout(FindCheckoutOptions{WorkingDir: filepath.Join(fixture, "apps", "controller", "src")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.Root != fixture || !isObjectName(c.Commit) {
-		t.Fatalf("found %+v", c)
-	}
-	if gitBin, err := exec.LookPath("git"); err == nil {
-		out, err := exec.Command(gitBin, "-C", fixture, "rev-parse", "HEAD").Output()
-		if err != nil {
-			t.Fatalf("git rev-parse: %v", err)
-		}
-		if want := strings.TrimSpace(string(out)); c.Commit != want {
-			t.Fatalf("commit %s, git says %s", c.Commit, want)
-		}
+	_, err = FindCheckout(FindCheckoutOptions{WorkingDir: filepath.Join(fixture, "apps", "controller", "src")})
+	var ng *NoGitError
+	if !errors.As(err, &ng) || ng.Dir != fixture {
+		t.Fatalf("got %v, want a NoGitError for %s", err, fixture)
 	}
 }

@@ -26,10 +26,13 @@ type Head struct {
 const maxRefDepth = 5
 
 // ReadHead reads the commit of the checkout at dir straight from its git metadata, so occ needs
-// no git binary: the nearest `.git` at or above dir (what `git rev-parse HEAD` would use), which
-// is either the repository directory or a file "gitdir: <path>" naming it (linked worktrees and
-// submodules); then HEAD, a symbolic ref followed through loose refs and packed-refs, or a
-// detached object name.
+// no git binary: dir's own `.git`, which is either the repository directory or a file
+// "gitdir: <path>" naming it (linked worktrees and submodules); then HEAD, a symbolic ref
+// followed through loose refs and packed-refs, or a detached object name.
+//
+// Only dir's own `.git` counts, unlike `git rev-parse HEAD`, which walks up: a checkout copied
+// or unpacked into a directory of another repository (a vendored copy, a fixture) is not at that
+// repository's commit, and recording it there would name a commit the files never came from.
 func ReadHead(dir string) (Head, error) {
 	gitDir, err := findGitDir(dir)
 	if err != nil {
@@ -73,37 +76,63 @@ func ReadHead(dir string) (Head, error) {
 	return head, nil
 }
 
-// findGitDir returns the repository directory for the work tree containing dir.
+// findGitDir returns the repository directory of the work tree rooted at dir.
 func findGitDir(dir string) (string, error) {
-	for cur := filepath.Clean(dir); ; cur = filepath.Dir(cur) {
-		dotgit := filepath.Join(cur, ".git")
-		fi, err := os.Stat(dotgit)
-		switch {
-		case err == nil && fi.IsDir():
-			return dotgit, nil
-		case err == nil && fi.Mode().IsRegular():
-			b, err := os.ReadFile(dotgit)
-			if err != nil {
-				return "", fmt.Errorf("read commit: %w", err)
-			}
-			line, _, _ := strings.Cut(string(b), "\n")
-			target, ok := strings.CutPrefix(strings.TrimSpace(line), "gitdir:")
-			if !ok {
-				return "", fmt.Errorf("read commit: %s is a file without a \"gitdir:\" line", dotgit)
-			}
-			target = strings.TrimSpace(target)
-			if !filepath.IsAbs(target) {
-				target = filepath.Join(cur, target)
-			}
-			if fi, err := os.Stat(target); err != nil || !fi.IsDir() {
-				return "", fmt.Errorf("read commit: %s points to %s, which is not a directory (a moved or deleted worktree? run `git worktree repair`)", dotgit, target)
-			}
-			return filepath.Clean(target), nil
-		case err != nil && !errors.Is(err, fs.ErrNotExist):
+	dir = filepath.Clean(dir)
+	dotgit := filepath.Join(dir, ".git")
+	fi, err := os.Stat(dotgit)
+	switch {
+	case err == nil && fi.IsDir():
+		return dotgit, nil
+	case err == nil && fi.Mode().IsRegular():
+		b, err := os.ReadFile(dotgit)
+		if err != nil {
 			return "", fmt.Errorf("read commit: %w", err)
 		}
+		line, _, _ := strings.Cut(string(b), "\n")
+		target, ok := strings.CutPrefix(strings.TrimSpace(line), "gitdir:")
+		if !ok {
+			return "", fmt.Errorf("read commit: %s is a file without a \"gitdir:\" line", dotgit)
+		}
+		target = strings.TrimSpace(target)
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(dir, target)
+		}
+		if fi, err := os.Stat(target); err != nil || !fi.IsDir() {
+			return "", fmt.Errorf("read commit: %s points to %s, which is not a directory (a moved or deleted worktree? run `git worktree repair`)", dotgit, target)
+		}
+		return filepath.Clean(target), nil
+	case err == nil:
+		return "", fmt.Errorf("read commit: %s is neither a directory nor a \"gitdir:\" file", dotgit)
+	case !errors.Is(err, fs.ErrNotExist):
+		return "", fmt.Errorf("read commit: %w", err)
+	}
+	return "", &NoGitError{Dir: dir, Enclosing: enclosingRepository(dir)}
+}
+
+// NoGitError is a checkout without git metadata of its own.
+type NoGitError struct {
+	Dir string
+	// Enclosing is the nearest parent directory with a .git, "" when there is none.
+	Enclosing string
+}
+
+func (e *NoGitError) Error() string {
+	msg := fmt.Sprintf("read commit: %s has no .git of its own; occ records the commit the control plane runs from", e.Dir)
+	if e.Enclosing != "" {
+		msg += fmt.Sprintf(", and the HEAD of the repository at %s that contains it is not that commit (a copied or vendored checkout)", e.Enclosing)
+	}
+	return msg + "; use a git clone of OCE (a linked worktree or submodule has a .git file of its own and is read as well)"
+}
+
+// enclosingRepository is the nearest parent of dir holding a .git, for the message only.
+func enclosingRepository(dir string) string {
+	for cur := filepath.Dir(dir); ; cur = filepath.Dir(cur) {
+		if _, err := os.Lstat(filepath.Join(cur, ".git")); err == nil {
+			return cur
+		}
 		if cur == filepath.Dir(cur) {
-			return "", fmt.Errorf("read commit: no .git found in %s or any parent directory; occ records the commit the control plane runs from, so use a git clone of OCE", dir)
+			return ""
 		}
 	}
 }

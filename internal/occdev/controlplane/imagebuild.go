@@ -18,9 +18,9 @@ import (
 	"github.com/moby/patternmatcher/ignorefile"
 )
 
-// What the Kubernetes-only profile builds from the checkout when no images are selected
-// (reference §2): the controller from the root Dockerfile's runtime target with the Node base as
-// NODE_BASE_IMAGE, and the Agent runtime from deploy/runtime/Dockerfile with its own defaults.
+// What the Kubernetes-only profile builds from the checkout when no images are selected: the
+// controller from the root Dockerfile's runtime target with the Node base as NODE_BASE_IMAGE,
+// and the Agent runtime from deploy/runtime/Dockerfile with its own defaults.
 const (
 	ControllerDockerfile = "Dockerfile"
 	ControllerTarget     = "runtime"
@@ -254,8 +254,11 @@ type ImageOptions struct {
 	Checkout string
 	// Commit is the checkout's 40-hex commit, which selected images' revision labels must match.
 	Commit string
-	// NodeBaseImage is the controller's NODE_BASE_IMAGE (see NodeBaseImage).
-	NodeBaseImage string
+	// ControllerArgs and RuntimeArgs are the build arguments of the two builds: the controller
+	// needs NODE_BASE_IMAGE (the root Dockerfile gives it no default); each base comes in by the
+	// digest occ pulled (PlannedBuild.WithResolved).
+	ControllerArgs map[string]string
+	RuntimeArgs    map[string]string
 	// Tags name built images; zero values take DefaultImageTags.
 	Tags ImageTags
 	// Progress receives the build output; nil discards it.
@@ -273,7 +276,7 @@ func PrepareControlPlaneImages(ctx context.Context, engine ImageEngine, opts Ima
 	if opts.Selection.Selected() {
 		return VerifySelectedImages(ctx, engine, opts.Selection, opts.Commit)
 	}
-	if opts.NodeBaseImage == "" {
+	if opts.ControllerArgs[NodeBaseImageArg] == "" {
 		return ControlPlaneImages{}, fmt.Errorf("no Node base image for the controller build: pass the pinned one or %s", EnvNodeBaseImage)
 	}
 	tags := opts.Tags
@@ -286,14 +289,14 @@ func PrepareControlPlaneImages(ctx context.Context, engine ImageEngine, opts Ima
 	}
 	controller, err := BuildImage(ctx, engine, BuildRequest{
 		ContextDir: opts.Checkout, Dockerfile: ControllerDockerfile, Target: ControllerTarget,
-		Args: map[string]string{NodeBaseImageArg: opts.NodeBaseImage}, Tag: tags.Controller,
+		Args: opts.ControllerArgs, Tag: tags.Controller,
 		Progress: opts.Progress, NetworkMode: opts.NetworkMode,
 	})
 	if err != nil {
 		return ControlPlaneImages{}, fmt.Errorf("build the controller image: %w", err)
 	}
 	runtime, err := BuildImage(ctx, engine, BuildRequest{
-		ContextDir: opts.Checkout, Dockerfile: RuntimeDockerfile, Tag: tags.Runtime,
+		ContextDir: opts.Checkout, Dockerfile: RuntimeDockerfile, Tag: tags.Runtime, Args: opts.RuntimeArgs,
 		Progress: opts.Progress, NetworkMode: opts.NetworkMode,
 	})
 	if err != nil {

@@ -174,7 +174,7 @@ func TestBuildControlPlaneImagesFromCheckout(t *testing.T) {
 	var progress lines
 
 	got, err := PrepareControlPlaneImages(context.Background(), c, ImageOptions{
-		Checkout: checkout, Commit: testCommit, NodeBaseImage: base, Tags: tags,
+		Checkout: checkout, Commit: testCommit, ControllerArgs: map[string]string{NodeBaseImageArg: base}, Tags: tags,
 		Progress: progress.add, NetworkMode: "none",
 	})
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"strings"
 )
 
 // ControlPlane is the OCE control plane `up` started: where its source came from, which images
@@ -19,6 +20,10 @@ type ControlPlane struct {
 	Compose *ComposeProject `json:"compose,omitempty"`
 	// Images are the control plane's images: built from the checkout, or selected by digest.
 	Images []ControlPlaneImage `json:"images,omitempty"`
+	// BaseImages are the images the builds of Images fetched, each made present by digest
+	// before any build (an image `up` pulled is also an object of the state, which `down`
+	// removes).
+	BaseImages []BaseImage `json:"baseImages,omitempty"`
 	// APIURL is the OCE API's origin.
 	APIURL string `json:"apiURL,omitempty"`
 	// KeyPath is the verified bootstrap service key file, once written; KeyOwned says it is the
@@ -37,6 +42,8 @@ type ComposeProject struct {
 	Snapshot string `json:"snapshot"`
 	// Checkout is the project directory.
 	Checkout string `json:"checkout"`
+	// Started are the services `up` starts, in start order; `status` reports them.
+	Started []string `json:"started,omitempty"`
 }
 
 // ControlPlaneImage is one control-plane image.
@@ -51,6 +58,21 @@ type ControlPlaneImage struct {
 	Selected bool `json:"selected,omitempty"`
 	// InCluster is the digest reference the cluster runs it by, once imported.
 	InCluster string `json:"inCluster,omitempty"`
+}
+
+// BaseImage is one base image of the control plane's builds.
+type BaseImage struct {
+	// Given is the reference as the Dockerfile, a build argument or a setting gave it.
+	Given string `json:"given"`
+	// Reference is the digest reference pulled and built from.
+	Reference string `json:"reference"`
+	// ID is the engine's image ID of it.
+	ID string `json:"id,omitempty"`
+	// Resolved is true when Given was a tag, resolved to Reference's digest at its registry.
+	Resolved bool `json:"resolved,omitempty"`
+	// Source says where Given came from; Uses are the Dockerfile lines that fetch it.
+	Source string   `json:"source"`
+	Uses   []string `json:"uses"`
 }
 
 var (
@@ -68,9 +90,18 @@ func (c *ControlPlane) clone() *ControlPlane {
 	out := *c
 	if c.Compose != nil {
 		p := *c.Compose
+		p.Started = append([]string(nil), c.Compose.Started...)
 		out.Compose = &p
 	}
 	out.Images = append([]ControlPlaneImage(nil), c.Images...)
+	out.BaseImages = make([]BaseImage, len(c.BaseImages))
+	for i, b := range c.BaseImages {
+		b.Uses = append([]string(nil), b.Uses...)
+		out.BaseImages[i] = b
+	}
+	if c.BaseImages == nil {
+		out.BaseImages = nil
+	}
 	return &out
 }
 
@@ -112,6 +143,17 @@ func (c *ControlPlane) validate() error {
 		}
 		if img.InCluster != "" && !referencePattern.MatchString(img.InCluster) {
 			bad("images[%d].inCluster %q is not an image reference", i, img.InCluster)
+		}
+	}
+	for i, b := range c.BaseImages {
+		if !referencePattern.MatchString(b.Given) {
+			bad("baseImages[%d].given %q is not an image reference", i, b.Given)
+		}
+		if !referencePattern.MatchString(b.Reference) || !strings.Contains(b.Reference, "@sha256:") {
+			bad("baseImages[%d].reference %q is not a digest reference", i, b.Reference)
+		}
+		if b.ID != "" && !imageIDPattern.MatchString(b.ID) {
+			bad("baseImages[%d].id %q must be sha256: and 64 lower-case hex digits", i, b.ID)
 		}
 	}
 	if c.APIURL != "" {

@@ -171,6 +171,43 @@ func PostgresSpec(t testing.TB) dockerbed.ImageSpec {
 	}
 }
 
+// The tags the metrics overlay's stand-ins are loaded under, and the overlay that makes the
+// fixture's compose.metrics.yaml use them (its images are the real file's digests, which no
+// stand-in can carry) and opts out of its worker agent, which needs the Docker Compute worker
+// the Kubernetes profile never starts.
+const (
+	PrometheusTag  = "occ-bed/prometheus:standin"
+	GrafanaTag     = "occ-bed/grafana:standin"
+	MetricsOverlay = "services:\n" +
+		"  prometheus: {image: " + PrometheusTag + "}\n" +
+		"  metrics-api: {image: " + PrometheusTag + "}\n" +
+		"  metrics-worker: {image: " + PrometheusTag + ", profiles: [docker-compute]}\n" +
+		"  grafana: {image: " + GrafanaTag + "}\n"
+)
+
+// EnsureMetricsImages builds and loads the stand-ins of Prometheus (ocestandin as
+// /bin/prometheus) and Grafana (ocestandin as /run.sh) and tags them PrometheusTag and
+// GrafanaTag.
+func EnsureMetricsImages(t testing.TB, e *dockerbed.Engine) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for tag, spec := range map[string]dockerbed.ImageSpec{
+		PrometheusTag: {Repo: "occ-bed/oce-prometheus", Files: append(standinFiles(t), dockerbed.File{Path: "bin/prometheus", Source: StandinBinary(t), Mode: 0o755}),
+			Config: v1.Config{Env: []string{"PATH=/bin:/usr/bin"}, Entrypoint: []string{"/bin/prometheus"}, Cmd: []string{"--config.file=/etc/prometheus/prometheus.yml"}}},
+		GrafanaTag: {Repo: "occ-bed/oce-grafana", Files: append(standinFiles(t), dockerbed.File{Path: "run.sh", Source: StandinBinary(t), Mode: 0o755}),
+			Config: v1.Config{Env: []string{"PATH=/bin:/usr/bin"}, Entrypoint: []string{"/run.sh"}}},
+	} {
+		img, err := e.EnsureImage(ctx, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.API.ImageTag(ctx, img.Tag, tag); err != nil {
+			t.Fatalf("ocebed: tag %s as %s: %v", img.Tag, tag, err)
+		}
+	}
+}
+
 // ChartPlaceholder is the file that makes a directory an OCE checkout for detection; the
 // fixture's chart subtree belongs to the Kubernetes-only work, so a test that needs detection
 // from a copy creates a minimal one when the fixture has none.

@@ -10,7 +10,8 @@
 //     scripts/production-healthcheck.mjs, and `node -e <fetch one-liner>` (the controller's
 //     healthcheck);
 //   - docker-entrypoint.sh postgres: the database stand-in;
-//   - pg_isready: the database healthcheck.
+//   - pg_isready: the database healthcheck;
+//   - prometheus and run.sh: Prometheus and Grafana of the development metrics overlay.
 //
 // testdata/oce-checkout/README.md says what each stands in for and what it does not do. Only
 // tests use it; product code never imports it.
@@ -37,6 +38,10 @@ func run(name string, args []string) int {
 		return runDatabase(args)
 	case "pg_isready":
 		return runPgIsReady(args)
+	case "prometheus":
+		return runPrometheus(args)
+	case "run.sh":
+		return runGrafana()
 	}
 	fmt.Fprintf(os.Stderr, "ocestandin: unknown program name %q\n", name)
 	return 127
@@ -47,6 +52,13 @@ func runNode(args []string) int {
 	if len(args) == 0 {
 		fmt.Fprintln(os.Stderr, "ocestandin node: no script given (the stand-in has no REPL)")
 		return 9
+	}
+	switch args[0] {
+	case "--input-type=module":
+		if len(args) == 1 {
+			return runModuleFromStdin()
+		}
+		args = args[1:]
 	}
 	switch args[0] {
 	case "-e", "--eval":
@@ -65,6 +77,8 @@ func runNode(args []string) int {
 		return runWorker()
 	case "scripts/production-healthcheck.mjs":
 		return runHealthcheck(args[1:])
+	case "scripts/build-console-metadata.mjs":
+		return runConsoleMetadata(args[1:])
 	}
 	fmt.Fprintf(os.Stderr, "ocestandin node: no stand-in for script %q\n", args[0])
 	return 1

@@ -1,4 +1,4 @@
--- Fixture of OCE's migrations/init-local.sql (oce-control-plane.md §1.3): the local-only login
+-- Fixture of OCE's migrations/init-local.sql (see README.md): the local-only login
 -- roles of the Compose profile. The database stand-in reads the CREATE ROLE lines.
 CREATE ROLE occ_migrator WITH LOGIN PASSWORD 'occ-migrator-local' NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS;
 CREATE ROLE occ_app WITH LOGIN PASSWORD 'occ-app-local' NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS;

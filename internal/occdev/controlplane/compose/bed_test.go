@@ -73,6 +73,30 @@ func (b *bed) load(user UserOptions, extra map[string]string) (*Model, error) {
 	return Load(ctx, LoadOptions{Checkout: b.checkout, Project: b.settings.Project, StateDir: b.state, User: user, Environment: env})
 }
 
+// builtSnapshot loads the fixture with the user's files (and the build network the test engine
+// needs), builds its images through the engine's BuildKit as `up` does (the checkout's
+// Dockerfile mounts a BuildKit secret, which the classic builder of `compose up --build`
+// refuses), and writes the snapshot that runs them.
+func (b *bed) builtSnapshot(user UserOptions) (*Model, Snapshot) {
+	b.t.Helper()
+	user.Files = append([]string{writeCheckoutFile(b.t, b.checkout, "build-network.yaml", buildNetworkNone)}, user.Files...)
+	m := b.mustLoad(user)
+	builds, err := m.UseBuiltImages()
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if _, err := BuildImages(ctx, builds, BuildImagesOptions{Engine: b.engine.API}); err != nil {
+		b.t.Fatal(err)
+	}
+	snap, err := m.WriteSnapshot(b.state)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return m, snap
+}
+
 func (b *bed) mustLoad(user UserOptions) *Model {
 	b.t.Helper()
 	m, err := b.load(user, nil)

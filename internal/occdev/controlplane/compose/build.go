@@ -39,10 +39,6 @@ type Build struct {
 	Network string `json:"network,omitempty"`
 }
 
-// startedServices are the services the flow starts, in start order: only their images are
-// built.
-func startedServices() []string { return append(append([]string{}, DataServices...), APIServices...) }
-
 // UseBuiltImages plans one Build per distinct build of the started services and runs each of
 // those services from its Build's tag instead of building it (build removed, image set, pull
 // policy never), so the snapshot records exactly the images occ built. Call it before
@@ -54,7 +50,7 @@ func (m *Model) UseBuiltImages() ([]Build, error) {
 		specs      []buildSpec
 		violations []Violation
 	)
-	for _, name := range startedServices() {
+	for _, name := range m.StartedServices() {
 		svc, ok := m.Project.Services[name]
 		if !ok || svc.Build == nil {
 			continue

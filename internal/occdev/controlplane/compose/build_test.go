@@ -3,7 +3,6 @@ package compose
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -29,14 +28,8 @@ func (b *bed) writeOverlay(name, content string) string {
 // `compose up --build` falls back to would have refused the Dockerfile.
 func TestBuiltImagesRunTheCheckout(t *testing.T) {
 	b := newBed(t)
-	dockerfile := filepath.Join(b.checkout, "Dockerfile")
-	orig := readFile(t, dockerfile)
-	patched := strings.Replace(orig, "COPY package.json ./\n", "COPY package.json ./\nRUN --mount=type=secret,id=npmrc,target=/root/.npmrc true\n", 1)
-	if patched == orig {
-		t.Fatal("the fixture Dockerfile changed; update the patch")
-	}
-	if err := os.WriteFile(dockerfile, []byte(patched), 0o644); err != nil {
-		t.Fatal(err)
+	if !strings.Contains(readFile(t, filepath.Join(b.checkout, "Dockerfile")), "RUN --mount=type=secret,id=npmrc") {
+		t.Fatal("the fixture Dockerfile lost its secret mount; update the test")
 	}
 	m := b.mustLoad(UserOptions{Files: []string{b.writeOverlay("build-network.yaml", buildNetworkNone)}})
 	builds, err := m.UseBuiltImages()

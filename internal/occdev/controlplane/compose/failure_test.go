@@ -26,15 +26,11 @@ func TestStartDataReportsFailedMigration(t *testing.T) {
 	if err := os.WriteFile(over, []byte("services:\n  migrate:\n    environment:\n      OCC_MIGRATION_DATABASE_URL: mysql://occ_migrator:occ-migrator-local@postgres/openclaw_enterprise\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	m := b.mustLoad(UserOptions{Files: []string{over}})
-	snap, err := m.WriteSnapshot(b.state)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, snap := b.builtSnapshot(UserOptions{Files: []string{over}})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	r, s := b.runner(snap), b.stack()
-	err = StartData(ctx, StartOptions{Runner: r, Stack: s, Build: true})
+	err := StartData(ctx, StartOptions{Runner: r, Stack: s})
 	t.Logf("the error the user sees:\n%v", err)
 	var je *JobError
 	if !errors.As(err, &je) || je.Service != ServiceMigrate || je.ExitCode != 1 {
@@ -62,22 +58,14 @@ func TestStartDataReportsFailedMigration(t *testing.T) {
 }
 
 // On a Docker host without the buildx plugin (the bed has none, whatever the engine's version)
-// Compose falls back to the classic builder, which builds the fixture's Dockerfile but not
-// BuildKit-only syntax such as the secret mount of OCE's real dependencies stage: the data stage
-// then fails with the builder's own reason, and nothing of the project runs.
+// Compose falls back to the classic builder, which refuses BuildKit-only syntax such as the
+// secret mount of OCE's real dependencies stage (the fixture's too): the data stage of `compose
+// up --build` fails with the builder's own reason, and nothing of the project runs. This is why
+// occ builds through the engine's BuildKit itself.
 func TestStartDataShowsBuilderRefusal(t *testing.T) {
 	b := newBed(t)
-	dockerfile := filepath.Join(b.checkout, "Dockerfile")
-	orig, err := os.ReadFile(dockerfile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	patched := strings.Replace(string(orig), "COPY package.json ./\n", "COPY package.json ./\nRUN --mount=type=secret,id=npmrc,target=/root/.npmrc true\n", 1)
-	if patched == string(orig) {
-		t.Fatal("the fixture Dockerfile changed; update the patch")
-	}
-	if err := os.WriteFile(dockerfile, []byte(patched), 0o644); err != nil {
-		t.Fatal(err)
+	if !strings.Contains(readFile(t, filepath.Join(b.checkout, "Dockerfile")), "RUN --mount=type=secret,id=npmrc") {
+		t.Fatal("the fixture Dockerfile lost its secret mount; update the test")
 	}
 	m := b.mustLoad(UserOptions{})
 	snap, err := m.WriteSnapshot(b.state)
@@ -115,19 +103,15 @@ func TestReadinessWaitsForTheWorker(t *testing.T) {
 	if err := os.WriteFile(over, []byte("services:\n  worker-kubernetes:\n    environment:\n      OCC_DATABASE_URL: postgresql://occ_app:wrong-password@postgres:5432/openclaw_enterprise\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	m := b.mustLoad(UserOptions{Files: []string{over}})
-	snap, err := m.WriteSnapshot(b.state)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, snap := b.builtSnapshot(UserOptions{Files: []string{over}})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	r, s := b.runner(snap), b.stack()
-	if err := StartData(ctx, StartOptions{Runner: r, Stack: s, Build: true}); err != nil {
+	if err := StartData(ctx, StartOptions{Runner: r, Stack: s}); err != nil {
 		t.Fatal(err)
 	}
 	b.writeAPIInputs(installationYAML, "apiVersion: v1\nkind: Config\n")
-	if err := StartAPI(ctx, StartOptions{Runner: r, Stack: s, Build: true}); err != nil {
+	if err := StartAPI(ctx, StartOptions{Runner: r, Stack: s}); err != nil {
 		t.Fatal(err)
 	}
 	if err := controlplane.CheckSession(ctx, controlplane.NewAPIClient(3*time.Second), m.APIURL); err != nil {
@@ -135,7 +119,7 @@ func TestReadinessWaitsForTheWorker(t *testing.T) {
 	}
 	wctx, wcancel := context.WithTimeout(ctx, 6*time.Second)
 	defer wcancel()
-	err = controlplane.WaitReady(wctx, controlplane.ReadinessOptions{APIURL: m.APIURL, Checks: []controlplane.ReadinessCheck{s.ReadinessCheck()}})
+	err := controlplane.WaitReady(wctx, controlplane.ReadinessOptions{APIURL: m.APIURL, Checks: []controlplane.ReadinessCheck{s.ReadinessCheck()}})
 	var te *controlplane.ReadinessTimeoutError
 	if !errors.As(err, &te) {
 		t.Fatalf("got %v, want a readiness timeout", err)

@@ -40,6 +40,16 @@ func StartAPI(ctx context.Context, opts StartOptions) error {
 	return opts.Runner.Up(ctx, UpOptions{Services: APIServices, Build: opts.Build, NoDeps: true})
 }
 
+// StartAdded starts the services the user's Compose files add (Model.Added), after the API
+// services, with --no-deps: everything they need of the profile runs already, and Compose orders
+// them among themselves by their dependencies.
+func StartAdded(ctx context.Context, opts StartOptions, services []string) error {
+	if len(services) == 0 {
+		return nil
+	}
+	return opts.Runner.Up(ctx, UpOptions{Services: services, Build: opts.Build, NoDeps: true})
+}
+
 // StopReconcilers stops the controller and the worker, the first step of `down` and of a
 // rollback, so nothing reconciles against a cluster that is about to disappear.
 func StopReconcilers(ctx context.Context, r Runner) error {

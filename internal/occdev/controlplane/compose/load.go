@@ -92,6 +92,11 @@ type Model struct {
 	APIURL string
 	// Network is the development network.
 	Network Network
+	// Added are the services the user's Compose files add to the checkout's, in name order,
+	// all of which `up` starts after the profile's own.
+	Added []string
+
+	status map[string]ServiceStatus
 }
 
 // Network describes the development network.
@@ -170,25 +175,54 @@ func Load(ctx context.Context, opts LoadOptions) (*Model, error) {
 		VarNetworkName + "=" + NetworkName(name),
 		VarHostKubeconfig + "=" + filepath.Join(opts.StateDir, KubeconfigName),
 	}
-	po, err := cli.NewProjectOptions(files,
-		cli.WithWorkingDirectory(opts.Checkout),
-		cli.WithEnv(env),
-		cli.WithEnv(forced),
-		cli.WithEnvFiles(opts.User.EnvFiles...),
-		cli.WithDotEnv,
-		cli.WithDefaultProfiles(),
-		cli.WithName(name),
-		cli.WithResolvedPaths(true),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("load Compose model from %s: %w", opts.Checkout, err)
+	load := func(files []string) (*types.Project, error) {
+		po, err := cli.NewProjectOptions(files,
+			cli.WithWorkingDirectory(opts.Checkout),
+			cli.WithEnv(env),
+			cli.WithEnv(forced),
+			cli.WithEnvFiles(opts.User.EnvFiles...),
+			cli.WithDotEnv,
+			cli.WithDefaultProfiles(),
+			cli.WithName(name),
+			cli.WithResolvedPaths(true),
+		)
+		if err != nil {
+			return nil, fmt.Errorf("load Compose model from %s: %w", opts.Checkout, err)
+		}
+		project, err := po.LoadProject(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("load Compose model from %s: %w", opts.Checkout, err)
+		}
+		return project, nil
 	}
-	project, err := po.LoadProject(ctx)
+	project, err := load(files)
 	if err != nil {
-		return nil, fmt.Errorf("load Compose model from %s: %w", opts.Checkout, err)
+		return nil, err
+	}
+	// The checkout's own files alone tell which services the user's files add.
+	base := map[string]bool{}
+	for _, n := range project.ServiceNames() {
+		base[n] = true
+	}
+	for n := range project.DisabledServices {
+		base[n] = true
+	}
+	if len(opts.User.Files) > 0 {
+		own, err := load(files[:2])
+		if err != nil {
+			return nil, err
+		}
+		base = map[string]bool{}
+		for _, n := range own.ServiceNames() {
+			base[n] = true
+		}
+		for n := range own.DisabledServices {
+			base[n] = true
+		}
 	}
 	m := &Model{Project: project, Checkout: opts.Checkout}
 	var violations []Violation
+	violations = append(violations, m.classifyServices(base)...)
 	violations = append(violations, m.fillGateway()...)
 	violations = append(violations, m.checkOwnership()...)
 	violations = append(violations, m.checkServices()...)

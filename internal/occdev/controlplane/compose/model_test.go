@@ -292,8 +292,8 @@ func TestPlan(t *testing.T) {
 	for _, s := range p.Services {
 		names = append(names, s.Name)
 	}
-	if strings.Join(names, " ") != "postgres migrate bootstrap controller worker-kubernetes" {
-		t.Errorf("services %v", names)
+	if strings.Join(names, " ") != "postgres migrate bootstrap controller worker-kubernetes worker" || p.Services[5].Started || !p.Services[4].Started {
+		t.Errorf("services %+v", p.Services)
 	}
 	if p.Services[0].Image != "docker.io/library/postgres:18.6" || p.Services[1].Build != b.checkout+" target development" {
 		t.Errorf("services %+v", p.Services)

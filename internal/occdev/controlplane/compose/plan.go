@@ -16,9 +16,12 @@ type Plan struct {
 	Ports    []PlanPublished `json:"publishedPorts"`
 }
 
-// PlanService is one service the flow starts, in start order.
+// PlanService is one service of the merged model: what `up` does with it and why, and for a
+// started one what it runs.
 type PlanService struct {
-	Name string `json:"name"`
+	Name    string `json:"name"`
+	Started bool   `json:"started"`
+	Why     string `json:"why"`
 	// Image is the image run, or "" when it is built.
 	Image string `json:"image,omitempty"`
 	// Build says what is built ("<checkout> target development").
@@ -39,15 +42,17 @@ type PlanPublished struct {
 	Target  string `json:"target"`
 }
 
-// Plan describes the model for a dry run.
+// Plan describes the model for a dry run: every service (started ones in start order, then the
+// others with the reason), and the volumes, networks and loopback publications of the started.
 func (m *Model) Plan() Plan {
 	p := Plan{Project: m.Project.Name, APIURL: m.APIURL, Volumes: NamesOf(m.Project).Volumes}
-	for _, name := range append(append([]string{}, DataServices...), APIServices...) {
-		svc, ok := m.Project.Services[name]
-		if !ok {
+	for _, st := range m.Services() {
+		ps := PlanService{Name: st.Name, Started: st.Started, Why: st.Why}
+		svc, ok := m.Project.Services[st.Name]
+		if !ok || !st.Started {
+			p.Services = append(p.Services, ps)
 			continue
 		}
-		ps := PlanService{Name: name}
 		if svc.Build != nil {
 			ps.Build = svc.Build.Context
 			if svc.Build.Target != "" {
@@ -62,7 +67,7 @@ func (m *Model) Plan() Plan {
 			if proto == "" {
 				proto = "tcp"
 			}
-			p.Ports = append(p.Ports, PlanPublished{Service: name, Host: net.JoinHostPort(port.HostIP, port.Published), Target: fmt.Sprintf("%d/%s", port.Target, proto)})
+			p.Ports = append(p.Ports, PlanPublished{Service: st.Name, Host: net.JoinHostPort(port.HostIP, port.Published), Target: fmt.Sprintf("%d/%s", port.Target, proto)})
 		}
 	}
 	for _, k := range sortedKeys(m.Project.Networks) {

@@ -19,7 +19,7 @@ import (
 // gone; a same-named network someone creates afterwards is left alone and reported as changed.
 func TestRecordedProjectIsRemovedFromTheRecordAlone(t *testing.T) {
 	b := newBed(t)
-	m := b.mustLoad(UserOptions{})
+	m, snap := b.builtSnapshot(UserOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	d, err := state.Create(filepath.Join(t.TempDir(), "state"), state.State{Profile: "compose", Cluster: state.Cluster{Provider: "k3d"}, Engine: &state.Engine{Endpoint: b.engine.Host}})
@@ -27,10 +27,6 @@ func TestRecordedProjectIsRemovedFromTheRecordAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	snap, err := m.WriteSnapshot(b.state)
-	if err != nil {
-		t.Fatal(err)
-	}
 	records := m.Records()
 	for _, o := range records {
 		if err := d.Record(o); err != nil {
@@ -38,7 +34,7 @@ func TestRecordedProjectIsRemovedFromTheRecordAlone(t *testing.T) {
 		}
 	}
 	r, s := b.runner(snap), b.stack()
-	if err := StartData(ctx, StartOptions{Runner: r, Stack: s, Build: true}); err != nil {
+	if err := StartData(ctx, StartOptions{Runner: r, Stack: s}); err != nil {
 		t.Fatal(err)
 	}
 	if err := RecordIDs(ctx, b.engine.API, d, records); err != nil {
@@ -48,7 +44,7 @@ func TestRecordedProjectIsRemovedFromTheRecordAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.writeAPIInputs(installationYAML, "apiVersion: v1\nkind: Config\n")
-	if err := StartAPI(ctx, StartOptions{Runner: r, Stack: s, Build: true}); err != nil {
+	if err := StartAPI(ctx, StartOptions{Runner: r, Stack: s}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -38,7 +38,7 @@ import (
 // refused and never written; the key appears nowhere else; down leaves nothing.
 func TestStackLifecycle(t *testing.T) {
 	b := newBed(t)
-	m := b.mustLoad(UserOptions{})
+	m := b.mustLoad(UserOptions{Files: []string{writeCheckoutFile(t, b.checkout, "build-network.yaml", buildNetworkNone)}})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	timed := func(what string, f func() error) {
@@ -51,17 +51,23 @@ func TestStackLifecycle(t *testing.T) {
 	}
 
 	var snap Snapshot
-	timed("ensure absent + snapshot", func() error {
+	timed("ensure absent + BuildKit build + snapshot", func() error {
 		if err := m.EnsureAbsent(ctx, b.engine.API); err != nil {
 			return err
 		}
-		var err error
+		builds, err := m.UseBuiltImages()
+		if err != nil {
+			return err
+		}
+		if _, err := BuildImages(ctx, builds, BuildImagesOptions{Engine: b.engine.API}); err != nil {
+			return err
+		}
 		snap, err = m.WriteSnapshot(b.state)
 		return err
 	})
 	r, s := b.runner(snap), b.stack()
-	timed("compose up --build postgres migrate bootstrap + wait", func() error {
-		return StartData(ctx, StartOptions{Runner: r, Stack: s, Build: true})
+	timed("compose up postgres migrate bootstrap + wait", func() error {
+		return StartData(ctx, StartOptions{Runner: r, Stack: s})
 	})
 	// The images were built from the checkout: the container holds the checkout's package.json.
 	if got, want := fileFromService(t, s, ServiceMigrate, "/app/package.json"), readFile(t, filepath.Join(b.checkout, "package.json")); got != want {
@@ -72,7 +78,7 @@ func TestStackLifecycle(t *testing.T) {
 	kube := newKubeAPIStandin(t, m.Network.Gateway)
 	b.writeAPIInputs(installationYAML, kube.kubeconfig)
 	timed("compose up --no-deps controller worker-kubernetes", func() error {
-		return StartAPI(ctx, StartOptions{Runner: r, Stack: s, Build: true})
+		return StartAPI(ctx, StartOptions{Runner: r, Stack: s})
 	})
 	if again := startedAt(t, s, ServiceBootstrap); !again.Equal(bootstrapStarted) {
 		t.Fatalf("bootstrap ran again (started %v, then %v); the API stage must not restart the jobs", bootstrapStarted, again)
@@ -146,9 +152,11 @@ func TestStackLifecycle(t *testing.T) {
 	timed("compose down --volumes --rmi local + verify", func() error {
 		return Remove(ctx, RemoveOptions{Runner: r, Engine: b.engine.API, Names: m.Names(), Images: true})
 	})
+	// The image occ built (named by the snapshot's image key, so not Compose's to remove) stays
+	// for the next run's build cache; nothing else of the project does.
 	imgs, err := b.engine.API.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("reference", b.settings.Project+"-*"))})
-	if err != nil || len(imgs) != 0 {
-		t.Errorf("images Compose built are left after down with Images: %v %v", imgs, err)
+	if err != nil || len(imgs) != 1 || len(imgs[0].RepoTags) != 1 || imgs[0].RepoTags[0] != b.settings.Project+"-development:latest" {
+		t.Errorf("images of the project after down: %v %v; want only the one occ built", imgs, err)
 	}
 	states, err = s.Status(ctx, RequiredServices...)
 	if err != nil {

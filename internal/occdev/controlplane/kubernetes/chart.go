@@ -3,15 +3,21 @@ package kubernetes
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
 	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/releaseutil"
 
 	"github.com/openclaw/occ/internal/occdev/helmrelease"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
+	"github.com/openclaw/occ/internal/occdev/pins"
 )
 
 // LoadChart loads the OCE chart of the checkout and checks it is the chart this package drives.
@@ -75,4 +81,77 @@ func InstallChart(ctx context.Context, conn *kubeobj.Conn, req ChartInstall) (*r
 			"the chart's validation message, or the Job's and Deployments' Pods in namespace %s, say why", err, req.Timeout, req.Namespace)
 	}
 	return rel, nil
+}
+
+// The placeholders of the preflight render stand for the values only the live cluster knows,
+// each of the shape the install passes: an in-cluster digest reference for the controller, a
+// Pod address in k3s's default Pod range for PostgreSQL, and an address and port on a Docker
+// network for the Kubernetes API. The values hold no credential (the chart reads every secret
+// from the Secrets occ creates), so none is needed.
+var (
+	placeholderDigest      = "sha256:" + strings.Repeat("0", 64)
+	placeholderPostgresIP  = netip.MustParseAddr("10.42.0.10")
+	placeholderAPIEndpoint = netip.MustParseAddrPort("172.18.0.2:6443")
+)
+
+// PlaceholderValuesInput is the input of the install's values with placeholders for what the
+// cluster decides later: controller is the controller's reference as planned (a built image's
+// tag gets a placeholder digest; a selected image keeps its own).
+func PlaceholderValuesInput(namespace, controller string, hostAPIPort int) (ValuesInput, error) {
+	img, err := pins.ParseImage(controller)
+	if err != nil {
+		return ValuesInput{}, fmt.Errorf("controller image %q: %w", controller, err)
+	}
+	if img.Digest == "" {
+		img.Digest = placeholderDigest
+	}
+	return ValuesInput{Namespace: namespace, ControllerImage: img.DigestReference(), HostAPIPort: hostAPIPort,
+		PostgresIP: placeholderPostgresIP, APIEndpoint: placeholderAPIEndpoint}, nil
+}
+
+// ChartError is an OCE chart that refuses the development values, or does not render: nothing
+// has been created when it is returned.
+type ChartError struct {
+	Chart string
+	Err   error
+}
+
+func (e *ChartError) Error() string {
+	return fmt.Sprintf("the checkout's OCE chart %s refuses the values occ dev up installs it with (placeholders for the cluster's addresses and the controller's digest): %v; nothing was created. "+
+		"A newer chart may require or retire a value occ sets: update occ, or run a checkout whose chart this occ supports", e.Chart, strings.TrimSpace(e.Err.Error()))
+}
+
+func (e *ChartError) Unwrap() error { return e.Err }
+
+// CheckChart renders the chart offline with values, exactly as the install will (release
+// openclaw-enterprise in namespace, a first install, the values schema checked), so that a
+// `fail` of its validation, a retired key, a template or YAML error or a schema violation stops
+// `up` before anything exists. It splits the manifests and hooks as Helm does before an install,
+// which is where a rendered document that is not YAML fails.
+func CheckChart(ch *chart.Chart, namespace string, values Values) error {
+	vals, err := values.Map()
+	if err != nil {
+		return err
+	}
+	name := ChartPath
+	if md := ch.Metadata; md != nil {
+		name = md.Name + " " + md.Version
+	}
+	rv, err := chartutil.ToRenderValues(ch, vals, chartutil.ReleaseOptions{Name: ReleaseName, Namespace: namespace, Revision: 1, IsInstall: true}, chartutil.DefaultCapabilities)
+	if err != nil {
+		return &ChartError{Chart: name, Err: err}
+	}
+	rendered, err := engine.Render(ch, rv)
+	if err != nil {
+		return &ChartError{Chart: name, Err: err}
+	}
+	for k := range rendered {
+		if strings.HasSuffix(k, "NOTES.txt") {
+			delete(rendered, k)
+		}
+	}
+	if _, _, err := releaseutil.SortManifests(rendered, chartutil.DefaultCapabilities.APIVersions, releaseutil.InstallOrder); err != nil {
+		return &ChartError{Chart: name, Err: err}
+	}
+	return nil
 }

@@ -1,7 +1,7 @@
 {{/*
 Stand-in helpers (see README.md). Labels, security contexts and the validation the real chart
-applies to the values the development profile sets, with the real chart's fail messages where
-the fact sheet records them.
+applies to the values the development profile sets, with the real chart's messages where
+README.md lists them.
 */}}
 
 {{- define "openclaw.labels" -}}
@@ -59,7 +59,7 @@ capabilities:
 {{- $name := .name -}}
 {{- $values := index .root.Values $name -}}
 {{- if hasKey $values "cidr" -}}
-{{- fail (printf "%s.cidr is retired; list exact hosts in %s.cidrs" $name $name) -}}
+{{- fail (printf "%s.cidr is retired; configure %s.cidrs with explicit IPv4 /32 hosts" $name $name) -}}
 {{- end -}}
 {{- if not $values.cidrs -}}
 {{- fail (printf "%s.cidrs must contain at least one IPv4 host with /32" $name) -}}
@@ -86,6 +86,13 @@ capabilities:
 {{- end -}}
 
 {{- define "openclaw.validate" -}}
+{{- /* Keys of earlier chart versions: a values file that still sets one is refused, naming what replaced it. */ -}}
+{{- if hasKey .Values "integrations" -}}
+{{- fail "integrations is retired; configure ChatGPT packaging under backend.chatgpt" -}}
+{{- end -}}
+{{- if hasKey .Values "workspaceFiles" -}}
+{{- fail "workspaceFiles is retired; configure private Envoy Gateway routing under gatewayRouting" -}}
+{{- end -}}
 {{- range $name, $ref := .Values.images -}}
 {{- if not (regexMatch "^[A-Za-z0-9][A-Za-z0-9._:/-]*@sha256:[a-f0-9]{64}$" (toString $ref)) -}}
 {{- fail (printf "images.%s must be an approved immutable SHA-256 image reference" $name) -}}
