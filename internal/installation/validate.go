@@ -99,6 +99,8 @@ func (v *validator) installation(in *Installation) {
 		v.missing(pathCompute, msgComputeRequired+" Set drivers.compute.id to "+ComputeKubernetesID+". "+msgSelection)
 	} else if c.ID != ComputeKubernetesID {
 		v.selectionProblem(pathCompute+".id", c.ID, msgComputeRequired+" Set drivers.compute.id to "+ComputeKubernetesID+"; installed Compute Drivers fail startup.")
+	} else {
+		v.sessionCapacity(in)
 	}
 	if sandbox != nil {
 		v.requiredID(pathSandbox+".id", sandbox.ID, "drivers.sandbox needs the id its openshell Backend names in drivers.sandbox.")

@@ -347,19 +347,26 @@ func (o *Offline) Render(rf *compute.RevisionFile) ([]byte, error) {
 	return openshell.MarshalRequestJSON(req)
 }
 
-// RenderNotes explains how Render's output for rf differs from what provisioning sends (for
-// now: a workspace-node setup Secret that render does not read); empty when it does not differ.
+// RenderNotes explains what Render's output for rf does not show: a workspace-node setup Secret
+// that render does not read, and for native OpenClaw the retained session workers Kubernetes
+// Compute keeps in the Harness (runtime.nativeOpenClawSessionCapacity), which the
+// CreateSandbox request does not carry. Empty when there is nothing to add.
 func (o *Offline) RenderNotes(rf *compute.RevisionFile) ([]string, error) {
 	c := &compute.Compute{Driver: o.Driver}
 	plan, err := c.PlanRevision(rf)
 	if err != nil {
 		return nil, err
 	}
-	return openshell.RenderNotes(driver.HarnessContext{
+	notes := openshell.RenderNotes(driver.HarnessContext{
 		NamespaceContext: driver.NamespaceContext{Namespace: plan.Namespace},
 		Revision:         plan.Revision,
 		Requirements:     plan.Requirements,
-	}), nil
+	})
+	if h := plan.Revision.Harness; h.ID == driver.HarnessOpenClaw && h.Mode == driver.HarnessModeDedicated {
+		notes = append(notes, fmt.Sprintf("native OpenClaw: Kubernetes Compute keeps up to %d retained native session workers in this Harness (drivers.compute.configuration.runtime.nativeOpenClawSessionCapacity, %d through %d, default %d); the CreateSandbox request does not carry it",
+			o.Installation.NativeOpenClawSessionCapacity(), installation.MinNativeOpenClawSessionCapacity, installation.MaxNativeOpenClawSessionCapacity, installation.DefaultNativeOpenClawSessionCapacity))
+	}
+	return notes, nil
 }
 
 // ConfigureRevision returns a copy of the revision file whose configuration has been through

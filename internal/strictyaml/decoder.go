@@ -278,7 +278,8 @@ func IsNull(n *yaml.Node) bool {
 	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
 }
 
-// MappingValue returns the value of key in mapping n, or nil.
+// MappingValue returns the value of key in mapping n (following an alias), or nil when n is
+// nil, not a mapping, or lacks the key.
 func MappingValue(n *yaml.Node, key string) *yaml.Node {
 	v, _ := mappingEntry(n, key)
 	return v

@@ -68,6 +68,10 @@ func Locate(root *yaml.Node, path string) (line int, found bool) {
 
 // mappingEntry returns the value of key in mapping n and the line of the key.
 func mappingEntry(n *yaml.Node, key string) (*yaml.Node, int) {
+	if n == nil {
+		return nil, 0
+	}
+	n = resolveAlias(n)
 	if n.Kind != yaml.MappingNode {
 		return nil, 0
 	}
