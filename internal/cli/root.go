@@ -14,6 +14,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
+
+	"github.com/openclaw/occ/internal/sandbox"
 )
 
 // Exit codes: 0 success, 1 a failed operation, 2 a usage error (bad flag, argument or setting).
@@ -83,7 +85,8 @@ func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 
 func isUsageError(err error) bool {
 	var u *usageError
-	if errors.As(err, &u) {
+	var gw *sandbox.GatewayOverrideError
+	if errors.As(err, &u) || errors.As(err, &gw) {
 		return true
 	}
 	// cobra reports unknown commands and wrong argument counts as plain errors.

@@ -54,7 +54,7 @@ var decodeOptions = &strictyaml.Options{
 	},
 	Hints:          fieldHints,
 	UnknownKeyRule: unknownKeyRule,
-	ShowValue:      contract.RedactUserinfo,
+	ShowValue:      contract.RedactURL,
 }
 
 // unknownKeyRule words an unknown key: a gateway connection setting is sent to the Backend,

@@ -72,7 +72,7 @@ var sandboxNamePrefixPattern = regexp.MustCompile(`^[a-z0-9]+$`)
 // Validate applies the OpenShell SandboxDriver rules (seed 001, reference §6.A) and returns
 // every problem found, in document order. It does not stop at the first problem.
 func (in *Installation) Validate() Problems {
-	v := &validator{strictyaml.NewReport(in.source, in.failed, contract.RedactUserinfo)}
+	v := &validator{strictyaml.NewReport(in.source, in.failed, contract.RedactURL)}
 	v.installation(in)
 	return Problems(v.Problems)
 }
@@ -283,6 +283,10 @@ func (v *validator) openShellBackend(p string, b *OpenShellBackend, in *Installa
 	}
 }
 
+// MsgCredentialsBelong says where the gateway credential goes instead of the endpoint URL; every
+// refusal of a credential-bearing gateway endpoint ends with it.
+const MsgCredentialsBelong = "Remove it from the endpoint and authenticate with a token file instead (auth.bearerTokenFile: auth: {mode: bearerTokenFile, path: /absolute/path/to/token} on the openshell Backend's configuration)."
+
 // endpoint checks a gateway endpoint: an http(s) origin without credentials, path, query or
 // fragment, or a bare host:port. It returns the scheme ("http" for host:port), or "" when the
 // endpoint is unusable. Credentials are refused before anything else and never shown: the value
@@ -293,8 +297,8 @@ func (v *validator) endpoint(p, e string) string {
 		v.bad(p, e, rule)
 		return ""
 	}
-	if contract.HasUserinfo(e) {
-		v.bad(p, e, rule+" It carries credentials (user:password@), which occ never keeps in the Installation or prints: remove them from the endpoint and authenticate with a token file instead (auth.bearerTokenFile: auth: {mode: bearerTokenFile, path: /absolute/path/to/token}).")
+	if part := contract.CredentialPart(e); part != "" {
+		v.bad(p, e, rule+" It carries "+part+", where a credential would sit; occ never keeps such a URL in the Installation, prints it or sends it on. "+MsgCredentialsBelong)
 		// The scheme still decides whether the link is TLS, so the credential is the one
 		// problem reported, not a missing insecureTransport on top of it.
 		scheme := "http"

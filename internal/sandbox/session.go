@@ -107,13 +107,16 @@ func Open(ctx context.Context, opts Options) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkGateway(in, opts.InstallationPath, opts.Gateway); err != nil {
+		return nil, err
+	}
 	restCfg, err := kube.RESTConfig(opts.Kubeconfig, opts.KubeContext)
 	if err != nil {
 		return nil, err
 	}
 	s, err := Connect(ctx, in, restCfg, opts)
 	if err != nil {
-		return nil, fmt.Errorf("Installation %s: %w", opts.InstallationPath, err)
+		return nil, installationError(opts.InstallationPath, err)
 	}
 	return s, nil
 }
@@ -203,13 +206,16 @@ func OpenGateway(ctx context.Context, opts Options) (*GatewaySession, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkGateway(in, opts.InstallationPath, opts.Gateway); err != nil {
+		return nil, err
+	}
 	gcfg, err := GatewayConfig(in.OpenShellBackend(), opts.Gateway)
 	if err != nil {
-		return nil, fmt.Errorf("Installation %s: %w", opts.InstallationPath, err)
+		return nil, installationError(opts.InstallationPath, err)
 	}
 	d, gw, err := dialDriver(ctx, in, gcfg, opts)
 	if err != nil {
-		return nil, fmt.Errorf("Installation %s: %w", opts.InstallationPath, err)
+		return nil, installationError(opts.InstallationPath, err)
 	}
 	// Compute without a cluster client: only its gateway-only operations are reachable here.
 	c := &compute.Compute{Driver: d, Credentials: d, Progress: opts.Progress}
@@ -236,8 +242,11 @@ func (s *GatewaySession) Close() error {
 }
 
 // GatewayConfig builds the gateway client configuration from the openshell Backend, with the
-// endpoint optionally overridden.
+// endpoint optionally overridden. A refused override is a GatewayOverrideError.
 func GatewayConfig(b *installation.OpenShellBackend, override string) (gateway.Config, error) {
+	if err := checkGatewayOverride(override); err != nil {
+		return gateway.Config{}, err
+	}
 	if b == nil {
 		return gateway.Config{}, fmt.Errorf("the Installation has no backend entry of type openshell: add one with the gateway endpoint (it pairs drivers.sandbox with drivers.credential_gateway)")
 	}
@@ -266,6 +275,9 @@ func GatewayConfig(b *installation.OpenShellBackend, override string) (gateway.C
 		cfg.BearerTokenFile = *c.Auth.Path
 	}
 	if err := cfg.Validate(); err != nil {
+		if oe := overrideError(override, err); oe != err {
+			return gateway.Config{}, oe
+		}
 		return gateway.Config{}, fmt.Errorf("openshell Backend %s: %w", b.ID, err)
 	}
 	return cfg, nil

@@ -195,7 +195,7 @@ func buildNetworkPolicies(in []installation.NetworkPolicy) (map[string]*openshel
 
 func buildEndpoint(desc string, e installation.Endpoint) (*openshellv1.NetworkEndpoint, error) {
 	if problem := contract.NetworkHostProblem(e.Host); problem != "" {
-		return nil, plain(desc+" "+problem+".", errorf("host %q", contract.RedactUserinfo(e.Host)))
+		return nil, plain(desc+" "+problem+".", errorf("host %q", contract.RedactURL(e.Host)))
 	}
 	ep := &openshellv1.NetworkEndpoint{Host: e.Host}
 	if len(e.Ports) == 0 {
