@@ -192,6 +192,9 @@ func (d *Driver) plan(hctx driver.HarnessContext) (*provisionPlan, error) {
 	if err := d.checkNativeContainment(h); err != nil {
 		return nil, err
 	}
+	if err := checkNativeRoster(rev.Configuration, h); err != nil {
+		return nil, err
+	}
 	if rev.SandboxDriverID != d.id {
 		return nil, plain(msgPinnedElsewhere, errorf("revision %s has sandboxDriverId %q; this driver is %q", rev.ID, rev.SandboxDriverID, d.id))
 	}
