@@ -164,3 +164,19 @@ func TestMetadataKeysDefinedOnce(t *testing.T) {
 func metadataKey(s string) bool {
 	return strings.HasPrefix(s, OCCLabelPrefix) || strings.HasPrefix(s, "openshell.ai/") || strings.HasPrefix(s, "app.kubernetes.io/")
 }
+
+// A network rule host covers the model endpoint when it names it or its wildcard matches it, in
+// any case and with or without the root dot; a wildcard below it, or another name, does not.
+func TestModelEndpointProblem(t *testing.T) {
+	for host, covers := range map[string]bool{
+		"api.openai.com": true, "API.OpenAI.com.": true, "*.openai.com": true, "*.com": true, "*.OPENAI.COM.": true,
+		"openai.com": false, "*.api.openai.com": false, "*.example.com": false, "github.com": false, "api.openai.com.evil": false,
+	} {
+		if problem := ModelEndpointProblem(host); (problem != "") != covers {
+			t.Errorf("ModelEndpointProblem(%q) = %q, want covers=%v", host, problem, covers)
+		}
+	}
+	if p := ModelEndpointProblem("*.openai.com"); !strings.Contains(p, "*.openai.com matches api.openai.com") {
+		t.Errorf("the problem does not say which host the wildcard matches: %q", p)
+	}
+}

@@ -35,7 +35,6 @@ const (
 	msgWorkspaceObjects  = "gateway.operatorWorkspaceResources accepts the namespace-scoped ServiceAccount, Role, RoleBinding, and NetworkPolicy objects rendered from the workspace chart. The Driver injects the Compute-owned namespace and OCC ownership metadata before server-side apply. Only operator mode applies it; never include Secrets or cluster-scoped objects."
 	msgNetworkObjects    = "gateway.networkPolicyResources accepts namespace-scoped Kubernetes objects for provider networking, applied during ensureNamespace. Secrets are rejected; OpenShell credentials must not appear in startup YAML."
 	msgDataMount         = "kubernetes.sandboxDataMount must match exactly one approved dedicated Harness workspace mount. It may not mount the PVC root or use .., and must mount under /sandbox/."
-	msgModelEndpoint     = "Do not add a policy for the model endpoint: the credential source's provider profile allows api.openai.com with TLS inspection, and an uninspected rule for that host conflicts."
 	msgStaticProviders   = "OpenShell static providers must be nonempty names outside the OCC credential-source namespace."
 	msgUnknownKeys       = "Startup refuses an unknown key in kubernetes, kubernetes.serviceAccount, kubernetes.sandboxDataMount, kubernetes.agentResources, policy, policy.process and gateway.readiness, so a misspelled key never falls back to its default."
 	msgNamePrefixTooLong = "Sandbox name prefix is too long for OpenShell's 19-character limit."
@@ -684,8 +683,10 @@ func (v *validator) endpointRule(p, desc string, e *Endpoint) {
 		v.missing(p+".host", desc+" "+problem+".")
 	case problem != "":
 		v.bad(p+".host", e.Host, desc+" "+problem+".")
-	case strings.EqualFold(strings.TrimSuffix(e.Host, "."), "api.openai.com"):
-		v.bad(p+".host", e.Host, msgModelEndpoint+" Remove this endpoint.")
+	default:
+		if problem := contract.ModelEndpointProblem(e.Host); problem != "" {
+			v.bad(p+".host", e.Host, problem)
+		}
 	}
 	switch {
 	case e.Ports == nil:

@@ -197,6 +197,9 @@ func buildEndpoint(desc string, e installation.Endpoint) (*openshellv1.NetworkEn
 	if problem := contract.NetworkHostProblem(e.Host); problem != "" {
 		return nil, plain(desc+" "+problem+".", errorf("host %q", contract.RedactURL(e.Host)))
 	}
+	if problem := contract.ModelEndpointProblem(e.Host); problem != "" {
+		return nil, plain(problem, errorf("%s endpoint host %q", desc, e.Host))
+	}
 	ep := &openshellv1.NetworkEndpoint{Host: e.Host}
 	if len(e.Ports) == 0 {
 		return nil, plain(desc+" endpoint needs at least one port in ports (for example ports: [443]).", errorf("endpoint %s has no ports", e.Host))
