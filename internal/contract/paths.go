@@ -1,6 +1,8 @@
 package contract
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"path"
 	"strings"
 )
@@ -36,3 +38,24 @@ func PathWithin(p, base string) bool {
 // PathsOverlap reports whether one of a and b is the other or lies below it: granting one
 // grants (or restricts) the other.
 func PathsOverlap(a, b string) bool { return PathWithin(a, b) || PathWithin(b, a) }
+
+// RuntimeSubPathPrefix starts the per-revision PVC subpath, at the claim root, that the driver
+// mounts at the runtime root /sandbox/.openclaw-runtime.
+const RuntimeSubPathPrefix = "openshell-runtime-"
+
+// MsgRuntimeSubPath is the rule every refusal of a mount on the runtime subpath quotes.
+const MsgRuntimeSubPath = "OpenShell mounts /sandbox/.openclaw-runtime from an Agent revision's separate PVC subpath (" + RuntimeSubPathPrefix + "<16 hex digits> at the claim root), so no workspace or Harness mount may use that subpath or one below it."
+
+// RuntimeSubPath is the runtime subpath of a revision: the prefix and the first 16 hex digits
+// of SHA-256(revision ID), so one revision's runtime state never meets another's.
+func RuntimeSubPath(revisionID string) string {
+	sum := sha256.Sum256([]byte(revisionID))
+	return RuntimeSubPathPrefix + hex.EncodeToString(sum[:])[:16]
+}
+
+// OnRuntimeSubPath reports whether subPath is a revision's runtime subpath or lies below one:
+// its first segment starts with RuntimeSubPathPrefix.
+func OnRuntimeSubPath(subPath string) bool {
+	first, _, _ := strings.Cut(subPath, "/")
+	return strings.HasPrefix(first, RuntimeSubPathPrefix)
+}

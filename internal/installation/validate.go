@@ -509,6 +509,8 @@ func (v *validator) dataMount(m *SandboxDataMount) {
 		v.missing(p+".subPath", "OpenShell sandboxDataMount must use an exact PVC subpath. "+msgDataMount)
 	} else if !contract.IsExactSubPath(m.SubPath) {
 		v.bad(p+".subPath", m.SubPath, "OpenShell sandboxDataMount must use an exact PVC subpath (relative, not empty, not ., no .. and no empty or trailing segments). "+msgDataMount)
+	} else if contract.OnRuntimeSubPath(m.SubPath) {
+		v.bad(p+".subPath", m.SubPath, contract.MsgRuntimeSubPath+" Choose another subpath for the workspace (for example workspace).")
 	}
 	switch {
 	case m.MountPath == "":
