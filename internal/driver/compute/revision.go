@@ -183,9 +183,14 @@ func decodeConfiguration(d *strictyaml.Decoder, path string, n *yaml.Node, v ref
 		d.Fail(path, n, "configuration must be the frozen native configuration as a mapping ({} when empty); it is "+strictyaml.AKind(n)+".")
 		return
 	}
-	if val, ok := configValue(d, path, n); ok {
-		v.Set(reflect.ValueOf(driver.Configuration(val.(map[string]any))))
+	val, ok := configValue(d, path, n)
+	if !ok {
+		// The problem inside is reported where it is; the configuration itself is present, so
+		// validation must not call it missing.
+		d.Failed[path] = true
+		return
 	}
+	v.Set(reflect.ValueOf(driver.Configuration(val.(map[string]any))))
 }
 
 // jsonNumber is the JSON number grammar.
