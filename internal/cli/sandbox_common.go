@@ -1,11 +1,9 @@
 package cli
 
 import (
-	"fmt"
 	"log/slog"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/openclaw/occ/internal/driver/compute"
 	"github.com/openclaw/occ/internal/sandbox"
@@ -85,9 +83,9 @@ func sessionOptions(g *Globals) (sandbox.Options, error) {
 func printDocument(g *Globals, v any, defaultYAML bool) error {
 	if g.Output == "table" {
 		if defaultYAML {
-			b, err := yaml.Marshal(v)
+			b, err := marshalYAML(v)
 			if err != nil {
-				return fmt.Errorf("encode YAML output: %w", err)
+				return err
 			}
 			_, err = g.Stdout.Write(b)
 			return err

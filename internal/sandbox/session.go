@@ -382,11 +382,20 @@ func (o *Offline) RenderNotes(rf *compute.RevisionFile) ([]string, error) {
 }
 
 // ConfigureRevision returns a copy of the revision file whose configuration has been through
-// the driver's configureAgent, ready to be frozen.
+// the driver's configureAgent, ready to be frozen. A Harness environment holding a secret the
+// driver would refuse to send (the raw app-server token) is refused here too, so a frozen
+// revision never prints it.
 func (o *Offline) ConfigureRevision(rf *compute.RevisionFile) (*compute.RevisionFile, error) {
 	cfg, err := o.Driver.ConfigureAgent(rf.Configuration.Clone(), rf.Harness)
 	if err != nil {
 		return nil, err
+	}
+	req, err := rf.Requirements()
+	if err != nil {
+		return nil, fmt.Errorf("revision %s: %w", rf.RevisionID, err)
+	}
+	if err := o.Driver.CheckFrozenEnvironment(rf.Harness, req); err != nil {
+		return nil, fmt.Errorf("revision %s: %w", rf.RevisionID, err)
 	}
 	out := *rf
 	out.Configuration = cfg

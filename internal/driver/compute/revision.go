@@ -1,13 +1,10 @@
 package compute
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"reflect"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -174,16 +171,16 @@ func ParseRevisionFile(data []byte) (*RevisionFile, error) {
 	return &rf, nil
 }
 
-// decodeConfiguration reads the frozen native configuration into JSON-compatible values.
-// Numbers stay exact (json.Number, as written when it is a JSON number), so freezing a revision
-// never rewrites an integer as a float; values JSON cannot hold (non-string keys, infinities,
+// decodeConfiguration reads the frozen native configuration into JSON-compatible values with
+// the shared strictyaml.JSONValue: numbers stay exact (json.Number, as written), so freezing a
+// revision never rewrites a number; values JSON cannot hold (non-string keys, infinities,
 // anchors and aliases, other tags) are refused with their path.
 func decodeConfiguration(d *strictyaml.Decoder, path string, n *yaml.Node, v reflect.Value) {
 	if n.Kind != yaml.MappingNode {
 		d.Fail(path, n, "configuration must be the frozen native configuration as a mapping ({} when empty); it is "+strictyaml.AKind(n)+".")
 		return
 	}
-	val, ok := configValue(d, path, n)
+	val, ok := d.JSONValue(path, n)
 	if !ok {
 		// The problem inside is reported where it is; the configuration itself is present, so
 		// validation must not call it missing.
@@ -191,68 +188,6 @@ func decodeConfiguration(d *strictyaml.Decoder, path string, n *yaml.Node, v ref
 		return
 	}
 	v.Set(reflect.ValueOf(driver.Configuration(val.(map[string]any))))
-}
-
-// jsonNumber is the JSON number grammar.
-var jsonNumber = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
-
-func configValue(d *strictyaml.Decoder, path string, n *yaml.Node) (any, bool) {
-	if n.Kind == yaml.AliasNode || n.Anchor != "" {
-		d.Fail(path, n, strictyaml.MsgNoAliases)
-		return nil, false
-	}
-	switch n.Kind {
-	case yaml.MappingNode:
-		m := make(map[string]any, len(n.Content)/2)
-		ok := true
-		d.EachKey(path, n, func(key string, _, val *yaml.Node) {
-			e, good := configValue(d, strictyaml.ChildPath(path, key), val)
-			ok = ok && good
-			m[key] = e
-		})
-		return m, ok && len(m) == len(n.Content)/2
-	case yaml.SequenceNode:
-		s := make([]any, len(n.Content))
-		ok := true
-		for i, item := range n.Content {
-			e, good := configValue(d, strictyaml.IndexPath(path, i), item)
-			ok = ok && good
-			s[i] = e
-		}
-		return s, ok
-	case yaml.ScalarNode:
-		switch n.ShortTag() {
-		case "!!str", "!!timestamp", "!!binary":
-			return n.Value, true
-		case "!!null":
-			return nil, true
-		case "!!bool":
-			var b bool
-			if n.Decode(&b) != nil {
-				d.Fail(path, n, "not a valid boolean; write true or false.")
-				return nil, false
-			}
-			return b, true
-		case "!!int", "!!float":
-			if jsonNumber.MatchString(n.Value) {
-				return json.Number(n.Value), true
-			}
-			var i int64
-			if n.ShortTag() == "!!int" && n.Decode(&i) == nil {
-				return json.Number(strconv.FormatInt(i, 10)), true
-			}
-			var f float64
-			if err := n.Decode(&f); err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-				d.Fail(path, n, "a number in the configuration must be a finite JSON number (for example 42 or 0.5).")
-				return nil, false
-			}
-			return json.Number(strconv.FormatFloat(f, 'g', -1, 64)), true
-		}
-		d.Fail(path, n, "YAML tag "+n.Tag+" is not accepted in the configuration; it holds JSON values only.")
-		return nil, false
-	}
-	d.Fail(path, n, "not a YAML value.")
-	return nil, false
 }
 
 // Validate checks every rule of the format and returns all violations as strictyaml.Problems,
