@@ -5,6 +5,9 @@ import (
 	"encoding/hex"
 	"path"
 	"strings"
+	"unicode"
+
+	"github.com/distribution/reference"
 )
 
 // IsExactSubPath reports whether s names a directory inside a volume exactly: relative, not
@@ -25,9 +28,21 @@ func IsExactSubPath(s string) bool {
 }
 
 // IsExactAbsolutePath reports whether s is an absolute, clean path other than the root, without
-// NUL: the rule for mount paths, filesystem policy paths and executable paths.
+// control characters and without whitespace at its end (a path pasted with a trailing space
+// names a file nobody has): the rule for mount paths, filesystem policy paths and executable
+// paths.
 func IsExactAbsolutePath(s string) bool {
-	return s != "/" && strings.HasPrefix(s, "/") && path.Clean(s) == s && !strings.ContainsRune(s, 0)
+	return s != "/" && strings.HasPrefix(s, "/") && path.Clean(s) == s && strings.TrimRightFunc(s, unicode.IsSpace) == s &&
+		strings.IndexFunc(s, unicode.IsControl) < 0
+}
+
+// PathWhitespaceHint is a sentence naming surrounding whitespace in a path, or "" when it has
+// none, for the messages that refuse such a path.
+func PathWhitespaceHint(s string) string {
+	if t := strings.TrimSpace(s); t != s && t != "" {
+		return " It has leading or trailing whitespace: write " + t + "."
+	}
+	return ""
 }
 
 // PathWithin reports whether p is base or lies below it.
@@ -58,4 +73,21 @@ func RuntimeSubPath(revisionID string) string {
 func OnRuntimeSubPath(subPath string) bool {
 	first, _, _ := strings.Cut(subPath, "/")
 	return strings.HasPrefix(first, RuntimeSubPathPrefix)
+}
+
+// ImageReferenceProblem returns why image is not a container image reference a runtime can
+// pull (registry/repository, lower case, with an optional :tag and an optional
+// @sha256:<64 hex digits>), or "" when it is one. Surrounding whitespace is refused too: a
+// runtime would never find an image by that name.
+func ImageReferenceProblem(image string) string {
+	switch {
+	case image == "":
+		return "the image reference is empty"
+	case strings.TrimSpace(image) != image || strings.ContainsAny(image, " \t\r\n"):
+		return "the image reference contains whitespace"
+	}
+	if _, err := reference.ParseNormalizedNamed(image); err != nil {
+		return err.Error()
+	}
+	return ""
 }

@@ -350,7 +350,7 @@ func (v *validator) credentialGateway(in *Installation) {
 	for i, b := range cg.Configuration.Binaries {
 		p := indexPath(bp, i)
 		if !isExactAbsolutePath(b) {
-			v.bad(p, b, "each Credential Gateway binary must be a non-empty exact absolute path to an executable.")
+			v.bad(p, b, "each Credential Gateway binary must be a non-empty exact absolute path to an executable."+contract.PathWhitespaceHint(b))
 			continue
 		}
 		if first, dup := seen[b]; dup {
@@ -594,7 +594,7 @@ func (v *validator) filesystem(fs *FilesystemPolicy, dataMount *SandboxDataMount
 		for i, p := range list.paths {
 			ip := indexPath(pathPolicy+".filesystem."+list.key, i)
 			if !isExactAbsolutePath(p) {
-				v.bad(ip, p, "OpenShell filesystem policy path must be an exact non-root absolute path.")
+				v.bad(ip, p, "OpenShell filesystem policy path must be an exact non-root absolute path."+contract.PathWhitespaceHint(p))
 				continue
 			}
 			if first, dup := seen[p]; dup {
@@ -662,7 +662,7 @@ func (v *validator) networkPolicies(policies []NetworkPolicy) {
 			case strings.TrimSpace(b.Path) == "":
 				v.bad(bp(), b.Path, desc+" requires at least one binary path. "+msgUniqueNames)
 			case !contract.IsExactAbsolutePath(b.Path):
-				v.bad(bp(), b.Path, desc+" "+msgBinaryPath)
+				v.bad(bp(), b.Path, desc+" "+msgBinaryPath+contract.PathWhitespaceHint(b.Path))
 			}
 		}
 		if len(pol.Endpoints) == 0 {

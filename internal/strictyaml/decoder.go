@@ -205,6 +205,41 @@ func (d *Decoder) EachKey(path string, n *yaml.Node, fn func(key string, keyNode
 	}
 }
 
+// CheckKeys walks a block occ carries through without interpreting it and refuses every key
+// given twice in one of its mappings, at its path and line. Anchors and aliases stay allowed
+// there (an alias is not followed), and nothing else is checked.
+func (d *Decoder) CheckKeys(path string, n *yaml.Node) {
+	if n == nil {
+		return
+	}
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			d.CheckKeys(path, c)
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			d.CheckKeys(IndexPath(path, i), c)
+		}
+	case yaml.MappingNode:
+		seen := make(map[string]bool, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Kind != yaml.ScalarNode || k.ShortTag() == "!!merge" {
+				continue
+			}
+			p := ChildPath(path, k.Value)
+			if seen[k.Value] {
+				d.Failed[p] = true
+				d.Add(NewProblem(p, k.Line, d.show(NodeValue(v)), "the key appears more than once in the same mapping; keep exactly one"))
+				continue
+			}
+			seen[k.Value] = true
+			d.CheckKeys(p, v)
+		}
+	}
+}
+
 // MsgNoAliases refuses anchors and aliases, whose meaning a strict model cannot keep.
 const MsgNoAliases = "YAML anchors and aliases are not accepted in blocks occ owns; write the value out in full."
 
@@ -291,7 +326,9 @@ var nodePtrType = reflect.TypeOf((*yaml.Node)(nil))
 func (d *Decoder) Value(path string, n *yaml.Node, v reflect.Value) {
 	t := v.Type()
 	if t == nodePtrType {
-		// Blocks occ carries through are kept exactly as written.
+		// Blocks occ carries through are kept exactly as written, but a key given twice is
+		// refused in them too: which of the two a later reader keeps is anyone's guess.
+		d.CheckKeys(path, n)
 		v.Set(reflect.ValueOf(n))
 		return
 	}

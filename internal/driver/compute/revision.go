@@ -254,6 +254,11 @@ func (rf *RevisionFile) validate(r *strictyaml.Report) {
 	}
 }
 
+// msgImageReference words a refused Harness image.
+func msgImageReference(problem string) string {
+	return "workload.image is not a valid image reference (" + problem + "): write registry/repository, lower case, with an optional :tag and @sha256:<64 hex digits> (for example registry.example/runtime@sha256:…)."
+}
+
 // LoginModeAPIKey is the login mode of a revision whose model credential comes from a
 // credential source.
 const LoginModeAPIKey = "api_key"
@@ -261,6 +266,8 @@ const LoginModeAPIKey = "api_key"
 func (w *Workload) validate(r *strictyaml.Report) {
 	if strings.TrimSpace(w.Image) == "" {
 		r.Required("workload.image", w.Image, "set the Harness image (a digest-pinned reference in production).")
+	} else if problem := contract.ImageReferenceProblem(w.Image); problem != "" {
+		r.Bad("workload.image", w.Image, msgImageReference(problem))
 	}
 	if len(w.Command) == 0 {
 		const rule = "give the Harness startup argv as a nonempty list (for example [node, /app/dist/harness/codex.js])."

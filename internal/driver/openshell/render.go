@@ -195,6 +195,9 @@ func (d *Driver) plan(hctx driver.HarnessContext) (*provisionPlan, error) {
 	if err := checkNativeRoster(rev.Configuration, h); err != nil {
 		return nil, err
 	}
+	if problem := contract.ImageReferenceProblem(req.Image); problem != "" {
+		return nil, plain("The Harness image is not a valid image reference.", errorf("image %q: %s", req.Image, problem))
+	}
 	if rev.SandboxDriverID != d.id {
 		return nil, plain(msgPinnedElsewhere, errorf("revision %s has sandboxDriverId %q; this driver is %q", rev.ID, rev.SandboxDriverID, d.id))
 	}
