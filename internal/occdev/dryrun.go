@@ -56,6 +56,7 @@ func countSteps(steps []PlannedStep) int {
 // anything. Bad settings (flags, paths, the pin file) are errors; what the provider would refuse
 // locally (a missing kubeconfig or context) is listed in Problems.
 func PlanUp(opts UpOptions) (*DryRun, error) {
+	opts.DryRun = true
 	p, err := resolvePlan(opts)
 	if err != nil {
 		return nil, err

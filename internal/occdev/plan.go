@@ -125,6 +125,8 @@ type UpOptions struct {
 	StartupTimeout time.Duration
 	// OCCCommand is how the user runs occ, for the printed `down` command; default "occ".
 	OCCCommand string
+	// DryRun is set by PlanUp: what the plan says is worded for a run that creates nothing.
+	DryRun bool
 	// OCE are the inputs of the OCE control plane: its checkout, images, Compose options and
 	// key destination.
 	OCE OCEOptions
