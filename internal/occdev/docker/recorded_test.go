@@ -35,3 +35,14 @@ func TestRecordedEngineGoneSaysStartThatEngine(t *testing.T) {
 		t.Errorf("located engine: %v", err)
 	}
 }
+
+// DOCKER_HOST pasted with a token in its query or userinfo is refused without printing it.
+func TestEndpointErrorHidesCredentials(t *testing.T) {
+	const canary = "CANARY-docker-host-9f3"
+	for _, raw := range []string{"unix:///var/run/docker.sock?token=" + canary, "tcp://u:" + canary + "@10.0.0.5:2376", "unix:///var/run/docker.sock#" + canary} {
+		_, err := ParseEndpoint(raw, "DOCKER_HOST")
+		if err == nil || strings.Contains(err.Error(), canary) {
+			t.Errorf("ParseEndpoint(%q) = %v", raw, err)
+		}
+	}
+}
