@@ -212,7 +212,11 @@ func (g *Globals) resolve(cmd *cobra.Command) error {
 	g.Kubeconfig = v.GetString("kubeconfig")
 	g.Context = v.GetString("context")
 	g.Output = strings.ToLower(v.GetString("output"))
-	g.Verbosity = v.GetInt("verbosity")
+	verbosity, _, err := g.intSetting(cmd, "verbosity", 0, 10)
+	if err != nil {
+		return err
+	}
+	g.Verbosity = verbosity
 	if !contains(outputFormats, g.Output) {
 		return usageErrorf("--output %q is not supported: use one of %s", g.Output, strings.Join(outputFormats, ", "))
 	}
