@@ -19,7 +19,7 @@ const (
 )
 
 func addInstallationFlag(cmd *cobra.Command) {
-	cmd.Flags().String(flagInstallation, "", "Installation YAML that selects the OpenShell Sandbox driver (required)")
+	cmd.Flags().String(flagInstallation, "", "Installation YAML that selects the OpenShell Sandbox driver, - for standard input (required)")
 }
 
 func addGatewayFlag(cmd *cobra.Command) {
@@ -70,6 +70,7 @@ func sessionOptions(g *Globals) (sandbox.Options, error) {
 	}
 	return sandbox.Options{
 		InstallationPath: path,
+		Stdin:            g.Stdin,
 		Kubeconfig:       g.Kubeconfig,
 		KubeContext:      g.Context,
 		Gateway:          g.v.GetString(flagGateway),

@@ -43,7 +43,7 @@ func runSandboxRender(g *Globals) error {
 	if err != nil {
 		return err
 	}
-	off, err := sandbox.OpenOffline(path)
+	off, err := sandbox.OpenOffline(path, g.Stdin)
 	if err != nil {
 		return err
 	}

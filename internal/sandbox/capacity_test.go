@@ -23,7 +23,7 @@ func TestRenderNamesNativeSessionCapacity(t *testing.T) {
 	if err := os.WriteFile(inst, []byte(src), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	off, err := OpenOffline(inst)
+	off, err := OpenOffline(inst, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

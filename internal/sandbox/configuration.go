@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"io"
 	"os"
 
 	"go.yaml.in/yaml/v3"
@@ -10,14 +11,25 @@ import (
 	"github.com/openclaw/occ/internal/strictyaml"
 )
 
+// maxConfigurationBytes bounds a native configuration file like a whole revision file.
+const maxConfigurationBytes = 1 << 20
+
 // ReadConfiguration reads a native Agent configuration file, a JSON or YAML object, as
 // `occ sandbox configure-agent --configuration` takes it. YAML is converted strictly (a key
 // given twice is refused rather than silently merged) and numbers keep their exact text, so the
 // transform sees what the file says.
 func ReadConfiguration(path string) (driver.Configuration, error) {
-	raw, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read Agent configuration %s: %w", path, err)
+	}
+	defer f.Close()
+	raw, err := io.ReadAll(io.LimitReader(f, maxConfigurationBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read Agent configuration %s: %w", path, err)
+	}
+	if len(raw) > maxConfigurationBytes {
+		return nil, fmt.Errorf("Agent configuration %s is larger than %d bytes (1 MiB), the most a revision file may be: it is not an Agent configuration", path, maxConfigurationBytes)
 	}
 	cfg, err := ParseConfiguration(raw)
 	if err != nil {

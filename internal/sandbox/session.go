@@ -8,6 +8,7 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
@@ -24,8 +25,9 @@ import (
 
 // Options say where the Installation, the cluster and the gateway are.
 type Options struct {
-	// InstallationPath is the Installation YAML (--installation).
+	// InstallationPath is the Installation YAML (--installation); "-" reads Stdin.
 	InstallationPath string
+	Stdin            io.Reader
 	// Kubeconfig and KubeContext select the cluster the way kubectl does.
 	Kubeconfig  string
 	KubeContext string
@@ -51,13 +53,17 @@ type Offline struct {
 	Driver       *openshell.Driver
 }
 
-// LoadInstallation reads and validates the Installation and checks that it selects the
-// OpenShell Sandbox driver `occ sandbox` drives.
-func LoadInstallation(path string) (*installation.Installation, error) {
+// LoadInstallation reads and validates the Installation ("-" reads stdin) and checks that it
+// selects the OpenShell Sandbox driver `occ sandbox` drives.
+func LoadInstallation(path string, stdin io.Reader) (*installation.Installation, error) {
 	if path == "" {
 		return nil, fmt.Errorf("--installation is required: pass the Installation YAML (for example the one `occ dev up` wrote)")
 	}
-	in, err := installation.Load(path)
+	data, err := installation.ReadFile(path, stdin)
+	if err != nil {
+		return nil, err
+	}
+	in, err := installation.Parse(data)
 	if err != nil {
 		return nil, fmt.Errorf("Installation %s: %w (check it with `occ sandbox validate %s`)", path, err, path)
 	}
@@ -69,8 +75,8 @@ func LoadInstallation(path string) (*installation.Installation, error) {
 
 // OpenOffline builds the driver without a gateway connection: configureAgent and render need
 // nothing else.
-func OpenOffline(path string) (*Offline, error) {
-	in, err := LoadInstallation(path)
+func OpenOffline(path string, stdin io.Reader) (*Offline, error) {
+	in, err := LoadInstallation(path, stdin)
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +109,7 @@ type Session struct {
 // Open loads the Installation, connects to the cluster and prepares the gateway client (the
 // first RPC contacts the gateway). Close releases the connection.
 func Open(ctx context.Context, opts Options) (*Session, error) {
-	in, err := LoadInstallation(opts.InstallationPath)
+	in, err := LoadInstallation(opts.InstallationPath, opts.Stdin)
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +208,7 @@ type GatewaySession struct {
 // OpenGateway loads the Installation and prepares the gateway client, reading no kubeconfig.
 // Kubeconfig and KubeContext in opts are ignored. Close releases the connection.
 func OpenGateway(ctx context.Context, opts Options) (*GatewaySession, error) {
-	in, err := LoadInstallation(opts.InstallationPath)
+	in, err := LoadInstallation(opts.InstallationPath, opts.Stdin)
 	if err != nil {
 		return nil, err
 	}
