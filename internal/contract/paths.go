@@ -36,11 +36,16 @@ func IsExactAbsolutePath(s string) bool {
 		strings.IndexFunc(s, unicode.IsControl) < 0
 }
 
-// PathWhitespaceHint is a sentence naming surrounding whitespace in a path, or "" when it has
-// none, for the messages that refuse such a path.
-func PathWhitespaceHint(s string) string {
-	if t := strings.TrimSpace(s); t != s && t != "" {
+// PathHint is a sentence saying how the path s falls short of IsExactAbsolutePath when the
+// fix is plain (surrounding whitespace, or a path that is not canonical: a trailing slash, a .
+// or .. segment, a doubled slash), or "" otherwise, for the messages that refuse such a path.
+func PathHint(s string) string {
+	t := strings.TrimSpace(s)
+	switch {
+	case t != s && t != "":
 		return " It has leading or trailing whitespace: write " + t + "."
+	case strings.HasPrefix(s, "/") && s != "/" && path.Clean(s) != s && path.Clean(s) != "/":
+		return " It is not canonical (a trailing slash, a . or .. segment, or a doubled slash): write " + path.Clean(s) + "."
 	}
 	return ""
 }

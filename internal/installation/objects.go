@@ -1,6 +1,8 @@
 package installation
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -117,7 +119,7 @@ func (v *validator) objects(listPath string, objs Resources, workspace bool, see
 			// is refused here instead of being dropped silently by the apiserver.
 			typed := newTyped()
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, typed, true); err != nil {
-				v.object(p, id, fmt.Sprintf("the %s does not match the Kubernetes %s schema: %s", kind, gvk.GroupVersion(), shownValue(err.Error())))
+				v.object(p, id, fmt.Sprintf("the %s does not match the Kubernetes %s schema: %s", kind, gvk.GroupVersion(), shownValue(schemaProblem(u.Object, newTyped(), err))))
 				continue
 			}
 			if workspace {
@@ -131,6 +133,33 @@ func (v *validator) objects(listPath string, objs Resources, workspace bool, see
 		}
 		seen[key] = p
 	}
+}
+
+// schemaProblem words a schema mismatch of obj with the field it is at. The unstructured
+// converter names unknown fields but not a value of the wrong type ("unrecognized type:
+// string"); decoding the object's JSON form into the typed struct names the field
+// ("metadata.labels holds a bool where the schema wants string"). Secrets never get here: they are refused
+// first, so no message can carry their data.
+func schemaProblem(obj map[string]any, typed any, convErr error) string {
+	js, err := json.Marshal(obj)
+	if err != nil {
+		return convErr.Error()
+	}
+	var te *json.UnmarshalTypeError
+	if err := json.Unmarshal(js, typed); errors.As(err, &te) && te.Field != "" {
+		return fmt.Sprintf("%s holds %s where the schema wants %s", te.Field, aJSONKind(te.Value), te.Type)
+	}
+	return convErr.Error()
+}
+
+// aJSONKind is the kind json.UnmarshalTypeError reports ("bool", "number 1.5"), with an article.
+func aJSONKind(v string) string {
+	kind, _, _ := strings.Cut(v, " ")
+	switch kind {
+	case "object", "array":
+		return "an " + kind
+	}
+	return "a " + kind
 }
 
 // msgWildcardPermissions is seed 001's rule on the permissions workspace resources grant.

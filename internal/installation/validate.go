@@ -5,6 +5,7 @@ import (
 	"math"
 	"net"
 	"net/url"
+	"path"
 	"regexp"
 	"strconv"
 	"strings"
@@ -350,7 +351,7 @@ func (v *validator) credentialGateway(in *Installation) {
 	for i, b := range cg.Configuration.Binaries {
 		p := indexPath(bp, i)
 		if !isExactAbsolutePath(b) {
-			v.bad(p, b, "each Credential Gateway binary must be a non-empty exact absolute path to an executable."+contract.PathWhitespaceHint(b))
+			v.bad(p, b, "each Credential Gateway binary must be a non-empty exact absolute path to an executable."+contract.PathHint(b))
 			continue
 		}
 		if first, dup := seen[b]; dup {
@@ -512,9 +513,11 @@ func (v *validator) dataMount(m *SandboxDataMount) {
 	} else if contract.OnRuntimeSubPath(m.SubPath) {
 		v.bad(p+".subPath", m.SubPath, contract.MsgRuntimeSubPath+" Choose another subpath for the workspace (for example workspace).")
 	}
-	switch {
+	switch clean := path.Clean(m.MountPath); {
 	case m.MountPath == "":
 		v.missing(p+".mountPath", "OpenShell sandboxDataMount must mount an approved PVC subpath under /sandbox. "+msgDataMount)
+	case strings.HasPrefix(m.MountPath, "/") && clean != m.MountPath && strings.HasPrefix(clean, "/sandbox/"):
+		v.bad(p+".mountPath", m.MountPath, "OpenShell sandboxDataMount mountPath is not canonical (a trailing slash, a . or .. segment, or a doubled slash): write "+clean+", the exact path the Driver and the revision's mount must share. "+msgDataMount)
 	case !isExactAbsolutePath(m.MountPath) || !strings.HasPrefix(m.MountPath, "/sandbox/"):
 		v.bad(p+".mountPath", m.MountPath, "OpenShell sandboxDataMount must mount an approved PVC subpath under /sandbox. "+msgDataMount)
 	default:
@@ -553,7 +556,7 @@ func (v *validator) agentResources(r *AgentResources) {
 		req := r.Requests[corev1.ResourceName(name)]
 		limit, ok := r.Limits[corev1.ResourceName(name)]
 		if ok && req.Cmp(limit) > 0 {
-			v.bad(childPath(p+".requests", name), req.String(), fmt.Sprintf("%s The request exceeds its limit %s.", quantityRule, limit.String()))
+			v.bad(childPath(p+".requests", name), req.String(), fmt.Sprintf("%s The request exceeds its limit %s.", quantityRule, v.Written(childPath(p+".limits", name), limit.String())))
 		}
 	}
 }
@@ -594,7 +597,7 @@ func (v *validator) filesystem(fs *FilesystemPolicy, dataMount *SandboxDataMount
 		for i, p := range list.paths {
 			ip := indexPath(pathPolicy+".filesystem."+list.key, i)
 			if !isExactAbsolutePath(p) {
-				v.bad(ip, p, "OpenShell filesystem policy path must be an exact non-root absolute path."+contract.PathWhitespaceHint(p))
+				v.bad(ip, p, "OpenShell filesystem policy path must be an exact non-root absolute path."+contract.PathHint(p))
 				continue
 			}
 			if first, dup := seen[p]; dup {
@@ -662,7 +665,7 @@ func (v *validator) networkPolicies(policies []NetworkPolicy) {
 			case strings.TrimSpace(b.Path) == "":
 				v.bad(bp(), b.Path, desc+" requires at least one binary path. "+msgUniqueNames)
 			case !contract.IsExactAbsolutePath(b.Path):
-				v.bad(bp(), b.Path, desc+" "+msgBinaryPath+contract.PathWhitespaceHint(b.Path))
+				v.bad(bp(), b.Path, desc+" "+msgBinaryPath+contract.PathHint(b.Path))
 			}
 		}
 		if len(pol.Endpoints) == 0 {
