@@ -22,7 +22,7 @@ const (
 	pathSessionCapacity = pathCompute + ".configuration.runtime.nativeOpenClawSessionCapacity"
 )
 
-// msgSessionCapacity is seed 001's sentence on the setting.
+// msgSessionCapacity is the specification's sentence on the setting, quoted verbatim.
 const msgSessionCapacity = "Kubernetes defaults to eight native workers; runtime.nativeOpenClawSessionCapacity accepts 1 through 1024."
 
 // NativeOpenClawSessionCapacity is drivers.compute.configuration.runtime.nativeOpenClawSessionCapacity,

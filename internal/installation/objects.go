@@ -162,7 +162,8 @@ func aJSONKind(v string) string {
 	return "a " + kind
 }
 
-// msgWildcardPermissions is seed 001's rule on the permissions workspace resources grant.
+// msgWildcardPermissions is the specification's rule on the permissions workspace resources
+// grant, quoted verbatim.
 const msgWildcardPermissions = "Do not grant wildcard tenant permissions."
 
 // workspaceRoles are the names of the Roles a workspace resource list holds, the only Roles

@@ -58,7 +58,7 @@ func (d *Driver) userNamespaces(h driver.Harness) *bool {
 	return un
 }
 
-// msgNativeRoster is seed 001's rule on native OpenClaw rosters: the hook pins only the
+// msgNativeRoster is the rule on native OpenClaw rosters: the hook pins only the
 // defaults' and the main Agent's workspace to the Sandbox data mount, which is what the
 // Gateway, file transfer and the workspace node address, so the main Agent must stay the
 // default.

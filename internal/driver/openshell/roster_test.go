@@ -7,7 +7,7 @@ import (
 	"github.com/openclaw/occ/internal/driver"
 )
 
-// seedRoster is seed 001's rule on native OpenClaw rosters, which every refusal must quote.
+// seedRoster is the specification's rule on native OpenClaw rosters, which every refusal must quote.
 const seedRoster = "admission refuses a roster that makes another Agent the default"
 
 // An Agent author marks a helper Agent as the default in a native OpenClaw roster (in
