@@ -238,7 +238,7 @@ func TestLogsAndRevisionCleanupNeedOnlyTheGateway(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--tail", "0"}, "--tail 0: OpenShell log line count must be 1 to 2000."},
+		{[]string{"--tail", "0"}, `--tail "0" is not a whole number from 1 to 2000: OpenShell log line count must be 1 to 2000.`},
 		{[]string{"--since", "2026-01-02T03:04:05Z"}, `--since "2026-01-02T03:04:05Z" is not a duration (for example 5m or 2h); for a point in time use --since-time`},
 		{[]string{"--since", "-5m"}, `--since "-5m" must be a positive duration`},
 		{[]string{"--since-time", "2026-01-02 03:04:05"}, "OpenShell log since time must be an RFC 3339 UTC time."},

@@ -172,15 +172,15 @@ func devUpOptions(g *Globals, cmd *cobra.Command) (occdev.UpOptions, error) {
 	if err != nil {
 		return occdev.UpOptions{}, err
 	}
-	apiPort, err := intSetting(g, cmd, "api-port", "OCC_DEVELOPMENT_KUBERNETES_API_PORT", "a port between 1 and 65535")
+	apiPort, err := intSetting(g, cmd, "api-port", "OCC_DEVELOPMENT_KUBERNETES_API_PORT", 1, 65535, "a port between 1 and 65535 (omit it for a free port)")
 	if err != nil {
 		return occdev.UpOptions{}, err
 	}
-	threshold, err := intSetting(g, cmd, "disk-threshold-percent", "OCC_DEVELOPMENT_KUBERNETES_DISK_THRESHOLD_PERCENT", "a whole percentage between 1 and 20")
+	threshold, err := intSetting(g, cmd, "disk-threshold-percent", "OCC_DEVELOPMENT_KUBERNETES_DISK_THRESHOLD_PERCENT", 1, 20, "a whole percentage between 1 and 20 (omit it for 5)")
 	if err != nil {
 		return occdev.UpOptions{}, err
 	}
-	devPort, err := intSetting(g, cmd, "", occdev.EnvDevPort, "a port between 1 and 65535")
+	devPort, err := intSetting(g, cmd, "", occdev.EnvDevPort, 1, 65535, "a port between 1 and 65535")
 	if err != nil {
 		return occdev.UpOptions{}, err
 	}
@@ -228,20 +228,33 @@ func composeArgs(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-// intSetting reads a whole-number setting of flag or env; empty is 0 (the default). A value
-// that is not a number names the flag or variable it came from.
-func intSetting(g *Globals, cmd *cobra.Command, flag, env, want string) (int, error) {
+// intSetting reads a whole-number setting of flag or env; unset (or the flag's default, 0) is
+// 0, which selects occ's default. A value given explicitly must be a number from lo to hi, so
+// an explicit 0 outside the documented range is refused rather than read as "the default";
+// the error names the flag or variable it came from.
+func intSetting(g *Globals, cmd *cobra.Command, flag, env string, lo, hi int, want string) (int, error) {
 	raw := devSetting(g, cmd, flag, env)
-	if raw == "" {
+	var from string
+	switch f := cmd.Flags().Lookup(flag); {
+	case f != nil && f.Changed:
+		from = "--" + flag
+	case os.Getenv(env) != "":
+		from = env
+	case flag == "":
 		return 0, nil
+	default:
+		s := g.settingOf(cmd, flag)
+		if strings.HasSuffix(s.from, "(default)") {
+			return 0, nil
+		}
+		from = s.from
 	}
 	n, err := strconv.Atoi(raw)
 	if err != nil {
-		from := env
-		if f := cmd.Flags().Lookup(flag); f != nil && f.Changed {
-			from = "--" + flag
-		}
 		return 0, usageErrorf("%s %q is not a number: give %s", from, raw, want)
+	}
+	if n < lo || n > hi {
+		return 0, usageErrorf("%s %q is out of range: give %s", from, raw, want)
 	}
 	return n, nil
 }
@@ -253,6 +266,9 @@ func startupTimeout(g *Globals, cmd *cobra.Command) (time.Duration, error) {
 		d, err := time.ParseDuration(f.Value.String())
 		if err != nil {
 			return 0, usageErrorf("--startup-timeout %q is not a duration: write it like 90s or 10m", f.Value.String())
+		}
+		if d < time.Second || d > 24*time.Hour {
+			return 0, usageErrorf("--startup-timeout %q is out of range: give a duration from 1s to 24h (omit it for 10m)", f.Value.String())
 		}
 		return d, nil
 	}

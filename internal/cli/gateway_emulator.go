@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"net"
 
 	"github.com/spf13/cobra"
 
@@ -55,13 +57,16 @@ only.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Kubeconfig, cfg.Context = g.Kubeconfig, g.Context
 			cfg.UseKubernetes = g.Kubeconfig != "" || g.Context != ""
-			return emulator.RunStandalone(cmd.Context(), cfg, func(addr string) {
+			serving := false
+			err := emulator.RunStandalone(cmd.Context(), cfg, func(addr string) {
+				serving = true
 				backing := "in memory"
 				if cfg.UseKubernetes {
 					backing = "Harness Pods in Kubernetes"
 				}
 				fmt.Fprintf(g.Stdout, "OpenShell gateway emulator (not a gateway) listening on %s (sandboxes: %s); pass --gateway %s to occ sandbox\n", addr, backing, addr)
 			})
+			return emulatorError(err, serving)
 		},
 	}
 	f := cmd.Flags()
@@ -72,4 +77,19 @@ only.`,
 	f.IntVar(&cfg.AdmissionLimit, "admission-limit", 0, "durable request admissions per caller (0: the gateway's 1000)")
 	f.DurationVar(&cfg.DropConnectionsFor, "drop-connections-for", 0, "close the connection of every call in the first DURATION after start, after executing it (the pinned Gateway's startup defect), e.g. 10s")
 	return cmd
+}
+
+// emulatorError makes a refusal of the emulator's settings a usage error (exit 2): everything
+// that fails before it serves is a flag, file or kubeconfig the user gave, except a listen that
+// the system refused (the port is taken, say), which is an operation that failed.
+func emulatorError(err error, serving bool) error {
+	if err == nil || serving {
+		return err
+	}
+	var op *net.OpError
+	var addr *net.AddrError
+	if errors.As(err, &op) && !errors.As(err, &addr) {
+		return err
+	}
+	return &usageError{err: err}
 }

@@ -24,7 +24,7 @@ func TestGatewayEmulatorCommand(t *testing.T) {
 	}
 	var stdout, stderr bytes.Buffer
 	code = Execute(context.Background(), []string{"gateway-emulator", "--listen", "0.0.0.0:0"}, strings.NewReader(""), &stdout, &stderr)
-	if code != 1 || !strings.Contains(stderr.String(), "not a loopback address") || stdout.Len() != 0 {
+	if code != 2 || !strings.Contains(stderr.String(), "not a loopback address") || stdout.Len() != 0 {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
 	}
 }

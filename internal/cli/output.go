@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"sigs.k8s.io/yaml"
+	"github.com/openclaw/occ/internal/strictyaml"
 )
 
 // print writes v as JSON or YAML when -o asks for it, and otherwise calls table, which writes
@@ -19,13 +19,28 @@ func (g *Globals) print(v any, table func() error) error {
 		_, err = fmt.Fprintf(g.Stdout, "%s\n", b)
 		return err
 	case "yaml":
-		b, err := yaml.Marshal(v)
+		b, err := marshalYAML(v)
 		if err != nil {
-			return fmt.Errorf("encode YAML output: %w", err)
+			return err
 		}
 		_, err = g.Stdout.Write(b)
 		return err
 	default:
 		return table()
 	}
+}
+
+// marshalYAML writes v as YAML through its JSON form, keeping every number literal exactly (a
+// frozen configuration's 12345678901234567890123 or 1e400 stays that number), so -o yaml and
+// -o json always print the same values.
+func marshalYAML(v any) ([]byte, error) {
+	js, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode YAML output: %w", err)
+	}
+	b, err := strictyaml.JSONToYAML(js)
+	if err != nil {
+		return nil, fmt.Errorf("encode YAML output: %w", err)
+	}
+	return b, nil
 }

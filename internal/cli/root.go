@@ -14,6 +14,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
+
+	"github.com/openclaw/occ/internal/sandbox"
 )
 
 // Exit codes: 0 success, 1 a failed operation, 2 a usage error (bad flag, argument or setting).
@@ -52,6 +54,9 @@ type Globals struct {
 	Stderr io.Writer
 
 	v *viper.Viper
+	// helpErr is what help refused to print (help on a subcommand that does not exist); help
+	// cannot return an error through cobra, so Execute reports it.
+	helpErr error
 }
 
 // outputFormats are the values -o/--output accepts.
@@ -68,6 +73,9 @@ func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
+		err = g.helpErr
+	}
+	if err == nil {
 		return exitOK
 	}
 	var silent *silentExit
@@ -83,7 +91,8 @@ func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 
 func isUsageError(err error) bool {
 	var u *usageError
-	if errors.As(err, &u) {
+	var gw *sandbox.GatewayOverrideError
+	if errors.As(err, &u) || errors.As(err, &gw) {
 		return true
 	}
 	// cobra reports unknown commands and wrong argument counts as plain errors.
@@ -145,7 +154,56 @@ OCC_OUTPUT, OCC_INSTALLATION, …), then the config file.`,
 	root.AddCommand(newGatewayEmulatorCommand(g))
 	registerFlagCompletions(root)
 	refuseUnknownSubcommands(root)
+	refuseHelpOnUnknownSubcommands(g, root)
 	return root
+}
+
+// refuseHelpOnUnknownSubcommands makes help on a subcommand that does not exist a usage error,
+// as the subcommand itself is: `occ dev nosuch --help` and `occ help dev nosuch` say "unknown
+// command" and exit 2 instead of printing the help of occ dev and exiting 0.
+func refuseHelpOnUnknownSubcommands(g *Globals, root *cobra.Command) {
+	help := root.HelpFunc()
+	root.SetHelpFunc(func(cmd *cobra.Command, args []string) {
+		if extra := cmd.Flags().Args(); cmd.HasSubCommands() && len(extra) > 0 {
+			g.helpErr = unknownSubcommand(cmd, extra[0])
+			return
+		}
+		help(cmd, args)
+	})
+	root.SetHelpCommand(&cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		Long:  "Help prints the help of any command: occ help sandbox validate.",
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, rest, err := c.Root().Find(args)
+			if err != nil {
+				return &usageError{err: err}
+			}
+			if len(rest) > 0 {
+				return unknownSubcommand(cmd, rest[0])
+			}
+			return cmd.Help()
+		},
+		ValidArgsFunction: func(c *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+			cmd, _, err := c.Root().Find(args)
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var names []string
+			for _, sub := range cmd.Commands() {
+				if sub.IsAvailableCommand() {
+					names = append(names, sub.Name())
+				}
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
+	})
+}
+
+// unknownSubcommand is the usage error for a subcommand cmd does not have.
+func unknownSubcommand(cmd *cobra.Command, typed string) error {
+	return usageErrorf("unknown command %q for %q%s", typed, cmd.CommandPath(), suggestions(cmd, typed))
 }
 
 // refuseUnknownSubcommands makes every command that only groups subcommands (occ, occ dev,
@@ -167,7 +225,7 @@ func refuseUnknownSubcommands(c *cobra.Command) {
 		if len(args) == 0 {
 			return cmd.Help()
 		}
-		return usageErrorf("unknown command %q for %q%s", args[0], cmd.CommandPath(), suggestions(cmd, args[0]))
+		return unknownSubcommand(cmd, args[0])
 	}
 }
 
@@ -209,7 +267,11 @@ func (g *Globals) resolve(cmd *cobra.Command) error {
 	g.Kubeconfig = v.GetString("kubeconfig")
 	g.Context = v.GetString("context")
 	g.Output = strings.ToLower(v.GetString("output"))
-	g.Verbosity = v.GetInt("verbosity")
+	verbosity, _, err := g.intSetting(cmd, "verbosity", 0, 10)
+	if err != nil {
+		return err
+	}
+	g.Verbosity = verbosity
 	if !contains(outputFormats, g.Output) {
 		return usageErrorf("--output %q is not supported: use one of %s", g.Output, strings.Join(outputFormats, ", "))
 	}

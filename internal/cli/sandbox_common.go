@@ -1,11 +1,9 @@
 package cli
 
 import (
-	"fmt"
 	"log/slog"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/openclaw/occ/internal/driver/compute"
 	"github.com/openclaw/occ/internal/sandbox"
@@ -21,7 +19,7 @@ const (
 )
 
 func addInstallationFlag(cmd *cobra.Command) {
-	cmd.Flags().String(flagInstallation, "", "Installation YAML that selects the OpenShell Sandbox driver (required)")
+	cmd.Flags().String(flagInstallation, "", "Installation YAML that selects the OpenShell Sandbox driver, - for standard input (required)")
 }
 
 func addGatewayFlag(cmd *cobra.Command) {
@@ -72,6 +70,7 @@ func sessionOptions(g *Globals) (sandbox.Options, error) {
 	}
 	return sandbox.Options{
 		InstallationPath: path,
+		Stdin:            g.Stdin,
 		Kubeconfig:       g.Kubeconfig,
 		KubeContext:      g.Context,
 		Gateway:          g.v.GetString(flagGateway),
@@ -85,9 +84,9 @@ func sessionOptions(g *Globals) (sandbox.Options, error) {
 func printDocument(g *Globals, v any, defaultYAML bool) error {
 	if g.Output == "table" {
 		if defaultYAML {
-			b, err := yaml.Marshal(v)
+			b, err := marshalYAML(v)
 			if err != nil {
-				return fmt.Errorf("encode YAML output: %w", err)
+				return err
 			}
 			_, err = g.Stdout.Write(b)
 			return err

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -29,7 +30,7 @@ No cluster and no gateway are contacted.`,
   # Transform a bare Codex configuration (JSON or YAML) and print it as JSON
   occ sandbox configure-agent --installation installation.yaml --configuration codex.yaml --harness codex`,
 		Args: exactArgs(0),
-		RunE: func(cmd *cobra.Command, _ []string) error { return runSandboxConfigureAgent(g) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return runSandboxConfigureAgent(g, cmd) },
 	}
 	addInstallationFlag(cmd)
 	addRevisionFlag(cmd, "revision file whose configuration to transform")
@@ -39,7 +40,7 @@ No cluster and no gateway are contacted.`,
 	return cmd
 }
 
-func runSandboxConfigureAgent(g *Globals) error {
+func runSandboxConfigureAgent(g *Globals, cmd *cobra.Command) error {
 	path, err := installationPath(g)
 	if err != nil {
 		return err
@@ -51,7 +52,16 @@ func runSandboxConfigureAgent(g *Globals) error {
 	if cfgPath != "" && g.v.GetString("harness") == "" {
 		return usageErrorf("--harness is required with --configuration: name the Harness runtime (codex or openclaw)")
 	}
-	off, err := sandbox.OpenOffline(path)
+	if revPath != "" {
+		// A revision file names its own Harness; a second one on the command line would be
+		// silently ignored.
+		for _, flag := range []string{"harness", "harness-mode"} {
+			if s := g.settingOf(cmd, flag); !strings.HasSuffix(s.from, "(default)") {
+				return usageErrorf("%s goes with --configuration only: with --revision the Harness is the revision file's harness (remove %s, or edit harness in the revision file)", s.from, s.from)
+			}
+		}
+	}
+	off, err := sandbox.OpenOffline(path, g.Stdin)
 	if err != nil {
 		return err
 	}

@@ -62,16 +62,17 @@ Only the gateway is contacted: no kubeconfig is needed, so a port-forward to the
 
 // logOptions turns the kubectl-style flags into the driver's options. now anchors --since.
 func logOptions(g *Globals, cmd *cobra.Command, now time.Time) (driver.LogOptions, error) {
-	lines := g.v.GetInt(flagTail)
+	flag := flagTail
 	if cmd.Flags().Changed(flagLines) {
 		if cmd.Flags().Changed(flagTail) {
 			return driver.LogOptions{}, usageErrorf("give --tail only; --lines is its deprecated name")
 		}
-		lines = g.v.GetInt(flagLines)
+		flag = flagLines
 	}
+	lines, s, err := g.intSetting(cmd, flag, 1, gateway.MaxLogLines)
 	opts := driver.LogOptions{Lines: lines}
-	if lines < 1 || lines > gateway.MaxLogLines {
-		return opts, usageErrorf("--%s %d: OpenShell log line count must be 1 to 2000.", flagTail, lines)
+	if err != nil {
+		return opts, s.bad("is not a whole number from 1 to 2000: OpenShell log line count must be 1 to 2000.")
 	}
 	since, sinceTime := g.v.GetString(flagSince), g.v.GetString(flagSinceTime)
 	switch {

@@ -45,11 +45,14 @@ func runSandboxProvision(g *Globals, cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	opts.PodTimeout = g.v.GetDuration("pod-timeout")
-	opts.Gate = compute.AttachmentGate{Timeout: g.v.GetDuration("attachment-timeout")}
-	if opts.PodTimeout <= 0 || opts.Gate.Timeout <= 0 {
-		return usageErrorf("--pod-timeout and --attachment-timeout must be positive durations (for example 5m)")
+	if opts.PodTimeout, err = g.durationSetting(cmd, "pod-timeout"); err != nil {
+		return err
 	}
+	gate, err := g.durationSetting(cmd, "attachment-timeout")
+	if err != nil {
+		return err
+	}
+	opts.Gate = compute.AttachmentGate{Timeout: gate}
 	s, err := sandbox.Open(cmd.Context(), opts)
 	if err != nil {
 		return err

@@ -4,9 +4,9 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/openclaw/occ/internal/sandbox"
+	"github.com/openclaw/occ/internal/strictyaml"
 )
 
 func init() { sandboxSubcommands = append(sandboxSubcommands, newSandboxRenderCommand) }
@@ -43,7 +43,7 @@ func runSandboxRender(g *Globals) error {
 	if err != nil {
 		return err
 	}
-	off, err := sandbox.OpenOffline(path)
+	off, err := sandbox.OpenOffline(path, g.Stdin)
 	if err != nil {
 		return err
 	}
@@ -60,7 +60,7 @@ func runSandboxRender(g *Globals) error {
 		fmt.Fprintf(g.Stderr, "note: %s\n", n)
 	}
 	if g.Output == "yaml" {
-		y, err := yaml.JSONToYAML(js)
+		y, err := strictyaml.JSONToYAML(js)
 		if err != nil {
 			return fmt.Errorf("encode YAML output: %w", err)
 		}

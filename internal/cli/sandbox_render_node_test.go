@@ -8,7 +8,8 @@ import (
 
 // Rendering a revision that enrolls a workspace node works offline: stdout is still only the
 // request (the setup code is neither read nor shown), and stderr says which Secret render left
-// unread and what provisioning adds from it. A revision without a setup code gets no note.
+// unread and what provisioning adds from it. A revision without a setup code gets no note about
+// one (only the native session capacity every OpenClaw render names).
 func TestSandboxRenderNotesUnreadSetupSecret(t *testing.T) {
 	isolate(t)
 	inst := filepath.Join("..", "..", "testdata", "installation", "dev.yaml")
@@ -26,7 +27,8 @@ func TestSandboxRenderNotesUnreadSetupSecret(t *testing.T) {
 	}
 
 	plain := filepath.Join("..", "..", "testdata", "revisions", "openclaw.yaml")
-	if code, _, errOut := run(t, "sandbox", "render", "--installation", inst, "--revision", plain); code != 0 || errOut != "" {
+	if code, _, errOut := run(t, "sandbox", "render", "--installation", inst, "--revision", plain); code != 0 ||
+		strings.Contains(errOut, "OPENCLAW_NODE_SETUP_CODE") || strings.Count(errOut, "note: ") != 1 || !strings.Contains(errOut, "nativeOpenClawSessionCapacity") {
 		t.Fatalf("render without a setup code: exit %d, stderr %q", code, errOut)
 	}
 }

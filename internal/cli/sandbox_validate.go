@@ -3,8 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -21,7 +19,8 @@ func newSandboxValidateCommand(g *Globals) *cobra.Command {
 apply every OpenShell SandboxDriver rule. A valid file prints a one-line summary and exits 0;
 an invalid one lists every problem with its YAML path and exits 1. With -o json or -o yaml the
 problems are printed as a list of {path, value, message} ([] when the file is valid).
-Use - to read the Installation from standard input.`,
+Use - to read the Installation from standard input. An input larger than 4 MiB is refused
+(no Installation is that large).`,
 		Example: `  # Check a file
   occ sandbox validate installation.yaml
 
@@ -68,18 +67,7 @@ func runSandboxValidate(g *Globals, file string) error {
 }
 
 func readInput(g *Globals, file string) ([]byte, error) {
-	if file == "-" {
-		data, err := io.ReadAll(g.Stdin)
-		if err != nil {
-			return nil, fmt.Errorf("read Installation from standard input: %w", err)
-		}
-		return data, nil
-	}
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return nil, fmt.Errorf("read Installation %s: %w", file, err)
-	}
-	return data, nil
+	return installation.ReadFile(file, g.Stdin)
 }
 
 func displayName(file string) string {

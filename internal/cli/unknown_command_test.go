@@ -77,3 +77,30 @@ func TestUnknownSubcommandIsUsageError(t *testing.T) {
 		}
 	}
 }
+
+// A user asks for help on a subcommand that does not exist (`occ dev nosuch --help`): every
+// command group refuses it as a usage error (exit 2, "unknown command") as it does without
+// --help (and `occ help dev nosuch`), instead of printing its own help and exiting 0; help on a
+// group itself still works.
+func TestUnknownSubcommandWithHelpIsUsageError(t *testing.T) {
+	isolate(t)
+	for _, grp := range commandGroups(NewRootCommand(&Globals{})) {
+		path := strings.Fields(grp.CommandPath())[1:]
+		for _, help := range []string{"--help", "-h"} {
+			args := append(append([]string{}, path...), "nosuch", help)
+			code, out, errOut := run(t, args...)
+			want := `unknown command "nosuch" for "` + grp.CommandPath() + `"`
+			if code != exitUsage || !strings.HasPrefix(errOut, "Error: "+want) || out != "" {
+				t.Errorf("occ %s: exit %d, want 2 with %q\nstdout %q\nstderr %q", strings.Join(args, " "), code, want, out, errOut)
+			}
+		}
+		helpArgs := append(append([]string{"help"}, path...), "nosuch")
+		if code, out, errOut := run(t, helpArgs...); code != exitUsage || !strings.Contains(errOut, `unknown command "nosuch" for "`+grp.CommandPath()+`"`) || out != "" {
+			t.Errorf("occ %s: exit %d, want 2\nstdout %q\nstderr %q", strings.Join(helpArgs, " "), code, out, errOut)
+		}
+		args := append(append([]string{}, path...), "--help")
+		if code, out, _ := run(t, args...); code != 0 || !strings.Contains(out, "Usage:") || !strings.Contains(out, grp.CommandPath()) {
+			t.Errorf("occ %s: exit %d, want its help:\n%s", strings.Join(args, " "), code, out)
+		}
+	}
+}

@@ -24,26 +24,35 @@ func TestPinnedOpenShellVersionIsThePinFile(t *testing.T) {
 	}
 }
 
-// An engineer pastes an endpoint with credentials; whatever its form, the credential never
-// survives redaction, and an endpoint without one is unchanged.
-func TestRedactUserinfo(t *testing.T) {
+// An engineer pastes an endpoint with credentials in its userinfo, query string, fragment or a
+// percent-encoded part; whatever its form, the credential never survives redaction, the part
+// that held it is named, and an endpoint without one is unchanged.
+func TestRedactURL(t *testing.T) {
 	const secret = "hunter2"
-	for in, want := range map[string]string{
-		"http://admin:hunter2@host:30051":     "http://REDACTED@host:30051",
-		"https://hunter2@host":                "https://REDACTED@host",
-		"admin:hunter2@host:30051":            "REDACTED@host:30051",
-		"http://a:hunter2@b@host":             "http://REDACTED@host",
-		"http://admin:pa/hunter2@host":        "http://REDACTED@host",
-		"http://host:30051":                   "http://host:30051",
-		"host:30051":                          "host:30051",
-		"ws://node:hunter2@gw:18789/path?q=1": "ws://REDACTED@gw:18789/path?q=1",
+	for in, want := range map[string]struct{ redacted, part string }{
+		"http://admin:hunter2@host:30051":     {"http://REDACTED@host:30051", "userinfo"},
+		"https://hunter2@host":                {"https://REDACTED@host", "userinfo"},
+		"admin:hunter2@host:30051":            {"REDACTED@host:30051", "userinfo"},
+		"http://a:hunter2@b@host":             {"http://REDACTED@host", "userinfo"},
+		"http://admin:pa/hunter2@host":        {"http://REDACTED@host", "userinfo"},
+		"ws://node:hunter2@gw:18789/path?q=1": {"ws://REDACTED@gw:18789/path?REDACTED", "userinfo"},
+		"http://gw:8080/?token=hunter2":       {"http://gw:8080/?REDACTED", "a query string"},
+		"http://gw:8080?token=hunter2#x":      {"http://gw:8080?REDACTED", "a query string"},
+		"gw:8080?token=hunter2":               {"gw:8080?REDACTED", "a query string"},
+		"https://gw#access_token=hunter2":     {"https://gw#REDACTED", "a fragment"},
+		"http://gw:8080/%3Ftoken%3Dhunter2":   {"http://gw:8080/REDACTED", "percent-encoding"},
+		"http://admin%3Ahunter2%40gw:8080":    {"http://REDACTED", "percent-encoding"},
+		"gw:8080/?u=http://x:y@z&t=hunter2":   {"gw:8080/?REDACTED", "a query string"},
+		"http://host:30051":                   {"http://host:30051", ""},
+		"host:30051":                          {"host:30051", ""},
+		"http://gw:8080/v1":                   {"http://gw:8080/v1", ""},
 	} {
-		got := RedactUserinfo(in)
-		if got != want || (strings.Contains(in, secret) && strings.Contains(got, secret)) {
-			t.Errorf("RedactUserinfo(%q) = %q, want %q", in, got, want)
+		got := RedactURL(in)
+		if got != want.redacted || (strings.Contains(in, secret) && strings.Contains(got, secret)) {
+			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want.redacted)
 		}
-		if HasUserinfo(in) != strings.Contains(in, "@") {
-			t.Errorf("HasUserinfo(%q) = %v", in, HasUserinfo(in))
+		if part := CredentialPart(in); !strings.HasPrefix(part, want.part) || (want.part == "") != (part == "") {
+			t.Errorf("CredentialPart(%q) = %q, want %q", in, part, want.part)
 		}
 	}
 }
@@ -154,4 +163,20 @@ func TestMetadataKeysDefinedOnce(t *testing.T) {
 
 func metadataKey(s string) bool {
 	return strings.HasPrefix(s, OCCLabelPrefix) || strings.HasPrefix(s, "openshell.ai/") || strings.HasPrefix(s, "app.kubernetes.io/")
+}
+
+// A network rule host covers the model endpoint when it names it or its wildcard matches it, in
+// any case and with or without the root dot; a wildcard below it, or another name, does not.
+func TestModelEndpointProblem(t *testing.T) {
+	for host, covers := range map[string]bool{
+		"api.openai.com": true, "API.OpenAI.com.": true, "*.openai.com": true, "*.com": true, "*.OPENAI.COM.": true,
+		"openai.com": false, "*.api.openai.com": false, "*.example.com": false, "github.com": false, "api.openai.com.evil": false,
+	} {
+		if problem := ModelEndpointProblem(host); (problem != "") != covers {
+			t.Errorf("ModelEndpointProblem(%q) = %q, want covers=%v", host, problem, covers)
+		}
+	}
+	if p := ModelEndpointProblem("*.openai.com"); !strings.Contains(p, "*.openai.com matches api.openai.com") {
+		t.Errorf("the problem does not say which host the wildcard matches: %q", p)
+	}
 }

@@ -29,3 +29,26 @@ func IsWorkspaceResourceKind(gvk schema.GroupVersionKind) bool {
 func IsServiceAccount(gvk schema.GroupVersionKind) bool {
 	return gvk == schema.GroupVersionKind{Version: "v1", Kind: "ServiceAccount"}
 }
+
+// NetworkingResourceKinds are the objects for provider networking that
+// gateway.networkPolicyResources accepts, by group and kind (any served version): Kubernetes
+// NetworkPolicies and the namespaced policies of the common CNI providers. Anything else (a
+// ServiceAccount, a Role) would slip past the checks that apply to workspace objects.
+func NetworkingResourceKinds() []schema.GroupKind {
+	return []schema.GroupKind{
+		{Group: "networking.k8s.io", Kind: "NetworkPolicy"},
+		{Group: "cilium.io", Kind: "CiliumNetworkPolicy"},
+		{Group: "projectcalico.org", Kind: "NetworkPolicy"},
+		{Group: "crd.projectcalico.org", Kind: "NetworkPolicy"},
+	}
+}
+
+// IsNetworkingResourceKind reports whether gvk is one of NetworkingResourceKinds.
+func IsNetworkingResourceKind(gvk schema.GroupVersionKind) bool {
+	for _, k := range NetworkingResourceKinds() {
+		if k == gvk.GroupKind() {
+			return true
+		}
+	}
+	return false
+}

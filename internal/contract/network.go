@@ -51,3 +51,35 @@ func looksLikeIP(host string) bool {
 
 // ValidPort reports whether p is a TCP port.
 func ValidPort(p int) bool { return p >= 1 && p <= 65535 }
+
+// ModelEndpointHost is the model endpoint the credential source's provider profile allows with
+// TLS inspection.
+const ModelEndpointHost = "api.openai.com"
+
+// MsgModelEndpoint is the rule every refusal of a network rule for the model endpoint quotes.
+const MsgModelEndpoint = "Do not add a policy for the model endpoint: the credential source's provider profile allows api.openai.com with TLS inspection, and an uninspected rule for that host conflicts."
+
+// ModelEndpointProblem returns why a network rule with this host conflicts with the model
+// endpoint, or "" when it does not: the host names api.openai.com, or its leading "*." wildcard
+// matches it (a wildcard matches one or more labels, so *.openai.com and *.com both cover it).
+// Names compare without case and without a root dot, as DNS does.
+func ModelEndpointProblem(host string) string {
+	if !HostPatternMatches(host, ModelEndpointHost) {
+		return ""
+	}
+	if strings.HasPrefix(host, "*.") {
+		return MsgModelEndpoint + " The wildcard " + host + " matches " + ModelEndpointHost + ", so it is refused like the host itself; remove this endpoint or narrow the wildcard."
+	}
+	return MsgModelEndpoint + " Remove this endpoint."
+}
+
+// HostPatternMatches reports whether a network rule host (a name, or a "*." wildcard of one or
+// more labels) matches the DNS name host.
+func HostPatternMatches(pattern, host string) bool {
+	p := strings.ToLower(strings.TrimSuffix(pattern, "."))
+	h := strings.ToLower(strings.TrimSuffix(host, "."))
+	if suffix, ok := strings.CutPrefix(p, "*."); ok {
+		return strings.HasSuffix(h, "."+suffix)
+	}
+	return p == h
+}

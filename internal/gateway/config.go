@@ -125,7 +125,7 @@ func (c Config) resolve() (endpoint, error) {
 		return endpoint{}, &ConfigError{Key: "bearerTokenFile", Value: c.BearerTokenFile,
 			Rule: `must be omitted with insecureTransport "network-policy", which is unauthenticated access; remove one of the two`}
 	case !insecure && !ep.tls:
-		return endpoint{}, &ConfigError{Key: "endpoint", Value: contract.RedactUserinfo(c.Endpoint),
+		return endpoint{}, &ConfigError{Key: "endpoint", Value: contract.RedactURL(c.Endpoint),
 			Rule: `is plaintext; use an https:// endpoint or rootCertificatePath, or declare insecureTransport "network-policy"`}
 	case !insecure && c.BearerTokenFile == "":
 		return endpoint{}, &ConfigError{Key: "bearerTokenFile",
@@ -141,7 +141,7 @@ func parseEndpoint(raw, rootCertificatePath, insecureTransport string) (endpoint
 	// The value is echoed with any user info redacted: an endpoint refused for carrying
 	// credentials must not print them back.
 	bad := func(rule string) (endpoint, error) {
-		return endpoint{}, &ConfigError{Key: "endpoint", Value: contract.RedactUserinfo(raw), Rule: rule}
+		return endpoint{}, &ConfigError{Key: "endpoint", Value: contract.RedactURL(raw), Rule: rule}
 	}
 	if raw == "" {
 		return bad("is required: an http:// or https:// origin, or host:port")

@@ -54,7 +54,7 @@ var decodeOptions = &strictyaml.Options{
 	},
 	Hints:          fieldHints,
 	UnknownKeyRule: unknownKeyRule,
-	ShowValue:      contract.RedactUserinfo,
+	ShowValue:      contract.RedactURL,
 }
 
 // unknownKeyRule words an unknown key: a gateway connection setting is sent to the Backend,
@@ -97,8 +97,10 @@ func (d decoder) decodeDocument(data []byte) *Installation {
 		in.keyOrder = append(in.keyOrder, key)
 		switch key {
 		case "occ":
+			d.CheckKeys(path, val)
 			in.OCC = val
 		case "presets":
+			d.CheckKeys(path, val)
 			in.Presets = val
 		case "backend":
 			in.Backend = d.decodeBackends(path, val)
@@ -128,6 +130,10 @@ func (d decoder) decodeBackends(path string, n *yaml.Node) []BackendEntry {
 			continue
 		}
 		typ := mappingValue(item, "type")
+		if typ == nil || typ.Kind != yaml.ScalarNode || typ.ShortTag() != "!!str" || typ.Value != BackendTypeOpenShell {
+			// Another backend's entry is carried through; only a key given twice is refused.
+			d.CheckKeys(p, item)
+		}
 		if typ == nil {
 			d.Add(missingProblem(childPath(p, "type"), d.Line(p), "every backend entry needs a type; the OpenShell Sandbox Driver needs a backend entry with type openshell"))
 			out = append(out, BackendEntry{Raw: item})
@@ -171,6 +177,7 @@ func (d decoder) decodeDrivers(path string, n *yaml.Node) Drivers {
 			out.CredentialGateway = &CredentialGatewayDriver{}
 			d.Value(p, val, reflect.ValueOf(out.CredentialGateway).Elem())
 		default:
+			d.CheckKeys(p, val)
 			out.Other = append(out.Other, NamedNode{Name: key, Node: val})
 		}
 	})

@@ -35,7 +35,7 @@ func shownValue(v string) string { return strictyaml.ShownValue(v) }
 // newProblem builds a Problem whose message reads "<path> (line <n>, <value>): <rule>". The value
 // is shown with any endpoint credentials redacted.
 func newProblem(path string, line int, value, rule string) Problem {
-	return strictyaml.NewProblem(path, line, contract.RedactUserinfo(value), rule)
+	return strictyaml.NewProblem(path, line, contract.RedactURL(value), rule)
 }
 
 // missingProblem builds a Problem for a key that is absent from the block at line.

@@ -9,8 +9,8 @@ import (
 // whole floats stay floats, and strings that look like numbers, booleans or dates stay strings.
 func TestResourceFieldTypesRoundTrip(t *testing.T) {
 	src := readFixture(t, "dev.yaml")
-	obj := `          - apiVersion: example.com/v1
-            kind: Widget
+	obj := `          - apiVersion: cilium.io/v2
+            kind: CiliumNetworkPolicy
             metadata:
               name: w
             spec:

@@ -29,7 +29,7 @@ func (in *Installation) Summary() Summary {
 		case c.Endpoint != nil:
 			// A valid endpoint has no credentials; redacting anyway keeps a Summary of an
 			// unvalidated model from ever printing one.
-			s.Endpoint = contract.RedactUserinfo(*c.Endpoint)
+			s.Endpoint = contract.RedactURL(*c.Endpoint)
 		case c.ServiceName != nil:
 			s.Endpoint = "service " + *c.ServiceName
 		}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"net"
 	"net/url"
+	"path"
 	"regexp"
 	"strconv"
 	"strings"
@@ -35,7 +36,6 @@ const (
 	msgWorkspaceObjects  = "gateway.operatorWorkspaceResources accepts the namespace-scoped ServiceAccount, Role, RoleBinding, and NetworkPolicy objects rendered from the workspace chart. The Driver injects the Compute-owned namespace and OCC ownership metadata before server-side apply. Only operator mode applies it; never include Secrets or cluster-scoped objects."
 	msgNetworkObjects    = "gateway.networkPolicyResources accepts namespace-scoped Kubernetes objects for provider networking, applied during ensureNamespace. Secrets are rejected; OpenShell credentials must not appear in startup YAML."
 	msgDataMount         = "kubernetes.sandboxDataMount must match exactly one approved dedicated Harness workspace mount. It may not mount the PVC root or use .., and must mount under /sandbox/."
-	msgModelEndpoint     = "Do not add a policy for the model endpoint: the credential source's provider profile allows api.openai.com with TLS inspection, and an uninspected rule for that host conflicts."
 	msgStaticProviders   = "OpenShell static providers must be nonempty names outside the OCC credential-source namespace."
 	msgUnknownKeys       = "Startup refuses an unknown key in kubernetes, kubernetes.serviceAccount, kubernetes.sandboxDataMount, kubernetes.agentResources, policy, policy.process and gateway.readiness, so a misspelled key never falls back to its default."
 	msgNamePrefixTooLong = "Sandbox name prefix is too long for OpenShell's 19-character limit."
@@ -72,7 +72,7 @@ var sandboxNamePrefixPattern = regexp.MustCompile(`^[a-z0-9]+$`)
 // Validate applies the OpenShell SandboxDriver rules (seed 001, reference §6.A) and returns
 // every problem found, in document order. It does not stop at the first problem.
 func (in *Installation) Validate() Problems {
-	v := &validator{strictyaml.NewReport(in.source, in.failed, contract.RedactUserinfo)}
+	v := &validator{strictyaml.NewReport(in.source, in.failed, contract.RedactURL)}
 	v.installation(in)
 	return Problems(v.Problems)
 }
@@ -99,6 +99,8 @@ func (v *validator) installation(in *Installation) {
 		v.missing(pathCompute, msgComputeRequired+" Set drivers.compute.id to "+ComputeKubernetesID+". "+msgSelection)
 	} else if c.ID != ComputeKubernetesID {
 		v.selectionProblem(pathCompute+".id", c.ID, msgComputeRequired+" Set drivers.compute.id to "+ComputeKubernetesID+"; installed Compute Drivers fail startup.")
+	} else {
+		v.sessionCapacity(in)
 	}
 	if sandbox != nil {
 		v.requiredID(pathSandbox+".id", sandbox.ID, "drivers.sandbox needs the id its openshell Backend names in drivers.sandbox.")
@@ -281,6 +283,10 @@ func (v *validator) openShellBackend(p string, b *OpenShellBackend, in *Installa
 	}
 }
 
+// MsgCredentialsBelong says where the gateway credential goes instead of the endpoint URL; every
+// refusal of a credential-bearing gateway endpoint ends with it.
+const MsgCredentialsBelong = "Remove it from the endpoint and authenticate with a token file instead (auth.bearerTokenFile: auth: {mode: bearerTokenFile, path: /absolute/path/to/token} on the openshell Backend's configuration)."
+
 // endpoint checks a gateway endpoint: an http(s) origin without credentials, path, query or
 // fragment, or a bare host:port. It returns the scheme ("http" for host:port), or "" when the
 // endpoint is unusable. Credentials are refused before anything else and never shown: the value
@@ -291,8 +297,8 @@ func (v *validator) endpoint(p, e string) string {
 		v.bad(p, e, rule)
 		return ""
 	}
-	if contract.HasUserinfo(e) {
-		v.bad(p, e, rule+" It carries credentials (user:password@), which occ never keeps in the Installation or prints: remove them from the endpoint and authenticate with a token file instead (auth.bearerTokenFile: auth: {mode: bearerTokenFile, path: /absolute/path/to/token}).")
+	if part := contract.CredentialPart(e); part != "" {
+		v.bad(p, e, rule+" It carries "+part+", where a credential would sit; occ never keeps such a URL in the Installation, prints it or sends it on. "+MsgCredentialsBelong)
 		// The scheme still decides whether the link is TLS, so the credential is the one
 		// problem reported, not a missing insecureTransport on top of it.
 		scheme := "http"
@@ -345,7 +351,7 @@ func (v *validator) credentialGateway(in *Installation) {
 	for i, b := range cg.Configuration.Binaries {
 		p := indexPath(bp, i)
 		if !isExactAbsolutePath(b) {
-			v.bad(p, b, "each Credential Gateway binary must be a non-empty exact absolute path to an executable.")
+			v.bad(p, b, "each Credential Gateway binary must be a non-empty exact absolute path to an executable."+contract.PathHint(b))
 			continue
 		}
 		if first, dup := seen[b]; dup {
@@ -504,10 +510,14 @@ func (v *validator) dataMount(m *SandboxDataMount) {
 		v.missing(p+".subPath", "OpenShell sandboxDataMount must use an exact PVC subpath. "+msgDataMount)
 	} else if !contract.IsExactSubPath(m.SubPath) {
 		v.bad(p+".subPath", m.SubPath, "OpenShell sandboxDataMount must use an exact PVC subpath (relative, not empty, not ., no .. and no empty or trailing segments). "+msgDataMount)
+	} else if contract.OnRuntimeSubPath(m.SubPath) {
+		v.bad(p+".subPath", m.SubPath, contract.MsgRuntimeSubPath+" Choose another subpath for the workspace (for example workspace).")
 	}
-	switch {
+	switch clean := path.Clean(m.MountPath); {
 	case m.MountPath == "":
 		v.missing(p+".mountPath", "OpenShell sandboxDataMount must mount an approved PVC subpath under /sandbox. "+msgDataMount)
+	case strings.HasPrefix(m.MountPath, "/") && clean != m.MountPath && strings.HasPrefix(clean, "/sandbox/"):
+		v.bad(p+".mountPath", m.MountPath, "OpenShell sandboxDataMount mountPath is not canonical (a trailing slash, a . or .. segment, or a doubled slash): write "+clean+", the exact path the Driver and the revision's mount must share. "+msgDataMount)
 	case !isExactAbsolutePath(m.MountPath) || !strings.HasPrefix(m.MountPath, "/sandbox/"):
 		v.bad(p+".mountPath", m.MountPath, "OpenShell sandboxDataMount must mount an approved PVC subpath under /sandbox. "+msgDataMount)
 	default:
@@ -546,7 +556,7 @@ func (v *validator) agentResources(r *AgentResources) {
 		req := r.Requests[corev1.ResourceName(name)]
 		limit, ok := r.Limits[corev1.ResourceName(name)]
 		if ok && req.Cmp(limit) > 0 {
-			v.bad(childPath(p+".requests", name), req.String(), fmt.Sprintf("%s The request exceeds its limit %s.", quantityRule, limit.String()))
+			v.bad(childPath(p+".requests", name), req.String(), fmt.Sprintf("%s The request exceeds its limit %s.", quantityRule, v.Written(childPath(p+".limits", name), limit.String())))
 		}
 	}
 }
@@ -587,7 +597,7 @@ func (v *validator) filesystem(fs *FilesystemPolicy, dataMount *SandboxDataMount
 		for i, p := range list.paths {
 			ip := indexPath(pathPolicy+".filesystem."+list.key, i)
 			if !isExactAbsolutePath(p) {
-				v.bad(ip, p, "OpenShell filesystem policy path must be an exact non-root absolute path.")
+				v.bad(ip, p, "OpenShell filesystem policy path must be an exact non-root absolute path."+contract.PathHint(p))
 				continue
 			}
 			if first, dup := seen[p]; dup {
@@ -655,7 +665,7 @@ func (v *validator) networkPolicies(policies []NetworkPolicy) {
 			case strings.TrimSpace(b.Path) == "":
 				v.bad(bp(), b.Path, desc+" requires at least one binary path. "+msgUniqueNames)
 			case !contract.IsExactAbsolutePath(b.Path):
-				v.bad(bp(), b.Path, desc+" "+msgBinaryPath)
+				v.bad(bp(), b.Path, desc+" "+msgBinaryPath+contract.PathHint(b.Path))
 			}
 		}
 		if len(pol.Endpoints) == 0 {
@@ -678,8 +688,10 @@ func (v *validator) endpointRule(p, desc string, e *Endpoint) {
 		v.missing(p+".host", desc+" "+problem+".")
 	case problem != "":
 		v.bad(p+".host", e.Host, desc+" "+problem+".")
-	case strings.EqualFold(strings.TrimSuffix(e.Host, "."), "api.openai.com"):
-		v.bad(p+".host", e.Host, msgModelEndpoint+" Remove this endpoint.")
+	default:
+		if problem := contract.ModelEndpointProblem(e.Host); problem != "" {
+			v.bad(p+".host", e.Host, problem)
+		}
 	}
 	switch {
 	case e.Ports == nil:

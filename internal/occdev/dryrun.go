@@ -61,6 +61,7 @@ func countSteps(steps []PlannedStep) int {
 // whose builder cannot read the checkout's Dockerfiles, a state directory in use) is listed in
 // Problems. The only call it makes is a running engine's GET /version, for the builder check.
 func PlanUp(opts UpOptions) (*DryRun, error) {
+	opts.DryRun = true
 	p, err := resolvePlan(opts)
 	if err != nil {
 		return nil, err

@@ -21,7 +21,11 @@ func findOCEOnK3d(p *Plan, o UpOptions, needs string) (co controlplane.Checkout,
 		return co, pending, err
 	}
 	if p.ClusterProvider != ProviderK3d {
-		return co, fmt.Sprintf("not started: %s, and --cluster-provider %s creates none; use --cluster-provider k3d to run OCE from %s", needs, p.ClusterProvider, co.Root), nil
+		verb := "not started"
+		if o.DryRun {
+			verb = "would not start"
+		}
+		return co, fmt.Sprintf("%s: %s, and --cluster-provider %s creates none; use --cluster-provider k3d to run OCE from %s", verb, needs, p.ClusterProvider, co.Root), nil
 	}
 	return co, "", nil
 }
@@ -36,6 +40,11 @@ func findOCE(p *Plan, o UpOptions) (co controlplane.Checkout, pending string, er
 		if len(o.OCE.ComposeArgs) > 0 || o.OCE.KeyOutput != "" {
 			return co, "", &OptionError{Option: "the OCE checkout", Value: "none found", Rule: err.Error(),
 				Fix: "Compose options and --key-output need the control plane; run from an OCE checkout or pass --repository"}
+		}
+		if o.DryRun {
+			// Nothing is up after a dry run, so there is nothing to take down first.
+			return co, fmt.Sprintf("would not start: %v. Without a checkout occ dev up would bring up only the sandbox platform; to include the OCE control plane, run it from an OpenClaw Enterprise checkout, or with %s <checkout> (or %s set)",
+				err, controlplane.FlagRepository, controlplane.EnvRepository), nil
 		}
 		return co, fmt.Sprintf("not started: %v. Only the sandbox platform is up. To add the OCE control plane, remove this environment (occ dev down --state-dir %s) and run occ dev up again from an OpenClaw Enterprise checkout, or with %s <checkout> (or %s set)",
 			err, p.StateDir, controlplane.FlagRepository, controlplane.EnvRepository), nil

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/openclaw/occ/internal/contract"
 	"github.com/openclaw/occ/internal/gateway"
 	"github.com/openclaw/occ/internal/occdev/artifacts"
 	"github.com/openclaw/occ/internal/occdev/charts"
@@ -140,6 +141,8 @@ type UpOptions struct {
 	StartupTimeout time.Duration
 	// OCCCommand is how the user runs occ, for the printed `down` command; default "occ".
 	OCCCommand string
+	// DryRun is set by PlanUp: what the plan says is worded for a run that creates nothing.
+	DryRun bool
 	// OCE are the inputs of the OCE control plane: its checkout, images, Compose options and
 	// key destination.
 	OCE OCEOptions
@@ -426,16 +429,17 @@ func checkRegularFile(path string) error {
 }
 
 // checkGatewayEndpoint applies the gateway client's own endpoint rule (one definition) to
-// --gateway-endpoint, with the development profile's plaintext transport. An endpoint with user
-// info is refused first, and shown redacted, so no message ever repeats a password.
+// --gateway-endpoint, with the development profile's plaintext transport. An endpoint with a
+// part that may carry a credential (userinfo, a query string, a fragment, percent-encoding) is
+// refused first, and every value is shown redacted, so no message ever repeats a token.
 func checkGatewayEndpoint(raw string) (string, error) {
 	if raw == "" {
 		return "", nil
 	}
 	const opt = "--gateway-endpoint (OCC_DEVELOPMENT_GATEWAY_ENDPOINT)"
-	if redacted, ok := redactUserInfo(raw); ok {
-		return "", &OptionError{Option: opt, Value: redacted, Rule: "must not carry credentials",
-			Fix: "pass host:port or an http(s) origin without user info"}
+	if part := contract.CredentialPart(raw); part != "" {
+		return "", &OptionError{Option: opt, Value: contract.RedactURL(raw), Rule: "must not carry credentials; it carries " + part,
+			Fix: "pass host:port or an http(s) origin without them: the development Gateway is unauthenticated, so occ never sends a credential to it"}
 	}
 	err := gateway.Config{Endpoint: raw, InsecureTransport: gateway.InsecureTransportNetworkPolicy}.Validate()
 	if err != nil {
@@ -444,27 +448,8 @@ func checkGatewayEndpoint(raw string) (string, error) {
 		if errors.As(err, &ce) {
 			rule = ce.Rule
 		}
-		return "", &OptionError{Option: opt, Value: raw, Rule: rule,
+		return "", &OptionError{Option: opt, Value: contract.RedactURL(raw), Rule: rule,
 			Fix: "pass host:port or an http(s) origin where the Gateway answers, or leave it unset for a port-forward"}
 	}
 	return raw, nil
-}
-
-// redactUserInfo replaces the user info of an endpoint (everything before the last "@" of its
-// authority) with "xxxxx", and reports whether there was any. It does not parse the URL, so it
-// also catches what url.Parse refuses.
-func redactUserInfo(raw string) (string, bool) {
-	scheme, rest := "", raw
-	if i := strings.Index(raw, "://"); i >= 0 {
-		scheme, rest = raw[:i+3], raw[i+3:]
-	}
-	authority, path := rest, ""
-	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-		authority, path = rest[:i], rest[i:]
-	}
-	at := strings.LastIndex(authority, "@")
-	if at < 0 {
-		return raw, false
-	}
-	return scheme + "xxxxx" + authority[at:] + path, true
 }

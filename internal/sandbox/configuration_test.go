@@ -9,8 +9,8 @@ import (
 )
 
 // An engineer hands configure-agent a native configuration as JSON or as YAML: both decode to
-// the same object, numbers keep their text, and a YAML key given twice, a list, or a missing
-// file is refused with the file named.
+// the same object, numbers keep their text, and a YAML key given twice (with its path and
+// line), a list, an empty file or a missing file is refused with the file named.
 func TestReadConfiguration(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, body string) string {
@@ -34,9 +34,9 @@ func TestReadConfiguration(t *testing.T) {
 		t.Fatalf("JSON gave %s, YAML gave %s; want the same object with the exact number", a, b)
 	}
 	for name, tc := range map[string]struct{ body, want string }{
-		"dup.yaml":   {"model: a\nmodel: b\n", `"model" already set in map`},
+		"dup.yaml":   {"model: a\nmodel: b\n", `model (line 2, value "b"): the key appears more than once`},
 		"list.yaml":  {"- model\n", "must be a JSON or YAML object (keys and values), not a list"},
-		"empty.yaml": {"", "must be a JSON object, not null"},
+		"empty.yaml": {"", "the configuration is empty"},
 	} {
 		p := write(name, tc.body)
 		_, err := ReadConfiguration(p)

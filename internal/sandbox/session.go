@@ -8,6 +8,7 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
@@ -24,8 +25,9 @@ import (
 
 // Options say where the Installation, the cluster and the gateway are.
 type Options struct {
-	// InstallationPath is the Installation YAML (--installation).
+	// InstallationPath is the Installation YAML (--installation); "-" reads Stdin.
 	InstallationPath string
+	Stdin            io.Reader
 	// Kubeconfig and KubeContext select the cluster the way kubectl does.
 	Kubeconfig  string
 	KubeContext string
@@ -51,13 +53,17 @@ type Offline struct {
 	Driver       *openshell.Driver
 }
 
-// LoadInstallation reads and validates the Installation and checks that it selects the
-// OpenShell Sandbox driver `occ sandbox` drives.
-func LoadInstallation(path string) (*installation.Installation, error) {
+// LoadInstallation reads and validates the Installation ("-" reads stdin) and checks that it
+// selects the OpenShell Sandbox driver `occ sandbox` drives.
+func LoadInstallation(path string, stdin io.Reader) (*installation.Installation, error) {
 	if path == "" {
 		return nil, fmt.Errorf("--installation is required: pass the Installation YAML (for example the one `occ dev up` wrote)")
 	}
-	in, err := installation.Load(path)
+	data, err := installation.ReadFile(path, stdin)
+	if err != nil {
+		return nil, err
+	}
+	in, err := installation.Parse(data)
 	if err != nil {
 		return nil, fmt.Errorf("Installation %s: %w (check it with `occ sandbox validate %s`)", path, err, path)
 	}
@@ -69,8 +75,8 @@ func LoadInstallation(path string) (*installation.Installation, error) {
 
 // OpenOffline builds the driver without a gateway connection: configureAgent and render need
 // nothing else.
-func OpenOffline(path string) (*Offline, error) {
-	in, err := LoadInstallation(path)
+func OpenOffline(path string, stdin io.Reader) (*Offline, error) {
+	in, err := LoadInstallation(path, stdin)
 	if err != nil {
 		return nil, err
 	}
@@ -103,8 +109,11 @@ type Session struct {
 // Open loads the Installation, connects to the cluster and prepares the gateway client (the
 // first RPC contacts the gateway). Close releases the connection.
 func Open(ctx context.Context, opts Options) (*Session, error) {
-	in, err := LoadInstallation(opts.InstallationPath)
+	in, err := LoadInstallation(opts.InstallationPath, opts.Stdin)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkGateway(in, opts.InstallationPath, opts.Gateway); err != nil {
 		return nil, err
 	}
 	restCfg, err := kube.RESTConfig(opts.Kubeconfig, opts.KubeContext)
@@ -113,7 +122,7 @@ func Open(ctx context.Context, opts Options) (*Session, error) {
 	}
 	s, err := Connect(ctx, in, restCfg, opts)
 	if err != nil {
-		return nil, fmt.Errorf("Installation %s: %w", opts.InstallationPath, err)
+		return nil, installationError(opts.InstallationPath, err)
 	}
 	return s, nil
 }
@@ -199,17 +208,20 @@ type GatewaySession struct {
 // OpenGateway loads the Installation and prepares the gateway client, reading no kubeconfig.
 // Kubeconfig and KubeContext in opts are ignored. Close releases the connection.
 func OpenGateway(ctx context.Context, opts Options) (*GatewaySession, error) {
-	in, err := LoadInstallation(opts.InstallationPath)
+	in, err := LoadInstallation(opts.InstallationPath, opts.Stdin)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkGateway(in, opts.InstallationPath, opts.Gateway); err != nil {
 		return nil, err
 	}
 	gcfg, err := GatewayConfig(in.OpenShellBackend(), opts.Gateway)
 	if err != nil {
-		return nil, fmt.Errorf("Installation %s: %w", opts.InstallationPath, err)
+		return nil, installationError(opts.InstallationPath, err)
 	}
 	d, gw, err := dialDriver(ctx, in, gcfg, opts)
 	if err != nil {
-		return nil, fmt.Errorf("Installation %s: %w", opts.InstallationPath, err)
+		return nil, installationError(opts.InstallationPath, err)
 	}
 	// Compute without a cluster client: only its gateway-only operations are reachable here.
 	c := &compute.Compute{Driver: d, Credentials: d, Progress: opts.Progress}
@@ -236,8 +248,11 @@ func (s *GatewaySession) Close() error {
 }
 
 // GatewayConfig builds the gateway client configuration from the openshell Backend, with the
-// endpoint optionally overridden.
+// endpoint optionally overridden. A refused override is a GatewayOverrideError.
 func GatewayConfig(b *installation.OpenShellBackend, override string) (gateway.Config, error) {
+	if err := checkGatewayOverride(override); err != nil {
+		return gateway.Config{}, err
+	}
 	if b == nil {
 		return gateway.Config{}, fmt.Errorf("the Installation has no backend entry of type openshell: add one with the gateway endpoint (it pairs drivers.sandbox with drivers.credential_gateway)")
 	}
@@ -266,6 +281,9 @@ func GatewayConfig(b *installation.OpenShellBackend, override string) (gateway.C
 		cfg.BearerTokenFile = *c.Auth.Path
 	}
 	if err := cfg.Validate(); err != nil {
+		if oe := overrideError(override, err); oe != err {
+			return gateway.Config{}, oe
+		}
 		return gateway.Config{}, fmt.Errorf("openshell Backend %s: %w", b.ID, err)
 	}
 	return cfg, nil
@@ -347,27 +365,43 @@ func (o *Offline) Render(rf *compute.RevisionFile) ([]byte, error) {
 	return openshell.MarshalRequestJSON(req)
 }
 
-// RenderNotes explains how Render's output for rf differs from what provisioning sends (for
-// now: a workspace-node setup Secret that render does not read); empty when it does not differ.
+// RenderNotes explains what Render's output for rf does not show: a workspace-node setup Secret
+// that render does not read, and for native OpenClaw the retained session workers Kubernetes
+// Compute keeps in the Harness (runtime.nativeOpenClawSessionCapacity), which the
+// CreateSandbox request does not carry. Empty when there is nothing to add.
 func (o *Offline) RenderNotes(rf *compute.RevisionFile) ([]string, error) {
 	c := &compute.Compute{Driver: o.Driver}
 	plan, err := c.PlanRevision(rf)
 	if err != nil {
 		return nil, err
 	}
-	return openshell.RenderNotes(driver.HarnessContext{
+	notes := openshell.RenderNotes(driver.HarnessContext{
 		NamespaceContext: driver.NamespaceContext{Namespace: plan.Namespace},
 		Revision:         plan.Revision,
 		Requirements:     plan.Requirements,
-	}), nil
+	})
+	if h := plan.Revision.Harness; h.ID == driver.HarnessOpenClaw && h.Mode == driver.HarnessModeDedicated {
+		notes = append(notes, fmt.Sprintf("native OpenClaw: Kubernetes Compute keeps up to %d retained native session workers in this Harness (drivers.compute.configuration.runtime.nativeOpenClawSessionCapacity, %d through %d, default %d); the CreateSandbox request does not carry it",
+			o.Installation.NativeOpenClawSessionCapacity(), installation.MinNativeOpenClawSessionCapacity, installation.MaxNativeOpenClawSessionCapacity, installation.DefaultNativeOpenClawSessionCapacity))
+	}
+	return notes, nil
 }
 
 // ConfigureRevision returns a copy of the revision file whose configuration has been through
-// the driver's configureAgent, ready to be frozen.
+// the driver's configureAgent, ready to be frozen. A Harness environment holding a secret the
+// driver would refuse to send (the raw app-server token) is refused here too, so a frozen
+// revision never prints it.
 func (o *Offline) ConfigureRevision(rf *compute.RevisionFile) (*compute.RevisionFile, error) {
 	cfg, err := o.Driver.ConfigureAgent(rf.Configuration.Clone(), rf.Harness)
 	if err != nil {
 		return nil, err
+	}
+	req, err := rf.Requirements()
+	if err != nil {
+		return nil, fmt.Errorf("revision %s: %w", rf.RevisionID, err)
+	}
+	if err := o.Driver.CheckFrozenEnvironment(rf.Harness, req); err != nil {
+		return nil, fmt.Errorf("revision %s: %w", rf.RevisionID, err)
 	}
 	out := *rf
 	out.Configuration = cfg

@@ -93,6 +93,9 @@ func (d *Decoder) Fail(path string, n *yaml.Node, rule string) {
 
 var yamlErrorLine = regexp.MustCompile(`\bline (\d+)\b`)
 
+// wholeNumber is a decimal whole number as YAML writes one.
+var wholeNumber = regexp.MustCompile(`^[-+]?[0-9]+$`)
+
 // Document parses data as exactly one YAML document and returns its root node, or nil (with a
 // problem recorded) when the data is not YAML, is empty, holds more than one document, or has an
 // alias that contains itself.
@@ -182,6 +185,15 @@ func (d *Decoder) EachKey(path string, n *yaml.Node, fn func(key string, keyNode
 	seen := make(map[string]bool, len(n.Content)/2)
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
+			// The keys a merge would bring in are missing from this mapping as written; the
+			// mapping is marked so validation does not also report each of them missing.
+			if path != "" {
+				d.Failed[path] = true
+			}
+			d.Add(NewProblem(ChildPath(path, k.Value), k.Line, d.show(NodeValue(v)), MsgNoMergeKeys))
+			continue
+		}
 		if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str" {
 			where := path
 			if where == "" {
@@ -204,6 +216,44 @@ func (d *Decoder) EachKey(path string, n *yaml.Node, fn func(key string, keyNode
 		fn(k.Value, k, v)
 	}
 }
+
+// CheckKeys walks a block occ carries through without interpreting it and refuses every key
+// given twice in one of its mappings, at its path and line. Anchors and aliases stay allowed
+// there (an alias is not followed), and nothing else is checked.
+func (d *Decoder) CheckKeys(path string, n *yaml.Node) {
+	if n == nil {
+		return
+	}
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			d.CheckKeys(path, c)
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			d.CheckKeys(IndexPath(path, i), c)
+		}
+	case yaml.MappingNode:
+		seen := make(map[string]bool, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Kind != yaml.ScalarNode || k.ShortTag() == "!!merge" {
+				continue
+			}
+			p := ChildPath(path, k.Value)
+			if seen[k.Value] {
+				d.Failed[p] = true
+				d.Add(NewProblem(p, k.Line, d.show(NodeValue(v)), "the key appears more than once in the same mapping; keep exactly one"))
+				continue
+			}
+			seen[k.Value] = true
+			d.CheckKeys(p, v)
+		}
+	}
+}
+
+// MsgNoMergeKeys refuses YAML merge keys, which copy keys from an anchor elsewhere.
+const MsgNoMergeKeys = "YAML merge keys (<<) are not accepted in blocks occ owns; write the keys out in full in this mapping."
 
 // MsgNoAliases refuses anchors and aliases, whose meaning a strict model cannot keep.
 const MsgNoAliases = "YAML anchors and aliases are not accepted in blocks occ owns; write the value out in full."
@@ -278,7 +328,8 @@ func IsNull(n *yaml.Node) bool {
 	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
 }
 
-// MappingValue returns the value of key in mapping n, or nil.
+// MappingValue returns the value of key in mapping n (following an alias), or nil when n is
+// nil, not a mapping, or lacks the key.
 func MappingValue(n *yaml.Node, key string) *yaml.Node {
 	v, _ := mappingEntry(n, key)
 	return v
@@ -290,7 +341,9 @@ var nodePtrType = reflect.TypeOf((*yaml.Node)(nil))
 func (d *Decoder) Value(path string, n *yaml.Node, v reflect.Value) {
 	t := v.Type()
 	if t == nodePtrType {
-		// Blocks occ carries through are kept exactly as written.
+		// Blocks occ carries through are kept exactly as written, but a key given twice is
+		// refused in them too: which of the two a later reader keeps is anyone's guess.
+		d.CheckKeys(path, n)
 		v.Set(reflect.ValueOf(n))
 		return
 	}
@@ -336,12 +389,20 @@ func (d *Decoder) Value(path string, n *yaml.Node, v reflect.Value) {
 		v.SetBool(b)
 	case reflect.Int, reflect.Int64:
 		var i int64
+		if n.Kind == yaml.ScalarNode && wholeNumber.MatchString(n.Value) && (n.ShortTag() == "!!int" || n.ShortTag() == "!!float") && n.Style == 0 {
+			// A whole number YAML could not read as an integer is out of the field's range.
+			if n.Decode(&i) != nil || v.OverflowInt(i) {
+				bits := uint(t.Bits())
+				limit := fmt.Sprintf("too large: the largest whole number here is %d", int64(1)<<(bits-1)-1)
+				if strings.HasPrefix(n.Value, "-") {
+					limit = fmt.Sprintf("too small: the smallest whole number here is %d", -(int64(1) << (bits - 1)))
+				}
+				d.Fail(path, n, "the number is "+limit+".")
+				return
+			}
+		}
 		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" || n.Decode(&i) != nil {
 			d.Fail(path, n, "must be a whole number (an unquoted YAML integer); it is "+AKind(n)+".")
-			return
-		}
-		if v.OverflowInt(i) {
-			d.Fail(path, n, "the number is too large.")
 			return
 		}
 		v.SetInt(i)

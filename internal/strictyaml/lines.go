@@ -19,8 +19,21 @@ func LineOf(root *yaml.Node, path string) int {
 
 // Locate is LineOf that also reports whether the whole path exists in the document.
 func Locate(root *yaml.Node, path string) (line int, found bool) {
+	line, n := locate(root, path)
+	return line, n != nil
+}
+
+// NodeAt returns the node at path in the document rooted at root, or nil.
+func NodeAt(root *yaml.Node, path string) *yaml.Node {
+	_, n := locate(root, path)
+	return n
+}
+
+// locate walks path from root and returns the line reached and the node at path (nil when the
+// whole path does not exist).
+func locate(root *yaml.Node, path string) (line int, node *yaml.Node) {
 	if root == nil || path == "" || path == DocumentPath {
-		return 0, false
+		return 0, nil
 	}
 	n := root
 	for path != "" {
@@ -34,7 +47,7 @@ func Locate(root *yaml.Node, path string) (line int, found bool) {
 		case strings.HasPrefix(path, `["`):
 			quoted, err := strconv.QuotedPrefix(path[1:])
 			if err != nil || !strings.HasPrefix(path[1+len(quoted):], "]") {
-				return line, false
+				return line, nil
 			}
 			key, _ := strconv.Unquote(quoted)
 			path = path[1+len(quoted)+1:]
@@ -43,7 +56,7 @@ func Locate(root *yaml.Node, path string) (line int, found bool) {
 			end := strings.IndexByte(path, ']')
 			i, err := strconv.Atoi(path[1:max(end, 1)])
 			if end < 0 || err != nil {
-				return line, false
+				return line, nil
 			}
 			path = path[end+1:]
 			if n.Kind == yaml.SequenceNode && i >= 0 && i < len(n.Content) {
@@ -59,15 +72,19 @@ func Locate(root *yaml.Node, path string) (line int, found bool) {
 			next, nextLine = mappingEntry(n, key)
 		}
 		if next == nil {
-			return line, false
+			return line, nil
 		}
 		n, line = next, nextLine
 	}
-	return line, true
+	return line, resolveAlias(n)
 }
 
 // mappingEntry returns the value of key in mapping n and the line of the key.
 func mappingEntry(n *yaml.Node, key string) (*yaml.Node, int) {
+	if n == nil {
+		return nil, 0
+	}
+	n = resolveAlias(n)
 	if n.Kind != yaml.MappingNode {
 		return nil, 0
 	}

@@ -58,12 +58,24 @@ func (r *Report) Present(path string) bool {
 	return found
 }
 
-// Bad records a problem with the value found at path.
+// Bad records a problem with the value found at path. When the document holds a scalar there,
+// the problem shows it as written (a quantity the user wrote "2000" is never shown as the
+// model's canonical "2k"); value is shown otherwise.
 func (r *Report) Bad(path, value, rule string) {
+	value = r.Written(path, value)
 	if r.show != nil {
 		value = r.show(value)
 	}
 	r.Add(NewProblem(path, r.Line(path), value, rule))
+}
+
+// Written is the scalar at path as the document writes it, or fallback when the document has
+// no scalar there (a value built in code, a list shown as "[]").
+func (r *Report) Written(path, fallback string) string {
+	if n := NodeAt(r.root, path); n != nil && n.Kind == yaml.ScalarNode {
+		return n.Value
+	}
+	return fallback
 }
 
 // Missing records a problem for a key absent from its block.

@@ -1,13 +1,10 @@
 package compute
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"reflect"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -174,80 +171,23 @@ func ParseRevisionFile(data []byte) (*RevisionFile, error) {
 	return &rf, nil
 }
 
-// decodeConfiguration reads the frozen native configuration into JSON-compatible values.
-// Numbers stay exact (json.Number, as written when it is a JSON number), so freezing a revision
-// never rewrites an integer as a float; values JSON cannot hold (non-string keys, infinities,
+// decodeConfiguration reads the frozen native configuration into JSON-compatible values with
+// the shared strictyaml.JSONValue: numbers stay exact (json.Number, as written), so freezing a
+// revision never rewrites a number; values JSON cannot hold (non-string keys, infinities,
 // anchors and aliases, other tags) are refused with their path.
 func decodeConfiguration(d *strictyaml.Decoder, path string, n *yaml.Node, v reflect.Value) {
 	if n.Kind != yaml.MappingNode {
 		d.Fail(path, n, "configuration must be the frozen native configuration as a mapping ({} when empty); it is "+strictyaml.AKind(n)+".")
 		return
 	}
-	if val, ok := configValue(d, path, n); ok {
-		v.Set(reflect.ValueOf(driver.Configuration(val.(map[string]any))))
+	val, ok := d.JSONValue(path, n)
+	if !ok {
+		// The problem inside is reported where it is; the configuration itself is present, so
+		// validation must not call it missing.
+		d.Failed[path] = true
+		return
 	}
-}
-
-// jsonNumber is the JSON number grammar.
-var jsonNumber = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
-
-func configValue(d *strictyaml.Decoder, path string, n *yaml.Node) (any, bool) {
-	if n.Kind == yaml.AliasNode || n.Anchor != "" {
-		d.Fail(path, n, strictyaml.MsgNoAliases)
-		return nil, false
-	}
-	switch n.Kind {
-	case yaml.MappingNode:
-		m := make(map[string]any, len(n.Content)/2)
-		ok := true
-		d.EachKey(path, n, func(key string, _, val *yaml.Node) {
-			e, good := configValue(d, strictyaml.ChildPath(path, key), val)
-			ok = ok && good
-			m[key] = e
-		})
-		return m, ok && len(m) == len(n.Content)/2
-	case yaml.SequenceNode:
-		s := make([]any, len(n.Content))
-		ok := true
-		for i, item := range n.Content {
-			e, good := configValue(d, strictyaml.IndexPath(path, i), item)
-			ok = ok && good
-			s[i] = e
-		}
-		return s, ok
-	case yaml.ScalarNode:
-		switch n.ShortTag() {
-		case "!!str", "!!timestamp", "!!binary":
-			return n.Value, true
-		case "!!null":
-			return nil, true
-		case "!!bool":
-			var b bool
-			if n.Decode(&b) != nil {
-				d.Fail(path, n, "not a valid boolean; write true or false.")
-				return nil, false
-			}
-			return b, true
-		case "!!int", "!!float":
-			if jsonNumber.MatchString(n.Value) {
-				return json.Number(n.Value), true
-			}
-			var i int64
-			if n.ShortTag() == "!!int" && n.Decode(&i) == nil {
-				return json.Number(strconv.FormatInt(i, 10)), true
-			}
-			var f float64
-			if err := n.Decode(&f); err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-				d.Fail(path, n, "a number in the configuration must be a finite JSON number (for example 42 or 0.5).")
-				return nil, false
-			}
-			return json.Number(strconv.FormatFloat(f, 'g', -1, 64)), true
-		}
-		d.Fail(path, n, "YAML tag "+n.Tag+" is not accepted in the configuration; it holds JSON values only.")
-		return nil, false
-	}
-	d.Fail(path, n, "not a YAML value.")
-	return nil, false
+	v.Set(reflect.ValueOf(driver.Configuration(val.(map[string]any))))
 }
 
 // Validate checks every rule of the format and returns all violations as strictyaml.Problems,
@@ -314,6 +254,11 @@ func (rf *RevisionFile) validate(r *strictyaml.Report) {
 	}
 }
 
+// msgImageReference words a refused Harness image.
+func msgImageReference(problem string) string {
+	return "workload.image is not a valid image reference (" + problem + "): write registry/repository, lower case, with an optional :tag and @sha256:<64 hex digits> (for example registry.example/runtime@sha256:…)."
+}
+
 // LoginModeAPIKey is the login mode of a revision whose model credential comes from a
 // credential source.
 const LoginModeAPIKey = "api_key"
@@ -321,6 +266,8 @@ const LoginModeAPIKey = "api_key"
 func (w *Workload) validate(r *strictyaml.Report) {
 	if strings.TrimSpace(w.Image) == "" {
 		r.Required("workload.image", w.Image, "set the Harness image (a digest-pinned reference in production).")
+	} else if problem := contract.ImageReferenceProblem(w.Image); problem != "" {
+		r.Bad("workload.image", w.Image, msgImageReference(problem))
 	}
 	if len(w.Command) == 0 {
 		const rule = "give the Harness startup argv as a nonempty list (for example [node, /app/dist/harness/codex.js])."

@@ -110,6 +110,7 @@ func TestInvalidRevisionFilesAreRefused(t *testing.T) {
 		"sources-without-api-key.yaml": {`workload.loginMode (line 14, value "chatgpt")`, "must use loginMode api_key"},
 		"duplicate-key.yaml":           {"agentId (line", "the key appears more than once"},
 		"wrong-kind.yaml":              {"kind (line", "kind: AgentRevision"},
+		"bad-image.yaml":               {`workload.image (line 11, value "Registry.example/Runtime:latest")`, "not a valid image reference"},
 	}
 	for file, wants := range cases {
 		t.Run(file, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package openshell
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -55,4 +56,56 @@ func (d *Driver) userNamespaces(h driver.Harness) *bool {
 		return &off
 	}
 	return un
+}
+
+// msgNativeRoster is the rule on native OpenClaw rosters: the hook pins only the
+// defaults' and the main Agent's workspace to the Sandbox data mount, which is what the
+// Gateway, file transfer and the workspace node address, so the main Agent must stay the
+// default.
+const msgNativeRoster = "OpenShell dedicated OpenClaw serves the main Agent, whose workspace is the Sandbox data mount: admission refuses a roster that makes another Agent the default."
+
+// checkNativeRoster refuses a dedicated OpenClaw configuration whose roster marks an Agent
+// other than main as the default, in agents.entries (keyed by Agent ID, main in any case) or
+// in agents.list (entries with an id). Saving (ConfigureAgent), workspace setup, render and
+// provisioning all call it; other Harnesses are not affected.
+func checkNativeRoster(configuration driver.Configuration, h driver.Harness) error {
+	if h.Mode != driver.HarnessModeDedicated || h.ID != driver.HarnessOpenClaw {
+		return nil
+	}
+	agents, _ := configuration["agents"].(map[string]any)
+	var marked []string
+	if entries, ok := agents["entries"].(map[string]any); ok {
+		keys := make([]string, 0, len(entries))
+		for k := range entries {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			e, _ := entries[k].(map[string]any)
+			if isDefault(e) && !strings.EqualFold(k, mainAgent) {
+				marked = append(marked, "agents.entries."+k+".default")
+			}
+		}
+	}
+	if list, ok := agents["list"].([]any); ok {
+		for i, item := range list {
+			e, _ := item.(map[string]any)
+			if id, _ := e["id"].(string); isDefault(e) && !strings.EqualFold(id, mainAgent) {
+				marked = append(marked, "agents.list["+strconv.Itoa(i)+"].default")
+			}
+		}
+	}
+	if len(marked) == 0 {
+		return nil
+	}
+	return plain(msgNativeRoster, errorf("%s is true; remove it, so main stays the default Agent", strings.Join(marked, " and ")))
+}
+
+// mainAgent is the Agent ID of the Agent a dedicated OpenClaw Harness serves.
+const mainAgent = "main"
+
+// isDefault reports whether a roster entry marks its Agent as the default.
+func isDefault(entry map[string]any) bool {
+	b, _ := entry["default"].(bool)
+	return b
 }

@@ -110,7 +110,7 @@ func (d *Driver) DataMountPath() string { return d.cfg.Kubernetes.SandboxDataMou
 
 // ConfigureAgent implements driver.Driver; see the package function ConfigureAgent. It is the
 // Agent save hook, so it also refuses a dedicated OpenClaw revision this configuration cannot
-// contain (seed 001: "Agent save refuses dedicated OpenClaw otherwise").
+// contain, or whose roster makes an Agent other than main the default.
 func (d *Driver) ConfigureAgent(configuration driver.Configuration, harness driver.Harness) (driver.Configuration, error) {
 	out, err := ConfigureAgent(configuration, harness, d.DataMountPath())
 	if err != nil {
@@ -119,12 +119,18 @@ func (d *Driver) ConfigureAgent(configuration driver.Configuration, harness driv
 	if err := d.checkNativeContainment(harness); err != nil {
 		return nil, err
 	}
+	if err := checkNativeRoster(out, harness); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 
 // ValidateWorkspaceSetup checks initial workspace files; see the package function. Like
 // ConfigureAgent it refuses dedicated OpenClaw on a configuration that cannot contain it.
 func (d *Driver) ValidateWorkspaceSetup(configuration driver.Configuration, harness driver.Harness, setup WorkspaceSetup) error {
+	if err := checkNativeRoster(configuration, harness); err != nil {
+		return err
+	}
 	if err := ValidateWorkspaceSetup(configuration, harness, d.DataMountPath(), setup); err != nil {
 		return err
 	}

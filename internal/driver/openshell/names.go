@@ -57,10 +57,8 @@ func WorkspaceName(namespaceName string) (string, error) {
 }
 
 // runtimeSubPath is the per-revision PVC subpath mounted at the runtime root, so one revision's
-// runtime state never leaks into another's.
-func runtimeSubPath(revisionID string) string {
-	return "openshell-runtime-" + sha256Hex(revisionID)[:16]
-}
+// runtime state never leaks into another's (contract.RuntimeSubPath).
+func runtimeSubPath(revisionID string) string { return contract.RuntimeSubPath(revisionID) }
 
 // volumeName names the Pod volume of a PVC: stable per claim and within OpenShell's DNS-label
 // rules whatever the claim name is.

@@ -218,7 +218,7 @@ func TestEnsureNamespaceRefusalsMutateNothing(t *testing.T) {
 		}, want: "OpenShell bootstrap resource belongs to another Namespace."},
 		{name: "resource rendered for another namespace", config: func(c *installation.SandboxConfiguration) {
 			c.Gateway.NetworkPolicyResources[0].SetNamespace("kube-system")
-		}, want: "OpenShell resource NetworkPolicy/allow-openshell-sandbox-callback targets namespace kube-system, not "},
+		}, want: "networkPolicyResources[0].metadata.namespace (NetworkPolicy/allow-openshell-sandbox-callback): remove metadata.namespace: the Driver injects the Compute-owned tenant Namespace"},
 		{name: "Secret among the resources", config: func(c *installation.SandboxConfiguration) {
 			s := unstructured.Unstructured{}
 			s.SetAPIVersion("v1")
@@ -232,7 +232,7 @@ func TestEnsureNamespaceRefusalsMutateNothing(t *testing.T) {
 			cr.SetKind("ClusterRole")
 			cr.SetName("openshell-everything")
 			c.Gateway.NetworkPolicyResources = append(c.Gateway.NetworkPolicyResources, cr)
-		}, want: "gateway.networkPolicyResources[1] must be a namespace-scoped Kubernetes object."},
+		}, want: "networkPolicyResources[1].kind (ClusterRole/openshell-everything): a cluster-scoped object cannot be applied inside a tenant Namespace."},
 		{name: "namespace missing", setup: func(e *env) {
 			e.ns.Name = "oce-000000000000000"
 		}, want: "OpenShell operator Namespace oce-000000000000000 is unavailable."},

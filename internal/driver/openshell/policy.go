@@ -195,7 +195,10 @@ func buildNetworkPolicies(in []installation.NetworkPolicy) (map[string]*openshel
 
 func buildEndpoint(desc string, e installation.Endpoint) (*openshellv1.NetworkEndpoint, error) {
 	if problem := contract.NetworkHostProblem(e.Host); problem != "" {
-		return nil, plain(desc+" "+problem+".", errorf("host %q", contract.RedactUserinfo(e.Host)))
+		return nil, plain(desc+" "+problem+".", errorf("host %q", contract.RedactURL(e.Host)))
+	}
+	if problem := contract.ModelEndpointProblem(e.Host); problem != "" {
+		return nil, plain(problem, errorf("%s endpoint host %q", desc, e.Host))
 	}
 	ep := &openshellv1.NetworkEndpoint{Host: e.Host}
 	if len(e.Ports) == 0 {
@@ -264,11 +267,17 @@ func placeMounts(k installation.KubernetesConfig, approved []driver.WorkspaceMou
 	if dm.ReadOnly == nil {
 		return nil, plain("OpenShell sandboxDataMount readOnly must be explicit.", nil)
 	}
+	if contract.OnRuntimeSubPath(dm.SubPath) {
+		return nil, plain(contract.MsgRuntimeSubPath, errorf("kubernetes.sandboxDataMount.subPath is %q", dm.SubPath))
+	}
 	match := -1
 	for i, m := range approved {
 		if m.ClaimName == "" || !contract.IsExactSubPath(m.SubPath) || !exactPath(m.MountPath) {
 			return nil, unsupported("OpenShell requires exact approved PVC subpath mounts.",
 				errorf("approved mount %d (claim %q, subPath %q, mountPath %q) must name a claim, an exact subpath and a normalized absolute path", i, m.ClaimName, m.SubPath, m.MountPath))
+		}
+		if contract.OnRuntimeSubPath(m.SubPath) {
+			return nil, unsupported(contract.MsgRuntimeSubPath, errorf("approved mount %d (claim %q, mountPath %q) uses subPath %q", i, m.ClaimName, m.MountPath, m.SubPath))
 		}
 		if m.SubPath == dm.SubPath && (dm.ClaimName == nil || *dm.ClaimName == m.ClaimName) {
 			if match >= 0 {

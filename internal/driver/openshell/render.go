@@ -192,6 +192,12 @@ func (d *Driver) plan(hctx driver.HarnessContext) (*provisionPlan, error) {
 	if err := d.checkNativeContainment(h); err != nil {
 		return nil, err
 	}
+	if err := checkNativeRoster(rev.Configuration, h); err != nil {
+		return nil, err
+	}
+	if problem := contract.ImageReferenceProblem(req.Image); problem != "" {
+		return nil, plain("The Harness image is not a valid image reference.", errorf("image %q: %s", req.Image, problem))
+	}
 	if rev.SandboxDriverID != d.id {
 		return nil, plain(msgPinnedElsewhere, errorf("revision %s has sandboxDriverId %q; this driver is %q", rev.ID, rev.SandboxDriverID, d.id))
 	}
@@ -309,6 +315,28 @@ func (d *Driver) plan(hctx driver.HarnessContext) (*provisionPlan, error) {
 	}, nil
 }
 
+// checkAppServerToken refuses the raw app-server token in a Codex Harness environment: only
+// its SHA-256 verifier may reach the Sandbox. The refusal names the variable, never its value.
+func checkAppServerToken(env []driver.EnvVar, codex bool) error {
+	if !codex {
+		return nil
+	}
+	for _, e := range env {
+		if e.Name == envAppServerToken {
+			return secretEnvironment(msgAppServerToken, errorf("remove %s from the Harness environment; only its SHA-256 verifier %s goes into the Sandbox", envAppServerToken, envAppTokenSHA))
+		}
+	}
+	return nil
+}
+
+// CheckFrozenEnvironment refuses, when a revision is frozen, a Harness environment this driver
+// would refuse to send because it carries a secret: the raw app-server token of dedicated
+// Codex. Render and provisioning refuse the same through the same check; freezing refuses it
+// too, so the token is never printed as part of a frozen revision.
+func (d *Driver) CheckFrozenEnvironment(h driver.Harness, req driver.HarnessWorkloadRequirements) error {
+	return checkAppServerToken(req.Env, h.Mode == driver.HarnessModeDedicated && h.ID == driver.HarnessCodex)
+}
+
 // buildEnvironment turns the Harness environment into the Sandbox's literal environment and,
 // for Codex, the app-server exposure. The Secret-backed app-server token is refused first (the
 // regular Harness requirements still carry it, and it must never reach the gateway), then the
@@ -316,13 +344,13 @@ func (d *Driver) plan(hctx driver.HarnessContext) (*provisionPlan, error) {
 // projection, and resolving the value here would put it in the request. Error details name
 // variables, never values.
 func (d *Driver) buildEnvironment(req driver.HarnessWorkloadRequirements, codex bool) (map[string]string, []gateway.ServiceExposure, error) {
+	if err := checkAppServerToken(req.Env, codex); err != nil {
+		return nil, nil, err
+	}
 	if codex {
 		shaCount, shaLiteral := 0, false
 		for _, e := range req.Env {
-			switch e.Name {
-			case envAppServerToken:
-				return nil, nil, secretEnvironment(msgAppServerToken, errorf("remove %s from the Harness environment; only its SHA-256 verifier %s goes into the Sandbox", envAppServerToken, envAppTokenSHA))
-			case envAppTokenSHA:
+			if e.Name == envAppTokenSHA {
 				shaCount++
 				shaLiteral = e.Literal() && appTokenSHA.MatchString(e.Value)
 			}

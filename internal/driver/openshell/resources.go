@@ -22,15 +22,6 @@ import (
 // Compute's labels and the other way round.
 const FieldManager = "occ-sandbox-openshell"
 
-// workspaceKinds are the kinds the workspace chart renders, the only ones
-// gateway.operatorWorkspaceResources may hold.
-var workspaceKinds = map[string]bool{
-	"v1/ServiceAccount":                        true,
-	"rbac.authorization.k8s.io/v1/Role":        true,
-	"rbac.authorization.k8s.io/v1/RoleBinding": true,
-	"networking.k8s.io/v1/NetworkPolicy":       true,
-}
-
 // configuredResource is one configured object prepared for a tenant namespace.
 type configuredResource struct {
 	// path names the configuration entry, e.g. gateway.networkPolicyResources[0].
@@ -45,22 +36,17 @@ func (r configuredResource) describe() string {
 // prepareResources returns the configured workspace resources followed by the network-policy
 // resources, each deep-copied, forced into the tenant namespace and stamped with OCC ownership.
 // Everything is checked before anything is applied, so a bad entry leaves the namespace
-// untouched.
+// untouched: first the Installation's own rules for these lists (kinds, Secrets, wildcard
+// permissions; the validator applies the same), then what depends on the tenant namespace.
 func (d *Driver) prepareResources(ns driver.Namespace) ([]configuredResource, error) {
+	if problems := installation.ResourceProblems(&d.cfg.Gateway); len(problems) > 0 {
+		return nil, problems
+	}
 	var out []configuredResource
-	add := func(list installation.Resources, field string, workspace bool) error {
+	add := func(list installation.Resources, field string) error {
 		for i := range list {
 			path := fmt.Sprintf("gateway.%s[%d]", field, i)
 			obj := list[i].DeepCopy()
-			if obj.GetAPIVersion() == "" || obj.GetKind() == "" || obj.GetName() == "" {
-				return plain(path+" must be a Kubernetes resource object.", errorf("apiVersion, kind and metadata.name are required"))
-			}
-			if obj.GetKind() == "Secret" {
-				return plain(path+" must not contain OpenShell credential-bearing Secrets.", nil)
-			}
-			if workspace && !workspaceKinds[obj.GetAPIVersion()+"/"+obj.GetKind()] {
-				return plain(path+" must be a workspace-chart ServiceAccount, Role, RoleBinding, or NetworkPolicy.", errorf("got %s %s", obj.GetAPIVersion(), obj.GetKind()))
-			}
 			rendered := obj.GetNamespace()
 			if rendered != "" && rendered != ns.Name {
 				return plain(fmt.Sprintf("OpenShell resource %s/%s targets namespace %s, not %s.", obj.GetKind(), obj.GetName(), rendered, ns.Name), nil)
@@ -91,10 +77,10 @@ func (d *Driver) prepareResources(ns driver.Namespace) ([]configuredResource, er
 		}
 		return nil
 	}
-	if err := add(d.cfg.Gateway.OperatorWorkspaceResources, "operatorWorkspaceResources", true); err != nil {
+	if err := add(d.cfg.Gateway.OperatorWorkspaceResources, "operatorWorkspaceResources"); err != nil {
 		return nil, err
 	}
-	if err := add(d.cfg.Gateway.NetworkPolicyResources, "networkPolicyResources", false); err != nil {
+	if err := add(d.cfg.Gateway.NetworkPolicyResources, "networkPolicyResources"); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -63,6 +63,20 @@ func (e *NotRunningError) Unwrap() error { return e.Err }
 
 const startFix = "start Docker (Docker Desktop, `sudo systemctl start docker`, or `dockerd`) or point DOCKER_HOST at a running engine's unix socket, then retry"
 
+// SourceRecorded is the source of the endpoint `up` recorded in the state, the only engine
+// `down` and `status` use.
+const SourceRecorded = "the state"
+
+// startFixFor is what to start for an engine from source: the environment's engine can be
+// replaced by pointing DOCKER_HOST elsewhere, the recorded one cannot (down and status never
+// read DOCKER_HOST), so for it the advice is to start that very engine.
+func startFixFor(ep Endpoint, source string) string {
+	if source == SourceRecorded {
+		return "start the Docker engine that occ dev up recorded, at " + ep.Socket + " (down and status use only that engine, never DOCKER_HOST or the docker context), then retry"
+	}
+	return startFix
+}
+
 // Connect checks that a Docker engine answers at ep before anything is created, and returns a
 // client of it. source names where ep came from ("DOCKER_HOST", a docker context, "the state")
 // so the error can say which setting to change. A missing socket, a socket the user may not
@@ -88,9 +102,9 @@ func Connect(ctx context.Context, ep Endpoint, source string) (*Engine, error) {
 	case errors.Is(err, syscall.EACCES) || errors.Is(err, fs.ErrPermission):
 		return fail("permission denied opening the socket", permissionFix, err)
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return fail("nothing accepts connections on the socket (a stale socket of a stopped engine)", startFix, err)
+		return fail("nothing accepts connections on the socket (a stale socket of a stopped engine)", startFixFor(ep, source), err)
 	default:
-		return fail("the socket cannot be connected to: "+err.Error(), startFix, err)
+		return fail("the socket cannot be connected to: "+err.Error(), startFixFor(ep, source), err)
 	}
 	api, err := NewClient(ep)
 	if err != nil {
@@ -113,7 +127,7 @@ func Connect(ctx context.Context, ep Endpoint, source string) (*Engine, error) {
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("connect to the Docker engine at %s: %w", ep, ctx.Err())
 	}
-	return fail("the engine did not answer a ping: "+err.Error(), startFix, err)
+	return fail("the engine did not answer a ping: "+err.Error(), startFixFor(ep, source), err)
 }
 
 // CheckSocket makes the local half of Connect's checks, for a dry run that contacts nothing: the
@@ -126,11 +140,11 @@ func CheckSocket(ep Endpoint, source string) error {
 	fi, err := os.Stat(ep.Socket)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return fail("the socket "+ep.Socket+" does not exist, so no engine is running there", startFix, err)
+		return fail("the socket "+ep.Socket+" does not exist, so no engine is running there", startFixFor(ep, source), err)
 	case errors.Is(err, fs.ErrPermission):
 		return fail("the socket "+ep.Socket+" cannot be reached (permission denied on a parent directory)", permissionFix, err)
 	case err != nil:
-		return fail("the socket "+ep.Socket+" cannot be inspected: "+err.Error(), startFix, err)
+		return fail("the socket "+ep.Socket+" cannot be inspected: "+err.Error(), startFixFor(ep, source), err)
 	case fi.Mode()&fs.ModeSocket == 0:
 		return fail(ep.Socket+" is not a unix socket", "point DOCKER_HOST at the engine's socket file", nil)
 	}

@@ -14,6 +14,8 @@ import (
 	"net/url"
 	"path"
 	"strings"
+
+	"github.com/openclaw/occ/internal/contract"
 )
 
 // DefaultSocket is where Docker listens when nothing else is configured.
@@ -83,11 +85,6 @@ func ParseEndpoint(raw, source string) (Endpoint, error) {
 	return Endpoint{Socket: path.Clean(p)}, nil
 }
 
-// redact hides user info in a URL so an address never carries a password into an error.
-func redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		return raw
-	}
-	return u.Redacted()
-}
+// redact hides every part of an address that may carry a credential (userinfo, query,
+// fragment, percent-encoding) with the one rule occ uses for every endpoint it shows.
+func redact(raw string) string { return contract.RedactURL(raw) }

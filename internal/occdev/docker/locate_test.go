@@ -114,7 +114,7 @@ func TestLocateRefusesNonUnixEndpoints(t *testing.T) {
 		want []string
 	}{
 		{"tcp DOCKER_HOST", env{EnvHost: "tcp://192.168.1.20:2376"}, []string{"DOCKER_HOST", "tcp://192.168.1.20:2376", "not a local unix socket", "unset DOCKER_HOST"}},
-		{"ssh context", env{}, []string{`docker context "remote"`, "ssh://builder@10.0.0.5", "not a local unix socket"}},
+		{"ssh context", env{}, []string{`docker context "remote"`, "ssh://REDACTED@10.0.0.5", "not a local unix socket"}},
 		{"relative unix socket", env{EnvHost: "unix://docker.sock"}, []string{"DOCKER_HOST", "absolute socket path"}},
 		{"missing context", env{EnvContext: "gone"}, []string{`docker context "gone"`, "does not exist", "docker context ls"}},
 		{"corrupt context store", env{EnvContext: "mislabelled"}, []string{"describes context \"other\""}},

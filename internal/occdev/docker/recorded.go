@@ -22,10 +22,10 @@ func Recorded(e *state.Engine) func(context.Context) (*Engine, error) {
 				return
 			}
 			var ep Endpoint
-			if ep, err = ParseEndpoint(e.Endpoint, "the state"); err != nil {
+			if ep, err = ParseEndpoint(e.Endpoint, SourceRecorded); err != nil {
 				return
 			}
-			eng, err = Connect(ctx, ep, "the state")
+			eng, err = Connect(ctx, ep, SourceRecorded)
 		})
 		return eng, err
 	}

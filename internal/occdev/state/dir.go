@@ -78,8 +78,8 @@ func Create(path string, initial State) (*Dir, error) {
 	case err == nil:
 		made = true
 	case errors.Is(err, fs.ErrExist):
-		if err := checkPrivate(p, true); err != nil {
-			return nil, fmt.Errorf("state directory: %w", err)
+		if err := checkAdoptable(p); err != nil {
+			return nil, err
 		}
 	default:
 		return nil, fmt.Errorf("create state directory %s: %w", p, err)
@@ -193,10 +193,58 @@ func checkExisting(path string) (string, error) {
 	if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("%w: %s (was occ dev up run with another --state-dir or %s?)", ErrNotExist, p, EnvDirectory)
 	}
+	if err := checkType(p, true); err != nil {
+		return "", fmt.Errorf("state directory: %w", err)
+	}
+	// The marker is looked for first: a directory without it is not occ's, and occ never
+	// advises changing a directory it did not make (its mode, say, when it is /etc).
+	if has, err := hasMarker(p); err != nil {
+		return "", fmt.Errorf("state directory %s: %w", p, err)
+	} else if !has {
+		return "", &UnsafeError{Path: p, Reason: fmt.Sprintf("it has no development marker (%s), so it was not created by occ dev up; occ uses and changes nothing in it. Choose another --state-dir (or %s): an absent one for up, the one occ dev up used for down and status", MarkerName, EnvDirectory)}
+	}
 	if err := checkPrivate(p, true); err != nil {
 		return "", fmt.Errorf("state directory: %w", err)
 	}
 	return p, nil
+}
+
+// hasMarker reports whether dir holds an entry named like the development marker (its content
+// and mode are checked when the record is read).
+func hasMarker(dir string) (bool, error) {
+	_, err := os.Lstat(filepath.Join(dir, MarkerName))
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	}
+	return false, err
+}
+
+// checkAdoptable decides, before the lock is taken, whether `up` may claim the existing
+// directory p. One that holds the marker is occ's (Create then reports the environment it
+// records, or how to make it private again). One without it was not made by occ: it is adopted
+// only when it is private to the current user (and, checked under the lock, empty), and is
+// otherwise refused without advice to change it.
+func checkAdoptable(p string) error {
+	if err := checkType(p, true); err != nil {
+		return fmt.Errorf("state directory: %w", err)
+	}
+	has, err := hasMarker(p)
+	if err != nil {
+		return fmt.Errorf("state directory %s: %w", p, err)
+	}
+	if has {
+		if err := checkPrivate(p, true); err != nil {
+			return fmt.Errorf("state directory: %w", err)
+		}
+		return nil
+	}
+	if problem := privacyProblem(p); problem != "" {
+		return &UnsafeError{Path: p, Reason: "it was not created by occ dev up (it has no development marker), and a directory occ adopts must be private and owned by the current user (" + problem + "): occ adopts only an absent directory, which it creates 0700, or an empty one that is already private to you; choose another --state-dir"}
+	}
+	return nil
 }
 
 // readRecord reads the marker and state.json; both must be private regular files, the marker

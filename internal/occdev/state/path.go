@@ -145,8 +145,33 @@ func checkoutRoot() string {
 
 // checkPrivate requires p to be of the wanted type (directory or regular file, never a symlink),
 // owned by the effective user and closed to group and others. Anything else means someone else
-// can read or plant content in the record.
+// can read or plant content in the record. Callers reach it only for what occ made (the marker
+// is checked first), so the advice to chmod is only ever given for occ's own files.
 func checkPrivate(p string, wantDir bool) error {
+	if err := checkType(p, wantDir); err != nil {
+		return err
+	}
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return err
+	}
+	st, isStat := fi.Sys().(*syscall.Stat_t)
+	mode := "0600"
+	if wantDir {
+		mode = "0700"
+	}
+	switch {
+	case !isStat || int(st.Uid) != os.Geteuid():
+		// Changing its mode would not make it yours: only another state directory helps.
+		return fmt.Errorf("%s must be private and owned by the current user (uid %d), but %s; choose another state directory", p, os.Geteuid(), privacyProblem(p))
+	case fi.Mode().Perm()&0o077 != 0:
+		return fmt.Errorf("%s must be private and owned by the current user (found mode %#o; want %s); fix with chmod %s %s or choose another state directory", p, fi.Mode().Perm(), mode, strings.TrimPrefix(mode, "0"), p)
+	}
+	return nil
+}
+
+// checkType requires p to be a directory (wantDir) or a regular file, never a symlink.
+func checkType(p string, wantDir bool) error {
 	fi, err := os.Lstat(p)
 	if err != nil {
 		return err
@@ -159,13 +184,30 @@ func checkPrivate(p string, wantDir bool) error {
 	if !ok {
 		return fmt.Errorf("%s must be a %s, found %s", p, kind, fi.Mode().Type())
 	}
-	st, isStat := fi.Sys().(*syscall.Stat_t)
-	if !isStat || int(st.Uid) != os.Geteuid() || fi.Mode().Perm()&0o077 != 0 {
-		mode := "0600"
-		if wantDir {
-			mode = "0700"
-		}
-		return fmt.Errorf("%s must be private and owned by the current user (found mode %#o; want %s and uid %d); fix with chmod %s %s or choose another state directory", p, fi.Mode().Perm(), mode, os.Geteuid(), strings.TrimPrefix(mode, "0"), p)
-	}
 	return nil
+}
+
+// privacyProblem says how p falls short of being private to the current user ("mode 0755",
+// "owner uid 4242, mode 0700"), or "" when it is private.
+func privacyProblem(p string) string {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return err.Error()
+	}
+	st, isStat := fi.Sys().(*syscall.Stat_t)
+	owner := ""
+	switch {
+	case !isStat:
+		owner = "owner unknown"
+	case int(st.Uid) != os.Geteuid():
+		owner = fmt.Sprintf("owner uid %d", st.Uid)
+	}
+	loose := fi.Mode().Perm()&0o077 != 0
+	switch {
+	case owner != "":
+		return fmt.Sprintf("%s, mode %#o", owner, fi.Mode().Perm())
+	case loose:
+		return fmt.Sprintf("mode %#o", fi.Mode().Perm())
+	}
+	return ""
 }
