@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/docker/docker/client"
 
@@ -17,7 +18,7 @@ type VerifyOptions struct {
 	Node   string
 	Images []Imported
 	// Recorder, when set, receives each verified image's cluster record with the config digest
-	// found in the node.
+	// found in the node, from the concurrent checks (*state.Dir is safe for that).
 	Recorder Recorder
 }
 
@@ -60,32 +61,35 @@ func (e *DigestError) Error() string {
 // repo@sha256:<pinned> on that image for the chart, checks that name too (an existing one is
 // overwritten, so a stale earlier import cannot linger under it), and drops the staging name.
 // Every image is checked; all failures are reported together.
+//
+// The images are verified side by side: each check reads and changes only its own image's
+// names in the node (its staging name and its pinned reference), so the checks need no order
+// among them. The result keeps the order of opts.Images.
 func VerifyInNode(ctx context.Context, opts VerifyOptions) ([]Verified, error) {
 	n := nodeContainerd{api: opts.API, node: opts.Node}
 	list, err := n.list(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list images in node %s: %w", opts.Node, err)
 	}
-	var out []Verified
-	var errs []error
-	for _, im := range opts.Images {
-		v, err := verifyOne(ctx, n, list, im)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if opts.Recorder != nil {
-			if err := opts.Recorder.Record(clusterRecord(v.Pin, v.ConfigDigest)); err != nil {
-				errs = append(errs, fmt.Errorf("record verified image %s: %w", v.Reference, err))
-				continue
+	verified := make([]Verified, len(opts.Images))
+	errs := make([]error, len(opts.Images))
+	var wg sync.WaitGroup
+	for i, im := range opts.Images {
+		wg.Go(func() {
+			v, err := verifyOne(ctx, n, list, im)
+			if err == nil && opts.Recorder != nil {
+				if rerr := opts.Recorder.Record(clusterRecord(v.Pin, v.ConfigDigest)); rerr != nil {
+					err = fmt.Errorf("record verified image %s: %w", v.Reference, rerr)
+				}
 			}
-		}
-		out = append(out, v)
+			verified[i], errs[i] = v, err
+		})
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
-	return out, nil
+	return verified, nil
 }
 
 func verifyOne(ctx context.Context, n nodeContainerd, list []nodeImage, im Imported) (Verified, error) {
