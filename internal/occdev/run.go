@@ -30,8 +30,10 @@ type run struct {
 	log   io.Writer
 	state *state.Dir
 
-	// Written by the preflight: the Docker engine (k3d only), reached at the located endpoint.
-	engine *docker.Engine
+	// Written by the preflight: the Docker engine (k3d only), reached at the located endpoint,
+	// and the platform of the containers it runs.
+	engine         *docker.Engine
+	enginePlatform images.Platform
 
 	// Written by the artifacts lane.
 	archive            *artifacts.Verified
