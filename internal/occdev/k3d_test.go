@@ -666,8 +666,8 @@ const allStepsEnv = "OCC_TEST_K3D_ALL_STEPS"
 // pull, or k3d half-way through creating the cluster), and that is rolled back too.
 func testFailureAfterEachStep(t *testing.T, b *k3dBed) {
 	names := stepNames(t, b.options(t))
-	if len(names) != 28 {
-		t.Fatalf("the k3d flow has %d steps and groups, want 28: %q", len(names), names)
+	if len(names) != 29 {
+		t.Fatalf("the k3d flow has %d steps and groups, want 29: %q", len(names), names)
 	}
 	for i, step := range names {
 		t.Run(fmt.Sprintf("after step %d %s", i+1, step), func(t *testing.T) {
