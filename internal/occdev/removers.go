@@ -147,6 +147,7 @@ func cleanup(ctx context.Context, d *state.Dir, log io.Writer, keep func(state.O
 		}
 		handled[i] = true
 		outcome, gone := remove(o)
+		var went []state.Object
 		for j, in := range st.Objects {
 			if !insideCluster(in.Type) {
 				continue
@@ -157,12 +158,19 @@ func cleanup(ctx context.Context, d *state.Dir, log io.Writer, keep func(state.O
 				// Kept with the cluster's record: the next `down` removes it with them.
 			case outcome == state.LeftAlone:
 				fmt.Fprintf(log, "%s went with the recorded k3d cluster %s, which no longer exists\n", in, o.Name)
-				res.Removed = append(res.Removed, in.String())
-				forget(in)
+				went = append(went, in)
 			default:
 				fmt.Fprintf(log, "removed %s with k3d cluster %s\n", in, o.Name)
-				res.Removed = append(res.Removed, in.String())
-				forget(in)
+				went = append(went, in)
+			}
+		}
+		// They went at one moment, with the cluster: one write of the record forgets them all.
+		for _, in := range went {
+			res.Removed = append(res.Removed, in.String())
+		}
+		if len(went) > 0 {
+			if err := d.ForgetAll(went...); err != nil {
+				errs = append(errs, err)
 			}
 		}
 	}
