@@ -305,9 +305,9 @@ func (k *kubelet) run(ctx context.Context) error {
 	}
 }
 
-// watchImages follows the node's containerd events through the real ctr and signals landed
-// (without blocking: one pending signal covers any number of events) on each image event of
-// the CRI namespace. A stream that ends (containerd restarting) is opened again until ctx ends;
+// watchImages follows the node's containerd events through the real ctr; on each image event
+// of the CRI namespace it drops the cached image listing and signals landed (without blocking:
+// one pending signal covers any number of events). A stream that ends (containerd restarting) is opened again until ctx ends;
 // the periodic retry covers the gap.
 func (k *kubelet) watchImages(ctx context.Context, landed chan<- struct{}) {
 	for ctx.Err() == nil {
@@ -322,6 +322,9 @@ func (k *kubelet) watchImages(ctx context.Context, landed chan<- struct{}) {
 			sc := bufio.NewScanner(out)
 			for sc.Scan() {
 				if criImageEvent(sc.Text()) {
+					// The listing in the cache is stale from this moment, whether a Pod waits
+					// now or is created a moment later.
+					k.images.invalidate()
 					select {
 					case landed <- struct{}{}:
 					default:
