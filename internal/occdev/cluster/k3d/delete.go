@@ -9,9 +9,6 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
-	k3dclient "github.com/k3d-io/k3d/v5/pkg/client"
-	k3druntimes "github.com/k3d-io/k3d/v5/pkg/runtimes"
-	k3dtypes "github.com/k3d-io/k3d/v5/pkg/types"
 )
 
 // ErrNotOurs is returned by Delete for a cluster that is not the recorded one; nothing was
@@ -51,9 +48,13 @@ func (p *Provider) deleteInspected(ctx context.Context, id Identity, st Status, 
 	return p.remove(ctx, id, f)
 }
 
-// remove deletes an identified cluster with k3d's ClusterDelete, then removes what k3d leaves
-// behind (it only logs failures) and verifies nothing is left. before is what inspect found of
-// the cluster just before.
+// remove deletes an identified cluster: the Docker objects inspect found of it just before
+// (before), removed as k3d's ClusterDelete removes those of the clusters occ creates (one
+// server, no agents, registry or load balancer: the node containers with their anonymous
+// volumes, then the cluster's own network, then its volumes), and then again whatever is still
+// there, until nothing is left. Removing them here rather than through ClusterDelete lets the
+// removals of one kind run side by side, removes exactly the objects the identity check saw,
+// and reports every failure (ClusterDelete only logs them).
 func (p *Provider) remove(ctx context.Context, id Identity, before found) error {
 	// Volumes the nodes mount are noted now: once a container is gone, its anonymous volumes
 	// can no longer be told apart from anyone else's.
@@ -61,12 +62,8 @@ func (p *Provider) remove(ctx context.Context, id Identity, before found) error 
 	for _, c := range before.containers {
 		mounted = append(mounted, c.volumes...)
 	}
-	var k3dErr error
-	if len(before.containers) > 0 {
-		k3dErr = p.k3dDelete(ctx, id.Name)
-	}
+	sweepErr := p.sweep(ctx, before)
 	var last found
-	var sweepErr error
 	for range sweepRounds {
 		f, err := p.find(ctx, id.Name)
 		if err != nil {
@@ -87,7 +84,7 @@ func (p *Provider) remove(ctx context.Context, id Identity, before found) error 
 		}
 	}
 	err := fmt.Errorf("delete k3d cluster %s: still present after deletion: %s; remove them with docker rm -f / docker network rm / docker volume rm and run occ dev down again", id.Name, last.describe())
-	err = errors.Join(err, sweepErr, k3dErr)
+	err = errors.Join(err, sweepErr)
 	if ctx.Err() != nil {
 		err = errors.Join(err, ctx.Err())
 	}
@@ -128,16 +125,6 @@ func (p *Provider) volumesLeft(ctx context.Context, mounted, listed []string) ([
 		}
 	}
 	return left, nil
-}
-
-func (p *Provider) k3dDelete(ctx context.Context, name string) error {
-	err := p.withK3d(func() error {
-		return k3dclient.ClusterDelete(ctx, k3druntimes.Docker, &k3dtypes.Cluster{Name: name}, k3dtypes.ClusterDeleteOpts{SkipRegistryCheck: true})
-	})
-	if err != nil {
-		return fmt.Errorf("k3d cluster delete %s: %w", name, err)
-	}
-	return nil
 }
 
 // sweep removes the given leftovers: the containers (with their anonymous volumes), then the
