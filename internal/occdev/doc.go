@@ -34,8 +34,11 @@
 // cluster is created while the OpenShell images are pulled, beside the artifacts lane).
 //
 // The cluster lane depends on the provider (clusterLane): an existing cluster is connected to;
-// for k3d the pinned node and tools images are made present, the cluster created while the
-// OpenShell images are pulled, and the images checked, imported and verified in the node.
+// for k3d the pinned node and tools images are made present and the cluster created while the
+// OpenShell images are pulled. After that group, for k3d, a second one imports the images and
+// verifies them in the node (importLane) while the platform objects that need only the API are
+// applied (platformLane); on an existing cluster the platform lane's steps simply run in turn.
+// The Gateway install, whose Pods run the verified images, comes after both.
 //
 // # Control-plane profiles
 //

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -81,6 +82,7 @@ func testUpStatusDown(t *testing.T, b *k3dBed) {
 	if err != nil {
 		t.Fatalf("up: %v\nlog:\n%s", err, opts.Log)
 	}
+	assertImportBesidePlatform(t, opts, times)
 	name, dir := opts.ClusterName, opts.StateDir
 	node := "k3d-" + name + "-server-0"
 	vols := b.volumesOf(t, name)
@@ -167,6 +169,59 @@ func testUpStatusDown(t *testing.T, b *k3dBed) {
 	}
 	if !stateGone(dir) {
 		t.Errorf("state directory %s left after down", dir)
+	}
+}
+
+// importBesidePlatform is the group of the k3d flow that imports and verifies the images in one
+// lane while the other applies the platform objects that need only the API.
+var importBesidePlatform = map[string][]string{
+	"import": {"Check that the engine's images carry the pinned digests", "Import the OpenShell images into the cluster", "Verify the images in the node and tag them for the chart"},
+	"platform": {"Create the platform namespace", "Create RuntimeClass " + occdev.RuntimeClassName, "Apply the Agent Sandbox manifest",
+		"Create the Gateway JWT key Secret", "Apply the development NetworkPolicies and RBAC"},
+}
+
+// assertImportBesidePlatform: the images were imported and verified while the platform objects
+// that need only the API were applied (each step ran in its lane), in a group that starts once
+// the cluster exists and ends before the Gateway, whose Pods run the verified images, is
+// installed.
+func assertImportBesidePlatform(t *testing.T, opts occdev.UpOptions, times *stepTimes) {
+	t.Helper()
+	ran := map[string]string{}
+	times.mu.Lock()
+	for _, l := range times.lines {
+		ran[l.Step] = l.Lane
+	}
+	times.mu.Unlock()
+	for lane, steps := range importBesidePlatform {
+		for _, s := range steps {
+			if got, ok := ran[s]; !ok || got != lane {
+				t.Errorf("step %q ran in lane %q (ran: %v), want lane %q", s, got, ok, lane)
+			}
+		}
+	}
+	dr, err := occdev.PlanUp(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	index := map[string]int{}
+	for i, s := range dr.Steps {
+		index[s.Name] = i
+	}
+	group, ok := index["Import the images while applying the platform objects"]
+	if !ok {
+		t.Fatalf("the flow has no import-and-platform group: %v", index)
+	}
+	lanes := map[string][]string{}
+	for _, l := range dr.Steps[group].Lanes {
+		for _, s := range l.Steps {
+			lanes[l.Name] = append(lanes[l.Name], s.Name)
+		}
+	}
+	if !reflect.DeepEqual(lanes, importBesidePlatform) {
+		t.Errorf("the group's lanes are %q, want %q", lanes, importBesidePlatform)
+	}
+	if cluster, gateway := index["Fetch the artifacts while preparing the cluster"], index["Install the OpenShell Gateway chart"]; !(cluster < group && group < gateway) {
+		t.Errorf("the group is step %d, after the cluster's group (%d) and before the Gateway install (%d) it must be", group+1, cluster+1, gateway+1)
 	}
 }
 
@@ -666,8 +721,8 @@ const allStepsEnv = "OCC_TEST_K3D_ALL_STEPS"
 // pull, or k3d half-way through creating the cluster), and that is rolled back too.
 func testFailureAfterEachStep(t *testing.T, b *k3dBed) {
 	names := stepNames(t, b.options(t))
-	if len(names) != 28 {
-		t.Fatalf("the k3d flow has %d steps and groups, want 28: %q", len(names), names)
+	if len(names) != 29 {
+		t.Fatalf("the k3d flow has %d steps and groups, want 29: %q", len(names), names)
 	}
 	for i, step := range names {
 		t.Run(fmt.Sprintf("after step %d %s", i+1, step), func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"sync/atomic"
 
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
@@ -93,6 +94,9 @@ func insideCluster(t state.Type) bool {
 // name now belongs to another cluster (left alone), the recorded cluster is gone and so is what
 // was inside it; the other cluster is never contacted about them. When the cluster cannot be
 // removed, they stay recorded with it for the next `down`.
+//
+// The rest follow in reverse creation order; consecutive records of a type whose records never
+// depend on each other (removedSideBySide) are removed concurrently.
 func cleanup(ctx context.Context, d *state.Dir, log io.Writer, keep func(state.Object) bool) (*DownResult, error) {
 	st := d.State()
 	res := &DownResult{StateDirectory: d.Path(), Removed: []string{}, LeftAlone: []string{}}
@@ -112,12 +116,12 @@ func cleanup(ctx context.Context, d *state.Dir, log io.Writer, keep func(state.O
 			errs = append(errs, err)
 		}
 	}
-	// remove hands o to its remover; it reports whether o is gone (or left alone) now.
-	remove := func(o state.Object) (state.Outcome, bool) {
-		rm, err := reg.Remove(ctx, o)
+	// account logs and counts what o's remover did; it reports whether o is gone (or left
+	// alone) now, so its record can go.
+	account := func(o state.Object, rm state.Removal, err error) bool {
 		if err != nil {
 			fail(err)
-			return "", false
+			return false
 		}
 		switch rm.Outcome {
 		case state.LeftAlone:
@@ -129,6 +133,14 @@ func cleanup(ctx context.Context, d *state.Dir, log io.Writer, keep func(state.O
 		default:
 			fmt.Fprintf(log, "removed %s\n", o)
 			res.Removed = append(res.Removed, o.String())
+		}
+		return true
+	}
+	// remove hands o to its remover, and forgets it once it is gone (or left alone).
+	remove := func(o state.Object) (state.Outcome, bool) {
+		rm, err := reg.Remove(ctx, o)
+		if !account(o, rm, err) {
+			return "", false
 		}
 		forget(o)
 		return rm.Outcome, true
@@ -147,6 +159,7 @@ func cleanup(ctx context.Context, d *state.Dir, log io.Writer, keep func(state.O
 		}
 		handled[i] = true
 		outcome, gone := remove(o)
+		var went []state.Object
 		for j, in := range st.Objects {
 			if !insideCluster(in.Type) {
 				continue
@@ -157,19 +170,66 @@ func cleanup(ctx context.Context, d *state.Dir, log io.Writer, keep func(state.O
 				// Kept with the cluster's record: the next `down` removes it with them.
 			case outcome == state.LeftAlone:
 				fmt.Fprintf(log, "%s went with the recorded k3d cluster %s, which no longer exists\n", in, o.Name)
-				res.Removed = append(res.Removed, in.String())
-				forget(in)
+				went = append(went, in)
 			default:
 				fmt.Fprintf(log, "removed %s with k3d cluster %s\n", in, o.Name)
-				res.Removed = append(res.Removed, in.String())
-				forget(in)
+				went = append(went, in)
+			}
+		}
+		// They went at one moment, with the cluster: one write of the record forgets them all.
+		for _, in := range went {
+			res.Removed = append(res.Removed, in.String())
+		}
+		if len(went) > 0 {
+			if err := d.ForgetAll(went...); err != nil {
+				errs = append(errs, err)
 			}
 		}
 	}
+	var rest []state.Object
 	for i := len(st.Objects) - 1; i >= 0; i-- {
 		if o := st.Objects[i]; !handled[i] && !keep(o) {
-			remove(o)
+			rest = append(rest, o)
+		}
+	}
+	for len(rest) > 0 {
+		n := 1
+		for removedSideBySide(rest[0].Type) && n < len(rest) && rest[n].Type == rest[0].Type {
+			n++
+		}
+		run := rest[:n]
+		rest = rest[n:]
+		if n == 1 {
+			remove(run[0])
+			continue
+		}
+		// Records of one such type that follow each other are removed side by side; they are
+		// accounted for in their order and forgotten in one write.
+		rms, rerrs := make([]state.Removal, n), make([]error, n)
+		var wg sync.WaitGroup
+		for i, o := range run {
+			wg.Go(func() { rms[i], rerrs[i] = reg.Remove(ctx, o) })
+		}
+		wg.Wait()
+		var gone []state.Object
+		for i, o := range run {
+			if account(o, rms[i], rerrs[i]) {
+				gone = append(gone, o)
+			}
+		}
+		if len(gone) > 0 {
+			if err := d.ForgetAll(gone...); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	return res, errors.Join(errs...)
+}
+
+// removedSideBySide are the record types whose records never depend on each other: each names
+// its own image reference (a pull's digest reference; an import's staging tag and name in the
+// node), so the removal of one cannot change what the removal of another finds. Records of
+// other types keep their strict reverse order (a Namespace after what is inside it).
+func removedSideBySide(t state.Type) bool {
+	return t == state.TypeDockerImage || t == state.TypeClusterImage
 }

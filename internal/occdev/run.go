@@ -24,15 +24,18 @@ import (
 // run is what the steps of one `up` share: the plan, the claimed state, and what earlier steps
 // produced for later ones. Steps of concurrent lanes write disjoint fields (the artifacts lane
 // its own, the cluster lane its own, and inside the cluster lane the k3d and images lanes
-// theirs); the steps after a group read them once every lane has finished.
+// theirs; the import lane its own, and the platform lane beside it none); the steps after a
+// group read them once every lane has finished.
 type run struct {
 	plan  *Plan
 	opts  UpOptions
 	log   io.Writer
 	state *state.Dir
 
-	// Written by the preflight: the Docker engine (k3d only), reached at the located endpoint.
-	engine *docker.Engine
+	// Written by the preflight: the Docker engine (k3d only), reached at the located endpoint,
+	// and the platform of the containers it runs.
+	engine         *docker.Engine
+	enginePlatform images.Platform
 
 	// Written by the artifacts lane.
 	archive            *artifacts.Verified
@@ -42,12 +45,9 @@ type run struct {
 	agentSandbox       []*unstructured.Unstructured
 
 	// Written by the cluster lane: the pinned images as the engine holds them (by role, each
-	// slot by its own step), those imported into the node and verified there, and the
-	// connection.
-	local    [imageRoles]images.Local
-	imported []images.Imported
-	verified []images.Verified
-	conn     *kubeobj.Conn
+	// slot by its own step) and the connection.
+	local [imageRoles]images.Local
+	conn  *kubeobj.Conn
 	// clusterFailed is set when the cluster's creation failed by itself (not cancelled), which
 	// keeps its record and the state directory for `down`.
 	clusterFailed atomic.Bool
@@ -55,10 +55,14 @@ type run struct {
 	// Written by the control plane's base pull: every base image of its builds, by digest.
 	bases []controlplane.ResolvedBase
 
+	// Written by the import lane: the images imported into the node and verified there.
+	imported []images.Imported
+	verified []images.Verified
+
 	// Written by the Compose profile's steps (nil for other profiles).
 	compose *composeRun
 
-	// Written by the platform steps.
+	// Written by the Gateway and Installation steps.
 	gateway          *platform.Gateway
 	gatewayEndpoint  string
 	installationPath string

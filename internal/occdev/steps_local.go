@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/progress"
 )
@@ -35,6 +36,11 @@ func preflight(ctx context.Context, r *run, rep progress.Reporter) error {
 			return err
 		}
 		rep.Note(fmt.Sprintf("Docker %s (API %s) at %s", r.engine.Version, r.engine.APIVersion, ep))
+		// Every pinned image is checked against the engine's platform after its pull; the
+		// engine is asked once here rather than once per image.
+		if r.enginePlatform, err = images.EnginePlatform(ctx, r.engine.API); err != nil {
+			return err
+		}
 	}
 	if err := r.plan.provider.Preflight(ctx, r.clusterRequest(rep)); err != nil {
 		return err

@@ -18,9 +18,10 @@ const rollbackTimeout = 2 * time.Minute
 // upSteps is the whole `occ dev up` flow, in order. The cheap checks come first, then the
 // state is claimed (recording the Docker engine before anything exists); the artifacts are
 // fetched and the Gateway chart checked (rendered with the API versions the Agent Sandbox
-// manifest adds) while the cluster is made available (for k3d: the pinned images pulled, the
-// cluster created, the images imported and verified); then the platform is installed on it,
-// and the control plane of the profile after it.
+// manifest adds) while the cluster is made available (for k3d: the pinned images pulled and
+// the cluster created). Then the platform objects that need only the API are applied while the
+// images are imported and verified in the node (k3d), and the Gateway, which runs the verified
+// images, is installed once both are done; the control plane of the profile comes after it.
 func upSteps(p *Plan) []Step {
 	check := "Check the settings and the cluster"
 	if p.k3d != nil {
@@ -30,16 +31,18 @@ func upSteps(p *Plan) []Step {
 		{Name: check, Describe: describePreflight, Run: preflight},
 		{Name: "Claim the private state directory", Describe: describeState, Run: claimState},
 		concurrently("Fetch the artifacts while preparing the cluster", artifactsLane(p), clusterLane(p)),
-		{Name: "Create the platform namespace", Describe: describeNamespace, Run: ensurePlatformNamespace},
-		{Name: "Create RuntimeClass " + RuntimeClassName, Describe: describeRuntimeClass, Run: ensureRuntimeClass},
-		{Name: "Apply the Agent Sandbox manifest", Describe: describeAgentSandbox, Run: applyAgentSandbox},
-		{Name: "Create the Gateway JWT key Secret", Describe: describeJWTSecret, Run: ensureJWTSecret},
-		{Name: "Install the OpenShell Gateway chart", Describe: describeGateway, Run: installGateway},
-		{Name: "Apply the development NetworkPolicies and RBAC", Describe: describePolicies, Run: applyDevelopmentPolicies},
-		{Name: "Wait for the Agent Sandbox controller and the Gateway", Describe: describeWait, Run: waitForPlatform},
-		{Name: "Check Gateway health", Describe: describeHealth, Run: checkGatewayHealth},
-		{Name: "Write the Installation", Describe: describeInstallation, Run: writeInstallation},
 	}
+	if p.k3d != nil {
+		steps = append(steps, concurrently("Import the images while applying the platform objects", importLane(p), platformLane(p)))
+	} else {
+		steps = append(steps, platformLane(p).Steps...)
+	}
+	steps = append(steps,
+		Step{Name: "Install the OpenShell Gateway chart", Describe: describeGateway, Run: installGateway},
+		Step{Name: "Wait for the Agent Sandbox controller and the Gateway", Describe: describeWait, Run: waitForPlatform},
+		Step{Name: "Check Gateway health", Describe: describeHealth, Run: checkGatewayHealth},
+		Step{Name: "Write the Installation", Describe: describeInstallation, Run: writeInstallation},
+	)
 	return append(steps, p.profile.controlPlane...)
 }
 
@@ -73,7 +76,7 @@ func artifactsLane(p *Plan) Lane {
 // clusterLane makes the cluster available. An existing cluster is only connected to. A k3d
 // cluster needs its node and tools images before k3d may create it (occ pulls pinned images by
 // digest itself, so k3d never pulls a tag); the OpenShell images are pulled while the cluster
-// starts, then checked, imported in one pass and verified inside the node.
+// starts.
 func clusterLane(p *Plan) Lane {
 	if p.k3d == nil {
 		return lane("cluster",
@@ -87,11 +90,36 @@ func clusterLane(p *Plan) Lane {
 			lane("k3d", Step{Name: "Create k3d cluster " + p.ClusterName, Describe: describeCluster, Run: connectCluster}),
 			lane("images", imageStep(gatewayImage), imageStep(sandboxImage), imageStep(supervisorImage)),
 		),
+	)
+	return lane("cluster", steps...)
+}
+
+// importLane gets the pulled images into the k3d cluster's node: checked, imported in one pass
+// and verified there. It needs the cluster and the pulls of the cluster lane, and nothing of the
+// platform lane beside it.
+func importLane(*Plan) Lane {
+	return lane("import",
 		Step{Name: "Check that the engine's images carry the pinned digests", Describe: describeRepoDigests, Run: checkRepoDigests},
 		Step{Name: "Import the OpenShell images into the cluster", Describe: describeImport, Run: importImages},
 		Step{Name: "Verify the images in the node and tag them for the chart", Describe: describeVerify, Run: verifyImages},
 	)
-	return lane("cluster", steps...)
+}
+
+// platformLane applies the platform objects that need only the cluster's API: none of them
+// runs an image occ imports. The Agent Sandbox controller's image is the manifest's own, which
+// the node pulls itself. The lane starts after the artifacts lane, whose manifest it applies
+// and whose check of the Gateway chart comes before anything is installed. The Gateway
+// install waits for this lane (the chart's Agent Sandbox preflight needs the CRDs served) and
+// for the import lane (its Pods run the verified images); the controller is waited for with
+// the Gateway, so its start overlaps the install instead of holding it back.
+func platformLane(*Plan) Lane {
+	return lane("platform",
+		Step{Name: "Create the platform namespace", Describe: describeNamespace, Run: ensurePlatformNamespace},
+		Step{Name: "Create RuntimeClass " + RuntimeClassName, Describe: describeRuntimeClass, Run: ensureRuntimeClass},
+		Step{Name: "Apply the Agent Sandbox manifest", Describe: describeAgentSandbox, Run: applyAgentSandbox},
+		Step{Name: "Create the Gateway JWT key Secret", Describe: describeJWTSecret, Run: ensureJWTSecret},
+		Step{Name: "Apply the development NetworkPolicies and RBAC", Describe: describePolicies, Run: applyDevelopmentPolicies},
+	)
 }
 
 // Summary is what a successful `up` reports.

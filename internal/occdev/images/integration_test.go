@@ -442,3 +442,85 @@ func ctrRefs(t *testing.T, ctx context.Context, e *docker.Engine, node string) m
 	}
 	return out
 }
+
+// cancelMidStream cancels the import's context once `ctr image import` runs in the node, that
+// is while the image streams into it, as Ctrl-C or a failing sibling lane of `up` would.
+type cancelMidStream struct {
+	images.Importer
+	engine *docker.Engine
+	node   string
+	cancel context.CancelFunc
+	// saw is closed when the import was seen running in the node.
+	saw chan struct{}
+}
+
+func (c cancelMidStream) ImportImages(ctx context.Context, refs []string) error {
+	go func() {
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			res, err := docker.Exec(ctx, c.engine.API, c.node, "ps")
+			if err == nil && strings.Contains(res.Stdout, "ctr image import") {
+				close(c.saw)
+				c.cancel()
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return c.Importer.ImportImages(ctx, refs)
+}
+
+// `up` is cancelled while a large image streams into the node: the import still ends (k3d's
+// direct mode, cancelled half-way, never closes the pipe into `ctr image import`, which would
+// then wait for input forever), reports the cancellation, and leaves no staging tag in the engine.
+func TestImportCancelledMidStreamEnds(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	b := startBed(t, ctx)
+	c := b.cluster(t, ctx)
+	spec, err := dockerbed.SizedImage(256 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pin, _ := b.provide(t, ctx, spec)
+	rec := newRecorder(t)
+	l, err := images.Present(ctx, images.PresentOptions{API: b.engine.API, Image: pin, Recorder: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, o := range rec.of(state.TypeDockerImage) {
+			_, _ = images.RemovePulledImage(context.Background(), b.engine.API, o)
+		}
+	})
+	ictx, icancel := context.WithCancel(ctx)
+	defer icancel()
+	imp := cancelMidStream{Importer: b.provider.Importer(c.Name), engine: b.engine, node: c.NodeContainer, cancel: icancel, saw: make(chan struct{})}
+	done := make(chan error, 1)
+	go func() {
+		_, err := images.Import(ictx, images.ImportOptions{API: b.engine.API, Importer: imp, Images: []images.Local{l}, Recorder: rec})
+		done <- err
+	}()
+	// The bound is a failure verdict for a hung import, not a synchronisation.
+	select {
+	case err = <-done:
+	case <-time.After(3 * time.Minute):
+		t.Fatal("the import cancelled while streaming never ended")
+	}
+	select {
+	case <-imp.saw:
+	default:
+		t.Fatalf("the import ended (%v) before it was seen streaming into the node; the scenario did not happen", err)
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Import cancelled mid-stream = %v, want the cancellation", err)
+	}
+	if present(t, ctx, b.engine, images.StagingTag(pin, c.Name)) {
+		t.Errorf("staging tag %s left in the engine", images.StagingTag(pin, c.Name))
+	}
+}

@@ -2,9 +2,15 @@ package images
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/docker/docker/client"
@@ -84,32 +90,173 @@ type manifestOrIndex struct {
 	} `json:"manifests"`
 }
 
-// configDigest follows an image's target (a manifest, or an index of exactly one manifest, which
-// is what an import of `docker save` output produces) to the digest of its config blob.
-func (n nodeContainerd) configDigest(ctx context.Context, target string) (string, error) {
-	for range 2 {
-		blob, err := n.ctr(ctx, "content", "get", target)
-		if err != nil {
-			return "", err
-		}
-		var m manifestOrIndex
-		if err := json.Unmarshal([]byte(blob), &m); err != nil {
-			return "", fmt.Errorf("content %s in node %s is not a manifest: %w", target, n.node, err)
-		}
-		if m.Config != nil && digestPattern.MatchString(m.Config.Digest) {
-			return m.Config.Digest, nil
-		}
-		if len(m.Manifests) != 1 {
-			return "", fmt.Errorf("content %s in node %s is an index of %d manifests; occ imports single-platform images and cannot tell which one the kubelet would run", target, n.node, len(m.Manifests))
-		}
-		target = m.Manifests[0].Digest
-	}
-	return "", fmt.Errorf("content %s in node %s: nested indexes", target, n.node)
+// ctrResult is what one ctr command of a batch printed, and its exit code.
+type ctrResult struct {
+	cmd            []string
+	stdout, stderr string
+	exitCode       int
 }
 
-// resolve finds the image named name in the list and its config digest. None is ErrAbsent-like
-// (found false); rows of the name with different targets would be ambiguous and are refused.
-func (n nodeContainerd) resolve(ctx context.Context, list []nodeImage, name string) (row nodeImage, config string, found bool, err error) {
+// err is the command's failure, worded as ctr's single-command errors are.
+func (r ctrResult) err(node string) error {
+	if r.exitCode == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s in node %s exited with %d: %s", strings.Join(r.cmd, " "), node, r.exitCode, strings.TrimSpace(r.stderr+" "+r.stdout))
+}
+
+// batch runs ctr commands (the arguments after "ctr -n k8s.io") in the node one after another,
+// in a single exec through the node's shell, and returns what each printed and its exit code.
+// Every exec costs a process start in the node and several engine round trips, which is most
+// of a check's time; one exec carries a whole phase of checks instead. k3s images ship a POSIX
+// shell (k3d's node entrypoint is a shell script). After each command, a line holding a random
+// boundary and the command's exit status is printed to stdout and to stderr, which splits both
+// streams back into the commands' own output.
+func (n nodeContainerd) batch(ctx context.Context, cmds [][]string) ([]ctrResult, error) {
+	if len(cmds) == 0 {
+		return nil, nil
+	}
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, err
+	}
+	boundary := "occ-batch-" + hex.EncodeToString(b[:])
+	res, err := docker.Exec(ctx, n.api, n.node, "sh", "-c", batchScript(cmds, boundary))
+	if err != nil {
+		return nil, err
+	}
+	stdout, codes, oerr := splitBatch(res.Stdout, boundary, len(cmds))
+	stderr, _, eerr := splitBatch(res.Stderr, boundary, len(cmds))
+	if res.ExitCode != 0 || oerr != nil || eerr != nil {
+		return nil, fmt.Errorf("run %d ctr commands through sh in node %s: exit code %d, %v: %s", len(cmds), n.node, res.ExitCode, errors.Join(oerr, eerr), strings.TrimSpace(res.Stderr+" "+res.Stdout))
+	}
+	out := make([]ctrResult, len(cmds))
+	for i, args := range cmds {
+		out[i] = ctrResult{cmd: append([]string{"ctr", "-n", criNamespace}, args...), stdout: stdout[i], stderr: stderr[i], exitCode: codes[i]}
+	}
+	return out, nil
+}
+
+// batchScript is the shell script of a batch: each command, then its boundary lines.
+func batchScript(cmds [][]string, boundary string) string {
+	var script strings.Builder
+	for _, args := range cmds {
+		script.WriteString("ctr -n " + criNamespace)
+		for _, a := range args {
+			script.WriteString(" " + shellQuote(a))
+		}
+		fmt.Fprintf(&script, "; s=$?; printf '\\n%[1]s %%d\\n' \"$s\"; printf '\\n%[1]s %%d\\n' \"$s\" >&2\n", boundary)
+	}
+	return script.String()
+}
+
+// splitBatch cuts a batch's stream into the n commands' output at the boundary lines, and reads
+// the exit status each line carries.
+func splitBatch(stream, boundary string, n int) ([]string, []int, error) {
+	parts := strings.Split(stream, "\n"+boundary+" ")
+	if len(parts) != n+1 {
+		return nil, nil, fmt.Errorf("the output holds %d of the %d boundary lines", len(parts)-1, n)
+	}
+	outputs := []string{parts[0]}
+	codes := make([]int, 0, n)
+	for i, p := range parts[1:] {
+		status, rest, ok := strings.Cut(p, "\n")
+		code, err := strconv.Atoi(status)
+		if !ok || err != nil || (i == n-1 && rest != "") {
+			return nil, nil, fmt.Errorf("boundary line %d is malformed: %q", i+1, p)
+		}
+		codes = append(codes, code)
+		if i < n-1 {
+			outputs = append(outputs, rest)
+		}
+	}
+	return outputs, codes, nil
+}
+
+// shellQuote quotes s as one word for a POSIX shell.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// configDigests follows each target (a manifest, or an index of exactly one manifest, which is
+// what an import of `docker save` output produces) to the digest of its config blob, reading
+// the manifests of all targets in one exec (and the manifests the indexes name in a second).
+// The result maps each target to its config digest or to why there is none.
+func (n nodeContainerd) configDigests(ctx context.Context, targets []string) (map[string]string, map[string]error, error) {
+	configs, failed := map[string]string{}, map[string]error{}
+	pending := map[string][]string{} // content digest to read → targets it decides
+	for _, t := range targets {
+		pending[t] = append(pending[t], t)
+	}
+	for level := 0; len(pending) > 0; level++ {
+		if level == 2 {
+			for d, ts := range pending {
+				for _, t := range ts {
+					failed[t] = fmt.Errorf("content %s in node %s: nested indexes", d, n.node)
+				}
+			}
+			break
+		}
+		digests := slices.Sorted(maps.Keys(pending))
+		cmds := make([][]string, len(digests))
+		for i, d := range digests {
+			cmds[i] = []string{"content", "get", d}
+		}
+		res, err := n.batch(ctx, cmds)
+		if err != nil {
+			return nil, nil, err
+		}
+		next := map[string][]string{}
+		for i, d := range digests {
+			config, child, err := readManifest(res[i], n.node, d)
+			for _, t := range pending[d] {
+				switch {
+				case err != nil:
+					failed[t] = err
+				case child != "":
+					next[child] = append(next[child], t)
+				default:
+					configs[t] = config
+				}
+			}
+		}
+		pending = next
+	}
+	return configs, failed, nil
+}
+
+// readManifest reads one `ctr content get` of digest: a manifest's config digest, or the one
+// manifest an index names.
+func readManifest(r ctrResult, node, digest string) (config, child string, err error) {
+	if err := r.err(node); err != nil {
+		return "", "", err
+	}
+	var m manifestOrIndex
+	if err := json.Unmarshal([]byte(r.stdout), &m); err != nil {
+		return "", "", fmt.Errorf("content %s in node %s is not a manifest: %w", digest, node, err)
+	}
+	if m.Config != nil && digestPattern.MatchString(m.Config.Digest) {
+		return m.Config.Digest, "", nil
+	}
+	if len(m.Manifests) != 1 {
+		return "", "", fmt.Errorf("content %s in node %s is an index of %d manifests; occ imports single-platform images and cannot tell which one the kubelet would run", digest, node, len(m.Manifests))
+	}
+	return "", m.Manifests[0].Digest, nil
+}
+
+// configDigest is configDigests of one target.
+func (n nodeContainerd) configDigest(ctx context.Context, target string) (string, error) {
+	configs, failed, err := n.configDigests(ctx, []string{target})
+	if err != nil {
+		return "", err
+	}
+	if err := failed[target]; err != nil {
+		return "", err
+	}
+	return configs[target], nil
+}
+
+// find returns the row of the image named name in the list. None is found false; rows of the
+// name with different targets would be ambiguous and are refused.
+func (n nodeContainerd) find(list []nodeImage, name string) (row nodeImage, found bool, err error) {
 	var rows []nodeImage
 	for _, r := range list {
 		if r.Name == name {
@@ -117,13 +264,23 @@ func (n nodeContainerd) resolve(ctx context.Context, list []nodeImage, name stri
 		}
 	}
 	if len(rows) == 0 {
-		return nodeImage{}, "", false, nil
+		return nodeImage{}, false, nil
 	}
 	for _, r := range rows[1:] {
 		if r.Digest != rows[0].Digest {
-			return nodeImage{}, "", true, fmt.Errorf("node %s lists image %s twice, with targets %s and %s: ambiguous", n.node, name, rows[0].Digest, r.Digest)
+			return nodeImage{}, true, fmt.Errorf("node %s lists image %s twice, with targets %s and %s: ambiguous", n.node, name, rows[0].Digest, r.Digest)
 		}
 	}
-	config, err = n.configDigest(ctx, rows[0].Digest)
-	return rows[0], config, true, err
+	return rows[0], true, nil
+}
+
+// resolve finds the image named name in the list and its config digest (find, then
+// configDigest of its target).
+func (n nodeContainerd) resolve(ctx context.Context, list []nodeImage, name string) (row nodeImage, config string, found bool, err error) {
+	row, found, err = n.find(list, name)
+	if err != nil || !found {
+		return row, "", found, err
+	}
+	config, err = n.configDigest(ctx, row.Digest)
+	return row, config, true, err
 }

@@ -60,66 +60,153 @@ func (e *DigestError) Error() string {
 // repo@sha256:<pinned> on that image for the chart, checks that name too (an existing one is
 // overwritten, so a stale earlier import cannot linger under it), and drops the staging name.
 // Every image is checked; all failures are reported together.
+//
+// The images go through these checks together, phase by phase, each phase one exec in the node
+// (nodeContainerd.batch): the node's image list, the staging names' manifests, the chart names'
+// tags with the list after them, the chart names' manifests, the removal of the staging names.
+// An image that fails a phase takes no further part; each check reads and changes only its own
+// image's names. The result keeps the order of opts.Images.
 func VerifyInNode(ctx context.Context, opts VerifyOptions) ([]Verified, error) {
 	n := nodeContainerd{api: opts.API, node: opts.Node}
 	list, err := n.list(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list images in node %s: %w", opts.Node, err)
 	}
-	var out []Verified
-	var errs []error
-	for _, im := range opts.Images {
-		v, err := verifyOne(ctx, n, list, im)
-		if err != nil {
-			errs = append(errs, err)
+	v := verification{n: n, images: opts.Images, errs: make([]error, len(opts.Images)), rows: make([]nodeImage, len(opts.Images)), out: make([]Verified, len(opts.Images))}
+
+	// The staging name of each image must hold the content the pinned pull produced.
+	if err := v.resolve(ctx, list, func(im Imported) string { return im.Staging }, func(i int, row nodeImage, config string) {
+		im := opts.Images[i]
+		if config != im.ID {
+			v.fail(i, im.Staging, config, "the imported content differs")
+			return
+		}
+		v.rows[i] = row
+	}, "the import left no image of that name"); err != nil {
+		return nil, err
+	}
+
+	// Tag the chart's name on each verified image, then list the node's images again.
+	var cmds [][]string
+	var tagged []int
+	for i, im := range opts.Images {
+		if v.errs[i] == nil {
+			cmds = append(cmds, []string{"images", "tag", "--force", im.Staging, im.Pin.DigestReference()})
+			tagged = append(tagged, i)
+		}
+	}
+	if len(tagged) == 0 {
+		return nil, errors.Join(v.errs...)
+	}
+	res, err := n.batch(ctx, append(cmds, []string{"images", "ls"}))
+	if err != nil {
+		return nil, fmt.Errorf("tag the verified images in node %s: %w", opts.Node, err)
+	}
+	for j, i := range tagged {
+		if err := res[j].err(opts.Node); err != nil {
+			v.errs[i] = fmt.Errorf("tag %s in node %s: %w", opts.Images[i].Pin.DigestReference(), opts.Node, err)
+		}
+	}
+	ls := res[len(tagged)]
+	if err := ls.err(opts.Node); err != nil {
+		return nil, fmt.Errorf("list images in node %s: %w", opts.Node, err)
+	}
+	after, err := parseImageList(ls.stdout)
+	if err != nil {
+		return nil, fmt.Errorf("list images in node %s: %w", opts.Node, err)
+	}
+
+	// The chart's name must point at the very target the staging name had, with its config.
+	if err := v.resolve(ctx, after, func(im Imported) string { return im.Pin.DigestReference() }, func(i int, final nodeImage, config string) {
+		im := opts.Images[i]
+		if config != im.ID || final.Digest != v.rows[i].Digest {
+			v.fail(i, im.Pin.DigestReference(), config, "the chart's name points at other content")
+			return
+		}
+		v.out[i] = Verified{Pin: im.Pin, Reference: im.Pin.DigestReference(), ConfigDigest: config, NodeManifest: final.Digest}
+	}, "the tag did not take"); err != nil {
+		return nil, err
+	}
+
+	// Drop the staging names of the verified images, and record them.
+	cmds, tagged = nil, nil
+	for i, im := range opts.Images {
+		if v.errs[i] == nil {
+			cmds = append(cmds, []string{"images", "rm", im.Staging})
+			tagged = append(tagged, i)
+		}
+	}
+	res, err = n.batch(ctx, cmds)
+	if err != nil {
+		return nil, fmt.Errorf("remove the staging names in node %s: %w", opts.Node, err)
+	}
+	for j, i := range tagged {
+		if err := res[j].err(opts.Node); err != nil {
+			v.errs[i] = fmt.Errorf("remove staging name %s in node %s: %w", opts.Images[i].Staging, opts.Node, err)
 			continue
 		}
 		if opts.Recorder != nil {
-			if err := opts.Recorder.Record(clusterRecord(v.Pin, v.ConfigDigest)); err != nil {
-				errs = append(errs, fmt.Errorf("record verified image %s: %w", v.Reference, err))
-				continue
+			if err := opts.Recorder.Record(clusterRecord(v.out[i].Pin, v.out[i].ConfigDigest)); err != nil {
+				v.errs[i] = fmt.Errorf("record verified image %s: %w", v.out[i].Reference, err)
 			}
 		}
-		out = append(out, v)
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	if err := errors.Join(v.errs...); err != nil {
+		return nil, err
 	}
-	return out, nil
+	return v.out, nil
 }
 
-func verifyOne(ctx context.Context, n nodeContainerd, list []nodeImage, im Imported) (Verified, error) {
-	fail := func(name, nodeConfig, reason string) (Verified, error) {
-		return Verified{}, &DigestError{Pin: im.Pin, Node: n.node, Name: name, LocalID: im.ID, NodeConfig: nodeConfig, Reason: reason}
+// verification is the state of one VerifyInNode: per image, its failure (which ends its part),
+// the staging name's row, and the result.
+type verification struct {
+	n      nodeContainerd
+	images []Imported
+	errs   []error
+	rows   []nodeImage
+	out    []Verified
+}
+
+func (v *verification) fail(i int, name, nodeConfig, reason string) {
+	im := v.images[i]
+	v.errs[i] = &DigestError{Pin: im.Pin, Node: v.n.node, Name: name, LocalID: im.ID, NodeConfig: nodeConfig, Reason: reason}
+}
+
+// resolve looks up, for each image still in the check, the name nameOf gives in list, reads the
+// config digests of all their targets in one pass, and hands each found one to check; a name
+// that is absent fails with absent.
+func (v *verification) resolve(ctx context.Context, list []nodeImage, nameOf func(Imported) string, check func(i int, row nodeImage, config string), absent string) error {
+	rows := map[int]nodeImage{}
+	var targets []string
+	for i, im := range v.images {
+		if v.errs[i] != nil {
+			continue
+		}
+		name := nameOf(im)
+		row, found, err := v.n.find(list, name)
+		switch {
+		case err != nil:
+			v.errs[i] = fmt.Errorf("verify image %s in node %s: %w", name, v.n.node, err)
+		case !found:
+			v.fail(i, name, "", absent)
+		default:
+			rows[i] = row
+			targets = append(targets, row.Digest)
+		}
 	}
-	row, config, found, err := n.resolve(ctx, list, im.Staging)
-	switch {
-	case err != nil:
-		return Verified{}, fmt.Errorf("verify image %s in node %s: %w", im.Pin, n.node, err)
-	case !found:
-		return fail(im.Staging, "", "the import left no image of that name")
-	case config != im.ID:
-		return fail(im.Staging, config, "the imported content differs")
+	if len(targets) == 0 {
+		return nil
 	}
-	ref := im.Pin.DigestReference()
-	if _, err := n.ctr(ctx, "images", "tag", "--force", im.Staging, ref); err != nil {
-		return Verified{}, fmt.Errorf("tag %s in node %s: %w", ref, n.node, err)
-	}
-	after, err := n.list(ctx)
+	configs, failed, err := v.n.configDigests(ctx, targets)
 	if err != nil {
-		return Verified{}, fmt.Errorf("list images in node %s: %w", n.node, err)
+		return fmt.Errorf("read image manifests in node %s: %w", v.n.node, err)
 	}
-	final, finalConfig, found, err := n.resolve(ctx, after, ref)
-	switch {
-	case err != nil:
-		return Verified{}, fmt.Errorf("verify image %s in node %s: %w", ref, n.node, err)
-	case !found:
-		return fail(ref, "", "the tag did not take")
-	case finalConfig != im.ID || final.Digest != row.Digest:
-		return fail(ref, finalConfig, "the chart's name points at other content")
+	for i, row := range rows {
+		if err := failed[row.Digest]; err != nil {
+			v.errs[i] = fmt.Errorf("verify image %s in node %s: %w", nameOf(v.images[i]), v.n.node, err)
+			continue
+		}
+		check(i, row, configs[row.Digest])
 	}
-	if _, err := n.ctr(ctx, "images", "rm", im.Staging); err != nil {
-		return Verified{}, fmt.Errorf("remove staging name %s in node %s: %w", im.Staging, n.node, err)
-	}
-	return Verified{Pin: im.Pin, Reference: ref, ConfigDigest: finalConfig, NodeManifest: final.Digest}, nil
+	return nil
 }

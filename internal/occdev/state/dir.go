@@ -370,9 +370,15 @@ func (d *Dir) Record(obj Object) error {
 
 // Forget removes obj from the record once it is gone, so a partial `down` leaves exactly the
 // objects that still exist. Forgetting an unrecorded object is not an error.
-func (d *Dir) Forget(obj Object) error {
+func (d *Dir) Forget(obj Object) error { return d.ForgetAll(obj) }
+
+// ForgetAll is Forget of objects that went together (the objects inside a deleted cluster), in
+// one durable write: the record drops all of them or, on error, none.
+func (d *Dir) ForgetAll(objs ...Object) error {
 	return d.Update(func(s *State) {
-		s.Objects = slices.DeleteFunc(s.Objects, func(o Object) bool { return sameObject(o, obj) })
+		s.Objects = slices.DeleteFunc(s.Objects, func(o Object) bool {
+			return slices.ContainsFunc(objs, func(gone Object) bool { return sameObject(o, gone) })
+		})
 	})
 }
 

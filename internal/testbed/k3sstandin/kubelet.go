@@ -274,6 +274,21 @@ func (k *kubelet) run(ctx context.Context) error {
 	defer lease.Stop()
 	defer status.Stop()
 	defer retry.Stop()
+	// An import is also noticed as it lands, the way a kubelet's own pull ends the wait of the
+	// Pod that asked for it: on a real node an image occ does not import (the Agent Sandbox
+	// controller's) is pulled by the kubelet and its Pod starts when the pull completes, and on
+	// this node an import stands in for that pull.
+	landed := make(chan struct{}, 1)
+	go k.watchImages(ctx, landed)
+	retryWaiting := func() {
+		pods, _ := lister.List(labels.Everything())
+		for _, p := range pods {
+			if waitingOnImage(p) {
+				k.images.invalidate()
+				queue.Add(p.Namespace + "/" + p.Name)
+			}
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -291,15 +306,59 @@ func (k *kubelet) run(ctx context.Context) error {
 				}
 			}
 		case <-retry.C:
-			pods, _ := lister.List(labels.Everything())
-			for _, p := range pods {
-				if waitingOnImage(p) {
-					k.images.invalidate()
-					queue.Add(p.Namespace + "/" + p.Name)
-				}
-			}
+			retryWaiting()
+		case <-landed:
+			retryWaiting()
 		}
 	}
+}
+
+// watchImages follows the node's containerd events through the real ctr; on each image event
+// of the CRI namespace it drops the cached image listing and signals landed (without blocking:
+// one pending signal covers any number of events). A stream that ends (containerd restarting) is opened again until ctx ends;
+// the periodic retry covers the gap.
+func (k *kubelet) watchImages(ctx context.Context, landed chan<- struct{}) {
+	for ctx.Err() == nil {
+		cmd := exec.CommandContext(ctx, "/bin/ctr", "--address", containerdSocket, "events")
+		out, err := cmd.StdoutPipe()
+		if err == nil {
+			err = cmd.Start()
+		}
+		if err != nil {
+			logf("warning", "played kubelet: follow containerd events: %v", err)
+		} else {
+			sc := bufio.NewScanner(out)
+			for sc.Scan() {
+				if criImageEvent(sc.Text()) {
+					// The listing in the cache is stale from this moment, whether a Pod waits
+					// now or is created a moment later.
+					k.images.invalidate()
+					select {
+					case landed <- struct{}{}:
+					default:
+					}
+				}
+			}
+			_ = cmd.Wait()
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// criImageEvent reports whether a line of `ctr events` (timestamp, namespace, topic, payload)
+// is about an image of the CRI namespace: created, updated (a tag moved) or deleted.
+func criImageEvent(line string) bool {
+	f := strings.Fields(line)
+	for i := 1; i < len(f); i++ {
+		// The topic is the first field that starts with a slash; the namespace precedes it.
+		if strings.HasPrefix(f[i], "/") {
+			return f[i-1] == "k8s.io" && strings.HasPrefix(f[i], "/images/")
+		}
+	}
+	return false
 }
 
 func (k *kubelet) syncPod(ctx context.Context, lister listerscorev1.PodLister, key string) error {

@@ -81,6 +81,25 @@ func TestImageNamesCompareAsTheCRIDoes(t *testing.T) {
 	}
 }
 
+// An import lands in the node (occ tags the verified image for the chart): the played kubelet
+// picks the event out of ctr's stream, and ignores other namespaces' images and other topics.
+func TestImageEventsOfTheCRINamespace(t *testing.T) {
+	ts := "2025-06-01 10:00:00.123456789 +0000 UTC"
+	for line, want := range map[string]bool{
+		ts + ` k8s.io /images/create {"name":"registry.k8s.io/x@sha256:` + strings.Repeat("a", 64) + `"}`: true,
+		ts + ` k8s.io /images/update {"name":"occ.local/import/x:c"}`:                                     true,
+		ts + ` k8s.io /images/delete {"name":"occ.local/import/x:c"}`:                                     true,
+		ts + ` moby /images/create {"name":"k8s.io"}`:                                                     false,
+		ts + ` k8s.io /content/create {"digest":"sha256:` + strings.Repeat("b", 64) + `"}`:                false,
+		ts + ` default /snapshot/prepare {"key":"k8s.io"}`:                                                false,
+		"": false,
+	} {
+		if got := criImageEvent(line); got != want {
+			t.Errorf("criImageEvent(%q) = %v, want %v", line, got, want)
+		}
+	}
+}
+
 // What the played kubelet reports, per the images present in the node's containerd.
 func TestPlayedPodStatus(t *testing.T) {
 	k := newKubelet(nil, &serverConfig{nodeName: "n1"}, net.ParseIP("172.18.0.2"), certFiles{}, "")

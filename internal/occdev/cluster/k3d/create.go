@@ -40,7 +40,7 @@ func (p *Provider) Create(ctx context.Context, req Request) (*Cluster, error) {
 		return nil, err
 	}
 	id := Identity{Name: req.Name, Owner: req.Owner}
-	st, err := p.Inspect(ctx, id)
+	st, leftovers, err := p.inspect(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +73,7 @@ func (p *Provider) Create(ctx context.Context, req Request) (*Cluster, error) {
 	}
 	if st.State == StateIncomplete {
 		// Leftovers of an earlier attempt of this owner: remove them so k3d starts clean.
-		if err := p.remove(ctx, id); err != nil {
+		if err := p.remove(ctx, id, leftovers); err != nil {
 			return nil, fmt.Errorf("create k3d cluster %s: remove what an earlier attempt left: %w", req.Name, err)
 		}
 	}

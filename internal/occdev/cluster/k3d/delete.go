@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
-	k3dclient "github.com/k3d-io/k3d/v5/pkg/client"
-	k3druntimes "github.com/k3d-io/k3d/v5/pkg/runtimes"
-	k3dtypes "github.com/k3d-io/k3d/v5/pkg/types"
 )
 
 // ErrNotOurs is returned by Delete for a cluster that is not the recorded one; nothing was
@@ -27,10 +25,16 @@ const sweepRounds = 5
 // Delete is safe to repeat. A recorded UID that cannot be checked (the node is stopped or its API
 // does not answer) refuses the deletion: the record is kept, and the error says how to finish.
 func (p *Provider) Delete(ctx context.Context, id Identity) error {
-	st, err := p.Inspect(ctx, id)
+	st, f, err := p.inspect(ctx, id)
 	if err != nil {
 		return fmt.Errorf("delete k3d cluster %s: %w", id.Name, err)
 	}
+	return p.deleteInspected(ctx, id, st, f)
+}
+
+// deleteInspected is Delete after the identity check: st and f are what inspect just found of
+// id, so the cluster is checked once, not again before its removal.
+func (p *Provider) deleteInspected(ctx context.Context, id Identity, st Status, f found) error {
 	switch st.State {
 	case StateMissing:
 		return nil
@@ -41,43 +45,35 @@ func (p *Provider) Delete(ctx context.Context, id Identity) error {
 			return fmt.Errorf("delete k3d cluster %s: cannot confirm it is the recorded cluster: %s; start it (docker start %s) and run occ dev down again", id.Name, st.Reason, serverNode(id.Name))
 		}
 	}
-	return p.remove(ctx, id)
+	return p.remove(ctx, id, f)
 }
 
-// remove deletes an identified cluster with k3d's ClusterDelete, then removes what k3d leaves
-// behind (it only logs failures) and verifies nothing is left.
-func (p *Provider) remove(ctx context.Context, id Identity) error {
-	before, err := p.find(ctx, id.Name)
-	if err != nil {
-		return fmt.Errorf("delete k3d cluster %s: %w", id.Name, err)
-	}
+// remove deletes an identified cluster: the Docker objects inspect found of it just before
+// (before), removed as k3d's ClusterDelete removes those of the clusters occ creates (one
+// server, no agents, registry or load balancer: the node containers with their anonymous
+// volumes, then the cluster's own network, then its volumes), and then again whatever is still
+// there, until nothing is left. Removing them here rather than through ClusterDelete lets the
+// removals of one kind run side by side, removes exactly the objects the identity check saw,
+// and reports every failure (ClusterDelete only logs them).
+func (p *Provider) remove(ctx context.Context, id Identity, before found) error {
 	// Volumes the nodes mount are noted now: once a container is gone, its anonymous volumes
 	// can no longer be told apart from anyone else's.
 	var mounted []string
 	for _, c := range before.containers {
 		mounted = append(mounted, c.volumes...)
 	}
-	var k3dErr error
-	if len(before.containers) > 0 {
-		k3dErr = p.k3dDelete(ctx, id.Name)
-	}
+	sweepErr := p.sweep(ctx, before)
 	var last found
-	var sweepErr error
 	for range sweepRounds {
 		f, err := p.find(ctx, id.Name)
 		if err != nil {
 			return fmt.Errorf("delete k3d cluster %s: %w", id.Name, err)
 		}
-		for _, v := range mounted {
-			if slices.Contains(f.volumes, v) {
-				continue
-			}
-			if _, err := p.engine.API.VolumeInspect(ctx, v); err == nil {
-				f.volumes = append(f.volumes, v)
-			} else if !cerrdefs.IsNotFound(err) {
-				return fmt.Errorf("delete k3d cluster %s: inspect volume %s: %w", id.Name, v, err)
-			}
+		left, err := p.volumesLeft(ctx, mounted, f.volumes)
+		if err != nil {
+			return fmt.Errorf("delete k3d cluster %s: %w", id.Name, err)
 		}
+		f.volumes = append(f.volumes, left...)
 		if f.empty() {
 			return nil
 		}
@@ -87,43 +83,84 @@ func (p *Provider) remove(ctx context.Context, id Identity) error {
 			break
 		}
 	}
-	err = fmt.Errorf("delete k3d cluster %s: still present after deletion: %s; remove them with docker rm -f / docker network rm / docker volume rm and run occ dev down again", id.Name, last.describe())
-	err = errors.Join(err, sweepErr, k3dErr)
+	err := fmt.Errorf("delete k3d cluster %s: still present after deletion: %s; remove them with docker rm -f / docker network rm / docker volume rm and run occ dev down again", id.Name, last.describe())
+	err = errors.Join(err, sweepErr)
 	if ctx.Err() != nil {
 		err = errors.Join(err, ctx.Err())
 	}
 	return err
 }
 
-func (p *Provider) k3dDelete(ctx context.Context, name string) error {
-	err := p.withK3d(func() error {
-		return k3dclient.ClusterDelete(ctx, k3druntimes.Docker, &k3dtypes.Cluster{Name: name}, k3dtypes.ClusterDeleteOpts{SkipRegistryCheck: true})
-	})
-	if err != nil {
-		return fmt.Errorf("k3d cluster delete %s: %w", name, err)
+// volumesLeft returns the mounted volumes, other than those already listed, that still exist.
+// Each is inspected on its own, side by side.
+func (p *Provider) volumesLeft(ctx context.Context, mounted, listed []string) ([]string, error) {
+	var check []string
+	for _, v := range mounted {
+		if !slices.Contains(listed, v) && !slices.Contains(check, v) {
+			check = append(check, v)
+		}
 	}
-	return nil
+	exists := make([]bool, len(check))
+	errs := make([]error, len(check))
+	var wg sync.WaitGroup
+	for i, v := range check {
+		wg.Go(func() {
+			_, err := p.engine.API.VolumeInspect(ctx, v)
+			switch {
+			case err == nil:
+				exists[i] = true
+			case !cerrdefs.IsNotFound(err):
+				errs[i] = fmt.Errorf("inspect volume %s: %w", v, err)
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	var left []string
+	for i, v := range check {
+		if exists[i] {
+			left = append(left, v)
+		}
+	}
+	return left, nil
 }
 
-// sweep removes the given leftovers: containers first (with their anonymous volumes), then the
-// own network, then volumes. It returns the removal errors; the caller looks again either way.
+// sweep removes the given leftovers: the containers (with their anonymous volumes), then the
+// own network, then the volumes; the removals of one kind run side by side, since none of them
+// waits for another of its kind. It returns the removal errors; the caller looks again either
+// way.
 func (p *Provider) sweep(ctx context.Context, f found) error {
 	api := p.engine.API
 	var errs []error
-	for _, c := range f.containers {
-		if err := api.ContainerRemove(ctx, c.id, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("remove container %s: %w", c.name, err))
+	each := func(n int, remove func(i int) error) {
+		out := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() { out[i] = remove(i) })
 		}
+		wg.Wait()
+		errs = append(errs, out...)
 	}
+	each(len(f.containers), func(i int) error {
+		c := f.containers[i]
+		if err := api.ContainerRemove(ctx, c.id, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
+			return fmt.Errorf("remove container %s: %w", c.name, err)
+		}
+		return nil
+	})
 	if f.network != "" {
 		if err := api.NetworkRemove(ctx, f.network); err != nil && !cerrdefs.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("remove network %s: %w", f.network, err))
 		}
 	}
-	for _, v := range f.volumes {
+	each(len(f.volumes), func(i int) error {
+		v := f.volumes[i]
 		if err := api.VolumeRemove(ctx, v, false); err != nil && !cerrdefs.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("remove volume %s: %w", v, err))
+			return fmt.Errorf("remove volume %s: %w", v, err)
 		}
-	}
+		return nil
+	})
 	return errors.Join(errs...)
 }

@@ -2,9 +2,11 @@ package k3d
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -53,10 +55,24 @@ const uidTimeout = 30 * time.Second
 // Inspect reports whether the cluster of id exists and is the recorded one. It reads Docker and,
 // when a UID is recorded and server-0 runs, the cluster's API; it changes nothing.
 func (p *Provider) Inspect(ctx context.Context, id Identity) (Status, error) {
+	st, _, err := p.inspect(ctx, id)
+	return st, err
+}
+
+// inspect is Inspect that also returns the Docker objects it found, for a deletion that follows
+// the check.
+func (p *Provider) inspect(ctx context.Context, id Identity) (Status, found, error) {
 	found, err := p.find(ctx, id.Name)
 	if err != nil {
-		return Status{}, err
+		return Status{}, found, err
 	}
+	st, err := p.identify(ctx, id, found)
+	return st, found, err
+}
+
+// identify decides what found is: missing, not ours, incomplete, or the recorded cluster (its
+// UID read from the cluster's API when one is recorded and server-0 runs).
+func (p *Provider) identify(ctx context.Context, id Identity, found found) (Status, error) {
 	st := Status{Network: found.network, Volumes: found.volumes}
 	for _, c := range found.containers {
 		st.Containers = append(st.Containers, c.name)
@@ -163,9 +179,46 @@ func (f found) describe() string {
 
 // find lists every Docker object of a cluster name: containers labelled with it or named like its
 // nodes (an unlabelled container of such a name would collide with k3d's), the own network
-// k3d-<name> when k3d made it, and volumes labelled with the name.
+// k3d-<name> when k3d made it, and volumes labelled with the name. The four reads are independent
+// and run side by side.
 func (p *Provider) find(ctx context.Context, name string) (found, error) {
 	api := p.engine.API
+	prefix := "k3d-" + name + "-"
+	var (
+		byLabel, byName []container.Summary
+		net             network.Inspect
+		netErr          error
+		vols            volume.ListResponse
+		errs            [3]error
+		wg              sync.WaitGroup
+	)
+	wg.Go(func() {
+		var err error
+		byLabel, err = api.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", k3dtypes.LabelClusterName+"="+name))})
+		if err != nil {
+			errs[0] = fmt.Errorf("list containers of k3d cluster %s: %w", name, err)
+		}
+	})
+	wg.Go(func() {
+		var err error
+		byName, err = api.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("name", prefix))})
+		if err != nil {
+			errs[1] = fmt.Errorf("list containers named %s*: %w", prefix, err)
+		}
+	})
+	wg.Go(func() { net, netErr = api.NetworkInspect(ctx, ownNetwork(name), network.InspectOptions{}) })
+	wg.Go(func() {
+		var err error
+		vols, err = api.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", k3dtypes.LabelClusterName+"="+name))})
+		if err != nil {
+			errs[2] = fmt.Errorf("list volumes of k3d cluster %s: %w", name, err)
+		}
+	})
+	wg.Wait()
+	if err := errors.Join(errs[:]...); err != nil {
+		return found{}, err
+	}
+
 	var f found
 	seen := map[string]bool{}
 	add := func(c container.Summary) {
@@ -182,19 +235,10 @@ func (p *Provider) find(ctx context.Context, name string) (found, error) {
 		}
 		f.containers = append(f.containers, fc)
 	}
-	byLabel, err := api.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", k3dtypes.LabelClusterName+"="+name))})
-	if err != nil {
-		return found{}, fmt.Errorf("list containers of k3d cluster %s: %w", name, err)
-	}
 	for _, c := range byLabel {
 		add(c)
 	}
 	// The name filter matches substrings; keep exact node names only.
-	prefix := "k3d-" + name + "-"
-	byName, err := api.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("name", prefix))})
-	if err != nil {
-		return found{}, fmt.Errorf("list containers named %s*: %w", prefix, err)
-	}
 	for _, c := range byName {
 		if n := strings.TrimPrefix(firstName(c.Names), "/"); n == serverNode(name) || n == toolsNode(name) {
 			add(c)
@@ -202,23 +246,18 @@ func (p *Provider) find(ctx context.Context, name string) (found, error) {
 	}
 	slices.SortFunc(f.containers, func(a, b foundContainer) int { return strings.Compare(a.name, b.name) })
 
-	net, err := api.NetworkInspect(ctx, ownNetwork(name), network.InspectOptions{})
 	switch {
-	case err == nil:
+	case netErr == nil:
 		// A network of that name that k3d did not make is someone else's: never counted, never
 		// removed.
 		if net.Name == ownNetwork(name) && net.Labels["app"] == "k3d" {
 			f.network = net.Name
 		}
-	case cerrdefs.IsNotFound(err):
+	case cerrdefs.IsNotFound(netErr):
 	default:
-		return found{}, fmt.Errorf("inspect network %s: %w", ownNetwork(name), err)
+		return found{}, fmt.Errorf("inspect network %s: %w", ownNetwork(name), netErr)
 	}
 
-	vols, err := api.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", k3dtypes.LabelClusterName+"="+name))})
-	if err != nil {
-		return found{}, fmt.Errorf("list volumes of k3d cluster %s: %w", name, err)
-	}
 	for _, v := range vols.Volumes {
 		if v.Labels["app"] == "k3d" && v.Labels[k3dtypes.LabelClusterName] == name {
 			f.volumes = append(f.volumes, v.Name)

@@ -1,5 +1,7 @@
 // Package k3d creates, identifies and deletes the disposable k3d cluster of `occ dev up`, through
-// k3d v5's Go library (pkg/client over its Docker runtime), never the k3d CLI.
+// k3d v5's Go library (pkg/client over its Docker runtime), never the k3d CLI. The deletion
+// removes the cluster's Docker objects through the engine API itself, the ones k3d's
+// ClusterDelete removes for a cluster of this shape.
 //
 // The cluster follows the reference's shape: one server, no agents, the pinned k3s image, the API
 // on 127.0.0.1 at a port the caller chose, a PodSecurity admission configuration, legacy

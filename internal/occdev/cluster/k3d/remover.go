@@ -59,7 +59,7 @@ func (r *remover) Remove(ctx context.Context, o state.Object) (state.Removal, er
 	if err != nil {
 		return state.Removal{}, err
 	}
-	st, err := p.Inspect(ctx, id)
+	st, f, err := p.inspect(ctx, id)
 	if err != nil {
 		return state.Removal{}, err
 	}
@@ -69,7 +69,7 @@ func (r *remover) Remove(ctx context.Context, o state.Object) (state.Removal, er
 	case StateNotOurs:
 		return state.Removal{Outcome: state.LeftAlone, Detail: st.Reason}, nil
 	}
-	if err := p.Delete(ctx, id); err != nil {
+	if err := p.deleteInspected(ctx, id, st, f); err != nil {
 		return state.Removal{}, err
 	}
 	return state.Removal{Outcome: state.Removed}, nil
