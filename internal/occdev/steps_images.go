@@ -123,7 +123,7 @@ func describeImport(p *Plan) Description {
 	if names := p.profile.importNames; names != nil {
 		refs = append(refs, names(p)...)
 	}
-	return creates("the images " + strings.Join(refs, ", ") + " in the node's containerd, imported in one pass through k3d's library (direct mode, under temporary staging tags removed afterwards)")
+	return creates("the images " + strings.Join(refs, ", ") + " in the node's containerd, imported in one pass (the engine's image save piped into ctr image import in the node, under temporary staging tags removed afterwards)")
 }
 
 // importImages loads the three OpenShell images into the node in one pass.

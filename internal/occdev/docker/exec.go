@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -23,8 +24,31 @@ type ExecResult struct {
 // A non-zero exit is not an error here: callers decide what an exit code means, and get the
 // output to say why.
 func Exec(ctx context.Context, api client.APIClient, containerName string, cmd ...string) (ExecResult, error) {
+	return execute(ctx, api, containerName, ExecInput{}, cmd)
+}
+
+// ExecInput is what ExecWithInput gives the command besides its arguments.
+type ExecInput struct {
+	// Stdin is copied to the command's standard input, which is then closed (a half-close of the
+	// connection), so the command sees the end of its input exactly where the reader ends. The
+	// copy stops at the reader's end or once the command has exited and its next write fails;
+	// a reader that blocks is the caller's to close.
+	Stdin io.Reader
+	// Env holds NAME=value entries added to the command's environment.
+	Env []string
+}
+
+// ExecWithInput is Exec with a standard input and environment. The command's exit code and
+// output decide the result: input it did not read before it exited is not an error (a command
+// may stop at its input's own end marker, as `ctr image import` does at a tar archive's), and a
+// command that failed says why in its output.
+func ExecWithInput(ctx context.Context, api client.APIClient, containerName string, in ExecInput, cmd ...string) (ExecResult, error) {
+	return execute(ctx, api, containerName, in, cmd)
+}
+
+func execute(ctx context.Context, api client.APIClient, containerName string, in ExecInput, cmd []string) (ExecResult, error) {
 	what := fmt.Sprintf("exec %q in container %s", strings.Join(cmd, " "), containerName)
-	created, err := api.ContainerExecCreate(ctx, containerName, container.ExecOptions{Cmd: cmd, AttachStdout: true, AttachStderr: true})
+	created, err := api.ContainerExecCreate(ctx, containerName, container.ExecOptions{Cmd: cmd, Env: in.Env, AttachStdin: in.Stdin != nil, AttachStdout: true, AttachStderr: true})
 	if err != nil {
 		return ExecResult{}, fmt.Errorf("%s: %w", what, err)
 	}
@@ -33,6 +57,14 @@ func Exec(ctx context.Context, api client.APIClient, containerName string, cmd .
 		return ExecResult{}, fmt.Errorf("%s: attach: %w", what, err)
 	}
 	defer att.Close()
+	if in.Stdin != nil {
+		go func() {
+			// The half-close is the end of the command's input; the output stays readable.
+			if _, err := io.Copy(att.Conn, in.Stdin); err == nil {
+				_ = att.CloseWrite()
+			}
+		}()
+	}
 	var stdout, stderr bytes.Buffer
 	copied := make(chan error, 1)
 	go func() {
@@ -45,14 +77,18 @@ func Exec(ctx context.Context, api client.APIClient, containerName string, cmd .
 			return ExecResult{}, fmt.Errorf("%s: read output: %w", what, err)
 		}
 	case <-ctx.Done():
-		// Closing the hijacked connection ends the copy; the process in the node is left to
-		// finish on its own (the engine cannot kill an exec).
+		// Closing the hijacked connection ends both copies; a command reading its input sees
+		// it end. The process in the node is left to finish on its own (the engine cannot kill
+		// an exec).
 		att.Close()
 		<-copied
 		return ExecResult{}, fmt.Errorf("%s: %w", what, ctx.Err())
 	}
-	// The stream ends when the process exits, but the engine records the exit code a moment
-	// later: inspect until it reports the process finished, with a short bounded backoff.
+	// The output ends when the process exits; closing the connection ends a copy of its input
+	// that is still writing.
+	att.Close()
+	// The engine records the exit code a moment after the stream ends: inspect until it reports
+	// the process finished, with a short bounded backoff.
 	delay := 5 * time.Millisecond
 	for {
 		ins, err := api.ContainerExecInspect(ctx, created.ID)

@@ -11,7 +11,7 @@ import (
 )
 
 // Import time against image size: one image of incompressible data per size, pulled by digest
-// first (not timed), then imported into a k3d cluster's node through k3d's direct mode and
+// first (not timed), then imported into a k3d cluster's node through the provider's importer and
 // verified there (timed). The first import of each size is reported as first-import-s; the
 // timed loop re-imports content the node already holds, which is what a repeated `occ dev up`
 // against a kept cluster costs. Run with -benchtime=3x: each iteration moves the whole image.

@@ -67,7 +67,7 @@ func clusterRecord(pin pins.Image, config string) state.Object {
 	return state.Object{Type: state.TypeClusterImage, Name: pin.Name(), Digest: pin.Digest, ID: config}
 }
 
-// Import loads all images into the cluster in one pass through k3d's library (direct mode). Each
+// Import loads all images into the cluster in one pass (the k3d provider's importer). Each
 // image first gets a staging tag on its verified image ID, recorded before it exists; the tags
 // are removed from the engine afterwards, whatever happened, on a fresh bounded context. The
 // result still has to pass VerifyInNode: k3d's success alone proves nothing about content.
@@ -125,10 +125,9 @@ func Import(ctx context.Context, opts ImportOptions) (_ []Imported, err error) {
 			refs = append(refs, im.Staging)
 		}
 		ierr := opts.Importer.ImportImages(ctx, refs)
-		// The node is the authority, whatever k3d says. k3d's direct mode can report a closed
-		// pipe for an import that happened (it never half-closes ctr's stdin, so ctr may exit at
-		// the archive's end marker before the last bytes are written), and its exec wait can
-		// report an exec finished before the engine marked it running, ending an import early.
+		// The node is the authority, whatever the importer says: an importer can report a
+		// failure for an import that happened (a stream that broke after ctr had what it
+		// needed), or success for one that did not (k3d's own direct mode does both).
 		lacking, lerr := nodeLacks(ctx, opts.API, opts.Importer.NodeContainer(), pending)
 		if lerr != nil {
 			return nil, errors.Join(ierr, lerr)

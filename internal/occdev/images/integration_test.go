@@ -374,7 +374,7 @@ func (r racingImporter) ImportImages(ctx context.Context, refs []string) error {
 	return r.Importer.ImportImages(ctx, refs)
 }
 
-// k3d's importer can report a failure for an import that happened (its direct mode races the
+// An importer can report a failure for an import that happened (k3d's direct mode races the
 // end of the stream against ctr's exit), or success for one that did not (its exec wait races
 // the exec's start); the node decides: an import whose content is in the node succeeds, a
 // missing image is imported again, and one that never arrives fails with k3d's error and what

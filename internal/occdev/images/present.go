@@ -7,7 +7,7 @@
 //   - Present also refuses an image whose platform is not the engine's (a pinned single-platform
 //     manifest of another architecture), before anything reaches the cluster;
 //   - CheckRepoDigest refuses a local image whose RepoDigests lack the pinned digest;
-//   - Import loads all images into the cluster in one pass through k3d's library;
+//   - Import loads all images into the cluster in one pass (save piped into ctr in the node);
 //   - VerifyInNode reads the node's containerd and requires each image's config digest to equal
 //     the local image ID the pinned pull produced, then tags repo@sha256:<pinned> there;
 //   - CheckRenderedImages refuses a rendered chart whose containers or rendered configuration

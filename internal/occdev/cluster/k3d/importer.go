@@ -4,15 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
-	k3dclient "github.com/k3d-io/k3d/v5/pkg/client"
-	k3druntimes "github.com/k3d-io/k3d/v5/pkg/runtimes"
-	k3dtypes "github.com/k3d-io/k3d/v5/pkg/types"
+	"github.com/openclaw/occ/internal/occdev/docker"
 )
 
-// Importer loads local images into the nodes of one cluster through k3d's library. It is what
-// the image layer drives (images.Importer); it checks nothing itself, the image layer verifies
-// the result inside the node.
+// Importer loads local images into the node of one cluster. It is what the image layer drives
+// (images.Importer); it checks nothing itself, the image layer verifies the result inside the
+// node.
 type Importer struct {
 	p    *Provider
 	name string
@@ -27,32 +26,36 @@ func (i *Importer) ClusterName() string { return i.name }
 // NodeContainer is the container whose containerd receives the images (server-0, the only node).
 func (i *Importer) NodeContainer() string { return serverNode(i.name) }
 
-// ImportImages streams the named local images (references that are tags in the engine) into
-// every node in one pass: k3d's direct mode, `docker save` piped into `ctr image import` in the
-// node. The tools-node mode is never used, because it only logs per-node failures.
-//
-// The import is not cancelled half-way: when k3d's image stream ends early (its context
-// cancelled), k3d never closes the pipe into `ctr image import`, which then waits for input
-// forever, and so does k3d (and every later k3d call, which waits for the library's lock). The
-// import therefore runs to its end under a context that is not cancelled, and a cancellation
-// of ctx is reported once it has; the caller's cleanup then finds what the import left.
+// ImportImages streams the named local images (references that are tags in the engine) into the
+// cluster's node in one pass, the way k3d's direct mode does (`docker save` piped into `ctr image
+// import` in the node), but through the engine API itself: the save stream is copied into the
+// exec's standard input, which is then closed, and the import's own exit code and output decide.
+// k3d's direct mode gets all three wrong: it never closes ctr's input, so a cancelled stream
+// leaves ctr waiting for input forever (and k3d with it); it decides that the exec ended by
+// polling once a second, and an exec the engine has not yet marked running counts as ended,
+// which closes the connection under the stream ("read/write on closed pipe") and imports
+// nothing; and it drops ctr's output. A cancelled ctx closes the connection, ctr sees its input
+// end and exits, and the cancellation is returned.
 func (i *Importer) ImportImages(ctx context.Context, refs []string) error {
 	if len(refs) == 0 {
 		return errors.New("import images: none given")
 	}
-	whole := context.WithoutCancel(ctx)
-	err := i.p.withK3d(func() error {
-		c, err := k3dclient.ClusterGet(whole, k3druntimes.Docker, &k3dtypes.Cluster{Name: i.name})
-		if err != nil {
-			return err
-		}
-		return k3dclient.ImageImportIntoClusterMulti(whole, k3druntimes.Docker, refs, c, k3dtypes.ImageImportOpts{Mode: k3dtypes.ImportModeDirect})
-	})
+	what := fmt.Sprintf("import images into k3d cluster %s", i.name)
+	api := i.p.engine.API
+	stream, err := api.ImageSave(ctx, refs)
 	if err != nil {
-		return fmt.Errorf("import images into k3d cluster %s: %w", i.name, err)
+		return fmt.Errorf("%s: save %s: %w", what, strings.Join(refs, ", "), err)
 	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("import images into k3d cluster %s: %w", i.name, err)
+	defer stream.Close()
+	// CONTAINERD_NAMESPACE puts the images where the kubelet's CRI looks for them, as k3s's own
+	// ctr does by default.
+	res, err := docker.ExecWithInput(ctx, api, i.NodeContainer(), docker.ExecInput{Stdin: stream, Env: []string{"CONTAINERD_NAMESPACE=k8s.io"}},
+		"ctr", "image", "import", "--all-platforms", "-")
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
 	}
-	return nil
+	if res.ExitCode != 0 {
+		return fmt.Errorf("%s: ctr image import in node %s exited with %d: %s", what, i.NodeContainer(), res.ExitCode, strings.TrimSpace(res.Stderr+" "+res.Stdout))
+	}
+	return ctx.Err()
 }
