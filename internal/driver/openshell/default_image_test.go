@@ -35,13 +35,19 @@ func TestEveryCreateSandboxNamesItsImage(t *testing.T) {
 		}
 	}
 
-	e.gw.Journal().Reset()
-	h := e.attach(d, withRevision(e.hctx(driver.HarnessCodex), "rev_3f2b9c4e-8d1a-4b6f-9e2d-1c0a7b5e4f39"))
-	h.Requirements.Image = " "
-	if _, err := d.ProvisionHarness(e.ctx, h); err == nil || !strings.Contains(err.Error(), "OpenShell requires the Harness image.") {
-		t.Fatalf("provision without an image: %v", err)
-	}
-	if n := len(e.gw.Journal().Method("CreateSandbox")); n != 0 {
-		t.Errorf("a Harness without an image reached the Gateway: %d CreateSandbox calls", n)
+	// A Harness whose image is empty or blank is refused before anything reaches the Gateway.
+	for i, tc := range []struct{ image, want string }{
+		{"", "OpenShell requires the Harness image."},
+		{" ", "OpenShell requires the Harness image."},
+	} {
+		e.gw.Journal().Reset()
+		h := e.attach(d, withRevision(e.hctx(driver.HarnessCodex), "rev_3f2b9c4e-8d1a-4b6f-9e2d-1c0a7b5e4f4"+string(rune('0'+i))))
+		h.Requirements.Image = tc.image
+		if _, err := d.ProvisionHarness(e.ctx, h); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Fatalf("provision with image %q: %v, want %q", tc.image, err, tc.want)
+		}
+		if n := len(e.gw.Journal().Method("CreateSandbox")); n != 0 {
+			t.Errorf("a Harness with image %q reached the Gateway: %d CreateSandbox calls", tc.image, n)
+		}
 	}
 }

@@ -195,7 +195,8 @@ func (d *Driver) plan(hctx driver.HarnessContext) (*provisionPlan, error) {
 	if err := checkNativeRoster(rev.Configuration, h); err != nil {
 		return nil, err
 	}
-	if problem := contract.ImageReferenceProblem(req.Image); problem != "" {
+	// A missing image is refused below with its own message; anything else must be a reference.
+	if problem := contract.ImageReferenceProblem(req.Image); problem != "" && strings.TrimSpace(req.Image) != "" {
 		return nil, plain("The Harness image is not a valid image reference.", errorf("image %q: %s", req.Image, problem))
 	}
 	if rev.SandboxDriverID != d.id {
