@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -120,6 +121,35 @@ func printDevStatus(g *Globals, st *occdev.Status) error {
 		}
 		if cp.KeyFile != "" {
 			fmt.Fprintf(w, "Key file:      %s (Installation %s)\n", cp.KeyFile, cp.InstallationID)
+		}
+		for i, im := range cp.Images {
+			label := "Images:        "
+			if i > 0 {
+				label = strings.Repeat(" ", len(label))
+			}
+			how := "built"
+			if im.Selected {
+				how = "selected"
+			}
+			line := fmt.Sprintf("%s: %s (%s)", im.Role, im.Reference, how)
+			if im.InCluster != "" {
+				line += ", in the cluster as " + im.InCluster
+			}
+			fmt.Fprintln(w, label+line)
+		}
+		for i, b := range cp.BaseImages {
+			label := "Base images:   "
+			if i > 0 {
+				label = strings.Repeat(" ", len(label))
+			}
+			line := b.Reference
+			if b.Resolved {
+				line += " (" + b.Given + " resolved at its registry)"
+			}
+			if len(b.Uses) > 0 {
+				line += ", for " + strings.Join(b.Uses, "; ")
+			}
+			fmt.Fprintln(w, label+line)
 		}
 	}
 	if len(st.Workloads) > 0 || st.WorkloadsProblem != "" {

@@ -93,8 +93,15 @@ func testKubernetesUpAndDown(t *testing.T, b *kubeBed) {
 			return nil
 		}
 		// Everything of this state in the cluster is recorded, after every step: a failure here
-		// would leave nothing `down` does not know of.
-		for _, obj := range uncovered(st, ownedObjects(t, st.Cluster, st.Owner())) {
+		// would leave nothing `down` does not know of. The cluster is listed before the records
+		// are read again, because a lane beside this step may still be recording and creating
+		// (record first, then create): what the listing saw was recorded before it was read.
+		owned := ownedObjects(t, st.Cluster, st.Owner())
+		if st, err = state.Read(r.opts.StateDir); err != nil {
+			t.Errorf("read the state after step %s: %v", step, err)
+			return nil
+		}
+		for _, obj := range uncovered(st, owned) {
 			unrecorded = append(unrecorded, obj+" (after "+step+")")
 		}
 		if step == "Install the OCE chart" {
@@ -332,7 +339,22 @@ func testKubernetesUpAndDown(t *testing.T, b *kubeBed) {
 	statusCLIJSON, err := exec.Command(bin, "dev", "status", "--state-dir", r.opts.StateDir, "-o", "json").Output()
 	var cliStatus occdev.Status
 	if err != nil || json.Unmarshal(statusCLIJSON, &cliStatus) != nil || cliStatus.ControlPlane == nil || cliStatus.ControlPlane.Checkout != b.checkout {
-		t.Errorf("occ dev status -o json: %v\n%s", err, statusCLIJSON)
+		t.Fatalf("occ dev status -o json: %v\n%s", err, statusCLIJSON)
+	}
+	// Status names the control plane's images and the bases its builds were made from, as
+	// recorded: each base by digest.
+	if len(cliStatus.ControlPlane.Images) == 0 || len(cliStatus.ControlPlane.BaseImages) == 0 {
+		t.Errorf("occ dev status -o json lists %d control-plane images and %d base images, want both:\n%s", len(cliStatus.ControlPlane.Images), len(cliStatus.ControlPlane.BaseImages), statusCLIJSON)
+	}
+	for _, bi := range cliStatus.ControlPlane.BaseImages {
+		if !strings.Contains(bi.Reference, "@sha256:") || !strings.Contains(string(statusText), bi.Reference) {
+			t.Errorf("base image %q: not a digest reference, or missing from occ dev status:\n%s", bi.Reference, statusText)
+		}
+	}
+	for _, im := range cliStatus.ControlPlane.Images {
+		if !strings.Contains(string(statusText), im.Role+": "+im.Reference) {
+			t.Errorf("occ dev status lacks the %s image %s:\n%s", im.Role, im.Reference, statusText)
+		}
 	}
 
 	// A Pod naming the controller's repository at a digest that was never imported does not

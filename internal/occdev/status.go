@@ -77,6 +77,11 @@ type ControlPlaneStatus struct {
 	APIURL         string `json:"apiURL,omitempty"`
 	KeyFile        string `json:"keyFile,omitempty"`
 	InstallationID string `json:"installationID,omitempty"`
+	// Images are the control plane's images as recorded (built or selected, and the digest
+	// reference the cluster runs each by); BaseImages are the bases their builds were made from,
+	// each pulled by digest. Never null in JSON.
+	Images     []state.ControlPlaneImage `json:"images"`
+	BaseImages []state.BaseImage         `json:"baseImages"`
 	// Services are the Compose services: running (with their health), exited with their code,
 	// or missing. ServicesProblem says why they could not be read.
 	Services        []ServiceStatus `json:"services"`
@@ -212,7 +217,8 @@ func imageState(in state.Inspection) string {
 // controlPlaneStatus reads the recorded control plane's Compose services through the recorded
 // engine and probes its API, never failing: what cannot be read is said.
 func controlPlaneStatus(ctx context.Context, cp *state.ControlPlane, rec *recorded) *ControlPlaneStatus {
-	out := &ControlPlaneStatus{Checkout: cp.Checkout, Commit: cp.Commit, APIURL: cp.APIURL, KeyFile: cp.KeyPath, InstallationID: cp.InstallationID, Services: []ServiceStatus{}}
+	out := &ControlPlaneStatus{Checkout: cp.Checkout, Commit: cp.Commit, APIURL: cp.APIURL, KeyFile: cp.KeyPath, InstallationID: cp.InstallationID, Services: []ServiceStatus{},
+		Images: append([]state.ControlPlaneImage{}, cp.Images...), BaseImages: append([]state.BaseImage{}, cp.BaseImages...)}
 	if cp.Compose != nil {
 		out.ComposeProject = cp.Compose.Project
 		if eng, err := rec.docker(ctx); err != nil {
