@@ -344,6 +344,15 @@ func buildKubeImages(networkMode string) func(context.Context, *run, progress.Re
 			return err
 		}
 		rep.Note(fmt.Sprintf("controller %s, Agent runtime %s", built.Controller.ID, built.Runtime.ID))
+		// `occ dev reload` repeats exactly these builds (PrepareControlPlaneImages' requests).
+		if err := writeBuilds(r.state, []recordedBuild{
+			{Role: roleController, Imported: true, ContextDir: op.Checkout, Dockerfile: controlplane.ControllerDockerfile, Target: controlplane.ControllerTarget,
+				Args: op.plannedBuild(roleController).WithResolved(r.bases), Tag: built.Controller.Reference, Network: networkMode},
+			{Role: roleRuntime, Imported: true, ContextDir: op.Checkout, Dockerfile: controlplane.RuntimeDockerfile,
+				Args: op.plannedBuild(roleRuntime).WithResolved(r.bases), Tag: built.Runtime.Reference, Network: networkMode},
+		}); err != nil {
+			return err
+		}
 		return r.recordImages(
 			state.ControlPlaneImage{Role: roleController, Reference: built.Controller.Reference, ID: built.Controller.ID},
 			state.ControlPlaneImage{Role: roleRuntime, Reference: built.Runtime.Reference, ID: built.Runtime.ID})
