@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/openclaw/occ/internal/fsutil"
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
@@ -433,27 +434,14 @@ func rewriteInstallation(r *run) ([]byte, bool, error) {
 	default:
 		return nil, false, fmt.Errorf("the Installation %s names neither the recorded Agent runtime %s nor the rebuilt %s: it was changed outside occ; run occ dev down and occ dev up", path, old, next)
 	}
-	if err := writeFilePreservingMode(path, []byte(text)); err != nil {
-		return nil, false, err
-	}
-	return []byte(text), true, nil
-}
-
-// writeFilePreservingMode replaces the file at path atomically, keeping its permissions.
-func writeFilePreservingMode(path string, data []byte) error {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return err
+		return nil, false, fmt.Errorf("rewrite the Installation %s: %w", path, err)
 	}
-	tmp := path + ".reload"
-	if err := os.WriteFile(tmp, data, fi.Mode().Perm()); err != nil {
-		return fmt.Errorf("write %s: %w", tmp, err)
+	if err := fsutil.WriteFileAtomic(path, []byte(text), fi.Mode().Perm()); err != nil {
+		return nil, false, fmt.Errorf("rewrite the Installation %s: %w", path, err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("replace %s: %w", path, err)
-	}
-	return nil
+	return []byte(text), true, nil
 }
 
 // recordReload records the rebuilt images as the control plane's (their IDs and in-cluster
