@@ -33,7 +33,8 @@ rebuilt and only they are recreated or rolled out.
 Only the record is used: the recorded Docker engine, k3d cluster (checked to be the recorded one,
 as 'down' checks it) and checkout; an environment whose engine, cluster or checkout is gone or
 another is refused with what to do. A reload that stops part-way leaves the environment on its
-old or its new images: run 'occ dev reload' again to finish it, or 'occ dev down' to remove it.`,
+old or its new images: run 'occ dev reload' again to finish it, or 'occ dev down' to remove it.
+--dry-run prints the recorded builds and the steps, reading only the record.`,
 		Example: `  # Run the edited controller code
   occ dev reload
 
@@ -41,7 +42,10 @@ old or its new images: run 'occ dev reload' again to finish it, or 'occ dev down
   occ dev reload controller
 
   # Report what changed as JSON
-  occ dev reload -o json`,
+  occ dev reload -o json
+
+  # The builds a reload would repeat, and its steps
+  occ dev reload --dry-run`,
 		ValidArgsFunction: func(cmd *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
 			ctx, cancel := context.WithTimeout(cmd.Context(), completionTimeout)
 			defer cancel()
@@ -58,14 +62,21 @@ old or its new images: run 'occ dev reload' again to finish it, or 'occ dev down
 			if err != nil {
 				return err
 			}
+			stateDir := devSetting(g, cmd, "state-dir", "OCC_DEVELOPMENT_STATE_DIRECTORY")
+			if dry, _ := cmd.Flags().GetBool("dry-run"); dry {
+				plan, err := occdev.PlanReload(occdev.ReloadOptions{StateDir: stateDir, Services: args, OCCCommand: occCommand()})
+				if err != nil {
+					return devError(err)
+				}
+				return g.print(plan, func() error { return printReloadPlan(g, plan) })
+			}
 			// Progress goes to stdout for people; with -o json|yaml stdout carries only the document.
 			progressOut := g.Stdout
 			if g.Output != "table" {
 				progressOut = g.Stderr
 			}
 			res, err := occdev.Reload(cmd.Context(), occdev.ReloadOptions{
-				StateDir: devSetting(g, cmd, "state-dir", "OCC_DEVELOPMENT_STATE_DIRECTORY"),
-				Services: args, StartupTimeout: timeout, OCCCommand: occCommand(),
+				StateDir: stateDir, Services: args, StartupTimeout: timeout, OCCCommand: occCommand(),
 				Progress: newProgressPrinter(progressOut).Sink(), Log: g.Stderr,
 			})
 			if err != nil {
@@ -76,6 +87,7 @@ old or its new images: run 'occ dev reload' again to finish it, or 'occ dev down
 	}
 	f := cmd.Flags()
 	f.String("state-dir", "", "state directory of the 'occ dev up' to reload (env OCC_DEVELOPMENT_STATE_DIRECTORY)")
+	f.Bool("dry-run", false, "print the recorded builds a reload repeats and its steps; touch nothing")
 	f.String("startup-timeout", "", "bound of the wait for the reloaded services, e.g. 10m (default 10m; env OCC_DEVELOPMENT_STARTUP_TIMEOUT_SECONDS in seconds)")
 	return cmd
 }
@@ -103,4 +115,24 @@ func printReload(g *Globals, res *occdev.ReloadResult) error {
 	}
 	_, err := fmt.Fprintf(w, "Rolled onto the new images: %s.\n", strings.Join(res.Rolled, ", "))
 	return err
+}
+
+func printReloadPlan(g *Globals, p *occdev.ReloadPlan) error {
+	w := g.Stdout
+	fmt.Fprintf(w, "Would reload the %s environment recorded in %s, from %s (recorded at %s):\n", p.Profile, p.StateDirectory, p.Checkout, p.RecordedCommit)
+	for _, b := range p.Builds {
+		where := "imported into the cluster"
+		if !b.Imported {
+			where = "run by " + strings.Join(b.Services, ", ")
+		}
+		target := ""
+		if b.Target != "" {
+			target = ", target " + b.Target
+		}
+		fmt.Fprintf(w, "  rebuild %s: %s from %s (%s%s), %s; recorded %s\n", b.Role, b.Tag, b.Context, b.Dockerfile, target, where, b.RecordedID)
+	}
+	for i, s := range p.Steps {
+		fmt.Fprintf(w, "%2d. %s\n", i+1, s)
+	}
+	return nil
 }

@@ -510,3 +510,74 @@ func removeSuperseded(ctx context.Context, r *run, rep progress.Reporter) error 
 	}
 	return errors.Join(errs...)
 }
+
+// ReloadPlan is what `occ dev reload --dry-run` reports: the recorded environment and what a
+// reload would rebuild and in which steps, read from the record alone. Nothing is contacted,
+// built or changed, so what changed is known only to the reload itself.
+type ReloadPlan struct {
+	StateDirectory string        `json:"stateDirectory"`
+	Profile        string        `json:"profile"`
+	Checkout       string        `json:"checkout"`
+	RecordedCommit string        `json:"recordedCommit"`
+	Builds         []ReloadBuild `json:"builds"`
+	Steps          []string      `json:"steps"`
+}
+
+// ReloadBuild is one recorded build a reload repeats.
+type ReloadBuild struct {
+	Role       string   `json:"role"`
+	Tag        string   `json:"tag"`
+	Context    string   `json:"context"`
+	Dockerfile string   `json:"dockerfile"`
+	Target     string   `json:"target,omitempty"`
+	Services   []string `json:"services,omitempty"`
+	Imported   bool     `json:"imported"`
+	RecordedID string   `json:"recordedID"`
+}
+
+// PlanReload describes the reload of the recorded environment without doing it. The refusals
+// that need only the record (no control plane, selected images, no build record) are made; the
+// live checks of the engine, the cluster and the checkout are the reload's first step.
+func PlanReload(opts ReloadOptions) (*ReloadPlan, error) {
+	dir, err := state.ResolveDir(opts.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	st, err := state.Read(dir)
+	if errors.Is(err, state.ErrNotExist) {
+		return nil, fmt.Errorf("%w at %s: nothing to reload; start one with occ dev up (or name the state directory of another with --state-dir or %s)", ErrNoEnvironment, dir, state.EnvDirectory)
+	}
+	if err != nil {
+		return nil, err
+	}
+	cp := st.ControlPlane
+	switch {
+	case cp == nil:
+		return nil, reloadRefusal(dir, opts.OCCCommand, "it has no OCE control plane (occ dev up found no checkout)")
+	case slices.ContainsFunc(cp.Images, func(i state.ControlPlaneImage) bool { return i.Selected }):
+		return nil, reloadRefusal(dir, opts.OCCCommand, "its controller and Agent runtime images were selected by digest, not built from the checkout; build and push new ones, then select them")
+	}
+	builds, err := readBuilds(dir)
+	if errors.Is(err, errNoBuilds) {
+		return nil, reloadRefusal(dir, opts.OCCCommand, "it records no builds (it was brought up by an occ without occ dev reload)")
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := &ReloadPlan{StateDirectory: dir, Profile: st.Profile, Checkout: cp.Checkout, RecordedCommit: cp.Commit, Builds: []ReloadBuild{}}
+	for _, b := range builds {
+		if cp.Compose != nil && len(opts.Services) > 0 && !slices.ContainsFunc(b.Services, func(s string) bool { return slices.Contains(opts.Services, s) }) {
+			continue
+		}
+		out.Builds = append(out.Builds, ReloadBuild{Role: b.Role, Tag: b.Tag, Context: b.ContextDir, Dockerfile: b.Dockerfile, Target: b.Target,
+			Services: b.Services, Imported: b.Imported, RecordedID: recordedImage(st, b.Role).ID})
+	}
+	if len(out.Builds) == 0 {
+		return nil, &OptionError{Option: "SERVICE", Value: strings.Join(opts.Services, " "), Rule: "runs no image occ built from the checkout",
+			Fix: "name a service built from the checkout: " + strings.Join(builtServices(builds), ", ")}
+	}
+	for _, s := range reloadSteps(st.Profile) {
+		out.Steps = append(out.Steps, s.Name)
+	}
+	return out, nil
+}
