@@ -378,10 +378,18 @@ func importRebuilt(ctx context.Context, r *run, rep progress.Reporter) error {
 		rep.Note("nothing to import")
 		return nil
 	}
-	p, err := k3d.New(k3d.Options{Engine: r.engine})
+	// k3d's own lines go to its log file in the state directory, as during `up`.
+	klog, err := os.OpenFile(r.state.File(k3dLogFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("open the k3d log: %w", err)
+	}
+	defer klog.Close()
+	p, err := k3d.New(k3d.Options{Engine: r.engine, Log: klog})
 	if err != nil {
 		return err
 	}
+	// k3d's logger is process-wide: it writes nowhere once this import is done.
+	defer func() { _, _ = k3d.New(k3d.Options{Engine: r.engine}) }()
 	imported, err := images.Import(ctx, images.ImportOptions{
 		API: r.engine.API, Importer: p.Importer(r.conn.Access.Name), Images: rr.toNode, Recorder: r.state,
 	})

@@ -147,6 +147,16 @@ func TestComposeReload(t *testing.T) {
 	}
 
 	// `down` removes everything, the images of every reload included.
+	// A reload interrupted once the rebuilt images are in the node, recorded but not yet run,
+	// is finished by `down` as well.
+	editSource(t, script, "edit before an interrupted reload that down finishes")
+	appendNewline(t, filepath.Join(r.checkout, "package.json"))
+	if _, err := occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir, AfterStep: failAfter("Verify the rebuilt images in the node")}); err == nil {
+		t.Fatal("the interrupted reload succeeded")
+	}
+	if st := mustState(t, dir); len(clusterImagesOf(st, recordedRole(st, "runtime").InCluster)) != 2 {
+		t.Errorf("the interrupted reload should have recorded the rebuilt runtime beside the running one: %q", clusterImagesOf(st, recordedRole(st, "runtime").InCluster))
+	}
 	if _, err := occdev.Down(ctx, occdev.DownOptions{StateDir: dir}); err != nil {
 		t.Fatalf("down: %v", err)
 	}
@@ -187,13 +197,7 @@ func assertRuntimeCurrent(t *testing.T, dir string) {
 	if rt.InCluster == "" || !strings.Contains(string(inst), rt.InCluster) {
 		t.Errorf("the Installation does not name the recorded runtime %s:\n%s", rt.InCluster, inst)
 	}
-	repo, _, _ := strings.Cut(rt.InCluster, "@")
-	var imported []string
-	for _, o := range st.Objects {
-		if o.Type == state.TypeClusterImage && o.Name == repo {
-			imported = append(imported, o.Name+"@"+o.Digest)
-		}
-	}
+	imported := clusterImagesOf(st, rt.InCluster)
 	if !slices.Equal(imported, []string{rt.InCluster}) {
 		t.Errorf("the state records the runtime images %q in the node, want only %s", imported, rt.InCluster)
 	}

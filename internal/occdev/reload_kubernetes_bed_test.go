@@ -139,6 +139,16 @@ func TestKubernetesReload(t *testing.T) {
 	}
 
 	// `down` removes the cluster with every image any reload imported.
+	// A reload interrupted once the rebuilt images are in the node, recorded but not yet run,
+	// is finished by `down` as well.
+	editSource(t, filepath.Join(b.checkout, serverScript), "edit before an interrupted reload that down finishes")
+	appendNewline(t, filepath.Join(b.checkout, "package.json"))
+	if _, err := occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir, AfterStep: failAfter("Verify the rebuilt images in the node")}); err == nil {
+		t.Fatal("the interrupted reload succeeded")
+	}
+	if st := mustState(t, dir); len(clusterImagesOf(st, recordedRole(st, "runtime").InCluster)) != 2 {
+		t.Errorf("the interrupted reload should have recorded the rebuilt runtime beside the running one: %q", clusterImagesOf(st, recordedRole(st, "runtime").InCluster))
+	}
 	if _, err := occdev.Down(ctx, occdev.DownOptions{StateDir: dir}); err != nil {
 		t.Fatalf("down: %v", err)
 	}
@@ -194,9 +204,8 @@ func assertDeploymentsOn(t *testing.T, kube kubernetes.Interface, ns string, nam
 	}
 }
 
-// assertOnlyImported requires the state to record, of ref's repository, only ref in the node.
-func assertOnlyImported(t *testing.T, st state.State, ref string) {
-	t.Helper()
+// clusterImagesOf lists the images of ref's repository the state records in the node.
+func clusterImagesOf(st state.State, ref string) []string {
 	repo, _, _ := strings.Cut(ref, "@")
 	var imported []string
 	for _, o := range st.Objects {
@@ -204,6 +213,14 @@ func assertOnlyImported(t *testing.T, st state.State, ref string) {
 			imported = append(imported, o.Name+"@"+o.Digest)
 		}
 	}
+	return imported
+}
+
+// assertOnlyImported requires the state to record, of ref's repository, only ref in the node.
+func assertOnlyImported(t *testing.T, st state.State, ref string) {
+	t.Helper()
+	repo, _, _ := strings.Cut(ref, "@")
+	imported := clusterImagesOf(st, ref)
 	if !slices.Equal(imported, []string{ref}) {
 		t.Errorf("the state records %q of %s in the node, want only %s", imported, repo, ref)
 	}
