@@ -78,6 +78,9 @@ type reloadRun struct {
 	// chosen the chosen services (nil: all).
 	builds []recordedBuild
 	chosen []string
+	// rebuilding is set once the checks passed and the first build started: from then on a
+	// failure leaves the environment on its old or its new images.
+	rebuilding bool
 	// Written by the rebuild: each build's result, and the images for the node whose ID is not
 	// the recorded one.
 	built   map[string]images.Local
@@ -86,8 +89,10 @@ type reloadRun struct {
 	// Written by the import and the verification.
 	imported []images.Imported
 	verified []images.Verified
-	// Written by the roll: what was recreated or rolled out.
+	// Written by the roll: what was recreated or rolled out, and (Kubernetes-only) the
+	// Deployments whose rollout is waited for.
 	rolled []string
+	watch  []string
 	// The Compose profile's runner of the recorded snapshot.
 	runner compose.Runner
 	stack  compose.Stack
@@ -149,7 +154,7 @@ func Reload(ctx context.Context, opts ReloadOptions) (*ReloadResult, error) {
 	}
 	x := &runner{sink: opts.Progress, afterStep: opts.AfterStep}
 	if err := x.run(ctx, r, reloadSteps(st.Profile), ""); err != nil {
-		if r.reload.checkout.Root == "" {
+		if !r.reload.rebuilding {
 			return nil, err
 		}
 		return nil, fmt.Errorf("%w\nthe environment still runs on the images it ran before or on the rebuilt ones; run %s again to finish the reload, or %s to remove it",
@@ -341,6 +346,7 @@ func rebuildImages(ctx context.Context, r *run, rep progress.Reporter) error {
 		return fmt.Errorf("open the build log: %w", err)
 	}
 	defer out.Close()
+	rr.rebuilding = true
 	rr.toNode = nil
 	var changed []string
 	for _, b := range rr.builds {

@@ -99,9 +99,10 @@ func TestComposeReload(t *testing.T) {
 		t.Run(fmt.Sprintf("interrupted after step %d %s", i+1, step), func(t *testing.T) {
 			old := controllerSource(t, apiURL)
 			editSource(t, script, "edit before an interrupted "+step)
-			// package.json goes into the Agent runtime too: the import, the verification and the
-			// Installation's rewrite have work to be interrupted after.
-			appendNewline(t, filepath.Join(r.checkout, "package.json"))
+			// An edit of the Agent runtime too: the import, the verification and the Installation's
+			// rewrite have work to be interrupted after.
+			oldRuntime := recordedRole(mustState(t, dir), "runtime").InCluster
+			editRuntime(t, r.checkout)
 			_, err := occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir, AfterStep: failAfter(step)})
 			if err == nil || !strings.Contains(err.Error(), "injected failure") {
 				t.Fatalf("reload did not fail after %s: %v", step, err)
@@ -117,6 +118,9 @@ func TestComposeReload(t *testing.T) {
 			}
 			if _, err := occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir}); err != nil {
 				t.Fatalf("the next reload: %v", err)
+			}
+			if rt := recordedRole(mustState(t, dir), "runtime").InCluster; rt == oldRuntime {
+				t.Errorf("the edited Agent runtime was not rebuilt into a new image: still %s", rt)
 			}
 			if got, want := controllerSource(t, apiURL), fileDigest(t, script); got != want {
 				t.Errorf("after the next reload the controller runs source %s, the checkout has %s", got, want)
@@ -150,7 +154,7 @@ func TestComposeReload(t *testing.T) {
 	// A reload interrupted once the rebuilt images are in the node, recorded but not yet run,
 	// is finished by `down` as well.
 	editSource(t, script, "edit before an interrupted reload that down finishes")
-	appendNewline(t, filepath.Join(r.checkout, "package.json"))
+	editRuntime(t, r.checkout)
 	if _, err := occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir, AfterStep: failAfter("Verify the rebuilt images in the node")}); err == nil {
 		t.Fatal("the interrupted reload succeeded")
 	}
@@ -203,14 +207,16 @@ func assertRuntimeCurrent(t *testing.T, dir string) {
 	}
 }
 
-func appendNewline(t testing.TB, path string) {
+// editRuntime changes the Agent runtime's Dockerfile (a label of its last stage), as an
+// engineer's edit of the runtime does: the rebuilt runtime is a new image.
+func editRuntime(t testing.TB, checkout string) {
 	t.Helper()
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	f, err := os.OpenFile(filepath.Join(checkout, "deploy", "runtime", "Dockerfile"), os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if _, err := f.WriteString("\n"); err != nil {
+	if _, err := fmt.Fprintf(f, "LABEL org.openclaw.test.edit=%q\n", time.Now().Format(time.RFC3339Nano)); err != nil {
 		t.Fatal(err)
 	}
 }

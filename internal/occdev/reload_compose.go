@@ -81,19 +81,20 @@ func recreateServices(ctx context.Context, r *run, rep progress.Reporter) error 
 	return nil
 }
 
-// waitReloadedAPI waits, after a recreation, for the API's session endpoint and the worker's
-// readiness together, as `up` does.
+// waitReloadedAPI waits for the API's session endpoint and the worker's readiness together, as
+// `up` does; also when nothing was recreated now, since a reload interrupted after recreating
+// them left them starting.
 func waitReloadedAPI(ctx context.Context, r *run, _ progress.Reporter) error {
 	rr := r.reload
-	if len(rr.rolled) == 0 {
-		return nil
-	}
 	wctx, cancel := context.WithTimeout(ctx, r.plan.StartupTimeout)
 	defer cancel()
 	if err := controlplane.WaitReady(wctx, controlplane.ReadinessOptions{
 		APIURL: rr.st.ControlPlane.APIURL, Checks: []controlplane.ReadinessCheck{rr.stack.ReadinessCheck()},
 	}); err != nil {
-		return fmt.Errorf("the recreated %s: %w", strings.Join(rr.rolled, ", "), err)
+		if len(rr.rolled) > 0 {
+			return fmt.Errorf("the recreated %s: %w", strings.Join(rr.rolled, ", "), err)
+		}
+		return err
 	}
 	return nil
 }

@@ -83,14 +83,22 @@ func patchDeployments(ctx context.Context, r *run, rep progress.Reporter) error 
 	if err != nil {
 		return fmt.Errorf("list the Deployments of %s: %w", ns, err)
 	}
-	rr.rolled = nil
+	rr.rolled, rr.watch = nil, nil
 	for _, d := range list.Items {
 		if rr.chosen != nil && !slices.Contains(rr.chosen, d.Name) {
 			continue
 		}
+		if runsAny(d, next) {
+			// Waited for even when it already runs them: a reload interrupted after the patch
+			// left its rollout running.
+			rr.watch = append(rr.watch, d.Name)
+		}
 		patch := deploymentPatch(d, next, installDigest)
 		if patch == nil {
 			continue
+		}
+		if !slices.Contains(rr.watch, d.Name) {
+			rr.watch = append(rr.watch, d.Name)
 		}
 		body, err := json.Marshal(patch)
 		if err != nil {
@@ -139,6 +147,17 @@ func deploymentPatch(d appsv1.Deployment, next map[string]string, installDigest 
 	return map[string]any{"spec": map[string]any{"template": tmpl}}
 }
 
+// runsAny reports whether a container of d runs one of the repositories of next.
+func runsAny(d appsv1.Deployment, next map[string]string) bool {
+	for _, c := range append(append([]corev1.Container{}, d.Spec.Template.Spec.Containers...), d.Spec.Template.Spec.InitContainers...) {
+		repo, _, _ := strings.Cut(c.Image, "@")
+		if _, ok := next[repo]; ok {
+			return true
+		}
+	}
+	return false
+}
+
 func mountsSecret(spec corev1.PodSpec, name string) bool {
 	for _, v := range spec.Volumes {
 		if v.Secret != nil && v.Secret.SecretName == name {
@@ -158,15 +177,15 @@ func mountsSecret(spec corev1.PodSpec, name string) bool {
 // rolloutInterval is how often a rollout's progress is read.
 const rolloutInterval = 250 * time.Millisecond
 
-// waitForRollouts waits until every patched Deployment has rolled out: the controller has seen
-// the new template, every replica is updated and available, and no old replica remains (the
-// conditions of `kubectl rollout status`).
+// waitForRollouts waits until every Deployment that runs a rebuilt image, or was patched, has
+// rolled out: the controller has seen the new template, every replica is updated and available,
+// and no old replica remains (the conditions of `kubectl rollout status`).
 func waitForRollouts(ctx context.Context, r *run, rep progress.Reporter) error {
 	rr := r.reload
 	ns := rr.st.PlatformNamespace
 	wctx, cancel := context.WithTimeout(ctx, r.plan.StartupTimeout)
 	defer cancel()
-	for _, name := range rr.rolled {
+	for _, name := range rr.watch {
 		last := "not read yet"
 		for {
 			d, err := r.conn.Kube.AppsV1().Deployments(ns).Get(wctx, name, metav1.GetOptions{})

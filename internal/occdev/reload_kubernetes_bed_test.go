@@ -35,9 +35,9 @@ var kubernetesReloadSteps = []string{
 // `occ dev reload` rebuilds the controller (only it: the Agent runtime does not copy the file),
 // imports and verifies it in the node, points the control plane's Deployments at its new digest
 // and waits for their rollout (the played kubelet starts the new Pods only with the imported
-// image), records the new commit and drops the superseded image from the node. An edit the Agent
-// runtime copies too rewrites the Installation (file and Secret) and rolls the Deployments that
-// mount it. A reload interrupted after any step leaves every Deployment ready on the old or the
+// image), records the new commit and drops the superseded image from the node. An edit of the
+// Agent runtime's Dockerfile rewrites the Installation (file and Secret) and rolls the
+// Deployments that mount it. A reload interrupted after any step leaves every Deployment ready on the old or the
 // new image and a state the next reload finishes; `down` then leaves nothing.
 func TestKubernetesReload(t *testing.T) {
 	startBuild()
@@ -102,11 +102,13 @@ func TestKubernetesReload(t *testing.T) {
 	assertDeploymentsOn(t, kube, ns, runsController, ctl.InCluster)
 	assertOnlyImported(t, after, ctl.InCluster)
 
-	// An edit the Agent runtime copies as well: the Installation names the new runtime.
+	// Edits of the controller and the Agent runtime, interrupted after each step: the
+	// Installation names the new runtime once the next reload has run.
 	for i, step := range kubernetesReloadSteps {
 		t.Run(fmt.Sprintf("interrupted after step %d %s", i+1, step), func(t *testing.T) {
 			editSource(t, filepath.Join(b.checkout, serverScript), "edit before an interrupted "+step)
-			appendNewline(t, filepath.Join(b.checkout, "package.json"))
+			oldRuntime := recordedRole(mustState(t, dir), "runtime").InCluster
+			editRuntime(t, b.checkout)
 			_, err := occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir, AfterStep: failAfter(step)})
 			if err == nil || !strings.Contains(err.Error(), "injected failure") {
 				t.Fatalf("reload did not fail after %s: %v", step, err)
@@ -118,6 +120,9 @@ func TestKubernetesReload(t *testing.T) {
 			}
 			if _, err := occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir}); err != nil {
 				t.Fatalf("the next reload: %v", err)
+			}
+			if rt := recordedRole(mustState(t, dir), "runtime").InCluster; rt == oldRuntime {
+				t.Errorf("the edited Agent runtime was not rebuilt into a new image: still %s", rt)
 			}
 			st := mustState(t, dir)
 			ctl, rt := recordedRole(st, "controller"), recordedRole(st, "runtime")
@@ -142,7 +147,7 @@ func TestKubernetesReload(t *testing.T) {
 	// A reload interrupted once the rebuilt images are in the node, recorded but not yet run,
 	// is finished by `down` as well.
 	editSource(t, filepath.Join(b.checkout, serverScript), "edit before an interrupted reload that down finishes")
-	appendNewline(t, filepath.Join(b.checkout, "package.json"))
+	editRuntime(t, b.checkout)
 	if _, err := occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir, AfterStep: failAfter("Verify the rebuilt images in the node")}); err == nil {
 		t.Fatal("the interrupted reload succeeded")
 	}
