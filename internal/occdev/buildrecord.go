@@ -47,6 +47,11 @@ func (b recordedBuild) request(progress func(string)) controlplane.BuildRequest 
 	}
 }
 
+// recordBuild is the record of a build of an image imported into the cluster.
+func recordBuild(role string, req controlplane.BuildRequest) recordedBuild {
+	return recordedBuild{Role: role, Imported: true, ContextDir: req.ContextDir, Dockerfile: req.Dockerfile, Target: req.Target, Args: req.Args, Tag: req.Tag, Network: req.NetworkMode}
+}
+
 // writeBuilds records the builds in the state directory, replacing an earlier record.
 func writeBuilds(d *state.Dir, builds []recordedBuild) error {
 	data, err := json.MarshalIndent(builds, "", "  ")

@@ -328,12 +328,13 @@ func buildKubeImages(networkMode string) func(context.Context, *run, progress.Re
 		}
 		defer out.Close()
 		rep.Note("build output in " + logPath)
-		built, err := controlplane.PrepareControlPlaneImages(ctx, r.engine.API, controlplane.ImageOptions{
+		opts := controlplane.ImageOptions{
 			Checkout: op.Checkout, Commit: op.Commit, NetworkMode: networkMode,
 			ControllerArgs: op.plannedBuild(roleController).WithResolved(r.bases),
 			RuntimeArgs:    op.plannedBuild(roleRuntime).WithResolved(r.bases),
 			Progress:       func(line string) { fmt.Fprintln(out, line) },
-		})
+		}
+		built, err := controlplane.PrepareControlPlaneImages(ctx, r.engine.API, opts)
 		if err != nil {
 			return err
 		}
@@ -345,12 +346,8 @@ func buildKubeImages(networkMode string) func(context.Context, *run, progress.Re
 		}
 		rep.Note(fmt.Sprintf("controller %s, Agent runtime %s", built.Controller.ID, built.Runtime.ID))
 		// `occ dev reload` repeats exactly these builds (PrepareControlPlaneImages' requests).
-		if err := writeBuilds(r.state, []recordedBuild{
-			{Role: roleController, Imported: true, ContextDir: op.Checkout, Dockerfile: controlplane.ControllerDockerfile, Target: controlplane.ControllerTarget,
-				Args: op.plannedBuild(roleController).WithResolved(r.bases), Tag: built.Controller.Reference, Network: networkMode},
-			{Role: roleRuntime, Imported: true, ContextDir: op.Checkout, Dockerfile: controlplane.RuntimeDockerfile,
-				Args: op.plannedBuild(roleRuntime).WithResolved(r.bases), Tag: built.Runtime.Reference, Network: networkMode},
-		}); err != nil {
+		creq, rreq := controlplane.BuildRequests(opts)
+		if err := writeBuilds(r.state, []recordedBuild{recordBuild(roleController, creq), recordBuild(roleRuntime, rreq)}); err != nil {
 			return err
 		}
 		return r.recordImages(
