@@ -27,8 +27,8 @@ API and worker are waited for; for --control-plane kubernetes the Deployments ar
 new digests and their rollouts waited for. The checkout's commit is recorded, and the node
 images the reload superseded are removed.
 
-With SERVICE (names as 'occ dev status' lists them) only the images those services run are
-rebuilt and only they are recreated or rolled out.
+With SERVICE (names as 'occ dev status' lists them) only those services are recreated or
+rolled out (for Compose only the images they run are rebuilt).
 
 Only the record is used: the recorded Docker engine, k3d cluster (checked to be the recorded one,
 as 'down' checks it) and checkout; an environment whose engine, cluster or checkout is gone or

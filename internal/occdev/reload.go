@@ -25,8 +25,8 @@ type ReloadOptions struct {
 	// OCC_DEVELOPMENT_STATE_DIRECTORY).
 	StateDir string
 	// Services limits the reload to these services, by the names `occ dev status` lists: only
-	// the images they run are rebuilt, and only they are recreated or rolled. None reloads every
-	// image `up` built.
+	// they are recreated or rolled out, and for Compose only the images they run are rebuilt.
+	// None reloads every image `up` built.
 	Services []string
 	// StartupTimeout bounds the wait for the reloaded services; 0 is 600s.
 	StartupTimeout time.Duration
