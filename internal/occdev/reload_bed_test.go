@@ -130,6 +130,32 @@ func TestComposeReload(t *testing.T) {
 		})
 	}
 
+	// A reload of the controller alone recreates only it; the next full reload recreates the
+	// worker, which still runs the image before.
+	editSource(t, script, "edit for the controller alone")
+	res, err = occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir, Services: []string{"controller"}})
+	if err != nil {
+		t.Fatalf("reload controller: %v", err)
+	}
+	if !slices.Equal(res.Rolled, []string{"controller"}) || len(res.Images) != 1 || res.Images[0].Role != "development" {
+		t.Errorf("reload controller: rolled %q, rebuilt %+v; want the controller alone, from the development image", res.Rolled, res.Images)
+	}
+	stack := compose.Stack{Project: r.settings.Project, Engine: b.engine.API}
+	running, err := stack.ServiceImages(ctx, compose.APIServices...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if built := imageOf(res, "development").Current; running["controller"] != built || running["worker-kubernetes"] == built {
+		t.Errorf("after reloading the controller alone the services run %v; built %s", running, built)
+	}
+	res, err = occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir})
+	if err != nil {
+		t.Fatalf("full reload after the controller's: %v", err)
+	}
+	if !slices.Equal(res.Rolled, []string{"worker-kubernetes"}) {
+		t.Errorf("the full reload after the controller's recreated %q, want the worker alone", res.Rolled)
+	}
+
 	// Refusals: an unknown service names the valid ones; a moved checkout says what to do.
 	_, err = occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir, Services: []string{"no-such-service"}})
 	if err == nil || !strings.Contains(err.Error(), "no-such-service") || !strings.Contains(err.Error(), "controller") {
