@@ -8,7 +8,7 @@ var devSubcommands []func(*Globals) *cobra.Command
 func newDevCommand(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dev",
-		Short: "A disposable local OpenShell platform in k3d on Docker (up, down, status, logs)",
+		Short: "A disposable local OpenShell platform in k3d on Docker (up, down, status, logs, reload)",
 		Long: `occ dev brings up, inspects and removes a disposable local development environment: a k3d
 cluster occ creates in your Docker engine (or a cluster of your kubeconfig) with the pinned
 OpenShell Gateway, its verified images and the Agent Sandbox controller, and, run from an OCE

@@ -51,7 +51,7 @@ type kubeBed struct {
 	nodeBase, nodeRuntimeBase string
 }
 
-func newKubeBed(t *testing.T) *kubeBed {
+func newKubeBed(t testing.TB) *kubeBed {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -135,7 +135,7 @@ func (e *eventLog) String() string {
 // run prepares one `up` of the Kubernetes-only profile: a fresh cluster name and state
 // directory, the stand-in OCE API (with canary secrets) published at a free loopback port that
 // k3d maps to the proxy's NodePort, and exec through the stand-in.
-func (b *kubeBed) run(t *testing.T, apiOpts oceapi.Options) *kubeRun {
+func (b *kubeBed) run(t testing.TB, apiOpts oceapi.Options) *kubeRun {
 	t.Helper()
 	port, err := k3d.FreeLoopbackPort()
 	if err != nil {
@@ -162,7 +162,7 @@ func (b *kubeBed) run(t *testing.T, apiOpts oceapi.Options) *kubeRun {
 
 // startWorker starts the worker's stand-in once the chart is installed: it provisions the
 // bootstrap Namespace when the worker Deployment is ready.
-func (r *kubeRun) startWorker(t *testing.T, kube kubernetes.Interface, namespace string) {
+func (r *kubeRun) startWorker(t testing.TB, kube kubernetes.Interface, namespace string) {
 	r.provisionOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		t.Cleanup(cancel)
@@ -171,7 +171,7 @@ func (r *kubeRun) startWorker(t *testing.T, kube kubernetes.Interface, namespace
 }
 
 // recordedAccess reads the cluster access the state records.
-func recordedAccess(t *testing.T, dir string) cluster.Access {
+func recordedAccess(t testing.TB, dir string) cluster.Access {
 	t.Helper()
 	st, err := state.Read(dir)
 	if err != nil {
@@ -180,7 +180,7 @@ func recordedAccess(t *testing.T, dir string) cluster.Access {
 	return st.Cluster
 }
 
-func kubeClientOf(t *testing.T, access cluster.Access) (kubernetes.Interface, dynamic.Interface, discovery.DiscoveryInterface) {
+func kubeClientOf(t testing.TB, access cluster.Access) (kubernetes.Interface, dynamic.Interface, discovery.DiscoveryInterface) {
 	t.Helper()
 	cfg, err := cluster.RESTConfig(access)
 	if err != nil {

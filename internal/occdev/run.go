@@ -69,6 +69,9 @@ type run struct {
 
 	// kube is the Kubernetes-only control plane's own part of the run (steps_kubernetes.go).
 	kube kubernetesRun
+
+	// reload is the part of an `occ dev reload` (reload.go); nil for `up`.
+	reload *reloadRun
 }
 
 // close releases what the run holds open outside the state.

@@ -355,17 +355,19 @@ func buildImages(ctx context.Context, r *run, rep progress.Reporter) error {
 		if err != nil {
 			return err
 		}
+		var record []recordedBuild
 		for i, img := range built {
 			role := op.Builds[i].Target
 			if role == "" {
 				role = op.Builds[i].Services[0]
 			}
 			recs = append(recs, state.ControlPlaneImage{Role: role, Reference: img.Reference, ID: img.ID})
+			b := builds[i]
+			record = append(record, recordedBuild{Role: role, Services: b.Services, ContextDir: b.Context, Dockerfile: b.Dockerfile, Target: b.Target, Args: b.Args, Tag: b.Tag, Network: b.Network})
 		}
-		rt, err := controlplane.BuildImage(ctx, r.engine.API, controlplane.BuildRequest{
-			ContextDir: op.Checkout, Dockerfile: controlplane.RuntimeDockerfile, Tag: controlplane.DefaultRuntimeTag, Progress: progressLine,
-			Args: op.plannedBuild(roleRuntime).WithResolved(r.bases), NetworkMode: runtimeBuildNetwork(r.opts.OCE.BuildNetwork, op.Builds),
-		})
+		runtime := recordedBuild{Role: roleRuntime, Imported: true, ContextDir: op.Checkout, Dockerfile: controlplane.RuntimeDockerfile, Tag: controlplane.DefaultRuntimeTag,
+			Args: op.plannedBuild(roleRuntime).WithResolved(r.bases), Network: runtimeBuildNetwork(r.opts.OCE.BuildNetwork, op.Builds)}
+		rt, err := controlplane.BuildImage(ctx, r.engine.API, runtime.request(progressLine))
 		if err != nil {
 			return fmt.Errorf("build the Agent runtime image: %w", err)
 		}
@@ -373,6 +375,10 @@ func buildImages(ctx context.Context, r *run, rep progress.Reporter) error {
 			return err
 		}
 		recs = append(recs, state.ControlPlaneImage{Role: roleRuntime, Reference: rt.Reference, ID: rt.ID})
+		// `occ dev reload` repeats exactly these builds.
+		if err := writeBuilds(r.state, append(record, runtime)); err != nil {
+			return err
+		}
 	}
 	return r.state.Update(func(s *state.State) { s.ControlPlane.Images = recs })
 }

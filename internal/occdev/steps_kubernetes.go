@@ -328,12 +328,13 @@ func buildKubeImages(networkMode string) func(context.Context, *run, progress.Re
 		}
 		defer out.Close()
 		rep.Note("build output in " + logPath)
-		built, err := controlplane.PrepareControlPlaneImages(ctx, r.engine.API, controlplane.ImageOptions{
+		opts := controlplane.ImageOptions{
 			Checkout: op.Checkout, Commit: op.Commit, NetworkMode: networkMode,
 			ControllerArgs: op.plannedBuild(roleController).WithResolved(r.bases),
 			RuntimeArgs:    op.plannedBuild(roleRuntime).WithResolved(r.bases),
 			Progress:       func(line string) { fmt.Fprintln(out, line) },
-		})
+		}
+		built, err := controlplane.PrepareControlPlaneImages(ctx, r.engine.API, opts)
 		if err != nil {
 			return err
 		}
@@ -344,6 +345,11 @@ func buildKubeImages(networkMode string) func(context.Context, *run, progress.Re
 			return err
 		}
 		rep.Note(fmt.Sprintf("controller %s, Agent runtime %s", built.Controller.ID, built.Runtime.ID))
+		// `occ dev reload` repeats exactly these builds (PrepareControlPlaneImages' requests).
+		creq, rreq := controlplane.BuildRequests(opts)
+		if err := writeBuilds(r.state, []recordedBuild{recordBuild(roleController, creq), recordBuild(roleRuntime, rreq)}); err != nil {
+			return err
+		}
 		return r.recordImages(
 			state.ControlPlaneImage{Role: roleController, Reference: built.Controller.Reference, ID: built.Controller.ID},
 			state.ControlPlaneImage{Role: roleRuntime, Reference: built.Runtime.Reference, ID: built.Runtime.ID})

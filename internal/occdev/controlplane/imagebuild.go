@@ -267,6 +267,29 @@ type ImageOptions struct {
 	NetworkMode string
 }
 
+// BuildRequests are the controller and Agent runtime builds PrepareControlPlaneImages makes from
+// opts (the one definition of them, which `occ dev reload` records and repeats).
+func BuildRequests(opts ImageOptions) (controller, runtime BuildRequest) {
+	tags := opts.Tags
+	defaults := DefaultImageTags()
+	if tags.Controller == "" {
+		tags.Controller = defaults.Controller
+	}
+	if tags.Runtime == "" {
+		tags.Runtime = defaults.Runtime
+	}
+	controller = BuildRequest{
+		ContextDir: opts.Checkout, Dockerfile: ControllerDockerfile, Target: ControllerTarget,
+		Args: opts.ControllerArgs, Tag: tags.Controller,
+		Progress: opts.Progress, NetworkMode: opts.NetworkMode,
+	}
+	runtime = BuildRequest{
+		ContextDir: opts.Checkout, Dockerfile: RuntimeDockerfile, Tag: tags.Runtime, Args: opts.RuntimeArgs,
+		Progress: opts.Progress, NetworkMode: opts.NetworkMode,
+	}
+	return controller, runtime
+}
+
 // PrepareControlPlaneImages returns the selected images after checking them, or builds both
 // from the checkout. Nothing is built when the selection is invalid.
 func PrepareControlPlaneImages(ctx context.Context, engine ImageEngine, opts ImageOptions) (ControlPlaneImages, error) {
@@ -279,26 +302,12 @@ func PrepareControlPlaneImages(ctx context.Context, engine ImageEngine, opts Ima
 	if opts.ControllerArgs[NodeBaseImageArg] == "" {
 		return ControlPlaneImages{}, fmt.Errorf("no Node base image for the controller build: pass the pinned one or %s", EnvNodeBaseImage)
 	}
-	tags := opts.Tags
-	defaults := DefaultImageTags()
-	if tags.Controller == "" {
-		tags.Controller = defaults.Controller
-	}
-	if tags.Runtime == "" {
-		tags.Runtime = defaults.Runtime
-	}
-	controller, err := BuildImage(ctx, engine, BuildRequest{
-		ContextDir: opts.Checkout, Dockerfile: ControllerDockerfile, Target: ControllerTarget,
-		Args: opts.ControllerArgs, Tag: tags.Controller,
-		Progress: opts.Progress, NetworkMode: opts.NetworkMode,
-	})
+	creq, rreq := BuildRequests(opts)
+	controller, err := BuildImage(ctx, engine, creq)
 	if err != nil {
 		return ControlPlaneImages{}, fmt.Errorf("build the controller image: %w", err)
 	}
-	runtime, err := BuildImage(ctx, engine, BuildRequest{
-		ContextDir: opts.Checkout, Dockerfile: RuntimeDockerfile, Tag: tags.Runtime, Args: opts.RuntimeArgs,
-		Progress: opts.Progress, NetworkMode: opts.NetworkMode,
-	})
+	runtime, err := BuildImage(ctx, engine, rreq)
 	if err != nil {
 		return ControlPlaneImages{}, fmt.Errorf("build the Agent runtime image: %w", err)
 	}

@@ -26,7 +26,9 @@ import (
 // bootstrap key in x-api-key (no bearer scheme), and a probe of the Kubernetes API server named
 // by the Installation's kubeconfig authentication, reported on GET /_standin/kubernetes and as
 // a log line; GET /_standin/log?line=<text> writes <text> as a log line (a test-bed route, so a
-// test that follows the logs has a new line when it asks for one).
+// test that follows the logs has a new line when it asks for one); GET /_standin/source answers
+// the sha256 of the script file it was started as, read at startup (a test-bed route, so a test
+// that changes the checkout's source sees which build runs).
 func runController() int {
 	fail := func(code, msg string) int {
 		logEvent(map[string]any{"event": "startup-error", "code": code, "message": msg})
@@ -57,7 +59,7 @@ func runController() int {
 	if err != nil {
 		return fail("STARTUP_FAILED", err.Error())
 	}
-	ctl := &controller{db: db}
+	ctl := &controller{db: db, source: sourceDigest(serverScript)}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	go ctl.watchKubernetes(ctx, os.Getenv("OCC_CONFIG_PATH"))
@@ -75,8 +77,23 @@ func runController() int {
 	return 0
 }
 
+// serverScript is the controller's script, relative to the image's working directory.
+const serverScript = "apps/controller/src/server.mjs"
+
+// sourceDigest is the hex sha256 of the file at p, or why it cannot be read.
+func sourceDigest(p string) string {
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return "unreadable: " + err.Error()
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
 type controller struct {
 	db *dbClient
+	// source is the sha256 of the script the controller was started as.
+	source string
 
 	mu   sync.Mutex
 	kube kubeProbe
@@ -99,6 +116,8 @@ func (c *controller) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// A line on demand, so a test following the logs sees a new one without waiting.
 		logEvent(map[string]any{"event": "standin.log", "line": r.URL.Query().Get("line")})
 		writeJSON(w, http.StatusOK, map[string]any{"logged": true})
+	case r.URL.Path == "/_standin/source":
+		writeJSON(w, http.StatusOK, map[string]any{"script": serverScript, "sha256": c.source})
 	case r.URL.Path == "/_standin/kubernetes":
 		c.mu.Lock()
 		probe := c.kube

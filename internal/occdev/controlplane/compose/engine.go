@@ -69,6 +69,22 @@ func (s Stack) serviceContainers(ctx context.Context, service string) ([]contain
 	return out, nil
 }
 
+// ServiceImages maps each service that has a container to the image ID the container runs;
+// a service without one is absent from the result.
+func (s Stack) ServiceImages(ctx context.Context, services ...string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, svc := range services {
+		list, err := s.serviceContainers(ctx, svc)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range list {
+			out[svc] = c.ImageID
+		}
+	}
+	return out, nil
+}
+
 // oneContainer returns the single container of service, or an error naming how many exist. A
 // service with no container yet returns "" and no error.
 func (s Stack) oneContainer(ctx context.Context, service string) (string, error) {

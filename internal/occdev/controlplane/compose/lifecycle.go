@@ -50,6 +50,17 @@ func StartAdded(ctx context.Context, opts StartOptions, services []string) error
 	return opts.Runner.Up(ctx, UpOptions{Services: services, Build: opts.Build, NoDeps: true})
 }
 
+// Recreate replaces the containers of running services with new ones from the snapshot
+// (--no-deps --force-recreate), as `occ dev reload` does after rebuilding their image: the
+// one-shot jobs they depend on stay completed, and a service whose image tag now names the new
+// build runs it.
+func Recreate(ctx context.Context, r Runner, services []string) error {
+	if len(services) == 0 {
+		return nil
+	}
+	return r.Up(ctx, UpOptions{Services: services, NoDeps: true, ForceRecreate: true})
+}
+
 // StopReconcilers stops the controller and the worker, the first step of `down` and of a
 // rollback, so nothing reconciles against a cluster that is about to disappear.
 func StopReconcilers(ctx context.Context, r Runner) error {

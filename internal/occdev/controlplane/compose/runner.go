@@ -61,6 +61,10 @@ type UpOptions struct {
 	// NoDeps starts only the named services (--no-deps): the one-shot jobs they depend on have
 	// already completed and must not run again.
 	NoDeps bool
+	// ForceRecreate replaces the services' containers even when Compose sees no change
+	// (--force-recreate): `occ dev reload` runs a rebuilt image, or an Installation rewritten
+	// under a read-only mount, that way.
+	ForceRecreate bool
 }
 
 // Up runs `compose up --detach` for the services.
@@ -71,6 +75,9 @@ func (r Runner) Up(ctx context.Context, opts UpOptions) error {
 	}
 	if opts.NoDeps {
 		args = append(args, "--no-deps")
+	}
+	if opts.ForceRecreate {
+		args = append(args, "--force-recreate")
 	}
 	return r.Run(ctx, append(args, opts.Services...)...)
 }

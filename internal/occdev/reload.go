@@ -1,0 +1,597 @@
+package occdev
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/openclaw/occ/internal/fsutil"
+	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
+	"github.com/openclaw/occ/internal/occdev/controlplane"
+	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
+	"github.com/openclaw/occ/internal/occdev/images"
+	"github.com/openclaw/occ/internal/occdev/state"
+	"github.com/openclaw/occ/internal/progress"
+)
+
+// ReloadOptions are the settings of `occ dev reload`.
+type ReloadOptions struct {
+	// StateDir is the state directory of the environment (--state-dir,
+	// OCC_DEVELOPMENT_STATE_DIRECTORY).
+	StateDir string
+	// Services limits the reload to these services, by the names `occ dev status` lists: only
+	// they are recreated or rolled out, and for Compose only the images they run are rebuilt.
+	// None reloads every image `up` built.
+	Services []string
+	// StartupTimeout bounds the wait for the reloaded services; 0 is 600s.
+	StartupTimeout time.Duration
+	// OCCCommand is how the user runs occ, for the commands an error names; default "occ".
+	OCCCommand string
+	// Progress receives step events; nil discards them.
+	Progress progress.Sink
+	// Log receives the build output and notes that are not step lines.
+	Log io.Writer
+	// AfterStep is a test seam: called after each successful step, an error fails the reload
+	// there.
+	AfterStep func(name string) error
+}
+
+// ReloadResult says what `occ dev reload` did.
+type ReloadResult struct {
+	StateDirectory string `json:"stateDirectory"`
+	Profile        string `json:"profile"`
+	// Commit is the checkout's commit the images were built from, recorded now; PreviousCommit
+	// the one recorded before, when it differs.
+	Commit         string `json:"commit"`
+	PreviousCommit string `json:"previousCommit,omitempty"`
+	// Images are the rebuilt images, changed or not.
+	Images []ReloadedImage `json:"images"`
+	// Rolled are the services recreated (Compose) or Deployments rolled out (Kubernetes-only).
+	Rolled []string `json:"rolled"`
+}
+
+// ReloadedImage is one image `reload` rebuilt.
+type ReloadedImage struct {
+	Role string `json:"role"`
+	Tag  string `json:"tag"`
+	// Previous and Current are the engine's image IDs recorded before and built now.
+	Previous string `json:"previous"`
+	Current  string `json:"current"`
+	Changed  bool   `json:"changed"`
+	// InCluster is the digest reference the cluster runs it by, for an image imported into it.
+	InCluster string `json:"inCluster,omitempty"`
+}
+
+// reloadRun is what the steps of one reload share.
+type reloadRun struct {
+	opts ReloadOptions
+	rec  *recorded
+	// st is the record as the reload found it.
+	st       state.State
+	checkout controlplane.Checkout
+	// builds are the recorded builds the reload repeats (limited by the chosen services), and
+	// chosen the chosen services (nil: all).
+	builds []recordedBuild
+	chosen []string
+	// rebuilding is set once the checks passed and the first build started: from then on a
+	// failure leaves the environment on its old or its new images.
+	rebuilding bool
+	// Written by the rebuild: each build's result, and the images for the node whose ID is not
+	// the recorded one.
+	built   map[string]images.Local
+	changed map[string]bool
+	toNode  []images.Local
+	// Written by the import and the verification.
+	imported []images.Imported
+	verified []images.Verified
+	// Written by the roll: what was recreated or rolled out, and (Kubernetes-only) the
+	// Deployments whose rollout is waited for.
+	rolled []string
+	watch  []string
+	// The Compose profile's runner of the recorded snapshot.
+	runner compose.Runner
+	stack  compose.Stack
+}
+
+// reloadSteps is the whole `occ dev reload` flow, in order. Nothing in the environment changes
+// before the import; every step after it converges when run again, so an interrupted reload is
+// finished by the next one, and `down` removes what any of them recorded.
+func reloadSteps(profile string) []Step {
+	steps := []Step{
+		{Name: "Check the recorded environment", Run: checkReloadable},
+		{Name: "Rebuild the control-plane images from the checkout", Run: rebuildImages},
+		{Name: "Import the rebuilt images into the cluster", Run: importRebuilt},
+		{Name: "Verify the rebuilt images in the node", Run: verifyRebuilt},
+	}
+	if profile == string(ControlPlaneKubernetes) {
+		steps = append(steps, kubernetesReloadSteps()...)
+	} else {
+		steps = append(steps, composeReloadSteps()...)
+	}
+	return append(steps, Step{Name: "Record the rebuilt images and the checkout's commit", Run: recordReload})
+}
+
+// Reload rebuilds the images `up` built from the checkout of the recorded environment and rolls
+// the control plane onto the ones that changed. It reads only the record (the engine, the
+// cluster, the checkout and the builds `up` made), and refuses an environment whose engine,
+// cluster or checkout is gone or another, saying what to do. The state is held locked for the
+// whole reload.
+func Reload(ctx context.Context, opts ReloadOptions) (*ReloadResult, error) {
+	dir, err := state.ResolveDir(opts.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	if opts.StartupTimeout == 0 {
+		opts.StartupTimeout = defaultStartupTimeout
+	}
+	log := opts.Log
+	if log == nil {
+		log = io.Discard
+	}
+	d, err := state.Open(dir)
+	if errors.Is(err, state.ErrNotExist) {
+		return nil, fmt.Errorf("%w at %s: nothing to reload; start one with occ dev up (or name the state directory of another with --state-dir or %s)", ErrNoEnvironment, dir, state.EnvDirectory)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	st := d.State()
+	rec := connectRecorded(st)
+	defer rec.close()
+	r := &run{
+		plan:  &Plan{StateDir: dir, Namespace: st.PlatformNamespace, StartupTimeout: opts.StartupTimeout},
+		log:   &syncWriter{w: log},
+		state: d,
+		reload: &reloadRun{
+			opts: opts, rec: rec, st: st, built: map[string]images.Local{}, changed: map[string]bool{},
+		},
+	}
+	x := &runner{sink: opts.Progress, afterStep: opts.AfterStep}
+	if err := x.run(ctx, r, reloadSteps(st.Profile), ""); err != nil {
+		if !r.reload.rebuilding {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w\nthe environment still runs on the images it ran before or on the rebuilt ones; run %s again to finish the reload, or %s to remove it",
+			err, reloadCommand(opts.OCCCommand, dir), DownCommand(opts.OCCCommand, dir))
+	}
+	return r.reload.result(r.state.State(), dir), nil
+}
+
+// reloadCommand is the command that repeats a reload, shell-quoted.
+func reloadCommand(occ, dir string) string {
+	if occ == "" {
+		occ = "occ"
+	}
+	return shellQuote(occ) + " dev reload --state-dir " + shellQuote(dir)
+}
+
+// result is the reload's summary from the record it left.
+func (rr *reloadRun) result(st state.State, dir string) *ReloadResult {
+	res := &ReloadResult{StateDirectory: dir, Profile: st.Profile, Images: []ReloadedImage{}, Rolled: append([]string{}, rr.rolled...)}
+	if cp := st.ControlPlane; cp != nil {
+		res.Commit = cp.Commit
+	}
+	if prev := rr.st.ControlPlane.Commit; prev != res.Commit {
+		res.PreviousCommit = prev
+	}
+	for _, b := range rr.builds {
+		l := rr.built[b.Role]
+		img := ReloadedImage{Role: b.Role, Tag: b.Tag, Previous: recordedImage(rr.st, b.Role).ID, Current: l.ID, Changed: rr.changed[b.Role]}
+		if b.Imported {
+			img.InCluster = l.Pin.DigestReference()
+		}
+		res.Images = append(res.Images, img)
+	}
+	return res
+}
+
+// recordedImage is the control-plane image of role the record holds.
+func recordedImage(st state.State, role string) state.ControlPlaneImage {
+	if st.ControlPlane != nil {
+		for _, img := range st.ControlPlane.Images {
+			if img.Role == role {
+				return img
+			}
+		}
+	}
+	return state.ControlPlaneImage{}
+}
+
+// reloadRefusal is an environment reload cannot act on, with what to do instead.
+func reloadRefusal(dir, occ, why string) error {
+	return fmt.Errorf("cannot reload the environment recorded in %s: %s\nremove it with %s and bring it up again with occ dev up", dir, why, DownCommand(occ, dir))
+}
+
+// checkReloadable refuses an environment reload cannot act on, before anything is built: no
+// control plane built from a checkout, a recorded engine that does not answer, a k3d cluster
+// that is gone or is another one now (the identity `down` checks), or a checkout that is gone,
+// moved or no longer an OCE checkout. It then chooses the builds of the chosen services.
+func checkReloadable(ctx context.Context, r *run, rep progress.Reporter) error {
+	rr := r.reload
+	dir, occ := r.state.Path(), rr.opts.OCCCommand
+	cp := rr.st.ControlPlane
+	switch {
+	case cp == nil:
+		return reloadRefusal(dir, occ, "it has no OCE control plane (occ dev up found no checkout)")
+	case slices.ContainsFunc(cp.Images, func(i state.ControlPlaneImage) bool { return i.Selected }):
+		return reloadRefusal(dir, occ, "its controller and Agent runtime images were selected by digest, not built from the checkout; build and push new ones, then select them")
+	case rr.st.Cluster.Provider != ProviderK3d:
+		return reloadRefusal(dir, occ, "its cluster is not one occ created with k3d, which the rebuilt images are imported into")
+	}
+	builds, err := readBuilds(dir)
+	if errors.Is(err, errNoBuilds) {
+		return reloadRefusal(dir, occ, "it records no builds (it was brought up by an occ without occ dev reload)")
+	}
+	if err != nil {
+		return err
+	}
+
+	eng, err := rr.rec.docker(ctx)
+	if err != nil {
+		return reloadRefusal(dir, occ, "its Docker engine does not answer: "+err.Error())
+	}
+	r.engine = eng
+	reg := rr.rec.removers()
+	found := false
+	for _, o := range rr.st.Objects {
+		if o.Type != state.TypeK3dCluster {
+			continue
+		}
+		found = true
+		in := reg.Inspect(ctx, o)
+		switch in.State {
+		case state.Present:
+		case state.Missing:
+			return reloadRefusal(dir, occ, "its k3d cluster "+o.Name+" is gone")
+		case state.Changed:
+			return reloadRefusal(dir, occ, "the k3d cluster named "+o.Name+" is not the one recorded: "+in.Detail)
+		default:
+			return reloadRefusal(dir, occ, "its k3d cluster "+o.Name+" cannot be checked: "+in.Detail)
+		}
+	}
+	if !found {
+		return reloadRefusal(dir, occ, "it records no k3d cluster")
+	}
+	if r.conn, err = rr.rec.kube(ctx); err != nil {
+		return reloadRefusal(dir, occ, "its cluster does not answer as the recorded one: "+err.Error())
+	}
+
+	co, err := controlplane.FindCheckout(controlplane.FindCheckoutOptions{Flag: cp.Checkout})
+	if err != nil {
+		return reloadRefusal(dir, occ, "its checkout "+cp.Checkout+" is gone or no longer an OCE checkout: "+err.Error())
+	}
+	if co.Root != cp.Checkout {
+		return reloadRefusal(dir, occ, "its checkout "+cp.Checkout+" now resolves to "+co.Root)
+	}
+	for _, b := range builds {
+		if b.ContextDir != cp.Checkout && !strings.HasPrefix(b.ContextDir, cp.Checkout+string(os.PathSeparator)) {
+			return reloadRefusal(dir, occ, "its build of "+b.Role+" has the context "+b.ContextDir+", outside the checkout "+cp.Checkout)
+		}
+	}
+	rr.checkout = co
+	if co.Commit != cp.Commit {
+		rep.Note("the checkout is at " + shortCommit(co.Commit) + " (recorded " + shortCommit(cp.Commit) + ")")
+	}
+
+	if cp.Compose != nil {
+		plugin, err := compose.FindPlugin(ctx, compose.FindPluginOptions{DockerConfig: os.Getenv("DOCKER_CONFIG")})
+		if err != nil {
+			return err
+		}
+		rr.runner = compose.Runner{Plugin: plugin, Endpoint: eng.Endpoint.String(),
+			Snapshot: compose.Snapshot{Path: cp.Compose.Snapshot, Project: cp.Compose.Project, Checkout: cp.Compose.Checkout}}
+		rr.stack = compose.Stack{Project: cp.Compose.Project, Engine: eng.API}
+	}
+	return chooseBuilds(ctx, r, builds)
+}
+
+// chooseBuilds limits the builds to those of the chosen services; unknown names are refused
+// with the names `occ dev status` lists. A Compose service chooses the builds it runs; a
+// Kubernetes workload of the control plane chooses the builds whose images its Pods run (both
+// when its images are not known).
+func chooseBuilds(ctx context.Context, r *run, builds []recordedBuild) error {
+	rr := r.reload
+	if len(rr.opts.Services) == 0 {
+		rr.builds = builds
+		return nil
+	}
+	all, listErr := services(ctx, rr.st, rr.rec)
+	chosen, err := chooseServices(all, rr.opts.Services, r.state.Path(), listErr)
+	if err != nil {
+		return err
+	}
+	for _, s := range chosen {
+		rr.chosen = append(rr.chosen, s.Name)
+	}
+	if rr.st.ControlPlane.Compose != nil {
+		for _, b := range builds {
+			if slices.ContainsFunc(b.Services, func(s string) bool { return slices.Contains(rr.chosen, s) }) {
+				rr.builds = append(rr.builds, b)
+			}
+		}
+		if len(rr.builds) == 0 {
+			return &OptionError{Option: "SERVICE", Value: strings.Join(rr.opts.Services, " "), Rule: "runs no image occ built from the checkout",
+				Fix: "name a service built from the checkout: " + strings.Join(builtServices(builds), ", ")}
+		}
+		return nil
+	}
+	rr.builds = builds
+	return nil
+}
+
+// builtServices are the Compose services that run an image built from the checkout.
+func builtServices(builds []recordedBuild) []string {
+	var out []string
+	for _, b := range builds {
+		out = append(out, b.Services...)
+	}
+	return out
+}
+
+// rebuildImages repeats the recorded builds through the engine's BuildKit (the build code `up`
+// uses; its cache makes an unchanged image cost almost nothing) and compares each result with
+// the recorded image. A rebuilt image for the cluster whose ID is not the recorded one goes on
+// to the import. The build output goes to image-build.log in the state directory.
+func rebuildImages(ctx context.Context, r *run, rep progress.Reporter) error {
+	rr := r.reload
+	logPath := r.state.File(buildLogFile)
+	out, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("open the build log: %w", err)
+	}
+	defer out.Close()
+	rr.rebuilding = true
+	rr.toNode = nil
+	var changed []string
+	for _, b := range rr.builds {
+		img, err := controlplane.BuildImage(ctx, r.engine.API, b.request(func(line string) { fmt.Fprintln(out, line) }))
+		if err != nil {
+			return fmt.Errorf("build the %s image (output in %s): %w", b.Role, logPath, err)
+		}
+		l, err := images.Built(ctx, r.engine.API, img.Reference, img.ID)
+		if err != nil {
+			return err
+		}
+		rr.built[b.Role] = l
+		if recordedImage(rr.st, b.Role).ID != l.ID {
+			rr.changed[b.Role] = true
+			changed = append(changed, b.Role)
+			if b.Imported {
+				rr.toNode = append(rr.toNode, l)
+			}
+		}
+	}
+	if len(changed) == 0 {
+		rep.Note("every image is as recorded")
+	} else {
+		rep.Note("changed: " + strings.Join(changed, ", "))
+	}
+	return nil
+}
+
+// importRebuilt loads the changed images for the cluster into the node in one pass, as `up`
+// does: each is recorded (so `down` removes it) before it is staged.
+func importRebuilt(ctx context.Context, r *run, rep progress.Reporter) error {
+	rr := r.reload
+	rr.imported = nil
+	if len(rr.toNode) == 0 {
+		rep.Note("nothing to import")
+		return nil
+	}
+	// k3d's own lines go to its log file in the state directory, as during `up`.
+	klog, err := os.OpenFile(r.state.File(k3dLogFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("open the k3d log: %w", err)
+	}
+	defer klog.Close()
+	p, err := k3d.New(k3d.Options{Engine: r.engine, Log: klog})
+	if err != nil {
+		return err
+	}
+	// k3d's logger is process-wide: it writes nowhere once this import is done.
+	defer func() { _, _ = k3d.New(k3d.Options{Engine: r.engine}) }()
+	imported, err := images.Import(ctx, images.ImportOptions{
+		API: r.engine.API, Importer: p.Importer(r.conn.Access.Name), Images: rr.toNode, Recorder: r.state,
+	})
+	if err != nil {
+		return err
+	}
+	rr.imported = imported
+	return nil
+}
+
+// verifyRebuilt proves each imported image is in the node with the config the build made and
+// names it there by its digest reference, as `up` does.
+func verifyRebuilt(ctx context.Context, r *run, _ progress.Reporter) error {
+	rr := r.reload
+	rr.verified = nil
+	if len(rr.imported) == 0 {
+		return nil
+	}
+	verified, err := images.VerifyInNode(ctx, images.VerifyOptions{
+		API: r.engine.API, Node: r.conn.Access.NodeAddress, Images: rr.imported, Recorder: r.state,
+	})
+	if err != nil {
+		return err
+	}
+	rr.verified = verified
+	return nil
+}
+
+// rewriteInstallation points the recorded Installation at the rebuilt Agent runtime: the
+// runtime's previous in-cluster digest reference, which names it there, is replaced by the new
+// one. It returns the Installation's bytes and whether the runtime changed; an Installation
+// that names the new reference already (a reload interrupted after this step) is left as it is.
+func rewriteInstallation(r *run) ([]byte, bool, error) {
+	rr := r.reload
+	path := rr.st.InstallationPath
+	if !rr.changed[roleRuntime] || path == "" {
+		return nil, false, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, false, fmt.Errorf("read the Installation %s: %w", path, err)
+	}
+	old, next := recordedImage(rr.st, roleRuntime).InCluster, rr.built[roleRuntime].Pin.DigestReference()
+	text := string(data)
+	switch {
+	case old != "" && strings.Contains(text, old):
+		text = strings.ReplaceAll(text, old, next)
+	case strings.Contains(text, next):
+		return data, true, nil
+	default:
+		return nil, false, fmt.Errorf("the Installation %s names neither the recorded Agent runtime %s nor the rebuilt %s: it was changed outside occ; run occ dev down and occ dev up", path, old, next)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, false, fmt.Errorf("rewrite the Installation %s: %w", path, err)
+	}
+	if err := fsutil.WriteFileAtomic(path, []byte(text), fi.Mode().Perm()); err != nil {
+		return nil, false, fmt.Errorf("rewrite the Installation %s: %w", path, err)
+	}
+	return []byte(text), true, nil
+}
+
+// recordReload records the rebuilt images as the control plane's (their IDs and in-cluster
+// references) and the checkout's commit, then removes from the node the images they superseded,
+// forgetting each once it is gone: after a reload of every service nothing runs them. After a
+// reload of some services the superseded images stay recorded (others may still run them) for
+// the next full reload or for `down`.
+func recordReload(ctx context.Context, r *run, rep progress.Reporter) error {
+	rr := r.reload
+	refs := map[string]string{}
+	for _, v := range rr.verified {
+		for role, l := range rr.built {
+			if l.Pin == v.Pin {
+				refs[role] = v.Reference
+			}
+		}
+	}
+	err := r.state.Update(func(s *state.State) {
+		s.ControlPlane.Commit = rr.checkout.Commit
+		for i, img := range s.ControlPlane.Images {
+			l, ok := rr.built[img.Role]
+			if !ok {
+				continue
+			}
+			s.ControlPlane.Images[i].ID = l.ID
+			if ref, ok := refs[img.Role]; ok {
+				s.ControlPlane.Images[i].InCluster = ref
+			}
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("record the rebuilt images: %w", err)
+	}
+	if len(rr.opts.Services) > 0 {
+		return nil
+	}
+	return removeSuperseded(ctx, r, rep)
+}
+
+// removeSuperseded removes the node images of the built roles that are not the current ones.
+func removeSuperseded(ctx context.Context, r *run, rep progress.Reporter) error {
+	rr := r.reload
+	current := map[string]string{}
+	for _, b := range rr.builds {
+		if l, ok := rr.built[b.Role]; ok && b.Imported {
+			current[l.Pin.Name()] = l.Pin.Digest
+		}
+	}
+	reg := rr.rec.removers()
+	var errs []error
+	for _, o := range r.state.State().Objects {
+		digest, ours := current[o.Name]
+		if o.Type != state.TypeClusterImage || !ours || o.Digest == digest {
+			continue
+		}
+		rm, err := reg.Remove(ctx, o)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := r.state.Forget(o); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		rep.Note(fmt.Sprintf("%s: %s", o, rm.Outcome))
+	}
+	return errors.Join(errs...)
+}
+
+// ReloadPlan is what `occ dev reload --dry-run` reports: the recorded environment and what a
+// reload would rebuild and in which steps, read from the record alone. Nothing is contacted,
+// built or changed, so what changed is known only to the reload itself.
+type ReloadPlan struct {
+	StateDirectory string        `json:"stateDirectory"`
+	Profile        string        `json:"profile"`
+	Checkout       string        `json:"checkout"`
+	RecordedCommit string        `json:"recordedCommit"`
+	Builds         []ReloadBuild `json:"builds"`
+	Steps          []string      `json:"steps"`
+}
+
+// ReloadBuild is one recorded build a reload repeats.
+type ReloadBuild struct {
+	Role       string   `json:"role"`
+	Tag        string   `json:"tag"`
+	Context    string   `json:"context"`
+	Dockerfile string   `json:"dockerfile"`
+	Target     string   `json:"target,omitempty"`
+	Services   []string `json:"services,omitempty"`
+	Imported   bool     `json:"imported"`
+	RecordedID string   `json:"recordedID"`
+}
+
+// PlanReload describes the reload of the recorded environment without doing it. The refusals
+// that need only the record (no control plane, selected images, no build record) are made; the
+// live checks of the engine, the cluster and the checkout are the reload's first step.
+func PlanReload(opts ReloadOptions) (*ReloadPlan, error) {
+	dir, err := state.ResolveDir(opts.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	st, err := state.Read(dir)
+	if errors.Is(err, state.ErrNotExist) {
+		return nil, fmt.Errorf("%w at %s: nothing to reload; start one with occ dev up (or name the state directory of another with --state-dir or %s)", ErrNoEnvironment, dir, state.EnvDirectory)
+	}
+	if err != nil {
+		return nil, err
+	}
+	cp := st.ControlPlane
+	switch {
+	case cp == nil:
+		return nil, reloadRefusal(dir, opts.OCCCommand, "it has no OCE control plane (occ dev up found no checkout)")
+	case slices.ContainsFunc(cp.Images, func(i state.ControlPlaneImage) bool { return i.Selected }):
+		return nil, reloadRefusal(dir, opts.OCCCommand, "its controller and Agent runtime images were selected by digest, not built from the checkout; build and push new ones, then select them")
+	}
+	builds, err := readBuilds(dir)
+	if errors.Is(err, errNoBuilds) {
+		return nil, reloadRefusal(dir, opts.OCCCommand, "it records no builds (it was brought up by an occ without occ dev reload)")
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := &ReloadPlan{StateDirectory: dir, Profile: st.Profile, Checkout: cp.Checkout, RecordedCommit: cp.Commit, Builds: []ReloadBuild{}}
+	for _, b := range builds {
+		if cp.Compose != nil && len(opts.Services) > 0 && !slices.ContainsFunc(b.Services, func(s string) bool { return slices.Contains(opts.Services, s) }) {
+			continue
+		}
+		out.Builds = append(out.Builds, ReloadBuild{Role: b.Role, Tag: b.Tag, Context: b.ContextDir, Dockerfile: b.Dockerfile, Target: b.Target,
+			Services: b.Services, Imported: b.Imported, RecordedID: recordedImage(st, b.Role).ID})
+	}
+	if len(out.Builds) == 0 {
+		return nil, &OptionError{Option: "SERVICE", Value: strings.Join(opts.Services, " "), Rule: "runs no image occ built from the checkout",
+			Fix: "name a service built from the checkout: " + strings.Join(builtServices(builds), ", ")}
+	}
+	for _, s := range reloadSteps(st.Profile) {
+		out.Steps = append(out.Steps, s.Name)
+	}
+	return out, nil
+}

@@ -1,0 +1,227 @@
+package occdev
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/openclaw/occ/internal/occdev/controlplane/kubernetes"
+	"github.com/openclaw/occ/internal/progress"
+)
+
+// installationDigestAnnotation is set on the Pod template of a Deployment that mounts the
+// Installation, to the sha256 of the Installation it should run with: a reload that rewrites
+// the Installation changes it, which rolls the Deployment out, and a repeated reload finds it
+// equal and rolls nothing.
+const installationDigestAnnotation = "occ.openclaw.dev/installation-sha256"
+
+// reloadFieldManager is the field manager of the patches reload makes.
+const reloadFieldManager = "occ-dev-reload"
+
+// kubernetesReloadSteps roll the in-cluster control plane onto the rebuilt images: the
+// Installation (the file and its Secret) names the rebuilt Agent runtime, the Deployments run
+// the rebuilt images by their in-cluster digests, and their rollouts are waited for.
+func kubernetesReloadSteps() []Step {
+	return []Step{
+		{Name: "Point the Installation at the rebuilt Agent runtime", Run: rewriteKubeInstallation},
+		{Name: "Point the Deployments at the rebuilt images", Run: patchDeployments},
+		{Name: "Wait for the Deployments to roll out", Run: waitForRollouts},
+	}
+}
+
+// rewriteKubeInstallation rewrites the Installation file and its Secret, whose exact bytes the
+// control plane reads.
+func rewriteKubeInstallation(ctx context.Context, r *run, _ progress.Reporter) error {
+	data, changed, err := rewriteInstallation(r)
+	if err != nil || !changed {
+		return err
+	}
+	patch, err := json.Marshal(map[string]any{"data": map[string][]byte{kubernetes.InstallationKey: data}})
+	if err != nil {
+		return err
+	}
+	ns := r.reload.st.PlatformNamespace
+	if _, err := r.conn.Kube.CoreV1().Secrets(ns).Patch(ctx, kubernetes.InstallationSecret, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: reloadFieldManager}); err != nil {
+		return fmt.Errorf("update Secret %s/%s with the rewritten Installation: %w", ns, kubernetes.InstallationSecret, err)
+	}
+	return nil
+}
+
+// patchDeployments points every container of the control plane's Deployments that runs a
+// rebuilt image's repository at its new in-cluster digest reference, and stamps the
+// Installation's digest on those that mount it when the Installation changed. A Deployment that
+// already runs them is not touched; one not chosen is left alone.
+func patchDeployments(ctx context.Context, r *run, rep progress.Reporter) error {
+	rr := r.reload
+	ns := rr.st.PlatformNamespace
+	next := map[string]string{}
+	for _, b := range rr.builds {
+		if l, ok := rr.built[b.Role]; ok && b.Imported {
+			next[l.Pin.Name()] = l.Pin.DigestReference()
+		}
+	}
+	installDigest := ""
+	if rr.changed[roleRuntime] && rr.st.InstallationPath != "" {
+		sec, err := r.conn.Kube.CoreV1().Secrets(ns).Get(ctx, kubernetes.InstallationSecret, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("read Secret %s/%s: %w", ns, kubernetes.InstallationSecret, err)
+		}
+		sum := sha256.Sum256(sec.Data[kubernetes.InstallationKey])
+		installDigest = hex.EncodeToString(sum[:])
+	}
+	list, err := r.conn.Kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list the Deployments of %s: %w", ns, err)
+	}
+	rr.rolled, rr.watch = nil, nil
+	for _, d := range list.Items {
+		if rr.chosen != nil && !slices.Contains(rr.chosen, d.Name) {
+			continue
+		}
+		if runsAny(d, next) {
+			// Waited for even when it already runs them: a reload interrupted after the patch
+			// left its rollout running.
+			rr.watch = append(rr.watch, d.Name)
+		}
+		patch := deploymentPatch(d, next, installDigest)
+		if patch == nil {
+			continue
+		}
+		if !slices.Contains(rr.watch, d.Name) {
+			rr.watch = append(rr.watch, d.Name)
+		}
+		body, err := json.Marshal(patch)
+		if err != nil {
+			return err
+		}
+		if _, err := r.conn.Kube.AppsV1().Deployments(ns).Patch(ctx, d.Name, types.StrategicMergePatchType, body, metav1.PatchOptions{FieldManager: reloadFieldManager}); err != nil {
+			return fmt.Errorf("point Deployment %s/%s at the rebuilt images: %w", ns, d.Name, err)
+		}
+		rr.rolled = append(rr.rolled, d.Name)
+	}
+	if len(rr.rolled) == 0 {
+		rep.Note("every Deployment runs the rebuilt images")
+	} else {
+		rep.Note("rolling out " + strings.Join(rr.rolled, ", "))
+	}
+	return nil
+}
+
+// deploymentPatch is the strategic merge patch that makes d run the next images (by
+// repository) and, when installDigest is set and d mounts the Installation's Secret, carry it;
+// nil when d needs none.
+func deploymentPatch(d appsv1.Deployment, next map[string]string, installDigest string) map[string]any {
+	spec := map[string]any{}
+	for key, containers := range map[string][]corev1.Container{"containers": d.Spec.Template.Spec.Containers, "initContainers": d.Spec.Template.Spec.InitContainers} {
+		var set []map[string]any
+		for _, c := range containers {
+			repo, _, _ := strings.Cut(c.Image, "@")
+			if ref, ok := next[repo]; ok && c.Image != ref {
+				set = append(set, map[string]any{"name": c.Name, "image": ref})
+			}
+		}
+		if set != nil {
+			spec[key] = set
+		}
+	}
+	tmpl := map[string]any{}
+	if len(spec) > 0 {
+		tmpl["spec"] = spec
+	}
+	if installDigest != "" && mountsSecret(d.Spec.Template.Spec, kubernetes.InstallationSecret) && d.Spec.Template.Annotations[installationDigestAnnotation] != installDigest {
+		tmpl["metadata"] = map[string]any{"annotations": map[string]string{installationDigestAnnotation: installDigest}}
+	}
+	if len(tmpl) == 0 {
+		return nil
+	}
+	return map[string]any{"spec": map[string]any{"template": tmpl}}
+}
+
+// runsAny reports whether a container of d runs one of the repositories of next.
+func runsAny(d appsv1.Deployment, next map[string]string) bool {
+	for _, c := range append(append([]corev1.Container{}, d.Spec.Template.Spec.Containers...), d.Spec.Template.Spec.InitContainers...) {
+		repo, _, _ := strings.Cut(c.Image, "@")
+		if _, ok := next[repo]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+func mountsSecret(spec corev1.PodSpec, name string) bool {
+	for _, v := range spec.Volumes {
+		if v.Secret != nil && v.Secret.SecretName == name {
+			return true
+		}
+		if v.Projected != nil {
+			for _, s := range v.Projected.Sources {
+				if s.Secret != nil && s.Secret.Name == name {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// rolloutInterval is how often a rollout's progress is read.
+const rolloutInterval = 250 * time.Millisecond
+
+// waitForRollouts waits until every Deployment that runs a rebuilt image, or was patched, has
+// rolled out: the controller has seen the new template, every replica is updated and available,
+// and no old replica remains (the conditions of `kubectl rollout status`).
+func waitForRollouts(ctx context.Context, r *run, rep progress.Reporter) error {
+	rr := r.reload
+	ns := rr.st.PlatformNamespace
+	wctx, cancel := context.WithTimeout(ctx, r.plan.StartupTimeout)
+	defer cancel()
+	for _, name := range rr.watch {
+		last := "not read yet"
+		for {
+			d, err := r.conn.Kube.AppsV1().Deployments(ns).Get(wctx, name, metav1.GetOptions{})
+			if err == nil {
+				done, why := rolledOut(d)
+				if done {
+					break
+				}
+				last = why
+			} else {
+				last = err.Error()
+			}
+			select {
+			case <-wctx.Done():
+				return fmt.Errorf("wait for Deployment %s/%s to roll out: %w (last seen: %s)", ns, name, wctx.Err(), last)
+			case <-time.After(rolloutInterval):
+			}
+		}
+		rep.Note("Deployment " + name + " rolled out")
+	}
+	return nil
+}
+
+// rolledOut reports whether d's rollout is complete, or what it waits for.
+func rolledOut(d *appsv1.Deployment) (bool, string) {
+	want := ptrOr(d.Spec.Replicas, 1)
+	s := d.Status
+	switch {
+	case s.ObservedGeneration < d.Generation:
+		return false, "the new template is not observed yet"
+	case s.UpdatedReplicas < want:
+		return false, fmt.Sprintf("%d of %d replicas updated", s.UpdatedReplicas, want)
+	case s.Replicas > s.UpdatedReplicas:
+		return false, fmt.Sprintf("%d old replicas pending termination", s.Replicas-s.UpdatedReplicas)
+	case s.AvailableReplicas < s.UpdatedReplicas:
+		return false, fmt.Sprintf("%d of %d updated replicas available", s.AvailableReplicas, s.UpdatedReplicas)
+	}
+	return true, ""
+}

@@ -1,0 +1,232 @@
+package occdev_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/openclaw/occ/internal/occdev"
+	kcp "github.com/openclaw/occ/internal/occdev/controlplane/kubernetes"
+	"github.com/openclaw/occ/internal/occdev/state"
+	"github.com/openclaw/occ/internal/testbed/oceapi"
+)
+
+// kubernetesReloadSteps are the steps of a Kubernetes-only profile's reload, in order.
+var kubernetesReloadSteps = []string{
+	"Check the recorded environment",
+	"Rebuild the control-plane images from the checkout",
+	"Import the rebuilt images into the cluster",
+	"Verify the rebuilt images in the node",
+	"Point the Installation at the rebuilt Agent runtime",
+	"Point the Deployments at the rebuilt images",
+	"Wait for the Deployments to roll out",
+	"Record the rebuilt images and the checkout's commit",
+}
+
+// An OCE engineer on the Kubernetes-only profile edits the controller's source and commits:
+// `occ dev reload` rebuilds the controller (only it: the Agent runtime does not copy the file),
+// imports and verifies it in the node, points the control plane's Deployments at its new digest
+// and waits for their rollout (the played kubelet starts the new Pods only with the imported
+// image), records the new commit and drops the superseded image from the node. An edit of the
+// Agent runtime's Dockerfile rewrites the Installation (file and Secret) and rolls the
+// Deployments that mount it. A reload interrupted after any step leaves every Deployment ready on the old or the
+// new image and a state the next reload finishes; `down` then leaves nothing.
+func TestKubernetesReload(t *testing.T) {
+	startBuild()
+	b := newKubeBed(t)
+	ctx := context.Background()
+	r := b.run(t, oceapi.Options{Key: canaryKey, Password: canaryPassword})
+	ns := kcp.DefaultNamespace
+	var volumes []string
+	r.opts.AfterStep = func(step string) error {
+		if step == "Install the OCE chart" {
+			st, err := state.Read(r.opts.StateDir)
+			if err != nil {
+				return err
+			}
+			kube, _, _ := kubeClientOf(t, st.Cluster)
+			r.startWorker(t, kube, ns)
+		}
+		if len(volumes) == 0 {
+			if objs, err := b.Engine.ClusterObjects(context.Background(), r.opts.ClusterName); err == nil {
+				volumes = objs.Volumes
+			}
+		}
+		return nil
+	}
+	downAtEnd(t, r.opts.StateDir)
+	if _, err := occdev.Up(ctx, r.opts); err != nil {
+		t.Fatalf("up: %v\nprogress:\n%s\nlog:\n%s", err, r.events, r.log)
+	}
+	if err := <-r.provisionErr; err != nil {
+		t.Errorf("worker stand-in: %v", err)
+	}
+	dir := r.opts.StateDir
+	kube, _, _ := kubeClientOf(t, recordedAccess(t, dir))
+	before := mustState(t, dir)
+	oldController := recordedRole(before, "controller").InCluster
+	runsController := deploymentsRunning(t, kube, ns, oldController)
+	if len(runsController) == 0 {
+		t.Fatalf("no Deployment of %s runs the controller %s", ns, oldController)
+	}
+
+	// The edit and its commit.
+	editSource(t, filepath.Join(b.checkout, serverScript), "kubernetes edit")
+	const newCommit = "aa1b2d3e4f5a69788796a5b4c3d2e1f00f1e2d3c"
+	setCommit(t, b.checkout, newCommit)
+	res, err := occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir})
+	if err != nil {
+		t.Fatalf("reload: %v", err)
+	}
+	after := mustState(t, dir)
+	ctl := recordedRole(after, "controller")
+	if ctl.InCluster == oldController || !imageOf(res, "controller").Changed || imageOf(res, "runtime").Changed {
+		t.Errorf("the controller alone should have changed: %+v (recorded %s, was %s)", res.Images, ctl.InCluster, oldController)
+	}
+	if res.Commit != newCommit || after.ControlPlane.Commit != newCommit || res.PreviousCommit != b.commit {
+		t.Errorf("commit: result %s (previous %s), state %s, want %s", res.Commit, res.PreviousCommit, after.ControlPlane.Commit, newCommit)
+	}
+	slices.Sort(runsController)
+	rolled := slices.Sorted(slices.Values(res.Rolled))
+	if !slices.Equal(rolled, runsController) {
+		t.Errorf("rolled %q, want exactly the Deployments of the controller %q", rolled, runsController)
+	}
+	assertDeploymentsOn(t, kube, ns, runsController, ctl.InCluster)
+	assertOnlyImported(t, after, ctl.InCluster)
+
+	// Edits of the controller and the Agent runtime, interrupted after each step: the
+	// Installation names the new runtime once the next reload has run.
+	for i, step := range kubernetesReloadSteps {
+		t.Run(fmt.Sprintf("interrupted after step %d %s", i+1, step), func(t *testing.T) {
+			editSource(t, filepath.Join(b.checkout, serverScript), "edit before an interrupted "+step)
+			oldRuntime := recordedRole(mustState(t, dir), "runtime").InCluster
+			editRuntime(t, b.checkout)
+			_, err := occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir, AfterStep: failAfter(step)})
+			if err == nil || !strings.Contains(err.Error(), "injected failure") {
+				t.Fatalf("reload did not fail after %s: %v", step, err)
+			}
+			for _, name := range runsController {
+				if got := readyReplicas(t, kube, "Deployment", ns, name); got < 1 && step != "Point the Deployments at the rebuilt images" {
+					t.Errorf("after the interrupted reload Deployment %s has %d ready replicas", name, got)
+				}
+			}
+			if _, err := occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir}); err != nil {
+				t.Fatalf("the next reload: %v", err)
+			}
+			if rt := recordedRole(mustState(t, dir), "runtime").InCluster; rt == oldRuntime {
+				t.Errorf("the edited Agent runtime was not rebuilt into a new image: still %s", rt)
+			}
+			st := mustState(t, dir)
+			ctl, rt := recordedRole(st, "controller"), recordedRole(st, "runtime")
+			assertDeploymentsOn(t, kube, ns, runsController, ctl.InCluster)
+			assertOnlyImported(t, st, ctl.InCluster)
+			assertOnlyImported(t, st, rt.InCluster)
+			inst, err := os.ReadFile(st.InstallationPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sec, err := kube.CoreV1().Secrets(ns).Get(ctx, kcp.InstallationSecret, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(inst), rt.InCluster) || string(sec.Data[kcp.InstallationKey]) != string(inst) {
+				t.Errorf("the Installation file and Secret do not both name the runtime %s", rt.InCluster)
+			}
+		})
+	}
+
+	// `down` removes the cluster with every image any reload imported.
+	// A reload interrupted once the rebuilt images are in the node, recorded but not yet run,
+	// is finished by `down` as well.
+	editSource(t, filepath.Join(b.checkout, serverScript), "edit before an interrupted reload that down finishes")
+	editRuntime(t, b.checkout)
+	if _, err := occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir, AfterStep: failAfter("Verify the rebuilt images in the node")}); err == nil {
+		t.Fatal("the interrupted reload succeeded")
+	}
+	if st := mustState(t, dir); len(clusterImagesOf(st, recordedRole(st, "runtime").InCluster)) != 2 {
+		t.Errorf("the interrupted reload should have recorded the rebuilt runtime beside the running one: %q", clusterImagesOf(st, recordedRole(st, "runtime").InCluster))
+	}
+	if _, err := occdev.Down(ctx, occdev.DownOptions{StateDir: dir}); err != nil {
+		t.Fatalf("down: %v", err)
+	}
+	if !dirGone(dir) {
+		t.Errorf("the state directory %s survived down", dir)
+	}
+	if left := b.leftovers(t, r.opts.ClusterName, volumes); len(left) > 0 {
+		t.Errorf("down left: %v", left)
+	}
+	if c := b.composeCalled(); c != "" {
+		t.Errorf("the Kubernetes-only profile ran docker compose: %s", c)
+	}
+}
+
+// setCommit moves the checkout's branch to commit, as a developer's commit does.
+func setCommit(t *testing.T, checkout, commit string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(checkout, ".git", "refs", "heads", "main"), []byte(commit+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// deploymentsRunning names the Deployments of ns with a container running image.
+func deploymentsRunning(t *testing.T, kube kubernetes.Interface, ns, image string) []string {
+	t.Helper()
+	list, err := kube.AppsV1().Deployments(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, d := range list.Items {
+		if slices.ContainsFunc(d.Spec.Template.Spec.Containers, func(c corev1.Container) bool { return c.Image == image }) {
+			out = append(out, d.Name)
+		}
+	}
+	return out
+}
+
+// assertDeploymentsOn requires each Deployment to run image, rolled out and ready.
+func assertDeploymentsOn(t *testing.T, kube kubernetes.Interface, ns string, names []string, image string) {
+	t.Helper()
+	for _, name := range names {
+		d, err := kube.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(d.Spec.Template.Spec.Containers, func(c corev1.Container) bool { return c.Image == image }) {
+			t.Errorf("Deployment %s does not run %s", name, image)
+		}
+		if s := d.Status; s.UpdatedReplicas != s.Replicas || s.ReadyReplicas < 1 || s.ObservedGeneration < d.Generation {
+			t.Errorf("Deployment %s has not rolled out: %+v", name, s)
+		}
+	}
+}
+
+// clusterImagesOf lists the images of ref's repository the state records in the node.
+func clusterImagesOf(st state.State, ref string) []string {
+	repo, _, _ := strings.Cut(ref, "@")
+	var imported []string
+	for _, o := range st.Objects {
+		if o.Type == state.TypeClusterImage && o.Name == repo {
+			imported = append(imported, o.Name+"@"+o.Digest)
+		}
+	}
+	return imported
+}
+
+// assertOnlyImported requires the state to record, of ref's repository, only ref in the node.
+func assertOnlyImported(t *testing.T, st state.State, ref string) {
+	t.Helper()
+	repo, _, _ := strings.Cut(ref, "@")
+	imported := clusterImagesOf(st, ref)
+	if !slices.Equal(imported, []string{ref}) {
+		t.Errorf("the state records %q of %s in the node, want only %s", imported, repo, ref)
+	}
+}
