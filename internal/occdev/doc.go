@@ -32,14 +32,18 @@
 // shared run. A group made with concurrently(name, lane(...), lane(...)) runs its lanes side by
 // side; the first lane to fail cancels the others and the group returns only once all have
 // stopped, so the rollback never races a step that is still creating something. Lanes must be
-// independent and write disjoint fields of run; a lane may hold a group of its own (the k3d
-// cluster is created while the OpenShell images are pulled, beside the artifacts lane).
+// independent and write disjoint fields of run, except that a step may wait on a readiness a
+// sibling lane sets (the image lanes wait for the cluster before importing); a lane may hold a
+// group of its own (the k3d cluster is created while the OpenShell images are pulled and
+// imported, beside the artifacts lane).
 //
 // The cluster lane depends on the provider (clusterLane): an existing cluster is connected to;
 // for k3d the pinned node and tools images are made present and the cluster created while the
-// OpenShell images are pulled. After that group, for k3d, a second one imports the images and
-// verifies them in the node (importLane) while the platform objects that need only the API are
-// applied (platformLane); on an existing cluster the platform lane's steps simply run in turn.
+// OpenShell images are pulled side by side, each imported into the node once both its pull and
+// the cluster are done. After that group, for k3d, a second one imports the control plane's own
+// images and verifies every image in the node (importLane) while the platform objects that need
+// only the API are applied (platformLane); on an existing cluster the platform lane's steps
+// simply run in turn.
 // The Gateway install, whose Pods run the verified images, comes after both.
 //
 // # Control-plane profiles
@@ -48,8 +52,8 @@
 // profile (layer 3) is a value (profile.go) built at plan time, in its own file: the Compose
 // profile in steps_compose.go, the Kubernetes-only profile in steps_kubernetes.go. It adds live
 // checks to the preflight, steps before the cluster exists (the Compose project's data
-// services, whose network the k3d cluster joins), settings of the k3d cluster, images to import
-// with the OpenShell images, its part of the Installation, its own steps after the platform,
+// services, whose network the k3d cluster joins), settings of the k3d cluster, images of its own to import
+// and verify with the OpenShell images, its part of the Installation, its own steps after the platform,
 // what its rollback removes outside the records, and its part of the summary. The runner,
 // rollback, `down` and the dry run need no change for a new profile; its records need their
 // removers in removers.go. Both profiles find the OCE checkout and decide the selected images

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -172,18 +173,27 @@ func testUpStatusDown(t *testing.T, b *k3dBed) {
 	}
 }
 
-// importBesidePlatform is the group of the k3d flow that imports and verifies the images in one
-// lane while the other applies the platform objects that need only the API.
+// importBesidePlatform is the group of the k3d flow that verifies the images in one lane while
+// the other applies the platform objects that need only the API.
 var importBesidePlatform = map[string][]string{
-	"import": {"Check that the engine's images carry the pinned digests", "Import the OpenShell images into the cluster", "Verify the images in the node and tag them for the chart"},
+	"import": {"Check that the engine's images carry the pinned digests", "Verify the images in the node and tag them for the chart"},
 	"platform": {"Create the platform namespace", "Create RuntimeClass " + occdev.RuntimeClassName, "Apply the Agent Sandbox manifest",
 		"Create the Gateway JWT key Secret", "Apply the development NetworkPolicies and RBAC"},
 }
 
-// assertImportBesidePlatform: the images were imported and verified while the platform objects
-// that need only the API were applied (each step ran in its lane), in a group that starts once
-// the cluster exists and ends before the Gateway, whose Pods run the verified images, is
-// installed.
+// pullAndImport is the group that creates the cluster while each OpenShell image is pulled and
+// then imported in a lane of its own, the k3d lane first (the image lanes wait on its cluster).
+var pullAndImport = map[string][]string{
+	"k3d":        nil, // its one step names the cluster
+	"gateway":    {"Pull the OpenShell Gateway image", "Import the OpenShell Gateway image into the cluster"},
+	"sandbox":    {"Pull the OpenShell Sandbox image", "Import the OpenShell Sandbox image into the cluster"},
+	"supervisor": {"Pull the OpenShell supervisor image", "Import the OpenShell supervisor image into the cluster"},
+}
+
+// assertImportBesidePlatform: each OpenShell image was pulled and imported in its own lane
+// beside the cluster's creation; then the images were verified while the platform objects that
+// need only the API were applied (each step ran in its lane), in a group that starts once the
+// cluster exists and ends before the Gateway, whose Pods run the verified images, is installed.
 func assertImportBesidePlatform(t *testing.T, opts occdev.UpOptions, times *stepTimes) {
 	t.Helper()
 	ran := map[string]string{}
@@ -192,10 +202,12 @@ func assertImportBesidePlatform(t *testing.T, opts occdev.UpOptions, times *step
 		ran[l.Step] = l.Lane
 	}
 	times.mu.Unlock()
-	for lane, steps := range importBesidePlatform {
-		for _, s := range steps {
-			if got, ok := ran[s]; !ok || got != lane {
-				t.Errorf("step %q ran in lane %q (ran: %v), want lane %q", s, got, ok, lane)
+	for _, group := range []map[string][]string{importBesidePlatform, pullAndImport} {
+		for lane, steps := range group {
+			for _, s := range steps {
+				if got, ok := ran[s]; !ok || got != lane {
+					t.Errorf("step %q ran in lane %q (ran: %v), want lane %q", s, got, ok, lane)
+				}
 			}
 		}
 	}
@@ -207,17 +219,48 @@ func assertImportBesidePlatform(t *testing.T, opts occdev.UpOptions, times *step
 	for i, s := range dr.Steps {
 		index[s.Name] = i
 	}
-	group, ok := index["Import the images while applying the platform objects"]
-	if !ok {
-		t.Fatalf("the flow has no import-and-platform group: %v", index)
+	lanesOf := func(s occdev.PlannedStep) (map[string][]string, []string) {
+		lanes, order := map[string][]string{}, []string{}
+		for _, l := range s.Lanes {
+			order = append(order, l.Name)
+			lanes[l.Name] = nil
+			for _, st := range l.Steps {
+				lanes[l.Name] = append(lanes[l.Name], st.Name)
+			}
+		}
+		return lanes, order
 	}
-	lanes := map[string][]string{}
-	for _, l := range dr.Steps[group].Lanes {
-		for _, s := range l.Steps {
-			lanes[l.Name] = append(lanes[l.Name], s.Name)
+	var create *occdev.PlannedStep
+	var walk func([]occdev.PlannedStep)
+	walk = func(steps []occdev.PlannedStep) {
+		for i := range steps {
+			if steps[i].Name == "Create the cluster while pulling and importing the OpenShell images" {
+				create = &steps[i]
+			}
+			for _, l := range steps[i].Lanes {
+				walk(l.Steps)
+			}
 		}
 	}
-	if !reflect.DeepEqual(lanes, importBesidePlatform) {
+	walk(dr.Steps)
+	if create == nil {
+		t.Fatal("the flow has no group that creates the cluster while pulling and importing the images")
+	}
+	lanes, order := lanesOf(*create)
+	if want := []string{"Create k3d cluster " + opts.ClusterName}; !reflect.DeepEqual(lanes["k3d"], want) || order[0] != "k3d" {
+		t.Errorf("the cluster group's lanes are %q in order %q, want the k3d lane %q first", lanes, order, want)
+	}
+	delete(lanes, "k3d")
+	want := maps.Clone(pullAndImport)
+	delete(want, "k3d")
+	if !reflect.DeepEqual(lanes, want) {
+		t.Errorf("the cluster group's image lanes are %q, want %q", lanes, want)
+	}
+	group, ok := index["Verify the images in the node while applying the platform objects"]
+	if !ok {
+		t.Fatalf("the flow has no verify-and-platform group: %v", index)
+	}
+	if lanes, _ := lanesOf(dr.Steps[group]); !reflect.DeepEqual(lanes, importBesidePlatform) {
 		t.Errorf("the group's lanes are %q, want %q", lanes, importBesidePlatform)
 	}
 	if cluster, gateway := index["Fetch the artifacts while preparing the cluster"], index["Install the OpenShell Gateway chart"]; !(cluster < group && group < gateway) {
@@ -249,7 +292,7 @@ func testBuiltCLI(t *testing.T, b *k3dBed) {
 		t.Fatalf("dry run: %v\n%s\n%s", err, out, errOut)
 	}
 	for _, want := range append(b.productRefs(), "k3d cluster "+opts.ClusterName, "Docker engine:   "+b.Engine.Host, "Create k3d cluster "+opts.ClusterName,
-		"Import the OpenShell images into the cluster", "pullPolicy Never", "Control plane:   would not start") {
+		"Import the OpenShell Gateway image into the cluster", "pullPolicy Never", "Control plane:   would not start") {
 		if !strings.Contains(out, want) {
 			t.Errorf("dry run lacks %q:\n%s", want, out)
 		}
@@ -698,7 +741,7 @@ func testCreationFails(t *testing.T, b *k3dBed) {
 	}
 }
 
-// platformMiddle are the platform steps whose failure the k3d matrix does not repeat by default:
+// platformMiddle are the steps whose failure the k3d matrix does not repeat by default:
 // once the cluster exists, a failure after any of them is rolled back the same way (the cluster
 // is deleted with everything recorded inside it), which the steps around them already show; each
 // is shown one by one on the envtest bed (TestFailureAfterEachStepRollsBackCompletely).
@@ -710,6 +753,10 @@ var platformMiddle = []string{
 	"Apply the development NetworkPolicies and RBAC",
 	"Wait for the Agent Sandbox controller and the Gateway",
 	"Check Gateway health",
+	// The imports of the Sandbox and supervisor images fail and roll back exactly as the
+	// Gateway image's import beside them, which the default matrix runs.
+	"Import the OpenShell Sandbox image into the cluster",
+	"Import the OpenShell supervisor image into the cluster",
 }
 
 // allStepsEnv runs the whole k3d failure matrix, every platform step included.
@@ -721,13 +768,13 @@ const allStepsEnv = "OCC_TEST_K3D_ALL_STEPS"
 // pull, or k3d half-way through creating the cluster), and that is rolled back too.
 func testFailureAfterEachStep(t *testing.T, b *k3dBed) {
 	names := stepNames(t, b.options(t))
-	if len(names) != 29 {
-		t.Fatalf("the k3d flow has %d steps and groups, want 29: %q", len(names), names)
+	if len(names) != 31 {
+		t.Fatalf("the k3d flow has %d steps and groups, want 31: %q", len(names), names)
 	}
 	for i, step := range names {
 		t.Run(fmt.Sprintf("after step %d %s", i+1, step), func(t *testing.T) {
 			if slices.Contains(platformMiddle, step) && os.Getenv(allStepsEnv) == "" {
-				t.Skipf("rolled back like the platform steps around it (the cluster goes, with everything in it); each platform step is failed on the envtest bed; set %s=1 to run it here too", allStepsEnv)
+				t.Skipf("rolled back like the steps beside it once the cluster exists (the cluster goes, with everything in it; each platform step is failed on the envtest bed, each import like the Gateway image's); set %s=1 to run it here too", allStepsEnv)
 			}
 			b.forgetProducts(t)
 			opts := b.options(t)

@@ -48,6 +48,11 @@ type run struct {
 	// slot by its own step) and the connection.
 	local [imageRoles]images.Local
 	conn  *kubeobj.Conn
+	// cluster is done once conn is set: the image lanes beside the cluster's creation wait on
+	// it before they import, and read conn only after it.
+	cluster readiness
+	// importedProduct is each OpenShell image as its own lane imported it into the node.
+	importedProduct [imageRoles][]images.Imported
 	// clusterFailed is set when the cluster's creation failed by itself (not cancelled), which
 	// keeps its record and the state directory for `down`.
 	clusterFailed atomic.Bool
@@ -55,7 +60,8 @@ type run struct {
 	// Written by the control plane's base pull: every base image of its builds, by digest.
 	bases []controlplane.ResolvedBase
 
-	// Written by the import lane: the images imported into the node and verified there.
+	// Written by the import lane: the control plane's images imported into the node, and every
+	// image verified there.
 	imported []images.Imported
 	verified []images.Verified
 

@@ -15,7 +15,10 @@ import (
 //
 // A step either does its own work (Run) or is a group of lanes (Lanes) that run side by side;
 // the steps of one lane run in order. Lanes must be independent: no step of one lane may read
-// what a step of another lane produces, and each lane writes only its own fields of run.
+// what a step of another lane produces, and each lane writes only its own fields of run. The
+// one exception is a readiness: a step may wait on one that a step of a sibling lane sets, and
+// then read what that step wrote before setting it. The lane that sets it comes first in its
+// group, so the sequential seam runs it before the lanes that wait.
 type Step struct {
 	// Name is the progress line, an imperative phrase ("Install the OpenShell Gateway chart"),
 	// unique within the flow.
@@ -146,4 +149,34 @@ func (x *runner) group(ctx context.Context, r *run, lanes []Lane) error {
 		}
 	}
 	return errors.Join(failed...)
+}
+
+// readiness is a one-time signal from a step of one lane to the steps of its sibling lanes that
+// need what it produced (run.cluster: the cluster exists and run.conn is set). Its zero value is
+// ready to use.
+type readiness struct {
+	init sync.Once
+	ch   chan struct{}
+	done sync.Once
+}
+
+func (x *readiness) c() chan struct{} {
+	x.init.Do(func() { x.ch = make(chan struct{}) })
+	return x.ch
+}
+
+// set marks it done; later calls do nothing.
+func (x *readiness) set() {
+	ch := x.c()
+	x.done.Do(func() { close(ch) })
+}
+
+// wait returns once it is set, or with ctx's error when ctx ends first (a sibling lane failed).
+func (x *readiness) wait(ctx context.Context) error {
+	select {
+	case <-x.c():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

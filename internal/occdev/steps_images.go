@@ -115,29 +115,60 @@ func checkRepoDigests(_ context.Context, r *run, _ progress.Reporter) error {
 	return errors.Join(errs...)
 }
 
-func describeImport(p *Plan) Description {
-	var refs []string
-	for _, role := range productImages {
-		refs = append(refs, roleInfos[role].pin(p.pins).DigestReference())
+// describeImportOf says what the import of one OpenShell image creates in the node.
+func describeImportOf(role imageRole) func(p *Plan) Description {
+	return func(p *Plan) Description {
+		return creates("image " + roleInfos[role].pin(p.pins).DigestReference() + " in the node's containerd, imported as soon as both its pull and the cluster are done (the engine's image save piped into ctr image import in the node, under a temporary staging tag removed afterwards)")
 	}
-	if names := p.profile.importNames; names != nil {
-		refs = append(refs, names(p)...)
-	}
-	return creates("the images " + strings.Join(refs, ", ") + " in the node's containerd, imported in one pass (the engine's image save piped into ctr image import in the node, under temporary staging tags removed afterwards)")
 }
 
-// importImages loads the three OpenShell images into the node in one pass.
-func importImages(ctx context.Context, r *run, rep progress.Reporter) error {
-	importer, err := r.plan.k3d.Importer(r.conn.Access)
+// importStep loads one pulled OpenShell image into the node. It runs in the image's own lane,
+// right after the pull, and waits there for the cluster of the k3d lane beside it, so each image
+// travels into the node while the others still download.
+func importStep(role imageRole) Step {
+	ri := roleInfos[role]
+	return Step{
+		Name:     "Import the " + ri.title + " image into the cluster",
+		Describe: describeImportOf(role),
+		Run: func(ctx context.Context, r *run, rep progress.Reporter) error {
+			if err := r.cluster.wait(ctx); err != nil {
+				return err
+			}
+			imported, err := r.importImages(ctx, rep, []images.Local{r.local[role]})
+			if err != nil {
+				return err
+			}
+			r.importedProduct[role] = imported
+			return nil
+		},
+	}
+}
+
+func describeProfileImport(p *Plan) Description {
+	what := "the control plane's own images (built or selected above)"
+	if names := p.profile.importNames; names != nil {
+		what = "the images " + strings.Join(names(p), ", ")
+	}
+	return creates(what + " in the node's containerd, imported in one pass (the engine's image save piped into ctr image import in the node, under temporary staging tags removed afterwards)")
+}
+
+// importProfileImages loads the control plane's own images for the cluster in one pass.
+func importProfileImages(ctx context.Context, r *run, rep progress.Reporter) error {
+	imported, err := r.importImages(ctx, rep, r.profileImports())
 	if err != nil {
 		return err
 	}
-	var local []images.Local
-	for _, role := range productImages {
-		local = append(local, r.local[role])
+	r.imported = imported
+	return nil
+}
+
+// importImages loads local images into the node through the provider's importer.
+func (r *run) importImages(ctx context.Context, rep progress.Reporter, local []images.Local) ([]images.Imported, error) {
+	importer, err := r.plan.k3d.Importer(r.conn.Access)
+	if err != nil {
+		return nil, err
 	}
-	local = append(local, r.profileImports()...)
-	imported, err := images.Import(ctx, images.ImportOptions{
+	return images.Import(ctx, images.ImportOptions{
 		API: r.engine.API, Importer: importer, Images: local, Recorder: r.state,
 		Progress: func(ev images.Event) {
 			if ev.Status != "importing" && ev.Status != "imported" {
@@ -145,11 +176,6 @@ func importImages(ctx context.Context, r *run, rep progress.Reporter) error {
 			}
 		},
 	})
-	if err != nil {
-		return err
-	}
-	r.imported = imported
-	return nil
 }
 
 func describeVerify(p *Plan) Description {
@@ -163,8 +189,12 @@ func describeVerify(p *Plan) Description {
 // verifyImages proves each imported image is in the node as pulled (config digest == local
 // image ID) and tags repo@sha256:<pinned> there for the chart (pullPolicy Never).
 func verifyImages(ctx context.Context, r *run, _ progress.Reporter) error {
+	var all []images.Imported
+	for _, role := range productImages {
+		all = append(all, r.importedProduct[role]...)
+	}
 	verified, err := images.VerifyInNode(ctx, images.VerifyOptions{
-		API: r.engine.API, Node: r.conn.Access.NodeAddress, Images: r.imported, Recorder: r.state,
+		API: r.engine.API, Node: r.conn.Access.NodeAddress, Images: append(all, r.imported...), Recorder: r.state,
 	})
 	if err != nil {
 		return err

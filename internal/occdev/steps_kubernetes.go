@@ -87,8 +87,8 @@ type kubernetesRun struct {
 // API and worker installed into the k3d cluster from the checkout's production chart, reached
 // only through the development API proxy, whose NodePort 30080 k3d publishes on 127.0.0.1. The
 // controller and Agent runtime are built from the checkout (or selected by digest), PostgreSQL
-// pulled by its pinned digest, and all three imported with the OpenShell images in the same
-// pass and verified in the node. Everything it creates lives in the cluster, so `down`
+// pulled by its pinned digest, and all three imported into the node in one pass and verified
+// there with the OpenShell images. Everything it creates lives in the cluster, so `down`
 // deleting the recorded cluster removes it; no Compose is involved. The checkout, the image
 // selection and the key destination are decided as for Compose (findOCE, newOCEPlan).
 func kubernetesProfile(p *Plan, o UpOptions) (profile, error) {
@@ -357,7 +357,7 @@ func buildKubeImages(networkMode string) func(context.Context, *run, progress.Re
 }
 
 func describePostgres(p *Plan) Description {
-	return creates("image " + p.OCE.Kubernetes.PostgresImage + " in the Docker engine, pulled by digest unless the engine has it (an image that was there is left alone by down), imported into the node with the OpenShell images")
+	return creates("image " + p.OCE.Kubernetes.PostgresImage + " in the Docker engine, pulled by digest unless the engine has it (an image that was there is left alone by down), imported into the node with the control plane's other images")
 }
 
 func pullPostgres(ctx context.Context, r *run, rep progress.Reporter) error {

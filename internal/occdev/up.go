@@ -33,7 +33,7 @@ func upSteps(p *Plan) []Step {
 		concurrently("Fetch the artifacts while preparing the cluster", artifactsLane(p), clusterLane(p)),
 	}
 	if p.k3d != nil {
-		steps = append(steps, concurrently("Import the images while applying the platform objects", importLane(p), platformLane(p)))
+		steps = append(steps, concurrently("Verify the images in the node while applying the platform objects", importLane(p), platformLane(p)))
 	} else {
 		steps = append(steps, platformLane(p).Steps...)
 	}
@@ -75,8 +75,10 @@ func artifactsLane(p *Plan) Lane {
 
 // clusterLane makes the cluster available. An existing cluster is only connected to. A k3d
 // cluster needs its node and tools images before k3d may create it (occ pulls pinned images by
-// digest itself, so k3d never pulls a tag); the OpenShell images are pulled while the cluster
-// starts.
+// digest itself, so k3d never pulls a tag); the OpenShell images are pulled side by side while
+// the cluster starts, each in its own lane, and each is imported into the node as soon as both
+// its pull and the cluster are done, so on a slow link the imports of the first images overlap
+// the downloads of the others.
 func clusterLane(p *Plan) Lane {
 	if p.k3d == nil {
 		return lane("cluster",
@@ -86,23 +88,29 @@ func clusterLane(p *Plan) Lane {
 	steps := append([]Step{}, p.profile.beforeCluster...)
 	steps = append(steps,
 		imageStep(nodeImage), imageStep(toolsImage),
-		concurrently("Create the cluster while pulling the OpenShell images",
+		concurrently("Create the cluster while pulling and importing the OpenShell images",
+			// The k3d lane comes first: the image lanes wait on the cluster it makes.
 			lane("k3d", Step{Name: "Create k3d cluster " + p.ClusterName, Describe: describeCluster, Run: connectCluster}),
-			lane("images", imageStep(gatewayImage), imageStep(sandboxImage), imageStep(supervisorImage)),
+			lane("gateway", imageStep(gatewayImage), importStep(gatewayImage)),
+			lane("sandbox", imageStep(sandboxImage), importStep(sandboxImage)),
+			lane("supervisor", imageStep(supervisorImage), importStep(supervisorImage)),
 		),
 	)
 	return lane("cluster", steps...)
 }
 
-// importLane gets the pulled images into the k3d cluster's node: checked, imported in one pass
-// and verified there. It needs the cluster and the pulls of the cluster lane, and nothing of the
-// platform lane beside it.
-func importLane(*Plan) Lane {
-	return lane("import",
-		Step{Name: "Check that the engine's images carry the pinned digests", Describe: describeRepoDigests, Run: checkRepoDigests},
-		Step{Name: "Import the OpenShell images into the cluster", Describe: describeImport, Run: importImages},
+// importLane finishes the images in the k3d cluster's node: every image the cluster runs
+// checked against its pin, the control plane's own images (if the profile has any) imported in
+// one pass, and every imported image verified there. It needs the cluster and the imports of
+// the cluster lane, and nothing of the platform lane beside it.
+func importLane(p *Plan) Lane {
+	steps := []Step{{Name: "Check that the engine's images carry the pinned digests", Describe: describeRepoDigests, Run: checkRepoDigests}}
+	if p.profile.imports != nil {
+		steps = append(steps, Step{Name: "Import the control plane's images into the cluster", Describe: describeProfileImport, Run: importProfileImages})
+	}
+	return lane("import", append(steps,
 		Step{Name: "Verify the images in the node and tag them for the chart", Describe: describeVerify, Run: verifyImages},
-	)
+	)...)
 }
 
 // platformLane applies the platform objects that need only the cluster's API: none of them
