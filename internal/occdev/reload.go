@@ -15,6 +15,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
 	"github.com/openclaw/occ/internal/occdev/images"
+	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/progress"
 )
@@ -288,7 +289,47 @@ func checkReloadable(ctx context.Context, r *run, rep progress.Reporter) error {
 			Snapshot: compose.Snapshot{Path: cp.Compose.Snapshot, Project: cp.Compose.Project, Checkout: cp.Compose.Checkout}}
 		rr.stack = compose.Stack{Project: cp.Compose.Project, Engine: eng.API}
 	}
-	return chooseBuilds(ctx, r, builds)
+	if err := chooseBuilds(ctx, r, builds); err != nil {
+		return err
+	}
+	return checkRecordedBases(r)
+}
+
+// checkRecordedBases refuses a reload whose builds would now fetch a base image `up` did not
+// pull: the checkout's Dockerfiles, read again with the recorded build arguments, may name
+// another base (a new FROM, another default of an ARG the record does not set). BuildKit would
+// then pull it by itself, unpinned by occ and unknown to `down`. The same build arguments and a
+// base by the recorded digest pass; so does a base the record pulled for another build.
+func checkRecordedBases(r *run) error {
+	rr := r.reload
+	dir, occ := r.state.Path(), rr.opts.OCCCommand
+	pulled := map[string]bool{}
+	for _, b := range rr.st.ControlPlane.BaseImages {
+		if pin, err := pins.ParseImage(b.Reference); err == nil {
+			pulled[pin.DigestReference()] = true
+		}
+	}
+	var news []string
+	for _, b := range rr.builds {
+		df, err := controlplane.ParseDockerfile(b.ContextDir, b.Dockerfile)
+		if err != nil {
+			return reloadRefusal(dir, occ, "its build of "+b.Role+" cannot be repeated: "+err.Error())
+		}
+		uses, err := df.Bases(b.Target, b.Args)
+		if err != nil {
+			return reloadRefusal(dir, occ, "its build of "+b.Role+" cannot be repeated: "+err.Error())
+		}
+		for _, u := range uses {
+			pin, err := pins.ParseImage(u.Image)
+			if err != nil || pin.Digest == "" || !pulled[pin.DigestReference()] {
+				news = append(news, u.String()+" now fetches "+u.Image)
+			}
+		}
+	}
+	if len(news) > 0 {
+		return reloadRefusal(dir, occ, "the checkout's Dockerfiles name base images occ dev up did not pull (reload repeats the recorded builds and pulls no new base): "+strings.Join(news, "; "))
+	}
+	return nil
 }
 
 // chooseBuilds limits the builds to those of the chosen services; unknown names are refused

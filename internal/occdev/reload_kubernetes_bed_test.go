@@ -102,6 +102,10 @@ func TestKubernetesReload(t *testing.T) {
 	assertDeploymentsOn(t, kube, ns, runsController, ctl.InCluster)
 	assertOnlyImported(t, after, ctl.InCluster)
 
+	// A Dockerfile that now names a base image up never pulled is refused before any build:
+	// BuildKit would fetch it by itself, unpinned and unknown to down.
+	refuseNewBase(t, b.checkout, dir, "Dockerfile", "FROM ${NODE_RUNTIME_BASE_IMAGE} AS runtime")
+
 	// Edits of the controller and the Agent runtime, interrupted after each step: the
 	// Installation names the new runtime once the next reload has run.
 	for i, step := range kubernetesReloadSteps {
@@ -228,5 +232,47 @@ func assertOnlyImported(t *testing.T, st state.State, ref string) {
 	imported := clusterImagesOf(st, ref)
 	if !slices.Equal(imported, []string{ref}) {
 		t.Errorf("the state records %q of %s in the node, want only %s", imported, repo, ref)
+	}
+}
+
+// refuseNewBase replaces the FROM line from of the checkout's Dockerfile rel by a base image no
+// `up` pulled, checks that reload refuses it (naming the line and the image, building nothing,
+// changing no record) and puts the line back.
+func refuseNewBase(t *testing.T, checkout, dir, rel, from string) {
+	t.Helper()
+	path := filepath.Join(checkout, filepath.FromSlash(rel))
+	orig, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const other = "docker.io/library/node:25-bookworm-slim@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	edited := strings.Replace(string(orig), from, "FROM "+other+" AS runtime", 1)
+	if edited == string(orig) {
+		t.Fatalf("%s has no line %q", rel, from)
+	}
+	if err := os.WriteFile(path, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := os.WriteFile(path, orig, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	before, err := os.ReadFile(filepath.Join(dir, "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	buildLog, _ := os.ReadFile(filepath.Join(dir, "image-build.log"))
+	_, err = occdev.Reload(context.Background(), occdev.ReloadOptions{StateDir: dir})
+	if err == nil || !strings.Contains(err.Error(), "the checkout's Dockerfiles name base images occ dev up did not pull") ||
+		!strings.Contains(err.Error(), rel+":") || !strings.Contains(err.Error(), "now fetches "+other) || !strings.Contains(err.Error(), "occ dev down --state-dir "+dir) {
+		t.Fatalf("reload with a new base image: %v", err)
+	}
+	after, _ := os.ReadFile(filepath.Join(dir, "state.json"))
+	if string(after) != string(before) {
+		t.Error("the refused reload changed the state")
+	}
+	if log, _ := os.ReadFile(filepath.Join(dir, "image-build.log")); string(log) != string(buildLog) {
+		t.Error("the refused reload built something")
 	}
 }
