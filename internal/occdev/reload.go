@@ -281,6 +281,13 @@ func checkReloadable(ctx context.Context, r *run, rep progress.Reporter) error {
 	}
 
 	if cp.Compose != nil {
+		changed, err := changedComposeSources(dir)
+		if err != nil {
+			return err
+		}
+		if len(changed) > 0 {
+			return reloadRefusal(dir, occ, "its Compose files changed since occ dev up ("+strings.Join(changed, ", ")+"), and reload repeats the recorded Compose model")
+		}
 		plugin, err := compose.FindPlugin(ctx, compose.FindPluginOptions{DockerConfig: os.Getenv("DOCKER_CONFIG")})
 		if err != nil {
 			return err

@@ -93,6 +93,42 @@ func TestComposeReload(t *testing.T) {
 	}
 	assertComposeServices(t, b, r)
 
+	// An edited Compose file, or a .env that appeared in the checkout, is refused before any
+	// build: reload repeats the recorded model, which they no longer match. Put back, the
+	// reload goes on.
+	for _, edit := range []struct{ file, content string }{
+		{"compose.yaml", ""}, {".env", "OPENCLAW_DEV_PORT=3999\n"},
+	} {
+		path := filepath.Join(r.checkout, edit.file)
+		orig, origErr := os.ReadFile(path)
+		content := edit.content
+		if origErr == nil {
+			content = string(orig) + "# an edit after up\n"
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		stateBefore, _ := os.ReadFile(filepath.Join(dir, "state.json"))
+		_, err := occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir})
+		if err == nil || !strings.Contains(err.Error(), "its Compose files changed since occ dev up ("+path+")") || !strings.Contains(err.Error(), "occ dev down --state-dir "+dir) {
+			t.Errorf("reload after editing %s: %v", edit.file, err)
+		}
+		if stateAfter, _ := os.ReadFile(filepath.Join(dir, "state.json")); string(stateAfter) != string(stateBefore) {
+			t.Errorf("the refused reload (%s edited) changed the state", edit.file)
+		}
+		if origErr == nil {
+			err = os.WriteFile(path, orig, 0o644)
+		} else {
+			err = os.Remove(path)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir}); err != nil {
+		t.Fatalf("reload with the Compose files put back: %v", err)
+	}
+
 	// Interrupted after each step, the environment keeps working on the old or the new build,
 	// and the next reload finishes it.
 	for i, step := range composeReloadSteps {

@@ -289,7 +289,8 @@ func selectedLocal(ctx context.Context, r *run, img controlplane.LocalImage) (im
 
 func describeSnapshot(p *Plan) Description {
 	m := p.OCE.model
-	items := []string{"file " + filepath.Join(p.StateDir, compose.SnapshotName) + " (0600): the checked Compose model of project " + m.Name() + ", every $ escaped; every later Compose call uses only it"}
+	items := []string{"file " + filepath.Join(p.StateDir, compose.SnapshotName) + " (0600): the checked Compose model of project " + m.Name() + ", every $ escaped; every later Compose call uses only it",
+		"file " + filepath.Join(p.StateDir, composeSourcesFile) + " (0600): the sha256 of every file the model was read from, which occ dev reload compares before repeating the snapshot"}
 	for _, o := range m.Records() {
 		items = append(items, "record of "+o.String())
 	}
@@ -302,6 +303,9 @@ func writeSnapshot(_ context.Context, r *run, _ progress.Reporter) error {
 	op := r.plan.OCE
 	snap, err := op.model.WriteSnapshot(r.state.Path())
 	if err != nil {
+		return err
+	}
+	if err := writeComposeSources(r.state, op.model.Sources()); err != nil {
 		return err
 	}
 	r.compose.runner = compose.Runner{Plugin: r.compose.plugin, Endpoint: r.engine.Endpoint.String(), Snapshot: snap}

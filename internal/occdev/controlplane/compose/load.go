@@ -96,7 +96,17 @@ type Model struct {
 	// all of which `up` starts after the profile's own.
 	Added []string
 
-	status map[string]ServiceStatus
+	status   map[string]ServiceStatus
+	envFiles []string
+}
+
+// Sources are the files the model was read from: the Compose files, the env files given with
+// them, and the checkout's .env (read when it exists). A reload of the recorded snapshot is only
+// right while they are unchanged.
+func (m *Model) Sources() []string {
+	out := append([]string{}, m.Project.ComposeFiles...)
+	out = append(out, m.envFiles...)
+	return append(out, filepath.Join(m.Checkout, ".env"))
 }
 
 // Network describes the development network.
@@ -220,7 +230,7 @@ func Load(ctx context.Context, opts LoadOptions) (*Model, error) {
 			base[n] = true
 		}
 	}
-	m := &Model{Project: project, Checkout: opts.Checkout}
+	m := &Model{Project: project, Checkout: opts.Checkout, envFiles: append([]string{}, opts.User.EnvFiles...)}
 	var violations []Violation
 	violations = append(violations, m.classifyServices(base)...)
 	violations = append(violations, m.fillGateway()...)
