@@ -159,9 +159,11 @@ func FreeLoopbackPort() (int, error) {
 // setting counts even after an earlier creation in the same process.
 func (p *Provider) run(ctx context.Context, sc k3dconf.SimpleConfig, fixDNS docker.EnvVar) error {
 	return p.withK3d(func() error {
-		if err := docker.PinK3dEnvironment([]docker.EnvVar{fixDNS}); err != nil {
+		restore, err := docker.PinK3dEnvironment([]docker.EnvVar{fixDNS})
+		if err != nil {
 			return err
 		}
+		defer restore()
 		forgetK3dFixes()
 		rt := k3druntimes.Docker
 		if err := k3dconfig.ProcessSimpleConfig(&sc); err != nil {
