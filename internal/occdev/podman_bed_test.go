@@ -1,0 +1,173 @@
+package occdev_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/controlplane"
+	"github.com/openclaw/occ/internal/occdev/state"
+	"github.com/openclaw/occ/internal/testbed/dockerbed"
+	"github.com/openclaw/occ/internal/testbed/oceapi"
+)
+
+// podmanFailureSteps are the platform profile's steps a failure is injected after on Podman by
+// default: the preflight (before the state exists), the state's claim, the cluster's creation
+// with the pulls beside it, the import and verification of the images, and the last step. The
+// steps between are rolled back the same way (the cluster goes with everything in it), which the
+// Docker bed's matrix shows.
+func podmanFailureSteps(clusterName string) []string {
+	return []string{
+		"Check the settings and the Docker engine",
+		"Claim the private state directory",
+		"Create k3d cluster " + clusterName,
+		"Fetch the artifacts while preparing the cluster",
+		"Verify the images in the node and tag them for the chart",
+		"Write the Installation",
+	}
+}
+
+// A developer on Fedora runs `occ dev up --engine podman` for the platform profile (a k3d
+// cluster with the sandbox platform) against rootful Podman, with CONTAINER_HOST naming Podman's
+// socket and a DOCKER_HOST left pointing at a Docker engine: up records Podman before anything
+// exists, creates the cluster on Podman with the images imported from Podman's store and verified
+// in the node, status and down reach Podman through the record alone, and nothing of the run is
+// left in Podman (or in Docker); a failure after each of the default steps leaves nothing either.
+func TestPodmanK3dDevEnvironment(t *testing.T) {
+	startBuild() // before the bed moves HOME (and with it Go's build cache)
+	b := newK3dBedOn(t, nil, state.EnginePodman)
+	t.Run("up status and down through the library", func(t *testing.T) { testUpStatusDown(t, b) })
+	t.Run("up status and down through the built CLI", func(t *testing.T) { testBuiltCLI(t, b) })
+	t.Run("a failure after each step", func(t *testing.T) {
+		opts := b.options(t)
+		names := stepNames(t, opts)
+		for _, s := range podmanFailureSteps(opts.ClusterName) {
+			if !slices.Contains(names, s) {
+				t.Fatalf("the flow has no step %q: %q", s, names)
+			}
+		}
+		testFailureAfterSteps(t, b, func(step string) string {
+			for _, s := range podmanFailureSteps("") {
+				if step == s || strings.HasPrefix(step, "Create k3d cluster ") && s == "Create k3d cluster " {
+					return ""
+				}
+			}
+			return "rolled back like the steps around it, which the Docker bed's matrix shows"
+		})
+	})
+}
+
+// A developer in an OCE checkout on Podman runs `occ dev up --engine podman --control-plane
+// kubernetes`: building the checkout is refused before anything exists (Podman's builder is
+// Buildah, not BuildKit) with both ways on; with the controller and Agent runtime images
+// selected by digest the whole profile comes up in a k3d cluster on Podman, its images verified
+// in the node, status and down reach Podman through the record while DOCKER_HOST names Docker,
+// and afterwards nothing of it is left in Podman; a failure after each default step leaves
+// nothing, or the state kept and down finishes.
+func TestPodmanKubernetesDevEnvironment(t *testing.T) {
+	startBuild()
+	b := newKubeBedOn(t, state.EnginePodman)
+	docker := dockerbed.Require(t)
+	t.Run("building the checkout is refused before anything exists", func(t *testing.T) {
+		r := b.run(t, oceapi.Options{})
+		_, err := occdev.Up(context.Background(), r.opts)
+		var be *controlplane.BuilderError
+		if !errors.As(err, &be) || !strings.Contains(err.Error(), "Podman 4.3.1 cannot build") || !strings.Contains(err.Error(), controlplane.EnvControllerImage) {
+			t.Fatalf("up: %v, want the Podman builder refusal", err)
+		}
+		t.Logf("refusal: %v", err)
+		if !dirGone(r.opts.StateDir) {
+			t.Errorf("the state directory exists after the refusal")
+		}
+		if left := b.leftovers(t, r.opts.ClusterName, nil); len(left) > 0 {
+			t.Errorf("the refusal left: %v", left)
+		}
+	})
+	controller, runtime := b.selectedImages(t, b.commit)
+	b.selected = controlplane.ImageSelection{Controller: controller, Runtime: runtime}
+	t.Run("up status and down with selected images", func(t *testing.T) { testPodmanKubernetesUpAndDown(t, b, docker) })
+	t.Run("a failure after each step", func(t *testing.T) { testKubernetesFailureAfterEachStep(t, b) })
+}
+
+// testPodmanKubernetesUpAndDown: the profile's up on Podman with selected images, status and
+// down; the Docker engine DOCKER_HOST names never sees the cluster.
+func testPodmanKubernetesUpAndDown(t *testing.T, b *kubeBed, docker *dockerbed.Engine) {
+	ctx := context.Background()
+	r := b.run(t, oceapi.Options{Key: canaryKey, Password: canaryPassword})
+	times := newStepTimes()
+	r.opts.Progress = times.sink
+	var volumes []string
+	r.opts.AfterStep = func(step string) error {
+		if step == "Install the OCE chart" {
+			st, _ := state.Read(r.opts.StateDir)
+			kube, _, _ := kubeClientOf(t, st.Cluster)
+			r.startWorker(t, kube, "oce-system")
+		}
+		if objs, err := b.Engine.ClusterObjects(ctx, r.opts.ClusterName); err == nil && len(objs.Volumes) > 0 {
+			volumes = objs.Volumes
+		}
+		return nil
+	}
+	t.Cleanup(func() {
+		if !dirGone(r.opts.StateDir) {
+			_, _ = occdev.Down(context.Background(), occdev.DownOptions{StateDir: r.opts.StateDir})
+		}
+	})
+	started := time.Now()
+	sum, err := occdev.Up(ctx, r.opts)
+	t.Logf("up on Podman: step, lane, start, took:\n%s", times.table())
+	if err != nil {
+		t.Fatalf("up: %v\nprogress:\n%s\nlog:\n%s", err, r.events, r.log)
+	}
+	t.Logf("occ dev up --engine podman --control-plane kubernetes took %s", time.Since(started).Round(time.Millisecond))
+	if err := <-r.provisionErr; err != nil {
+		t.Errorf("worker stand-in: %v", err)
+	}
+	if sum.OCE == nil || !strings.Contains(sum.Engine, "Podman") || !strings.Contains(sum.Engine, b.Engine.Host) {
+		t.Errorf("summary: engine %q, OCE %+v", sum.Engine, sum.OCE)
+	}
+	st, err := state.Read(r.opts.StateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Engine == nil || st.Engine.Kind != state.EnginePodman || st.Engine.Endpoint != b.Engine.Host {
+		t.Errorf("recorded engine %+v, want podman at %s", st.Engine, b.Engine.Host)
+	}
+	if objs, err := docker.ClusterObjects(ctx, r.opts.ClusterName); err != nil || !objs.Empty() {
+		t.Errorf("the Docker engine of DOCKER_HOST holds %s (%v) of the cluster made on Podman", objs, err)
+	}
+	node := "k3d-" + r.opts.ClusterName + "-server-0"
+	digests := b.nodeConfigDigests(t, node)
+	for _, p := range b.product {
+		if got := digests[p.pin.DigestReference()]; got != p.config {
+			t.Errorf("node %s holds %s with config %q, want %s (the registry's)", node, p.pin.DigestReference(), got, p.config)
+		}
+	}
+	status, err := occdev.GetStatus(ctx, occdev.StatusOptions{StateDir: r.opts.StateDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status.ClusterState != occdev.ClusterExists || status.EngineKind != state.EnginePodman || status.Engine != b.Engine.Host {
+		t.Errorf("status: cluster %q (%s), engine %s %q", status.ClusterState, status.ClusterDetail, status.EngineKind, status.Engine)
+	}
+	for _, im := range status.Images {
+		if im.State != occdev.ImageDigestMatches {
+			t.Errorf("status of %s: %s (%s)", im.Reference, im.State, im.Detail)
+		}
+	}
+	start := time.Now()
+	if _, err := occdev.Down(ctx, occdev.DownOptions{StateDir: r.opts.StateDir}); err != nil {
+		t.Fatalf("down: %v", err)
+	}
+	t.Logf("down on Podman took %s", time.Since(start).Round(time.Millisecond))
+	if !dirGone(r.opts.StateDir) {
+		t.Errorf("state directory left after down")
+	}
+	if left := b.leftovers(t, r.opts.ClusterName, volumes); len(left) > 0 {
+		t.Errorf("left in Podman after down: %v", left)
+	}
+}
