@@ -3,6 +3,7 @@ package occdev_test
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -10,9 +11,12 @@ import (
 
 	"github.com/openclaw/occ/internal/occdev"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
+	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/testbed/dockerbed"
 	"github.com/openclaw/occ/internal/testbed/oceapi"
+	"github.com/openclaw/occ/internal/testbed/podmanbed"
 )
 
 // podmanFailureSteps are the platform profile's steps a failure is injected after on Podman by
@@ -169,5 +173,53 @@ func testPodmanKubernetesUpAndDown(t *testing.T, b *kubeBed, docker *dockerbed.E
 	}
 	if left := b.leftovers(t, r.opts.ClusterName, volumes); len(left) > 0 {
 		t.Errorf("left in Podman after down: %v", left)
+	}
+}
+
+// A laptop with the bed's Docker and Podman both running: the plan of `occ dev up` (what the dry
+// run prints and the state records) takes Docker under auto; with Docker stopped (DOCKER_HOST
+// names a socket nobody serves) auto takes the Podman that CONTAINER_HOST names; a Podman behind
+// DOCKER_HOST is planned as Podman; --engine podman takes Podman while DOCKER_HOST names Docker.
+func TestPlanLocatesTheEngineAutoChooses(t *testing.T) {
+	dockerEngine := dockerbed.Require(t)
+	podman := podmanbed.Require(t)
+	stopped := "unix://" + filepath.Join(t.TempDir(), "docker.sock")
+	cases := []struct {
+		name       string
+		choice     locate.Choice
+		env        map[string]string
+		wantKind   string
+		wantEngine string
+		wantSource string
+	}{
+		{"both run: auto takes Docker", locate.Auto, map[string]string{"DOCKER_HOST": dockerEngine.Host, "CONTAINER_HOST": podman.Host}, state.EngineDocker, dockerEngine.Host, "DOCKER_HOST"},
+		{"only Podman runs: auto takes Podman", locate.Auto, map[string]string{"DOCKER_HOST": stopped, "CONTAINER_HOST": podman.Host}, state.EnginePodman, podman.Host, "CONTAINER_HOST"},
+		{"Podman behind DOCKER_HOST is Podman", locate.Auto, map[string]string{"DOCKER_HOST": podman.Host}, state.EnginePodman, podman.Host, "DOCKER_HOST"},
+		{"--engine podman with DOCKER_HOST at Docker", locate.ChoosePodman, map[string]string{"DOCKER_HOST": dockerEngine.Host, "CONTAINER_HOST": podman.Host}, state.EnginePodman, podman.Host, "CONTAINER_HOST"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			home := t.TempDir()
+			dr, err := occdev.PlanUp(occdev.UpOptions{
+				StateDir:        filepath.Join(t.TempDir(), "state"),
+				ClusterProvider: occdev.ProviderK3d,
+				ControlPlane:    occdev.ControlPlaneKubernetes,
+				CacheDir:        filepath.Join(t.TempDir(), "cache"),
+				Engine:          c.choice,
+				Docker: docker.LocateOptions{Home: home, Getenv: func(k string) string {
+					if k == "HOME" {
+						return home
+					}
+					return c.env[k]
+				}},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := dr.Plan
+			if p.EngineKind != c.wantKind || p.Engine != c.wantEngine || p.EngineSource != c.wantSource {
+				t.Errorf("plan: %s engine %s (from %s), want %s %s (from %s)", p.EngineKind, p.Engine, p.EngineSource, c.wantKind, c.wantEngine, c.wantSource)
+			}
+		})
 	}
 }
