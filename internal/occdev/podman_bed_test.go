@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/testbed/dockerbed"
 	"github.com/openclaw/occ/internal/testbed/oceapi"
+	"github.com/openclaw/occ/internal/testbed/ocebed"
 	"github.com/openclaw/occ/internal/testbed/podmanbed"
 )
 
@@ -69,7 +71,7 @@ func TestPodmanK3dDevEnvironment(t *testing.T) {
 // kubernetes`: building the checkout is refused before anything exists (Podman's builder is
 // Buildah, not BuildKit) with both ways on; with the controller and Agent runtime images
 // selected by digest the whole profile comes up in a k3d cluster on Podman, its images verified
-// in the node, status and down reach Podman through the record while DOCKER_HOST names Docker,
+// in the node, status, logs and down reach Podman through the record while DOCKER_HOST names Docker,
 // and afterwards nothing of it is left in Podman; a failure after each default step leaves
 // nothing, or the state kept and down finishes.
 func TestPodmanKubernetesDevEnvironment(t *testing.T) {
@@ -163,6 +165,11 @@ func testPodmanKubernetesUpAndDown(t *testing.T, b *kubeBed, docker *dockerbed.E
 			t.Errorf("status of %s: %s (%s)", im.Reference, im.State, im.Detail)
 		}
 	}
+	// logs reads the Pods' container logs through the recorded engine (Podman), as status does.
+	logs := readLogs(t, occdev.LogsOptions{StateDir: r.opts.StateDir, Services: []string{"openshell-gateway"}, Tail: -1})
+	if !regexp.MustCompile(playedStart).MatchString(logs) {
+		t.Errorf("occ dev logs openshell-gateway on Podman: %q, want the played kubelet's start line", logs)
+	}
 	start := time.Now()
 	if _, err := occdev.Down(ctx, occdev.DownOptions{StateDir: r.opts.StateDir}); err != nil {
 		t.Fatalf("down: %v", err)
@@ -221,5 +228,33 @@ func TestPlanLocatesTheEngineAutoChooses(t *testing.T) {
 				t.Errorf("plan: %s engine %s (from %s), want %s %s (from %s)", p.EngineKind, p.Engine, p.EngineSource, c.wantKind, c.wantEngine, c.wantSource)
 			}
 		})
+	}
+}
+
+// A developer in an OCE checkout on Podman runs `occ dev up --dry-run` for the Compose profile,
+// which occ does not run on Podman yet: the dry run lists the refusal with both ways on, as up's
+// preflight would give it before anything exists.
+func TestPodmanComposeProfileIsRefusedInTheDryRun(t *testing.T) {
+	podman := podmanbed.Require(t)
+	home := t.TempDir()
+	dr, err := occdev.PlanUp(occdev.UpOptions{
+		StateDir:        filepath.Join(t.TempDir(), "state"),
+		ClusterProvider: occdev.ProviderK3d,
+		CacheDir:        filepath.Join(t.TempDir(), "cache"),
+		Engine:          locate.ChoosePodman,
+		OCE:             occdev.OCEOptions{Repository: ocebed.Checkout(t, "9c1b2d3e4f5a69788796a5b4c3d2e1f00f1e2d3c")},
+		Docker: docker.LocateOptions{Home: home, Getenv: func(k string) string {
+			return map[string]string{"HOME": home, "CONTAINER_HOST": podman.Host}[k]
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, p := range dr.Problems {
+		found = found || strings.Contains(p, "the Compose control plane does not run on Podman yet") && strings.Contains(p, "--control-plane kubernetes")
+	}
+	if !found {
+		t.Errorf("dry run problems %q lack the Compose-on-Podman refusal", dr.Problems)
 	}
 }
