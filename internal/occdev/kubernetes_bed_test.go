@@ -53,6 +53,9 @@ type kubeBed struct {
 	// selected, when set, are the controller and Agent runtime images every run selects by
 	// digest instead of building them (the way a Podman user runs the profile).
 	selected controlplane.ImageSelection
+	// failureSteps, when set, replace kubernetesDefaultSteps as the steps a failure is injected
+	// after by default.
+	failureSteps []string
 }
 
 func newKubeBed(t testing.TB) *kubeBed {

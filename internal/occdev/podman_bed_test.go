@@ -22,19 +22,28 @@ import (
 )
 
 // podmanFailureSteps are the platform profile's steps a failure is injected after on Podman by
-// default: the preflight (before the state exists), the state's claim, the cluster's creation
-// with the pulls beside it, the import and verification of the images, and the last step. The
-// steps between are rolled back the same way (the cluster goes with everything in it), which the
-// Docker bed's matrix shows.
+// default, where Podman is what is new: the preflight (Podman identified, before the state
+// exists), the cluster's creation on Podman (a failure in one lane cancels the pulls beside it),
+// and the images imported from Podman's store and verified in the node. Every other step is
+// rolled back the same way on both engines (the cluster goes with everything in it), which the
+// Docker bed's matrix shows; OCC_TEST_K3D_ALL_STEPS=1 runs them all here too.
 func podmanFailureSteps(clusterName string) []string {
 	return []string{
 		"Check the settings and the Docker engine",
-		"Claim the private state directory",
 		"Create k3d cluster " + clusterName,
-		"Fetch the artifacts while preparing the cluster",
 		"Verify the images in the node and tag them for the chart",
-		"Write the Installation",
 	}
+}
+
+// podmanKubernetesFailureSteps are the Kubernetes-only profile's steps a failure is injected
+// after on Podman by default: the preflight, the control plane's record (before the cluster
+// exists) and the last step, with the whole control plane in the cluster (the reader Pod must
+// go too). The in-cluster steps between are rolled back with the cluster on both engines, which
+// the Docker bed's default steps show.
+var podmanKubernetesFailureSteps = []string{
+	"Check the settings and the Docker engine",
+	"Record the OCE control plane",
+	"Copy and verify the bootstrap service key",
 }
 
 // A developer on Fedora runs `occ dev up --engine podman` for the platform profile (a k3d
@@ -95,6 +104,7 @@ func TestPodmanKubernetesDevEnvironment(t *testing.T) {
 	})
 	controller, runtime := b.selectedImages(t, b.commit)
 	b.selected = controlplane.ImageSelection{Controller: controller, Runtime: runtime}
+	b.failureSteps = podmanKubernetesFailureSteps
 	t.Run("up status and down with selected images", func(t *testing.T) { testPodmanKubernetesUpAndDown(t, b, docker) })
 	t.Run("a failure after each step", func(t *testing.T) { testKubernetesFailureAfterEachStep(t, b) })
 }
