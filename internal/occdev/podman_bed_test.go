@@ -118,6 +118,13 @@ func testPodmanKubernetesUpAndDown(t *testing.T, b *kubeBed, docker *dockerbed.E
 	r.opts.Progress = times.sink
 	var volumes []string
 	r.opts.AfterStep = func(step string) error {
+		if step == "Claim the private state directory" {
+			// The engine's kind and socket are recorded before anything exists in it.
+			st, err := state.Read(r.opts.StateDir)
+			if err != nil || st.Engine == nil || st.Engine.Kind != state.EnginePodman || st.Engine.Endpoint != b.Engine.Host || len(st.Objects) != 0 {
+				t.Errorf("the claimed state records engine %+v and %d objects (%v), want Podman at %s and nothing else", st.Engine, len(st.Objects), err, b.Engine.Host)
+			}
+		}
 		if step == "Install the OCE chart" {
 			st, _ := state.Read(r.opts.StateDir)
 			kube, _, _ := kubeClientOf(t, st.Cluster)
