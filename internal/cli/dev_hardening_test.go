@@ -56,7 +56,7 @@ func TestDevUpDryRunReportsProblems(t *testing.T) {
 		{name: "the k3d provider with a context of the kubeconfig", args: []string{"--cluster-provider", "k3d", "--context", "kind-dev"}, code: 2,
 			stderr: []string{`--context "kind-dev" selects an existing cluster, but --cluster-provider k3d creates its own`, "use --cluster-provider existing"}},
 		{name: "a remote Docker engine", env: map[string]string{"DOCKER_HOST": "tcp://10.0.0.5:2376"}, args: []string{"--cluster-provider", "k3d"}, code: 2,
-			stderr: []string{`Docker endpoint "tcp://10.0.0.5:2376" (from DOCKER_HOST) is not a local unix socket`}},
+			stderr: []string{`DOCKER_HOST "tcp://10.0.0.5:2376" is not a local unix socket`, "set DOCKER_HOST=unix:///path/to/docker.sock"}},
 		{name: "no Docker engine running", env: map[string]string{"DOCKER_HOST": "unix://" + filepath.Join(dir, "no-docker.sock")}, args: []string{"--cluster-provider", "k3d"}, code: 1,
 			stdout: []string{"no usable Docker engine at unix://" + filepath.Join(dir, "no-docker.sock") + " (from DOCKER_HOST): the socket", "does not exist, so no engine is running there; start Docker"}},
 	}

@@ -75,7 +75,7 @@ func printDevStatus(g *Globals, st *occdev.Status) error {
 		reach = "not reachable"
 	}
 	if st.Engine != "" {
-		fmt.Fprintf(w, "Engine:        %s\n", st.Engine)
+		fmt.Fprintf(w, "Engine:        %s (%s)\n", st.Engine, st.EngineKind)
 	}
 	fmt.Fprintf(w, "Cluster:       %s (context %q in %s, provider %s, %s)\n", st.Cluster.Name, st.Cluster.Context, st.Cluster.Kubeconfig, st.Cluster.Provider, reach)
 	if st.ClusterState != "" {

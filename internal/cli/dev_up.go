@@ -14,6 +14,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
+	"github.com/openclaw/occ/internal/occdev/engine/locate"
 )
 
 func init() { devSubcommands = append(devSubcommands, newDevUpCommand) }
@@ -142,6 +143,7 @@ and for --control-plane kubernetes OPENCLAW_DEV_PORT and OCC_DEVELOPMENT_POSTGRE
 	f.String("cluster-name", "", "name of the k3d cluster, occ-dev-… (default occ-dev-<random>; env OCC_DEVELOPMENT_KUBERNETES_CLUSTER)")
 	f.Int("api-port", 0, "port of the k3d cluster's Kubernetes API on 127.0.0.1 (default: a free port; env OCC_DEVELOPMENT_KUBERNETES_API_PORT)")
 	f.Int("disk-threshold-percent", 0, "kubelet disk eviction threshold of the k3d node, 1-20 (default 5; env OCC_DEVELOPMENT_KUBERNETES_DISK_THRESHOLD_PERCENT)")
+	f.String("engine", "", "container engine: auto (Docker when it answers, else Podman), docker or podman (default auto; env "+locate.ChoiceEnv+")")
 	f.String("control-plane", "", "where OCE is meant to run: compose (Gateway NodePort 30051) or kubernetes (ClusterIP) (default compose)")
 	f.StringP("namespace", "n", "", "platform namespace for the Gateway (default openshell-system, or oce-system with --control-plane kubernetes)")
 	addPinFileFlag(cmd)
@@ -157,6 +159,7 @@ and for --control-plane kubernetes OPENCLAW_DEV_PORT and OCC_DEVELOPMENT_POSTGRE
 	f.String("key-output", "", "absent absolute path in a private directory for the bootstrap service key (default <state-dir>/initial-admin-service-key.json)")
 	completeValues(cmd, "cluster-provider", occdev.SupportedProviders)
 	completeValues(cmd, "control-plane", occdev.SupportedControlPlanes)
+	completeValues(cmd, "engine", func() []string { return []string{"auto", "docker", "podman"} })
 	return cmd
 }
 
@@ -193,6 +196,8 @@ func devUpOptions(g *Globals, cmd *cobra.Command) (occdev.UpOptions, error) {
 		Kubeconfig:           g.Kubeconfig,
 		Context:              g.Context,
 		ControlPlane:         occdev.ControlPlane(devSetting(g, cmd, "control-plane", "OCC_DEVELOPMENT_CONTROL_PLANE")),
+		Engine:               locate.Choice(devSetting(g, cmd, "engine", locate.ChoiceEnv)),
+		EngineSetting:        engineSetting(cmd),
 		Namespace:            devSetting(g, cmd, "namespace", "OCC_DEVELOPMENT_KUBERNETES_NAMESPACE"),
 		PinFile:              pinFile(g, cmd),
 		ArchiveFile:          devSetting(g, cmd, "openshell-archive", "OCC_DEVELOPMENT_OPENSHELL_ARCHIVE"),
@@ -310,7 +315,14 @@ func printDryRun(w io.Writer, dr *occdev.DryRun) error {
 	}
 	fmt.Fprintf(w, "State directory: %s\n", dr.Plan.StateDir)
 	if p := dr.Plan; p.Engine != "" {
-		fmt.Fprintf(w, "Docker engine:   %s (from %s)\n", p.Engine, p.EngineSource)
+		kind := "engine (not answering now)"
+		switch p.EngineKind {
+		case "docker":
+			kind = "Docker " + p.EngineVersion
+		case "podman":
+			kind = "Podman " + p.EngineVersion
+		}
+		fmt.Fprintf(w, "Engine:          %s at %s (from %s)\n", kind, p.Engine, p.EngineSource)
 		port := "a free port chosen at creation"
 		if p.APIPort != 0 {
 			port = strconv.Itoa(p.APIPort)
@@ -553,4 +565,15 @@ func printKubernetesPlan(w io.Writer, o *occdev.OCEPlan) {
 	fmt.Fprintf(w, "  PostgreSQL:    %s\n", k.PostgresImage)
 	fmt.Fprintf(w, "OCE API:         %s (the API proxy's NodePort 30080, published on loopback)\n", k.APIURL)
 	fmt.Fprintf(w, "Key file:        %s\n", o.KeyFile)
+}
+
+// engineSetting names where the engine choice came from, for messages.
+func engineSetting(cmd *cobra.Command) string {
+	if f := cmd.Flags().Lookup("engine"); f != nil && f.Changed {
+		return "--engine"
+	}
+	if v, ok := os.LookupEnv(locate.ChoiceEnv); ok && v != "" {
+		return locate.ChoiceEnv
+	}
+	return "--engine"
 }

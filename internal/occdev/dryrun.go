@@ -8,6 +8,7 @@ import (
 
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/progress"
 )
@@ -80,6 +81,9 @@ func PlanUp(opts UpOptions) (*DryRun, error) {
 		} else if err := dryRunBuilder(ep, p); err != nil {
 			dr.Problems = append(dr.Problems, err.Error())
 		}
+		if err := refusePodmanCompose(p); err != nil {
+			dr.Problems = append(dr.Problems, err.Error())
+		}
 	}
 	// `up` refuses a directory that already records an environment; say so now.
 	if st, err := state.Read(p.StateDir); err == nil {
@@ -104,7 +108,7 @@ func dryRunBuilder(ep docker.Endpoint, p *Plan) error {
 		return err
 	}
 	defer eng.Close()
-	return controlplane.CheckBuilder(controlplane.EngineBuilder{Version: eng.Version, APIVersion: eng.APIVersion}, p.OCE.dockerfiles())
+	return controlplane.CheckBuilder(controlplane.EngineBuilder{Version: eng.Version, APIVersion: eng.APIVersion, Podman: p.EngineKind == string(locate.Podman)}, p.OCE.dockerfiles())
 }
 
 func planSteps(p *Plan, steps []Step) []PlannedStep {

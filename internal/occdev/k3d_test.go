@@ -23,6 +23,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev"
 	"github.com/openclaw/occ/internal/occdev/charts/chartstest"
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
+	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/occdevtest"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
@@ -104,7 +105,7 @@ func testUpStatusDown(t *testing.T, b *k3dBed) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Engine == nil || st.Engine.Endpoint != b.Engine.Host || st.Cluster.Provider != "k3d" || st.Cluster.UID == "" || st.Cluster.NodeAddress != node {
+	if st.Engine == nil || st.Engine.Endpoint != b.Engine.Host || st.Engine.Kind != b.kind || st.Cluster.Provider != "k3d" || st.Cluster.UID == "" || st.Cluster.NodeAddress != node {
 		t.Errorf("recorded engine %+v, cluster %+v", st.Engine, st.Cluster)
 	}
 	count := map[state.Type]int{}
@@ -144,7 +145,7 @@ func testUpStatusDown(t *testing.T, b *k3dBed) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if status.ClusterState != occdev.ClusterExists || status.Engine != b.Engine.Host || !status.Reachable || len(status.Images) != 3 {
+	if status.ClusterState != occdev.ClusterExists || status.Engine != b.Engine.Host || status.EngineKind != b.kind || !status.Reachable || len(status.Images) != 3 {
 		t.Errorf("status: cluster %q (%s), engine %q, reachable %v, %d images", status.ClusterState, status.ClusterDetail, status.Engine, status.Reachable, len(status.Images))
 	}
 	for _, im := range status.Images {
@@ -285,13 +286,13 @@ func testBuiltCLI(t *testing.T, b *k3dBed) {
 		return out.String(), errOut.String(), err
 	}
 	up := []string{"dev", "up", "--cluster-provider", "k3d", "--control-plane", "kubernetes", "--cluster-name", opts.ClusterName,
-		"--pin-file", b.pinFile, "--openshell-archive", b.archive, "--gateway-endpoint", opts.GatewayEndpoint, "--startup-timeout", "3m"}
+		"--pin-file", b.pinFile, "--openshell-archive", b.archive, "--gateway-endpoint", opts.GatewayEndpoint, "--startup-timeout", "3m", "--engine", b.kind}
 
 	out, errOut, err := run(append(up, "--dry-run")...)
 	if err != nil {
 		t.Fatalf("dry run: %v\n%s\n%s", err, out, errOut)
 	}
-	for _, want := range append(b.productRefs(), "k3d cluster "+opts.ClusterName, "Docker engine:   "+b.Engine.Host, "Create k3d cluster "+opts.ClusterName,
+	for _, want := range append(b.productRefs(), "k3d cluster "+opts.ClusterName, "Engine:          "+locate.Kind(b.kind).Name()+" "+b.engine.Version+" at "+b.Engine.Host, "Create k3d cluster "+opts.ClusterName,
 		"Import the OpenShell Gateway image into the cluster", "pullPolicy Never", "Control plane:   would not start") {
 		if !strings.Contains(out, want) {
 			t.Errorf("dry run lacks %q:\n%s", want, out)
@@ -307,7 +308,7 @@ func testBuiltCLI(t *testing.T, b *k3dBed) {
 	}
 	t.Logf("occ dev up:\n%s", out)
 	for label, want := range map[string]string{
-		"Engine:":        "Docker " + b.engine.Version + " at " + b.Engine.Host,
+		"Engine:":        locate.Kind(b.kind).Name() + " " + b.engine.Version + " at " + b.Engine.Host,
 		"Context:":       "k3d-" + opts.ClusterName,
 		"Kubeconfig:":    filepath.Join(opts.StateDir, "kubeconfig") + " (written by occ; your kubeconfig and current context are untouched)",
 		"Containers:":    filepath.Join(opts.StateDir, "container-kubeconfig"),
@@ -767,14 +768,25 @@ const allStepsEnv = "OCC_TEST_K3D_ALL_STEPS"
 // and the state directory with it. A failure in one lane cancels the other wherever it is (a
 // pull, or k3d half-way through creating the cluster), and that is rolled back too.
 func testFailureAfterEachStep(t *testing.T, b *k3dBed) {
+	testFailureAfterSteps(t, b, func(step string) string {
+		if slices.Contains(platformMiddle, step) {
+			return "rolled back like the steps beside it once the cluster exists (the cluster goes, with everything in it; each platform step is failed on the envtest bed, each import like the Gateway image's)"
+		}
+		return ""
+	})
+}
+
+// testFailureAfterSteps is testFailureAfterEachStep for the steps skip gives no reason to skip
+// (every step with OCC_TEST_K3D_ALL_STEPS=1).
+func testFailureAfterSteps(t *testing.T, b *k3dBed, skip func(step string) string) {
 	names := stepNames(t, b.options(t))
 	if len(names) != 31 {
 		t.Fatalf("the k3d flow has %d steps and groups, want 31: %q", len(names), names)
 	}
 	for i, step := range names {
 		t.Run(fmt.Sprintf("after step %d %s", i+1, step), func(t *testing.T) {
-			if slices.Contains(platformMiddle, step) && os.Getenv(allStepsEnv) == "" {
-				t.Skipf("rolled back like the steps beside it once the cluster exists (the cluster goes, with everything in it; each platform step is failed on the envtest bed, each import like the Gateway image's); set %s=1 to run it here too", allStepsEnv)
+			if why := skip(step); why != "" && os.Getenv(allStepsEnv) == "" {
+				t.Skipf("%s; set %s=1 to run it here too", why, allStepsEnv)
 			}
 			b.forgetProducts(t)
 			opts := b.options(t)

@@ -35,11 +35,13 @@ import (
 	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/progress"
 	"github.com/openclaw/occ/internal/testbed/dockerbed"
+	"github.com/openclaw/occ/internal/testbed/podmanbed"
 )
 
 // k3dBed is the Docker + k3d bed of the flow's tests: the private engine with the k3s stand-in
@@ -62,6 +64,9 @@ type k3dBed struct {
 	// userKubeconfig is $HOME/.kube/config, and userKubeconfigData its bytes before any run.
 	userKubeconfig     string
 	userKubeconfigData []byte
+	// kind is the engine the bed runs on (docker or podman), which `up` is told to use and the
+	// state must record.
+	kind string
 }
 
 type productPin struct {
@@ -76,17 +81,39 @@ type chartFiles map[string]string
 
 func newK3dBed(t testing.TB, files chartFiles) *k3dBed {
 	t.Helper()
+	return newK3dBedOn(t, files, state.EngineDocker)
+}
+
+// newK3dBedOn is newK3dBed on the given engine. On Podman the bed's machinery runs on the
+// Podman bed, the developer's CONTAINER_HOST names the Podman socket, and their DOCKER_HOST
+// still names the Docker bed (as on a laptop with both), so every `up`, `status` and `down` of
+// the bed proves it reached the engine it chose and recorded rather than DOCKER_HOST's.
+func newK3dBedOn(t testing.TB, files chartFiles, kind string) *k3dBed {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	b := &k3dBed{Bed: dockerbed.Start(t), t: t}
+	b := &k3dBed{t: t, kind: kind}
+	dockerHost := os.Getenv("DOCKER_HOST")
+	if kind == state.EnginePodman {
+		b.Bed = podmanbed.Start(t)
+	} else {
+		b.Bed = dockerbed.Start(t)
+	}
 	loc, err := docker.Locate(docker.LocateOptions{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if kind == state.EnginePodman {
+		t.Setenv("CONTAINER_HOST", b.Engine.Host)
+		t.Setenv("DOCKER_HOST", dockerHost)
 	}
 	if b.engine, err = docker.Connect(ctx, loc.Endpoint, loc.Source); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.engine.Close() })
+	if b.engine.Podman != (kind == state.EnginePodman) {
+		t.Fatalf("the bed's engine at %s identifies as Podman %v, want %v", b.engine.Endpoint, b.engine.Podman, kind == state.EnginePodman)
+	}
 
 	fixture := chartstest.New(t, t.TempDir(), chartstest.Options{Files: files})
 	b.archive = fixture.ArchivePath
@@ -198,6 +225,7 @@ func (b *k3dBed) options(t testing.TB) occdev.UpOptions {
 		StartupTimeout:  3 * time.Minute,
 		OCCCommand:      "occ",
 		Log:             &dockerbed.SyncBuffer{},
+		Engine:          locate.Choice(b.kind),
 	}
 }
 
@@ -222,6 +250,11 @@ func (b *k3dBed) productRefs() []string {
 }
 
 // imageID returns the engine's image ID of ref, or "" when the engine does not have it.
+//
+// On Podman a digest reference names an image only while it is one of the image's names:
+// Podman resolves NAME@DIGEST to any local image that ever held manifest DIGEST, so once occ's
+// pull is untagged the reference still resolves to the image under its other names (the bed's
+// content tag), which is not something occ left behind.
 func (b *k3dBed) imageID(t testing.TB, ref string) string {
 	t.Helper()
 	ins, err := b.engine.API.ImageInspect(context.Background(), ref)
@@ -231,6 +264,9 @@ func (b *k3dBed) imageID(t testing.TB, ref string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if b.kind == state.EnginePodman && strings.Contains(ref, "@") && !slices.Contains(ins.RepoDigests, ref) {
+		return ""
+	}
 	return ins.ID
 }
 
@@ -238,7 +274,12 @@ func (b *k3dBed) imageID(t testing.TB, ref string) string {
 // a run starts with the engine lacking them, as on a laptop that never pulled them.
 func (b *k3dBed) forgetProducts(t testing.TB) {
 	t.Helper()
-	b.Engine.Forget(b.productRefs()...)
+	for _, ref := range b.productRefs() {
+		// Removing a reference that is not one of its names deletes the whole image on Podman.
+		if b.imageID(t, ref) != "" {
+			b.Engine.Forget(ref)
+		}
+	}
 	for _, ref := range b.productRefs() {
 		if id := b.imageID(t, ref); id != "" {
 			t.Fatalf("%s is still in the engine (%s) before the run", ref, id)

@@ -23,6 +23,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev"
 	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
+	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/progress"
@@ -49,16 +50,28 @@ type kubeBed struct {
 	// nodeBase and nodeRuntimeBase are the stand-in Node bases the bed serves by digest, set
 	// as OCC_DEVELOPMENT_NODE_BASE_IMAGE and OCC_DEVELOPMENT_NODE_RUNTIME_BASE_IMAGE.
 	nodeBase, nodeRuntimeBase string
+	// selected, when set, are the controller and Agent runtime images every run selects by
+	// digest instead of building them (the way a Podman user runs the profile).
+	selected controlplane.ImageSelection
+	// failureSteps, when set, replace kubernetesDefaultSteps as the steps a failure is injected
+	// after by default.
+	failureSteps []string
 }
 
 func newKubeBed(t testing.TB) *kubeBed {
+	t.Helper()
+	return newKubeBedOn(t, state.EngineDocker)
+}
+
+// newKubeBedOn is newKubeBed on the given engine (newK3dBedOn).
+func newKubeBedOn(t testing.TB, kind string) *kubeBed {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	// The stand-in binary is built before the k3d bed points HOME at a temporary directory,
 	// where the go command would find an empty build cache (minutes instead of a second).
 	ocebed.StandinBinary(t)
-	b := &kubeBed{k3dBed: newK3dBed(t, nil)}
+	b := &kubeBed{k3dBed: newK3dBedOn(t, nil, kind)}
 	provide := func(spec dockerbed.ImageSpec) pins.Image {
 		p, err := b.Provide(ctx, spec)
 		if err != nil {
@@ -149,6 +162,7 @@ func (b *kubeBed) run(t testing.TB, apiOpts oceapi.Options) *kubeRun {
 	// through the overrides a developer with a registry mirror would set.
 	r.opts.OCE.NodeBaseImage, r.opts.OCE.NodeRuntimeBaseImage = b.nodeBase, b.nodeRuntimeBase
 	r.opts.OCE.BuildNetwork = "none"
+	r.opts.OCE.Images = b.selected
 	r.opts.Kubernetes = occdev.KubernetesOptions{
 		DevPort:   port,
 		Exec:      r.exec,

@@ -309,14 +309,18 @@ func testKubernetesFailureAfterEachStep(t *testing.T, b *kubeBed) {
 	ctx := context.Background()
 	probe := b.run(t, oceapi.Options{})
 	names := stepNames(t, probe.opts)
-	for _, want := range kubernetesDefaultSteps {
+	defaults := kubernetesDefaultSteps
+	if b.failureSteps != nil {
+		defaults = b.failureSteps
+	}
+	for _, want := range defaults {
 		if !slices.Contains(names, want) {
 			t.Fatalf("the profile has no step %q: %q", want, names)
 		}
 	}
 	for i := range names {
 		t.Run(fmt.Sprintf("after step %d %s", i+1, names[i]), func(t *testing.T) {
-			if !slices.Contains(kubernetesDefaultSteps, names[i]) && os.Getenv(kubernetesAllStepsEnv) == "" {
+			if !slices.Contains(defaults, names[i]) && os.Getenv(kubernetesAllStepsEnv) == "" {
 				t.Skipf("rolled back like the steps around it (the recorded cluster holds what it made; the default steps and the named failures show that rollback); set %s=1 to run it", kubernetesAllStepsEnv)
 			}
 			r := b.run(t, oceapi.Options{Key: canaryKey, Password: canaryPassword})

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/openclaw/occ/internal/occdev/controlplane"
+	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
@@ -152,7 +153,7 @@ func checkBuilder(r *run) error {
 	if op == nil || len(op.BuildPlans) == 0 || r.engine == nil {
 		return nil
 	}
-	return controlplane.CheckBuilder(controlplane.EngineBuilder{Version: r.engine.Version, APIVersion: r.engine.APIVersion}, op.dockerfiles())
+	return controlplane.CheckBuilder(controlplane.EngineBuilder{Version: r.engine.Version, APIVersion: r.engine.APIVersion, Podman: r.plan.EngineKind == string(locate.Podman)}, op.dockerfiles())
 }
 
 func describeBasePulls(p *Plan) Description {

@@ -1,6 +1,7 @@
 package occdev
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +24,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/cluster/existing"
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/option"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/platform"
@@ -106,6 +108,11 @@ type UpOptions struct {
 	// Docker says where to look for the Docker engine of the k3d provider; the zero value reads
 	// DOCKER_HOST, DOCKER_CONTEXT and the docker CLI configuration as the docker CLI does.
 	Docker docker.LocateOptions
+	// Engine is the container engine to drive (--engine, OCC_DEVELOPMENT_CONTAINER_ENGINE):
+	// auto (the default: Docker when Docker answers, else Podman), docker or podman.
+	Engine locate.Choice
+	// EngineSetting names the setting Engine came from, for messages; empty means --engine.
+	EngineSetting string
 	// ControlPlane is compose (default) or kubernetes (--control-plane, OCC_DEVELOPMENT_CONTROL_PLANE).
 	ControlPlane ControlPlane
 	// Namespace is the platform namespace for the Gateway (-n/--namespace,
@@ -202,6 +209,11 @@ type Plan struct {
 	DiskThresholdPercent int    `json:"diskThresholdPercent,omitempty"`
 	Engine               string `json:"dockerEngine,omitempty"`
 	EngineSource         string `json:"dockerEngineSource,omitempty"`
+	// EngineKind is what the engine at Engine said it is (docker or podman); empty when no engine
+	// answered while planning, in which case the preflight reports the Docker place's problem.
+	EngineKind string `json:"engineKind,omitempty"`
+	// EngineVersion is the version the engine reported while planning.
+	EngineVersion string `json:"engineVersion,omitempty"`
 	// PullPolicy is the Gateway chart's image pull policy: Never where occ imported the
 	// verified images itself (k3d), IfNotPresent on a cluster that pulls them by digest.
 	PullPolicy corev1.PullPolicy `json:"imagePullPolicy"`
@@ -388,14 +400,46 @@ func resolveCluster(p *Plan, o UpOptions) error {
 	if p.DiskThresholdPercent == 0 {
 		p.DiskThresholdPercent = k3d.DefaultDiskThresholdPercent
 	}
-	// The engine is located (not contacted) now, so the dry run names it and the state can
-	// record it before anything is created.
-	loc, err := docker.Locate(o.Docker)
+	// The engine is located and identified now (GET /version, which changes nothing), so the
+	// dry run names it and the state records its kind and endpoint before anything is created.
+	return p.locateEngine(o)
+}
+
+// engineLookup bounds locating the engine: each place is asked its version once.
+const engineLookup = 30 * time.Second
+
+// locateEngine finds the engine the choice names. With auto and no engine anywhere, the plan
+// keeps Docker's place unidentified, so a dry run still shows the whole plan and the preflight
+// says what to start there; an explicit choice that finds nothing is refused now.
+func (p *Plan) locateEngine(o UpOptions) error {
+	choice, err := locate.ParseChoice(string(o.Engine), engineSetting(o))
 	if err != nil {
 		return err
 	}
-	p.Engine, p.EngineSource = loc.Endpoint.String(), loc.Source
-	return nil
+	ctx, cancel := context.WithTimeout(context.Background(), engineLookup)
+	defer cancel()
+	loc, err := locate.Find(ctx, locate.Options{Choice: choice, ChoiceSource: engineSetting(o), Env: locate.Env{Getenv: o.Docker.Getenv, Home: o.Docker.Home}})
+	var notFound *locate.NotFoundError
+	switch {
+	case err == nil:
+		p.Engine, p.EngineSource, p.EngineKind, p.EngineVersion = loc.Endpoint.String(), loc.Source, string(loc.Kind), loc.Version
+		return nil
+	case choice == locate.Auto && errors.As(err, &notFound):
+		place, lerr := docker.Locate(o.Docker)
+		if lerr != nil {
+			return lerr
+		}
+		p.Engine, p.EngineSource = place.Endpoint.String(), place.Source
+		return nil
+	}
+	return err
+}
+
+func engineSetting(o UpOptions) string {
+	if o.EngineSetting != "" {
+		return o.EngineSetting
+	}
+	return "--engine"
 }
 
 // resolvePins loads the pin file (or the embedded pins). A pin file that is missing or invalid

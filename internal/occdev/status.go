@@ -42,8 +42,10 @@ type Status struct {
 	Namespace       string         `json:"namespace,omitempty"`
 	GatewayEndpoint string         `json:"gatewayEndpoint,omitempty"`
 	Installation    string         `json:"installation,omitempty"`
-	// Engine is the recorded Docker engine endpoint, when the state has one.
-	Engine string `json:"engine,omitempty"`
+	// Engine is the recorded engine endpoint, when the state has one, and EngineKind its kind
+	// (docker or podman).
+	Engine     string `json:"engine,omitempty"`
+	EngineKind string `json:"engineKind,omitempty"`
 	// Selections are the local charts, Agent Sandbox manifest and node DNS resolver `up` was
 	// told to use, when any.
 	Selections *state.Selections `json:"selections,omitempty"`
@@ -156,7 +158,7 @@ func GetStatus(ctx context.Context, opts StatusOptions) (*Status, error) {
 		Selections: st.Selections, Workloads: []WorkloadStatus{},
 	}
 	if st.Engine != nil {
-		out.Engine = st.Engine.Endpoint
+		out.Engine, out.EngineKind = st.Engine.Endpoint, st.Engine.KindOrDocker()
 	}
 	rec := connectRecorded(st)
 	defer rec.close()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/progress"
@@ -13,7 +14,7 @@ import (
 
 func describePreflight(p *Plan) Description {
 	if p.k3d != nil {
-		return note("nothing created; checks that the Docker engine at " + p.Engine + " (from " + p.EngineSource + ") answers, that no k3d cluster " + p.ClusterName + " exists and a chosen API port is free, before anything is downloaded")
+		return note("nothing created; checks that the " + engineName(p) + " engine at " + p.Engine + " (from " + p.EngineSource + ") answers, that no k3d cluster " + p.ClusterName + " exists and a chosen API port is free, before anything is downloaded")
 	}
 	return note("nothing created; checks that the kubeconfig, its context and the cluster answer, before anything is downloaded")
 }
@@ -35,7 +36,12 @@ func preflight(ctx context.Context, r *run, rep progress.Reporter) error {
 		if r.engine, err = docker.Connect(ctx, ep, r.plan.EngineSource); err != nil {
 			return err
 		}
-		rep.Note(fmt.Sprintf("Docker %s (API %s) at %s", r.engine.Version, r.engine.APIVersion, ep))
+		if err := refusePodmanCompose(r.plan); err != nil {
+			r.engine.Close()
+			r.engine = nil
+			return err
+		}
+		rep.Note(fmt.Sprintf("%s %s (API %s) at %s", engineName(r.plan), r.engine.Version, r.engine.APIVersion, ep))
 		// Every pinned image is checked against the engine's platform after its pull; the
 		// engine is asked once here rather than once per image.
 		if r.enginePlatform, err = images.EnginePlatform(ctx, r.engine.API); err != nil {
@@ -53,7 +59,7 @@ func preflight(ctx context.Context, r *run, rep progress.Reporter) error {
 
 func describeState(p *Plan) Description {
 	if p.Engine != "" {
-		return creates("directory " + p.StateDir + " (0700, locked), its marker and state.json (0600) recording the Docker engine " + p.Engine + ", before anything else")
+		return creates("directory " + p.StateDir + " (0700, locked), its marker and state.json (0600) recording the " + engineName(p) + " engine " + p.Engine + ", before anything else")
 	}
 	return creates("directory " + p.StateDir + " (0700, locked), its marker and state.json (0600), before anything else")
 }
@@ -72,7 +78,7 @@ func claimState(_ context.Context, r *run, _ progress.Reporter) error {
 	// The engine is recorded with the marker, before any image or container exists: `down` and
 	// `status` reach exactly this engine, whatever DOCKER_HOST says when they run.
 	if r.engine != nil {
-		initial.Engine = &state.Engine{Endpoint: r.engine.Endpoint.String()}
+		initial.Engine = &state.Engine{Kind: engineKind(r.plan), Endpoint: r.engine.Endpoint.String()}
 	}
 	d, err := state.Create(r.plan.StateDir, initial)
 	if err != nil {
@@ -83,4 +89,29 @@ func claimState(_ context.Context, r *run, _ progress.Reporter) error {
 	}
 	r.state = d
 	return nil
+}
+
+// engineKind is the plan's engine kind as the state records it: what the engine said it is, and
+// Docker when it was not identified while planning (the preflight then connected to Docker's
+// place).
+func engineKind(p *Plan) string {
+	if p.EngineKind == string(locate.Podman) {
+		return state.EnginePodman
+	}
+	return state.EngineDocker
+}
+
+// engineName is the plan's engine kind as people write it.
+func engineName(p *Plan) string { return locate.Kind(engineKind(p)).Name() }
+
+// refusePodmanCompose refuses the Compose control plane on Podman before anything exists: occ
+// runs the Compose project through the docker compose plugin with Docker's labels, and has not
+// been shown to run it on Podman.
+func refusePodmanCompose(p *Plan) error {
+	if engineKind(p) != state.EnginePodman || p.ControlPlane == ControlPlaneKubernetes || p.OCE == nil {
+		return nil
+	}
+	return &OptionError{Option: "--engine (" + locate.ChoiceEnv + ")", Value: p.EngineKind,
+		Rule: "the Compose control plane does not run on Podman yet (the Podman engine at " + p.Engine + " was found from " + p.EngineSource + ")",
+		Fix:  "use --control-plane kubernetes on Podman, or --engine docker with a running Docker engine"}
 }

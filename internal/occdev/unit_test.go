@@ -74,10 +74,10 @@ func TestResolvePlan(t *testing.T) {
 			t.Errorf("%+v: %v, want %q", tc.o, err, tc.want)
 		}
 	}
-	// A remote engine is refused before anything, naming where it came from.
+	// A remote engine is refused before anything, naming the setting it came from and the fix.
 	_, err = resolvePlan(UpOptions{Docker: dockerAt("tcp://10.0.0.5:2376")})
-	var ee *docker.EndpointError
-	if !errors.As(err, &ee) || !strings.Contains(err.Error(), "(from DOCKER_HOST) is not a local unix socket") {
+	var oe *OptionError
+	if !errors.As(err, &oe) || !strings.Contains(err.Error(), `DOCKER_HOST "tcp://10.0.0.5:2376" is not a local unix socket`) || !strings.Contains(err.Error(), "set DOCKER_HOST=unix://") {
 		t.Errorf("remote engine: %v", err)
 	}
 }

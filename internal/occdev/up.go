@@ -220,7 +220,7 @@ func engineOf(r *run) string {
 	if r.engine == nil {
 		return "none (existing cluster)"
 	}
-	return fmt.Sprintf("Docker %s at %s (from %s)", r.engine.Version, r.engine.Endpoint, r.plan.EngineSource)
+	return fmt.Sprintf("%s %s at %s (from %s)", engineName(r.plan), r.engine.Version, r.engine.Endpoint, r.plan.EngineSource)
 }
 
 // rollback removes what the failed `up` recorded (by every lane), on its own context so Ctrl-C

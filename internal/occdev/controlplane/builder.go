@@ -49,6 +49,8 @@ func parseAPIVersion(s string) (apiVersion, bool) {
 type EngineBuilder struct {
 	Version    string
 	APIVersion string
+	// Podman is true when the engine identified itself as Podman behind the Docker API.
+	Podman bool
 }
 
 // BuilderError is a checkout whose Dockerfiles the engine's builder cannot build. Nothing has
@@ -65,6 +67,10 @@ type BuilderError struct {
 var selectBoth = fmt.Sprintf("or build the controller and Agent runtime images elsewhere and select both by digest with %s and %s", EnvControllerImage, EnvRuntimeImage)
 
 func (e *BuilderError) Error() string {
+	if e.Engine.Podman {
+		return fmt.Sprintf("Podman %s cannot build the checkout's Dockerfiles: occ builds them with the engine's BuildKit builder (a BuildKit session answers their optional secret mounts), and Podman's Docker-compatible build API runs Buildah instead, which this Podman release stops at %s; nothing was created. Build and push the controller and Agent runtime images elsewhere and select both by digest with %s and %s, or use --engine docker with Docker Engine 23.0 or later",
+			e.Engine.Version, strings.Join(e.Uses, ", "), EnvControllerImage, EnvRuntimeImage)
+	}
 	return fmt.Sprintf("Docker Engine %s (API %s) cannot build the checkout's Dockerfiles: its built-in Dockerfile frontend does not read %s; nothing was created. Upgrade to Docker Engine %s or later (docker-ce, Docker Desktop; Debian's and Ubuntu's docker.io 20.10 is too old), %s",
 		e.Engine.Version, e.Engine.APIVersion, strings.Join(e.Uses, ", "), e.Need, selectBoth)
 }
@@ -89,7 +95,14 @@ func CheckSyntax(files []*Dockerfile) error {
 
 // CheckBuilder refuses, before anything is created, Dockerfiles that use a feature newer than
 // the engine's built-in Dockerfile frontend, naming each use by file and line.
+//
+// On Podman every build is refused: occ's build path is BuildKit's (a session for the secret
+// mounts, BuildKit's progress stream), which Podman does not serve. The error names the
+// here-documents, which Podman 4's Buildah does not read, or else the first BuildKit-only use.
 func CheckBuilder(engine EngineBuilder, files []*Dockerfile) error {
+	if engine.Podman {
+		return podmanBuilderError(engine, files)
+	}
 	have, ok := parseAPIVersion(engine.APIVersion)
 	if !ok {
 		return fmt.Errorf("the Docker engine reports API version %q (engine %s), which occ cannot compare: it cannot tell whether the engine's builder reads the checkout's Dockerfiles; use Docker Engine 23.0 or later", engine.APIVersion, engine.Version)
@@ -122,4 +135,26 @@ func CheckBuilder(engine EngineBuilder, files []*Dockerfile) error {
 		name = "with API " + need.String()
 	}
 	return &BuilderError{Engine: engine, Uses: uses, Need: name}
+}
+
+func podmanBuilderError(engine EngineBuilder, files []*Dockerfile) error {
+	var heredocs, others []string
+	for _, f := range files {
+		for _, u := range f.Features {
+			use := fmt.Sprintf("the %s at %s:%d (%s)", u.Feature, f.Path, u.Line, u.Text)
+			if u.Feature == FeatureHeredoc {
+				heredocs = append(heredocs, use)
+			} else {
+				others = append(others, use)
+			}
+		}
+	}
+	uses := heredocs
+	if len(uses) == 0 {
+		uses = others
+	}
+	if len(uses) == 0 {
+		uses = []string{"the BuildKit build occ starts"}
+	}
+	return &BuilderError{Engine: engine, Uses: uses, Need: "Docker Engine 23.0"}
 }

@@ -190,6 +190,45 @@ func TestCheckBuilder(t *testing.T) {
 	}
 }
 
+// A developer on Podman 4.3 (Debian 12's) asks the Kubernetes-only profile to build the checkout:
+// Podman's build API is Buildah, not BuildKit, so occ refuses before anything is created, naming
+// Podman and its version, the here-document Buildah stops at, and both ways on (images selected
+// by digest, or Docker); a checkout without here-documents is refused too, naming its BuildKit
+// secret mount, since occ's build path needs BuildKit whatever the Dockerfile holds.
+func TestCheckBuilderRefusesPodman(t *testing.T) {
+	root, err := ParseDockerfile(fixtureRoot, ControllerDockerfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime, err := ParseDockerfile(fixtureRoot, RuntimeDockerfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	podman := EngineBuilder{Version: "4.3.1", APIVersion: "1.41", Podman: true}
+	err = CheckBuilder(podman, []*Dockerfile{root, runtime})
+	var be *BuilderError
+	if !errors.As(err, &be) {
+		t.Fatalf("Podman: %v", err)
+	}
+	for _, want := range []string{"Podman 4.3.1 cannot build", "runs Buildah", "the here-document at deploy/runtime/Dockerfile:61 (RUN node --input-type=module <<'NODE')",
+		"nothing was created", EnvControllerImage + " and " + EnvRuntimeImage, "--engine docker"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "Docker Engine 4.3.1") {
+		t.Errorf("Podman is named as a Docker Engine:\n%v", err)
+	}
+	err = CheckBuilder(podman, []*Dockerfile{root})
+	if !errors.As(err, &be) || !strings.Contains(err.Error(), "the RUN --mount at Dockerfile:") {
+		t.Errorf("the root Dockerfile alone on Podman: %v", err)
+	}
+	// Docker Engine 28 still builds the same checkout.
+	if err := CheckBuilder(EngineBuilder{Version: "28.5.2", APIVersion: "1.51"}, []*Dockerfile{root, runtime}); err != nil {
+		t.Errorf("Docker 28: %v", err)
+	}
+}
+
 // The cost the Dockerfile analysis adds to every plan: both of the checkout's Dockerfiles parsed,
 // their bases collected and the builder check applied.
 func BenchmarkPlanFixtureBuilds(b *testing.B) {

@@ -26,7 +26,13 @@ type Engine struct {
 	// Version and APIVersion are what the engine reported, for summaries.
 	Version    string
 	APIVersion string
+	// Podman is true when the engine's version names a "Podman Engine" component: Podman
+	// serving the Docker-compatible API.
+	Podman bool
 }
+
+// podmanComponent is the version component by which Podman says it is Podman.
+const podmanComponent = "Podman Engine"
 
 // Close releases the client's connections.
 func (e *Engine) Close() error { return e.API.Close() }
@@ -120,7 +126,11 @@ func Connect(ctx context.Context, ep Endpoint, source string) (*Engine, error) {
 			if apiVersion == "" {
 				apiVersion = ping.APIVersion
 			}
-			return &Engine{Endpoint: ep, API: api, Version: sv.Version, APIVersion: apiVersion}, nil
+			e := &Engine{Endpoint: ep, API: api, Version: sv.Version, APIVersion: apiVersion}
+			for _, c := range sv.Components {
+				e.Podman = e.Podman || c.Name == podmanComponent
+			}
+			return e, nil
 		}
 	}
 	api.Close()

@@ -105,31 +105,44 @@ func TestNewClientIgnoresEnvironment(t *testing.T) {
 	}
 }
 
-// k3d is pointed at exactly the recorded socket, with contexts and TLS settings removed; a pin
-// made before every k3d call puts back what something else in the process changed.
+// k3d is pointed at exactly the recorded socket, with contexts and TLS settings removed, and a
+// developer's shell settings (a DOCKER_HOST naming another engine, a remote context) are back in
+// place when the call returns, so nothing after it sees k3d's engine.
 func TestPinK3dEnvironment(t *testing.T) {
-	got := map[string]string{"DOCKER_CONTEXT": "remote", "DOCKER_TLS_VERIFY": "1", "HOME": "/home/u"}
+	got := map[string]string{"DOCKER_HOST": "unix:///var/run/docker.sock", "DOCKER_CONTEXT": "remote", "DOCKER_TLS_VERIFY": "1", "HOME": "/home/u"}
+	shell := maps.Clone(got)
 	p := &envPin{
-		set:   func(k, v string) error { got[k] = v; return nil },
-		unset: func(k string) error { delete(got, k); return nil },
+		set:    func(k, v string) error { got[k] = v; return nil },
+		unset:  func(k string) error { delete(got, k); return nil },
+		lookup: func(k string) (string, bool) { v, ok := got[k]; return v, ok },
 	}
-	ep := Endpoint{Socket: "/tmp/bed/docker.sock"}
+	ep := Endpoint{Socket: "/tmp/bed/podman.sock"}
 	vars := K3dEnvironment(ep, EnvVar{Name: "K3D_IMAGE_TOOLS", Value: "tools@sha256:1"})
-	if err := p.pin(vars); err != nil {
+	restore, err := p.pin(vars)
+	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"DOCKER_HOST": "unix:///tmp/bed/docker.sock", "DOCKER_SOCK": "/tmp/bed/docker.sock", "K3D_IMAGE_TOOLS": "tools@sha256:1", "HOME": "/home/u"}
+	want := map[string]string{"DOCKER_HOST": "unix:///tmp/bed/podman.sock", "DOCKER_SOCK": "/tmp/bed/podman.sock", "K3D_IMAGE_TOOLS": "tools@sha256:1", "HOME": "/home/u"}
 	if !maps.Equal(got, want) {
 		t.Fatalf("environment = %v, want %v", got, want)
 	}
-	// A test's t.Setenv cleanup (or anything else) changed variables: the next pin restores them.
-	got["DOCKER_HOST"] = "unix:///elsewhere.sock"
-	got["DOCKER_CONTEXT"] = "remote"
-	if err := p.pin(vars); err != nil || !maps.Equal(got, want) {
-		t.Fatalf("re-pin = %v, environment %v", err, got)
+	// A nested pin (the DNS fix of one creation) is undone first, then the outer one.
+	inner, err := p.pin([]EnvVar{{Name: "K3D_FIX_DNS", Value: "0"}})
+	if err != nil || got["K3D_FIX_DNS"] != "0" {
+		t.Fatalf("inner pin = %v, environment %v", err, got)
+	}
+	inner()
+	if !maps.Equal(got, want) {
+		t.Fatalf("after the inner restore environment = %v, want %v", got, want)
+	}
+	restore()
+	if !maps.Equal(got, shell) {
+		t.Fatalf("after restore environment = %v, want the shell's %v", got, shell)
 	}
 	// A later setting of the same name wins, whatever the order the caller listed them in.
-	if err := p.pin(append(vars, EnvVar{Name: "K3D_IMAGE_TOOLS", Value: "tools@sha256:2"})); err != nil || got["K3D_IMAGE_TOOLS"] != "tools@sha256:2" {
+	restore, err = p.pin(append(vars, EnvVar{Name: "K3D_IMAGE_TOOLS", Value: "tools@sha256:2"}))
+	if err != nil || got["K3D_IMAGE_TOOLS"] != "tools@sha256:2" {
 		t.Fatalf("override = %v, environment %v", err, got)
 	}
+	restore()
 }

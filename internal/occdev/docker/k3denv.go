@@ -46,29 +46,52 @@ func K3dEnvironment(ep Endpoint, extra ...EnvVar) []EnvVar {
 	return append(vars, extra...)
 }
 
-// PinK3dEnvironment applies vars (from K3dEnvironment) to this process.
+// PinK3dEnvironment applies vars (from K3dEnvironment) to this process and returns the function
+// that puts back what each variable was before (set to its old value, or removed), whatever the
+// pin changed.
 //
 // It is the only place occ changes its own environment, and it exists because k3d offers no other
-// way in: its Docker runtime builds a client from the environment on every call. The caller must
-// hold k3d calls to one at a time and pin before each (the k3d provider does both), so every
-// call sees the engine it was meant for. The values are left in place afterwards rather than
-// restored, because k3d may still be finishing background work of the last call (a goroutine
-// that logs or cleans up) and must not then see another engine.
-func PinK3dEnvironment(vars []EnvVar) error { return processEnv.pin(vars) }
+// way in: its Docker runtime builds a docker CLI client from the environment on every call and
+// takes no client of ours. The caller holds k3d calls to one at a time, pins before each and
+// restores after it (the k3d provider does all three), so every call sees the engine it was meant
+// for and nothing else in the process (a Compose plugin's environment, a later engine lookup)
+// sees k3d's settings. A restore error is not returned: a variable that could be set a moment ago
+// can be set again, and the pin of the next call sets all of them anyway.
+func PinK3dEnvironment(vars []EnvVar) (restore func(), err error) { return processEnv.pin(vars) }
 
 // processEnv applies environment settings; it is a value so tests can watch what it sets.
-var processEnv = &envPin{set: os.Setenv, unset: os.Unsetenv}
+var processEnv = &envPin{set: os.Setenv, unset: os.Unsetenv, lookup: os.LookupEnv}
 
 type envPin struct {
-	mu    sync.Mutex
-	set   func(name, value string) error
-	unset func(name string) error
+	mu     sync.Mutex
+	set    func(name, value string) error
+	unset  func(name string) error
+	lookup func(name string) (string, bool)
 }
 
-func (p *envPin) pin(vars []EnvVar) error {
+func (p *envPin) pin(vars []EnvVar) (func(), error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, v := range normalise(vars) {
+	vars = normalise(vars)
+	before := make([]EnvVar, 0, len(vars))
+	for _, v := range vars {
+		old, ok := p.lookup(v.Name)
+		before = append(before, EnvVar{Name: v.Name, Value: old, Unset: !ok})
+	}
+	restore := func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		_ = p.apply(before)
+	}
+	if err := p.apply(vars); err != nil {
+		_ = p.apply(before)
+		return func() {}, fmt.Errorf("point k3d at the container engine: %w", err)
+	}
+	return restore, nil
+}
+
+func (p *envPin) apply(vars []EnvVar) error {
+	for _, v := range vars {
 		var err error
 		if v.Unset {
 			err = p.unset(v.Name)
@@ -76,7 +99,7 @@ func (p *envPin) pin(vars []EnvVar) error {
 			err = p.set(v.Name, v.Value)
 		}
 		if err != nil {
-			return fmt.Errorf("point k3d at the Docker engine: set %s: %w", v, err)
+			return fmt.Errorf("set %s: %w", v, err)
 		}
 	}
 	return nil

@@ -76,6 +76,9 @@ type Local struct {
 	// Built reports an image occ built in the engine (Built): its Pin.Digest is its config
 	// digest, not a registry manifest digest.
 	Built bool
+	// Podman reports an image of a Podman engine, which files every manifest digest it holds for
+	// an image under every repository name of that image (see CheckRepoDigest).
+	Podman bool
 }
 
 // PresentOptions are the inputs of Present.

@@ -14,13 +14,19 @@ type RepoDigestError struct {
 }
 
 func (e *RepoDigestError) Error() string {
-	return fmt.Sprintf("image %s in the Docker engine (image ID %s) has RepoDigests %s, which do not include the pinned %s: it was not pulled by that digest (re-tagged or built locally); remove it (docker rmi %s) and let occ pull %s",
+	return fmt.Sprintf("image %s in the engine (image ID %s) has RepoDigests %s, which do not include the pinned %s: it was not pulled by that digest (re-tagged or built locally); remove it (docker rmi %s) and let occ pull %s",
 		e.Pin, e.ID, listOrNone(e.RepoDigests), e.Pin.Digest, e.ID, e.Pin.DigestReference())
 }
 
 // CheckRepoDigest requires the engine's record of where the image came from (RepoDigests, set
 // only by a pull or push) to include the pinned digest under the pinned name. Docker writes
 // RepoDigests in its short form (rancher/k3s@…, busybox@…), so both sides are normalised first.
+//
+// Podman lists RepoDigests as every repository name of the image crossed with every manifest
+// digest it holds for it, so a pin pulled once under one name shows its digest under the image's
+// other names too, and an image already holding the pinned digest is used without a pull. An
+// engine holds a manifest digest only for a manifest it pulled or pushed, and the digest names the
+// content, so on Podman the pinned digest under any of the image's names is the proof.
 //
 // A built image has no RepoDigests; for it the rule is that its stand-in pin is its own config
 // digest, so the import still carries exactly the content that was built.
@@ -36,7 +42,7 @@ func CheckRepoDigest(l Local) error {
 		if err != nil {
 			continue
 		}
-		if got.Name() == l.Pin.Name() && got.Digest == l.Pin.Digest {
+		if got.Digest == l.Pin.Digest && (l.Podman || got.Name() == l.Pin.Name()) {
 			return nil
 		}
 	}

@@ -104,11 +104,28 @@ type Cluster struct {
 	Network string `json:"network,omitempty"`
 }
 
-// Engine is a Docker engine endpoint, recorded so `down` talks to the engine `up` used and
+// Engine is a container engine endpoint, recorded so `down` talks to the engine `up` used and
 // never to whatever DOCKER_HOST says later.
 type Engine struct {
+	// Kind is the engine's kind as it identified itself: docker or podman. A state written
+	// before the kind was recorded has none, and its engine is Docker.
+	Kind string `json:"kind,omitempty"`
 	// Endpoint is a unix socket URL: unix:///absolute/path.
 	Endpoint string `json:"endpoint"`
+}
+
+// Engine kinds a state records.
+const (
+	EngineDocker = "docker"
+	EnginePodman = "podman"
+)
+
+// KindOrDocker is the recorded kind, Docker when the state predates the kind's record.
+func (e Engine) KindOrDocker() string {
+	if e.Kind == "" {
+		return EngineDocker
+	}
+	return e.Kind
 }
 
 // Recorder is where a layer records what it creates: before creating it, and again once it
@@ -182,6 +199,9 @@ func (s *State) Validate() error {
 		bad("cluster.network %q must be a Docker network name", n)
 	}
 	if s.Engine != nil {
+		if k := s.Engine.Kind; k != "" && k != EngineDocker && k != EnginePodman {
+			bad("engine.kind %q must be %s or %s", k, EngineDocker, EnginePodman)
+		}
 		if err := checkEngineEndpoint(s.Engine.Endpoint); err != nil {
 			bad("engine.endpoint: %v", err)
 		}

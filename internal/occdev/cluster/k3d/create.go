@@ -13,6 +13,7 @@ import (
 	k3dclient "github.com/k3d-io/k3d/v5/pkg/client"
 	k3dconfig "github.com/k3d-io/k3d/v5/pkg/config"
 	k3dconf "github.com/k3d-io/k3d/v5/pkg/config/v1alpha5"
+	k3dlog "github.com/k3d-io/k3d/v5/pkg/logger"
 	k3druntimes "github.com/k3d-io/k3d/v5/pkg/runtimes"
 
 	"github.com/openclaw/occ/internal/occdev/docker"
@@ -77,7 +78,16 @@ func (p *Provider) Create(ctx context.Context, req Request) (*Cluster, error) {
 			return nil, fmt.Errorf("create k3d cluster %s: remove what an earlier attempt left: %w", req.Name, err)
 		}
 	}
-	if err := p.run(ctx, req.simpleConfig(admission, resolv), fixDNSEnv(req.DNSResolver)); err != nil {
+	sc, fixDNS := req.simpleConfig(admission, resolv), fixDNSEnv(req.DNSResolver)
+	err = createOnce(ctx, p.engine.Podman,
+		func() error { return p.run(ctx, sc, fixDNS) },
+		func() error {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+			defer cancel()
+			return p.Delete(rctx, id)
+		},
+		func(msg string) { k3dlog.Log().Warn(msg) })
+	if err != nil {
 		return nil, p.rollback(ctx, id, err)
 	}
 	c, err := p.finish(ctx, req)
@@ -159,9 +169,11 @@ func FreeLoopbackPort() (int, error) {
 // setting counts even after an earlier creation in the same process.
 func (p *Provider) run(ctx context.Context, sc k3dconf.SimpleConfig, fixDNS docker.EnvVar) error {
 	return p.withK3d(func() error {
-		if err := docker.PinK3dEnvironment([]docker.EnvVar{fixDNS}); err != nil {
+		restore, err := docker.PinK3dEnvironment([]docker.EnvVar{fixDNS})
+		if err != nil {
 			return err
 		}
+		defer restore()
 		forgetK3dFixes()
 		rt := k3druntimes.Docker
 		if err := k3dconfig.ProcessSimpleConfig(&sc); err != nil {

@@ -97,13 +97,15 @@ func New(opts Options) (*Provider, error) {
 }
 
 // withK3d runs fn, which calls the k3d library, alone in the process and with k3d's
-// environment pointing at this provider's engine.
+// environment pointing at this provider's engine; the environment is put back when fn returns.
 func (p *Provider) withK3d(fn func() error) error {
 	k3dMu.Lock()
 	defer k3dMu.Unlock()
-	if err := docker.PinK3dEnvironment(p.env); err != nil {
+	restore, err := docker.PinK3dEnvironment(p.env)
+	if err != nil {
 		return err
 	}
+	defer restore()
 	return fn()
 }
 
