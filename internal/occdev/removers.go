@@ -71,7 +71,7 @@ func (r *recorded) removers() state.Removers {
 
 // quiescedFirst are the record types removed before anything else, the cluster included: the
 // Compose control plane's API and worker, which would otherwise go on reconciling against a
-// cluster being deleted (reference §3.6: stop the reconcilers first).
+// cluster being deleted. OCE's own `down` stops the reconcilers first for the same reason.
 func quiescedFirst(t state.Type) bool { return t == state.TypeComposeServices }
 
 // insideCluster are the record types that live inside the cluster's API and go with a cluster

@@ -109,10 +109,10 @@ type composeRun struct {
 	namespace controlplane.BootstrapNamespace
 }
 
-// composeProfile is the Compose control plane (reference §3.3): OCE's postgres, migrate,
-// bootstrap, controller and worker-kubernetes run as a Compose project beside the k3d cluster,
-// which joins the project's development network and publishes the Gateway as NodePort 30051.
-// Its steps, in the reference's order:
+// composeProfile is the Compose control plane: OCE's postgres, migrate, bootstrap, controller
+// and worker-kubernetes run as a Compose project beside the k3d cluster, which joins the
+// project's development network and publishes the Gateway as NodePort 30051. Its steps, in the
+// order OCE's own launcher takes them:
 //
 //   - preflight: the plugin found, no resource of the project exists, selected images present;
 //   - before the cluster (cluster lane): the snapshot written and the project recorded, the

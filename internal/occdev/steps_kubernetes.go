@@ -83,7 +83,7 @@ type kubernetesRun struct {
 	keyWritten string
 }
 
-// kubernetesProfile is the Kubernetes-only control plane (reference §3.2): OCE's PostgreSQL,
+// kubernetesProfile is the Kubernetes-only control plane: OCE's PostgreSQL,
 // API and worker installed into the k3d cluster from the checkout's production chart, reached
 // only through the development API proxy, whose NodePort 30080 k3d publishes on 127.0.0.1. The
 // controller and Agent runtime are built from the checkout (or selected by digest), PostgreSQL
@@ -546,7 +546,8 @@ func kubernetesRollback(r *run) error {
 	return nil
 }
 
-// kubernetesSummary is the control plane's part of the summary (reference §3.2 step 23).
+// kubernetesSummary is the control plane's part of the summary: the API URL, the verified key
+// and its Installation, the bootstrap Namespace, the Agent runtime and the base images.
 func kubernetesSummary(r *run) *OCESummary {
 	op := r.plan.OCE
 	runtime, _ := r.inCluster(r.kube.runtime)
