@@ -56,6 +56,7 @@ test: testenv testcontainerd testdocker testcompose testpodman
 lint:
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) test -count=1 ./internal/repocheck/
 
 # The benchmarks also get the k3d, helm and kubectl CLIs (scripts/testclis builds them once) for
 # the anchor benchmark's command-line sequence; make test never builds them.

@@ -9,7 +9,7 @@ import (
 // Facet is a kind of containment a Sandbox driver enforces for the Harness it confines.
 type Facet string
 
-// The facets a driver may declare (seed 004). There is no exec facet: command-level
+// The facets a driver may declare. There is no exec facet: command-level
 // authorization and per-tool sandboxes are deferred, and exec runs inside the Harness sandbox.
 const (
 	// FacetNetworking: connections only to approved destinations and peers.
@@ -23,8 +23,8 @@ const (
 // KnownFacets are the supported facets in their documented order.
 var KnownFacets = []Facet{FacetNetworking, FacetFilesystem, FacetProcess}
 
-// facetRule is seed 004's contract for the facets member, repeated in every refusal so the
-// operator sees the whole rule, followed by its troubleshooting advice.
+// facetRule is the SandboxDriver contract for the facets member, repeated in every refusal so
+// the operator sees the whole rule, followed by its troubleshooting advice.
 const facetRule = "Declare at least one distinct facet. Unknown, duplicate, or empty declarations are rejected. " +
 	"Supported facets are networking, filesystem, and process; there is no exec facet."
 

@@ -287,7 +287,7 @@ func TestConformanceCreateSandboxExhaustsRequestIDs(t *testing.T) {
 	}
 }
 
-// Seed 001: a caller holding the gateway's durable admissions gets
+// A caller holding all of the gateway's durable admissions gets
 // SANDBOX_ADMISSION_LIMIT_REACHED at once, without retries that could only add load.
 func TestConformanceAdmissionLimit(t *testing.T) {
 	tg := newTarget(t, emulator.Options{AdmissionLimit: 2})

@@ -1,5 +1,5 @@
 // Package gateway is the client of the OpenShell gateway's gRPC API on the v0.1.x wire contract
-// (service openshell.v1.OpenShell; see ../shared/openshell/WIRE-v0.1.md).
+// (service openshell.v1.OpenShell, described in api/openshell/v1).
 //
 // The package is the one place that knows the wire: request envelopes, workspace selectors,
 // request_id admission, deletion outcomes, timestamps and error details are translated here, so

@@ -15,7 +15,8 @@ import (
 // from any other domain are ignored: they were not written by the gateway.
 const ErrorDomain = "openshell.nvidia.com"
 
-// ErrorInfo reasons the client acts on (WIRE §8.1, §8.2).
+// ErrorInfo reasons the client acts on (the request_id admission outcomes, a CAS conflict, the
+// admission limit), and the wording it matches and writes around them.
 const (
 	ReasonRequestOutcomeUncertain   = "REQUEST_OUTCOME_UNCERTAIN"
 	ReasonRequestIDPayloadMismatch  = "REQUEST_ID_PAYLOAD_MISMATCH"

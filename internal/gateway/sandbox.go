@@ -113,8 +113,9 @@ func (c *Client) CreateSandboxOnce(ctx context.Context, req CreateSandboxRequest
 		return nil, err
 	}
 	urls := copyMap(resp.GetServiceUrls())
-	// A replay may come back without service_urls (WIRE §8.2, unconfirmed), so only a
-	// first-run answer is held to the exposure list; the caller then checks GetService.
+	// A replay may come back without service_urls (unconfirmed: the upstream replay carries
+	// only the sandbox), so only a first-run answer is held to the exposure list; the caller
+	// then checks GetService.
 	if !res.replayed {
 		for _, e := range req.ServiceExposures {
 			if _, ok := urls[e.Service]; !ok {

@@ -19,7 +19,8 @@ import (
 	"github.com/openclaw/occ/internal/gateway/openshellv1"
 )
 
-// replayedHeader is the response header a replayed success carries (WIRE §1).
+// replayedHeader is the response header (initial metadata) a replayed success carries, with the
+// value "true".
 const replayedHeader = "openshell-replayed"
 
 // Client calls one OpenShell gateway. It is safe for concurrent use.

@@ -271,6 +271,8 @@ type LogLine struct {
 // Logs is a GetSandboxLogs answer.
 type Logs struct {
 	Lines []LogLine
-	// BufferTotal is passed through; its exact meaning is unconfirmed (WIRE §7.9).
+	// BufferTotal is passed through; its exact meaning is unconfirmed: upstream calls it the
+	// number of lines in the server's buffer, the enterprise client the lines examined before
+	// the time filter.
 	BufferTotal uint32
 }

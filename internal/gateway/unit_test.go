@@ -242,8 +242,8 @@ func TestDecodeErrorClassification(t *testing.T) {
 	}
 }
 
-// Seed 001: the admission limit reads "OpenShell refused <method>: ... limit of 1000 durable
-// request admissions ..." and reports SANDBOX_ADMISSION_LIMIT_REACHED.
+// A caller at the gateway's admission limit reads "OpenShell refused <method>: ... limit of 1000
+// durable request admissions ..." and the deployment reports SANDBOX_ADMISSION_LIMIT_REACHED.
 func TestAdmissionLimitWording(t *testing.T) {
 	e := decodeError("CreateSandbox", statusErr(t, codes.ResourceExhausted,
 		"caller has reached the durable mutation admission limit; unresolved requests require reconciliation"), nil)

@@ -58,7 +58,8 @@ var decodeOptions = &strictyaml.Options{
 }
 
 // unknownKeyRule words an unknown key: a gateway connection setting is sent to the Backend,
-// and the blocks seed 001 names get its sentence.
+// and the closed blocks of the Sandbox configuration get the SandboxDriver's sentence on
+// unknown keys.
 func unknownKeyRule(parent string, t reflect.Type, key string, allowed []string) string {
 	if t == gatewayType {
 		rule := fmt.Sprintf("OpenShell gateway option %s belongs to the openshell Backend or is unsupported.", key)
@@ -73,7 +74,8 @@ func unknownKeyRule(parent string, t reflect.Type, key string, allowed []string)
 	return ""
 }
 
-// seedClosedBlocks are the blocks seed 001 names in its sentence on unknown keys.
+// seedClosedBlocks are the blocks in which the SandboxDriver's startup refuses an unknown key,
+// as its sentence on unknown keys names them.
 var seedClosedBlocks = map[string]bool{
 	pathK8s: true, pathK8s + ".serviceAccount": true, pathK8s + ".sandboxDataMount": true,
 	pathK8s + ".agentResources": true, pathPolicy: true, pathPolicy + ".process": true,
@@ -230,7 +232,7 @@ func (d decoder) decodeQuantities(path string, n *yaml.Node) corev1.ResourceList
 	return out
 }
 
-// quantityRule is seed 001's sentence on agentResources values.
+// quantityRule is the SandboxDriver's sentence on agentResources values.
 const quantityRule = `Each kubernetes.agentResources.requests and limits value is a quoted, non-negative Kubernetes quantity (cpu: "500m"), and a request may not exceed its limit.`
 
 // decodeResources reads a list of Kubernetes objects into unstructured form. Problems inside an

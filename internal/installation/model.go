@@ -1,7 +1,7 @@
 // Package installation is the Installation YAML that `occ dev up` writes and the OpenShell
 // SandboxDriver reads: a typed model of the blocks occ owns, a strict decoder that refuses
-// unknown keys at every nesting level, the validation rules of the OpenShell SandboxDriver
-// (seed 001) with their exact messages, and a writer that re-emits the blocks occ does not own
+// unknown keys at every nesting level, the validation rules of the OpenShell SandboxDriver with
+// their exact messages, and a writer that re-emits the blocks occ does not own
 // untouched.
 //
 // occ owns the openshell `backend` entry, the `drivers.compute` selection (its id; its
@@ -147,7 +147,7 @@ type SandboxDriver struct {
 	Configuration SandboxConfiguration `yaml:"configuration"`
 }
 
-// SandboxConfiguration is the OpenShell Sandbox Driver configuration (seed 001).
+// SandboxConfiguration is the OpenShell Sandbox Driver configuration (drivers.sandbox).
 type SandboxConfiguration struct {
 	Gateway    GatewayConfig    `yaml:"gateway"`
 	Kubernetes KubernetesConfig `yaml:"kubernetes"`

@@ -17,7 +17,8 @@ import (
 	"github.com/openclaw/occ/internal/strictyaml"
 )
 
-// Seed 001's sentences, quoted verbatim in the messages that enforce them.
+// The OpenShell SandboxDriver's rules in OCE's own sentences, quoted verbatim in the messages
+// that enforce them.
 const (
 	msgComputeRequired   = "drivers.sandbox requires the bundled Kubernetes Compute Driver."
 	msgBackendRequired   = "The bundled OpenShell drivers.sandbox requires a backend entry with type openshell."
@@ -69,7 +70,7 @@ const (
 // sandboxNamePrefixPattern keeps the prefix valid as the start of a DNS-1123 Sandbox name.
 var sandboxNamePrefixPattern = regexp.MustCompile(`^[a-z0-9]+$`)
 
-// Validate applies the OpenShell SandboxDriver rules (seed 001, reference §6.A) and returns
+// Validate applies the OpenShell SandboxDriver rules and returns
 // every problem found, in document order. It does not stop at the first problem.
 func (in *Installation) Validate() Problems {
 	v := &validator{strictyaml.NewReport(in.source, in.failed, contract.RedactURL)}

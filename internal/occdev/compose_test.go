@@ -27,8 +27,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
+	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/testbed/dockerbed"
 	"github.com/openclaw/occ/internal/testbed/ocebed"
@@ -367,7 +369,7 @@ func testComposeUpStatusDown(t *testing.T, b *composeBed) {
 	for _, obj := range st.Objects {
 		count[obj.Type]++
 	}
-	if count[state.TypeComposeProject] != 1 || count[state.TypeComposeServices] != 1 || count[state.TypeDockerNetwork] != 1 || count[state.TypeDockerVolume] != 3 || count[state.TypeK3dCluster] != 1 || count[state.TypeClusterImage] != 4 {
+	if count[compose.TypeProject] != 1 || count[compose.TypeServices] != 1 || count[compose.TypeNetwork] != 1 || count[compose.TypeVolume] != 3 || count[k3d.TypeCluster] != 1 || count[images.TypeClusterImage] != 4 {
 		t.Errorf("records by type: %v", count)
 	}
 
@@ -679,7 +681,7 @@ func testComposeFailures(t *testing.T, b *composeBed) {
 			t.Fatalf("up: %v; want the failed creation and the kept state", err)
 		}
 		st := mustState(t, r.opts.StateDir)
-		if len(st.Objects) != 1 || st.Objects[0].Type != state.TypeK3dCluster {
+		if len(st.Objects) != 1 || st.Objects[0].Type != k3d.TypeCluster {
 			t.Errorf("kept records: %v, want only the cluster's", st.Objects)
 		}
 		if res, _ := compose.FindResources(context.Background(), b.engine.API, r.settings.Project, compose.Names{}); !res.Empty() {

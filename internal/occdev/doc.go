@@ -77,12 +77,17 @@
 //
 // # Adding a recorded type and its remover
 //
-// Every record carries a state.Type. To record a new kind of thing: add the Type and its field
-// rules in state/object.go, give the layer that creates it a state.Remover (Remove only what
-// is still exactly this state's; Inspect never fails, reporting Unknown with the cause), and
-// register it in removers() (removers.go), built from the recorded state alone, for example
+// Every record carries a state.Type. To record a new kind of thing, the layer that creates it
+// defines the Type and its state.Kind (the fields its records carry, their rules, how messages
+// name them) and registers the Kind with state.Register from its init function; the state
+// package itself does not change. That layer also gives it a state.Remover (Remove only what
+// is still exactly this state's; Inspect never fails, reporting Unknown with the cause), which
+// is registered in recordKinds (removers.go) with its place in the order of removal, built
+// from the recorded state alone, for example
 //
-//	state.TypeK3dCluster: k3d.Remover(r.st.Cluster, r.docker),
+//	k3d.TypeCluster: {removal: theCluster, remover: func(r *recorded, _ *compose.Recorded) state.Remover {
+//		return k3d.Remover(r.st.Cluster, r.docker)
+//	}},
 //
 // `down`, the rollback and `status` then handle it with no other change; a record whose type
 // has no remover is kept, never skipped.

@@ -24,6 +24,9 @@ import (
 	"github.com/openclaw/occ/internal/occdev/charts/chartstest"
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
+	"github.com/openclaw/occ/internal/occdev/helmrelease"
+	"github.com/openclaw/occ/internal/occdev/images"
+	"github.com/openclaw/occ/internal/occdev/kubeobj"
 	"github.com/openclaw/occ/internal/occdev/occdevtest"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
@@ -111,12 +114,12 @@ func testUpStatusDown(t *testing.T, b *k3dBed) {
 	count := map[state.Type]int{}
 	for _, o := range st.Objects {
 		count[o.Type]++
-		if o.Type == state.TypeClusterImage && !slices.ContainsFunc(b.product, func(p productPin) bool { return p.pin.Name() == o.Name && p.pin.Digest == o.Digest && p.config == o.ID }) {
+		if o.Type == images.TypeClusterImage && !slices.ContainsFunc(b.product, func(p productPin) bool { return p.pin.Name() == o.Name && p.pin.Digest == o.Digest && p.config == o.ID }) {
 			t.Errorf("cluster image record %+v is not a product pin with its config digest", o)
 		}
 	}
 	// The node and tools images existed: only the three product pulls are recorded.
-	if count[state.TypeK3dCluster] != 1 || count[state.TypeDockerImage] != 3 || count[state.TypeClusterImage] != 3 || count[state.TypeHelmRelease] != 1 || count[state.TypeKubernetes] == 0 {
+	if count[k3d.TypeCluster] != 1 || count[images.TypeDockerImage] != 3 || count[images.TypeClusterImage] != 3 || count[helmrelease.TypeRelease] != 1 || count[kubeobj.TypeObject] == 0 {
 		t.Errorf("records by type: %v", count)
 	}
 
@@ -436,7 +439,7 @@ func testStatusOfChangedEnvironment(t *testing.T, b *k3dBed) {
 	}
 	var id k3d.Identity
 	for _, o := range rec.Objects {
-		if o.Type == state.TypeK3dCluster {
+		if o.Type == k3d.TypeCluster {
 			if id, err = k3d.IdentityOf(o, rec.Cluster.UID); err != nil {
 				t.Fatal(err)
 			}
@@ -728,7 +731,7 @@ func testCreationFails(t *testing.T, b *k3dBed) {
 	if err != nil {
 		t.Fatalf("state after a failed creation: %v", err)
 	}
-	if len(st.Objects) != 1 || st.Objects[0].Type != state.TypeK3dCluster || st.Objects[0].Name != opts.ClusterName {
+	if len(st.Objects) != 1 || st.Objects[0].Type != k3d.TypeCluster || st.Objects[0].Name != opts.ClusterName {
 		t.Errorf("kept records: %v, want only the cluster", st.Objects)
 	}
 	if _, err := occdev.Down(context.Background(), occdev.DownOptions{StateDir: opts.StateDir}); err != nil {

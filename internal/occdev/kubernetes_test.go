@@ -24,6 +24,8 @@ import (
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/controlplane/kubernetes"
 	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/helmrelease"
+	"github.com/openclaw/occ/internal/occdev/kubeobj"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/testbed"
 	"github.com/openclaw/occ/internal/testbed/oceapi"
@@ -313,7 +315,7 @@ func testKubernetesUpAndDown(t *testing.T, b *kubeBed) {
 	}
 	present := map[string]bool{}
 	for _, o := range status.Objects {
-		if o.Type == state.TypeKubernetes || o.Type == state.TypeHelmRelease {
+		if o.Type == kubeobj.TypeObject || o.Type == helmrelease.TypeRelease {
 			present[o.Name] = o.State == occdev.LivePresent
 		}
 	}

@@ -241,7 +241,7 @@ func checkReloadable(ctx context.Context, r *run, rep progress.Reporter) error {
 	reg := rr.rec.removers()
 	found := false
 	for _, o := range rr.st.Objects {
-		if o.Type != state.TypeK3dCluster {
+		if o.Type != k3d.TypeCluster {
 			continue
 		}
 		found = true
@@ -556,7 +556,7 @@ func removeSuperseded(ctx context.Context, r *run, rep progress.Reporter) error 
 	var errs []error
 	for _, o := range r.state.State().Objects {
 		digest, ours := current[o.Name]
-		if o.Type != state.TypeClusterImage || !ours || o.Digest == digest {
+		if o.Type != images.TypeClusterImage || !ours || o.Digest == digest {
 			continue
 		}
 		rm, err := reg.Remove(ctx, o)

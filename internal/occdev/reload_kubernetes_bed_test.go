@@ -15,6 +15,7 @@ import (
 
 	"github.com/openclaw/occ/internal/occdev"
 	kcp "github.com/openclaw/occ/internal/occdev/controlplane/kubernetes"
+	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/testbed/oceapi"
 )
@@ -218,7 +219,7 @@ func clusterImagesOf(st state.State, ref string) []string {
 	repo, _, _ := strings.Cut(ref, "@")
 	var imported []string
 	for _, o := range st.Objects {
-		if o.Type == state.TypeClusterImage && o.Name == repo {
+		if o.Type == images.TypeClusterImage && o.Name == repo {
 			imported = append(imported, o.Name+"@"+o.Digest)
 		}
 	}

@@ -30,7 +30,7 @@ func recordedEnvironment(t *testing.T, engine, name string, builds bool, selecte
 	}
 	defer d.Close()
 	owner := d.State().Owner()
-	if err := d.Record(state.Object{Type: state.TypeK3dCluster, Name: name, Labels: map[string]string{"k3d.cluster": name, k3d.OwnerLabel: owner}}); err != nil {
+	if err := d.Record(state.Object{Type: k3d.TypeCluster, Name: name, Labels: map[string]string{"k3d.cluster": name, k3d.OwnerLabel: owner}}); err != nil {
 		t.Fatal(err)
 	}
 	img := state.ControlPlaneImage{Role: "development", Reference: "occ-refusal-development", ID: "sha256:" + strings.Repeat("0", 64), Selected: selected}

@@ -49,37 +49,83 @@ func (r *recorded) close() {
 	}
 }
 
-// removers is the registry `down`, rollback and `status` use: one Remover per recorded type.
-// Registering a new type is one line here plus its Remover in the layer that creates it.
+// recordKind is what `down`, rollback and `status` know of one record type beyond what the
+// state store knows (its fields, rules and description, registered by the layer that makes
+// it): the Remover that layer provides, built from the recorded connections, and where the
+// type's records come in the order of removal.
+type recordKind struct {
+	remover func(r *recorded, project *compose.Recorded) state.Remover
+	removal removal
+}
+
+// removal is a record type's place in the order of removal.
+type removal int
+
+const (
+	// inReverse records are removed in strict reverse creation order (a Namespace after what
+	// is inside it).
+	inReverse removal = iota
+	// quiescedFirst records are removed before anything else, the cluster included: the
+	// Compose control plane's API and worker, which would otherwise go on reconciling against a
+	// cluster being deleted. OCE's own `down` stops the reconcilers first for the same reason.
+	quiescedFirst
+	// theCluster is a cluster occ created: removed next, and the insideCluster records go
+	// with it.
+	theCluster
+	// insideCluster records live inside the cluster's API and go with a cluster occ created.
+	// (Cluster images also leave a staging tag in the engine, so they are not of this kind and
+	// their remover still runs.)
+	insideCluster
+	// sideBySide records never depend on each other: each names its own image reference (a
+	// pull's digest reference; an import's staging tag and name in the node), so the removal of
+	// one cannot change what the removal of another finds. Consecutive records of one such
+	// type are removed concurrently.
+	sideBySide
+)
+
+// recordKinds is the registry of removers: one entry per record type, naming the remover the
+// layer that creates the type provides. A record whose type is missing here is kept, never
+// skipped.
+var recordKinds = map[state.Type]recordKind{
+	kubeobj.TypeObject: {removal: insideCluster,
+		remover: func(r *recorded, _ *compose.Recorded) state.Remover { return kubeobj.Remover(r.kube) }},
+	helmrelease.TypeRelease: {removal: insideCluster,
+		remover: func(r *recorded, _ *compose.Recorded) state.Remover { return helmrelease.Remover(r.kube) }},
+	k3d.TypeCluster: {removal: theCluster,
+		remover: func(r *recorded, _ *compose.Recorded) state.Remover { return k3d.Remover(r.st.Cluster, r.docker) }},
+	images.TypeDockerImage: {removal: sideBySide,
+		remover: func(r *recorded, _ *compose.Recorded) state.Remover { return images.DockerImageRemover(r.docker) }},
+	images.TypeClusterImage: {removal: sideBySide,
+		remover: func(r *recorded, _ *compose.Recorded) state.Remover {
+			return images.ClusterImageRemover(r.st.Cluster, r.docker)
+		}},
+	compose.TypeServices: {removal: quiescedFirst,
+		remover: func(_ *recorded, p *compose.Recorded) state.Remover { return compose.ServicesRemover(p) }},
+	compose.TypeProject: {
+		remover: func(_ *recorded, p *compose.Recorded) state.Remover { return compose.ProjectRemover(p) }},
+	compose.TypeNetwork: {
+		remover: func(r *recorded, _ *compose.Recorded) state.Remover { return compose.NetworkRemover(r.docker) }},
+	compose.TypeVolume: {
+		remover: func(r *recorded, _ *compose.Recorded) state.Remover { return compose.VolumeRemover(r.docker) }},
+}
+
+// removers is the registry `down`, rollback and `status` use: one Remover per recorded type,
+// built from recordKinds over the recorded connections.
 func (r *recorded) removers() state.Removers {
 	project := &compose.Recorded{Engine: r.docker}
 	if cp := r.st.ControlPlane; cp != nil {
 		project.Project = cp.Compose
 	}
-	return state.Removers{
-		state.TypeKubernetes:      kubeobj.Remover(r.kube),
-		state.TypeHelmRelease:     helmrelease.Remover(r.kube),
-		state.TypeK3dCluster:      k3d.Remover(r.st.Cluster, r.docker),
-		state.TypeDockerImage:     images.DockerImageRemover(r.docker),
-		state.TypeClusterImage:    images.ClusterImageRemover(r.st.Cluster, r.docker),
-		state.TypeComposeServices: compose.ServicesRemover(project),
-		state.TypeComposeProject:  compose.ProjectRemover(project),
-		state.TypeDockerNetwork:   compose.NetworkRemover(r.docker),
-		state.TypeDockerVolume:    compose.VolumeRemover(r.docker),
+	reg := make(state.Removers, len(recordKinds))
+	for t, k := range recordKinds {
+		reg[t] = k.remover(r, project)
 	}
+	return reg
 }
 
-// quiescedFirst are the record types removed before anything else, the cluster included: the
-// Compose control plane's API and worker, which would otherwise go on reconciling against a
-// cluster being deleted (reference §3.6: stop the reconcilers first).
-func quiescedFirst(t state.Type) bool { return t == state.TypeComposeServices }
-
-// insideCluster are the record types that live inside the cluster's API and go with a cluster
-// occ created. (Cluster images also leave a staging tag in the engine, so their remover still
-// runs.)
-func insideCluster(t state.Type) bool {
-	return t == state.TypeKubernetes || t == state.TypeHelmRelease
-}
+// removalOf is t's place in the order of removal; a type without a remover keeps its reverse
+// order (and is refused when its turn comes).
+func removalOf(t state.Type) removal { return recordKinds[t].removal }
 
 // cleanup removes the recorded objects in reverse creation order through the registry and
 // forgets each once it is gone, so a partial cleanup leaves a record of exactly what remains.
@@ -96,7 +142,7 @@ func insideCluster(t state.Type) bool {
 // removed, they stay recorded with it for the next `down`.
 //
 // The rest follow in reverse creation order; consecutive records of a type whose records never
-// depend on each other (removedSideBySide) are removed concurrently.
+// depend on each other (sideBySide) are removed concurrently.
 func cleanup(ctx context.Context, d *state.Dir, log io.Writer, keep func(state.Object) bool) (*DownResult, error) {
 	st := d.State()
 	res := &DownResult{StateDirectory: d.Path(), Removed: []string{}, LeftAlone: []string{}}
@@ -148,20 +194,20 @@ func cleanup(ctx context.Context, d *state.Dir, log io.Writer, keep func(state.O
 
 	handled := make([]bool, len(st.Objects))
 	for i, o := range st.Objects {
-		if quiescedFirst(o.Type) && !keep(o) {
+		if removalOf(o.Type) == quiescedFirst && !keep(o) {
 			handled[i] = true
 			remove(o)
 		}
 	}
 	for i, o := range st.Objects {
-		if o.Type != state.TypeK3dCluster || keep(o) {
+		if removalOf(o.Type) != theCluster || keep(o) {
 			continue
 		}
 		handled[i] = true
 		outcome, gone := remove(o)
 		var went []state.Object
 		for j, in := range st.Objects {
-			if !insideCluster(in.Type) {
+			if removalOf(in.Type) != insideCluster {
 				continue
 			}
 			handled[j] = true
@@ -194,7 +240,7 @@ func cleanup(ctx context.Context, d *state.Dir, log io.Writer, keep func(state.O
 	}
 	for len(rest) > 0 {
 		n := 1
-		for removedSideBySide(rest[0].Type) && n < len(rest) && rest[n].Type == rest[0].Type {
+		for removalOf(rest[0].Type) == sideBySide && n < len(rest) && rest[n].Type == rest[0].Type {
 			n++
 		}
 		run := rest[:n]
@@ -224,12 +270,4 @@ func cleanup(ctx context.Context, d *state.Dir, log io.Writer, keep func(state.O
 		}
 	}
 	return res, errors.Join(errs...)
-}
-
-// removedSideBySide are the record types whose records never depend on each other: each names
-// its own image reference (a pull's digest reference; an import's staging tag and name in the
-// node), so the removal of one cannot change what the removal of another finds. Records of
-// other types keep their strict reverse order (a Namespace after what is inside it).
-func removedSideBySide(t state.Type) bool {
-	return t == state.TypeDockerImage || t == state.TypeClusterImage
 }

@@ -67,6 +67,8 @@ type run struct {
 
 	// Written by the Compose profile's steps (nil for other profiles).
 	compose *composeRun
+	// Written by the control plane's steps every profile shares (steps_oce.go).
+	oce oceSession
 
 	// Written by the Gateway and Installation steps.
 	gateway          *platform.Gateway

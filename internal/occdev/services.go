@@ -17,6 +17,7 @@ import (
 
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
 	"github.com/openclaw/occ/internal/occdev/helmrelease"
+	"github.com/openclaw/occ/internal/occdev/kubeobj"
 	"github.com/openclaw/occ/internal/occdev/podlogs"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
@@ -58,9 +59,9 @@ func services(ctx context.Context, st state.State, rec *recorded) ([]service, er
 	var errs []error
 	for _, o := range st.Objects {
 		switch {
-		case o.Type == state.TypeKubernetes && podlogs.Kinds[o.Kind] == o.APIVersion:
+		case o.Type == kubeobj.TypeObject && podlogs.Kinds[o.Kind] == o.APIVersion:
 			add(service{Name: o.Name, Workload: &podlogs.Workload{Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}})
-		case o.Type == state.TypeHelmRelease:
+		case o.Type == helmrelease.TypeRelease:
 			ws, err := releaseWorkloads(ctx, st, rec, o)
 			if err != nil {
 				errs = append(errs, err)

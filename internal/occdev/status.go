@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 
+	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
-
+	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -183,9 +184,9 @@ func GetStatus(ctx context.Context, opts StatusOptions) (*Status, error) {
 			State: in.State, Detail: in.Detail,
 		})
 		switch o.Type {
-		case state.TypeK3dCluster:
+		case k3d.TypeCluster:
 			out.ClusterState, out.ClusterDetail = clusterState(in), in.Detail
-		case state.TypeClusterImage:
+		case images.TypeClusterImage:
 			out.Images = append(out.Images, ImageStatus{Reference: o.Name + "@" + o.Digest, State: imageState(in), Detail: in.Detail})
 		}
 	}

@@ -45,7 +45,7 @@ func describeCluster(p *Plan) Description {
 // k3dRecord is the record the k3d provider makes of the plan's cluster (its name is what
 // identifies the record).
 func k3dRecord(p *Plan) state.Object {
-	return state.Object{Type: state.TypeK3dCluster, Name: p.ClusterName}
+	return state.Object{Type: k3d.TypeCluster, Name: p.ClusterName}
 }
 
 // connectCluster lets the provider make the cluster available (the k3d provider creates it,

@@ -99,20 +99,12 @@ type composeRun struct {
 	// runtimeRef its in-cluster digest reference once imported and verified.
 	runtime    images.Local
 	runtimeRef string
-	// key is the verified key, once written; keyWritten says a user's --key-output file exists
-	// (a rollback removes it; the state directory's own goes with the directory).
-	key        *controlplane.ServiceKey
-	keyPath    string
-	keyWritten bool
-	installID  string
-	// namespace is the bootstrap Namespace, once ready.
-	namespace controlplane.BootstrapNamespace
 }
 
-// composeProfile is the Compose control plane (reference §3.3): OCE's postgres, migrate,
-// bootstrap, controller and worker-kubernetes run as a Compose project beside the k3d cluster,
-// which joins the project's development network and publishes the Gateway as NodePort 30051.
-// Its steps, in the reference's order:
+// composeProfile is the Compose control plane: OCE's postgres, migrate, bootstrap, controller
+// and worker-kubernetes run as a Compose project beside the k3d cluster, which joins the
+// project's development network and publishes the Gateway as NodePort 30051. Its steps, in the
+// order OCE's own launcher takes them:
 //
 //   - preflight: the plugin found, no resource of the project exists, selected images present;
 //   - before the cluster (cluster lane): the snapshot written and the project recorded, the
@@ -155,8 +147,8 @@ func composeProfile(p *Plan, o UpOptions) (profile, error) {
 	}
 	after = append(after,
 		Step{Name: "Wait for the API and the worker to be ready", Describe: describeReadiness, Run: waitForAPI},
-		Step{Name: "Copy and verify the bootstrap service key", Describe: describeKey, Run: copyKey},
-		Step{Name: "Wait for the bootstrap Namespace to be ready", Describe: describeNamespaceWait, Run: waitForNamespace},
+		copyKeyStep(describeKey, copyComposeKey),
+		namespaceWaitStep(oceAPI{url: op.model.APIURL}),
 	)
 	return profile{
 		preflight:     composePreflight,
@@ -165,7 +157,7 @@ func composeProfile(p *Plan, o UpOptions) (profile, error) {
 		imports:       composeImports,
 		installation:  composeInstallation,
 		controlPlane:  after,
-		rollback:      composeRollback,
+		rollback:      removeWrittenKey,
 		summary:       composeSummary,
 	}, nil
 }
@@ -341,50 +333,31 @@ func describeBuilds(p *Plan) Description {
 // the selected ones), and records them in the state.
 func buildImages(ctx context.Context, r *run, rep progress.Reporter) error {
 	op := r.plan.OCE
-	var recs []state.ControlPlaneImage
 	if sel := op.SelectedImages; sel != nil {
-		recs = append(recs,
+		return r.recordImages(
 			state.ControlPlaneImage{Role: "controller", Reference: sel.Controller, Selected: true},
 			state.ControlPlaneImage{Role: "runtime", Reference: sel.Runtime, ID: r.compose.runtime.ID, Selected: true})
-	} else {
-		progressLine := func(line string) { rep.Note(line) }
-		// Every base comes in by the digest the pull step recorded, whatever the arguments said.
-		builds := append([]compose.Build(nil), op.Builds...)
-		for i := range builds {
-			if pb := op.plannedBuild(builds[i].Tag); pb != nil {
-				builds[i].Args = pb.WithResolved(r.bases)
-			}
-		}
-		built, err := compose.BuildImages(ctx, builds, compose.BuildImagesOptions{Engine: r.engine.API, Progress: progressLine})
-		if err != nil {
-			return err
-		}
-		var record []recordedBuild
-		for i, img := range built {
-			role := op.Builds[i].Target
-			if role == "" {
-				role = op.Builds[i].Services[0]
-			}
-			recs = append(recs, state.ControlPlaneImage{Role: role, Reference: img.Reference, ID: img.ID})
-			b := builds[i]
-			record = append(record, recordedBuild{Role: role, Services: b.Services, ContextDir: b.Context, Dockerfile: b.Dockerfile, Target: b.Target, Args: b.Args, Tag: b.Tag, Network: b.Network})
-		}
-		runtime := recordedBuild{Role: roleRuntime, Imported: true, ContextDir: op.Checkout, Dockerfile: controlplane.RuntimeDockerfile, Tag: controlplane.DefaultRuntimeTag,
-			Args: op.plannedBuild(roleRuntime).WithResolved(r.bases), Network: runtimeBuildNetwork(r.opts.OCE.BuildNetwork, op.Builds)}
-		rt, err := controlplane.BuildImage(ctx, r.engine.API, runtime.request(progressLine))
-		if err != nil {
-			return fmt.Errorf("build the Agent runtime image: %w", err)
-		}
-		if r.compose.runtime, err = images.Built(ctx, r.engine.API, rt.Reference, rt.ID); err != nil {
-			return err
-		}
-		recs = append(recs, state.ControlPlaneImage{Role: roleRuntime, Reference: rt.Reference, ID: rt.ID})
-		// `occ dev reload` repeats exactly these builds.
-		if err := writeBuilds(r.state, append(record, runtime)); err != nil {
-			return err
-		}
 	}
-	return r.state.Update(func(s *state.State) { s.ControlPlane.Images = recs })
+	// Every base comes in by the digest the pull step recorded, whatever the arguments said.
+	var builds []recordedBuild
+	for _, b := range op.Builds {
+		if pb := op.plannedBuild(b.Tag); pb != nil {
+			b.Args = pb.WithResolved(r.bases)
+		}
+		role := b.Target
+		if role == "" {
+			role = b.Services[0]
+		}
+		builds = append(builds, recordedBuild{Role: role, Services: b.Services, ContextDir: b.Context, Dockerfile: b.Dockerfile, Target: b.Target, Args: b.Args, Tag: b.Tag, Network: b.Network})
+	}
+	builds = append(builds, recordedBuild{Role: roleRuntime, Imported: true, ContextDir: op.Checkout, Dockerfile: controlplane.RuntimeDockerfile, Tag: controlplane.DefaultRuntimeTag,
+		Args: op.plannedBuild(roleRuntime).WithResolved(r.bases), Network: runtimeBuildNetwork(r.opts.OCE.BuildNetwork, op.Builds)})
+	built, err := buildControlPlaneImages(ctx, r, builds, func(line string) { rep.Note(line) })
+	if err != nil {
+		return err
+	}
+	r.compose.runtime = built[roleRuntime]
+	return nil
 }
 
 // runtimeBuildNetwork is the network of the Agent runtime build's RUN steps: the setting, else
@@ -513,57 +486,13 @@ func describeKey(p *Plan) Description {
 	return creates("file " + p.OCE.KeyFile + " (O_EXCL, 0600): the bootstrap service key, read from the bootstrap volume through the Docker archive API and written only after GET /installation with it names the key's Installation")
 }
 
-// copyKey copies the bootstrap key out of the bootstrap container, verifies it against the live
-// Installation and writes it; the state records where, never the key.
-func copyKey(ctx context.Context, r *run, _ progress.Reporter) error {
+// copyComposeKey copies the bootstrap key out of the bootstrap container through the Docker
+// archive API, verifies it against the live Installation and writes it.
+func copyComposeKey(ctx context.Context, r *run) (controlplane.InstalledKey, error) {
 	op := r.plan.OCE
-	installed, err := controlplane.InstallServiceKey(ctx, controlplane.InstallKeyOptions{
+	return controlplane.InstallServiceKey(ctx, controlplane.InstallKeyOptions{
 		StateDir: r.state.Path(), Destination: op.keyDest, APIURL: op.model.APIURL, Read: r.compose.stack.BootstrapKeySource(),
 	})
-	if err != nil {
-		return err
-	}
-	r.compose.keyPath, r.compose.keyWritten, r.compose.installID = installed.Path, true, installed.InstallationID
-	data, err := os.ReadFile(installed.Path)
-	if err != nil {
-		return fmt.Errorf("read back the key file %s: %w", installed.Path, err)
-	}
-	if r.compose.key, err = controlplane.ParseServiceKey(data); err != nil {
-		return err
-	}
-	return r.state.Update(func(s *state.State) {
-		s.ControlPlane.KeyPath, s.ControlPlane.KeyOwned, s.ControlPlane.InstallationID = installed.Path, installed.Owned, installed.InstallationID
-	})
-}
-
-func describeNamespaceWait(p *Plan) Description {
-	return note(fmt.Sprintf("nothing created; waits for exactly one Kubernetes namespace labelled %s (annotated with the same ID), then polls GET /namespaces/<id> until it is ready, up to %s", controlplane.NamespaceLabel, p.StartupTimeout))
-}
-
-func waitForNamespace(ctx context.Context, r *run, rep progress.Reporter) error {
-	wctx, cancel := context.WithTimeout(ctx, r.plan.StartupTimeout)
-	defer cancel()
-	ns, err := controlplane.WaitBootstrapNamespace(wctx, controlplane.NamespaceWaitOptions{
-		Kubernetes: r.conn.Kube, APIURL: r.plan.OCE.model.APIURL, Key: r.compose.key,
-	})
-	if err != nil {
-		return err
-	}
-	rep.Note(fmt.Sprintf("Namespace %s is ready as Kubernetes namespace %s", ns.ID, ns.KubernetesName))
-	r.compose.namespace = ns
-	return nil
-}
-
-// composeRollback removes a user's --key-output file a failed `up` wrote (the state
-// directory's own key goes with the directory); `down` never removes it.
-func composeRollback(r *run) error {
-	if r.compose == nil || !r.compose.keyWritten || r.plan.OCE.keyDest.Owned {
-		return nil
-	}
-	if err := os.Remove(r.compose.keyPath); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove copied service key: %w", err)
-	}
-	return nil
 }
 
 // composeSummary is the control plane's part of the summary.
@@ -573,9 +502,9 @@ func composeSummary(r *run) *OCESummary {
 		ControlPlane:   "Compose (project " + op.model.Name() + ", from " + op.Checkout + " at " + shortCommit(op.Commit) + ")",
 		Drivers:        "compute kubernetes, sandbox openshell",
 		APIURL:         op.model.APIURL,
-		InstallationID: r.compose.installID,
-		KeyFile:        r.compose.keyPath,
-		Namespace:      r.compose.namespace.ID,
+		InstallationID: r.oce.installationID,
+		KeyFile:        r.oce.keyPath,
+		Namespace:      r.oce.namespace.ID,
 		RuntimeImage:   r.compose.runtimeRef,
 		BaseImages:     baseSummary(r),
 		Services:       op.model.Services(),

@@ -2,7 +2,6 @@ package occdev
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -75,15 +74,12 @@ type KubernetesPlan struct {
 type kubernetesRun struct {
 	controller, runtime, postgres images.Local
 	cp                            *kubernetes.ControlPlane
-	key                           kubernetes.KeyResult
-	serviceKey                    *controlplane.ServiceKey
-	namespace                     controlplane.BootstrapNamespace
-	// keyWritten is a key this run wrote at --key-output (outside the state directory), which
-	// a failed run removes again.
-	keyWritten string
+	// key is what the bootstrap key copy read besides the key (the administrator's e-mail and
+	// password file).
+	key kubernetes.KeyResult
 }
 
-// kubernetesProfile is the Kubernetes-only control plane (reference §3.2): OCE's PostgreSQL,
+// kubernetesProfile is the Kubernetes-only control plane: OCE's PostgreSQL,
 // API and worker installed into the k3d cluster from the checkout's production chart, reached
 // only through the development API proxy, whose NodePort 30080 k3d publishes on 127.0.0.1. The
 // controller and Agent runtime are built from the checkout (or selected by digest), PostgreSQL
@@ -151,7 +147,7 @@ func kubernetesProfile(p *Plan, o UpOptions) (profile, error) {
 		imports:       func(r *run) []images.Local { return []images.Local{r.kube.controller, r.kube.runtime, r.kube.postgres} },
 		importNames:   kubernetesImportNames,
 		installation:  kubernetesInstallation,
-		rollback:      kubernetesRollback,
+		rollback:      removeWrittenKey,
 		summary:       kubernetesSummary,
 	}
 	if op.SelectedImages == nil {
@@ -184,8 +180,8 @@ func kubernetesProfile(p *Plan, o UpOptions) (profile, error) {
 	}
 	prof.controlPlane = append(prof.controlPlane,
 		Step{Name: "Wait for the OCE API through the development proxy", Describe: describeKubeAPIWait, Run: waitForKubeAPI},
-		Step{Name: "Copy and verify the bootstrap service key", Describe: describeKubeKey, Run: copyKubeKey},
-		Step{Name: "Wait for the bootstrap Namespace to be ready", Describe: describeKubeNamespaceWait, Run: waitForKubeNamespace},
+		copyKeyStep(describeKubeKey, copyKubeKey),
+		namespaceWaitStep(oceAPI{url: kp.APIURL, client: (*run).apiClient}),
 	)
 	return prof, nil
 }
@@ -287,11 +283,6 @@ func useSelectedImages(_ context.Context, r *run, _ progress.Reporter) error {
 		state.ControlPlaneImage{Role: "runtime", Reference: sel.Runtime, ID: r.kube.runtime.ID, Selected: true})
 }
 
-// recordImages adds the control plane's images to its record.
-func (r *run) recordImages(imgs ...state.ControlPlaneImage) error {
-	return r.state.Update(func(s *state.State) { s.ControlPlane.Images = append(s.ControlPlane.Images, imgs...) })
-}
-
 func describeKubeBuild(p *Plan) Description {
 	op := p.OCE
 	return creates(
@@ -332,27 +323,19 @@ func buildKubeImages(networkMode string) func(context.Context, *run, progress.Re
 			Checkout: op.Checkout, Commit: op.Commit, NetworkMode: networkMode,
 			ControllerArgs: op.plannedBuild(roleController).WithResolved(r.bases),
 			RuntimeArgs:    op.plannedBuild(roleRuntime).WithResolved(r.bases),
-			Progress:       func(line string) { fmt.Fprintln(out, line) },
 		}
-		built, err := controlplane.PrepareControlPlaneImages(ctx, r.engine.API, opts)
+		if err := opts.CheckBuilds(); err != nil {
+			return err
+		}
+		creq, rreq := controlplane.BuildRequests(opts)
+		built, err := buildControlPlaneImages(ctx, r, []recordedBuild{recordBuild(roleController, creq), recordBuild(roleRuntime, rreq)},
+			func(line string) { fmt.Fprintln(out, line) })
 		if err != nil {
 			return err
 		}
-		if r.kube.controller, err = images.Built(ctx, r.engine.API, built.Controller.Reference, built.Controller.ID); err != nil {
-			return err
-		}
-		if r.kube.runtime, err = images.Built(ctx, r.engine.API, built.Runtime.Reference, built.Runtime.ID); err != nil {
-			return err
-		}
-		rep.Note(fmt.Sprintf("controller %s, Agent runtime %s", built.Controller.ID, built.Runtime.ID))
-		// `occ dev reload` repeats exactly these builds (PrepareControlPlaneImages' requests).
-		creq, rreq := controlplane.BuildRequests(opts)
-		if err := writeBuilds(r.state, []recordedBuild{recordBuild(roleController, creq), recordBuild(roleRuntime, rreq)}); err != nil {
-			return err
-		}
-		return r.recordImages(
-			state.ControlPlaneImage{Role: roleController, Reference: built.Controller.Reference, ID: built.Controller.ID},
-			state.ControlPlaneImage{Role: roleRuntime, Reference: built.Runtime.Reference, ID: built.Runtime.ID})
+		r.kube.controller, r.kube.runtime = built[roleController], built[roleRuntime]
+		rep.Note(fmt.Sprintf("controller %s, Agent runtime %s", r.kube.controller.ID, r.kube.runtime.ID))
+		return nil
 	}
 }
 
@@ -481,13 +464,12 @@ func describeKubeKey(p *Plan) Description {
 }
 
 // copyKubeKey reads the bootstrap output through the reader Pod, verifies the service key
-// against the live Installation through the proxy, and writes the key and the password; the
-// state records where, never the key.
-func copyKubeKey(ctx context.Context, r *run, _ progress.Reporter) error {
+// against the live Installation through the proxy, and writes the key and the password.
+func copyKubeKey(ctx context.Context, r *run) (controlplane.InstalledKey, error) {
 	op := r.plan.OCE
 	controller, err := r.inCluster(r.kube.controller)
 	if err != nil {
-		return err
+		return controlplane.InstalledKey{}, err
 	}
 	exec := r.opts.Kubernetes.Exec
 	if exec == nil {
@@ -497,56 +479,14 @@ func copyKubeKey(ctx context.Context, r *run, _ progress.Reporter) error {
 		controlplane.KeyInstaller{StateDir: r.state.Path(), Destination: op.keyDest, APIURL: op.Kubernetes.APIURL, Client: r.apiClient()},
 		kubernetes.KeyCopy{Namespace: r.plan.Namespace, ControllerImage: controller, PasswordFile: r.state.File(passwordFileName), Timeout: r.plan.StartupTimeout})
 	if err != nil {
-		return err
-	}
-	if !op.keyDest.Owned {
-		r.kube.keyWritten = op.keyDest.Path
-	}
-	data, err := os.ReadFile(op.keyDest.Path)
-	if err != nil {
-		return fmt.Errorf("read back the written service key %s: %w", op.keyDest.Path, err)
-	}
-	if r.kube.serviceKey, err = controlplane.ParseServiceKey(data); err != nil {
-		return err
+		return controlplane.InstalledKey{}, err
 	}
 	r.kube.key = res
-	return r.state.Update(func(s *state.State) {
-		s.ControlPlane.KeyPath, s.ControlPlane.KeyOwned, s.ControlPlane.InstallationID = op.keyDest.Path, op.keyDest.Owned, res.InstallationID
-	})
+	return controlplane.InstalledKey{Path: op.keyDest.Path, Owned: op.keyDest.Owned, InstallationID: res.InstallationID}, nil
 }
 
-func describeKubeNamespaceWait(p *Plan) Description {
-	return note(fmt.Sprintf("nothing created; waits for exactly one Kubernetes namespace labelled %s (annotated with the same ID), then polls GET /namespaces/<id> until it is ready, up to %s", controlplane.NamespaceLabel, p.StartupTimeout))
-}
-
-func waitForKubeNamespace(ctx context.Context, r *run, rep progress.Reporter) error {
-	ctx, cancel := context.WithTimeout(ctx, r.plan.StartupTimeout)
-	defer cancel()
-	ns, err := controlplane.WaitBootstrapNamespace(ctx, controlplane.NamespaceWaitOptions{
-		Kubernetes: r.conn.Kube, APIURL: r.plan.OCE.Kubernetes.APIURL, Key: r.kube.serviceKey, Client: r.apiClient(),
-	})
-	if err != nil {
-		return err
-	}
-	rep.Note(fmt.Sprintf("Namespace %s is ready as Kubernetes namespace %s", ns.ID, ns.KubernetesName))
-	r.kube.namespace = ns
-	return nil
-}
-
-// kubernetesRollback removes a key this failed run wrote at --key-output: no record holds it
-// and `down` never deletes the user's file, so only the run that wrote it may.
-func kubernetesRollback(r *run) error {
-	if r.kube.keyWritten == "" {
-		return nil
-	}
-	if err := os.Remove(r.kube.keyWritten); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove copied service key: %w", err)
-	}
-	r.kube.keyWritten = ""
-	return nil
-}
-
-// kubernetesSummary is the control plane's part of the summary (reference §3.2 step 23).
+// kubernetesSummary is the control plane's part of the summary: the API URL, the verified key
+// and its Installation, the bootstrap Namespace, the Agent runtime and the base images.
 func kubernetesSummary(r *run) *OCESummary {
 	op := r.plan.OCE
 	runtime, _ := r.inCluster(r.kube.runtime)
@@ -556,7 +496,7 @@ func kubernetesSummary(r *run) *OCESummary {
 		APIURL:         op.Kubernetes.APIURL,
 		InstallationID: r.kube.key.InstallationID,
 		KeyFile:        op.KeyFile,
-		Namespace:      r.kube.namespace.ID,
+		Namespace:      r.oce.namespace.ID,
 		RuntimeImage:   runtime,
 		AdminEmail:     r.kube.key.AdminEmail,
 		PasswordFile:   r.kube.key.PasswordFile,

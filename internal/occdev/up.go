@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -237,7 +238,7 @@ func rollback(r *run, cause error, occ string) error {
 	dir := r.state.Path()
 	keep := func(state.Object) bool { return false }
 	if r.clusterFailed.Load() {
-		keep = func(o state.Object) bool { return o.Type == state.TypeK3dCluster }
+		keep = func(o state.Object) bool { return o.Type == k3d.TypeCluster }
 	}
 	_, cerr := cleanup(ctx, r.state, r.log, keep)
 	if r.plan.profile.rollback != nil {

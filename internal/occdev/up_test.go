@@ -25,6 +25,7 @@ import (
 
 	"github.com/openclaw/occ/internal/installation"
 	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/helmrelease"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/progress"
 	"github.com/openclaw/occ/internal/testbed"
@@ -76,7 +77,7 @@ func resourceFor(t *testing.T, dyn dynamic.Interface, o state.Object) dynamic.Re
 // its deletion has started (the bed has no namespace controller to finish it).
 func assertGone(t *testing.T, dyn dynamic.Interface, o state.Object) {
 	t.Helper()
-	if o.Type == state.TypeHelmRelease {
+	if o.Type == helmrelease.TypeRelease {
 		return
 	}
 	u, err := resourceFor(t, dyn, o).Get(context.Background(), o.Name, metav1.GetOptions{})
@@ -175,7 +176,7 @@ func TestUpThenDownRemovesExactlyWhatUpCreated(t *testing.T) {
 	}
 	kinds := map[string]int{}
 	for _, o := range st.Objects {
-		if o.Type == state.TypeHelmRelease {
+		if o.Type == helmrelease.TypeRelease {
 			kinds["HelmRelease"]++
 			continue
 		}
@@ -424,7 +425,7 @@ func TestStatusAndDownAfterObjectsChangedBehindOCC(t *testing.T) {
 	states := map[string]state.Liveness{}
 	for _, o := range status.Objects {
 		states[o.Kind+"/"+o.Name] = o.State
-		if o.Type == state.TypeHelmRelease {
+		if o.Type == helmrelease.TypeRelease {
 			states["HelmRelease/"+o.Name] = o.State
 		}
 	}

@@ -27,8 +27,9 @@ func toJSON(t *testing.T, v any) string {
 	return string(b)
 }
 
-// A dedicated Codex Agent gets exactly seed 001's plugin settings; its proxy setting goes, its
-// other settings stay, and the caller's frozen copy is untouched.
+// A dedicated Codex Agent gets exactly the Codex plugin settings the OpenShell SandboxDriver
+// requires; its proxy setting goes, its other settings stay, and the caller's frozen copy is
+// untouched.
 func TestConfigureAgentCodexAddsSeedPluginSettings(t *testing.T) {
 	d := newTestDriver(t, nil)
 	in := mustConfig(t, `{"model":"gpt-5","plugins":{"entries":{"codex":{"config":{"appServer":{"networkProxy":{"port":3128},"sandbox":"workspace-write","keep":1}},"other":true},"github":{"enabled":false}}}}`)

@@ -11,9 +11,9 @@ import (
 	"github.com/openclaw/occ/internal/driver"
 )
 
-// msgNativeContainment is seed 001's rule for native OpenClaw: its provisioning privatizes the
-// writable PVC subpaths for the pinned Gateway's default workload identity, which only holds
-// without user namespaces and with a single workspace ServiceAccount.
+// msgNativeContainment is the SandboxDriver's rule for native OpenClaw: its provisioning
+// privatizes the writable PVC subpaths for the pinned Gateway's default workload identity, which
+// only holds without user namespaces and with a single workspace ServiceAccount.
 const msgNativeContainment = "OpenShell cannot contain dedicated OpenClaw with this Sandbox configuration. Native provisioning privatizes writable PVC subpaths before Sandbox creation. " +
 	"It needs kubernetes.userNamespaces: false, at most one gateway.operatorWorkspaceResources ServiceAccount and the pinned Gateway's default identity, without UID/GID overrides; Agent save refuses dedicated OpenClaw otherwise."
 

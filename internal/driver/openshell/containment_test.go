@@ -10,8 +10,8 @@ import (
 	"github.com/openclaw/occ/internal/installation"
 )
 
-// seedNativeContainment is seed 001's rule for native OpenClaw provisioning, which every
-// refusal of this kind must quote.
+// seedNativeContainment is the SandboxDriver's rule for native OpenClaw provisioning, which
+// every refusal of this kind must quote.
 const seedNativeContainment = "It needs kubernetes.userNamespaces: false, at most one gateway.operatorWorkspaceResources ServiceAccount and the pinned Gateway's default identity, without UID/GID overrides; Agent save refuses dedicated OpenClaw otherwise."
 
 func serviceAccountObject(name string) unstructured.Unstructured {
@@ -45,7 +45,7 @@ func TestNativeOpenClawContainmentRefused(t *testing.T) {
 					return
 				}
 				if !strings.Contains(err.Error(), seedNativeContainment) {
-					t.Errorf("%s refusal does not quote seed 001's rule:\n%v", step, err)
+					t.Errorf("%s refusal does not quote the native containment rule:\n%v", step, err)
 				}
 			}
 			_, err := d.ConfigureAgent(mustConfig(t, `{}`), oc)

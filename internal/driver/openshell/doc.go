@@ -1,4 +1,4 @@
-// Package openshell is the bundled OpenShell SandboxDriver (seed 001), paired with the OpenShell
+// Package openshell is the bundled OpenShell SandboxDriver, paired with the OpenShell
 // Credential Gateway through the openshell Backend. One *Driver implements driver.Driver,
 // driver.CredentialGateway and driver.LogReader.
 //

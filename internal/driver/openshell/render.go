@@ -55,7 +55,7 @@ const (
 	envWorkspaceDir   = "OPENCLAW_WORKSPACE_DIR"
 )
 
-// Gateway limits (WIRE §1) checked before anything is sent, so a request the gateway would
+// The gateway's request limits, checked before anything is sent, so a request the gateway would
 // refuse never consumes an admission.
 const (
 	maxEnvEntries   = 128

@@ -39,7 +39,8 @@ func TestSandboxNameIsStable19Characters(t *testing.T) {
 	}
 }
 
-// The request a dedicated Codex revision sends, checked field by field against seed 001.
+// The request a dedicated Codex revision sends, checked field by field against the
+// SandboxDriver's provisioning contract.
 func TestRenderCodexRequest(t *testing.T) {
 	d := newTestDriver(t, nil)
 	req, err := d.RenderCreateSandbox(codexContext(testNamespace))

@@ -226,7 +226,8 @@ func TestAdmissionLimit(t *testing.T) {
 	wantCode(t, err, codes.ResourceExhausted)
 }
 
-// The default limit is the gateway's 1000, and its message carries the number seed 001 quotes.
+// The default limit is the gateway's 1000, and its message carries the number the driver's
+// refusal quotes.
 func TestAdmissionLimitDefault(t *testing.T) {
 	s := StartT(t, Options{})
 	if s.opts.AdmissionLimit != 1000 {

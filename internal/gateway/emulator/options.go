@@ -55,8 +55,8 @@ type Options struct {
 	ServiceAccountName string
 
 	// ReplayServiceURLs makes a replayed CreateSandbox carry service_urls. Unconfirmed: the
-	// upstream replay path read for the fact sheet returns only the sandbox, so the default
-	// (false) leaves the map empty on replay, and clients must cope.
+	// upstream replay path (OpenShell's mutation_replay.rs) returns only the sandbox, so the
+	// default (false) leaves the map empty on replay, and clients must cope.
 	ReplayServiceURLs bool
 
 	// Faults are injected at Start, before the first call can arrive; see Fault and Inject.

@@ -23,7 +23,7 @@ const (
 	ReasonGatewayNotReady          = "GATEWAY_NOT_READY"
 )
 
-// Messages the gateway sends verbatim (WIRE-v0.1.md §8.2). Clients must not parse them; tests
+// Messages the gateway's request_id admission sends, verbatim. Clients must not parse them; tests
 // compare them so the emulator stays faithful.
 const (
 	MsgRequestIDInvalid         = "must be a nonzero hyphenated UUID (36 characters)"
@@ -36,8 +36,9 @@ const (
 )
 
 // admissionLimitMessage is the RESOURCE_EXHAUSTED text for a caller holding limit admissions.
-// The upstream sentence is followed by the limit in the words seed 001 quotes ("limit of 1000
-// durable request admissions"), so an operator reading the raw error sees the number.
+// The upstream sentence is followed by the limit in the words the driver's refusal quotes
+// ("limit of 1000 durable request admissions"), so an operator reading the raw error sees the
+// number.
 func admissionLimitMessage(limit int) string {
 	return fmt.Sprintf("%s; unresolved requests require reconciliation (limit of %d durable request admissions)", MsgAdmissionLimitPrefix, limit)
 }

@@ -11,7 +11,7 @@ import (
 	pb "github.com/openclaw/occ/internal/gateway/openshellv1"
 )
 
-// Limits the gateway enforces (WIRE-v0.1.md §1).
+// Limits the gateway enforces on every call.
 const (
 	maxShortName       = 19 // workspace, sandbox and service names
 	maxLongName        = 253

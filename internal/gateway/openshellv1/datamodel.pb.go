@@ -1,5 +1,5 @@
 // Our own description of the OpenShell gateway v0.1.x wire contract, written
-// from /work/shared/openshell/WIRE-v0.1.md. Upstream spreads these messages
+// from the measured v0.1 wire fixtures. Upstream spreads these messages
 // over openshell.datamodel.v1, openshell.sandbox.v1 and openshell.v1; package
 // names do not reach the binary wire format, so everything lives in
 // openshell.v1 here, as the enterprise client does.

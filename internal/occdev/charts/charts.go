@@ -18,7 +18,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/pins"
 )
 
-// Fixed names of the development install (reference §3.4 and §4).
+// Fixed names of the development install, the ones OpenShell's charts and OCE's launcher use.
 const (
 	// GatewayRelease is the Gateway's Helm release name and fullname override, so the Service,
 	// StatefulSet and ServiceAccount are all "openshell-gateway".

@@ -217,7 +217,7 @@ func renderGateway(t *testing.T, ch *chart.Chart, v *GatewayValues, ns string) m
 	return objs
 }
 
-// The Gateway values of reference §3.4, rendered through a chart with the real value names:
+// The development Gateway values, rendered through a chart with the real value names:
 // images by digest with the tag dropped, the development service, unauthenticated plaintext,
 // operator workspace mode, no PKI hook, no chart-made workspace resources.
 func TestGatewayValuesRenderIntoChart(t *testing.T) {

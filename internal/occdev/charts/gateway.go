@@ -7,7 +7,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/pins"
 )
 
-// GatewayValues are the values `occ dev up` passes to the Gateway chart (reference §3.4).
+// GatewayValues are the values `occ dev up` passes to the Gateway chart.
 // Only what the development install changes is set; everything else keeps the chart default.
 type GatewayValues struct {
 	FullnameOverride      string                  `json:"fullnameOverride"`

@@ -16,7 +16,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/artifacts"
 )
 
-// WorkspaceValues are the values of the one-off Workspace chart render (reference §3.4).
+// WorkspaceValues are the values of the one-off Workspace chart render.
 type WorkspaceValues struct {
 	FullnameOverride      string           `json:"fullnameOverride"`
 	Gateway               WorkspaceGateway `json:"gateway"`

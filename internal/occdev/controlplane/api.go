@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// OCC HTTP conventions the development checks rely on (oce-control-plane.md §4).
+// OCC HTTP conventions the development checks rely on.
 const (
 	// ServiceKeyHeader carries a service key; OCC has no bearer scheme.
 	ServiceKeyHeader = "x-api-key"

@@ -14,7 +14,7 @@ import (
 )
 
 // Kubernetes Compute's Agent gateway settings in the development cluster, the same for both
-// profiles (reference §5): k3s's local-path storage and the prefix of the per-Agent transport
+// profiles: k3s's local-path storage and the prefix of the per-Agent transport
 // Secrets Compute creates.
 const (
 	StorageClassName      = "local-path"

@@ -290,6 +290,15 @@ func BuildRequests(opts ImageOptions) (controller, runtime BuildRequest) {
 	return controller, runtime
 }
 
+// CheckBuilds refuses build options the controller build cannot start from: it needs its Node
+// base image.
+func (o ImageOptions) CheckBuilds() error {
+	if o.ControllerArgs[NodeBaseImageArg] == "" {
+		return fmt.Errorf("no Node base image for the controller build: pass the pinned one or %s", EnvNodeBaseImage)
+	}
+	return nil
+}
+
 // PrepareControlPlaneImages returns the selected images after checking them, or builds both
 // from the checkout. Nothing is built when the selection is invalid.
 func PrepareControlPlaneImages(ctx context.Context, engine ImageEngine, opts ImageOptions) (ControlPlaneImages, error) {
@@ -299,8 +308,8 @@ func PrepareControlPlaneImages(ctx context.Context, engine ImageEngine, opts Ima
 	if opts.Selection.Selected() {
 		return VerifySelectedImages(ctx, engine, opts.Selection, opts.Commit)
 	}
-	if opts.ControllerArgs[NodeBaseImageArg] == "" {
-		return ControlPlaneImages{}, fmt.Errorf("no Node base image for the controller build: pass the pinned one or %s", EnvNodeBaseImage)
+	if err := opts.CheckBuilds(); err != nil {
+		return ControlPlaneImages{}, err
 	}
 	creq, rreq := BuildRequests(opts)
 	controller, err := BuildImage(ctx, engine, creq)

@@ -12,7 +12,7 @@ import (
 )
 
 // BootstrapKeyPath is where OCE's bootstrap writes the service key inside its volume (Compose)
-// or PVC (Kubernetes-only), oce-control-plane.md §8.
+// or PVC (Kubernetes-only).
 const BootstrapKeyPath = "/var/lib/openclaw/bootstrap/initial-admin-service-key.json"
 
 // maxKeyFileBytes bounds a key file: the real one is a single JSON line of a few hundred bytes.

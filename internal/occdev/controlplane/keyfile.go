@@ -14,7 +14,7 @@ import (
 	"github.com/openclaw/occ/internal/fsutil"
 )
 
-// File names in the state directory (oce-control-plane.md §8).
+// File names in the state directory, the ones OCE's launcher uses there.
 const (
 	// KeyFileName is the helper-owned key destination when --key-output is not given.
 	KeyFileName = "initial-admin-service-key.json"

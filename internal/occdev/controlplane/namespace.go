@@ -20,15 +20,15 @@ import (
 	"github.com/openclaw/occ/internal/contract"
 )
 
-// The evidence OCC's worker puts on the Kubernetes namespace of an OCC Namespace
-// (oce-control-plane.md §4.3): the label carries the OCC Namespace ID and the annotation
+// The evidence OCC's worker puts on the Kubernetes namespace of an OCC Namespace: the label
+// carries the OCC Namespace ID and the annotation
 // repeats it, so a namespace someone merely labelled is not mistaken for OCC's.
 const (
 	NamespaceLabel        = contract.LabelNamespace
 	NamespaceIDAnnotation = contract.AnnotationNamespaceID
 )
 
-// OCC Namespace status values (oce-control-plane.md §4.3).
+// OCC Namespace status values, as OCC's API reports them.
 const (
 	NamespaceReady    = "ready"
 	NamespaceFailed   = "failed"

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Readiness defaults (oce-control-plane.md §4.1): each probe is bounded by 3 s and the poll
+// Readiness defaults, OCE's own: each probe is bounded by 3 s and the poll
 // repeats every second until the caller's deadline.
 const (
 	ReadinessRequestTimeout = 3 * time.Second

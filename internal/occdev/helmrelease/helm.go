@@ -86,7 +86,7 @@ type Release struct {
 }
 
 // Record is the state record of the release.
-func (r Release) Record() state.Object { return state.HelmRelease(r.Namespace, r.Name) }
+func (r Release) Record() state.Object { return Record(r.Namespace, r.Name) }
 
 // EnsureOptions are the inputs of Ensure.
 type EnsureOptions struct {

@@ -12,7 +12,7 @@ import (
 // uninstallTimeout bounds one uninstall during `down` or rollback.
 const uninstallTimeout = time.Minute
 
-// remover serves state.TypeHelmRelease records.
+// remover serves TypeRelease records.
 type remover struct {
 	connect func(context.Context) (*kubeobj.Conn, error)
 }

@@ -31,7 +31,7 @@ type ImportOptions struct {
 	Importer Importer
 	// Images are the checked local images (Present, then CheckRepoDigest).
 	Images []Local
-	// Recorder receives each image's cluster record (state.TypeClusterImage) before its staging
+	// Recorder receives each image's cluster record (TypeClusterImage) before its staging
 	// tag is created; the cluster image's remover also removes a staging tag left by a crash.
 	Recorder Recorder
 	Progress func(Event)
@@ -61,10 +61,10 @@ func StagingTag(pin pins.Image, cluster string) string {
 }
 
 // clusterRecord is the record of an image imported into the recorded cluster
-// (state.TypeClusterImage): repository, pinned digest and, once verified, the config digest the
+// (TypeClusterImage): repository, pinned digest and, once verified, the config digest the
 // node holds.
 func clusterRecord(pin pins.Image, config string) state.Object {
-	return state.Object{Type: state.TypeClusterImage, Name: pin.Name(), Digest: pin.Digest, ID: config}
+	return state.Object{Type: TypeClusterImage, Name: pin.Name(), Digest: pin.Digest, ID: config}
 }
 
 // Import loads all images into the cluster in one pass (the k3d provider's importer). Each

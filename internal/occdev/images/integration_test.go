@@ -47,7 +47,7 @@ func TestPresentImportVerifyStatusRemove(t *testing.T) {
 	rec := newRecorder(t)
 	var presentAtRecord []string
 	rec.onRecord = func(o state.Object) {
-		if o.Type == state.TypeDockerImage && o.ID == "" && present(t, ctx, b.engine, o.Name+"@"+o.Digest) {
+		if o.Type == images.TypeDockerImage && o.ID == "" && present(t, ctx, b.engine, o.Name+"@"+o.Digest) {
 			presentAtRecord = append(presentAtRecord, o.Name)
 		}
 	}
@@ -88,13 +88,13 @@ func TestPresentImportVerifyStatusRemove(t *testing.T) {
 	if len(presentAtRecord) != 0 {
 		t.Errorf("images recorded only after they were pulled: %v", presentAtRecord)
 	}
-	if got := rec.of(state.TypeDockerImage); len(got) != 3 || got[0].ID != locals[0].ID || got[0].Name != pinsOf[0].Name() || got[0].Digest != pinsOf[0].Digest {
+	if got := rec.of(images.TypeDockerImage); len(got) != 3 || got[0].ID != locals[0].ID || got[0].Name != pinsOf[0].Name() || got[0].Digest != pinsOf[0].Digest {
 		t.Fatalf("pull records = %+v", got)
 	}
 	// A second up finds them present: nothing pulled, nothing recorded.
 	again := newRecorder(t)
-	if l, err := images.Present(ctx, images.PresentOptions{API: b.engine.API, Image: pinsOf[0], Recorder: again}); err != nil || l.Pulled || len(again.of(state.TypeDockerImage)) != 0 {
-		t.Fatalf("Present of a present image = %+v, %v, records %v", l, err, again.of(state.TypeDockerImage))
+	if l, err := images.Present(ctx, images.PresentOptions{API: b.engine.API, Image: pinsOf[0], Recorder: again}); err != nil || l.Pulled || len(again.of(images.TypeDockerImage)) != 0 {
+		t.Fatalf("Present of a present image = %+v, %v, records %v", l, err, again.of(images.TypeDockerImage))
 	}
 
 	imported, err := images.Import(ctx, images.ImportOptions{API: b.engine.API, Importer: b.provider.Importer(c.Name), Images: locals, Recorder: rec, Progress: progress})
@@ -106,7 +106,7 @@ func TestPresentImportVerifyStatusRemove(t *testing.T) {
 			t.Errorf("staging tag %s is still in the engine after Import", im.Staging)
 		}
 	}
-	if got := rec.of(state.TypeClusterImage); len(got) != 3 || got[0].Name != pinsOf[0].Name() || got[0].ID != "" {
+	if got := rec.of(images.TypeClusterImage); len(got) != 3 || got[0].Name != pinsOf[0].Name() || got[0].ID != "" {
 		t.Errorf("cluster image records after Import = %+v, want one per image, not yet verified", got)
 	}
 	verified, err := images.VerifyInNode(ctx, images.VerifyOptions{API: b.engine.API, Node: c.NodeContainer, Images: imported, Recorder: rec})
@@ -119,7 +119,7 @@ func TestPresentImportVerifyStatusRemove(t *testing.T) {
 		}
 		t.Logf("%s: pinned manifest %s, node manifest %s, config %s", v.Pin, v.Pin.Digest, v.NodeManifest, v.ConfigDigest)
 	}
-	if got := rec.of(state.TypeClusterImage); len(got) != 3 || got[0].ID != served[0].ConfigDigest {
+	if got := rec.of(images.TypeClusterImage); len(got) != 3 || got[0].ID != served[0].ConfigDigest {
 		t.Errorf("cluster image records after VerifyInNode = %+v, want the node's config digests", got)
 	}
 	nodeRefs := ctrRefs(t, ctx, b.engine, c.NodeContainer)
@@ -140,12 +140,12 @@ func TestPresentImportVerifyStatusRemove(t *testing.T) {
 	access := state.Cluster{Provider: "k3d", Name: c.Name, NodeAddress: c.NodeContainer}
 	clusterImages := images.ClusterImageRemover(access, engine)
 	pulledImages := images.DockerImageRemover(engine)
-	for _, o := range rec.of(state.TypeClusterImage) {
+	for _, o := range rec.of(images.TypeClusterImage) {
 		if in := clusterImages.Inspect(ctx, o); in.State != state.Present {
 			t.Errorf("cluster image %s = %+v, want present", o, in)
 		}
 	}
-	for _, o := range rec.of(state.TypeDockerImage) {
+	for _, o := range rec.of(images.TypeDockerImage) {
 		if in := pulledImages.Inspect(ctx, o); in.State != state.Present {
 			t.Errorf("pulled image %s = %+v, want present", o, in)
 		}
@@ -161,7 +161,7 @@ func TestPresentImportVerifyStatusRemove(t *testing.T) {
 	if st[1].State != images.ImageMatches || st[2].State != images.ImageAbsent {
 		t.Errorf("status = %s, %s; want matches, absent", st[1].State, st[2].State)
 	}
-	recs := rec.of(state.TypeClusterImage)
+	recs := rec.of(images.TypeClusterImage)
 	if in := clusterImages.Inspect(ctx, recs[0]); in.State != state.Changed {
 		t.Errorf("tampered cluster image = %+v, want changed", in)
 	}
@@ -186,7 +186,7 @@ func TestPresentImportVerifyStatusRemove(t *testing.T) {
 
 	// down removes the pulled references; the bed's content tags (references the engine held
 	// before) and the unrelated busybox stay.
-	for _, o := range rec.of(state.TypeDockerImage) {
+	for _, o := range rec.of(images.TypeDockerImage) {
 		if rm, err := pulledImages.Remove(ctx, o); err != nil || rm.Outcome != state.Removed {
 			t.Fatalf("RemovePulledImage %s = %+v, %v", o, rm, err)
 		}
@@ -238,7 +238,7 @@ func TestWrongPinAndRetaggedImageRefused(t *testing.T) {
 			t.Errorf("wrong-pin error does not mention %q:\n%v", w, err)
 		}
 	}
-	if got := rec.of(state.TypeDockerImage); len(got) != 0 {
+	if got := rec.of(images.TypeDockerImage); len(got) != 0 {
 		t.Errorf("a failed pull left records %+v", got)
 	}
 
@@ -314,7 +314,7 @@ func TestVerifyRefusesImageChangedDuringImport(t *testing.T) {
 		locals = append(locals, l)
 	}
 	t.Cleanup(func() {
-		for _, o := range rec.of(state.TypeDockerImage) {
+		for _, o := range rec.of(images.TypeDockerImage) {
 			_, _ = images.RemovePulledImage(context.Background(), b.engine.API, o)
 		}
 	})
@@ -391,7 +391,7 @@ func TestImportErrorsAreJudgedByTheNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		for _, o := range rec.of(state.TypeDockerImage) {
+		for _, o := range rec.of(images.TypeDockerImage) {
 			_, _ = images.RemovePulledImage(context.Background(), b.engine.API, o)
 		}
 	})
@@ -494,7 +494,7 @@ func TestImportCancelledMidStreamEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		for _, o := range rec.of(state.TypeDockerImage) {
+		for _, o := range rec.of(images.TypeDockerImage) {
 			_, _ = images.RemovePulledImage(context.Background(), b.engine.API, o)
 		}
 	})

@@ -59,7 +59,7 @@ func TestPresentRefusesAPinOfAnotherPlatform(t *testing.T) {
 			t.Errorf("refusal lacks %q", want)
 		}
 	}
-	recs := rec.of(state.TypeDockerImage)
+	recs := rec.of(images.TypeDockerImage)
 	if len(recs) != 1 || recs[0].ID != p.ConfigDigest || !present(t, ctx, eng, p.Ref) {
 		t.Fatalf("records %+v; want the pull recorded with its image ID %s, for the rollback", recs, p.ConfigDigest)
 	}
@@ -68,7 +68,7 @@ func TestPresentRefusesAPinOfAnotherPlatform(t *testing.T) {
 	if _, err := images.Present(ctx, images.PresentOptions{API: eng.API, Image: pin, Recorder: again, Platform: engine}); !errors.As(err, &pe) {
 		t.Errorf("Present of the held image: %v, want the platform refusal", err)
 	}
-	if got := again.of(state.TypeDockerImage); len(got) != 0 {
+	if got := again.of(images.TypeDockerImage); len(got) != 0 {
 		t.Errorf("an image that was already there was recorded: %+v", got)
 	}
 

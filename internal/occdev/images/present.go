@@ -40,11 +40,11 @@ import (
 // Recorder keeps the state record; *state.Dir implements it.
 type Recorder = state.Recorder
 
-// pulledRecord is the record of a pull `up` made (state.TypeDockerImage): repository, pinned
+// pulledRecord is the record of a pull `up` made (TypeDockerImage): repository, pinned
 // digest and, once pulled, the image ID. `down` removes that digest reference, never an image
 // that was there before.
 func pulledRecord(pin pins.Image, id string) state.Object {
-	return state.Object{Type: state.TypeDockerImage, Name: pin.Name(), Digest: pin.Digest, ID: id}
+	return state.Object{Type: TypeDockerImage, Name: pin.Name(), Digest: pin.Digest, ID: id}
 }
 
 // Event is one progress report: of a layer while the engine pulls, or of an image as a whole

@@ -12,7 +12,7 @@ import (
 // Engine connects to the recorded Docker engine on first use (docker.Recorded).
 type Engine func(context.Context) (*docker.Engine, error)
 
-// DockerImageRemover is the state.Remover of recorded pulls (state.TypeDockerImage), built from
+// DockerImageRemover is the state.Remover of recorded pulls (TypeDockerImage), built from
 // the recorded engine alone.
 func DockerImageRemover(engine Engine) state.Remover { return pulled{engine: engine} }
 
@@ -45,7 +45,7 @@ func (r pulled) Inspect(ctx context.Context, o state.Object) state.Inspection {
 }
 
 // ClusterImageRemover is the state.Remover of images imported into the recorded cluster
-// (state.TypeClusterImage), built from the recorded access (whose NodeAddress is the node's
+// (TypeClusterImage), built from the recorded access (whose NodeAddress is the node's
 // container) and engine. Remove drops the image's name in the node and any staging tag a crash
 // left in the engine; the node's content goes with the cluster. Inspect compares the node's
 // config digest with the recorded one.

@@ -90,7 +90,7 @@ func TestEnsureAdoptRefuseRemove(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rec.recs) != 1 || rec.recs[0].UID != string(created.GetUID()) || rec.recs[0].Type != state.TypeKubernetes {
+	if len(rec.recs) != 1 || rec.recs[0].UID != string(created.GetUID()) || rec.recs[0].Type != kubeobj.TypeObject {
 		t.Fatalf("records after create: %+v", rec.recs)
 	}
 	if created.GetLabels()[kubeobj.LabelDevState] != "owner-a" || created.GetLabels()[kubeobj.LabelManagedBy] != kubeobj.ManagedByOCC {
@@ -165,7 +165,7 @@ func TestRecordedConnectionRefusesAnotherCluster(t *testing.T) {
 	a.UID = "00000000-0000-0000-0000-000000000000"
 	connect := kubeobj.Recorded(a, "owner-a")
 	rm := kubeobj.Remover(connect)
-	o := state.Object{Type: state.TypeKubernetes, APIVersion: "v1", Kind: "ConfigMap", Namespace: "default", Name: "x"}
+	o := state.Object{Type: kubeobj.TypeObject, APIVersion: "v1", Kind: "ConfigMap", Namespace: "default", Name: "x"}
 	_, err := rm.Remove(context.Background(), o)
 	if err == nil || !strings.Contains(err.Error(), "now reaches a different cluster") {
 		t.Fatalf("remove on another cluster: %v", err)

@@ -48,7 +48,7 @@ const (
 
 // Ref is the record of a live or wanted object.
 func Ref(u *unstructured.Unstructured) state.Object {
-	return state.Object{Type: state.TypeKubernetes, APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(), UID: string(u.GetUID())}
+	return state.Object{Type: TypeObject, APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(), UID: string(u.GetUID())}
 }
 
 // ToUnstructured converts a typed object, filling apiVersion and kind from client-go's scheme,

@@ -6,7 +6,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
-// remover serves state.TypeKubernetes records.
+// remover serves TypeObject records.
 type remover struct {
 	connect func(context.Context) (*Conn, error)
 }

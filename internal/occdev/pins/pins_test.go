@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// The binary ships the complete v0.1.3-pre.2 set from PINS.md; a typo in any value must fail here.
+// The binary ships the complete, reviewed v0.1.3-pre.2 set; a typo in any value must fail here.
 func TestDefaultIsTheCompletePre1Set(t *testing.T) {
 	set, err := Default()
 	if err != nil {

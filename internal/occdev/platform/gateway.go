@@ -46,7 +46,7 @@ type Gateway struct {
 	ClusterIP string
 }
 
-// GatewayValues are the Gateway chart values of this profile (reference §3.4).
+// GatewayValues are the Gateway chart values of this profile.
 func GatewayValues(g GatewayInstall) (map[string]any, error) {
 	v, err := charts.NewGatewayValues(charts.GatewayOptions{
 		Images:      g.Images,

@@ -14,7 +14,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
 )
 
-// Identifiers of the development Installation (reference §5).
+// Identifiers of the development Installation: its driver IDs and its one openshell Backend.
 const (
 	sandboxDriverID           = "sandbox-openshell-development"
 	credentialGatewayDriverID = "credential-gateway-openshell-development"
@@ -47,8 +47,8 @@ type InstallationInput struct {
 	Compute *ComputeExtras
 }
 
-// ComputeExtras are the parts of drivers.compute.configuration a control-plane profile decides
-// (reference §5): they name the images it imported and the node it runs on.
+// ComputeExtras are the parts of drivers.compute.configuration a control-plane profile decides:
+// they name the images it imported and the node it runs on.
 type ComputeExtras struct {
 	// Images are Kubernetes Compute's gateway and agent images (the Agent runtime's in-cluster
 	// digest reference) and the demand that every image be digest-pinned.
@@ -148,8 +148,9 @@ func strPtr(s string) *string { return &s }
 func i64Ptr(i int64) *int64   { return &i }
 func boolPtr(b bool) *bool    { return &b }
 
-// buildInstallation assembles the development Installation of reference §5 for the OpenShell
-// sandbox driver.
+// buildInstallation assembles the development Installation for the OpenShell sandbox driver:
+// the openshell Backend at the Gateway, Kubernetes Compute, the Sandbox Driver and the
+// Credential Gateway.
 func buildInstallation(in InstallationInput) (*installation.Installation, error) {
 	auth := driverAuthentication{Mode: "inCluster"}
 	if in.ControlPlane == ControlPlaneCompose {
@@ -232,7 +233,7 @@ func buildInstallation(in InstallationInput) (*installation.Installation, error)
 					Kubernetes: installation.KubernetesConfig{
 						RuntimeClassName: RuntimeClassName,
 						// Said explicitly, not left to the default: native OpenClaw containment
-						// (seed 001) requires user namespaces off, and the Installation states it.
+						// requires user namespaces off, and the Installation states it.
 						UserNamespaces:   boolPtr(false),
 						ServiceAccount:   installation.ServiceAccountConfig{Mode: installation.ServiceAccountModeGatewayConfigured},
 						SandboxDataMount: installation.SandboxDataMount{SubPath: "workspace", MountPath: "/sandbox/enterprise", ReadOnly: boolPtr(false)},

@@ -19,7 +19,7 @@ import (
 	"github.com/openclaw/occ/internal/contract"
 )
 
-// The OCE control plane's names, as its Helm chart labels and names them (reference §3.2): the
+// The OCE control plane's names, as its Helm chart labels and names them: the
 // API registers credential-source providers and the worker provisions Sandboxes, so both talk
 // to the Gateway; nothing else of OCE does.
 const (
@@ -97,8 +97,8 @@ func JWTSecret(namespace string) (*corev1.Secret, error) {
 	}, nil
 }
 
-// DevelopmentPolicies are the development NetworkPolicies and RBAC of seed 000, in the order
-// they are created.
+// DevelopmentPolicies are the NetworkPolicies and RBAC the development profile puts around the
+// unauthenticated Gateway, in the order they are created.
 func DevelopmentPolicies(namespace string) []runtime.Object {
 	return []runtime.Object{
 		gatewayIngressPolicy(namespace),
@@ -120,7 +120,7 @@ func DescribeDevelopmentPolicies(namespace string) []string {
 
 // gatewayIngressPolicy admits to the Gateway only the OCE API and worker (same namespace) and
 // OpenShell supervisor Pods of OCE-owned tenant namespaces: other tenant Pods cannot reach the
-// Gateway even though this disposable profile runs it unauthenticated (seed 000).
+// Gateway even though this disposable profile runs it unauthenticated.
 func gatewayIngressPolicy(namespace string) *networkingv1.NetworkPolicy {
 	return &networkingv1.NetworkPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: gatewayIngressPolicyName, Namespace: namespace},

@@ -1,6 +1,6 @@
 // Package platform is layer 2 of `occ dev up`: the sandbox platform on the cluster. It holds
 // the typed manifests (the platform namespace, RuntimeClass, the Gateway's JWT key Secret, the
-// development NetworkPolicies and RBAC of seed 000), the Gateway chart's values and its install
+// development NetworkPolicies and RBAC), the Gateway chart's values and its install
 // with the Helm SDK, the readiness waits, the Gateway Health check and the Installation the
 // OpenShell Sandbox Driver reads.
 //
@@ -26,7 +26,7 @@ import (
 )
 
 // ControlPlane is where the OCE control plane is meant to run, which decides how the Gateway is
-// published and how the Installation reaches the cluster (reference §3.2 / §3.3).
+// published and how the Installation reaches the cluster.
 type ControlPlane string
 
 const (
@@ -38,7 +38,7 @@ const (
 	ControlPlaneKubernetes ControlPlane = "kubernetes"
 )
 
-// Fixed names of the pinned OpenShell (reference §4) and of the development profile.
+// Fixed names of the pinned OpenShell and of the development profile.
 const (
 	GatewayRelease       = charts.GatewayRelease
 	GatewayServiceName   = charts.GatewayRelease
@@ -73,7 +73,7 @@ func EnsureJWTSecret(ctx context.Context, c *kubeobj.Conn, namespace string) err
 	return err
 }
 
-// ApplyDevelopmentPolicies creates the development NetworkPolicies and RBAC of seed 000.
+// ApplyDevelopmentPolicies creates the development NetworkPolicies and RBAC around the Gateway.
 func ApplyDevelopmentPolicies(ctx context.Context, c *kubeobj.Conn, namespace string) error {
 	for _, obj := range DevelopmentPolicies(namespace) {
 		if _, err := c.Ensure(ctx, obj, kubeobj.Converge); err != nil {

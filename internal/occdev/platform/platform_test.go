@@ -65,8 +65,8 @@ func TestInstallationRoundTrip(t *testing.T) {
 			if n := len(sb.Gateway.NetworkPolicyResources); n != 1 || sb.Gateway.NetworkPolicyResources[0].GetName() != tenantCallbackPolicyName || sb.Gateway.NetworkPolicyResources[0].GetNamespace() != "" {
 				t.Errorf("networkPolicyResources: want only the namespace-less tenant callback policy, got %d", n)
 			}
-			// Native OpenClaw containment (seed 001) needs user namespaces off, and the file says so
-			// rather than leaving it to a default.
+			// Native OpenClaw containment needs user namespaces off, and the file says so rather
+			// than leaving it to a default.
 			if un := sb.Kubernetes.UserNamespaces; un == nil || *un || !strings.Contains(string(data), "userNamespaces: false") {
 				t.Errorf("kubernetes.userNamespaces must be written as an explicit false, got %v", un)
 			}
@@ -93,8 +93,8 @@ func TestInvalidInstallationIsNotEncoded(t *testing.T) {
 	}
 }
 
-// The Gateway ingress policy of seed 000: only the OCE API and worker, and supervisor Pods of
-// OCE-owned tenant namespaces, on the Gateway port.
+// The development profile's Gateway ingress policy admits only the OCE API and worker, and
+// supervisor Pods of OCE-owned tenant namespaces, on the Gateway port.
 func TestGatewayIngressPolicyAdmitsOnlyItsClients(t *testing.T) {
 	p := gatewayIngressPolicy("oce-system")
 	if p.Spec.PodSelector.MatchLabels["app.kubernetes.io/instance"] != GatewayRelease || len(p.Spec.PolicyTypes) != 1 || p.Spec.PolicyTypes[0] != networkingv1.PolicyTypeIngress {
@@ -131,7 +131,7 @@ func TestWorkspaceRBACLimitsBindAndEscalate(t *testing.T) {
 }
 
 // The Compose profile's Installation names the Agent runtime it imported and the node it runs
-// on (reference §5): images and runtime appear under drivers.compute.configuration with the
+// on: images and runtime appear under drivers.compute.configuration with the
 // proxy ranges under its network, and without a control plane they are left out.
 func TestInstallationComputeExtras(t *testing.T) {
 	extras := &ComputeExtras{

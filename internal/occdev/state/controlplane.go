@@ -121,7 +121,7 @@ func (c *ControlPlane) validate() error {
 		bad("commit %q must be 40 lower-case hex digits", c.Commit)
 	}
 	if p := c.Compose; p != nil {
-		if !composeNamePattern.MatchString(p.Project) {
+		if !IsComposeProjectName(p.Project) {
 			bad("compose.project %q must be lower-case letters, digits, '_' and '-', starting with a letter or digit", p.Project)
 		}
 		if !filepath.IsAbs(p.Snapshot) {

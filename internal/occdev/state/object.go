@@ -8,49 +8,21 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Type is what kind of thing a record names. It decides which fields the record carries and
 // which remover `down` hands it to, so a record of a type this occ does not know is refused
-// rather than guessed at.
+// rather than guessed at. Each type is defined, with its Kind, by the layer that makes its
+// records.
 type Type string
-
-// The recorded types. Kubernetes objects and Helm releases are created by the platform layer;
-// the others are recorded by the cluster, image and control-plane layers that create them.
-const (
-	// TypeKubernetes is one Kubernetes object: apiVersion, kind, namespace, name and UID.
-	TypeKubernetes Type = "kubernetes"
-	// TypeHelmRelease is a Helm release (namespace and name), which Helm tracks together with
-	// everything it installed.
-	TypeHelmRelease Type = "helm-release"
-	// TypeK3dCluster is a k3d cluster occ created: its name and the k3d labels that identify it.
-	TypeK3dCluster Type = "k3d-cluster"
-	// TypeDockerImage is an image occ pulled into the Docker engine: repository, pinned digest
-	// and the local image ID the pull produced.
-	TypeDockerImage Type = "docker-image"
-	// TypeClusterImage is an image occ imported into the recorded cluster's node: repository,
-	// pinned digest and the config digest found in the node.
-	TypeClusterImage Type = "cluster-image"
-	// TypeDockerNetwork is a Docker network occ created: name, engine ID and labels.
-	TypeDockerNetwork Type = "docker-network"
-	// TypeDockerVolume is a Docker volume occ created: name and labels.
-	TypeDockerVolume Type = "docker-volume"
-	// TypeComposeProject is a Compose project occ started: its project name.
-	TypeComposeProject Type = "compose-project"
-	// TypeComposeServices are the long-running services of a recorded Compose project that act
-	// on the cluster (the OCE API and worker): its project name. Recorded before they start, so
-	// `down` stops them before anything else is removed.
-	TypeComposeServices Type = "compose-services"
-)
 
 // Object is the record of one thing `up` created. Which fields a record carries depends on its
 // Type (see validateObject); the rest stay empty. No field ever holds content: a record names
 // and identifies, so recording a Secret can never copy its data.
 type Object struct {
 	Type Type `json:"type"`
-	// APIVersion and Kind name a Kubernetes object's kind (TypeKubernetes only).
+	// APIVersion and Kind name a Kubernetes object's kind (Kubernetes object records only).
 	APIVersion string `json:"apiVersion,omitempty"`
 	Kind       string `json:"kind,omitempty"`
 	// Namespace is a Kubernetes object's or a Helm release's namespace.
@@ -73,37 +45,11 @@ type Object struct {
 	CreatedAt time.Time `json:"createdAt"`
 }
 
-// HelmRelease returns the record of a Helm release.
-func HelmRelease(namespace, name string) Object {
-	return Object{Type: TypeHelmRelease, Namespace: namespace, Name: name}
-}
-
-// String describes o for messages, for example "v1 Namespace oce-system" or
+// String describes o for messages in its Kind's words, for example "v1 Namespace oce-system" or
 // "Helm release oce-system/openshell-gateway".
 func (o Object) String() string {
-	switch o.Type {
-	case TypeKubernetes:
-		s := o.APIVersion + " " + o.Kind
-		if o.Namespace != "" {
-			return s + " " + o.Namespace + "/" + o.Name
-		}
-		return s + " " + o.Name
-	case TypeHelmRelease:
-		return "Helm release " + o.Namespace + "/" + o.Name
-	case TypeK3dCluster:
-		return "k3d cluster " + o.Name
-	case TypeDockerImage:
-		return "Docker image " + o.Name + "@" + o.Digest
-	case TypeClusterImage:
-		return "cluster image " + o.Name + "@" + o.Digest
-	case TypeDockerNetwork:
-		return "Docker network " + o.Name
-	case TypeDockerVolume:
-		return "Docker volume " + o.Name
-	case TypeComposeProject:
-		return "Compose project " + o.Name
-	case TypeComposeServices:
-		return "Compose services of " + o.Name
+	if k, ok := KindOf(o.Type); ok {
+		return k.Describe(o)
 	}
 	return string(o.Type) + " " + o.Name
 }
@@ -121,52 +67,18 @@ func (o Object) clone() Object {
 }
 
 var (
-	kindPattern = regexp.MustCompile(`^[A-Z][A-Za-z0-9]{0,62}$`)
-	// k3d cluster names become container and network names; the cluster layer refuses longer
-	// names up front, and the record never holds one it could not have created.
-	k3dNamePattern     = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$`)
-	composeNamePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
-	engineNamePattern  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
-	repositoryPattern  = regexp.MustCompile(`^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-]+[a-z0-9]+)*)+$|^[a-z0-9]+([._-][a-z0-9]+)*$`)
-	digestPattern      = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
-	engineIDPattern    = regexp.MustCompile(`^(sha256:)?[0-9a-f]{12,64}$`)
-	labelKeyPattern    = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._/-]{0,252})$`)
+	engineIDPattern = regexp.MustCompile(`^(sha256:)?[0-9a-f]{12,64}$`)
+	labelKeyPattern = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._/-]{0,252})$`)
 )
 
-// fields says which optional fields a record type may carry; name is always required.
-type fields struct {
-	kubernetes, namespace, uid, id, digest, labels bool
-}
-
-// typeFields lists the known types and their fields. A type missing here is refused.
-func typeFields(t Type) (fields, bool) {
-	switch t {
-	case TypeKubernetes:
-		return fields{kubernetes: true, namespace: true, uid: true}, true
-	case TypeHelmRelease:
-		return fields{namespace: true}, true
-	case TypeK3dCluster:
-		return fields{labels: true}, true
-	case TypeDockerImage, TypeClusterImage:
-		return fields{id: true, digest: true}, true
-	case TypeDockerNetwork:
-		return fields{id: true, labels: true}, true
-	case TypeDockerVolume:
-		return fields{labels: true}, true
-	case TypeComposeProject:
-		return fields{labels: true}, true
-	case TypeComposeServices:
-		return fields{}, true
-	}
-	return fields{}, false
-}
-
-// validateObject checks one record against the rules of its type.
+// validateObject checks one record against the rules every record shares and those of its
+// Kind.
 func validateObject(o Object) error {
-	f, ok := typeFields(o.Type)
+	k, ok := KindOf(o.Type)
 	if !ok {
 		return fmt.Errorf("type %q is not one this occ records (use the occ release that wrote the state to run occ dev down)", o.Type)
 	}
+	f := k.Fields
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	forbid := func(allowed bool, field string, set bool) {
@@ -174,13 +86,13 @@ func validateObject(o Object) error {
 			bad("%s is not a field of a %s record", field, o.Type)
 		}
 	}
-	forbid(f.kubernetes, "apiVersion", o.APIVersion != "")
-	forbid(f.kubernetes, "kind", o.Kind != "")
-	forbid(f.namespace, "namespace", o.Namespace != "")
-	forbid(f.uid, "uid", o.UID != "")
-	forbid(f.id, "id", o.ID != "")
-	forbid(f.digest, "digest", o.Digest != "")
-	forbid(f.labels, "labels", len(o.Labels) > 0)
+	forbid(f.APIVersionKind, "apiVersion", o.APIVersion != "")
+	forbid(f.APIVersionKind, "kind", o.Kind != "")
+	forbid(f.Namespace, "namespace", o.Namespace != "")
+	forbid(f.UID, "uid", o.UID != "")
+	forbid(f.ID, "id", o.ID != "")
+	forbid(f.Digest, "digest", o.Digest != "")
+	forbid(f.Labels, "labels", len(o.Labels) > 0)
 
 	if strings.TrimSpace(o.Name) == "" {
 		bad("name is empty")
@@ -190,46 +102,8 @@ func validateObject(o Object) error {
 			bad("namespace %q: %s", o.Namespace, strings.Join(msgs, "; "))
 		}
 	}
-	switch o.Type {
-	case TypeKubernetes:
-		if _, err := schema.ParseGroupVersion(o.APIVersion); err != nil || o.APIVersion == "" {
-			bad("apiVersion %q must be a Kubernetes group/version such as v1 or apps/v1", o.APIVersion)
-		}
-		if !kindPattern.MatchString(o.Kind) {
-			bad("kind %q must be a Kubernetes kind such as Namespace", o.Kind)
-		}
-		if strings.ContainsAny(o.Name, "/ ") {
-			bad("name %q is not a Kubernetes object name", o.Name)
-		}
-	case TypeHelmRelease:
-		if o.Namespace == "" {
-			bad("a Helm release needs its namespace")
-		}
-		if msgs := validation.IsDNS1123Subdomain(o.Name); len(msgs) > 0 || len(o.Name) > 53 {
-			bad("Helm release name %q must be a DNS subdomain of at most 53 characters", o.Name)
-		}
-	case TypeK3dCluster:
-		if !k3dNamePattern.MatchString(o.Name) {
-			bad("k3d cluster name %q must be 1 to 32 lower-case letters, digits and '-', starting and ending with a letter or digit", o.Name)
-		}
-		if len(o.Labels) == 0 {
-			bad("a k3d cluster record needs the labels that identify the cluster")
-		}
-	case TypeDockerImage, TypeClusterImage:
-		if !repositoryPattern.MatchString(o.Name) {
-			bad("image repository %q must be a repository name without tag or digest", o.Name)
-		}
-		if !digestPattern.MatchString(o.Digest) {
-			bad("image digest %q must be sha256: and 64 lower-case hex digits", o.Digest)
-		}
-	case TypeDockerNetwork, TypeDockerVolume:
-		if !engineNamePattern.MatchString(o.Name) {
-			bad("Docker object name %q must be letters, digits, '_', '.' and '-', at most 128", o.Name)
-		}
-	case TypeComposeProject, TypeComposeServices:
-		if !composeNamePattern.MatchString(o.Name) {
-			bad("Compose project name %q must be lower-case letters, digits, '_' and '-', starting with a letter or digit", o.Name)
-		}
+	if err := k.Check(o); err != nil {
+		errs = append(errs, err)
 	}
 	if o.ID != "" && !engineIDPattern.MatchString(o.ID) {
 		bad("id %q must be an engine ID (12 to 64 lower-case hex digits, optionally after sha256:)", o.ID)

@@ -44,7 +44,7 @@ func TestVersion1RecordIsUpgraded(t *testing.T) {
 	}
 	want := []Object{
 		{Type: TypeKubernetes, APIVersion: "v1", Kind: "Namespace", Name: "oce-system", UID: "u-ns"},
-		HelmRelease("oce-system", "openshell-gateway"),
+		Object{Type: TypeHelmRelease, Namespace: "oce-system", Name: "openshell-gateway"},
 	}
 	if s.Version != Version || len(s.Objects) != 2 || !sameObject(s.Objects[0], want[0]) || s.Objects[0].UID != "u-ns" || !sameObject(s.Objects[1], want[1]) {
 		t.Fatalf("upgraded record: version %d, objects %+v", s.Version, s.Objects)
@@ -70,7 +70,7 @@ func TestRecordsAreValidatedPerType(t *testing.T) {
 	labels := map[string]string{"app": "k3d", "k3d.cluster": "occ-dev-1a2b", "occ.openclaw.dev/dev-state": "0011223344556677"}
 	valid := []Object{
 		{Type: TypeKubernetes, APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "system:openshell", UID: "u"},
-		HelmRelease("oce-system", "openshell-gateway"),
+		Object{Type: TypeHelmRelease, Namespace: "oce-system", Name: "openshell-gateway"},
 		{Type: TypeK3dCluster, Name: "occ-dev-1a2b", Labels: labels},
 		{Type: TypeDockerImage, Name: "ghcr.io/nvidia/openshell/gateway", Digest: digest, ID: digest},
 		{Type: TypeClusterImage, Name: "ghcr.io/nvidia/openshell/gateway", Digest: digest},

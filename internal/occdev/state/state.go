@@ -10,8 +10,10 @@
 //
 // A record names things of several types (Type): Kubernetes objects, Helm releases, and the
 // k3d clusters, images, Docker networks and volumes and Compose projects the lower layers make.
-// Each type has its own fields, validated on every read and write. `down` hands every record to
-// the Remover registered for its type (Removers); a type without one is kept, never skipped.
+// The store does not list them: the layer that makes a type registers its Kind (fields, rules,
+// description), and the record is validated against it on every read and write. `down` hands
+// every record to the Remover registered for its type (Removers); a type without one is kept,
+// never skipped.
 //
 // The record never holds secrets: objects are stored as references (type, name, UID, engine ID,
 // digest, identifying labels), never with their content.
@@ -195,7 +197,7 @@ func (s *State) Validate() error {
 	if a := s.Cluster.NodeAddress; a != "" && !nodeAddressPattern.MatchString(a) {
 		bad("cluster.nodeAddress %q must be a host name or an IP address", a)
 	}
-	if n := s.Cluster.Network; n != "" && !engineNamePattern.MatchString(n) {
+	if n := s.Cluster.Network; n != "" && !IsEngineName(n) {
 		bad("cluster.network %q must be a Docker network name", n)
 	}
 	if s.Engine != nil {
@@ -338,6 +340,14 @@ type objectV1 struct {
 	CreatedAt  time.Time `json:"createdAt"`
 }
 
+// The version 2 types a version 1 record is upgraded to: those of the Kubernetes object and
+// Helm release records, as the kubeobj and helmrelease packages register them. They are named
+// here because the upgrade is part of the on-disk format, which never changes once written.
+const (
+	v1Kubernetes  Type = "kubernetes"
+	v1HelmRelease Type = "helm-release"
+)
+
 // decodeV1 reads a version 1 record and upgrades it. Version 1 knew two kinds of record, told
 // apart without ambiguity: kind HelmRelease without an apiVersion was a Helm release, anything
 // else a Kubernetes object.
@@ -354,10 +364,10 @@ func decodeV1(data []byte) (State, error) {
 	}
 	for _, o := range v1.Objects {
 		if o.Kind == "HelmRelease" && o.APIVersion == "" {
-			s.Objects = append(s.Objects, Object{Type: TypeHelmRelease, Namespace: o.Namespace, Name: o.Name, CreatedAt: o.CreatedAt})
+			s.Objects = append(s.Objects, Object{Type: v1HelmRelease, Namespace: o.Namespace, Name: o.Name, CreatedAt: o.CreatedAt})
 			continue
 		}
-		s.Objects = append(s.Objects, Object{Type: TypeKubernetes, APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, UID: o.UID, CreatedAt: o.CreatedAt})
+		s.Objects = append(s.Objects, Object{Type: v1Kubernetes, APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, UID: o.UID, CreatedAt: o.CreatedAt})
 	}
 	return s, nil
 }

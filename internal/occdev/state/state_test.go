@@ -106,18 +106,18 @@ func TestRecordReopenForgetRemove(t *testing.T) {
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "openshell-system", UID: "u-ns"}}
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "openshell-system", Name: "gw", UID: "u-role"}}
-	nsRef, err := Ref(ns)
+	nsRef, err := refOf(ns)
 	if err != nil {
 		t.Fatal(err)
 	}
-	roleRef, err := Ref(role)
+	roleRef, err := refOf(role)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if nsRef.APIVersion != "v1" || nsRef.Kind != "Namespace" || roleRef.APIVersion != "rbac.authorization.k8s.io/v1" || roleRef.Kind != "Role" {
 		t.Fatalf("refs from typed objects: %+v %+v", nsRef, roleRef)
 	}
-	release := HelmRelease("openshell-system", "openshell-gateway")
+	release := Object{Type: TypeHelmRelease, Namespace: "openshell-system", Name: "openshell-gateway"}
 	for _, o := range []Object{nsRef, roleRef, release} {
 		if err := d.Record(o); err != nil {
 			t.Fatalf("Record %s: %v", o, err)
@@ -168,7 +168,7 @@ func TestRecordReopenForgetRemove(t *testing.T) {
 	}
 	// Objects that went together (with a deleted cluster) are forgotten in one write; an
 	// unrecorded one among them is no error, and what was not named stays.
-	if err := d.ForgetAll(roleRef, HelmRelease("openshell-system", "never-recorded")); err != nil {
+	if err := d.ForgetAll(roleRef, Object{Type: TypeHelmRelease, Namespace: "openshell-system", Name: "never-recorded"}); err != nil {
 		t.Fatal(err)
 	}
 	if left := d.State().Objects; len(left) != 1 || !sameObject(left[0], nsRef) {
@@ -248,7 +248,7 @@ func TestNoSecretInStateFile(t *testing.T) {
 		Data:       map[string][]byte{"signing.pem": []byte(canary)},
 		StringData: map[string]string{"kid": canary},
 	}
-	ref, err := Ref(secret)
+	ref, err := refOf(secret)
 	if err != nil {
 		t.Fatal(err)
 	}

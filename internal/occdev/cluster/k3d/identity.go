@@ -21,7 +21,7 @@ type Identity struct {
 // and the owner label). The kube-system UID is not part of the record; the flow records it with
 // the cluster's access (state.Cluster.UID) once Create returns.
 func (id Identity) Object() state.Object {
-	return state.Object{Type: state.TypeK3dCluster, Name: id.Name, Labels: map[string]string{
+	return state.Object{Type: TypeCluster, Name: id.Name, Labels: map[string]string{
 		"app":                     "k3d",
 		k3dtypes.LabelClusterName: id.Name,
 		OwnerLabel:                id.Owner,
@@ -31,8 +31,8 @@ func (id Identity) Object() state.Object {
 // IdentityOf reads a recorded cluster back: name and owner from the record, uid from the
 // recorded access (empty when creation never got as far as the API answering).
 func IdentityOf(obj state.Object, uid string) (Identity, error) {
-	if obj.Type != state.TypeK3dCluster {
-		return Identity{}, fmt.Errorf("state entry %s is not a %s record", obj, state.TypeK3dCluster)
+	if obj.Type != TypeCluster {
+		return Identity{}, fmt.Errorf("state entry %s is not a %s record", obj, TypeCluster)
 	}
 	owner := obj.Labels[OwnerLabel]
 	if obj.Name == "" || owner == "" || obj.Labels[k3dtypes.LabelClusterName] != obj.Name {

@@ -95,8 +95,8 @@ func TestCreateUseDeleteLeavesOthersUntouched(t *testing.T) {
 	if containersAtFirstRecord != 0 {
 		t.Errorf("the first record was made when %d containers of the cluster existed, want 0", containersAtFirstRecord)
 	}
-	if objs := rec.all(); len(objs) != 1 || objs[0].Type != state.TypeK3dCluster || objs[0].Name != req.Name || objs[0].Labels[k3d.OwnerLabel] != req.Owner || c.UID == "" {
-		t.Errorf("records = %+v, want one %s %s labelled with owner %s", objs, state.TypeK3dCluster, req.Name, req.Owner)
+	if objs := rec.all(); len(objs) != 1 || objs[0].Type != k3d.TypeCluster || objs[0].Name != req.Name || objs[0].Labels[k3d.OwnerLabel] != req.Owner || c.UID == "" {
+		t.Errorf("records = %+v, want one %s %s labelled with owner %s", objs, k3d.TypeCluster, req.Name, req.Owner)
 	}
 
 	// The kubeconfig works and reaches this cluster (the kube-system UID is the identity).
@@ -284,7 +284,7 @@ func TestCancelDuringCreationLeavesNothing(t *testing.T) {
 			if len(vs) == 0 {
 				t.Fatalf("the interrupt came before server-0 existed (no volumes seen); the test proves nothing")
 			}
-			if objs := rec.all(); len(objs) == 0 || objs[0].Type != state.TypeK3dCluster || objs[0].Name != req.Name {
+			if objs := rec.all(); len(objs) == 0 || objs[0].Type != k3d.TypeCluster || objs[0].Name != req.Name {
 				t.Errorf("records after the interrupt = %+v, want the cluster kept", objs)
 			}
 			left, err := b.Engine.ClusterObjects(ctx, req.Name, vs...)

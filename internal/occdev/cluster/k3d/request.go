@@ -59,7 +59,7 @@ type Request struct {
 	// k3d's own DNS handling. It is written into the state directory's node-resolv.conf, which
 	// is mounted over the node's /etc/resolv.conf, and k3d's DNS fix is turned off.
 	DNSResolver string
-	// Recorder receives the cluster's record (state.TypeK3dCluster) before creation.
+	// Recorder receives the cluster's record (TypeCluster) before creation.
 	Recorder Recorder
 }
 

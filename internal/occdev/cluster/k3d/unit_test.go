@@ -15,6 +15,7 @@ import (
 	k3dtypes "github.com/k3d-io/k3d/v5/pkg/types"
 	"sigs.k8s.io/yaml"
 
+	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
@@ -303,17 +304,17 @@ func TestAdmissionConfig(t *testing.T) {
 func TestIdentityRecord(t *testing.T) {
 	id := Identity{Name: "occ-dev-x", Owner: "0011223344556677"}
 	obj := id.Object()
-	if obj.Type != state.TypeK3dCluster || obj.Name != "occ-dev-x" || obj.Labels["app"] != "k3d" || obj.Labels["k3d.cluster"] != "occ-dev-x" || obj.Labels[OwnerLabel] != id.Owner {
+	if obj.Type != TypeCluster || obj.Name != "occ-dev-x" || obj.Labels["app"] != "k3d" || obj.Labels["k3d.cluster"] != "occ-dev-x" || obj.Labels[OwnerLabel] != id.Owner {
 		t.Fatalf("Object = %+v", obj)
 	}
 	back, err := IdentityOf(obj, "u-1")
 	if err != nil || back != (Identity{Name: "occ-dev-x", Owner: id.Owner, UID: "u-1"}) {
 		t.Fatalf("IdentityOf = %+v, %v", back, err)
 	}
-	if _, err := IdentityOf(state.Object{Type: state.TypeDockerNetwork, Name: "x"}, ""); err == nil {
+	if _, err := IdentityOf(state.Object{Type: compose.TypeNetwork, Name: "x"}, ""); err == nil {
 		t.Fatal("IdentityOf accepted another type")
 	}
-	if _, err := IdentityOf(state.Object{Type: state.TypeK3dCluster, Name: "occ-dev-x", Labels: map[string]string{"app": "k3d"}}, ""); err == nil {
+	if _, err := IdentityOf(state.Object{Type: TypeCluster, Name: "occ-dev-x", Labels: map[string]string{"app": "k3d"}}, ""); err == nil {
 		t.Fatal("IdentityOf accepted a record without the owner label")
 	}
 }

@@ -17,8 +17,8 @@ import (
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 )
 
-// WorkerReadyCommand is OCE's worker readiness probe (oce-control-plane.md §1.7, §4.4): it exits
-// 0 when the worker reported a healthy database observation in the last 15 s.
+// WorkerReadyCommand is OCE's worker readiness probe: it exits 0 when the worker reported a
+// healthy database observation in the last 15 s.
 var WorkerReadyCommand = []string{"node", "scripts/production-healthcheck.mjs", "worker", "ready"}
 
 // WorkerReady runs the readiness probe in the worker-kubernetes container through the Docker

@@ -16,7 +16,7 @@ type StartOptions struct {
 }
 
 // StartData starts PostgreSQL, migration and bootstrap (`compose up --detach postgres migrate
-// bootstrap`) and waits until migrate and bootstrap have both exited 0 (reference §3.3 step 8).
+// bootstrap`) and waits until migrate and bootstrap have both exited 0.
 // When a job fails, the error is "<svc> exited with <code>" with the job's last log lines,
 // whether Compose itself noticed first (its `up` waits for service_completed_successfully) or
 // the wait did.
@@ -33,9 +33,10 @@ func StartData(ctx context.Context, opts StartOptions) error {
 	return nil
 }
 
-// StartAPI starts the controller and the Kubernetes worker (reference §3.3 step 14). The jobs
-// they depend on have completed, and --no-deps keeps Compose from starting them again (a second
-// bootstrap run writes no key and a second migrate run is pointless).
+// StartAPI starts the controller and the Kubernetes worker once the cluster and the
+// Installation exist. The jobs they depend on have completed, and --no-deps keeps Compose from
+// starting them again (a second bootstrap run writes no key and a second migrate run is
+// pointless).
 func StartAPI(ctx context.Context, opts StartOptions) error {
 	return opts.Runner.Up(ctx, UpOptions{Services: APIServices, Build: opts.Build, NoDeps: true})
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/compose-spec/compose-go/v2/types"
 )
 
-// Names of the OCE Compose files, services, network and state files this profile relies on
-// (oce-control-plane.md §1, §8).
+// Names of the OCE Compose files, services, network and state files this profile relies on, as
+// OCE's checkout names them.
 const (
 	FileBase       = "compose.yaml"
 	FileKubernetes = "compose.kubernetes.yaml"
@@ -41,7 +41,7 @@ const (
 	DefaultProject = "openclaw-enterprise-development-kubernetes"
 )
 
-// The variables occ sets before rendering (oce-control-plane.md §1.2). compose.kubernetes.yaml
+// The variables occ sets before rendering. compose.kubernetes.yaml
 // uses the `:?` form for the first three, so a render without them fails inside Compose.
 const (
 	VarInstallationConfig = "OCC_DEVELOPMENT_INSTALLATION_CONFIG"
@@ -51,7 +51,7 @@ const (
 )
 
 // DataServices start first and the jobs among them must complete; APIServices start once the
-// cluster and the Installation exist (reference §3.3 steps 8 and 14).
+// cluster and the Installation exist, as in OCE's own launcher.
 var (
 	DataServices = []string{ServicePostgres, ServiceMigrate, ServiceBootstrap}
 	JobServices  = []string{ServiceMigrate, ServiceBootstrap}

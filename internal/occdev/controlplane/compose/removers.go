@@ -33,21 +33,21 @@ func (m *Model) Records() []state.Object {
 	p := m.Project
 	var out []state.Object
 	for _, key := range sortedKeys(p.Networks) {
-		out = append(out, state.Object{Type: state.TypeDockerNetwork, Name: p.Networks[key].Name,
+		out = append(out, state.Object{Type: TypeNetwork, Name: p.Networks[key].Name,
 			Labels: map[string]string{LabelProject: p.Name, LabelNetwork: key}})
 	}
 	for _, key := range sortedKeys(p.Volumes) {
-		out = append(out, state.Object{Type: state.TypeDockerVolume, Name: p.Volumes[key].Name,
+		out = append(out, state.Object{Type: TypeVolume, Name: p.Volumes[key].Name,
 			Labels: map[string]string{LabelProject: p.Name, LabelVolume: key}})
 	}
-	return append(out, state.Object{Type: state.TypeComposeProject, Name: p.Name})
+	return append(out, state.Object{Type: TypeProject, Name: p.Name})
 }
 
 // ServicesRecord is the record of the API services (controller and worker-kubernetes), made
 // just before they start: it is the newest Compose record, so `down` and a rollback stop them
 // before anything else is removed, and nothing reconciles against a cluster being deleted.
 func ServicesRecord(project string) state.Object {
-	return state.Object{Type: state.TypeComposeServices, Name: project}
+	return state.Object{Type: TypeServices, Name: project}
 }
 
 // Recorded is how the Compose removers reach the recorded project: the recorded engine (never
@@ -332,7 +332,7 @@ func (e engineObjectRemover) Inspect(ctx context.Context, o state.Object) state.
 // `down` can tell the project's network from a same-named one made later.
 func RecordIDs(ctx context.Context, api client.APIClient, rec interface{ Record(state.Object) error }, records []state.Object) error {
 	for _, o := range records {
-		if o.Type != state.TypeDockerNetwork {
+		if o.Type != TypeNetwork {
 			continue
 		}
 		n, err := api.NetworkInspect(ctx, o.Name, network.InspectOptions{})

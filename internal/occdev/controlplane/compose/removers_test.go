@@ -49,16 +49,16 @@ func TestRecordedProjectIsRemovedFromTheRecordAlone(t *testing.T) {
 	}
 
 	st := d.State()
-	if n := st.Objects[0]; n.Type != state.TypeDockerNetwork || len(n.ID) != 64 {
+	if n := st.Objects[0]; n.Type != TypeNetwork || len(n.ID) != 64 {
 		t.Fatalf("the network record has no engine ID after up: %+v", n)
 	}
 	engine := docker.Recorded(st.Engine)
 	rec := &Recorded{Engine: engine, Project: &state.ComposeProject{Project: snap.Project, Snapshot: snap.Path, Checkout: snap.Checkout}}
 	reg := state.Removers{
-		state.TypeComposeProject:  ProjectRemover(rec),
-		state.TypeComposeServices: ServicesRemover(rec),
-		state.TypeDockerNetwork:   NetworkRemover(engine),
-		state.TypeDockerVolume:    VolumeRemover(engine),
+		TypeProject:  ProjectRemover(rec),
+		TypeServices: ServicesRemover(rec),
+		TypeNetwork:  NetworkRemover(engine),
+		TypeVolume:   VolumeRemover(engine),
 	}
 	for _, o := range st.Objects {
 		if got := reg.Inspect(ctx, o); got.State != state.Present {
@@ -73,7 +73,7 @@ func TestRecordedProjectIsRemovedFromTheRecordAlone(t *testing.T) {
 			if err != nil {
 				t.Fatalf("remove %s: %v", o, err)
 			}
-			if first && o.Type == state.TypeComposeServices {
+			if first && o.Type == TypeServices {
 				// The reconcilers are stopped first, while the data services still run.
 				states, err := s.Status(ctx, ServiceController, ServiceWorker, ServicePostgres)
 				if err != nil {
@@ -88,7 +88,7 @@ func TestRecordedProjectIsRemovedFromTheRecordAlone(t *testing.T) {
 		return out
 	}
 	first := down(true)
-	want := map[state.Type]state.Outcome{state.TypeComposeServices: state.Removed, state.TypeComposeProject: state.Removed, state.TypeDockerVolume: state.AlreadyGone, state.TypeDockerNetwork: state.AlreadyGone}
+	want := map[state.Type]state.Outcome{TypeServices: state.Removed, TypeProject: state.Removed, TypeVolume: state.AlreadyGone, TypeNetwork: state.AlreadyGone}
 	for typ, outs := range first {
 		for _, got := range outs {
 			if got != want[typ] {

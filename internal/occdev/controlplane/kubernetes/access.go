@@ -8,7 +8,7 @@ import (
 // TenantBindings bind the chart's unbound tenant ClusterRoles to the OCE service accounts for
 // all namespaces. Production operators bind them per tenant namespace; the disposable
 // development cluster has no operator, so the worker gets its tenant rights everywhere and the
-// API its Secret and configuration rights (fact sheet §3.6). The ClusterRole names are
+// API its Secret and configuration rights. The ClusterRole names are
 // <release>-openclaw-tenant-*, which is why the release must be named openclaw-enterprise.
 func TenantBindings(namespace string, own Ownership) []*rbacv1.ClusterRoleBinding {
 	bind := func(name, role, serviceAccount string) *rbacv1.ClusterRoleBinding {

@@ -26,6 +26,7 @@ import (
 
 	"github.com/openclaw/occ/internal/kube"
 	"github.com/openclaw/occ/internal/occdev/cluster"
+	"github.com/openclaw/occ/internal/occdev/helmrelease"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/testbed"
@@ -170,7 +171,7 @@ func (b *bed) ensure(obj runtime.Object) {
 // recorded reports whether the state records the Kubernetes object.
 func (b *bed) recorded(kind, namespace, name string) bool {
 	for _, o := range b.dir.State().Objects {
-		if o.Type == state.TypeKubernetes && o.Kind == kind && o.Namespace == namespace && o.Name == name {
+		if o.Type == kubeobj.TypeObject && o.Kind == kind && o.Namespace == namespace && o.Name == name {
 			return true
 		}
 	}
@@ -179,7 +180,7 @@ func (b *bed) recorded(kind, namespace, name string) bool {
 
 // recordedRelease reports whether the Helm release record is there.
 func (b *bed) recordedRelease(namespace, name string) bool {
-	want := state.HelmRelease(namespace, name).String()
+	want := helmrelease.Record(namespace, name).String()
 	for _, o := range b.dir.State().Objects {
 		if o.String() == want {
 			return true

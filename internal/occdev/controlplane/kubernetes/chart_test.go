@@ -52,8 +52,8 @@ func fixtureChart(t *testing.T) *chart.Chart {
 	return ch
 }
 
-// The development values satisfy the chart's own validation and render the objects of fact
-// sheet §3.4 with them: the values occ computes are the ones the production chart accepts.
+// The development values satisfy the chart's own validation and render the chart's objects
+// with them: the values occ computes are the ones the production chart accepts.
 func TestDevelopmentValuesRenderTheChart(t *testing.T) {
 	vals, err := devValues(t).Map()
 	if err != nil {

@@ -133,7 +133,7 @@ type Step struct {
 	Run     func(ctx context.Context) error
 }
 
-// Steps is the installation in order (the reference launcher's order, fact sheet §5.5).
+// Steps is the installation in order, the order OCE's own launcher installs it in.
 func (cp *ControlPlane) Steps() []Step {
 	ns := cp.cfg.Namespace
 	obj := func(kind, name, note string) string {

@@ -116,7 +116,8 @@ func (b *bed) snapshot(ctx context.Context) snapshot {
 	return s
 }
 
-// checkObjects asserts the objects of fact sheet §5 and the chart release.
+// checkObjects asserts the Kubernetes-only profile's objects (PostgreSQL, its Secrets and PVCs,
+// the bootstrap PVC, the API proxy) and the chart release.
 func (b *bed) checkObjects(ctx context.Context, installation []byte) {
 	t := b.t
 	t.Helper()

@@ -14,7 +14,7 @@ import (
 )
 
 // InstallationInput is what the Kubernetes-only profile contributes to the development
-// Installation (fact sheet behaviour §5); the platform's Installation builder writes it. The
+// Installation; the platform's Installation builder writes it. The
 // YAML tags are the Installation's key names.
 type InstallationInput struct {
 	// Authentication is how OCE's Kubernetes drivers reach the cluster: from inside it.

@@ -109,7 +109,7 @@ func ReaderPodObject(namespace string, own Ownership, controllerImage string) *c
 // fails. Neither value appears in any error.
 func CopyBootstrapKey(ctx context.Context, conn *kubeobj.Conn, exec PodExec, verifier KeyVerifier, req KeyCopy) (_ KeyResult, err error) {
 	reader := ReaderPodObject(req.Namespace, OwnershipOf(conn), req.ControllerImage)
-	record, err := state.Ref(reader)
+	record, err := kubeobj.RefOf(reader)
 	if err != nil {
 		return KeyResult{}, err
 	}

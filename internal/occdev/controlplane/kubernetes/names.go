@@ -5,7 +5,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 )
 
-// Names and keys the OCE chart and the reference launcher fix (fact sheet §3, §5). The Secret
+// Names and keys the OCE chart and OCE's own launcher fix. The Secret
 // names and keys are the chart's defaults, so the development values need not name them.
 const (
 	// DefaultNamespace is the platform namespace (OCC_DEVELOPMENT_KUBERNETES_NAMESPACE).

@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// Values are the OCE chart values the development profile sets (fact sheet §3.2); everything
+// Values are the OCE chart values the development profile sets; everything
 // else keeps the chart's defaults, whose Secret names and keys match the Secrets this package
 // creates. Routing values (agentNativeAdmin, gatewayRouting) are not set: occ does not install
 // the private routing controllers.

@@ -1,0 +1,37 @@
+package images
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/openclaw/occ/internal/occdev/state"
+)
+
+// The record types of the images occ makes present.
+const (
+	// TypeDockerImage is an image occ pulled into the Docker engine: repository, pinned digest
+	// and the local image ID the pull produced.
+	TypeDockerImage state.Type = "docker-image"
+	// TypeClusterImage is an image occ imported into the recorded cluster's node: repository,
+	// pinned digest and the config digest found in the node.
+	TypeClusterImage state.Type = "cluster-image"
+)
+
+func init() {
+	fields := state.Fields{ID: true, Digest: true}
+	state.Register(state.Kind{Type: TypeDockerImage, Fields: fields, Check: checkRecord,
+		Describe: func(o state.Object) string { return "Docker image " + o.Name + "@" + o.Digest }})
+	state.Register(state.Kind{Type: TypeClusterImage, Fields: fields, Check: checkRecord,
+		Describe: func(o state.Object) string { return "cluster image " + o.Name + "@" + o.Digest }})
+}
+
+func checkRecord(o state.Object) error {
+	var errs []error
+	if !state.IsRepository(o.Name) {
+		errs = append(errs, fmt.Errorf("image repository %q must be a repository name without tag or digest", o.Name))
+	}
+	if !state.IsDigest(o.Digest) {
+		errs = append(errs, fmt.Errorf("image digest %q must be sha256: and 64 lower-case hex digits", o.Digest))
+	}
+	return errors.Join(errs...)
+}
