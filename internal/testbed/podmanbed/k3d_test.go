@@ -139,7 +139,10 @@ func TestK3dClusterOnPodman(t *testing.T) {
 	// loaded from a docker-save tarball tagged with a short name (as `podman build -t` or
 	// `podman load` leave it: localhost/…), one pulled by its pin and then tagged through the
 	// Docker-compatible API (which qualifies a short name with docker.io/, as Docker does).
-	gateway, err := dockerbed.ProductImage(dockerbed.RoleGateway)
+	// Their roles are this test's own: Podman resolves NAME@DIGEST to any image holding the
+	// digest, so images equal to the occ flow tests' product images would be found "present" by
+	// those tests when the packages run side by side in one Podman, and never pulled.
+	gateway, err := dockerbed.ProductImage("podmanbed-" + dockerbed.RoleGateway)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +150,7 @@ func TestK3dClusterOnPodman(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	supervisor, err := dockerbed.ProductImage(dockerbed.RoleSupervisor)
+	supervisor, err := dockerbed.ProductImage("podmanbed-" + dockerbed.RoleSupervisor)
 	if err != nil {
 		t.Fatal(err)
 	}
