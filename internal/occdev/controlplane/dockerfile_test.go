@@ -154,16 +154,9 @@ FROM debian:12 AS unused
 // naming the engine, the here-document's file and line and both fixes; an engine of API 1.42 or
 // later (Docker Engine 23.0+) is accepted, and RUN --mount alone needs only BuildKit.
 func TestCheckBuilder(t *testing.T) {
-	root, err := ParseDockerfile(fixtureRoot, ControllerDockerfile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runtime, err := ParseDockerfile(fixtureRoot, RuntimeDockerfile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, runtime := fixtureDockerfiles(t)
 	old := EngineBuilder{Version: "20.10.24+dfsg1", APIVersion: "1.41"}
-	err = CheckBuilder(old, []*Dockerfile{root, runtime})
+	err := CheckBuilder(old, []*Dockerfile{root, runtime})
 	var be *BuilderError
 	if !errors.As(err, &be) {
 		t.Fatalf("20.10: %v", err)
@@ -196,16 +189,9 @@ func TestCheckBuilder(t *testing.T) {
 // by digest, or Docker); a checkout without here-documents is refused too, naming its BuildKit
 // secret mount, since occ's build path needs BuildKit whatever the Dockerfile holds.
 func TestCheckBuilderRefusesPodman(t *testing.T) {
-	root, err := ParseDockerfile(fixtureRoot, ControllerDockerfile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runtime, err := ParseDockerfile(fixtureRoot, RuntimeDockerfile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, runtime := fixtureDockerfiles(t)
 	podman := EngineBuilder{Version: "4.3.1", APIVersion: "1.41", Podman: true}
-	err = CheckBuilder(podman, []*Dockerfile{root, runtime})
+	err := CheckBuilder(podman, []*Dockerfile{root, runtime})
 	var be *BuilderError
 	if !errors.As(err, &be) {
 		t.Fatalf("Podman: %v", err)
@@ -227,6 +213,21 @@ func TestCheckBuilderRefusesPodman(t *testing.T) {
 	if err := CheckBuilder(EngineBuilder{Version: "28.5.2", APIVersion: "1.51"}, []*Dockerfile{root, runtime}); err != nil {
 		t.Errorf("Docker 28: %v", err)
 	}
+}
+
+// fixtureDockerfiles parses the fixture checkout's two Dockerfiles: the root one (controller)
+// and the Agent runtime's.
+func fixtureDockerfiles(t *testing.T) (root, runtime *Dockerfile) {
+	t.Helper()
+	root, err := ParseDockerfile(fixtureRoot, ControllerDockerfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime, err = ParseDockerfile(fixtureRoot, RuntimeDockerfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root, runtime
 }
 
 // The cost the Dockerfile analysis adds to every plan: both of the checkout's Dockerfiles parsed,
