@@ -153,7 +153,7 @@ type UpOptions struct {
 	// OCE are the inputs of the OCE control plane: its checkout, images, Compose options and
 	// key destination.
 	OCE OCEOptions
-	// Kubernetes are the Kubernetes-only profile's own settings and test seams.
+	// Kubernetes are the Kubernetes-only profile's own settings.
 	Kubernetes KubernetesOptions
 
 	// Progress receives step events (steps of concurrent lanes name their lane); nil discards
@@ -164,12 +164,7 @@ type UpOptions struct {
 	// HTTPClient downloads artifacts; nil uses a plain client (each download has a timeout).
 	HTTPClient *http.Client
 
-	// AfterStep is a test seam: called after each successful step (from the goroutine of the
-	// step's lane), an error fails `up` there.
-	AfterStep func(name string) error
-	// Sequential, a benchmark seam, runs the lanes of every group one after another instead of
-	// side by side, to measure what the overlap saves.
-	Sequential bool
+	deps deps
 }
 
 // Plan is UpOptions resolved and validated: every name `up` will use is decided here, and every

@@ -37,9 +37,8 @@ type ReloadOptions struct {
 	Progress progress.Sink
 	// Log receives the build output and notes that are not step lines.
 	Log io.Writer
-	// AfterStep is a test seam: called after each successful step, an error fails the reload
-	// there.
-	AfterStep func(name string) error
+
+	deps deps
 }
 
 // ReloadResult says what `occ dev reload` did.
@@ -153,7 +152,7 @@ func Reload(ctx context.Context, opts ReloadOptions) (*ReloadResult, error) {
 			opts: opts, rec: rec, st: st, built: map[string]images.Local{}, changed: map[string]bool{},
 		},
 	}
-	x := &runner{sink: opts.Progress, afterStep: opts.AfterStep}
+	x := &runner{sink: opts.Progress, afterStep: opts.deps.AfterStep}
 	if err := x.run(ctx, r, reloadSteps(st.Profile), ""); err != nil {
 		if !r.reload.rebuilding {
 			return nil, err
