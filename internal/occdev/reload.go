@@ -29,7 +29,8 @@ type ReloadOptions struct {
 	// they are recreated or rolled out, and for Compose only the images they run are rebuilt.
 	// None reloads every image `up` built.
 	Services []string
-	// StartupTimeout bounds the wait for the reloaded services; 0 is 600s.
+	// StartupTimeout bounds the wait for the reloaded services (--startup-timeout,
+	// EnvStartupTimeoutSeconds): 0 is 600s, anything else lies between 1s and 24h.
 	StartupTimeout time.Duration
 	// OCCCommand is how the user runs occ, for the commands an error names; default "occ".
 	OCCCommand string
@@ -126,8 +127,8 @@ func Reload(ctx context.Context, opts ReloadOptions) (*ReloadResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.StartupTimeout == 0 {
-		opts.StartupTimeout = defaultStartupTimeout
+	if opts.StartupTimeout, err = startupTimeout(opts.StartupTimeout); err != nil {
+		return nil, err
 	}
 	log := opts.Log
 	if log == nil {
