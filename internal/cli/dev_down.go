@@ -41,9 +41,7 @@ that retries.`,
 			return nil
 		},
 	}
-	var opts occdev.DownOptions
-	flags := newDevFlags(cmd)
-	flags.text(settingStateDir.withUsage("state directory of the 'occ dev up' to undo (env "+state.EnvDirectory+")"), &opts.StateDir)
+	flags, opts := devDownFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if err := flags.resolve(g); err != nil {
 			return err
@@ -54,7 +52,7 @@ that retries.`,
 		} else {
 			opts.Log = g.Stderr
 		}
-		res, err := occdev.Down(cmd.Context(), opts)
+		res, err := occdev.Down(cmd.Context(), *opts)
 		if err != nil {
 			return err
 		}
@@ -72,4 +70,12 @@ that retries.`,
 		})
 	}
 	return cmd
+}
+
+// devDownFlags registers the settings of `occ dev down` on cmd, bound to the options they fill.
+func devDownFlags(cmd *cobra.Command) (*devFlags, *occdev.DownOptions) {
+	opts := &occdev.DownOptions{}
+	flags := newDevFlags(cmd)
+	flags.text(settingStateDir.withUsage("state directory of the 'occ dev up' to undo (env "+state.EnvDirectory+")"), &opts.StateDir)
+	return flags, opts
 }

@@ -45,13 +45,7 @@ lines are printed bare. The flags read as kubectl's and compose's:
   # The Gateway's last hour, with timestamps
   occ dev logs openshell-gateway --since 1h --timestamps`,
 	}
-	var opts occdev.LogsOptions
-	flags := newDevFlags(cmd)
-	flags.flag(settingFollow, &opts.Follow)
-	flags.number(settingTail, -1, &opts.Tail)
-	flags.text(settingSince, &opts.Since)
-	flags.flag(settingTimestamps, &opts.Timestamps)
-	flags.text(settingStateDir.withUsage("state directory of the 'occ dev up' whose services to read (env "+state.EnvDirectory+")"), &opts.StateDir)
+	flags, opts := devLogsFlags(cmd)
 	cmd.ValidArgsFunction = func(cmd *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
 		// A bad setting completes to what the state directory still gives.
 		_ = flags.resolve(g)
@@ -62,9 +56,21 @@ lines are printed bare. The flags read as kubectl's and compose's:
 			return err
 		}
 		opts.Services, opts.Out, opts.Notes = args, g.Stdout, g.Stderr
-		return occdev.Logs(cmd.Context(), opts)
+		return occdev.Logs(cmd.Context(), *opts)
 	}
 	return cmd
+}
+
+// devLogsFlags registers the settings of `occ dev logs` on cmd, bound to the options they fill.
+func devLogsFlags(cmd *cobra.Command) (*devFlags, *occdev.LogsOptions) {
+	opts := &occdev.LogsOptions{}
+	flags := newDevFlags(cmd)
+	flags.flag(settingFollow, &opts.Follow)
+	flags.number(settingTail, -1, &opts.Tail)
+	flags.text(settingSince, &opts.Since)
+	flags.flag(settingTimestamps, &opts.Timestamps)
+	flags.text(settingStateDir.withUsage("state directory of the 'occ dev up' whose services to read (env "+state.EnvDirectory+")"), &opts.StateDir)
+	return flags, opts
 }
 
 // completeServices completes SERVICE from the services of the environment recorded in

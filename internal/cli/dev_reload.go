@@ -46,12 +46,7 @@ old or its new images: run 'occ dev reload' again to finish it, or 'occ dev down
   # The builds a reload would repeat, and its steps
   occ dev reload --dry-run`,
 	}
-	var opts occdev.ReloadOptions
-	var dry bool
-	flags := newDevFlags(cmd)
-	flags.text(settingStateDir.withUsage("state directory of the 'occ dev up' to reload (env "+state.EnvDirectory+")"), &opts.StateDir)
-	flags.flag(settingDryRun.withUsage("print the recorded builds a reload repeats and its steps; touch nothing"), &dry)
-	flags.timeout(settingStartupTimeout.withUsage("bound of the wait for the reloaded services, e.g. 10m (default 10m; env "+occdev.EnvStartupTimeoutSeconds+" in seconds)"), &opts.StartupTimeout)
+	flags, opts, dry := devReloadFlags(cmd)
 	cmd.ValidArgsFunction = func(cmd *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
 		// A bad setting completes to what the state directory still gives.
 		_ = flags.resolve(g)
@@ -62,8 +57,8 @@ old or its new images: run 'occ dev reload' again to finish it, or 'occ dev down
 			return err
 		}
 		opts.Services, opts.OCCCommand = args, occCommand()
-		if dry {
-			plan, err := occdev.PlanReload(opts)
+		if *dry {
+			plan, err := occdev.PlanReload(*opts)
 			if err != nil {
 				return err
 			}
@@ -75,13 +70,24 @@ old or its new images: run 'occ dev reload' again to finish it, or 'occ dev down
 			progressOut = g.Stderr
 		}
 		opts.Progress, opts.Log = newProgressPrinter(progressOut).Sink(), g.Stderr
-		res, err := occdev.Reload(cmd.Context(), opts)
+		res, err := occdev.Reload(cmd.Context(), *opts)
 		if err != nil {
 			return err
 		}
 		return g.print(res, func() error { return printReload(g, res) })
 	}
 	return cmd
+}
+
+// devReloadFlags registers the settings of `occ dev reload` on cmd, bound to the options they
+// fill; it returns the options and the dry-run switch.
+func devReloadFlags(cmd *cobra.Command) (*devFlags, *occdev.ReloadOptions, *bool) {
+	opts, dry := &occdev.ReloadOptions{}, new(bool)
+	flags := newDevFlags(cmd)
+	flags.text(settingStateDir.withUsage("state directory of the 'occ dev up' to reload (env "+state.EnvDirectory+")"), &opts.StateDir)
+	flags.flag(settingDryRun.withUsage("print the recorded builds a reload repeats and its steps; touch nothing"), dry)
+	flags.timeout(settingStartupTimeout.withUsage("bound of the wait for the reloaded services, e.g. 10m (default 10m; env "+occdev.EnvStartupTimeoutSeconds+" in seconds)"), &opts.StartupTimeout)
+	return flags, opts, dry
 }
 
 func printReload(g *Globals, res *occdev.ReloadResult) error {

@@ -115,10 +115,11 @@ type devFlags struct {
 	binds []binding
 }
 
-// binding is one registered setting: resolved is where its text and source land, and set
-// parses that text into the field.
+// binding is one registered setting: field is the option field it fills, resolved is where
+// its text and source land, and set parses that text into the field.
 type binding struct {
 	setting  devSetting
+	field    any
 	resolved *setting
 	set      func(setting) error
 }
@@ -128,18 +129,18 @@ func newDevFlags(cmd *cobra.Command) *devFlags { return &devFlags{cmd: cmd} }
 // add registers the parser of s, whose flag register adds (a setting only the environment
 // gives has none). The text of the setting is parsed here whatever its source, so a value from
 // the environment follows the same rule as the flag's.
-func (d *devFlags) add(s devSetting, register func(*pflag.FlagSet), set func(setting) error) *setting {
+func (d *devFlags) add(s devSetting, field any, register func(*pflag.FlagSet), set func(setting) error) *setting {
 	if s.flag != "" {
 		register(d.cmd.Flags())
 	}
-	b := binding{setting: s, resolved: &setting{}, set: set}
+	b := binding{setting: s, field: field, resolved: &setting{}, set: set}
 	d.binds = append(d.binds, b)
 	return b.resolved
 }
 
 // text binds a setting whose value is its text.
 func (d *devFlags) text(s devSetting, field *string) *setting {
-	return d.add(s, func(f *pflag.FlagSet) { f.StringP(s.flag, s.short, "", s.usage) }, func(v setting) error {
+	return d.add(s, field, func(f *pflag.FlagSet) { f.StringP(s.flag, s.short, "", s.usage) }, func(v setting) error {
 		*field = v.raw
 		return nil
 	})
@@ -148,7 +149,7 @@ func (d *devFlags) text(s devSetting, field *string) *setting {
 // flag binds a switch (--dry-run, --follow): on the command line it takes no value, its
 // variable takes true or false.
 func (d *devFlags) flag(s devSetting, field *bool) *setting {
-	return d.add(s, func(f *pflag.FlagSet) { f.BoolP(s.flag, s.short, false, s.usage) }, func(v setting) error {
+	return d.add(s, field, func(f *pflag.FlagSet) { f.BoolP(s.flag, s.short, false, s.usage) }, func(v setting) error {
 		on, err := strconv.ParseBool(v.raw)
 		if err != nil {
 			return &option.Error{Option: v.from, Value: v.raw, Rule: "is not a boolean", Fix: "give true or false"}
@@ -161,7 +162,7 @@ func (d *devFlags) flag(s devSetting, field *bool) *setting {
 // number binds a whole-number setting with default def. For a setting with want, 0 is occ's
 // default and is what an unset setting passes on; the range is the library's rule.
 func (d *devFlags) number(s devSetting, def int, field *int) *setting {
-	return d.add(s, func(f *pflag.FlagSet) { f.IntP(s.flag, s.short, def, s.usage) }, func(v setting) error {
+	return d.add(s, field, func(f *pflag.FlagSet) { f.IntP(s.flag, s.short, def, s.usage) }, func(v setting) error {
 		if v.isDefault() {
 			*field = def
 			return nil
@@ -184,7 +185,7 @@ func (d *devFlags) number(s devSetting, def int, field *int) *setting {
 // (the reference's form). 0 is occ's default, so an explicit 0 is refused; the range is the
 // library's rule.
 func (d *devFlags) timeout(s devSetting, field *time.Duration) *setting {
-	return d.add(s, func(f *pflag.FlagSet) { f.StringP(s.flag, s.short, "", s.usage) }, func(v setting) error {
+	return d.add(s, field, func(f *pflag.FlagSet) { f.StringP(s.flag, s.short, "", s.usage) }, func(v setting) error {
 		if v.isDefault() {
 			*field = 0
 			return nil

@@ -36,14 +36,12 @@ any object is unknown.`,
   occ dev status -o json --state-dir ~/.local/state/occ/dev`,
 		Args: exactArgs(0),
 	}
-	var opts occdev.StatusOptions
-	flags := newDevFlags(cmd)
-	flags.text(settingStateDir.withUsage("state directory of the 'occ dev up' to inspect (env "+state.EnvDirectory+")"), &opts.StateDir)
+	flags, opts := devStatusFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if err := flags.resolve(g); err != nil {
 			return err
 		}
-		st, err := occdev.GetStatus(cmd.Context(), opts)
+		st, err := occdev.GetStatus(cmd.Context(), *opts)
 		if err != nil {
 			return err
 		}
@@ -56,6 +54,15 @@ any object is unknown.`,
 		return nil
 	}
 	return cmd
+}
+
+// devStatusFlags registers the settings of `occ dev status` on cmd, bound to the options they
+// fill.
+func devStatusFlags(cmd *cobra.Command) (*devFlags, *occdev.StatusOptions) {
+	opts := &occdev.StatusOptions{}
+	flags := newDevFlags(cmd)
+	flags.text(settingStateDir.withUsage("state directory of the 'occ dev up' to inspect (env "+state.EnvDirectory+")"), &opts.StateDir)
+	return flags, opts
 }
 
 func firstNonEmpty(s ...string) string {
