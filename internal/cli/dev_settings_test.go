@@ -203,4 +203,20 @@ func TestBadRangedDevSettingsAreOptionErrors(t *testing.T) {
 			}
 		})
 	}
+	// reload applies the same rule to its startup timeout, before it reads the record.
+	t.Run("reload's startup timeout above the range", func(t *testing.T) {
+		cmd := &cobra.Command{Use: "reload"}
+		flags, opts, _ := devReloadFlags(cmd)
+		if err := cmd.ParseFlags([]string{"--state-dir", filepath.Join(dir, "none"), "--startup-timeout", "25h"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := flags.resolve(&Globals{v: viper.New()}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := occdev.PlanReload(*opts)
+		var bad *option.Error
+		if !errors.As(err, &bad) || !strings.Contains(bad.Option, "--startup-timeout") || bad.Value != "25h0m0s" || bad.Fix == "" {
+			t.Errorf("%v (%T), want the option.Error of --startup-timeout", err, err)
+		}
+	})
 }

@@ -605,6 +605,9 @@ func PlanReload(opts ReloadOptions) (*ReloadPlan, error) {
 	if err != nil {
 		return nil, err
 	}
+	if _, err := startupTimeout(opts.StartupTimeout); err != nil {
+		return nil, err
+	}
 	st, err := state.Read(dir)
 	if errors.Is(err, state.ErrNotExist) {
 		return nil, fmt.Errorf("%w at %s: nothing to reload; start one with occ dev up (or name the state directory of another with --state-dir or %s)", ErrNoEnvironment, dir, state.EnvDirectory)
