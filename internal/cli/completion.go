@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"os"
 	"slices"
 	"strings"
 
@@ -11,22 +10,20 @@ import (
 
 // registerFlagCompletions completes the values of the global flags on every command: the
 // output formats for -o and the kubeconfig's contexts for --context, as kubectl does.
-func registerFlagCompletions(root *cobra.Command) {
+func registerFlagCompletions(g *Globals, root *cobra.Command) {
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(outputFormats, cobra.ShellCompDirectiveNoFileComp))
-	_ = root.RegisterFlagCompletionFunc("context", completeContexts)
+	_ = root.RegisterFlagCompletionFunc("context", func(cmd *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
+		return completeContexts(g, cmd, prefix)
+	})
 }
 
 // completeContexts lists the contexts of the kubeconfig the command would load. Completion runs
-// before settings are resolved, so the kubeconfig comes from the flag, then OCC_KUBECONFIG,
+// before the config file is read, so the kubeconfig comes from the flag, then OCC_KUBECONFIG,
 // then client-go's rules ($KUBECONFIG, ~/.kube/config). A kubeconfig that cannot be read
 // completes to nothing rather than to an error in the middle of the user's command line.
-func completeContexts(cmd *cobra.Command, _ []string, prefix string) ([]string, cobra.ShellCompDirective) {
+func completeContexts(g *Globals, cmd *cobra.Command, prefix string) ([]string, cobra.ShellCompDirective) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	path, _ := cmd.Flags().GetString("kubeconfig")
-	if path == "" {
-		path = os.Getenv("OCC_KUBECONFIG")
-	}
-	if path != "" {
+	if path := g.settingOf(cmd, "kubeconfig").raw; path != "" {
 		rules.ExplicitPath = path
 	}
 	raw, err := rules.Load()

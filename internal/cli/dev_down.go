@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/state"
 )
 
 func init() { devSubcommands = append(devSubcommands, newDevDownCommand) }
@@ -39,34 +40,42 @@ that retries.`,
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			opts := occdev.DownOptions{
-				StateDir:   devSetting(g, cmd, "state-dir", "OCC_DEVELOPMENT_STATE_DIRECTORY"),
-				OCCCommand: occCommand(),
-			}
-			if g.Output == "table" {
-				opts.Log = g.Stdout
-			} else {
-				opts.Log = g.Stderr
-			}
-			res, err := occdev.Down(cmd.Context(), opts)
-			if err != nil {
-				return devError(err)
-			}
-			return g.print(res, func() error {
-				if res.NothingRecorded {
-					_, err := fmt.Fprintf(g.Stdout, "No development state at %s: nothing to remove.\n", res.StateDirectory)
-					return err
-				}
-				left := ""
-				if n := len(res.LeftAlone); n > 0 {
-					left = fmt.Sprintf(" (%d recorded name(s) now belong to something occ did not create and were left alone)", n)
-				}
-				_, err := fmt.Fprintf(g.Stdout, "Removed %d recorded object(s) and the state directory %s%s.\n", len(res.Removed), res.StateDirectory, left)
-				return err
-			})
-		},
 	}
-	cmd.Flags().String("state-dir", "", "state directory of the 'occ dev up' to undo (env OCC_DEVELOPMENT_STATE_DIRECTORY)")
+	flags, opts := devDownFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := flags.resolve(g); err != nil {
+			return err
+		}
+		opts.OCCCommand = occCommand()
+		if g.Output == "table" {
+			opts.Log = g.Stdout
+		} else {
+			opts.Log = g.Stderr
+		}
+		res, err := occdev.Down(cmd.Context(), *opts)
+		if err != nil {
+			return err
+		}
+		return g.print(res, func() error {
+			if res.NothingRecorded {
+				_, err := fmt.Fprintf(g.Stdout, "No development state at %s: nothing to remove.\n", res.StateDirectory)
+				return err
+			}
+			left := ""
+			if n := len(res.LeftAlone); n > 0 {
+				left = fmt.Sprintf(" (%d recorded name(s) now belong to something occ did not create and were left alone)", n)
+			}
+			_, err := fmt.Fprintf(g.Stdout, "Removed %d recorded object(s) and the state directory %s%s.\n", len(res.Removed), res.StateDirectory, left)
+			return err
+		})
+	}
 	return cmd
+}
+
+// devDownFlags registers the settings of `occ dev down` on cmd, bound to the options they fill.
+func devDownFlags(cmd *cobra.Command) (*devFlags, *occdev.DownOptions) {
+	opts := &occdev.DownOptions{}
+	flags := newDevFlags(cmd)
+	flags.text(settingStateDir.withUsage("state directory of the 'occ dev up' to undo (env "+state.EnvDirectory+")"), &opts.StateDir)
+	return flags, opts
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/state"
 )
 
 func init() { devSubcommands = append(devSubcommands, newDevLogsCommand) }
@@ -43,35 +44,45 @@ lines are printed bare. The flags read as kubectl's and compose's:
 
   # The Gateway's last hour, with timestamps
   occ dev logs openshell-gateway --since 1h --timestamps`,
-		ValidArgsFunction: func(cmd *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
-			ctx, cancel := context.WithTimeout(cmd.Context(), completionTimeout)
-			defer cancel()
-			var out []string
-			for _, name := range occdev.ServiceNames(ctx, devSetting(g, cmd, "state-dir", "OCC_DEVELOPMENT_STATE_DIRECTORY")) {
-				if strings.HasPrefix(name, prefix) && !slices.Contains(args, name) {
-					out = append(out, name)
-				}
-			}
-			return out, cobra.ShellCompDirectiveNoFileComp
-		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			f := cmd.Flags()
-			follow, _ := f.GetBool("follow")
-			tail, _ := f.GetInt("tail")
-			since, _ := f.GetString("since")
-			timestamps, _ := f.GetBool("timestamps")
-			return devError(occdev.Logs(cmd.Context(), occdev.LogsOptions{
-				StateDir: devSetting(g, cmd, "state-dir", "OCC_DEVELOPMENT_STATE_DIRECTORY"),
-				Services: args, Follow: follow, Tail: tail, Since: since, Timestamps: timestamps,
-				Out: g.Stdout, Notes: g.Stderr,
-			}))
-		},
 	}
-	f := cmd.Flags()
-	f.BoolP("follow", "f", false, "keep printing new lines until Ctrl-C, and the lines of containers that start meanwhile")
-	f.Int("tail", -1, "how many of each container's last lines to print first; -1 prints all")
-	f.String("since", "", "only lines newer than a duration (10m, 1h30m) or an RFC 3339 time (2026-01-02T15:04:05Z)")
-	f.Bool("timestamps", false, "print each line's RFC 3339 time in front of it")
-	f.String("state-dir", "", "state directory of the 'occ dev up' whose services to read (env OCC_DEVELOPMENT_STATE_DIRECTORY)")
+	flags, opts := devLogsFlags(cmd)
+	cmd.ValidArgsFunction = func(cmd *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
+		// A bad setting completes to what the state directory still gives.
+		_ = flags.resolve(g)
+		return completeServices(cmd, opts.StateDir, args, prefix)
+	}
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if err := flags.resolve(g); err != nil {
+			return err
+		}
+		opts.Services, opts.Out, opts.Notes = args, g.Stdout, g.Stderr
+		return occdev.Logs(cmd.Context(), *opts)
+	}
 	return cmd
+}
+
+// devLogsFlags registers the settings of `occ dev logs` on cmd, bound to the options they fill.
+func devLogsFlags(cmd *cobra.Command) (*devFlags, *occdev.LogsOptions) {
+	opts := &occdev.LogsOptions{}
+	flags := newDevFlags(cmd)
+	flags.flag(settingFollow, &opts.Follow)
+	flags.number(settingTail, -1, &opts.Tail)
+	flags.text(settingSince, &opts.Since)
+	flags.flag(settingTimestamps, &opts.Timestamps)
+	flags.text(settingStateDir.withUsage("state directory of the 'occ dev up' whose services to read (env "+state.EnvDirectory+")"), &opts.StateDir)
+	return flags, opts
+}
+
+// completeServices completes SERVICE from the services of the environment recorded in
+// stateDir, leaving out those already given.
+func completeServices(cmd *cobra.Command, stateDir string, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
+	ctx, cancel := context.WithTimeout(cmd.Context(), completionTimeout)
+	defer cancel()
+	var out []string
+	for _, name := range occdev.ServiceNames(ctx, stateDir) {
+		if strings.HasPrefix(name, prefix) && !slices.Contains(args, name) {
+			out = append(out, name)
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
 }

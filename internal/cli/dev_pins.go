@@ -42,11 +42,20 @@ and download sites; resolve writes the pin file of another OpenShell release.`,
 	return cmd
 }
 
+// addPinFileFlag registers the pin file setting on a command that reads pins.
+func addPinFileFlag(cmd *cobra.Command) {
+	cmd.Flags().String(settingPinFile.flag, "", settingPinFile.usage)
+}
+
 // pinsInEffect loads the pins the command's settings select. A pin file that cannot be read or
 // is invalid is a usage error: the fix is in the setting or the file.
 func pinsInEffect(g *Globals, cmd *cobra.Command) (*pins.Set, string, error) {
-	path, from := pinFileSetting(g, cmd)
-	set, err := pins.Resolve(path)
+	pinFile := g.lookup(cmd, settingPinFile.flag, settingPinFile.env)
+	from := ""
+	if pinFile.raw != "" {
+		from = pinFile.name()
+	}
+	set, err := pins.Resolve(pinFile.raw)
 	if err != nil {
 		return nil, "", &usageError{err: err}
 	}
@@ -274,7 +283,7 @@ linux/arm64, naming the pin and the fix.`,
 				Base: base, Version: version, Commit: commit, Images: images, AgentSandboxVersion: agent,
 			}, online.Deps{})
 			if err != nil {
-				return devError(err)
+				return err
 			}
 			data, err := res.Encode(time.Now())
 			if err != nil {

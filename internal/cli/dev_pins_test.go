@@ -16,7 +16,7 @@ import (
 func isolatePins(t *testing.T) string {
 	t.Helper()
 	dir := isolate(t)
-	for _, k := range []string{pinFileEnv, "OCC_PIN_FILE"} {
+	for _, k := range []string{settingPinFile.env, "OCC_PIN_FILE"} {
 		t.Setenv(k, "")
 		os.Unsetenv(k)
 	}
@@ -76,10 +76,10 @@ func TestDevPinsShow(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "Pins in effect: "+file+" (from --pin-file)") || !strings.Contains(out, "0.1.3-pre.9") || strings.Contains(out, "note:") {
 		t.Errorf("--pin-file: exit %d, stderr %s\n%s", code, errOut, out)
 	}
-	t.Setenv(pinFileEnv, file)
+	t.Setenv(settingPinFile.env, file)
 	code, out, _ = run(t, "dev", "pins", "show", "-o", "yaml")
-	if code != 0 || !strings.Contains(out, "from: "+pinFileEnv) || !strings.Contains(out, "builtIn: false") {
-		t.Errorf("%s: exit %d\n%s", pinFileEnv, code, out)
+	if code != 0 || !strings.Contains(out, "from: "+settingPinFile.env) || !strings.Contains(out, "builtIn: false") {
+		t.Errorf("%s: exit %d\n%s", settingPinFile.env, code, out)
 	}
 
 	broken := filepath.Join(dir, "broken.yaml")

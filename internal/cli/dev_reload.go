@@ -1,14 +1,13 @@
 package cli
 
 import (
-	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/state"
 )
 
 func init() { devSubcommands = append(devSubcommands, newDevReloadCommand) }
@@ -46,50 +45,49 @@ old or its new images: run 'occ dev reload' again to finish it, or 'occ dev down
 
   # The builds a reload would repeat, and its steps
   occ dev reload --dry-run`,
-		ValidArgsFunction: func(cmd *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
-			ctx, cancel := context.WithTimeout(cmd.Context(), completionTimeout)
-			defer cancel()
-			var out []string
-			for _, name := range occdev.ServiceNames(ctx, devSetting(g, cmd, "state-dir", "OCC_DEVELOPMENT_STATE_DIRECTORY")) {
-				if strings.HasPrefix(name, prefix) && !slices.Contains(args, name) {
-					out = append(out, name)
-				}
-			}
-			return out, cobra.ShellCompDirectiveNoFileComp
-		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			timeout, err := startupTimeout(g, cmd)
+	}
+	flags, opts, dry := devReloadFlags(cmd)
+	cmd.ValidArgsFunction = func(cmd *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
+		// A bad setting completes to what the state directory still gives.
+		_ = flags.resolve(g)
+		return completeServices(cmd, opts.StateDir, args, prefix)
+	}
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if err := flags.resolve(g); err != nil {
+			return err
+		}
+		opts.Services, opts.OCCCommand = args, occCommand()
+		if *dry {
+			plan, err := occdev.PlanReload(*opts)
 			if err != nil {
 				return err
 			}
-			stateDir := devSetting(g, cmd, "state-dir", "OCC_DEVELOPMENT_STATE_DIRECTORY")
-			if dry, _ := cmd.Flags().GetBool("dry-run"); dry {
-				plan, err := occdev.PlanReload(occdev.ReloadOptions{StateDir: stateDir, Services: args, OCCCommand: occCommand()})
-				if err != nil {
-					return devError(err)
-				}
-				return g.print(plan, func() error { return printReloadPlan(g, plan) })
-			}
-			// Progress goes to stdout for people; with -o json|yaml stdout carries only the document.
-			progressOut := g.Stdout
-			if g.Output != "table" {
-				progressOut = g.Stderr
-			}
-			res, err := occdev.Reload(cmd.Context(), occdev.ReloadOptions{
-				StateDir: stateDir, Services: args, StartupTimeout: timeout, OCCCommand: occCommand(),
-				Progress: newProgressPrinter(progressOut).Sink(), Log: g.Stderr,
-			})
-			if err != nil {
-				return devError(err)
-			}
-			return g.print(res, func() error { return printReload(g, res) })
-		},
+			return g.print(plan, func() error { return printReloadPlan(g, plan) })
+		}
+		// Progress goes to stdout for people; with -o json|yaml stdout carries only the document.
+		progressOut := g.Stdout
+		if g.Output != "table" {
+			progressOut = g.Stderr
+		}
+		opts.Progress, opts.Log = newProgressPrinter(progressOut).Sink(), g.Stderr
+		res, err := occdev.Reload(cmd.Context(), *opts)
+		if err != nil {
+			return err
+		}
+		return g.print(res, func() error { return printReload(g, res) })
 	}
-	f := cmd.Flags()
-	f.String("state-dir", "", "state directory of the 'occ dev up' to reload (env OCC_DEVELOPMENT_STATE_DIRECTORY)")
-	f.Bool("dry-run", false, "print the recorded builds a reload repeats and its steps; touch nothing")
-	f.String("startup-timeout", "", "bound of the wait for the reloaded services, e.g. 10m (default 10m; env OCC_DEVELOPMENT_STARTUP_TIMEOUT_SECONDS in seconds)")
 	return cmd
+}
+
+// devReloadFlags registers the settings of `occ dev reload` on cmd, bound to the options they
+// fill; it returns the options and the dry-run switch.
+func devReloadFlags(cmd *cobra.Command) (*devFlags, *occdev.ReloadOptions, *bool) {
+	opts, dry := &occdev.ReloadOptions{}, new(bool)
+	flags := newDevFlags(cmd)
+	flags.text(settingStateDir.withUsage("state directory of the 'occ dev up' to reload (env "+state.EnvDirectory+")"), &opts.StateDir)
+	flags.flag(settingDryRun.withUsage("print the recorded builds a reload repeats and its steps; touch nothing"), dry)
+	flags.timeout(settingStartupTimeout.withUsage("bound of the wait for the reloaded services, e.g. 10m (default 10m; env "+occdev.EnvStartupTimeoutSeconds+" in seconds)"), &opts.StartupTimeout)
+	return flags, opts, dry
 }
 
 func printReload(g *Globals, res *occdev.ReloadResult) error {

@@ -1,65 +1,238 @@
 package cli
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
+	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
-	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine/locate"
+	"github.com/openclaw/occ/internal/occdev/option"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
-// devSetting resolves a `occ dev` setting: an explicit flag wins, then the reference's
-// OCC_DEVELOPMENT_* variable, then the value viper resolved (config file, OCC_* variable, flag
-// default).
-func devSetting(g *Globals, cmd *cobra.Command, flag, env string) string {
-	if f := cmd.Flags().Lookup(flag); f != nil && f.Changed {
-		return f.Value.String()
-	}
-	if env != "" {
-		if v, ok := os.LookupEnv(env); ok && v != "" {
-			return v
-		}
-	}
-	return g.v.GetString(flag)
+// devSetting is one setting of the `occ dev` commands, described once: its flag, the
+// environment variable that gives it when the flag is not, and the flag's help text. Each command
+// registers its flags from these values and binds each to the option field it fills (devFlags);
+// the rules of the values are the library's, which reports a bad one as an *option.Error.
+type devSetting struct {
+	// flag and short are the flag's name and shorthand; flag is empty for a setting that only
+	// the environment gives.
+	flag, short string
+	// env is the setting's own variable, taken from the constant of the package that reads the
+	// setting; empty when the setting has none, and then OCC_<FLAG> gives it (envOf).
+	env string
+	// usage is the flag's help text.
+	usage string
+	// want is set for a whole number whose 0 stands for occ's default: it says what to give,
+	// for a value that is no number and for an explicit 0, which would otherwise be read as
+	// "the default" without a word.
+	want string
 }
 
-// The pin file setting replaces the built-in pins for every command that reads pins (dev up and
-// dev pins): one flag, one variable, one definition.
-const (
-	pinFileFlag = "pin-file"
-	pinFileEnv  = "OCC_DEVELOPMENT_PIN_FILE"
+// The settings of the `occ dev` commands. A setting several commands share (the state
+// directory, the startup timeout, the pin file) is described here once; a command whose help
+// says it differently gives its own usage text (withUsage).
+var (
+	settingStateDir        = devSetting{flag: "state-dir", env: state.EnvDirectory, usage: "private state directory (default $XDG_STATE_HOME/occ/dev; env " + state.EnvDirectory + ")"}
+	settingClusterProvider = devSetting{flag: "cluster-provider", env: occdev.EnvClusterProvider,
+		usage: "where the cluster comes from: " + strings.Join(occdev.SupportedProviders(), ", ") + " (default k3d: a cluster occ creates; existing: the kubeconfig context)"}
+	settingClusterName = devSetting{flag: "cluster-name", env: k3d.EnvClusterName, usage: "name of the k3d cluster, occ-dev-… (default occ-dev-<random>; env " + k3d.EnvClusterName + ")"}
+	settingAPIPort     = devSetting{flag: "api-port", env: k3d.EnvAPIPort, usage: "port of the k3d cluster's Kubernetes API on 127.0.0.1 (default: a free port; env " + k3d.EnvAPIPort + ")",
+		want: "a port between 1 and 65535 (omit it for a free port)"}
+	settingDiskThreshold = devSetting{flag: "disk-threshold-percent", env: k3d.EnvDiskThresholdPercent,
+		usage: "kubelet disk eviction threshold of the k3d node, 1-20 (default 5; env " + k3d.EnvDiskThresholdPercent + ")",
+		want:  "a whole percentage between 1 and 20 (omit it for 5)"}
+	settingEngine = devSetting{flag: "engine", env: locate.ChoiceEnv,
+		usage: "container engine: auto (Docker when it answers, else Podman), docker or podman (default auto; env " + locate.ChoiceEnv + ")"}
+	settingControlPlane = devSetting{flag: "control-plane", env: occdev.EnvControlPlane,
+		usage: "where OCE is meant to run: compose (Gateway NodePort 30051) or kubernetes (ClusterIP) (default compose)"}
+	settingNamespace = devSetting{flag: "namespace", short: "n", env: occdev.EnvNamespace,
+		usage: "platform namespace for the Gateway (default openshell-system, or oce-system with --control-plane kubernetes)"}
+	settingPinFile = devSetting{flag: "pin-file", env: occdev.EnvPinFile, usage: "pin file replacing the pins built into occ (env " + occdev.EnvPinFile + ")"}
+	settingArchive = devSetting{flag: "openshell-archive", env: occdev.EnvArchive,
+		usage: "local copy of the pinned OpenShell source archive (still verified against the pin)"}
+	settingGatewayChart = devSetting{flag: "openshell-helm-chart", env: occdev.EnvGatewayChart,
+		usage: "local OpenShell Gateway chart (directory or packaged .tgz) instead of the pinned archive's; with --openshell-workspace-helm-chart (env " + occdev.EnvGatewayChart + ")"}
+	settingWorkspaceChart = devSetting{flag: "openshell-workspace-helm-chart", env: occdev.EnvWorkspaceChart,
+		usage: "local OpenShell Workspace chart (directory or packaged .tgz); with --openshell-helm-chart (env " + occdev.EnvWorkspaceChart + ")"}
+	settingAgentSandboxManifest = devSetting{flag: "agent-sandbox-manifest", env: occdev.EnvAgentSandboxManifest,
+		usage: "local Agent Sandbox manifest instead of the pinned download, for offline use (env " + occdev.EnvAgentSandboxManifest + ")"}
+	settingDNSResolver = devSetting{flag: "k3d-dns-resolver", env: occdev.EnvDNSResolver,
+		usage: "DNS server of the k3d node: an IPv4 address, or k3d for k3d's own handling (default k3d; env " + occdev.EnvDNSResolver + ")"}
+	settingGatewayEndpoint = devSetting{flag: "gateway-endpoint", env: occdev.EnvGatewayEndpoint,
+		usage: "host:port where the final Health check reaches the Gateway (default: a port-forward)"}
+	settingStartupTimeout = devSetting{flag: "startup-timeout", env: occdev.EnvStartupTimeoutSeconds,
+		usage: "bound of each readiness wait, e.g. 10m (default 10m; env " + occdev.EnvStartupTimeoutSeconds + " in seconds)"}
+	settingRepository = devSetting{flag: "repository", env: controlplane.EnvRepository,
+		usage: "the OCE checkout to run the control plane from (default: found from the working directory upwards; env " + controlplane.EnvRepository + ")"}
+	settingKeyOutput = devSetting{flag: strings.TrimPrefix(controlplane.FlagKeyOutput, "--"), usage: "absent absolute path in a private directory for the bootstrap service key (default <state-dir>/initial-admin-service-key.json)"}
+	settingDryRun    = devSetting{flag: "dry-run", usage: "print the steps and what each would create; touch nothing"}
+
+	// The settings only the environment gives.
+	settingComposeProject       = devSetting{env: compose.EnvProject}
+	settingControllerImage      = devSetting{env: controlplane.EnvControllerImage}
+	settingRuntimeImage         = devSetting{env: controlplane.EnvRuntimeImage}
+	settingNodeBaseImage        = devSetting{env: controlplane.EnvNodeBaseImage}
+	settingNodeRuntimeBaseImage = devSetting{env: controlplane.EnvNodeRuntimeBaseImage}
+	settingDevPort              = devSetting{env: occdev.EnvDevPort, want: "a port between 1 and 65535"}
+	settingPostgresImage        = devSetting{env: controlplane.EnvPostgresImage}
+
+	// The settings of `occ dev logs`, read as kubectl's and compose's.
+	settingFollow     = devSetting{flag: "follow", short: "f", usage: "keep printing new lines until Ctrl-C, and the lines of containers that start meanwhile"}
+	settingTail       = devSetting{flag: "tail", usage: "how many of each container's last lines to print first; -1 prints all"}
+	settingSince      = devSetting{flag: "since", usage: "only lines newer than a duration (10m, 1h30m) or an RFC 3339 time (2026-01-02T15:04:05Z)"}
+	settingTimestamps = devSetting{flag: "timestamps", usage: "print each line's RFC 3339 time in front of it"}
 )
 
-func addPinFileFlag(cmd *cobra.Command) {
-	cmd.Flags().String(pinFileFlag, "", "pin file replacing the pins built into occ (env "+pinFileEnv+")")
+// withUsage is s with the help text of one command.
+func (s devSetting) withUsage(usage string) devSetting {
+	s.usage = usage
+	return s
 }
 
-// pinFileSetting returns the pin file in effect ("" for the built-in pins) and the setting it
-// came from.
-func pinFileSetting(g *Globals, cmd *cobra.Command) (path, from string) {
-	path = devSetting(g, cmd, pinFileFlag, pinFileEnv)
-	switch {
-	case path == "":
-		return "", ""
-	case cmd.Flags().Changed(pinFileFlag):
-		return path, "--" + pinFileFlag
-	case os.Getenv(pinFileEnv) != "":
-		return path, pinFileEnv
+// envOf is the variable that gives s when its flag is not given: its own, else OCC_<FLAG>.
+func (s devSetting) envOf() string {
+	if s.env != "" {
+		return s.env
 	}
-	return path, "the config file or OCC_PIN_FILE"
+	return envName(s.flag)
 }
 
-// pinFile is the pin file in effect, "" for the built-in pins.
-func pinFile(g *Globals, cmd *cobra.Command) string {
-	path, _ := pinFileSetting(g, cmd)
-	return path
+// devFlags are the settings of one dev command, each bound to the option field it fills.
+// Registering a setting adds its flag; resolve fills every field, in the one precedence of occ's
+// settings (the flag, the setting's variable, OCC_<FLAG>, the config file, the default).
+type devFlags struct {
+	cmd   *cobra.Command
+	binds []binding
 }
+
+// binding is one registered setting: field is the option field it fills, resolved is where
+// its text and source land, and set parses that text into the field.
+type binding struct {
+	setting  devSetting
+	field    any
+	resolved *setting
+	set      func(setting) error
+}
+
+func newDevFlags(cmd *cobra.Command) *devFlags { return &devFlags{cmd: cmd} }
+
+// add registers the parser of s, whose flag register adds (a setting only the environment
+// gives has none). The text of the setting is parsed here whatever its source, so a value from
+// the environment follows the same rule as the flag's.
+func (d *devFlags) add(s devSetting, field any, register func(*pflag.FlagSet), set func(setting) error) *setting {
+	if s.flag != "" {
+		register(d.cmd.Flags())
+	}
+	b := binding{setting: s, field: field, resolved: &setting{}, set: set}
+	d.binds = append(d.binds, b)
+	return b.resolved
+}
+
+// text binds a setting whose value is its text.
+func (d *devFlags) text(s devSetting, field *string) *setting {
+	return d.add(s, field, func(f *pflag.FlagSet) { f.StringP(s.flag, s.short, "", s.usage) }, func(v setting) error {
+		*field = v.raw
+		return nil
+	})
+}
+
+// flag binds a switch (--dry-run, --follow): on the command line it takes no value, its
+// variable takes true or false.
+func (d *devFlags) flag(s devSetting, field *bool) *setting {
+	return d.add(s, field, func(f *pflag.FlagSet) { f.BoolP(s.flag, s.short, false, s.usage) }, func(v setting) error {
+		on, err := strconv.ParseBool(v.raw)
+		if err != nil {
+			return &option.Error{Option: v.from, Value: v.raw, Rule: "is not a boolean", Fix: "give true or false"}
+		}
+		*field = on
+		return nil
+	})
+}
+
+// number binds a whole-number setting with default def. For a setting with want, 0 is occ's
+// default and is what an unset setting passes on; the range is the library's rule.
+func (d *devFlags) number(s devSetting, def int, field *int) *setting {
+	return d.add(s, field, func(f *pflag.FlagSet) { f.IntP(s.flag, s.short, def, s.usage) }, func(v setting) error {
+		if v.isDefault() {
+			*field = def
+			return nil
+		}
+		n, err := strconv.Atoi(v.raw)
+		switch {
+		case err != nil && s.want != "":
+			return &option.Error{Option: v.from, Value: v.raw, Rule: "is not a number", Fix: "give " + s.want}
+		case err != nil:
+			return &option.Error{Option: v.from, Value: v.raw, Rule: "is not a whole number"}
+		case n == 0 && s.want != "":
+			return &option.Error{Option: v.from, Value: v.raw, Rule: "is out of range", Fix: "give " + s.want}
+		}
+		*field = n
+		return nil
+	})
+}
+
+// timeout binds the startup timeout: a duration on the flag, whole seconds in its variable
+// (the reference's form). 0 is occ's default, so an explicit 0 is refused; the range is the
+// library's rule.
+func (d *devFlags) timeout(s devSetting, field *time.Duration) *setting {
+	return d.add(s, field, func(f *pflag.FlagSet) { f.StringP(s.flag, s.short, "", s.usage) }, func(v setting) error {
+		if v.isDefault() {
+			*field = 0
+			return nil
+		}
+		if v.from == s.env {
+			n, err := strconv.Atoi(v.raw)
+			switch {
+			case err != nil:
+				return &option.Error{Option: v.from, Value: v.raw, Rule: "is not a whole number of seconds", Fix: "give one from 1 to 86400 (omit it for 600)"}
+			case n == 0:
+				return &option.Error{Option: v.from, Value: v.raw, Rule: "is out of range", Fix: "give whole seconds from 1 to 86400 (omit it for 600)"}
+			}
+			*field = time.Duration(n) * time.Second
+			return nil
+		}
+		t, err := time.ParseDuration(v.raw)
+		switch {
+		case err != nil:
+			return &option.Error{Option: v.from, Value: v.raw, Rule: "is not a duration", Fix: "write it like 90s or 10m"}
+		case t == 0:
+			return &option.Error{Option: v.from, Value: v.raw, Rule: "is out of range", Fix: "give a duration from 1s to 24h (omit it for 10m)"}
+		}
+		*field = t
+		return nil
+	})
+}
+
+// resolve fills every bound field. It goes through all of them, so a caller that only needs
+// one (shell completion needs the state directory) has it even when another is bad, and
+// returns the first error.
+func (d *devFlags) resolve(g *Globals) error {
+	var first error
+	for _, b := range d.binds {
+		*b.resolved = g.lookup(d.cmd, b.setting.flag, b.setting.env)
+		if err := b.set(*b.resolved); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// name is the setting s came from, for messages: the flag, the variable, or the config file's
+// key; a setting left at its default is named by its flag.
+func (s setting) name() string { return strings.TrimSuffix(s.from, " (default)") }
+
+// isDefault reports whether no source gave the setting.
+func (s setting) isDefault() bool { return s.from == "" || strings.HasSuffix(s.from, " (default)") }
 
 // occCommand is how the user ran occ, for printed commands: a bare name stays bare (it is on
 // PATH), a path becomes absolute so the command works from any directory.
@@ -71,19 +244,4 @@ func occCommand() string {
 		return abs
 	}
 	return os.Args[0]
-}
-
-// devError turns a bad option, a refused state directory, a refused Docker endpoint
-// (DOCKER_HOST or a docker context that is not a local unix socket) or a refused Compose model
-// into a usage error (exit 2): all are fixed in the settings or the Compose files, and nothing
-// was created. Other errors pass through.
-func devError(err error) error {
-	var opt *occdev.OptionError
-	var unsafe *state.UnsafeError
-	var endpoint *docker.EndpointError
-	var model *compose.ProjectError
-	if errors.As(err, &opt) || errors.As(err, &unsafe) || errors.As(err, &endpoint) || errors.As(err, &model) {
-		return &usageError{err: err}
-	}
-	return err
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/state"
 )
 
 func init() { devSubcommands = append(devSubcommands, newDevStatusCommand) }
@@ -34,24 +35,34 @@ any object is unknown.`,
   # The same for scripts
   occ dev status -o json --state-dir ~/.local/state/occ/dev`,
 		Args: exactArgs(0),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := occdev.GetStatus(cmd.Context(), occdev.StatusOptions{
-				StateDir: devSetting(g, cmd, "state-dir", "OCC_DEVELOPMENT_STATE_DIRECTORY"),
-			})
-			if err != nil {
-				return devError(err)
-			}
-			if err := g.print(st, func() error { return printDevStatus(g, st) }); err != nil {
-				return err
-			}
-			if n := st.Unknown(); n > 0 {
-				return fmt.Errorf("the state of %d recorded object(s) is unknown: %s", n, firstNonEmpty(st.Problem, "see the detail of each object"))
-			}
-			return nil
-		},
 	}
-	cmd.Flags().String("state-dir", "", "state directory of the 'occ dev up' to inspect (env OCC_DEVELOPMENT_STATE_DIRECTORY)")
+	flags, opts := devStatusFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := flags.resolve(g); err != nil {
+			return err
+		}
+		st, err := occdev.GetStatus(cmd.Context(), *opts)
+		if err != nil {
+			return err
+		}
+		if err := g.print(st, func() error { return printDevStatus(g, st) }); err != nil {
+			return err
+		}
+		if n := st.Unknown(); n > 0 {
+			return fmt.Errorf("the state of %d recorded object(s) is unknown: %s", n, firstNonEmpty(st.Problem, "see the detail of each object"))
+		}
+		return nil
+	}
 	return cmd
+}
+
+// devStatusFlags registers the settings of `occ dev status` on cmd, bound to the options they
+// fill.
+func devStatusFlags(cmd *cobra.Command) (*devFlags, *occdev.StatusOptions) {
+	opts := &occdev.StatusOptions{}
+	flags := newDevFlags(cmd)
+	flags.text(settingStateDir.withUsage("state directory of the 'occ dev up' to inspect (env "+state.EnvDirectory+")"), &opts.StateDir)
+	return flags, opts
 }
 
 func firstNonEmpty(s ...string) string {

@@ -3,18 +3,13 @@ package cli
 import (
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/openclaw/occ/internal/occdev"
-	"github.com/openclaw/occ/internal/occdev/controlplane"
-	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
-	"github.com/openclaw/occ/internal/occdev/engine/locate"
 )
 
 func init() { devSubcommands = append(devSubcommands, newDevUpCommand) }
@@ -124,43 +119,60 @@ and for --control-plane kubernetes OPENCLAW_DEV_PORT and OCC_DEVELOPMENT_POSTGRE
   # Print the summary as JSON (progress goes to stderr)
   occ dev up -o json`,
 		Args: composeArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts, err := devUpOptions(g, cmd)
-			if err != nil {
-				return err
-			}
-			opts.OCE.ComposeArgs = args
-			dry, _ := cmd.Flags().GetBool("dry-run")
-			if dry {
-				return runDevUpDryRun(g, opts)
-			}
-			return runDevUp(g, cmd, opts)
-		},
 	}
-	f := cmd.Flags()
-	f.String("state-dir", "", "private state directory (default $XDG_STATE_HOME/occ/dev; env OCC_DEVELOPMENT_STATE_DIRECTORY)")
-	f.String("cluster-provider", "", "where the cluster comes from: "+strings.Join(occdev.SupportedProviders(), ", ")+" (default k3d: a cluster occ creates; existing: the kubeconfig context)")
-	f.String("cluster-name", "", "name of the k3d cluster, occ-dev-… (default occ-dev-<random>; env OCC_DEVELOPMENT_KUBERNETES_CLUSTER)")
-	f.Int("api-port", 0, "port of the k3d cluster's Kubernetes API on 127.0.0.1 (default: a free port; env OCC_DEVELOPMENT_KUBERNETES_API_PORT)")
-	f.Int("disk-threshold-percent", 0, "kubelet disk eviction threshold of the k3d node, 1-20 (default 5; env OCC_DEVELOPMENT_KUBERNETES_DISK_THRESHOLD_PERCENT)")
-	f.String("engine", "", "container engine: auto (Docker when it answers, else Podman), docker or podman (default auto; env "+locate.ChoiceEnv+")")
-	f.String("control-plane", "", "where OCE is meant to run: compose (Gateway NodePort 30051) or kubernetes (ClusterIP) (default compose)")
-	f.StringP("namespace", "n", "", "platform namespace for the Gateway (default openshell-system, or oce-system with --control-plane kubernetes)")
-	addPinFileFlag(cmd)
-	f.String("openshell-archive", "", "local copy of the pinned OpenShell source archive (still verified against the pin)")
-	f.String("openshell-helm-chart", "", "local OpenShell Gateway chart (directory or packaged .tgz) instead of the pinned archive's; with --openshell-workspace-helm-chart (env "+occdev.EnvGatewayChart+")")
-	f.String("openshell-workspace-helm-chart", "", "local OpenShell Workspace chart (directory or packaged .tgz); with --openshell-helm-chart (env "+occdev.EnvWorkspaceChart+")")
-	f.String("agent-sandbox-manifest", "", "local Agent Sandbox manifest instead of the pinned download, for offline use (env "+occdev.EnvAgentSandboxManifest+")")
-	f.String("k3d-dns-resolver", "", "DNS server of the k3d node: an IPv4 address, or k3d for k3d's own handling (default k3d; env "+occdev.EnvDNSResolver+")")
-	f.String("gateway-endpoint", "", "host:port where the final Health check reaches the Gateway (default: a port-forward)")
-	f.String("startup-timeout", "", "bound of each readiness wait, e.g. 10m (default 10m; env OCC_DEVELOPMENT_STARTUP_TIMEOUT_SECONDS in seconds)")
-	f.Bool("dry-run", false, "print the steps and what each would create; touch nothing")
-	f.String("repository", "", "the OCE checkout to run the control plane from (default: found from the working directory upwards; env OCC_DEVELOPMENT_REPOSITORY)")
-	f.String("key-output", "", "absent absolute path in a private directory for the bootstrap service key (default <state-dir>/initial-admin-service-key.json)")
-	completeValues(cmd, "cluster-provider", occdev.SupportedProviders)
-	completeValues(cmd, "control-plane", occdev.SupportedControlPlanes)
-	completeValues(cmd, "engine", func() []string { return []string{"auto", "docker", "podman"} })
+	flags, opts, dry, engine := devUpFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if err := flags.resolve(g); err != nil {
+			return err
+		}
+		opts.Kubeconfig, opts.Context = g.Kubeconfig, g.Context
+		opts.EngineSetting = engine.name()
+		opts.OCCCommand = occCommand()
+		opts.OCE.ComposeArgs = args
+		if *dry {
+			return runDevUpDryRun(g, *opts)
+		}
+		return runDevUp(g, cmd, *opts)
+	}
+	completeValues(cmd, settingClusterProvider.flag, occdev.SupportedProviders)
+	completeValues(cmd, settingControlPlane.flag, occdev.SupportedControlPlanes)
+	completeValues(cmd, settingEngine.flag, func() []string { return []string{"auto", "docker", "podman"} })
 	return cmd
+}
+
+// devUpFlags registers the settings of `occ dev up` on cmd, each bound to the field of the
+// options it fills; it returns the options, the dry-run switch and the engine setting's source.
+func devUpFlags(cmd *cobra.Command) (flags *devFlags, opts *occdev.UpOptions, dry *bool, engine *setting) {
+	opts, dry = &occdev.UpOptions{}, new(bool)
+	flags = newDevFlags(cmd)
+	flags.text(settingStateDir, &opts.StateDir)
+	flags.text(settingClusterProvider, &opts.ClusterProvider)
+	flags.text(settingClusterName, &opts.ClusterName)
+	flags.number(settingAPIPort, 0, &opts.APIPort)
+	flags.number(settingDiskThreshold, 0, &opts.DiskThresholdPercent)
+	engine = flags.text(settingEngine, (*string)(&opts.Engine))
+	flags.text(settingControlPlane, (*string)(&opts.ControlPlane))
+	flags.text(settingNamespace, &opts.Namespace)
+	flags.text(settingPinFile, &opts.PinFile)
+	flags.text(settingArchive, &opts.ArchiveFile)
+	flags.text(settingGatewayChart, &opts.GatewayChart)
+	flags.text(settingWorkspaceChart, &opts.WorkspaceChart)
+	flags.text(settingAgentSandboxManifest, &opts.AgentSandboxManifest)
+	flags.text(settingDNSResolver, &opts.DNSResolver)
+	flags.text(settingGatewayEndpoint, &opts.GatewayEndpoint)
+	flags.timeout(settingStartupTimeout, &opts.StartupTimeout)
+	flags.flag(settingDryRun, dry)
+	flags.text(settingRepository, &opts.OCE.Repository)
+	flags.text(settingKeyOutput, &opts.OCE.KeyOutput)
+	flags.text(settingComposeProject, &opts.OCE.ComposeProject)
+	flags.text(settingControllerImage, &opts.OCE.Images.Controller)
+	flags.text(settingRuntimeImage, &opts.OCE.Images.Runtime)
+	// The base-image overrides apply to every image occ builds, in both profiles.
+	flags.text(settingNodeBaseImage, &opts.OCE.NodeBaseImage)
+	flags.text(settingNodeRuntimeBaseImage, &opts.OCE.NodeRuntimeBaseImage)
+	flags.number(settingDevPort, 0, &opts.Kubernetes.DevPort)
+	flags.text(settingPostgresImage, &opts.Kubernetes.PostgresImage)
+	return flags, opts, dry, engine
 }
 
 // completeValues offers a flag's fixed set of values to shell completion.
@@ -168,60 +180,6 @@ func completeValues(cmd *cobra.Command, flag string, values func() []string) {
 	_ = cmd.RegisterFlagCompletionFunc(flag, func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return values(), cobra.ShellCompDirectiveNoFileComp
 	})
-}
-
-func devUpOptions(g *Globals, cmd *cobra.Command) (occdev.UpOptions, error) {
-	timeout, err := startupTimeout(g, cmd)
-	if err != nil {
-		return occdev.UpOptions{}, err
-	}
-	apiPort, err := intSetting(g, cmd, "api-port", "OCC_DEVELOPMENT_KUBERNETES_API_PORT", 1, 65535, "a port between 1 and 65535 (omit it for a free port)")
-	if err != nil {
-		return occdev.UpOptions{}, err
-	}
-	threshold, err := intSetting(g, cmd, "disk-threshold-percent", "OCC_DEVELOPMENT_KUBERNETES_DISK_THRESHOLD_PERCENT", 1, 20, "a whole percentage between 1 and 20 (omit it for 5)")
-	if err != nil {
-		return occdev.UpOptions{}, err
-	}
-	devPort, err := intSetting(g, cmd, "", occdev.EnvDevPort, 1, 65535, "a port between 1 and 65535")
-	if err != nil {
-		return occdev.UpOptions{}, err
-	}
-	return occdev.UpOptions{
-		StateDir:             devSetting(g, cmd, "state-dir", "OCC_DEVELOPMENT_STATE_DIRECTORY"),
-		ClusterProvider:      devSetting(g, cmd, "cluster-provider", "OCC_DEVELOPMENT_CLUSTER_PROVIDER"),
-		ClusterName:          devSetting(g, cmd, "cluster-name", "OCC_DEVELOPMENT_KUBERNETES_CLUSTER"),
-		APIPort:              apiPort,
-		DiskThresholdPercent: threshold,
-		Kubeconfig:           g.Kubeconfig,
-		Context:              g.Context,
-		ControlPlane:         occdev.ControlPlane(devSetting(g, cmd, "control-plane", "OCC_DEVELOPMENT_CONTROL_PLANE")),
-		Engine:               locate.Choice(devSetting(g, cmd, "engine", locate.ChoiceEnv)),
-		EngineSetting:        engineSetting(cmd),
-		Namespace:            devSetting(g, cmd, "namespace", "OCC_DEVELOPMENT_KUBERNETES_NAMESPACE"),
-		PinFile:              pinFile(g, cmd),
-		ArchiveFile:          devSetting(g, cmd, "openshell-archive", "OCC_DEVELOPMENT_OPENSHELL_ARCHIVE"),
-		GatewayChart:         devSetting(g, cmd, "openshell-helm-chart", occdev.EnvGatewayChart),
-		WorkspaceChart:       devSetting(g, cmd, "openshell-workspace-helm-chart", occdev.EnvWorkspaceChart),
-		AgentSandboxManifest: devSetting(g, cmd, "agent-sandbox-manifest", occdev.EnvAgentSandboxManifest),
-		DNSResolver:          devSetting(g, cmd, "k3d-dns-resolver", occdev.EnvDNSResolver),
-		GatewayEndpoint:      devSetting(g, cmd, "gateway-endpoint", "OCC_DEVELOPMENT_GATEWAY_ENDPOINT"),
-		StartupTimeout:       timeout,
-		OCCCommand:           occCommand(),
-		OCE: occdev.OCEOptions{
-			Repository:     devSetting(g, cmd, "repository", controlplane.EnvRepository),
-			ComposeProject: os.Getenv(compose.EnvProject),
-			Images:         controlplane.ImageSelectionFromEnv(os.Getenv),
-			KeyOutput:      devSetting(g, cmd, "key-output", ""),
-			// The base-image overrides apply to every image occ builds, in both profiles.
-			NodeBaseImage:        os.Getenv(controlplane.EnvNodeBaseImage),
-			NodeRuntimeBaseImage: os.Getenv(controlplane.EnvNodeRuntimeBaseImage),
-		},
-		Kubernetes: occdev.KubernetesOptions{
-			DevPort:       devPort,
-			PostgresImage: os.Getenv(controlplane.EnvPostgresImage),
-		},
-	}, nil
 }
 
 // composeArgs accepts positional arguments only after "--": they are Compose options, and
@@ -233,65 +191,10 @@ func composeArgs(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-// intSetting reads a whole-number setting of flag or env; unset (or the flag's default, 0) is
-// 0, which selects occ's default. A value given explicitly must be a number from lo to hi, so
-// an explicit 0 outside the documented range is refused rather than read as "the default";
-// the error names the flag or variable it came from.
-func intSetting(g *Globals, cmd *cobra.Command, flag, env string, lo, hi int, want string) (int, error) {
-	raw := devSetting(g, cmd, flag, env)
-	var from string
-	switch f := cmd.Flags().Lookup(flag); {
-	case f != nil && f.Changed:
-		from = "--" + flag
-	case os.Getenv(env) != "":
-		from = env
-	case flag == "":
-		return 0, nil
-	default:
-		s := g.settingOf(cmd, flag)
-		if strings.HasSuffix(s.from, "(default)") {
-			return 0, nil
-		}
-		from = s.from
-	}
-	n, err := strconv.Atoi(raw)
-	if err != nil {
-		return 0, usageErrorf("%s %q is not a number: give %s", from, raw, want)
-	}
-	if n < lo || n > hi {
-		return 0, usageErrorf("%s %q is out of range: give %s", from, raw, want)
-	}
-	return n, nil
-}
-
-// startupTimeout reads --startup-timeout (a duration) or OCC_DEVELOPMENT_STARTUP_TIMEOUT_SECONDS
-// (whole seconds, as in the reference).
-func startupTimeout(g *Globals, cmd *cobra.Command) (time.Duration, error) {
-	if f := cmd.Flags().Lookup("startup-timeout"); f != nil && f.Changed {
-		d, err := time.ParseDuration(f.Value.String())
-		if err != nil {
-			return 0, usageErrorf("--startup-timeout %q is not a duration: write it like 90s or 10m", f.Value.String())
-		}
-		if d < time.Second || d > 24*time.Hour {
-			return 0, usageErrorf("--startup-timeout %q is out of range: give a duration from 1s to 24h (omit it for 10m)", f.Value.String())
-		}
-		return d, nil
-	}
-	raw := devSetting(g, cmd, "", "OCC_DEVELOPMENT_STARTUP_TIMEOUT_SECONDS")
-	if raw == "" {
-		return 0, nil
-	}
-	n, err := strconv.Atoi(raw)
-	if err != nil || n < 1 || n > 86400 {
-		return 0, usageErrorf("OCC_DEVELOPMENT_STARTUP_TIMEOUT_SECONDS must be between 1 and 86400 (got %q)", raw)
-	}
-	return time.Duration(n) * time.Second, nil
-}
-
 func runDevUpDryRun(g *Globals, opts occdev.UpOptions) error {
 	dr, err := occdev.PlanUp(opts)
 	if err != nil {
-		return devError(err)
+		return err
 	}
 	if err := g.print(dr, func() error { return printDryRun(g.Stdout, dr) }); err != nil {
 		return err
@@ -410,7 +313,7 @@ func runDevUp(g *Globals, cmd *cobra.Command, opts occdev.UpOptions) error {
 	opts.Log = g.Stderr
 	sum, err := occdev.Up(cmd.Context(), opts)
 	if err != nil {
-		return devError(err)
+		return err
 	}
 	return g.print(sum, func() error { return printUpSummary(g.Stdout, sum) })
 }
@@ -565,15 +468,4 @@ func printKubernetesPlan(w io.Writer, o *occdev.OCEPlan) {
 	fmt.Fprintf(w, "  PostgreSQL:    %s\n", k.PostgresImage)
 	fmt.Fprintf(w, "OCE API:         %s (the API proxy's NodePort 30080, published on loopback)\n", k.APIURL)
 	fmt.Fprintf(w, "Key file:        %s\n", o.KeyFile)
-}
-
-// engineSetting names where the engine choice came from, for messages.
-func engineSetting(cmd *cobra.Command) string {
-	if f := cmd.Flags().Lookup("engine"); f != nil && f.Changed {
-		return "--engine"
-	}
-	if v, ok := os.LookupEnv(locate.ChoiceEnv); ok && v != "" {
-		return locate.ChoiceEnv
-	}
-	return "--engine"
 }

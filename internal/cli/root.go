@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
+	"github.com/openclaw/occ/internal/occdev/option"
 	"github.com/openclaw/occ/internal/sandbox"
 )
 
@@ -89,10 +90,14 @@ func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	return exitError
 }
 
+// isUsageError reports whether err is the user's to fix on the command line or in the
+// environment: a usage error of the CLI, a bad setting of `occ dev` (*option.Error, whichever
+// layer found it), or a refused gateway override.
 func isUsageError(err error) bool {
 	var u *usageError
+	var bad *option.Error
 	var gw *sandbox.GatewayOverrideError
-	if errors.As(err, &u) || errors.As(err, &gw) {
+	if errors.As(err, &u) || errors.As(err, &bad) || errors.As(err, &gw) {
 		return true
 	}
 	// cobra reports unknown commands and wrong argument counts as plain errors.
@@ -152,7 +157,7 @@ OCC_OUTPUT, OCC_INSTALLATION, …), then the config file.`,
 
 	root.AddCommand(newVersionCommand(g), newCompletionCommand(), newDevCommand(g), newSandboxCommand(g))
 	root.AddCommand(newGatewayEmulatorCommand(g))
-	registerFlagCompletions(root)
+	registerFlagCompletions(g, root)
 	refuseUnknownSubcommands(root)
 	refuseHelpOnUnknownSubcommands(g, root)
 	return root

@@ -8,11 +8,12 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // setting is the text of one flag's value and where it came from, in the precedence every
-// setting follows: the flag, then its OCC_* environment variable, then the config file, then the
-// flag's default. Typed settings are parsed from this text strictly, so a value of the wrong
+// setting follows (lookup): the flag, then its environment variable, then the config file, then
+// the flag's default. Typed settings are parsed from this text strictly, so a value of the wrong
 // type is an error naming its source and the value, wherever it came from.
 type setting struct {
 	raw string
@@ -26,9 +27,26 @@ func envName(flag string) string { return "OCC_" + strings.ToUpper(strings.Repla
 
 // settingOf resolves flag for cmd.
 func (g *Globals) settingOf(cmd *cobra.Command, flag string) setting {
-	f := cmd.Flags().Lookup(flag)
+	return g.lookup(cmd, flag, "")
+}
+
+// lookup is the one resolver of occ's settings: the flag, then the setting's own variable env
+// (the `occ dev` settings have one), then OCC_<FLAG>, then the config file, then the flag's
+// default. A setting without a flag comes from env alone; one that nothing gives has an empty
+// source.
+func (g *Globals) lookup(cmd *cobra.Command, flag, env string) setting {
+	var f *pflag.Flag
+	if flag != "" {
+		f = cmd.Flags().Lookup(flag)
+	}
 	if f != nil && f.Changed {
 		return setting{raw: f.Value.String(), from: "--" + flag}
+	}
+	if v, ok := os.LookupEnv(env); ok && env != "" && v != "" {
+		return setting{raw: v, from: env}
+	}
+	if flag == "" {
+		return setting{}
 	}
 	if v, ok := os.LookupEnv(envName(flag)); ok && v != "" {
 		return setting{raw: v, from: envName(flag)}

@@ -699,7 +699,7 @@ func testComposeFailures(t *testing.T, b *composeBed) {
 	})
 	t.Run("after the API starts", func(t *testing.T) {
 		r := b.run(t)
-		r.opts.AfterStep = failAfter("Start the controller and worker-kubernetes")
+		r.opts.Seams().AfterStep = failAfter("Start the controller and worker-kubernetes")
 		composeUpFails(t, b, r, "injected failure", "rolled back: everything")
 	})
 	t.Run("a bootstrap key of another Installation is refused and never written", func(t *testing.T) {
@@ -707,7 +707,7 @@ func testComposeFailures(t *testing.T, b *composeBed) {
 		userDir := privateDir(t)
 		r.opts.OCE.KeyOutput = filepath.Join(userDir, "key.json")
 		var secret string
-		r.opts.AfterStep = func(name string) error {
+		r.opts.Seams().AfterStep = func(name string) error {
 			if name == "Wait for the API and the worker to be ready" {
 				secret = doctorBootstrapKey(t, b, r.settings.Project)
 			}
@@ -733,7 +733,7 @@ func testComposeFailures(t *testing.T, b *composeBed) {
 		sel := b.selectImages(t, r)
 		r.opts.OCE.Images = sel
 		written := false
-		r.opts.AfterStep = func(name string) error {
+		r.opts.Seams().AfterStep = func(name string) error {
 			if name == "Wait for the bootstrap Namespace to be ready" {
 				_, err := os.Stat(r.opts.OCE.KeyOutput)
 				written = err == nil
@@ -868,7 +868,7 @@ func testComposeFailureAfterEachStep(t *testing.T, b *composeBed) {
 			}
 			r := b.run(t)
 			step := stepNames(t, r.opts)[i] // the cluster's step is named after this run's cluster
-			r.opts.AfterStep = failAfter(step)
+			r.opts.Seams().AfterStep = failAfter(step)
 			want := []string{"injected failure", step}
 			if i > 0 {
 				want = append(want, "rolled back: everything")
@@ -888,6 +888,13 @@ func failAfter(step string) func(string) error {
 	}
 }
 
+// reloadFailingAfter is a reload of the environment in dir whose step named step fails.
+func reloadFailingAfter(dir, step string) occdev.ReloadOptions {
+	opts := occdev.ReloadOptions{StateDir: dir}
+	opts.Seams().AfterStep = failAfter(step)
+	return opts
+}
+
 // composeUpFails runs `up` expecting it to fail with every want in the error, and checks the
 // rollback left nothing: no state directory, nothing of the project, nothing of the cluster.
 func composeUpFails(t *testing.T, b *composeBed, r *composeRun, want ...string) error {
@@ -895,8 +902,8 @@ func composeUpFails(t *testing.T, b *composeBed, r *composeRun, want ...string) 
 	downAtEnd(t, r.opts.StateDir)
 	var mu sync.Mutex
 	var vols []string
-	inner := r.opts.AfterStep
-	r.opts.AfterStep = func(name string) error {
+	inner := r.opts.Seams().AfterStep
+	r.opts.Seams().AfterStep = func(name string) error {
 		if strings.HasPrefix(name, "Create the cluster while") {
 			mu.Lock()
 			vols = b.volumesOf(t, r.opts.ClusterName)

@@ -14,7 +14,7 @@ import (
 )
 
 // `occ dev up` on the k3d bed, step by step, with the lanes side by side (as shipped) and one
-// after another (UpOptions.Sequential), to measure what the overlap saves. Each iteration is a
+// after another (the Sequential seam), to measure what the overlap saves. Each iteration is a
 // whole up (a new cluster) and down, from an engine that lacks the OpenShell images; the node and
 // tools images are present, as after a first run. The per-step table comes from the progress
 // events (mean over the iterations); wall-up-s is the whole up. Run with -benchtime=3x.
@@ -51,7 +51,7 @@ func BenchmarkUpK3d(b *testing.B) {
 				b.StopTimer()
 				bed.forgetProducts(b)
 				opts := bed.options(b)
-				opts.Sequential = mode.sequential
+				opts.Seams().Sequential = mode.sequential
 				if mode.pinFile != "" {
 					opts.PinFile, opts.ArchiveFile = mode.pinFile, ""
 				}

@@ -798,7 +798,7 @@ func testFailureAfterSteps(t *testing.T, b *k3dBed, skip func(step string) strin
 			downAtEnd(t, opts.StateDir)
 			var mu sync.Mutex
 			var vols []string
-			opts.AfterStep = func(name string) error {
+			opts.Seams().AfterStep = func(name string) error {
 				if name != step {
 					return nil
 				}

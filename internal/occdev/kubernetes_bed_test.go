@@ -161,14 +161,13 @@ func (b *kubeBed) run(t testing.TB, apiOpts oceapi.Options) *kubeRun {
 	// The Dockerfiles' own bases are Docker Hub digests; the bed serves its stand-ins instead,
 	// through the overrides a developer with a registry mirror would set.
 	r.opts.OCE.NodeBaseImage, r.opts.OCE.NodeRuntimeBaseImage = b.nodeBase, b.nodeRuntimeBase
-	r.opts.OCE.BuildNetwork = "none"
 	r.opts.OCE.Images = b.selected
-	r.opts.Kubernetes = occdev.KubernetesOptions{
-		DevPort:   port,
-		Exec:      r.exec,
-		APIClient: api.Client(fmt.Sprintf("127.0.0.1:%d", port)),
-		Random:    &testbed.CanaryRandom{},
-	}
+	r.opts.Kubernetes = occdev.KubernetesOptions{DevPort: port}
+	seams := r.opts.Seams()
+	seams.BuildNetwork = "none"
+	seams.Exec = r.exec
+	seams.APIClient = api.Client(fmt.Sprintf("127.0.0.1:%d", port))
+	seams.Random = &testbed.CanaryRandom{}
 	r.opts.Progress = r.events.sink
 	r.opts.Log = r.log
 	return r

@@ -91,7 +91,7 @@ func testKubernetesFailures(t *testing.T, b *kubeBed) {
 
 	t.Run("after the images were built, before the cluster exists", func(t *testing.T) {
 		r := b.run(t, oceapi.Options{})
-		r.opts.AfterStep = kubeFailAfter("Build the controller and Agent runtime images from the checkout", nil)
+		r.opts.Seams().AfterStep = kubeFailAfter("Build the controller and Agent runtime images from the checkout", nil)
 		var volumes []string
 		_, err := occdev.Up(ctx, r.opts)
 		if !errors.Is(err, errInjected) || !strings.Contains(err.Error(), "rolled back") {
@@ -115,7 +115,7 @@ func testKubernetesFailures(t *testing.T, b *kubeBed) {
 		r.opts.PinFile = b.writePins(&set)
 		var user string
 		var volumes []string
-		r.opts.AfterStep = kubeFailAfter("Install the OCE chart", func() {
+		r.opts.Seams().AfterStep = kubeFailAfter("Install the OCE chart", func() {
 			objs, _ := b.Engine.ClusterObjects(ctx, r.opts.ClusterName)
 			volumes = objs.Volumes
 			// Someone starts a container of the PostgreSQL image up pulled, which the engine
@@ -185,7 +185,7 @@ func testKubernetesFailures(t *testing.T, b *kubeBed) {
 		r.opts.OCE.KeyOutput = filepath.Join(keyDir, "admin-key.json")
 		var volumes []string
 		var keyThere bool
-		r.opts.AfterStep = func(step string) error {
+		r.opts.Seams().AfterStep = func(step string) error {
 			if step == "Install the OCE chart" {
 				st, _ := state.Read(r.opts.StateDir)
 				kube, _, _ := kubeClientOf(t, st.Cluster)
@@ -331,7 +331,7 @@ func testKubernetesFailureAfterEachStep(t *testing.T, b *kubeBed) {
 				}
 			})
 			var volumes []string
-			r.opts.AfterStep = func(step string) error {
+			r.opts.Seams().AfterStep = func(step string) error {
 				if st, err := state.Read(r.opts.StateDir); err == nil && st.Cluster.Kubeconfig != "" && step == "Install the OCE chart" {
 					kube, _, _ := kubeClientOf(t, st.Cluster)
 					r.startWorker(t, kube, "oce-system")

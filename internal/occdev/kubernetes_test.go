@@ -80,7 +80,7 @@ func testKubernetesUpAndDown(t *testing.T, b *kubeBed) {
 	recs := &stepRecords{step: map[string]string{}}
 	var volumes []string
 	var unrecorded []string
-	r.opts.AfterStep = func(step string) error {
+	r.opts.Seams().AfterStep = func(step string) error {
 		st, err := state.Read(r.opts.StateDir)
 		if err != nil {
 			return nil // before the state is claimed

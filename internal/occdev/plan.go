@@ -153,7 +153,7 @@ type UpOptions struct {
 	// OCE are the inputs of the OCE control plane: its checkout, images, Compose options and
 	// key destination.
 	OCE OCEOptions
-	// Kubernetes are the Kubernetes-only profile's own settings and test seams.
+	// Kubernetes are the Kubernetes-only profile's own settings.
 	Kubernetes KubernetesOptions
 
 	// Progress receives step events (steps of concurrent lanes name their lane); nil discards
@@ -164,12 +164,7 @@ type UpOptions struct {
 	// HTTPClient downloads artifacts; nil uses a plain client (each download has a timeout).
 	HTTPClient *http.Client
 
-	// AfterStep is a test seam: called after each successful step (from the goroutine of the
-	// step's lane), an error fails `up` there.
-	AfterStep func(name string) error
-	// Sequential, a benchmark seam, runs the lanes of every group one after another instead of
-	// side by side, to measure what the overlap saves.
-	Sequential bool
+	deps deps
 }
 
 // Plan is UpOptions resolved and validated: every name `up` will use is decided here, and every
@@ -277,7 +272,7 @@ func resolvePlan(o UpOptions) (*Plan, error) {
 	}
 	newProvider, ok := providers()[name]
 	if !ok {
-		return nil, &OptionError{Option: "--cluster-provider (OCC_DEVELOPMENT_CLUSTER_PROVIDER)", Value: name,
+		return nil, &OptionError{Option: "--cluster-provider (" + EnvClusterProvider + ")", Value: name,
 			Rule: "is not a supported cluster provider", Fix: "use one of: " + strings.Join(SupportedProviders(), ", ")}
 	}
 	p.ClusterProvider = name
@@ -288,28 +283,21 @@ func resolvePlan(o UpOptions) (*Plan, error) {
 	case ControlPlaneKubernetes:
 		p.ControlPlane, p.ServiceType, p.Namespace = ControlPlaneKubernetes, corev1.ServiceTypeClusterIP, "oce-system"
 	default:
-		return nil, &OptionError{Option: "--control-plane (OCC_DEVELOPMENT_CONTROL_PLANE)", Value: string(o.ControlPlane),
+		return nil, &OptionError{Option: "--control-plane (" + EnvControlPlane + ")", Value: string(o.ControlPlane),
 			Rule: "is not supported", Fix: "use compose or kubernetes"}
 	}
 	if o.Namespace != "" {
 		if errs := validation.IsDNS1123Label(o.Namespace); len(errs) > 0 {
-			return nil, &OptionError{Option: "-n/--namespace (OCC_DEVELOPMENT_KUBERNETES_NAMESPACE)", Value: o.Namespace,
+			return nil, &OptionError{Option: "-n/--namespace (" + EnvNamespace + ")", Value: o.Namespace,
 				Rule: "is not a valid namespace name (" + strings.Join(errs, "; ") + ")", Fix: "use lower-case letters, digits and '-', at most 63 characters"}
 		}
 		p.Namespace = o.Namespace
 	}
 
-	switch {
-	case o.StartupTimeout == 0:
-		p.StartupTimeout = defaultStartupTimeout
-	case o.StartupTimeout < time.Second || o.StartupTimeout > maxStartupTimeout:
-		return nil, &OptionError{Option: "--startup-timeout (OCC_DEVELOPMENT_STARTUP_TIMEOUT_SECONDS)", Value: o.StartupTimeout.String(),
-			Rule: "must be between 1s and 24h", Fix: "pass a duration such as 10m"}
-	default:
-		p.StartupTimeout = o.StartupTimeout
-	}
-
 	var err error
+	if p.StartupTimeout, err = startupTimeout(o.StartupTimeout); err != nil {
+		return nil, err
+	}
 	if p.GatewayEndpoint, err = checkGatewayEndpoint(o.GatewayEndpoint); err != nil {
 		return nil, err
 	}
@@ -334,7 +322,7 @@ func resolvePlan(o UpOptions) (*Plan, error) {
 	}
 	if o.ArchiveFile != "" {
 		if err := checkRegularFile(o.ArchiveFile); err != nil {
-			return nil, &OptionError{Option: "--openshell-archive (OCC_DEVELOPMENT_OPENSHELL_ARCHIVE)", Value: o.ArchiveFile,
+			return nil, &OptionError{Option: "--openshell-archive (" + EnvArchive + ")", Value: o.ArchiveFile,
 				Rule: err.Error(), Fix: "name a local copy of the pinned archive, or leave it unset to download it"}
 		}
 	}
@@ -448,7 +436,7 @@ func resolvePins(path string) (*pins.Set, error) {
 	if path == "" {
 		return pins.Default()
 	}
-	const opt = "--pin-file (OCC_DEVELOPMENT_PIN_FILE)"
+	const opt = "--pin-file (" + EnvPinFile + ")"
 	if err := checkRegularFile(path); err != nil {
 		return nil, &OptionError{Option: opt, Value: path, Rule: err.Error(), Fix: "name a pin file, or leave it unset to use the pins built into occ"}
 	}
@@ -480,7 +468,7 @@ func checkGatewayEndpoint(raw string) (string, error) {
 	if raw == "" {
 		return "", nil
 	}
-	const opt = "--gateway-endpoint (OCC_DEVELOPMENT_GATEWAY_ENDPOINT)"
+	const opt = "--gateway-endpoint (" + EnvGatewayEndpoint + ")"
 	if part := contract.CredentialPart(raw); part != "" {
 		return "", &OptionError{Option: opt, Value: contract.RedactURL(raw), Rule: "must not carry credentials; it carries " + part,
 			Fix: "pass host:port or an http(s) origin without them: the development Gateway is unauthenticated, so occ never sends a credential to it"}

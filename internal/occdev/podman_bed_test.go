@@ -117,7 +117,7 @@ func testPodmanKubernetesUpAndDown(t *testing.T, b *kubeBed, docker *dockerbed.E
 	times := newStepTimes()
 	r.opts.Progress = times.sink
 	var volumes []string
-	r.opts.AfterStep = func(step string) error {
+	r.opts.Seams().AfterStep = func(step string) error {
 		if step == "Claim the private state directory" {
 			// The engine's kind and socket are recorded before anything exists in it.
 			st, err := state.Read(r.opts.StateDir)

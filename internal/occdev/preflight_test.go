@@ -165,7 +165,7 @@ func TestClusterLaneFailureCancelsTheDownload(t *testing.T) {
 			mu.Unlock()
 		}
 	}
-	opts.AfterStep = func(name string) error {
+	opts.Seams().AfterStep = func(name string) error {
 		if strings.HasPrefix(name, "Connect to the cluster") {
 			select {
 			case <-tr.started: // the manifest download is under way

@@ -29,7 +29,8 @@ type ReloadOptions struct {
 	// they are recreated or rolled out, and for Compose only the images they run are rebuilt.
 	// None reloads every image `up` built.
 	Services []string
-	// StartupTimeout bounds the wait for the reloaded services; 0 is 600s.
+	// StartupTimeout bounds the wait for the reloaded services (--startup-timeout,
+	// EnvStartupTimeoutSeconds): 0 is 600s, anything else lies between 1s and 24h.
 	StartupTimeout time.Duration
 	// OCCCommand is how the user runs occ, for the commands an error names; default "occ".
 	OCCCommand string
@@ -37,9 +38,8 @@ type ReloadOptions struct {
 	Progress progress.Sink
 	// Log receives the build output and notes that are not step lines.
 	Log io.Writer
-	// AfterStep is a test seam: called after each successful step, an error fails the reload
-	// there.
-	AfterStep func(name string) error
+
+	deps deps
 }
 
 // ReloadResult says what `occ dev reload` did.
@@ -127,8 +127,8 @@ func Reload(ctx context.Context, opts ReloadOptions) (*ReloadResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.StartupTimeout == 0 {
-		opts.StartupTimeout = defaultStartupTimeout
+	if opts.StartupTimeout, err = startupTimeout(opts.StartupTimeout); err != nil {
+		return nil, err
 	}
 	log := opts.Log
 	if log == nil {
@@ -153,7 +153,7 @@ func Reload(ctx context.Context, opts ReloadOptions) (*ReloadResult, error) {
 			opts: opts, rec: rec, st: st, built: map[string]images.Local{}, changed: map[string]bool{},
 		},
 	}
-	x := &runner{sink: opts.Progress, afterStep: opts.AfterStep}
+	x := &runner{sink: opts.Progress, afterStep: opts.deps.AfterStep}
 	if err := x.run(ctx, r, reloadSteps(st.Profile), ""); err != nil {
 		if !r.reload.rebuilding {
 			return nil, err
@@ -603,6 +603,9 @@ type ReloadBuild struct {
 func PlanReload(opts ReloadOptions) (*ReloadPlan, error) {
 	dir, err := state.ResolveDir(opts.StateDir)
 	if err != nil {
+		return nil, err
+	}
+	if _, err := startupTimeout(opts.StartupTimeout); err != nil {
 		return nil, err
 	}
 	st, err := state.Read(dir)

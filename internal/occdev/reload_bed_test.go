@@ -139,7 +139,7 @@ func TestComposeReload(t *testing.T) {
 			// rewrite have work to be interrupted after.
 			oldRuntime := recordedRole(mustState(t, dir), "runtime").InCluster
 			editRuntime(t, r.checkout)
-			_, err := occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir, AfterStep: failAfter(step)})
+			_, err := occdev.Reload(ctx, reloadFailingAfter(dir, step))
 			if err == nil || !strings.Contains(err.Error(), "injected failure") {
 				t.Fatalf("reload did not fail after %s: %v", step, err)
 			}
@@ -217,7 +217,7 @@ func TestComposeReload(t *testing.T) {
 	// is finished by `down` as well.
 	editSource(t, script, "edit before an interrupted reload that down finishes")
 	editRuntime(t, r.checkout)
-	if _, err := occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir, AfterStep: failAfter("Verify the rebuilt images in the node")}); err == nil {
+	if _, err := occdev.Reload(ctx, reloadFailingAfter(dir, "Verify the rebuilt images in the node")); err == nil {
 		t.Fatal("the interrupted reload succeeded")
 	}
 	if st := mustState(t, dir); len(clusterImagesOf(st, recordedRole(st, "runtime").InCluster)) != 2 {

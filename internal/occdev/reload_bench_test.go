@@ -38,7 +38,7 @@ func BenchmarkKubernetesReload(b *testing.B) {
 	startBuild()
 	bed := newKubeBed(b)
 	r := bed.run(b, oceapi.Options{Key: canaryKey, Password: canaryPassword})
-	r.opts.AfterStep = func(step string) error {
+	r.opts.Seams().AfterStep = func(step string) error {
 		if step == "Install the OCE chart" {
 			st, err := state.Read(r.opts.StateDir)
 			if err != nil {

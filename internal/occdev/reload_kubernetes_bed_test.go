@@ -47,7 +47,7 @@ func TestKubernetesReload(t *testing.T) {
 	r := b.run(t, oceapi.Options{Key: canaryKey, Password: canaryPassword})
 	ns := kcp.DefaultNamespace
 	var volumes []string
-	r.opts.AfterStep = func(step string) error {
+	r.opts.Seams().AfterStep = func(step string) error {
 		if step == "Install the OCE chart" {
 			st, err := state.Read(r.opts.StateDir)
 			if err != nil {
@@ -114,7 +114,7 @@ func TestKubernetesReload(t *testing.T) {
 			editSource(t, filepath.Join(b.checkout, serverScript), "edit before an interrupted "+step)
 			oldRuntime := recordedRole(mustState(t, dir), "runtime").InCluster
 			editRuntime(t, b.checkout)
-			_, err := occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir, AfterStep: failAfter(step)})
+			_, err := occdev.Reload(ctx, reloadFailingAfter(dir, step))
 			if err == nil || !strings.Contains(err.Error(), "injected failure") {
 				t.Fatalf("reload did not fail after %s: %v", step, err)
 			}
@@ -153,7 +153,7 @@ func TestKubernetesReload(t *testing.T) {
 	// is finished by `down` as well.
 	editSource(t, filepath.Join(b.checkout, serverScript), "edit before an interrupted reload that down finishes")
 	editRuntime(t, b.checkout)
-	if _, err := occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir, AfterStep: failAfter("Verify the rebuilt images in the node")}); err == nil {
+	if _, err := occdev.Reload(ctx, reloadFailingAfter(dir, "Verify the rebuilt images in the node")); err == nil {
 		t.Fatal("the interrupted reload succeeded")
 	}
 	if st := mustState(t, dir); len(clusterImagesOf(st, recordedRole(st, "runtime").InCluster)) != 2 {

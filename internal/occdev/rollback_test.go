@@ -67,7 +67,7 @@ func TestFailureAfterEachStepRollsBackCompletely(t *testing.T) {
 			var mu sync.Mutex
 			var recorded []state.Object
 			opts := b.Options()
-			opts.AfterStep = func(name string) error {
+			opts.Seams().AfterStep = func(name string) error {
 				if name != step {
 					return nil
 				}
@@ -151,7 +151,7 @@ func TestInterruptedUpStillRollsBack(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	opts := b.Options()
-	opts.AfterStep = func(name string) error {
+	opts.Seams().AfterStep = func(name string) error {
 		if strings.HasPrefix(name, "Install the OpenShell Gateway chart") {
 			cancel() // the user presses Ctrl-C while the Gateway installs
 		}
@@ -180,7 +180,7 @@ func TestPartialRollbackKeepsStateAndDownFinishes(t *testing.T) {
 	release := denyRuntimeClassDeletes(t, b)
 
 	opts := b.Options()
-	opts.AfterStep = func(name string) error {
+	opts.Seams().AfterStep = func(name string) error {
 		if name == "Write the Installation" {
 			return errors.New("injected failure")
 		}

@@ -53,7 +53,7 @@ func resolveSelections(p *Plan, o UpOptions) error {
 	}
 	if o.GatewayChart != "" {
 		if o.ArchiveFile != "" {
-			return &OptionError{Option: "--openshell-archive (OCC_DEVELOPMENT_OPENSHELL_ARCHIVE)", Value: o.ArchiveFile,
+			return &OptionError{Option: "--openshell-archive (" + EnvArchive + ")", Value: o.ArchiveFile,
 				Rule: "is not used when both OpenShell charts are selected (" + EnvGatewayChart + ", " + EnvWorkspaceChart + "): the archive is only the charts' source",
 				Fix:  "drop it, or drop the chart selections to install the archive's charts"}
 		}
@@ -97,7 +97,7 @@ func resolveSelections(p *Plan, o UpOptions) error {
 		if pinFile == "" {
 			pinFile = "the pins built into occ"
 		}
-		return &OptionError{Option: "--pin-file (OCC_DEVELOPMENT_PIN_FILE)", Value: pinFile, Rule: err.Error(), Fix: "pin k3s.image with its release tag"}
+		return &OptionError{Option: "--pin-file (" + EnvPinFile + ")", Value: pinFile, Rule: err.Error(), Fix: "pin k3s.image with its release tag"}
 	}
 	p.GatewayRender = GatewayRenderPlan{KubernetesVersion: kv, Source: "the pinned k3s image " + p.pins.K3s.Image.Name() + ":" + p.pins.K3s.Image.Tag}
 	if p.ClusterProvider == ProviderExisting {

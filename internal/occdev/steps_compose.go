@@ -52,11 +52,6 @@ type OCEOptions struct {
 	// empty keeps what the checkout (or occ's pin) gives.
 	NodeBaseImage        string
 	NodeRuntimeBaseImage string
-	// BuildNetwork is the network of the RUN steps of the images occ builds itself (the Agent
-	// runtime; the Kubernetes-only profile's controller); empty is the engine's default ("none"
-	// on a test engine without a default bridge network). The Compose services' builds take
-	// build.network from the Compose files.
-	BuildNetwork string
 }
 
 // OCEPlan is the resolved control plane: the checkout and what the profile will start, decided
@@ -351,7 +346,7 @@ func buildImages(ctx context.Context, r *run, rep progress.Reporter) error {
 		builds = append(builds, recordedBuild{Role: role, Services: b.Services, ContextDir: b.Context, Dockerfile: b.Dockerfile, Target: b.Target, Args: b.Args, Tag: b.Tag, Network: b.Network})
 	}
 	builds = append(builds, recordedBuild{Role: roleRuntime, Imported: true, ContextDir: op.Checkout, Dockerfile: controlplane.RuntimeDockerfile, Tag: controlplane.DefaultRuntimeTag,
-		Args: op.plannedBuild(roleRuntime).WithResolved(r.bases), Network: runtimeBuildNetwork(r.opts.OCE.BuildNetwork, op.Builds)})
+		Args: op.plannedBuild(roleRuntime).WithResolved(r.bases), Network: runtimeBuildNetwork(r.opts.deps.BuildNetwork, op.Builds)})
 	built, err := buildControlPlaneImages(ctx, r, builds, func(line string) { rep.Note(line) })
 	if err != nil {
 		return err
@@ -360,7 +355,7 @@ func buildImages(ctx context.Context, r *run, rep progress.Reporter) error {
 	return nil
 }
 
-// runtimeBuildNetwork is the network of the Agent runtime build's RUN steps: the setting, else
+// runtimeBuildNetwork is the network of the Agent runtime build's RUN steps: the seam's, else
 // the build.network every Compose build of the checkout agrees on (the Agent runtime is built
 // from the same checkout, on the same engine), else the engine's default.
 func runtimeBuildNetwork(setting string, builds []compose.Build) string {

@@ -3,7 +3,6 @@ package occdev
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -25,23 +24,14 @@ import (
 	"github.com/openclaw/occ/internal/progress"
 )
 
-// KubernetesOptions are the Kubernetes-only control plane's own settings, and its test seams
-// (the checkout, the selected images and the key destination are the shared OCEOptions).
+// KubernetesOptions are the Kubernetes-only control plane's own settings (the checkout, the
+// selected images and the key destination are the shared OCEOptions).
 type KubernetesOptions struct {
 	// DevPort is the OCE API's port on 127.0.0.1 (OPENCLAW_DEV_PORT); 0 is 3000.
 	DevPort int
 	// PostgresImage replaces the pinned PostgreSQL image (OCC_DEVELOPMENT_POSTGRES_IMAGE), by
 	// digest.
 	PostgresImage string
-
-	// Exec, a test seam, runs the reads in the reader Pod; nil is the API server's exec
-	// subresource (a test bed without a kubelet cannot serve it).
-	Exec kubernetes.PodExec
-	// APIClient, a test seam, is the HTTP client of every OCE API call (the session, the key's
-	// verification, the Namespace poll); nil is occ's client with its per-call timeouts.
-	APIClient *http.Client
-	// Random, a test seam, is the source of the generated credentials; nil is crypto/rand.
-	Random io.Reader
 }
 
 // The Kubernetes-only profile's settings names and files, for messages.
@@ -153,7 +143,7 @@ func kubernetesProfile(p *Plan, o UpOptions) (profile, error) {
 	if op.SelectedImages == nil {
 		prof.beforeCluster = append(prof.beforeCluster,
 			Step{Name: "Pull the base images of the control-plane builds", Describe: describeBasePulls, Run: pullBases},
-			Step{Name: "Build the controller and Agent runtime images from the checkout", Describe: describeKubeBuild, Run: buildKubeImages(o.OCE.BuildNetwork)},
+			Step{Name: "Build the controller and Agent runtime images from the checkout", Describe: describeKubeBuild, Run: buildKubeImages(o.deps.BuildNetwork)},
 		)
 	} else {
 		prof.beforeCluster = append(prof.beforeCluster, Step{Name: "Use the selected controller and Agent runtime images", Describe: describeSelectedImages, Run: useSelectedImages})
@@ -430,7 +420,7 @@ func (r *run) controlPlane(ctx context.Context) (*kubernetes.ControlPlane, error
 	cp, err := kubernetes.New(r.conn, kubernetes.Config{
 		Namespace: r.plan.Namespace, ControllerImage: controller, PostgresImage: postgres, HostAPIPort: kp.APIPort,
 		InstallationFile: r.installationPath, Chart: kp.chart, NodeNetwork: r.conn.Access.Network, NodeSubnets: subnets,
-		StartupTimeout: r.plan.StartupTimeout, Random: r.opts.Kubernetes.Random,
+		StartupTimeout: r.plan.StartupTimeout, Random: r.opts.deps.Random,
 		HelmLog: func(format string, args ...any) { fmt.Fprintf(r.log, "helm: "+format+"\n", args...) },
 	})
 	if err != nil {
@@ -441,7 +431,7 @@ func (r *run) controlPlane(ctx context.Context) (*kubernetes.ControlPlane, error
 }
 
 // apiClient is the client of the OCE API calls (nil: each call's own default).
-func (r *run) apiClient() *http.Client { return r.opts.Kubernetes.APIClient }
+func (r *run) apiClient() *http.Client { return r.opts.deps.APIClient }
 
 func describeKubeAPIWait(p *Plan) Description {
 	return note(fmt.Sprintf("nothing created; polls GET %s%s through the development proxy until it answers 2xx, up to %s", p.OCE.Kubernetes.APIURL, controlplane.SessionPath, p.StartupTimeout))
@@ -471,7 +461,7 @@ func copyKubeKey(ctx context.Context, r *run) (controlplane.InstalledKey, error)
 	if err != nil {
 		return controlplane.InstalledKey{}, err
 	}
-	exec := r.opts.Kubernetes.Exec
+	exec := r.opts.deps.Exec
 	if exec == nil {
 		exec = kubernetes.APIExec{Config: r.conn.Config, Client: r.conn.Kube}
 	}

@@ -188,7 +188,7 @@ func Up(ctx context.Context, opts UpOptions) (_ *Summary, err error) {
 			err = fmt.Errorf("release the state directory lock: %w", cerr)
 		}
 	}()
-	x := &runner{sink: opts.Progress, afterStep: opts.AfterStep, sequential: opts.Sequential}
+	x := &runner{sink: opts.Progress, afterStep: opts.deps.AfterStep, sequential: opts.deps.Sequential}
 	if err := x.run(ctx, r, upSteps(p), ""); err != nil {
 		return nil, err
 	}

@@ -44,12 +44,6 @@ type ImageSelection struct {
 	Runtime string
 }
 
-// ImageSelectionFromEnv reads the selection through getenv (os.Getenv in the CLI), so tests
-// and callers never depend on the process environment implicitly.
-func ImageSelectionFromEnv(getenv func(string) string) ImageSelection {
-	return ImageSelection{Controller: getenv(EnvControllerImage), Runtime: getenv(EnvRuntimeImage)}
-}
-
 // Selected reports whether any image is selected.
 func (s ImageSelection) Selected() bool { return s.Controller != "" || s.Runtime != "" }
 

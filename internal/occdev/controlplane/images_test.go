@@ -68,16 +68,6 @@ func TestSelectionDigestsOnly(t *testing.T) {
 	}
 }
 
-// The environment is read through a function, so the CLI passes os.Getenv and nothing else
-// reads the process environment.
-func TestImageSelectionFromEnv(t *testing.T) {
-	env := map[string]string{EnvControllerImage: "c@" + testDigest, EnvRuntimeImage: "r@" + testDigest}
-	got := ImageSelectionFromEnv(func(k string) string { return env[k] })
-	if got.Controller != env[EnvControllerImage] || got.Runtime != env[EnvRuntimeImage] || !got.Selected() {
-		t.Fatalf("ImageSelectionFromEnv = %+v", got)
-	}
-}
-
 // The controller build takes the pinned Node base unless OCC_DEVELOPMENT_NODE_BASE_IMAGE
 // names another immutable image; a tag there is refused naming the variable.
 func TestNodeBaseImage(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/openclaw/occ/internal/contract"
+	"github.com/openclaw/occ/internal/occdev/option"
 )
 
 // DefaultSocket is where Docker listens when nothing else is configured.
@@ -49,6 +50,12 @@ func (e *EndpointError) Error() string {
 		msg += ": " + e.Fix
 	}
 	return msg
+}
+
+// Unwrap is the bad setting behind e: the engine's address comes from the user's environment
+// (or the record it wrote), so the CLI reports e as it reports every bad setting.
+func (e *EndpointError) Unwrap() error {
+	return &option.Error{Option: e.Source, Value: e.Value, Rule: e.Rule, Fix: e.Fix}
 }
 
 // unixRule is why only unix sockets are accepted: the k3d API port and the node's published

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/openclaw/occ/internal/occdev/option"
 )
 
 // EnvDirectory is the environment variable that selects the state directory when no flag does.
@@ -64,6 +66,12 @@ type UnsafeError struct {
 
 func (e *UnsafeError) Error() string {
 	return fmt.Sprintf("refusing unsafe state directory %s: %s", e.Path, e.Reason)
+}
+
+// Unwrap is the bad setting behind e: the state directory is the user's to choose, so the CLI
+// reports e as it reports every bad setting.
+func (e *UnsafeError) Unwrap() error {
+	return &option.Error{Option: "--state-dir (" + EnvDirectory + ")", Value: e.Path, Rule: "is refused", Fix: e.Reason}
 }
 
 // CheckPath applies the location rules of a state directory to path without creating or

@@ -6,9 +6,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strings"
 
 	"github.com/compose-spec/compose-go/v2/cli"
 	"github.com/compose-spec/compose-go/v2/types"
+
+	"github.com/openclaw/occ/internal/occdev/option"
 )
 
 // Names of the OCE Compose files, services, network and state files this profile relies on, as
@@ -129,6 +132,17 @@ func (e *ProjectError) Error() string {
 		msg += "\n  - " + v.String()
 	}
 	return msg
+}
+
+// Unwrap is the bad setting behind e: the Compose files (the checkout's and those given after
+// --) are the user's to fix, so the CLI reports e as it reports every bad setting.
+func (e *ProjectError) Unwrap() error {
+	values := make([]string, 0, len(e.Violations))
+	for _, v := range e.Violations {
+		values = append(values, v.String())
+	}
+	return &option.Error{Option: "the Compose model", Value: strings.Join(values, "; "), Rule: "breaks the development rules",
+		Fix: "change the Compose files or the options after -- so that every rule holds"}
 }
 
 // Violation is one broken rule: where (service or top-level resource, key, value), which rule,
