@@ -15,6 +15,7 @@ import (
 	k3dtypes "github.com/k3d-io/k3d/v5/pkg/types"
 	"sigs.k8s.io/yaml"
 
+	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
@@ -85,14 +86,13 @@ func testRequest(t *testing.T) Request {
 		t.Fatal(err)
 	}
 	return Request{
-		Name:                            "occ-dev-unit",
-		Owner:                           "/tmp/occ-state",
-		NodeImage:                       img,
-		StateDir:                        t.TempDir(),
-		APIPort:                         16443,
-		Ports:                           []PortMapping{{HostPort: 13000, NodePort: 30080}},
-		PodSecurityExemptRuntimeClasses: []string{"openshell-sandbox"},
-		Recorder:                        &recorder{},
+		Name:      "occ-dev-unit",
+		Owner:     "/tmp/occ-state",
+		NodeImage: img,
+		StateDir:  t.TempDir(),
+		Needs:     cluster.Needs{Publish: []PortMapping{{HostPort: 13000, NodePort: 30080}}},
+		Settings:  Settings{APIPort: 16443, PodSecurityExemptRuntimeClasses: []string{"openshell-sandbox"}},
+		Recorder:  &recorder{},
 	}
 }
 
@@ -113,8 +113,8 @@ func TestRequestValidation(t *testing.T) {
 		{"no recorder", func(r *Request) { r.Recorder = nil }, "Recorder"},
 		{"API port zero", func(r *Request) { r.APIPort = 0 }, "FreeLoopbackPort"},
 		{"API port too big", func(r *Request) { r.APIPort = 70000 }, "between 1 and 65535"},
-		{"port clash", func(r *Request) { r.Ports[0].HostPort = r.APIPort }, "also used as API port"},
-		{"NodePort out of range", func(r *Request) { r.Ports[0].NodePort = 8080 }, "30000-32767"},
+		{"port clash", func(r *Request) { r.Publish[0].HostPort = r.APIPort }, "also used as API port"},
+		{"NodePort out of range", func(r *Request) { r.Publish[0].NodePort = 8080 }, "30000-32767"},
 		{"own network name", func(r *Request) { r.Network = "k3d-occ-dev-unit" }, "own network"},
 		{"host network", func(r *Request) { r.Network = "host" }, "built-in"},
 		{"disk threshold", func(r *Request) { r.DiskThresholdPercent = 50 }, "between 1 and 20"},
