@@ -230,9 +230,11 @@ type Plan struct {
 	// when it starts none (no checkout was found).
 	OCE *OCEPlan `json:"oce,omitempty"`
 
-	// clusterSettings are the cluster provider's own settings (cluster.Request.Settings). The
-	// plan holds only values: the live provider is the run's.
+	// clusterSettings are the cluster provider's own settings (cluster.Request.Settings), and
+	// openProvider makes its live provider. The plan holds only values: the live provider is
+	// the run's, opened when the run starts and closed when it ends.
 	clusterSettings any
+	openProvider    func() cluster.Provider
 	// selectedCharts are the loaded local charts when both are selected.
 	selectedCharts *charts.Charts
 	profile        profile
@@ -270,7 +272,10 @@ func (p *Plan) UnmarshalJSON(data []byte) error {
 
 // resolvePlan checks every option and fills the defaults. It reads the environment for default
 // directories and the pin file, and contacts nothing.
-func resolvePlan(o UpOptions) (*Plan, error) {
+func resolvePlan(o UpOptions) (*Plan, error) { return resolvePlanWith(providers(), o) }
+
+// resolvePlanWith is resolvePlan choosing the cluster provider from table.
+func resolvePlanWith(table map[string]clusterProvider, o UpOptions) (*Plan, error) {
 	p := &Plan{
 		Kubeconfig:  o.Kubeconfig,
 		Context:     o.Context,
@@ -281,7 +286,7 @@ func resolvePlan(o UpOptions) (*Plan, error) {
 	if name == "" {
 		name = defaultProvider
 	}
-	provider, ok := providers()[name]
+	provider, ok := table[name]
 	if !ok {
 		return nil, &OptionError{Option: "--cluster-provider (OCC_DEVELOPMENT_CLUSTER_PROVIDER)", Value: name,
 			Rule: "is not a supported cluster provider", Fix: "use one of: " + strings.Join(SupportedProviders(), ", ")}
@@ -356,6 +361,7 @@ func resolvePlan(o UpOptions) (*Plan, error) {
 	if provider.settings != nil {
 		p.clusterSettings = provider.settings(p)
 	}
+	p.openProvider = provider.open
 	return p, nil
 }
 

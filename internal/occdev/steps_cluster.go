@@ -29,7 +29,7 @@ func k3dSettings(p *Plan) any {
 // withProvider opens the plan's provider for a call that needs no run (the dry run's
 // description and checks, which perform no I/O) and closes it again.
 func withProvider[T any](p *Plan, fn func(cluster.Provider) T) T {
-	pr := providers()[p.ClusterProvider].open()
+	pr := p.openProvider()
 	defer pr.Close()
 	return fn(pr)
 }

@@ -174,7 +174,7 @@ func Up(ctx context.Context, opts UpOptions) (_ *Summary, err error) {
 	if log == nil {
 		log = io.Discard
 	}
-	r := &run{plan: p, opts: opts, log: &syncWriter{w: log}, provider: providers()[p.ClusterProvider].open()}
+	r := &run{plan: p, opts: opts, log: &syncWriter{w: log}, provider: p.openProvider()}
 	defer r.close()
 	defer func() {
 		if r.state == nil {
