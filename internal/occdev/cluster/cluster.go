@@ -133,16 +133,15 @@ type Importer interface {
 	ImageImporter(ctx context.Context, req Request, access Access) (images.Importer, error)
 }
 
-// ErrNoImport is the answer for a provider that is not an Importer: its cluster pulls the
-// pinned images by digest.
-var ErrNoImport = errors.New("the cluster provider imports no images: its cluster pulls the pinned images by digest")
+// ErrNoImport is the answer for a provider that is not an Importer.
+var ErrNoImport = errors.New("its cluster pulls the pinned images by digest, occ imports none into it")
 
-// ImporterOf returns the image importer of provider p for the cluster access names, or
-// ErrNoImport.
+// ImporterOf returns the image importer of provider p for the cluster access names, or an
+// error wrapping ErrNoImport.
 func ImporterOf(ctx context.Context, p Provider, req Request, access Access) (images.Importer, error) {
 	imp, ok := p.(Importer)
 	if !ok {
-		return nil, fmt.Errorf("%s: %w", p.Name(), ErrNoImport)
+		return nil, fmt.Errorf("import images into the cluster of the %s provider: %w", p.Name(), ErrNoImport)
 	}
 	return imp.ImageImporter(ctx, req, access)
 }

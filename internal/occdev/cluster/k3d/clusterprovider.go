@@ -4,14 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
-
-	k3dlog "github.com/k3d-io/k3d/v5/pkg/logger"
 
 	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/docker"
@@ -257,8 +254,8 @@ func (*ClusterProvider) NodeAddress(_ context.Context, access cluster.Access) (s
 }
 
 // Close releases the engine connection Preflight, Ensure or ImageImporter made and closes k3d's
-// log file (k3d's logger, which is process-wide, writes nowhere afterwards); the provider may
-// connect again afterwards.
+// log file (lines k3d's process-wide logger writes to it afterwards are dropped); the provider
+// may connect again afterwards.
 func (c *ClusterProvider) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -269,9 +266,6 @@ func (c *ClusterProvider) Close() error {
 	if c.provider == nil {
 		return nil
 	}
-	k3dMu.Lock()
-	k3dlog.Log().SetOutput(io.Discard)
-	k3dMu.Unlock()
 	err := c.provider.engine.Close()
 	c.provider, c.endpoint = nil, ""
 	return err

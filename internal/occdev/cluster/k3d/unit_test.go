@@ -335,3 +335,37 @@ func TestRequestDescribe(t *testing.T) {
 		t.Errorf("Describe with a joined network:\n%s", got)
 	}
 }
+
+// The flow hands the provider one cluster.Request: the control plane's needs and the provider's
+// own settings arrive in Create's Request as they are, and settings of another provider are
+// refused rather than silently replaced by the defaults.
+func TestClusterRequestBecomesTheCreateRequest(t *testing.T) {
+	set, err := pins.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	needs := cluster.Needs{Network: "oce_development", Publish: []cluster.Port{{HostPort: 3100, NodePort: 30080}}}
+	settings := Settings{APIPort: 16443, DiskThresholdPercent: 7, DNSResolver: "10.0.0.53", PodSecurityExemptRuntimeClasses: []string{"openshell-sandbox"}}
+	req := cluster.Request{Name: "occ-dev-unit", KubeconfigFile: filepath.Join(dir, KubeconfigFile), ContainerKubeconfigFile: filepath.Join(dir, ContainerKubeconfigFile),
+		Pins: set, Needs: needs, Settings: settings}
+	r, err := (&ClusterProvider{}).request(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.StateDir != dir || r.Network != needs.Network || !slices.Equal(r.Publish, needs.Publish) || r.APIPort != 16443 || r.DiskThresholdPercent != 7 || r.DNSResolver != "10.0.0.53" ||
+		r.NodeImage != set.K3s.Image {
+		t.Errorf("Create's request = %+v", r)
+	}
+	d := (&ClusterProvider{}).Describe(req)
+	if got := strings.Join(d.Creates, "\n"); !strings.Contains(got, "NodePort 30080 published at 127.0.0.1:3100") || !strings.Contains(got, "joins Docker network oce_development") {
+		t.Errorf("Describe = %s", got)
+	}
+	if d.Preflight != "no k3d cluster occ-dev-unit exists and a chosen API port is free" {
+		t.Errorf("Describe's preflight = %q", d.Preflight)
+	}
+	req.Settings = struct{ APIPort int }{16443}
+	if err := (&ClusterProvider{}).Check(req); err == nil || !strings.Contains(err.Error(), "not k3d settings") {
+		t.Errorf("Check with another provider's settings = %v", err)
+	}
+}
