@@ -69,11 +69,16 @@
 //
 // # Adding a cluster provider
 //
-// Implement cluster.Provider in its own package under cluster/ and add it to providers(). The
+// Implement cluster.Provider in its own package under cluster/ and add it to providers(), with
+// the function that decides its own settings from the plan (cluster.Request.Settings). The
 // provider sees only a cluster.Request (names, the state's kubeconfig paths, pins, owner,
-// Recorder, a progress Reporter) and returns a cluster.Access; it records what it creates
-// through the Recorder before creating it. Check (local, used by the dry run) and Preflight
-// (live, before any download) run before anything is created.
+// Recorder, a progress Reporter, what the control plane needs of the cluster as cluster.Needs,
+// its settings) and returns a cluster.Access; it records what it creates through the Recorder
+// before creating it. Check (local, used by the dry run) and Preflight (live, before any
+// download) run before anything is created. A provider whose cluster runs only images occ
+// imports implements cluster.Importer, and the flow gives it the image lanes; a failed Ensure
+// that leaves a record `down` must check again returns a cluster.KeptError. The plan holds only
+// values: each run opens its provider from providers() and closes it at the end.
 //
 // # Adding a recorded type and its remover
 //

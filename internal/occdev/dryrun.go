@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
@@ -68,7 +69,7 @@ func PlanUp(opts UpOptions) (*DryRun, error) {
 		return nil, err
 	}
 	dr := &DryRun{Plan: p, Steps: planSteps(p, upSteps(p)), Problems: []string{}, ControlPlane: p.profile.pending}
-	if err := p.provider.Check(clusterRequest(p, nil, nil, progress.Reporter{})); err != nil {
+	if err := withProvider(p, func(pr cluster.Provider) error { return pr.Check(clusterRequest(p, nil, nil, progress.Reporter{})) }); err != nil {
 		dr.Problems = append(dr.Problems, err.Error())
 	}
 	// A Docker engine that is not running is told now, with what to start; only its socket is

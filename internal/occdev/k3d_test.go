@@ -465,7 +465,7 @@ func testStatusOfChangedEnvironment(t *testing.T, b *k3dBed) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	theirs := k3d.Request{Name: opts.ClusterName, Owner: other.State().Owner(), NodeImage: b.set.K3s.Image, StateDir: t.TempDir(), APIPort: port, Recorder: other}
+	theirs := k3d.Request{Name: opts.ClusterName, Owner: other.State().Owner(), NodeImage: b.set.K3s.Image, StateDir: t.TempDir(), Settings: k3d.Settings{APIPort: port}, Recorder: other}
 	c, err := p.Create(ctx, theirs)
 	if err != nil {
 		t.Fatalf("someone else's cluster of the same name: %v", err)

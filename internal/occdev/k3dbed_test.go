@@ -430,7 +430,7 @@ func (b *k3dBed) createUnrelatedCluster(t testing.TB) *unrelatedCluster {
 		t.Fatal(err)
 	}
 	req := k3d.Request{Name: "occ-dev-u" + strings.ToLower(rand.Text()[:10]), Owner: rec.State().Owner(), NodeImage: b.set.K3s.Image,
-		StateDir: t.TempDir(), APIPort: port, Recorder: rec}
+		StateDir: t.TempDir(), Settings: k3d.Settings{APIPort: port}, Recorder: rec}
 	c, err := p.Create(ctx, req)
 	if err != nil {
 		t.Fatalf("create the unrelated cluster: %v", err)

@@ -58,13 +58,20 @@ const (
 	defaultProvider  = ProviderK3d
 )
 
-// providers lists the cluster providers by --cluster-provider value, each built from the
-// resolved plan. Adding a provider is one line here; the provider itself lives in its own
-// package under cluster/.
-func providers() map[string]func(*Plan) cluster.Provider {
-	return map[string]func(*Plan) cluster.Provider{
-		existing.Name: func(*Plan) cluster.Provider { return existing.Provider{} },
-		k3d.Name:      newK3dProvider,
+// clusterProvider is one --cluster-provider: its own settings, decided from the resolved plan
+// (nil: it has none), and the live provider a run opens and closes.
+type clusterProvider struct {
+	settings func(*Plan) any
+	open     func() cluster.Provider
+}
+
+// providers lists the cluster providers by --cluster-provider value. Adding a provider is one
+// line here; the provider itself lives in its own package under cluster/, and the flow only
+// ever sees it as a cluster.Provider (and the optional cluster.Importer).
+func providers() map[string]clusterProvider {
+	return map[string]clusterProvider{
+		existing.Name: {open: func() cluster.Provider { return existing.Provider{} }},
+		k3d.Name:      {settings: k3dSettings, open: func() cluster.Provider { return &k3d.ClusterProvider{} }},
 	}
 }
 
@@ -218,14 +225,15 @@ type Plan struct {
 	// when it starts none (no checkout was found).
 	OCE *OCEPlan `json:"oce,omitempty"`
 
-	provider cluster.Provider
+	// clusterSettings are the cluster provider's own settings (cluster.Request.Settings), and
+	// openProvider makes its live provider. The plan holds only values: the live provider is
+	// the run's, opened when the run starts and closed when it ends.
+	clusterSettings any
+	openProvider    func() cluster.Provider
 	// selectedCharts are the loaded local charts when both are selected.
 	selectedCharts *charts.Charts
-	// k3d is the provider when it is k3d's (the image import needs its importer).
-	k3d     *k3d.ClusterProvider
-	k3dLog  *lazyLog
-	profile profile
-	pins    *pins.Set
+	profile        profile
+	pins           *pins.Set
 }
 
 // planJSON is Plan as documents show it: the startup timeout as a duration ("10m0s"), not as
@@ -259,7 +267,10 @@ func (p *Plan) UnmarshalJSON(data []byte) error {
 
 // resolvePlan checks every option and fills the defaults. It reads the environment for default
 // directories and the pin file, and contacts nothing.
-func resolvePlan(o UpOptions) (*Plan, error) {
+func resolvePlan(o UpOptions) (*Plan, error) { return resolvePlanWith(providers(), o) }
+
+// resolvePlanWith is resolvePlan choosing the cluster provider from table.
+func resolvePlanWith(table map[string]clusterProvider, o UpOptions) (*Plan, error) {
 	p := &Plan{
 		Kubeconfig:  o.Kubeconfig,
 		Context:     o.Context,
@@ -270,7 +281,7 @@ func resolvePlan(o UpOptions) (*Plan, error) {
 	if name == "" {
 		name = defaultProvider
 	}
-	newProvider, ok := providers()[name]
+	provider, ok := table[name]
 	if !ok {
 		return nil, &OptionError{Option: "--cluster-provider (" + EnvClusterProvider + ")", Value: name,
 			Rule: "is not a supported cluster provider", Fix: "use one of: " + strings.Join(SupportedProviders(), ", ")}
@@ -335,7 +346,10 @@ func resolvePlan(o UpOptions) (*Plan, error) {
 	if p.profile, err = profileOf(p, o); err != nil {
 		return nil, err
 	}
-	p.provider = newProvider(p)
+	if provider.settings != nil {
+		p.clusterSettings = provider.settings(p)
+	}
+	p.openProvider = provider.open
 	return p, nil
 }
 

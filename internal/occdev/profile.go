@@ -4,7 +4,7 @@ import (
 	"context"
 	"strings"
 
-	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
+	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/platform"
 	"github.com/openclaw/occ/internal/progress"
@@ -19,10 +19,10 @@ type profile struct {
 	// claimed (the Compose project's resources absent, its plugin found, selected images
 	// present).
 	preflight func(ctx context.Context, r *run, rep progress.Reporter) error
-	// k3d adds what the control plane needs of the k3d cluster: the Compose profile joins its
+	// cluster is what the control plane needs of the cluster: the Compose profile joins its
 	// <project>_development network, the Kubernetes-only profile publishes its API proxy's
-	// NodePort on 127.0.0.1.
-	k3d func(*k3d.Settings)
+	// NodePort on 127.0.0.1. A provider that cannot give it refuses it.
+	cluster cluster.Needs
 	// beforeCluster are steps that must finish before the cluster exists (the Compose profile's
 	// network and data services); they run first in the cluster lane.
 	beforeCluster []Step

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/openclaw/occ/internal/fsutil"
+	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
@@ -152,6 +153,12 @@ func Reload(ctx context.Context, opts ReloadOptions) (*ReloadResult, error) {
 		reload: &reloadRun{
 			opts: opts, rec: rec, st: st, built: map[string]images.Local{}, changed: map[string]bool{},
 		},
+	}
+	// The recorded cluster's provider, which reload imports through (checkReloadable refuses a
+	// cluster it cannot import into); it is closed with the reload.
+	if entry, ok := providers()[st.Cluster.Provider]; ok {
+		r.provider = entry.open()
+		defer r.provider.Close()
 	}
 	x := &runner{sink: opts.Progress, afterStep: opts.deps.AfterStep}
 	if err := x.run(ctx, r, reloadSteps(st.Profile), ""); err != nil {
@@ -432,20 +439,15 @@ func importRebuilt(ctx context.Context, r *run, rep progress.Reporter) error {
 		rep.Note("nothing to import")
 		return nil
 	}
-	// k3d's own lines go to its log file in the state directory, as during `up`.
-	klog, err := os.OpenFile(r.state.File(k3dLogFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return fmt.Errorf("open the k3d log: %w", err)
-	}
-	defer klog.Close()
-	p, err := k3d.New(k3d.Options{Engine: r.engine, Log: klog})
+	// The recorded cluster's provider imports through the recorded engine; the provider's own
+	// log lines go to the state directory, as during `up`.
+	req := cluster.Request{Engine: r.engine.Endpoint.String(), KubeconfigFile: r.state.File(kubeconfigFile), Log: r.log, Progress: rep}
+	importer, err := cluster.ImporterOf(ctx, r.provider, req, r.conn.Access)
 	if err != nil {
 		return err
 	}
-	// k3d's logger is process-wide: it writes nowhere once this import is done.
-	defer func() { _, _ = k3d.New(k3d.Options{Engine: r.engine}) }()
 	imported, err := images.Import(ctx, images.ImportOptions{
-		API: r.engine.API, Importer: p.Importer(r.conn.Access.Name), Images: rr.toNode, Recorder: r.state,
+		API: r.engine.API, Importer: importer, Images: rr.toNode, Recorder: r.state,
 	})
 	if err != nil {
 		return err

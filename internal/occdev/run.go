@@ -2,9 +2,7 @@ package occdev
 
 import (
 	"io"
-	"os"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -32,8 +30,12 @@ type run struct {
 	log   io.Writer
 	state *state.Dir
 
-	// Written by the preflight: the Docker engine (k3d only), reached at the located endpoint,
-	// and the platform of the containers it runs.
+	// provider is the live cluster provider of the run, opened from the plan when the run
+	// starts and closed when it ends.
+	provider cluster.Provider
+
+	// Written by the preflight: the container engine (when the plan has one), reached at the
+	// located endpoint, and the platform of the containers it runs.
 	engine         *docker.Engine
 	enginePlatform images.Platform
 
@@ -53,9 +55,9 @@ type run struct {
 	cluster readiness
 	// importedProduct is each OpenShell image as its own lane imported it into the node.
 	importedProduct [imageRoles][]images.Imported
-	// clusterFailed is set when the cluster's creation failed by itself (not cancelled), which
-	// keeps its record and the state directory for `down`.
-	clusterFailed atomic.Bool
+	// keptCluster is the record the cluster provider's failed Ensure left for `down`
+	// (cluster.KeptError), which keeps it and the state directory.
+	keptCluster atomic.Pointer[state.Object]
 
 	// Written by the control plane's base pull: every base image of its builds, by digest.
 	bases []controlplane.ResolvedBase
@@ -87,19 +89,15 @@ func (r *run) close() {
 	if r.engine != nil {
 		_ = r.engine.Close()
 	}
-	if r.plan.k3d != nil {
-		_ = r.plan.k3d.Close()
-	}
-	if r.plan.k3dLog != nil {
-		r.plan.k3dLog.close()
+	if r.provider != nil {
+		_ = r.provider.Close()
 	}
 }
 
-// Files of the state directory the cluster layer may write.
+// Files of the state directory the cluster provider writes its kubeconfigs to.
 const (
 	kubeconfigFile          = "kubeconfig"
 	containerKubeconfigFile = "container-kubeconfig"
-	k3dLogFile              = "k3d.log"
 )
 
 // clusterRequest is what the provider sees. Before the state is claimed (preflight, dry run)
@@ -111,7 +109,7 @@ func (r *run) clusterRequest(rep progress.Reporter) cluster.Request {
 func clusterRequest(p *Plan, d *state.Dir, log io.Writer, rep progress.Reporter) cluster.Request {
 	req := cluster.Request{
 		Name: p.ClusterName, Kubeconfig: p.Kubeconfig, Context: p.Context, Engine: p.Engine,
-		Pins: p.pins, Log: log, Progress: rep,
+		Pins: p.pins, Log: log, Progress: rep, Needs: p.profile.cluster, Settings: p.clusterSettings,
 	}
 	if d != nil {
 		req.KubeconfigFile = d.File(kubeconfigFile)
@@ -124,42 +122,4 @@ func clusterRequest(p *Plan, d *state.Dir, log io.Writer, rep progress.Reporter)
 		req.ContainerKubeconfigFile = filepath.Join(p.StateDir, containerKubeconfigFile)
 	}
 	return req
-}
-
-// lazyLog is k3d's log file in the state directory. k3d's logger is process-wide and is set when
-// the provider connects (before the state exists), so the file is opened on the first line, and
-// lines after the run closed it (or after a rollback removed the directory) are dropped.
-type lazyLog struct {
-	path string
-
-	mu     sync.Mutex
-	f      *os.File
-	closed bool
-}
-
-func (l *lazyLog) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return len(b), nil
-	}
-	if l.f == nil {
-		f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-		if err != nil {
-			return len(b), nil // no state directory yet: k3d logs nothing that matters before it
-		}
-		l.f = f
-	}
-	_, _ = l.f.Write(b)
-	return len(b), nil
-}
-
-func (l *lazyLog) close() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.closed = true
-	if l.f != nil {
-		_ = l.f.Close()
-		l.f = nil
-	}
 }

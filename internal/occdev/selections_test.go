@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/openclaw/occ/internal/occdev/charts/chartstest"
+	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/pins"
 )
 
@@ -30,7 +31,7 @@ func TestResolveSelections(t *testing.T) {
 		t.Fatal(err)
 	}
 	if p.GatewayChart != gw || p.WorkspaceChart != ws || p.selectedCharts == nil || p.selectedCharts.Gateway.Name() != "openshell" || p.selectedCharts.Workspace.Name() != "openshell-workspace" ||
-		p.AgentSandboxManifest != manifest || p.DNSResolver != "10.64.0.53" || p.k3d.Settings.DNSResolver != "10.64.0.53" {
+		p.AgentSandboxManifest != manifest || p.DNSResolver != "10.64.0.53" || p.clusterSettings.(k3d.Settings).DNSResolver != "10.64.0.53" {
 		t.Errorf("plan with selections: %+v", p)
 	}
 	if got := p.selections(); got == nil || got.GatewayChart != gw || got.WorkspaceChart != ws || got.AgentSandboxManifest != manifest || got.DNSResolver != "10.64.0.53" {

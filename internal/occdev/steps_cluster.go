@@ -2,9 +2,7 @@ package occdev
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"path/filepath"
 
 	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
@@ -13,50 +11,57 @@ import (
 	"github.com/openclaw/occ/internal/progress"
 )
 
-// newK3dProvider is the k3d provider of the plan: the API port (0: a free one, chosen at
-// creation), the kubelet's disk threshold, k3d's timeout (the startup timeout, as the
-// reference passes it to k3d), the sandbox RuntimeClass exempt from PodSecurity admission, and
-// what the profile adds (a network to join, ports to publish).
-func newK3dProvider(p *Plan) cluster.Provider {
-	p.k3dLog = &lazyLog{path: filepath.Join(p.StateDir, k3dLogFile)}
-	s := k3d.Settings{
+// k3dSettings are the k3d provider's settings of the plan: the API port (0: a free one, chosen
+// at creation), the kubelet's disk threshold, k3d's timeout (the startup timeout, as the
+// reference passes it to k3d), the node's DNS resolver and the sandbox RuntimeClass exempt from
+// PodSecurity admission. What the profile needs of the cluster (a network to join, ports to
+// publish) is the request's cluster.Needs.
+func k3dSettings(p *Plan) any {
+	return k3d.Settings{
 		APIPort:                         p.APIPort,
 		PodSecurityExemptRuntimeClasses: []string{RuntimeClassName},
 		DiskThresholdPercent:            p.DiskThresholdPercent,
 		Timeout:                         p.StartupTimeout,
 		DNSResolver:                     p.DNSResolver,
-		Log:                             p.k3dLog,
 	}
-	if p.profile.k3d != nil {
-		p.profile.k3d(&s)
-	}
-	p.k3d = &k3d.ClusterProvider{Settings: s}
-	return p.k3d
+}
+
+// withProvider opens the plan's provider for a call that needs no run (the dry run's
+// description and checks, which perform no I/O) and closes it again.
+func withProvider[T any](p *Plan, fn func(cluster.Provider) T) T {
+	pr := p.openProvider()
+	defer pr.Close()
+	return fn(pr)
+}
+
+// importsImages says whether the plan's cluster runs only images occ imports into its node.
+func (p *Plan) importsImages() bool {
+	return withProvider(p, func(pr cluster.Provider) bool {
+		_, ok := pr.(cluster.Importer)
+		return ok
+	})
 }
 
 func describeCluster(p *Plan) Description {
-	d := p.provider.Describe(clusterRequest(p, nil, nil, progress.Reporter{}))
+	d := withProvider(p, func(pr cluster.Provider) cluster.Description {
+		return pr.Describe(clusterRequest(p, nil, nil, progress.Reporter{}))
+	})
 	if d.Creates == nil {
 		d.Creates = []string{}
 	}
 	return Description{Creates: d.Creates, Note: d.Note}
 }
 
-// k3dRecord is the record the k3d provider makes of the plan's cluster (its name is what
-// identifies the record).
-func k3dRecord(p *Plan) state.Object {
-	return state.Object{Type: k3d.TypeCluster, Name: p.ClusterName}
-}
-
 // connectCluster lets the provider make the cluster available (the k3d provider creates it,
 // recorded before k3d makes anything), then records how to reach it and which cluster it is
-// (the kube-system uid), before anything is created inside it. A k3d creation that failed by
-// itself, rather than being cancelled, is remembered: the rollback keeps its record for `down`.
+// (the kube-system uid), before anything is created inside it. A failed Ensure that left a
+// record the provider says `down` must check again (cluster.KeptError) is remembered: the
+// rollback keeps that record for `down`.
 func connectCluster(ctx context.Context, r *run, rep progress.Reporter) error {
-	access, err := r.plan.provider.Ensure(ctx, r.clusterRequest(rep))
+	access, err := r.provider.Ensure(ctx, r.clusterRequest(rep))
 	if err != nil {
-		if r.plan.k3d != nil && ctx.Err() == nil && !errors.Is(err, context.Canceled) && r.state.State().Has(k3dRecord(r.plan)) {
-			r.clusterFailed.Store(true)
+		if kept, ok := cluster.Kept(err); ok {
+			r.keptCluster.Store(&kept)
 		}
 		return err
 	}

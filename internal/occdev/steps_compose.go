@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
+	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
 	"github.com/openclaw/occ/internal/occdev/images"
@@ -147,7 +147,7 @@ func composeProfile(p *Plan, o UpOptions) (profile, error) {
 	)
 	return profile{
 		preflight:     composePreflight,
-		k3d:           func(s *k3d.Settings) { s.Network = op.model.Network.Name },
+		cluster:       cluster.Needs{Network: op.model.Network.Name},
 		beforeCluster: before,
 		imports:       composeImports,
 		installation:  composeInstallation,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
@@ -172,7 +173,7 @@ func importProfileImages(ctx context.Context, r *run, rep progress.Reporter) err
 
 // importImages loads local images into the node through the provider's importer.
 func (r *run) importImages(ctx context.Context, rep progress.Reporter, local []images.Local) ([]images.Imported, error) {
-	importer, err := r.plan.k3d.Importer(r.conn.Access)
+	importer, err := cluster.ImporterOf(ctx, r.provider, r.clusterRequest(rep), r.conn.Access)
 	if err != nil {
 		return nil, err
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/docker/docker/api/types/network"
 	"helm.sh/helm/v3/pkg/chart"
 
-	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
+	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/controlplane/kubernetes"
 	"github.com/openclaw/occ/internal/occdev/images"
@@ -129,9 +129,7 @@ func kubernetesProfile(p *Plan, o UpOptions) (profile, error) {
 	p.OCE = op
 
 	prof := profile{
-		k3d: func(s *k3d.Settings) {
-			s.Ports = append(s.Ports, k3d.PortMapping{HostPort: kp.APIPort, NodePort: kubernetes.ProxyNodePort})
-		},
+		cluster:       cluster.Needs{Publish: []cluster.Port{{HostPort: kp.APIPort, NodePort: kubernetes.ProxyNodePort}}},
 		preflight:     kubernetesPreflight,
 		beforeCluster: []Step{{Name: "Record the OCE control plane", Describe: describeKubeRecord, Run: recordKubeControlPlane}},
 		imports:       func(r *run) []images.Local { return []images.Local{r.kube.controller, r.kube.runtime, r.kube.postgres} },

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/images"
@@ -13,22 +14,26 @@ import (
 )
 
 func describePreflight(p *Plan) Description {
-	if p.k3d != nil {
-		return note("nothing created; checks that the " + engineName(p) + " engine at " + p.Engine + " (from " + p.EngineSource + ") answers, that no k3d cluster " + p.ClusterName + " exists and a chosen API port is free, before anything is downloaded")
+	checks := withProvider(p, func(pr cluster.Provider) string {
+		return pr.Describe(clusterRequest(p, nil, nil, progress.Reporter{})).Preflight
+	})
+	if p.Engine != "" {
+		return note("nothing created; checks that the " + engineName(p) + " engine at " + p.Engine + " (from " + p.EngineSource + ") answers, that " + checks + ", before anything is downloaded")
 	}
-	return note("nothing created; checks that the kubeconfig, its context and the cluster answer, before anything is downloaded")
+	return note("nothing created; checks that " + checks + ", before anything is downloaded")
 }
 
 // preflight makes the cheap live checks before anything slow or anything that leaves a trace:
 // a missing or stopped Docker engine, or an unreachable cluster, fails here, not after a
-// download.
+// download. The engine is the plan's (located while planning for a provider that runs its
+// cluster in containers), not the provider's: the image steps use it too.
 func preflight(ctx context.Context, r *run, rep progress.Reporter) error {
 	// The provider's local rules first (the dry run reports the same), so a request it would
 	// refuse half-way is refused before anything is contacted.
-	if err := r.plan.provider.Check(r.clusterRequest(rep)); err != nil {
+	if err := r.provider.Check(r.clusterRequest(rep)); err != nil {
 		return err
 	}
-	if r.plan.k3d != nil && r.engine == nil {
+	if r.plan.Engine != "" && r.engine == nil {
 		ep, err := docker.ParseEndpoint(r.plan.Engine, r.plan.EngineSource)
 		if err != nil {
 			return err
@@ -48,7 +53,7 @@ func preflight(ctx context.Context, r *run, rep progress.Reporter) error {
 			return err
 		}
 	}
-	if err := r.plan.provider.Preflight(ctx, r.clusterRequest(rep)); err != nil {
+	if err := r.provider.Preflight(ctx, r.clusterRequest(rep)); err != nil {
 		return err
 	}
 	if r.plan.profile.preflight != nil {

@@ -151,7 +151,7 @@ func writeInstallation(ctx context.Context, r *run, _ progress.Reporter) error {
 	node := ""
 	if r.plan.ControlPlane == ControlPlaneCompose {
 		var err error
-		if node, err = r.plan.provider.NodeAddress(ctx, r.conn.Access); err != nil {
+		if node, err = r.provider.NodeAddress(ctx, r.conn.Access); err != nil {
 			return err
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -25,7 +24,7 @@ const rollbackTimeout = 2 * time.Minute
 // images, is installed once both are done; the control plane of the profile comes after it.
 func upSteps(p *Plan) []Step {
 	check := "Check the settings and the cluster"
-	if p.k3d != nil {
+	if p.Engine != "" {
 		check = "Check the settings and the Docker engine"
 	}
 	steps := []Step{
@@ -33,7 +32,7 @@ func upSteps(p *Plan) []Step {
 		{Name: "Claim the private state directory", Describe: describeState, Run: claimState},
 		concurrently("Fetch the artifacts while preparing the cluster", artifactsLane(p), clusterLane(p)),
 	}
-	if p.k3d != nil {
+	if p.importsImages() {
 		steps = append(steps, concurrently("Verify the images in the node while applying the platform objects", importLane(p), platformLane(p)))
 	} else {
 		steps = append(steps, platformLane(p).Steps...)
@@ -74,14 +73,15 @@ func artifactsLane(p *Plan) Lane {
 	)...)
 }
 
-// clusterLane makes the cluster available. An existing cluster is only connected to. A k3d
-// cluster needs its node and tools images before k3d may create it (occ pulls pinned images by
-// digest itself, so k3d never pulls a tag); the OpenShell images are pulled side by side while
-// the cluster starts, each in its own lane, and each is imported into the node as soon as both
-// its pull and the cluster are done, so on a slow link the imports of the first images overlap
-// the downloads of the others.
+// clusterLane makes the cluster available. A cluster that pulls its images itself (an existing
+// one) is only connected to. A cluster that runs only images occ imports (k3d, a
+// cluster.Importer) needs its node and tools images before the provider may create it (occ pulls
+// pinned images by digest itself, so k3d never pulls a tag); the OpenShell images are pulled side
+// by side while the cluster starts, each in its own lane, and each is imported into the node as
+// soon as both its pull and the cluster are done, so on a slow link the imports of the first
+// images overlap the downloads of the others.
 func clusterLane(p *Plan) Lane {
-	if p.k3d == nil {
+	if !p.importsImages() {
 		return lane("cluster",
 			Step{Name: "Connect to the cluster (" + p.ClusterProvider + ")", Describe: describeCluster, Run: connectCluster},
 		)
@@ -90,8 +90,8 @@ func clusterLane(p *Plan) Lane {
 	steps = append(steps,
 		imageStep(nodeImage), imageStep(toolsImage),
 		concurrently("Create the cluster while pulling and importing the OpenShell images",
-			// The k3d lane comes first: the image lanes wait on the cluster it makes.
-			lane("k3d", Step{Name: "Create k3d cluster " + p.ClusterName, Describe: describeCluster, Run: connectCluster}),
+			// The provider's lane comes first: the image lanes wait on the cluster it makes.
+			lane(p.ClusterProvider, Step{Name: "Create " + p.ClusterProvider + " cluster " + p.ClusterName, Describe: describeCluster, Run: connectCluster}),
 			lane("gateway", imageStep(gatewayImage), importStep(gatewayImage)),
 			lane("sandbox", imageStep(sandboxImage), importStep(sandboxImage)),
 			lane("supervisor", imageStep(supervisorImage), importStep(supervisorImage)),
@@ -174,7 +174,7 @@ func Up(ctx context.Context, opts UpOptions) (_ *Summary, err error) {
 	if log == nil {
 		log = io.Discard
 	}
-	r := &run{plan: p, opts: opts, log: &syncWriter{w: log}}
+	r := &run{plan: p, opts: opts, log: &syncWriter{w: log}, provider: p.openProvider()}
 	defer r.close()
 	defer func() {
 		if r.state == nil {
@@ -228,17 +228,19 @@ func engineOf(r *run) string {
 // cannot stop it half-way, and folds the outcome into the error. It runs only after every lane
 // has stopped, so nothing is still being created while it removes.
 //
-// A k3d cluster whose creation failed by itself (not cancelled by Ctrl-C or by another lane's
-// failure) is never assumed gone, as in the reference: k3d's own cleanup of it ran under the same
-// conditions that made it fail. Its record and the state directory are kept, everything else is
-// removed, and `down` checks the cluster again from the record before the directory goes.
+// A cluster whose creation failed by itself (not cancelled by Ctrl-C or by another lane's
+// failure) is never assumed gone, as in the reference: the provider's own cleanup of it ran under
+// the same conditions that made it fail. The provider says so (cluster.KeptError); its record and
+// the state directory are kept, everything else is removed, and `down` checks the cluster again
+// from the record before the directory goes.
 func rollback(r *run, cause error, occ string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), rollbackTimeout)
 	defer cancel()
 	dir := r.state.Path()
 	keep := func(state.Object) bool { return false }
-	if r.clusterFailed.Load() {
-		keep = func(o state.Object) bool { return o.Type == k3d.TypeCluster }
+	kept := r.keptCluster.Load()
+	if kept != nil {
+		keep = func(o state.Object) bool { return o.Type == kept.Type && o.Name == kept.Name }
 	}
 	_, cerr := cleanup(ctx, r.state, r.log, keep)
 	if r.plan.profile.rollback != nil {
@@ -247,9 +249,9 @@ func rollback(r *run, cause error, occ string) error {
 			cerr = errors.Join(cerr, kerr)
 		}
 	}
-	if cerr == nil && r.clusterFailed.Load() {
+	if cerr == nil && kept != nil {
 		_ = r.state.Close()
-		return fmt.Errorf("%w\nrolled back everything but the k3d cluster: its creation failed, and a half-made cluster is never assumed gone; %s is kept with its record\ncheck and finish the cleanup with: %s", cause, dir, DownCommand(occ, dir))
+		return fmt.Errorf("%w\nrolled back everything but the %s cluster: its creation failed, and a half-made cluster is never assumed gone; %s is kept with its record\ncheck and finish the cleanup with: %s", cause, r.plan.ClusterProvider, dir, DownCommand(occ, dir))
 	}
 	if cerr == nil {
 		cerr = r.state.Remove()

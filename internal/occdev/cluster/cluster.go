@@ -8,10 +8,15 @@
 // failure half-way is still removed by rollback or `down` through the remover registered for
 // the record's type. A provider that only uses a cluster records nothing and `down` never
 // deletes that cluster.
+//
+// What only some providers can do is an optional interface the flow discovers by type
+// assertion (Importer), never by the provider's name; what a control plane needs of the cluster
+// is a provider-neutral field of the Request (Needs), which a provider meets or refuses.
 package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -19,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/progress"
@@ -59,6 +65,28 @@ type Request struct {
 	Log io.Writer
 	// Progress reports intermediate states on the step's own line (node start, image pulls).
 	Progress progress.Reporter
+	// Needs are what the control plane needs of the cluster.
+	Needs
+	// Settings are the provider's own settings (k3d.Settings for k3d), a value the plan decides;
+	// nil for a provider that has none.
+	Settings any
+}
+
+// Needs are what a control plane needs of the cluster, in words every provider understands. A
+// provider that cannot meet one refuses it in Check, so the dry run and the preflight report it.
+type Needs struct {
+	// Network is an existing container network the cluster's node joins (the Compose profile's
+	// <project>_development), so containers on it reach the node by name; empty: none.
+	Network string
+	// Publish are NodePorts of the cluster's node published on the host's 127.0.0.1 (the
+	// Kubernetes-only profile's API proxy).
+	Publish []Port
+}
+
+// Port publishes NodePort of the cluster's node at 127.0.0.1:HostPort.
+type Port struct {
+	HostPort int
+	NodePort int
 }
 
 // Description says what a provider would create or use, for --dry-run.
@@ -67,6 +95,9 @@ type Description struct {
 	Creates []string
 	// Note says what it would use or check without creating it.
 	Note string
+	// Preflight says what Preflight checks of the cluster or its engine ("the kubeconfig, its
+	// context and the cluster answer").
+	Preflight string
 }
 
 // Provider supplies the cluster `up` installs into.
@@ -88,6 +119,52 @@ type Provider interface {
 	// NodeAddress is the host name or address at which a control plane outside the cluster
 	// (the Compose profile) reaches a NodePort of the cluster.
 	NodeAddress(ctx context.Context, access Access) (string, error)
+	// Close releases what Preflight, Ensure or an importer opened (an engine connection, a
+	// log file); the run closes its provider when it ends.
+	Close() error
+}
+
+// Importer is a provider whose cluster runs only images occ imports into its node (pull policy
+// Never), instead of pulling them by digest itself. The flow imports and verifies the pinned
+// images through it; a provider without it gets no import steps.
+type Importer interface {
+	// ImageImporter returns the importer of the cluster access names, reached through the
+	// request's engine.
+	ImageImporter(ctx context.Context, req Request, access Access) (images.Importer, error)
+}
+
+// ErrNoImport is the answer for a provider that is not an Importer.
+var ErrNoImport = errors.New("its cluster pulls the pinned images by digest, occ imports none into it")
+
+// ImporterOf returns the image importer of provider p for the cluster access names, or an
+// error wrapping ErrNoImport.
+func ImporterOf(ctx context.Context, p Provider, req Request, access Access) (images.Importer, error) {
+	imp, ok := p.(Importer)
+	if !ok {
+		return nil, fmt.Errorf("import images into the cluster of the %s provider: %w", p.Name(), ErrNoImport)
+	}
+	return imp.ImageImporter(ctx, req, access)
+}
+
+// KeptError is a failed Ensure that left a recorded cluster `down` must check again: the
+// creation failed by itself (it was not cancelled), and a half-made cluster is never assumed
+// gone, because the provider's own cleanup ran under the conditions that made it fail. The
+// rollback keeps Record and the state directory. It reads as its cause.
+type KeptError struct {
+	Record state.Object
+	Err    error
+}
+
+func (e *KeptError) Error() string { return e.Err.Error() }
+func (e *KeptError) Unwrap() error { return e.Err }
+
+// Kept is the record a failed Ensure left for `down`, if err says it left one.
+func Kept(err error) (state.Object, bool) {
+	var k *KeptError
+	if errors.As(err, &k) {
+		return k.Record, true
+	}
+	return state.Object{}, false
 }
 
 // ClientConfig loads the recorded kubeconfig file with the recorded context, and namespace as

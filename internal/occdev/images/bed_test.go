@@ -72,7 +72,7 @@ func (b *bed) cluster(t testing.TB, ctx context.Context) *k3d.Cluster {
 		Owner:     rec.owner(),
 		NodeImage: b.node,
 		StateDir:  t.TempDir(),
-		APIPort:   port,
+		Settings:  k3d.Settings{APIPort: port},
 		Recorder:  rec,
 	}
 	c, err := b.provider.Create(ctx, req)

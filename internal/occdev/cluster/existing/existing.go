@@ -45,14 +45,35 @@ func (Provider) Describe(req cluster.Request) cluster.Description {
 	if kc == "" {
 		kc = "$KUBECONFIG or ~/.kube/config"
 	}
-	return cluster.Description{Note: fmt.Sprintf("uses the existing cluster of %s in %s (never deleted by down)", ctx, kc)}
+	return cluster.Description{Note: fmt.Sprintf("uses the existing cluster of %s in %s (never deleted by down)", ctx, kc),
+		Preflight: "the kubeconfig, its context and the cluster answer"}
 }
 
-// Check implements cluster.Provider: the kubeconfig file exists and holds the context.
+// Check implements cluster.Provider: the request needs nothing of the cluster occ cannot give a
+// cluster it did not create, and the kubeconfig file exists and holds the context.
 func (Provider) Check(req cluster.Request) error {
+	if err := refuseNeeds(req.Needs); err != nil {
+		return err
+	}
 	_, err := resolve(req)
 	return err
 }
+
+// refuseNeeds refuses what only a provider that creates its cluster can give: occ does not
+// change the network or the published ports of a cluster the user runs.
+func refuseNeeds(n cluster.Needs) error {
+	var errs []error
+	if n.Network != "" {
+		errs = append(errs, fmt.Errorf("the existing cluster cannot join container network %s: occ does not change a cluster it did not create; use --cluster-provider k3d", n.Network))
+	}
+	for _, p := range n.Publish {
+		errs = append(errs, fmt.Errorf("the existing cluster cannot publish NodePort %d on 127.0.0.1:%d: occ does not change a cluster it did not create; use --cluster-provider k3d", p.NodePort, p.HostPort))
+	}
+	return errors.Join(errs...)
+}
+
+// Close implements cluster.Provider: the provider holds nothing open.
+func (Provider) Close() error { return nil }
 
 // Preflight implements cluster.Provider: the context's API server answers.
 func (Provider) Preflight(ctx context.Context, req cluster.Request) error {

@@ -93,3 +93,16 @@ func TestPreflightNamesAStoppedCluster(t *testing.T) {
 		t.Fatalf("Preflight: %v", err)
 	}
 }
+
+// A control plane that needs a network joined or a NodePort published asks it of a cluster occ
+// did not create: the local check refuses both, naming each, and `up` changes nothing there.
+func TestCheckRefusesNeedsOfACreatedCluster(t *testing.T) {
+	path := writeKubeconfig(t, "https://10.0.0.7:6443", true)
+	err := Provider{}.Check(cluster.Request{Kubeconfig: path, Needs: cluster.Needs{Network: "oce_development", Publish: []cluster.Port{{HostPort: 3100, NodePort: 30080}}}})
+	if err == nil || !strings.Contains(err.Error(), "cannot join container network oce_development") || !strings.Contains(err.Error(), "cannot publish NodePort 30080 on 127.0.0.1:3100") {
+		t.Fatalf("Check: %v", err)
+	}
+	if err := (Provider{}).Check(cluster.Request{Kubeconfig: path}); err != nil {
+		t.Fatalf("Check without needs: %v", err)
+	}
+}

@@ -79,13 +79,12 @@ func (b *bed) request(t *testing.T, rec *memRecorder) k3d.Request {
 		t.Fatal(err)
 	}
 	return k3d.Request{
-		Name:                            uniqueName(t),
-		Owner:                           rec.owner(),
-		NodeImage:                       b.node,
-		StateDir:                        t.TempDir(),
-		APIPort:                         port,
-		PodSecurityExemptRuntimeClasses: []string{"openshell-sandbox"},
-		Recorder:                        rec,
+		Name:      uniqueName(t),
+		Owner:     rec.owner(),
+		NodeImage: b.node,
+		StateDir:  t.TempDir(),
+		Settings:  k3d.Settings{APIPort: port, PodSecurityExemptRuntimeClasses: []string{"openshell-sandbox"}},
+		Recorder:  rec,
 	}
 }
 

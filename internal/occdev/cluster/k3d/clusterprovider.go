@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -12,65 +12,81 @@ import (
 
 	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/images"
+	"github.com/openclaw/occ/internal/occdev/state"
 )
 
 // Name is the --cluster-provider value of the k3d provider.
 const Name = "k3d"
 
-// Settings are the k3d provider's inputs that cluster.Request does not carry, because they are
-// the profile's (ports, the network to join) or the sandbox platform's (exempt RuntimeClasses).
-// The flow fills them per profile.
+// Settings are the k3d provider's own settings: the Settings of a cluster.Request for k3d, a
+// value the plan decides, and part of the Request Create takes. What a control plane needs of the
+// cluster (a network to join, NodePorts to publish) is not here: it is the request's
+// cluster.Needs.
 type Settings struct {
 	// APIPort is the API's host port on 127.0.0.1; 0 picks a free one when the cluster is made.
 	APIPort int
-	// Ports publish NodePorts of server-0 (the Kubernetes-only profile's API proxy).
-	Ports []PortMapping
-	// Network is an existing network to join (the Compose profile's <project>_development).
-	Network string
-	// PodSecurityExemptRuntimeClasses are exempt from PodSecurity admission.
+	// PodSecurityExemptRuntimeClasses are exempt from PodSecurity admission ("openshell-sandbox").
 	PodSecurityExemptRuntimeClasses []string
-	// DiskThresholdPercent and Timeout: see Request (0 selects the defaults).
+	// DiskThresholdPercent sets the kubelet's hard eviction thresholds for node and image file
+	// systems (1..20; 0 means DefaultDiskThresholdPercent).
 	DiskThresholdPercent int
-	Timeout              time.Duration
-	// DNSResolver is the node's DNS server (ParseDNSResolver's result); empty keeps k3d's own.
+	// Timeout bounds k3d's creation and start (0 means DefaultTimeout).
+	Timeout time.Duration
+	// DNSResolver is the IPv4 address of the node's DNS server (ParseDNSResolver's result); empty
+	// keeps k3d's own DNS handling. It is written into the state directory's node-resolv.conf,
+	// which is mounted over the node's /etc/resolv.conf, and k3d's DNS fix is turned off.
 	DNSResolver string
-	// ToolsImage replaces pins k3d.toolsImage (a test bed's stand-in); empty uses the pin.
-	ToolsImage string
-	// Log receives k3d's own log lines; nil discards them.
-	Log io.Writer
 }
 
 // ClusterProvider is the k3d provider behind cluster.Provider: a thin adapter that maps a
-// cluster.Request and the Settings onto Request, New and Create. It connects to the engine the
-// request names (the state's recorded endpoint) at Preflight or Ensure.
+// cluster.Request (its Settings a Settings value) onto Request, New and Create. It connects to
+// the engine the request names (the state's recorded endpoint) at Preflight, Ensure or
+// ImageImporter, and writes k3d's own log lines to LogFile in the state directory; Close
+// releases both.
 type ClusterProvider struct {
-	Settings Settings
+	// ToolsImage replaces pins k3d.toolsImage (a test bed's stand-in); empty uses the pin.
+	ToolsImage string
 
 	mu       sync.Mutex
 	provider *Provider
 	endpoint string
+	log      *lazyLog
 }
 
-var _ cluster.Provider = (*ClusterProvider)(nil)
+var (
+	_ cluster.Provider = (*ClusterProvider)(nil)
+	_ cluster.Importer = (*ClusterProvider)(nil)
+)
 
 // Name implements cluster.Provider.
 func (*ClusterProvider) Name() string { return Name }
 
+// settingsOf is the request's Settings; none selects every default.
+func settingsOf(req cluster.Request) (Settings, error) {
+	switch s := req.Settings.(type) {
+	case nil:
+		return Settings{}, nil
+	case Settings:
+		return s, nil
+	}
+	return Settings{}, fmt.Errorf("k3d provider: the request's settings are a %T, not k3d settings", req.Settings)
+}
+
 // request builds the provider's Request; the API port stays 0 until Ensure chooses one.
 func (c *ClusterProvider) request(req cluster.Request) (Request, error) {
+	s, err := settingsOf(req)
+	if err != nil {
+		return Request{}, err
+	}
 	r := Request{
-		Name:                            req.Name,
-		Owner:                           req.Owner,
-		StateDir:                        filepath.Dir(req.KubeconfigFile),
-		KubeconfigPath:                  req.KubeconfigFile,
-		ContainerKubeconfigPath:         req.ContainerKubeconfigFile,
-		APIPort:                         c.Settings.APIPort,
-		Ports:                           c.Settings.Ports,
-		Network:                         c.Settings.Network,
-		PodSecurityExemptRuntimeClasses: c.Settings.PodSecurityExemptRuntimeClasses,
-		DiskThresholdPercent:            c.Settings.DiskThresholdPercent,
-		Timeout:                         c.Settings.Timeout,
-		DNSResolver:                     c.Settings.DNSResolver,
+		Name:                    req.Name,
+		Owner:                   req.Owner,
+		StateDir:                filepath.Dir(req.KubeconfigFile),
+		KubeconfigPath:          req.KubeconfigFile,
+		ContainerKubeconfigPath: req.ContainerKubeconfigFile,
+		Needs:                   req.Needs,
+		Settings:                s,
 	}
 	if req.Recorder != nil {
 		r.Recorder = req.Recorder
@@ -83,8 +99,8 @@ func (c *ClusterProvider) request(req cluster.Request) (Request, error) {
 }
 
 func (c *ClusterProvider) toolsImage(req cluster.Request) string {
-	if c.Settings.ToolsImage != "" {
-		return c.Settings.ToolsImage
+	if c.ToolsImage != "" {
+		return c.ToolsImage
 	}
 	if req.Pins == nil {
 		return ""
@@ -94,13 +110,15 @@ func (c *ClusterProvider) toolsImage(req cluster.Request) string {
 
 // Describe implements cluster.Provider.
 func (c *ClusterProvider) Describe(req cluster.Request) cluster.Description {
+	preflight := "no k3d cluster " + req.Name + " exists and a chosen API port is free"
 	r, err := c.request(req)
 	if err != nil {
-		return cluster.Description{Note: err.Error()}
+		return cluster.Description{Note: err.Error(), Preflight: preflight}
 	}
 	return cluster.Description{
-		Creates: r.Describe(),
-		Note:    fmt.Sprintf("in the Docker engine at %s; the user's kubeconfig is never written", req.Engine),
+		Creates:   r.Describe(),
+		Note:      fmt.Sprintf("in the Docker engine at %s; the user's kubeconfig is never written", req.Engine),
+		Preflight: preflight,
 	}
 }
 
@@ -139,7 +157,11 @@ func (c *ClusterProvider) Preflight(ctx context.Context, req cluster.Request) er
 			Rule: "names a k3d cluster that already exists in the Docker engine (" + f.describe() + ")",
 			Fix:  "choose another name, or unset " + EnvClusterName + " for a random one; remove the old cluster with occ dev down (if occ made it) or k3d cluster delete " + req.Name}
 	}
-	if port := c.Settings.APIPort; port != 0 {
+	s, err := settingsOf(req)
+	if err != nil {
+		return err
+	}
+	if port := s.APIPort; port != 0 {
 		if err := portFree(port); err != nil {
 			return &RequestError{Option: EnvAPIPort, Value: strconv.Itoa(port), Rule: "is already in use on " + apiHost + " (" + err.Error() + ")", Fix: "choose a free port, or unset it for a free one occ chooses"}
 		}
@@ -162,7 +184,10 @@ func (c *ClusterProvider) connect(ctx context.Context, req cluster.Request) (*Pr
 	if err != nil {
 		return nil, err
 	}
-	p, err := New(Options{Engine: eng, ToolsImage: c.toolsImage(req), Log: c.Settings.Log})
+	if c.log == nil {
+		c.log = newLazyLog(req.KubeconfigFile)
+	}
+	p, err := New(Options{Engine: eng, ToolsImage: c.toolsImage(req), Log: c.log})
 	if err != nil {
 		eng.Close()
 		return nil, err
@@ -188,8 +213,19 @@ func (c *ClusterProvider) Ensure(ctx context.Context, req cluster.Request) (clus
 		}
 	}
 	req.Progress.Note(fmt.Sprintf("creating k3d cluster %s (API on 127.0.0.1:%d)", r.Name, r.APIPort))
+	var rec *seenRecorder
+	if r.Recorder != nil {
+		rec = &seenRecorder{Recorder: r.Recorder}
+		r.Recorder = rec
+	}
 	created, err := p.Create(ctx, r)
 	if err != nil {
+		// A creation that failed by itself, rather than being cancelled (Ctrl-C, or another
+		// lane's failure), after the cluster was recorded, is never assumed gone: k3d's cleanup
+		// of it ran under the conditions that made it fail. Its record stays for `down`.
+		if rec != nil && rec.cluster != nil && ctx.Err() == nil && !errors.Is(err, context.Canceled) {
+			return cluster.Access{}, &cluster.KeptError{Record: *rec.cluster, Err: err}
+		}
 		return cluster.Access{}, err
 	}
 	return cluster.Access{
@@ -217,11 +253,16 @@ func (*ClusterProvider) NodeAddress(_ context.Context, access cluster.Access) (s
 	return serverNode(access.Name), nil
 }
 
-// Close releases the engine connection Preflight or Ensure made; the provider may connect
-// again afterwards.
+// Close releases the engine connection Preflight, Ensure or ImageImporter made and closes k3d's
+// log file (lines k3d's process-wide logger writes to it afterwards are dropped); the provider
+// may connect again afterwards.
 func (c *ClusterProvider) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.log != nil {
+		c.log.close()
+		c.log = nil
+	}
 	if c.provider == nil {
 		return nil
 	}
@@ -230,12 +271,78 @@ func (c *ClusterProvider) Close() error {
 	return err
 }
 
-// Importer returns the image importer of the cluster Ensure made, for the image layer.
-func (c *ClusterProvider) Importer(access cluster.Access) (*Importer, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.provider == nil {
-		return nil, errors.New("k3d provider: not connected (Ensure first)")
+// ImageImporter implements cluster.Importer: the importer of the recorded cluster, through the
+// request's engine (connected now when neither Preflight nor Ensure did).
+func (c *ClusterProvider) ImageImporter(ctx context.Context, req cluster.Request, access cluster.Access) (images.Importer, error) {
+	p, err := c.connect(ctx, req)
+	if err != nil {
+		return nil, err
 	}
-	return c.provider.Importer(access.Name), nil
+	return p.Importer(access.Name), nil
+}
+
+// seenRecorder passes records on and keeps the cluster's record once it is durable.
+type seenRecorder struct {
+	Recorder
+	cluster *state.Object
+}
+
+func (s *seenRecorder) Record(o state.Object) error {
+	if err := s.Recorder.Record(o); err != nil {
+		return err
+	}
+	if o.Type == TypeCluster {
+		s.cluster = &o
+	}
+	return nil
+}
+
+// LogFile is the file in the state directory that receives k3d's own log lines.
+const LogFile = "k3d.log"
+
+// lazyLog is k3d's log file in the state directory. k3d's logger is process-wide and is set when
+// the provider connects (before the state exists), so the file is opened on the first line, and
+// lines after the provider closed it (or after a rollback removed the directory) are dropped.
+type lazyLog struct {
+	path string
+
+	mu     sync.Mutex
+	f      *os.File
+	closed bool
+}
+
+// newLazyLog is the log beside the kubeconfig file; without one (a request before the state
+// directory is known) every line is dropped.
+func newLazyLog(kubeconfigFile string) *lazyLog {
+	if kubeconfigFile == "" {
+		return &lazyLog{closed: true}
+	}
+	return &lazyLog{path: filepath.Join(filepath.Dir(kubeconfigFile), LogFile)}
+}
+
+func (l *lazyLog) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return len(b), nil
+	}
+	if l.f == nil {
+		f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return len(b), nil // no state directory yet: k3d logs nothing that matters before it
+		}
+		l.f = f
+	}
+	_, _ = l.f.Write(b)
+	return len(b), nil
+}
+
+func (l *lazyLog) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	if l.f != nil {
+		_ = l.f.Close()
+		l.f = nil
+	}
 }

@@ -128,7 +128,7 @@ func (p *Provider) preflight(ctx context.Context, req *Request) error {
 		what string
 		port int
 	}{{"API port", req.APIPort}}
-	for i, m := range req.Ports {
+	for i, m := range req.Publish {
 		ports = append(ports, struct {
 			what string
 			port int

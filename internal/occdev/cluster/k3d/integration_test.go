@@ -77,7 +77,7 @@ func TestCreateUseDeleteLeavesOthersUntouched(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Ports = []k3d.PortMapping{{HostPort: nodePortHost, NodePort: 30080}}
+	req.Publish = []k3d.PortMapping{{HostPort: nodePortHost, NodePort: 30080}}
 	containersAtFirstRecord := -1
 	rec.onRecord = func(state.Object) {
 		if containersAtFirstRecord < 0 {
@@ -182,7 +182,7 @@ func TestCreateUseDeleteLeavesOthersUntouched(t *testing.T) {
 	clash := req
 	clash.Name, clash.StateDir = other.Name, t.TempDir()
 	clash.APIPort, _ = k3d.FreeLoopbackPort()
-	clash.Ports = nil
+	clash.Publish = nil
 	clash.Recorder = newRecorder(t)
 	if _, err := b.provider.Create(ctx, clash); err == nil || !strings.Contains(err.Error(), "not created by this environment") {
 		t.Errorf("Create over the engineer's cluster = %v, want a refusal", err)
@@ -608,8 +608,10 @@ func TestClusterProviderAndRemover(t *testing.T) {
 		Pins:                    set,
 		Owner:                   rec.owner(),
 		Recorder:                rec,
+		Settings:                k3d.Settings{PodSecurityExemptRuntimeClasses: []string{"openshell-sandbox"}},
 	}
-	p := &k3d.ClusterProvider{Settings: k3d.Settings{ToolsImage: b.Tools.Ref, PodSecurityExemptRuntimeClasses: []string{"openshell-sandbox"}}}
+	p := &k3d.ClusterProvider{ToolsImage: b.Tools.Ref}
+	defer p.Close()
 	if err := p.Check(req); err != nil {
 		t.Fatalf("Check: %v", err)
 	}

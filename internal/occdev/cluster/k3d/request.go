@@ -11,6 +11,7 @@ import (
 
 	k3dconf "github.com/k3d-io/k3d/v5/pkg/config/v1alpha5"
 
+	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/option"
 	"github.com/openclaw/occ/internal/occdev/pins"
 )
@@ -40,34 +41,21 @@ type Request struct {
 	// StateDir/kubeconfig and StateDir/container-kubeconfig.
 	KubeconfigPath          string
 	ContainerKubeconfigPath string
-	// APIPort is the host port of the Kubernetes API on 127.0.0.1. The caller chooses it (see
-	// FreeLoopbackPort); k3d's library does not pick one.
-	APIPort int
-	// Ports publish NodePorts of server-0 on 127.0.0.1 (the Kubernetes-only profile's API proxy).
-	Ports []PortMapping
-	// Network is an existing Docker network to join (the Compose profile's <project>_development);
-	// empty gives the cluster a network of its own, which Delete removes with it.
-	Network string
-	// PodSecurityExemptRuntimeClasses are exempt from PodSecurity admission ("openshell-sandbox").
-	PodSecurityExemptRuntimeClasses []string
-	// DiskThresholdPercent sets the kubelet's hard eviction thresholds for node and image file
-	// systems (1..20; 0 means DefaultDiskThresholdPercent).
-	DiskThresholdPercent int
-	// Timeout bounds k3d's creation and start (0 means DefaultTimeout).
-	Timeout time.Duration
-	// DNSResolver is the IPv4 address of the node's DNS server (ParseDNSResolver); empty keeps
-	// k3d's own DNS handling. It is written into the state directory's node-resolv.conf, which
-	// is mounted over the node's /etc/resolv.conf, and k3d's DNS fix is turned off.
-	DNSResolver string
+	// Needs are what the control plane needs of the cluster: Publish are NodePorts of server-0
+	// published on 127.0.0.1 (the Kubernetes-only profile's API proxy); Network is an existing
+	// Docker network to join (the Compose profile's <project>_development), and empty gives the
+	// cluster a network of its own, which Delete removes with it.
+	cluster.Needs
+	// Settings are the provider's own settings. The API port is the host port of the
+	// Kubernetes API on 127.0.0.1; the caller chooses it (see FreeLoopbackPort) before Create,
+	// k3d's library does not pick one.
+	Settings
 	// Recorder receives the cluster's record (TypeCluster) before creation.
 	Recorder Recorder
 }
 
 // PortMapping publishes NodePort of server-0 at 127.0.0.1:HostPort.
-type PortMapping struct {
-	HostPort int
-	NodePort int
-}
+type PortMapping = cluster.Port
 
 // RequestError is a bad request field (Option names it, "k3d cluster <field>"); nothing has
 // been created when it is returned.
@@ -116,7 +104,7 @@ func (r Request) Check() error {
 	if r.APIPort != 0 {
 		checkPort("API port", r.APIPort)
 	}
-	for i, m := range r.Ports {
+	for i, m := range r.Publish {
 		checkPort(fmt.Sprintf("ports[%d].hostPort", i), m.HostPort)
 		if m.NodePort < 30000 || m.NodePort > 32767 {
 			bad(fmt.Sprintf("ports[%d].nodePort", i), strconv.Itoa(m.NodePort), "must be in the NodePort range 30000-32767", "")
@@ -248,7 +236,7 @@ func (r *Request) simpleConfig(admissionPath, resolvPath string) k3dconf.SimpleC
 	for _, a := range args {
 		cfg.Options.K3sOptions.ExtraArgs = append(cfg.Options.K3sOptions.ExtraArgs, k3dconf.K3sArgWithNodeFilters{Arg: a, NodeFilters: onServer0})
 	}
-	for _, m := range r.Ports {
+	for _, m := range r.Publish {
 		cfg.Ports = append(cfg.Ports, k3dconf.PortWithNodeFilters{
 			Port: fmt.Sprintf("%s:%d:%d/tcp", apiHost, m.HostPort, m.NodePort),
 			// With the load balancer disabled, ports are published by server-0 directly.
@@ -269,7 +257,7 @@ func (r Request) Describe() []string {
 		fmt.Sprintf("k3d cluster %s: one server %s from %s, no agents, no load balancer", r.Name, serverNode(r.Name), r.NodeImage.DigestReference()),
 		fmt.Sprintf("Kubernetes API at https://%s:%s, PodSecurity privileged by default with RuntimeClasses %s exempt", apiHost, port, strings.Join(r.PodSecurityExemptRuntimeClasses, ", ")),
 	}
-	for _, m := range r.Ports {
+	for _, m := range r.Publish {
 		lines = append(lines, fmt.Sprintf("NodePort %d published at %s:%d", m.NodePort, apiHost, m.HostPort))
 	}
 	if r.Network == "" {

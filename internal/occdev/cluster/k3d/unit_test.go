@@ -15,6 +15,7 @@ import (
 	k3dtypes "github.com/k3d-io/k3d/v5/pkg/types"
 	"sigs.k8s.io/yaml"
 
+	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
@@ -85,14 +86,13 @@ func testRequest(t *testing.T) Request {
 		t.Fatal(err)
 	}
 	return Request{
-		Name:                            "occ-dev-unit",
-		Owner:                           "/tmp/occ-state",
-		NodeImage:                       img,
-		StateDir:                        t.TempDir(),
-		APIPort:                         16443,
-		Ports:                           []PortMapping{{HostPort: 13000, NodePort: 30080}},
-		PodSecurityExemptRuntimeClasses: []string{"openshell-sandbox"},
-		Recorder:                        &recorder{},
+		Name:      "occ-dev-unit",
+		Owner:     "/tmp/occ-state",
+		NodeImage: img,
+		StateDir:  t.TempDir(),
+		Needs:     cluster.Needs{Publish: []PortMapping{{HostPort: 13000, NodePort: 30080}}},
+		Settings:  Settings{APIPort: 16443, PodSecurityExemptRuntimeClasses: []string{"openshell-sandbox"}},
+		Recorder:  &recorder{},
 	}
 }
 
@@ -113,8 +113,8 @@ func TestRequestValidation(t *testing.T) {
 		{"no recorder", func(r *Request) { r.Recorder = nil }, "Recorder"},
 		{"API port zero", func(r *Request) { r.APIPort = 0 }, "FreeLoopbackPort"},
 		{"API port too big", func(r *Request) { r.APIPort = 70000 }, "between 1 and 65535"},
-		{"port clash", func(r *Request) { r.Ports[0].HostPort = r.APIPort }, "also used as API port"},
-		{"NodePort out of range", func(r *Request) { r.Ports[0].NodePort = 8080 }, "30000-32767"},
+		{"port clash", func(r *Request) { r.Publish[0].HostPort = r.APIPort }, "also used as API port"},
+		{"NodePort out of range", func(r *Request) { r.Publish[0].NodePort = 8080 }, "30000-32767"},
 		{"own network name", func(r *Request) { r.Network = "k3d-occ-dev-unit" }, "own network"},
 		{"host network", func(r *Request) { r.Network = "host" }, "built-in"},
 		{"disk threshold", func(r *Request) { r.DiskThresholdPercent = 50 }, "between 1 and 20"},
@@ -333,5 +333,39 @@ func TestRequestDescribe(t *testing.T) {
 	r.Network = "oce_development"
 	if got := strings.Join(r.Describe(), "\n"); !strings.Contains(got, "joins Docker network oce_development (left in place") {
 		t.Errorf("Describe with a joined network:\n%s", got)
+	}
+}
+
+// The flow hands the provider one cluster.Request: the control plane's needs and the provider's
+// own settings arrive in Create's Request as they are, and settings of another provider are
+// refused rather than silently replaced by the defaults.
+func TestClusterRequestBecomesTheCreateRequest(t *testing.T) {
+	set, err := pins.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	needs := cluster.Needs{Network: "oce_development", Publish: []cluster.Port{{HostPort: 3100, NodePort: 30080}}}
+	settings := Settings{APIPort: 16443, DiskThresholdPercent: 7, DNSResolver: "10.0.0.53", PodSecurityExemptRuntimeClasses: []string{"openshell-sandbox"}}
+	req := cluster.Request{Name: "occ-dev-unit", KubeconfigFile: filepath.Join(dir, KubeconfigFile), ContainerKubeconfigFile: filepath.Join(dir, ContainerKubeconfigFile),
+		Pins: set, Needs: needs, Settings: settings}
+	r, err := (&ClusterProvider{}).request(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.StateDir != dir || r.Network != needs.Network || !slices.Equal(r.Publish, needs.Publish) || r.APIPort != 16443 || r.DiskThresholdPercent != 7 || r.DNSResolver != "10.0.0.53" ||
+		r.NodeImage != set.K3s.Image {
+		t.Errorf("Create's request = %+v", r)
+	}
+	d := (&ClusterProvider{}).Describe(req)
+	if got := strings.Join(d.Creates, "\n"); !strings.Contains(got, "NodePort 30080 published at 127.0.0.1:3100") || !strings.Contains(got, "joins Docker network oce_development") {
+		t.Errorf("Describe = %s", got)
+	}
+	if d.Preflight != "no k3d cluster occ-dev-unit exists and a chosen API port is free" {
+		t.Errorf("Describe's preflight = %q", d.Preflight)
+	}
+	req.Settings = struct{ APIPort int }{16443}
+	if err := (&ClusterProvider{}).Check(req); err == nil || !strings.Contains(err.Error(), "not k3d settings") {
+		t.Errorf("Check with another provider's settings = %v", err)
 	}
 }

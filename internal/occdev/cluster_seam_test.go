@@ -1,0 +1,218 @@
+package occdev
+
+import (
+	"context"
+	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/openclaw/occ/internal/occdev/cluster"
+	"github.com/openclaw/occ/internal/occdev/images"
+	"github.com/openclaw/occ/internal/occdev/state"
+	"github.com/openclaw/occ/internal/progress"
+)
+
+// fakeSettings are the test provider's own settings, decided from the plan.
+type fakeSettings struct{ Timeout string }
+
+// fakeProvider is a cluster provider the flow has never heard of. It answers from fields and
+// remembers what it was asked, so the test sees what the flow handed it.
+type fakeProvider struct {
+	name     string
+	checkErr error
+	ensure   error
+	seen     []cluster.Request
+	closed   int
+}
+
+func (f *fakeProvider) Name() string { return f.name }
+func (f *fakeProvider) Describe(req cluster.Request) cluster.Description {
+	f.seen = append(f.seen, req)
+	return cluster.Description{Creates: []string{"fake cluster " + req.Name}, Note: "the fake provider's note", Preflight: "the fake cluster answers"}
+}
+func (f *fakeProvider) Check(req cluster.Request) error {
+	f.seen = append(f.seen, req)
+	return f.checkErr
+}
+func (f *fakeProvider) Preflight(context.Context, cluster.Request) error { return nil }
+func (f *fakeProvider) Ensure(_ context.Context, req cluster.Request) (cluster.Access, error) {
+	f.seen = append(f.seen, req)
+	return cluster.Access{}, f.ensure
+}
+func (f *fakeProvider) NodeAddress(context.Context, cluster.Access) (string, error) { return "", nil }
+func (f *fakeProvider) Close() error                                                { f.closed++; return nil }
+
+// fakeImporter is the fake provider with the import capability.
+type fakeImporter struct{ *fakeProvider }
+
+func (fakeImporter) ImageImporter(context.Context, cluster.Request, cluster.Access) (images.Importer, error) {
+	return nil, errors.New("not reached by this test")
+}
+
+// fakeTable is the real providers table with the two fakes added, each opening the given value.
+func fakeTable(plain *fakeProvider, importing fakeImporter) map[string]clusterProvider {
+	table := providers()
+	settings := func(p *Plan) any { return fakeSettings{Timeout: p.StartupTimeout.String()} }
+	table[plain.name] = clusterProvider{settings: settings, open: func() cluster.Provider { return plain }}
+	table[importing.name] = clusterProvider{settings: settings, open: func() cluster.Provider { return importing }}
+	return table
+}
+
+// allSteps lists every step of the flow by "lane/name", lanes included.
+func allSteps(steps []Step, lane string, out *[]string) {
+	for _, s := range steps {
+		*out = append(*out, lane+"/"+s.Name)
+		for _, l := range s.Lanes {
+			allSteps(l.Steps, l.Name, out)
+		}
+	}
+}
+
+// Someone adds a third cluster provider: one entry in the providers table. The flow shapes the
+// cluster lane by what the provider can do (a cluster.Importer gets the image lanes, one without
+// gets the connect step), hands it its own settings, describes it in the dry run by its own
+// words, opens it when a run starts and closes it at the end, and keeps the record a failed
+// Ensure says `down` must check, all without knowing the provider's name.
+func TestAThirdClusterProviderIsOneTableEntry(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	plain := &fakeProvider{name: "fakeconnect"}
+	importing := fakeImporter{&fakeProvider{name: "fakeimport"}}
+	table := fakeTable(plain, importing)
+	opts := UpOptions{StateDir: filepath.Join(t.TempDir(), "state"), Docker: dockerAt("unix:///nonexistent/docker.sock")}
+
+	for _, c := range []struct {
+		fake      *fakeProvider
+		want, not []string
+	}{
+		{plain, []string{"cluster/Connect to the cluster (fakeconnect)"}, []string{"import/Verify the images in the node and tag them for the chart"}},
+		{importing.fakeProvider, []string{"cluster/Pull the k3s node image", "import/Verify the images in the node and tag them for the chart", "gateway/Import the OpenShell Gateway image into the cluster"},
+			[]string{"cluster/Connect to the cluster (fakeimport)"}},
+	} {
+		o := opts
+		o.ClusterProvider = c.fake.name
+		p, err := resolvePlanWith(table, o)
+		if err != nil {
+			t.Fatalf("%s: %v", c.fake.name, err)
+		}
+		var names []string
+		allSteps(upSteps(p), "", &names)
+		for _, w := range c.want {
+			if !slices.Contains(names, w) {
+				t.Errorf("%s: no step %q in %q", c.fake.name, w, names)
+			}
+		}
+		for _, n := range c.not {
+			if slices.Contains(names, n) {
+				t.Errorf("%s: step %q in %q", c.fake.name, n, names)
+			}
+		}
+		if c.fake == importing.fakeProvider && !slices.Contains(names, "fakeimport/Create fakeimport cluster "+p.ClusterName) {
+			t.Errorf("the importing provider's own lane is missing: %q", names)
+		}
+		if d := describeCluster(p); d.Note != "the fake provider's note" || len(d.Creates) != 1 {
+			t.Errorf("%s: the dry run describes the cluster as %+v", c.fake.name, d)
+		}
+		if d := describePreflight(p); !strings.Contains(d.Note, "that the fake cluster answers, before anything is downloaded") {
+			t.Errorf("%s: the dry run describes the preflight as %q", c.fake.name, d.Note)
+		}
+		if got := c.fake.seen[len(c.fake.seen)-1].Settings; got != (fakeSettings{Timeout: "10m0s"}) {
+			t.Errorf("%s: the provider saw settings %#v", c.fake.name, got)
+		}
+	}
+
+	// A run opens its provider, and the preflight asks it first.
+	plain.checkErr = errors.New("the fake provider refuses this request")
+	o := opts
+	o.ClusterProvider = plain.name
+	p, err := resolvePlanWith(table, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := plain.closed
+	r := &run{plan: p, provider: p.openProvider()}
+	if err := preflight(context.Background(), r, progress.Reporter{}); !errors.Is(err, plain.checkErr) {
+		t.Errorf("preflight = %v, want the provider's refusal", err)
+	}
+	// A failed Ensure that left a record is kept for the rollback, by what the provider said.
+	record := state.Object{Type: "fake-cluster", Name: "fake-one"}
+	plain.ensure = &cluster.KeptError{Record: record, Err: errors.New("the fake cluster did not start")}
+	if err := connectCluster(context.Background(), r, progress.Reporter{}); err == nil || err.Error() != "the fake cluster did not start" {
+		t.Errorf("connectCluster = %v, want the provider's error as it is", err)
+	}
+	if kept := r.keptCluster.Load(); kept == nil || kept.Type != record.Type || kept.Name != record.Name {
+		t.Errorf("kept record = %+v, want %+v", kept, record)
+	}
+	r.close()
+	if plain.closed != closed+1 {
+		t.Errorf("the run closed its provider %d times, want once", plain.closed-closed)
+	}
+}
+
+// k3dAllowed are the names of package k3d the flow may use: the registry entry, the settings it
+// decides, and the constants and rules of its options and records. Calling into the provider,
+// holding one, or asking whether a provider is k3d's is not among them.
+var k3dAllowed = map[string]bool{
+	"Name": true, "Settings": true, "ClusterProvider": true, "TypeCluster": true, "Remover": true,
+	"EnvClusterName": true, "EnvAPIPort": true, "EnvDiskThresholdPercent": true, "EnvDNSResolver": true,
+	"DefaultDiskThresholdPercent": true, "ParseDNSResolver": true, "ResolveName": true,
+}
+
+// A later change reaches around the cluster seam again (a k3d provider held in the plan, the
+// k3d importer called from a step, a type assertion on the provider): the flow's own files name
+// package k3d only for its registry line, its settings and its constants.
+func TestTheFlowNeverReachesAroundTheClusterSeam(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.FuncDecl:
+				// The registry is the one place that builds the provider.
+				if n.Name.Name == "providers" {
+					return false
+				}
+			case *ast.TypeAssertExpr:
+				if n.Type != nil && strings.Contains(exprString(n.Type), "k3d.") {
+					t.Errorf("%s: the flow asserts a provider to %s", fset.Position(n.Pos()), exprString(n.Type))
+				}
+			case *ast.SelectorExpr:
+				if id, ok := n.X.(*ast.Ident); ok && id.Name == "k3d" && id.Obj == nil {
+					if !k3dAllowed[n.Sel.Name] || n.Sel.Name == "ClusterProvider" {
+						t.Errorf("%s: the flow uses k3d.%s outside the cluster seam", fset.Position(n.Pos()), n.Sel.Name)
+					}
+				}
+				if n.Sel.Name == "k3d" {
+					t.Errorf("%s: the flow reaches a k3d field (%s)", fset.Position(n.Pos()), exprString(n))
+				}
+			}
+			return true
+		})
+	}
+}
+
+func exprString(e ast.Expr) string {
+	switch e := e.(type) {
+	case *ast.Ident:
+		return e.Name
+	case *ast.SelectorExpr:
+		return exprString(e.X) + "." + e.Sel.Name
+	case *ast.StarExpr:
+		return "*" + exprString(e.X)
+	}
+	return "?"
+}
