@@ -114,6 +114,28 @@ func TestKubernetesReload(t *testing.T) {
 		t.Fatalf("reload with nothing changed: %v", err)
 	}
 	assertReleaseRuns(t, access, ns, 2, ctl.InCluster, oldController)
+	// A reload of one of the Deployments that run the controller rolls only it: the release,
+	// whose upgrade would roll the others too, stays; the next full reload upgrades it.
+	if len(runsController) < 2 {
+		t.Fatalf("the fixture's chart should run the controller in two Deployments: %q", runsController)
+	}
+	editSource(t, filepath.Join(b.checkout, serverScript), "kubernetes edit of one service")
+	one, err := occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir, Services: runsController[:1]})
+	if err != nil {
+		t.Fatalf("reload %s: %v", runsController[0], err)
+	}
+	oneCtl := imageOf(one, "controller").InCluster
+	if !slices.Equal(one.Rolled, runsController[:1]) || oneCtl == ctl.InCluster {
+		t.Errorf("reload %s rolled %q onto %s, want it alone onto a new controller", runsController[0], one.Rolled, oneCtl)
+	}
+	assertDeploymentsOn(t, kube, ns, runsController[:1], oneCtl)
+	assertDeploymentsOn(t, kube, ns, runsController[1:], ctl.InCluster)
+	assertReleaseRuns(t, access, ns, 2, ctl.InCluster, oneCtl)
+	if _, err := occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir}); err != nil {
+		t.Fatalf("full reload: %v", err)
+	}
+	assertDeploymentsOn(t, kube, ns, runsController, oneCtl)
+	assertReleaseRuns(t, access, ns, 3, oneCtl, ctl.InCluster)
 
 	// A Dockerfile that now names a base image up never pulled is refused before any build:
 	// BuildKit would fetch it by itself, unpinned and unknown to down.
