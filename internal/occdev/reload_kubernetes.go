@@ -34,6 +34,7 @@ const reloadFieldManager = "occ-dev-reload"
 func kubernetesReloadSteps() []Step {
 	return []Step{
 		{Name: "Point the Installation at the rebuilt Agent runtime", Run: rewriteKubeInstallation},
+		{Name: "Upgrade the OCE release onto the rebuilt controller", Run: upgradeOCERelease},
 		{Name: "Point the Deployments at the rebuilt images", Run: patchDeployments},
 		{Name: "Wait for the Deployments to roll out", Run: waitForRollouts},
 	}
@@ -53,6 +54,53 @@ func rewriteKubeInstallation(ctx context.Context, r *run, _ progress.Reporter) e
 	ns := r.reload.st.PlatformNamespace
 	if _, err := r.conn.Kube.CoreV1().Secrets(ns).Patch(ctx, kubernetes.InstallationSecret, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: reloadFieldManager}); err != nil {
 		return fmt.Errorf("update Secret %s/%s with the rewritten Installation: %w", ns, kubernetes.InstallationSecret, err)
+	}
+	return nil
+}
+
+// upgradeOCERelease upgrades the OCE chart's release onto the rebuilt controller, so Helm's
+// record of the release names what its Deployments run and a later upgrade starts from it. A
+// release that already names it (an unchanged controller, or a reload interrupted after this
+// step) is not upgraded again. When the reload is limited to some services and another
+// Deployment runs the controller too, the upgrade would roll that one as well: the release is
+// left on the previous controller (the next reload of every service upgrades it) and only the
+// chosen Deployments are pointed at the rebuilt one.
+func upgradeOCERelease(ctx context.Context, r *run, rep progress.Reporter) error {
+	rr := r.reload
+	l, ok := rr.built[roleController]
+	if !ok {
+		return nil
+	}
+	ns := rr.st.PlatformNamespace
+	list, err := r.conn.Kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list the Deployments of %s: %w", ns, err)
+	}
+	next := map[string]string{l.Pin.Name(): l.Pin.DigestReference()}
+	var rolls []string
+	for _, d := range list.Items {
+		if !runsAny(d, next) {
+			continue
+		}
+		if rr.chosen != nil && !slices.Contains(rr.chosen, d.Name) {
+			rep.Note("the release keeps the previous controller, which Deployment " + d.Name + " runs too: only " + strings.Join(rr.chosen, ", ") + " is rolled; a reload of every service upgrades it")
+			return nil
+		}
+		if deploymentPatch(d, next, "") != nil {
+			rolls = append(rolls, d.Name)
+		}
+	}
+	rev, err := kubernetes.UpgradeController(ctx, kubernetes.ControllerUpgrade{
+		Access: r.conn.Access, Namespace: ns, Controller: l.Pin.DigestReference(),
+		Owner: r.state.State().Owner(), Recorder: r.state, Timeout: r.plan.StartupTimeout,
+		Log: func(format string, args ...any) { fmt.Fprintf(r.log, "helm: "+format+"\n", args...) },
+	})
+	if err != nil {
+		return err
+	}
+	if rev > 0 {
+		rr.rolled = rolls
+		rep.Note(fmt.Sprintf("release %s at revision %d", kubernetes.ReleaseName, rev))
 	}
 	return nil
 }
@@ -83,7 +131,7 @@ func patchDeployments(ctx context.Context, r *run, rep progress.Reporter) error 
 	if err != nil {
 		return fmt.Errorf("list the Deployments of %s: %w", ns, err)
 	}
-	rr.rolled, rr.watch = nil, nil
+	rr.watch = nil
 	for _, d := range list.Items {
 		if rr.chosen != nil && !slices.Contains(rr.chosen, d.Name) {
 			continue
@@ -107,7 +155,9 @@ func patchDeployments(ctx context.Context, r *run, rep progress.Reporter) error 
 		if _, err := r.conn.Kube.AppsV1().Deployments(ns).Patch(ctx, d.Name, types.StrategicMergePatchType, body, metav1.PatchOptions{FieldManager: reloadFieldManager}); err != nil {
 			return fmt.Errorf("point Deployment %s/%s at the rebuilt images: %w", ns, d.Name, err)
 		}
-		rr.rolled = append(rr.rolled, d.Name)
+		if !slices.Contains(rr.rolled, d.Name) {
+			rr.rolled = append(rr.rolled, d.Name)
+		}
 	}
 	if len(rr.rolled) == 0 {
 		rep.Note("every Deployment runs the rebuilt images")

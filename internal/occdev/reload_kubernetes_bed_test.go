@@ -9,12 +9,15 @@ import (
 	"strings"
 	"testing"
 
+	"helm.sh/helm/v3/pkg/release"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/cluster"
 	kcp "github.com/openclaw/occ/internal/occdev/controlplane/kubernetes"
+	"github.com/openclaw/occ/internal/occdev/helmrelease"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/testbed/oceapi"
@@ -27,6 +30,7 @@ var kubernetesReloadSteps = []string{
 	"Import the rebuilt images into the cluster",
 	"Verify the rebuilt images in the node",
 	"Point the Installation at the rebuilt Agent runtime",
+	"Upgrade the OCE release onto the rebuilt controller",
 	"Point the Deployments at the rebuilt images",
 	"Wait for the Deployments to roll out",
 	"Record the rebuilt images and the checkout's commit",
@@ -102,6 +106,36 @@ func TestKubernetesReload(t *testing.T) {
 	}
 	assertDeploymentsOn(t, kube, ns, runsController, ctl.InCluster)
 	assertOnlyImported(t, after, ctl.InCluster)
+	// Helm's record of the release names what its Deployments run: the upgrade made revision 2,
+	// and a reload with nothing changed makes no revision.
+	access := recordedAccess(t, dir)
+	assertReleaseRuns(t, access, ns, 2, ctl.InCluster, oldController)
+	if _, err := occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir}); err != nil {
+		t.Fatalf("reload with nothing changed: %v", err)
+	}
+	assertReleaseRuns(t, access, ns, 2, ctl.InCluster, oldController)
+	// A reload of one of the Deployments that run the controller rolls only it: the release,
+	// whose upgrade would roll the others too, stays; the next full reload upgrades it.
+	if len(runsController) < 2 {
+		t.Fatalf("the fixture's chart should run the controller in two Deployments: %q", runsController)
+	}
+	editSource(t, filepath.Join(b.checkout, serverScript), "kubernetes edit of one service")
+	one, err := occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir, Services: runsController[:1]})
+	if err != nil {
+		t.Fatalf("reload %s: %v", runsController[0], err)
+	}
+	oneCtl := imageOf(one, "controller").InCluster
+	if !slices.Equal(one.Rolled, runsController[:1]) || oneCtl == ctl.InCluster {
+		t.Errorf("reload %s rolled %q onto %s, want it alone onto a new controller", runsController[0], one.Rolled, oneCtl)
+	}
+	assertDeploymentsOn(t, kube, ns, runsController[:1], oneCtl)
+	assertDeploymentsOn(t, kube, ns, runsController[1:], ctl.InCluster)
+	assertReleaseRuns(t, access, ns, 2, ctl.InCluster, oneCtl)
+	if _, err := occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir}); err != nil {
+		t.Fatalf("full reload: %v", err)
+	}
+	assertDeploymentsOn(t, kube, ns, runsController, oneCtl)
+	assertReleaseRuns(t, access, ns, 3, oneCtl, ctl.InCluster)
 
 	// A Dockerfile that now names a base image up never pulled is refused before any build:
 	// BuildKit would fetch it by itself, unpinned and unknown to down.
@@ -119,7 +153,7 @@ func TestKubernetesReload(t *testing.T) {
 				t.Fatalf("reload did not fail after %s: %v", step, err)
 			}
 			for _, name := range runsController {
-				if got := readyReplicas(t, kube, "Deployment", ns, name); got < 1 && step != "Point the Deployments at the rebuilt images" {
+				if got := readyReplicas(t, kube, "Deployment", ns, name); got < 1 && step != "Point the Deployments at the rebuilt images" && step != "Upgrade the OCE release onto the rebuilt controller" {
 					t.Errorf("after the interrupted reload Deployment %s has %d ready replicas", name, got)
 				}
 			}
@@ -134,6 +168,7 @@ func TestKubernetesReload(t *testing.T) {
 			assertDeploymentsOn(t, kube, ns, runsController, ctl.InCluster)
 			assertOnlyImported(t, st, ctl.InCluster)
 			assertOnlyImported(t, st, rt.InCluster)
+			assertReleaseRuns(t, access, ns, 0, ctl.InCluster, "")
 			inst, err := os.ReadFile(st.InstallationPath)
 			if err != nil {
 				t.Fatal(err)
@@ -275,5 +310,25 @@ func refuseNewBase(t *testing.T, checkout, dir, rel, from string) {
 	}
 	if log, _ := os.ReadFile(filepath.Join(dir, "image-build.log")); string(log) != string(buildLog) {
 		t.Error("the refused reload built something")
+	}
+}
+
+// assertReleaseRuns requires the OCE release's latest revision (revision, unless 0) to be
+// deployed with a manifest that names image and not old (unless empty).
+func assertReleaseRuns(t *testing.T, access cluster.Access, ns string, revision int, image, old string) {
+	t.Helper()
+	rel, err := helmrelease.Status(helmrelease.Release{Access: access, Namespace: ns, Name: kcp.ReleaseName})
+	if err != nil || rel == nil {
+		t.Fatalf("read the OCE release: %v (%v)", err, rel)
+	}
+	switch {
+	case revision != 0 && rel.Version != revision:
+		t.Errorf("the OCE release is at revision %d, want %d", rel.Version, revision)
+	case rel.Info.Status != release.StatusDeployed:
+		t.Errorf("the OCE release's revision %d is %s, want deployed", rel.Version, rel.Info.Status)
+	case !strings.Contains(rel.Manifest, image):
+		t.Errorf("the OCE release's revision %d does not name %s", rel.Version, image)
+	case old != "" && strings.Contains(rel.Manifest, old):
+		t.Errorf("the OCE release's revision %d still names %s", rel.Version, old)
 	}
 }

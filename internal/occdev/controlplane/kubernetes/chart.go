@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"path/filepath"
@@ -15,9 +16,11 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/releaseutil"
 
+	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/helmrelease"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
 	"github.com/openclaw/occ/internal/occdev/pins"
+	"github.com/openclaw/occ/internal/occdev/state"
 )
 
 // LoadChart loads the OCE chart of the checkout and checks it is the chart this package drives.
@@ -154,4 +157,77 @@ func CheckChart(ch *chart.Chart, namespace string, values Values) error {
 		return &ChartError{Chart: name, Err: err}
 	}
 	return nil
+}
+
+// ControllerUpgrade is one upgrade of the OCE release onto a rebuilt controller image.
+type ControllerUpgrade struct {
+	// Access is the recorded cluster; Namespace the release namespace.
+	Access    cluster.Access
+	Namespace string
+	// Controller is the rebuilt controller's in-cluster digest reference.
+	Controller string
+	// Owner is the state's ownership label value, which the release must carry; Recorder is the
+	// state, which already records the release.
+	Owner    string
+	Recorder state.Recorder
+	// Timeout bounds the upgrade with its hooks.
+	Timeout time.Duration
+	// Log receives Helm's progress messages; nil discards them.
+	Log func(format string, args ...any)
+}
+
+// UpgradeController moves this state's OCE release onto a rebuilt controller image, so the
+// release's manifest keeps naming what its Deployments run. It upgrades with the chart and the
+// values the release already holds, images.controller alone replaced: the chart's pre-upgrade
+// hooks run again, so the rebuilt controller's migration and bootstrap Job applies its
+// migrations before the Deployments roll (the bootstrap leaves an initialized database alone).
+// Helm does not wait for the Deployments; the caller waits for their rollout. A release that
+// already names the controller is left alone and UpgradeController returns revision 0.
+func UpgradeController(ctx context.Context, req ControllerUpgrade) (revision int, err error) {
+	r := helmrelease.Release{Access: req.Access, Namespace: req.Namespace, Name: ReleaseName}
+	rel, err := helmrelease.Status(r)
+	if err != nil {
+		return 0, err
+	}
+	if rel == nil {
+		return 0, fmt.Errorf("Helm release %s is gone from namespace %s, so the rebuilt controller has no release to run in; remove the environment with occ dev down and bring it up again", ReleaseName, req.Namespace)
+	}
+	if rel.Info != nil && rel.Info.Status.IsPending() {
+		return 0, fmt.Errorf("Helm release %s in namespace %s is %s (an operation on it was interrupted), and Helm refuses to upgrade it until that ends; remove the environment with occ dev down and bring it up again",
+			ReleaseName, req.Namespace, rel.Info.Status)
+	}
+	vals, err := copyValues(rel.Config)
+	if err != nil {
+		return 0, err
+	}
+	imgs, _ := vals["images"].(map[string]any)
+	if imgs == nil {
+		imgs = map[string]any{}
+		vals["images"] = imgs
+	}
+	if imgs["controller"] == req.Controller {
+		return 0, nil
+	}
+	imgs["controller"] = req.Controller
+	up, err := helmrelease.Ensure(ctx, helmrelease.EnsureOptions{
+		Release: r, Chart: rel.Chart, Values: vals, Owner: req.Owner, Recorder: req.Recorder,
+		Timeout: req.Timeout, Converge: true, Log: req.Log,
+	})
+	if err != nil {
+		return 0, fmt.Errorf("%w (the migration and bootstrap Job of the rebuilt controller, in namespace %s, says why)", err, req.Namespace)
+	}
+	return up.Version, nil
+}
+
+// copyValues is a deep copy of a release's values (plain JSON values).
+func copyValues(v map[string]any) (map[string]any, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode the release's values: %w", err)
+	}
+	out := map[string]any{}
+	if err := json.Unmarshal(data, &out); err != nil {
+		return nil, fmt.Errorf("decode the release's values: %w", err)
+	}
+	return out, nil
 }
