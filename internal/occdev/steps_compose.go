@@ -12,6 +12,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
+	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/platform"
@@ -121,7 +122,7 @@ func composeProfile(p *Plan, o UpOptions) (profile, error) {
 		return profile{}, &OptionError{Option: "Compose options after --", Value: strings.Join(o.OCE.ComposeArgs, " "),
 			Rule: "apply to the Compose control plane, which runs beside the k3d cluster occ creates", Fix: "use --cluster-provider k3d, or drop them"}
 	}
-	co, pending, err := findOCEOnK3d(p, o, "the Compose control plane reaches the cluster across the Docker network the k3d cluster occ creates joins")
+	co, pending, err := findOCEOnK3d(p, o, "the Compose control plane reaches the cluster across the engine network the k3d cluster occ creates joins")
 	if err != nil {
 		return profile{}, err
 	}
@@ -191,9 +192,19 @@ func planCompose(p *Plan, o UpOptions, co controlplane.Checkout) (*OCEPlan, erro
 	if env == nil {
 		env = processEnvironment()
 	}
-	m, err := compose.Load(context.Background(), compose.LoadOptions{
-		Checkout: co.Root, Project: o.OCE.ComposeProject, StateDir: p.StateDir, User: user, Environment: env,
-	})
+	lo := compose.LoadOptions{Checkout: co.Root, Project: o.OCE.ComposeProject, StateDir: p.StateDir, User: user, Environment: env}
+	if engineKind(p) == state.EnginePodman {
+		// The socket occ reaches Podman through. On a Podman machine this is the host's
+		// forwarded socket, not the path inside the machine; the only service of OCE's
+		// compose.podman.yaml that mounts it is the Docker Compute worker, which this profile
+		// never starts.
+		ep, err := docker.ParseEndpoint(p.Engine, p.EngineSource)
+		if err != nil {
+			return nil, err
+		}
+		lo.PodmanSocket = ep.Socket
+	}
+	m, err := compose.Load(context.Background(), lo)
 	if err != nil {
 		return nil, err
 	}
@@ -483,7 +494,7 @@ func waitForAPI(ctx context.Context, r *run, _ progress.Reporter) error {
 }
 
 func describeKey(p *Plan) Description {
-	return creates("file " + p.OCE.KeyFile + " (O_EXCL, 0600): the bootstrap service key, read from the bootstrap volume through the Docker archive API and written only after GET /installation with it names the key's Installation")
+	return creates("file " + p.OCE.KeyFile + " (O_EXCL, 0600): the bootstrap service key, read from the bootstrap volume through the engine's archive API and written only after GET /installation with it names the key's Installation")
 }
 
 // copyComposeKey copies the bootstrap key out of the bootstrap container through the Docker
