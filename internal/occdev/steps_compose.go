@@ -400,7 +400,11 @@ func describeDataServices(p *Plan) Description {
 			items = append(items, fmt.Sprintf("published port %s -> %s of %s", port.Host, port.Target, port.Service))
 		}
 	}
-	return creates(items...)
+	d := creates(items...)
+	if engineKind(p) == state.EnginePodman {
+		d.Note = "on Podman the exited " + strings.Join(compose.JobServices, " and ") + " containers are then disconnected from the development network: Podman lists them as members without an address, which k3d's lookup of the network it joins refuses"
+	}
+	return d
 }
 
 // startDataServices starts postgres, migrate and bootstrap from the snapshot and waits for the
@@ -411,6 +415,11 @@ func startDataServices(ctx context.Context, r *run, _ progress.Reporter) error {
 	defer cancel()
 	if err := compose.StartData(wctx, compose.StartOptions{Runner: r.compose.runner, Stack: r.compose.stack}); err != nil {
 		return err
+	}
+	if engineKind(r.plan) == state.EnginePodman {
+		if err := r.compose.stack.DetachExitedJobs(ctx, r.plan.OCE.model.Network.Name); err != nil {
+			return err
+		}
 	}
 	return compose.RecordIDs(ctx, r.engine.API, r.state, r.plan.OCE.model.Records())
 }
