@@ -145,17 +145,21 @@ func (b *podmanComposeBed) run(t *testing.T) *composeRun {
 }
 
 // podmanComposeFailureSteps are the Compose profile's steps a failure is injected after on
-// Podman by default, where Podman is what is new: the preflight (Podman identified, the builds
-// refused or the selected images found, before the state exists), the data services started by
-// the compose plugin on Podman (the project half-way up, before the cluster), the cluster's
-// creation joining the project's Podman network, the API services started, and the last step.
-// The Docker bed's default steps besides these (the base pulls and builds, which do not exist
-// with selected images, and the pulls of the k3s and tools images, which the k3d profile's
-// Podman failures cover) are rolled back the same way.
+// Podman by default: every step of the Docker bed's default Compose subset that the profile has
+// with selected images (the preflight with Podman identified, the state's claim, the snapshot,
+// the selected images' record, the data services started by the compose plugin on Podman, the
+// k3s and tools pulls; only the base pulls do not exist without builds), and, where Podman is
+// what is new after them, the cluster's creation joining the project's Podman network, the API
+// services started on it, and the last step.
 func podmanComposeFailureSteps(clusterName string) []string {
 	return []string{
 		"Check the settings and the Podman engine",
+		"Claim the private state directory",
+		"Write the Compose snapshot and record the project",
+		"Build the control-plane images from the checkout",
 		"Start postgres, migrate and bootstrap",
+		"Pull the k3s node image",
+		"Pull the k3d tools image",
 		"Create k3d cluster " + clusterName,
 		"Start the controller and worker-kubernetes",
 		"Wait for the bootstrap Namespace to be ready",
@@ -237,7 +241,7 @@ func testPodmanComposeUpStatusDown(t *testing.T, b *podmanComposeBed) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(snap), b.Engine.Socket+":/var/run/docker.sock") || !strings.Contains(string(snap), "label=disable") {
+	if !strings.Contains(string(snap), "source: "+b.Engine.Socket+"\n") || !strings.Contains(string(snap), "target: /var/run/docker.sock\n") || !strings.Contains(string(snap), "- label=disable\n") {
 		t.Errorf("the snapshot lacks the Podman overlay's worker settings:\n%s", snap)
 	}
 	stack := compose.Stack{Project: r.settings.Project, Engine: b.engine.API}
@@ -309,7 +313,7 @@ func testPodmanComposeFailures(t *testing.T, b *podmanComposeBed) {
 			r := b.run(t)
 			step := stepNames(t, r.opts)[i]
 			if !slices.Contains(podmanComposeFailureSteps(r.opts.ClusterName), step) && os.Getenv(composeAllStepsEnv) == "" {
-				t.Skipf("rolled back like the steps around it on both engines (the Docker bed's Compose matrix shows it); set %s=1 to run it on Podman too", composeAllStepsEnv)
+				t.Skipf("rolled back like the steps around it once the cluster exists, on both engines (the cluster goes with everything in it; the Docker bed's named Compose failures show it); set %s=1 to run it on Podman too", composeAllStepsEnv)
 			}
 			r.opts.AfterStep = failAfter(step)
 			want := []string{"injected failure", step}
