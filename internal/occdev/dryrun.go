@@ -82,9 +82,6 @@ func PlanUp(opts UpOptions) (*DryRun, error) {
 		} else if err := dryRunBuilder(ep, p); err != nil {
 			dr.Problems = append(dr.Problems, err.Error())
 		}
-		if err := refusePodmanCompose(p); err != nil {
-			dr.Problems = append(dr.Problems, err.Error())
-		}
 	}
 	// `up` refuses a directory that already records an environment; say so now.
 	if st, err := state.Read(p.StateDir); err == nil {

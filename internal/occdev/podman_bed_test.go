@@ -29,7 +29,7 @@ import (
 // Docker bed's matrix shows; OCC_TEST_K3D_ALL_STEPS=1 runs them all here too.
 func podmanFailureSteps(clusterName string) []string {
 	return []string{
-		"Check the settings and the Docker engine",
+		"Check the settings and the Podman engine",
 		"Create k3d cluster " + clusterName,
 		"Verify the images in the node and tag them for the chart",
 	}
@@ -41,7 +41,7 @@ func podmanFailureSteps(clusterName string) []string {
 // go too). The in-cluster steps between are rolled back with the cluster on both engines, which
 // the Docker bed's default steps show.
 var podmanKubernetesFailureSteps = []string{
-	"Check the settings and the Docker engine",
+	"Check the settings and the Podman engine",
 	"Record the OCE control plane",
 	"Copy and verify the bootstrap service key",
 }
@@ -248,10 +248,11 @@ func TestPlanLocatesTheEngineAutoChooses(t *testing.T) {
 	}
 }
 
-// A developer in an OCE checkout on Podman runs `occ dev up --dry-run` for the Compose profile,
-// which occ does not run on Podman yet: the dry run lists the refusal with both ways on, as up's
-// preflight would give it before anything exists.
-func TestPodmanComposeProfileIsRefusedInTheDryRun(t *testing.T) {
+// A developer in an OCE checkout on Podman runs `occ dev up --dry-run` for the Compose profile
+// without selecting images: the dry run lists the builder refusal up's preflight gives before
+// anything exists (Podman's build API runs Buildah, not BuildKit), naming both image selections;
+// the Compose profile itself is not refused on Podman.
+func TestPodmanComposeProfileRefusesBuildsInTheDryRun(t *testing.T) {
 	podman := podmanbed.Require(t)
 	home := t.TempDir()
 	dr, err := occdev.PlanUp(occdev.UpOptions{
@@ -267,11 +268,18 @@ func TestPodmanComposeProfileIsRefusedInTheDryRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if dr.Plan.ControlPlane != occdev.ControlPlaneCompose || dr.Plan.EngineKind != state.EnginePodman {
+		t.Fatalf("plan: control plane %s on %s", dr.Plan.ControlPlane, dr.Plan.EngineKind)
+	}
 	found := false
 	for _, p := range dr.Problems {
-		found = found || strings.Contains(p, "the Compose control plane does not run on Podman yet") && strings.Contains(p, "--control-plane kubernetes")
+		found = found || strings.Contains(p, "Podman 4.3.1 cannot build the checkout's Dockerfiles") &&
+			strings.Contains(p, controlplane.EnvControllerImage) && strings.Contains(p, controlplane.EnvRuntimeImage)
+		if strings.Contains(p, "does not run on Podman") {
+			t.Errorf("the dry run refuses the Compose profile on Podman: %s", p)
+		}
 	}
 	if !found {
-		t.Errorf("dry run problems %q lack the Compose-on-Podman refusal", dr.Problems)
+		t.Errorf("dry run problems %q lack the Podman builder refusal", dr.Problems)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
+	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
@@ -242,7 +243,11 @@ func checkReloadable(ctx context.Context, r *run, rep progress.Reporter) error {
 
 	eng, err := rr.rec.docker(ctx)
 	if err != nil {
-		return reloadRefusal(dir, occ, "its Docker engine does not answer: "+err.Error())
+		kind := state.EngineDocker
+		if rr.st.Engine != nil {
+			kind = rr.st.Engine.KindOrDocker()
+		}
+		return reloadRefusal(dir, occ, "its "+locate.Kind(kind).Name()+" engine does not answer: "+err.Error())
 	}
 	r.engine = eng
 	reg := rr.rec.removers()

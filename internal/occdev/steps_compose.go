@@ -12,6 +12,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
+	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/platform"
@@ -116,7 +117,7 @@ func composeProfile(p *Plan, o UpOptions) (profile, error) {
 		return profile{}, &OptionError{Option: "Compose options after --", Value: strings.Join(o.OCE.ComposeArgs, " "),
 			Rule: "apply to the Compose control plane, which runs beside the k3d cluster occ creates", Fix: "use --cluster-provider k3d, or drop them"}
 	}
-	co, pending, err := findOCEOnK3d(p, o, "the Compose control plane reaches the cluster across the Docker network the k3d cluster occ creates joins")
+	co, pending, err := findOCEOnK3d(p, o, "the Compose control plane reaches the cluster across the engine network the k3d cluster occ creates joins")
 	if err != nil {
 		return profile{}, err
 	}
@@ -186,9 +187,19 @@ func planCompose(p *Plan, o UpOptions, co controlplane.Checkout) (*OCEPlan, erro
 	if env == nil {
 		env = processEnvironment()
 	}
-	m, err := compose.Load(context.Background(), compose.LoadOptions{
-		Checkout: co.Root, Project: o.OCE.ComposeProject, StateDir: p.StateDir, User: user, Environment: env,
-	})
+	lo := compose.LoadOptions{Checkout: co.Root, Project: o.OCE.ComposeProject, StateDir: p.StateDir, User: user, Environment: env}
+	if engineKind(p) == state.EnginePodman {
+		// The socket occ reaches Podman through. On a Podman machine this is the host's
+		// forwarded socket, not the path inside the machine; the only service of OCE's
+		// compose.podman.yaml that mounts it is the Docker Compute worker, which this profile
+		// never starts.
+		ep, err := docker.ParseEndpoint(p.Engine, p.EngineSource)
+		if err != nil {
+			return nil, err
+		}
+		lo.PodmanSocket = ep.Socket
+	}
+	m, err := compose.Load(context.Background(), lo)
 	if err != nil {
 		return nil, err
 	}
@@ -384,7 +395,11 @@ func describeDataServices(p *Plan) Description {
 			items = append(items, fmt.Sprintf("published port %s -> %s of %s", port.Host, port.Target, port.Service))
 		}
 	}
-	return creates(items...)
+	d := creates(items...)
+	if engineKind(p) == state.EnginePodman {
+		d.Note = "on Podman the exited " + strings.Join(compose.JobServices, " and ") + " containers are then disconnected from the development network: Podman lists them as members without an address, which k3d's lookup of the network it joins refuses"
+	}
+	return d
 }
 
 // startDataServices starts postgres, migrate and bootstrap from the snapshot and waits for the
@@ -395,6 +410,11 @@ func startDataServices(ctx context.Context, r *run, _ progress.Reporter) error {
 	defer cancel()
 	if err := compose.StartData(wctx, compose.StartOptions{Runner: r.compose.runner, Stack: r.compose.stack}); err != nil {
 		return err
+	}
+	if engineKind(r.plan) == state.EnginePodman {
+		if err := r.compose.stack.DetachExitedJobs(ctx, r.plan.OCE.model.Network.Name); err != nil {
+			return err
+		}
 	}
 	return compose.RecordIDs(ctx, r.engine.API, r.state, r.plan.OCE.model.Records())
 }
@@ -478,7 +498,7 @@ func waitForAPI(ctx context.Context, r *run, _ progress.Reporter) error {
 }
 
 func describeKey(p *Plan) Description {
-	return creates("file " + p.OCE.KeyFile + " (O_EXCL, 0600): the bootstrap service key, read from the bootstrap volume through the Docker archive API and written only after GET /installation with it names the key's Installation")
+	return creates("file " + p.OCE.KeyFile + " (O_EXCL, 0600): the bootstrap service key, read from the bootstrap volume through the engine's archive API and written only after GET /installation with it names the key's Installation")
 }
 
 // copyComposeKey copies the bootstrap key out of the bootstrap container through the Docker

@@ -328,7 +328,7 @@ func buildKubeImages(networkMode string) func(context.Context, *run, progress.Re
 }
 
 func describePostgres(p *Plan) Description {
-	return creates("image " + p.OCE.Kubernetes.PostgresImage + " in the Docker engine, pulled by digest unless the engine has it (an image that was there is left alone by down), imported into the node with the control plane's other images")
+	return creates("image " + p.OCE.Kubernetes.PostgresImage + " in the " + engineName(p) + " engine, pulled by digest unless the engine has it (an image that was there is left alone by down), imported into the node with the control plane's other images")
 }
 
 func pullPostgres(ctx context.Context, r *run, rep progress.Reporter) error {

@@ -41,11 +41,6 @@ func preflight(ctx context.Context, r *run, rep progress.Reporter) error {
 		if r.engine, err = docker.Connect(ctx, ep, r.plan.EngineSource); err != nil {
 			return err
 		}
-		if err := refusePodmanCompose(r.plan); err != nil {
-			r.engine.Close()
-			r.engine = nil
-			return err
-		}
 		rep.Note(fmt.Sprintf("%s %s (API %s) at %s", engineName(r.plan), r.engine.Version, r.engine.APIVersion, ep))
 		// Every pinned image is checked against the engine's platform after its pull; the
 		// engine is asked once here rather than once per image.
@@ -108,15 +103,3 @@ func engineKind(p *Plan) string {
 
 // engineName is the plan's engine kind as people write it.
 func engineName(p *Plan) string { return locate.Kind(engineKind(p)).Name() }
-
-// refusePodmanCompose refuses the Compose control plane on Podman before anything exists: occ
-// runs the Compose project through the docker compose plugin with Docker's labels, and has not
-// been shown to run it on Podman.
-func refusePodmanCompose(p *Plan) error {
-	if engineKind(p) != state.EnginePodman || p.ControlPlane == ControlPlaneKubernetes || p.OCE == nil {
-		return nil
-	}
-	return &OptionError{Option: "--engine (" + locate.ChoiceEnv + ")", Value: p.EngineKind,
-		Rule: "the Compose control plane does not run on Podman yet (the Podman engine at " + p.Engine + " was found from " + p.EngineSource + ")",
-		Fix:  "use --control-plane kubernetes on Podman, or --engine docker with a running Docker engine"}
-}

@@ -16,7 +16,7 @@ import (
 const rollbackTimeout = 2 * time.Minute
 
 // upSteps is the whole `occ dev up` flow, in order. The cheap checks come first, then the
-// state is claimed (recording the Docker engine before anything exists); the artifacts are
+// state is claimed (recording the engine before anything exists); the artifacts are
 // fetched and the Gateway chart checked (rendered with the API versions the Agent Sandbox
 // manifest adds) while the cluster is made available (for k3d: the pinned images pulled and
 // the cluster created). Then the platform objects that need only the API are applied while the
@@ -25,7 +25,8 @@ const rollbackTimeout = 2 * time.Minute
 func upSteps(p *Plan) []Step {
 	check := "Check the settings and the cluster"
 	if p.Engine != "" {
-		check = "Check the settings and the Docker engine"
+		// Named after the engine the plan located (Docker or Podman), which the step connects to.
+		check = "Check the settings and the " + engineName(p) + " engine"
 	}
 	steps := []Step{
 		{Name: check, Describe: describePreflight, Run: preflight},

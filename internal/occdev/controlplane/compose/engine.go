@@ -36,6 +36,7 @@ type Engine interface {
 	VolumeInspect(ctx context.Context, id string) (volume.Volume, error)
 	NetworkList(ctx context.Context, options network.ListOptions) ([]network.Summary, error)
 	NetworkInspect(ctx context.Context, id string, options network.InspectOptions) (network.Inspect, error)
+	NetworkDisconnect(ctx context.Context, networkID, containerID string, force bool) error
 	Events(ctx context.Context, options events.ListOptions) (<-chan events.Message, <-chan error)
 }
 

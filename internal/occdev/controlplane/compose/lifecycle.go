@@ -33,6 +33,37 @@ func StartData(ctx context.Context, opts StartOptions) error {
 	return nil
 }
 
+// DetachExitedJobs disconnects the exited containers of the one-shot jobs (migrate, bootstrap)
+// from the network the cluster joins. Podman lists a stopped container among a network's members
+// with no address, and k3d's lookup of the network a cluster joins parses every member's
+// address, so on Podman the cluster cannot join while the jobs' exited containers are on it
+// ("failed to parse IP Prefix of network …'s member …-bootstrap-1"); Docker lists only running
+// containers, and occ calls this on Podman only. The containers stay (the bootstrap key is read
+// from the bootstrap container later) and go with the project; a job never runs again
+// (StartAPI uses --no-deps).
+func (s Stack) DetachExitedJobs(ctx context.Context, network string) error {
+	for _, svc := range JobServices {
+		id, err := s.oneContainer(ctx, svc)
+		if err != nil || id == "" {
+			return err
+		}
+		c, err := s.Engine.ContainerInspect(ctx, id)
+		if err != nil {
+			return fmt.Errorf("inspect the %s container: %w", svc, err)
+		}
+		if c.State == nil || c.State.Running || c.NetworkSettings == nil {
+			continue
+		}
+		if _, on := c.NetworkSettings.Networks[network]; !on {
+			continue
+		}
+		if err := s.Engine.NetworkDisconnect(ctx, network, id, false); err != nil {
+			return fmt.Errorf("disconnect the exited %s container from network %s (so the k3d cluster can join it on Podman): %w", svc, network, err)
+		}
+	}
+	return nil
+}
+
 // StartAPI starts the controller and the Kubernetes worker once the cluster and the
 // Installation exist. The jobs they depend on have completed, and --no-deps keeps Compose from
 // starting them again (a second bootstrap run writes no key and a second migrate run is

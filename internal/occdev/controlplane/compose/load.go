@@ -2,7 +2,10 @@ package compose
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -19,6 +22,9 @@ import (
 const (
 	FileBase       = "compose.yaml"
 	FileKubernetes = "compose.kubernetes.yaml"
+	// FilePodman is the checkout's overlay for Podman engines, layered after the two above when
+	// the project runs on Podman and the file exists (LoadOptions.PodmanSocket).
+	FilePodman = "compose.podman.yaml"
 
 	ServicePostgres   = "postgres"
 	ServiceMigrate    = "migrate"
@@ -51,6 +57,9 @@ const (
 	VarKubeconfig         = "OCC_DEVELOPMENT_KUBECONFIG"
 	VarNetworkName        = "OCC_DEVELOPMENT_NETWORK_NAME"
 	VarHostKubeconfig     = "KUBECONFIG"
+	// VarEngineSocket is the Podman API socket path compose.podman.yaml mounts (with the `:?`
+	// form); occ sets it only on Podman.
+	VarEngineSocket = "OCC_CONTAINER_ENGINE_SOCKET"
 )
 
 // DataServices start first and the jobs among them must complete; APIServices start once the
@@ -83,6 +92,12 @@ type LoadOptions struct {
 	// process environment; the checkout's .env and the user's env files are read as well). The
 	// variables occ sets win over it.
 	Environment map[string]string
+	// PodmanSocket is set when the project runs on Podman: the path of the Podman API socket
+	// occ reaches the engine through. The checkout's compose.podman.yaml, when it exists, is
+	// then layered after compose.kubernetes.yaml (and before the user's files, so theirs still
+	// win), with OCC_CONTAINER_ENGINE_SOCKET set to this path. Empty on Docker, where the file
+	// is never read.
+	PodmanSocket string
 }
 
 // Model is a loaded, checked Compose project, ready to be snapshotted.
@@ -170,9 +185,9 @@ func (v Violation) String() string {
 	return s
 }
 
-// Load renders compose.yaml + compose.kubernetes.yaml (+ the user's files) of the checkout with
-// compose-go, sets the development variables, fills the bridge gateway and applies the
-// profile's rules. It reads files only; the engine is not contacted (EnsureAbsent does that).
+// Load renders compose.yaml + compose.kubernetes.yaml (+ compose.podman.yaml on Podman, + the
+// user's files) of the checkout with compose-go, sets the development variables, fills the
+// bridge gateway and applies the profile's rules. It reads files only; the engine is not contacted (EnsureAbsent does that).
 func Load(ctx context.Context, opts LoadOptions) (*Model, error) {
 	name := opts.Project
 	if name == "" {
@@ -184,7 +199,11 @@ func Load(ctx context.Context, opts LoadOptions) (*Model, error) {
 	if !filepath.IsAbs(opts.Checkout) || !filepath.IsAbs(opts.StateDir) {
 		return nil, fmt.Errorf("load Compose model: checkout %q and state directory %q must be absolute", opts.Checkout, opts.StateDir)
 	}
-	files := append([]string{filepath.Join(opts.Checkout, FileBase), filepath.Join(opts.Checkout, FileKubernetes)}, opts.User.Files...)
+	own, err := checkoutFiles(opts.Checkout, opts.PodmanSocket != "")
+	if err != nil {
+		return nil, err
+	}
+	files := append(append([]string{}, own...), opts.User.Files...)
 
 	env := make([]string, 0, len(opts.Environment)+4)
 	for k, v := range opts.Environment {
@@ -198,6 +217,9 @@ func Load(ctx context.Context, opts LoadOptions) (*Model, error) {
 		VarKubeconfig + "=" + filepath.Join(opts.StateDir, ContainerKubeconfigName),
 		VarNetworkName + "=" + NetworkName(name),
 		VarHostKubeconfig + "=" + filepath.Join(opts.StateDir, KubeconfigName),
+	}
+	if opts.PodmanSocket != "" {
+		forced = append(forced, VarEngineSocket+"="+opts.PodmanSocket)
 	}
 	load := func(files []string) (*types.Project, error) {
 		po, err := cli.NewProjectOptions(files,
@@ -232,15 +254,15 @@ func Load(ctx context.Context, opts LoadOptions) (*Model, error) {
 		base[n] = true
 	}
 	if len(opts.User.Files) > 0 {
-		own, err := load(files[:2])
+		checkout, err := load(own)
 		if err != nil {
 			return nil, err
 		}
 		base = map[string]bool{}
-		for _, n := range own.ServiceNames() {
+		for _, n := range checkout.ServiceNames() {
 			base[n] = true
 		}
-		for n := range own.DisabledServices {
+		for n := range checkout.DisabledServices {
 			base[n] = true
 		}
 	}
@@ -255,6 +277,28 @@ func Load(ctx context.Context, opts LoadOptions) (*Model, error) {
 		return nil, &ProjectError{Violations: violations}
 	}
 	return m, nil
+}
+
+// checkoutFiles are the checkout's own Compose files of the profile, in layering order:
+// compose.yaml and compose.kubernetes.yaml, then on Podman compose.podman.yaml when the checkout
+// has one. OCE keeps its Podman adjustments there (today: the Docker Compute worker's SELinux
+// label and its engine socket, for a service this profile never starts); layering it keeps the
+// project's model the one OCE defines for Podman.
+func checkoutFiles(checkout string, podman bool) ([]string, error) {
+	files := []string{filepath.Join(checkout, FileBase), filepath.Join(checkout, FileKubernetes)}
+	if !podman {
+		return files, nil
+	}
+	overlay := filepath.Join(checkout, FilePodman)
+	switch fi, err := os.Stat(overlay); {
+	case errors.Is(err, fs.ErrNotExist):
+		return files, nil
+	case err != nil:
+		return nil, fmt.Errorf("read the checkout's Podman overlay %s: %w", overlay, err)
+	case !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("the checkout's Podman overlay %s is not a regular file; occ layers it on Podman, so make it a file or remove it", overlay)
+	}
+	return append(files, overlay), nil
 }
 
 // NetworkName is the engine-side name of the development network of project.

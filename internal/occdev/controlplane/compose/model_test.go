@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -83,6 +84,61 @@ func TestLoadFixtureModel(t *testing.T) {
 	}
 	if w := m.Project.Services[ServiceWorker]; w.Environment["OCC_WORKER_READINESS_PATH"] == nil || *w.Environment["OCC_WORKER_READINESS_PATH"] != "/tmp/openclaw-worker-ready" {
 		t.Errorf("worker-kubernetes environment %v", w.Environment)
+	}
+}
+
+// A developer on Podman: the checkout's compose.podman.yaml is layered after
+// compose.kubernetes.yaml with OCC_CONTAINER_ENGINE_SOCKET set to Podman's socket (its Docker
+// Compute worker, never started here, mounts it), a user's file still wins over it, and the
+// overlay is never read on Docker or when the checkout has none.
+func TestLoadLayersThePodmanOverlayOnPodman(t *testing.T) {
+	ctx := context.Background()
+	b := newModelBed(t)
+	socket := "/run/podman/podman.sock"
+	workerMounts := func(m *Model) []string {
+		var out []string
+		for _, v := range m.Project.Services[ServiceDockerWorker].Volumes {
+			out = append(out, v.Source+"->"+v.Target)
+		}
+		return out
+	}
+	user := b.override("mine.yaml", "services:\n  worker:\n    security_opt: [label=type:container_t]\n")
+	m, err := Load(ctx, LoadOptions{Checkout: b.checkout, Project: "occ-model-test", StateDir: b.state, PodmanSocket: socket, User: UserOptions{Files: []string{user}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := m.Project.ComposeFiles
+	want := []string{filepath.Join(b.checkout, FileBase), filepath.Join(b.checkout, FileKubernetes), filepath.Join(b.checkout, FilePodman), user}
+	if strings.Join(files, " ") != strings.Join(want, " ") {
+		t.Errorf("Compose files %q, want %q", files, want)
+	}
+	if got := workerMounts(m); !slices.Contains(got, socket+"->/var/run/docker.sock") {
+		t.Errorf("worker mounts %v lack the Podman socket", got)
+	}
+	if got := m.Project.Services[ServiceDockerWorker].SecurityOpt; !slices.Contains(got, "label=type:container_t") {
+		t.Errorf("worker security_opt %v: the user's file did not win over the Podman overlay", got)
+	}
+	if len(m.Added) != 0 || m.status[ServiceDockerWorker].Started {
+		t.Errorf("the Podman overlay changed what starts: added %v, worker %+v", m.Added, m.status[ServiceDockerWorker])
+	}
+
+	docker, err := b.load(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(docker.Project.ComposeFiles, filepath.Join(b.checkout, FilePodman)) || slices.Contains(workerMounts(docker), socket+"->/var/run/docker.sock") {
+		t.Errorf("on Docker the Podman overlay was read: files %q, worker mounts %v", docker.Project.ComposeFiles, workerMounts(docker))
+	}
+
+	if err := os.Remove(filepath.Join(b.checkout, FilePodman)); err != nil {
+		t.Fatal(err)
+	}
+	without, err := Load(ctx, LoadOptions{Checkout: b.checkout, Project: "occ-model-test", StateDir: b.state, PodmanSocket: socket})
+	if err != nil {
+		t.Fatalf("Podman without compose.podman.yaml: %v", err)
+	}
+	if len(without.Project.ComposeFiles) != 2 {
+		t.Errorf("Compose files %q, want the checkout's two", without.Project.ComposeFiles)
 	}
 }
 

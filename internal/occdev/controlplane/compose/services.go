@@ -191,7 +191,7 @@ func checkAdded(name string, svc types.ServiceConfig) []Violation {
 	for i, v := range svc.Volumes {
 		if v.Type == types.VolumeTypeBind && isEngineSocket(v.Source) {
 			out = append(out, Violation{Service: name, Key: fmt.Sprintf("volumes[%d]", i), Value: v.Source + ":" + v.Target,
-				Rule: "a service the Compose options add must not mount the Docker engine's socket (it would control the whole engine)", Fix: "remove the mount"})
+				Rule: "a service the Compose options add must not mount the engine's socket (Docker's or Podman's: it would control the whole engine)", Fix: "remove the mount"})
 		}
 	}
 	return out
