@@ -46,11 +46,7 @@ lines are printed bare. The flags read as kubectl's and compose's:
   occ dev logs openshell-gateway --since 1h --timestamps`,
 	}
 	flags, opts := devLogsFlags(cmd)
-	cmd.ValidArgsFunction = func(cmd *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
-		// A bad setting completes to what the state directory still gives.
-		_ = flags.resolve(g)
-		return completeServices(cmd, opts.StateDir, args, prefix)
-	}
+	cmd.ValidArgsFunction = serviceCompletion(g, flags, &opts.StateDir)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if err := flags.resolve(g); err != nil {
 			return err
@@ -71,6 +67,16 @@ func devLogsFlags(cmd *cobra.Command) (*devFlags, *occdev.LogsOptions) {
 	flags.flag(settingTimestamps, &opts.Timestamps)
 	flags.text(settingStateDir.withUsage("state directory of the 'occ dev up' whose services to read (env "+state.EnvDirectory+")"), &opts.StateDir)
 	return flags, opts
+}
+
+// serviceCompletion completes SERVICE arguments from the state directory the command's settings
+// name once resolved into stateDir.
+func serviceCompletion(g *Globals, flags *devFlags, stateDir *string) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	return func(cmd *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
+		// A bad setting completes to what the state directory still gives.
+		_ = flags.resolve(g)
+		return completeServices(cmd, *stateDir, args, prefix)
+	}
 }
 
 // completeServices completes SERVICE from the services of the environment recorded in

@@ -47,11 +47,7 @@ old or its new images: run 'occ dev reload' again to finish it, or 'occ dev down
   occ dev reload --dry-run`,
 	}
 	flags, opts, dry := devReloadFlags(cmd)
-	cmd.ValidArgsFunction = func(cmd *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
-		// A bad setting completes to what the state directory still gives.
-		_ = flags.resolve(g)
-		return completeServices(cmd, opts.StateDir, args, prefix)
-	}
+	cmd.ValidArgsFunction = serviceCompletion(g, flags, &opts.StateDir)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if err := flags.resolve(g); err != nil {
 			return err

@@ -783,32 +783,11 @@ func (b *composeBed) selectImages(t *testing.T, r *composeRun) controlplane.Imag
 // push pushes a local tag to the bed's registry and returns its digest reference.
 func (b *composeBed) push(t *testing.T, tag string) string {
 	t.Helper()
-	ctx := context.Background()
-	rc, err := b.engine.API.ImagePush(ctx, tag, image.PushOptions{RegistryAuth: "e30="})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec := json.NewDecoder(rc)
-	for {
-		var m struct{ Error string }
-		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		if m.Error != "" {
-			t.Fatalf("push %s: %s", tag, m.Error)
-		}
-	}
-	rc.Close()
-	ins, err := b.engine.API.ImageInspect(ctx, tag)
-	if err != nil || len(ins.RepoDigests) == 0 {
-		t.Fatalf("pushed %s has no RepoDigests (%v)", tag, err)
-	}
+	ref := pushDocker(t, b.engine.API, tag)
 	t.Cleanup(func() {
-		_, _ = b.engine.API.ImageRemove(context.Background(), ins.RepoDigests[0], image.RemoveOptions{})
+		_, _ = b.engine.API.ImageRemove(context.Background(), ref, image.RemoveOptions{})
 	})
-	return ins.RepoDigests[0]
+	return ref
 }
 
 // assertSelectedImagesRun checks, while the stack runs, that the services run the selected

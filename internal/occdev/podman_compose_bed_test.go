@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/client"
 
 	"github.com/openclaw/occ/internal/occdev"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
@@ -95,7 +96,7 @@ func (b *podmanComposeBed) buildSelected(t *testing.T) controlplane.ImageSelecti
 	controller := build(controlplane.BuildRequest{ContextDir: wrap, Dockerfile: "Dockerfile", Tag: repo + "-controller:ci"})
 	runtime := build(controlplane.BuildRequest{ContextDir: checkout, Dockerfile: controlplane.RuntimeDockerfile, NetworkMode: "none",
 		Args: map[string]string{"OCC_BUILD_REVISION": fixtureCommit, controlplane.NodeBaseImageArg: ocebed.NodeBaseTag, controlplane.NodeRuntimeBaseImageArg: ocebed.NodeRuntimeBaseTag}, Tag: repo + "-runtime:ci"})
-	sel := controlplane.ImageSelection{Controller: pushDocker(t, b.docker, controller), Runtime: pushDocker(t, b.docker, runtime)}
+	sel := controlplane.ImageSelection{Controller: pushDocker(t, b.docker.API, controller), Runtime: pushDocker(t, b.docker.API, runtime)}
 	for _, ref := range []string{sel.Controller, sel.Runtime} {
 		if _, err := b.Engine.Pull(ctx, ref); err != nil {
 			t.Fatal(err)
@@ -104,12 +105,12 @@ func (b *podmanComposeBed) buildSelected(t *testing.T) controlplane.ImageSelecti
 	return sel
 }
 
-// pushDocker pushes a local tag of the Docker bed to the bed's registry and returns its digest
+// pushDocker pushes a local tag of a Docker engine to the bed's registry and returns its digest
 // reference.
-func pushDocker(t *testing.T, e *dockerbed.Engine, tag string) string {
+func pushDocker(t *testing.T, api client.APIClient, tag string) string {
 	t.Helper()
 	ctx := context.Background()
-	rc, err := e.API.ImagePush(ctx, tag, image.PushOptions{RegistryAuth: "e30="})
+	rc, err := api.ImagePush(ctx, tag, image.PushOptions{RegistryAuth: "e30="})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +127,7 @@ func pushDocker(t *testing.T, e *dockerbed.Engine, tag string) string {
 		}
 	}
 	rc.Close()
-	ins, err := e.API.ImageInspect(ctx, tag)
+	ins, err := api.ImageInspect(ctx, tag)
 	if err != nil || len(ins.RepoDigests) == 0 {
 		t.Fatalf("pushed %s has no RepoDigests (%v)", tag, err)
 	}

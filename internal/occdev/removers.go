@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -199,6 +200,17 @@ func cleanup(ctx context.Context, d *state.Dir, log io.Writer, keep func(state.O
 			remove(o)
 		}
 	}
+	// Pulls that no container runs go side by side with the cluster's removal: no object depends
+	// on an image nothing runs, so its place in the order does not matter, and its removal
+	// (layers deleted from the engine) costs no time after the cluster's. They are accounted
+	// for and forgotten once the cluster's removal has ended.
+	early := unusedPulls(ctx, rec, st.Objects, handled, keep)
+	earlyRms, earlyErrs := make([]state.Removal, len(early)), make([]error, len(early))
+	var earlyWG sync.WaitGroup
+	for k, i := range early {
+		handled[i] = true
+		earlyWG.Go(func() { earlyRms[k], earlyErrs[k] = reg.Remove(ctx, st.Objects[i]) })
+	}
 	for i, o := range st.Objects {
 		if removalOf(o.Type) != theCluster || keep(o) {
 			continue
@@ -230,6 +242,18 @@ func cleanup(ctx context.Context, d *state.Dir, log io.Writer, keep func(state.O
 			if err := d.ForgetAll(went...); err != nil {
 				errs = append(errs, err)
 			}
+		}
+	}
+	earlyWG.Wait()
+	var earlyGone []state.Object
+	for k, i := range early {
+		if o := st.Objects[i]; account(o, earlyRms[k], earlyErrs[k]) {
+			earlyGone = append(earlyGone, o)
+		}
+	}
+	if len(earlyGone) > 0 {
+		if err := d.ForgetAll(earlyGone...); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	var rest []state.Object
@@ -270,4 +294,38 @@ func cleanup(ctx context.Context, d *state.Dir, log io.Writer, keep func(state.O
 		}
 	}
 	return res, errors.Join(errs...)
+}
+
+// unusedPulls are the indexes of the recorded pulls (not yet handled or kept) whose image no
+// container of the recorded engine runs, when the state records a cluster occ created (the
+// removal they can go beside); none when the engine cannot list its containers, which leaves
+// every pull to its place in the order.
+func unusedPulls(ctx context.Context, rec *recorded, objs []state.Object, handled []bool, keep func(state.Object) bool) []int {
+	if !slices.ContainsFunc(objs, func(o state.Object) bool { return removalOf(o.Type) == theCluster && !keep(o) }) {
+		return nil
+	}
+	var pulls []int
+	for i, o := range objs {
+		if o.Type == images.TypeDockerImage && o.ID != "" && !handled[i] && !keep(o) {
+			pulls = append(pulls, i)
+		}
+	}
+	if len(pulls) == 0 {
+		return nil
+	}
+	eng, err := rec.docker(ctx)
+	if err != nil {
+		return nil
+	}
+	used, err := eng.ImagesInUse(ctx)
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, i := range pulls {
+		if !used[docker.BareImageID(objs[i].ID)] {
+			out = append(out, i)
+		}
+	}
+	return out
 }

@@ -86,23 +86,61 @@ func (a *addons) start(ctx context.Context) error {
 }
 
 // run re-applies changed manifests and provisions local-path volumes until ctx ends. The
-// directory is polled, as k3s's deploy controller does.
+// directory is polled, as k3s's deploy controller does. Claims are watched, as rancher's
+// provisioner (a controller over a claim informer) watches them: a claim the scheduler gives
+// this node is provisioned as that change arrives, and the tick only retries.
 func (a *addons) run(ctx context.Context) error {
 	tick := time.NewTicker(2 * time.Second)
 	defer tick.Stop()
+	claims := make(chan struct{}, 1)
+	storage := !a.cfg.disable["local-storage"]
+	if storage {
+		go a.watchClaims(ctx, claims)
+	}
+	provision := func() {
+		if err := a.provisionLocalPath(ctx); err != nil && ctx.Err() == nil {
+			logf("warning", "local-path provisioner: %v", err)
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-claims:
+			provision()
 		case <-tick.C:
 			if err := a.applyDir(ctx); err != nil {
 				logf("warning", "deploy manifests: %v", err)
 			}
-			if !a.cfg.disable["local-storage"] {
-				if err := a.provisionLocalPath(ctx); err != nil {
-					logf("warning", "local-path provisioner: %v", err)
+			if storage {
+				provision()
+			}
+		}
+	}
+}
+
+// watchClaims signals changed (without blocking: one pending signal covers any number of
+// events) on every change of a PersistentVolumeClaim, opening the watch again whenever it ends
+// until ctx does; the periodic retry of run covers the gaps.
+func (a *addons) watchClaims(ctx context.Context, changed chan<- struct{}) {
+	for ctx.Err() == nil {
+		w, err := a.client.CoreV1().PersistentVolumeClaims(metav1.NamespaceAll).Watch(ctx, metav1.ListOptions{})
+		if err != nil {
+			if ctx.Err() == nil {
+				logf("warning", "local-path provisioner: watch claims: %v", err)
+			}
+		} else {
+			for range w.ResultChan() {
+				select {
+				case changed <- struct{}{}:
+				default:
 				}
 			}
+			w.Stop()
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
 		}
 	}
 }
