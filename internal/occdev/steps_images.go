@@ -70,7 +70,7 @@ func imageStep(role imageRole) Step {
 		Run: func(ctx context.Context, r *run, rep progress.Reporter) error {
 			l, err := images.Present(ctx, images.PresentOptions{
 				API: r.engine.API, Image: ri.pin(r.plan.pins), Recorder: r.state, Progress: pullProgress(rep),
-				Platform: r.enginePlatform,
+				Platform: r.enginePlatform, EngineName: r.engine.Name(),
 			})
 			if err != nil {
 				return err
