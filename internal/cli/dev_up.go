@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/engine/locate"
 )
 
 func init() { devSubcommands = append(devSubcommands, newDevUpCommand) }
@@ -370,7 +371,7 @@ func printUpSummary(w io.Writer, s *occdev.Summary) error {
 		rows[len(rows)-1][1] += " (written by occ; your kubeconfig and current context are untouched)"
 	}
 	if s.ContainerKubeconfig != "" {
-		rows = append(rows, [2]string{"Containers", s.ContainerKubeconfig + " (kubeconfig for containers on the cluster's Docker network)"})
+		rows = append(rows, [2]string{"Containers", s.ContainerKubeconfig + " (kubeconfig for containers on the cluster's " + engineNetworkName(s.EngineKind) + " network)"})
 	}
 	for i, img := range s.Images {
 		label := ""
@@ -468,4 +469,13 @@ func printKubernetesPlan(w io.Writer, o *occdev.OCEPlan) {
 	fmt.Fprintf(w, "  PostgreSQL:    %s\n", k.PostgresImage)
 	fmt.Fprintf(w, "OCE API:         %s (the API proxy's NodePort 30080, published on loopback)\n", k.APIURL)
 	fmt.Fprintf(w, "Key file:        %s\n", o.KeyFile)
+}
+
+// engineNetworkName names the engine whose network the cluster's containers share: Podman for a
+// Podman engine, else Docker.
+func engineNetworkName(kind string) string {
+	if locate.Kind(kind) == locate.Podman {
+		return locate.Podman.Name()
+	}
+	return locate.Docker.Name()
 }

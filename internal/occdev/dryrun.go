@@ -72,12 +72,12 @@ func PlanUp(opts UpOptions) (*DryRun, error) {
 	if err := withProvider(p, func(pr cluster.Provider) error { return pr.Check(clusterRequest(p, nil, nil, progress.Reporter{})) }); err != nil {
 		dr.Problems = append(dr.Problems, err.Error())
 	}
-	// A Docker engine that is not running is told now, with what to start; only its socket is
+	// An engine that is not running is told now, with what to start; only its socket is
 	// looked at (the engine itself is asked by `up`'s preflight).
 	if p.Engine != "" {
 		if ep, err := docker.ParseEndpoint(p.Engine, p.EngineSource); err != nil {
 			dr.Problems = append(dr.Problems, err.Error())
-		} else if err := docker.CheckSocket(ep, p.EngineSource); err != nil {
+		} else if err := docker.CheckSocketAs(ep, p.EngineSource, locate.Kind(engineKind(p))); err != nil {
 			dr.Problems = append(dr.Problems, err.Error())
 		} else if err := dryRunBuilder(ep, p); err != nil {
 			dr.Problems = append(dr.Problems, err.Error())
@@ -101,7 +101,7 @@ func dryRunBuilder(ep docker.Endpoint, p *Plan) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	eng, err := docker.Connect(ctx, ep, p.EngineSource)
+	eng, err := docker.ConnectAs(ctx, ep, p.EngineSource, locate.Kind(engineKind(p)))
 	if err != nil {
 		return err
 	}

@@ -182,7 +182,7 @@ func pullBases(ctx context.Context, r *run, rep progress.Reporter) error {
 			rep.Note(fmt.Sprintf("%s is a tag (from %s): resolved to %s at its registry; the builds use that digest", b.Image, b.Source, resolved.Digest))
 			pin = resolved
 		}
-		l, err := images.Present(ctx, images.PresentOptions{API: r.engine.API, Image: pin, Recorder: r.state, Progress: pullProgress(rep)})
+		l, err := images.Present(ctx, images.PresentOptions{API: r.engine.API, EngineName: r.engine.Name(), Image: pin, Recorder: r.state, Progress: pullProgress(rep)})
 		if err != nil {
 			return fmt.Errorf("base image %s (%s): %w", b.Image, b.Uses[0], err)
 		}

@@ -108,7 +108,7 @@ func (r *run) clusterRequest(rep progress.Reporter) cluster.Request {
 
 func clusterRequest(p *Plan, d *state.Dir, log io.Writer, rep progress.Reporter) cluster.Request {
 	req := cluster.Request{
-		Name: p.ClusterName, Kubeconfig: p.Kubeconfig, Context: p.Context, Engine: p.Engine,
+		Name: p.ClusterName, Kubeconfig: p.Kubeconfig, Context: p.Context, Engine: p.Engine, EngineKind: engineKind(p),
 		Pins: p.pins, Log: log, Progress: rep, Needs: p.profile.cluster, Settings: p.clusterSettings,
 	}
 	if d != nil {

@@ -65,12 +65,12 @@ func imageStep(role imageRole) Step {
 	return Step{
 		Name: "Pull the " + ri.title + " image",
 		Describe: func(p *Plan) Description {
-			return creates(fmt.Sprintf("image %s in the Docker engine, pulled by digest unless the engine has it (an image that was there is left alone by down)", ri.pin(p.pins).DigestReference()))
+			return creates(fmt.Sprintf("image %s in the %s engine, pulled by digest unless the engine has it (an image that was there is left alone by down)", ri.pin(p.pins).DigestReference(), engineName(p)))
 		},
 		Run: func(ctx context.Context, r *run, rep progress.Reporter) error {
 			l, err := images.Present(ctx, images.PresentOptions{
 				API: r.engine.API, Image: ri.pin(r.plan.pins), Recorder: r.state, Progress: pullProgress(rep),
-				Platform: r.enginePlatform,
+				Platform: r.enginePlatform, EngineName: r.engine.Name(),
 			})
 			if err != nil {
 				return err

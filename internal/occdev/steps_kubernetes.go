@@ -333,7 +333,7 @@ func describePostgres(p *Plan) Description {
 
 func pullPostgres(ctx context.Context, r *run, rep progress.Reporter) error {
 	kp := r.plan.OCE.Kubernetes
-	l, err := images.Present(ctx, images.PresentOptions{API: r.engine.API, Image: kp.postgres, Recorder: r.state, Progress: pullProgress(rep)})
+	l, err := images.Present(ctx, images.PresentOptions{API: r.engine.API, EngineName: r.engine.Name(), Image: kp.postgres, Recorder: r.state, Progress: pullProgress(rep)})
 	if err != nil {
 		return err
 	}

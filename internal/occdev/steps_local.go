@@ -38,13 +38,13 @@ func preflight(ctx context.Context, r *run, rep progress.Reporter) error {
 		if err != nil {
 			return err
 		}
-		if r.engine, err = docker.Connect(ctx, ep, r.plan.EngineSource); err != nil {
+		if r.engine, err = docker.ConnectAs(ctx, ep, r.plan.EngineSource, locate.Kind(engineKind(r.plan))); err != nil {
 			return err
 		}
 		rep.Note(fmt.Sprintf("%s %s (API %s) at %s", engineName(r.plan), r.engine.Version, r.engine.APIVersion, ep))
 		// Every pinned image is checked against the engine's platform after its pull; the
 		// engine is asked once here rather than once per image.
-		if r.enginePlatform, err = images.EnginePlatform(ctx, r.engine.API); err != nil {
+		if r.enginePlatform, err = images.EnginePlatform(ctx, r.engine.API, r.engine.Name()); err != nil {
 			return err
 		}
 	}

@@ -134,14 +134,15 @@ func platformLane(*Plan) Lane {
 
 // Summary is what a successful `up` reports.
 type Summary struct {
-	// Engine is the Docker engine the cluster runs in ("Docker 20.10.24 at unix:///…"), or
-	// "none (existing cluster)".
+	// Engine is the container engine the cluster runs in ("Docker 20.10.24 at unix:///…"), or
+	// "none (existing cluster)"; EngineKind is its kind (docker or podman), empty without one.
 	Engine          string `json:"engine"`
+	EngineKind      string `json:"engineKind,omitempty"`
 	ClusterProvider string `json:"clusterProvider"`
 	Cluster         string `json:"cluster"`
 	Context         string `json:"context"`
 	// Kubeconfig is the kubeconfig `up` used: for k3d the one it wrote into the state directory
-	// (0600); ContainerKubeconfig is its copy for containers on the cluster's Docker network.
+	// (0600); ContainerKubeconfig is its copy for containers on the cluster's engine network.
 	Kubeconfig          string `json:"kubeconfig"`
 	ContainerKubeconfig string `json:"containerKubeconfig,omitempty"`
 	// APIServer is the cluster's Kubernetes API (for k3d on 127.0.0.1 at the chosen port).
@@ -195,6 +196,7 @@ func Up(ctx context.Context, opts UpOptions) (_ *Summary, err error) {
 	}
 	sum := &Summary{
 		Engine:              engineOf(r),
+		EngineKind:          engineKindOf(r),
 		ClusterProvider:     p.ClusterProvider,
 		Cluster:             r.conn.Access.Name,
 		Context:             r.conn.Access.Context,
@@ -223,6 +225,14 @@ func engineOf(r *run) string {
 		return "none (existing cluster)"
 	}
 	return fmt.Sprintf("%s %s at %s (from %s)", engineName(r.plan), r.engine.Version, r.engine.Endpoint, r.plan.EngineSource)
+}
+
+// engineKindOf is the kind of the engine the run used, empty when it used none.
+func engineKindOf(r *run) string {
+	if r.engine == nil {
+		return ""
+	}
+	return engineKind(r.plan)
 }
 
 // rollback removes what the failed `up` recorded (by every lane), on its own context so Ctrl-C

@@ -55,6 +55,9 @@ type Request struct {
 	// that runs its cluster in containers must use (and `down` will use again); empty for a
 	// provider that needs no engine.
 	Engine string
+	// EngineKind is the kind of the engine at Engine as the state records it (docker or
+	// podman); empty means Docker.
+	EngineKind string
 	// Pins are the resolved pins (the k3s node image).
 	Pins *pins.Set
 	// Owner is the state's ownership label value, for the labels on what the provider creates.

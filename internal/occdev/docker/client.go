@@ -12,6 +12,8 @@ import (
 
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/client"
+
+	"github.com/openclaw/occ/internal/occdev/engine/locate"
 )
 
 // pingTimeout bounds the reachability check: a socket that accepts but never answers must not
@@ -34,6 +36,14 @@ type Engine struct {
 // podmanComponent is the version component by which Podman says it is Podman.
 const podmanComponent = "Podman Engine"
 
+// Name is the engine as people write it: "Podman" when it said it is Podman, else "Docker".
+func (e *Engine) Name() string {
+	if e.Podman {
+		return locate.Podman.Name()
+	}
+	return locate.Docker.Name()
+}
+
 // Close releases the client's connections.
 func (e *Engine) Close() error { return e.API.Close() }
 
@@ -54,6 +64,8 @@ func NewClient(ep Endpoint) (*client.Client, error) {
 
 // NotRunningError says the engine at an endpoint cannot be used, and what to start or fix.
 type NotRunningError struct {
+	// Kind is the engine expected at Endpoint; empty means Docker.
+	Kind     locate.Kind
 	Endpoint Endpoint
 	Source   string
 	Reason   string
@@ -62,10 +74,18 @@ type NotRunningError struct {
 }
 
 func (e *NotRunningError) Error() string {
-	return fmt.Sprintf("no usable Docker engine at %s (from %s): %s; %s", e.Endpoint, e.Source, e.Reason, e.Fix)
+	return fmt.Sprintf("no usable %s engine at %s (from %s): %s; %s", kindName(e.Kind), e.Endpoint, e.Source, e.Reason, e.Fix)
 }
 
 func (e *NotRunningError) Unwrap() error { return e.Err }
+
+// kindName is how messages name an engine of kind k: Docker when the kind is not known.
+func kindName(k locate.Kind) string {
+	if k == "" {
+		return locate.Docker.Name()
+	}
+	return k.Name()
+}
 
 const startFix = "start Docker (Docker Desktop, `sudo systemctl start docker`, or `dockerd`) or point DOCKER_HOST at a running engine's unix socket, then retry"
 
@@ -76,7 +96,14 @@ const SourceRecorded = "the state"
 // startFixFor is what to start for an engine from source: the environment's engine can be
 // replaced by pointing DOCKER_HOST elsewhere, the recorded one cannot (down and status never
 // read DOCKER_HOST), so for it the advice is to start that very engine.
-func startFixFor(ep Endpoint, source string) string {
+func startFixFor(kind locate.Kind, ep Endpoint, source string) string {
+	if kind == locate.Podman {
+		start := locate.PodmanStart(locate.Env{}, ep.Socket)
+		if source == SourceRecorded {
+			return "start the Podman engine that occ dev up recorded, at " + ep.Socket + " (" + start + "; down and status use only that engine, never DOCKER_HOST, CONTAINER_HOST or a Podman connection), then retry"
+		}
+		return start + ", or point CONTAINER_HOST at a running Podman's unix socket, then retry"
+	}
 	if source == SourceRecorded {
 		return "start the Docker engine that occ dev up recorded, at " + ep.Socket + " (down and status use only that engine, never DOCKER_HOST or the docker context), then retry"
 	}
@@ -88,10 +115,16 @@ func startFixFor(ep Endpoint, source string) string {
 // so the error can say which setting to change. A missing socket, a socket the user may not
 // open, and an engine that does not answer are told apart, each with its fix.
 func Connect(ctx context.Context, ep Endpoint, source string) (*Engine, error) {
+	return ConnectAs(ctx, ep, source, locate.Docker)
+}
+
+// ConnectAs is Connect for an engine of kind (the located or recorded one; empty means Docker),
+// whose errors name that engine and what starts it.
+func ConnectAs(ctx context.Context, ep Endpoint, source string, kind locate.Kind) (*Engine, error) {
 	fail := func(reason, fix string, err error) (*Engine, error) {
-		return nil, &NotRunningError{Endpoint: ep, Source: source, Reason: reason, Fix: fix, Err: err}
+		return nil, &NotRunningError{Kind: kind, Endpoint: ep, Source: source, Reason: reason, Fix: fix, Err: err}
 	}
-	if err := CheckSocket(ep, source); err != nil {
+	if err := CheckSocketAs(ep, source, kind); err != nil {
 		return nil, err
 	}
 	// The API client reports every dial failure as "cannot connect"; a dial of our own tells a
@@ -104,13 +137,13 @@ func Connect(ctx context.Context, ep Endpoint, source string) (*Engine, error) {
 	case err == nil:
 		conn.Close()
 	case ctx.Err() != nil:
-		return nil, fmt.Errorf("connect to the Docker engine at %s: %w", ep, ctx.Err())
+		return nil, fmt.Errorf("connect to the %s engine at %s: %w", kindName(kind), ep, ctx.Err())
 	case errors.Is(err, syscall.EACCES) || errors.Is(err, fs.ErrPermission):
-		return fail("permission denied opening the socket", permissionFix, err)
+		return fail("permission denied opening the socket", permissionFixFor(kind), err)
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return fail("nothing accepts connections on the socket (a stale socket of a stopped engine)", startFixFor(ep, source), err)
+		return fail("nothing accepts connections on the socket (a stale socket of a stopped engine)", startFixFor(kind, ep, source), err)
 	default:
-		return fail("the socket cannot be connected to: "+err.Error(), startFixFor(ep, source), err)
+		return fail("the socket cannot be connected to: "+err.Error(), startFixFor(kind, ep, source), err)
 	}
 	api, err := NewClient(ep)
 	if err != nil {
@@ -135,30 +168,49 @@ func Connect(ctx context.Context, ep Endpoint, source string) (*Engine, error) {
 	}
 	api.Close()
 	if ctx.Err() != nil {
-		return nil, fmt.Errorf("connect to the Docker engine at %s: %w", ep, ctx.Err())
+		return nil, fmt.Errorf("connect to the %s engine at %s: %w", kindName(kind), ep, ctx.Err())
 	}
-	return fail("the engine did not answer a ping: "+err.Error(), startFixFor(ep, source), err)
+	return fail("the engine did not answer a ping: "+err.Error(), startFixFor(kind, ep, source), err)
 }
 
 // CheckSocket makes the local half of Connect's checks, for a dry run that contacts nothing: the
 // socket file exists, may be reached, and is a socket. A stale socket of a stopped engine passes
 // here; only Connect, which dials it, tells.
 func CheckSocket(ep Endpoint, source string) error {
+	return CheckSocketAs(ep, source, locate.Docker)
+}
+
+// CheckSocketAs is CheckSocket for an engine of kind (empty means Docker).
+func CheckSocketAs(ep Endpoint, source string, kind locate.Kind) error {
 	fail := func(reason, fix string, err error) error {
-		return &NotRunningError{Endpoint: ep, Source: source, Reason: reason, Fix: fix, Err: err}
+		return &NotRunningError{Kind: kind, Endpoint: ep, Source: source, Reason: reason, Fix: fix, Err: err}
 	}
 	fi, err := os.Stat(ep.Socket)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return fail("the socket "+ep.Socket+" does not exist, so no engine is running there", startFixFor(ep, source), err)
+		return fail("the socket "+ep.Socket+" does not exist, so no engine is running there", startFixFor(kind, ep, source), err)
 	case errors.Is(err, fs.ErrPermission):
-		return fail("the socket "+ep.Socket+" cannot be reached (permission denied on a parent directory)", permissionFix, err)
+		return fail("the socket "+ep.Socket+" cannot be reached (permission denied on a parent directory)", permissionFixFor(kind), err)
 	case err != nil:
-		return fail("the socket "+ep.Socket+" cannot be inspected: "+err.Error(), startFixFor(ep, source), err)
+		return fail("the socket "+ep.Socket+" cannot be inspected: "+err.Error(), startFixFor(kind, ep, source), err)
 	case fi.Mode()&fs.ModeSocket == 0:
-		return fail(ep.Socket+" is not a unix socket", "point DOCKER_HOST at the engine's socket file", nil)
+		return fail(ep.Socket+" is not a unix socket", notSocketFix(kind), nil)
 	}
 	return nil
 }
 
 const permissionFix = "add your user to the docker group (`sudo usermod -aG docker $USER`, then log in again), or point DOCKER_HOST at a socket you may open (a rootless engine's)"
+
+func permissionFixFor(kind locate.Kind) string {
+	if kind == locate.Podman {
+		return locate.PermissionFix(locate.Podman)
+	}
+	return permissionFix
+}
+
+func notSocketFix(kind locate.Kind) string {
+	if kind == locate.Podman {
+		return "point CONTAINER_HOST at Podman's socket file"
+	}
+	return "point DOCKER_HOST at the engine's socket file"
+}

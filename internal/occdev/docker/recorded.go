@@ -2,9 +2,10 @@ package docker
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"sync"
 
+	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -18,14 +19,18 @@ func Recorded(e *state.Engine) func(context.Context) (*Engine, error) {
 	return func(ctx context.Context) (*Engine, error) {
 		once.Do(func() {
 			if e == nil || e.Endpoint == "" {
-				err = errors.New("the state records objects in a Docker engine but no engine endpoint")
+				kind := state.EngineDocker
+				if e != nil {
+					kind = e.KindOrDocker()
+				}
+				err = fmt.Errorf("the state records objects in a %s engine but no engine endpoint", kindName(locate.Kind(kind)))
 				return
 			}
 			var ep Endpoint
 			if ep, err = ParseEndpoint(e.Endpoint, SourceRecorded); err != nil {
 				return
 			}
-			eng, err = Connect(ctx, ep, SourceRecorded)
+			eng, err = ConnectAs(ctx, ep, SourceRecorded, locate.Kind(e.KindOrDocker()))
 		})
 		return eng, err
 	}

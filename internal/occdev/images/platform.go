@@ -28,11 +28,12 @@ func (p Platform) String() string {
 
 // EnginePlatform is the platform of the containers the engine runs: docker info's OSType and
 // Architecture. The engine reports the kernel's machine name (x86_64, aarch64), which is
-// normalised to the names images use.
-func EnginePlatform(ctx context.Context, api client.APIClient) (Platform, error) {
+// normalised to the names images use. engine names the engine in the error ("Docker",
+// "Podman"); empty means Docker.
+func EnginePlatform(ctx context.Context, api client.APIClient, engine string) (Platform, error) {
 	info, err := api.Info(ctx)
 	if err != nil {
-		return Platform{}, fmt.Errorf("read the Docker engine's platform (docker info): %w", err)
+		return Platform{}, fmt.Errorf("read the %s engine's platform (docker info): %w", engineName(engine), err)
 	}
 	return normalisePlatform(info.OSType, info.Architecture, ""), nil
 }
@@ -74,17 +75,27 @@ type PlatformError struct {
 	Pin    pins.Image
 	Image  Platform
 	Engine Platform
+	// EngineName is how the message names the engine ("Docker", "Podman"); empty means Docker.
+	EngineName string
+}
+
+// engineName is name, or Docker when it is empty.
+func engineName(name string) string {
+	if name == "" {
+		return "Docker"
+	}
+	return name
 }
 
 func (e *PlatformError) Error() string {
-	return fmt.Sprintf("image %s is %s, but the Docker engine runs %s containers: the pin is a single-platform %s image, which this engine cannot run; run `occ dev pins verify` to see the platforms each pin serves, and pin a multi-platform index that holds %s (the digest its tag serves, or `occ dev pins resolve`) in a pin file (--pin-file, OCC_DEVELOPMENT_PIN_FILE)",
-		e.Pin.DigestReference(), e.Image, e.Engine, e.Image, e.Engine)
+	return fmt.Sprintf("image %s is %s, but the %s engine runs %s containers: the pin is a single-platform %s image, which this engine cannot run; run `occ dev pins verify` to see the platforms each pin serves, and pin a multi-platform index that holds %s (the digest its tag serves, or `occ dev pins resolve`) in a pin file (--pin-file, OCC_DEVELOPMENT_PIN_FILE)",
+		e.Pin.DigestReference(), e.Image, engineName(e.EngineName), e.Engine, e.Image, e.Engine)
 }
 
 // checkPlatform refuses a local image whose platform is not the engine's.
-func checkPlatform(l Local, engine Platform) error {
+func checkPlatform(l Local, engine Platform, engineName string) error {
 	if compatible(l.Platform, engine) {
 		return nil
 	}
-	return &PlatformError{Pin: l.Pin, Image: l.Platform, Engine: engine}
+	return &PlatformError{Pin: l.Pin, Image: l.Platform, Engine: engine, EngineName: engineName}
 }

@@ -32,7 +32,7 @@ func TestPresentRefusesAPinOfAnotherPlatform(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { eng.Close() })
-	engine, err := images.EnginePlatform(ctx, eng.API)
+	engine, err := images.EnginePlatform(ctx, eng.API, eng.Name())
 	if err != nil {
 		t.Fatal(err)
 	}

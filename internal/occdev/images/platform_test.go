@@ -33,7 +33,7 @@ func TestCheckPlatform(t *testing.T) {
 	amd := normalisePlatform("linux", "x86_64", "")
 	arm := normalisePlatform("linux", "aarch64", "")
 	pin := mustPin(t, "ghcr.io/k3d-io/k3d-tools:5.9.0@"+digestA)
-	err := checkPlatform(Local{Pin: pin, Platform: normalisePlatform("linux", "arm64", "v8")}, amd)
+	err := checkPlatform(Local{Pin: pin, Platform: normalisePlatform("linux", "arm64", "v8")}, amd, "")
 	var pe *PlatformError
 	if !errors.As(err, &pe) {
 		t.Fatalf("arm64 image on an amd64 engine: %v", err)
@@ -43,16 +43,22 @@ func TestCheckPlatform(t *testing.T) {
 			t.Errorf("refusal lacks %q: %v", want, err)
 		}
 	}
-	if err := checkPlatform(Local{Pin: pin, Platform: normalisePlatform("linux", "arm64", "v8")}, arm); err != nil {
+	if !strings.Contains(err.Error(), "but the Docker engine runs linux/amd64") {
+		t.Errorf("refusal without an engine name does not name Docker: %v", err)
+	}
+	if err := checkPlatform(Local{Pin: pin, Platform: normalisePlatform("linux", "arm64", "v8")}, amd, "Podman"); err == nil || !strings.Contains(err.Error(), "but the Podman engine runs linux/amd64") {
+		t.Errorf("refusal on Podman: %v", err)
+	}
+	if err := checkPlatform(Local{Pin: pin, Platform: normalisePlatform("linux", "arm64", "v8")}, arm, ""); err != nil {
 		t.Errorf("arm64/v8 image on an aarch64 engine: %v", err)
 	}
-	if err := checkPlatform(Local{Pin: pin, Platform: normalisePlatform("linux", "arm", "v7")}, Platform{OS: "linux", Architecture: "arm"}); err != nil {
+	if err := checkPlatform(Local{Pin: pin, Platform: normalisePlatform("linux", "arm", "v7")}, Platform{OS: "linux", Architecture: "arm"}, ""); err != nil {
 		t.Errorf("arm/v7 image on an arm engine without a variant: %v", err)
 	}
-	if err := checkPlatform(Local{Pin: pin, Platform: normalisePlatform("linux", "arm", "v6")}, normalisePlatform("linux", "armv7l", "")); err == nil {
+	if err := checkPlatform(Local{Pin: pin, Platform: normalisePlatform("linux", "arm", "v6")}, normalisePlatform("linux", "armv7l", ""), ""); err == nil {
 		t.Errorf("arm/v6 image on an armv7 engine was accepted")
 	}
-	if err := checkPlatform(Local{Pin: pin, Platform: normalisePlatform("windows", "amd64", "")}, amd); err == nil {
+	if err := checkPlatform(Local{Pin: pin, Platform: normalisePlatform("windows", "amd64", "")}, amd, ""); err == nil {
 		t.Errorf("a windows image on a linux engine was accepted")
 	}
 }

@@ -91,6 +91,8 @@ type PresentOptions struct {
 	Progress func(Event)
 	// Platform is the engine's platform; the zero value asks the engine (EnginePlatform).
 	Platform Platform
+	// EngineName is how messages name the engine ("Docker", "Podman"); empty means Docker.
+	EngineName string
 }
 
 // Present makes the pinned image present in the engine. An image already there under its digest
@@ -160,11 +162,11 @@ func (opts PresentOptions) checkPlatform(ctx context.Context, l Local) error {
 	engine := opts.Platform
 	if engine == (Platform{}) {
 		var err error
-		if engine, err = EnginePlatform(ctx, opts.API); err != nil {
+		if engine, err = EnginePlatform(ctx, opts.API, opts.EngineName); err != nil {
 			return err
 		}
 	}
-	return checkPlatform(l, engine)
+	return checkPlatform(l, engine, opts.EngineName)
 }
 
 func inspect(ctx context.Context, api client.APIClient, pin pins.Image, ref string) (Local, error) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
@@ -87,6 +88,7 @@ func (c *ClusterProvider) request(req cluster.Request) (Request, error) {
 		ContainerKubeconfigPath: req.ContainerKubeconfigFile,
 		Needs:                   req.Needs,
 		Settings:                s,
+		EngineKind:              req.EngineKind,
 	}
 	if req.Recorder != nil {
 		r.Recorder = req.Recorder
@@ -117,7 +119,7 @@ func (c *ClusterProvider) Describe(req cluster.Request) cluster.Description {
 	}
 	return cluster.Description{
 		Creates:   r.Describe(),
-		Note:      fmt.Sprintf("in the Docker engine at %s; the user's kubeconfig is never written", req.Engine),
+		Note:      fmt.Sprintf("in the %s engine at %s; the user's kubeconfig is never written", engineName(req.EngineKind), req.Engine),
 		Preflight: preflight,
 	}
 }
@@ -130,7 +132,7 @@ func (c *ClusterProvider) Check(req cluster.Request) error {
 		return err
 	}
 	errs := []error{r.Check()}
-	if _, err := docker.ParseEndpoint(req.Engine, "the located Docker engine"); err != nil {
+	if _, err := docker.ParseEndpoint(req.Engine, "the located "+engineName(req.EngineKind)+" engine"); err != nil {
 		errs = append(errs, err)
 	}
 	if c.toolsImage(req) == "" {
@@ -154,7 +156,7 @@ func (c *ClusterProvider) Preflight(ctx context.Context, req cluster.Request) er
 	}
 	if !f.empty() {
 		return &NameError{Option: EnvClusterName, Value: req.Name,
-			Rule: "names a k3d cluster that already exists in the Docker engine (" + f.describe() + ")",
+			Rule: "names a k3d cluster that already exists in the " + p.engine.Name() + " engine (" + f.describe() + ")",
 			Fix:  "choose another name, or unset " + EnvClusterName + " for a random one; remove the old cluster with occ dev down (if occ made it) or k3d cluster delete " + req.Name}
 	}
 	s, err := settingsOf(req)
@@ -176,11 +178,12 @@ func (c *ClusterProvider) connect(ctx context.Context, req cluster.Request) (*Pr
 	if c.provider != nil && c.endpoint == req.Engine {
 		return c.provider, nil
 	}
-	ep, err := docker.ParseEndpoint(req.Engine, "the located Docker engine")
+	source := "the located " + engineName(req.EngineKind) + " engine"
+	ep, err := docker.ParseEndpoint(req.Engine, source)
 	if err != nil {
 		return nil, err
 	}
-	eng, err := docker.Connect(ctx, ep, "the located Docker engine")
+	eng, err := docker.ConnectAs(ctx, ep, source, locate.Kind(req.EngineKind))
 	if err != nil {
 		return nil, err
 	}

@@ -109,7 +109,7 @@ func (p *Provider) preflight(ctx context.Context, req *Request) error {
 	} {
 		if _, err := api.ImageInspect(ctx, img.ref); err != nil {
 			if cerrdefs.IsNotFound(err) {
-				return requestError(img.what, img.ref, "is not in the Docker engine, and occ does not let k3d pull images by itself", img.fix)
+				return requestError(img.what, img.ref, "is not in the "+p.engine.Name()+" engine, and occ does not let k3d pull images by itself", img.fix)
 			}
 			return fmt.Errorf("inspect %s %s: %w", img.what, img.ref, err)
 		}

@@ -12,6 +12,7 @@ import (
 	k3dconf "github.com/k3d-io/k3d/v5/pkg/config/v1alpha5"
 
 	"github.com/openclaw/occ/internal/occdev/cluster"
+	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/option"
 	"github.com/openclaw/occ/internal/occdev/pins"
 )
@@ -52,6 +53,17 @@ type Request struct {
 	Settings
 	// Recorder receives the cluster's record (TypeCluster) before creation.
 	Recorder Recorder
+	// EngineKind is the kind of the engine the cluster runs in (docker or podman), for the
+	// description; empty means Docker.
+	EngineKind string
+}
+
+// engineName is how messages name the engine of kind: Docker when the kind is not known.
+func engineName(kind string) string {
+	if kind == "" {
+		return locate.Docker.Name()
+	}
+	return locate.Kind(kind).Name()
 }
 
 // PortMapping publishes NodePort of server-0 at 127.0.0.1:HostPort.
@@ -261,12 +273,12 @@ func (r Request) Describe() []string {
 		lines = append(lines, fmt.Sprintf("NodePort %d published at %s:%d", m.NodePort, apiHost, m.HostPort))
 	}
 	if r.Network == "" {
-		lines = append(lines, fmt.Sprintf("Docker network %s (removed with the cluster)", ownNetwork(r.Name)))
+		lines = append(lines, fmt.Sprintf("%s network %s (removed with the cluster)", engineName(r.EngineKind), ownNetwork(r.Name)))
 	} else {
-		lines = append(lines, fmt.Sprintf("joins Docker network %s (left in place by down)", r.Network))
+		lines = append(lines, fmt.Sprintf("joins %s network %s (left in place by down)", engineName(r.EngineKind), r.Network))
 	}
 	lines = append(lines,
-		fmt.Sprintf("Docker volume %s and k3d's tools container %s", imageVolume(r.Name), toolsNode(r.Name)),
+		fmt.Sprintf("%s volume %s and k3d's tools container %s", engineName(r.EngineKind), imageVolume(r.Name), toolsNode(r.Name)),
 		fmt.Sprintf("files %s, %s (0600) and %s (0644) in the state directory", AdmissionFile, KubeconfigFile, ContainerKubeconfigFile),
 	)
 	if r.DNSResolver != "" {

@@ -361,6 +361,13 @@ func TestClusterRequestBecomesTheCreateRequest(t *testing.T) {
 	if got := strings.Join(d.Creates, "\n"); !strings.Contains(got, "NodePort 30080 published at 127.0.0.1:3100") || !strings.Contains(got, "joins Docker network oce_development") {
 		t.Errorf("Describe = %s", got)
 	}
+	// The engine the state records names the network, volume and engine of the description.
+	req.EngineKind, req.Engine = state.EnginePodman, "unix:///run/podman/podman.sock"
+	pd := (&ClusterProvider{}).Describe(req)
+	if got := strings.Join(pd.Creates, "\n"); !strings.Contains(got, "joins Podman network oce_development") || !strings.Contains(got, "Podman volume k3d-occ-dev-unit-images") || strings.Contains(got, "Docker") ||
+		pd.Note != "in the Podman engine at unix:///run/podman/podman.sock; the user's kubeconfig is never written" {
+		t.Errorf("Describe on Podman = %s (note %q)", got, pd.Note)
+	}
 	if d.Preflight != "no k3d cluster occ-dev-unit exists and a chosen API port is free" {
 		t.Errorf("Describe's preflight = %q", d.Preflight)
 	}
