@@ -22,7 +22,7 @@ const (
 
 func init() {
 	state.Register(state.Kind{Type: TypeNetwork, Fields: state.Fields{ID: true, Labels: true}, Check: checkEngineName,
-		Describe: func(o state.Object) string { return "Compose network " + o.Name }})
+		Describe: func(o state.Object) string { return "Docker network " + o.Name }})
 	state.Register(state.Kind{Type: TypeVolume, Fields: state.Fields{Labels: true}, Check: checkEngineName,
 		Describe: func(o state.Object) string { return "Docker volume " + o.Name }})
 	state.Register(state.Kind{Type: TypeProject, Fields: state.Fields{Labels: true}, Check: checkProjectName,
