@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"io"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
@@ -213,8 +214,10 @@ func clusterName() string { return "occ-dev-f" + strings.ToLower(rand.Text()[:10
 // profile, the stand-in pins and archive, and the Health check through the emulator (a
 // port-forward needs a real kubelet, which the stand-in node plays).
 func (b *k3dBed) options(t testing.TB) occdev.UpOptions {
+	stateDir := filepath.Join(t.TempDir(), "state")
+	t.Cleanup(func() { downLeftover(t, stateDir) })
 	return occdev.UpOptions{
-		StateDir:        filepath.Join(t.TempDir(), "state"),
+		StateDir:        stateDir,
 		ClusterProvider: occdev.ProviderK3d,
 		ClusterName:     clusterName(),
 		ControlPlane:    occdev.ControlPlaneKubernetes,
@@ -226,6 +229,18 @@ func (b *k3dBed) options(t testing.TB) occdev.UpOptions {
 		OCCCommand:      "occ",
 		Log:             &dockerbed.SyncBuffer{},
 		Engine:          locate.Choice(b.kind),
+	}
+}
+
+// downLeftover runs down for a state a test left behind (it failed before its own down, or
+// kept the state on purpose and ended), so that no cluster outlives its test on the shared
+// engine and meets the next test or the next run.
+func downLeftover(t testing.TB, stateDir string) {
+	if _, err := os.Stat(filepath.Join(stateDir, state.FileName)); err != nil {
+		return
+	}
+	if _, err := occdev.Down(context.Background(), occdev.DownOptions{StateDir: stateDir, Log: io.Discard}); err != nil {
+		t.Logf("down of the state the test left in %s: %v", stateDir, err)
 	}
 }
 

@@ -246,7 +246,7 @@ func (k *kubelet) run(ctx context.Context) error {
 	factory.WaitForCacheSync(ctx.Done())
 	lister := podInformer.Lister()
 	go func() {
-		if err := serveLogs(ctx, lister, k.serving, k.clientCA); err != nil {
+		if err := serveLogs(ctx, k.client, lister, k.serving, k.clientCA); err != nil {
 			logf("warning", "played kubelet: the log endpoint stopped: %v", err)
 		}
 	}()

@@ -19,6 +19,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	listerscorev1 "k8s.io/client-go/listers/core/v1"
 )
 
@@ -100,11 +103,17 @@ func removePodLogs(root, namespace, name, uid string) {
 // presents its kubelet client certificate, as k3s configures it).
 type logServer struct {
 	pods listerscorev1.PodLister
-	root string
+	// current reads the Pod a request names as the apiserver holds it now. The real kubelet
+	// answers from its own container state, so a container it reported running has a log at
+	// once; the informer cache can be a moment behind that report, and a reader that saw the
+	// report through its own watch would otherwise be told the container has not started. Nil
+	// reads the cache.
+	current func(ctx context.Context, namespace, name string) (*corev1.Pod, error)
+	root    string
 }
 
 // serveLogs listens on the kubelet port until ctx ends.
-func serveLogs(ctx context.Context, pods listerscorev1.PodLister, serving certFiles, caFile string) error {
+func serveLogs(ctx context.Context, client kubernetes.Interface, pods listerscorev1.PodLister, serving certFiles, caFile string) error {
 	cert, err := tls.LoadX509KeyPair(serving.Cert, serving.Key)
 	if err != nil {
 		return fmt.Errorf("kubelet serving certificate: %w", err)
@@ -122,7 +131,9 @@ func serveLogs(ctx context.Context, pods listerscorev1.PodLister, serving certFi
 		return fmt.Errorf("listen on the kubelet port: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /containerLogs/{namespace}/{pod}/{container}", &logServer{pods: pods, root: podLogRoot})
+	mux.Handle("GET /containerLogs/{namespace}/{pod}/{container}", &logServer{pods: pods, root: podLogRoot, current: func(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
+		return client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+	}})
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -199,7 +210,12 @@ func (s *logServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	pod, err := s.pods.Pods(ns).Get(name)
+	var pod *corev1.Pod
+	if s.current != nil {
+		pod, err = s.current(r.Context(), ns, name)
+	} else {
+		pod, err = s.pods.Pods(ns).Get(name)
+	}
 	if apierrors.IsNotFound(err) {
 		http.Error(w, fmt.Sprintf("pod %q/%q not found", ns, name), http.StatusNotFound)
 		return
@@ -273,7 +289,7 @@ func (s *logServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		flush()
-		if !following || !s.stillRunning(pod, container, restart) {
+		if !following || !s.stillRunning(r.Context(), pod, container, restart) {
 			return
 		}
 		select {
@@ -285,15 +301,28 @@ func (s *logServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // stillRunning reports whether the container run whose log is followed is still the running
-// one: the kubelet ends a follow once the container stops or the Pod goes.
-func (s *logServer) stillRunning(pod *corev1.Pod, container string, restart int32) bool {
+// one: the kubelet ends a follow once the container stops or the Pod goes. The cache says so
+// cheaply; an end it reports is confirmed against the current Pod, as the cache can lag.
+func (s *logServer) stillRunning(ctx context.Context, pod *corev1.Pod, container string, restart int32) bool {
 	now, err := s.pods.Pods(pod.Namespace).Get(pod.Name)
-	if err != nil || now.UID != pod.UID || now.DeletionTimestamp != nil {
+	if err == nil && runs(now, pod.UID, container, restart) {
+		return true
+	}
+	if s.current == nil {
 		return false
 	}
-	cs := findStatus(now.Status.ContainerStatuses, container)
+	now, err = s.current(ctx, pod.Namespace, pod.Name)
+	return err == nil && runs(now, pod.UID, container, restart)
+}
+
+// runs reports whether pod is still the one with uid and its container's run restart is running.
+func runs(pod *corev1.Pod, uid types.UID, container string, restart int32) bool {
+	if pod.UID != uid || pod.DeletionTimestamp != nil {
+		return false
+	}
+	cs := findStatus(pod.Status.ContainerStatuses, container)
 	if cs == nil {
-		cs = findStatus(now.Status.InitContainerStatuses, container)
+		cs = findStatus(pod.Status.InitContainerStatuses, container)
 	}
 	return cs != nil && cs.State.Running != nil && cs.RestartCount == restart
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	listerscorev1 "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -22,6 +23,7 @@ import (
 type playedLogs struct {
 	root    string
 	indexer cache.Indexer
+	server  *logServer
 	srv     *httptest.Server
 }
 
@@ -29,7 +31,8 @@ func newPlayedLogs(t *testing.T) *playedLogs {
 	t.Helper()
 	p := &playedLogs{root: t.TempDir(), indexer: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})}
 	mux := http.NewServeMux()
-	mux.Handle("GET /containerLogs/{namespace}/{pod}/{container}", &logServer{pods: listerscorev1.NewPodLister(p.indexer), root: p.root})
+	p.server = &logServer{pods: listerscorev1.NewPodLister(p.indexer), root: p.root}
+	mux.Handle("GET /containerLogs/{namespace}/{pod}/{container}", p.server)
 	p.srv = httptest.NewServer(mux)
 	t.Cleanup(p.srv.Close)
 	return p
@@ -138,5 +141,36 @@ func TestPlayedContainerLogs(t *testing.T) {
 	removePodLogs(p.root, "oce-system", "api-1", "u1")
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Errorf("the deleted Pod's log is still there: %v", err)
+	}
+}
+
+// The informer cache a moment behind the kubelet's own report: a reader that saw the container
+// start through its watch asks for the log while the cache still holds the Pod waiting; the
+// endpoint answers from the Pod as the apiserver holds it, as the kubelet answers from its own
+// container state.
+func TestPlayedLogsAnswerFromTheReportedPod(t *testing.T) {
+	p := newPlayedLogs(t)
+	stale := runningPod(corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}})
+	if err := p.indexer.Add(stale); err != nil {
+		t.Fatal(err)
+	}
+	reported := runningPod(corev1.ContainerState{Running: &corev1.ContainerStateRunning{}})
+	writeStartLines(p.root, reported, &reported.Status)
+	ctx := context.Background()
+	base := "/containerLogs/oce-system/api-1/api"
+	if resp, body := p.get(t, ctx, base); resp.StatusCode != 400 {
+		t.Fatalf("from the stale cache: %d %q, want the waiting refusal (the race this test is about)", resp.StatusCode, body)
+	}
+	p.server.current = func(_ context.Context, ns, name string) (*corev1.Pod, error) {
+		if ns == reported.Namespace && name == reported.Name {
+			return reported, nil
+		}
+		return nil, apierrors.NewNotFound(corev1.Resource("pods"), name)
+	}
+	if resp, body := p.get(t, ctx, base); resp.StatusCode != 200 || !strings.Contains(body, "container api of Pod oce-system/api-1 started") {
+		t.Errorf("from the reported Pod: %d %q", resp.StatusCode, body)
+	}
+	if resp, _ := p.get(t, ctx, "/containerLogs/oce-system/api-3/api"); resp.StatusCode != 404 {
+		t.Errorf("a Pod the apiserver does not hold: %d", resp.StatusCode)
 	}
 }
