@@ -119,7 +119,8 @@ func testUpStatusDown(t *testing.T, b *k3dBed) {
 		}
 	}
 	// The node and tools images existed: only the three product pulls are recorded.
-	if count[k3d.TypeCluster] != 1 || count[images.TypeDockerImage] != 3 || count[images.TypeClusterImage] != 3 || count[helmrelease.TypeRelease] != 1 || count[kubeobj.TypeObject] == 0 {
+	// Each pull is recorded under the type of the engine it went into.
+	if count[k3d.TypeCluster] != 1 || count[images.PulledType(locate.Kind(b.kind).Name())] != 3 || count[images.TypeClusterImage] != 3 || count[helmrelease.TypeRelease] != 1 || count[kubeobj.TypeObject] == 0 {
 		t.Errorf("records by type: %v", count)
 	}
 

@@ -96,6 +96,8 @@ var recordKinds = map[state.Type]recordKind{
 		remover: func(r *recorded, _ *compose.Recorded) state.Remover { return k3d.Remover(r.st.Cluster, r.docker) }},
 	images.TypeDockerImage: {removal: sideBySide,
 		remover: func(r *recorded, _ *compose.Recorded) state.Remover { return images.DockerImageRemover(r.docker) }},
+	images.TypePodmanImage: {removal: sideBySide,
+		remover: func(r *recorded, _ *compose.Recorded) state.Remover { return images.DockerImageRemover(r.docker) }},
 	images.TypeClusterImage: {removal: sideBySide,
 		remover: func(r *recorded, _ *compose.Recorded) state.Remover {
 			return images.ClusterImageRemover(r.st.Cluster, r.docker)
@@ -106,7 +108,11 @@ var recordKinds = map[state.Type]recordKind{
 		remover: func(_ *recorded, p *compose.Recorded) state.Remover { return compose.ProjectRemover(p) }},
 	compose.TypeNetwork: {
 		remover: func(r *recorded, _ *compose.Recorded) state.Remover { return compose.NetworkRemover(r.docker) }},
+	compose.TypePodmanNetwork: {
+		remover: func(r *recorded, _ *compose.Recorded) state.Remover { return compose.NetworkRemover(r.docker) }},
 	compose.TypeVolume: {
+		remover: func(r *recorded, _ *compose.Recorded) state.Remover { return compose.VolumeRemover(r.docker) }},
+	compose.TypePodmanVolume: {
 		remover: func(r *recorded, _ *compose.Recorded) state.Remover { return compose.VolumeRemover(r.docker) }},
 }
 
@@ -306,7 +312,7 @@ func unusedPulls(ctx context.Context, rec *recorded, objs []state.Object, handle
 	}
 	var pulls []int
 	for i, o := range objs {
-		if o.Type == images.TypeDockerImage && o.ID != "" && !handled[i] && !keep(o) {
+		if images.IsPulled(o.Type) && o.ID != "" && !handled[i] && !keep(o) {
 			pulls = append(pulls, i)
 		}
 	}

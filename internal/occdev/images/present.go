@@ -40,11 +40,11 @@ import (
 // Recorder keeps the state record; *state.Dir implements it.
 type Recorder = state.Recorder
 
-// pulledRecord is the record of a pull `up` made (TypeDockerImage): repository, pinned
-// digest and, once pulled, the image ID. `down` removes that digest reference, never an image
-// that was there before.
-func pulledRecord(pin pins.Image, id string) state.Object {
-	return state.Object{Type: TypeDockerImage, Name: pin.Name(), Digest: pin.Digest, ID: id}
+// pulledRecord is the record of a pull `up` made into the engine messages call engineName
+// (PulledType): repository, pinned digest and, once pulled, the image ID. `down` removes that
+// digest reference, never an image that was there before.
+func pulledRecord(pin pins.Image, id, engineName string) state.Object {
+	return state.Object{Type: PulledType(engineName), Name: pin.Name(), Digest: pin.Digest, ID: id}
 }
 
 // Event is one progress report: of a layer while the engine pulls, or of an image as a whole
@@ -129,7 +129,7 @@ func Present(ctx context.Context, opts PresentOptions) (Local, error) {
 	if opts.Recorder == nil {
 		return Local{}, fmt.Errorf("pull %s: no Recorder; a pulled image must be recorded before the pull", ref)
 	}
-	rec := pulledRecord(pin, "")
+	rec := pulledRecord(pin, "", opts.EngineName)
 	if err := opts.Recorder.Record(rec); err != nil {
 		return Local{}, fmt.Errorf("record image %s before pulling it: %w", ref, err)
 	}

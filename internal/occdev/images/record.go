@@ -12,6 +12,8 @@ const (
 	// TypeDockerImage is an image occ pulled into the Docker engine: repository, pinned digest
 	// and the local image ID the pull produced.
 	TypeDockerImage state.Type = "docker-image"
+	// TypePodmanImage is the same record of an image occ pulled into a Podman engine.
+	TypePodmanImage state.Type = "podman-image"
 	// TypeClusterImage is an image occ imported into the recorded cluster's node: repository,
 	// pinned digest and the config digest found in the node.
 	TypeClusterImage state.Type = "cluster-image"
@@ -19,11 +21,25 @@ const (
 
 func init() {
 	fields := state.Fields{ID: true, Digest: true}
-	state.Register(state.Kind{Type: TypeDockerImage, Fields: fields, Check: checkRecord,
-		Describe: func(o state.Object) string { return "Docker image " + o.Name + "@" + o.Digest }})
+	for typ, engine := range map[state.Type]string{TypeDockerImage: "Docker", TypePodmanImage: "Podman"} {
+		state.Register(state.Kind{Type: typ, Fields: fields, Check: checkRecord,
+			Describe: func(o state.Object) string { return engine + " image " + o.Name + "@" + o.Digest }})
+	}
 	state.Register(state.Kind{Type: TypeClusterImage, Fields: fields, Check: checkRecord,
 		Describe: func(o state.Object) string { return "cluster image " + o.Name + "@" + o.Digest }})
 }
+
+// PulledType is the record type of a pull into the engine messages call engineName: Podman's
+// own, else Docker's (the type records written before Podman was supported carry).
+func PulledType(engineName string) state.Type {
+	if engineName == "Podman" {
+		return TypePodmanImage
+	}
+	return TypeDockerImage
+}
+
+// IsPulled reports whether t is the record type of a pull into an engine.
+func IsPulled(t state.Type) bool { return t == TypeDockerImage || t == TypePodmanImage }
 
 func checkRecord(o state.Object) error {
 	var errs []error

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/openclaw/occ/internal/occdev/pins"
+	"github.com/openclaw/occ/internal/occdev/state"
 )
 
 func mustPin(t *testing.T, ref string) pins.Image {
@@ -181,5 +182,32 @@ func TestCheckRepoDigestOfBuiltImage(t *testing.T) {
 	var rde *RepoDigestError
 	if err := CheckRepoDigest(notBuilt); !errors.As(err, &rde) {
 		t.Fatalf("an image without RepoDigests that was not built by occ: got %v, want RepoDigestError", err)
+	}
+}
+
+// A pull is recorded under the type of the engine it went into, and described by that
+// engine's name; both types are pulls that RemovePulledImage undoes, and nothing else is.
+func TestPulledRecordsNameTheirEngine(t *testing.T) {
+	pin := mustPin(t, "ghcr.io/nvidia/openshell/gateway@"+digestA)
+	for engine, want := range map[string]string{"": "Docker image ", "Docker": "Docker image ", "Podman": "Podman image "} {
+		rec := pulledRecord(pin, "", engine)
+		if got := rec.String(); got != want+"ghcr.io/nvidia/openshell/gateway@"+digestA {
+			t.Errorf("engine %q: the record is described %q", engine, got)
+		}
+		if !IsPulled(rec.Type) {
+			t.Errorf("engine %q: type %s is not a pull", engine, rec.Type)
+		}
+		if k, ok := state.KindOf(rec.Type); !ok {
+			t.Errorf("engine %q: type %s is not registered", engine, rec.Type)
+		} else if err := k.Check(rec); err != nil {
+			t.Errorf("engine %q: %v", engine, err)
+		}
+	}
+	if IsPulled(TypeClusterImage) {
+		t.Error("an imported image counts as a pull")
+	}
+	_, err := RemovePulledImage(t.Context(), nil, state.Object{Type: TypeClusterImage, Name: pin.Name(), Digest: pin.Digest})
+	if err == nil || !strings.Contains(err.Error(), "is not a docker-image or podman-image record") {
+		t.Errorf("RemovePulledImage of a cluster image: %v", err)
 	}
 }

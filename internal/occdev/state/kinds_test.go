@@ -19,14 +19,17 @@ import (
 
 func init() { state.SetRefOf(kubeobj.RefOf) }
 
-// Every layer that records something registers its kind: the nine record types occ writes
-// are known, each under the on-disk name its records have always carried.
+// Every layer that records something registers its kind: the twelve record types occ writes
+// are known, each under the on-disk name its records have always carried (the three of Podman's
+// engine objects beside Docker's).
 func TestEveryRecordedTypeIsRegistered(t *testing.T) {
 	want := []state.Type{
 		kubeobj.TypeObject, helmrelease.TypeRelease, k3d.TypeCluster, images.TypeDockerImage, images.TypeClusterImage,
 		compose.TypeNetwork, compose.TypeVolume, compose.TypeProject, compose.TypeServices,
+		images.TypePodmanImage, compose.TypePodmanNetwork, compose.TypePodmanVolume,
 	}
-	names := []string{"kubernetes", "helm-release", "k3d-cluster", "docker-image", "cluster-image", "docker-network", "docker-volume", "compose-project", "compose-services"}
+	names := []string{"kubernetes", "helm-release", "k3d-cluster", "docker-image", "cluster-image", "docker-network", "docker-volume", "compose-project", "compose-services",
+		"podman-image", "podman-network", "podman-volume"}
 	for i, typ := range want {
 		if string(typ) != names[i] {
 			t.Errorf("record type %q is written as %q on disk; a renamed type would orphan every existing record", names[i], typ)

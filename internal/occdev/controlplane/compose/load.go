@@ -116,6 +116,8 @@ type Model struct {
 
 	status   map[string]ServiceStatus
 	envFiles []string
+	// podman is set when the project runs on Podman: its records are Podman's types.
+	podman bool
 }
 
 // Sources are the files the model was read from: the Compose files, the env files given with
@@ -266,7 +268,7 @@ func Load(ctx context.Context, opts LoadOptions) (*Model, error) {
 			base[n] = true
 		}
 	}
-	m := &Model{Project: project, Checkout: opts.Checkout, envFiles: append([]string{}, opts.User.EnvFiles...)}
+	m := &Model{Project: project, Checkout: opts.Checkout, envFiles: append([]string{}, opts.User.EnvFiles...), podman: opts.PodmanSocket != ""}
 	var violations []Violation
 	violations = append(violations, m.classifyServices(base)...)
 	violations = append(violations, m.fillGateway()...)

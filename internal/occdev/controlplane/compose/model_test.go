@@ -126,6 +126,20 @@ func TestLoadLayersThePodmanOverlayOnPodman(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The records of the project's network and volumes name the engine that makes them.
+	recordNames := func(m *Model) string {
+		var out []string
+		for _, o := range m.Records() {
+			out = append(out, o.String())
+		}
+		return strings.Join(out, "; ")
+	}
+	if got := recordNames(m); !strings.Contains(got, "Podman network ") || !strings.Contains(got, "Podman volume ") || strings.Contains(got, "Docker") {
+		t.Errorf("the records on Podman: %s", got)
+	}
+	if got := recordNames(docker); !strings.Contains(got, "Docker network ") || !strings.Contains(got, "Docker volume ") || strings.Contains(got, "Podman") {
+		t.Errorf("the records on Docker: %s", got)
+	}
 	if slices.Contains(docker.Project.ComposeFiles, filepath.Join(b.checkout, FilePodman)) || slices.Contains(workerMounts(docker), socket+"->/var/run/docker.sock") {
 		t.Errorf("on Docker the Podman overlay was read: files %q, worker mounts %v", docker.Project.ComposeFiles, workerMounts(docker))
 	}

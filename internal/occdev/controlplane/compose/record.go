@@ -12,6 +12,9 @@ const (
 	TypeNetwork state.Type = "docker-network"
 	// TypeVolume is a Docker volume occ created: name and labels.
 	TypeVolume state.Type = "docker-volume"
+	// TypePodmanNetwork and TypePodmanVolume are the same records of a project on Podman.
+	TypePodmanNetwork state.Type = "podman-network"
+	TypePodmanVolume  state.Type = "podman-volume"
 	// TypeProject is a Compose project occ started: its project name.
 	TypeProject state.Type = "compose-project"
 	// TypeServices are the long-running services of a recorded Compose project that act on the
@@ -21,19 +24,44 @@ const (
 )
 
 func init() {
-	state.Register(state.Kind{Type: TypeNetwork, Fields: state.Fields{ID: true, Labels: true}, Check: checkEngineName,
-		Describe: func(o state.Object) string { return "Docker network " + o.Name }})
-	state.Register(state.Kind{Type: TypeVolume, Fields: state.Fields{Labels: true}, Check: checkEngineName,
-		Describe: func(o state.Object) string { return "Docker volume " + o.Name }})
+	for _, engine := range []struct {
+		name            string
+		network, volume state.Type
+	}{{"Docker", TypeNetwork, TypeVolume}, {"Podman", TypePodmanNetwork, TypePodmanVolume}} {
+		state.Register(state.Kind{Type: engine.network, Fields: state.Fields{ID: true, Labels: true}, Check: checkEngineName,
+			Describe: func(o state.Object) string { return engine.name + " network " + o.Name }})
+		state.Register(state.Kind{Type: engine.volume, Fields: state.Fields{Labels: true}, Check: checkEngineName,
+			Describe: func(o state.Object) string { return engine.name + " volume " + o.Name }})
+	}
 	state.Register(state.Kind{Type: TypeProject, Fields: state.Fields{Labels: true}, Check: checkProjectName,
 		Describe: func(o state.Object) string { return "Compose project " + o.Name }})
 	state.Register(state.Kind{Type: TypeServices, Check: checkProjectName,
 		Describe: func(o state.Object) string { return "Compose services of " + o.Name }})
 }
 
+// IsNetwork and IsVolume report whether t records a project's network or volume, on either
+// engine.
+func IsNetwork(t state.Type) bool { return t == TypeNetwork || t == TypePodmanNetwork }
+func IsVolume(t state.Type) bool  { return t == TypeVolume || t == TypePodmanVolume }
+
+// networkType and volumeType are the record types of the model's engine.
+func (m *Model) networkType() state.Type {
+	if m.podman {
+		return TypePodmanNetwork
+	}
+	return TypeNetwork
+}
+
+func (m *Model) volumeType() state.Type {
+	if m.podman {
+		return TypePodmanVolume
+	}
+	return TypeVolume
+}
+
 func checkEngineName(o state.Object) error {
 	if !state.IsEngineName(o.Name) {
-		return fmt.Errorf("Docker object name %q must be letters, digits, '_', '.' and '-', at most 128", o.Name)
+		return fmt.Errorf("network or volume name %q must be letters, digits, '_', '.' and '-', at most 128", o.Name)
 	}
 	return nil
 }
