@@ -21,6 +21,8 @@ import (
 	"github.com/openclaw/occ/internal/kube"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
+	"github.com/openclaw/occ/internal/occdev/step"
+	"github.com/openclaw/occ/internal/progress"
 )
 
 // Config is everything the in-cluster control plane is built from, decided before it starts.
@@ -78,17 +80,6 @@ func (cfg *Config) defaults() {
 	}
 }
 
-// DescribeSteps lists the steps and what each creates, for a dry run: no cluster is needed and
-// nothing is read or checked.
-func DescribeSteps(cfg Config) []Step {
-	cfg.defaults()
-	steps := (&ControlPlane{cfg: cfg}).Steps()
-	for i := range steps {
-		steps[i].Run = nil
-	}
-	return steps
-}
-
 // New checks cfg completely before anything is created. conn is the recording connection of
 // the flow (kubeobj): every object is created through it, recorded in the state before it is
 // created, adopted again only on exactly this state's ownership label, and the Helm release is
@@ -125,72 +116,86 @@ func New(conn *kubeobj.Conn, cfg Config) (*ControlPlane, error) {
 	return &ControlPlane{cfg: cfg, conn: conn, own: OwnershipOf(conn)}, nil
 }
 
-// Step is one named, repeatable part of the installation. Creates lists what it creates or
-// touches, for a dry run.
-type Step struct {
-	Name    string
-	Creates []string
-	Run     func(ctx context.Context) error
+// Step is one named, repeatable part of the installation: it describes itself from the Config
+// for a dry run (no cluster is needed and nothing is read or checked) and runs on the control
+// plane.
+type Step = step.Step[Config, *ControlPlane]
+
+// on makes a step's Run of a control-plane method.
+func on(fn func(*ControlPlane, context.Context) error) func(context.Context, *ControlPlane, progress.Reporter) error {
+	return func(ctx context.Context, cp *ControlPlane, _ progress.Reporter) error { return fn(cp, ctx) }
+}
+
+// describe makes a step's Describe that reads the Config with its defaults applied.
+func describe(fn func(cfg Config) step.Description) func(Config) step.Description {
+	return func(cfg Config) step.Description {
+		cfg.defaults()
+		return fn(cfg)
+	}
+}
+
+// objects describes a step by the namespaced objects it creates, each "Kind namespace/name"
+// with an optional note.
+func objects(ns string, items ...[3]string) step.Description {
+	out := make([]string, 0, len(items))
+	for _, it := range items {
+		s := it[0] + " " + ns + "/" + it[1]
+		if it[2] != "" {
+			s += " (" + it[2] + ")"
+		}
+		out = append(out, s)
+	}
+	return step.Creates(out...)
 }
 
 // Steps is the installation in order, the order OCE's own launcher installs it in.
-func (cp *ControlPlane) Steps() []Step {
-	ns := cp.cfg.Namespace
-	obj := func(kind, name, note string) string {
-		s := kind + " " + ns + "/" + name
-		if note != "" {
-			s += " (" + note + ")"
-		}
-		return s
-	}
+func Steps() []Step {
 	return []Step{
-		{Name: "Generate the control-plane credentials", Run: cp.loadCredentials, Creates: []string{
-			"nothing; four 48-hex credentials, reused from this state's Secrets on a repeated run, never printed or stored in the state",
-		}},
-		{Name: "Create the PostgreSQL bootstrap Secret", Run: cp.ensureBootstrapSecret, Creates: []string{
-			obj("Secret", PostgresBootstrapSecret, "keys "+PostgresPasswordKey+", "+PostgresInitKey),
-		}},
-		{Name: "Create the PostgreSQL and bootstrap volumes", Run: cp.ensureVolumes, Creates: []string{
-			obj("PersistentVolumeClaim", PostgresDataClaim, StorageClassName+", 1Gi"),
-			obj("PersistentVolumeClaim", BootstrapClaim, StorageClassName+", 1Gi"),
-		}},
-		{Name: "Prepare the bootstrap volume", Run: cp.prepareBootstrapVolume, Creates: []string{
-			obj("Pod", PreparePod, "chowns the bootstrap volume to 1000:1000, mode 0700; waits for Succeeded"),
-		}},
-		{Name: "Start PostgreSQL", Run: cp.startPostgres, Creates: []string{
-			obj("StatefulSet", Postgres, "waits until ready"), obj("Service", Postgres, ""),
-		}},
-		{Name: "Resolve the PostgreSQL and Kubernetes API addresses", Run: cp.resolveAddresses, Creates: []string{
-			"nothing; reads Pod " + ns + "/" + PostgresPod + " and the EndpointSlice of Service default/kubernetes",
-		}},
-		{Name: "Apply the restart egress NetworkPolicies", Run: cp.ensureRestartEgress, Creates: []string{
-			obj("NetworkPolicy", PostgresEgressPolicy, ""), obj("NetworkPolicy", KubernetesEgressPolicy, "the node network's subnet on the API port"),
-		}},
-		{Name: "Create the control-plane Secrets", Run: cp.ensureControlPlaneSecrets, Creates: []string{
-			obj("Secret", InstallationSecret, "key "+InstallationKey+": the Installation's exact bytes"),
-			obj("Secret", DatabaseSecret, "keys "+ApplicationURLKey+", "+MigrationURLKey),
-			obj("Secret", AuthSecret, "key "+AuthSecretKey),
-		}},
-		{Name: "Install the OCE chart", Run: cp.installChart, Creates: []string{
-			fmt.Sprintf("Helm release %s/%s from the checkout's %s, waiting up to %s for the initialization Job and the API and worker Deployments", ns, ReleaseName, ChartPath, cp.cfg.StartupTimeout),
-		}},
-		{Name: "Bind the development tenant roles", Run: cp.ensureTenantBindings, Creates: []string{
-			"ClusterRoleBinding " + TenantWorkerBinding, "ClusterRoleBinding " + TenantConfigurationBinding, "ClusterRoleBinding " + TenantSecretsBinding,
-		}},
-		{Name: "Start the development API proxy", Run: cp.startProxy, Creates: []string{
-			obj("Deployment", ProxyDeployment, "waits until ready"), obj("Service", ProxyService, fmt.Sprintf("NodePort %d", ProxyNodePort)),
-		}},
+		{Name: "Generate the control-plane credentials", Run: on((*ControlPlane).loadCredentials), Describe: describe(func(Config) step.Description {
+			return step.Note("nothing; four 48-hex credentials, reused from this state's Secrets on a repeated run, never printed or stored in the state")
+		})},
+		{Name: "Create the PostgreSQL bootstrap Secret", Run: on((*ControlPlane).ensureBootstrapSecret), Describe: describe(func(cfg Config) step.Description {
+			return objects(cfg.Namespace, [3]string{"Secret", PostgresBootstrapSecret, "keys " + PostgresPasswordKey + ", " + PostgresInitKey})
+		})},
+		{Name: "Create the PostgreSQL and bootstrap volumes", Run: on((*ControlPlane).ensureVolumes), Describe: describe(func(cfg Config) step.Description {
+			return objects(cfg.Namespace,
+				[3]string{"PersistentVolumeClaim", PostgresDataClaim, StorageClassName + ", 1Gi"},
+				[3]string{"PersistentVolumeClaim", BootstrapClaim, StorageClassName + ", 1Gi"})
+		})},
+		{Name: "Prepare the bootstrap volume", Run: on((*ControlPlane).prepareBootstrapVolume), Describe: describe(func(cfg Config) step.Description {
+			return objects(cfg.Namespace, [3]string{"Pod", PreparePod, "chowns the bootstrap volume to 1000:1000, mode 0700; waits for Succeeded"})
+		})},
+		{Name: "Start PostgreSQL", Run: on((*ControlPlane).startPostgres), Describe: describe(func(cfg Config) step.Description {
+			return objects(cfg.Namespace, [3]string{"StatefulSet", Postgres, "waits until ready"}, [3]string{"Service", Postgres, ""})
+		})},
+		{Name: "Resolve the PostgreSQL and Kubernetes API addresses", Run: on((*ControlPlane).resolveAddresses), Describe: describe(func(cfg Config) step.Description {
+			return step.Note("nothing; reads Pod " + cfg.Namespace + "/" + PostgresPod + " and the EndpointSlice of Service default/kubernetes")
+		})},
+		{Name: "Apply the restart egress NetworkPolicies", Run: on((*ControlPlane).ensureRestartEgress), Describe: describe(func(cfg Config) step.Description {
+			return objects(cfg.Namespace, [3]string{"NetworkPolicy", PostgresEgressPolicy, ""}, [3]string{"NetworkPolicy", KubernetesEgressPolicy, "the node network's subnet on the API port"})
+		})},
+		{Name: "Create the control-plane Secrets", Run: on((*ControlPlane).ensureControlPlaneSecrets), Describe: describe(func(cfg Config) step.Description {
+			return objects(cfg.Namespace,
+				[3]string{"Secret", InstallationSecret, "key " + InstallationKey + ": the Installation's exact bytes"},
+				[3]string{"Secret", DatabaseSecret, "keys " + ApplicationURLKey + ", " + MigrationURLKey},
+				[3]string{"Secret", AuthSecret, "key " + AuthSecretKey})
+		})},
+		{Name: "Install the OCE chart", Run: on((*ControlPlane).installChart), Describe: describe(func(cfg Config) step.Description {
+			return step.Creates(fmt.Sprintf("Helm release %s/%s from the checkout's %s, waiting up to %s for the initialization Job and the API and worker Deployments", cfg.Namespace, ReleaseName, ChartPath, cfg.StartupTimeout))
+		})},
+		{Name: "Bind the development tenant roles", Run: on((*ControlPlane).ensureTenantBindings), Describe: describe(func(Config) step.Description {
+			return step.Creates("ClusterRoleBinding "+TenantWorkerBinding, "ClusterRoleBinding "+TenantConfigurationBinding, "ClusterRoleBinding "+TenantSecretsBinding)
+		})},
+		{Name: "Start the development API proxy", Run: on((*ControlPlane).startProxy), Describe: describe(func(cfg Config) step.Description {
+			return objects(cfg.Namespace, [3]string{"Deployment", ProxyDeployment, "waits until ready"}, [3]string{"Service", ProxyService, fmt.Sprintf("NodePort %d", ProxyNodePort)})
+		})},
 	}
 }
 
 // Up runs every step in order; each error names its step.
 func (cp *ControlPlane) Up(ctx context.Context) error {
-	for _, s := range cp.Steps() {
-		if err := s.Run(ctx); err != nil {
-			return fmt.Errorf("%s: %w", s.Name, err)
-		}
-	}
-	return nil
+	x := step.Runner[Config, *ControlPlane]{}
+	return x.Run(ctx, cp, Steps(), "")
 }
 
 // Release is the installed Helm release, once the chart step ran.

@@ -14,6 +14,8 @@ import (
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/release"
+
+	"github.com/openclaw/occ/internal/progress"
 )
 
 const (
@@ -388,9 +390,8 @@ func TestPostgresComesBackAfterARestart(t *testing.T) {
 	b := newBed(t)
 	ctx := context.Background()
 	cp, _, _ := b.newControlPlane(nil, nil)
-	steps := cp.Steps()
-	for _, s := range steps[:7] { // up to and including the restart egress policies
-		if err := s.Run(ctx); err != nil {
+	for _, s := range Steps()[:7] { // up to and including the restart egress policies
+		if err := s.Run(ctx, cp, progress.Reporter{}); err != nil {
 			t.Fatalf("%s: %v", s.Name, err)
 		}
 	}
@@ -412,8 +413,8 @@ func TestPostgresComesBackAfterARestart(t *testing.T) {
 	}
 	// The repeated steps converge and see the new address.
 	again, _, _ := b.newControlPlane(nil, nil)
-	for _, s := range again.Steps()[:7] {
-		if err := s.Run(ctx); err != nil {
+	for _, s := range Steps()[:7] {
+		if err := s.Run(ctx, again, progress.Reporter{}); err != nil {
 			t.Fatalf("repeated %s: %v", s.Name, err)
 		}
 	}

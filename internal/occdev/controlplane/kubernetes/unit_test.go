@@ -72,13 +72,9 @@ func TestLoadChartChecksTheChart(t *testing.T) {
 
 // `up --dry-run` lists the steps and every object they create, without a cluster.
 func TestDescribeStepsNamesEveryObject(t *testing.T) {
-	steps := DescribeSteps(Config{})
 	var all strings.Builder
-	for _, s := range steps {
-		if s.Run != nil {
-			t.Errorf("step %q can run in a dry run", s.Name)
-		}
-		all.WriteString(s.Name + ": " + strings.Join(s.Creates, "; ") + "\n")
+	for _, s := range Steps() {
+		all.WriteString(s.Name + ": " + strings.Join(s.Describe(Config{}).Creates, "; ") + "\n")
 	}
 	for _, want := range []string{
 		"Secret oce-system/postgres-bootstrap", "PersistentVolumeClaim oce-system/postgres-data", "PersistentVolumeClaim oce-system/bootstrap-password",
