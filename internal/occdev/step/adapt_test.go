@@ -193,3 +193,26 @@ func TestDescriptionJSON(t *testing.T) {
 		}
 	}
 }
+
+// A step that creates a namespaced Secret and a cluster-scoped binding is printed one line per
+// object, derived from the objects themselves, and its JSON carries both.
+func TestObjectsDeriveTheCreatesLines(t *testing.T) {
+	d := Objects(
+		Object{Kind: "Secret", Namespace: "oce-system", Name: "occ-auth", Note: "key secret"},
+		Object{Kind: "ClusterRoleBinding", Name: "tenant-worker"},
+	)
+	if got, want := strings.Join(d.Creates, "|"), "Secret oce-system/occ-auth (key secret)|ClusterRoleBinding tenant-worker"; got != want {
+		t.Fatalf("lines %q; want %q", got, want)
+	}
+	b, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"creates":["Secret oce-system/occ-auth (key secret)","ClusterRoleBinding tenant-worker"],"objects":[{"kind":"Secret","namespace":"oce-system","name":"occ-auth","note":"key secret"},{"kind":"ClusterRoleBinding","name":"tenant-worker"}]}`
+	if string(b) != want {
+		t.Fatalf("JSON %s; want %s", b, want)
+	}
+	if e := Objects(); e.Creates == nil || len(e.Creates) != 0 {
+		t.Fatalf("no objects: creates %#v; want an empty list", e.Creates)
+	}
+}
