@@ -20,6 +20,7 @@ import (
 
 	"github.com/openclaw/occ/internal/kube"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
+	"github.com/openclaw/occ/internal/occdev/helmrelease"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
 	"github.com/openclaw/occ/internal/occdev/step"
 	"github.com/openclaw/occ/internal/progress"
@@ -126,69 +127,52 @@ func on(fn func(*ControlPlane, context.Context) error) func(context.Context, *Co
 	return func(ctx context.Context, cp *ControlPlane, _ progress.Reporter) error { return fn(cp, ctx) }
 }
 
-// describe makes a step's Describe that reads the Config with its defaults applied.
-func describe(fn func(cfg Config) step.Description) func(Config) step.Description {
-	return func(cfg Config) step.Description {
-		cfg.defaults()
-		return fn(cfg)
-	}
+// describe makes a step's Describe of the manifests its Run applies (build, on the control
+// plane a dry run describes from) with the step's own words about some of them (extra, by "Kind name").
+func describe(build func(*ControlPlane) []runtime.Object, extra map[string]string) func(Config) step.Description {
+	return func(cfg Config) step.Description { return describeObjects(build(describing(cfg)), extra) }
 }
 
-// objects describes a step by the namespaced objects it creates, each "Kind namespace/name"
-// with an optional note.
-func objects(ns string, items ...[3]string) step.Description {
-	out := make([]string, 0, len(items))
-	for _, it := range items {
-		s := it[0] + " " + ns + "/" + it[1]
-		if it[2] != "" {
-			s += " (" + it[2] + ")"
-		}
-		out = append(out, s)
+// describeNote makes a step's Describe of a step that creates nothing.
+func describeNote(fn func(cfg Config) string) func(Config) step.Description {
+	return func(cfg Config) step.Description {
+		cfg.defaults()
+		return step.Note(fn(cfg))
 	}
-	return step.Creates(out...)
 }
 
 // Steps is the installation in order, the order OCE's own launcher installs it in.
 func Steps() []Step {
+	waitsReady := "waits until ready"
 	return []Step{
-		{Name: "Generate the control-plane credentials", Run: on((*ControlPlane).loadCredentials), Describe: describe(func(Config) step.Description {
-			return step.Note("nothing; four 48-hex credentials, reused from this state's Secrets on a repeated run, never printed or stored in the state")
+		{Name: "Generate the control-plane credentials", Run: on((*ControlPlane).loadCredentials), Describe: describeNote(func(Config) string {
+			return "nothing; four 48-hex credentials, reused from this state's Secrets on a repeated run, never printed or stored in the state"
 		})},
-		{Name: "Create the PostgreSQL bootstrap Secret", Run: on((*ControlPlane).ensureBootstrapSecret), Describe: describe(func(cfg Config) step.Description {
-			return objects(cfg.Namespace, [3]string{"Secret", PostgresBootstrapSecret, "keys " + PostgresPasswordKey + ", " + PostgresInitKey})
+		{Name: "Create the PostgreSQL bootstrap Secret", Run: on((*ControlPlane).ensureBootstrapSecret),
+			Describe: describe((*ControlPlane).bootstrapSecretManifests, nil)},
+		{Name: "Create the PostgreSQL and bootstrap volumes", Run: on((*ControlPlane).ensureVolumes),
+			Describe: describe((*ControlPlane).volumeManifests, nil)},
+		{Name: "Prepare the bootstrap volume", Run: on((*ControlPlane).prepareBootstrapVolume),
+			Describe: describe((*ControlPlane).preparePodManifests, map[string]string{"Pod " + PreparePod: "chowns the bootstrap volume to 1000:1000, mode 0700; waits for Succeeded"})},
+		{Name: "Start PostgreSQL", Run: on((*ControlPlane).startPostgres),
+			Describe: describe((*ControlPlane).postgresManifests, map[string]string{"StatefulSet " + Postgres: waitsReady})},
+		{Name: "Resolve the PostgreSQL and Kubernetes API addresses", Run: on((*ControlPlane).resolveAddresses), Describe: describeNote(func(cfg Config) string {
+			return "nothing; reads Pod " + cfg.Namespace + "/" + PostgresPod + " and the EndpointSlice of Service default/kubernetes"
 		})},
-		{Name: "Create the PostgreSQL and bootstrap volumes", Run: on((*ControlPlane).ensureVolumes), Describe: describe(func(cfg Config) step.Description {
-			return objects(cfg.Namespace,
-				[3]string{"PersistentVolumeClaim", PostgresDataClaim, StorageClassName + ", 1Gi"},
-				[3]string{"PersistentVolumeClaim", BootstrapClaim, StorageClassName + ", 1Gi"})
-		})},
-		{Name: "Prepare the bootstrap volume", Run: on((*ControlPlane).prepareBootstrapVolume), Describe: describe(func(cfg Config) step.Description {
-			return objects(cfg.Namespace, [3]string{"Pod", PreparePod, "chowns the bootstrap volume to 1000:1000, mode 0700; waits for Succeeded"})
-		})},
-		{Name: "Start PostgreSQL", Run: on((*ControlPlane).startPostgres), Describe: describe(func(cfg Config) step.Description {
-			return objects(cfg.Namespace, [3]string{"StatefulSet", Postgres, "waits until ready"}, [3]string{"Service", Postgres, ""})
-		})},
-		{Name: "Resolve the PostgreSQL and Kubernetes API addresses", Run: on((*ControlPlane).resolveAddresses), Describe: describe(func(cfg Config) step.Description {
-			return step.Note("nothing; reads Pod " + cfg.Namespace + "/" + PostgresPod + " and the EndpointSlice of Service default/kubernetes")
-		})},
-		{Name: "Apply the restart egress NetworkPolicies", Run: on((*ControlPlane).ensureRestartEgress), Describe: describe(func(cfg Config) step.Description {
-			return objects(cfg.Namespace, [3]string{"NetworkPolicy", PostgresEgressPolicy, ""}, [3]string{"NetworkPolicy", KubernetesEgressPolicy, "the node network's subnet on the API port"})
-		})},
-		{Name: "Create the control-plane Secrets", Run: on((*ControlPlane).ensureControlPlaneSecrets), Describe: describe(func(cfg Config) step.Description {
-			return objects(cfg.Namespace,
-				[3]string{"Secret", InstallationSecret, "key " + InstallationKey + ": the Installation's exact bytes"},
-				[3]string{"Secret", DatabaseSecret, "keys " + ApplicationURLKey + ", " + MigrationURLKey},
-				[3]string{"Secret", AuthSecret, "key " + AuthSecretKey})
-		})},
-		{Name: "Install the OCE chart", Run: on((*ControlPlane).installChart), Describe: describe(func(cfg Config) step.Description {
-			return step.Creates(fmt.Sprintf("Helm release %s/%s from the checkout's %s, waiting up to %s for the initialization Job and the API and worker Deployments", cfg.Namespace, ReleaseName, ChartPath, cfg.StartupTimeout))
-		})},
-		{Name: "Bind the development tenant roles", Run: on((*ControlPlane).ensureTenantBindings), Describe: describe(func(Config) step.Description {
-			return step.Creates("ClusterRoleBinding "+TenantWorkerBinding, "ClusterRoleBinding "+TenantConfigurationBinding, "ClusterRoleBinding "+TenantSecretsBinding)
-		})},
-		{Name: "Start the development API proxy", Run: on((*ControlPlane).startProxy), Describe: describe(func(cfg Config) step.Description {
-			return objects(cfg.Namespace, [3]string{"Deployment", ProxyDeployment, "waits until ready"}, [3]string{"Service", ProxyService, fmt.Sprintf("NodePort %d", ProxyNodePort)})
-		})},
+		{Name: "Apply the restart egress NetworkPolicies", Run: on((*ControlPlane).ensureRestartEgress),
+			Describe: describe((*ControlPlane).restartEgressManifests, map[string]string{"NetworkPolicy " + KubernetesEgressPolicy: "the node network's subnet on the API port"})},
+		{Name: "Create the control-plane Secrets", Run: on((*ControlPlane).ensureControlPlaneSecrets),
+			Describe: describe(func(cp *ControlPlane) []runtime.Object { return cp.controlPlaneSecretManifests(nil) }, map[string]string{"Secret " + InstallationSecret: "holds the Installation's exact bytes"})},
+		{Name: "Install the OCE chart", Run: on((*ControlPlane).installChart), Describe: func(cfg Config) step.Description {
+			cfg.defaults()
+			rec := helmrelease.Record(cfg.Namespace, ReleaseName)
+			return step.Objects(step.Object{Kind: "Helm release", Namespace: rec.Namespace, Name: rec.Name, Note: fmt.Sprintf(
+				"from the checkout's %s, waiting up to %s for the initialization Job and the API and worker Deployments", ChartPath, cfg.StartupTimeout)})
+		}},
+		{Name: "Bind the development tenant roles", Run: on((*ControlPlane).ensureTenantBindings),
+			Describe: describe((*ControlPlane).tenantBindingManifests, nil)},
+		{Name: "Start the development API proxy", Run: on((*ControlPlane).startProxy),
+			Describe: describe((*ControlPlane).proxyManifests, map[string]string{"Deployment " + ProxyDeployment: waitsReady})},
 	}
 }
 
@@ -230,20 +214,15 @@ func (cp *ControlPlane) ensureBootstrapSecret(ctx context.Context) error {
 	if err := cp.loadCredentials(ctx); err != nil {
 		return err
 	}
-	return cp.ensure(ctx, PostgresBootstrapSecretObject(cp.cfg.Namespace, cp.own, cp.credentials))
+	return cp.ensure(ctx, cp.bootstrapSecretManifests()...)
 }
 
 func (cp *ControlPlane) ensureVolumes(ctx context.Context) error {
-	for _, c := range VolumeClaims(cp.cfg.Namespace, cp.own) {
-		if err := cp.ensure(ctx, c); err != nil {
-			return err
-		}
-	}
-	return nil
+	return cp.ensure(ctx, cp.volumeManifests()...)
 }
 
 func (cp *ControlPlane) prepareBootstrapVolume(ctx context.Context) error {
-	if err := cp.ensure(ctx, PreparePodObject(cp.cfg.Namespace, cp.own, cp.cfg.ControllerImage)); err != nil {
+	if err := cp.ensure(ctx, cp.preparePodManifests()...); err != nil {
 		return err
 	}
 	wctx, cancel := context.WithTimeout(ctx, cp.cfg.StartupTimeout)
@@ -270,8 +249,7 @@ func terminationDetail(p *corev1.Pod) string {
 }
 
 func (cp *ControlPlane) startPostgres(ctx context.Context) error {
-	ns, own := cp.cfg.Namespace, cp.own
-	if err := cp.ensure(ctx, PostgresStatefulSet(ns, own, cp.cfg.PostgresImage), PostgresService(ns, own)); err != nil {
+	if err := cp.ensure(ctx, cp.postgresManifests()...); err != nil {
 		return err
 	}
 	return cp.waitReady(ctx, "StatefulSet", Postgres, kube.WaitForStatefulSetReady)
@@ -318,12 +296,7 @@ func (cp *ControlPlane) ensureRestartEgress(ctx context.Context) error {
 	if err := cp.addresses(ctx); err != nil {
 		return err
 	}
-	for _, p := range RestartEgressPolicies(cp.cfg.Namespace, cp.own, cp.nodeSubnet, int32(cp.apiEndpoint.Port())) {
-		if err := cp.ensure(ctx, p); err != nil {
-			return err
-		}
-	}
-	return nil
+	return cp.ensure(ctx, cp.restartEgressManifests()...)
 }
 
 func (cp *ControlPlane) ensureControlPlaneSecrets(ctx context.Context) error {
@@ -334,12 +307,7 @@ func (cp *ControlPlane) ensureControlPlaneSecrets(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read the Installation %s: %w (the platform step writes it first)", cp.cfg.InstallationFile, err)
 	}
-	for _, s := range ControlPlaneSecretObjects(cp.cfg.Namespace, cp.own, cp.credentials, installation) {
-		if err := cp.ensure(ctx, s); err != nil {
-			return err
-		}
-	}
-	return nil
+	return cp.ensure(ctx, cp.controlPlaneSecretManifests(installation)...)
 }
 
 // Values are the chart values this run installs with (after the addresses are resolved).
@@ -369,17 +337,11 @@ func (cp *ControlPlane) installChart(ctx context.Context) error {
 }
 
 func (cp *ControlPlane) ensureTenantBindings(ctx context.Context) error {
-	for _, b := range TenantBindings(cp.cfg.Namespace, cp.own) {
-		if err := cp.ensure(ctx, b); err != nil {
-			return err
-		}
-	}
-	return nil
+	return cp.ensure(ctx, cp.tenantBindingManifests()...)
 }
 
 func (cp *ControlPlane) startProxy(ctx context.Context) error {
-	ns, own := cp.cfg.Namespace, cp.own
-	if err := cp.ensure(ctx, ProxyDeploymentObject(ns, own, cp.cfg.ControllerImage), ProxyServiceObject(ns, own)); err != nil {
+	if err := cp.ensure(ctx, cp.proxyManifests()...); err != nil {
 		return err
 	}
 	return cp.waitReady(ctx, "Deployment", ProxyDeployment, kube.WaitForDeploymentReady)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/netip"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,6 +16,8 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/release"
 
+	"github.com/openclaw/occ/internal/occdev/helmrelease"
+	"github.com/openclaw/occ/internal/occdev/kubeobj"
 	"github.com/openclaw/occ/internal/progress"
 )
 
@@ -58,6 +61,7 @@ func TestUpCreatesTheControlPlaneAndConverges(t *testing.T) {
 	}
 	first := b.snapshot(ctx)
 	b.checkObjects(ctx, installation)
+	b.checkDescribedAsRecorded(cp.cfg)
 
 	again, _, _ := b.newControlPlane(nil, nil)
 	if err := again.Up(ctx); err != nil {
@@ -74,6 +78,37 @@ func TestUpCreatesTheControlPlaneAndConverges(t *testing.T) {
 	}
 	if rel := again.Release(); rel == nil || rel.Version != 2 || rel.Info.Status != release.StatusDeployed {
 		t.Errorf("second run's release = %+v, want revision 2 deployed (an upgrade of this state's release)", again.Release())
+	}
+}
+
+// checkDescribedAsRecorded asserts that the dry run of cfg names exactly the objects and the
+// Helm release the run recorded in its state, by the records' own kind, namespace and name.
+func (b *bed) checkDescribedAsRecorded(cfg Config) {
+	b.t.Helper()
+	var described, recorded []string
+	for _, s := range Steps() {
+		d := s.Describe(cfg)
+		for _, o := range d.Objects {
+			described = append(described, o.Kind+" "+o.Namespace+"/"+o.Name)
+		}
+		if len(d.Objects) != len(d.Creates) {
+			b.t.Errorf("step %q describes %d objects in %d lines", s.Name, len(d.Objects), len(d.Creates))
+		}
+	}
+	for _, o := range b.dir.State().Objects {
+		switch o.Type {
+		case kubeobj.TypeObject:
+			recorded = append(recorded, o.Kind+" "+o.Namespace+"/"+o.Name)
+		case helmrelease.TypeRelease:
+			recorded = append(recorded, "Helm release "+o.Namespace+"/"+o.Name)
+		default:
+			recorded = append(recorded, o.String())
+		}
+	}
+	slices.Sort(described)
+	slices.Sort(recorded)
+	if !slices.Equal(described, recorded) {
+		b.t.Errorf("the dry run describes\n  %s\nthe run recorded\n  %s", strings.Join(described, "\n  "), strings.Join(recorded, "\n  "))
 	}
 }
 
