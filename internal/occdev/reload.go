@@ -161,8 +161,8 @@ func Reload(ctx context.Context, opts ReloadOptions) (*ReloadResult, error) {
 		r.provider = entry.open()
 		defer r.provider.Close()
 	}
-	x := &runner{sink: opts.Progress, afterStep: opts.deps.AfterStep}
-	if err := x.run(ctx, r, reloadSteps(st.Profile), ""); err != nil {
+	x := &runner{Sink: opts.Progress, AfterStep: opts.deps.AfterStep}
+	if err := x.Run(ctx, r, reloadSteps(st.Profile), ""); err != nil {
 		if !r.reload.rebuilding {
 			return nil, err
 		}

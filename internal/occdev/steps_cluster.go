@@ -86,6 +86,6 @@ func connectCluster(ctx context.Context, r *run, rep progress.Reporter) error {
 		return fmt.Errorf("record the cluster in the state: %w", err)
 	}
 	r.conn = conn
-	r.cluster.set()
+	r.cluster.Set()
 	return nil
 }

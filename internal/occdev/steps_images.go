@@ -140,7 +140,7 @@ func importStep(role imageRole) Step {
 		Name:     "Import the " + ri.title + " image into the cluster",
 		Describe: describeImportOf(role),
 		Run: func(ctx context.Context, r *run, rep progress.Reporter) error {
-			if err := r.cluster.wait(ctx); err != nil {
+			if err := r.cluster.Wait(ctx); err != nil {
 				return err
 			}
 			imported, err := r.importImages(ctx, rep, []images.Local{r.local[role]})

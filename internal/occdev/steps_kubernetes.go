@@ -21,6 +21,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/platform"
 	"github.com/openclaw/occ/internal/occdev/state"
+	"github.com/openclaw/occ/internal/occdev/step"
 	"github.com/openclaw/occ/internal/progress"
 )
 
@@ -148,24 +149,9 @@ func kubernetesProfile(p *Plan, o UpOptions) (profile, error) {
 	}
 	prof.beforeCluster = append(prof.beforeCluster, Step{Name: "Pull the PostgreSQL image", Describe: describePostgres, Run: pullPostgres})
 
-	described := kubernetes.DescribeSteps(kubernetes.Config{Namespace: p.Namespace, StartupTimeout: p.StartupTimeout, HostAPIPort: kp.APIPort})
-	for i, s := range described {
-		d := creates(s.Creates...)
-		if len(s.Creates) == 1 && strings.HasPrefix(s.Creates[0], "nothing") {
-			d = note(s.Creates[0])
-		}
-		prof.controlPlane = append(prof.controlPlane, Step{
-			Name:     s.Name,
-			Describe: func(*Plan) Description { return d },
-			Run: func(ctx context.Context, r *run, _ progress.Reporter) error {
-				cp, err := r.controlPlane(ctx)
-				if err != nil {
-					return err
-				}
-				return cp.Steps()[i].Run(ctx)
-			},
-		})
-	}
+	prof.controlPlane = step.Adapt(kubernetes.Steps(), func(p *Plan) kubernetes.Config {
+		return kubernetes.Config{Namespace: p.Namespace, StartupTimeout: p.StartupTimeout, HostAPIPort: p.OCE.Kubernetes.APIPort}
+	}, func(ctx context.Context, r *run) (*kubernetes.ControlPlane, error) { return r.controlPlane(ctx) })
 	prof.controlPlane = append(prof.controlPlane,
 		Step{Name: "Wait for the OCE API through the development proxy", Describe: describeKubeAPIWait, Run: waitForKubeAPI},
 		copyKeyStep(describeKubeKey, copyKubeKey),

@@ -190,8 +190,8 @@ func Up(ctx context.Context, opts UpOptions) (_ *Summary, err error) {
 			err = fmt.Errorf("release the state directory lock: %w", cerr)
 		}
 	}()
-	x := &runner{sink: opts.Progress, afterStep: opts.deps.AfterStep, sequential: opts.deps.Sequential}
-	if err := x.run(ctx, r, upSteps(p), ""); err != nil {
+	x := &runner{Sink: opts.Progress, AfterStep: opts.deps.AfterStep, Sequential: opts.deps.Sequential}
+	if err := x.Run(ctx, r, upSteps(p), ""); err != nil {
 		return nil, err
 	}
 	sum := &Summary{

@@ -20,7 +20,10 @@ import (
 
 	"github.com/openclaw/occ/internal/kube"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
+	"github.com/openclaw/occ/internal/occdev/helmrelease"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
+	"github.com/openclaw/occ/internal/occdev/step"
+	"github.com/openclaw/occ/internal/progress"
 )
 
 // Config is everything the in-cluster control plane is built from, decided before it starts.
@@ -78,17 +81,6 @@ func (cfg *Config) defaults() {
 	}
 }
 
-// DescribeSteps lists the steps and what each creates, for a dry run: no cluster is needed and
-// nothing is read or checked.
-func DescribeSteps(cfg Config) []Step {
-	cfg.defaults()
-	steps := (&ControlPlane{cfg: cfg}).Steps()
-	for i := range steps {
-		steps[i].Run = nil
-	}
-	return steps
-}
-
 // New checks cfg completely before anything is created. conn is the recording connection of
 // the flow (kubeobj): every object is created through it, recorded in the state before it is
 // created, adopted again only on exactly this state's ownership label, and the Helm release is
@@ -125,72 +117,69 @@ func New(conn *kubeobj.Conn, cfg Config) (*ControlPlane, error) {
 	return &ControlPlane{cfg: cfg, conn: conn, own: OwnershipOf(conn)}, nil
 }
 
-// Step is one named, repeatable part of the installation. Creates lists what it creates or
-// touches, for a dry run.
-type Step struct {
-	Name    string
-	Creates []string
-	Run     func(ctx context.Context) error
+// Step is one named, repeatable part of the installation: it describes itself from the Config
+// for a dry run (no cluster is needed and nothing is read or checked) and runs on the control
+// plane.
+type Step = step.Step[Config, *ControlPlane]
+
+// on makes a step's Run of a control-plane method.
+func on(fn func(*ControlPlane, context.Context) error) func(context.Context, *ControlPlane, progress.Reporter) error {
+	return func(ctx context.Context, cp *ControlPlane, _ progress.Reporter) error { return fn(cp, ctx) }
+}
+
+// describe makes a step's Describe of the manifests its Run applies (build, on the control
+// plane a dry run describes from) with the step's own words about some of them (extra, by "Kind name").
+func describe(build func(*ControlPlane) []runtime.Object, extra map[string]string) func(Config) step.Description {
+	return func(cfg Config) step.Description { return describeObjects(build(describing(cfg)), extra) }
+}
+
+// describeNote makes a step's Describe of a step that creates nothing.
+func describeNote(fn func(cfg Config) string) func(Config) step.Description {
+	return func(cfg Config) step.Description {
+		cfg.defaults()
+		return step.Note(fn(cfg))
+	}
 }
 
 // Steps is the installation in order, the order OCE's own launcher installs it in.
-func (cp *ControlPlane) Steps() []Step {
-	ns := cp.cfg.Namespace
-	obj := func(kind, name, note string) string {
-		s := kind + " " + ns + "/" + name
-		if note != "" {
-			s += " (" + note + ")"
-		}
-		return s
-	}
+func Steps() []Step {
+	waitsReady := "waits until ready"
 	return []Step{
-		{Name: "Generate the control-plane credentials", Run: cp.loadCredentials, Creates: []string{
-			"nothing; four 48-hex credentials, reused from this state's Secrets on a repeated run, never printed or stored in the state",
+		{Name: "Generate the control-plane credentials", Run: on((*ControlPlane).loadCredentials), Describe: describeNote(func(Config) string {
+			return "nothing; four 48-hex credentials, reused from this state's Secrets on a repeated run, never printed or stored in the state"
+		})},
+		{Name: "Create the PostgreSQL bootstrap Secret", Run: on((*ControlPlane).ensureBootstrapSecret),
+			Describe: describe((*ControlPlane).bootstrapSecretManifests, nil)},
+		{Name: "Create the PostgreSQL and bootstrap volumes", Run: on((*ControlPlane).ensureVolumes),
+			Describe: describe((*ControlPlane).volumeManifests, nil)},
+		{Name: "Prepare the bootstrap volume", Run: on((*ControlPlane).prepareBootstrapVolume),
+			Describe: describe((*ControlPlane).preparePodManifests, map[string]string{"Pod " + PreparePod: "chowns the bootstrap volume to 1000:1000, mode 0700; waits for Succeeded"})},
+		{Name: "Start PostgreSQL", Run: on((*ControlPlane).startPostgres),
+			Describe: describe((*ControlPlane).postgresManifests, map[string]string{"StatefulSet " + Postgres: waitsReady})},
+		{Name: "Resolve the PostgreSQL and Kubernetes API addresses", Run: on((*ControlPlane).resolveAddresses), Describe: describeNote(func(cfg Config) string {
+			return "nothing; reads Pod " + cfg.Namespace + "/" + PostgresPod + " and the EndpointSlice of Service default/kubernetes"
+		})},
+		{Name: "Apply the restart egress NetworkPolicies", Run: on((*ControlPlane).ensureRestartEgress),
+			Describe: describe((*ControlPlane).restartEgressManifests, map[string]string{"NetworkPolicy " + KubernetesEgressPolicy: "the node network's subnet on the API port"})},
+		{Name: "Create the control-plane Secrets", Run: on((*ControlPlane).ensureControlPlaneSecrets),
+			Describe: describe(func(cp *ControlPlane) []runtime.Object { return cp.controlPlaneSecretManifests(nil) }, map[string]string{"Secret " + InstallationSecret: "holds the Installation's exact bytes"})},
+		{Name: "Install the OCE chart", Run: on((*ControlPlane).installChart), Describe: func(cfg Config) step.Description {
+			cfg.defaults()
+			rec := helmrelease.Record(cfg.Namespace, ReleaseName)
+			return step.Objects(step.Object{Kind: "Helm release", Namespace: rec.Namespace, Name: rec.Name, Note: fmt.Sprintf(
+				"from the checkout's %s, waiting up to %s for the initialization Job and the API and worker Deployments", ChartPath, cfg.StartupTimeout)})
 		}},
-		{Name: "Create the PostgreSQL bootstrap Secret", Run: cp.ensureBootstrapSecret, Creates: []string{
-			obj("Secret", PostgresBootstrapSecret, "keys "+PostgresPasswordKey+", "+PostgresInitKey),
-		}},
-		{Name: "Create the PostgreSQL and bootstrap volumes", Run: cp.ensureVolumes, Creates: []string{
-			obj("PersistentVolumeClaim", PostgresDataClaim, StorageClassName+", 1Gi"),
-			obj("PersistentVolumeClaim", BootstrapClaim, StorageClassName+", 1Gi"),
-		}},
-		{Name: "Prepare the bootstrap volume", Run: cp.prepareBootstrapVolume, Creates: []string{
-			obj("Pod", PreparePod, "chowns the bootstrap volume to 1000:1000, mode 0700; waits for Succeeded"),
-		}},
-		{Name: "Start PostgreSQL", Run: cp.startPostgres, Creates: []string{
-			obj("StatefulSet", Postgres, "waits until ready"), obj("Service", Postgres, ""),
-		}},
-		{Name: "Resolve the PostgreSQL and Kubernetes API addresses", Run: cp.resolveAddresses, Creates: []string{
-			"nothing; reads Pod " + ns + "/" + PostgresPod + " and the EndpointSlice of Service default/kubernetes",
-		}},
-		{Name: "Apply the restart egress NetworkPolicies", Run: cp.ensureRestartEgress, Creates: []string{
-			obj("NetworkPolicy", PostgresEgressPolicy, ""), obj("NetworkPolicy", KubernetesEgressPolicy, "the node network's subnet on the API port"),
-		}},
-		{Name: "Create the control-plane Secrets", Run: cp.ensureControlPlaneSecrets, Creates: []string{
-			obj("Secret", InstallationSecret, "key "+InstallationKey+": the Installation's exact bytes"),
-			obj("Secret", DatabaseSecret, "keys "+ApplicationURLKey+", "+MigrationURLKey),
-			obj("Secret", AuthSecret, "key "+AuthSecretKey),
-		}},
-		{Name: "Install the OCE chart", Run: cp.installChart, Creates: []string{
-			fmt.Sprintf("Helm release %s/%s from the checkout's %s, waiting up to %s for the initialization Job and the API and worker Deployments", ns, ReleaseName, ChartPath, cp.cfg.StartupTimeout),
-		}},
-		{Name: "Bind the development tenant roles", Run: cp.ensureTenantBindings, Creates: []string{
-			"ClusterRoleBinding " + TenantWorkerBinding, "ClusterRoleBinding " + TenantConfigurationBinding, "ClusterRoleBinding " + TenantSecretsBinding,
-		}},
-		{Name: "Start the development API proxy", Run: cp.startProxy, Creates: []string{
-			obj("Deployment", ProxyDeployment, "waits until ready"), obj("Service", ProxyService, fmt.Sprintf("NodePort %d", ProxyNodePort)),
-		}},
+		{Name: "Bind the development tenant roles", Run: on((*ControlPlane).ensureTenantBindings),
+			Describe: describe((*ControlPlane).tenantBindingManifests, nil)},
+		{Name: "Start the development API proxy", Run: on((*ControlPlane).startProxy),
+			Describe: describe((*ControlPlane).proxyManifests, map[string]string{"Deployment " + ProxyDeployment: waitsReady})},
 	}
 }
 
 // Up runs every step in order; each error names its step.
 func (cp *ControlPlane) Up(ctx context.Context) error {
-	for _, s := range cp.Steps() {
-		if err := s.Run(ctx); err != nil {
-			return fmt.Errorf("%s: %w", s.Name, err)
-		}
-	}
-	return nil
+	x := step.Runner[Config, *ControlPlane]{}
+	return x.Run(ctx, cp, Steps(), "")
 }
 
 // Release is the installed Helm release, once the chart step ran.
@@ -225,20 +214,15 @@ func (cp *ControlPlane) ensureBootstrapSecret(ctx context.Context) error {
 	if err := cp.loadCredentials(ctx); err != nil {
 		return err
 	}
-	return cp.ensure(ctx, PostgresBootstrapSecretObject(cp.cfg.Namespace, cp.own, cp.credentials))
+	return cp.ensure(ctx, cp.bootstrapSecretManifests()...)
 }
 
 func (cp *ControlPlane) ensureVolumes(ctx context.Context) error {
-	for _, c := range VolumeClaims(cp.cfg.Namespace, cp.own) {
-		if err := cp.ensure(ctx, c); err != nil {
-			return err
-		}
-	}
-	return nil
+	return cp.ensure(ctx, cp.volumeManifests()...)
 }
 
 func (cp *ControlPlane) prepareBootstrapVolume(ctx context.Context) error {
-	if err := cp.ensure(ctx, PreparePodObject(cp.cfg.Namespace, cp.own, cp.cfg.ControllerImage)); err != nil {
+	if err := cp.ensure(ctx, cp.preparePodManifests()...); err != nil {
 		return err
 	}
 	wctx, cancel := context.WithTimeout(ctx, cp.cfg.StartupTimeout)
@@ -265,8 +249,7 @@ func terminationDetail(p *corev1.Pod) string {
 }
 
 func (cp *ControlPlane) startPostgres(ctx context.Context) error {
-	ns, own := cp.cfg.Namespace, cp.own
-	if err := cp.ensure(ctx, PostgresStatefulSet(ns, own, cp.cfg.PostgresImage), PostgresService(ns, own)); err != nil {
+	if err := cp.ensure(ctx, cp.postgresManifests()...); err != nil {
 		return err
 	}
 	return cp.waitReady(ctx, "StatefulSet", Postgres, kube.WaitForStatefulSetReady)
@@ -313,12 +296,7 @@ func (cp *ControlPlane) ensureRestartEgress(ctx context.Context) error {
 	if err := cp.addresses(ctx); err != nil {
 		return err
 	}
-	for _, p := range RestartEgressPolicies(cp.cfg.Namespace, cp.own, cp.nodeSubnet, int32(cp.apiEndpoint.Port())) {
-		if err := cp.ensure(ctx, p); err != nil {
-			return err
-		}
-	}
-	return nil
+	return cp.ensure(ctx, cp.restartEgressManifests()...)
 }
 
 func (cp *ControlPlane) ensureControlPlaneSecrets(ctx context.Context) error {
@@ -329,12 +307,7 @@ func (cp *ControlPlane) ensureControlPlaneSecrets(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read the Installation %s: %w (the platform step writes it first)", cp.cfg.InstallationFile, err)
 	}
-	for _, s := range ControlPlaneSecretObjects(cp.cfg.Namespace, cp.own, cp.credentials, installation) {
-		if err := cp.ensure(ctx, s); err != nil {
-			return err
-		}
-	}
-	return nil
+	return cp.ensure(ctx, cp.controlPlaneSecretManifests(installation)...)
 }
 
 // Values are the chart values this run installs with (after the addresses are resolved).
@@ -364,17 +337,11 @@ func (cp *ControlPlane) installChart(ctx context.Context) error {
 }
 
 func (cp *ControlPlane) ensureTenantBindings(ctx context.Context) error {
-	for _, b := range TenantBindings(cp.cfg.Namespace, cp.own) {
-		if err := cp.ensure(ctx, b); err != nil {
-			return err
-		}
-	}
-	return nil
+	return cp.ensure(ctx, cp.tenantBindingManifests()...)
 }
 
 func (cp *ControlPlane) startProxy(ctx context.Context) error {
-	ns, own := cp.cfg.Namespace, cp.own
-	if err := cp.ensure(ctx, ProxyDeploymentObject(ns, own, cp.cfg.ControllerImage), ProxyServiceObject(ns, own)); err != nil {
+	if err := cp.ensure(ctx, cp.proxyManifests()...); err != nil {
 		return err
 	}
 	return cp.waitReady(ctx, "Deployment", ProxyDeployment, kube.WaitForDeploymentReady)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/netip"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,6 +15,10 @@ import (
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/release"
+
+	"github.com/openclaw/occ/internal/occdev/helmrelease"
+	"github.com/openclaw/occ/internal/occdev/kubeobj"
+	"github.com/openclaw/occ/internal/progress"
 )
 
 const (
@@ -56,6 +61,7 @@ func TestUpCreatesTheControlPlaneAndConverges(t *testing.T) {
 	}
 	first := b.snapshot(ctx)
 	b.checkObjects(ctx, installation)
+	b.checkDescribedAsRecorded(cp.cfg)
 
 	again, _, _ := b.newControlPlane(nil, nil)
 	if err := again.Up(ctx); err != nil {
@@ -72,6 +78,37 @@ func TestUpCreatesTheControlPlaneAndConverges(t *testing.T) {
 	}
 	if rel := again.Release(); rel == nil || rel.Version != 2 || rel.Info.Status != release.StatusDeployed {
 		t.Errorf("second run's release = %+v, want revision 2 deployed (an upgrade of this state's release)", again.Release())
+	}
+}
+
+// checkDescribedAsRecorded asserts that the dry run of cfg names exactly the objects and the
+// Helm release the run recorded in its state, by the records' own kind, namespace and name.
+func (b *bed) checkDescribedAsRecorded(cfg Config) {
+	b.t.Helper()
+	var described, recorded []string
+	for _, s := range Steps() {
+		d := s.Describe(cfg)
+		for _, o := range d.Objects {
+			described = append(described, o.Kind+" "+o.Namespace+"/"+o.Name)
+		}
+		if len(d.Objects) != len(d.Creates) {
+			b.t.Errorf("step %q describes %d objects in %d lines", s.Name, len(d.Objects), len(d.Creates))
+		}
+	}
+	for _, o := range b.dir.State().Objects {
+		switch o.Type {
+		case kubeobj.TypeObject:
+			recorded = append(recorded, o.Kind+" "+o.Namespace+"/"+o.Name)
+		case helmrelease.TypeRelease:
+			recorded = append(recorded, "Helm release "+o.Namespace+"/"+o.Name)
+		default:
+			recorded = append(recorded, o.String())
+		}
+	}
+	slices.Sort(described)
+	slices.Sort(recorded)
+	if !slices.Equal(described, recorded) {
+		b.t.Errorf("the dry run describes\n  %s\nthe run recorded\n  %s", strings.Join(described, "\n  "), strings.Join(recorded, "\n  "))
 	}
 }
 
@@ -388,9 +425,8 @@ func TestPostgresComesBackAfterARestart(t *testing.T) {
 	b := newBed(t)
 	ctx := context.Background()
 	cp, _, _ := b.newControlPlane(nil, nil)
-	steps := cp.Steps()
-	for _, s := range steps[:7] { // up to and including the restart egress policies
-		if err := s.Run(ctx); err != nil {
+	for _, s := range Steps()[:7] { // up to and including the restart egress policies
+		if err := s.Run(ctx, cp, progress.Reporter{}); err != nil {
 			t.Fatalf("%s: %v", s.Name, err)
 		}
 	}
@@ -412,8 +448,8 @@ func TestPostgresComesBackAfterARestart(t *testing.T) {
 	}
 	// The repeated steps converge and see the new address.
 	again, _, _ := b.newControlPlane(nil, nil)
-	for _, s := range again.Steps()[:7] {
-		if err := s.Run(ctx); err != nil {
+	for _, s := range Steps()[:7] {
+		if err := s.Run(ctx, again, progress.Reporter{}); err != nil {
 			t.Fatalf("repeated %s: %v", s.Name, err)
 		}
 	}

@@ -112,8 +112,9 @@ func TestCredentialsStayInTheClusterSecrets(t *testing.T) {
 	relJSON, _ := json.Marshal(rel)
 	add("Helm release", string(relJSON))
 	var steps strings.Builder
-	for _, s := range cp.Steps() {
-		steps.WriteString(s.Name + " " + strings.Join(s.Creates, " ") + "\n")
+	for _, s := range Steps() {
+		d := s.Describe(cp.cfg)
+		steps.WriteString(s.Name + " " + strings.Join(d.Creates, " ") + " " + d.Note + "\n")
 	}
 	add("step descriptions", steps.String())
 	add("printed control plane", fmt.Sprintf("%+v %#v %+v %#v", cp, cp, *cp.credentials, *cp.credentials))

@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -72,13 +73,9 @@ func TestLoadChartChecksTheChart(t *testing.T) {
 
 // `up --dry-run` lists the steps and every object they create, without a cluster.
 func TestDescribeStepsNamesEveryObject(t *testing.T) {
-	steps := DescribeSteps(Config{})
 	var all strings.Builder
-	for _, s := range steps {
-		if s.Run != nil {
-			t.Errorf("step %q can run in a dry run", s.Name)
-		}
-		all.WriteString(s.Name + ": " + strings.Join(s.Creates, "; ") + "\n")
+	for _, s := range Steps() {
+		all.WriteString(s.Name + ": " + strings.Join(s.Describe(Config{}).Creates, "; ") + "\n")
 	}
 	for _, want := range []string{
 		"Secret oce-system/postgres-bootstrap", "PersistentVolumeClaim oce-system/postgres-data", "PersistentVolumeClaim oce-system/bootstrap-password",
@@ -93,4 +90,40 @@ func TestDescribeStepsNamesEveryObject(t *testing.T) {
 			t.Errorf("the dry run does not name %q:\n%s", want, all.String())
 		}
 	}
+	// The lines come from the objects, which carry the kind, namespace and name of the manifests
+	// the steps apply: a cluster-scoped binding has no namespace, a Secret is described by its
+	// keys and never by its values.
+	var objs []string
+	for _, s := range Steps() {
+		for _, o := range s.Describe(Config{Namespace: "ns"}).Objects {
+			objs = append(objs, o.Kind+"|"+o.Namespace+"|"+o.Name+"|"+o.Note)
+		}
+	}
+	for _, want := range []string{
+		"ClusterRoleBinding||" + TenantWorkerBinding + "|",
+		"Secret|ns|" + PostgresBootstrapSecret + "|keys " + PostgresInitKey + ", " + PostgresPasswordKey,
+		"Secret|ns|" + InstallationSecret + "|key " + InstallationKey + "; holds the Installation's exact bytes",
+		"PersistentVolumeClaim|ns|" + PostgresDataClaim + "|" + StorageClassName + ", 1Gi",
+		"StatefulSet|ns|" + Postgres + "|waits until ready",
+		"Service|ns|" + Postgres + "|",
+		"Helm release|ns|" + ReleaseName + "|from the checkout's " + ChartPath + ", waiting up to 10m0s for the initialization Job and the API and worker Deployments",
+	} {
+		if !slices.Contains(objs, want) {
+			t.Errorf("no described object %q in\n%s", want, strings.Join(objs, "\n"))
+		}
+	}
+	if len(objs) != 17 {
+		t.Errorf("%d described objects; want 17:\n%s", len(objs), strings.Join(objs, "\n"))
+	}
+}
+
+// A note for an object its step does not apply (a renamed object, a misspelled kind) stops the
+// dry run instead of being dropped silently.
+func TestDescribeObjectsRefusesANoteForAnotherObject(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("a note for an object the step does not apply was dropped")
+		}
+	}()
+	describeObjects(describing(Config{}).proxyManifests(), map[string]string{"Deployment postgres": "waits until ready"})
 }

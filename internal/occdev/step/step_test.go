@@ -1,4 +1,4 @@
-package occdev
+package step
 
 import (
 	"context"
@@ -9,6 +9,14 @@ import (
 	"testing"
 
 	"github.com/openclaw/occ/internal/progress"
+)
+
+// env stands for what a flow's steps run on; these tests need none of it.
+type env struct{}
+
+type (
+	testStep = Step[struct{}, *env]
+	testLane = Lane[struct{}, *env]
 )
 
 // events records progress events from several goroutines.
@@ -32,8 +40,8 @@ func (e *events) end(step string) (progress.Event, bool) {
 
 // blockUntilCancelled is a lane step that runs until its context is cancelled, as a download
 // or a cluster start does, and says when it has really stopped.
-func blockUntilCancelled(started chan<- struct{}, stopped *bool, mu *sync.Mutex) func(context.Context, *run, progress.Reporter) error {
-	return func(ctx context.Context, _ *run, _ progress.Reporter) error {
+func blockUntilCancelled(started chan<- struct{}, stopped *bool, mu *sync.Mutex) func(context.Context, *env, progress.Reporter) error {
+	return func(ctx context.Context, _ *env, _ progress.Reporter) error {
 		close(started)
 		<-ctx.Done()
 		mu.Lock()
@@ -55,24 +63,24 @@ func TestGroupFailureInEachLaneCancelsTheOthers(t *testing.T) {
 			stopped, laterRan := false, false
 			started := make(chan struct{})
 			boom := errors.New("boom")
-			fail := func(context.Context, *run, progress.Reporter) error {
+			fail := func(context.Context, *env, progress.Reporter) error {
 				<-started // the other lane is busy when this one fails
 				return boom
 			}
-			later := func(context.Context, *run, progress.Reporter) error { laterRan = true; return nil }
-			lanes := map[string]Lane{
-				"failing": lane(failing, Step{Name: "Fail in " + failing, Run: fail}),
-				"busy": lane("other",
-					Step{Name: "Work until cancelled", Run: blockUntilCancelled(started, &stopped, &mu)},
-					Step{Name: "Run after the work", Run: later}),
+			later := func(context.Context, *env, progress.Reporter) error { laterRan = true; return nil }
+			lanes := map[string]testLane{
+				"failing": InLane(failing, testStep{Name: "Fail in " + failing, Run: fail}),
+				"busy": InLane("other",
+					testStep{Name: "Work until cancelled", Run: blockUntilCancelled(started, &stopped, &mu)},
+					testStep{Name: "Run after the work", Run: later}),
 			}
-			group := []Lane{lanes["failing"], lanes["busy"]}
+			group := []testLane{lanes["failing"], lanes["busy"]}
 			if failing == "cluster" {
-				group = []Lane{lanes["busy"], lanes["failing"]}
+				group = []testLane{lanes["busy"], lanes["failing"]}
 			}
 			ev := &events{}
-			x := &runner{sink: ev.sink}
-			err := x.run(context.Background(), nil, []Step{concurrently("Both lanes", group...), {Name: "After the group", Run: later}}, "")
+			x := &Runner[struct{}, *env]{Sink: ev.sink}
+			err := x.Run(context.Background(), nil, []testStep{Concurrently("Both lanes", group...), {Name: "After the group", Run: later}}, "")
 			if !errors.Is(err, boom) || errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "Fail in "+failing) {
 				t.Fatalf("group error %v; want only the lane's own failure, naming its step", err)
 			}
@@ -103,18 +111,18 @@ func TestGroupFailureInEachLaneCancelsTheOthers(t *testing.T) {
 func TestGroupReportsIndependentFailures(t *testing.T) {
 	var both sync.WaitGroup
 	both.Add(2)
-	failWith := func(err error) func(context.Context, *run, progress.Reporter) error {
-		return func(context.Context, *run, progress.Reporter) error {
+	failWith := func(err error) func(context.Context, *env, progress.Reporter) error {
+		return func(context.Context, *env, progress.Reporter) error {
 			both.Done()
 			both.Wait() // each fails only once the other has failed too
 			return err
 		}
 	}
 	a, b := errors.New("archive checksum mismatch"), errors.New("cluster refused")
-	x := &runner{}
-	err := x.run(context.Background(), nil, []Step{concurrently("Both",
-		lane("artifacts", Step{Name: "A", Run: failWith(a)}),
-		lane("cluster", Step{Name: "B", Run: failWith(b)}),
+	x := &Runner[struct{}, *env]{}
+	err := x.Run(context.Background(), nil, []testStep{Concurrently("Both",
+		InLane("artifacts", testStep{Name: "A", Run: failWith(a)}),
+		InLane("cluster", testStep{Name: "B", Run: failWith(b)}),
 	)}, "")
 	if !errors.Is(err, a) || !errors.Is(err, b) {
 		t.Fatalf("error %v; want both lanes' failures", err)
@@ -130,10 +138,10 @@ func TestGroupStopsOnParentCancellation(t *testing.T) {
 	startedA, startedB := make(chan struct{}), make(chan struct{})
 	go func() { <-startedA; <-startedB; cancel() }()
 	ev := &events{}
-	x := &runner{sink: ev.sink}
-	err := x.run(ctx, nil, []Step{concurrently("Both",
-		lane("artifacts", Step{Name: "A", Run: blockUntilCancelled(startedA, &stoppedA, &mu)}),
-		lane("cluster", Step{Name: "B", Run: blockUntilCancelled(startedB, &stoppedB, &mu)}),
+	x := &Runner[struct{}, *env]{Sink: ev.sink}
+	err := x.Run(ctx, nil, []testStep{Concurrently("Both",
+		InLane("artifacts", testStep{Name: "A", Run: blockUntilCancelled(startedA, &stoppedA, &mu)}),
+		InLane("cluster", testStep{Name: "B", Run: blockUntilCancelled(startedB, &stoppedB, &mu)}),
 	)}, "")
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("error %v; want the cancellation", err)
@@ -158,11 +166,11 @@ func TestGroupStopsOnParentCancellation(t *testing.T) {
 func TestAfterStepSeesLaneStepsAndGroups(t *testing.T) {
 	var mu sync.Mutex
 	var seen []string
-	ok := func(context.Context, *run, progress.Reporter) error { return nil }
-	x := &runner{afterStep: func(name string) error { mu.Lock(); seen = append(seen, name); mu.Unlock(); return nil }}
-	err := x.run(context.Background(), nil, []Step{
+	ok := func(context.Context, *env, progress.Reporter) error { return nil }
+	x := &Runner[struct{}, *env]{AfterStep: func(name string) error { mu.Lock(); seen = append(seen, name); mu.Unlock(); return nil }}
+	err := x.Run(context.Background(), nil, []testStep{
 		{Name: "First", Run: ok},
-		concurrently("Group", lane("a", Step{Name: "A1", Run: ok}, Step{Name: "A2", Run: ok}), lane("b", Step{Name: "B1", Run: ok})),
+		Concurrently("Group", InLane("a", testStep{Name: "A1", Run: ok}, testStep{Name: "A2", Run: ok}), InLane("b", testStep{Name: "B1", Run: ok})),
 		{Name: "Last", Run: ok},
 	}, "")
 	if err != nil {
