@@ -3,13 +3,13 @@ package occdev
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
+	"github.com/openclaw/occ/internal/occdev/step"
 	"github.com/openclaw/occ/internal/progress"
 )
 
@@ -65,7 +65,8 @@ func imageStep(role imageRole) Step {
 	return Step{
 		Name: "Pull the " + ri.title + " image",
 		Describe: func(p *Plan) Description {
-			return creates(fmt.Sprintf("image %s in the %s engine, pulled by digest unless the engine has it (an image that was there is left alone by down)", ri.pin(p.pins).DigestReference(), engineName(p)))
+			return step.Describe(step.Image{Reference: ri.pin(p.pins).DigestReference(), Where: "the " + engineName(p) + " engine",
+				Note: "pulled by digest unless the engine has it; an image that was there is left alone by down"})
 		},
 		Run: func(ctx context.Context, r *run, rep progress.Reporter) error {
 			l, err := images.Present(ctx, images.PresentOptions{
@@ -127,7 +128,8 @@ func (r *run) ofEngine(l images.Local) images.Local {
 // describeImportOf says what the import of one OpenShell image creates in the node.
 func describeImportOf(role imageRole) func(p *Plan) Description {
 	return func(p *Plan) Description {
-		return creates("image " + roleInfos[role].pin(p.pins).DigestReference() + " in the node's containerd, imported as soon as both its pull and the cluster are done (the engine's image save piped into ctr image import in the node, under a temporary staging tag removed afterwards)")
+		return step.Describe(step.Image{Reference: roleInfos[role].pin(p.pins).DigestReference(), Where: nodeContainerd,
+			Note: "imported as soon as both its pull and the cluster are done: the engine's image save piped into ctr image import in the node, under a temporary staging tag removed afterwards"})
 	}
 }
 
@@ -191,12 +193,16 @@ func (r *run) importImages(ctx context.Context, rep progress.Reporter, local []i
 }
 
 func describeVerify(p *Plan) Description {
-	var refs []string
+	var imgs []step.Item
 	for _, role := range productImages {
-		refs = append(refs, roleInfos[role].pin(p.pins).DigestReference())
+		imgs = append(imgs, step.Image{Reference: roleInfos[role].pin(p.pins).DigestReference(), Where: nodeContainerd,
+			Note: "named there once its config digest in the node equals the local image ID its pinned pull produced"})
 	}
-	return creates("the names " + strings.Join(refs, ", ") + " in the node, after checking each image's config digest there equals the local image ID its pinned pull produced")
+	return step.Describe(imgs...)
 }
+
+// nodeContainerd is where the cluster's images are, as a dry run says it.
+const nodeContainerd = "the node's containerd"
 
 // verifyImages proves each imported image is in the node as pulled (config digest == local
 // image ID) and tags repo@sha256:<pinned> there for the chart (pullPolicy Never).

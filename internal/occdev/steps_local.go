@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/state"
+	"github.com/openclaw/occ/internal/occdev/step"
 	"github.com/openclaw/occ/internal/progress"
 )
 
@@ -58,10 +60,15 @@ func preflight(ctx context.Context, r *run, rep progress.Reporter) error {
 }
 
 func describeState(p *Plan) Description {
+	records := "written before anything else"
 	if p.Engine != "" {
-		return creates("directory " + p.StateDir + " (0700, locked), its marker and state.json (0600) recording the " + engineName(p) + " engine " + p.Engine + ", before anything else")
+		records = "recording the " + engineName(p) + " engine " + p.Engine + ", written before anything else"
 	}
-	return creates("directory " + p.StateDir + " (0700, locked), its marker and state.json (0600), before anything else")
+	return step.Describe(
+		step.DirAt(p.StateDir, state.DirMode, "locked"),
+		step.FileAt(filepath.Join(p.StateDir, state.MarkerName), state.FileMode, "the development marker"),
+		step.FileAt(filepath.Join(p.StateDir, state.FileName), state.FileMode, records),
+	)
 }
 
 // claimState creates the private state directory, takes its lock, and writes the marker and

@@ -3,25 +3,29 @@ package occdev
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/openclaw/occ/internal/occdev/platform"
 	"github.com/openclaw/occ/internal/occdev/state"
+	"github.com/openclaw/occ/internal/occdev/step"
 	"github.com/openclaw/occ/internal/progress"
 )
 
 // The platform steps hand the platform layer its own inputs: the recording connection from
 // the cluster lane, the artifacts from the artifacts lane, and the plan's names.
 
-func describeNamespace(p *Plan) Description { return creates("Namespace " + p.Namespace) }
+func describeNamespace(p *Plan) Description {
+	return step.Objects(platform.DescribeNamespace(p.Namespace)...)
+}
 
 func ensurePlatformNamespace(ctx context.Context, r *run, _ progress.Reporter) error {
 	return platform.EnsureNamespace(ctx, r.conn, r.plan.Namespace)
 }
 
 func describeRuntimeClass(*Plan) Description {
-	return creates("RuntimeClass " + RuntimeClassName + " (handler " + platform.RuntimeClassHandler + ")")
+	return step.Objects(platform.DescribeRuntimeClass()...)
 }
 
 func ensureRuntimeClass(ctx context.Context, r *run, _ progress.Reporter) error {
@@ -37,7 +41,7 @@ func applyAgentSandbox(ctx context.Context, r *run, _ progress.Reporter) error {
 }
 
 func describeJWTSecret(p *Plan) Description {
-	return creates("Secret " + p.Namespace + "/" + GatewayJWTSecretName + " (a new ed25519 key; never printed or stored in the state)")
+	return step.Objects(platform.DescribeJWTSecret(p.Namespace)...)
 }
 
 func ensureJWTSecret(ctx context.Context, r *run, _ progress.Reporter) error {
@@ -107,7 +111,7 @@ func installGateway(ctx context.Context, r *run, _ progress.Reporter) error {
 }
 
 func describePolicies(p *Plan) Description {
-	return creates(platform.DescribeDevelopmentPolicies(p.Namespace)...)
+	return step.Objects(platform.DescribeDevelopmentPolicies(p.Namespace)...)
 }
 
 func applyDevelopmentPolicies(ctx context.Context, r *run, _ progress.Reporter) error {
@@ -142,7 +146,7 @@ func checkGatewayHealth(ctx context.Context, r *run, _ progress.Reporter) error 
 }
 
 func describeInstallation(p *Plan) Description {
-	return creates("file " + p.StateDir + "/" + InstallationFileName + " (validated by the Sandbox Driver's rules)")
+	return step.Describe(step.FileAt(filepath.Join(p.StateDir, InstallationFileName), platform.InstallationFileMode, "validated by the Sandbox Driver's rules"))
 }
 
 // writeInstallation builds the Installation, validates it with the driver's rules, writes it

@@ -300,11 +300,14 @@ func InstallationEndpoint(cp ControlPlane, namespace, nodeAddress string, nodePo
 	return "http://" + net.JoinHostPort(nodeAddress, strconv.Itoa(int(nodePort)))
 }
 
+// InstallationFileMode is the Installation file's mode: readable by the non-root containers of
+// the Compose control plane that mount it; it holds no secret (the state directory stays 0700).
+const InstallationFileMode = 0o644
+
 // writeInstallation replaces path atomically: a crash leaves the old file or the new one,
-// never half of one. The file is 0644 because the Compose control plane mounts it into
-// non-root containers; it holds no secret (the state directory itself stays 0700).
+// never half of one.
 func writeInstallation(path string, data []byte) error {
-	if err := fsutil.WriteFileAtomic(path, data, 0o644); err != nil {
+	if err := fsutil.WriteFileAtomic(path, data, InstallationFileMode); err != nil {
 		return fmt.Errorf("write Installation: %w", err)
 	}
 	return nil

@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/openclaw/occ/internal/contract"
+	"github.com/openclaw/occ/internal/occdev/kubeobj"
+	"github.com/openclaw/occ/internal/occdev/step"
 )
 
 // The OCE control plane's names, as its Helm chart labels and names them: the
@@ -86,15 +88,43 @@ func JWTSecret(namespace string) (*corev1.Secret, error) {
 	if _, err := rand.Read(kid); err != nil {
 		return nil, fmt.Errorf("generate the Gateway JWT key id: %w", err)
 	}
+	return jwtSecret(namespace, map[string][]byte{
+		"signing.pem": pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: privDER}),
+		"public.pem":  pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}),
+		"kid":         []byte("openshell-" + hex.EncodeToString(kid)),
+	}), nil
+}
+
+func jwtSecret(namespace string, data map[string][]byte) *corev1.Secret {
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: GatewayJWTSecretName, Namespace: namespace},
 		Type:       corev1.SecretTypeOpaque,
-		Data: map[string][]byte{
-			"signing.pem": pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: privDER}),
-			"public.pem":  pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}),
-			"kid":         []byte("openshell-" + hex.EncodeToString(kid)),
-		},
-	}, nil
+		Data:       data,
+	}
+}
+
+// jwtSecretKeys are the keys of the JWT Secret, for its description (never its values).
+var jwtSecretKeys = []string{"signing.pem", "public.pem", "kid"}
+
+// DescribeNamespace, DescribeRuntimeClass, DescribeJWTSecret and DescribeDevelopmentPolicies
+// are the dry run's account of what the Ensure and Apply functions below create, built from
+// the same manifests.
+func DescribeNamespace(name string) []step.Object {
+	return kubeobj.Describe([]runtime.Object{Namespace(name)}, nil)
+}
+
+func DescribeRuntimeClass() []step.Object {
+	rc := RuntimeClass()
+	return kubeobj.Describe([]runtime.Object{rc}, map[string]string{"RuntimeClass " + rc.Name: "handler " + rc.Handler})
+}
+
+func DescribeJWTSecret(namespace string) []step.Object {
+	data := map[string][]byte{}
+	for _, k := range jwtSecretKeys {
+		data[k] = nil
+	}
+	return kubeobj.Describe([]runtime.Object{jwtSecret(namespace, data)},
+		map[string]string{"Secret " + GatewayJWTSecretName: "a new ed25519 key; never printed or stored in the state"})
 }
 
 // DevelopmentPolicies are the NetworkPolicies and RBAC the development profile puts around the
@@ -108,14 +138,13 @@ func DevelopmentPolicies(namespace string) []runtime.Object {
 	}
 }
 
-// DescribeDevelopmentPolicies says what DevelopmentPolicies creates, for --dry-run.
-func DescribeDevelopmentPolicies(namespace string) []string {
-	return []string{
-		"NetworkPolicy " + namespace + "/" + gatewayIngressPolicyName + " (Gateway ingress only from the OCE API/worker and from supervisor Pods of OCE-owned tenant namespaces)",
-		"NetworkPolicy " + namespace + "/" + oceEgressPolicyName + " (OCE API/worker egress to the Gateway)",
-		"ClusterRole " + workspaceRBACName + " (workspace Role/RoleBinding management; bind/escalate only on Role " + WorkspaceSandboxRole + ")",
-		"ClusterRoleBinding " + workspaceRBACName + " (to ServiceAccount " + namespace + "/" + oceWorkerServiceAccount + ")",
-	}
+func DescribeDevelopmentPolicies(namespace string) []step.Object {
+	return kubeobj.Describe(DevelopmentPolicies(namespace), map[string]string{
+		"NetworkPolicy " + gatewayIngressPolicyName: "Gateway ingress only from the OCE API/worker and from supervisor Pods of OCE-owned tenant namespaces",
+		"NetworkPolicy " + oceEgressPolicyName:      "OCE API/worker egress to the Gateway",
+		"ClusterRole " + workspaceRBACName:          "workspace Role/RoleBinding management; bind/escalate only on Role " + WorkspaceSandboxRole,
+		"ClusterRoleBinding " + workspaceRBACName:   "to ServiceAccount " + namespace + "/" + oceWorkerServiceAccount,
+	})
 }
 
 // gatewayIngressPolicy admits to the Gateway only the OCE API and worker (same namespace) and

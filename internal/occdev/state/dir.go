@@ -16,6 +16,13 @@ import (
 	"github.com/openclaw/occ/internal/fsutil"
 )
 
+// DirMode and FileMode are the state directory's mode and that of every file occ writes in it:
+// private to the user who ran up.
+const (
+	DirMode  = 0o700
+	FileMode = 0o600
+)
+
 // Sentinel errors, for errors.Is.
 var (
 	// ErrInUse: another process holds the directory's lock.
@@ -74,7 +81,7 @@ func Create(path string, initial State) (*Dir, error) {
 	}
 
 	made := false
-	switch err := os.Mkdir(p, 0o700); {
+	switch err := os.Mkdir(p, DirMode); {
 	case err == nil:
 		made = true
 	case errors.Is(err, fs.ErrExist):
@@ -447,7 +454,7 @@ func (d *Dir) Remove() error {
 // writeExclusive creates name with O_EXCL at 0600 and syncs it. On a write error it removes its
 // own partial file, so a retry is never blocked by it.
 func writeExclusive(name string, data []byte) error {
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, FileMode)
 	if err != nil {
 		return err
 	}
@@ -470,5 +477,5 @@ func writeExclusive(name string, data []byte) error {
 
 // writeAtomic replaces dir/name with data: a crash leaves either the old or the new content.
 func writeAtomic(dir, name string, data []byte) error {
-	return fsutil.WriteFileAtomic(filepath.Join(dir, name), data, 0o600)
+	return fsutil.WriteFileAtomic(filepath.Join(dir, name), data, FileMode)
 }

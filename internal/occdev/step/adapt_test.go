@@ -216,3 +216,33 @@ func TestObjectsDeriveTheCreatesLines(t *testing.T) {
 		t.Fatalf("no objects: creates %#v; want an empty list", e.Creates)
 	}
 }
+
+// Images and files are typed like objects: each is one Creates line, in the order given, and
+// the JSON keeps each kind in its own list.
+func TestDescribeKeepsObjectsImagesAndFilesTyped(t *testing.T) {
+	d := Describe(
+		File{Kind: "directory", Path: "/s", Mode: "0700", Note: "locked"},
+		Image{Reference: "ghcr.io/x/gw@sha256:ab", Where: "the node's containerd"},
+		Object{Kind: "Namespace", Name: "openshell"},
+		File{Kind: "file", Path: "/s/installation.yaml", Mode: "0644"},
+	)
+	want := []string{
+		"directory /s (0700; locked)",
+		"image ghcr.io/x/gw@sha256:ab in the node's containerd",
+		"Namespace openshell",
+		"file /s/installation.yaml (0644)",
+	}
+	if got := strings.Join(d.Creates, "|"); got != strings.Join(want, "|") {
+		t.Fatalf("lines %q; want %q", d.Creates, want)
+	}
+	if len(d.Objects) != 1 || len(d.Images) != 1 || len(d.Files) != 2 || d.Files[1].Path != "/s/installation.yaml" {
+		t.Fatalf("typed lists: objects %v, images %v, files %v", d.Objects, d.Images, d.Files)
+	}
+	b, err := json.Marshal(Describe(Image{Reference: "r@sha256:1", Where: "w", Note: "n"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"creates":["image r@sha256:1 in w (n)"],"images":[{"reference":"r@sha256:1","where":"w","note":"n"}]}`; string(b) != want {
+		t.Fatalf("JSON %s; want %s", b, want)
+	}
+}

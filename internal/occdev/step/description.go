@@ -1,5 +1,10 @@
 package step
 
+import (
+	"fmt"
+	"io/fs"
+)
+
 // Description is what a step would do, for --dry-run: what it creates, and a note for what it
 // checks or uses without creating anything.
 //
@@ -9,7 +14,66 @@ package step
 type Description struct {
 	Creates []string `json:"creates"`
 	Objects []Object `json:"objects,omitempty"`
+	Images  []Image  `json:"images,omitempty"`
+	Files   []File   `json:"files,omitempty"`
 	Note    string   `json:"note,omitempty"`
+}
+
+// Item is one thing a step creates: an Object, an Image or a File.
+type Item interface {
+	String() string
+	add(d *Description)
+}
+
+func (o Object) add(d *Description) { d.Objects = append(d.Objects, o) }
+func (i Image) add(d *Description)  { d.Images = append(d.Images, i) }
+func (f File) add(d *Description)   { d.Files = append(d.Files, f) }
+
+// Image is an image a step puts somewhere by its digest reference (repo@sha256:…), and where
+// (the node's containerd).
+type Image struct {
+	Reference string `json:"reference"`
+	Where     string `json:"where"`
+	Note      string `json:"note,omitempty"`
+}
+
+// String is the image's dry-run line: "image repo@sha256:… in the node's containerd (note)".
+func (i Image) String() string { return withNote("image "+i.Reference+" in "+i.Where, i.Note) }
+
+// File is a file or directory a step writes, with the permission bits it gets.
+type File struct {
+	// Kind is "file" or "directory".
+	Kind string `json:"kind"`
+	Path string `json:"path"`
+	// Mode is the permission bits in octal, "0600".
+	Mode string `json:"mode"`
+	Note string `json:"note,omitempty"`
+}
+
+// String is the file's dry-run line: "file /path (0600; note)".
+func (f File) String() string {
+	n := f.Mode
+	if f.Note != "" {
+		n += "; " + f.Note
+	}
+	return withNote(f.Kind+" "+f.Path, n)
+}
+
+// FileAt is a file a step writes at path with mode's permission bits.
+func FileAt(path string, mode fs.FileMode, note string) File {
+	return File{Kind: "file", Path: path, Mode: fmt.Sprintf("%04o", mode.Perm()), Note: note}
+}
+
+// DirAt is a directory a step creates at path with mode's permission bits.
+func DirAt(path string, mode fs.FileMode, note string) File {
+	return File{Kind: "directory", Path: path, Mode: fmt.Sprintf("%04o", mode.Perm()), Note: note}
+}
+
+func withNote(s, note string) string {
+	if note == "" {
+		return s
+	}
+	return s + " (" + note + ")"
 }
 
 // Object is a Kubernetes object (or a Helm release) a step creates: its kind, namespace (empty
@@ -29,11 +93,7 @@ func (o Object) String() string {
 	if o.Namespace != "" {
 		s += o.Namespace + "/"
 	}
-	s += o.Name
-	if o.Note != "" {
-		s += " (" + o.Note + ")"
-	}
-	return s
+	return withNote(s+o.Name, o.Note)
 }
 
 // Creates describes a step by what it creates.
@@ -41,9 +101,20 @@ func Creates(items ...string) Description { return Description{Creates: items} }
 
 // Objects describes a step by the objects it creates, one Creates line each.
 func Objects(objs ...Object) Description {
-	d := Description{Creates: make([]string, 0, len(objs)), Objects: objs}
-	for _, o := range objs {
-		d.Creates = append(d.Creates, o.String())
+	items := make([]Item, len(objs))
+	for i, o := range objs {
+		items[i] = o
+	}
+	return Describe(items...)
+}
+
+// Describe describes a step by the objects, images and files it creates, in order, one
+// Creates line each.
+func Describe(items ...Item) Description {
+	d := Description{Creates: make([]string, 0, len(items))}
+	for _, it := range items {
+		d.Creates = append(d.Creates, it.String())
+		it.add(&d)
 	}
 	return d
 }

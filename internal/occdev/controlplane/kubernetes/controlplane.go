@@ -130,7 +130,9 @@ func on(fn func(*ControlPlane, context.Context) error) func(context.Context, *Co
 // describe makes a step's Describe of the manifests its Run applies (build, on the control
 // plane a dry run describes from) with the step's own words about some of them (extra, by "Kind name").
 func describe(build func(*ControlPlane) []runtime.Object, extra map[string]string) func(Config) step.Description {
-	return func(cfg Config) step.Description { return describeObjects(build(describing(cfg)), extra) }
+	return func(cfg Config) step.Description {
+		return step.Objects(kubeobj.Describe(build(describing(cfg)), extra)...)
+	}
 }
 
 // describeNote makes a step's Describe of a step that creates nothing.

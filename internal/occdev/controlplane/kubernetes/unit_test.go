@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/openclaw/occ/internal/occdev/kubeobj"
 )
 
 // The restart egress policy opens the API port to the k3d network's subnet; the engine reports
@@ -125,5 +127,5 @@ func TestDescribeObjectsRefusesANoteForAnotherObject(t *testing.T) {
 			t.Fatal("a note for an object the step does not apply was dropped")
 		}
 	}()
-	describeObjects(describing(Config{}).proxyManifests(), map[string]string{"Deployment postgres": "waits until ready"})
+	kubeobj.Describe(describing(Config{}).proxyManifests(), map[string]string{"Deployment postgres": "waits until ready"})
 }

@@ -1,0 +1,62 @@
+package platform
+
+import (
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/openclaw/occ/internal/occdev/kubeobj"
+	"github.com/openclaw/occ/internal/occdev/step"
+)
+
+// Each platform step's dry run names exactly the objects its Ensure or Apply function creates,
+// as their state records name them, and the JWT Secret is described by the keys the generated
+// Secret has, never by a value.
+func TestPlatformDescriptionsNameTheAppliedObjects(t *testing.T) {
+	const ns = "openshell"
+	secret, err := JWTSecret(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name      string
+		described []step.Object
+		applied   []runtime.Object
+	}{
+		{"namespace", DescribeNamespace(ns), []runtime.Object{Namespace(ns)}},
+		{"runtime class", DescribeRuntimeClass(), []runtime.Object{RuntimeClass()}},
+		{"JWT Secret", DescribeJWTSecret(ns), []runtime.Object{secret}},
+		{"policies", DescribeDevelopmentPolicies(ns), DevelopmentPolicies(ns)},
+	}
+	for _, c := range cases {
+		if len(c.described) != len(c.applied) {
+			t.Fatalf("%s: %d described, %d applied", c.name, len(c.described), len(c.applied))
+		}
+		for i, o := range c.applied {
+			ref, err := kubeobj.RefOf(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := c.described[i]
+			if d.Kind != ref.Kind || d.Namespace != ref.Namespace || d.Name != ref.Name {
+				t.Errorf("%s: described %s, applied %s %s/%s", c.name, d, ref.Kind, ref.Namespace, ref.Name)
+			}
+		}
+	}
+	keys := strings.Join(slices.Sorted(maps.Keys(secret.Data)), ", ")
+	note := DescribeJWTSecret(ns)[0].Note
+	if !strings.HasPrefix(note, "keys "+keys+";") {
+		t.Errorf("JWT Secret note %q; want it to start with the generated keys %q", note, keys)
+	}
+	for _, v := range secret.Data {
+		if strings.Contains(note, string(v)) {
+			t.Errorf("the JWT Secret's description holds one of its values")
+		}
+	}
+	if got := DescribeRuntimeClass()[0].String(); got != "RuntimeClass "+RuntimeClassName+" (handler "+RuntimeClassHandler+")" {
+		t.Errorf("RuntimeClass line %q", got)
+	}
+}
