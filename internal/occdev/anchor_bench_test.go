@@ -533,7 +533,7 @@ func assertNothingLeftBy(b *testing.B, bed *k3dBed, who, cluster string, vols, r
 	if !objs.Empty() {
 		left = append(left, "cluster objects: "+objs.String())
 	}
-	list, err := bed.engine.API.ImageList(ctx, image.ListOptions{All: true})
+	list, err := bed.Engine.API.ImageList(ctx, image.ListOptions{All: true})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -571,7 +571,7 @@ func removeImages(b *testing.B, bed *k3dBed, refs []string) {
 		}
 	}
 	// A layer another image still uses stays; the generated layers belong to no other image.
-	left, err := bed.engine.API.ImageList(ctx, image.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("reference", "*/occ-bed/sized-*"))})
+	left, err := bed.Engine.API.ImageList(ctx, image.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("reference", "*/occ-bed/sized-*"))})
 	if err == nil && len(left) > 0 {
 		for _, im := range left {
 			for _, ref := range refs {

@@ -144,7 +144,7 @@ func (r *composeRun) network() string { return compose.NetworkName(r.settings.Pr
 // removeProjectImages drops the tags occ built for a project (the layers stay cached).
 func (b *composeBed) removeProjectImages(t testing.TB, project string) {
 	ctx := context.Background()
-	imgs, err := b.engine.API.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("reference", project+"-*"))})
+	imgs, err := b.Engine.API.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("reference", project+"-*"))})
 	if err != nil {
 		t.Logf("cleanup: list images: %v", err)
 		return
@@ -580,7 +580,7 @@ func testComposeRefusals(t *testing.T, b *composeBed) {
 			want: []string{"the development stack requires service worker-kubernetes", "disabled by profile never"}},
 		{name: "an existing project resource", prepare: func(t *testing.T, r *composeRun) {
 			ctx := context.Background()
-			v, err := b.engine.API.VolumeCreate(ctx, volume.CreateOptions{Name: r.settings.Project + "_occ_bootstrap_data"})
+			v, err := b.Engine.API.VolumeCreate(ctx, volume.CreateOptions{Name: r.settings.Project + "_occ_bootstrap_data"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -663,7 +663,7 @@ func testComposeFailures(t *testing.T, b *composeBed) {
 		go func() {
 			select {
 			case <-ev:
-				killed <- b.engine.API.ContainerKill(context.Background(), node, "KILL")
+				killed <- b.Engine.API.ContainerKill(context.Background(), node, "KILL")
 			case err := <-errs:
 				killed <- err
 			case <-ctx.Done():
@@ -783,7 +783,7 @@ func (b *composeBed) selectImages(t *testing.T, r *composeRun) controlplane.Imag
 // push pushes a local tag to the bed's registry and returns its digest reference.
 func (b *composeBed) push(t *testing.T, tag string) string {
 	t.Helper()
-	ref := pushDocker(t, b.engine.API, tag)
+	ref := pushDocker(t, b.Engine.API, tag)
 	t.Cleanup(func() {
 		_, _ = b.engine.API.ImageRemove(context.Background(), ref, image.RemoveOptions{})
 	})
@@ -947,7 +947,7 @@ func doctorBootstrapKey(t *testing.T, b *composeBed, project string) string {
 	_ = tw.WriteHeader(&tar.Header{Name: filepath.Base(controlplane.BootstrapKeyPath), Mode: 0o600, Size: int64(len(doctored)), Uid: 1000, Gid: 1000})
 	_, _ = tw.Write([]byte(doctored))
 	_ = tw.Close()
-	if err := b.engine.API.CopyToContainer(ctx, list[0].ID, filepath.Dir(controlplane.BootstrapKeyPath), &buf, container.CopyToContainerOptions{}); err != nil {
+	if err := b.Engine.API.CopyToContainer(ctx, list[0].ID, filepath.Dir(controlplane.BootstrapKeyPath), &buf, container.CopyToContainerOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return k.Data.Key

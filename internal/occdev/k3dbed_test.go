@@ -269,10 +269,12 @@ func (b *k3dBed) productRefs() []string {
 // On Podman a digest reference names an image only while it is one of the image's names:
 // Podman resolves NAME@DIGEST to any local image that ever held manifest DIGEST, so once occ's
 // pull is untagged the reference still resolves to the image under its other names (the bed's
-// content tag), which is not something occ left behind.
+// content tag), which is not something occ left behind. The bed's own client reads Podman's
+// RepoDigests as Podman lists them (under the image's names); occ's API for Podman adds the
+// reference asked for, so it cannot tell.
 func (b *k3dBed) imageID(t testing.TB, ref string) string {
 	t.Helper()
-	ins, err := b.engine.API.ImageInspect(context.Background(), ref)
+	ins, err := b.Engine.API.ImageInspect(context.Background(), ref)
 	if cerrdefs.IsNotFound(err) {
 		return ""
 	}
@@ -316,7 +318,7 @@ func (b *k3dBed) leftovers(t testing.TB, name string, volumes []string) []string
 	if !objs.Empty() {
 		out = append(out, "cluster objects: "+objs.String())
 	}
-	list, err := b.engine.API.ImageList(ctx, image.ListOptions{All: true})
+	list, err := b.Engine.API.ImageList(ctx, image.ListOptions{All: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -131,7 +131,7 @@ func testKubernetesFailures(t *testing.T, b *kubeBed) {
 					t.Errorf("untag %s: %v", tag, err)
 				}
 			}
-			c, err := b.engine.API.ContainerCreate(ctx, &container.Config{Image: pgRef, Cmd: []string{"postgres"}},
+			c, err := b.Engine.API.ContainerCreate(ctx, &container.Config{Image: pgRef, Cmd: []string{"postgres"}},
 				&container.HostConfig{NetworkMode: "none"}, &network.NetworkingConfig{}, nil, "occ-test-user-"+strings.ToLower(r.opts.ClusterName))
 			if err != nil {
 				t.Errorf("create the user's container: %v", err)

@@ -145,7 +145,7 @@ func checkComposeLogs(t *testing.T, b *composeBed, dir, apiURL, project string) 
 	standinLog(t, apiURL, mark)
 	followed.waitFor(t, prefixed("controller", mark), 1)
 	worker := composeContainer(t, b, project, "worker-kubernetes")
-	if err := b.engine.API.ContainerRestart(ctx, worker, container.StopOptions{}); err != nil {
+	if err := b.Engine.API.ContainerRestart(ctx, worker, container.StopOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	followed.waitFor(t, prefixed("worker-kubernetes", "worker.started"), 2)

@@ -403,7 +403,8 @@ func describeDataServices(p *Plan) Description {
 }
 
 // startDataServices starts postgres, migrate and bootstrap from the snapshot and waits for the
-// jobs to exit 0 (a failed job's last log lines are in the error), then records the network's
+// jobs to exit 0 (a failed job's last log lines are in the error), then detaches the exited jobs
+// the engine lists on the network without an address (Podman does) and records the network's
 // engine ID.
 func startDataServices(ctx context.Context, r *run, _ progress.Reporter) error {
 	wctx, cancel := context.WithTimeout(ctx, r.plan.StartupTimeout)
@@ -411,10 +412,8 @@ func startDataServices(ctx context.Context, r *run, _ progress.Reporter) error {
 	if err := compose.StartData(wctx, compose.StartOptions{Runner: r.compose.runner, Stack: r.compose.stack}); err != nil {
 		return err
 	}
-	if engineKind(r.plan) == state.EnginePodman {
-		if err := r.compose.stack.DetachExitedJobs(ctx, r.plan.OCE.model.Network.Name); err != nil {
-			return err
-		}
+	if err := r.compose.stack.DetachExitedJobs(ctx, r.plan.OCE.model.Network.Name); err != nil {
+		return err
 	}
 	return compose.RecordIDs(ctx, r.engine.API, r.state, r.plan.OCE.model.Records())
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/pins"
-	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/occdev/step"
 	"github.com/openclaw/occ/internal/progress"
 )
@@ -106,23 +105,16 @@ func describeRepoDigests(p *Plan) Description {
 func checkRepoDigests(_ context.Context, r *run, _ progress.Reporter) error {
 	var errs []error
 	for role := range imageRoles {
-		if err := images.CheckRepoDigest(r.ofEngine(r.local[role])); err != nil {
+		if err := images.CheckRepoDigest(r.local[role]); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	for _, l := range r.profileImports() {
-		if err := images.CheckRepoDigest(r.ofEngine(l)); err != nil {
+		if err := images.CheckRepoDigest(l); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// ofEngine marks l as an image of a Podman engine when the run drives Podman, whose RepoDigests
-// images.CheckRepoDigest reads its own way.
-func (r *run) ofEngine(l images.Local) images.Local {
-	l.Podman = engineKind(r.plan) == state.EnginePodman
-	return l
 }
 
 // describeImportOf says what the import of one OpenShell image creates in the node.
@@ -178,9 +170,6 @@ func (r *run) importImages(ctx context.Context, rep progress.Reporter, local []i
 	importer, err := cluster.ImporterOf(ctx, r.provider, r.clusterRequest(rep), r.conn.Access)
 	if err != nil {
 		return nil, err
-	}
-	for i := range local {
-		local[i] = r.ofEngine(local[i])
 	}
 	return images.Import(ctx, images.ImportOptions{
 		API: r.engine.API, Importer: importer, Images: local, Recorder: r.state,

@@ -220,8 +220,8 @@ func (b *PlannedBuild) WithResolved(resolved []ResolvedBase) map[string]string {
 	return args
 }
 
-// DistributionInspector asks the engine what a registry serves for a reference; *client.Client
-// has it.
+// DistributionInspector asks the engine what a registry serves for a reference; the engine's
+// docker.API has it.
 type DistributionInspector interface {
 	DistributionInspect(ctx context.Context, image, encodedRegistryAuth string) (registry.DistributionInspect, error)
 }

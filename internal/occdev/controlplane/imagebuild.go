@@ -32,8 +32,8 @@ const (
 	DefaultRuntimeTag    = "openclaw-enterprise-runtime:kubernetes-quickstart"
 )
 
-// ImageEngine is the part of the Docker engine API the control-plane images need; the engine
-// client (*client.Client) has all of it.
+// ImageEngine is the part of the engine API the control-plane images need; the engine's
+// docker.API has all of it.
 type ImageEngine interface {
 	ImageInspector
 	ImageBuild(ctx context.Context, buildContext io.Reader, options build.ImageBuildOptions) (build.ImageBuildResponse, error)

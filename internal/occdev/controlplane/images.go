@@ -9,8 +9,8 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/image"
-	"github.com/docker/docker/client"
 
+	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/pins"
 )
 
@@ -105,9 +105,10 @@ type ControlPlaneImages struct {
 	Selected bool `json:"selected"`
 }
 
-// ImageInspector is the engine call the selected-image check makes; *client.Client has it.
+// ImageInspector is the engine call the selected-image check makes; the engine's docker.API has
+// it.
 type ImageInspector interface {
-	ImageInspect(ctx context.Context, ref string, opts ...client.ImageInspectOption) (image.InspectResponse, error)
+	ImageInspect(ctx context.Context, ref string, opts ...docker.ImageInspectOption) (image.InspectResponse, error)
 }
 
 var commitPattern = regexp.MustCompile(`^[a-f0-9]{40}$`)

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/image"
 
 	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/testbed/dockerbed"
@@ -77,7 +76,7 @@ func TestConnectToALegacyEngine(t *testing.T) {
 	if !strings.HasPrefix(eng.Version, "20.10.") || eng.APIVersion != "1.41" {
 		t.Fatalf("the legacy engine reports Docker %q API %q, want 20.10 with API 1.41", eng.Version, eng.APIVersion)
 	}
-	if _, err := eng.API.ImageList(ctx, image.ListOptions{}); err != nil {
+	if _, err := eng.API.ContainerList(ctx, container.ListOptions{}); err != nil {
 		t.Fatalf("a call at the negotiated API version fails: %v", err)
 	}
 }

@@ -20,11 +20,12 @@ import (
 // hang `occ dev up` before it has even started.
 const pingTimeout = 15 * time.Second
 
-// Engine is a Docker engine that answered a ping at a pinned Endpoint.
+// Engine is a container engine that answered a ping at a pinned Endpoint.
 type Engine struct {
 	Endpoint Endpoint
-	// API is a client of that endpoint only, with the API version negotiated down to the engine's.
-	API *client.Client
+	// API reaches that endpoint only, with the API version negotiated down to the engine's: the
+	// Docker client for Docker, podmanAPI for Podman (chosen by the engine's version components).
+	API API
 	// Version and APIVersion are what the engine reported, for summaries.
 	Version    string
 	APIVersion string
@@ -32,9 +33,6 @@ type Engine struct {
 	// serving the Docker-compatible API.
 	Podman bool
 }
-
-// podmanComponent is the version component by which Podman says it is Podman.
-const podmanComponent = "Podman Engine"
 
 // Name is the engine as people write it: "Podman" when it said it is Podman, else "Docker".
 func (e *Engine) Name() string {
@@ -159,11 +157,7 @@ func ConnectAs(ctx context.Context, ep Endpoint, source string, kind locate.Kind
 			if apiVersion == "" {
 				apiVersion = ping.APIVersion
 			}
-			e := &Engine{Endpoint: ep, API: api, Version: sv.Version, APIVersion: apiVersion}
-			for _, c := range sv.Components {
-				e.Podman = e.Podman || c.Name == podmanComponent
-			}
-			return e, nil
+			return &Engine{Endpoint: ep, API: apiFor(api, sv), Version: sv.Version, APIVersion: apiVersion, Podman: isPodman(sv)}, nil
 		}
 	}
 	api.Close()

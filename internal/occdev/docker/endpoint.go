@@ -1,8 +1,14 @@
-// Package docker is how `occ dev` reaches the Docker engine: it locates the engine the way the
-// docker CLI does (DOCKER_HOST, else the current docker context, else the default socket), pins it
-// to a local unix socket, checks that it answers before anything is created, and builds API
-// clients from a recorded Endpoint only, so `occ dev down` never consults the environment it
-// happens to run in.
+// Package docker is how `occ dev` reaches its container engine, Docker or Podman: it locates the
+// engine the way the docker CLI does (DOCKER_HOST, else the current docker context, else the
+// default socket), pins it to a local unix socket, checks that it answers before anything is
+// created, and builds API clients from a recorded Endpoint only, so `occ dev down` never consults
+// the environment it happens to run in.
+//
+// API (api.go) is the one interface through which the rest of occ drives the engine: the Docker
+// client for Docker, and for Podman that client behind podmanAPI (podman.go), which answers where
+// Podman differs the way Docker does. This is the only package of the product that imports the
+// engine client (internal/repocheck holds it so); the API's request and response types, from
+// github.com/docker/docker/api/types, carry no connection and are used everywhere.
 //
 // k3d's Docker runtime cannot be handed a client: it reads DOCKER_HOST and DOCKER_SOCK from the
 // process environment on every call. PinK3dEnvironment (k3denv.go) is the one place that points

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
 )
 
@@ -23,7 +22,7 @@ type ExecResult struct {
 // Exec runs cmd in the running container through the engine's exec API and waits for it to end.
 // A non-zero exit is not an error here: callers decide what an exit code means, and get the
 // output to say why.
-func Exec(ctx context.Context, api client.APIClient, containerName string, cmd ...string) (ExecResult, error) {
+func Exec(ctx context.Context, api API, containerName string, cmd ...string) (ExecResult, error) {
 	return execute(ctx, api, containerName, ExecInput{}, cmd)
 }
 
@@ -42,11 +41,11 @@ type ExecInput struct {
 // output decide the result: input it did not read before it exited is not an error (a command
 // may stop at its input's own end marker, as `ctr image import` does at a tar archive's), and a
 // command that failed says why in its output.
-func ExecWithInput(ctx context.Context, api client.APIClient, containerName string, in ExecInput, cmd ...string) (ExecResult, error) {
+func ExecWithInput(ctx context.Context, api API, containerName string, in ExecInput, cmd ...string) (ExecResult, error) {
 	return execute(ctx, api, containerName, in, cmd)
 }
 
-func execute(ctx context.Context, api client.APIClient, containerName string, in ExecInput, cmd []string) (ExecResult, error) {
+func execute(ctx context.Context, api API, containerName string, in ExecInput, cmd []string) (ExecResult, error) {
 	what := fmt.Sprintf("exec %q in container %s", strings.Join(cmd, " "), containerName)
 	created, err := api.ContainerExecCreate(ctx, containerName, container.ExecOptions{Cmd: cmd, Env: in.Env, AttachStdin: in.Stdin != nil, AttachStdout: true, AttachStderr: true})
 	if err != nil {

@@ -4,8 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/docker/docker/client"
-
+	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/pins"
 )
 
@@ -20,7 +19,7 @@ import (
 // ref is the build's tag and id the image ID the build reported. The image is looked up by that
 // ID, never by the tag: another build on the same engine may move the tag meanwhile, and the
 // import must carry what this build made.
-func Built(ctx context.Context, api client.APIClient, ref, id string) (Local, error) {
+func Built(ctx context.Context, api docker.API, ref, id string) (Local, error) {
 	pin, err := pins.ParseImage(ref)
 	if err != nil {
 		return Local{}, fmt.Errorf("built image %s: %w", ref, err)

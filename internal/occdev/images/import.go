@@ -10,8 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/docker/docker/client"
-
+	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
@@ -27,7 +26,7 @@ type Importer interface {
 
 // ImportOptions are the inputs of Import.
 type ImportOptions struct {
-	API      client.APIClient
+	API      docker.API
 	Importer Importer
 	// Images are the checked local images (Present, then CheckRepoDigest).
 	Images []Local
@@ -157,7 +156,7 @@ const importAttempts = 3
 
 // nodeLacks returns the staged images the node does not list under their staging names. Whether
 // the listed content is the checked content is VerifyInNode's question.
-func nodeLacks(ctx context.Context, api client.APIClient, node string, staged []Imported) ([]Imported, error) {
+func nodeLacks(ctx context.Context, api docker.API, node string, staged []Imported) ([]Imported, error) {
 	list, err := nodeContainerd{api: api, node: node}.list(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list images in node %s: %w", node, err)

@@ -13,8 +13,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/docker/docker/client"
-
 	"github.com/openclaw/occ/internal/occdev/docker"
 )
 
@@ -33,7 +31,7 @@ type nodeImage struct {
 
 // nodeContainerd reads a node's containerd through `ctr` run with the engine's exec API.
 type nodeContainerd struct {
-	api  client.APIClient
+	api  docker.API
 	node string
 }
 

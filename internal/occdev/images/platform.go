@@ -5,8 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/docker/docker/client"
-
+	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/pins"
 )
 
@@ -30,7 +29,7 @@ func (p Platform) String() string {
 // Architecture. The engine reports the kernel's machine name (x86_64, aarch64), which is
 // normalised to the names images use. engine names the engine in the error ("Docker",
 // "Podman"); empty means Docker.
-func EnginePlatform(ctx context.Context, api client.APIClient, engine string) (Platform, error) {
+func EnginePlatform(ctx context.Context, api docker.API, engine string) (Platform, error) {
 	info, err := api.Info(ctx)
 	if err != nil {
 		return Platform{}, fmt.Errorf("read the %s engine's platform (docker info): %w", engineName(engine), err)

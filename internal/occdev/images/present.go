@@ -30,9 +30,9 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/image"
-	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/jsonmessage"
 
+	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
@@ -76,14 +76,11 @@ type Local struct {
 	// Built reports an image occ built in the engine (Built): its Pin.Digest is its config
 	// digest, not a registry manifest digest.
 	Built bool
-	// Podman reports an image of a Podman engine, which files every manifest digest it holds for
-	// an image under every repository name of that image (see CheckRepoDigest).
-	Podman bool
 }
 
 // PresentOptions are the inputs of Present.
 type PresentOptions struct {
-	API   client.APIClient
+	API   docker.API
 	Image pins.Image
 	// Recorder receives the pulled image's record before the pull starts.
 	Recorder Recorder
@@ -169,7 +166,7 @@ func (opts PresentOptions) checkPlatform(ctx context.Context, l Local) error {
 	return checkPlatform(l, engine, opts.EngineName)
 }
 
-func inspect(ctx context.Context, api client.APIClient, pin pins.Image, ref string) (Local, error) {
+func inspect(ctx context.Context, api docker.API, pin pins.Image, ref string) (Local, error) {
 	ins, err := api.ImageInspect(ctx, ref)
 	if err != nil {
 		if cerrdefs.IsNotFound(err) {
@@ -183,7 +180,7 @@ func inspect(ctx context.Context, api client.APIClient, pin pins.Image, ref stri
 
 // pull runs the engine's pull of ref and turns its JSON progress stream into events. The stream
 // carries the pull's errors too, as messages; the HTTP status alone does not.
-func pull(ctx context.Context, api client.APIClient, ref string, emit func(Event)) error {
+func pull(ctx context.Context, api docker.API, ref string, emit func(Event)) error {
 	rc, err := api.ImagePull(ctx, ref, image.PullOptions{})
 	if err != nil {
 		return err
@@ -216,7 +213,7 @@ func pull(ctx context.Context, api client.APIClient, ref string, emit func(Event
 // tag serves: a different digest means the pin is wrong (or the tag moved). When a local image
 // has the pinned tag, it is named with its ID: it does not carry the pinned digest, so it is a
 // re-tagged or locally built image, and occ will not use it.
-func pullError(ctx context.Context, api client.APIClient, pin pins.Image, cause error) error {
+func pullError(ctx context.Context, api docker.API, pin pins.Image, cause error) error {
 	ref := pin.DigestReference()
 	msg := fmt.Sprintf("pull pinned image %s by digest: %v", ref, cause)
 	if ctx.Err() != nil {
@@ -240,7 +237,7 @@ func pullError(ctx context.Context, api client.APIClient, pin pins.Image, cause 
 }
 
 // forgetIfAbsent drops the record of a pull that left nothing behind.
-func forgetIfAbsent(ctx context.Context, api client.APIClient, r Recorder, rec state.Object) error {
+func forgetIfAbsent(ctx context.Context, api docker.API, r Recorder, rec state.Object) error {
 	ref := rec.Name + "@" + rec.Digest
 	if _, err := api.ImageInspect(ctx, ref); err == nil || !cerrdefs.IsNotFound(err) {
 		return nil // present, or unknown: keep the record for down

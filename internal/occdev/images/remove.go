@@ -6,8 +6,8 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/image"
-	"github.com/docker/docker/client"
 
+	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -17,7 +17,7 @@ import (
 // left alone (someone pulled it again). A record without an ID is of a pull that was
 // interrupted: the image can only exist if that pull completed in the engine, so it is removed
 // too.
-func RemovePulledImage(ctx context.Context, api client.APIClient, rec state.Object) (state.Removal, error) {
+func RemovePulledImage(ctx context.Context, api docker.API, rec state.Object) (state.Removal, error) {
 	if !IsPulled(rec.Type) {
 		return state.Removal{}, fmt.Errorf("remove pulled image: state entry %s is not a %s or %s record", rec, TypeDockerImage, TypePodmanImage)
 	}
@@ -42,7 +42,7 @@ func RemovePulledImage(ctx context.Context, api client.APIClient, rec state.Obje
 // name), so it is removed even if it no longer names the image staged under it, but only while
 // that image keeps another reference: removing the tag then only untags, and never deletes an
 // image occ did not make. wantID may be empty (a crash before the tag was made, or an unknown ID).
-func removeStagingTag(ctx context.Context, api client.APIClient, tag, wantID string) error {
+func removeStagingTag(ctx context.Context, api docker.API, tag, wantID string) error {
 	ins, found, err := inspectRef(ctx, api, tag)
 	if err != nil || !found {
 		return err
@@ -53,7 +53,7 @@ func removeStagingTag(ctx context.Context, api client.APIClient, tag, wantID str
 	return untag(ctx, api, tag)
 }
 
-func inspectRef(ctx context.Context, api client.APIClient, ref string) (image.InspectResponse, bool, error) {
+func inspectRef(ctx context.Context, api docker.API, ref string) (image.InspectResponse, bool, error) {
 	ins, err := api.ImageInspect(ctx, ref)
 	if cerrdefs.IsNotFound(err) {
 		return image.InspectResponse{}, false, nil
@@ -66,7 +66,7 @@ func inspectRef(ctx context.Context, api client.APIClient, ref string) (image.In
 
 // untag removes one reference. Force stays off: an image a container still uses is reported,
 // not yanked from under it.
-func untag(ctx context.Context, api client.APIClient, ref string) error {
+func untag(ctx context.Context, api docker.API, ref string) error {
 	if _, err := api.ImageRemove(ctx, ref, image.RemoveOptions{PruneChildren: true}); err != nil && !cerrdefs.IsNotFound(err) {
 		return fmt.Errorf("remove image %s: %w; stop what uses it and run occ dev down again", ref, err)
 	}

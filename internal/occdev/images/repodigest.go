@@ -21,12 +21,9 @@ func (e *RepoDigestError) Error() string {
 // CheckRepoDigest requires the engine's record of where the image came from (RepoDigests, set
 // only by a pull or push) to include the pinned digest under the pinned name. Docker writes
 // RepoDigests in its short form (rancher/k3s@…, busybox@…), so both sides are normalised first.
-//
-// Podman lists RepoDigests as every repository name of the image crossed with every manifest
-// digest it holds for it, so a pin pulled once under one name shows its digest under the image's
-// other names too, and an image already holding the pinned digest is used without a pull. An
-// engine holds a manifest digest only for a manifest it pulled or pushed, and the digest names the
-// content, so on Podman the pinned digest under any of the image's names is the proof.
+// Podman files a manifest digest under every name of the image; its API (docker.API for a Podman
+// engine) reports the digest reference an image was inspected by as Docker does, so the rule is
+// one for both engines.
 //
 // A built image has no RepoDigests; for it the rule is that its stand-in pin is its own config
 // digest, so the import still carries exactly the content that was built.
@@ -42,7 +39,7 @@ func CheckRepoDigest(l Local) error {
 		if err != nil {
 			continue
 		}
-		if got.Digest == l.Pin.Digest && (l.Podman || got.Name() == l.Pin.Name()) {
+		if got.Digest == l.Pin.Digest && got.Name() == l.Pin.Name() {
 			return nil
 		}
 	}

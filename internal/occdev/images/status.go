@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	cerrdefs "github.com/containerd/errdefs"
-	"github.com/docker/docker/client"
 
+	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/pins"
 )
 
@@ -38,7 +38,7 @@ type ImageStatus struct {
 
 // StatusOptions are the inputs of Status.
 type StatusOptions struct {
-	API    client.APIClient
+	API    docker.API
 	Node   string
 	Images []pins.Image
 }

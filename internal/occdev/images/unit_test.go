@@ -63,22 +63,6 @@ func TestCheckRepoDigest(t *testing.T) {
 	}
 }
 
-// On Podman, a pin pulled once is listed under every name of the image (here the localhost/ name
-// a load gave it), and an image already holding the pinned digest is used without a pull: the
-// digest under any of its names is accepted; another digest, or none, is still refused.
-func TestCheckRepoDigestOnPodman(t *testing.T) {
-	pin := mustPin(t, "127.0.0.1:5000/bed/gateway:t@"+digestA)
-	if err := CheckRepoDigest(Local{Pin: pin, ID: digestC, Podman: true, RepoDigests: []string{"localhost/bed/gateway@" + digestB, "localhost/bed/gateway@" + digestA}}); err != nil {
-		t.Errorf("the pinned digest under the image's localhost/ name on Podman: %v", err)
-	}
-	for _, rds := range [][]string{{"localhost/bed/gateway@" + digestB}, nil} {
-		var rd *RepoDigestError
-		if err := CheckRepoDigest(Local{Pin: pin, ID: digestC, Podman: true, RepoDigests: rds}); !errors.As(err, &rd) {
-			t.Errorf("RepoDigests %v on Podman: %v, want a RepoDigestError", rds, err)
-		}
-	}
-}
-
 // A controller built from the checkout has no RepoDigests: it passes only as a built image whose
 // stand-in pin is its own config digest; one whose ID moved since (a rebuild under the same
 // tag between the build and the import) is refused.

@@ -5,14 +5,13 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/docker/docker/client"
-
+	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/pins"
 )
 
 // VerifyOptions are the inputs of VerifyInNode.
 type VerifyOptions struct {
-	API client.APIClient
+	API docker.API
 	// Node is the container whose containerd holds the imported images.
 	Node   string
 	Images []Imported

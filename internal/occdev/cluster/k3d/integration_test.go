@@ -357,7 +357,7 @@ func TestJoinExistingNetwork(t *testing.T) {
 	rec := newRecorder(t)
 	req := b.request(t, rec)
 	netName := "occ-test-" + req.Name[len("occ-dev-"):] + "_development"
-	created, err := b.engine.API.NetworkCreate(ctx, netName, network.CreateOptions{Labels: map[string]string{"occ.test": t.Name()}})
+	created, err := b.Engine.API.NetworkCreate(ctx, netName, network.CreateOptions{Labels: map[string]string{"occ.test": t.Name()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -555,17 +555,17 @@ func TestIncompleteLeftoversAreRemoved(t *testing.T) {
 	name := uniqueName(t)
 	id := k3d.Identity{Name: name, Owner: newRecorder(t).owner()}
 	labels := map[string]string{"app": "k3d", "k3d.cluster": name}
-	if _, err := b.engine.API.NetworkCreate(ctx, "k3d-"+name, network.CreateOptions{Labels: map[string]string{"app": "k3d"}}); err != nil {
+	if _, err := b.Engine.API.NetworkCreate(ctx, "k3d-"+name, network.CreateOptions{Labels: map[string]string{"app": "k3d"}}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.engine.API.NetworkRemove(context.Background(), "k3d-"+name) })
-	if _, err := b.engine.API.VolumeCreate(ctx, volume.CreateOptions{Name: "k3d-" + name + "-images", Labels: labels}); err != nil {
+	if _, err := b.Engine.API.VolumeCreate(ctx, volume.CreateOptions{Name: "k3d-" + name + "-images", Labels: labels}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.engine.API.VolumeRemove(context.Background(), "k3d-"+name+"-images", true) })
 	// Someone else's volume with a k3d-like name but without the cluster's label stays.
 	foreign := "k3d-" + name + "-data"
-	if _, err := b.engine.API.VolumeCreate(ctx, volume.CreateOptions{Name: foreign, Labels: map[string]string{"app": "k3d"}}); err != nil {
+	if _, err := b.Engine.API.VolumeCreate(ctx, volume.CreateOptions{Name: foreign, Labels: map[string]string{"app": "k3d"}}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.engine.API.VolumeRemove(context.Background(), foreign, true) })

@@ -22,8 +22,8 @@ const (
 	LabelPodmanProject = "io.podman.compose.project"
 )
 
-// Engine is the part of the Docker API this package uses; *client.Client from
-// github.com/docker/docker/client satisfies it.
+// Engine is the part of the engine API this package uses; the engine's docker.API (Docker's or
+// Podman's) satisfies it.
 type Engine interface {
 	ContainerList(ctx context.Context, options container.ListOptions) ([]container.Summary, error)
 	ContainerInspect(ctx context.Context, id string) (container.InspectResponse, error)

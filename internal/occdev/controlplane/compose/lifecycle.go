@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
+	"strings"
+
+	networktypes "github.com/docker/docker/api/types/network"
 )
 
 // StartOptions are the inputs of StartData and StartAPI.
@@ -33,35 +37,51 @@ func StartData(ctx context.Context, opts StartOptions) error {
 	return nil
 }
 
-// DetachExitedJobs disconnects the exited containers of the one-shot jobs (migrate, bootstrap)
-// from the network the cluster joins. Podman lists a stopped container among a network's members
-// with no address, and k3d's lookup of the network a cluster joins parses every member's
-// address, so on Podman the cluster cannot join while the jobs' exited containers are on it
-// ("failed to parse IP Prefix of network …'s member …-bootstrap-1"); Docker lists only running
-// containers, and occ calls this on Podman only. The containers stay (the bootstrap key is read
-// from the bootstrap container later) and go with the project; a job never runs again
-// (StartAPI uses --no-deps).
+// DetachExitedJobs disconnects the one-shot jobs' (migrate, bootstrap) containers that the
+// engine lists among the members of the network the cluster joins without an address k3d can
+// read. k3d's lookup of the network a cluster joins parses every member's address, so the cluster
+// cannot join while such a member is on it ("failed to parse IP Prefix of network …'s member
+// …-bootstrap-1"). Podman lists a stopped container among a network's members with no address;
+// Docker lists only running containers, which have one, so there this finds nothing to do. The
+// containers stay (the bootstrap key is read from the bootstrap container later) and go with the
+// project; a job never runs again (StartAPI uses --no-deps).
 func (s Stack) DetachExitedJobs(ctx context.Context, network string) error {
+	net, err := s.Engine.NetworkInspect(ctx, network, networktypes.InspectOptions{})
+	if err != nil {
+		return fmt.Errorf("inspect network %s: %w", network, err)
+	}
 	for _, svc := range JobServices {
 		id, err := s.oneContainer(ctx, svc)
 		if err != nil || id == "" {
 			return err
 		}
+		member, on := net.Containers[id]
+		if !on || readableAddress(member.IPv4Address) {
+			continue
+		}
 		c, err := s.Engine.ContainerInspect(ctx, id)
 		if err != nil {
 			return fmt.Errorf("inspect the %s container: %w", svc, err)
 		}
-		if c.State == nil || c.State.Running || c.NetworkSettings == nil {
-			continue
-		}
-		if _, on := c.NetworkSettings.Networks[network]; !on {
+		if c.State == nil || c.State.Running {
 			continue
 		}
 		if err := s.Engine.NetworkDisconnect(ctx, network, id, false); err != nil {
-			return fmt.Errorf("disconnect the exited %s container from network %s (so the k3d cluster can join it on Podman): %w", svc, network, err)
+			return fmt.Errorf("disconnect the exited %s container, listed without an address, from network %s (so the k3d cluster can join it): %w", svc, network, err)
 		}
 	}
 	return nil
+}
+
+// readableAddress reports whether k3d reads addr, a network member's IPv4 address, as an
+// address: an address with a prefix length (the form engines report) or without one.
+func readableAddress(addr string) bool {
+	if strings.Contains(addr, "/") {
+		_, err := netip.ParsePrefix(addr)
+		return err == nil
+	}
+	_, err := netip.ParseAddr(addr)
+	return err == nil
 }
 
 // StartAPI starts the controller and the Kubernetes worker once the cluster and the

@@ -10,7 +10,6 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/network"
-	"github.com/docker/docker/client"
 
 	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/state"
@@ -244,7 +243,7 @@ type engineObjectRemover struct {
 }
 
 // look returns the object's labels and engine ID, or found false.
-func (e engineObjectRemover) look(ctx context.Context, api client.APIClient, name string) (map[string]string, string, bool, error) {
+func (e engineObjectRemover) look(ctx context.Context, api docker.API, name string) (map[string]string, string, bool, error) {
 	if e.kind == "network" {
 		n, err := api.NetworkInspect(ctx, name, network.InspectOptions{})
 		if cerrdefs.IsNotFound(err) {
@@ -330,7 +329,7 @@ func (e engineObjectRemover) Inspect(ctx context.Context, o state.Object) state.
 
 // RecordIDs fills the engine IDs of the recorded networks once Compose has created them, so
 // `down` can tell the project's network from a same-named one made later.
-func RecordIDs(ctx context.Context, api client.APIClient, rec interface{ Record(state.Object) error }, records []state.Object) error {
+func RecordIDs(ctx context.Context, api docker.API, rec interface{ Record(state.Object) error }, records []state.Object) error {
 	for _, o := range records {
 		if !IsNetwork(o.Type) {
 			continue

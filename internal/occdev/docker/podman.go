@@ -1,0 +1,65 @@
+package docker
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/docker/docker/api/types"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/client"
+)
+
+// podmanComponent is the version component by which Podman says it is Podman.
+const podmanComponent = "Podman Engine"
+
+// isPodman reports whether the engine that answered sv is Podman serving the Docker-compatible
+// API: one of its version components is the Podman Engine.
+func isPodman(sv types.Version) bool {
+	return slices.ContainsFunc(sv.Components, func(c types.ComponentVersion) bool { return c.Name == podmanComponent })
+}
+
+// apiFor is the API of the engine that answered sv through c: the Docker client itself, or for
+// Podman the client behind podmanAPI.
+func apiFor(c *client.Client, sv types.Version) API {
+	if isPodman(sv) {
+		return podmanAPI{Client: c}
+	}
+	return c
+}
+
+// podmanAPI is a Podman engine through its Docker-compatible API: the Docker client, with the
+// calls where Podman's answers mean something else than Docker's made to answer as Docker's do,
+// so that nothing above this package asks which engine it drives.
+type podmanAPI struct {
+	*client.Client
+}
+
+var _ API = podmanAPI{}
+
+// ImageInspect of a digest reference lists that reference among the image's RepoDigests when the
+// image holds a manifest of that digest, as Docker does for an image pulled by that reference.
+// Podman resolves a digest reference to the local image holding a manifest of that digest,
+// whatever the image's names, and lists RepoDigests as every repository name of the image crossed
+// with every manifest digest it holds: an image pulled once under one name, or loaded under its
+// localhost/ name, shows the pinned digest under those names and not necessarily under the one
+// asked for. An engine holds a manifest digest only for a manifest it pulled or pushed, and the
+// digest names the content, so the digest under any of the image's names is the proof Docker's
+// entry gives.
+func (p podmanAPI) ImageInspect(ctx context.Context, ref string, opts ...ImageInspectOption) (image.InspectResponse, error) {
+	ins, err := p.Client.ImageInspect(ctx, ref, opts...)
+	if err != nil {
+		return ins, err
+	}
+	_, digest, ok := strings.Cut(ref, "@")
+	if !ok || slices.Contains(ins.RepoDigests, ref) {
+		return ins, nil
+	}
+	for _, rd := range ins.RepoDigests {
+		if _, d, _ := strings.Cut(rd, "@"); d == digest {
+			ins.RepoDigests = append(slices.Clone(ins.RepoDigests), ref)
+			break
+		}
+	}
+	return ins, nil
+}

@@ -1,0 +1,133 @@
+package docker
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/client"
+)
+
+const (
+	digestPinned = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	digestOther  = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+	imageID      = "sha256:cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc"
+)
+
+// fakeEngine serves the engine API calls these tests make on a unix socket: the ping, the
+// version with the given components, and an image inspect that answers every reference with
+// one image whose RepoDigests are repoDigests.
+func fakeEngine(t *testing.T, components []types.ComponentVersion, repoDigests []string) Endpoint {
+	t.Helper()
+	sock := filepath.Join(shortDir(t), "e.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reply := func(w http.ResponseWriter, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(v)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("API-Version", "1.41")
+		switch p := r.URL.Path; {
+		case strings.HasSuffix(p, "/_ping"):
+			_, _ = w.Write([]byte("OK"))
+		case strings.HasSuffix(p, "/version"):
+			reply(w, types.Version{Version: "4.3.1", APIVersion: "1.41", Components: components})
+		case strings.Contains(p, "/images/") && strings.HasSuffix(p, "/json"):
+			reply(w, image.InspectResponse{ID: imageID, RepoTags: []string{"localhost/bed/gateway:t"}, RepoDigests: repoDigests})
+		default:
+			http.NotFound(w, r)
+		}
+	}), ReadHeaderTimeout: time.Second}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	return Endpoint{Socket: sock}
+}
+
+var podmanComponents = []types.ComponentVersion{{Name: "Podman Engine", Version: "4.3.1"}}
+
+// Podman behind the Docker API (Podman Desktop, `podman system service`) says so in its version
+// components: the engine is named Podman and driven through the Podman implementation of the
+// API; an engine without that component is Docker, driven by the Docker client itself.
+func TestConnectChoosesTheAPIByTheVersionComponents(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name       string
+		components []types.ComponentVersion
+		podman     bool
+	}{
+		{"podman", podmanComponents, true},
+		{"docker", []types.ComponentVersion{{Name: "Engine", Version: "28.5.2"}}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// The kind the caller expects does not decide: a Podman engine behind DOCKER_HOST is
+			// still Podman.
+			eng, err := Connect(ctx, fakeEngine(t, c.components, nil), "DOCKER_HOST")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer eng.Close()
+			_, isPodmanAPI := eng.API.(podmanAPI)
+			_, isClient := eng.API.(*client.Client)
+			if eng.Podman != c.podman || isPodmanAPI != c.podman || isClient == c.podman {
+				t.Fatalf("engine Podman=%v with API %T, want Podman=%v", eng.Podman, eng.API, c.podman)
+			}
+			if want := map[bool]string{true: "Podman", false: "Docker"}[c.podman]; eng.Name() != want {
+				t.Fatalf("Name = %q, want %q", eng.Name(), want)
+			}
+		})
+	}
+}
+
+// A pin Podman already held under another name (here the localhost/ name a load gave it, the way
+// the Podman bed loads its images) is found by its digest reference; Podman lists the digest
+// under the image's own names only, and its API adds the reference asked for, as Docker lists
+// it for an image pulled by that reference. A digest the image does not hold adds nothing, and
+// a reference that is not a digest reference is answered as it is.
+func TestPodmanImageInspectListsTheDigestReferenceAskedFor(t *testing.T) {
+	ctx := context.Background()
+	held := []string{"localhost/bed/gateway@" + digestOther, "localhost/bed/gateway@" + digestPinned}
+	ref := "127.0.0.1:5000/bed/gateway@" + digestPinned
+	eng, err := Connect(ctx, fakeEngine(t, podmanComponents, held), "CONTAINER_HOST")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	ins, err := eng.API.ImageInspect(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := append(slices.Clone(held), ref); !slices.Equal(ins.RepoDigests, want) {
+		t.Errorf("RepoDigests = %v, want %v", ins.RepoDigests, want)
+	}
+	for _, asked := range []string{"127.0.0.1:5000/bed/gateway@sha256:dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd", "localhost/bed/gateway:t", imageID} {
+		ins, err := eng.API.ImageInspect(ctx, asked)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(ins.RepoDigests, held) {
+			t.Errorf("inspect %s: RepoDigests = %v, want Podman's own %v", asked, ins.RepoDigests, held)
+		}
+	}
+
+	// Docker's RepoDigests are answered as they are: an entry under another name proves nothing
+	// there.
+	docker, err := Connect(ctx, fakeEngine(t, nil, held), "DOCKER_HOST")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer docker.Close()
+	if ins, err := docker.API.ImageInspect(ctx, ref); err != nil || !slices.Equal(ins.RepoDigests, held) {
+		t.Errorf("Docker inspect %s: RepoDigests = %v (%v), want the engine's %v", ref, ins.RepoDigests, err, held)
+	}
+}
