@@ -112,21 +112,21 @@ type composeRun struct {
 //
 // Without an OCE checkout only the sandbox platform comes up, and the summary says how to add
 // the control plane.
-func composeProfile(p *Plan, o UpOptions) (profile, error) {
+func composeProfile(p *Plan, o UpOptions) (flowProfile, error) {
 	if len(o.OCE.ComposeArgs) > 0 && p.ClusterProvider != ProviderK3d {
-		return profile{}, &OptionError{Option: "Compose options after --", Value: strings.Join(o.OCE.ComposeArgs, " "),
+		return flowProfile{}, &OptionError{Option: "Compose options after --", Value: strings.Join(o.OCE.ComposeArgs, " "),
 			Rule: "apply to the Compose control plane, which runs beside the k3d cluster occ creates", Fix: "use --cluster-provider k3d, or drop them"}
 	}
 	co, pending, err := findOCEOnK3d(p, o, "the Compose control plane reaches the cluster across the engine network the k3d cluster occ creates joins")
 	if err != nil {
-		return profile{}, err
+		return flowProfile{}, err
 	}
 	if pending != "" {
-		return profile{pending: pending}, nil
+		return flowProfile{pending: pending}, nil
 	}
 	op, err := planCompose(p, o, co)
 	if err != nil {
-		return profile{}, err
+		return flowProfile{}, err
 	}
 	p.OCE = op
 	before := []Step{{Name: "Write the Compose snapshot and record the project", Describe: describeSnapshot, Run: writeSnapshot}}
@@ -146,7 +146,7 @@ func composeProfile(p *Plan, o UpOptions) (profile, error) {
 		copyKeyStep(describeKey, copyComposeKey),
 		namespaceWaitStep(oceAPI{url: op.model.APIURL}),
 	)
-	return profile{
+	return flowProfile{
 		preflight:     composePreflight,
 		cluster:       cluster.Needs{Network: op.model.Network.Name},
 		beforeCluster: before,
@@ -524,30 +524,6 @@ func composeSummary(r *run) *OCESummary {
 		BaseImages:     baseSummary(r),
 		Services:       op.model.Services(),
 	}
-}
-
-// OCESummary is what `up` reports of the OCE control plane it started.
-type OCESummary struct {
-	// ControlPlane says where OCE runs and from which checkout.
-	ControlPlane string `json:"controlPlane"`
-	// Drivers are the Installation's compute and sandbox drivers.
-	Drivers string `json:"drivers"`
-	// APIURL is the OCE API's origin; InstallationID the Installation the key belongs to.
-	APIURL         string `json:"apiURL"`
-	InstallationID string `json:"installationID"`
-	// KeyFile is the verified bootstrap service key (0600); Namespace the bootstrap Namespace.
-	KeyFile   string `json:"keyFile"`
-	Namespace string `json:"namespace,omitempty"`
-	// RuntimeImage is the Agent runtime's in-cluster digest reference.
-	RuntimeImage string `json:"runtimeImage,omitempty"`
-	// AdminEmail and PasswordFile are the first administrator's sign-in (the Kubernetes-only
-	// profile copies the password out of the cluster; 0600, never its content).
-	AdminEmail   string `json:"adminEmail,omitempty"`
-	PasswordFile string `json:"passwordFile,omitempty"`
-	// BaseImages are the base images the builds used, by digest, with where each is used.
-	BaseImages []string `json:"baseImages,omitempty"`
-	// Services are the Compose model's services, started or not, with why (Compose only).
-	Services []compose.ServiceStatus `json:"services,omitempty"`
 }
 
 func shortCommit(c string) string {

@@ -78,24 +78,28 @@ type kubernetesRun struct {
 // there with the OpenShell images. Everything it creates lives in the cluster, so `down`
 // deleting the recorded cluster removes it; no Compose is involved. The checkout, the image
 // selection and the key destination are decided as for Compose (findOCE, newOCEPlan).
-func kubernetesProfile(p *Plan, o UpOptions) (profile, error) {
+func kubernetesProfile(p *Plan, o UpOptions) (flowProfile, error) {
+	if len(o.OCE.ComposeArgs) > 0 {
+		return flowProfile{}, &OptionError{Option: "Compose options after --", Value: strings.Join(o.OCE.ComposeArgs, " "),
+			Rule: "the Kubernetes-only profile does not accept Compose options", Fix: "drop them, or use --control-plane compose"}
+	}
 	kp, err := resolveKubernetes(p, o)
 	if err != nil {
-		return profile{}, err
+		return flowProfile{}, err
 	}
 	co, pending, err := findOCEOnK3d(p, o, "the Kubernetes-only control plane runs images occ imports into the node of the k3d cluster it creates")
 	if err != nil {
-		return profile{}, err
+		return flowProfile{}, err
 	}
 	if pending != "" {
-		return profile{pending: pending}, nil
+		return flowProfile{pending: pending}, nil
 	}
 	op, err := newOCEPlan(p, o, co)
 	if err != nil {
-		return profile{}, err
+		return flowProfile{}, err
 	}
 	if kp.chart, err = kubernetes.LoadChart(co.Root); err != nil {
-		return profile{}, err
+		return flowProfile{}, err
 	}
 	if sel := op.SelectedImages; sel != nil {
 		kp.ControllerImage = sel.Controller
@@ -103,33 +107,33 @@ func kubernetesProfile(p *Plan, o UpOptions) (profile, error) {
 		kp.ControllerImage = controlplane.DefaultControllerTag
 		nodeBase, err := controlplane.NodeBaseImage("", p.pins.OCE.NodeBaseImage)
 		if err != nil {
-			return profile{}, err
+			return flowProfile{}, err
 		}
 		if err := planBuilds(op, o, []controlplane.BuildPlanRequest{
 			{Role: roleController, ContextDir: co.Root, Dockerfile: controlplane.ControllerDockerfile, Target: controlplane.ControllerTarget,
 				Args: map[string]controlplane.BuildArg{controlplane.NodeBaseImageArg: {Value: nodeBase, Source: "occ's pin oce.nodeBaseImage (" + p.pins.Source + ")"}}},
 			{Role: roleRuntime, ContextDir: co.Root, Dockerfile: controlplane.RuntimeDockerfile},
 		}); err != nil {
-			return profile{}, err
+			return flowProfile{}, err
 		}
 	}
 	// The chart is rendered now with the values the install will pass, so a chart that refuses
 	// them stops `up` and the dry run before anything exists.
 	in, err := kubernetes.PlaceholderValuesInput(p.Namespace, kp.ControllerImage, kp.APIPort)
 	if err != nil {
-		return profile{}, err
+		return flowProfile{}, err
 	}
 	values, err := kubernetes.BuildValues(in)
 	if err != nil {
-		return profile{}, err
+		return flowProfile{}, err
 	}
 	if err := kubernetes.CheckChart(kp.chart, p.Namespace, values); err != nil {
-		return profile{}, err
+		return flowProfile{}, err
 	}
 	op.Kubernetes = kp
 	p.OCE = op
 
-	prof := profile{
+	prof := flowProfile{
 		cluster:       cluster.Needs{Publish: []cluster.Port{{HostPort: kp.APIPort, NodePort: kubernetes.ProxyNodePort}}},
 		preflight:     kubernetesPreflight,
 		beforeCluster: []Step{{Name: "Record the OCE control plane", Describe: describeKubeRecord, Run: recordKubeControlPlane}},
