@@ -2,6 +2,7 @@ package occdev
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -12,6 +13,8 @@ import (
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
 	"github.com/openclaw/occ/internal/occdev/platform"
 	"github.com/openclaw/occ/internal/occdev/profile"
+	"github.com/openclaw/occ/internal/occdev/profile/kubeprofile"
+	"github.com/openclaw/occ/internal/occdev/profile/oce"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/occdev/step"
 	"github.com/openclaw/occ/internal/progress"
@@ -70,7 +73,7 @@ type controlPlane struct {
 func controlPlanes(o UpOptions) map[ControlPlane]controlPlane {
 	table := map[ControlPlane]controlPlane{
 		ControlPlaneCompose:    {platform: profile.Platform{Gateway: platform.ControlPlaneCompose, Namespace: "openshell-system"}, plan: composeProfile},
-		ControlPlaneKubernetes: {platform: profile.Platform{Gateway: platform.ControlPlaneKubernetes, Namespace: "oce-system"}, plan: kubernetesProfile},
+		ControlPlaneKubernetes: {platform: kubeprofile.Platform, plan: kubernetesProfile},
 	}
 	for name, x := range o.deps.Profiles {
 		table[ControlPlane(name)] = registered(x)
@@ -103,10 +106,7 @@ func registered(x profile.Profile) controlPlane {
 			return flowProfile{}, &OptionError{Option: "Compose options after --", Value: strings.Join(o.OCE.ComposeArgs, " "),
 				Rule: "the " + string(p.ControlPlane) + " profile does not accept Compose options", Fix: "drop them, or use --control-plane compose"}
 		}
-		planned, err := x.Plan(profile.Input{
-			Name: string(p.ControlPlane), Namespace: p.Namespace, StateDir: p.StateDir, ClusterProvider: p.ClusterProvider,
-			EngineKind: engineKind(p), StartupTimeout: p.StartupTimeout, DryRun: o.DryRun,
-		})
+		planned, err := x.Plan(p.input(o))
 		if err != nil {
 			return flowProfile{}, err
 		}
@@ -140,6 +140,14 @@ func fromProfile(x profile.Planned) flowProfile {
 	return fp
 }
 
+// input is what a profile plans from.
+func (p *Plan) input(o UpOptions) profile.Input {
+	return profile.Input{
+		Name: string(p.ControlPlane), Namespace: p.Namespace, StateDir: p.StateDir, ClusterProvider: p.ClusterProvider,
+		EngineKind: engineKind(p), StartupTimeout: p.StartupTimeout, DryRun: o.DryRun,
+	}
+}
+
 // view is what a profile's step describes itself from.
 func (p *Plan) view() profile.View {
 	return profile.View{Namespace: p.Namespace, StateDir: p.StateDir, StartupTimeout: p.StartupTimeout, EngineName: engineName(p)}
@@ -152,4 +160,48 @@ func (r *run) Engine() *docker.Engine                   { return r.engine }
 func (r *run) State() *state.Dir                        { return r.state }
 func (r *run) Conn() *kubeobj.Conn                      { return r.conn }
 func (r *run) InCluster(l images.Local) (string, error) { return r.inCluster(l) }
-func (r *run) Log() io.Writer                           { return r.log }
+
+// inCluster is the verified in-cluster reference of an imported image.
+func (r *run) inCluster(l images.Local) (string, error) {
+	for _, v := range r.verified {
+		if v.Pin.Name() == l.Pin.Name() && v.Pin.Digest == l.Pin.Digest {
+			return v.Reference, nil
+		}
+	}
+	return "", fmt.Errorf("image %s was not verified in the node (a bug in occ: the import step skipped it)", l.Pin)
+}
+
+// session is the run's OCE session (the Compose profile's; a profile package keeps its own).
+func (r *run) session() *oce.Session { return &r.oce }
+
+// The Kubernetes-only profile's settings and plan, as UpOptions and the plan document name them.
+type (
+	KubernetesOptions = kubeprofile.Options
+	KubernetesPlan    = kubeprofile.Plan
+)
+
+// EnvDevPort is the OCE API's port on 127.0.0.1 (the Kubernetes-only profile).
+const EnvDevPort = kubeprofile.EnvDevPort
+
+// The build output file and the controller image's role, which `occ dev reload` shares.
+const (
+	buildLogFile   = kubeprofile.BuildLogFile
+	roleController = oce.RoleController
+)
+
+// kubernetesProfile plans the Kubernetes-only profile (package kubeprofile) from the settings
+// of one `up`, and puts its plan where the dry run shows it.
+func kubernetesProfile(p *Plan, o UpOptions) (flowProfile, error) {
+	k, err := kubeprofile.Profile{
+		OCE: o.OCE, Options: o.Kubernetes, Pins: p.pins, KubeAPIPort: p.APIPort,
+		Deps: kubeprofile.Deps{Exec: o.deps.Exec, APIClient: o.deps.APIClient, Random: o.deps.Random, BuildNetwork: o.deps.BuildNetwork},
+	}.New(p.input(o))
+	if err != nil {
+		return flowProfile{}, err
+	}
+	if k.OCE != nil {
+		p.OCE = &OCEPlan{Plan: k.OCE, Kubernetes: k.Kube}
+	}
+	return fromProfile(k), nil
+}
+func (r *run) Log() io.Writer { return r.log }
