@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/openclaw/occ/internal/occdev/controlplane/kubernetes"
+	"github.com/openclaw/occ/internal/occdev/profile"
 )
 
 // deps are the parts of `up` and `reload` that tests replace. The product never sets them: the
@@ -31,4 +32,7 @@ type deps struct {
 	// engine without a default bridge network needs "none". The Compose services' builds take
 	// build.network from the Compose files.
 	BuildNetwork string
+	// Profiles are control-plane profiles a test adds to the registered ones, by
+	// --control-plane name.
+	Profiles map[string]profile.Profile
 }

@@ -106,7 +106,7 @@ func dryRunBuilder(ep docker.Endpoint, p *Plan) error {
 		return err
 	}
 	defer eng.Close()
-	return controlplane.CheckBuilder(controlplane.EngineBuilder{Version: eng.Version, APIVersion: eng.APIVersion, Podman: p.EngineKind == string(locate.Podman)}, p.OCE.dockerfiles())
+	return controlplane.CheckBuilder(controlplane.EngineBuilder{Version: eng.Version, APIVersion: eng.APIVersion, Podman: p.EngineKind == string(locate.Podman)}, p.OCE.Dockerfiles())
 }
 
 func planSteps(p *Plan, steps []Step) []PlannedStep {

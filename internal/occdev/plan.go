@@ -85,11 +85,6 @@ func SupportedProviders() []string {
 	return names
 }
 
-// SupportedControlPlanes names the --control-plane values.
-func SupportedControlPlanes() []string {
-	return []string{string(ControlPlaneCompose), string(ControlPlaneKubernetes)}
-}
-
 // UpOptions are the settings of `occ dev up`. The zero value of each field selects its default.
 type UpOptions struct {
 	// StateDir is the private state directory (--state-dir, OCC_DEVELOPMENT_STATE_DIRECTORY).
@@ -232,8 +227,11 @@ type Plan struct {
 	openProvider    func() cluster.Provider
 	// selectedCharts are the loaded local charts when both are selected.
 	selectedCharts *charts.Charts
-	profile        profile
-	pins           *pins.Set
+	profile        flowProfile
+	// gateway is how the platform serves the control plane (platform.ControlPlane): the
+	// profile's Platform, whatever its name.
+	gateway ControlPlane
+	pins    *pins.Set
 }
 
 // planJSON is Plan as documents show it: the startup timeout as a duration ("10m0s"), not as
@@ -288,14 +286,28 @@ func resolvePlanWith(table map[string]clusterProvider, o UpOptions) (*Plan, erro
 	}
 	p.ClusterProvider = name
 
-	switch o.ControlPlane {
-	case "", ControlPlaneCompose:
-		p.ControlPlane, p.ServiceType, p.NodePort, p.Namespace = ControlPlaneCompose, corev1.ServiceTypeNodePort, platform.GatewayNodePort, "openshell-system"
-	case ControlPlaneKubernetes:
-		p.ControlPlane, p.ServiceType, p.Namespace = ControlPlaneKubernetes, corev1.ServiceTypeClusterIP, "oce-system"
-	default:
+	cps := controlPlanes(o)
+	p.ControlPlane = o.ControlPlane
+	if p.ControlPlane == "" {
+		p.ControlPlane = ControlPlaneCompose
+	}
+	cp, ok := cps[p.ControlPlane]
+	if !ok {
+		names := make([]string, 0, len(cps))
+		for n := range cps {
+			names = append(names, string(n))
+		}
+		slices.Sort(names)
 		return nil, &OptionError{Option: "--control-plane (" + EnvControlPlane + ")", Value: string(o.ControlPlane),
-			Rule: "is not supported", Fix: "use compose or kubernetes"}
+			Rule: "is not supported", Fix: "use " + strings.Join(names, " or ")}
+	}
+	// The platform serves the control plane where it runs: a NodePort Gateway for one beside
+	// the cluster, a ClusterIP Service for one inside it.
+	p.gateway, p.Namespace = cp.platform.Gateway, cp.platform.Namespace
+	if p.gateway == platform.ControlPlaneCompose {
+		p.ServiceType, p.NodePort = corev1.ServiceTypeNodePort, platform.GatewayNodePort
+	} else {
+		p.ServiceType = corev1.ServiceTypeClusterIP
 	}
 	if o.Namespace != "" {
 		if errs := validation.IsDNS1123Label(o.Namespace); len(errs) > 0 {

@@ -2,19 +2,29 @@ package occdev
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"slices"
 	"strings"
 
 	"github.com/openclaw/occ/internal/occdev/cluster"
+	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/images"
+	"github.com/openclaw/occ/internal/occdev/kubeobj"
 	"github.com/openclaw/occ/internal/occdev/platform"
+	"github.com/openclaw/occ/internal/occdev/profile"
+	"github.com/openclaw/occ/internal/occdev/profile/kubeprofile"
+	"github.com/openclaw/occ/internal/occdev/profile/oce"
+	"github.com/openclaw/occ/internal/occdev/state"
+	"github.com/openclaw/occ/internal/occdev/step"
 	"github.com/openclaw/occ/internal/progress"
 )
 
-// profile is what a control plane (layer 3) adds to the flow. The cluster lane and the platform
-// steps are the same for every profile; a profile adds its own steps around them and what its
-// cluster needs, each profile in its own file (steps_compose.go, steps_kubernetes.go), so adding
-// one never reshapes upSteps. Every field is optional.
-type profile struct {
+// flowProfile is what a control plane (layer 3) adds to the flow, as the flow runs it. The
+// cluster lane and the platform steps are the same for every profile; a profile adds its own
+// steps around them and what its cluster needs, so adding one never reshapes upSteps. Every
+// field is optional. A profile package (a profile.Profile) becomes one through fromProfile.
+type flowProfile struct {
 	// preflight makes the profile's live checks at the end of the preflight, before the state is
 	// claimed (the Compose project's resources absent, its plugin found, selected images
 	// present).
@@ -47,15 +57,151 @@ type profile struct {
 	pending string
 }
 
-// profileOf returns the profile of the plan's control plane; a bad control-plane setting (a
-// checkout that is not one, a refused Compose model) is an error before anything runs.
-func profileOf(p *Plan, o UpOptions) (profile, error) {
-	if p.ControlPlane == ControlPlaneKubernetes {
-		if len(o.OCE.ComposeArgs) > 0 {
-			return profile{}, &OptionError{Option: "Compose options after --", Value: strings.Join(o.OCE.ComposeArgs, " "),
-				Rule: "the Kubernetes-only profile does not accept Compose options", Fix: "drop them, or use --control-plane compose"}
-		}
-		return kubernetesProfile(p, o)
-	}
-	return composeProfile(p, o)
+// OCESummary is what `up` reports of the control plane it started.
+type OCESummary = profile.Summary
+
+// controlPlane is one --control-plane value: how the platform serves it, and how its profile is
+// planned from the resolved plan.
+type controlPlane struct {
+	platform profile.Platform
+	plan     func(p *Plan, o UpOptions) (flowProfile, error)
 }
+
+// controlPlanes lists the profiles by --control-plane value. Adding a profile is its package
+// and one line here (registered); the flow looks the profile up by name and never asks which
+// one it drives. A test adds its own profiles through the Profiles seam.
+func controlPlanes(o UpOptions) map[ControlPlane]controlPlane {
+	table := map[ControlPlane]controlPlane{
+		ControlPlaneCompose:    {platform: profile.Platform{Gateway: platform.ControlPlaneCompose, Namespace: "openshell-system"}, plan: composeProfile},
+		ControlPlaneKubernetes: {platform: kubeprofile.Platform, plan: kubernetesProfile},
+	}
+	for name, x := range o.deps.Profiles {
+		table[ControlPlane(name)] = registered(x)
+	}
+	return table
+}
+
+// SupportedControlPlanes names the --control-plane values in a stable order.
+func SupportedControlPlanes() []string {
+	var names []string
+	for n := range controlPlanes(UpOptions{}) {
+		names = append(names, string(n))
+	}
+	slices.Sort(names)
+	return names
+}
+
+// profileOf plans the profile of the plan's control plane; a bad control-plane setting (a
+// checkout that is not one, a refused Compose model) is an error before anything runs.
+func profileOf(p *Plan, o UpOptions) (flowProfile, error) {
+	return controlPlanes(o)[p.ControlPlane].plan(p, o)
+}
+
+// registered is the table entry of a profile package: the flow hands it the plan's values and
+// adapts its steps, which describe themselves from a profile.View and run on the run as a
+// profile.Env.
+func registered(x profile.Profile) controlPlane {
+	return controlPlane{platform: x.Platform(), plan: func(p *Plan, o UpOptions) (flowProfile, error) {
+		if len(o.OCE.ComposeArgs) > 0 {
+			return flowProfile{}, &OptionError{Option: "Compose options after --", Value: strings.Join(o.OCE.ComposeArgs, " "),
+				Rule: "the " + string(p.ControlPlane) + " profile does not accept Compose options", Fix: "drop them, or use --control-plane compose"}
+		}
+		planned, err := x.Plan(p.input(o))
+		if err != nil {
+			return flowProfile{}, err
+		}
+		return fromProfile(planned), nil
+	}}
+}
+
+// fromProfile is a planned profile as the flow runs it.
+func fromProfile(x profile.Planned) flowProfile {
+	if why := x.Pending(); why != "" {
+		return flowProfile{pending: why}
+	}
+	adapt := func(steps []profile.Step) []Step {
+		return step.Adapt(steps, (*Plan).view, func(_ context.Context, r *run) (profile.Env, error) { return r, nil })
+	}
+	fp := flowProfile{
+		preflight:     func(ctx context.Context, r *run, rep progress.Reporter) error { return x.Preflight(ctx, r, rep) },
+		cluster:       x.Needs(),
+		beforeCluster: adapt(x.BeforeCluster()),
+		installation: func(ctx context.Context, r *run, in *platform.InstallationInput) error {
+			return x.Installation(ctx, r, in)
+		},
+		controlPlane: adapt(x.ControlPlane()),
+		rollback:     func(r *run) error { return x.Rollback(r) },
+		summary:      func(r *run) *OCESummary { return x.Summary(r) },
+	}
+	if names := x.ImportNames(); len(names) > 0 {
+		fp.importNames = func(*Plan) []string { return names }
+		fp.imports = func(r *run) []images.Local { return x.Imports(r) }
+	}
+	return fp
+}
+
+// input is what a profile plans from.
+func (p *Plan) input(o UpOptions) profile.Input {
+	return profile.Input{
+		Name: string(p.ControlPlane), Namespace: p.Namespace, StateDir: p.StateDir, ClusterProvider: p.ClusterProvider,
+		EngineKind: engineKind(p), StartupTimeout: p.StartupTimeout, DryRun: o.DryRun,
+	}
+}
+
+// view is what a profile's step describes itself from.
+func (p *Plan) view() profile.View {
+	return profile.View{Namespace: p.Namespace, StateDir: p.StateDir, StartupTimeout: p.StartupTimeout, EngineName: engineName(p)}
+}
+
+// The run is what a profile's steps use of it (profile.Env).
+var _ profile.Env = (*run)(nil)
+
+func (r *run) Engine() *docker.Engine                   { return r.engine }
+func (r *run) State() *state.Dir                        { return r.state }
+func (r *run) Conn() *kubeobj.Conn                      { return r.conn }
+func (r *run) InCluster(l images.Local) (string, error) { return r.inCluster(l) }
+
+// inCluster is the verified in-cluster reference of an imported image.
+func (r *run) inCluster(l images.Local) (string, error) {
+	for _, v := range r.verified {
+		if v.Pin.Name() == l.Pin.Name() && v.Pin.Digest == l.Pin.Digest {
+			return v.Reference, nil
+		}
+	}
+	return "", fmt.Errorf("image %s was not verified in the node (a bug in occ: the import step skipped it)", l.Pin)
+}
+
+// session is the run's OCE session (the Compose profile's; a profile package keeps its own).
+func (r *run) session() *oce.Session { return &r.oce }
+
+// The Kubernetes-only profile's settings and plan, as UpOptions and the plan document name them.
+type (
+	KubernetesOptions = kubeprofile.Options
+	KubernetesPlan    = kubeprofile.Plan
+)
+
+// EnvDevPort is the OCE API's port on 127.0.0.1 (the Kubernetes-only profile).
+const EnvDevPort = kubeprofile.EnvDevPort
+
+// The build output file and the controller image's role, which `occ dev reload` shares.
+const (
+	buildLogFile   = kubeprofile.BuildLogFile
+	roleController = oce.RoleController
+)
+
+// kubernetesProfile plans the Kubernetes-only profile (package kubeprofile) from the settings
+// of one `up`, and puts its plan where the dry run shows it.
+func kubernetesProfile(p *Plan, o UpOptions) (flowProfile, error) {
+	k, err := kubeprofile.Profile{
+		OCE: o.OCE, Options: o.Kubernetes, Pins: p.pins, KubeAPIPort: p.APIPort,
+		Deps: kubeprofile.Deps{Exec: o.deps.Exec, APIClient: o.deps.APIClient, Random: o.deps.Random, BuildNetwork: o.deps.BuildNetwork},
+	}.New(p.input(o))
+	if err != nil {
+		return flowProfile{}, err
+	}
+	if k.OCE != nil {
+		p.OCE = &OCEPlan{Plan: k.OCE, Kubernetes: k.Kube}
+	}
+	return fromProfile(k), nil
+}
+func (r *run) Log() io.Writer { return r.log }

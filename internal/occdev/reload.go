@@ -18,6 +18,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/pins"
+	"github.com/openclaw/occ/internal/occdev/profile/oce"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/progress"
 )
@@ -79,7 +80,7 @@ type reloadRun struct {
 	checkout controlplane.Checkout
 	// builds are the recorded builds the reload repeats (limited by the chosen services), and
 	// chosen the chosen services (nil: all).
-	builds []recordedBuild
+	builds []oce.RecordedBuild
 	chosen []string
 	// rebuilding is set once the checks passed and the first build started: from then on a
 	// failure leaves the environment on its old or its new images.
@@ -233,8 +234,8 @@ func checkReloadable(ctx context.Context, r *run, rep progress.Reporter) error {
 	case rr.st.Cluster.Provider != ProviderK3d:
 		return reloadRefusal(dir, occ, "its cluster is not one occ created with k3d, which the rebuilt images are imported into")
 	}
-	builds, err := readBuilds(dir)
-	if errors.Is(err, errNoBuilds) {
+	builds, err := oce.ReadBuilds(dir)
+	if errors.Is(err, oce.ErrNoBuilds) {
 		return reloadRefusal(dir, occ, "it records no builds (it was brought up by an occ without occ dev reload)")
 	}
 	if err != nil {
@@ -289,7 +290,7 @@ func checkReloadable(ctx context.Context, r *run, rep progress.Reporter) error {
 	}
 	rr.checkout = co
 	if co.Commit != cp.Commit {
-		rep.Note("the checkout is at " + shortCommit(co.Commit) + " (recorded " + shortCommit(cp.Commit) + ")")
+		rep.Note("the checkout is at " + oce.ShortCommit(co.Commit) + " (recorded " + oce.ShortCommit(cp.Commit) + ")")
 	}
 
 	if cp.Compose != nil {
@@ -355,7 +356,7 @@ func checkRecordedBases(r *run) error {
 // with the names `occ dev status` lists. A Compose service chooses the builds it runs; a
 // Kubernetes workload of the control plane chooses the builds whose images its Pods run (both
 // when its images are not known).
-func chooseBuilds(ctx context.Context, r *run, builds []recordedBuild) error {
+func chooseBuilds(ctx context.Context, r *run, builds []oce.RecordedBuild) error {
 	rr := r.reload
 	if len(rr.opts.Services) == 0 {
 		rr.builds = builds
@@ -386,7 +387,7 @@ func chooseBuilds(ctx context.Context, r *run, builds []recordedBuild) error {
 }
 
 // builtServices are the Compose services that run an image built from the checkout.
-func builtServices(builds []recordedBuild) []string {
+func builtServices(builds []oce.RecordedBuild) []string {
 	var out []string
 	for _, b := range builds {
 		out = append(out, b.Services...)
@@ -410,7 +411,7 @@ func rebuildImages(ctx context.Context, r *run, rep progress.Reporter) error {
 	rr.toNode = nil
 	var changed []string
 	for _, b := range rr.builds {
-		img, err := controlplane.BuildImage(ctx, r.engine.API, b.request(func(line string) { fmt.Fprintln(out, line) }))
+		img, err := controlplane.BuildImage(ctx, r.engine.API, b.Request(func(line string) { fmt.Fprintln(out, line) }))
 		if err != nil {
 			return fmt.Errorf("build the %s image (output in %s): %w", b.Role, logPath, err)
 		}
@@ -629,8 +630,8 @@ func PlanReload(opts ReloadOptions) (*ReloadPlan, error) {
 	case slices.ContainsFunc(cp.Images, func(i state.ControlPlaneImage) bool { return i.Selected }):
 		return nil, reloadRefusal(dir, opts.OCCCommand, "its controller and Agent runtime images were selected by digest, not built from the checkout; build and push new ones, then select them")
 	}
-	builds, err := readBuilds(dir)
-	if errors.Is(err, errNoBuilds) {
+	builds, err := oce.ReadBuilds(dir)
+	if errors.Is(err, oce.ErrNoBuilds) {
 		return nil, reloadRefusal(dir, opts.OCCCommand, "it records no builds (it was brought up by an occ without occ dev reload)")
 	}
 	if err != nil {

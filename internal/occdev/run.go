@@ -15,6 +15,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
 	"github.com/openclaw/occ/internal/occdev/platform"
+	"github.com/openclaw/occ/internal/occdev/profile/oce"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/progress"
 )
@@ -70,15 +71,12 @@ type run struct {
 	// Written by the Compose profile's steps (nil for other profiles).
 	compose *composeRun
 	// Written by the control plane's steps every profile shares (steps_oce.go).
-	oce oceSession
+	oce oce.Session
 
 	// Written by the Gateway and Installation steps.
 	gateway          *platform.Gateway
 	gatewayEndpoint  string
 	installationPath string
-
-	// kube is the Kubernetes-only control plane's own part of the run (steps_kubernetes.go).
-	kube kubernetesRun
 
 	// reload is the part of an `occ dev reload` (reload.go); nil for `up`.
 	reload *reloadRun

@@ -13,9 +13,10 @@ import (
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
 	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/images"
-	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/platform"
+	"github.com/openclaw/occ/internal/occdev/profile/oce"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/progress"
 )
@@ -23,67 +24,15 @@ import (
 // OCEOptions are the inputs of the OCE control plane (layer 3): where its source is, how its
 // images are obtained, the Compose project's name and options, and where the verified bootstrap
 // key goes.
-type OCEOptions struct {
-	// Repository is the OCE checkout (--repository, OCC_DEVELOPMENT_REPOSITORY); empty searches
-	// from WorkingDir upwards. Without a checkout `up` stops after the sandbox platform.
-	Repository string
-	// WorkingDir is where that search starts and what relative paths (the checkout, Compose
-	// files) are relative to; empty is the process's working directory.
-	WorkingDir string
-	// ComposeArgs are the Compose options given after `--` (-f/--file, --env-file,
-	// --project-directory naming the checkout).
-	ComposeArgs []string
-	// ComposeProject is the Compose project name (OCC_DEVELOPMENT_COMPOSE_PROJECT); empty is
-	// openclaw-enterprise-development-kubernetes.
-	ComposeProject string
-	// Environment is what Compose interpolation sees, as `docker compose config` would; nil is
-	// the process environment.
-	Environment map[string]string
-	// Images selects prebuilt controller and Agent runtime images by digest
-	// (OCC_DEVELOPMENT_CONTROLLER_IMAGE and OCC_KUBERNETES_RUNTIME_IMAGE, both or neither);
-	// empty builds both from the checkout.
-	Images controlplane.ImageSelection
-	// KeyOutput is where the verified bootstrap key is written (--key-output: an absent
-	// absolute canonical path in a private directory); empty is
-	// <state>/initial-admin-service-key.json.
-	KeyOutput string
-	// NodeBaseImage and NodeRuntimeBaseImage replace the NODE_BASE_IMAGE and
-	// NODE_RUNTIME_BASE_IMAGE build arguments of every image occ builds from the checkout
-	// (OCC_DEVELOPMENT_NODE_BASE_IMAGE, OCC_DEVELOPMENT_NODE_RUNTIME_BASE_IMAGE), by digest;
-	// empty keeps what the checkout (or occ's pin) gives.
-	NodeBaseImage        string
-	NodeRuntimeBaseImage string
-}
+type OCEOptions = oce.Options
 
 // OCEPlan is the resolved control plane: the checkout and what the profile will start, decided
 // (and the Compose model checked) before anything runs.
 type OCEPlan struct {
-	// Checkout is the OCE checkout's root, Commit its HEAD and CheckoutSource how it was found.
-	Checkout       string `json:"checkout"`
-	Commit         string `json:"commit"`
-	CheckoutSource string `json:"checkoutSource"`
-	// Compose is what the Compose project creates: services, volumes, networks, published
-	// ports and the API URL.
-	Compose *compose.Plan `json:"compose,omitempty"`
-	// Builds are the images occ builds from the checkout (none when images are selected).
-	Builds []compose.Build `json:"builds,omitempty"`
-	// BuildPlans are every image build occ makes from the checkout (the Compose services',
-	// the controller's, the Agent runtime's), each with the bases its Dockerfile fetches;
-	// BaseImages are those bases, each once, as `up` pulls them by digest before any build.
-	BuildPlans []*controlplane.PlannedBuild `json:"buildPlans,omitempty"`
-	BaseImages []controlplane.BaseImage     `json:"baseImages,omitempty"`
-	// RuntimeImage is the Agent runtime: its build tag, or the selected digest reference.
-	RuntimeImage string `json:"runtimeImage"`
-	// SelectedImages are the developer's prebuilt images, when selected.
-	SelectedImages *controlplane.ImageSelection `json:"selectedImages,omitempty"`
-	// KeyFile is where the verified bootstrap key will be written.
-	KeyFile string `json:"keyFile"`
+	*oce.Plan
 	// Kubernetes is what the Kubernetes-only profile installs into the cluster (nil for
 	// Compose).
 	Kubernetes *KubernetesPlan `json:"kubernetes,omitempty"`
-
-	model   *compose.Model
-	keyDest controlplane.KeyDestination
 }
 
 // composeRun is what the Compose profile's steps share during one `up`.
@@ -112,21 +61,21 @@ type composeRun struct {
 //
 // Without an OCE checkout only the sandbox platform comes up, and the summary says how to add
 // the control plane.
-func composeProfile(p *Plan, o UpOptions) (profile, error) {
+func composeProfile(p *Plan, o UpOptions) (flowProfile, error) {
 	if len(o.OCE.ComposeArgs) > 0 && p.ClusterProvider != ProviderK3d {
-		return profile{}, &OptionError{Option: "Compose options after --", Value: strings.Join(o.OCE.ComposeArgs, " "),
+		return flowProfile{}, &OptionError{Option: "Compose options after --", Value: strings.Join(o.OCE.ComposeArgs, " "),
 			Rule: "apply to the Compose control plane, which runs beside the k3d cluster occ creates", Fix: "use --cluster-provider k3d, or drop them"}
 	}
-	co, pending, err := findOCEOnK3d(p, o, "the Compose control plane reaches the cluster across the engine network the k3d cluster occ creates joins")
+	co, pending, err := oce.FindOnK3d(p.input(o), o.OCE, "the Compose control plane reaches the cluster across the engine network the k3d cluster occ creates joins")
 	if err != nil {
-		return profile{}, err
+		return flowProfile{}, err
 	}
 	if pending != "" {
-		return profile{pending: pending}, nil
+		return flowProfile{pending: pending}, nil
 	}
 	op, err := planCompose(p, o, co)
 	if err != nil {
-		return profile{}, err
+		return flowProfile{}, err
 	}
 	p.OCE = op
 	before := []Step{{Name: "Write the Compose snapshot and record the project", Describe: describeSnapshot, Run: writeSnapshot}}
@@ -138,28 +87,38 @@ func composeProfile(p *Plan, o UpOptions) (profile, error) {
 		Step{Name: "Start postgres, migrate and bootstrap", Describe: describeDataServices, Run: startDataServices},
 	)
 	after := []Step{{Name: "Start the controller and worker-kubernetes", Describe: describeAPIServices, Run: startAPIServices}}
-	if len(op.model.Added) > 0 {
-		after = append(after, Step{Name: "Start the services the Compose options add: " + strings.Join(op.model.Added, ", "), Describe: describeAddedServices, Run: startAddedServices})
+	if len(op.Model.Added) > 0 {
+		after = append(after, Step{Name: "Start the services the Compose options add: " + strings.Join(op.Model.Added, ", "), Describe: describeAddedServices, Run: startAddedServices})
 	}
 	after = append(after,
 		Step{Name: "Wait for the API and the worker to be ready", Describe: describeReadiness, Run: waitForAPI},
-		copyKeyStep(describeKey, copyComposeKey),
-		namespaceWaitStep(oceAPI{url: op.model.APIURL}),
+		oce.CopyKeyStep(describeKey, (*run).session, copyComposeKey),
+		oce.NamespaceWaitStep[*Plan](p.StartupTimeout, (*run).session, oce.API[*run]{URL: op.Model.APIURL}),
 	)
-	return profile{
+	return flowProfile{
 		preflight:     composePreflight,
-		cluster:       cluster.Needs{Network: op.model.Network.Name},
+		cluster:       cluster.Needs{Network: op.Model.Network.Name},
 		beforeCluster: before,
 		imports:       composeImports,
 		installation:  composeInstallation,
 		controlPlane:  after,
-		rollback:      removeWrittenKey,
+		rollback:      func(r *run) error { return r.oce.RemoveWrittenKey() },
 		summary:       composeSummary,
 	}, nil
 }
 
+func describeBasePulls(p *Plan) Description { return oce.DescribeBasePulls(p.OCE.Plan) }
+
+// pullBases pulls the bases of the Compose services' and the Agent runtime's builds by digest
+// (oce.PullBases); the builds after it take them from r.bases.
+func pullBases(ctx context.Context, r *run, rep progress.Reporter) error {
+	var err error
+	r.bases, err = oce.PullBases(ctx, r, rep, r.plan.OCE.Plan)
+	return err
+}
+
 // roleRuntime is the Agent runtime image's role in the plan and the state.
-const roleRuntime = "runtime"
+const roleRuntime = oce.RoleRuntime
 
 // planCompose loads and checks the Compose model and decides the images: everything `up` could
 // refuse about the project is refused here, before anything runs.
@@ -179,10 +138,11 @@ func planCompose(p *Plan, o UpOptions, co controlplane.Checkout) (*OCEPlan, erro
 		}
 		return nil, err
 	}
-	op, err := newOCEPlan(p, o, co)
+	base, err := oce.NewPlan(p.input(o), o.OCE, co)
 	if err != nil {
 		return nil, err
 	}
+	op := &OCEPlan{Plan: base}
 	env := o.OCE.Environment
 	if env == nil {
 		env = processEnvironment()
@@ -203,7 +163,7 @@ func planCompose(p *Plan, o UpOptions, co controlplane.Checkout) (*OCEPlan, erro
 	if err != nil {
 		return nil, err
 	}
-	op.model = m
+	op.Model = m
 	if sel := op.SelectedImages; sel != nil {
 		if err := m.UseControllerImage(sel.Controller); err != nil {
 			return nil, err
@@ -221,7 +181,7 @@ func planCompose(p *Plan, o UpOptions, co controlplane.Checkout) (*OCEPlan, erro
 			reqs = append(reqs, controlplane.BuildPlanRequest{Role: b.Tag, ContextDir: b.Context, Dockerfile: b.Dockerfile, Target: b.Target, Args: args})
 		}
 		reqs = append(reqs, controlplane.BuildPlanRequest{Role: roleRuntime, ContextDir: co.Root, Dockerfile: controlplane.RuntimeDockerfile})
-		if err := planBuilds(op, o, reqs); err != nil {
+		if err := op.PlanBuilds(o.OCE, reqs); err != nil {
 			return nil, err
 		}
 	}
@@ -246,7 +206,7 @@ func processEnvironment() map[string]string {
 // and selected images are present with this checkout's revision.
 func composePreflight(ctx context.Context, r *run, rep progress.Reporter) error {
 	op := r.plan.OCE
-	if err := checkBuilder(r); err != nil {
+	if err := oce.CheckBuilder(op.Plan, r.engine, r.plan.EngineKind == string(locate.Podman)); err != nil {
 		return err
 	}
 	plugin, err := compose.FindPlugin(ctx, compose.FindPluginOptions{DockerConfig: os.Getenv("DOCKER_CONFIG")})
@@ -254,16 +214,16 @@ func composePreflight(ctx context.Context, r *run, rep progress.Reporter) error 
 		return err
 	}
 	rep.Note(fmt.Sprintf("docker compose %s at %s", plugin.Version, plugin.Path))
-	if err := op.model.EnsureAbsent(ctx, r.engine.API); err != nil {
+	if err := op.Model.EnsureAbsent(ctx, r.engine.API); err != nil {
 		return err
 	}
-	cr := &composeRun{plugin: plugin, stack: compose.Stack{Project: op.model.Name(), Engine: r.engine.API}}
+	cr := &composeRun{plugin: plugin, stack: compose.Stack{Project: op.Model.Name(), Engine: r.engine.API}}
 	if sel := op.SelectedImages; sel != nil {
 		imgs, err := controlplane.VerifySelectedImages(ctx, r.engine.API, *sel, op.Commit)
 		if err != nil {
 			return err
 		}
-		if cr.runtime, err = selectedLocal(ctx, r, imgs.Runtime); err != nil {
+		if cr.runtime, err = oce.SelectedLocal(ctx, r.engine, imgs.Runtime); err != nil {
 			return err
 		}
 	}
@@ -271,22 +231,8 @@ func composePreflight(ctx context.Context, r *run, rep progress.Reporter) error 
 	return nil
 }
 
-// selectedLocal is a selected runtime image as the import takes it: its digest reference, which
-// the engine's RepoDigests must carry (it came from a registry, by that digest).
-func selectedLocal(ctx context.Context, r *run, img controlplane.LocalImage) (images.Local, error) {
-	ins, err := r.engine.API.ImageInspect(ctx, img.Reference)
-	if err != nil {
-		return images.Local{}, fmt.Errorf("inspect selected runtime image %s: %w", img.Reference, err)
-	}
-	pin, err := pins.ParseImage(img.Reference)
-	if err != nil {
-		return images.Local{}, err
-	}
-	return images.Local{Pin: pin, ID: ins.ID, RepoDigests: ins.RepoDigests, Size: ins.Size}, nil
-}
-
 func describeSnapshot(p *Plan) Description {
-	m := p.OCE.model
+	m := p.OCE.Model
 	items := []string{"file " + filepath.Join(p.StateDir, compose.SnapshotName) + " (0600): the checked Compose model of project " + m.Name() + ", every $ escaped; every later Compose call uses only it",
 		"file " + filepath.Join(p.StateDir, composeSourcesFile) + " (0600): the sha256 of every file the model was read from, which occ dev reload compares before repeating the snapshot"}
 	for _, o := range m.Records() {
@@ -299,22 +245,22 @@ func describeSnapshot(p *Plan) Description {
 // plane and the project's network, volumes and project, before `compose up` creates them.
 func writeSnapshot(_ context.Context, r *run, _ progress.Reporter) error {
 	op := r.plan.OCE
-	snap, err := op.model.WriteSnapshot(r.state.Path())
+	snap, err := op.Model.WriteSnapshot(r.state.Path())
 	if err != nil {
 		return err
 	}
-	if err := writeComposeSources(r.state, op.model.Sources()); err != nil {
+	if err := writeComposeSources(r.state, op.Model.Sources()); err != nil {
 		return err
 	}
 	r.compose.runner = compose.Runner{Plugin: r.compose.plugin, Endpoint: r.engine.Endpoint.String(), Snapshot: snap}
 	cp := &state.ControlPlane{
-		Checkout: op.Checkout, Commit: op.Commit, APIURL: op.model.APIURL,
-		Compose: &state.ComposeProject{Project: snap.Project, Snapshot: snap.Path, Checkout: snap.Checkout, Started: op.model.StartedServices()},
+		Checkout: op.Checkout, Commit: op.Commit, APIURL: op.Model.APIURL,
+		Compose: &state.ComposeProject{Project: snap.Project, Snapshot: snap.Path, Checkout: snap.Checkout, Started: op.Model.StartedServices()},
 	}
 	if err := r.state.Update(func(s *state.State) { s.ControlPlane = cp }); err != nil {
 		return fmt.Errorf("record the control plane: %w", err)
 	}
-	for _, o := range op.model.Records() {
+	for _, o := range op.Model.Records() {
 		if err := r.state.Record(o); err != nil {
 			return fmt.Errorf("record %s: %w", o, err)
 		}
@@ -340,25 +286,25 @@ func describeBuilds(p *Plan) Description {
 func buildImages(ctx context.Context, r *run, rep progress.Reporter) error {
 	op := r.plan.OCE
 	if sel := op.SelectedImages; sel != nil {
-		return r.recordImages(
+		return oce.RecordImages(r.state,
 			state.ControlPlaneImage{Role: "controller", Reference: sel.Controller, Selected: true},
 			state.ControlPlaneImage{Role: "runtime", Reference: sel.Runtime, ID: r.compose.runtime.ID, Selected: true})
 	}
 	// Every base comes in by the digest the pull step recorded, whatever the arguments said.
-	var builds []recordedBuild
+	var builds []oce.RecordedBuild
 	for _, b := range op.Builds {
-		if pb := op.plannedBuild(b.Tag); pb != nil {
+		if pb := op.PlannedBuild(b.Tag); pb != nil {
 			b.Args = pb.WithResolved(r.bases)
 		}
 		role := b.Target
 		if role == "" {
 			role = b.Services[0]
 		}
-		builds = append(builds, recordedBuild{Role: role, Services: b.Services, ContextDir: b.Context, Dockerfile: b.Dockerfile, Target: b.Target, Args: b.Args, Tag: b.Tag, Network: b.Network})
+		builds = append(builds, oce.RecordedBuild{Role: role, Services: b.Services, ContextDir: b.Context, Dockerfile: b.Dockerfile, Target: b.Target, Args: b.Args, Tag: b.Tag, Network: b.Network})
 	}
-	builds = append(builds, recordedBuild{Role: roleRuntime, Imported: true, ContextDir: op.Checkout, Dockerfile: controlplane.RuntimeDockerfile, Tag: controlplane.DefaultRuntimeTag,
-		Args: op.plannedBuild(roleRuntime).WithResolved(r.bases), Network: runtimeBuildNetwork(r.opts.deps.BuildNetwork, op.Builds)})
-	built, err := buildControlPlaneImages(ctx, r, builds, func(line string) { rep.Note(line) })
+	builds = append(builds, oce.RecordedBuild{Role: roleRuntime, Imported: true, ContextDir: op.Checkout, Dockerfile: controlplane.RuntimeDockerfile, Tag: controlplane.DefaultRuntimeTag,
+		Args: op.PlannedBuild(roleRuntime).WithResolved(r.bases), Network: runtimeBuildNetwork(r.opts.deps.BuildNetwork, op.Builds)})
+	built, err := oce.BuildImages(ctx, r, builds, func(line string) { rep.Note(line) })
 	if err != nil {
 		return err
 	}
@@ -412,10 +358,10 @@ func startDataServices(ctx context.Context, r *run, _ progress.Reporter) error {
 	if err := compose.StartData(wctx, compose.StartOptions{Runner: r.compose.runner, Stack: r.compose.stack}); err != nil {
 		return err
 	}
-	if err := r.compose.stack.DetachExitedJobs(ctx, r.plan.OCE.model.Network.Name); err != nil {
+	if err := r.compose.stack.DetachExitedJobs(ctx, r.plan.OCE.Model.Network.Name); err != nil {
 		return err
 	}
-	return compose.RecordIDs(ctx, r.engine.API, r.state, r.plan.OCE.model.Records())
+	return compose.RecordIDs(ctx, r.engine.API, r.state, r.plan.OCE.Model.Records())
 }
 
 // composeImports adds the Agent runtime to the cluster's one import pass.
@@ -461,14 +407,14 @@ func describeAPIServices(p *Plan) Description {
 
 // startAPIServices records the API services (so `down` stops them first) and starts them.
 func startAPIServices(ctx context.Context, r *run, _ progress.Reporter) error {
-	if err := r.state.Record(compose.ServicesRecord(r.plan.OCE.model.Name())); err != nil {
+	if err := r.state.Record(compose.ServicesRecord(r.plan.OCE.Model.Name())); err != nil {
 		return fmt.Errorf("record the API services: %w", err)
 	}
 	return compose.StartAPI(ctx, compose.StartOptions{Runner: r.compose.runner, Stack: r.compose.stack})
 }
 
 func describeAddedServices(p *Plan) Description {
-	m := p.OCE.model
+	m := p.OCE.Model
 	items := []string{fmt.Sprintf("services %s of project %s (up --detach --no-deps), added by the Compose options after --", strings.Join(m.Added, ", "), m.Name())}
 	for _, port := range p.OCE.Compose.Ports {
 		if slices.Contains(m.Added, port.Service) {
@@ -481,7 +427,7 @@ func describeAddedServices(p *Plan) Description {
 // startAddedServices starts what the user's Compose files add, once everything of the profile
 // they can depend on runs; `down` removes them with the project.
 func startAddedServices(ctx context.Context, r *run, _ progress.Reporter) error {
-	return compose.StartAdded(ctx, compose.StartOptions{Runner: r.compose.runner, Stack: r.compose.stack}, r.plan.OCE.model.Added)
+	return compose.StartAdded(ctx, compose.StartOptions{Runner: r.compose.runner, Stack: r.compose.stack}, r.plan.OCE.Model.Added)
 }
 
 func describeReadiness(p *Plan) Description {
@@ -492,7 +438,7 @@ func waitForAPI(ctx context.Context, r *run, _ progress.Reporter) error {
 	wctx, cancel := context.WithTimeout(ctx, r.plan.StartupTimeout)
 	defer cancel()
 	return controlplane.WaitReady(wctx, controlplane.ReadinessOptions{
-		APIURL: r.plan.OCE.model.APIURL, Checks: []controlplane.ReadinessCheck{r.compose.stack.ReadinessCheck()},
+		APIURL: r.plan.OCE.Model.APIURL, Checks: []controlplane.ReadinessCheck{r.compose.stack.ReadinessCheck()},
 	})
 }
 
@@ -505,7 +451,7 @@ func describeKey(p *Plan) Description {
 func copyComposeKey(ctx context.Context, r *run) (controlplane.InstalledKey, error) {
 	op := r.plan.OCE
 	return controlplane.InstallServiceKey(ctx, controlplane.InstallKeyOptions{
-		StateDir: r.state.Path(), Destination: op.keyDest, APIURL: op.model.APIURL, Read: r.compose.stack.BootstrapKeySource(),
+		StateDir: r.state.Path(), Destination: op.KeyDest, APIURL: op.Model.APIURL, Read: r.compose.stack.BootstrapKeySource(),
 	})
 }
 
@@ -513,45 +459,14 @@ func copyComposeKey(ctx context.Context, r *run) (controlplane.InstalledKey, err
 func composeSummary(r *run) *OCESummary {
 	op := r.plan.OCE
 	return &OCESummary{
-		ControlPlane:   "Compose (project " + op.model.Name() + ", from " + op.Checkout + " at " + shortCommit(op.Commit) + ")",
+		ControlPlane:   "Compose (project " + op.Model.Name() + ", from " + op.Checkout + " at " + oce.ShortCommit(op.Commit) + ")",
 		Drivers:        "compute kubernetes, sandbox openshell",
-		APIURL:         op.model.APIURL,
-		InstallationID: r.oce.installationID,
-		KeyFile:        r.oce.keyPath,
-		Namespace:      r.oce.namespace.ID,
+		APIURL:         op.Model.APIURL,
+		InstallationID: r.oce.InstallationID,
+		KeyFile:        r.oce.KeyPath,
+		Namespace:      r.oce.Namespace.ID,
 		RuntimeImage:   r.compose.runtimeRef,
-		BaseImages:     baseSummary(r),
-		Services:       op.model.Services(),
+		BaseImages:     oce.BaseSummary(r.bases),
+		Services:       op.Model.Services(),
 	}
-}
-
-// OCESummary is what `up` reports of the OCE control plane it started.
-type OCESummary struct {
-	// ControlPlane says where OCE runs and from which checkout.
-	ControlPlane string `json:"controlPlane"`
-	// Drivers are the Installation's compute and sandbox drivers.
-	Drivers string `json:"drivers"`
-	// APIURL is the OCE API's origin; InstallationID the Installation the key belongs to.
-	APIURL         string `json:"apiURL"`
-	InstallationID string `json:"installationID"`
-	// KeyFile is the verified bootstrap service key (0600); Namespace the bootstrap Namespace.
-	KeyFile   string `json:"keyFile"`
-	Namespace string `json:"namespace,omitempty"`
-	// RuntimeImage is the Agent runtime's in-cluster digest reference.
-	RuntimeImage string `json:"runtimeImage,omitempty"`
-	// AdminEmail and PasswordFile are the first administrator's sign-in (the Kubernetes-only
-	// profile copies the password out of the cluster; 0600, never its content).
-	AdminEmail   string `json:"adminEmail,omitempty"`
-	PasswordFile string `json:"passwordFile,omitempty"`
-	// BaseImages are the base images the builds used, by digest, with where each is used.
-	BaseImages []string `json:"baseImages,omitempty"`
-	// Services are the Compose model's services, started or not, with why (Compose only).
-	Services []compose.ServiceStatus `json:"services,omitempty"`
-}
-
-func shortCommit(c string) string {
-	if len(c) > 12 {
-		return c[:12]
-	}
-	return c
 }

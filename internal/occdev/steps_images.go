@@ -8,6 +8,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/pins"
+	"github.com/openclaw/occ/internal/occdev/profile/oce"
 	"github.com/openclaw/occ/internal/occdev/step"
 	"github.com/openclaw/occ/internal/progress"
 )
@@ -81,20 +82,9 @@ func imageStep(role imageRole) Step {
 	}
 }
 
-// pullProgress puts a pull's events on the step's line: one running byte count over all
-// layers, and a note when the image was already there.
-func pullProgress(rep progress.Reporter) func(images.Event) {
-	totals := images.Totals(rep.Transfer)
-	return func(ev images.Event) {
-		if ev.Layer != "" {
-			totals(ev)
-			return
-		}
-		if ev.Status == "present" {
-			rep.Note("already in the engine by digest; used as it is")
-		}
-	}
-}
+// pullProgress puts a pull's events on the step's line (oce.PullProgress, which the control
+// plane's pulls use too).
+func pullProgress(rep progress.Reporter) func(images.Event) { return oce.PullProgress(rep) }
 
 func describeRepoDigests(p *Plan) Description {
 	return note("nothing created; requires each local image's RepoDigests (set only by a pull) to include its pinned digest")

@@ -153,18 +153,18 @@ func describeInstallation(p *Plan) Description {
 // into the state directory and records where it is.
 func writeInstallation(ctx context.Context, r *run, _ progress.Reporter) error {
 	node := ""
-	if r.plan.ControlPlane == ControlPlaneCompose {
+	if r.plan.gateway == ControlPlaneCompose {
 		var err error
 		if node, err = r.provider.NodeAddress(ctx, r.conn.Access); err != nil {
 			return err
 		}
 	}
-	endpoint := platform.InstallationEndpoint(r.plan.ControlPlane, r.plan.Namespace, node, r.plan.NodePort)
+	endpoint := platform.InstallationEndpoint(r.plan.gateway, r.plan.Namespace, node, r.plan.NodePort)
 	path := r.state.File(InstallationFileName)
 	in := platform.InstallationInput{
 		ClusterName:        r.conn.Access.Name,
 		Context:            r.conn.Access.Context,
-		ControlPlane:       r.plan.ControlPlane,
+		ControlPlane:       r.plan.gateway,
 		Namespace:          r.plan.Namespace,
 		GatewayEndpoint:    endpoint,
 		GatewayClusterIP:   r.gateway.ClusterIP,

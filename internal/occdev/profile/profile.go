@@ -1,0 +1,171 @@
+// Package profile is the contract between the `occ dev up` flow and a control-plane profile
+// (layer 3): what a profile is asked for, what it may use of a running `up`, and what it gives
+// back. The flow looks a profile up by its --control-plane name and never asks which one it
+// drives; a profile sees the flow only through Input, View and Env, never through the flow's
+// own run or plan.
+package profile
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"github.com/openclaw/occ/internal/occdev/cluster"
+	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
+	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/images"
+	"github.com/openclaw/occ/internal/occdev/kubeobj"
+	"github.com/openclaw/occ/internal/occdev/platform"
+	"github.com/openclaw/occ/internal/occdev/state"
+	"github.com/openclaw/occ/internal/occdev/step"
+	"github.com/openclaw/occ/internal/progress"
+)
+
+// Profile is one control plane of `occ dev up`, registered under its --control-plane name.
+type Profile interface {
+	// Platform is how the platform serves this control plane, fixed before any setting is
+	// read: where the Gateway is published and which namespace is the default.
+	Platform() Platform
+	// Plan decides, before anything runs and without contacting anything, what the profile
+	// does in one `up`. A setting it refuses is an *option.Error; nothing exists yet.
+	Plan(in Input) (Planned, error)
+}
+
+// Platform is what a profile asks of the platform layer.
+type Platform struct {
+	// Gateway says where the control plane runs beside the platform, which decides how the
+	// Gateway is published and how the Installation reaches the cluster (platform.ControlPlane).
+	Gateway platform.ControlPlane
+	// Namespace is the platform namespace when -n/--namespace is not given.
+	Namespace string
+}
+
+// Input is what a profile plans from: the flow's decided values it may read.
+type Input struct {
+	// Name is the profile's --control-plane name.
+	Name string
+	// Namespace is the platform namespace; StateDir the private state directory `up` claims.
+	Namespace string
+	StateDir  string
+	// ClusterProvider is the --cluster-provider the cluster comes from.
+	ClusterProvider string
+	// EngineKind is the container engine's kind (docker or podman), empty without one.
+	EngineKind string
+	// StartupTimeout bounds each readiness wait.
+	StartupTimeout time.Duration
+	// DryRun is set when the plan is for --dry-run: what the profile says is worded for a run
+	// that creates nothing.
+	DryRun bool
+}
+
+// View is what a profile's step describes itself from for the dry run.
+type View struct {
+	Namespace      string
+	StateDir       string
+	StartupTimeout time.Duration
+	// EngineName is the container engine as people write it (Docker, Podman).
+	EngineName string
+}
+
+// Env is what a profile's steps use of the running `up`. Each part is set once the step that
+// makes it has run: the engine after the preflight's connection (nil on a cluster without
+// one), the state after it is claimed, the connection once the cluster is available.
+type Env interface {
+	// Engine is the container engine the run reaches, nil when the cluster needs none.
+	Engine() *docker.Engine
+	// State is the claimed private state: records are written through it before what they
+	// name exists, so `down` can always remove it.
+	State() *state.Dir
+	// Conn is the connection to the cluster, which records every object it creates.
+	Conn() *kubeobj.Conn
+	// InCluster is the verified in-cluster reference of an image imported into the node.
+	InCluster(l images.Local) (string, error)
+	// Log receives notes that are not step lines.
+	Log() io.Writer
+}
+
+// Step is one step of a profile: described from the View, run on the Env.
+type Step = step.Step[View, Env]
+
+// Lane is a sequence of a profile's steps that runs beside the other lanes of its group.
+type Lane = step.Lane[View, Env]
+
+// Planned is a profile decided for one `up`. Embed Base to leave out what the profile does not
+// need: every method of Base does nothing.
+type Planned interface {
+	// Pending says what of the control plane occ does not start (no checkout was found); the
+	// summary and the dry run say it plainly. A pending profile contributes nothing else.
+	Pending() string
+	// Needs is what the control plane needs of the cluster (a network to join, ports to
+	// publish); a provider that cannot give it refuses it.
+	Needs() cluster.Needs
+	// Preflight makes the profile's live checks at the end of the preflight, before the state
+	// is claimed.
+	Preflight(ctx context.Context, env Env, rep progress.Reporter) error
+	// BeforeCluster are steps that finish before the cluster exists; they run first in the
+	// cluster lane of a cluster occ creates.
+	BeforeCluster() []Step
+	// ImportNames names the control plane's local images for the dry run; Imports are those
+	// images, imported into the node with the OpenShell images once the steps before have run.
+	ImportNames() []string
+	Imports(env Env) []images.Local
+	// Installation adds the control plane's part of the Installation before it is written.
+	Installation(ctx context.Context, env Env, in *platform.InstallationInput) error
+	// ControlPlane are the control plane's own steps, after the platform is installed.
+	ControlPlane() []Step
+	// Rollback undoes what a failed `up` made outside the state's records (a user's
+	// --key-output file); it runs with the rollback of the records.
+	Rollback(env Env) error
+	// Summary is the control plane's part of the summary of a successful `up`; nil says
+	// nothing.
+	Summary(env Env) *Summary
+}
+
+// Base is a Planned that does nothing: a profile embeds it and writes only what it adds.
+type Base struct{}
+
+func (Base) Pending() string                                                      { return "" }
+func (Base) Needs() cluster.Needs                                                 { return cluster.Needs{} }
+func (Base) Preflight(context.Context, Env, progress.Reporter) error              { return nil }
+func (Base) BeforeCluster() []Step                                                { return nil }
+func (Base) ImportNames() []string                                                { return nil }
+func (Base) Imports(Env) []images.Local                                           { return nil }
+func (Base) Installation(context.Context, Env, *platform.InstallationInput) error { return nil }
+func (Base) ControlPlane() []Step                                                 { return nil }
+func (Base) Rollback(Env) error                                                   { return nil }
+func (Base) Summary(Env) *Summary                                                 { return nil }
+
+// Pending is a planned profile that only says what of its control plane occ does not start
+// (no checkout was found), and why.
+func Pending(why string) Planned { return pending{why: why} }
+
+type pending struct {
+	Base
+	why string
+}
+
+func (p pending) Pending() string { return p.why }
+
+// Summary is what `up` reports of the control plane it started.
+type Summary struct {
+	// ControlPlane says where OCE runs and from which checkout.
+	ControlPlane string `json:"controlPlane"`
+	// Drivers are the Installation's compute and sandbox drivers.
+	Drivers string `json:"drivers"`
+	// APIURL is the OCE API's origin; InstallationID the Installation the key belongs to.
+	APIURL         string `json:"apiURL"`
+	InstallationID string `json:"installationID"`
+	// KeyFile is the verified bootstrap service key (0600); Namespace the bootstrap Namespace.
+	KeyFile   string `json:"keyFile"`
+	Namespace string `json:"namespace,omitempty"`
+	// RuntimeImage is the Agent runtime's in-cluster digest reference.
+	RuntimeImage string `json:"runtimeImage,omitempty"`
+	// AdminEmail and PasswordFile are the first administrator's sign-in (the Kubernetes-only
+	// profile copies the password out of the cluster; 0600, never its content).
+	AdminEmail   string `json:"adminEmail,omitempty"`
+	PasswordFile string `json:"passwordFile,omitempty"`
+	// BaseImages are the base images the builds used, by digest, with where each is used.
+	BaseImages []string `json:"baseImages,omitempty"`
+	// Services are the Compose model's services, started or not, with why (Compose only).
+	Services []compose.ServiceStatus `json:"services,omitempty"`
+}

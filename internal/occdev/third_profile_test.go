@@ -1,0 +1,165 @@
+package occdev_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/kubeobj"
+	"github.com/openclaw/occ/internal/occdev/platform"
+	"github.com/openclaw/occ/internal/occdev/profile"
+	"github.com/openclaw/occ/internal/occdev/state"
+	"github.com/openclaw/occ/internal/occdev/step"
+	"github.com/openclaw/occ/internal/progress"
+)
+
+// noteProfile is a control plane occ has never heard of, written the way a profile package is:
+// it sees the flow only through the profile contract. It runs inside the cluster (a ClusterIP
+// Gateway in its own default namespace), writes one ConfigMap after the platform is installed,
+// and says so in the summary.
+type noteProfile struct{}
+
+const (
+	noteProfileName      = "note"
+	noteProfileNamespace = "note-system"
+	noteConfigMap        = "note-profile"
+)
+
+func (noteProfile) Platform() profile.Platform {
+	return profile.Platform{Gateway: platform.ControlPlaneKubernetes, Namespace: noteProfileNamespace}
+}
+
+func (noteProfile) Plan(in profile.Input) (profile.Planned, error) {
+	if in.Name != noteProfileName {
+		return nil, errors.New("planned under the name " + in.Name)
+	}
+	return &notePlan{namespace: in.Namespace}, nil
+}
+
+// notePlan is the note profile decided for one `up`.
+type notePlan struct {
+	profile.Base
+	namespace string
+	// uid is the ConfigMap's, once created.
+	uid string
+}
+
+func (n *notePlan) ControlPlane() []profile.Step {
+	return []profile.Step{{
+		Name: "Write the note ConfigMap",
+		Describe: func(v profile.View) step.Description {
+			return step.Objects(step.Object{Kind: "ConfigMap", Namespace: v.Namespace, Name: noteConfigMap, Note: "the note profile's"})
+		},
+		Run: func(ctx context.Context, env profile.Env, rep progress.Reporter) error {
+			u, err := env.Conn().Ensure(ctx, &corev1.ConfigMap{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+				ObjectMeta: metav1.ObjectMeta{Name: noteConfigMap, Namespace: n.namespace},
+				Data:       map[string]string{"state": env.State().Path()},
+			}, kubeobj.Converge)
+			if err != nil {
+				return err
+			}
+			n.uid = string(u.GetUID())
+			rep.Note("ConfigMap " + n.namespace + "/" + noteConfigMap)
+			return nil
+		},
+	}}
+}
+
+func (n *notePlan) Summary(profile.Env) *profile.Summary {
+	return &profile.Summary{ControlPlane: "note (ConfigMap " + n.namespace + "/" + noteConfigMap + " " + n.uid + ")", Drivers: "none"}
+}
+
+// withNoteProfile registers the note profile for one `up`, as a profile package's one registry
+// line would.
+func withNoteProfile(o occdev.UpOptions) occdev.UpOptions {
+	o.Seams().Profiles = map[string]profile.Profile{noteProfileName: noteProfile{}}
+	o.ControlPlane = noteProfileName
+	return o
+}
+
+// Someone adds a third control plane: the dry run lists its step by the object it creates, in
+// the namespace its Platform names, after every step of the platform; the Gateway is served the
+// way its Platform asks (a ClusterIP Service); the flow never needed its name.
+func TestAThirdProfileIsOnePackageAndOneRegistryLine(t *testing.T) {
+	dir := t.TempDir()
+	dr, err := occdev.PlanUp(withNoteProfile(occdev.UpOptions{
+		StateDir: filepath.Join(dir, "state"), CacheDir: filepath.Join(dir, "cache"),
+		Docker: docker.LocateOptions{Getenv: func(k string) string {
+			if k == "DOCKER_HOST" {
+				return "unix:///nonexistent/docker.sock"
+			}
+			return ""
+		}},
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dr.Plan.ControlPlane != noteProfileName || dr.Plan.Namespace != noteProfileNamespace || dr.Plan.ServiceType != corev1.ServiceTypeClusterIP || dr.Plan.NodePort != 0 || dr.ControlPlane != "" {
+		t.Fatalf("plan: control plane %q, namespace %q, Gateway %s %d, pending %q", dr.Plan.ControlPlane, dr.Plan.Namespace, dr.Plan.ServiceType, dr.Plan.NodePort, dr.ControlPlane)
+	}
+	last := dr.Steps[len(dr.Steps)-1]
+	if last.Name != "Write the note ConfigMap" || len(last.Objects) != 1 || last.Creates[0] != "ConfigMap "+noteProfileNamespace+"/"+noteConfigMap+" (the note profile's)" {
+		t.Fatalf("last step %+v; want the note profile's ConfigMap", last)
+	}
+	if i := slices.IndexFunc(dr.Steps, func(s occdev.PlannedStep) bool { return s.Name == "Write the Installation" }); i != len(dr.Steps)-2 {
+		t.Errorf("the Installation is step %d of %d; want the note profile's step right after it", i, len(dr.Steps))
+	}
+
+	// A name nobody registered is refused naming the registered ones.
+	var oe *occdev.OptionError
+	_, err = occdev.PlanUp(occdev.UpOptions{StateDir: filepath.Join(dir, "state"), ControlPlane: noteProfileName})
+	if !errors.As(err, &oe) || !strings.Contains(oe.Fix, "compose or kubernetes") {
+		t.Fatalf("an unregistered profile: %v", err)
+	}
+}
+
+// testThirdProfile runs `up` and `down` of the note profile on the k3d bed through the real
+// flow: its ConfigMap is created in the cluster and recorded in the state, the summary carries
+// its line, and `down` leaves nothing behind.
+func testThirdProfile(t *testing.T, b *k3dBed) {
+	ctx := context.Background()
+	b.forgetProducts(t)
+	opts := withNoteProfile(b.options(t))
+	downAtEnd(t, opts.StateDir)
+	sum, err := occdev.Up(ctx, opts)
+	if err != nil {
+		t.Fatalf("up: %v\nlog:\n%s", err, opts.Log)
+	}
+	name, dir := opts.ClusterName, opts.StateDir
+	vols := b.volumesOf(t, name)
+	if sum.OCE == nil || !strings.HasPrefix(sum.OCE.ControlPlane, "note (ConfigMap "+noteProfileNamespace+"/"+noteConfigMap+" ") || sum.Namespace != noteProfileNamespace || sum.ControlPlane != "" {
+		t.Fatalf("summary: %+v (control plane %+v)", sum, sum.OCE)
+	}
+	st, err := state.Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Profile != noteProfileName || !slices.ContainsFunc(st.Objects, func(o state.Object) bool {
+		return o.Type == kubeobj.TypeObject && o.Kind == "ConfigMap" && o.Namespace == noteProfileNamespace && o.Name == noteConfigMap
+	}) {
+		t.Errorf("state: profile %q, objects %+v; want the note ConfigMap recorded", st.Profile, st.Objects)
+	}
+	cm, err := kubeClient(t, st.Cluster).CoreV1().ConfigMaps(noteProfileNamespace).Get(ctx, noteConfigMap, metav1.GetOptions{})
+	if err != nil || cm.Data["state"] != dir || !strings.HasSuffix(sum.OCE.ControlPlane, " "+string(cm.UID)+")") {
+		t.Fatalf("ConfigMap in the cluster: %+v (%v)", cm, err)
+	}
+
+	if _, err := occdev.Down(ctx, occdev.DownOptions{StateDir: dir}); err != nil {
+		t.Fatalf("down: %v", err)
+	}
+	if left := b.leftovers(t, name, vols); len(left) > 0 {
+		t.Errorf("after down: %v", left)
+	}
+	if !stateGone(dir) {
+		t.Errorf("state directory %s left after down", dir)
+	}
+}
