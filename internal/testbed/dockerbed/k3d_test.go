@@ -469,7 +469,14 @@ func importUntilPresent(ctx context.Context, t testing.TB, e *dockerbed.Engine, 
 	want := "docker.io/" + tag
 	for attempt := 1; ; attempt++ {
 		if err := k3dclient.ImageImportIntoClusterMulti(ctx, runtimes.Docker, []string{tag}, cluster, k3d.ImageImportOpts{Mode: mode}); err != nil {
-			t.Fatalf("k3d image import (%s): %v", mode, err)
+			// k3d's direct mode copies the image stream into an exec of ctr in the node; when
+			// its exec's connection closes first, k3d fails with a stream-copy error (the same
+			// race as below, seen as an error). Anything else is a failure.
+			if attempt == 3 || !strings.Contains(err.Error(), "failed to copy read stream") {
+				t.Fatalf("k3d image import (%s), attempt %d: %v", mode, attempt, err)
+			}
+			t.Logf("k3d image import (%s) of %s lost its exec stream (%v); importing again", mode, tag, err)
+			continue
 		}
 		list, err := e.Exec(ctx, node, true, "ctr", "-n", "k8s.io", "images", "ls", "-q")
 		if err != nil || list.ExitCode != 0 {
