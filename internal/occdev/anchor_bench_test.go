@@ -355,6 +355,8 @@ func (c *cliSequence) run(cluster string) (up, down, rmi time.Duration) {
 		"--kubelet-arg=image-gc-high-threshold=100",
 		"--kubelet-arg=image-gc-low-threshold=99",
 		"--kube-apiserver-arg=admission-control-config-file=/etc/occ-development/pod-security-admission.yaml",
+		"--kube-controller-manager-arg=kube-api-qps=200",
+		"--kube-controller-manager-arg=kube-api-burst=400",
 	}
 	create := []string{"cluster", "create", cluster, "--image", c.set.K3s.Image.DigestReference(), "--servers", "1", "--agents", "0",
 		"--api-port", fmt.Sprintf("127.0.0.1:%d", port), "--no-lb", "--wait", "--timeout", "3m",

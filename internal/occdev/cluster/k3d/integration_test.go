@@ -150,7 +150,8 @@ func TestCreateUseDeleteLeavesOthersUntouched(t *testing.T) {
 	if !slices.Contains(server.Config.Env, "IPTABLES_MODE=legacy") {
 		t.Errorf("node env %v lacks IPTABLES_MODE=legacy", server.Config.Env)
 	}
-	for _, a := range []string{"--kubelet-arg=image-gc-high-threshold=100", "--kubelet-arg=image-gc-low-threshold=99", "--kubelet-arg=eviction-hard=imagefs.available<5%,nodefs.available<5%"} {
+	for _, a := range []string{"--kubelet-arg=image-gc-high-threshold=100", "--kubelet-arg=image-gc-low-threshold=99", "--kubelet-arg=eviction-hard=imagefs.available<5%,nodefs.available<5%",
+		"--kube-controller-manager-arg=kube-api-qps=200", "--kube-controller-manager-arg=kube-api-burst=400"} {
 		if !slices.Contains(server.Args, a) {
 			t.Errorf("node args %v lack %s", server.Args, a)
 		}

@@ -185,6 +185,18 @@ func (r *Request) validate() error {
 	return errors.Join(errs...)
 }
 
+// controllerManagerArgs raise kube-controller-manager's client rate limit. With
+// --use-service-account-credentials (k3s sets it) the controller manager creates a service
+// account and requests a token for each of its controllers, one after another, before it starts
+// any of them; at its default limit (20 requests per second, bursts of 30) that keeps the
+// Deployment and StatefulSet controllers from starting for about five seconds after the API
+// answers, and every Pod of the platform waits for them. A one-node development cluster has
+// no other clients to protect, so the whole start fits in one burst.
+var controllerManagerArgs = []string{
+	"--kube-controller-manager-arg=kube-api-qps=200",
+	"--kube-controller-manager-arg=kube-api-burst=400",
+}
+
 // onServer0 is the k3d node filter of the only server.
 var onServer0 = []string{"server:0"}
 
@@ -205,6 +217,7 @@ func (r *Request) simpleConfig(admissionPath, resolvPath string) k3dconf.SimpleC
 		"--kubelet-arg=image-gc-low-threshold=99",
 		"--kube-apiserver-arg=admission-control-config-file=" + admissionNodePath,
 	}
+	args = append(args, controllerManagerArgs...)
 	cfg := k3dconf.SimpleConfig{
 		Servers: 1,
 		Agents:  0,
@@ -225,7 +238,7 @@ func (r *Request) simpleConfig(admissionPath, resolvPath string) k3dconf.SimpleC
 				Wait:                true,
 				Timeout:             r.Timeout,
 				DisableLoadbalancer: true,
-				// k3d's tools node needs the image volume (see reference/k3d-testbed.md).
+				// k3d's tools node reaches the images it imports through the image volume.
 				DisableImageVolume: false,
 				// occ rolls back itself, after checking what it deletes is its own.
 				NoRollback: true,

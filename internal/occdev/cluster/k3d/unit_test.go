@@ -211,6 +211,8 @@ func TestSimpleConfigTransformsToTheReferenceCluster(t *testing.T) {
 		"--kubelet-arg=image-gc-high-threshold=100",
 		"--kubelet-arg=image-gc-low-threshold=99",
 		"--kube-apiserver-arg=admission-control-config-file=/etc/occ-development/pod-security-admission.yaml",
+		"--kube-controller-manager-arg=kube-api-qps=200",
+		"--kube-controller-manager-arg=kube-api-burst=400",
 	} {
 		if !slices.Contains(n.Args, a) {
 			t.Errorf("server args %q lack %q", n.Args, a)
