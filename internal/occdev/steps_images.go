@@ -111,23 +111,25 @@ func checkRepoDigests(_ context.Context, r *run, _ progress.Reporter) error {
 func describeImportOf(role imageRole) func(p *Plan) Description {
 	return func(p *Plan) Description {
 		return step.Describe(step.Image{Reference: roleInfos[role].pin(p.pins).DigestReference(), Where: nodeContainerd,
-			Note: "imported as soon as both its pull and the cluster are done: the engine's image save piped into ctr image import in the node, under a temporary staging tag removed afterwards"})
+			Note: "imported as soon as its pull is done and the node's containerd answers (for k3d, while the cluster is still starting): the engine's image save piped into ctr image import in the node, under a temporary staging tag removed afterwards"})
 	}
 }
 
 // importStep loads one pulled OpenShell image into the node. It runs in the image's own lane,
-// right after the pull, and waits there for the cluster of the k3d lane beside it, so each image
-// travels into the node while the others still download.
+// right after the pull, and waits there for the node of the cluster the lane beside it is
+// creating, so each image travels into the node while the others still download and while k3s
+// starts.
 func importStep(role imageRole) Step {
 	ri := roleInfos[role]
 	return Step{
 		Name:     "Import the " + ri.title + " image into the cluster",
 		Describe: describeImportOf(role),
 		Run: func(ctx context.Context, r *run, rep progress.Reporter) error {
-			if err := r.cluster.Wait(ctx); err != nil {
+			importer, err := r.nodeImporter(ctx, rep)
+			if err != nil {
 				return err
 			}
-			imported, err := r.importImages(ctx, rep, []images.Local{r.local[role]})
+			imported, err := r.importImages(ctx, rep, importer, []images.Local{r.local[role]})
 			if err != nil {
 				return err
 			}
@@ -147,7 +149,11 @@ func describeProfileImport(p *Plan) Description {
 
 // importProfileImages loads the control plane's own images for the cluster in one pass.
 func importProfileImages(ctx context.Context, r *run, rep progress.Reporter) error {
-	imported, err := r.importImages(ctx, rep, r.profileImports())
+	importer, err := cluster.ImporterOf(ctx, r.provider, r.clusterRequest(rep), r.conn.Access)
+	if err != nil {
+		return err
+	}
+	imported, err := r.importImages(ctx, rep, importer, r.profileImports())
 	if err != nil {
 		return err
 	}
@@ -155,12 +161,21 @@ func importProfileImages(ctx context.Context, r *run, rep progress.Reporter) err
 	return nil
 }
 
-// importImages loads local images into the node through the provider's importer.
-func (r *run) importImages(ctx context.Context, rep progress.Reporter, local []images.Local) ([]images.Imported, error) {
-	importer, err := cluster.ImporterOf(ctx, r.provider, r.clusterRequest(rep), r.conn.Access)
-	if err != nil {
+// nodeImporter is the importer of the node of the cluster being made beside the image lanes:
+// the provider's early importer once the node takes images, or else, once the cluster is
+// available, the importer of the cluster.
+func (r *run) nodeImporter(ctx context.Context, rep progress.Reporter) (images.Importer, error) {
+	if early, ok := r.provider.(cluster.EarlyImporter); ok {
+		return early.NodeImporter(ctx, r.clusterRequest(rep))
+	}
+	if err := r.cluster.Wait(ctx); err != nil {
 		return nil, err
 	}
+	return cluster.ImporterOf(ctx, r.provider, r.clusterRequest(rep), r.conn.Access)
+}
+
+// importImages loads local images into the node through importer.
+func (r *run) importImages(ctx context.Context, rep progress.Reporter, importer images.Importer, local []images.Local) ([]images.Imported, error) {
 	return images.Import(ctx, images.ImportOptions{
 		API: r.engine.API, Importer: importer, Images: local, Recorder: r.state,
 		Progress: func(ev images.Event) {

@@ -136,6 +136,18 @@ type Importer interface {
 	ImageImporter(ctx context.Context, req Request, access Access) (images.Importer, error)
 }
 
+// EarlyImporter is an Importer whose node takes images while Ensure is still making the cluster:
+// once its node exists and the node's containerd answers, which is seconds before the cluster's
+// API does. The image lanes beside the cluster's creation import through it as soon as their
+// pulls are done.
+type EarlyImporter interface {
+	Importer
+	// NodeImporter waits until the node of the Ensure running beside it with the same request
+	// takes images, and returns its importer. It creates nothing; it fails when that Ensure
+	// ends without a node.
+	NodeImporter(ctx context.Context, req Request) (images.Importer, error)
+}
+
 // ErrNoImport is the answer for a provider that is not an Importer.
 var ErrNoImport = errors.New("its cluster pulls the pinned images by digest, occ imports none into it")
 

@@ -53,11 +53,13 @@ type ClusterProvider struct {
 	provider *Provider
 	endpoint string
 	log      *lazyLog
+	// gate opens when the node of the running (or next) Ensure takes images.
+	gate *nodeGate
 }
 
 var (
-	_ cluster.Provider = (*ClusterProvider)(nil)
-	_ cluster.Importer = (*ClusterProvider)(nil)
+	_ cluster.Provider      = (*ClusterProvider)(nil)
+	_ cluster.EarlyImporter = (*ClusterProvider)(nil)
 )
 
 // Name implements cluster.Provider.
@@ -221,7 +223,14 @@ func (c *ClusterProvider) Ensure(ctx context.Context, req cluster.Request) (clus
 		rec = &seenRecorder{Recorder: r.Recorder}
 		r.Recorder = rec
 	}
+	gate := c.nodeGate(true)
+	r.gate = gate
 	created, err := p.Create(ctx, r)
+	if err != nil {
+		gate.fail(fmt.Errorf("k3d cluster %s has no node to import into: its creation failed", r.Name))
+	} else {
+		gate.open()
+	}
 	if err != nil {
 		// A creation that failed by itself, rather than being cancelled (Ctrl-C, or another
 		// lane's failure), after the cluster was recorded, is never assumed gone: k3d's cleanup
@@ -282,6 +291,43 @@ func (c *ClusterProvider) ImageImporter(ctx context.Context, req cluster.Request
 		return nil, err
 	}
 	return p.Importer(access.Name), nil
+}
+
+// nodeGate is the gate of the running Ensure, or of the next one when none runs; fresh replaces
+// a gate an earlier Ensure opened or failed.
+func (c *ClusterProvider) nodeGate(fresh bool) *nodeGate {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gate == nil || (fresh && c.gate.ended()) {
+		c.gate = newNodeGate()
+	}
+	return c.gate
+}
+
+// NodeImporter implements cluster.EarlyImporter: it waits until the Ensure beside it has created
+// server-0 (on Podman, whose creation may be retried with a new node, until Ensure has returned)
+// and the node's containerd answers, and returns the importer of that node. Images go in while
+// k3s and k3d are still finishing the cluster.
+func (c *ClusterProvider) NodeImporter(ctx context.Context, req cluster.Request) (images.Importer, error) {
+	if err := c.nodeGate(false).wait(ctx); err != nil {
+		return nil, err
+	}
+	p, err := c.connect(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	s, err := settingsOf(req)
+	if err != nil {
+		return nil, err
+	}
+	timeout := s.Timeout
+	if timeout <= 0 {
+		timeout = defaultContainerdWait
+	}
+	if err := p.waitForContainerd(ctx, serverNode(req.Name), timeout); err != nil {
+		return nil, fmt.Errorf("import images into k3d cluster %s: %w", req.Name, err)
+	}
+	return p.Importer(req.Name), nil
 }
 
 // seenRecorder passes records on and keeps the cluster's record once it is durable.

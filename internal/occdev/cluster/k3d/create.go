@@ -15,6 +15,7 @@ import (
 	k3dconf "github.com/k3d-io/k3d/v5/pkg/config/v1alpha5"
 	k3dlog "github.com/k3d-io/k3d/v5/pkg/logger"
 	k3druntimes "github.com/k3d-io/k3d/v5/pkg/runtimes"
+	k3dtypes "github.com/k3d-io/k3d/v5/pkg/types"
 
 	"github.com/openclaw/occ/internal/occdev/docker"
 )
@@ -52,6 +53,9 @@ func (p *Provider) Create(ctx context.Context, req Request) (*Cluster, error) {
 		if err := req.Recorder.Record(id.Object()); err != nil {
 			return nil, fmt.Errorf("record k3d cluster %s: %w", req.Name, err)
 		}
+		if req.gate != nil {
+			req.gate.open()
+		}
 		return p.finish(ctx, req)
 	}
 	if err := p.preflight(ctx, &req); err != nil {
@@ -79,8 +83,14 @@ func (p *Provider) Create(ctx context.Context, req Request) (*Cluster, error) {
 		}
 	}
 	sc, fixDNS := req.simpleConfig(admission, resolv), fixDNSEnv(req.DNSResolver)
+	var hooks []k3dtypes.NodeHook
+	if req.gate != nil && !p.engine.Podman {
+		// On Podman a creation may be retried with a new node (createOnce), which would lose
+		// what went into the first; there the gate opens only once Create has returned.
+		hooks = append(hooks, k3dtypes.NodeHook{Stage: k3dtypes.LifecycleStagePreStart, Action: nodeCreated{gate: req.gate}})
+	}
 	err = createOnce(ctx, p.engine.Podman,
-		func() error { return p.run(ctx, sc, fixDNS) },
+		func() error { return p.run(ctx, sc, fixDNS, hooks) },
 		func() error {
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
 			defer cancel()
@@ -167,7 +177,7 @@ func FreeLoopbackPort() (int, error) {
 // rollback checks ownership first) and its kubeconfig writing never runs (occ writes its own).
 // fixDNS is this creation's DNS fix setting; k3d's memo of its fixes is dropped first, so the
 // setting counts even after an earlier creation in the same process.
-func (p *Provider) run(ctx context.Context, sc k3dconf.SimpleConfig, fixDNS docker.EnvVar) error {
+func (p *Provider) run(ctx context.Context, sc k3dconf.SimpleConfig, fixDNS docker.EnvVar, hooks []k3dtypes.NodeHook) error {
 	return p.withK3d(func() error {
 		restore, err := docker.PinK3dEnvironment([]docker.EnvVar{fixDNS})
 		if err != nil {
@@ -189,6 +199,7 @@ func (p *Provider) run(ctx context.Context, sc k3dconf.SimpleConfig, fixDNS dock
 		if err := k3dconfig.ValidateClusterConfig(ctx, rt, *cc); err != nil {
 			return fmt.Errorf("k3d configuration: %w", err)
 		}
+		cc.ClusterCreateOpts.NodeHooks = append(cc.ClusterCreateOpts.NodeHooks, hooks...)
 		runCtx, cancel := context.WithCancel(ctx)
 		err = k3dclient.ClusterRun(runCtx, rt, cc)
 		// ClusterRun starts the tools node in a goroutine it does not wait for when node

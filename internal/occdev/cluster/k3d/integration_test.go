@@ -633,13 +633,73 @@ func TestClusterProviderAndRemover(t *testing.T) {
 		t.Fatalf("Preflight: %v", err)
 	}
 
-	access, err := p.Ensure(ctx, req)
+	// The image lanes import through NodeImporter beside Ensure, into the node Ensure is making.
+	type ensured struct {
+		access cluster.Access
+		err    error
+	}
+	done := make(chan ensured, 1)
+	go func() {
+		a, err := p.Ensure(ctx, req)
+		done <- ensured{a, err}
+	}()
+	importer, err := p.NodeImporter(ctx, req)
+	if err != nil {
+		t.Fatalf("NodeImporter: %v", err)
+	}
+	select {
+	case <-done:
+		t.Logf("NodeImporter returned after Ensure")
+	default:
+		t.Logf("NodeImporter returned while Ensure was still creating the cluster")
+	}
+	if importer.NodeContainer() != "k3d-"+req.Name+"-server-0" || importer.ClusterName() != req.Name {
+		t.Errorf("importer of %s/%s, want server-0 of %s", importer.ClusterName(), importer.NodeContainer(), req.Name)
+	}
+	// The import names an image by a tag (the flow's staging tag), as a save of a digest
+	// reference carries no name for ctr to give it.
+	early := "occ.local/early-import/" + req.Name + ":staging"
+	if err := b.engine.API.ImageTag(ctx, b.Tools.Ref, early); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Engine.Forget(early) })
+	if err := importer.ImportImages(ctx, []string{early}); err != nil {
+		t.Fatalf("import through the early importer: %v", err)
+	}
+	res := <-done
+	access, err := res.access, res.err
 	if err != nil {
 		t.Fatalf("Ensure: %v", err)
 	}
 	t.Cleanup(func() {
 		_ = b.provider.Delete(context.Background(), k3d.Identity{Name: req.Name, Owner: req.Owner, UID: access.UID})
 	})
+	listed, err := docker.Exec(ctx, b.engine.API, importer.NodeContainer(), "ctr", "-n", "k8s.io", "images", "ls", "-q")
+	if err != nil || listed.ExitCode != 0 {
+		t.Fatalf("ctr images ls in the node: %+v, %v", listed, err)
+	}
+	if !strings.Contains(listed.Stdout, early) {
+		t.Errorf("the node lists %q, want the image imported before the cluster was finished (%s)", listed.Stdout, early)
+	}
+
+	// An Ensure that refuses (the name is another owner's) fails the early importer beside it
+	// instead of leaving it waiting.
+	other := &k3d.ClusterProvider{ToolsImage: b.Tools.Ref}
+	defer other.Close()
+	foreign := req
+	foreign.Owner = "another-environment"
+	foreign.Recorder = newRecorder(t)
+	refused := make(chan error, 1)
+	go func() {
+		_, err := other.Ensure(ctx, foreign)
+		refused <- err
+	}()
+	if imp, err := other.NodeImporter(ctx, foreign); err == nil || !strings.Contains(err.Error(), "no node to import into") {
+		t.Errorf("NodeImporter beside a refused Ensure = %v, %v; want its failure", imp, err)
+	}
+	if err := <-refused; err == nil || !strings.Contains(err.Error(), "not created by this environment") {
+		t.Errorf("Ensure of another owner's cluster = %v, want refused", err)
+	}
 	if access.Provider != k3d.Name || access.Name != req.Name || access.Kubeconfig != req.KubeconfigFile || access.ContainerKubeconfig != req.ContainerKubeconfigFile ||
 		access.UID == "" || access.NodeAddress != "k3d-"+req.Name+"-server-0" || access.Network != "k3d-"+req.Name {
 		t.Fatalf("Access = %+v", access)

@@ -56,6 +56,10 @@ type Request struct {
 	// EngineKind is the kind of the engine the cluster runs in (docker or podman), for the
 	// description; empty means Docker.
 	EngineKind string
+
+	// gate, when set, is opened once the node exists and takes images (ClusterProvider's
+	// NodeImporter waits on it).
+	gate *nodeGate
 }
 
 // engineName is how messages name the engine of kind: Docker when the kind is not known.
