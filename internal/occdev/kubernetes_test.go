@@ -492,10 +492,16 @@ func TestKubernetesProfileDryRun(t *testing.T) {
 	}
 	kp := op.Kubernetes
 	var all strings.Builder
+	var basePulls []string
 	var walk func(steps []occdev.PlannedStep, lane string)
 	walk = func(steps []occdev.PlannedStep, lane string) {
 		for _, s := range steps {
 			fmt.Fprintf(&all, "[%s] %s: %s %s\n", lane, s.Name, strings.Join(s.Creates, "; "), s.Note)
+			if s.Name == "Pull the base images of the control-plane builds" {
+				for _, img := range s.Images {
+					basePulls = append(basePulls, img.Reference)
+				}
+			}
 			for _, l := range s.Lanes {
 				walk(l.Steps, l.Name)
 			}
@@ -506,9 +512,9 @@ func TestKubernetesProfileDryRun(t *testing.T) {
 		// Every base of every stage the two builds need, by digest, with where it comes from:
 		// occ's pin for the root Dockerfile's NODE_BASE_IMAGE (it has no default), the
 		// Dockerfiles' own defaults for the rest, NODE_RUNTIME_BASE_IMAGE of both runtime stages.
-		"[cluster] Pull the base images of the control-plane builds: image " + pinnedNodeBase + " (pulled by digest; from occ's pin oce.nodeBaseImage (embedded pins.yaml)) for Dockerfile:10 (stage dependencies, FROM ${NODE_BASE_IMAGE})",
-		"image " + fixtureSlimBase + " (pulled by digest; from the default of ARG NODE_RUNTIME_BASE_IMAGE (Dockerfile:9)) for Dockerfile:42 (stage runtime, FROM ${NODE_RUNTIME_BASE_IMAGE}), deploy/runtime/Dockerfile:13 (stage repository-client-build, FROM ${NODE_RUNTIME_BASE_IMAGE}), deploy/runtime/Dockerfile:68 (stage runtime, FROM ${NODE_RUNTIME_BASE_IMAGE})",
-		"image " + fixtureRuntimeNodeBase + " (pulled by digest; from the default of ARG NODE_BASE_IMAGE (deploy/runtime/Dockerfile:9)) for deploy/runtime/Dockerfile:29 (stage openclaw-source, FROM ${NODE_BASE_IMAGE}), deploy/runtime/Dockerfile:36",
+		"[cluster] Pull the base images of the control-plane builds: image " + pinnedNodeBase + " in the engine (pulled by digest; from occ's pin oce.nodeBaseImage (embedded pins.yaml); for Dockerfile:10 (stage dependencies, FROM ${NODE_BASE_IMAGE}))",
+		"image " + fixtureSlimBase + " in the engine (pulled by digest; from the default of ARG NODE_RUNTIME_BASE_IMAGE (Dockerfile:9); for Dockerfile:42 (stage runtime, FROM ${NODE_RUNTIME_BASE_IMAGE}), deploy/runtime/Dockerfile:13 (stage repository-client-build, FROM ${NODE_RUNTIME_BASE_IMAGE}), deploy/runtime/Dockerfile:68 (stage runtime, FROM ${NODE_RUNTIME_BASE_IMAGE}))",
+		"image " + fixtureRuntimeNodeBase + " in the engine (pulled by digest; from the default of ARG NODE_BASE_IMAGE (deploy/runtime/Dockerfile:9); for deploy/runtime/Dockerfile:29 (stage openclaw-source, FROM ${NODE_BASE_IMAGE}), deploy/runtime/Dockerfile:36",
 		"(target runtime, NODE_BASE_IMAGE=" + pinnedNodeBase + ")",
 		"[cluster] Build the controller and Agent runtime images from the checkout: file " + filepath.Join(stateDir, "image-build.log") + " (the build output); image openclaw-enterprise-controller:kubernetes-quickstart built through the engine's BuildKit from " + checkout,
 		"[cluster] Pull the PostgreSQL image: image " + kp.PostgresImage,
@@ -525,6 +531,10 @@ func TestKubernetesProfileDryRun(t *testing.T) {
 		if !strings.Contains(all.String(), want) {
 			t.Errorf("the dry run lacks %q:\n%s", want, all.String())
 		}
+	}
+	// The base pulls are typed images, one per base, as -o json shows them.
+	if want := []string{pinnedNodeBase, fixtureSlimBase, fixtureRuntimeNodeBase}; strings.Join(basePulls, " ") != strings.Join(want, " ") {
+		t.Errorf("base pulls described as images %v, want %v", basePulls, want)
 	}
 	if _, err := os.Stat(stateDir); !os.IsNotExist(err) {
 		t.Errorf("the dry run created the state directory")

@@ -341,7 +341,7 @@ func resolvePlanWith(table map[string]clusterProvider, o UpOptions) (*Plan, erro
 	p.Pins = p.pins.Source
 	p.Images = map[string]string{}
 	for _, img := range p.images() {
-		p.Images[img.role] = img.pin(p.pins).DigestReference()
+		p.Images[img.Role] = img.Image.DigestReference()
 	}
 	if o.ArchiveFile != "" {
 		if err := checkRegularFile(o.ArchiveFile); err != nil {

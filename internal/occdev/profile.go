@@ -194,7 +194,7 @@ const (
 func kubernetesProfile(p *Plan, o UpOptions) (flowProfile, error) {
 	k, err := kubeprofile.Profile{
 		OCE: o.OCE, Options: o.Kubernetes, Pins: p.pins, KubeAPIPort: p.APIPort,
-		Deps: kubeprofile.Deps{Exec: o.deps.Exec, APIClient: o.deps.APIClient, Random: o.deps.Random, BuildNetwork: o.deps.BuildNetwork},
+		Deps: o.deps.Deps,
 	}.New(p.input(o))
 	if err != nil {
 		return flowProfile{}, err

@@ -47,15 +47,15 @@ type run struct {
 	workspaceResources []unstructured.Unstructured
 	agentSandbox       []*unstructured.Unstructured
 
-	// Written by the cluster lane: the pinned images as the engine holds them (by role, each
-	// slot by its own step) and the connection.
-	local [imageRoles]images.Local
+	// Written by the cluster lane: the pinned images as the engine holds them (by their slot in
+	// flowImages, allocated with the run, each slot by its own step) and the connection.
+	local []images.Local
 	conn  *kubeobj.Conn
 	// cluster is done once conn is set: the image lanes beside the cluster's creation wait on
 	// it before they import, and read conn only after it.
 	cluster readiness
 	// importedProduct is each OpenShell image as its own lane imported it into the node.
-	importedProduct [imageRoles][]images.Imported
+	importedProduct [][]images.Imported
 	// keptCluster is the record the cluster provider's failed Ensure left for `down`
 	// (cluster.KeptError), which keeps it and the state directory.
 	keptCluster atomic.Pointer[state.Object]

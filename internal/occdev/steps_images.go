@@ -13,70 +13,80 @@ import (
 	"github.com/openclaw/occ/internal/progress"
 )
 
-// imageRole is one pinned image `up` uses, by the slot of run.local its step fills.
-type imageRole int
-
-// The pinned images of a k3d cluster: the node and tools images k3d needs to create it, and the
-// three OpenShell images imported into it.
-const (
-	nodeImage imageRole = iota
-	toolsImage
-	gatewayImage
-	sandboxImage
-	supervisorImage
-	imageRoles
-)
-
-// productImages are the images imported into the cluster and used by the Gateway chart.
-var productImages = []imageRole{gatewayImage, sandboxImage, supervisorImage}
-
-type roleInfo struct {
-	role  string
-	title string
-	pin   func(*pins.Set) pins.Image
+// flowImages are the pinned images `up` pulls itself, by their slot in run.local: the images k3d
+// creates the cluster with, then the images the Gateway runs, which are imported into the node.
+// What each image is for comes from the pins' own table (pins.ImageUse).
+func flowImages(s *pins.Set) []pins.PinnedImage {
+	return append(s.ClusterImages(), s.GatewayImages()...)
 }
 
-var roleInfos = [imageRoles]roleInfo{
-	nodeImage:       {"k3sNode", "k3s node", func(s *pins.Set) pins.Image { return s.K3s.Image }},
-	toolsImage:      {"k3dTools", "k3d tools", func(s *pins.Set) pins.Image { return s.K3d.ToolsImage }},
-	gatewayImage:    {"gateway", "OpenShell Gateway", func(s *pins.Set) pins.Image { return s.OpenShell.Images.Gateway }},
-	sandboxImage:    {"sandbox", "OpenShell Sandbox", func(s *pins.Set) pins.Image { return s.OpenShell.Images.Sandbox }},
-	supervisorImage: {"supervisor", "OpenShell supervisor", func(s *pins.Set) pins.Image { return s.OpenShell.Images.Supervisor }},
-}
+// imageSlot is one pinned image `up` uses, by its slot in flowImages.
+type imageSlot int
 
-// images lists the roles of the plan's images: all five for k3d, the three OpenShell images
-// (pulled by the cluster itself) for an existing cluster.
-func (p *Plan) images() []roleInfo {
-	var out []roleInfo
-	for i, ri := range roleInfos {
-		if p.ClusterProvider == ProviderExisting && imageRole(i) < gatewayImage {
-			continue
+// slotsOf are the slots of the images whose use keep accepts, in flowImages order.
+func slotsOf(s *pins.Set, keep func(pins.PinnedImage) bool) []imageSlot {
+	var out []imageSlot
+	for i, img := range flowImages(s) {
+		if keep(img) {
+			out = append(out, imageSlot(i))
 		}
-		out = append(out, ri)
 	}
 	return out
+}
+
+// clusterImages are the slots of the images k3d creates the cluster with; gatewayImages those
+// of the images imported into the cluster and used by the Gateway chart.
+func clusterImages(s *pins.Set) []imageSlot {
+	return slotsOf(s, func(img pins.PinnedImage) bool { return img.Cluster })
+}
+
+func gatewayImages(s *pins.Set) []imageSlot {
+	return slotsOf(s, func(img pins.PinnedImage) bool { return img.Gateway != nil })
+}
+
+// image is the pinned image of a slot.
+func (p *Plan) image(slot imageSlot) pins.PinnedImage { return flowImages(p.pins)[slot] }
+
+// images lists the plan's images: all of them for k3d, the images the Gateway runs (pulled by
+// the cluster itself) for an existing cluster.
+func (p *Plan) images() []pins.PinnedImage {
+	var out []pins.PinnedImage
+	for _, img := range flowImages(p.pins) {
+		if p.ClusterProvider == ProviderExisting && img.Cluster {
+			continue
+		}
+		out = append(out, img)
+	}
+	return out
+}
+
+// makeImageSlots gives the run a slot for each image of flowImages before the lanes that fill
+// them side by side start.
+func (r *run) makeImageSlots() {
+	n := len(flowImages(r.plan.pins))
+	r.local = make([]images.Local, n)
+	r.importedProduct = make([][]images.Imported, n)
 }
 
 // imageStep makes one pinned image present in the engine: used as it is when the engine holds
 // it by digest (then it is not recorded, and `down` leaves it), otherwise recorded and pulled by
 // digest, so the engine verifies the manifest against the pin.
-func imageStep(role imageRole) Step {
-	ri := roleInfos[role]
+func imageStep(p *Plan, slot imageSlot) Step {
 	return Step{
-		Name: "Pull the " + ri.title + " image",
+		Name: "Pull the " + p.image(slot).Title + " image",
 		Describe: func(p *Plan) Description {
-			return step.Describe(step.Image{Reference: ri.pin(p.pins).DigestReference(), Where: "the " + engineName(p) + " engine",
+			return step.Describe(step.Image{Reference: p.image(slot).Image.DigestReference(), Where: "the " + engineName(p) + " engine",
 				Note: "pulled by digest unless the engine has it; an image that was there is left alone by down"})
 		},
 		Run: func(ctx context.Context, r *run, rep progress.Reporter) error {
 			l, err := images.Present(ctx, images.PresentOptions{
-				API: r.engine.API, Image: ri.pin(r.plan.pins), Recorder: r.state, Progress: pullProgress(rep),
+				API: r.engine.API, Image: r.plan.image(slot).Image, Recorder: r.state, Progress: pullProgress(rep),
 				Platform: r.enginePlatform, EngineName: r.engine.Name(),
 			})
 			if err != nil {
 				return err
 			}
-			r.local[role] = l
+			r.local[slot] = l
 			return nil
 		},
 	}
@@ -94,8 +104,8 @@ func describeRepoDigests(p *Plan) Description {
 // or locally built one), for every image the cluster will run.
 func checkRepoDigests(_ context.Context, r *run, _ progress.Reporter) error {
 	var errs []error
-	for role := range imageRoles {
-		if err := images.CheckRepoDigest(r.local[role]); err != nil {
+	for _, l := range r.local {
+		if err := images.CheckRepoDigest(l); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -108,9 +118,9 @@ func checkRepoDigests(_ context.Context, r *run, _ progress.Reporter) error {
 }
 
 // describeImportOf says what the import of one OpenShell image creates in the node.
-func describeImportOf(role imageRole) func(p *Plan) Description {
+func describeImportOf(slot imageSlot) func(p *Plan) Description {
 	return func(p *Plan) Description {
-		return step.Describe(step.Image{Reference: roleInfos[role].pin(p.pins).DigestReference(), Where: nodeContainerd,
+		return step.Describe(step.Image{Reference: p.image(slot).Image.DigestReference(), Where: nodeContainerd,
 			Note: "imported as soon as its pull is done and the node's containerd answers (for k3d, while the cluster is still starting): the engine's image save piped into ctr image import in the node, under a temporary staging tag removed afterwards"})
 	}
 }
@@ -119,21 +129,20 @@ func describeImportOf(role imageRole) func(p *Plan) Description {
 // right after the pull, and waits there for the node of the cluster the lane beside it is
 // creating, so each image travels into the node while the others still download and while k3s
 // starts.
-func importStep(role imageRole) Step {
-	ri := roleInfos[role]
+func importStep(p *Plan, slot imageSlot) Step {
 	return Step{
-		Name:     "Import the " + ri.title + " image into the cluster",
-		Describe: describeImportOf(role),
+		Name:     "Import the " + p.image(slot).Title + " image into the cluster",
+		Describe: describeImportOf(slot),
 		Run: func(ctx context.Context, r *run, rep progress.Reporter) error {
 			importer, err := r.nodeImporter(ctx, rep)
 			if err != nil {
 				return err
 			}
-			imported, err := r.importImages(ctx, rep, importer, []images.Local{r.local[role]})
+			imported, err := r.importImages(ctx, rep, importer, []images.Local{r.local[slot]})
 			if err != nil {
 				return err
 			}
-			r.importedProduct[role] = imported
+			r.importedProduct[slot] = imported
 			return nil
 		},
 	}
@@ -188,8 +197,8 @@ func (r *run) importImages(ctx context.Context, rep progress.Reporter, importer 
 
 func describeVerify(p *Plan) Description {
 	var imgs []step.Item
-	for _, role := range productImages {
-		imgs = append(imgs, step.Image{Reference: roleInfos[role].pin(p.pins).DigestReference(), Where: nodeContainerd,
+	for _, slot := range gatewayImages(p.pins) {
+		imgs = append(imgs, step.Image{Reference: p.image(slot).Image.DigestReference(), Where: nodeContainerd,
 			Note: "named there once its config digest in the node equals the local image ID its pinned pull produced"})
 	}
 	return step.Describe(imgs...)
@@ -202,8 +211,8 @@ const nodeContainerd = "the node's containerd"
 // image ID) and tags repo@sha256:<pinned> there for the chart (pullPolicy Never).
 func verifyImages(ctx context.Context, r *run, _ progress.Reporter) error {
 	var all []images.Imported
-	for _, role := range productImages {
-		all = append(all, r.importedProduct[role]...)
+	for _, slot := range gatewayImages(r.plan.pins) {
+		all = append(all, r.importedProduct[slot]...)
 	}
 	verified, err := images.VerifyInNode(ctx, images.VerifyOptions{
 		API: r.engine.API, Node: r.conn.Access.NodeAddress, Images: append(all, r.imported...), Recorder: r.state,

@@ -88,16 +88,15 @@ func clusterLane(p *Plan) Lane {
 		)
 	}
 	steps := append([]Step{}, p.profile.beforeCluster...)
-	steps = append(steps,
-		imageStep(nodeImage), imageStep(toolsImage),
-		concurrently("Create the cluster while pulling and importing the OpenShell images",
-			// The provider's lane comes first: the image lanes wait on the cluster it makes.
-			lane(p.ClusterProvider, Step{Name: "Create " + p.ClusterProvider + " cluster " + p.ClusterName, Describe: describeCluster, Run: connectCluster}),
-			lane("gateway", imageStep(gatewayImage), importStep(gatewayImage)),
-			lane("sandbox", imageStep(sandboxImage), importStep(sandboxImage)),
-			lane("supervisor", imageStep(supervisorImage), importStep(supervisorImage)),
-		),
-	)
+	for _, slot := range clusterImages(p.pins) {
+		steps = append(steps, imageStep(p, slot))
+	}
+	// The provider's lane comes first: the image lanes wait on the cluster it makes.
+	lanes := []Lane{lane(p.ClusterProvider, Step{Name: "Create " + p.ClusterProvider + " cluster " + p.ClusterName, Describe: describeCluster, Run: connectCluster})}
+	for _, slot := range gatewayImages(p.pins) {
+		lanes = append(lanes, lane(p.image(slot).Role, imageStep(p, slot), importStep(p, slot)))
+	}
+	steps = append(steps, concurrently("Create the cluster while pulling and importing the OpenShell images", lanes...))
 	return lane("cluster", steps...)
 }
 
@@ -177,6 +176,7 @@ func Up(ctx context.Context, opts UpOptions) (_ *Summary, err error) {
 		log = io.Discard
 	}
 	r := &run{plan: p, opts: opts, log: &syncWriter{w: log}, provider: p.openProvider()}
+	r.makeImageSlots()
 	defer r.close()
 	defer func() {
 		if r.state == nil {

@@ -130,15 +130,24 @@ func (b BaseImage) Pin() pins.Image { return b.pin }
 
 // Describe is one line for the dry run and the summary.
 func (b BaseImage) Describe() string {
-	var where []string
+	return fmt.Sprintf("%s (%s; from %s) for %s", b.Image, b.How(), b.Source, b.UsedIn())
+}
+
+// How says how the base is pulled: by its digest, or as a tag resolved to one first.
+func (b BaseImage) How() string {
+	if b.Tag {
+		return "a tag: resolved to a digest at its registry, then pulled by that digest, which the builds use"
+	}
+	return "pulled by digest"
+}
+
+// UsedIn lists the places the base is used.
+func (b BaseImage) UsedIn() string {
+	where := make([]string, 0, len(b.Uses))
 	for _, u := range b.Uses {
 		where = append(where, u.String())
 	}
-	how := "pulled by digest"
-	if b.Tag {
-		how = "a tag: resolved to a digest at its registry, then pulled by that digest, which the builds use"
-	}
-	return fmt.Sprintf("%s (%s; from %s) for %s", b.Image, how, b.Source, strings.Join(where, ", "))
+	return strings.Join(where, ", ")
 }
 
 // CollectBases merges the bases of builds into one list (an image used by several stages or

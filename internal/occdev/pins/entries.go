@@ -3,6 +3,7 @@ package pins
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -51,57 +52,162 @@ type Entry struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
+// ImageUse is what `occ dev up` itself does with a pinned image. An image pin without one is
+// used by a control-plane profile through its field of the set.
+type ImageUse struct {
+	// Role names the image in the plan's list of images and its lane; Title in its steps' names.
+	Role  string
+	Title string
+	// Cluster says k3d creates the cluster with the image (the k3s node and the k3d tools): it
+	// is pulled into the engine for a cluster occ creates, and never imported into the node.
+	Cluster bool
+	// Gateway is set for an image the Gateway runs: it is pulled into the engine, imported into
+	// the node and verified there (an existing cluster pulls it itself), and the render check
+	// requires the Gateway chart to run it by the values GatewayValues sets.
+	Gateway *GatewayImage
+}
+
+// GatewayImage is how the Gateway chart's values name one of its images.
+type GatewayImage struct {
+	// Component is the values key the image's registry, repository and digest are set under
+	// (<component>.image.registry and so on).
+	Component string
+	// Role names the image in the render check's messages.
+	Role string
+}
+
+// PinnedImage is an image pin of a set with what `occ dev up` does with it.
+type PinnedImage struct {
+	Key   string
+	Image Image
+	ImageUse
+}
+
+// pin is one row of pinTable: a pin's key and how to read it from a set. An image pin says
+// where the set and the pin file's shape hold it, and what `occ dev up` does with it; every
+// other pin builds its own entry.
+type pin struct {
+	key string
+	// entry is the entry of a pin that is not an image, without its key and notes.
+	entry func(s *Set) Entry
+	image func(s *Set) *Image
+	file  func(f *fileSet) string
+	use   *ImageUse
+}
+
+// pinTable lists every pin of a set in pin file order. It is the one place a pin is described:
+// the entries, the keys a note may name, the parsing of each image reference and what `up`
+// does with each image all come from it. A pinned image is a row here, its key above and its
+// field in the set and the pin file's shape (pins.go).
+var pinTable = []pin{
+	{key: KeyOpenShell, entry: func(s *Set) Entry {
+		return Entry{Value: s.OpenShell.Version + " (commit " + s.OpenShell.Commit + ")"}
+	}},
+	{key: KeySourceArchive, entry: func(s *Set) Entry {
+		a := &s.OpenShell.SourceArchive
+		return Entry{Value: a.URL, SHA256: a.SHA256, Artifact: &a.Artifact,
+			Detail: "top directory " + a.TopDirectory + ", charts under " + a.HelmDirectory}
+	}},
+	{key: KeyGatewayChart, entry: func(s *Set) Entry { return Entry{Value: s.OpenShell.Charts.Gateway} }},
+	{key: KeyWorkspaceChart, entry: func(s *Set) Entry { return Entry{Value: s.OpenShell.Charts.Workspace} }},
+	{key: KeyGatewayImage,
+		image: func(s *Set) *Image { return &s.OpenShell.Images.Gateway },
+		file:  func(f *fileSet) string { return f.OpenShell.Images.Gateway },
+		use:   &ImageUse{Role: "gateway", Title: "OpenShell Gateway", Gateway: &GatewayImage{Component: "gateway", Role: "Gateway"}}},
+	{key: KeySandboxImage,
+		image: func(s *Set) *Image { return &s.OpenShell.Images.Sandbox },
+		file:  func(f *fileSet) string { return f.OpenShell.Images.Sandbox },
+		use:   &ImageUse{Role: "sandbox", Title: "OpenShell Sandbox", Gateway: &GatewayImage{Component: "sandboxRuntime", Role: "sandbox runtime"}}},
+	{key: KeySupervisorImage,
+		image: func(s *Set) *Image { return &s.OpenShell.Images.Supervisor },
+		file:  func(f *fileSet) string { return f.OpenShell.Images.Supervisor },
+		use:   &ImageUse{Role: "supervisor", Title: "OpenShell supervisor", Gateway: &GatewayImage{Component: "supervisor", Role: "supervisor"}}},
+	{key: KeyK3sImage,
+		image: func(s *Set) *Image { return &s.K3s.Image },
+		file:  func(f *fileSet) string { return f.K3s.Image },
+		use:   &ImageUse{Role: "k3sNode", Title: "k3s node", Cluster: true}},
+	{key: KeyK3dToolsImage,
+		image: func(s *Set) *Image { return &s.K3d.ToolsImage },
+		file:  func(f *fileSet) string { return f.K3d.ToolsImage },
+		use:   &ImageUse{Role: "k3dTools", Title: "k3d tools", Cluster: true}},
+	{key: KeyAgentSandbox, entry: func(s *Set) Entry {
+		m := &s.AgentSandbox.Manifest
+		return Entry{Value: m.URL, SHA256: m.SHA256, Artifact: m, Detail: "Agent Sandbox " + s.AgentSandbox.Version}
+	}},
+	{key: KeyOCENodeBaseImage,
+		image: func(s *Set) *Image { return &s.OCE.NodeBaseImage },
+		file:  func(f *fileSet) string { return f.OCE.NodeBaseImage }},
+	{key: KeyOCEPostgresImage,
+		image: func(s *Set) *Image { return &s.OCE.PostgresImage },
+		file:  func(f *fileSet) string { return f.OCE.PostgresImage }},
+}
+
 // Entries lists every pin of the set with its notes.
 func (s *Set) Entries() []Entry {
-	o := &s.OpenShell
-	entries := []Entry{
-		{Key: KeyOpenShell, Value: o.Version + " (commit " + o.Commit + ")"},
-		{Key: KeySourceArchive, Value: o.SourceArchive.URL, SHA256: o.SourceArchive.SHA256, Artifact: &o.SourceArchive.Artifact,
-			Detail: "top directory " + o.SourceArchive.TopDirectory + ", charts under " + o.SourceArchive.HelmDirectory},
-		{Key: KeyGatewayChart, Value: o.Charts.Gateway},
-		{Key: KeyWorkspaceChart, Value: o.Charts.Workspace},
-		{Key: KeyGatewayImage, Image: &o.Images.Gateway},
-		{Key: KeySandboxImage, Image: &o.Images.Sandbox},
-		{Key: KeySupervisorImage, Image: &o.Images.Supervisor},
-		{Key: KeyK3sImage, Image: &s.K3s.Image},
-		{Key: KeyK3dToolsImage, Image: &s.K3d.ToolsImage},
-		{Key: KeyAgentSandbox, Value: s.AgentSandbox.Manifest.URL, SHA256: s.AgentSandbox.Manifest.SHA256, Artifact: &s.AgentSandbox.Manifest,
-			Detail: "Agent Sandbox " + s.AgentSandbox.Version},
-		{Key: KeyOCENodeBaseImage, Image: &s.OCE.NodeBaseImage},
-		{Key: KeyOCEPostgresImage, Image: &s.OCE.PostgresImage},
-	}
-	for i := range entries {
-		e := &entries[i]
-		if e.Image != nil {
-			e.Value = e.Image.String()
+	entries := make([]Entry, 0, len(pinTable))
+	for _, p := range pinTable {
+		var e Entry
+		if p.image != nil {
+			img := p.image(s)
+			e = Entry{Value: img.String(), Image: img}
+		} else {
+			e = p.entry(s)
 		}
+		e.Key = p.key
 		for _, n := range s.Notes {
 			if n.Pin == e.Key {
 				e.Notes = append(e.Notes, n.Text)
 			}
 		}
+		entries = append(entries, e)
 	}
 	return entries
 }
 
+// ClusterImages are the images k3d creates a cluster with, in pin file order.
+func (s *Set) ClusterImages() []PinnedImage {
+	return s.pinnedImages(func(u *ImageUse) bool { return u.Cluster })
+}
+
+// GatewayImages are the images the Gateway runs, in pin file order.
+func (s *Set) GatewayImages() []PinnedImage {
+	return s.pinnedImages(func(u *ImageUse) bool { return u.Gateway != nil })
+}
+
+// GatewayImagesOf are the images the Gateway runs as imgs pins them: every one is an OpenShell
+// image (TestGatewayImagesAreOpenShellImages).
+func GatewayImagesOf(imgs Images) []PinnedImage {
+	s := &Set{OpenShell: OpenShell{Images: imgs}}
+	return s.GatewayImages()
+}
+
+func (s *Set) pinnedImages(keep func(*ImageUse) bool) []PinnedImage {
+	var out []PinnedImage
+	for _, p := range pinTable {
+		if p.use != nil && keep(p.use) {
+			out = append(out, PinnedImage{Key: p.key, Image: *p.image(s), ImageUse: *p.use})
+		}
+	}
+	return out
+}
+
 // pinKeys are the keys a note may name, in pin file order.
-var pinKeys = []string{
-	KeyOpenShell, KeySourceArchive, KeyGatewayChart, KeyWorkspaceChart,
-	KeyGatewayImage, KeySandboxImage, KeySupervisorImage,
-	KeyK3sImage, KeyK3dToolsImage, KeyAgentSandbox, KeyOCENodeBaseImage, KeyOCEPostgresImage,
+func pinKeys() []string {
+	keys := make([]string, 0, len(pinTable))
+	for _, p := range pinTable {
+		keys = append(keys, p.key)
+	}
+	return keys
 }
 
 // checkNotes requires every note to name a pin of the set and to say something: a note about a
 // misspelt key would never be shown beside any pin.
 func checkNotes(notes []Note) error {
 	var errs []error
+	keys := pinKeys()
 	for i, n := range notes {
-		known := false
-		for _, k := range pinKeys {
-			known = known || n.Pin == k
-		}
-		if !known {
-			errs = append(errs, fmt.Errorf("notes[%d].pin %q is not a pin of the set; use one of %s", i, n.Pin, strings.Join(pinKeys, ", ")))
+		if !slices.Contains(keys, n.Pin) {
+			errs = append(errs, fmt.Errorf("notes[%d].pin %q is not a pin of the set; use one of %s", i, n.Pin, strings.Join(keys, ", ")))
 		}
 		if strings.TrimSpace(n.Text) == "" {
 			errs = append(errs, fmt.Errorf("notes[%d].text is empty; write the note or remove the entry", i))

@@ -241,13 +241,11 @@ func (f *fileSet) build() (*Set, error) {
 		},
 		AgentSandbox: f.AgentSandbox,
 	}
-	set.OpenShell.Images.Gateway = pinnedImage("openshell.images.gateway", o.Images.Gateway, add)
-	set.OpenShell.Images.Sandbox = pinnedImage("openshell.images.sandbox", o.Images.Sandbox, add)
-	set.OpenShell.Images.Supervisor = pinnedImage("openshell.images.supervisor", o.Images.Supervisor, add)
-	set.K3s.Image = pinnedImage("k3s.image", f.K3s.Image, add)
-	set.K3d.ToolsImage = pinnedImage("k3d.toolsImage", f.K3d.ToolsImage, add)
-	set.OCE.NodeBaseImage = pinnedImage("oce.nodeBaseImage", f.OCE.NodeBaseImage, add)
-	set.OCE.PostgresImage = pinnedImage("oce.postgresImage", f.OCE.PostgresImage, add)
+	for _, p := range pinTable {
+		if p.image != nil {
+			*p.image(set) = pinnedImage(p.key, p.file(f), add)
+		}
+	}
 	if strings.TrimSpace(f.AgentSandbox.Version) == "" {
 		add(errors.New("agentSandbox.version is empty; set the Agent Sandbox release (for example v0.5.2)"))
 	}

@@ -208,8 +208,11 @@ func TestEntriesListEveryPin(t *testing.T) {
 			t.Errorf("%s is both an image and an artifact", e.Key)
 		}
 	}
-	if strings.Join(keys, ",") != strings.Join(pinKeys, ",") {
-		t.Errorf("entries %v, want %v", keys, pinKeys)
+	want := []string{KeyOpenShell, KeySourceArchive, KeyGatewayChart, KeyWorkspaceChart,
+		KeyGatewayImage, KeySandboxImage, KeySupervisorImage,
+		KeyK3sImage, KeyK3dToolsImage, KeyAgentSandbox, KeyOCENodeBaseImage, KeyOCEPostgresImage}
+	if strings.Join(keys, ",") != strings.Join(want, ",") {
+		t.Errorf("entries %v, want %v", keys, want)
 	}
 	for _, e := range set.Entries() {
 		if e.Key == KeyGatewayImage && e.Value != set.OpenShell.Images.Gateway.String() {
@@ -244,5 +247,33 @@ func TestEncodeRoundTrip(t *testing.T) {
 	bad.OpenShell.Commit = "abc"
 	if _, err := Encode(&bad, ""); err == nil || !strings.Contains(err.Error(), "openshell.commit") {
 		t.Errorf("Encode of an invalid set: %v", err)
+	}
+}
+
+// The platform renders the Gateway chart from the OpenShell images alone, so every image the
+// Gateway runs must be one of them, each named in the chart values by its own component.
+func TestGatewayImagesAreOpenShellImages(t *testing.T) {
+	set, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, of := set.GatewayImages(), GatewayImagesOf(set.OpenShell.Images)
+	if len(all) == 0 || len(of) != len(all) {
+		t.Fatalf("%d Gateway images of the set, %d of its OpenShell images", len(all), len(of))
+	}
+	components := map[string]bool{}
+	for i, img := range all {
+		if of[i].Key != img.Key || of[i].Image != img.Image {
+			t.Errorf("Gateway image %s is %s in the set, %s in its OpenShell images", img.Key, img.Image, of[i].Image)
+		}
+		if img.Cluster || components[img.Gateway.Component] {
+			t.Errorf("Gateway image %s: a cluster image, or its values component %q named twice", img.Key, img.Gateway.Component)
+		}
+		components[img.Gateway.Component] = true
+	}
+	for _, img := range set.ClusterImages() {
+		if img.Gateway != nil || img.Image.Digest == "" {
+			t.Errorf("cluster image %s: run by the Gateway, or without a digest", img.Key)
+		}
 	}
 }

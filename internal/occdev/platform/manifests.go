@@ -88,23 +88,32 @@ func JWTSecret(namespace string) (*corev1.Secret, error) {
 	if _, err := rand.Read(kid); err != nil {
 		return nil, fmt.Errorf("generate the Gateway JWT key id: %w", err)
 	}
-	return jwtSecret(namespace, map[string][]byte{
-		"signing.pem": pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: privDER}),
-		"public.pem":  pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}),
-		"kid":         []byte("openshell-" + hex.EncodeToString(kid)),
+	return jwtSecret(namespace, jwtKey{
+		signing: pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: privDER}),
+		public:  pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}),
+		id:      []byte("openshell-" + hex.EncodeToString(kid)),
 	}), nil
 }
 
-func jwtSecret(namespace string, data map[string][]byte) *corev1.Secret {
+// jwtKey is the encoded key material of the JWT Secret. Its zero value has no material, so the
+// dry run builds the Secret with it and describes the keys without a value to leak.
+type jwtKey struct {
+	signing, public, id []byte
+}
+
+// jwtSecret is the one place that names the JWT Secret's keys: JWTSecret fills them with a new
+// key and DescribeJWTSecret lists them.
+func jwtSecret(namespace string, key jwtKey) *corev1.Secret {
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: GatewayJWTSecretName, Namespace: namespace},
 		Type:       corev1.SecretTypeOpaque,
-		Data:       data,
+		Data: map[string][]byte{
+			"signing.pem": key.signing,
+			"public.pem":  key.public,
+			"kid":         key.id,
+		},
 	}
 }
-
-// jwtSecretKeys are the keys of the JWT Secret, for its description (never its values).
-var jwtSecretKeys = []string{"signing.pem", "public.pem", "kid"}
 
 // DescribeNamespace, DescribeRuntimeClass, DescribeJWTSecret and DescribeDevelopmentPolicies
 // are the dry run's account of what the Ensure and Apply functions below create, built from
@@ -119,11 +128,7 @@ func DescribeRuntimeClass() []step.Object {
 }
 
 func DescribeJWTSecret(namespace string) []step.Object {
-	data := map[string][]byte{}
-	for _, k := range jwtSecretKeys {
-		data[k] = nil
-	}
-	return kubeobj.Describe([]runtime.Object{jwtSecret(namespace, data)},
+	return kubeobj.Describe([]runtime.Object{jwtSecret(namespace, jwtKey{})},
 		map[string]string{"Secret " + GatewayJWTSecretName: "a new ed25519 key; never printed or stored in the state"})
 }
 

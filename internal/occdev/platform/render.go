@@ -95,20 +95,20 @@ func chartTemplates(ch *chart.Chart) map[string]string {
 	return out
 }
 
-// GatewayImageValues are the pinned OpenShell images with the chart values keys GatewayValues
-// sets for each: what a rendered Gateway chart may run, and what to name when it runs
-// something else. Each is required: the Gateway runs in its own container, and it starts the
-// sandbox runtime and supervisor images of its configuration; a chart that names one nowhere
-// leaves it to the Gateway's built-in default, a tag occ never pulled or verified.
+// GatewayImageValues are the pinned images the Gateway runs (the pins' GatewayImages) with the
+// chart values keys GatewayValues sets for each: what a rendered Gateway chart may run, and what
+// to name when it runs something else. Each is required: the Gateway runs in its own container,
+// and it starts the sandbox runtime and supervisor images of its configuration; a chart that
+// names one nowhere leaves it to the Gateway's built-in default, a tag occ never pulled or
+// verified.
 func GatewayImageValues(imgs pins.Images) []images.ExpectedImage {
-	keys := func(component string) []string {
-		return []string{component + ".image.registry", component + ".image.repository", component + ".image.digest"}
+	var out []images.ExpectedImage
+	for _, img := range pins.GatewayImagesOf(imgs) {
+		c := img.Gateway.Component
+		out = append(out, images.ExpectedImage{Pin: img.Image, Role: img.Gateway.Role,
+			ValuesKeys: []string{c + ".image.registry", c + ".image.repository", c + ".image.digest"}, Required: true})
 	}
-	return []images.ExpectedImage{
-		{Pin: imgs.Gateway, Role: "Gateway", ValuesKeys: keys("gateway"), Required: true},
-		{Pin: imgs.Sandbox, Role: "sandbox runtime", ValuesKeys: keys("sandboxRuntime"), Required: true},
-		{Pin: imgs.Supervisor, Role: "supervisor", ValuesKeys: keys("supervisor"), Required: true},
-	}
+	return out
 }
 
 // DefaultImageKey is the Gateway configuration key of the image for Sandboxes whose request

@@ -275,3 +275,33 @@ func BenchmarkGatewayRenderCheck(b *testing.B) {
 		}
 	})
 }
+
+// The render check expects each image the Gateway runs under the values keys the install sets
+// it by: an image added to the pins' Gateway images is set, and checked, by the same keys.
+func TestGatewayImageValuesAreTheInstalledValues(t *testing.T) {
+	set, err := pins.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	values, err := GatewayValues(GatewayInstall{Images: set.OpenShell.Images, ServiceType: "ClusterIP", PullPolicy: "Never"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expected := GatewayImageValues(set.OpenShell.Images)
+	if len(expected) != len(set.GatewayImages()) {
+		t.Fatalf("%d expected images, the pins have %d Gateway images", len(expected), len(set.GatewayImages()))
+	}
+	for _, e := range expected {
+		want := []string{e.Pin.Registry, e.Pin.Repository, e.Pin.Digest}
+		for i, key := range e.ValuesKeys {
+			var v any = values
+			for _, part := range strings.Split(key, ".") {
+				m, _ := v.(map[string]any)
+				v = m[part]
+			}
+			if v != want[i] {
+				t.Errorf("%s image: values %s = %v, want %q", e.Role, key, v, want[i])
+			}
+		}
+	}
+}

@@ -11,7 +11,6 @@ package kubeprofile
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -72,21 +71,6 @@ type Plan struct {
 	chart    *chart.Chart
 }
 
-// Deps are the parts of the profile tests replace; the zero value of each is the real thing.
-type Deps struct {
-	// Exec runs the reads in the reader Pod; nil is the API server's exec subresource (a test
-	// bed without a kubelet cannot serve it).
-	Exec kubernetes.PodExec
-	// APIClient is the HTTP client of every OCE API call (the session, the key's verification,
-	// the Namespace poll); nil is occ's client with its per-call timeouts.
-	APIClient *http.Client
-	// Random is the source of the generated credentials; nil is crypto/rand.
-	Random io.Reader
-	// BuildNetwork is the network of the RUN steps of the controller and Agent runtime builds;
-	// empty is the engine's default.
-	BuildNetwork string
-}
-
 // Profile is the Kubernetes-only control plane with the settings of one `up`.
 type Profile struct {
 	OCE     oce.Options
@@ -96,7 +80,9 @@ type Profile struct {
 	// KubeAPIPort is the cluster's Kubernetes API port on 127.0.0.1 (0: chosen at creation),
 	// which the OCE API's port must differ from.
 	KubeAPIPort int
-	Deps        Deps
+	// Deps are the parts tests replace (the reader Pod's exec, the API client, the random
+	// source, the build network).
+	Deps profile.Deps
 }
 
 // Platform is how the platform serves the control plane: inside the cluster, the Gateway a
@@ -120,7 +106,7 @@ func (x Profile) Plan(in profile.Input) (profile.Planned, error) {
 type Planned struct {
 	profile.Base
 	in   profile.Input
-	deps Deps
+	deps profile.Deps
 	// OCE and Kube are the plan (nil when the control plane is pending), as the dry run shows it.
 	OCE     *oce.Plan
 	Kube    *Plan

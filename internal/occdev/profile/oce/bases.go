@@ -15,13 +15,20 @@ import (
 	"github.com/openclaw/occ/internal/progress"
 )
 
-// DescribeBasePulls is the dry run of PullBases.
+// DescribeBasePulls is the dry run of PullBases: each base image by the reference the builds
+// name it by, with how it is pulled, where the value came from and where it is used.
 func DescribeBasePulls(op *Plan) step.Description {
-	var items []string
-	for _, b := range op.BaseImages {
-		items = append(items, "image "+b.Describe())
+	if len(op.BaseImages) == 0 {
+		return step.Note("nothing pulled: the builds name no base image")
 	}
-	return step.Description{Creates: items, Note: "each pulled by digest unless the engine has it by that digest (an image that was there is left alone by down); a base occ did not pull is never removed"}
+	items := make([]step.Item, 0, len(op.BaseImages))
+	for _, b := range op.BaseImages {
+		items = append(items, step.Image{Reference: b.Image, Where: "the engine",
+			Note: b.How() + "; from " + b.Source + "; for " + b.UsedIn()})
+	}
+	d := step.Describe(items...)
+	d.Note = "a base the engine already has by its digest is used as it is, and down leaves it"
+	return d
 }
 
 // PullBases makes every base image of the planned builds present in the engine by digest,
