@@ -50,8 +50,8 @@ func (p *Provider) deleteInspected(ctx context.Context, id Identity, st Status, 
 
 // remove deletes an identified cluster: the Docker objects inspect found of it just before
 // (before), removed as k3d's ClusterDelete removes those of the clusters occ creates (one
-// server, no agents, registry or load balancer: the node containers with their anonymous
-// volumes, then the cluster's own network, then its volumes), and then again whatever is still
+// server, no agents, registry or load balancer: the node containers, then the cluster's own
+// network, its volumes and the nodes' anonymous volumes), and then again whatever is still
 // there, until nothing is left. Removing them here rather than through ClusterDelete lets the
 // removals of one kind run side by side, removes exactly the objects the identity check saw,
 // and reports every failure (ClusterDelete only logs them).
@@ -62,7 +62,7 @@ func (p *Provider) remove(ctx context.Context, id Identity, before found) error 
 	for _, c := range before.containers {
 		mounted = append(mounted, c.volumes...)
 	}
-	sweepErr := p.sweep(ctx, before)
+	sweepErr := p.sweep(ctx, before, mounted)
 	var last found
 	for range sweepRounds {
 		f, err := p.find(ctx, id.Name)
@@ -78,7 +78,7 @@ func (p *Provider) remove(ctx context.Context, id Identity, before found) error 
 			return nil
 		}
 		last = f
-		sweepErr = p.sweep(ctx, f)
+		sweepErr = p.sweep(ctx, f, nil)
 		if ctx.Err() != nil {
 			break
 		}
@@ -127,11 +127,13 @@ func (p *Provider) volumesLeft(ctx context.Context, mounted, listed []string) ([
 	return left, nil
 }
 
-// sweep removes the given leftovers: the containers (with their anonymous volumes), then the
-// own network, then the volumes; the removals of one kind run side by side, since none of them
-// waits for another of its kind. It returns the removal errors; the caller looks again either
-// way.
-func (p *Provider) sweep(ctx context.Context, f found) error {
+// sweep removes the given leftovers: the containers, then side by side the own network and the
+// volumes, those listed and mounted (the nodes' anonymous volumes, noted before the containers
+// went). The containers go without their volumes, so that every volume is removed at once
+// rather than one after another inside each container's removal; the removals of one kind run
+// side by side, since none of them waits for another of its kind. It returns the removal
+// errors; the caller looks again either way.
+func (p *Provider) sweep(ctx context.Context, f found, mounted []string) error {
 	api := p.engine.API
 	var errs []error
 	each := func(n int, remove func(i int) error) {
@@ -145,18 +147,29 @@ func (p *Provider) sweep(ctx context.Context, f found) error {
 	}
 	each(len(f.containers), func(i int) error {
 		c := f.containers[i]
-		if err := api.ContainerRemove(ctx, c.id, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
+		if err := api.ContainerRemove(ctx, c.id, container.RemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
 			return fmt.Errorf("remove container %s: %w", c.name, err)
 		}
 		return nil
 	})
-	if f.network != "" {
-		if err := api.NetworkRemove(ctx, f.network); err != nil && !cerrdefs.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("remove network %s: %w", f.network, err))
+	volumes := slices.Clone(f.volumes)
+	for _, v := range mounted {
+		if !slices.Contains(volumes, v) {
+			volumes = append(volumes, v)
 		}
 	}
-	each(len(f.volumes), func(i int) error {
-		v := f.volumes[i]
+	// The network is one more removal beside the volumes (index len(volumes)).
+	each(len(volumes)+1, func(i int) error {
+		if i == len(volumes) {
+			if f.network == "" {
+				return nil
+			}
+			if err := api.NetworkRemove(ctx, f.network); err != nil && !cerrdefs.IsNotFound(err) {
+				return fmt.Errorf("remove network %s: %w", f.network, err)
+			}
+			return nil
+		}
+		v := volumes[i]
 		if err := api.VolumeRemove(ctx, v, false); err != nil && !cerrdefs.IsNotFound(err) {
 			return fmt.Errorf("remove volume %s: %w", v, err)
 		}

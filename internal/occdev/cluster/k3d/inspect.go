@@ -62,17 +62,36 @@ func (p *Provider) Inspect(ctx context.Context, id Identity) (Status, error) {
 // inspect is Inspect that also returns the Docker objects it found, for a deletion that follows
 // the check.
 func (p *Provider) inspect(ctx context.Context, id Identity) (Status, found, error) {
+	// With a UID recorded, the cluster's own answer is read beside the listing (both only
+	// read); identify uses it only for a running server that passed every other check, and
+	// drops it otherwise.
+	var live func() (string, error)
+	if id.UID != "" {
+		uctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		type answer struct {
+			uid string
+			err error
+		}
+		ch := make(chan answer, 1)
+		go func() {
+			uid, err := p.liveUID(uctx, id.Name)
+			ch <- answer{uid, err}
+		}()
+		live = func() (string, error) { a := <-ch; return a.uid, a.err }
+	}
 	found, err := p.find(ctx, id.Name)
 	if err != nil {
 		return Status{}, found, err
 	}
-	st, err := p.identify(ctx, id, found)
+	st, err := p.identify(ctx, id, found, live)
 	return st, found, err
 }
 
 // identify decides what found is: missing, not ours, incomplete, or the recorded cluster (its
-// UID read from the cluster's API when one is recorded and server-0 runs).
-func (p *Provider) identify(ctx context.Context, id Identity, found found) (Status, error) {
+// UID read from the cluster's API when one is recorded and server-0 runs: live's answer when
+// given, which inspect started beside the listing).
+func (p *Provider) identify(ctx context.Context, id Identity, found found, live func() (string, error)) (Status, error) {
 	st := Status{Network: found.network, Volumes: found.volumes}
 	for _, c := range found.containers {
 		st.Containers = append(st.Containers, c.name)
@@ -123,7 +142,10 @@ func (p *Provider) identify(ctx context.Context, id Identity, found found) (Stat
 		st.Reason = "server node " + server.name + " is not running, so its kube-system UID cannot be read"
 		return st, nil
 	}
-	uid, err := p.liveUID(ctx, id.Name)
+	if live == nil {
+		live = func() (string, error) { return p.liveUID(ctx, id.Name) }
+	}
+	uid, err := live()
 	if err != nil {
 		st.Reason = "kube-system UID could not be read: " + err.Error()
 		return st, nil
