@@ -56,6 +56,9 @@ type run struct {
 	cluster readiness
 	// importedProduct is each OpenShell image as its own lane imported it into the node.
 	importedProduct [][]images.Imported
+	// pulled is closed for a slot once its pull step has ended, however it ended: the OpenShell
+	// images download one after another (pullInTurn).
+	pulled []chan struct{}
 	// keptCluster is the record the cluster provider's failed Ensure left for `down`
 	// (cluster.KeptError), which keeps it and the state directory.
 	keptCluster atomic.Pointer[state.Object]

@@ -66,6 +66,32 @@ func (r *run) makeImageSlots() {
 	n := len(flowImages(r.plan.pins))
 	r.local = make([]images.Local, n)
 	r.importedProduct = make([][]images.Imported, n)
+	r.pulled = make([]chan struct{}, n)
+	for i := range r.pulled {
+		r.pulled[i] = make(chan struct{})
+	}
+}
+
+// pullInTurn is the pull of slot, begun once the pull of after (the lane before it) has ended,
+// so the OpenShell images download one at a time. They share one link: one at a time, each is
+// complete, and its import into the node under way, while the next downloads, so only the last
+// one's import follows the last byte; side by side they would all complete together at the end
+// and the largest's import would follow it. A pull of an image the engine holds ends at once.
+func pullInTurn(p *Plan, slot, after imageSlot, first bool) Step {
+	s := imageStep(p, slot)
+	pull := s.Run
+	s.Run = func(ctx context.Context, r *run, rep progress.Reporter) error {
+		defer close(r.pulled[slot])
+		if !first {
+			select {
+			case <-r.pulled[after]:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return pull(ctx, r, rep)
+	}
+	return s
 }
 
 // imageStep makes one pinned image present in the engine: used as it is when the engine holds

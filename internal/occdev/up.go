@@ -78,9 +78,9 @@ func artifactsLane(p *Plan) Lane {
 // one) is only connected to. A cluster that runs only images occ imports (k3d, a
 // cluster.Importer) needs its node and tools images before the provider may create it (occ pulls
 // pinned images by digest itself, so k3d never pulls a tag); the OpenShell images are pulled side
-// by side while the cluster starts, each in its own lane, and each is imported into the node as
-// soon as both its pull and the cluster are done, so on a slow link the imports of the first
-// images overlap the downloads of the others.
+// by side with the cluster's creation, each in its own lane but one download at a time, and each
+// is imported into the node as soon as its pull is done and the node takes images, so on a slow
+// link the imports of the first images overlap the downloads of the others.
 func clusterLane(p *Plan) Lane {
 	if !p.importsImages() {
 		return lane("cluster",
@@ -93,8 +93,12 @@ func clusterLane(p *Plan) Lane {
 	}
 	// The provider's lane comes first: the image lanes wait on the cluster it makes.
 	lanes := []Lane{lane(p.ClusterProvider, Step{Name: "Create " + p.ClusterProvider + " cluster " + p.ClusterName, Describe: describeCluster, Run: connectCluster})}
-	for _, slot := range gatewayImages(p.pins) {
-		lanes = append(lanes, lane(p.image(slot).Role, imageStep(p, slot), importStep(p, slot)))
+	for i, slot := range gatewayImages(p.pins) {
+		after := slot
+		if i > 0 {
+			after = gatewayImages(p.pins)[i-1]
+		}
+		lanes = append(lanes, lane(p.image(slot).Role, pullInTurn(p, slot, after, i == 0), importStep(p, slot)))
 	}
 	steps = append(steps, concurrently("Create the cluster while pulling and importing the OpenShell images", lanes...))
 	return lane("cluster", steps...)
