@@ -150,9 +150,10 @@ func TestAThirdProfileIsOnePackageAndOneRegistryLine(t *testing.T) {
 	}
 }
 
-// testThirdProfile runs `up` and `down` of the note profile on the k3d bed through the real
-// flow: its ConfigMap is created in the cluster and recorded in the state, the summary carries
-// its line, and `down` leaves nothing behind.
+// testThirdProfile runs `up`, `status`, `reload` and `down` of the note profile on the k3d bed
+// through the real flow: its ConfigMap is created in the cluster and recorded in the state, the
+// summary carries its line, status reports the ConfigMap as the cluster holds it, reload is
+// refused without a change, and `down` leaves nothing behind.
 func testThirdProfile(t *testing.T, b *k3dBed) {
 	ctx := context.Background()
 	b.forgetProducts(t)
@@ -179,6 +180,31 @@ func testThirdProfile(t *testing.T, b *k3dBed) {
 	cm, err := kubeClient(t, st.Cluster).CoreV1().ConfigMaps(noteProfileNamespace).Get(ctx, noteConfigMap, metav1.GetOptions{})
 	if err != nil || cm.Data["state"] != dir || !strings.HasSuffix(sum.OCE.ControlPlane, " "+string(cm.UID)+")") {
 		t.Fatalf("ConfigMap in the cluster: %+v (%v)", cm, err)
+	}
+
+	// `status` reports the profile's own part, read from the cluster; `reload` refuses the
+	// environment and leaves the record as it was.
+	sopts := occdev.StatusOptions{StateDir: dir}
+	sopts.Seams().Profiles = opts.Seams().Profiles
+	status, err := occdev.GetStatus(ctx, sopts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cp := status.ControlPlane; !status.Reachable || cp == nil || cp.Runs != "note: ConfigMap "+noteProfileNamespace+"/"+noteConfigMap || cp.ServicesProblem != "" ||
+		len(cp.Services) != 1 || cp.Services[0].State != "present (uid "+string(cm.UID)+")" {
+		t.Errorf("status: reachable %v, control plane %+v", status.Reachable, status.ControlPlane)
+	}
+	before, err := os.ReadFile(filepath.Join(dir, "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ropts := occdev.ReloadOptions{StateDir: dir}
+	ropts.Seams().Profiles = opts.Seams().Profiles
+	if _, err := occdev.Reload(ctx, ropts); err == nil || !strings.Contains(err.Error(), `its control plane "note" has no reload`) {
+		t.Errorf("reload: %v", err)
+	}
+	if after, err := os.ReadFile(filepath.Join(dir, "state.json")); err != nil || string(after) != string(before) {
+		t.Errorf("a refused reload changed the record (%v)", err)
 	}
 
 	if _, err := occdev.Down(ctx, occdev.DownOptions{StateDir: dir}); err != nil {
