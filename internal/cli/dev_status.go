@@ -117,7 +117,12 @@ func printDevStatus(g *Globals, st *occdev.Status) error {
 		fmt.Fprintf(w, "Problem:       %s\n", st.Problem)
 	}
 	if cp := st.ControlPlane; cp != nil {
-		fmt.Fprintf(w, "OCE checkout:  %s at %s\n", cp.Checkout, cp.Commit)
+		if cp.Runs != "" {
+			fmt.Fprintf(w, "Control plane: %s\n", cp.Runs)
+		}
+		if cp.Checkout != "" {
+			fmt.Fprintf(w, "OCE checkout:  %s at %s\n", cp.Checkout, cp.Commit)
+		}
 		if cp.ComposeProject != "" {
 			fmt.Fprintf(w, "Compose:       project %s\n", cp.ComposeProject)
 		}

@@ -65,6 +65,11 @@ type OCESummary = profile.Summary
 type controlPlane struct {
 	platform profile.Platform
 	plan     func(p *Plan, o UpOptions) (flowProfile, error)
+	// reload is how `occ dev reload` rolls an environment of this control plane onto rebuilt
+	// images (nil: reload refuses it); status is what `occ dev status` reports of its control
+	// plane (nil: the recorded OCE control plane alone).
+	reload *reloadHook
+	status func(ctx context.Context, rec *recorded) *ControlPlaneStatus
 }
 
 // controlPlanes lists the profiles by --control-plane value. Adding a profile is its package
@@ -72,8 +77,8 @@ type controlPlane struct {
 // one it drives. A test adds its own profiles through the Profiles seam.
 func controlPlanes(o UpOptions) map[ControlPlane]controlPlane {
 	table := map[ControlPlane]controlPlane{
-		ControlPlaneCompose:    {platform: profile.Platform{Gateway: platform.ControlPlaneCompose, Namespace: "openshell-system"}, plan: composeProfile},
-		ControlPlaneKubernetes: {platform: kubeprofile.Platform, plan: kubernetesProfile},
+		ControlPlaneCompose:    {platform: profile.Platform{Gateway: platform.ControlPlaneCompose, Namespace: "openshell-system"}, plan: composeProfile, reload: composeReload(), status: composeStatus},
+		ControlPlaneKubernetes: {platform: kubeprofile.Platform, plan: kubernetesProfile, reload: reloaderOf(kubeprofile.Profile{})},
 	}
 	for name, x := range o.deps.Profiles {
 		table[ControlPlane(name)] = registered(x)
@@ -111,7 +116,7 @@ func registered(x profile.Profile) controlPlane {
 			return flowProfile{}, err
 		}
 		return fromProfile(planned), nil
-	}}
+	}, reload: reloaderOf(x), status: statusOf(x)}
 }
 
 // fromProfile is a planned profile as the flow runs it.

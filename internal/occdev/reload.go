@@ -93,30 +93,27 @@ type reloadRun struct {
 	// Written by the import and the verification.
 	imported []images.Imported
 	verified []images.Verified
-	// Written by the roll: what was recreated or rolled out, and (Kubernetes-only) the
-	// Deployments whose rollout is waited for.
+	// hook is the recorded control plane's part of the reload.
+	hook *reloadHook
+	// Written by the roll: what was recreated (Compose) or rolled out (Kubernetes-only).
 	rolled []string
-	watch  []string
 	// The Compose profile's runner of the recorded snapshot.
 	runner compose.Runner
 	stack  compose.Stack
 }
 
-// reloadSteps is the whole `occ dev reload` flow, in order. Nothing in the environment changes
-// before the import; every step after it converges when run again, so an interrupted reload is
-// finished by the next one, and `down` removes what any of them recorded.
-func reloadSteps(profile string) []Step {
+// reloadSteps is the whole `occ dev reload` flow, in order; the recorded control plane's hook
+// gives the steps that roll it. Nothing in the environment changes before the import; every
+// step after it converges when run again, so an interrupted reload is finished by the next one,
+// and `down` removes what any of them recorded.
+func reloadSteps(hook *reloadHook) []Step {
 	steps := []Step{
 		{Name: "Check the recorded environment", Run: checkReloadable},
 		{Name: "Rebuild the control-plane images from the checkout", Run: rebuildImages},
 		{Name: "Import the rebuilt images into the cluster", Run: importRebuilt},
 		{Name: "Verify the rebuilt images in the node", Run: verifyRebuilt},
 	}
-	if profile == string(ControlPlaneKubernetes) {
-		steps = append(steps, kubernetesReloadSteps()...)
-	} else {
-		steps = append(steps, composeReloadSteps()...)
-	}
+	steps = append(steps, hook.steps()...)
 	return append(steps, Step{Name: "Record the rebuilt images and the checkout's commit", Run: recordReload})
 }
 
@@ -146,6 +143,10 @@ func Reload(ctx context.Context, opts ReloadOptions) (*ReloadResult, error) {
 	}
 	defer d.Close()
 	st := d.State()
+	hook, err := reloadHookOf(dir, opts.OCCCommand, st.Profile, opts.deps)
+	if err != nil {
+		return nil, err
+	}
 	rec := connectRecorded(st)
 	defer rec.close()
 	r := &run{
@@ -153,7 +154,7 @@ func Reload(ctx context.Context, opts ReloadOptions) (*ReloadResult, error) {
 		log:   &syncWriter{w: log},
 		state: d,
 		reload: &reloadRun{
-			opts: opts, rec: rec, st: st, built: map[string]images.Local{}, changed: map[string]bool{},
+			opts: opts, rec: rec, st: st, hook: hook, built: map[string]images.Local{}, changed: map[string]bool{},
 		},
 	}
 	// The recorded cluster's provider, which reload imports through (checkReloadable refuses a
@@ -163,7 +164,7 @@ func Reload(ctx context.Context, opts ReloadOptions) (*ReloadResult, error) {
 		defer r.provider.Close()
 	}
 	x := &runner{Sink: opts.Progress, AfterStep: opts.deps.AfterStep}
-	if err := x.Run(ctx, r, reloadSteps(st.Profile), ""); err != nil {
+	if err := x.Run(ctx, r, reloadSteps(hook), ""); err != nil {
 		if !r.reload.rebuilding {
 			return nil, err
 		}
@@ -293,21 +294,10 @@ func checkReloadable(ctx context.Context, r *run, rep progress.Reporter) error {
 		rep.Note("the checkout is at " + oce.ShortCommit(co.Commit) + " (recorded " + oce.ShortCommit(cp.Commit) + ")")
 	}
 
-	if cp.Compose != nil {
-		changed, err := changedComposeSources(dir)
-		if err != nil {
+	if check := rr.hook.check; check != nil {
+		if err := check(ctx, r); err != nil {
 			return err
 		}
-		if len(changed) > 0 {
-			return reloadRefusal(dir, occ, "its Compose files changed since occ dev up ("+strings.Join(changed, ", ")+"), and reload repeats the recorded Compose model")
-		}
-		plugin, err := compose.FindPlugin(ctx, compose.FindPluginOptions{DockerConfig: os.Getenv("DOCKER_CONFIG")})
-		if err != nil {
-			return err
-		}
-		rr.runner = compose.Runner{Plugin: plugin, Endpoint: eng.Endpoint.String(),
-			Snapshot: compose.Snapshot{Path: cp.Compose.Snapshot, Project: cp.Compose.Project, Checkout: cp.Compose.Checkout}}
-		rr.stack = compose.Stack{Project: cp.Compose.Project, Engine: eng.API}
 	}
 	if err := chooseBuilds(ctx, r, builds); err != nil {
 		return err
@@ -353,9 +343,9 @@ func checkRecordedBases(r *run) error {
 }
 
 // chooseBuilds limits the builds to those of the chosen services; unknown names are refused
-// with the names `occ dev status` lists. A Compose service chooses the builds it runs; a
-// Kubernetes workload of the control plane chooses the builds whose images its Pods run (both
-// when its images are not known).
+// with the names `occ dev status` lists. The recorded control plane's hook says which builds
+// the chosen services run (a Compose service the builds of its images; a Kubernetes workload,
+// whose images are not known before the cluster is read, every build).
 func chooseBuilds(ctx context.Context, r *run, builds []oce.RecordedBuild) error {
 	rr := r.reload
 	if len(rr.opts.Services) == 0 {
@@ -370,20 +360,14 @@ func chooseBuilds(ctx context.Context, r *run, builds []oce.RecordedBuild) error
 	for _, s := range chosen {
 		rr.chosen = append(rr.chosen, s.Name)
 	}
-	if rr.st.ControlPlane.Compose != nil {
-		for _, b := range builds {
-			if slices.ContainsFunc(b.Services, func(s string) bool { return slices.Contains(rr.chosen, s) }) {
-				rr.builds = append(rr.builds, b)
-			}
-		}
-		if len(rr.builds) == 0 {
-			return &OptionError{Option: "SERVICE", Value: strings.Join(rr.opts.Services, " "), Rule: "runs no image occ built from the checkout",
-				Fix: "name a service built from the checkout: " + strings.Join(builtServices(builds), ", ")}
-		}
-		return nil
-	}
-	rr.builds = builds
-	return nil
+	rr.builds, err = rr.hook.chooseRecordedBuilds(builds, rr.chosen)
+	return err
+}
+
+// noBuildOf refuses services that run no image occ built from the checkout, naming those that do.
+func noBuildOf(services []string, builds []oce.RecordedBuild) error {
+	return &OptionError{Option: "SERVICE", Value: strings.Join(services, " "), Rule: "runs no image occ built from the checkout",
+		Fix: "name a service built from the checkout: " + strings.Join(builtServices(builds), ", ")}
 }
 
 // builtServices are the Compose services that run an image built from the checkout.
@@ -623,6 +607,10 @@ func PlanReload(opts ReloadOptions) (*ReloadPlan, error) {
 	if err != nil {
 		return nil, err
 	}
+	hook, err := reloadHookOf(dir, opts.OCCCommand, st.Profile, opts.deps)
+	if err != nil {
+		return nil, err
+	}
 	cp := st.ControlPlane
 	switch {
 	case cp == nil:
@@ -638,18 +626,18 @@ func PlanReload(opts ReloadOptions) (*ReloadPlan, error) {
 		return nil, err
 	}
 	out := &ReloadPlan{StateDirectory: dir, Profile: st.Profile, Checkout: cp.Checkout, RecordedCommit: cp.Commit, Builds: []ReloadBuild{}}
-	for _, b := range builds {
-		if cp.Compose != nil && len(opts.Services) > 0 && !slices.ContainsFunc(b.Services, func(s string) bool { return slices.Contains(opts.Services, s) }) {
-			continue
-		}
+	chosen, err := hook.chooseRecordedBuilds(builds, opts.Services)
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range chosen {
 		out.Builds = append(out.Builds, ReloadBuild{Role: b.Role, Tag: b.Tag, Context: b.ContextDir, Dockerfile: b.Dockerfile, Target: b.Target,
 			Services: b.Services, Imported: b.Imported, RecordedID: recordedImage(st, b.Role).ID})
 	}
 	if len(out.Builds) == 0 {
-		return nil, &OptionError{Option: "SERVICE", Value: strings.Join(opts.Services, " "), Rule: "runs no image occ built from the checkout",
-			Fix: "name a service built from the checkout: " + strings.Join(builtServices(builds), ", ")}
+		return nil, noBuildOf(opts.Services, builds)
 	}
-	for _, s := range reloadSteps(st.Profile) {
+	for _, s := range reloadSteps(hook) {
 		out.Steps = append(out.Steps, s.Name)
 	}
 	return out, nil

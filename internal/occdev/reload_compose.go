@@ -3,13 +3,22 @@ package occdev
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
+	"github.com/openclaw/occ/internal/occdev/profile/oce"
 	"github.com/openclaw/occ/internal/progress"
 )
+
+// composeReload is how `occ dev reload` rolls the Compose control plane: it checks that the
+// recorded Compose model still holds, rebuilds the images of the chosen services, and recreates
+// the services of the rebuilt images from the recorded snapshot.
+func composeReload() *reloadHook {
+	return &reloadHook{check: checkComposeReloadable, builds: composeServiceBuilds, steps: composeReloadSteps}
+}
 
 // composeReloadSteps roll the Compose control plane onto the rebuilt images: the Installation
 // names the rebuilt Agent runtime, the long-running services whose containers do not run their
@@ -24,6 +33,48 @@ func composeReloadSteps() []Step {
 		{Name: "Recreate the services of the rebuilt images", Run: recreateServices},
 		{Name: "Wait for the API and the worker to be ready", Run: waitReloadedAPI},
 	}
+}
+
+// checkComposeReloadable refuses a reload of Compose files changed since `up` (reload repeats
+// the recorded model), finds the Compose plugin, and readies the runner of the recorded
+// snapshot and the stack of the recorded project on the recorded engine.
+func checkComposeReloadable(ctx context.Context, r *run) error {
+	rr := r.reload
+	cp := rr.st.ControlPlane
+	if cp.Compose == nil {
+		return nil
+	}
+	dir := r.state.Path()
+	changed, err := changedComposeSources(dir)
+	if err != nil {
+		return err
+	}
+	if len(changed) > 0 {
+		return reloadRefusal(dir, rr.opts.OCCCommand, "its Compose files changed since occ dev up ("+strings.Join(changed, ", ")+"), and reload repeats the recorded Compose model")
+	}
+	plugin, err := compose.FindPlugin(ctx, compose.FindPluginOptions{DockerConfig: os.Getenv("DOCKER_CONFIG")})
+	if err != nil {
+		return err
+	}
+	rr.runner = compose.Runner{Plugin: plugin, Endpoint: r.engine.Endpoint.String(),
+		Snapshot: compose.Snapshot{Path: cp.Compose.Snapshot, Project: cp.Compose.Project, Checkout: cp.Compose.Checkout}}
+	rr.stack = compose.Stack{Project: cp.Compose.Project, Engine: r.engine.API}
+	return nil
+}
+
+// composeServiceBuilds are the builds whose images the chosen Compose services run; a choice
+// that runs none is refused naming the services built from the checkout.
+func composeServiceBuilds(all []oce.RecordedBuild, services []string) ([]oce.RecordedBuild, error) {
+	var out []oce.RecordedBuild
+	for _, b := range all {
+		if slices.ContainsFunc(b.Services, func(s string) bool { return slices.Contains(services, s) }) {
+			out = append(out, b)
+		}
+	}
+	if len(out) == 0 {
+		return nil, noBuildOf(services, all)
+	}
+	return out, nil
 }
 
 // recreateServices recreates exactly the affected services: each long-running service of a

@@ -8,12 +8,15 @@ import (
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
 	"github.com/openclaw/occ/internal/occdev/images"
+	"github.com/openclaw/occ/internal/occdev/profile"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
 // StatusOptions are the settings of `occ dev status`.
 type StatusOptions struct {
 	StateDir string
+
+	deps deps
 }
 
 // ObjectStatus compares one recorded object with what exists now.
@@ -62,8 +65,8 @@ type Status struct {
 	Reachable bool           `json:"reachable"`
 	Problem   string         `json:"problem,omitempty"`
 	Objects   []ObjectStatus `json:"objects"`
-	// ControlPlane is the recorded OCE control plane: its Compose services and whether its API
-	// answers. Nil when `up` started none.
+	// ControlPlane is the recorded control plane as its profile reports it: for OCE its checkout,
+	// images, Compose services and whether its API answers. Nil when `up` started none.
 	ControlPlane *ControlPlaneStatus `json:"controlPlane,omitempty"`
 	// Workloads are the Kubernetes services (the Gateway, the Agent Sandbox controller, the
 	// in-cluster control plane): with the Compose services, the names `occ dev logs` takes.
@@ -72,33 +75,12 @@ type Status struct {
 	WorkloadsProblem string           `json:"workloadsProblem,omitempty"`
 }
 
-// ControlPlaneStatus is the recorded OCE control plane against what runs now.
-type ControlPlaneStatus struct {
-	Checkout       string `json:"checkout"`
-	Commit         string `json:"commit,omitempty"`
-	ComposeProject string `json:"composeProject,omitempty"`
-	APIURL         string `json:"apiURL,omitempty"`
-	KeyFile        string `json:"keyFile,omitempty"`
-	InstallationID string `json:"installationID,omitempty"`
-	// Images are the control plane's images as recorded (built or selected, and the digest
-	// reference the cluster runs each by); BaseImages are the bases their builds were made from,
-	// each pulled by digest. Never null in JSON.
-	Images     []state.ControlPlaneImage `json:"images"`
-	BaseImages []state.BaseImage         `json:"baseImages"`
-	// Services are the Compose services: running (with their health), exited with their code,
-	// or missing. ServicesProblem says why they could not be read.
-	Services        []ServiceStatus `json:"services"`
-	ServicesProblem string          `json:"servicesProblem,omitempty"`
-	// API is "ready" when GET /api/auth/session answers 2xx, else "not ready: <why>".
-	API string `json:"api,omitempty"`
-}
+// ControlPlaneStatus is the recorded control plane against what runs now, as its profile reads
+// it (the profile contract's Status).
+type ControlPlaneStatus = profile.Status
 
 // ServiceStatus is one Compose service as `dev status` shows it.
-type ServiceStatus struct {
-	Service string `json:"service"`
-	// State is "running (healthy)", "exited with code 1", "missing", …
-	State string `json:"state"`
-}
+type ServiceStatus = profile.ServiceStatus
 
 // ImageStatus is one image imported into the cluster: whether the node still holds it under its
 // pinned digest reference with the config digest recorded at import.
@@ -170,8 +152,10 @@ func GetStatus(ctx context.Context, opts StatusOptions) (*Status, error) {
 	} else {
 		out.Reachable = true
 	}
-	if st.ControlPlane != nil {
-		out.ControlPlane = controlPlaneStatus(ctx, st.ControlPlane, rec)
+	if hook := statusHookOf(st.Profile, opts.deps); hook != nil {
+		out.ControlPlane = hook(ctx, rec)
+	} else if st.ControlPlane != nil {
+		out.ControlPlane = oceStatus(ctx, st.ControlPlane)
 	}
 	if out.Reachable {
 		out.Workloads, out.WorkloadsProblem = workloadStatuses(ctx, st, rec)
@@ -217,29 +201,41 @@ func imageState(in state.Inspection) string {
 	return ImageUnknown
 }
 
-// controlPlaneStatus reads the recorded control plane's Compose services through the recorded
-// engine and probes its API, never failing: what cannot be read is said.
-func controlPlaneStatus(ctx context.Context, cp *state.ControlPlane, rec *recorded) *ControlPlaneStatus {
+// oceStatus is the recorded OCE control plane, whichever profile started it, with whether its
+// API answers; never failing: what cannot be read is said.
+func oceStatus(ctx context.Context, cp *state.ControlPlane) *ControlPlaneStatus {
 	out := &ControlPlaneStatus{Checkout: cp.Checkout, Commit: cp.Commit, APIURL: cp.APIURL, KeyFile: cp.KeyPath, InstallationID: cp.InstallationID, Services: []ServiceStatus{},
 		Images: append([]state.ControlPlaneImage{}, cp.Images...), BaseImages: append([]state.BaseImage{}, cp.BaseImages...)}
-	if cp.Compose != nil {
-		out.ComposeProject = cp.Compose.Project
-		if eng, err := rec.docker(ctx); err != nil {
-			out.ServicesProblem = err.Error()
-		} else if states, err := (compose.Stack{Project: cp.Compose.Project, Engine: eng.API}).Status(ctx, startedServices(cp.Compose)...); err != nil {
-			out.ServicesProblem = err.Error()
-		} else {
-			for _, s := range states {
-				out.Services = append(out.Services, ServiceStatus{Service: s.Service, State: s.String()})
-			}
-		}
-	}
 	if cp.APIURL != "" {
 		out.API = "ready"
 		pctx, cancel := context.WithTimeout(ctx, controlplane.ReadinessRequestTimeout)
 		defer cancel()
 		if err := controlplane.CheckSession(pctx, controlplane.NewAPIClient(controlplane.ReadinessRequestTimeout), cp.APIURL); err != nil {
 			out.API = "not ready: " + err.Error()
+		}
+	}
+	return out
+}
+
+// composeStatus is the Compose control plane: the recorded OCE control plane, its Compose
+// project and the state of each service `up` started, read through the recorded engine.
+func composeStatus(ctx context.Context, rec *recorded) *ControlPlaneStatus {
+	cp := rec.st.ControlPlane
+	if cp == nil {
+		return nil
+	}
+	out := oceStatus(ctx, cp)
+	if cp.Compose == nil {
+		return out
+	}
+	out.ComposeProject = cp.Compose.Project
+	if eng, err := rec.docker(ctx); err != nil {
+		out.ServicesProblem = err.Error()
+	} else if states, err := (compose.Stack{Project: cp.Compose.Project, Engine: eng.API}).Status(ctx, startedServices(cp.Compose)...); err != nil {
+		out.ServicesProblem = err.Error()
+	} else {
+		for _, s := range states {
+			out.Services = append(out.Services, ServiceStatus{Service: s.Service, State: s.String()})
 		}
 	}
 	return out

@@ -2,7 +2,9 @@ package occdev_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -24,7 +26,8 @@ import (
 // noteProfile is a control plane occ has never heard of, written the way a profile package is:
 // it sees the flow only through the profile contract. It runs inside the cluster (a ClusterIP
 // Gateway in its own default namespace), writes one ConfigMap after the platform is installed,
-// and says so in the summary.
+// and says so in the summary; `occ dev status` reports its ConfigMap as the cluster holds it.
+// It has no reload (it is no profile.Reloader), so `occ dev reload` refuses its environment.
 type noteProfile struct{}
 
 const (
@@ -72,6 +75,31 @@ func (n *notePlan) ControlPlane() []profile.Step {
 			return nil
 		},
 	}}
+}
+
+// Status is the note profile's part of `occ dev status`: its recorded ConfigMap, read from the
+// recorded cluster.
+func (noteProfile) Status(ctx context.Context, rec profile.Recorded) *profile.Status {
+	out := &profile.Status{Images: []state.ControlPlaneImage{}, BaseImages: []state.BaseImage{}, Services: []profile.ServiceStatus{}}
+	i := slices.IndexFunc(rec.State().Objects, func(o state.Object) bool { return o.Kind == "ConfigMap" && o.Name == noteConfigMap })
+	if i < 0 {
+		out.Runs = "note: no ConfigMap recorded"
+		return out
+	}
+	o := rec.State().Objects[i]
+	out.Runs = "note: ConfigMap " + o.Namespace + "/" + o.Name
+	conn, err := rec.Conn(ctx)
+	if err != nil {
+		out.ServicesProblem = err.Error()
+		return out
+	}
+	cm, err := conn.Kube.CoreV1().ConfigMaps(o.Namespace).Get(ctx, o.Name, metav1.GetOptions{})
+	if err != nil {
+		out.ServicesProblem = err.Error()
+		return out
+	}
+	out.Services = append(out.Services, profile.ServiceStatus{Service: noteConfigMap, State: "present (uid " + string(cm.UID) + ")"})
+	return out
 }
 
 func (n *notePlan) Summary(profile.Env) *profile.Summary {
@@ -122,9 +150,10 @@ func TestAThirdProfileIsOnePackageAndOneRegistryLine(t *testing.T) {
 	}
 }
 
-// testThirdProfile runs `up` and `down` of the note profile on the k3d bed through the real
-// flow: its ConfigMap is created in the cluster and recorded in the state, the summary carries
-// its line, and `down` leaves nothing behind.
+// testThirdProfile runs `up`, `status`, `reload` and `down` of the note profile on the k3d bed
+// through the real flow: its ConfigMap is created in the cluster and recorded in the state, the
+// summary carries its line, status reports the ConfigMap as the cluster holds it, reload is
+// refused without a change, and `down` leaves nothing behind.
 func testThirdProfile(t *testing.T, b *k3dBed) {
 	ctx := context.Background()
 	b.forgetProducts(t)
@@ -153,6 +182,31 @@ func testThirdProfile(t *testing.T, b *k3dBed) {
 		t.Fatalf("ConfigMap in the cluster: %+v (%v)", cm, err)
 	}
 
+	// `status` reports the profile's own part, read from the cluster; `reload` refuses the
+	// environment and leaves the record as it was.
+	sopts := occdev.StatusOptions{StateDir: dir}
+	sopts.Seams().Profiles = opts.Seams().Profiles
+	status, err := occdev.GetStatus(ctx, sopts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cp := status.ControlPlane; !status.Reachable || cp == nil || cp.Runs != "note: ConfigMap "+noteProfileNamespace+"/"+noteConfigMap || cp.ServicesProblem != "" ||
+		len(cp.Services) != 1 || cp.Services[0].State != "present (uid "+string(cm.UID)+")" {
+		t.Errorf("status: reachable %v, control plane %+v", status.Reachable, status.ControlPlane)
+	}
+	before, err := os.ReadFile(filepath.Join(dir, "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ropts := occdev.ReloadOptions{StateDir: dir}
+	ropts.Seams().Profiles = opts.Seams().Profiles
+	if _, err := occdev.Reload(ctx, ropts); err == nil || !strings.Contains(err.Error(), `its control plane "note" has no reload`) {
+		t.Errorf("reload: %v", err)
+	}
+	if after, err := os.ReadFile(filepath.Join(dir, "state.json")); err != nil || string(after) != string(before) {
+		t.Errorf("a refused reload changed the record (%v)", err)
+	}
+
 	if _, err := occdev.Down(ctx, occdev.DownOptions{StateDir: dir}); err != nil {
 		t.Fatalf("down: %v", err)
 	}
@@ -161,5 +215,91 @@ func testThirdProfile(t *testing.T, b *k3dBed) {
 	}
 	if !stateGone(dir) {
 		t.Errorf("state directory %s left after down", dir)
+	}
+}
+
+// recordedNoteEnvironment writes the record the note profile's `up` leaves (its ConfigMap, a
+// cluster occ created with k3d) with a kubeconfig that names no server, and returns the state
+// directory.
+func recordedNoteEnvironment(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(privateDir(t), "state")
+	d, err := state.Create(dir, state.State{
+		Profile: noteProfileName, PlatformNamespace: noteProfileNamespace,
+		Cluster: state.Cluster{Provider: "k3d", Name: "occ-dev-note", Kubeconfig: filepath.Join(dir, "kubeconfig"), Context: "k3d-occ-dev-note"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.Record(state.Object{Type: kubeobj.TypeObject, APIVersion: "v1", Kind: "ConfigMap", Namespace: noteProfileNamespace, Name: noteConfigMap, UID: "u1"}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// A developer runs `occ dev reload` on the environment of a control plane whose profile has no
+// reload: it is refused before anything is checked or built, naming the control plane, the
+// rule and the control planes reload can roll, with down and up as the fix; the record is left
+// as it was. Without the profile registered the name is refused as unknown.
+func TestReloadRefusesAThirdProfileWithoutReload(t *testing.T) {
+	ctx := context.Background()
+	dir := recordedNoteEnvironment(t)
+	before, err := os.ReadFile(filepath.Join(dir, "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "cannot reload the environment recorded in " + dir + `: its control plane "note" has no reload: occ dev reload rolls only a control plane whose profile gives reload steps (compose, kubernetes)`
+
+	opts := occdev.ReloadOptions{StateDir: dir}
+	opts.Seams().Profiles = map[string]profile.Profile{noteProfileName: noteProfile{}}
+	_, err = occdev.Reload(ctx, opts)
+	if err == nil || !strings.HasPrefix(err.Error(), want+"\n") || !strings.Contains(err.Error(), "occ dev down --state-dir "+dir) || !strings.Contains(err.Error(), "occ dev up") {
+		t.Fatalf("reload: %v", err)
+	}
+	if _, err := occdev.PlanReload(opts); err == nil || !strings.HasPrefix(err.Error(), want+"\n") {
+		t.Fatalf("reload --dry-run: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "image-build.log")); err == nil {
+		t.Error("a refused reload built something")
+	}
+	if after, err := os.ReadFile(filepath.Join(dir, "state.json")); err != nil || string(after) != string(before) {
+		t.Errorf("a refused reload changed the record (%v):\n%s", err, after)
+	}
+
+	_, err = occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir})
+	if err == nil || !strings.Contains(err.Error(), `its control plane "note" is not one this occ knows (compose, kubernetes)`) {
+		t.Fatalf("reload of an unregistered profile: %v", err)
+	}
+}
+
+// `occ dev status` of the note profile's environment while its cluster does not answer: the
+// profile's own part names its recorded ConfigMap and says why its state is unknown, and
+// nothing of an OCE control plane is claimed. Without the profile registered, status reports
+// no control plane at all.
+func TestStatusShowsAThirdProfilesPart(t *testing.T) {
+	ctx := context.Background()
+	dir := recordedNoteEnvironment(t)
+	opts := occdev.StatusOptions{StateDir: dir}
+	opts.Seams().Profiles = map[string]profile.Profile{noteProfileName: noteProfile{}}
+	st, err := occdev.GetStatus(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := st.ControlPlane
+	if cp == nil || cp.Runs != "note: ConfigMap "+noteProfileNamespace+"/"+noteConfigMap || cp.ServicesProblem == "" || len(cp.Services) != 0 || cp.Checkout != "" || cp.API != "" {
+		t.Fatalf("status: control plane %+v", cp)
+	}
+	doc, err := json.Marshal(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(doc), `"checkout"`) || !strings.Contains(string(doc), `"runs":"note: ConfigMap note-system/note-profile"`) {
+		t.Errorf("status JSON of the control plane: %s", doc)
+	}
+
+	st, err = occdev.GetStatus(ctx, occdev.StatusOptions{StateDir: dir})
+	if err != nil || st.ControlPlane != nil {
+		t.Fatalf("status of an unregistered profile: %+v, %v", st.ControlPlane, err)
 	}
 }

@@ -1,4 +1,4 @@
-package occdev
+package kubeprofile
 
 import (
 	"context"
@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/openclaw/occ/internal/occdev/controlplane/kubernetes"
+	"github.com/openclaw/occ/internal/occdev/profile"
+	"github.com/openclaw/occ/internal/occdev/profile/oce"
 	"github.com/openclaw/occ/internal/progress"
 )
 
@@ -28,22 +30,44 @@ const installationDigestAnnotation = "occ.openclaw.dev/installation-sha256"
 // reloadFieldManager is the field manager of the patches reload makes.
 const reloadFieldManager = "occ-dev-reload"
 
-// kubernetesReloadSteps roll the in-cluster control plane onto the rebuilt images: the
-// Installation (the file and its Secret) names the rebuilt Agent runtime, the Deployments run
-// the rebuilt images by their in-cluster digests, and their rollouts are waited for.
-func kubernetesReloadSteps() []Step {
-	return []Step{
+// ReloadSteps roll the in-cluster control plane onto the rebuilt images: the Installation (the
+// file and its Secret) names the rebuilt Agent runtime, the Deployments run the rebuilt images by
+// their in-cluster digests, and their rollouts are waited for.
+func (Profile) ReloadSteps() []profile.ReloadStep {
+	k := &reload{}
+	return []profile.ReloadStep{
 		{Name: "Point the Installation at the rebuilt Agent runtime", Run: rewriteKubeInstallation},
 		{Name: "Upgrade the OCE release onto the rebuilt controller", Run: upgradeOCERelease},
-		{Name: "Point the Deployments at the rebuilt images", Run: patchDeployments},
-		{Name: "Wait for the Deployments to roll out", Run: waitForRollouts},
+		{Name: "Point the Deployments at the rebuilt images", Run: k.patchDeployments},
+		{Name: "Wait for the Deployments to roll out", Run: k.waitForRollouts},
 	}
+}
+
+// reload is what the steps of one reload share: the Deployments whose rollout is waited for.
+type reload struct {
+	watch []string
+}
+
+// rebuiltImage is the rebuilt image of role, if the reload rebuilt it.
+func rebuiltImage(env profile.ReloadEnv, role string) (profile.Rebuilt, bool) {
+	for _, b := range env.Rebuilt() {
+		if b.Role == role {
+			return b, true
+		}
+	}
+	return profile.Rebuilt{}, false
+}
+
+// runtimeChanged says the rebuilt Agent runtime is not the recorded one.
+func runtimeChanged(env profile.ReloadEnv) bool {
+	b, ok := rebuiltImage(env, oce.RoleRuntime)
+	return ok && b.Changed
 }
 
 // rewriteKubeInstallation rewrites the Installation file and its Secret, whose exact bytes the
 // control plane reads.
-func rewriteKubeInstallation(ctx context.Context, r *run, _ progress.Reporter) error {
-	data, changed, err := rewriteInstallation(r)
+func rewriteKubeInstallation(ctx context.Context, env profile.ReloadEnv, _ progress.Reporter) error {
+	data, changed, err := env.RewriteInstallation()
 	if err != nil || !changed {
 		return err
 	}
@@ -51,8 +75,8 @@ func rewriteKubeInstallation(ctx context.Context, r *run, _ progress.Reporter) e
 	if err != nil {
 		return err
 	}
-	ns := r.reload.st.PlatformNamespace
-	if _, err := r.conn.Kube.CoreV1().Secrets(ns).Patch(ctx, kubernetes.InstallationSecret, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: reloadFieldManager}); err != nil {
+	ns := env.Recorded().PlatformNamespace
+	if _, err := env.Conn().Kube.CoreV1().Secrets(ns).Patch(ctx, kubernetes.InstallationSecret, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: reloadFieldManager}); err != nil {
 		return fmt.Errorf("update Secret %s/%s with the rewritten Installation: %w", ns, kubernetes.InstallationSecret, err)
 	}
 	return nil
@@ -65,14 +89,14 @@ func rewriteKubeInstallation(ctx context.Context, r *run, _ progress.Reporter) e
 // Deployment runs the controller too, the upgrade would roll that one as well: the release is
 // left on the previous controller (the next reload of every service upgrades it) and only the
 // chosen Deployments are pointed at the rebuilt one.
-func upgradeOCERelease(ctx context.Context, r *run, rep progress.Reporter) error {
-	rr := r.reload
-	l, ok := rr.built[roleController]
+func upgradeOCERelease(ctx context.Context, env profile.ReloadEnv, rep progress.Reporter) error {
+	b, ok := rebuiltImage(env, oce.RoleController)
 	if !ok {
 		return nil
 	}
-	ns := rr.st.PlatformNamespace
-	list, err := r.conn.Kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+	l, chosen, conn := b.Image, env.Chosen(), env.Conn()
+	ns := env.Recorded().PlatformNamespace
+	list, err := conn.Kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return fmt.Errorf("list the Deployments of %s: %w", ns, err)
 	}
@@ -82,8 +106,8 @@ func upgradeOCERelease(ctx context.Context, r *run, rep progress.Reporter) error
 		if !runsAny(d, next) {
 			continue
 		}
-		if rr.chosen != nil && !slices.Contains(rr.chosen, d.Name) {
-			rep.Note("the release keeps the previous controller, which Deployment " + d.Name + " runs too: only " + strings.Join(rr.chosen, ", ") + " is rolled; a reload of every service upgrades it")
+		if chosen != nil && !slices.Contains(chosen, d.Name) {
+			rep.Note("the release keeps the previous controller, which Deployment " + d.Name + " runs too: only " + strings.Join(chosen, ", ") + " is rolled; a reload of every service upgrades it")
 			return nil
 		}
 		if deploymentPatch(d, next, "") != nil {
@@ -91,15 +115,15 @@ func upgradeOCERelease(ctx context.Context, r *run, rep progress.Reporter) error
 		}
 	}
 	rev, err := kubernetes.UpgradeController(ctx, kubernetes.ControllerUpgrade{
-		Access: r.conn.Access, Namespace: ns, Controller: l.Pin.DigestReference(),
-		Owner: r.state.State().Owner(), Recorder: r.state, Timeout: r.plan.StartupTimeout,
-		Log: func(format string, args ...any) { fmt.Fprintf(r.log, "helm: "+format+"\n", args...) },
+		Access: conn.Access, Namespace: ns, Controller: l.Pin.DigestReference(),
+		Owner: env.State().State().Owner(), Recorder: env.State(), Timeout: env.StartupTimeout(),
+		Log: func(format string, args ...any) { fmt.Fprintf(env.Log(), "helm: "+format+"\n", args...) },
 	})
 	if err != nil {
 		return err
 	}
 	if rev > 0 {
-		rr.rolled = rolls
+		env.Roll(rolls...)
 		rep.Note(fmt.Sprintf("release %s at revision %d", kubernetes.ReleaseName, rev))
 	}
 	return nil
@@ -109,60 +133,58 @@ func upgradeOCERelease(ctx context.Context, r *run, rep progress.Reporter) error
 // rebuilt image's repository at its new in-cluster digest reference, and stamps the
 // Installation's digest on those that mount it when the Installation changed. A Deployment that
 // already runs them is not touched; one not chosen is left alone.
-func patchDeployments(ctx context.Context, r *run, rep progress.Reporter) error {
-	rr := r.reload
-	ns := rr.st.PlatformNamespace
+func (k *reload) patchDeployments(ctx context.Context, env profile.ReloadEnv, rep progress.Reporter) error {
+	st, chosen, conn := env.Recorded(), env.Chosen(), env.Conn()
+	ns := st.PlatformNamespace
 	next := map[string]string{}
-	for _, b := range rr.builds {
-		if l, ok := rr.built[b.Role]; ok && b.Imported {
-			next[l.Pin.Name()] = l.Pin.DigestReference()
+	for _, b := range env.Rebuilt() {
+		if b.Imported {
+			next[b.Image.Pin.Name()] = b.Image.Pin.DigestReference()
 		}
 	}
 	installDigest := ""
-	if rr.changed[roleRuntime] && rr.st.InstallationPath != "" {
-		sec, err := r.conn.Kube.CoreV1().Secrets(ns).Get(ctx, kubernetes.InstallationSecret, metav1.GetOptions{})
+	if runtimeChanged(env) && st.InstallationPath != "" {
+		sec, err := conn.Kube.CoreV1().Secrets(ns).Get(ctx, kubernetes.InstallationSecret, metav1.GetOptions{})
 		if err != nil {
 			return fmt.Errorf("read Secret %s/%s: %w", ns, kubernetes.InstallationSecret, err)
 		}
 		sum := sha256.Sum256(sec.Data[kubernetes.InstallationKey])
 		installDigest = hex.EncodeToString(sum[:])
 	}
-	list, err := r.conn.Kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+	list, err := conn.Kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return fmt.Errorf("list the Deployments of %s: %w", ns, err)
 	}
-	rr.watch = nil
+	k.watch = nil
 	for _, d := range list.Items {
-		if rr.chosen != nil && !slices.Contains(rr.chosen, d.Name) {
+		if chosen != nil && !slices.Contains(chosen, d.Name) {
 			continue
 		}
 		if runsAny(d, next) {
 			// Waited for even when it already runs them: a reload interrupted after the patch
 			// left its rollout running.
-			rr.watch = append(rr.watch, d.Name)
+			k.watch = append(k.watch, d.Name)
 		}
 		patch := deploymentPatch(d, next, installDigest)
 		if patch == nil {
 			continue
 		}
-		if !slices.Contains(rr.watch, d.Name) {
-			rr.watch = append(rr.watch, d.Name)
+		if !slices.Contains(k.watch, d.Name) {
+			k.watch = append(k.watch, d.Name)
 		}
 		body, err := json.Marshal(patch)
 		if err != nil {
 			return err
 		}
-		if _, err := r.conn.Kube.AppsV1().Deployments(ns).Patch(ctx, d.Name, types.StrategicMergePatchType, body, metav1.PatchOptions{FieldManager: reloadFieldManager}); err != nil {
+		if _, err := conn.Kube.AppsV1().Deployments(ns).Patch(ctx, d.Name, types.StrategicMergePatchType, body, metav1.PatchOptions{FieldManager: reloadFieldManager}); err != nil {
 			return fmt.Errorf("point Deployment %s/%s at the rebuilt images: %w", ns, d.Name, err)
 		}
-		if !slices.Contains(rr.rolled, d.Name) {
-			rr.rolled = append(rr.rolled, d.Name)
-		}
+		env.Roll(d.Name)
 	}
-	if len(rr.rolled) == 0 {
+	if rolled := env.Rolled(); len(rolled) == 0 {
 		rep.Note("every Deployment runs the rebuilt images")
 	} else {
-		rep.Note("rolling out " + strings.Join(rr.rolled, ", "))
+		rep.Note("rolling out " + strings.Join(rolled, ", "))
 	}
 	return nil
 }
@@ -230,15 +252,14 @@ const rolloutInterval = 250 * time.Millisecond
 // waitForRollouts waits until every Deployment that runs a rebuilt image, or was patched, has
 // rolled out: the controller has seen the new template, every replica is updated and available,
 // and no old replica remains (the conditions of `kubectl rollout status`).
-func waitForRollouts(ctx context.Context, r *run, rep progress.Reporter) error {
-	rr := r.reload
-	ns := rr.st.PlatformNamespace
-	wctx, cancel := context.WithTimeout(ctx, r.plan.StartupTimeout)
+func (k *reload) waitForRollouts(ctx context.Context, env profile.ReloadEnv, rep progress.Reporter) error {
+	ns := env.Recorded().PlatformNamespace
+	wctx, cancel := context.WithTimeout(ctx, env.StartupTimeout())
 	defer cancel()
-	for _, name := range rr.watch {
+	for _, name := range k.watch {
 		last := "not read yet"
 		for {
-			d, err := r.conn.Kube.AppsV1().Deployments(ns).Get(wctx, name, metav1.GetOptions{})
+			d, err := env.Conn().Kube.AppsV1().Deployments(ns).Get(wctx, name, metav1.GetOptions{})
 			if err == nil {
 				done, why := rolledOut(d)
 				if done {
@@ -261,7 +282,10 @@ func waitForRollouts(ctx context.Context, r *run, rep progress.Reporter) error {
 
 // rolledOut reports whether d's rollout is complete, or what it waits for.
 func rolledOut(d *appsv1.Deployment) (bool, string) {
-	want := ptrOr(d.Spec.Replicas, 1)
+	want := int32(1)
+	if d.Spec.Replicas != nil {
+		want = *d.Spec.Replicas
+	}
 	s := d.Status
 	switch {
 	case s.ObservedGeneration < d.Generation:

@@ -1,0 +1,48 @@
+package cli
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/state"
+)
+
+// `occ dev status` prints what the recorded profile reports of its control plane: a profile
+// that is not OCE says what it runs on its own line and its services under it, with no OCE
+// checkout line; the Compose control plane prints its checkout, project and services as before.
+func TestDevStatusPrintsTheProfilesPart(t *testing.T) {
+	base := func(profile string, cp *occdev.ControlPlaneStatus) *occdev.Status {
+		return &occdev.Status{StateDirectory: "/s", Recorded: true, Profile: profile, Cluster: &state.Cluster{Name: "c", Provider: "k3d"}, ControlPlane: cp}
+	}
+	for _, tc := range []struct {
+		name      string
+		st        *occdev.Status
+		want, not []string
+	}{
+		{"a third profile", base("note", &occdev.ControlPlaneStatus{Runs: "note: ConfigMap note-system/note-profile",
+			Services: []occdev.ServiceStatus{{Service: "note-profile", State: "present (uid u1)"}}}),
+			[]string{"Control plane: note: ConfigMap note-system/note-profile\n", "  note-profile         present (uid u1)\n"}, []string{"OCE checkout:", "Compose:"}},
+		{"Compose", base("compose", &occdev.ControlPlaneStatus{Checkout: "/oce", Commit: "abc", ComposeProject: "p",
+			Services: []occdev.ServiceStatus{{Service: "controller", State: "running (healthy)"}}, ServicesProblem: ""}),
+			[]string{"OCE checkout:  /oce at abc\nCompose:       project p\n  controller           running (healthy)\n"}, []string{"Control plane:"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			if err := printDevStatus(&Globals{Stdout: &out}, tc.st); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("want %q in:\n%s", w, out.String())
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(out.String(), n) {
+					t.Errorf("want no %q in:\n%s", n, out.String())
+				}
+			}
+		})
+	}
+}

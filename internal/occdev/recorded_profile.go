@@ -1,0 +1,142 @@
+package occdev
+
+import (
+	"context"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/kubeobj"
+	"github.com/openclaw/occ/internal/occdev/profile"
+	"github.com/openclaw/occ/internal/occdev/profile/oce"
+	"github.com/openclaw/occ/internal/occdev/state"
+	"github.com/openclaw/occ/internal/occdev/step"
+)
+
+// reloadHook is what a control plane gives `occ dev reload`, beside what every reload does (the
+// generic checks, the rebuild, the import and verification, the record). Only steps is required.
+type reloadHook struct {
+	// check makes the control plane's own checks of the recorded environment after the generic
+	// ones, before anything is built (the Compose files unchanged, the Compose plugin found).
+	check func(ctx context.Context, r *run) error
+	// builds limits the recorded builds to those of the chosen services (names as `occ dev
+	// status` lists them); nil repeats every build, since each of the control plane's
+	// workloads may run any of its images.
+	builds func(all []oce.RecordedBuild, services []string) ([]oce.RecordedBuild, error)
+	// steps roll the control plane onto the rebuilt images, after their import and
+	// verification and before the record.
+	steps func() []Step
+}
+
+// chooseRecordedBuilds are the builds of the chosen services, through the hook.
+func (h *reloadHook) chooseRecordedBuilds(all []oce.RecordedBuild, services []string) ([]oce.RecordedBuild, error) {
+	if h.builds == nil || len(services) == 0 {
+		return all, nil
+	}
+	return h.builds(all, services)
+}
+
+// reloaderOf is the reload hook of a profile package, nil when the profile has no reload.
+func reloaderOf(x profile.Profile) *reloadHook {
+	rl, ok := x.(profile.Reloader)
+	if !ok {
+		return nil
+	}
+	return &reloadHook{steps: func() []Step {
+		return step.Adapt(rl.ReloadSteps(), (*Plan).view, func(_ context.Context, r *run) (profile.ReloadEnv, error) { return reloadEnv{r}, nil })
+	}}
+}
+
+// statusOf is the status hook of a profile package, nil when the profile has none.
+func statusOf(x profile.Profile) func(ctx context.Context, rec *recorded) *ControlPlaneStatus {
+	sr, ok := x.(profile.StatusReader)
+	if !ok {
+		return nil
+	}
+	return func(ctx context.Context, rec *recorded) *ControlPlaneStatus { return sr.Status(ctx, recordedEnv{rec}) }
+}
+
+// reloadHookOf is the reload hook of the control plane the state records by name. A control
+// plane without one is refused before anything is checked or built, naming it and the control
+// planes reload can roll; so is a name no registered profile has (a state another occ wrote).
+func reloadHookOf(dir, occ, name string, d deps) (*reloadHook, error) {
+	table := controlPlanes(UpOptions{deps: d})
+	cp, ok := table[ControlPlane(name)]
+	if !ok {
+		return nil, reloadRefusal(dir, occ, "its control plane "+quoteName(name)+" is not one this occ knows ("+strings.Join(knownControlPlanes(table), ", ")+")")
+	}
+	if cp.reload != nil {
+		return cp.reload, nil
+	}
+	var can []string
+	for _, n := range knownControlPlanes(table) {
+		if table[ControlPlane(n)].reload != nil {
+			can = append(can, n)
+		}
+	}
+	return nil, reloadRefusal(dir, occ, "its control plane "+quoteName(name)+" has no reload: occ dev reload rolls only a control plane whose profile gives reload steps ("+strings.Join(can, ", ")+")")
+}
+
+// statusHookOf is the status hook of the control plane the state records by name; nil (a
+// profile without one, or a name no registered profile has) reports the recorded OCE control
+// plane alone.
+func statusHookOf(name string, d deps) func(ctx context.Context, rec *recorded) *ControlPlaneStatus {
+	return controlPlanes(UpOptions{deps: d})[ControlPlane(name)].status
+}
+
+// knownControlPlanes are the registered control planes' names, sorted.
+func knownControlPlanes(table map[ControlPlane]controlPlane) []string {
+	var names []string
+	for n := range table {
+		names = append(names, string(n))
+	}
+	slices.Sort(names)
+	return names
+}
+
+func quoteName(name string) string { return `"` + name + `"` }
+
+// reloadEnv is the reload as a profile's reload steps see it (profile.ReloadEnv).
+type reloadEnv struct{ r *run }
+
+var _ profile.ReloadEnv = reloadEnv{}
+
+func (e reloadEnv) Recorded() state.State                      { return e.r.reload.st }
+func (e reloadEnv) State() *state.Dir                          { return e.r.state }
+func (e reloadEnv) Conn() *kubeobj.Conn                        { return e.r.conn }
+func (e reloadEnv) StartupTimeout() time.Duration              { return e.r.plan.StartupTimeout }
+func (e reloadEnv) Chosen() []string                           { return e.r.reload.chosen }
+func (e reloadEnv) Log() io.Writer                             { return e.r.log }
+func (e reloadEnv) Rolled() []string                           { return e.r.reload.rolled }
+func (e reloadEnv) RewriteInstallation() ([]byte, bool, error) { return rewriteInstallation(e.r) }
+
+func (e reloadEnv) Rebuilt() []profile.Rebuilt {
+	rr := e.r.reload
+	var out []profile.Rebuilt
+	for _, b := range rr.builds {
+		if l, ok := rr.built[b.Role]; ok {
+			out = append(out, profile.Rebuilt{Role: b.Role, Image: l, Changed: rr.changed[b.Role], Imported: b.Imported})
+		}
+	}
+	return out
+}
+
+func (e reloadEnv) Roll(names ...string) {
+	rr := e.r.reload
+	for _, n := range names {
+		if !slices.Contains(rr.rolled, n) {
+			rr.rolled = append(rr.rolled, n)
+		}
+	}
+}
+
+// recordedEnv is a recorded environment as a profile's status reads it (profile.Recorded).
+type recordedEnv struct{ rec *recorded }
+
+var _ profile.Recorded = recordedEnv{}
+
+func (e recordedEnv) State() state.State                                 { return e.rec.st }
+func (e recordedEnv) Engine(ctx context.Context) (*docker.Engine, error) { return e.rec.docker(ctx) }
+func (e recordedEnv) Conn(ctx context.Context) (*kubeobj.Conn, error)    { return e.rec.kube(ctx) }
