@@ -18,6 +18,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/pins"
+	"github.com/openclaw/occ/internal/occdev/profile/composeprofile"
 	"github.com/openclaw/occ/internal/occdev/profile/oce"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/progress"
@@ -294,7 +295,7 @@ func checkReloadable(ctx context.Context, r *run, rep progress.Reporter) error {
 	}
 
 	if cp.Compose != nil {
-		changed, err := changedComposeSources(dir)
+		changed, err := composeprofile.ChangedSources(dir)
 		if err != nil {
 			return err
 		}
