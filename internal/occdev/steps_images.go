@@ -72,17 +72,18 @@ func (r *run) makeImageSlots() {
 	}
 }
 
-// pullInTurn is the pull of slot, begun once the pull of after (the lane before it) has ended,
+// pullInTurn is the pull of slot, begun once the pull of after (the lane before it; slot itself
+// for the first lane) has ended,
 // so the OpenShell images download one at a time. They share one link: one at a time, each is
 // complete, and its import into the node under way, while the next downloads, so only the last
 // one's import follows the last byte; side by side they would all complete together at the end
 // and the largest's import would follow it. A pull of an image the engine holds ends at once.
-func pullInTurn(p *Plan, slot, after imageSlot, first bool) Step {
+func pullInTurn(p *Plan, slot, after imageSlot) Step {
 	s := imageStep(p, slot)
 	pull := s.Run
 	s.Run = func(ctx context.Context, r *run, rep progress.Reporter) error {
 		defer close(r.pulled[slot])
-		if !first {
+		if after != slot {
 			select {
 			case <-r.pulled[after]:
 			case <-ctx.Done():

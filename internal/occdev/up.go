@@ -93,12 +93,13 @@ func clusterLane(p *Plan) Lane {
 	}
 	// The provider's lane comes first: the image lanes wait on the cluster it makes.
 	lanes := []Lane{lane(p.ClusterProvider, Step{Name: "Create " + p.ClusterProvider + " cluster " + p.ClusterName, Describe: describeCluster, Run: connectCluster})}
-	for i, slot := range gatewayImages(p.pins) {
-		after := slot
+	product := gatewayImages(p.pins)
+	for i, slot := range product {
+		after := slot // the first lane's pull waits for none
 		if i > 0 {
-			after = gatewayImages(p.pins)[i-1]
+			after = product[i-1]
 		}
-		lanes = append(lanes, lane(p.image(slot).Role, pullInTurn(p, slot, after, i == 0), importStep(p, slot)))
+		lanes = append(lanes, lane(p.image(slot).Role, pullInTurn(p, slot, after), importStep(p, slot)))
 	}
 	steps = append(steps, concurrently("Create the cluster while pulling and importing the OpenShell images", lanes...))
 	return lane("cluster", steps...)
