@@ -49,15 +49,16 @@
 // # Control-plane profiles
 //
 // Layers 1 and 2 (the cluster, the sandbox platform) are the same for every control plane. A
-// profile (layer 3) is a value (profile.go) built at plan time, in its own file: the Compose
-// profile in steps_compose.go, the Kubernetes-only profile in steps_kubernetes.go. It adds live
+// profile (layer 3) is a package behind the contract of package profile, registered by one line
+// in controlPlanes (profile.go) and planned at plan time: the Compose profile in
+// profile/composeprofile, the Kubernetes-only profile in profile/kubeprofile. It adds live
 // checks to the preflight, steps before the cluster exists (the Compose project's data
 // services, whose network the k3d cluster joins), settings of the k3d cluster, images of its own to import
 // and verify with the OpenShell images, its part of the Installation, its own steps after the platform,
 // what its rollback removes outside the records, and its part of the summary. The runner,
 // rollback, `down` and the dry run need no change for a new profile; its records need their
 // removers in removers.go. Both profiles find the OCE checkout and decide the selected images
-// and the key's destination the same way (oce.go), and share the control-plane layer's build,
+// and the key's destination the same way (package profile/oce), and share the control-plane layer's build,
 // selection check, key verification and readiness waits.
 //
 // # Progress

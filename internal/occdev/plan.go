@@ -28,6 +28,8 @@ import (
 	"github.com/openclaw/occ/internal/occdev/option"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/platform"
+	"github.com/openclaw/occ/internal/occdev/profile/composeprofile"
+	"github.com/openclaw/occ/internal/occdev/profile/oce"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/progress"
 )
@@ -167,6 +169,24 @@ type UpOptions struct {
 	HTTPClient *http.Client
 
 	deps deps
+}
+
+// OCEOptions are the inputs of the OCE control plane (layer 3): where its source is, how its
+// images are obtained, the Compose project's name and options, and where the verified bootstrap
+// key goes.
+type OCEOptions = oce.Options
+
+// OCEPlan is the resolved control plane as the plan document shows it: what every profile
+// decides alike, and the part of the profile that runs it, decided (and the Compose model
+// checked) before anything runs.
+type OCEPlan struct {
+	*oce.Plan
+	// Project is what the Compose profile's project creates and builds (empty for other
+	// profiles).
+	composeprofile.Project
+	// Kubernetes is what the Kubernetes-only profile installs into the cluster (nil for
+	// Compose).
+	Kubernetes *KubernetesPlan `json:"kubernetes,omitempty"`
 }
 
 // Plan is UpOptions resolved and validated: every name `up` will use is decided here, and every

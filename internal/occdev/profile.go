@@ -13,6 +13,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
 	"github.com/openclaw/occ/internal/occdev/platform"
 	"github.com/openclaw/occ/internal/occdev/profile"
+	"github.com/openclaw/occ/internal/occdev/profile/composeprofile"
 	"github.com/openclaw/occ/internal/occdev/profile/kubeprofile"
 	"github.com/openclaw/occ/internal/occdev/profile/oce"
 	"github.com/openclaw/occ/internal/occdev/state"
@@ -77,7 +78,7 @@ type controlPlane struct {
 // one it drives. A test adds its own profiles through the Profiles seam.
 func controlPlanes(o UpOptions) map[ControlPlane]controlPlane {
 	table := map[ControlPlane]controlPlane{
-		ControlPlaneCompose:    {platform: profile.Platform{Gateway: platform.ControlPlaneCompose, Namespace: "openshell-system"}, plan: composeProfile, reload: composeReload(), status: composeStatus},
+		ControlPlaneCompose:    {platform: composeprofile.Platform, plan: plannedCompose, reload: composeReload(), status: composeStatus},
 		ControlPlaneKubernetes: {platform: kubeprofile.Platform, plan: kubernetesProfile, reload: reloaderOf(kubeprofile.Profile{})},
 	}
 	for name, x := range o.deps.Profiles {
@@ -138,9 +139,13 @@ func fromProfile(x profile.Planned) flowProfile {
 		rollback:     func(r *run) error { return x.Rollback(r) },
 		summary:      func(r *run) *OCESummary { return x.Summary(r) },
 	}
-	if names := x.ImportNames(); len(names) > 0 {
-		fp.importNames = func(*Plan) []string { return names }
+	// A profile imports images when it names a list, and the dry run names them when the list
+	// is not empty.
+	if names := x.ImportNames(); names != nil {
 		fp.imports = func(r *run) []images.Local { return x.Imports(r) }
+		if len(names) > 0 {
+			fp.importNames = func(*Plan) []string { return names }
+		}
 	}
 	return fp
 }
@@ -176,9 +181,6 @@ func (r *run) inCluster(l images.Local) (string, error) {
 	return "", fmt.Errorf("image %s was not verified in the node (a bug in occ: the import step skipped it)", l.Pin)
 }
 
-// session is the run's OCE session (the Compose profile's; a profile package keeps its own).
-func (r *run) session() *oce.Session { return &r.oce }
-
 // The Kubernetes-only profile's settings and plan, as UpOptions and the plan document name them.
 type (
 	KubernetesOptions = kubeprofile.Options
@@ -188,10 +190,12 @@ type (
 // EnvDevPort is the OCE API's port on 127.0.0.1 (the Kubernetes-only profile).
 const EnvDevPort = kubeprofile.EnvDevPort
 
-// The build output file and the controller image's role, which `occ dev reload` shares.
+// The build output file and the controller's and Agent runtime's image roles, which `occ dev
+// reload` shares.
 const (
 	buildLogFile   = kubeprofile.BuildLogFile
 	roleController = oce.RoleController
+	roleRuntime    = oce.RoleRuntime
 )
 
 // kubernetesProfile plans the Kubernetes-only profile (package kubeprofile) from the settings
@@ -210,3 +214,19 @@ func kubernetesProfile(p *Plan, o UpOptions) (flowProfile, error) {
 	return fromProfile(k), nil
 }
 func (r *run) Log() io.Writer { return r.log }
+
+// plannedCompose plans the Compose profile (package composeprofile) from the settings of one
+// `up`, and puts its plan where the dry run shows it.
+func plannedCompose(p *Plan, o UpOptions) (flowProfile, error) {
+	c, err := composeprofile.Profile{
+		OCE: o.OCE, Engine: p.Engine, EngineSource: p.EngineSource,
+		Deps: composeprofile.Deps{BuildNetwork: o.deps.BuildNetwork},
+	}.New(p.input(o))
+	if err != nil {
+		return flowProfile{}, err
+	}
+	if op := c.Compose; op != nil {
+		p.OCE = &OCEPlan{Plan: op.Plan, Project: op.Project}
+	}
+	return fromProfile(c), nil
+}

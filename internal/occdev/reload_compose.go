@@ -3,6 +3,7 @@ package occdev
 import (
 	"context"
 	"fmt"
+	"github.com/openclaw/occ/internal/occdev/profile/composeprofile"
 	"os"
 	"slices"
 	"strings"
@@ -45,7 +46,7 @@ func checkComposeReloadable(ctx context.Context, r *run) error {
 		return nil
 	}
 	dir := r.state.Path()
-	changed, err := changedComposeSources(dir)
+	changed, err := composeprofile.ChangedSources(dir)
 	if err != nil {
 		return err
 	}

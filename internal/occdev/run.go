@@ -10,12 +10,10 @@ import (
 	"github.com/openclaw/occ/internal/occdev/artifacts"
 	"github.com/openclaw/occ/internal/occdev/charts"
 	"github.com/openclaw/occ/internal/occdev/cluster"
-	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
 	"github.com/openclaw/occ/internal/occdev/platform"
-	"github.com/openclaw/occ/internal/occdev/profile/oce"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/progress"
 )
@@ -63,18 +61,10 @@ type run struct {
 	// (cluster.KeptError), which keeps it and the state directory.
 	keptCluster atomic.Pointer[state.Object]
 
-	// Written by the control plane's base pull: every base image of its builds, by digest.
-	bases []controlplane.ResolvedBase
-
 	// Written by the import lane: the control plane's images imported into the node, and every
 	// image verified there.
 	imported []images.Imported
 	verified []images.Verified
-
-	// Written by the Compose profile's steps (nil for other profiles).
-	compose *composeRun
-	// Written by the control plane's steps every profile shares (steps_oce.go).
-	oce oce.Session
 
 	// Written by the Gateway and Installation steps.
 	gateway          *platform.Gateway

@@ -105,8 +105,9 @@ type Planned interface {
 	// BeforeCluster are steps that finish before the cluster exists; they run first in the
 	// cluster lane of a cluster occ creates.
 	BeforeCluster() []Step
-	// ImportNames names the control plane's local images for the dry run; Imports are those
-	// images, imported into the node with the OpenShell images once the steps before have run.
+	// ImportNames names the control plane's local images for the dry run (nil: it imports
+	// none; empty: it imports images the dry run does not name); Imports are those images,
+	// imported into the node with the OpenShell images once the steps before have run.
 	ImportNames() []string
 	Imports(env Env) []images.Local
 	// Installation adds the control plane's part of the Installation before it is written.

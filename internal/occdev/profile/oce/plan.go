@@ -11,7 +11,6 @@ import (
 
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
-	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
 	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/option"
 	"github.com/openclaw/occ/internal/occdev/pins"
@@ -53,18 +52,15 @@ type Options struct {
 	NodeRuntimeBaseImage string
 }
 
-// Plan is the resolved control plane: the checkout and what the profile will start, decided
-// (and the Compose model checked) before anything runs.
+// Plan is what every profile decides alike about the control plane before anything runs: the
+// checkout, the image builds and their bases or the selected images, and where the key goes. A
+// profile's own plan adds what only it runs (the Compose project, the Kubernetes chart's
+// values).
 type Plan struct {
 	// Checkout is the OCE checkout's root, Commit its HEAD and CheckoutSource how it was found.
 	Checkout       string `json:"checkout"`
 	Commit         string `json:"commit"`
 	CheckoutSource string `json:"checkoutSource"`
-	// Compose is what the Compose project creates: services, volumes, networks, published
-	// ports and the API URL.
-	Compose *compose.Plan `json:"compose,omitempty"`
-	// Builds are the images occ builds from the checkout (none when images are selected).
-	Builds []compose.Build `json:"builds,omitempty"`
 	// BuildPlans are every image build occ makes from the checkout (the Compose services',
 	// the controller's, the Agent runtime's), each with the bases its Dockerfile fetches;
 	// BaseImages are those bases, each once, as `up` pulls them by digest before any build.
@@ -77,8 +73,6 @@ type Plan struct {
 	// KeyFile is where the verified bootstrap key will be written.
 	KeyFile string `json:"keyFile"`
 
-	// Model is the checked Compose model (the Compose profile only).
-	Model *compose.Model `json:"-"`
 	// KeyDest is where the verified key goes, and whether occ owns the file.
 	KeyDest controlplane.KeyDestination `json:"-"`
 }

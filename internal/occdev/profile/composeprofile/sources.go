@@ -1,4 +1,4 @@
-package occdev
+package composeprofile
 
 import (
 	"crypto/sha256"
@@ -14,11 +14,11 @@ import (
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
-// composeSourcesFile records, in the state directory, the digest of every file the Compose
+// SourcesFile records, in the state directory, the digest of every file the Compose
 // model of `up` was read from, so `reload`, which repeats the recorded snapshot, can tell that
 // the developer has since edited them. It is kept apart from state.json because it names the
 // developer's env files.
-const composeSourcesFile = "compose-sources.json"
+const SourcesFile = "compose-sources.json"
 
 // composeSource is one file the model was read from; an empty Digest records that it did not
 // exist (the checkout's optional .env).
@@ -40,8 +40,8 @@ func digestFile(path string) (string, error) {
 	return "sha256:" + hex.EncodeToString(sum[:]), nil
 }
 
-// writeComposeSources records the digests of paths in the state directory.
-func writeComposeSources(d *state.Dir, paths []string) error {
+// writeSources records the digests of paths in the state directory.
+func writeSources(d *state.Dir, paths []string) error {
 	var srcs []composeSource
 	for _, p := range paths {
 		dg, err := digestFile(p)
@@ -54,13 +54,13 @@ func writeComposeSources(d *state.Dir, paths []string) error {
 	if err != nil {
 		return err
 	}
-	return fsutil.WriteFileAtomic(d.File(composeSourcesFile), append(data, '\n'), 0o600)
+	return fsutil.WriteFileAtomic(d.File(SourcesFile), append(data, '\n'), 0o600)
 }
 
-// changedComposeSources returns the recorded files whose content differs now (edited, removed
+// ChangedSources returns the recorded files whose content differs now (edited, removed
 // or created). A state without the record (an `up` of an earlier occ) has none to compare.
-func changedComposeSources(dir string) ([]string, error) {
-	data, err := os.ReadFile(filepath.Join(dir, composeSourcesFile))
+func ChangedSources(dir string) ([]string, error) {
+	data, err := os.ReadFile(filepath.Join(dir, SourcesFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -69,7 +69,7 @@ func changedComposeSources(dir string) ([]string, error) {
 	}
 	var srcs []composeSource
 	if err := json.Unmarshal(data, &srcs); err != nil {
-		return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, composeSourcesFile), err)
+		return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, SourcesFile), err)
 	}
 	var changed []string
 	for _, s := range srcs {

@@ -1,0 +1,351 @@
+// Package composeprofile is the Compose control plane of `occ dev up` (--control-plane compose,
+// the default): OCE's postgres, migrate, bootstrap, controller and worker-kubernetes run as a
+// Compose project beside the k3d cluster, which joins the project's development network and
+// publishes the Gateway as NodePort 30051. Its steps, in the order OCE's own launcher takes them:
+//
+//   - preflight: the plugin found, no resource of the project exists, selected images present;
+//   - before the cluster (cluster lane): the snapshot written and the project recorded, the
+//     images built, postgres, migrate and bootstrap started and the jobs waited for;
+//   - the cluster joins <project>_development; the Agent runtime is imported with the
+//     OpenShell images; the Installation names it and the node;
+//   - after the platform: controller and worker-kubernetes started, the API and the worker
+//     ready, the bootstrap key copied and verified, the bootstrap Namespace ready.
+//
+// Without an OCE checkout only the sandbox platform comes up, and the summary says how to add
+// the control plane. It sees the flow only through the profile contract.
+package composeprofile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/openclaw/occ/internal/occdev/cluster"
+	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
+	"github.com/openclaw/occ/internal/occdev/controlplane"
+	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
+	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/images"
+	"github.com/openclaw/occ/internal/occdev/option"
+	"github.com/openclaw/occ/internal/occdev/platform"
+	"github.com/openclaw/occ/internal/occdev/profile"
+	"github.com/openclaw/occ/internal/occdev/profile/oce"
+	"github.com/openclaw/occ/internal/occdev/state"
+	"github.com/openclaw/occ/internal/occdev/step"
+	"github.com/openclaw/occ/internal/progress"
+)
+
+// Project is what the Compose profile adds to the OCE plan, as the dry run shows it.
+type Project struct {
+	// Compose is what the Compose project creates: services, volumes, networks, published
+	// ports and the API URL.
+	Compose *compose.Plan `json:"compose,omitempty"`
+	// Builds are the images occ builds from the checkout (none when images are selected).
+	Builds []compose.Build `json:"builds,omitempty"`
+}
+
+// Plan is the Compose profile's plan: the OCE plan every profile shares, the project it adds,
+// and the checked Compose model every later Compose call uses. It is decided before anything
+// runs and never changes after.
+type Plan struct {
+	*oce.Plan
+	Project
+	// Model is the checked Compose model.
+	Model *compose.Model `json:"-"`
+}
+
+// Deps are the parts of the profile tests replace; the zero value of each is the real thing.
+type Deps struct {
+	// BuildNetwork is the network of the RUN steps of the Agent runtime build; empty is the
+	// network every Compose build of the checkout agrees on, else the engine's default. The
+	// Compose services' builds take build.network from the Compose files.
+	BuildNetwork string
+}
+
+// Profile is the Compose control plane with the settings of one `up`.
+type Profile struct {
+	OCE oce.Options
+	// Engine is the located container engine's endpoint (unix:///…) and EngineSource the rule
+	// that chose it; on Podman the Compose model is loaded with that socket.
+	Engine       string
+	EngineSource string
+	Deps         Deps
+}
+
+// Platform is how the platform serves the control plane: beside the cluster, the Gateway a
+// NodePort Service, in openshell-system unless another namespace is given.
+var Platform = profile.Platform{Gateway: platform.ControlPlaneCompose, Namespace: "openshell-system"}
+
+// Platform is the profile's Platform.
+func (Profile) Platform() profile.Platform { return Platform }
+
+// Plan is New as the profile contract asks for it.
+func (x Profile) Plan(in profile.Input) (profile.Planned, error) {
+	c, err := x.New(in)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Planned is the profile decided for one `up`. It is a value: its plan is fixed when it is
+// decided, and what its steps produce while the run goes on (the plugin, the Agent runtime, the
+// pulled bases, the key) is kept in a run of its own, never in the plan.
+type Planned struct {
+	profile.Base
+	in   profile.Input
+	deps Deps
+	// Compose is the plan (nil when the control plane is pending), as the dry run shows it.
+	Compose *Plan
+	pending string
+	run     *run
+}
+
+// run is what the Compose profile's steps share during one `up`.
+type run struct {
+	plugin compose.Plugin
+	runner compose.Runner
+	stack  compose.Stack
+	// runtime is the Agent runtime image as the engine holds it (built or selected), and
+	// runtimeRef its in-cluster digest reference once imported and verified.
+	runtime    images.Local
+	runtimeRef string
+	// bases are every base image of the builds, by digest, once pulled.
+	bases   []controlplane.ResolvedBase
+	session oce.Session
+}
+
+// New decides the profile for one `up`. The checkout, the image selection and the key
+// destination are decided as for every OCE profile (package oce); the Compose model is loaded
+// and checked, and a model or Dockerfile `up` would refuse stops `up` and the dry run before
+// anything exists.
+func (x Profile) New(in profile.Input) (Planned, error) {
+	if len(x.OCE.ComposeArgs) > 0 && in.ClusterProvider != k3d.Name {
+		return Planned{}, &option.Error{Option: "Compose options after --", Value: strings.Join(x.OCE.ComposeArgs, " "),
+			Rule: "apply to the Compose control plane, which runs beside the k3d cluster occ creates", Fix: "use --cluster-provider k3d, or drop them"}
+	}
+	co, pending, err := oce.FindOnK3d(in, x.OCE, "the Compose control plane reaches the cluster across the engine network the k3d cluster occ creates joins")
+	if err != nil {
+		return Planned{}, err
+	}
+	c := Planned{in: in, deps: x.Deps, run: &run{}}
+	if pending != "" {
+		c.pending = pending
+		return c, nil
+	}
+	if c.Compose, err = x.plan(in, co); err != nil {
+		return Planned{}, err
+	}
+	return c, nil
+}
+
+// plan loads and checks the Compose model and decides the images: everything `up` could refuse
+// about the project is refused here, before anything runs.
+func (x Profile) plan(in profile.Input, co controlplane.Checkout) (*Plan, error) {
+	wd := x.OCE.WorkingDir
+	if wd == "" {
+		var err error
+		if wd, err = os.Getwd(); err != nil {
+			return nil, fmt.Errorf("working directory: %w", err)
+		}
+	}
+	user, err := compose.ParseArgs(x.OCE.ComposeArgs, co.Root, wd)
+	if err != nil {
+		var ae *compose.ArgsError
+		if errors.As(err, &ae) {
+			return nil, &option.Error{Option: "the Compose option after --", Value: ae.Arg, Rule: "is refused: " + ae.Message, Fix: ae.Fix}
+		}
+		return nil, err
+	}
+	base, err := oce.NewPlan(in, x.OCE, co)
+	if err != nil {
+		return nil, err
+	}
+	op := &Plan{Plan: base}
+	env := x.OCE.Environment
+	if env == nil {
+		env = processEnvironment()
+	}
+	lo := compose.LoadOptions{Checkout: co.Root, Project: x.OCE.ComposeProject, StateDir: in.StateDir, User: user, Environment: env}
+	if in.EngineKind == state.EnginePodman {
+		// The socket occ reaches Podman through. On a Podman machine this is the host's
+		// forwarded socket, not the path inside the machine; the only service of OCE's
+		// compose.podman.yaml that mounts it is the Docker Compute worker, which this profile
+		// never starts.
+		ep, err := docker.ParseEndpoint(x.Engine, x.EngineSource)
+		if err != nil {
+			return nil, err
+		}
+		lo.PodmanSocket = ep.Socket
+	}
+	m, err := compose.Load(context.Background(), lo)
+	if err != nil {
+		return nil, err
+	}
+	op.Model = m
+	if sel := op.SelectedImages; sel != nil {
+		if err := m.UseControllerImage(sel.Controller); err != nil {
+			return nil, err
+		}
+	} else {
+		if op.Builds, err = m.UseBuiltImages(); err != nil {
+			return nil, err
+		}
+		var reqs []controlplane.BuildPlanRequest
+		for _, b := range op.Builds {
+			args := map[string]controlplane.BuildArg{}
+			for k, v := range b.Args {
+				args[k] = controlplane.BuildArg{Value: v, Source: "the Compose build argument " + k + " of " + strings.Join(b.Services, ", ")}
+			}
+			reqs = append(reqs, controlplane.BuildPlanRequest{Role: b.Tag, ContextDir: b.Context, Dockerfile: b.Dockerfile, Target: b.Target, Args: args})
+		}
+		reqs = append(reqs, controlplane.BuildPlanRequest{Role: oce.RoleRuntime, ContextDir: co.Root, Dockerfile: controlplane.RuntimeDockerfile})
+		if err := op.PlanBuilds(x.OCE, reqs); err != nil {
+			return nil, err
+		}
+	}
+	plan := m.Plan()
+	op.Compose = &plan
+	return op, nil
+}
+
+// processEnvironment is the process environment as a map, what Compose interpolation reads.
+func processEnvironment() map[string]string {
+	env := map[string]string{}
+	for _, kv := range os.Environ() {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	return env
+}
+
+// Pending says what of the control plane occ does not start.
+func (c Planned) Pending() string { return c.pending }
+
+// Needs is the project's development network, which the k3d cluster joins.
+func (c Planned) Needs() cluster.Needs { return cluster.Needs{Network: c.Compose.Model.Network.Name} }
+
+// BeforeCluster writes the snapshot and records the project, builds (or takes the selected)
+// images, and starts postgres, migrate and bootstrap, all before the cluster exists.
+func (c Planned) BeforeCluster() []profile.Step {
+	steps := []profile.Step{{Name: "Write the Compose snapshot and record the project", Describe: c.describeSnapshot, Run: c.writeSnapshot}}
+	if c.Compose.SelectedImages == nil {
+		steps = append(steps, profile.Step{Name: "Pull the base images of the control-plane builds", Describe: c.describeBasePulls, Run: c.pullBases})
+	}
+	return append(steps,
+		profile.Step{Name: "Build the control-plane images from the checkout", Describe: c.describeBuilds, Run: c.buildImages},
+		profile.Step{Name: "Start postgres, migrate and bootstrap", Describe: c.describeDataServices, Run: c.startDataServices},
+	)
+}
+
+// ControlPlane starts the API services (and those the Compose options add), waits for the API
+// and the worker, then copies the key out and waits for the bootstrap Namespace.
+func (c Planned) ControlPlane() []profile.Step {
+	m := c.Compose.Model
+	steps := []profile.Step{{Name: "Start the controller and worker-kubernetes", Describe: c.describeAPIServices, Run: c.startAPIServices}}
+	if len(m.Added) > 0 {
+		steps = append(steps, profile.Step{Name: "Start the services the Compose options add: " + strings.Join(m.Added, ", "), Describe: c.describeAddedServices, Run: c.startAddedServices})
+	}
+	session := func(profile.Env) *oce.Session { return &c.run.session }
+	return append(steps,
+		profile.Step{Name: "Wait for the API and the worker to be ready", Describe: c.describeReadiness, Run: c.waitForAPI},
+		oce.CopyKeyStep(c.describeKey, session, c.copyKey),
+		oce.NamespaceWaitStep[profile.View](c.in.StartupTimeout, session, oce.API[profile.Env]{URL: m.APIURL}),
+	)
+}
+
+// Preflight makes the live checks of the project before anything exists: the plugin is
+// installed and new enough, nothing of the project (labelled or by its names) is on the engine,
+// and selected images are present with this checkout's revision.
+func (c Planned) Preflight(ctx context.Context, env profile.Env, rep progress.Reporter) error {
+	op := c.Compose
+	engine := env.Engine()
+	if err := oce.CheckBuilder(op.Plan, engine, c.in.EngineKind == state.EnginePodman); err != nil {
+		return err
+	}
+	plugin, err := compose.FindPlugin(ctx, compose.FindPluginOptions{DockerConfig: os.Getenv("DOCKER_CONFIG")})
+	if err != nil {
+		return err
+	}
+	rep.Note(fmt.Sprintf("docker compose %s at %s", plugin.Version, plugin.Path))
+	if err := op.Model.EnsureAbsent(ctx, engine.API); err != nil {
+		return err
+	}
+	var runtime images.Local
+	if sel := op.SelectedImages; sel != nil {
+		imgs, err := controlplane.VerifySelectedImages(ctx, engine.API, *sel, op.Commit)
+		if err != nil {
+			return err
+		}
+		if runtime, err = oce.SelectedLocal(ctx, engine, imgs.Runtime); err != nil {
+			return err
+		}
+	}
+	c.run.plugin, c.run.stack, c.run.runtime = plugin, compose.Stack{Project: op.Model.Name(), Engine: engine.API}, runtime
+	return nil
+}
+
+// ImportNames is empty: the Agent runtime is imported, but the dry run cannot name it before it
+// is built or selected (the import step says so in its own words).
+func (c Planned) ImportNames() []string { return []string{} }
+
+// Imports adds the Agent runtime to the cluster's one import pass.
+func (c Planned) Imports(profile.Env) []images.Local { return []images.Local{c.run.runtime} }
+
+// Installation adds the Compose profile's part of Kubernetes Compute: the runtime's in-cluster
+// digest reference and the node, read from the cluster.
+func (c Planned) Installation(ctx context.Context, env profile.Env, in *platform.InstallationInput) error {
+	ref, err := env.InCluster(c.run.runtime)
+	if err != nil {
+		return errors.New("the Agent runtime image was not verified in the node; it cannot be named in the Installation")
+	}
+	extras, err := controlplane.ComputeExtras(ctx, env.Conn().Kube, ref)
+	if err != nil {
+		return err
+	}
+	in.Compute = extras
+	c.run.runtimeRef = ref
+	return env.State().Update(func(s *state.State) {
+		for i := range s.ControlPlane.Images {
+			if s.ControlPlane.Images[i].Role == oce.RoleRuntime {
+				s.ControlPlane.Images[i].InCluster = ref
+			}
+		}
+	})
+}
+
+// Rollback removes a key this failed run wrote at --key-output.
+func (c Planned) Rollback(profile.Env) error { return c.run.session.RemoveWrittenKey() }
+
+// Summary is the control plane's part of the summary: the project, the API URL, the verified
+// key and its Installation, the bootstrap Namespace, the Agent runtime, the base images and
+// every service of the model, started or not.
+func (c Planned) Summary(profile.Env) *profile.Summary {
+	op, r := c.Compose, c.run
+	return &profile.Summary{
+		ControlPlane:   "Compose (project " + op.Model.Name() + ", from " + op.Checkout + " at " + oce.ShortCommit(op.Commit) + ")",
+		Drivers:        "compute kubernetes, sandbox openshell",
+		APIURL:         op.Model.APIURL,
+		InstallationID: r.session.InstallationID,
+		KeyFile:        r.session.KeyPath,
+		Namespace:      r.session.Namespace.ID,
+		RuntimeImage:   r.runtimeRef,
+		BaseImages:     oce.BaseSummary(r.bases),
+		Services:       op.Model.Services(),
+	}
+}
+
+func (c Planned) describeBasePulls(profile.View) step.Description {
+	return oce.DescribeBasePulls(c.Compose.Plan)
+}
+
+// pullBases pulls the bases of the Compose services' and the Agent runtime's builds by digest
+// (oce.PullBases); the builds after it take them from the run.
+func (c Planned) pullBases(ctx context.Context, env profile.Env, rep progress.Reporter) error {
+	var err error
+	c.run.bases, err = oce.PullBases(ctx, env, rep, c.Compose.Plan)
+	return err
+}
