@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/openclaw/occ/internal/occdev/cluster"
@@ -89,8 +90,8 @@ func TestAThirdClusterProviderIsOneTableEntry(t *testing.T) {
 		fake      *fakeProvider
 		want, not []string
 	}{
-		{plain, []string{"cluster/Connect to the cluster (fakeconnect)"}, []string{"import/Verify the images in the node and tag them for the chart"}},
-		{importing.fakeProvider, []string{"cluster/Pull the k3s node image", "import/Verify the images in the node and tag them for the chart", "gateway/Import the OpenShell Gateway image into the cluster"},
+		{plain, []string{"cluster/Connect to the cluster (fakeconnect)"}, []string{"gateway/Verify the OpenShell Gateway image in the node and tag it for the chart"}},
+		{importing.fakeProvider, []string{"cluster/Pull the k3s node image", "gateway/Verify the OpenShell Gateway image in the node and tag it for the chart", "gateway/Import the OpenShell Gateway image into the cluster"},
 			[]string{"cluster/Connect to the cluster (fakeimport)"}},
 	} {
 		o := opts
@@ -215,4 +216,70 @@ func exprString(e ast.Expr) string {
 		return "*" + exprString(e.X)
 	}
 	return "?"
+}
+
+// The OpenShell images download one after another, the largest (the Sandbox image, marked to
+// pull first) before the others in pin order: the last download's import is what follows the
+// last byte, so the largest's import overlaps the smaller downloads.
+func TestTheLargestImageDownloadsFirstAndEachPullWaitsForTheOneBefore(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	importing := fakeImporter{&fakeProvider{name: "fakeimport"}}
+	p, err := resolvePlanWith(fakeTable(&fakeProvider{name: "fakeconnect"}, importing), UpOptions{ClusterProvider: "fakeimport", StateDir: filepath.Join(t.TempDir(), "state"), Docker: dockerAt("unix:///nonexistent/docker.sock")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lanes []string
+	for _, s := range clusterLane(p).Steps {
+		for _, l := range s.Lanes {
+			lanes = append(lanes, l.Name)
+		}
+	}
+	if want := []string{"fakeimport", "sandbox", "gateway", "supervisor"}; !slices.Equal(lanes, want) {
+		t.Fatalf("the cluster group's lanes are %q, want %q", lanes, want)
+	}
+
+	// A pull in turn starts only once the one before it has ended, failed or not.
+	r := &run{plan: p}
+	r.makeImageSlots()
+	var order []imageSlot
+	var mu sync.Mutex
+	stub := func(slot imageSlot, err error) Step {
+		return Step{Name: "pull", Run: func(context.Context, *run, progress.Reporter) error {
+			mu.Lock()
+			order = append(order, slot)
+			mu.Unlock()
+			return err
+		}}
+	}
+	first, second := imageSlot(1), imageSlot(0)
+	done := make(chan error)
+	go func() { done <- inTurn(stub(second, nil), second, first).Run(context.Background(), r, progress.Reporter{}) }()
+	select {
+	case <-r.pulled[second]:
+		t.Fatal("the second pull ended before the first one began")
+	default:
+	}
+	if err := inTurn(stub(first, errors.New("the first pull fails")), first, first).Run(context.Background(), r, progress.Reporter{}); err == nil {
+		t.Fatal("the first pull's error was lost")
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(order, []imageSlot{first, second}) {
+		t.Errorf("the pulls ran in order %v, want %v", order, []imageSlot{first, second})
+	}
+
+	// A cancelled run ends a waiting pull without running it.
+	r2 := &run{plan: p}
+	r2.makeImageSlots()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := inTurn(stub(second, nil), second, first).Run(ctx, r2, progress.Reporter{}); !errors.Is(err, context.Canceled) {
+		t.Errorf("a waiting pull on a cancelled run ended with %v, want context.Canceled", err)
+	}
+	select {
+	case <-r2.pulled[second]:
+	default:
+		t.Error("a cancelled pull did not close its turn")
+	}
 }

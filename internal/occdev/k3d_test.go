@@ -179,26 +179,33 @@ func testUpStatusDown(t *testing.T, b *k3dBed) {
 	}
 }
 
-// importBesidePlatform is the group of the k3d flow that verifies the images in one lane while
-// the other applies the platform objects that need only the API.
+// importBesidePlatform is the group of the k3d flow that checks the cluster's own images in one
+// lane while the other applies the platform objects that need only the API.
 var importBesidePlatform = map[string][]string{
-	"import": {"Check that the engine's images carry the pinned digests", "Verify the images in the node and tag them for the chart"},
+	"import": {"Check that the engine's images carry the pinned digests"},
 	"platform": {"Create the platform namespace", "Create RuntimeClass " + occdev.RuntimeClassName, "Apply the Agent Sandbox manifest",
 		"Create the Gateway JWT key Secret", "Apply the development NetworkPolicies and RBAC"},
 }
 
-// pullAndImport is the group that creates the cluster while each OpenShell image is pulled and
-// then imported in a lane of its own, the k3d lane first (the image lanes wait on its cluster).
+// pullAndImport is the group that creates the cluster while each OpenShell image is pulled,
+// imported and verified in a lane of its own, the k3d lane first (the image lanes wait on its
+// cluster).
 var pullAndImport = map[string][]string{
 	"k3d":        nil, // its one step names the cluster
-	"gateway":    {"Pull the OpenShell Gateway image", "Import the OpenShell Gateway image into the cluster"},
-	"sandbox":    {"Pull the OpenShell Sandbox image", "Import the OpenShell Sandbox image into the cluster"},
-	"supervisor": {"Pull the OpenShell supervisor image", "Import the OpenShell supervisor image into the cluster"},
+	"gateway":    imageLaneSteps("OpenShell Gateway"),
+	"sandbox":    imageLaneSteps("OpenShell Sandbox"),
+	"supervisor": imageLaneSteps("OpenShell supervisor"),
 }
 
-// assertImportBesidePlatform: each OpenShell image was pulled and imported in its own lane
-// beside the cluster's creation; then the images were verified while the platform objects that
-// need only the API were applied (each step ran in its lane), in a group that starts once the
+// imageLaneSteps are the steps of one OpenShell image's lane, by the image's title.
+func imageLaneSteps(title string) []string {
+	return []string{"Pull the " + title + " image", "Import the " + title + " image into the cluster",
+		"Verify the " + title + " image in the node and tag it for the chart"}
+}
+
+// assertImportBesidePlatform: each OpenShell image was pulled, imported and verified in its own
+// lane beside the cluster's creation; then the cluster's own images were checked while the
+// platform objects that need only the API were applied (each step ran in its lane), in a group that starts once the
 // cluster exists and ends before the Gateway, whose Pods run the verified images, is installed.
 func assertImportBesidePlatform(t *testing.T, opts occdev.UpOptions, times *stepTimes) {
 	t.Helper()
@@ -262,7 +269,7 @@ func assertImportBesidePlatform(t *testing.T, opts occdev.UpOptions, times *step
 	if !reflect.DeepEqual(lanes, want) {
 		t.Errorf("the cluster group's image lanes are %q, want %q", lanes, want)
 	}
-	group, ok := index["Verify the images in the node while applying the platform objects"]
+	group, ok := index["Check the images while applying the platform objects"]
 	if !ok {
 		t.Fatalf("the flow has no verify-and-platform group: %v", index)
 	}
@@ -759,10 +766,12 @@ var platformMiddle = []string{
 	"Apply the development NetworkPolicies and RBAC",
 	"Wait for the Agent Sandbox controller and the Gateway",
 	"Check Gateway health",
-	// The imports of the Sandbox and supervisor images fail and roll back exactly as the
-	// Gateway image's import beside them, which the default matrix runs.
+	// The imports and verifications of the Sandbox and supervisor images fail and roll back
+	// exactly as the Gateway image's beside them, which the default matrix runs.
 	"Import the OpenShell Sandbox image into the cluster",
 	"Import the OpenShell supervisor image into the cluster",
+	"Verify the OpenShell Sandbox image in the node and tag it for the chart",
+	"Verify the OpenShell supervisor image in the node and tag it for the chart",
 }
 
 // allStepsEnv runs the whole k3d failure matrix, every platform step included.
@@ -785,8 +794,8 @@ func testFailureAfterEachStep(t *testing.T, b *k3dBed) {
 // (every step with OCC_TEST_K3D_ALL_STEPS=1).
 func testFailureAfterSteps(t *testing.T, b *k3dBed, skip func(step string) string) {
 	names := stepNames(t, b.options(t))
-	if len(names) != 31 {
-		t.Fatalf("the k3d flow has %d steps and groups, want 31: %q", len(names), names)
+	if len(names) != 33 {
+		t.Fatalf("the k3d flow has %d steps and groups, want 33: %q", len(names), names)
 	}
 	for i, step := range names {
 		t.Run(fmt.Sprintf("after step %d %s", i+1, step), func(t *testing.T) {

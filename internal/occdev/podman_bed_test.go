@@ -31,7 +31,7 @@ func podmanFailureSteps(clusterName string) []string {
 	return []string{
 		"Check the settings and the Podman engine",
 		"Create k3d cluster " + clusterName,
-		"Verify the images in the node and tag them for the chart",
+		"Verify the OpenShell Sandbox image in the node and tag it for the chart",
 	}
 }
 

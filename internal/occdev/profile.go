@@ -173,7 +173,7 @@ func (r *run) InCluster(l images.Local) (string, error) { return r.inCluster(l) 
 
 // inCluster is the verified in-cluster reference of an imported image.
 func (r *run) inCluster(l images.Local) (string, error) {
-	for _, v := range r.verified {
+	for _, v := range r.verifiedImages() {
 		if v.Pin.Name() == l.Pin.Name() && v.Pin.Digest == l.Pin.Digest {
 			return v.Reference, nil
 		}

@@ -52,8 +52,8 @@ type run struct {
 	// cluster is done once conn is set: the image lanes beside the cluster's creation wait on
 	// it before they import, and read conn only after it.
 	cluster readiness
-	// importedProduct is each OpenShell image as its own lane imported it into the node.
-	importedProduct [][]images.Imported
+	// product is each OpenShell image as its own lane imported and verified it in the node.
+	product []productImage
 	// pulled is closed for a slot once its pull step has ended, however it ended: the OpenShell
 	// images download one after another (pullInTurn).
 	pulled []chan struct{}
@@ -61,8 +61,8 @@ type run struct {
 	// (cluster.KeptError), which keeps it and the state directory.
 	keptCluster atomic.Pointer[state.Object]
 
-	// Written by the import lane: the control plane's images imported into the node, and every
-	// image verified there.
+	// Written by the import lane: the control plane's images imported into the node and
+	// verified there.
 	imported []images.Imported
 	verified []images.Verified
 

@@ -65,11 +65,30 @@ func (p *Plan) images() []pins.PinnedImage {
 func (r *run) makeImageSlots() {
 	n := len(flowImages(r.plan.pins))
 	r.local = make([]images.Local, n)
-	r.importedProduct = make([][]images.Imported, n)
+	r.product = make([]productImage, n)
 	r.pulled = make([]chan struct{}, n)
 	for i := range r.pulled {
 		r.pulled[i] = make(chan struct{})
 	}
+}
+
+// productImage is one OpenShell image as its lane took it into the node: the node's container
+// and the image under its staging name (the import), then under the chart's name (the
+// verification).
+type productImage struct {
+	node     string
+	imported []images.Imported
+	verified []images.Verified
+}
+
+// verifiedImages are every image verified in the node: the OpenShell images in pin order, then
+// the control plane's own.
+func (r *run) verifiedImages() []images.Verified {
+	var out []images.Verified
+	for _, slot := range gatewayImages(r.plan.pins) {
+		out = append(out, r.product[slot].verified...)
+	}
+	return append(out, r.verified...)
 }
 
 // pullInTurn is the pull of slot, begun once the pull of after (the lane before it; slot itself
@@ -79,7 +98,12 @@ func (r *run) makeImageSlots() {
 // one's import follows the last byte; side by side they would all complete together at the end
 // and the largest's import would follow it. A pull of an image the engine holds ends at once.
 func pullInTurn(p *Plan, slot, after imageSlot) Step {
-	s := imageStep(p, slot)
+	return inTurn(imageStep(p, slot), slot, after)
+}
+
+// inTurn is the step s of slot's lane, run once the pull of after has ended (at once when
+// after is slot), which closes slot's turn when it ends, however it ends.
+func inTurn(s Step, slot, after imageSlot) Step {
 	pull := s.Run
 	s.Run = func(ctx context.Context, r *run, rep progress.Reporter) error {
 		defer close(r.pulled[slot])
@@ -128,11 +152,12 @@ func describeRepoDigests(p *Plan) Description {
 }
 
 // checkRepoDigests refuses a local image that was not pulled by its pinned digest (a re-tagged
-// or locally built one), for every image the cluster will run.
+// or locally built one), for the images k3d created the cluster with and the control plane's
+// own; each OpenShell image is checked by its import (images.Import), before it enters the node.
 func checkRepoDigests(_ context.Context, r *run, _ progress.Reporter) error {
 	var errs []error
-	for _, l := range r.local {
-		if err := images.CheckRepoDigest(l); err != nil {
+	for _, slot := range clusterImages(r.plan.pins) {
+		if err := images.CheckRepoDigest(r.local[slot]); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -169,10 +194,40 @@ func importStep(p *Plan, slot imageSlot) Step {
 			if err != nil {
 				return err
 			}
-			r.importedProduct[slot] = imported
+			r.product[slot] = productImage{node: importer.NodeContainer(), imported: imported}
 			return nil
 		},
 	}
+}
+
+// verifyStep proves one imported OpenShell image is in the node as its pinned pull produced it
+// and names it there for the chart, in the image's own lane right after its import: each image
+// is verified while the others still travel and while k3s starts.
+func verifyStep(p *Plan, slot imageSlot) Step {
+	img := p.image(slot)
+	return Step{
+		Name: "Verify the " + img.Title + " image in the node and tag it for the chart",
+		Describe: func(p *Plan) Description {
+			return step.Describe(verifiedItem(p.image(slot).Image))
+		},
+		Run: func(ctx context.Context, r *run, _ progress.Reporter) error {
+			pi := &r.product[slot]
+			verified, err := images.VerifyInNode(ctx, images.VerifyOptions{
+				API: r.engine.API, Node: pi.node, Images: pi.imported, Recorder: r.state,
+			})
+			if err != nil {
+				return err
+			}
+			pi.verified = verified
+			return nil
+		},
+	}
+}
+
+// verifiedItem is a verified image as a dry run describes it.
+func verifiedItem(img pins.Image) step.Item {
+	return step.Image{Reference: img.DigestReference(), Where: nodeContainerd,
+		Note: "named there once its config digest in the node equals the local image ID its pinned pull produced"}
 }
 
 func describeProfileImport(p *Plan) Description {
@@ -223,26 +278,17 @@ func (r *run) importImages(ctx context.Context, rep progress.Reporter, importer 
 }
 
 func describeVerify(p *Plan) Description {
-	var imgs []step.Item
-	for _, slot := range gatewayImages(p.pins) {
-		imgs = append(imgs, step.Image{Reference: p.image(slot).Image.DigestReference(), Where: nodeContainerd,
-			Note: "named there once its config digest in the node equals the local image ID its pinned pull produced"})
-	}
-	return step.Describe(imgs...)
+	return creates("the control plane's own images named in the node for its Pods, each once its config digest in the node equals the local image ID of the image imported")
 }
 
 // nodeContainerd is where the cluster's images are, as a dry run says it.
 const nodeContainerd = "the node's containerd"
 
-// verifyImages proves each imported image is in the node as pulled (config digest == local
-// image ID) and tags repo@sha256:<pinned> there for the chart (pullPolicy Never).
+// verifyImages proves each of the control plane's imported images is in the node as it was
+// imported (config digest == local image ID) and tags repo@sha256:<digest> there for its Pods.
 func verifyImages(ctx context.Context, r *run, _ progress.Reporter) error {
-	var all []images.Imported
-	for _, slot := range gatewayImages(r.plan.pins) {
-		all = append(all, r.importedProduct[slot]...)
-	}
 	verified, err := images.VerifyInNode(ctx, images.VerifyOptions{
-		API: r.engine.API, Node: r.conn.Access.NodeAddress, Images: append(all, r.imported...), Recorder: r.state,
+		API: r.engine.API, Node: r.conn.Access.NodeAddress, Images: r.imported, Recorder: r.state,
 	})
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -34,7 +35,7 @@ func upSteps(p *Plan) []Step {
 		concurrently("Fetch the artifacts while preparing the cluster", artifactsLane(p), clusterLane(p)),
 	}
 	if p.importsImages() {
-		steps = append(steps, concurrently("Verify the images in the node while applying the platform objects", importLane(p), platformLane(p)))
+		steps = append(steps, concurrently("Check the images while applying the platform objects", importLane(p), platformLane(p)))
 	} else {
 		steps = append(steps, platformLane(p).Steps...)
 	}
@@ -93,30 +94,48 @@ func clusterLane(p *Plan) Lane {
 	}
 	// The provider's lane comes first: the image lanes wait on the cluster it makes.
 	lanes := []Lane{lane(p.ClusterProvider, Step{Name: "Create " + p.ClusterProvider + " cluster " + p.ClusterName, Describe: describeCluster, Run: connectCluster})}
-	product := gatewayImages(p.pins)
+	product := pullOrder(p, gatewayImages(p.pins))
 	for i, slot := range product {
 		after := slot // the first lane's pull waits for none
 		if i > 0 {
 			after = product[i-1]
 		}
-		lanes = append(lanes, lane(p.image(slot).Role, pullInTurn(p, slot, after), importStep(p, slot)))
+		lanes = append(lanes, lane(p.image(slot).Role, pullInTurn(p, slot, after), importStep(p, slot), verifyStep(p, slot)))
 	}
 	steps = append(steps, concurrently("Create the cluster while pulling and importing the OpenShell images", lanes...))
 	return lane("cluster", steps...)
 }
 
-// importLane finishes the images in the k3d cluster's node: every image the cluster runs
-// checked against its pin, the control plane's own images (if the profile has any) imported in
-// one pass, and every imported image verified there. It needs the cluster and the imports of
-// the cluster lane, and nothing of the platform lane beside it.
+// pullOrder is the order the OpenShell images download in, one after another: the one marked
+// to pull first (the largest), then the others in pin order. The last download's import is what
+// follows the last byte, so the largest goes first and its import overlaps the smaller ones.
+func pullOrder(p *Plan, slots []imageSlot) []imageSlot {
+	out := slices.Clone(slots)
+	slices.SortStableFunc(out, func(a, b imageSlot) int {
+		switch fa, fb := p.image(a).PullFirst, p.image(b).PullFirst; {
+		case fa && !fb:
+			return -1
+		case fb && !fa:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// importLane finishes the images in the k3d cluster's node: the images the cluster was created
+// with checked against their pins, and the control plane's own images (if the profile has any)
+// imported in one pass and verified there. It needs the cluster and nothing of the platform lane
+// beside it; the OpenShell images were imported and verified by their own lanes.
 func importLane(p *Plan) Lane {
 	steps := []Step{{Name: "Check that the engine's images carry the pinned digests", Describe: describeRepoDigests, Run: checkRepoDigests}}
 	if p.profile.imports != nil {
-		steps = append(steps, Step{Name: "Import the control plane's images into the cluster", Describe: describeProfileImport, Run: importProfileImages})
+		steps = append(steps,
+			Step{Name: "Import the control plane's images into the cluster", Describe: describeProfileImport, Run: importProfileImages},
+			Step{Name: "Verify the control plane's images in the node and tag them", Describe: describeVerify, Run: verifyImages},
+		)
 	}
-	return lane("import", append(steps,
-		Step{Name: "Verify the images in the node and tag them for the chart", Describe: describeVerify, Run: verifyImages},
-	)...)
+	return lane("import", steps...)
 }
 
 // platformLane applies the platform objects that need only the cluster's API: none of them
@@ -215,7 +234,7 @@ func Up(ctx context.Context, opts UpOptions) (_ *Summary, err error) {
 		StateDirectory:      r.state.Path(),
 		DownCommand:         DownCommand(opts.OCCCommand, r.state.Path()),
 	}
-	for _, v := range r.verified {
+	for _, v := range r.verifiedImages() {
 		sum.Images = append(sum.Images, v.Reference)
 	}
 	if p.profile.summary != nil {
