@@ -253,7 +253,9 @@ func TestTheLargestImageDownloadsFirstAndEachPullWaitsForTheOneBefore(t *testing
 	}
 	first, second := imageSlot(1), imageSlot(0)
 	done := make(chan error)
-	go func() { done <- inTurn(stub(second, nil), second, first).Run(context.Background(), r, progress.Reporter{}) }()
+	go func() {
+		done <- inTurn(stub(second, nil), second, first).Run(context.Background(), r, progress.Reporter{})
+	}()
 	select {
 	case <-r.pulled[second]:
 		t.Fatal("the second pull ended before the first one began")
