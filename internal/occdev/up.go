@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"sync"
 	"time"
 
@@ -94,7 +93,7 @@ func clusterLane(p *Plan) Lane {
 	}
 	// The provider's lane comes first: the image lanes wait on the cluster it makes.
 	lanes := []Lane{lane(p.ClusterProvider, Step{Name: "Create " + p.ClusterProvider + " cluster " + p.ClusterName, Describe: describeCluster, Run: connectCluster})}
-	product := pullOrder(p, gatewayImages(p.pins))
+	product := gatewayImages(p.pins)
 	for i, slot := range product {
 		after := slot // the first lane's pull waits for none
 		if i > 0 {
@@ -104,23 +103,6 @@ func clusterLane(p *Plan) Lane {
 	}
 	steps = append(steps, concurrently("Create the cluster while pulling and importing the OpenShell images", lanes...))
 	return lane("cluster", steps...)
-}
-
-// pullOrder is the order the OpenShell images download in, one after another: the one marked
-// to pull first (the largest), then the others in pin order. The last download's import is what
-// follows the last byte, so the largest goes first and its import overlaps the smaller ones.
-func pullOrder(p *Plan, slots []imageSlot) []imageSlot {
-	out := slices.Clone(slots)
-	slices.SortStableFunc(out, func(a, b imageSlot) int {
-		switch fa, fb := p.image(a).PullFirst, p.image(b).PullFirst; {
-		case fa && !fb:
-			return -1
-		case fb && !fa:
-			return 1
-		}
-		return 0
-	})
-	return out
 }
 
 // importLane finishes the images in the k3d cluster's node: the images the cluster was created

@@ -65,10 +65,6 @@ type ImageUse struct {
 	// the node and verified there (an existing cluster pulls it itself), and the render check
 	// requires the Gateway chart to run it by the values GatewayValues sets.
 	Gateway *GatewayImage
-	// PullFirst marks a Gateway image that downloads first: the largest by far, so that its
-	// import into the node overlaps the downloads of the smaller ones instead of following the
-	// last byte of them all.
-	PullFirst bool
 }
 
 // GatewayImage is how the Gateway chart's values name one of its images.
@@ -121,9 +117,7 @@ var pinTable = []pin{
 	{key: KeySandboxImage,
 		image: func(s *Set) *Image { return &s.OpenShell.Images.Sandbox },
 		file:  func(f *fileSet) string { return f.OpenShell.Images.Sandbox },
-		// The Sandbox image is the base every sandbox runs (language runtimes and tools), hundreds
-		// of MB against tens for the Gateway's one binary and the small supervisor.
-		use: &ImageUse{Role: "sandbox", Title: "OpenShell Sandbox", Gateway: &GatewayImage{Component: "sandboxRuntime", Role: "sandbox runtime"}, PullFirst: true}},
+		use:   &ImageUse{Role: "sandbox", Title: "OpenShell Sandbox", Gateway: &GatewayImage{Component: "sandboxRuntime", Role: "sandbox runtime"}}},
 	{key: KeySupervisorImage,
 		image: func(s *Set) *Image { return &s.OpenShell.Images.Supervisor },
 		file:  func(f *fileSet) string { return f.OpenShell.Images.Supervisor },
