@@ -78,7 +78,7 @@ type controlPlane struct {
 // one it drives. A test adds its own profiles through the Profiles seam.
 func controlPlanes(o UpOptions) map[ControlPlane]controlPlane {
 	table := map[ControlPlane]controlPlane{
-		ControlPlaneCompose:    {platform: composeprofile.Platform, plan: plannedCompose, reload: composeReload(), status: composeStatus},
+		ControlPlaneCompose:    {platform: composeprofile.Platform, plan: plannedCompose, reload: reloaderOf(composeprofile.Profile{}), status: statusOf(composeprofile.Profile{})},
 		ControlPlaneKubernetes: {platform: kubeprofile.Platform, plan: kubernetesProfile, reload: reloaderOf(kubeprofile.Profile{})},
 	}
 	for name, x := range o.deps.Profiles {

@@ -44,9 +44,28 @@ func reloaderOf(x profile.Profile) *reloadHook {
 	if !ok {
 		return nil
 	}
-	return &reloadHook{steps: func() []Step {
+	h := &reloadHook{steps: func() []Step {
 		return step.Adapt(rl.ReloadSteps(), (*Plan).view, func(_ context.Context, r *run) (profile.ReloadEnv, error) { return reloadEnv{r}, nil })
 	}}
+	if c, ok := x.(profile.ReloadChecker); ok {
+		h.check = func(ctx context.Context, r *run) error { return c.CheckReload(ctx, reloadEnv{r}) }
+	}
+	if c, ok := x.(profile.BuildChooser); ok {
+		h.builds = func(all []oce.RecordedBuild, services []string) ([]oce.RecordedBuild, error) {
+			chosen, err := c.ChooseBuilds(asBuilds(all), services)
+			if err != nil {
+				return nil, err
+			}
+			var out []oce.RecordedBuild
+			for _, b := range all {
+				if slices.ContainsFunc(chosen, func(c profile.Build) bool { return c.Role == b.Role }) {
+					out = append(out, b)
+				}
+			}
+			return out, nil
+		}
+	}
+	return h
 }
 
 // statusOf is the status hook of a profile package, nil when the profile has none.
@@ -111,13 +130,17 @@ func (e reloadEnv) Chosen() []string                           { return e.r.relo
 func (e reloadEnv) Log() io.Writer                             { return e.r.log }
 func (e reloadEnv) Rolled() []string                           { return e.r.reload.rolled }
 func (e reloadEnv) RewriteInstallation() ([]byte, bool, error) { return rewriteInstallation(e.r) }
+func (e reloadEnv) Engine() *docker.Engine                     { return e.r.engine }
+func (e reloadEnv) Refuse(why string) error {
+	return reloadRefusal(e.r.state.Path(), e.r.reload.opts.OCCCommand, why)
+}
 
 func (e reloadEnv) Rebuilt() []profile.Rebuilt {
 	rr := e.r.reload
 	var out []profile.Rebuilt
 	for _, b := range rr.builds {
 		if l, ok := rr.built[b.Role]; ok {
-			out = append(out, profile.Rebuilt{Role: b.Role, Image: l, Changed: rr.changed[b.Role], Imported: b.Imported})
+			out = append(out, profile.Rebuilt{Role: b.Role, Image: l, Services: b.Services, Changed: rr.changed[b.Role], Imported: b.Imported})
 		}
 	}
 	return out

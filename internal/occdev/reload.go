@@ -14,10 +14,10 @@ import (
 	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
-	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/pins"
+	"github.com/openclaw/occ/internal/occdev/profile"
 	"github.com/openclaw/occ/internal/occdev/profile/oce"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/progress"
@@ -97,9 +97,6 @@ type reloadRun struct {
 	hook *reloadHook
 	// Written by the roll: what was recreated (Compose) or rolled out (Kubernetes-only).
 	rolled []string
-	// The Compose profile's runner of the recorded snapshot.
-	runner compose.Runner
-	stack  compose.Stack
 }
 
 // reloadSteps is the whole `occ dev reload` flow, in order; the recorded control plane's hook
@@ -366,15 +363,14 @@ func chooseBuilds(ctx context.Context, r *run, builds []oce.RecordedBuild) error
 
 // noBuildOf refuses services that run no image occ built from the checkout, naming those that do.
 func noBuildOf(services []string, builds []oce.RecordedBuild) error {
-	return &OptionError{Option: "SERVICE", Value: strings.Join(services, " "), Rule: "runs no image occ built from the checkout",
-		Fix: "name a service built from the checkout: " + strings.Join(builtServices(builds), ", ")}
+	return profile.NoBuildOf(services, asBuilds(builds))
 }
 
-// builtServices are the Compose services that run an image built from the checkout.
-func builtServices(builds []oce.RecordedBuild) []string {
-	var out []string
+// asBuilds are recorded builds as a profile chooses among them.
+func asBuilds(builds []oce.RecordedBuild) []profile.Build {
+	out := make([]profile.Build, 0, len(builds))
 	for _, b := range builds {
-		out = append(out, b.Services...)
+		out = append(out, profile.Build{Role: b.Role, Services: b.Services})
 	}
 	return out
 }

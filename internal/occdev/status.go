@@ -5,10 +5,9 @@ import (
 	"errors"
 
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
-	"github.com/openclaw/occ/internal/occdev/controlplane"
-	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/profile"
+	"github.com/openclaw/occ/internal/occdev/profile/oce"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -155,7 +154,7 @@ func GetStatus(ctx context.Context, opts StatusOptions) (*Status, error) {
 	if hook := statusHookOf(st.Profile, opts.deps); hook != nil {
 		out.ControlPlane = hook(ctx, rec)
 	} else if st.ControlPlane != nil {
-		out.ControlPlane = oceStatus(ctx, st.ControlPlane)
+		out.ControlPlane = oce.Status(ctx, st.ControlPlane)
 	}
 	if out.Reachable {
 		out.Workloads, out.WorkloadsProblem = workloadStatuses(ctx, st, rec)
@@ -199,53 +198,4 @@ func imageState(in state.Inspection) string {
 		return ImageMissing
 	}
 	return ImageUnknown
-}
-
-// oceStatus is the recorded OCE control plane, whichever profile started it, with whether its
-// API answers; never failing: what cannot be read is said.
-func oceStatus(ctx context.Context, cp *state.ControlPlane) *ControlPlaneStatus {
-	out := &ControlPlaneStatus{Checkout: cp.Checkout, Commit: cp.Commit, APIURL: cp.APIURL, KeyFile: cp.KeyPath, InstallationID: cp.InstallationID, Services: []ServiceStatus{},
-		Images: append([]state.ControlPlaneImage{}, cp.Images...), BaseImages: append([]state.BaseImage{}, cp.BaseImages...)}
-	if cp.APIURL != "" {
-		out.API = "ready"
-		pctx, cancel := context.WithTimeout(ctx, controlplane.ReadinessRequestTimeout)
-		defer cancel()
-		if err := controlplane.CheckSession(pctx, controlplane.NewAPIClient(controlplane.ReadinessRequestTimeout), cp.APIURL); err != nil {
-			out.API = "not ready: " + err.Error()
-		}
-	}
-	return out
-}
-
-// composeStatus is the Compose control plane: the recorded OCE control plane, its Compose
-// project and the state of each service `up` started, read through the recorded engine.
-func composeStatus(ctx context.Context, rec *recorded) *ControlPlaneStatus {
-	cp := rec.st.ControlPlane
-	if cp == nil {
-		return nil
-	}
-	out := oceStatus(ctx, cp)
-	if cp.Compose == nil {
-		return out
-	}
-	out.ComposeProject = cp.Compose.Project
-	if eng, err := rec.docker(ctx); err != nil {
-		out.ServicesProblem = err.Error()
-	} else if states, err := (compose.Stack{Project: cp.Compose.Project, Engine: eng.API}).Status(ctx, startedServices(cp.Compose)...); err != nil {
-		out.ServicesProblem = err.Error()
-	} else {
-		for _, s := range states {
-			out.Services = append(out.Services, ServiceStatus{Service: s.Service, State: s.String()})
-		}
-	}
-	return out
-}
-
-// startedServices are the services the recorded project's `up` started (a record written
-// before the list was kept names the profile's own).
-func startedServices(p *state.ComposeProject) []string {
-	if len(p.Started) > 0 {
-		return p.Started
-	}
-	return compose.RequiredServices
 }

@@ -3,11 +3,13 @@ package profile
 import (
 	"context"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
+	"github.com/openclaw/occ/internal/occdev/option"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/occdev/step"
 )
@@ -26,6 +28,41 @@ type Reloader interface {
 	// them; each converges when run again, so an interrupted reload is finished by the next.
 	// Every call returns steps that share nothing with an earlier call's.
 	ReloadSteps() []ReloadStep
+}
+
+// ReloadChecker is a Reloader with checks of its own of the recorded environment, run after
+// the checks every reload makes and before anything is built.
+type ReloadChecker interface {
+	// CheckReload refuses (through ReloadEnv.Refuse) an environment the profile cannot roll
+	// as recorded, and finds what its reload steps need. It changes nothing.
+	CheckReload(ctx context.Context, env ReloadEnv) error
+}
+
+// BuildChooser is a Reloader whose services a reload may be limited to (occ dev reload
+// SERVICE…): it says which recorded builds those services run.
+type BuildChooser interface {
+	// ChooseBuilds are the builds of all the chosen services run, in the order of all; a choice
+	// that runs none of them is refused with an error that names the services that do.
+	ChooseBuilds(all []Build, services []string) ([]Build, error)
+}
+
+// NoBuildOf refuses chosen services that run no image occ built from the checkout, naming the
+// services that do.
+func NoBuildOf(services []string, builds []Build) error {
+	var built []string
+	for _, b := range builds {
+		built = append(built, b.Services...)
+	}
+	return &option.Error{Option: "SERVICE", Value: strings.Join(services, " "), Rule: "runs no image occ built from the checkout",
+		Fix: "name a service built from the checkout: " + strings.Join(built, ", ")}
+}
+
+// Build is one recorded build of the control plane's images as a BuildChooser sees it.
+type Build struct {
+	// Role says what runs the image ("controller", "runtime", "development"); Services are
+	// the services that run it, by the names `occ dev status` lists.
+	Role     string
+	Services []string
 }
 
 // ReloadStep is one step of a profile's reload, run on the ReloadEnv. Reload steps have no
@@ -58,6 +95,11 @@ type ReloadEnv interface {
 	Rolled() []string
 	// Log receives notes that are not step lines.
 	Log() io.Writer
+	// Engine is the recorded container engine, connected.
+	Engine() *docker.Engine
+	// Refuse is the error that refuses the reload of this environment because of why, with
+	// what to do instead.
+	Refuse(why string) error
 }
 
 // Rebuilt is one image a reload rebuilt.
@@ -65,6 +107,8 @@ type Rebuilt struct {
 	// Role says what runs it ("controller", "runtime", "development").
 	Role  string
 	Image images.Local
+	// Services are the services that run it, by the names `occ dev status` lists.
+	Services []string
 	// Changed says its image ID is not the recorded one; Imported that the cluster runs it
 	// (it was imported into the node).
 	Changed  bool

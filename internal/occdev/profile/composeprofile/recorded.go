@@ -1,0 +1,201 @@
+package composeprofile
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/openclaw/occ/internal/occdev/controlplane"
+	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
+	"github.com/openclaw/occ/internal/occdev/profile"
+	"github.com/openclaw/occ/internal/occdev/profile/oce"
+	"github.com/openclaw/occ/internal/occdev/state"
+	"github.com/openclaw/occ/internal/progress"
+)
+
+// What the Compose profile adds to the commands on a recorded environment: its reload (the
+// services of the rebuilt images recreated from the recorded snapshot) and its status (the
+// recorded project's services, read through the recorded engine).
+var (
+	_ profile.Reloader      = Profile{}
+	_ profile.ReloadChecker = Profile{}
+	_ profile.BuildChooser  = Profile{}
+	_ profile.StatusReader  = Profile{}
+)
+
+// CheckReload refuses a reload of Compose files changed since `up` (reload repeats the
+// recorded model) and finds the Compose plugin the steps run the snapshot with.
+func (Profile) CheckReload(ctx context.Context, env profile.ReloadEnv) error {
+	cp := env.Recorded().ControlPlane
+	if cp == nil || cp.Compose == nil {
+		return nil
+	}
+	changed, err := ChangedSources(env.State().Path())
+	if err != nil {
+		return err
+	}
+	if len(changed) > 0 {
+		return env.Refuse("its Compose files changed since occ dev up (" + strings.Join(changed, ", ") + "), and reload repeats the recorded Compose model")
+	}
+	_, err = findPlugin(ctx)
+	return err
+}
+
+// findPlugin finds the Compose plugin as `up` does.
+func findPlugin(ctx context.Context) (compose.Plugin, error) {
+	return compose.FindPlugin(ctx, compose.FindPluginOptions{DockerConfig: os.Getenv("DOCKER_CONFIG")})
+}
+
+// recordedProject is the runner of the recorded snapshot and the stack of the recorded project,
+// on the recorded engine.
+func recordedProject(ctx context.Context, env profile.ReloadEnv) (compose.Runner, compose.Stack, error) {
+	p := env.Recorded().ControlPlane.Compose
+	plugin, err := findPlugin(ctx)
+	if err != nil {
+		return compose.Runner{}, compose.Stack{}, err
+	}
+	eng := env.Engine()
+	return compose.Runner{Plugin: plugin, Endpoint: eng.Endpoint.String(), Snapshot: compose.Snapshot{Path: p.Snapshot, Project: p.Project, Checkout: p.Checkout}},
+		compose.Stack{Project: p.Project, Engine: eng.API}, nil
+}
+
+// ChooseBuilds are the builds whose images the chosen services run.
+func (Profile) ChooseBuilds(all []profile.Build, services []string) ([]profile.Build, error) {
+	var out []profile.Build
+	for _, b := range all {
+		if slices.ContainsFunc(b.Services, func(s string) bool { return slices.Contains(services, s) }) {
+			out = append(out, b)
+		}
+	}
+	if len(out) == 0 {
+		return nil, profile.NoBuildOf(services, all)
+	}
+	return out, nil
+}
+
+// ReloadSteps roll the Compose control plane onto the rebuilt images: the Installation names the
+// rebuilt Agent runtime, the long-running services whose containers do not run their rebuilt
+// image are recreated from the recorded snapshot (and the API services when the Installation
+// changed), and the API and the worker are waited for as `up` waits for them.
+func (Profile) ReloadSteps() []profile.ReloadStep {
+	return []profile.ReloadStep{
+		{Name: "Point the Installation at the rebuilt Agent runtime", Run: func(_ context.Context, env profile.ReloadEnv, _ progress.Reporter) error {
+			_, _, err := env.RewriteInstallation()
+			return err
+		}},
+		{Name: "Recreate the services of the rebuilt images", Run: recreateServices},
+		{Name: "Wait for the API and the worker to be ready", Run: waitReloadedAPI},
+	}
+}
+
+// recreateServices recreates exactly the affected services: each long-running service of a
+// rebuilt image whose container runs another image, and the controller and worker-kubernetes
+// when the Agent runtime changed (they read the Installation, a read-only mount of the file
+// just replaced). A service not chosen is left alone. The one-shot jobs are never run again.
+func recreateServices(ctx context.Context, env profile.ReloadEnv, rep progress.Reporter) error {
+	runner, stack, err := recordedProject(ctx, env)
+	if err != nil {
+		return err
+	}
+	started := StartedServices(env.Recorded().ControlPlane.Compose)
+	rebuilt := env.Rebuilt()
+	var candidates []string
+	for _, b := range rebuilt {
+		candidates = append(candidates, b.Services...)
+	}
+	running, err := stack.ServiceImages(ctx, candidates...)
+	if err != nil {
+		return err
+	}
+	chosen := env.Chosen()
+	var affected []string
+	add := func(svc string) {
+		if slices.Contains(affected, svc) || slices.Contains(compose.JobServices, svc) || !slices.Contains(started, svc) {
+			return
+		}
+		if chosen != nil && !slices.Contains(chosen, svc) {
+			return
+		}
+		affected = append(affected, svc)
+	}
+	for _, b := range rebuilt {
+		for _, svc := range b.Services {
+			if running[svc] != b.Image.ID {
+				add(svc)
+			}
+		}
+		if b.Role == oce.RoleRuntime && b.Changed {
+			for _, svc := range compose.APIServices {
+				add(svc)
+			}
+		}
+	}
+	// Recreated in the order `up` starts them.
+	slices.SortStableFunc(affected, func(a, b string) int { return slices.Index(started, a) - slices.Index(started, b) })
+	if len(affected) == 0 {
+		rep.Note("every service runs its rebuilt image")
+		return nil
+	}
+	rep.Note("recreating " + strings.Join(affected, ", "))
+	if err := compose.Recreate(ctx, runner, affected); err != nil {
+		return err
+	}
+	env.Roll(affected...)
+	return nil
+}
+
+// waitReloadedAPI waits for the API's session endpoint and the worker's readiness together, as
+// `up` does; also when nothing was recreated now, since a reload interrupted after recreating
+// them left them starting.
+func waitReloadedAPI(ctx context.Context, env profile.ReloadEnv, _ progress.Reporter) error {
+	_, stack, err := recordedProject(ctx, env)
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, env.StartupTimeout())
+	defer cancel()
+	if err := controlplane.WaitReady(wctx, controlplane.ReadinessOptions{
+		APIURL: env.Recorded().ControlPlane.APIURL, Checks: []controlplane.ReadinessCheck{stack.ReadinessCheck()},
+	}); err != nil {
+		if rolled := env.Rolled(); len(rolled) > 0 {
+			return fmt.Errorf("the recreated %s: %w", strings.Join(rolled, ", "), err)
+		}
+		return err
+	}
+	return nil
+}
+
+// Status is the Compose control plane: the recorded OCE control plane, its Compose project and
+// the state of each service `up` started, read through the recorded engine.
+func (Profile) Status(ctx context.Context, rec profile.Recorded) *profile.Status {
+	cp := rec.State().ControlPlane
+	if cp == nil {
+		return nil
+	}
+	out := oce.Status(ctx, cp)
+	if cp.Compose == nil {
+		return out
+	}
+	out.ComposeProject = cp.Compose.Project
+	if eng, err := rec.Engine(ctx); err != nil {
+		out.ServicesProblem = err.Error()
+	} else if states, err := (compose.Stack{Project: cp.Compose.Project, Engine: eng.API}).Status(ctx, StartedServices(cp.Compose)...); err != nil {
+		out.ServicesProblem = err.Error()
+	} else {
+		for _, s := range states {
+			out.Services = append(out.Services, profile.ServiceStatus{Service: s.Service, State: s.String()})
+		}
+	}
+	return out
+}
+
+// StartedServices are the services the recorded project's `up` started (a record written
+// before the list was kept names the profile's own).
+func StartedServices(p *state.ComposeProject) []string {
+	if len(p.Started) > 0 {
+		return p.Started
+	}
+	return compose.RequiredServices
+}
