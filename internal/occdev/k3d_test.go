@@ -247,7 +247,7 @@ func assertImportBesidePlatform(t *testing.T, opts occdev.UpOptions, times *step
 	var walk func([]occdev.PlannedStep)
 	walk = func(steps []occdev.PlannedStep) {
 		for i := range steps {
-			if steps[i].Name == "Create the cluster while pulling and importing the OpenShell images" {
+			if steps[i].Name == "Create the cluster while pulling, importing and verifying the OpenShell images" {
 				create = &steps[i]
 			}
 			for _, l := range steps[i].Lanes {

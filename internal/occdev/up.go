@@ -19,9 +19,10 @@ const rollbackTimeout = 2 * time.Minute
 // state is claimed (recording the engine before anything exists); the artifacts are
 // fetched and the Gateway chart checked (rendered with the API versions the Agent Sandbox
 // manifest adds) while the cluster is made available (for k3d: the pinned images pulled and
-// the cluster created). Then the platform objects that need only the API are applied while the
-// images are imported and verified in the node (k3d), and the Gateway, which runs the verified
-// images, is installed once both are done; the control plane of the profile comes after it.
+// the cluster created, each OpenShell image imported and verified in the node by its own lane).
+// Then the platform objects that need only the API are applied while the cluster's own images are
+// checked and the control plane's imported and verified (k3d), and the Gateway, which runs the
+// verified images, is installed once both are done; the control plane of the profile comes after it.
 func upSteps(p *Plan) []Step {
 	check := "Check the settings and the cluster"
 	if p.Engine != "" {
@@ -79,8 +80,9 @@ func artifactsLane(p *Plan) Lane {
 // cluster.Importer) needs its node and tools images before the provider may create it (occ pulls
 // pinned images by digest itself, so k3d never pulls a tag); the OpenShell images are pulled side
 // by side with the cluster's creation, each in its own lane but one download at a time, and each
-// is imported into the node as soon as its pull is done and the node takes images, so on a slow
-// link the imports of the first images overlap the downloads of the others.
+// is imported into the node as soon as its pull is done and the node takes images, then verified
+// there and tagged for the chart, so on a slow link the imports of the first images overlap the
+// downloads of the others, and only the last image's import and verification follow its last byte.
 func clusterLane(p *Plan) Lane {
 	if !p.importsImages() {
 		return lane("cluster",
@@ -101,7 +103,7 @@ func clusterLane(p *Plan) Lane {
 		}
 		lanes = append(lanes, lane(p.image(slot).Role, pullInTurn(p, slot, after), importStep(p, slot), verifyStep(p, slot)))
 	}
-	steps = append(steps, concurrently("Create the cluster while pulling and importing the OpenShell images", lanes...))
+	steps = append(steps, concurrently("Create the cluster while pulling, importing and verifying the OpenShell images", lanes...))
 	return lane("cluster", steps...)
 }
 
