@@ -122,6 +122,15 @@ type Planned interface {
 	Summary(env Env) *Summary
 }
 
+// Decided is a profile package's New as the contract's Plan returns it: the decided profile, or
+// no Planned at all on an error.
+func Decided[P Planned](p P, err error) (Planned, error) {
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
 // Base is a Planned that does nothing: a profile embeds it and writes only what it adds.
 type Base struct{}
 

@@ -82,13 +82,7 @@ var Platform = profile.Platform{Gateway: platform.ControlPlaneCompose, Namespace
 func (Profile) Platform() profile.Platform { return Platform }
 
 // Plan is New as the profile contract asks for it.
-func (x Profile) Plan(in profile.Input) (profile.Planned, error) {
-	c, err := x.New(in)
-	if err != nil {
-		return nil, err
-	}
-	return c, nil
-}
+func (x Profile) Plan(in profile.Input) (profile.Planned, error) { return profile.Decided(x.New(in)) }
 
 // Planned is the profile decided for one `up`. It is a value: its plan is fixed when it is
 // decided, and what its steps produce while the run goes on (the plugin, the Agent runtime, the

@@ -93,16 +93,11 @@ var Platform = profile.Platform{Gateway: platform.ControlPlaneKubernetes, Namesp
 func (Profile) Platform() profile.Platform { return Platform }
 
 // Plan is New as the profile contract asks for it.
-func (x Profile) Plan(in profile.Input) (profile.Planned, error) {
-	k, err := x.New(in)
-	if err != nil {
-		return nil, err
-	}
-	return k, nil
-}
+func (x Profile) Plan(in profile.Input) (profile.Planned, error) { return profile.Decided(x.New(in)) }
 
-// Planned is the profile decided for one `up`, and what its steps share while it runs: the
-// images of its image steps, the control plane, and what its last steps produced.
+// Planned is the profile decided for one `up`. It is a value: its plan is fixed when it is
+// decided, and what its steps produce while the run goes on is kept in a run of its own, never
+// in the plan.
 type Planned struct {
 	profile.Base
 	in   profile.Input
@@ -111,7 +106,12 @@ type Planned struct {
 	OCE     *oce.Plan
 	Kube    *Plan
 	pending string
+	run     *run
+}
 
+// run is what the Kubernetes-only profile's steps share during one `up`: the images of its
+// image steps, the control plane, and what its last steps produced.
+type run struct {
 	controller, runtime, postgres images.Local
 	bases                         []controlplane.ResolvedBase
 	cp                            *kubernetes.ControlPlane
@@ -124,19 +124,19 @@ type Planned struct {
 // New decides the profile for one `up`. The checkout, the image selection and the key
 // destination are decided as for every OCE profile (package oce); a chart that refuses the
 // values the install will pass stops `up` and the dry run before anything exists.
-func (x Profile) New(in profile.Input) (*Planned, error) {
+func (x Profile) New(in profile.Input) (Planned, error) {
 	if len(x.OCE.ComposeArgs) > 0 {
-		return nil, &option.Error{Option: "Compose options after --", Value: strings.Join(x.OCE.ComposeArgs, " "),
+		return Planned{}, &option.Error{Option: "Compose options after --", Value: strings.Join(x.OCE.ComposeArgs, " "),
 			Rule: "the Kubernetes-only profile does not accept Compose options", Fix: "drop them, or use --control-plane compose"}
 	}
-	k := &Planned{in: in, deps: x.Deps}
+	k := Planned{in: in, deps: x.Deps, run: &run{}}
 	kp, err := x.resolve()
 	if err != nil {
-		return nil, err
+		return Planned{}, err
 	}
 	co, pending, err := oce.FindOnK3d(in, x.OCE, "the Kubernetes-only control plane runs images occ imports into the node of the k3d cluster it creates")
 	if err != nil {
-		return nil, err
+		return Planned{}, err
 	}
 	if pending != "" {
 		k.pending = pending
@@ -144,10 +144,10 @@ func (x Profile) New(in profile.Input) (*Planned, error) {
 	}
 	op, err := oce.NewPlan(in, x.OCE, co)
 	if err != nil {
-		return nil, err
+		return Planned{}, err
 	}
 	if kp.chart, err = kubernetes.LoadChart(co.Root); err != nil {
-		return nil, err
+		return Planned{}, err
 	}
 	if sel := op.SelectedImages; sel != nil {
 		kp.ControllerImage = sel.Controller
@@ -155,26 +155,26 @@ func (x Profile) New(in profile.Input) (*Planned, error) {
 		kp.ControllerImage = controlplane.DefaultControllerTag
 		nodeBase, err := controlplane.NodeBaseImage("", x.Pins.OCE.NodeBaseImage)
 		if err != nil {
-			return nil, err
+			return Planned{}, err
 		}
 		if err := op.PlanBuilds(x.OCE, []controlplane.BuildPlanRequest{
 			{Role: oce.RoleController, ContextDir: co.Root, Dockerfile: controlplane.ControllerDockerfile, Target: controlplane.ControllerTarget,
 				Args: map[string]controlplane.BuildArg{controlplane.NodeBaseImageArg: {Value: nodeBase, Source: "occ's pin oce.nodeBaseImage (" + x.Pins.Source + ")"}}},
 			{Role: oce.RoleRuntime, ContextDir: co.Root, Dockerfile: controlplane.RuntimeDockerfile},
 		}); err != nil {
-			return nil, err
+			return Planned{}, err
 		}
 	}
 	values, err := kubernetes.PlaceholderValuesInput(in.Namespace, kp.ControllerImage, kp.APIPort)
 	if err != nil {
-		return nil, err
+		return Planned{}, err
 	}
 	vals, err := kubernetes.BuildValues(values)
 	if err != nil {
-		return nil, err
+		return Planned{}, err
 	}
 	if err := kubernetes.CheckChart(kp.chart, in.Namespace, vals); err != nil {
-		return nil, err
+		return Planned{}, err
 	}
 	k.OCE, k.Kube = op, kp
 	return k, nil
@@ -206,16 +206,16 @@ func (x Profile) resolve() (*Plan, error) {
 }
 
 // Pending says what of the control plane occ does not start.
-func (k *Planned) Pending() string { return k.pending }
+func (k Planned) Pending() string { return k.pending }
 
 // Needs publishes the API proxy's NodePort on 127.0.0.1.
-func (k *Planned) Needs() cluster.Needs {
+func (k Planned) Needs() cluster.Needs {
 	return cluster.Needs{Publish: []cluster.Port{{HostPort: k.Kube.APIPort, NodePort: kubernetes.ProxyNodePort}}}
 }
 
 // BeforeCluster records the control plane, then builds (or takes the selected) controller and
 // Agent runtime and pulls PostgreSQL, all before the cluster exists.
-func (k *Planned) BeforeCluster() []profile.Step {
+func (k Planned) BeforeCluster() []profile.Step {
 	steps := []profile.Step{{Name: "Record the OCE control plane", Describe: k.describeRecord, Run: k.record}}
 	if k.OCE.SelectedImages == nil {
 		steps = append(steps,
@@ -230,11 +230,11 @@ func (k *Planned) BeforeCluster() []profile.Step {
 
 // ControlPlane installs the chart and waits for the API through the development proxy, then
 // copies the key out and waits for the bootstrap Namespace.
-func (k *Planned) ControlPlane() []profile.Step {
+func (k Planned) ControlPlane() []profile.Step {
 	steps := step.Adapt(kubernetes.Steps(), func(v profile.View) kubernetes.Config {
 		return kubernetes.Config{Namespace: v.Namespace, StartupTimeout: v.StartupTimeout, HostAPIPort: k.Kube.APIPort}
 	}, k.controlPlane)
-	session := func(profile.Env) *oce.Session { return &k.session }
+	session := func(profile.Env) *oce.Session { return &k.run.session }
 	return append(steps,
 		profile.Step{Name: "Wait for the OCE API through the development proxy", Describe: k.describeAPIWait, Run: k.waitForAPI},
 		oce.CopyKeyStep(k.describeKey, session, k.copyKey),
@@ -245,7 +245,7 @@ func (k *Planned) ControlPlane() []profile.Step {
 // Preflight refuses, before the state is claimed, an API port something already listens on,
 // and selected images that are not in the engine or whose revision label is not the checkout's
 // commit (the check every OCE profile makes).
-func (k *Planned) Preflight(ctx context.Context, env profile.Env, _ progress.Reporter) error {
+func (k Planned) Preflight(ctx context.Context, env profile.Env, _ progress.Reporter) error {
 	op, kp := k.OCE, k.Kube
 	if err := oce.CheckBuilder(op, env.Engine(), k.in.EngineKind == state.EnginePodman); err != nil {
 		return err
@@ -264,21 +264,21 @@ func (k *Planned) Preflight(ctx context.Context, env profile.Env, _ progress.Rep
 	if err != nil {
 		return err
 	}
-	if k.controller, err = oce.SelectedLocal(ctx, env.Engine(), imgs.Controller); err != nil {
+	if k.run.controller, err = oce.SelectedLocal(ctx, env.Engine(), imgs.Controller); err != nil {
 		return err
 	}
-	k.runtime, err = oce.SelectedLocal(ctx, env.Engine(), imgs.Runtime)
+	k.run.runtime, err = oce.SelectedLocal(ctx, env.Engine(), imgs.Runtime)
 	return err
 }
 
-func (k *Planned) describeRecord(profile.View) step.Description {
+func (k Planned) describeRecord(profile.View) step.Description {
 	op := k.OCE
 	return step.Creates("record of the OCE control plane: checkout " + op.Checkout + " at " + op.Commit + ", API " + k.Kube.APIURL + " (no Compose project: everything it creates is in the cluster)")
 }
 
 // record records the control plane before any of it exists, so `status` and `down` know it;
 // the cluster's record holds everything it will create.
-func (k *Planned) record(_ context.Context, env profile.Env, _ progress.Reporter) error {
+func (k Planned) record(_ context.Context, env profile.Env, _ progress.Reporter) error {
 	cp := &state.ControlPlane{Checkout: k.OCE.Checkout, Commit: k.OCE.Commit, APIURL: k.Kube.APIURL}
 	if err := env.State().Update(func(s *state.State) { s.ControlPlane = cp }); err != nil {
 		return fmt.Errorf("record the control plane: %w", err)
@@ -286,26 +286,26 @@ func (k *Planned) record(_ context.Context, env profile.Env, _ progress.Reporter
 	return nil
 }
 
-func (k *Planned) pullBases(ctx context.Context, env profile.Env, rep progress.Reporter) error {
+func (k Planned) pullBases(ctx context.Context, env profile.Env, rep progress.Reporter) error {
 	var err error
-	k.bases, err = oce.PullBases(ctx, env, rep, k.OCE)
+	k.run.bases, err = oce.PullBases(ctx, env, rep, k.OCE)
 	return err
 }
 
-func (k *Planned) describeSelectedImages(profile.View) step.Description {
+func (k Planned) describeSelectedImages(profile.View) step.Description {
 	sel := k.OCE.SelectedImages
 	return step.Note("nothing built; imports the selected " + sel.Controller + " and " + sel.Runtime + " with the OpenShell images (checked in the preflight: present in the engine, revision label " + k.OCE.Commit + ")")
 }
 
 // useSelectedImages records the selected images the preflight found; nothing is pulled.
-func (k *Planned) useSelectedImages(_ context.Context, env profile.Env, _ progress.Reporter) error {
+func (k Planned) useSelectedImages(_ context.Context, env profile.Env, _ progress.Reporter) error {
 	sel := k.OCE.SelectedImages
 	return oce.RecordImages(env.State(),
-		state.ControlPlaneImage{Role: "controller", Reference: sel.Controller, ID: k.controller.ID, Selected: true},
-		state.ControlPlaneImage{Role: "runtime", Reference: sel.Runtime, ID: k.runtime.ID, Selected: true})
+		state.ControlPlaneImage{Role: "controller", Reference: sel.Controller, ID: k.run.controller.ID, Selected: true},
+		state.ControlPlaneImage{Role: "runtime", Reference: sel.Runtime, ID: k.run.runtime.ID, Selected: true})
 }
 
-func (k *Planned) describeBuild(v profile.View) step.Description {
+func (k Planned) describeBuild(v profile.View) step.Description {
 	op := k.OCE
 	return step.Creates(
 		"file "+filepath.Join(v.StateDir, BuildLogFile)+" (the build output)",
@@ -317,7 +317,7 @@ func (k *Planned) describeBuild(v profile.View) step.Description {
 // build builds the controller and the Agent runtime from the checkout; the build output goes
 // to image-build.log in the state directory, a failure carries the failing step's last lines,
 // and the images travel on by the IDs their builds reported.
-func (k *Planned) build(ctx context.Context, env profile.Env, rep progress.Reporter) error {
+func (k Planned) build(ctx context.Context, env profile.Env, rep progress.Reporter) error {
 	op := k.OCE
 	logPath := env.State().File(BuildLogFile)
 	out, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
@@ -328,8 +328,8 @@ func (k *Planned) build(ctx context.Context, env profile.Env, rep progress.Repor
 	rep.Note("build output in " + logPath)
 	opts := controlplane.ImageOptions{
 		Checkout: op.Checkout, Commit: op.Commit, NetworkMode: k.deps.BuildNetwork,
-		ControllerArgs: op.PlannedBuild(oce.RoleController).WithResolved(k.bases),
-		RuntimeArgs:    op.PlannedBuild(oce.RoleRuntime).WithResolved(k.bases),
+		ControllerArgs: op.PlannedBuild(oce.RoleController).WithResolved(k.run.bases),
+		RuntimeArgs:    op.PlannedBuild(oce.RoleRuntime).WithResolved(k.run.bases),
 	}
 	if err := opts.CheckBuilds(); err != nil {
 		return err
@@ -340,29 +340,29 @@ func (k *Planned) build(ctx context.Context, env profile.Env, rep progress.Repor
 	if err != nil {
 		return err
 	}
-	k.controller, k.runtime = built[oce.RoleController], built[oce.RoleRuntime]
-	rep.Note(fmt.Sprintf("controller %s, Agent runtime %s", k.controller.ID, k.runtime.ID))
+	k.run.controller, k.run.runtime = built[oce.RoleController], built[oce.RoleRuntime]
+	rep.Note(fmt.Sprintf("controller %s, Agent runtime %s", k.run.controller.ID, k.run.runtime.ID))
 	return nil
 }
 
-func (k *Planned) describePostgres(v profile.View) step.Description {
+func (k Planned) describePostgres(v profile.View) step.Description {
 	return step.Creates("image " + k.Kube.PostgresImage + " in the " + v.EngineName + " engine, pulled by digest unless the engine has it (an image that was there is left alone by down), imported into the node with the control plane's other images")
 }
 
-func (k *Planned) pullPostgres(ctx context.Context, env profile.Env, rep progress.Reporter) error {
+func (k Planned) pullPostgres(ctx context.Context, env profile.Env, rep progress.Reporter) error {
 	kp := k.Kube
 	engine := env.Engine()
 	l, err := images.Present(ctx, images.PresentOptions{API: engine.API, EngineName: engine.Name(), Image: kp.postgres, Recorder: env.State(), Progress: oce.PullProgress(rep)})
 	if err != nil {
 		return err
 	}
-	k.postgres = l
+	k.run.postgres = l
 	return oce.RecordImages(env.State(), state.ControlPlaneImage{Role: "postgres", Reference: kp.PostgresImage, ID: l.ID})
 }
 
 // ImportNames are the control plane's images as the import names them: a built image by its
 // config digest, known only once built.
-func (k *Planned) ImportNames() []string {
+func (k Planned) ImportNames() []string {
 	if sel := k.OCE.SelectedImages; sel != nil {
 		return []string{sel.Controller, sel.Runtime, k.Kube.PostgresImage}
 	}
@@ -370,17 +370,17 @@ func (k *Planned) ImportNames() []string {
 }
 
 // Imports are the controller, the Agent runtime and PostgreSQL, imported in one pass.
-func (k *Planned) Imports(profile.Env) []images.Local {
-	return []images.Local{k.controller, k.runtime, k.postgres}
+func (k Planned) Imports(profile.Env) []images.Local {
+	return []images.Local{k.run.controller, k.run.runtime, k.run.postgres}
 }
 
 // Installation adds Kubernetes Compute's in-cluster part to the Installation: the Agent runtime
 // by its in-cluster digest (every image required to be digest-pinned), and the node and Gateway
 // Service as the cluster reports them (the Gateway's ClusterIP Service checked to serve its
 // port, and to be the one the platform names).
-func (k *Planned) Installation(ctx context.Context, env profile.Env, in *platform.InstallationInput) error {
+func (k Planned) Installation(ctx context.Context, env profile.Env, in *platform.InstallationInput) error {
 	refs := map[string]string{}
-	for role, l := range map[string]images.Local{"controller": k.controller, "runtime": k.runtime, "postgres": k.postgres} {
+	for role, l := range map[string]images.Local{"controller": k.run.controller, "runtime": k.run.runtime, "postgres": k.run.postgres} {
 		ref, err := env.InCluster(l)
 		if err != nil {
 			return err
@@ -407,15 +407,15 @@ func (k *Planned) Installation(ctx context.Context, env profile.Env, in *platfor
 
 // controlPlane builds the in-cluster control plane on first use, from the verified images, the
 // written Installation, the checkout's chart and the cluster's network.
-func (k *Planned) controlPlane(ctx context.Context, env profile.Env) (*kubernetes.ControlPlane, error) {
-	if k.cp != nil {
-		return k.cp, nil
+func (k Planned) controlPlane(ctx context.Context, env profile.Env) (*kubernetes.ControlPlane, error) {
+	if k.run.cp != nil {
+		return k.run.cp, nil
 	}
-	controller, err := env.InCluster(k.controller)
+	controller, err := env.InCluster(k.run.controller)
 	if err != nil {
 		return nil, err
 	}
-	postgres, err := env.InCluster(k.postgres)
+	postgres, err := env.InCluster(k.run.postgres)
 	if err != nil {
 		return nil, err
 	}
@@ -439,23 +439,23 @@ func (k *Planned) controlPlane(ctx context.Context, env profile.Env) (*kubernete
 	if err != nil {
 		return nil, err
 	}
-	k.cp = cp
+	k.run.cp = cp
 	return cp, nil
 }
 
-func (k *Planned) describeAPIWait(v profile.View) step.Description {
+func (k Planned) describeAPIWait(v profile.View) step.Description {
 	return step.Note(fmt.Sprintf("nothing created; polls GET %s%s through the development proxy until it answers 2xx, up to %s", k.Kube.APIURL, controlplane.SessionPath, v.StartupTimeout))
 }
 
 // waitForAPI polls the API's anonymous session endpoint through the development proxy (the
 // NodePort k3d publishes on loopback), before the key is read.
-func (k *Planned) waitForAPI(ctx context.Context, _ profile.Env, _ progress.Reporter) error {
+func (k Planned) waitForAPI(ctx context.Context, _ profile.Env, _ progress.Reporter) error {
 	ctx, cancel := context.WithTimeout(ctx, k.in.StartupTimeout)
 	defer cancel()
 	return controlplane.WaitReady(ctx, controlplane.ReadinessOptions{APIURL: k.Kube.APIURL, Client: k.deps.APIClient})
 }
 
-func (k *Planned) describeKey(v profile.View) step.Description {
+func (k Planned) describeKey(v profile.View) step.Description {
 	return step.Creates(
 		"Pod "+v.Namespace+"/"+kubernetes.ReaderPod+" (temporary: mounts the bootstrap volume read-only, its files read through the API's exec; removed again even on failure)",
 		"file "+filepath.Join(v.StateDir, passwordFileName)+" (0600, the administrator password)",
@@ -465,9 +465,9 @@ func (k *Planned) describeKey(v profile.View) step.Description {
 
 // copyKey reads the bootstrap output through the reader Pod, verifies the service key against
 // the live Installation through the proxy, and writes the key and the password.
-func (k *Planned) copyKey(ctx context.Context, env profile.Env) (controlplane.InstalledKey, error) {
+func (k Planned) copyKey(ctx context.Context, env profile.Env) (controlplane.InstalledKey, error) {
 	op := k.OCE
-	controller, err := env.InCluster(k.controller)
+	controller, err := env.InCluster(k.run.controller)
 	if err != nil {
 		return controlplane.InstalledKey{}, err
 	}
@@ -483,28 +483,28 @@ func (k *Planned) copyKey(ctx context.Context, env profile.Env) (controlplane.In
 	if err != nil {
 		return controlplane.InstalledKey{}, err
 	}
-	k.key = res
+	k.run.key = res
 	return controlplane.InstalledKey{Path: op.KeyDest.Path, Owned: op.KeyDest.Owned, InstallationID: res.InstallationID}, nil
 }
 
 // Rollback removes a key this failed run wrote at --key-output.
-func (k *Planned) Rollback(profile.Env) error { return k.session.RemoveWrittenKey() }
+func (k Planned) Rollback(profile.Env) error { return k.run.session.RemoveWrittenKey() }
 
 // Summary is the control plane's part of the summary: the API URL, the verified key and its
 // Installation, the bootstrap Namespace, the Agent runtime and the base images.
-func (k *Planned) Summary(env profile.Env) *profile.Summary {
+func (k Planned) Summary(env profile.Env) *profile.Summary {
 	op := k.OCE
-	runtime, _ := env.InCluster(k.runtime)
+	runtime, _ := env.InCluster(k.run.runtime)
 	return &profile.Summary{
 		ControlPlane:   "Kubernetes (namespace " + k.in.Namespace + ", chart from " + op.Checkout + " at " + oce.ShortCommit(op.Commit) + ")",
 		Drivers:        "compute kubernetes, sandbox openshell",
 		APIURL:         k.Kube.APIURL,
-		InstallationID: k.key.InstallationID,
+		InstallationID: k.run.key.InstallationID,
 		KeyFile:        op.KeyFile,
-		Namespace:      k.session.Namespace.ID,
+		Namespace:      k.run.session.Namespace.ID,
 		RuntimeImage:   runtime,
-		AdminEmail:     k.key.AdminEmail,
-		PasswordFile:   k.key.PasswordFile,
-		BaseImages:     oce.BaseSummary(k.bases),
+		AdminEmail:     k.run.key.AdminEmail,
+		PasswordFile:   k.run.key.PasswordFile,
+		BaseImages:     oce.BaseSummary(k.run.bases),
 	}
 }
