@@ -94,7 +94,7 @@ func printDevStatus(g *Globals, st *occdev.Status) error {
 		if st.ClusterDetail != "" {
 			detail = " (" + st.ClusterDetail + ")"
 		}
-		fmt.Fprintf(w, "k3d cluster:   %s%s\n", st.ClusterState, detail)
+		fmt.Fprintf(w, "%-15s%s%s\n", st.Cluster.Provider+" cluster:", st.ClusterState, detail)
 	}
 	for i, img := range st.Images {
 		label := "Images:"

@@ -286,3 +286,14 @@ func TestTheImagesDownloadInPinOrderEachPullAfterTheOneBefore(t *testing.T) {
 		t.Error("a cancelled pull did not close its turn")
 	}
 }
+
+// `occ dev status` reports the cluster's state from the record its provider keeps (a
+// cluster.Keeper), found by the recorded provider's name, never by a provider the flow names: a
+// provider that only uses a cluster, or a name this occ does not know, keeps none.
+func TestStatusFindsTheClusterRecordThroughItsProvider(t *testing.T) {
+	for provider, want := range map[string]state.Type{"k3d": "k3d-cluster", "existing": "", "nosuchprovider": ""} {
+		if got := clusterRecordType(provider); got != want {
+			t.Errorf("the record type of provider %q is %q, want %q", provider, got, want)
+		}
+	}
+}

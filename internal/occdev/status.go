@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
+	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/profile"
 	"github.com/openclaw/occ/internal/occdev/profile/oce"
@@ -160,6 +160,7 @@ func GetStatus(ctx context.Context, opts StatusOptions) (*Status, error) {
 		out.Workloads, out.WorkloadsProblem = workloadStatuses(ctx, st, rec)
 	}
 	reg := rec.removers()
+	clusterType := clusterRecordType(st.Cluster.Provider)
 	for _, o := range st.Objects {
 		in := reg.Inspect(ctx, o)
 		out.Objects = append(out.Objects, ObjectStatus{
@@ -167,13 +168,28 @@ func GetStatus(ctx context.Context, opts StatusOptions) (*Status, error) {
 			State: in.State, Detail: in.Detail,
 		})
 		switch o.Type {
-		case k3d.TypeCluster:
+		case clusterType:
 			out.ClusterState, out.ClusterDetail = clusterState(in), in.Detail
 		case images.TypeClusterImage:
 			out.Images = append(out.Images, ImageStatus{Reference: o.Name + "@" + o.Digest, State: imageState(in), Detail: in.Detail})
 		}
 	}
 	return out, nil
+}
+
+// clusterRecordType is the type of the record the recorded cluster's provider keeps of the
+// cluster it created; empty for a provider that keeps none (or a name this occ does not know).
+func clusterRecordType(provider string) state.Type {
+	cp, ok := providers()[provider]
+	if !ok {
+		return ""
+	}
+	p := cp.open()
+	defer p.Close()
+	if k, ok := p.(cluster.Keeper); ok {
+		return k.RecordType()
+	}
+	return ""
 }
 
 func clusterState(in state.Inspection) string {

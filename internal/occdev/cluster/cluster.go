@@ -127,6 +127,13 @@ type Provider interface {
 	Close() error
 }
 
+// Keeper is a provider that creates its cluster and records it: RecordType is the type of that
+// record, whose inspection `occ dev status` reports as the cluster's state. A provider that
+// only uses a cluster is no Keeper, and status says nothing of the cluster's existence.
+type Keeper interface {
+	RecordType() state.Type
+}
+
 // Importer is a provider whose cluster runs only images occ imports into its node (pull policy
 // Never), instead of pulling them by digest itself. The flow imports and verifies the pinned
 // images through it; a provider without it gets no import steps.

@@ -65,6 +65,9 @@ var (
 // Name implements cluster.Provider.
 func (*ClusterProvider) Name() string { return Name }
 
+// RecordType is the type of the cluster's record (cluster.Keeper).
+func (*ClusterProvider) RecordType() state.Type { return TypeCluster }
+
 // settingsOf is the request's Settings; none selects every default.
 func settingsOf(req cluster.Request) (Settings, error) {
 	switch s := req.Settings.(type) {
