@@ -205,8 +205,9 @@ func imageLaneSteps(title string) []string {
 
 // assertImportBesidePlatform: each OpenShell image was pulled, imported and verified in its own
 // lane beside the cluster's creation; then the cluster's own images were checked while the
-// platform objects that need only the API were applied (each step ran in its lane), in a group that starts once the
-// cluster exists and ends before the Gateway, whose Pods run the verified images, is installed.
+// platform objects that need only the API were applied (each step ran in its lane), in a group
+// that starts once the cluster exists and ends before the Gateway, whose Pods run the verified
+// images, is installed.
 func assertImportBesidePlatform(t *testing.T, opts occdev.UpOptions, times *stepTimes) {
 	t.Helper()
 	ran := map[string]string{}

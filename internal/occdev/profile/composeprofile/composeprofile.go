@@ -260,7 +260,7 @@ func (c Planned) Preflight(ctx context.Context, env profile.Env, rep progress.Re
 	if err := oce.CheckBuilder(op.Plan, engine, c.in.EngineKind == state.EnginePodman); err != nil {
 		return err
 	}
-	plugin, err := compose.FindPlugin(ctx, compose.FindPluginOptions{DockerConfig: os.Getenv("DOCKER_CONFIG")})
+	plugin, err := findPlugin(ctx)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
+	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/profile"
 	"github.com/openclaw/occ/internal/occdev/profile/oce"
 	"github.com/openclaw/occ/internal/occdev/state"
@@ -43,22 +44,15 @@ func (Profile) CheckReload(ctx context.Context, env profile.ReloadEnv) error {
 	return err
 }
 
-// findPlugin finds the Compose plugin as `up` does.
+// findPlugin finds the Compose plugin: the docker CLI's plugin directories, DOCKER_CONFIG's
+// first, as `up`'s preflight and reload's check and recreation look for it.
 func findPlugin(ctx context.Context) (compose.Plugin, error) {
 	return compose.FindPlugin(ctx, compose.FindPluginOptions{DockerConfig: os.Getenv("DOCKER_CONFIG")})
 }
 
-// recordedProject is the runner of the recorded snapshot and the stack of the recorded project,
-// on the recorded engine.
-func recordedProject(ctx context.Context, env profile.ReloadEnv) (compose.Runner, compose.Stack, error) {
-	p := env.Recorded().ControlPlane.Compose
-	plugin, err := findPlugin(ctx)
-	if err != nil {
-		return compose.Runner{}, compose.Stack{}, err
-	}
-	eng := env.Engine()
-	return compose.Runner{Plugin: plugin, Endpoint: eng.Endpoint.String(), Snapshot: compose.Snapshot{Path: p.Snapshot, Project: p.Project, Checkout: p.Checkout}},
-		compose.Stack{Project: p.Project, Engine: eng.API}, nil
+// recordedStack is the recorded project on the engine eng.
+func recordedStack(p *state.ComposeProject, eng *docker.Engine) compose.Stack {
+	return compose.Stack{Project: p.Project, Engine: eng.API}
 }
 
 // ChooseBuilds are the builds whose images the chosen services run.
@@ -95,11 +89,14 @@ func (Profile) ReloadSteps() []profile.ReloadStep {
 // when the Agent runtime changed (they read the Installation, a read-only mount of the file
 // just replaced). A service not chosen is left alone. The one-shot jobs are never run again.
 func recreateServices(ctx context.Context, env profile.ReloadEnv, rep progress.Reporter) error {
-	runner, stack, err := recordedProject(ctx, env)
+	p := env.Recorded().ControlPlane.Compose
+	plugin, err := findPlugin(ctx)
 	if err != nil {
 		return err
 	}
-	started := StartedServices(env.Recorded().ControlPlane.Compose)
+	runner := compose.Runner{Plugin: plugin, Endpoint: env.Engine().Endpoint.String(), Snapshot: compose.Snapshot{Path: p.Snapshot, Project: p.Project, Checkout: p.Checkout}}
+	stack := recordedStack(p, env.Engine())
+	started := StartedServices(p)
 	rebuilt := env.Rebuilt()
 	var candidates []string
 	for _, b := range rebuilt {
@@ -150,10 +147,7 @@ func recreateServices(ctx context.Context, env profile.ReloadEnv, rep progress.R
 // `up` does; also when nothing was recreated now, since a reload interrupted after recreating
 // them left them starting.
 func waitReloadedAPI(ctx context.Context, env profile.ReloadEnv, _ progress.Reporter) error {
-	_, stack, err := recordedProject(ctx, env)
-	if err != nil {
-		return err
-	}
+	stack := recordedStack(env.Recorded().ControlPlane.Compose, env.Engine())
 	wctx, cancel := context.WithTimeout(ctx, env.StartupTimeout())
 	defer cancel()
 	if err := controlplane.WaitReady(wctx, controlplane.ReadinessOptions{
@@ -181,7 +175,7 @@ func (Profile) Status(ctx context.Context, rec profile.Recorded) *profile.Status
 	out.ComposeProject = cp.Compose.Project
 	if eng, err := rec.Engine(ctx); err != nil {
 		out.ServicesProblem = err.Error()
-	} else if states, err := (compose.Stack{Project: cp.Compose.Project, Engine: eng.API}).Status(ctx, StartedServices(cp.Compose)...); err != nil {
+	} else if states, err := recordedStack(cp.Compose, eng).Status(ctx, StartedServices(cp.Compose)...); err != nil {
 		out.ServicesProblem = err.Error()
 	} else {
 		for _, s := range states {
