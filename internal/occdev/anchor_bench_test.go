@@ -114,7 +114,7 @@ func BenchmarkUpAgainstCLIs(b *testing.B) {
 	}{{"bed-registry", false}, {"limited-25MBps", true}} {
 		b.Run(v.name, func(b *testing.B) {
 			set := *bed.set
-			manifest := k3dAgentSandboxManifest(bed.product[1].pin.DigestReference())
+			manifest := k3dAgentSandboxManifest(bed.set.OpenShell.Images)
 			pinFile := bed.pinFile
 			products := bed.productRefs()
 			remove := func() { bed.Engine.Forget(products...) }
@@ -129,7 +129,7 @@ func BenchmarkUpAgainstCLIs(b *testing.B) {
 					imgs = append(imgs, reg.push(b, spec))
 				}
 				set.OpenShell.Images = pins.Images{Gateway: imgs[0], Sandbox: imgs[1], Supervisor: imgs[2]}
-				manifest = k3dAgentSandboxManifest(imgs[1].DigestReference())
+				manifest = k3dAgentSandboxManifest(set.OpenShell.Images)
 				set.AgentSandbox.Manifest = serveManifest(b, manifest)
 				pinFile = bed.writePins(&set)
 				products = []string{imgs[0].DigestReference(), imgs[1].DigestReference(), imgs[2].DigestReference()}

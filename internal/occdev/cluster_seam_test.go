@@ -14,6 +14,7 @@ import (
 
 	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/images"
+	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/progress"
 )
@@ -235,7 +236,7 @@ func TestTheImagesDownloadInPinOrderEachPullAfterTheOneBefore(t *testing.T) {
 			lanes = append(lanes, l.Name)
 		}
 	}
-	if want := []string{"fakeimport", "gateway", "sandbox", "supervisor"}; !slices.Equal(lanes, want) {
+	if want := []string{"fakeimport", "gateway", "sandbox", "supervisor", "import", "platform"}; !slices.Equal(lanes, want) {
 		t.Fatalf("the cluster group's lanes are %q, want %q", lanes, want)
 	}
 
@@ -284,6 +285,103 @@ func TestTheImagesDownloadInPinOrderEachPullAfterTheOneBefore(t *testing.T) {
 	case <-r2.pulled[second]:
 	default:
 		t.Error("a cancelled pull did not close its turn")
+	}
+}
+
+// The Gateway install waits for the images its chart's own objects start (the render check's
+// finding), each verified by its lane, and for nothing else: with the Gateway image verified it
+// runs while the Sandbox and supervisor images are still on their way; without it, it never runs
+// and ends with the run's cancellation. The platform lane's first step waits for both the
+// cluster and the artifacts.
+func TestTheGatewayInstallWaitsOnlyForTheImagesItsChartStarts(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	importing := fakeImporter{&fakeProvider{name: "fakeimport"}}
+	p, err := resolvePlanWith(fakeTable(&fakeProvider{name: "fakeconnect"}, importing), UpOptions{ClusterProvider: "fakeimport", StateDir: filepath.Join(t.TempDir(), "state"), Docker: dockerAt("unix:///nonexistent/docker.sock")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	product := gatewayImages(p.pins)
+	gateway, sandbox := product[0], product[1]
+	if p.image(gateway).Role != "gateway" || p.image(sandbox).Role != "sandbox" {
+		t.Fatalf("the first two OpenShell images are %q and %q, want the Gateway's and the Sandbox's", p.image(gateway).Role, p.image(sandbox).Role)
+	}
+	ran := 0
+	stub := func(s Step) Step {
+		s.Run = func(context.Context, *run, progress.Reporter) error { ran++; return nil }
+		return s
+	}
+	install := startedImagesFirst(stub(Step{Name: gatewayInstallStep, Describe: describeGateway}))
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+
+	r := &run{plan: p, gatewayStarts: []pins.Image{p.image(gateway).Image}}
+	r.makeImageSlots()
+	if err := install.Run(cancelled, r, progress.Reporter{}); !errors.Is(err, context.Canceled) || ran != 0 {
+		t.Fatalf("with no image verified the install returned %v after %d runs, want context.Canceled and none", err, ran)
+	}
+	r.inNode[gateway].Set()
+	if err := install.Run(context.Background(), r, progress.Reporter{}); err != nil || ran != 1 {
+		t.Fatalf("with the Gateway image verified (the Sandbox and supervisor images not) the install returned %v after %d runs, want it run once", err, ran)
+	}
+
+	// A chart that starts the Sandbox image too (a warm pool, say) holds the install until it is
+	// verified as well.
+	r = &run{plan: p, gatewayStarts: []pins.Image{p.image(gateway).Image, p.image(sandbox).Image}}
+	r.makeImageSlots()
+	r.inNode[gateway].Set()
+	if err := install.Run(cancelled, r, progress.Reporter{}); !errors.Is(err, context.Canceled) || ran != 1 {
+		t.Fatalf("with the Sandbox image started by the chart and not verified the install returned %v after %d runs, want context.Canceled and no run", err, ran)
+	}
+	r.inNode[sandbox].Set()
+	if err := install.Run(context.Background(), r, progress.Reporter{}); err != nil || ran != 2 {
+		t.Fatalf("with both verified the install returned %v after %d runs, want it run", err, ran)
+	}
+	if d := install.Describe(p); !strings.Contains(d.Note, "images the chart's own objects start") {
+		t.Errorf("the dry run of the install does not say what it waits for: %+v", d)
+	}
+
+	// The platform's first step needs the cluster and the artifacts.
+	ready := func(cluster, artifacts bool) *run {
+		r := &run{plan: p, gatewayStarts: []pins.Image{p.image(gateway).Image}}
+		r.makeImageSlots()
+		if cluster {
+			r.cluster.Set()
+		}
+		if artifacts {
+			r.artifacts.Set()
+		}
+		return r
+	}
+	for _, c := range []struct {
+		name               string
+		cluster, artifacts bool
+	}{{"neither", false, false}, {"the cluster alone", true, false}, {"the artifacts alone", false, true}} {
+		if err := waiting(stub(Step{}), clusterMade, func(r *run) *readiness { return &r.artifacts }).Run(cancelled, ready(c.cluster, c.artifacts), progress.Reporter{}); !errors.Is(err, context.Canceled) || ran != 2 {
+			t.Errorf("with %s ready the step waiting on both returned %v after %d runs, want context.Canceled and no run", c.name, err, ran)
+		}
+	}
+	if err := waiting(stub(Step{}), clusterMade, func(r *run) *readiness { return &r.artifacts }).Run(context.Background(), ready(true, true), progress.Reporter{}); err != nil || ran != 3 {
+		t.Errorf("with both ready the step waiting on both returned %v after %d runs, want it run", err, ran)
+	}
+
+	// The lane is wired so: its real first step and its real install, on a run whose cluster,
+	// artifacts or Gateway image is missing, end with the cancellation instead of reaching a
+	// connection that does not exist yet.
+	lane := platformLane(p)
+	if lane.Steps[0].Name != "Create the platform namespace" {
+		t.Fatalf("the platform lane begins with %q", lane.Steps[0].Name)
+	}
+	for _, r := range []*run{ready(false, true), ready(true, false)} {
+		if err := lane.Steps[0].Run(cancelled, r, progress.Reporter{}); !errors.Is(err, context.Canceled) {
+			t.Errorf("the platform lane's first step without the cluster or the artifacts returned %v, want context.Canceled", err)
+		}
+	}
+	for _, s := range lane.Steps {
+		if s.Name == gatewayInstallStep {
+			if err := s.Run(cancelled, ready(true, true), progress.Reporter{}); !errors.Is(err, context.Canceled) {
+				t.Errorf("the platform lane's install without the Gateway image verified returned %v, want context.Canceled", err)
+			}
+		}
 	}
 }
 

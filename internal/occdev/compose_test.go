@@ -837,8 +837,8 @@ var composeDefaultSteps = []string{
 // left, and no state directory.
 func testComposeFailureAfterEachStep(t *testing.T, b *composeBed) {
 	names := stepNames(t, b.run(t).opts)
-	if len(names) != 43 {
-		t.Fatalf("the default profile has %d steps and groups, want 43: %q", len(names), names)
+	if len(names) != 42 {
+		t.Fatalf("the default profile has %d steps and groups, want 42: %q", len(names), names)
 	}
 	for i := range names {
 		t.Run(fmt.Sprintf("after step %d %s", i+1, names[i]), func(t *testing.T) {

@@ -33,18 +33,22 @@
 // side; the first lane to fail cancels the others and the group returns only once all have
 // stopped, so the rollback never races a step that is still creating something. Lanes must be
 // independent and write disjoint fields of run, except that a step may wait on a readiness a
-// sibling lane sets (the image lanes wait for the cluster before importing); a lane may hold a
-// group of its own (the k3d cluster is created while the OpenShell images are pulled and
-// imported, beside the artifacts lane).
+// lane of its group or of an enclosing one sets (waiting, setting: the image lanes wait for the
+// cluster before importing, the platform lane for the cluster and the artifacts, the Gateway
+// install for its images); a lane may hold a group of its own (the k3d cluster is created while
+// the OpenShell images are pulled and imported and the platform installed, beside the artifacts
+// lane). A lane that waits comes after the lanes it waits on, so a Sequential run ends.
 //
-// The cluster lane depends on the provider (clusterLane): an existing cluster is connected to;
-// for k3d the pinned node and tools images are made present and the cluster created while the
-// OpenShell images are pulled side by side, each imported into the node once both its pull and
-// the cluster are done. After that group, for k3d, a second one imports the control plane's own
-// images and verifies every image in the node (importLane) while the platform objects that need
-// only the API are applied (platformLane); on an existing cluster the platform lane's steps
-// simply run in turn.
-// The Gateway install, whose Pods run the verified images, comes after both.
+// The cluster lane depends on the provider (clusterLane): an existing cluster is connected to,
+// and the platform's steps (platformSteps) follow the group in turn. For k3d the pinned node and
+// tools images are made present, then one group creates the cluster while the OpenShell images
+// are pulled one after another, each imported into the node once both its pull and the node are
+// there and verified by its own lane; an import lane checks the cluster's own images and imports
+// and verifies the control plane's, and the platform lane, once the cluster and the artifacts
+// are there, applies the objects that need only the API and installs the Gateway as soon as the
+// images the chart's own objects start (its render check found them: the Gateway's image) are
+// verified, so the Gateway starts while the images it only names for Sandboxes are still being
+// imported. The Installation is written after the group, once every image is verified.
 //
 // # Control-plane profiles
 //

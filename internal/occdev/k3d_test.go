@@ -29,6 +29,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
 	"github.com/openclaw/occ/internal/occdev/occdevtest"
 	"github.com/openclaw/occ/internal/occdev/state"
+	"github.com/openclaw/occ/internal/progress"
 )
 
 // A developer on a laptop with Docker runs `occ dev up` (the default k3d provider, the
@@ -82,7 +83,28 @@ func testUpStatusDown(t *testing.T, b *k3dBed) {
 	opts := b.options(t)
 	downAtEnd(t, opts.StateDir)
 	times := newStepTimes()
-	opts.Progress = times.sink
+	// The Sandbox image's lane is held after its import until the Gateway is installed, ready and
+	// healthy: its install waits only for the image its chart starts (the Gateway's), so it
+	// overlaps the import and verification of the images it merely names for Sandboxes.
+	healthy := make(chan struct{})
+	var once sync.Once
+	opts.Progress = func(e progress.Event) {
+		times.sink(e)
+		if e.Kind == progress.End && e.Step == "Check Gateway health" && e.Err == nil {
+			once.Do(func() { close(healthy) })
+		}
+	}
+	opts.Seams().AfterStep = func(name string) error {
+		if name != "Import the OpenShell Sandbox image into the cluster" {
+			return nil
+		}
+		select {
+		case <-healthy:
+			return nil
+		case <-time.After(3 * time.Minute):
+			return errors.New("the Gateway did not become healthy while the Sandbox image waited to be verified: its install waits for more than the images its chart starts")
+		}
+	}
 	sum, err := occdev.Up(ctx, opts)
 	t.Logf("up: step, lane, start, took:\n%s", times.table())
 	if err != nil {
@@ -179,23 +201,23 @@ func testUpStatusDown(t *testing.T, b *k3dBed) {
 	}
 }
 
-// importBesidePlatform is the group of the k3d flow that checks the cluster's own images in one
-// lane while the other applies the platform objects that need only the API.
-var importBesidePlatform = map[string][]string{
-	"import": {"Check that the engine's images carry the pinned digests"},
-	"platform": {"Create the platform namespace", "Create RuntimeClass " + occdev.RuntimeClassName, "Apply the Agent Sandbox manifest",
-		"Create the Gateway JWT key Secret", "Apply the development NetworkPolicies and RBAC"},
-}
-
 // pullAndImport is the group that creates the cluster while each OpenShell image is pulled,
-// imported and verified in a lane of its own, the k3d lane first (the image lanes wait on its
-// cluster).
+// imported and verified in a lane of its own, the cluster's own images are checked in another,
+// and the platform is installed in the last: the k3d lane first (the other lanes wait on its
+// cluster), the platform lane last (it waits on the image lanes before it).
 var pullAndImport = map[string][]string{
 	"k3d":        nil, // its one step names the cluster
 	"gateway":    imageLaneSteps("OpenShell Gateway"),
 	"sandbox":    imageLaneSteps("OpenShell Sandbox"),
 	"supervisor": imageLaneSteps("OpenShell supervisor"),
+	"import":     {"Check that the engine's images carry the pinned digests"},
+	"platform": {"Create the platform namespace", "Create RuntimeClass " + occdev.RuntimeClassName, "Apply the Agent Sandbox manifest",
+		"Create the Gateway JWT key Secret", "Apply the development NetworkPolicies and RBAC", "Install the OpenShell Gateway chart",
+		"Wait for the Agent Sandbox controller and the Gateway", "Check Gateway health"},
 }
+
+// pullAndImportGroup names that group.
+const pullAndImportGroup = "Create the cluster and install the platform while pulling, importing and verifying the images"
 
 // imageLaneSteps are the steps of one OpenShell image's lane, by the image's title.
 func imageLaneSteps(title string) []string {
@@ -204,10 +226,9 @@ func imageLaneSteps(title string) []string {
 }
 
 // assertImportBesidePlatform: each OpenShell image was pulled, imported and verified in its own
-// lane beside the cluster's creation; then the cluster's own images were checked while the
-// platform objects that need only the API were applied (each step ran in its lane), in a group
-// that starts once the cluster exists and ends before the Gateway, whose Pods run the verified
-// images, is installed.
+// lane beside the cluster's creation, the cluster's own images were checked in another, and the
+// platform (its objects, the Gateway, the wait and its Health) was installed by the last lane of
+// the same group (each step ran in its lane); the group ends before the Installation is written.
 func assertImportBesidePlatform(t *testing.T, opts occdev.UpOptions, times *stepTimes) {
 	t.Helper()
 	ran := map[string]string{}
@@ -216,12 +237,10 @@ func assertImportBesidePlatform(t *testing.T, opts occdev.UpOptions, times *step
 		ran[l.Step] = l.Lane
 	}
 	times.mu.Unlock()
-	for _, group := range []map[string][]string{importBesidePlatform, pullAndImport} {
-		for lane, steps := range group {
-			for _, s := range steps {
-				if got, ok := ran[s]; !ok || got != lane {
-					t.Errorf("step %q ran in lane %q (ran: %v), want lane %q", s, got, ok, lane)
-				}
+	for lane, steps := range pullAndImport {
+		for _, s := range steps {
+			if got, ok := ran[s]; !ok || got != lane {
+				t.Errorf("step %q ran in lane %q (ran: %v), want lane %q", s, got, ok, lane)
 			}
 		}
 	}
@@ -233,22 +252,11 @@ func assertImportBesidePlatform(t *testing.T, opts occdev.UpOptions, times *step
 	for i, s := range dr.Steps {
 		index[s.Name] = i
 	}
-	lanesOf := func(s occdev.PlannedStep) (map[string][]string, []string) {
-		lanes, order := map[string][]string{}, []string{}
-		for _, l := range s.Lanes {
-			order = append(order, l.Name)
-			lanes[l.Name] = nil
-			for _, st := range l.Steps {
-				lanes[l.Name] = append(lanes[l.Name], st.Name)
-			}
-		}
-		return lanes, order
-	}
 	var create *occdev.PlannedStep
 	var walk func([]occdev.PlannedStep)
 	walk = func(steps []occdev.PlannedStep) {
 		for i := range steps {
-			if steps[i].Name == "Create the cluster while pulling, importing and verifying the OpenShell images" {
+			if steps[i].Name == pullAndImportGroup {
 				create = &steps[i]
 			}
 			for _, l := range steps[i].Lanes {
@@ -260,25 +268,25 @@ func assertImportBesidePlatform(t *testing.T, opts occdev.UpOptions, times *step
 	if create == nil {
 		t.Fatal("the flow has no group that creates the cluster while pulling and importing the images")
 	}
-	lanes, order := lanesOf(*create)
-	if want := []string{"Create k3d cluster " + opts.ClusterName}; !reflect.DeepEqual(lanes["k3d"], want) || order[0] != "k3d" {
-		t.Errorf("the cluster group's lanes are %q in order %q, want the k3d lane %q first", lanes, order, want)
+	lanes, order := map[string][]string{}, []string{}
+	for _, l := range create.Lanes {
+		order = append(order, l.Name)
+		lanes[l.Name] = nil
+		for _, st := range l.Steps {
+			lanes[l.Name] = append(lanes[l.Name], st.Name)
+		}
+	}
+	if want := []string{"Create k3d cluster " + opts.ClusterName}; !reflect.DeepEqual(lanes["k3d"], want) || order[0] != "k3d" || order[len(order)-1] != "platform" {
+		t.Errorf("the cluster group's lanes are %q in order %q, want the k3d lane %q first and the platform lane last", lanes, order, want)
 	}
 	delete(lanes, "k3d")
 	want := maps.Clone(pullAndImport)
 	delete(want, "k3d")
 	if !reflect.DeepEqual(lanes, want) {
-		t.Errorf("the cluster group's image lanes are %q, want %q", lanes, want)
+		t.Errorf("the cluster group's other lanes are %q, want %q", lanes, want)
 	}
-	group, ok := index["Check the images while applying the platform objects"]
-	if !ok {
-		t.Fatalf("the flow has no verify-and-platform group: %v", index)
-	}
-	if lanes, _ := lanesOf(dr.Steps[group]); !reflect.DeepEqual(lanes, importBesidePlatform) {
-		t.Errorf("the group's lanes are %q, want %q", lanes, importBesidePlatform)
-	}
-	if cluster, gateway := index["Fetch the artifacts while preparing the cluster"], index["Install the OpenShell Gateway chart"]; !(cluster < group && group < gateway) {
-		t.Errorf("the group is step %d, after the cluster's group (%d) and before the Gateway install (%d) it must be", group+1, cluster+1, gateway+1)
+	if cluster, inst := index["Fetch the artifacts while preparing the cluster"], index["Write the Installation"]; cluster != 2 || inst != 3 {
+		t.Errorf("the cluster's group is step %d and the Installation step %d, want 3 and 4 (nothing of the platform left between them)", cluster+1, inst+1)
 	}
 }
 
@@ -795,8 +803,8 @@ func testFailureAfterEachStep(t *testing.T, b *k3dBed) {
 // (every step with OCC_TEST_K3D_ALL_STEPS=1).
 func testFailureAfterSteps(t *testing.T, b *k3dBed, skip func(step string) string) {
 	names := stepNames(t, b.options(t))
-	if len(names) != 33 {
-		t.Fatalf("the k3d flow has %d steps and groups, want 33: %q", len(names), names)
+	if len(names) != 32 {
+		t.Fatalf("the k3d flow has %d steps and groups, want 32: %q", len(names), names)
 	}
 	for i, step := range names {
 		t.Run(fmt.Sprintf("after step %d %s", i+1, step), func(t *testing.T) {

@@ -147,7 +147,7 @@ func newK3dBedOn(t testing.TB, files chartFiles, kind string) *k3dBed {
 	}
 	b.set.OpenShell.Images = pins.Images{Gateway: b.product[0].pin, Sandbox: b.product[1].pin, Supervisor: b.product[2].pin}
 
-	manifest := k3dAgentSandboxManifest(b.product[1].pin.DigestReference())
+	manifest := k3dAgentSandboxManifest(b.set.OpenShell.Images)
 	sum := sha256.Sum256(manifest)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(manifest) }))
 	t.Cleanup(srv.Close)
@@ -245,13 +245,16 @@ func downLeftover(t testing.TB, stateDir string) {
 }
 
 // k3dAgentSandboxManifest is the Agent Sandbox stand-in of the k3d bed: the chartstest manifest
-// with its controller running from an image the node holds (the imported OpenShell sandbox
-// image, pullPolicy Never), because the stand-in node reaches no registry. The real controller
-// image is pulled by the node itself, and is not one occ imports.
-func k3dAgentSandboxManifest(image string) []byte {
+// with its controller running from an image the node holds, because the stand-in node reaches no
+// registry. The real controller image is pulled by the node itself and waits for none of the
+// images occ imports; the bed's controller runs the imported OpenShell Gateway image (pullPolicy
+// Never), the one the Gateway's own Pod waits for anyway, so the stand-in makes the platform wait
+// for no image a real cluster would not (the Sandbox and supervisor images are only named, for
+// Sandboxes, and may still be on their way when the controller and the Gateway start).
+func k3dAgentSandboxManifest(imgs pins.Images) []byte {
 	m := chartstest.AgentSandboxManifest()
 	m = strings.Replace(m, "image: registry.k8s.io/agent-sandbox/agent-sandbox-controller:v0.5.2",
-		"image: "+image+"\n          imagePullPolicy: Never", 1)
+		"image: "+imgs.Gateway.DigestReference()+"\n          imagePullPolicy: Never", 1)
 	return []byte(m)
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
+	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/platform"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/progress"
@@ -20,8 +21,8 @@ import (
 
 // run is what the steps of one `up` share: the plan, the claimed state, and what earlier steps
 // produced for later ones. Steps of concurrent lanes write disjoint fields (the artifacts lane
-// its own, the cluster lane its own, and inside the cluster lane the k3d and images lanes
-// theirs; the import lane its own, and the platform lane beside it none); the steps after a
+// its own, the cluster lane its own, and inside the cluster lane the k3d, images and import
+// lanes theirs, and the platform lane the Gateway's); the steps after a
 // group read them once every lane has finished.
 type run struct {
 	plan  *Plan
@@ -44,6 +45,12 @@ type run struct {
 	charts             *charts.Charts
 	workspaceResources []unstructured.Unstructured
 	agentSandbox       []*unstructured.Unstructured
+	// gatewayStarts are the pinned images the Gateway chart's own objects start (its render
+	// check found them), which its install waits for; the others it names are for Sandboxes.
+	gatewayStarts []pins.Image
+	// artifacts is done once the lane has written everything above: the platform lane of a
+	// k3d cluster, beside the cluster's creation, waits on it.
+	artifacts readiness
 
 	// Written by the cluster lane: the pinned images as the engine holds them (by their slot in
 	// flowImages, allocated with the run, each slot by its own step) and the connection.
@@ -52,8 +59,11 @@ type run struct {
 	// cluster is done once conn is set: the image lanes beside the cluster's creation wait on
 	// it before they import, and read conn only after it.
 	cluster readiness
-	// product is each OpenShell image as its own lane imported and verified it in the node.
+	// product is each OpenShell image as its own lane imported and verified it in the node;
+	// inNode[slot] is done once product[slot] is verified (the Gateway install waits on the
+	// images its chart starts).
 	product []productImage
+	inNode  []readiness
 	// pulled is closed for a slot once its pull step has ended, however it ended: the OpenShell
 	// images download one after another (pullInTurn).
 	pulled []chan struct{}

@@ -3,6 +3,7 @@ package occdev
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/openclaw/occ/internal/occdev/cluster"
@@ -66,6 +67,7 @@ func (r *run) makeImageSlots() {
 	n := len(flowImages(r.plan.pins))
 	r.local = make([]images.Local, n)
 	r.product = make([]productImage, n)
+	r.inNode = make([]readiness, n)
 	r.pulled = make([]chan struct{}, n)
 	for i := range r.pulled {
 		r.pulled[i] = make(chan struct{})
@@ -219,9 +221,36 @@ func verifyStep(p *Plan, slot imageSlot) Step {
 				return err
 			}
 			pi.verified = verified
+			r.inNode[slot].Set()
 			return nil
 		},
 	}
+}
+
+// startedImagesFirst is the Gateway install s, run once each OpenShell image the chart's own
+// objects start is verified in the node by its lane beside it. An image the chart only names for
+// the Gateway to start later (in a Sandbox) is not waited for.
+func startedImagesFirst(s Step) Step {
+	describe := s.Describe
+	s.Describe = func(p *Plan) Description {
+		d := describe(p)
+		d.Note = "installed once the images the chart's own objects start (found by its render check) are verified in the node; the images it names for Sandboxes are verified beside the install, before the Installation is written"
+		return d
+	}
+	install := s.Run
+	s.Run = func(ctx context.Context, r *run, rep progress.Reporter) error {
+		for _, slot := range gatewayImages(r.plan.pins) {
+			img := r.plan.image(slot).Image
+			if !slices.ContainsFunc(r.gatewayStarts, func(s pins.Image) bool { return s.Name() == img.Name() && s.Digest == img.Digest }) {
+				continue
+			}
+			if err := r.inNode[slot].Wait(ctx); err != nil {
+				return err
+			}
+		}
+		return install(ctx, r, rep)
+	}
+	return s
 }
 
 // verifiedItem is a verified image as a dry run describes it.

@@ -97,6 +97,7 @@ func checkGatewayRender(_ context.Context, r *run, rep progress.Reporter) error 
 	for _, u := range found.Unused {
 		rep.Note(fmt.Sprintf("not pinned, never started: %s (%s)", u.FoundImage, u.Reason))
 	}
+	r.gatewayStarts = found.Started
 	return nil
 }
 

@@ -18,11 +18,14 @@ const rollbackTimeout = 2 * time.Minute
 // upSteps is the whole `occ dev up` flow, in order. The cheap checks come first, then the
 // state is claimed (recording the engine before anything exists); the artifacts are
 // fetched and the Gateway chart checked (rendered with the API versions the Agent Sandbox
-// manifest adds) while the cluster is made available (for k3d: the pinned images pulled and
-// the cluster created, each OpenShell image imported and verified in the node by its own lane).
-// Then the platform objects that need only the API are applied while the cluster's own images are
-// checked and the control plane's imported and verified (k3d), and the Gateway, which runs the
-// verified images, is installed once both are done; the control plane of the profile comes after it.
+// manifest adds) while the cluster is made available. For k3d that is one group: the pinned
+// images are pulled and the cluster created, each OpenShell image imported and verified in the
+// node by its own lane, the control plane's images imported and verified by another, and the
+// platform installed by a last one as soon as the cluster and the artifacts are there: the
+// objects that need only the API first, then the Gateway, once the images its own Pods start are
+// verified (the images it is only told about, for the Sandboxes it creates later, finish beside
+// it). On an existing cluster the platform steps follow the group in turn. The Installation is
+// written once every image is verified; the control plane of the profile comes after it.
 func upSteps(p *Plan) []Step {
 	check := "Check the settings and the cluster"
 	if p.Engine != "" {
@@ -34,17 +37,10 @@ func upSteps(p *Plan) []Step {
 		{Name: "Claim the private state directory", Describe: describeState, Run: claimState},
 		concurrently("Fetch the artifacts while preparing the cluster", artifactsLane(p), clusterLane(p)),
 	}
-	if p.importsImages() {
-		steps = append(steps, concurrently("Check the images while applying the platform objects", importLane(p), platformLane(p)))
-	} else {
-		steps = append(steps, platformLane(p).Steps...)
+	if !p.importsImages() {
+		steps = append(steps, platformSteps(p)...)
 	}
-	steps = append(steps,
-		Step{Name: "Install the OpenShell Gateway chart", Describe: describeGateway, Run: installGateway},
-		Step{Name: "Wait for the Agent Sandbox controller and the Gateway", Describe: describeWait, Run: waitForPlatform},
-		Step{Name: "Check Gateway health", Describe: describeHealth, Run: checkGatewayHealth},
-		Step{Name: "Write the Installation", Describe: describeInstallation, Run: writeInstallation},
-	)
+	steps = append(steps, Step{Name: "Write the Installation", Describe: describeInstallation, Run: writeInstallation})
 	return append(steps, p.profile.controlPlane...)
 }
 
@@ -52,7 +48,8 @@ func upSteps(p *Plan) []Step {
 // chart before anything is installed. The manifest comes before the check: its
 // CustomResourceDefinitions are API versions the cluster will serve, which the chart's render
 // must see (the chart's Agent Sandbox preflight fails without them). Selected local charts
-// replace the archive's three steps, and a selected local manifest the download.
+// replace the archive's three steps, and a selected local manifest the download. The lane's end
+// is a readiness (run.artifacts) the platform lane of a k3d cluster waits on.
 func artifactsLane(p *Plan) Lane {
 	var steps []Step
 	if p.selectedCharts != nil {
@@ -68,11 +65,14 @@ func artifactsLane(p *Plan) Lane {
 	if p.AgentSandboxManifest != "" {
 		manifest = "Read the selected Agent Sandbox manifest"
 	}
-	return lane("artifacts", append(steps,
+	steps = append(steps,
 		Step{Name: manifest, Describe: describeAgentSandboxFetch, Run: fetchAgentSandbox},
 		Step{Name: "Check the images of the rendered Gateway chart", Describe: describeGatewayRender, Run: checkGatewayRender},
 		Step{Name: "Render the Workspace chart", Describe: describeRender, Run: renderWorkspace},
-	)...)
+	)
+	last := len(steps) - 1
+	steps[last] = setting(steps[last], func(r *run) *readiness { return &r.artifacts })
+	return lane("artifacts", steps...)
 }
 
 // clusterLane makes the cluster available. A cluster that pulls its images itself (an existing
@@ -83,6 +83,8 @@ func artifactsLane(p *Plan) Lane {
 // is imported into the node as soon as its pull is done and the node takes images, then verified
 // there and tagged for the chart, so on a slow link the imports of the first images overlap the
 // downloads of the others, and only the last image's import and verification follow its last byte.
+// The platform is installed in the same group (platformLane), so the Gateway's install and start
+// overlap the last imports too.
 func clusterLane(p *Plan) Lane {
 	if !p.importsImages() {
 		return lane("cluster",
@@ -93,7 +95,8 @@ func clusterLane(p *Plan) Lane {
 	for _, slot := range clusterImages(p.pins) {
 		steps = append(steps, imageStep(p, slot))
 	}
-	// The provider's lane comes first: the image lanes wait on the cluster it makes.
+	// The provider's lane comes first: the other lanes wait on the cluster it makes. The platform
+	// lane comes last, after the image lanes it waits on (in that order a Sequential run ends).
 	lanes := []Lane{lane(p.ClusterProvider, Step{Name: "Create " + p.ClusterProvider + " cluster " + p.ClusterName, Describe: describeCluster, Run: connectCluster})}
 	product := gatewayImages(p.pins)
 	for i, slot := range product {
@@ -103,40 +106,62 @@ func clusterLane(p *Plan) Lane {
 		}
 		lanes = append(lanes, lane(p.image(slot).Role, pullInTurn(p, slot, after), importStep(p, slot), verifyStep(p, slot)))
 	}
-	steps = append(steps, concurrently("Create the cluster while pulling, importing and verifying the OpenShell images", lanes...))
+	lanes = append(lanes, importLane(p), platformLane(p))
+	steps = append(steps, concurrently("Create the cluster and install the platform while pulling, importing and verifying the images", lanes...))
 	return lane("cluster", steps...)
 }
 
-// importLane finishes the images in the k3d cluster's node: the images the cluster was created
-// with checked against their pins, and the control plane's own images (if the profile has any)
-// imported in one pass and verified there. It needs the cluster and nothing of the platform lane
-// beside it; the OpenShell images were imported and verified by their own lanes.
+// importLane finishes the other images in the k3d cluster's node: the images the cluster was
+// created with checked against their pins, and the control plane's own images (if the profile
+// has any) imported in one pass once the cluster exists, and verified there. The OpenShell
+// images are imported and verified by their own lanes beside it.
 func importLane(p *Plan) Lane {
 	steps := []Step{{Name: "Check that the engine's images carry the pinned digests", Describe: describeRepoDigests, Run: checkRepoDigests}}
 	if p.profile.imports != nil {
 		steps = append(steps,
-			Step{Name: "Import the control plane's images into the cluster", Describe: describeProfileImport, Run: importProfileImages},
+			waiting(Step{Name: "Import the control plane's images into the cluster", Describe: describeProfileImport, Run: importProfileImages}, clusterMade),
 			Step{Name: "Verify the control plane's images in the node and tag them", Describe: describeVerify, Run: verifyImages},
 		)
 	}
 	return lane("import", steps...)
 }
 
-// platformLane applies the platform objects that need only the cluster's API: none of them
-// runs an image occ imports. The Agent Sandbox controller's image is the manifest's own, which
-// the node pulls itself. The lane starts after the artifacts lane, whose manifest it applies
-// and whose check of the Gateway chart comes before anything is installed. The Gateway
-// install waits for this lane (the chart's Agent Sandbox preflight needs the CRDs served) and
-// for the import lane (its Pods run the verified images); the controller is waited for with
-// the Gateway, so its start overlaps the install instead of holding it back.
-func platformLane(*Plan) Lane {
-	return lane("platform",
-		Step{Name: "Create the platform namespace", Describe: describeNamespace, Run: ensurePlatformNamespace},
-		Step{Name: "Create RuntimeClass " + RuntimeClassName, Describe: describeRuntimeClass, Run: ensureRuntimeClass},
-		Step{Name: "Apply the Agent Sandbox manifest", Describe: describeAgentSandbox, Run: applyAgentSandbox},
-		Step{Name: "Create the Gateway JWT key Secret", Describe: describeJWTSecret, Run: ensureJWTSecret},
-		Step{Name: "Apply the development NetworkPolicies and RBAC", Describe: describePolicies, Run: applyDevelopmentPolicies},
-	)
+// platformLane installs the platform in the k3d cluster being made: it starts once the cluster
+// exists and the artifacts lane has produced the manifest and the checked charts. The objects
+// that need only the API come first; none of them runs an image occ imports (the Agent Sandbox
+// controller's image is the manifest's own, which the node pulls itself). The Gateway install
+// waits for the images the chart's own objects start (the render check found them: for the v0.1
+// chart the Gateway image alone); the images the Gateway is only told about (its supervisor and
+// Sandbox runtime images, for Sandboxes) finish in their lanes beside it, and the group, which
+// every later step follows, ends only when they are verified.
+func platformLane(p *Plan) Lane {
+	steps := platformSteps(p)
+	steps[0] = waiting(steps[0], clusterMade, func(r *run) *readiness { return &r.artifacts })
+	for i := range steps {
+		if steps[i].Name == gatewayInstallStep {
+			steps[i] = startedImagesFirst(steps[i])
+		}
+	}
+	return lane("platform", steps...)
+}
+
+// gatewayInstallStep names the Gateway's install.
+const gatewayInstallStep = "Install the OpenShell Gateway chart"
+
+// platformSteps are the platform's steps in order: the objects that need only the cluster's API
+// (the Gateway chart's Agent Sandbox preflight needs the CRDs served), the Gateway, the wait
+// for it and the Agent Sandbox controller (whose start overlaps the install), and its Health.
+func platformSteps(*Plan) []Step {
+	return []Step{
+		{Name: "Create the platform namespace", Describe: describeNamespace, Run: ensurePlatformNamespace},
+		{Name: "Create RuntimeClass " + RuntimeClassName, Describe: describeRuntimeClass, Run: ensureRuntimeClass},
+		{Name: "Apply the Agent Sandbox manifest", Describe: describeAgentSandbox, Run: applyAgentSandbox},
+		{Name: "Create the Gateway JWT key Secret", Describe: describeJWTSecret, Run: ensureJWTSecret},
+		{Name: "Apply the development NetworkPolicies and RBAC", Describe: describePolicies, Run: applyDevelopmentPolicies},
+		{Name: gatewayInstallStep, Describe: describeGateway, Run: installGateway},
+		{Name: "Wait for the Agent Sandbox controller and the Gateway", Describe: describeWait, Run: waitForPlatform},
+		{Name: "Check Gateway health", Describe: describeHealth, Run: checkGatewayHealth},
+	}
 }
 
 // Summary is what a successful `up` reports.

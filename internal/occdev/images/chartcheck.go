@@ -57,6 +57,12 @@ type FoundImage struct {
 	Source string
 	Where  string
 	Image  string
+	// Starts says that the chart's own objects make the cluster start the image once they are
+	// applied: the image of a container of a workload, or any image an object of a kind occ does
+	// not know names (a custom resource may make its controller start it). An image named in a
+	// container's environment or flags, or in configuration, is one the program is told to start
+	// later (the Gateway, for the Sandboxes it is asked to create).
+	Starts bool
 	// configKey is the configuration key that holds the image (empty outside configuration).
 	configKey string
 }
@@ -88,6 +94,10 @@ type ChartImages struct {
 	Pinned []FoundImage
 	// Unused are the images under configuration keys occ never uses.
 	Unused []UnusedImage
+	// Started are the pins the chart's own objects start (FoundImage.Starts), in rules order:
+	// the images that must be in the cluster before the chart is installed. The other pins are
+	// named for the program to start later.
+	Started []pins.Image
 }
 
 // ChartImageError lists every offending image of a chart and every required pin it names
@@ -128,9 +138,11 @@ func CheckRenderedImages(chart string, manifest io.Reader, rules Rules) (*ChartI
 	report := &ChartImages{}
 	var off []OffendingImage
 	seen := make([]bool, len(rules.Expected))
+	started := make([]bool, len(rules.Expected))
 	for _, f := range found {
 		if i := matchingPin(f.Image, rules.Expected); i >= 0 {
 			seen[i] = true
+			started[i] = started[i] || f.Starts
 			report.Pinned = append(report.Pinned, f)
 			continue
 		}
@@ -148,6 +160,11 @@ func CheckRenderedImages(chart string, manifest io.Reader, rules Rules) (*ChartI
 	}
 	if len(off) > 0 || len(missing) > 0 {
 		return nil, &ChartImageError{Chart: chart, Offending: off, Missing: missing}
+	}
+	for i, e := range rules.Expected {
+		if started[i] {
+			report.Started = append(report.Started, e.Pin)
+		}
 	}
 	return report, nil
 }
@@ -267,7 +284,13 @@ func imagesOf(u *unstructured.Unstructured) ([]FoundImage, error) {
 		return nil, err
 	}
 	if !known {
-		return searchImages(u.Object), nil
+		// What an object of an unfamiliar kind names, its controller may start as soon as it
+		// is applied.
+		found := searchImages(u.Object)
+		for i := range found {
+			found[i].Starts = true
+		}
+		return found, nil
 	}
 	if spec == nil {
 		return nil, nil // a ReplicationController without a template
@@ -293,7 +316,7 @@ func commandLine(command, args []string) []string {
 // name (a Gateway told its supervisor image by OPENSHELL_SUPERVISOR_IMAGE or
 // --supervisor-image starts that image).
 func containerImages(where string, image string, env []corev1.EnvVar, argv []string) []FoundImage {
-	out := []FoundImage{{Where: where, Image: image}}
+	out := []FoundImage{{Where: where, Image: image, Starts: true}}
 	for _, e := range env {
 		if NamesImage(e.Name) && strings.TrimSpace(e.Value) != "" {
 			out = append(out, FoundImage{Where: where + " env " + e.Name, Image: strings.TrimSpace(e.Value)})

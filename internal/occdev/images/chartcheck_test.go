@@ -3,6 +3,7 @@ package images
 import (
 	"errors"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -259,6 +260,65 @@ spec:
 	if o.Image != "ghcr.io/nvidia/openshell/supervisor:"+set.OpenShell.Version || o.Object != "DaemonSet openshell-gateway-node-agent" ||
 		!strings.HasSuffix(o.Source, "templates/node-agent.yaml") || o.ExpectedKeys[2] != "supervisor.image.digest" {
 		t.Fatalf("offending = %+v", o)
+	}
+}
+
+// Of the three pins the v0.1 Gateway chart names, its own objects start only the Gateway's
+// image: the supervisor and sandbox runtime images are in gateway.toml, for the Sandboxes the
+// Gateway is asked to create later, so the Gateway's install needs only its own image in the
+// node. A pinned image that a workload of the chart runs, or that an object of an unfamiliar kind
+// names (its controller may start it once applied), is started by the chart too; an image named
+// only in a container's environment is not.
+func TestCheckRenderedImagesSaysWhichPinsTheChartStarts(t *testing.T) {
+	manifest, set := renderFixtureGateway(t, nil)
+	imgs := set.OpenShell.Images
+	found, err := CheckRenderedImages("openshell-gateway", strings.NewReader(manifest), gatewayRules(set))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []pins.Image{imgs.Gateway}; !reflect.DeepEqual(found.Started, want) {
+		t.Fatalf("the chart starts %v, want only the Gateway image %v", found.Started, want)
+	}
+
+	extra := `apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: {{ .Release.Name }}-node-agent
+spec:
+  selector: {matchLabels: {app: node-agent}}
+  template:
+    metadata: {labels: {app: node-agent}}
+    spec:
+      containers:
+        - name: agent
+          image: ` + imgs.Supervisor.DigestReference() + `
+          env:
+            - name: SANDBOX_IMAGE
+              value: ` + imgs.Sandbox.DigestReference() + `
+`
+	manifest, set = renderFixtureGateway(t, map[string]string{set.OpenShell.Charts.Gateway + "/templates/node-agent.yaml": extra})
+	found, err = CheckRenderedImages("openshell-gateway", strings.NewReader(manifest), gatewayRules(set))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []pins.Image{imgs.Gateway, imgs.Supervisor}; !reflect.DeepEqual(found.Started, want) {
+		t.Fatalf("with a DaemonSet running the supervisor the chart starts %v, want %v (the Sandbox image only in its environment)", found.Started, want)
+	}
+
+	pool := `apiVersion: example.com/v1
+kind: WarmPool
+metadata:
+  name: {{ .Release.Name }}-pool
+spec:
+  sandboxImage: ` + imgs.Sandbox.DigestReference() + `
+`
+	manifest, set = renderFixtureGateway(t, map[string]string{set.OpenShell.Charts.Gateway + "/templates/pool.yaml": pool})
+	found, err = CheckRenderedImages("openshell-gateway", strings.NewReader(manifest), gatewayRules(set))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []pins.Image{imgs.Gateway, imgs.Sandbox}; !reflect.DeepEqual(found.Started, want) {
+		t.Fatalf("with a custom resource naming the Sandbox image the chart starts %v, want %v", found.Started, want)
 	}
 }
 
