@@ -258,10 +258,8 @@ func TestTheImagesDownloadInPinOrderEachPullAfterTheOneBefore(t *testing.T) {
 	go func() {
 		done <- inTurn(stub(second, nil), second, first).Run(context.Background(), r, progress.Reporter{})
 	}()
-	select {
-	case <-r.pulled[second]:
+	if r.pulled[second].IsSet() {
 		t.Fatal("the second pull ended before the first one began")
-	default:
 	}
 	if err := inTurn(stub(first, errors.New("the first pull fails")), first, first).Run(context.Background(), r, progress.Reporter{}); err == nil {
 		t.Fatal("the first pull's error was lost")
@@ -281,9 +279,7 @@ func TestTheImagesDownloadInPinOrderEachPullAfterTheOneBefore(t *testing.T) {
 	if err := inTurn(stub(second, nil), second, first).Run(ctx, r2, progress.Reporter{}); !errors.Is(err, context.Canceled) {
 		t.Errorf("a waiting pull on a cancelled run ended with %v, want context.Canceled", err)
 	}
-	select {
-	case <-r2.pulled[second]:
-	default:
+	if !r2.pulled[second].IsSet() {
 		t.Error("a cancelled pull did not close its turn")
 	}
 }

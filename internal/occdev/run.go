@@ -64,9 +64,10 @@ type run struct {
 	// images its chart starts).
 	product []productImage
 	inNode  []readiness
-	// pulled is closed for a slot once its pull step has ended, however it ended: the OpenShell
-	// images download one after another (pullInTurn).
-	pulled []chan struct{}
+	// pulled is done for a slot once its pull has every layer's bytes (the engine may still be
+	// extracting them), or once its step has ended, however it ended: the OpenShell images
+	// download one after another (pullInTurn).
+	pulled []readiness
 	// keptCluster is the record the cluster provider's failed Ensure left for `down`
 	// (cluster.KeptError), which keeps it and the state directory.
 	keptCluster atomic.Pointer[state.Object]

@@ -68,10 +68,7 @@ func (r *run) makeImageSlots() {
 	r.local = make([]images.Local, n)
 	r.product = make([]productImage, n)
 	r.inNode = make([]readiness, n)
-	r.pulled = make([]chan struct{}, n)
-	for i := range r.pulled {
-		r.pulled[i] = make(chan struct{})
-	}
+	r.pulled = make([]readiness, n)
 }
 
 // productImage is one OpenShell image as its lane took it into the node: the node's container
@@ -94,7 +91,7 @@ func (r *run) verifiedImages() []images.Verified {
 }
 
 // pullInTurn is the pull of slot, begun once the pull of after (the lane before it; slot itself
-// for the first lane) has ended,
+// for the first lane) has all its bytes (its engine may still be extracting them) or has ended,
 // so the OpenShell images download one at a time. They share one link: one at a time, each is
 // complete, and its import into the node under way, while the next downloads, so only the last
 // one's import follows the last byte; side by side they would all complete together at the end
@@ -103,17 +100,16 @@ func pullInTurn(p *Plan, slot, after imageSlot) Step {
 	return inTurn(imageStep(p, slot), slot, after)
 }
 
-// inTurn is the step s of slot's lane, run once the pull of after has ended (at once when
-// after is slot), which closes slot's turn when it ends, however it ends.
+// inTurn is the step s of slot's lane, run once the turn of after has passed (at once when
+// after is slot), which passes slot's turn when it ends, however it ends, if its download did
+// not pass it before.
 func inTurn(s Step, slot, after imageSlot) Step {
 	pull := s.Run
 	s.Run = func(ctx context.Context, r *run, rep progress.Reporter) error {
-		defer close(r.pulled[slot])
+		defer r.pulled[slot].Set()
 		if after != slot {
-			select {
-			case <-r.pulled[after]:
-			case <-ctx.Done():
-				return ctx.Err()
+			if err := r.pulled[after].Wait(ctx); err != nil {
+				return err
 			}
 		}
 		return pull(ctx, r, rep)
@@ -132,8 +128,12 @@ func imageStep(p *Plan, slot imageSlot) Step {
 				Note: "pulled by digest unless the engine has it; an image that was there is left alone by down"})
 		},
 		Run: func(ctx context.Context, r *run, rep progress.Reporter) error {
+			// The next image's turn begins once this one's bytes are in, while the engine
+			// still extracts them (pullInTurn).
+			show, downloaded := pullProgress(rep), images.DownloadsDone(r.pulled[slot].Set)
 			l, err := images.Present(ctx, images.PresentOptions{
-				API: r.engine.API, Image: r.plan.image(slot).Image, Recorder: r.state, Progress: pullProgress(rep),
+				API: r.engine.API, Image: r.plan.image(slot).Image, Recorder: r.state,
+				Progress: func(ev images.Event) { show(ev); downloaded(ev) },
 				Platform: r.enginePlatform, EngineName: r.engine.Name(),
 			})
 			if err != nil {

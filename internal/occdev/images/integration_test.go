@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/image"
+
 	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/pins"
@@ -522,5 +524,76 @@ func TestImportCancelledMidStreamEnds(t *testing.T) {
 	}
 	if present(t, ctx, b.engine, images.StagingTag(pin, c.Name)) {
 		t.Errorf("staging tag %s left in the engine", images.StagingTag(pin, c.Name))
+	}
+}
+
+// A pull that downloads a layer the engine lacks says, through the engine's own progress, when
+// the layer's bytes are in: DownloadsDone fires once, before the pull ends (while the engine may
+// still extract), and no layer is announced after it; a pull of an image whose layers the engine
+// already holds downloads nothing, and it does not fire.
+func TestDownloadsDoneOnTheEnginesOwnProgress(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	b := startBed(t, ctx)
+	spec, err := dockerbed.SizedImage(6<<20 + 109) // a size no other test uses: its layer is new to the engine
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Whatever a run that stopped half-way left of this image (under any registry's name) would
+	// hold its layer in the engine.
+	list, err := b.Engine.API.ImageList(ctx, image.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, im := range list {
+		for _, ref := range append(im.RepoTags, im.RepoDigests...) {
+			if strings.HasPrefix(ref, spec.Repo+":") || strings.Contains(ref, "/"+spec.Repo+":") || strings.Contains(ref, "/"+spec.Repo+"@") {
+				b.Engine.Forget(ref)
+			}
+		}
+	}
+	// Pushed to the registry only: the engine has neither the image nor its layer.
+	push := func(spec dockerbed.ImageSpec) pins.Image {
+		p, err := b.Registry.Push(ctx, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Engine.Forget(p.Ref) })
+		return pinOf(t, p.Ref, "")
+	}
+	img := push(spec)
+	if present(t, ctx, b.engine, img.DigestReference()) {
+		t.Fatalf("%s is already in the engine; the pull below would download nothing", img.DigestReference())
+	}
+	pull := func(img pins.Image) (evs []images.Event, fired int) {
+		var mu sync.Mutex
+		fired = -1
+		downloaded := images.DownloadsDone(func() { fired = len(evs) - 1 })
+		_, err := images.Present(ctx, images.PresentOptions{API: b.engine.API, Image: img, Recorder: newRecorder(t), Progress: func(ev images.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			evs = append(evs, ev)
+			downloaded(ev)
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return evs, fired
+	}
+	evs, fired := pull(img)
+	if fired < 0 || evs[fired].Status != "Download complete" || fired >= len(evs)-1 {
+		t.Fatalf("the download of %s was said to be done at event %d, want at its layer's Download complete, before the pull ended: %+v", img, fired, evs)
+	}
+	for n, ev := range evs {
+		if n > fired && (ev.Status == "Pulling fs layer" || ev.Status == "Waiting" || ev.Status == "Downloading") {
+			t.Errorf("event %d (%s of layer %s) came after the downloads were said to be done (%d)", n, ev.Status, ev.Layer, fired)
+		}
+	}
+
+	// The same layer under a second image: nothing to download, nothing said.
+	spec.Config.Cmd = []string{"/data/blob", "again"}
+	again := push(spec)
+	if evs, fired := pull(again); fired != -1 {
+		t.Errorf("a pull that downloaded nothing was said to be done at event %d: %+v", fired, evs)
 	}
 }

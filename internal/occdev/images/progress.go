@@ -1,6 +1,9 @@
 package images
 
-import "sync"
+import (
+	"strings"
+	"sync"
+)
 
 // Totals turns the per-layer events of one image's pull into running totals for a single
 // progress line: report receives the bytes done and expected over all layers seen so far. Layers
@@ -30,5 +33,49 @@ func Totals(report func(done, total int64)) func(Event) {
 		}
 		mu.Unlock()
 		report(done, total)
+	}
+}
+
+// DownloadsDone watches the per-layer events of one image's pull and calls done once the engine
+// has every layer's bytes: each layer the pull announced has finished downloading (or was
+// already there), though the engine may still be extracting them. That is when the link is free
+// for the next image. It calls done at most once, and never when the progress does not say so
+// (an engine whose progress names no layers, or a pull that ends first); a layer counts only
+// after one download has completed, so a layer that was already there cannot make it fire while
+// the others are still being announced. The returned function is safe for concurrent use.
+func DownloadsDone(done func()) func(Event) {
+	var mu sync.Mutex
+	have := map[string]bool{}
+	downloaded, fired := false, false
+	return func(ev Event) {
+		if ev.Layer == "" {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case ev.Status == "Download complete":
+			have[ev.Layer], downloaded = true, true
+		case ev.Status == "Already exists" || ev.Status == "Extracting" || ev.Status == "Pull complete":
+			have[ev.Layer] = true
+		case ev.Status == "Pulling fs layer" || ev.Status == "Waiting" || ev.Status == "Downloading" ||
+			ev.Status == "Verifying Checksum" || strings.HasPrefix(ev.Status, "Retrying"):
+			if _, seen := have[ev.Layer]; !seen {
+				have[ev.Layer] = false
+			}
+		default:
+			// Not a layer's event: "Pulling from <repository>" carries the repository as its ID.
+			return
+		}
+		if fired || !downloaded {
+			return
+		}
+		for _, ok := range have {
+			if !ok {
+				return
+			}
+		}
+		fired = true
+		done()
 	}
 }

@@ -151,6 +151,53 @@ func TestTotals(t *testing.T) {
 	}
 }
 
+// The downloads of a pull are done once every announced layer's bytes are in, extracting or
+// not; a layer the engine already had counts as in, but cannot end the wait before a download has
+// completed (the layers after it may not be announced yet); it fires once, and never for progress
+// that names no layers.
+func TestDownloadsDone(t *testing.T) {
+	run := func(evs []Event) int {
+		fired, calls := -1, 0
+		at := 0
+		f := DownloadsDone(func() { calls++; fired = at })
+		for i, ev := range evs {
+			at = i
+			f(ev)
+		}
+		if calls > 1 {
+			t.Errorf("done called %d times", calls)
+		}
+		return fired
+	}
+	two := []Event{
+		{Status: "pulling"},
+		{Layer: "registry/repo@sha256:x", Status: "Pulling from repo"},
+		{Layer: "b", Status: "Already exists"},
+		{Layer: "a", Status: "Pulling fs layer"},
+		{Layer: "c", Status: "Pulling fs layer"},
+		{Layer: "a", Status: "Downloading", Current: 10, Total: 100},
+		{Layer: "c", Status: "Waiting"},
+		{Layer: "a", Status: "Download complete"},
+		{Layer: "a", Status: "Extracting", Current: 5, Total: 100},
+		{Layer: "c", Status: "Downloading", Current: 1, Total: 10},
+		{Layer: "c", Status: "Verifying Checksum"},
+		{Layer: "c", Status: "Download complete"},
+		{Layer: "a", Status: "Pull complete"},
+		{Layer: "c", Status: "Extracting", Current: 5, Total: 10},
+		{Layer: "c", Status: "Pull complete"},
+		{Status: "pulled"},
+	}
+	if got := run(two); got != 11 {
+		t.Errorf("the downloads of two layers were done at event %d, want 11 (c's download complete, a still extracting)", got)
+	}
+	if got := run(two[:3]); got != -1 {
+		t.Errorf("a layer that was already there ended the wait at event %d before any download completed", got)
+	}
+	if got := run([]Event{{Status: "pulling"}, {Status: "Copying blob"}, {Status: "pulled"}}); got != -1 {
+		t.Errorf("progress without layers ended the wait at event %d", got)
+	}
+}
+
 // An image occ built from the checkout has no RepoDigests: it is accepted on its image ID, which
 // its pin carries, and refused when the tag was moved to another build in between.
 func TestCheckRepoDigestOfBuiltImage(t *testing.T) {

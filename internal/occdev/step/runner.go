@@ -121,6 +121,16 @@ func (x *Readiness) Set() {
 	x.done.Do(func() { close(ch) })
 }
 
+// IsSet says, without waiting, whether it is set.
+func (x *Readiness) IsSet() bool {
+	select {
+	case <-x.c():
+		return true
+	default:
+		return false
+	}
+}
+
 // Wait returns once it is set, or with ctx's error when ctx ends first (a sibling lane failed).
 func (x *Readiness) Wait(ctx context.Context) error {
 	select {
