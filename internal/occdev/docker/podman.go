@@ -4,8 +4,10 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/docker/docker/api/types"
+	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
 )
@@ -62,4 +64,52 @@ func (p podmanAPI) ImageInspect(ctx context.Context, ref string, opts ...ImageIn
 		}
 	}
 	return ins, nil
+}
+
+// ContainerInspect of a container whose process is exiting at that moment may fail on Podman
+// before 4.4 with "read /proc/<pid>/cgroup: no such process": the engine still holds the
+// container as running, opens the process's cgroup file, and the process exits before the read
+// (the kernel answers ESRCH; later Podman reads that as a stopped container). The container is
+// fine and the next inspect, once the engine has noticed the exit, answers; so the call is made
+// again, a bounded number of times, while it fails that way alone. Docker never answers so.
+func (p podmanAPI) ContainerInspect(ctx context.Context, id string) (container.InspectResponse, error) {
+	var (
+		ins container.InspectResponse
+		err error
+	)
+	for try := 0; ; try++ {
+		ins, err = p.Client.ContainerInspect(ctx, id)
+		if err == nil || !exitRace(err) || try+1 >= exitRaceTries {
+			return ins, err
+		}
+		t := time.NewTimer(exitRaceBackoff << try)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ins, err
+		case <-t.C:
+		}
+	}
+}
+
+// exitRaceTries bounds the inspects of a container caught exiting; with exitRaceBackoff doubling
+// between them, they span about 1.5 s, far longer than the engine takes to notice an exit.
+const (
+	exitRaceTries   = 6
+	exitRaceBackoff = 50 * time.Millisecond
+)
+
+// exitRace reports whether err is Podman's answer for a process that exited while the engine read
+// its cgroup file: "read /proc/<pid>/cgroup: no such process".
+func exitRace(err error) bool {
+	msg := err.Error()
+	i := strings.Index(msg, "read /proc/")
+	if i < 0 {
+		return false
+	}
+	pid, rest, ok := strings.Cut(msg[i+len("read /proc/"):], "/")
+	if !ok || pid == "" || strings.Trim(pid, "0123456789") != "" {
+		return false
+	}
+	return strings.HasPrefix(rest, "cgroup: no such process")
 }

@@ -8,10 +8,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/docker/docker/api/types"
+	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
 )
@@ -24,8 +26,8 @@ const (
 
 // fakeEngine serves the engine API calls these tests make on a unix socket: the ping, the
 // version with the given components, and an image inspect that answers every reference with
-// one image whose RepoDigests are repoDigests.
-func fakeEngine(t *testing.T, components []types.ComponentVersion, repoDigests []string) Endpoint {
+// one image whose RepoDigests are repoDigests; any other request goes to other, when given.
+func fakeEngine(t *testing.T, components []types.ComponentVersion, repoDigests []string, other ...http.HandlerFunc) Endpoint {
 	t.Helper()
 	sock := filepath.Join(shortDir(t), "e.sock")
 	l, err := net.Listen("unix", sock)
@@ -45,6 +47,8 @@ func fakeEngine(t *testing.T, components []types.ComponentVersion, repoDigests [
 			reply(w, types.Version{Version: "4.3.1", APIVersion: "1.41", Components: components})
 		case strings.Contains(p, "/images/") && strings.HasSuffix(p, "/json"):
 			reply(w, image.InspectResponse{ID: imageID, RepoTags: []string{"localhost/bed/gateway:t"}, RepoDigests: repoDigests})
+		case len(other) > 0:
+			other[0](w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -129,5 +133,76 @@ func TestPodmanImageInspectListsTheDigestReferenceAskedFor(t *testing.T) {
 	defer docker.Close()
 	if ins, err := docker.API.ImageInspect(ctx, ref); err != nil || !slices.Equal(ins.RepoDigests, held) {
 		t.Errorf("Docker inspect %s: RepoDigests = %v (%v), want the engine's %v", ref, ins.RepoDigests, err, held)
+	}
+}
+
+// Podman before 4.4 may fail the inspect of a container whose process exits during the call
+// ("read /proc/<pid>/cgroup: no such process"; a CI run's bootstrap job met it). The Podman API
+// asks again while it fails that way, a bounded number of times; any other error, and the same
+// error from Docker, is answered at once.
+func TestPodmanContainerInspectOutlastsTheExitRace(t *testing.T) {
+	ctx := context.Background()
+	const race = "read /proc/16786/cgroup: no such process"
+	engine := func(t *testing.T, components []types.ComponentVersion, fails int, msg string) (API, *atomic.Int32) {
+		var calls atomic.Int32
+		ep := fakeEngine(t, components, nil, func(w http.ResponseWriter, r *http.Request) {
+			if !strings.HasSuffix(r.URL.Path, "/containers/job/json") {
+				http.NotFound(w, r)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			if int(calls.Add(1)) <= fails {
+				w.WriteHeader(http.StatusInternalServerError)
+				_ = json.NewEncoder(w).Encode(map[string]any{"cause": "no such process", "message": msg, "response": 500})
+				return
+			}
+			_ = json.NewEncoder(w).Encode(container.InspectResponse{ContainerJSONBase: &container.ContainerJSONBase{
+				ID: "job", State: &container.State{Status: container.StateExited}}})
+		})
+		eng, err := Connect(ctx, ep, "CONTAINER_HOST")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { eng.Close() })
+		return eng.API, &calls
+	}
+
+	t.Run("podman, caught exiting twice", func(t *testing.T) {
+		api, calls := engine(t, podmanComponents, 2, race)
+		ins, err := api.ContainerInspect(ctx, "job")
+		if err != nil || ins.State == nil || ins.State.Status != container.StateExited {
+			t.Fatalf("inspect = %+v, %v; want the exited container", ins.ContainerJSONBase, err)
+		}
+		if n := calls.Load(); n != 3 {
+			t.Errorf("engine asked %d times, want 3", n)
+		}
+	})
+	t.Run("podman, never answers", func(t *testing.T) {
+		api, calls := engine(t, podmanComponents, 1000, race)
+		if _, err := api.ContainerInspect(ctx, "job"); err == nil || !strings.Contains(err.Error(), race) {
+			t.Fatalf("inspect error = %v, want the engine's %q", err, race)
+		}
+		if n := calls.Load(); n != exitRaceTries {
+			t.Errorf("engine asked %d times, want the bound %d", n, exitRaceTries)
+		}
+	})
+	for _, c := range []struct {
+		name       string
+		components []types.ComponentVersion
+		msg        string
+	}{
+		{"podman, another error", podmanComponents, "read /proc/16786/cgroup: permission denied"},
+		{"podman, not a pid", podmanComponents, "read /proc/self/cgroup: no such process"},
+		{"docker", nil, race},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			api, calls := engine(t, c.components, 1000, c.msg)
+			if _, err := api.ContainerInspect(ctx, "job"); err == nil || !strings.Contains(err.Error(), c.msg) {
+				t.Fatalf("inspect error = %v, want the engine's %q", err, c.msg)
+			}
+			if n := calls.Load(); n != 1 {
+				t.Errorf("engine asked %d times, want once", n)
+			}
+		})
 	}
 }
