@@ -153,6 +153,12 @@ func testUpStatusDown(t *testing.T, b *k3dBed) {
 			t.Errorf("node %s holds %s with config %q, want %s (the registry's)", node, p.pin.DigestReference(), got, p.config)
 		}
 	}
+	// The import unpacks each image into the node's snapshotter as it goes, ready for a Pod.
+	for _, p := range b.product {
+		if !b.nodeUnpacked(t, node, p.config) {
+			t.Errorf("node %s holds %s without its unpacked snapshot", node, p.pin.DigestReference())
+		}
+	}
 	kc := kubeClient(t, st.Cluster)
 	if n := readyReplicas(t, kc, "StatefulSet", "oce-system", occdev.GatewayServiceName); n != 1 {
 		t.Errorf("Gateway StatefulSet has %d ready replicas", n)

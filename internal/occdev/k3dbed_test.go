@@ -407,6 +407,24 @@ func (b *k3dBed) nodeConfigDigests(t testing.TB, node string) map[string]string 
 	return out
 }
 
+// nodeUnpacked reports whether the node's snapshotter holds the image of config unpacked: a
+// snapshot under the chain ID of its whole layer stack.
+func (b *k3dBed) nodeUnpacked(t testing.TB, node, config string) bool {
+	t.Helper()
+	ctr := func(args ...string) string {
+		res, err := b.Engine.Exec(context.Background(), node, false, append([]string{"ctr", "-n", "k8s.io"}, args...)...)
+		if err != nil || res.ExitCode != 0 {
+			t.Fatalf("ctr %v in %s: %v %s", args, node, err, res.Stderr)
+		}
+		return res.Stdout
+	}
+	top, err := dockerbed.TopChainID([]byte(ctr("content", "get", config)))
+	if err != nil {
+		t.Fatalf("config %s in %s: %v", config, node, err)
+	}
+	return strings.Contains(ctr("snapshots", "ls"), top)
+}
+
 // kubeClient is a client of the recorded cluster, from the state's kubeconfig.
 func kubeClient(t testing.TB, access cluster.Access) kubernetes.Interface {
 	t.Helper()

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/testbed/dockerbed"
 )
@@ -54,4 +55,79 @@ func BenchmarkImport(b *testing.B) {
 			b.ReportMetric(first.Seconds(), "first-import-s")
 		})
 	}
+}
+
+// transferImporter imports as ctr does by default on containerd 2 (through containerd's transfer
+// service), the way the k3d importer did before it passed --local: the contrast of
+// BenchmarkImportLocalAgainstTransfer.
+type transferImporter struct {
+	images.Importer
+	api docker.API
+}
+
+func (t transferImporter) ImportImages(ctx context.Context, refs []string) error {
+	stream, err := t.api.ImageSave(ctx, refs)
+	if err != nil {
+		return err
+	}
+	defer stream.Close()
+	res, err := docker.ExecWithInput(ctx, t.api, t.NodeContainer(), docker.ExecInput{Stdin: stream, Env: []string{"CONTAINERD_NAMESPACE=k8s.io"}},
+		"ctr", "image", "import", "--all-platforms", "-")
+	if err == nil && res.ExitCode != 0 {
+		err = fmt.Errorf("ctr image import exited with %d: %s", res.ExitCode, res.Stderr)
+	}
+	return err
+}
+
+// The k3d importer's import (ctr --local: ctr writes and unpacks the content itself) against
+// ctr's default on containerd 2 (the transfer service), of the same 256 MiB image into the same
+// node, side by side: each iteration imports and verifies the image both ways, in alternating
+// order, removing it from the node (content and snapshots, synchronously) after each, so every
+// import moves and unpacks the whole image. Metrics: local-s and transfer-s (means of import and
+// verification) and local-ratio. Run with -benchtime=4x or more.
+func BenchmarkImportLocalAgainstTransfer(b *testing.B) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	bed := startBed(b, ctx)
+	c := bed.cluster(b, ctx)
+	spec, err := dockerbed.SizedImage(256<<20 + 109)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pin, _ := bed.provide(b, ctx, spec)
+	rec := newRecorder(b)
+	l, err := images.Present(ctx, images.PresentOptions{API: bed.engine.API, Image: pin, Recorder: rec})
+	if err != nil {
+		b.Fatal(err)
+	}
+	local := bed.provider.Importer(c.Name)
+	ways := []images.Importer{local, transferImporter{Importer: local, api: bed.engine.API}}
+	once := func(importer images.Importer) time.Duration {
+		start := time.Now()
+		imported, err := images.Import(ctx, images.ImportOptions{API: bed.engine.API, Importer: importer, Images: []images.Local{l}, Recorder: rec})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := images.VerifyInNode(ctx, images.VerifyOptions{API: bed.engine.API, Node: c.NodeContainer, Images: imported}); err != nil {
+			b.Fatal(err)
+		}
+		took := time.Since(start)
+		ctr(b, ctx, bed.engine, c.NodeContainer, "images", "rm", "--sync", pin.DigestReference())
+		return took
+	}
+	var sums [2]time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		for k := range 2 {
+			way := (i + k) % 2
+			d := once(ways[way])
+			b.Logf("iteration %d: %s %s", i, []string{"local", "transfer"}[way], d.Round(10*time.Millisecond))
+			sums[way] += d
+		}
+	}
+	b.StopTimer()
+	n := float64(b.N)
+	b.ReportMetric(sums[0].Seconds()/n, "local-s")
+	b.ReportMetric(sums[1].Seconds()/n, "transfer-s")
+	b.ReportMetric(float64(sums[0])/float64(sums[1]), "local-ratio")
 }

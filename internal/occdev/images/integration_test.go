@@ -425,7 +425,7 @@ func status(t *testing.T, ctx context.Context, b *bed, node string, imgs []pins.
 	return st
 }
 
-func ctr(t *testing.T, ctx context.Context, e *docker.Engine, node string, args ...string) string {
+func ctr(t testing.TB, ctx context.Context, e *docker.Engine, node string, args ...string) string {
 	t.Helper()
 	res, err := docker.Exec(ctx, e.API, node, append([]string{"ctr", "-n", "k8s.io"}, args...)...)
 	if err != nil || res.ExitCode != 0 {
