@@ -8,6 +8,7 @@ import (
 
 	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/images"
+	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/testbed/dockerbed"
 )
 
@@ -24,16 +25,7 @@ func BenchmarkImport(b *testing.B) {
 	for _, mib := range []int64{16, 64, 256} {
 		b.Run(fmt.Sprintf("%dMiB", mib), func(b *testing.B) {
 			size := mib << 20
-			spec, err := dockerbed.SizedImage(size)
-			if err != nil {
-				b.Fatal(err)
-			}
-			pin, _ := bed.provide(b, ctx, spec)
-			rec := newRecorder(b)
-			l, err := images.Present(ctx, images.PresentOptions{API: bed.engine.API, Image: pin, Recorder: rec})
-			if err != nil {
-				b.Fatal(err)
-			}
+			_, l, rec := bed.sizedLocal(b, ctx, size)
 			importAndVerify := func() {
 				imported, err := images.Import(ctx, images.ImportOptions{API: bed.engine.API, Importer: bed.provider.Importer(c.Name), Images: []images.Local{l}, Recorder: rec})
 				if err != nil {
@@ -90,16 +82,7 @@ func BenchmarkImportLocalAgainstTransfer(b *testing.B) {
 	defer cancel()
 	bed := startBed(b, ctx)
 	c := bed.cluster(b, ctx)
-	spec, err := dockerbed.SizedImage(256<<20 + 109)
-	if err != nil {
-		b.Fatal(err)
-	}
-	pin, _ := bed.provide(b, ctx, spec)
-	rec := newRecorder(b)
-	l, err := images.Present(ctx, images.PresentOptions{API: bed.engine.API, Image: pin, Recorder: rec})
-	if err != nil {
-		b.Fatal(err)
-	}
+	pin, l, rec := bed.sizedLocal(b, ctx, 256<<20+109)
 	local := bed.provider.Importer(c.Name)
 	ways := []images.Importer{local, transferImporter{Importer: local, api: bed.engine.API}}
 	once := func(importer images.Importer) time.Duration {
@@ -130,4 +113,22 @@ func BenchmarkImportLocalAgainstTransfer(b *testing.B) {
 	b.ReportMetric(sums[0].Seconds()/n, "local-s")
 	b.ReportMetric(sums[1].Seconds()/n, "transfer-s")
 	b.ReportMetric(float64(sums[0])/float64(sums[1]), "local-ratio")
+}
+
+// sizedLocal serves an image of size bytes of incompressible data (dockerbed.SizedImage) from the
+// bed's registry and makes it present in the engine by its pin, as up's pull does: the pin, the
+// local image and the recorder of its pull.
+func (bed *bed) sizedLocal(b *testing.B, ctx context.Context, size int64) (pins.Image, images.Local, *memRecorder) {
+	b.Helper()
+	spec, err := dockerbed.SizedImage(size)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pin, _ := bed.provide(b, ctx, spec)
+	rec := newRecorder(b)
+	l, err := images.Present(ctx, images.PresentOptions{API: bed.engine.API, Image: pin, Recorder: rec})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return pin, l, rec
 }
