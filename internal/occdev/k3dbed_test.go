@@ -24,6 +24,8 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
+	"github.com/opencontainers/image-spec/identity"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -366,32 +368,34 @@ func (b *k3dBed) assertUserKubeconfig(t testing.TB) {
 	}
 }
 
+// nodeCtr runs ctr in the node's CRI namespace and returns what it printed; a failure ends the
+// test.
+func (b *k3dBed) nodeCtr(t testing.TB, node string, args ...string) string {
+	t.Helper()
+	res, err := b.Engine.Exec(context.Background(), node, false, append([]string{"ctr", "-n", "k8s.io"}, args...)...)
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("ctr %s in %s: %v %s", strings.Join(args, " "), node, err, res.Stderr)
+	}
+	return res.Stdout
+}
+
 // nodeConfigDigests reads, straight from the node's containerd, the config digest of every image
 // name it holds (following an index to its one manifest): independent of occ's own verification.
 func (b *k3dBed) nodeConfigDigests(t testing.TB, node string) map[string]string {
 	t.Helper()
-	ctx := context.Background()
-	res, err := b.Engine.Exec(ctx, node, false, "ctr", "-n", "k8s.io", "images", "ls")
-	if err != nil || res.ExitCode != 0 {
-		t.Fatalf("ctr images ls in %s: %v %s", node, err, res.Stderr)
-	}
 	out := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(res.Stdout), "\n")[1:] {
+	for _, line := range strings.Split(strings.TrimSpace(b.nodeCtr(t, node, "images", "ls")), "\n")[1:] {
 		f := strings.Fields(line)
 		if len(f) < 3 {
 			continue
 		}
 		digest := f[2]
 		for range 3 {
-			blob, err := b.Engine.Exec(ctx, node, false, "ctr", "-n", "k8s.io", "content", "get", digest)
-			if err != nil || blob.ExitCode != 0 {
-				t.Fatalf("ctr content get %s: %v %s", digest, err, blob.Stderr)
-			}
 			var doc struct {
 				Config    struct{ Digest string }
 				Manifests []struct{ Digest string }
 			}
-			if err := json.Unmarshal([]byte(blob.Stdout), &doc); err != nil {
+			if err := json.Unmarshal([]byte(b.nodeCtr(t, node, "content", "get", digest)), &doc); err != nil {
 				t.Fatalf("content %s: %v", digest, err)
 			}
 			if doc.Config.Digest != "" {
@@ -408,21 +412,14 @@ func (b *k3dBed) nodeConfigDigests(t testing.TB, node string) map[string]string 
 }
 
 // nodeUnpacked reports whether the node's snapshotter holds the image of config unpacked: a
-// snapshot under the chain ID of its whole layer stack.
+// snapshot keyed by the chain ID of its whole layer stack.
 func (b *k3dBed) nodeUnpacked(t testing.TB, node, config string) bool {
 	t.Helper()
-	ctr := func(args ...string) string {
-		res, err := b.Engine.Exec(context.Background(), node, false, append([]string{"ctr", "-n", "k8s.io"}, args...)...)
-		if err != nil || res.ExitCode != 0 {
-			t.Fatalf("ctr %v in %s: %v %s", args, node, err, res.Stderr)
-		}
-		return res.Stdout
+	var img ocispec.Image
+	if err := json.Unmarshal([]byte(b.nodeCtr(t, node, "content", "get", config)), &img); err != nil || len(img.RootFS.DiffIDs) == 0 {
+		t.Fatalf("config %s in %s has no layers (%v)", config, node, err)
 	}
-	top, err := dockerbed.TopChainID([]byte(ctr("content", "get", config)))
-	if err != nil {
-		t.Fatalf("config %s in %s: %v", config, node, err)
-	}
-	return strings.Contains(ctr("snapshots", "ls"), top)
+	return strings.Contains(b.nodeCtr(t, node, "snapshots", "ls"), identity.ChainID(img.RootFS.DiffIDs).String())
 }
 
 // kubeClient is a client of the recorded cluster, from the state's kubeconfig.
