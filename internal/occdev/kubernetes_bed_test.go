@@ -212,6 +212,10 @@ type liveObject struct {
 	namespace string
 	object    string
 	owners    []metav1.OwnerReference
+	// deleting is set for an object the API server is deleting (it has a deletion timestamp):
+	// a Pod whose graceful deletion the kubelet has yet to finish. occ counts such an object as
+	// gone (kubeobj's Terminating), and forgets its record once its deletion is accepted.
+	deleting bool
 }
 
 // ownedObjects lists every object in the cluster that carries owner's ownership label.
@@ -237,7 +241,7 @@ func ownedObjects(t *testing.T, access cluster.Access, owner string) []liveObjec
 				continue
 			}
 			for _, it := range items.Items {
-				o := liveObject{kind: res.Kind, namespace: it.GetNamespace(), object: it.GetName(), owners: it.GetOwnerReferences()}
+				o := liveObject{kind: res.Kind, namespace: it.GetNamespace(), object: it.GetName(), owners: it.GetOwnerReferences(), deleting: it.GetDeletionTimestamp() != nil}
 				o.name = l.GroupVersion + " " + res.Kind + " " + it.GetName()
 				if it.GetNamespace() != "" {
 					o.name = l.GroupVersion + " " + res.Kind + " " + it.GetNamespace() + "/" + it.GetName()
@@ -261,8 +265,8 @@ func names(objs []liveObject) []string {
 
 // uncovered lists the owned objects `down` would not know of: neither recorded, nor made by a
 // controller for an owned object (ownerReferences: a ReplicaSet's Pods, a Service's
-// EndpointSlices), nor a Service's Endpoints, nor the storage Secret of a recorded Helm release.
-// With a k3d cluster `down` removes them all with the cluster anyway; this proves every object a
+// EndpointSlices), nor a Service's Endpoints, nor the storage Secret of a recorded Helm release,
+// nor an object being deleted (its record goes once its deletion is accepted). With a k3d cluster `down` removes them all with the cluster anyway; this proves every object a
 // step created itself was recorded first.
 func uncovered(st state.State, objs []liveObject) []string {
 	recorded := map[string]bool{}
@@ -276,7 +280,7 @@ func uncovered(st state.State, objs []liveObject) []string {
 	var out []string
 	for _, o := range objs {
 		switch {
-		case recorded[o.name]:
+		case recorded[o.name], o.deleting:
 		case len(o.owners) > 0 && byKindName[o.owners[0].Kind+" "+o.namespace+"/"+o.owners[0].Name]:
 		case o.kind == "Endpoints" && byKindName["Service "+o.namespace+"/"+o.object]:
 		case o.kind == "Secret" && strings.HasPrefix(o.object, "sh.helm.release.v1.") && helmRecorded(recorded, o.namespace, o.object):
