@@ -432,9 +432,7 @@ func importRebuilt(ctx context.Context, r *run, rep progress.Reporter) error {
 	if err != nil {
 		return err
 	}
-	imported, err := images.Import(ctx, images.ImportOptions{
-		API: r.engine.API, Importer: importer, Images: rr.toNode, Recorder: r.state,
-	})
+	imported, err := r.importImages(ctx, rep, importer, rr.toNode)
 	if err != nil {
 		return err
 	}

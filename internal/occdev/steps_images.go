@@ -150,7 +150,7 @@ func imageStep(p *Plan, slot imageSlot) Step {
 func pullProgress(rep progress.Reporter) func(images.Event) { return oce.PullProgress(rep) }
 
 func describeRepoDigests(p *Plan) Description {
-	return note("nothing created; requires each local image's RepoDigests (set only by a pull) to include its pinned digest")
+	return note("nothing created; requires each local image's RepoDigests to include its pinned digest (the engine holds that content under that name)")
 }
 
 // checkRepoDigests refuses a local image that was not pulled by its pinned digest (a re-tagged
@@ -256,7 +256,7 @@ func startedImagesFirst(s Step) Step {
 // verifiedItem is a verified image as a dry run describes it.
 func verifiedItem(img pins.Image) step.Item {
 	return step.Image{Reference: img.DigestReference(), Where: nodeContainerd,
-		Note: "named there once its config digest in the node equals the local image ID its pinned pull produced"}
+		Note: "named there once the node holds the local image its pinned pull produced: its config digest on the classic image store, the pinned index or its platform manifest on the containerd store"}
 }
 
 func describeProfileImport(p *Plan) Description {
@@ -307,14 +307,14 @@ func (r *run) importImages(ctx context.Context, rep progress.Reporter, importer 
 }
 
 func describeVerify(p *Plan) Description {
-	return creates("the control plane's own images named in the node for its Pods, each once its config digest in the node equals the local image ID of the image imported")
+	return creates("the control plane's own images named in the node for its Pods, each once the node holds the local image imported (by the identity the engine's image store keeps)")
 }
 
 // nodeContainerd is where the cluster's images are, as a dry run says it.
 const nodeContainerd = "the node's containerd"
 
 // verifyImages proves each of the control plane's imported images is in the node as it was
-// imported (config digest == local image ID) and tags repo@sha256:<digest> there for its Pods.
+// imported (images.Local.Holds) and tags repo@sha256:<digest> there for its Pods.
 func verifyImages(ctx context.Context, r *run, _ progress.Reporter) error {
 	verified, err := images.VerifyInNode(ctx, images.VerifyOptions{
 		API: r.engine.API, Node: r.conn.Access.NodeAddress, Images: r.imported, Recorder: r.state,

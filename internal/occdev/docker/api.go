@@ -69,5 +69,13 @@ type (
 	ImageSaveOption    = client.ImageSaveOption
 )
 
+// ImageInspectWithManifests asks for the manifests a multi-platform image lists (API 1.48 and
+// later, the containerd image store); ImageSaveWithPlatforms saves only the named platforms'
+// manifests of a multi-platform image (API 1.48 and later).
+var (
+	ImageInspectWithManifests = client.ImageInspectWithManifests
+	ImageSaveWithPlatforms    = client.ImageSaveWithPlatforms
+)
+
 // The Docker client is an API as it is.
 var _ API = (*client.Client)(nil)

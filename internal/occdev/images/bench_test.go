@@ -57,14 +57,22 @@ type transferImporter struct {
 	api docker.API
 }
 
-func (t transferImporter) ImportImages(ctx context.Context, refs []string) error {
-	stream, err := t.api.ImageSave(ctx, refs)
+func (t transferImporter) ImportImages(ctx context.Context, refs []string, pass images.Pass) error {
+	var save []docker.ImageSaveOption
+	if pass.Save != nil {
+		save = append(save, docker.ImageSaveWithPlatforms(*pass.Save))
+	}
+	stream, err := t.api.ImageSave(ctx, refs, save...)
 	if err != nil {
 		return err
 	}
 	defer stream.Close()
+	cmd := []string{"ctr", "image", "import"}
+	if pass.Platform != "" {
+		cmd = append(cmd, "--platform", pass.Platform)
+	}
 	res, err := docker.ExecWithInput(ctx, t.api, t.NodeContainer(), docker.ExecInput{Stdin: stream, Env: []string{"CONTAINERD_NAMESPACE=k8s.io"}},
-		"ctr", "image", "import", "--all-platforms", "-")
+		append(cmd, "-")...)
 	if err == nil && res.ExitCode != 0 {
 		err = fmt.Errorf("ctr image import exited with %d: %s", res.ExitCode, res.Stderr)
 	}

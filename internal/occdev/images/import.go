@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
 	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
@@ -20,8 +22,41 @@ type Importer interface {
 	ClusterName() string
 	// NodeContainer is the container whose containerd receives the images.
 	NodeContainer() string
-	// ImportImages loads the named local images (tags in the engine) in one pass.
-	ImportImages(ctx context.Context, refs []string) error
+	// ImportImages loads the named local images (tags in the engine) in one pass, only the
+	// content of one platform (Pass).
+	ImportImages(ctx context.Context, refs []string, pass Pass) error
+}
+
+// Pass is what one pass of an import moves of each image: one platform, the node's. Moving only
+// it is what makes a multi-platform image importable from the containerd store, whose save names
+// every platform's manifest but carries only those the engine pulled.
+type Pass struct {
+	// Platform is the platform the node's ctr keeps of what arrives (os/arch[/variant]); empty
+	// leaves ctr to its default, the node's own.
+	Platform string
+	// Save, when set, is the one platform the engine saves of each image (API 1.48 and later):
+	// the manifest Local.Manifest names. Unset, the engine saves each image's whole target.
+	Save *ocispec.Platform
+}
+
+// passOf is the pass an image travels in.
+func passOf(l Local) Pass {
+	p := Pass{Save: l.ManifestPlatform}
+	if l.Platform.OS != "" && l.Platform.Architecture != "" {
+		p.Platform = l.Platform.String()
+	}
+	if s := l.ManifestPlatform; s != nil {
+		p.Platform = Platform{OS: s.OS, Architecture: s.Architecture, Variant: s.Variant}.String()
+	}
+	return p
+}
+
+// passKey tells passes apart: images of equal passes travel in one stream.
+func (p Pass) key() string {
+	if p.Save == nil {
+		return p.Platform
+	}
+	return p.Platform + " save " + Platform{OS: p.Save.OS, Architecture: p.Save.Architecture, Variant: p.Save.Variant}.String()
 }
 
 // ImportOptions are the inputs of Import.
@@ -41,6 +76,9 @@ type Imported struct {
 	Local
 	// Staging is the temporary name the image travelled under, as containerd names it.
 	Staging string
+	// InNode reports an image the node held already under the chart's name, as this local image
+	// (Local.Holds): nothing of it moved, and it has no staging name.
+	InNode bool
 }
 
 // stagingRepository prefixes staging tags. A registry-like first component keeps containerd
@@ -66,10 +104,13 @@ func clusterRecord(pin pins.Image, config string) state.Object {
 	return state.Object{Type: TypeClusterImage, Name: pin.Name(), Digest: pin.Digest, ID: config}
 }
 
-// Import loads all images into the cluster in one pass (the k3d provider's importer). Each
-// image first gets a staging tag on its verified image ID, recorded before it exists; the tags
-// are removed from the engine afterwards, whatever happened, on a fresh bounded context. The
-// result still has to pass VerifyInNode: k3d's success alone proves nothing about content.
+// Import loads the images into the cluster, one pass per platform (the k3d provider's
+// importer; normally one pass in all). An image the node already holds under the chart's name as
+// this local image (an up onto the cluster of an earlier run, a repeated reload) is not moved
+// again. Each other image first gets a staging tag on its verified image ID, recorded before it
+// exists; the tags are removed from the engine afterwards, whatever happened, on a fresh bounded
+// context. The result still has to pass VerifyInNode: k3d's success alone proves nothing about
+// content.
 func Import(ctx context.Context, opts ImportOptions) (_ []Imported, err error) {
 	if len(opts.Images) == 0 {
 		return nil, errors.New("import images: none given")
@@ -78,7 +119,12 @@ func Import(ctx context.Context, opts ImportOptions) (_ []Imported, err error) {
 		return nil, errors.New("import images: no Recorder; staging tags must be recorded before they exist")
 	}
 	cluster := opts.Importer.ClusterName()
-	var staged []Imported
+	node := nodeContainerd{api: opts.API, node: opts.Importer.NodeContainer()}
+	held, err := node.holding(ctx, opts.Images)
+	if err != nil {
+		return nil, err
+	}
+	var out, staged []Imported
 	defer func() {
 		// Staging tags are removed whatever happened; a tag whose removal fails stays findable
 		// from its cluster image record, whose remover tries again.
@@ -88,27 +134,30 @@ func Import(ctx context.Context, opts ImportOptions) (_ []Imported, err error) {
 			err = errors.Join(err, removeStagingTag(cctx, opts.API, im.Staging, im.ID))
 		}
 	}()
-	var refs []string
-	for _, l := range opts.Images {
+	for i, l := range opts.Images {
 		if err := CheckRepoDigest(l); err != nil {
 			return nil, err
 		}
-		im := Imported{Local: l, Staging: StagingTag(l.Pin, cluster)}
 		if err := opts.Recorder.Record(clusterRecord(l.Pin, "")); err != nil {
 			return nil, fmt.Errorf("record the import of %s before staging it: %w", l.Pin, err)
 		}
+		if held[i] {
+			out = append(out, Imported{Local: l, InNode: true})
+			continue
+		}
+		im := Imported{Local: l, Staging: StagingTag(l.Pin, cluster)}
 		staged = append(staged, im)
 		// Tagging the image ID, not a name, stages exactly the image that was checked.
 		if err := opts.API.ImageTag(ctx, l.ID, im.Staging); err != nil {
 			return nil, fmt.Errorf("tag %s (%s) as %s for the import: %w", l.Pin, l.ID, im.Staging, err)
 		}
-		refs = append(refs, im.Staging)
+		out = append(out, im)
 	}
-	emit := func(status string, done bool) {
+	emit := func(ims []Imported, status string, done bool) {
 		if opts.Progress == nil {
 			return
 		}
-		for _, im := range staged {
+		for _, im := range ims {
 			ev := Event{Image: im.Pin.String(), Status: status, Total: im.Size}
 			if done {
 				ev.Current = im.Size
@@ -116,14 +165,20 @@ func Import(ctx context.Context, opts ImportOptions) (_ []Imported, err error) {
 			opts.Progress(ev)
 		}
 	}
-	emit("importing", false)
+	var kept []Imported
+	for _, im := range out {
+		if im.InNode {
+			kept = append(kept, im)
+		}
+	}
+	emit(kept, "already in the node as verified: nothing moved (0 B)", true)
+	if len(staged) == 0 {
+		return out, nil
+	}
+	emit(staged, "importing", false)
 	pending := staged
 	for attempt := 1; ; attempt++ {
-		refs := make([]string, 0, len(pending))
-		for _, im := range pending {
-			refs = append(refs, im.Staging)
-		}
-		ierr := opts.Importer.ImportImages(ctx, refs)
+		ierr := importPasses(ctx, opts.Importer, pending)
 		// The node is the authority, whatever the importer says: an importer can report a
 		// failure for an import that happened (a stream that broke after ctr had what it
 		// needed), or success for one that did not (k3d's own direct mode does both).
@@ -133,11 +188,11 @@ func Import(ctx context.Context, opts ImportOptions) (_ []Imported, err error) {
 		}
 		if len(lacking) == 0 {
 			if ierr != nil || attempt > 1 {
-				emit(fmt.Sprintf("imported (on attempt %d; the node holds every image)", attempt), true)
+				emit(staged, fmt.Sprintf("imported (on attempt %d; the node holds every image)", attempt), true)
 			} else {
-				emit("imported", true)
+				emit(staged, "imported", true)
 			}
-			return staged, nil
+			return out, nil
 		}
 		if attempt == importAttempts || ctx.Err() != nil {
 			var names []string
@@ -148,6 +203,61 @@ func Import(ctx context.Context, opts ImportOptions) (_ []Imported, err error) {
 		}
 		pending = lacking
 	}
+}
+
+// importPasses hands the images to the importer, one pass per platform in the order the images
+// come, and reports every pass's failure.
+func importPasses(ctx context.Context, importer Importer, ims []Imported) error {
+	var keys []string
+	passes, refs := map[string]Pass{}, map[string][]string{}
+	for _, im := range ims {
+		p := passOf(im.Local)
+		k := p.key()
+		if _, ok := passes[k]; !ok {
+			keys = append(keys, k)
+			passes[k] = p
+		}
+		refs[k] = append(refs[k], im.Staging)
+	}
+	var errs []error
+	for _, k := range keys {
+		errs = append(errs, importer.ImportImages(ctx, refs[k], passes[k]))
+	}
+	return errors.Join(errs...)
+}
+
+// holding reports, for each image, whether the node holds it already under the chart's name as
+// this local image (Local.Holds). A node that cannot be read yet holds nothing: the import then
+// moves every image, and its own checks report the node.
+func (n nodeContainerd) holding(ctx context.Context, ls []Local) ([]bool, error) {
+	held := make([]bool, len(ls))
+	list, err := n.list(ctx)
+	if err != nil {
+		return held, nil
+	}
+	rows := map[int]string{}
+	var targets []string
+	for i, l := range ls {
+		row, found, err := n.find(list, l.Pin.DigestReference())
+		if err != nil || !found {
+			continue
+		}
+		rows[i] = row.Digest
+		targets = append(targets, row.Digest)
+	}
+	if len(targets) == 0 {
+		return held, nil
+	}
+	contents, _, err := n.follow(ctx, targets)
+	if err != nil {
+		return nil, fmt.Errorf("read the images node %s holds: %w", n.node, err)
+	}
+	for i, target := range rows {
+		if c, ok := contents[target]; ok {
+			held[i], _ = ls[i].Holds(c)
+		}
+	}
+	return held, nil
 }
 
 // importAttempts bounds the imports of one step: enough to ride out k3d's exec race, few enough

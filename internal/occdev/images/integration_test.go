@@ -289,11 +289,11 @@ type retagBeforeImport struct {
 	to     string
 }
 
-func (r retagBeforeImport) ImportImages(ctx context.Context, refs []string) error {
+func (r retagBeforeImport) ImportImages(ctx context.Context, refs []string, pass images.Pass) error {
 	if err := r.engine.API.ImageTag(ctx, r.to, r.from); err != nil {
 		return err
 	}
-	return r.Importer.ImportImages(ctx, refs)
+	return r.Importer.ImportImages(ctx, refs, pass)
 }
 
 // The image a tag names changes between the check and the import: the node then holds other
@@ -352,9 +352,9 @@ type failingImporter struct {
 	importFirst bool
 }
 
-func (f failingImporter) ImportImages(ctx context.Context, refs []string) error {
+func (f failingImporter) ImportImages(ctx context.Context, refs []string, pass images.Pass) error {
 	if f.importFirst {
-		if err := f.Importer.ImportImages(ctx, refs); err != nil {
+		if err := f.Importer.ImportImages(ctx, refs, pass); err != nil {
 			return err
 		}
 	}
@@ -368,12 +368,12 @@ type racingImporter struct {
 	calls *int
 }
 
-func (r racingImporter) ImportImages(ctx context.Context, refs []string) error {
+func (r racingImporter) ImportImages(ctx context.Context, refs []string, pass images.Pass) error {
 	*r.calls++
 	if *r.calls == 1 {
 		return nil
 	}
-	return r.Importer.ImportImages(ctx, refs)
+	return r.Importer.ImportImages(ctx, refs, pass)
 }
 
 // An importer can report a failure for an import that happened (k3d's direct mode races the
@@ -456,7 +456,7 @@ type cancelMidStream struct {
 	saw chan struct{}
 }
 
-func (c cancelMidStream) ImportImages(ctx context.Context, refs []string) error {
+func (c cancelMidStream) ImportImages(ctx context.Context, refs []string, pass images.Pass) error {
 	go func() {
 		tick := time.NewTicker(20 * time.Millisecond)
 		defer tick.Stop()
@@ -474,7 +474,7 @@ func (c cancelMidStream) ImportImages(ctx context.Context, refs []string) error 
 			}
 		}
 	}()
-	return c.Importer.ImportImages(ctx, refs)
+	return c.Importer.ImportImages(ctx, refs, pass)
 }
 
 // `up` is cancelled while a large image streams into the node: the import still ends (k3d's

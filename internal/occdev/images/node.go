@@ -79,13 +79,18 @@ type manifestOrIndex struct {
 	Config    *struct {
 		Digest string `json:"digest"`
 	} `json:"config"`
-	Manifests []struct {
-		Digest   string `json:"digest"`
-		Platform *struct {
-			OS           string `json:"os"`
-			Architecture string `json:"architecture"`
-		} `json:"platform"`
-	} `json:"manifests"`
+	Manifests []indexEntry `json:"manifests"`
+}
+
+// indexEntry is one manifest an index names, with the platform it is for (none for an entry
+// that is not an image: BuildKit's attestation manifests say unknown/unknown).
+type indexEntry struct {
+	Digest   string `json:"digest"`
+	Platform *struct {
+		OS           string `json:"os"`
+		Architecture string `json:"architecture"`
+		Variant      string `json:"variant"`
+	} `json:"platform"`
 }
 
 // ctrResult is what one ctr command of a batch printed, and its exit code.
@@ -174,16 +179,26 @@ func splitBatch(stream, boundary string, n int) ([]string, []int, error) {
 // shellQuote quotes s as one word for a POSIX shell.
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
-// configDigests follows each target (a manifest, or an index of exactly one manifest, which is
-// what an import of `docker save` output produces) to the digest of its config blob, reading
-// the manifests of all targets in one exec (and the manifests the indexes name in a second).
-// The result maps each target to its config digest or to why there is none.
-func (n nodeContainerd) configDigests(ctx context.Context, targets []string) (map[string]string, map[string]error, error) {
-	configs, failed := map[string]string{}, map[string]error{}
+// nodeContent is an image in the node followed down to its config: the image's target (what
+// its name points at), the manifest the node runs (the target itself, or the entry an index
+// target lists for the node's platform) and that manifest's config digest.
+type nodeContent struct {
+	Target, Manifest, Config string
+}
+
+// follow reads, for each target, the manifest the node runs and its config digest: a manifest
+// target is read itself; an index target (an import of a whole multi-platform image, or of
+// docker save output that wraps one manifest in an index) is followed to the entry for the
+// node's platform, which is what the kubelet's CRI runs. The manifests of all targets are read
+// in one exec, the entries the indexes name in a second. The result maps each target to what it
+// leads to, or to why it leads nowhere.
+func (n nodeContainerd) follow(ctx context.Context, targets []string) (map[string]nodeContent, map[string]error, error) {
+	found, failed := map[string]nodeContent{}, map[string]error{}
 	pending := map[string][]string{} // content digest to read → targets it decides
 	for _, t := range targets {
 		pending[t] = append(pending[t], t)
 	}
+	var platform *Platform
 	for level := 0; len(pending) > 0; level++ {
 		if level == 2 {
 			for d, ts := range pending {
@@ -204,7 +219,20 @@ func (n nodeContainerd) configDigests(ctx context.Context, targets []string) (ma
 		}
 		next := map[string][]string{}
 		for i, d := range digests {
-			config, child, err := readManifest(res[i], n.node, d)
+			m, err := readManifest(res[i], n.node, d)
+			if err == nil && m.Config == nil && len(m.Manifests) > 1 && platform == nil {
+				// Only an index of several platforms needs the node's platform, which is the
+				// engine's: the node is one of its containers.
+				p, perr := EnginePlatform(ctx, n.api, "")
+				if perr != nil {
+					return nil, nil, perr
+				}
+				platform = &p
+			}
+			var child string
+			if err == nil && m.Config == nil {
+				child, err = m.entryFor(platform, n.node, d)
+			}
 			for _, t := range pending[d] {
 				switch {
 				case err != nil:
@@ -212,44 +240,73 @@ func (n nodeContainerd) configDigests(ctx context.Context, targets []string) (ma
 				case child != "":
 					next[child] = append(next[child], t)
 				default:
-					configs[t] = config
+					found[t] = nodeContent{Target: t, Manifest: d, Config: m.Config.Digest}
 				}
 			}
 		}
 		pending = next
 	}
-	return configs, failed, nil
+	return found, failed, nil
 }
 
-// readManifest reads one `ctr content get` of digest: a manifest's config digest, or the one
-// manifest an index names.
-func readManifest(r ctrResult, node, digest string) (config, child string, err error) {
+// readManifest reads one `ctr content get` of digest as a manifest (its config set) or an index.
+func readManifest(r ctrResult, node, digest string) (manifestOrIndex, error) {
 	if err := r.err(node); err != nil {
-		return "", "", err
+		return manifestOrIndex{}, err
 	}
 	var m manifestOrIndex
 	if err := json.Unmarshal([]byte(r.stdout), &m); err != nil {
-		return "", "", fmt.Errorf("content %s in node %s is not a manifest: %w", digest, node, err)
+		return manifestOrIndex{}, fmt.Errorf("content %s in node %s is not a manifest: %w", digest, node, err)
 	}
-	if m.Config != nil && digestPattern.MatchString(m.Config.Digest) {
-		return m.Config.Digest, "", nil
+	if m.Config != nil && !digestPattern.MatchString(m.Config.Digest) {
+		return manifestOrIndex{}, fmt.Errorf("content %s in node %s is a manifest whose config digest %q is not a sha256 digest", digest, node, m.Config.Digest)
 	}
-	if len(m.Manifests) != 1 {
-		return "", "", fmt.Errorf("content %s in node %s is an index of %d manifests; occ imports single-platform images and cannot tell which one the kubelet would run", digest, node, len(m.Manifests))
+	if m.Config == nil && len(m.Manifests) == 0 {
+		return manifestOrIndex{}, fmt.Errorf("content %s in node %s is neither a manifest nor an index of manifests", digest, node)
 	}
-	return "", m.Manifests[0].Digest, nil
+	return m, nil
 }
 
-// configDigest is configDigests of one target.
-func (n nodeContainerd) configDigest(ctx context.Context, target string) (string, error) {
-	configs, failed, err := n.configDigests(ctx, []string{target})
+// entryFor is the manifest an index names for platform (nil for an index of one entry, which
+// docker save writes around a single manifest): of the entries whose platform runs on it, the
+// one of exactly its variant, else the first, as containerd's platform matcher prefers. Entries
+// that are not images (attestations, unknown/unknown) never match.
+func (m manifestOrIndex) entryFor(platform *Platform, node, digest string) (string, error) {
+	if len(m.Manifests) == 1 && (platform == nil || m.Manifests[0].Platform == nil) {
+		return m.Manifests[0].Digest, nil
+	}
+	var first string
+	for _, e := range m.Manifests {
+		if e.Platform == nil || !digestPattern.MatchString(e.Digest) {
+			continue
+		}
+		p := normalisePlatform(e.Platform.OS, e.Platform.Architecture, e.Platform.Variant)
+		if !compatible(p, *platform) {
+			continue
+		}
+		if p.Variant == platform.Variant {
+			return e.Digest, nil
+		}
+		if first == "" {
+			first = e.Digest
+		}
+	}
+	if first == "" {
+		return "", fmt.Errorf("content %s in node %s is an index of %d manifests, none of them for the node's platform %s", digest, node, len(m.Manifests), platform)
+	}
+	return first, nil
+}
+
+// resolveOne is follow of one target.
+func (n nodeContainerd) resolveOne(ctx context.Context, target string) (nodeContent, error) {
+	found, failed, err := n.follow(ctx, []string{target})
 	if err != nil {
-		return "", err
+		return nodeContent{}, err
 	}
 	if err := failed[target]; err != nil {
-		return "", err
+		return nodeContent{}, err
 	}
-	return configs[target], nil
+	return found[target], nil
 }
 
 // find returns the row of the image named name in the list. None is found false; rows of the
@@ -272,13 +329,13 @@ func (n nodeContainerd) find(list []nodeImage, name string) (row nodeImage, foun
 	return rows[0], true, nil
 }
 
-// resolve finds the image named name in the list and its config digest (find, then
-// configDigest of its target).
-func (n nodeContainerd) resolve(ctx context.Context, list []nodeImage, name string) (row nodeImage, config string, found bool, err error) {
-	row, found, err = n.find(list, name)
+// resolve finds the image named name in the list and follows its target to the manifest the
+// node runs and its config (find, then follow).
+func (n nodeContainerd) resolve(ctx context.Context, list []nodeImage, name string) (content nodeContent, found bool, err error) {
+	row, found, err := n.find(list, name)
 	if err != nil || !found {
-		return row, "", found, err
+		return nodeContent{}, found, err
 	}
-	config, err = n.configDigest(ctx, row.Digest)
-	return row, config, true, err
+	content, err = n.resolveOne(ctx, row.Digest)
+	return content, true, err
 }

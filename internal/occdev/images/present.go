@@ -1,23 +1,32 @@
 // Package images gets the pinned images into the cluster and proves they arrived unchanged, one
 // function per concern so the flow can run each as a named step:
 //
-//   - Present makes a pinned image present in the Docker engine, pulling it BY DIGEST (the engine
+//   - Present makes a pinned image present in the engine, pulling it BY DIGEST (the engine
 //     verifies the manifest digest) when absent, with progress events, and records what it
 //     pulled so `down` removes exactly that;
 //   - Present also refuses an image whose platform is not the engine's (a pinned single-platform
 //     manifest of another architecture), before anything reaches the cluster;
 //   - CheckRepoDigest refuses a local image whose RepoDigests lack the pinned digest;
-//   - Import loads all images into the cluster in one pass (save piped into ctr in the node);
-//   - VerifyInNode reads the node's containerd and requires each image's config digest to equal
-//     the local image ID the pinned pull produced, then tags repo@sha256:<pinned> there;
+//   - Import loads the images into the cluster (save piped into ctr in the node), only the
+//     node's platform of each, and none the node already holds as verified;
+//   - VerifyInNode proves each image in the node is the local one (Local.Holds), then tags
+//     repo@sha256:<pinned> there;
 //   - CheckRenderedImages refuses a rendered chart whose containers or rendered configuration
 //     name anything but the pins, or that names a required pin nowhere;
 //   - Status compares what the node holds with the local images, for `occ dev status`.
 //
-// The chain of trust is: pinned manifest digest —(verified by the engine's pull)→ local image ID
-// (the config digest) —(must equal)→ the config digest of the image in the node. `docker save`
-// does not keep the registry manifest, so the node's manifest digest differs from the pin; the
-// config digest survives unchanged, which is why it is the value compared.
+// What an image's identity is depends on the engine's image store (Store), and one rule
+// (Local.Holds) decides it for the import, the status, reloads and the removers:
+//
+//   - the classic store (Docker before 29 by default, and Podman): the pinned manifest digest —
+//     verified by the engine's pull → the local image ID, which is the config digest → the config
+//     digest of the image in the node. docker save writes a manifest of the engine's own, so the
+//     node's manifest differs from the pin; the config survives unchanged.
+//   - the containerd store (Docker 29's default, new Docker Desktop installs): the pinned digest
+//     is the local image ID itself (the index or manifest the engine pulled and verified) → the
+//     node holds the manifest that index lists for the node's platform (or the index, followed
+//     there to that entry) → its config, read in the node and recorded. The node holds the
+//     registry's own manifest digest, so this chain is the stronger one.
 package images
 
 import (
@@ -31,6 +40,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/pkg/jsonmessage"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/pins"
@@ -61,21 +71,74 @@ type Event struct {
 	Current, Total int64
 }
 
+// Store is an engine's image store: what its image IDs name, and how an image leaves it.
+type Store string
+
+const (
+	// StoreClassic is Docker's graph-driver store (the default before Engine 29) and Podman's:
+	// an image ID is the config digest, and docker save writes one platform's image with a
+	// manifest of the engine's own.
+	StoreClassic Store = "classic"
+	// StoreContainerd is Docker's containerd image store (Engine 29's default, and new Docker
+	// Desktop installs'): an image ID is the digest of the image's target, the pulled index or
+	// manifest, and docker save writes that whole target, naming every platform's manifest
+	// while carrying only the content the engine pulled, unless one platform is asked for.
+	StoreContainerd Store = "containerd"
+)
+
 // Local is a pinned image as the engine holds it.
 type Local struct {
 	Pin pins.Image
-	// ID is the engine's image ID, the sha256 of the image's config: the value the node must
-	// hold after the import.
-	ID          string
-	RepoDigests []string
-	Size        int64
+	// ID is the engine's image ID: the config digest on the classic store, the digest of the
+	// image's target (the pinned index or manifest) on the containerd store.
+	ID    string
+	Store Store
+	// Manifest is, on the containerd store, the manifest of the node's platform the engine lists
+	// under ID (ID itself for a single manifest); the engine saves only it. It is empty on the
+	// classic store, and where the engine's API cannot list manifests (before 1.48): the whole
+	// target then travels and the node follows it to its platform.
+	Manifest string
+	// ManifestPlatform is that manifest's platform as the engine lists it, the value the engine's
+	// save is asked for (variants are spelled as the index spells them).
+	ManifestPlatform *ocispec.Platform
+	RepoDigests      []string
+	Size             int64
 	// Platform is the image's OS and architecture as the engine reports them (image inspect).
 	Platform Platform
 	// Pulled reports whether Present pulled it (and recorded it for removal by `down`).
 	Pulled bool
-	// Built reports an image occ built in the engine (Built): its Pin.Digest is its config
-	// digest, not a registry manifest digest.
+	// Built reports an image occ built in the engine (Built): its Pin.Digest is its image ID, not
+	// a registry digest.
 	Built bool
+}
+
+// Holds reports whether content, an image in the node followed to its manifest and config, is
+// this local image by the identity its store keeps; when it is not, it says which link of the
+// chain broke.
+func (l Local) Holds(content nodeContent) (bool, string) {
+	switch {
+	case l.Store != StoreContainerd:
+		if content.Config == l.ID {
+			return true, ""
+		}
+		return false, fmt.Sprintf("its config digest is %s, but the local image's config digest (its image ID on the %s store) is %s", content.Config, l.Store, l.ID)
+	case content.Target == l.ID:
+		return true, "" // the very index or manifest the engine holds, followed in the node
+	case l.Manifest != "" && content.Manifest == l.Manifest:
+		return true, ""
+	case l.Manifest != "":
+		return false, fmt.Sprintf("it holds manifest %s, but the engine's image %s lists manifest %s for %s", content.Manifest, l.ID, l.Manifest, platformOf(l))
+	default:
+		return false, fmt.Sprintf("its target is %s, not the engine's image %s", content.Target, l.ID)
+	}
+}
+
+// platformOf is the platform a local image's manifest is for, as the engine lists it.
+func platformOf(l Local) string {
+	if p := l.ManifestPlatform; p != nil {
+		return Platform{OS: p.OS, Architecture: p.Architecture, Variant: p.Variant}.String()
+	}
+	return l.Platform.String()
 }
 
 // PresentOptions are the inputs of Present.
@@ -114,7 +177,7 @@ func Present(ctx context.Context, opts PresentOptions) (Local, error) {
 			opts.Progress(ev)
 		}
 	}
-	if l, err := inspect(ctx, opts.API, pin, ref); err == nil {
+	if l, err := inspect(ctx, opts.API, pin, ref, opts.Platform); err == nil {
 		if err := opts.checkPlatform(ctx, l); err != nil {
 			return Local{}, err
 		}
@@ -134,7 +197,7 @@ func Present(ctx context.Context, opts PresentOptions) (Local, error) {
 	if err := pull(ctx, opts.API, ref, emit); err != nil {
 		return Local{}, errors.Join(pullError(ctx, opts.API, pin, err), forgetIfAbsent(ctx, opts.API, opts.Recorder, rec))
 	}
-	l, err := inspect(ctx, opts.API, pin, ref)
+	l, err := inspect(ctx, opts.API, pin, ref, opts.Platform)
 	if err != nil {
 		return Local{}, fmt.Errorf("inspect %s after pulling it: %w", ref, err)
 	}
@@ -166,7 +229,7 @@ func (opts PresentOptions) checkPlatform(ctx context.Context, l Local) error {
 	return checkPlatform(l, engine, opts.EngineName)
 }
 
-func inspect(ctx context.Context, api docker.API, pin pins.Image, ref string) (Local, error) {
+func inspect(ctx context.Context, api docker.API, pin pins.Image, ref string, engine Platform) (Local, error) {
 	ins, err := api.ImageInspect(ctx, ref)
 	if err != nil {
 		if cerrdefs.IsNotFound(err) {
@@ -174,8 +237,104 @@ func inspect(ctx context.Context, api docker.API, pin pins.Image, ref string) (L
 		}
 		return Local{}, fmt.Errorf("inspect image %s: %w", ref, err)
 	}
-	return Local{Pin: pin, ID: ins.ID, RepoDigests: ins.RepoDigests, Size: ins.Size,
-		Platform: normalisePlatform(ins.Os, ins.Architecture, ins.Variant)}, nil
+	return describe(ctx, api, pin, ref, ins, engine)
+}
+
+// describe is the local image of an inspect answer: its store, and on the containerd store the
+// manifest of the engine's platform. engine is the engine's platform; the zero value asks the
+// engine when it is needed.
+func describe(ctx context.Context, api docker.API, pin pins.Image, ref string, ins image.InspectResponse, engine Platform) (Local, error) {
+	l := Local{Pin: pin, ID: ins.ID, RepoDigests: ins.RepoDigests, Size: ins.Size,
+		Platform: normalisePlatform(ins.Os, ins.Architecture, ins.Variant)}
+	store, err := storeOf(ctx, api, pin, ins)
+	if err != nil {
+		return Local{}, err
+	}
+	l.Store = store
+	if store != StoreContainerd || ins.Descriptor == nil {
+		// The classic store has no manifests of its own; an engine whose API predates the
+		// manifest list (it reports no Descriptor either) sends the whole target.
+		return l, nil
+	}
+	if engine == (Platform{}) {
+		if engine, err = EnginePlatform(ctx, api, ""); err != nil {
+			return Local{}, err
+		}
+	}
+	withManifests, err := api.ImageInspect(ctx, ref, docker.ImageInspectWithManifests(true))
+	if err != nil {
+		return Local{}, fmt.Errorf("list the manifests of image %s: %w", ref, err)
+	}
+	if withManifests.ID != ins.ID {
+		return Local{}, fmt.Errorf("list the manifests of image %s: the engine answered image %s, then %s", ref, ins.ID, withManifests.ID)
+	}
+	m, ok := manifestFor(withManifests.Manifests, engine)
+	if !ok {
+		// The engine holds no manifest of its own platform under this image: Present's platform
+		// check names the platform the image is instead.
+		return l, nil
+	}
+	l.Manifest = m.ID
+	p := m.ImageData.Platform
+	l.ManifestPlatform = &p
+	return l, nil
+}
+
+// storeOf tells which store the engine keeps the image in. An engine that reports the image's
+// target descriptor (API 1.48 and later) keeps it in containerd; a pulled image whose ID is its
+// pinned digest does too (an older API), where the classic store's ID is a config digest, which
+// never equals a manifest's. Only a built image on an older API leaves the engine's driver status
+// to decide.
+func storeOf(ctx context.Context, api docker.API, pin pins.Image, ins image.InspectResponse) (Store, error) {
+	switch {
+	case ins.Descriptor != nil, pin.Digest != "" && ins.ID == pin.Digest:
+		return StoreContainerd, nil
+	case pin.Digest != "":
+		return StoreClassic, nil
+	}
+	return EngineStore(ctx, api)
+}
+
+// EngineStore is the engine's image store as docker info's driver status reports it.
+func EngineStore(ctx context.Context, api docker.API) (Store, error) {
+	info, err := api.Info(ctx)
+	if err != nil {
+		return "", fmt.Errorf("read the engine's image store (docker info): %w", err)
+	}
+	for _, kv := range info.DriverStatus {
+		if len(kv) == 2 && kv[0] == "driver-type" && kv[1] == "io.containerd.snapshotter.v1" {
+			return StoreContainerd, nil
+		}
+	}
+	return StoreClassic, nil
+}
+
+// manifestFor picks, from the manifests the engine lists under a containerd-store image, the
+// image manifest whose content it holds and whose platform engine runs: of those, the one of
+// exactly engine's variant, else the first, in the index's order (containerd's preference among
+// equal matches). Attestation manifests are never picked.
+func manifestFor(ms []image.ManifestSummary, engine Platform) (image.ManifestSummary, bool) {
+	var first *image.ManifestSummary
+	for i, m := range ms {
+		if m.Kind != image.ManifestKindImage || !m.Available || m.ImageData == nil {
+			continue
+		}
+		p := m.ImageData.Platform
+		np := normalisePlatform(p.OS, p.Architecture, p.Variant)
+		if !compatible(np, engine) {
+			continue
+		}
+		if np.Variant == engine.Variant {
+			return m, true
+		}
+		if first == nil {
+			first = &ms[i]
+		}
+	}
+	if first == nil {
+		return image.ManifestSummary{}, false
+	}
+	return *first, true
 }
 
 // pull runs the engine's pull of ref and turns its JSON progress stream into events. The stream

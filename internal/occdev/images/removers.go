@@ -121,14 +121,14 @@ func (r imported) Inspect(ctx context.Context, o state.Object) state.Inspection 
 	if err != nil {
 		return state.Inspection{State: state.Unknown, Detail: err.Error()}
 	}
-	_, config, found, err := n.resolve(ctx, list, pin.DigestReference())
+	content, found, err := n.resolve(ctx, list, pin.DigestReference())
 	switch {
 	case err != nil:
 		return state.Inspection{State: state.Unknown, Detail: err.Error()}
 	case !found:
 		return state.Inspection{State: state.Missing, Detail: "not in node " + r.access.NodeAddress}
-	case o.ID != "" && config != o.ID:
-		return state.Inspection{State: state.Changed, Detail: fmt.Sprintf("node config digest %s, recorded %s", config, o.ID)}
+	case o.ID != "" && content.Config != o.ID:
+		return state.Inspection{State: state.Changed, Detail: fmt.Sprintf("node config digest %s, recorded %s", content.Config, o.ID)}
 	}
-	return state.Inspection{State: state.Present, Detail: "config " + config}
+	return state.Inspection{State: state.Present, Detail: "config " + content.Config}
 }

@@ -14,12 +14,15 @@ type RepoDigestError struct {
 }
 
 func (e *RepoDigestError) Error() string {
-	return fmt.Sprintf("image %s in the engine (image ID %s) has RepoDigests %s, which do not include the pinned %s: it was not pulled by that digest (re-tagged or built locally); remove it (docker rmi %s) and let occ pull %s",
+	return fmt.Sprintf("image %s in the engine (image ID %s) has RepoDigests %s, which do not include the pinned %s: it is not the pinned content (re-tagged or built locally); remove it (docker rmi %s) and let occ pull %s",
 		e.Pin, e.ID, listOrNone(e.RepoDigests), e.Pin.Digest, e.ID, e.Pin.DigestReference())
 }
 
-// CheckRepoDigest requires the engine's record of where the image came from (RepoDigests, set
-// only by a pull or push) to include the pinned digest under the pinned name. Docker writes
+// CheckRepoDigest requires the image's RepoDigests to include the pinned digest under the pinned
+// name: the engine holds that content under that name. It is content identity (an index or
+// manifest digest), not proof of a pull: the classic store sets RepoDigests only on a pull or a
+// push, but the containerd store derives them from the image's names, so a tag there adds one.
+// That a pull by digest made the image is Present's record. Docker writes
 // RepoDigests in its short form (rancher/k3s@…, busybox@…), so both sides are normalised first.
 // Podman files a manifest digest under every name of the image; its API (docker.API for a Podman
 // engine) reports the digest reference an image was inspected by as Docker does, so the rule is

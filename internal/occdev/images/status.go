@@ -30,10 +30,14 @@ type ImageStatus struct {
 	Pin   pins.Image
 	State ImageState
 	// Reference is the name looked up in the node (repo@sha256:<pinned>).
-	Reference  string
-	LocalID    string
-	NodeConfig string
-	Reason     string
+	Reference string
+	// LocalID is the engine's image ID of the local pinned image, Store its store.
+	LocalID string
+	Store   Store
+	// NodeManifest and NodeConfig are the manifest the node runs under Reference and its config.
+	NodeManifest string
+	NodeConfig   string
+	Reason       string
 }
 
 // StatusOptions are the inputs of Status.
@@ -43,26 +47,32 @@ type StatusOptions struct {
 	Images []pins.Image
 }
 
-// Status compares each pinned image in the node with the local image pulled by that digest. It
-// reads and changes nothing else.
+// Status compares each pinned image in the node with the local image pulled by that digest, by
+// the identity the engine's store keeps (Local.Holds). It reads and changes nothing else.
 func Status(ctx context.Context, opts StatusOptions) ([]ImageStatus, error) {
 	n := nodeContainerd{api: opts.API, node: opts.Node}
 	list, err := n.list(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list images in node %s: %w", opts.Node, err)
 	}
+	// The node is one of the engine's containers: it runs the engine's platform, whose manifest
+	// of a multi-platform image is the one to compare.
+	engine, err := EnginePlatform(ctx, opts.API, "")
+	if err != nil {
+		return nil, err
+	}
 	out := make([]ImageStatus, 0, len(opts.Images))
 	for _, pin := range opts.Images {
 		st := ImageStatus{Pin: pin, Reference: pin.DigestReference()}
-		_, config, found, err := n.resolve(ctx, list, st.Reference)
+		content, found, err := n.resolve(ctx, list, st.Reference)
 		if err != nil {
 			return nil, fmt.Errorf("status of image %s: %w", pin, err)
 		}
-		st.NodeConfig = config
-		ins, ierr := opts.API.ImageInspect(ctx, st.Reference)
+		st.NodeManifest, st.NodeConfig = content.Manifest, content.Config
+		l, ierr := inspect(ctx, opts.API, pin, st.Reference, engine)
 		switch {
 		case ierr == nil:
-			st.LocalID = ins.ID
+			st.LocalID, st.Store = l.ID, l.Store
 		case !cerrdefs.IsNotFound(ierr):
 			return nil, fmt.Errorf("inspect local image %s: %w", st.Reference, ierr)
 		}
@@ -71,10 +81,12 @@ func Status(ctx context.Context, opts StatusOptions) ([]ImageStatus, error) {
 			st.State, st.Reason = ImageAbsent, "not imported into node "+opts.Node
 		case st.LocalID == "":
 			st.State, st.Reason = ImageUnverified, "the local image pulled by the pinned digest is gone, so there is nothing to compare with"
-		case config == st.LocalID:
-			st.State = ImageMatches
 		default:
-			st.State, st.Reason = ImageDiffers, fmt.Sprintf("node config digest %s, pinned local image %s", config, st.LocalID)
+			if ok, why := l.Holds(content); ok {
+				st.State = ImageMatches
+			} else {
+				st.State, st.Reason = ImageDiffers, "the node's image "+why
+			}
 		}
 		out = append(out, st)
 	}

@@ -27,10 +27,10 @@ type Verified struct {
 	// Reference is repo@sha256:<pinned>, the name tagged in the node for the chart (pullPolicy
 	// Never).
 	Reference string
-	// ConfigDigest is the image's config digest in the node, equal to the local image ID.
+	// ConfigDigest is the config digest of the image the node runs, read in the node.
 	ConfigDigest string
-	// NodeManifest is the manifest digest containerd wrote on import (not the pinned one: the
-	// registry manifest does not survive docker save).
+	// NodeManifest is the manifest the node runs: on the containerd store the registry's own
+	// platform manifest, on the classic store one containerd wrote on import.
 	NodeManifest string
 }
 
@@ -40,25 +40,25 @@ type DigestError struct {
 	Node string
 	// Name is the containerd image name looked at.
 	Name string
-	// LocalID is the image ID the pinned pull produced; NodeConfig what the node holds ("" when
-	// absent).
-	LocalID    string
-	NodeConfig string
-	Reason     string
+	// Local is the image the pinned pull produced (or the build made).
+	Local Local
+	// Found reports whether the node has the name at all; Reason says what is wrong with it.
+	Found  bool
+	Reason string
 }
 
 func (e *DigestError) Error() string {
-	if e.NodeConfig == "" {
-		return fmt.Sprintf("image %s is not in node %s as %s (%s), although the local image %s was imported: run occ dev down and occ dev up again", e.Pin, e.Node, e.Name, e.Reason, e.LocalID)
+	if !e.Found {
+		return fmt.Sprintf("image %s is not in node %s as %s (%s), although the local image %s was imported: run occ dev up again, which imports what the node lacks", e.Pin, e.Node, e.Name, e.Reason, e.Local.ID)
 	}
-	return fmt.Sprintf("image %s in node %s (%s) has config digest %s, but the local image the pinned pull produced is %s: the node does not hold the verified image (%s); run occ dev down and occ dev up again, and check nothing re-tags images in the engine meanwhile", e.Pin, e.Node, e.Name, e.NodeConfig, e.LocalID, e.Reason)
+	return fmt.Sprintf("image %s in node %s (%s) is not the local image %s that the pinned pull produced (%s store): %s; the node does not hold the verified image. Something changed it in the engine or the node while occ worked: run occ dev up again, which imports it anew, and check that nothing re-tags images meanwhile", e.Pin, e.Node, e.Name, e.Local.ID, e.Local.Store, e.Reason)
 }
 
-// VerifyInNode proves each imported image is in the node as pulled: the config digest of its
-// staging name in the node's containerd must equal the local image ID. It then tags
-// repo@sha256:<pinned> on that image for the chart, checks that name too (an existing one is
-// overwritten, so a stale earlier import cannot linger under it), and drops the staging name.
-// Every image is checked; all failures are reported together.
+// VerifyInNode proves each imported image is in the node as pulled (Local.Holds, on its staging
+// name). It then tags repo@sha256:<pinned> on that image for the chart, checks that name too
+// (an existing one is overwritten, so a stale earlier import cannot linger under it), and drops
+// the staging name. An image the node held already (Imported.InNode) is checked under the chart's
+// name alone. Every image is checked; all failures are reported together.
 //
 // The images go through these checks together, phase by phase, each phase one exec in the node
 // (nodeContainerd.batch): the node's image list, the staging names' manifests, the chart names'
@@ -72,12 +72,12 @@ func VerifyInNode(ctx context.Context, opts VerifyOptions) ([]Verified, error) {
 		return nil, fmt.Errorf("list images in node %s: %w", opts.Node, err)
 	}
 	v := verification{n: n, images: opts.Images, errs: make([]error, len(opts.Images)), rows: make([]nodeImage, len(opts.Images)), out: make([]Verified, len(opts.Images))}
+	moved := func(i int) bool { return v.errs[i] == nil && !opts.Images[i].InNode }
 
-	// The staging name of each image must hold the content the pinned pull produced.
-	if err := v.resolve(ctx, list, func(im Imported) string { return im.Staging }, func(i int, row nodeImage, config string) {
-		im := opts.Images[i]
-		if config != im.ID {
-			v.fail(i, im.Staging, config, "the imported content differs")
+	// The staging name of each imported image must hold the content the pinned pull produced.
+	if err := v.resolve(ctx, list, moved, func(im Imported) string { return im.Staging }, func(i int, row nodeImage, content nodeContent) {
+		if ok, why := opts.Images[i].Holds(content); !ok {
+			v.fail(i, opts.Images[i].Staging, true, why)
 			return
 		}
 		v.rows[i] = row
@@ -89,62 +89,67 @@ func VerifyInNode(ctx context.Context, opts VerifyOptions) ([]Verified, error) {
 	var cmds [][]string
 	var tagged []int
 	for i, im := range opts.Images {
-		if v.errs[i] == nil {
+		if moved(i) {
 			cmds = append(cmds, []string{"images", "tag", "--force", im.Staging, im.Pin.DigestReference()})
 			tagged = append(tagged, i)
 		}
 	}
-	if len(tagged) == 0 {
-		return nil, errors.Join(v.errs...)
-	}
-	res, err := n.batch(ctx, append(cmds, []string{"images", "ls"}))
-	if err != nil {
-		return nil, fmt.Errorf("tag the verified images in node %s: %w", opts.Node, err)
-	}
-	for j, i := range tagged {
-		if err := res[j].err(opts.Node); err != nil {
-			v.errs[i] = fmt.Errorf("tag %s in node %s: %w", opts.Images[i].Pin.DigestReference(), opts.Node, err)
+	after := list
+	if len(tagged) > 0 {
+		res, err := n.batch(ctx, append(cmds, []string{"images", "ls"}))
+		if err != nil {
+			return nil, fmt.Errorf("tag the verified images in node %s: %w", opts.Node, err)
 		}
-	}
-	ls := res[len(tagged)]
-	if err := ls.err(opts.Node); err != nil {
-		return nil, fmt.Errorf("list images in node %s: %w", opts.Node, err)
-	}
-	after, err := parseImageList(ls.stdout)
-	if err != nil {
-		return nil, fmt.Errorf("list images in node %s: %w", opts.Node, err)
+		for j, i := range tagged {
+			if err := res[j].err(opts.Node); err != nil {
+				v.errs[i] = fmt.Errorf("tag %s in node %s: %w", opts.Images[i].Pin.DigestReference(), opts.Node, err)
+			}
+		}
+		ls := res[len(tagged)]
+		if err := ls.err(opts.Node); err != nil {
+			return nil, fmt.Errorf("list images in node %s: %w", opts.Node, err)
+		}
+		if after, err = parseImageList(ls.stdout); err != nil {
+			return nil, fmt.Errorf("list images in node %s: %w", opts.Node, err)
+		}
 	}
 
-	// The chart's name must point at the very target the staging name had, with its config.
-	if err := v.resolve(ctx, after, func(im Imported) string { return im.Pin.DigestReference() }, func(i int, final nodeImage, config string) {
+	// The chart's name must hold the local image too: for an imported image, the very target the
+	// staging name had.
+	if err := v.resolve(ctx, after, func(i int) bool { return v.errs[i] == nil }, func(im Imported) string { return im.Pin.DigestReference() }, func(i int, final nodeImage, content nodeContent) {
 		im := opts.Images[i]
-		if config != im.ID || final.Digest != v.rows[i].Digest {
-			v.fail(i, im.Pin.DigestReference(), config, "the chart's name points at other content")
+		ok, why := im.Holds(content)
+		if ok && !im.InNode && final.Digest != v.rows[i].Digest {
+			ok, why = false, fmt.Sprintf("the chart's name points at %s, not at %s the import left", final.Digest, v.rows[i].Digest)
+		}
+		if !ok {
+			v.fail(i, im.Pin.DigestReference(), true, why)
 			return
 		}
-		v.out[i] = Verified{Pin: im.Pin, Reference: im.Pin.DigestReference(), ConfigDigest: config, NodeManifest: final.Digest}
+		v.out[i] = Verified{Pin: im.Pin, Reference: im.Pin.DigestReference(), ConfigDigest: content.Config, NodeManifest: content.Manifest}
 	}, "the tag did not take"); err != nil {
 		return nil, err
 	}
 
-	// Drop the staging names of the verified images, and record them.
+	// Drop the staging names of the verified images, and record every verified image.
 	cmds, tagged = nil, nil
 	for i, im := range opts.Images {
-		if v.errs[i] == nil {
+		if moved(i) {
 			cmds = append(cmds, []string{"images", "rm", im.Staging})
 			tagged = append(tagged, i)
 		}
 	}
-	res, err = n.batch(ctx, cmds)
+	res, err := n.batch(ctx, cmds)
 	if err != nil {
 		return nil, fmt.Errorf("remove the staging names in node %s: %w", opts.Node, err)
 	}
 	for j, i := range tagged {
 		if err := res[j].err(opts.Node); err != nil {
 			v.errs[i] = fmt.Errorf("remove staging name %s in node %s: %w", opts.Images[i].Staging, opts.Node, err)
-			continue
 		}
-		if opts.Recorder != nil {
+	}
+	for i := range opts.Images {
+		if v.errs[i] == nil && opts.Recorder != nil {
 			if err := opts.Recorder.Record(clusterRecord(v.out[i].Pin, v.out[i].ConfigDigest)); err != nil {
 				v.errs[i] = fmt.Errorf("record verified image %s: %w", v.out[i].Reference, err)
 			}
@@ -166,19 +171,19 @@ type verification struct {
 	out    []Verified
 }
 
-func (v *verification) fail(i int, name, nodeConfig, reason string) {
+func (v *verification) fail(i int, name string, found bool, reason string) {
 	im := v.images[i]
-	v.errs[i] = &DigestError{Pin: im.Pin, Node: v.n.node, Name: name, LocalID: im.ID, NodeConfig: nodeConfig, Reason: reason}
+	v.errs[i] = &DigestError{Pin: im.Pin, Node: v.n.node, Name: name, Local: im.Local, Found: found, Reason: reason}
 }
 
-// resolve looks up, for each image still in the check, the name nameOf gives in list, reads the
-// config digests of all their targets in one pass, and hands each found one to check; a name
-// that is absent fails with absent.
-func (v *verification) resolve(ctx context.Context, list []nodeImage, nameOf func(Imported) string, check func(i int, row nodeImage, config string), absent string) error {
+// resolve looks up, for each image that takes part, the name nameOf gives in list, follows all
+// their targets in one pass, and hands each found one to check; a name that is absent fails
+// with absent.
+func (v *verification) resolve(ctx context.Context, list []nodeImage, takesPart func(int) bool, nameOf func(Imported) string, check func(i int, row nodeImage, content nodeContent), absent string) error {
 	rows := map[int]nodeImage{}
 	var targets []string
 	for i, im := range v.images {
-		if v.errs[i] != nil {
+		if !takesPart(i) {
 			continue
 		}
 		name := nameOf(im)
@@ -187,7 +192,7 @@ func (v *verification) resolve(ctx context.Context, list []nodeImage, nameOf fun
 		case err != nil:
 			v.errs[i] = fmt.Errorf("verify image %s in node %s: %w", name, v.n.node, err)
 		case !found:
-			v.fail(i, name, "", absent)
+			v.fail(i, name, false, absent)
 		default:
 			rows[i] = row
 			targets = append(targets, row.Digest)
@@ -196,7 +201,7 @@ func (v *verification) resolve(ctx context.Context, list []nodeImage, nameOf fun
 	if len(targets) == 0 {
 		return nil
 	}
-	configs, failed, err := v.n.configDigests(ctx, targets)
+	contents, failed, err := v.n.follow(ctx, targets)
 	if err != nil {
 		return fmt.Errorf("read image manifests in node %s: %w", v.n.node, err)
 	}
@@ -205,7 +210,7 @@ func (v *verification) resolve(ctx context.Context, list []nodeImage, nameOf fun
 			v.errs[i] = fmt.Errorf("verify image %s in node %s: %w", nameOf(v.images[i]), v.n.node, err)
 			continue
 		}
-		check(i, row, configs[row.Digest])
+		check(i, row, contents[row.Digest])
 	}
 	return nil
 }

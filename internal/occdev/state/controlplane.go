@@ -52,7 +52,8 @@ type ControlPlaneImage struct {
 	Role string `json:"role"`
 	// Reference names it in the engine: the built tag or the selected digest reference.
 	Reference string `json:"reference"`
-	// ID is the engine's image ID (the config digest).
+	// ID is the engine's image ID (the config digest on the classic image store, the manifest
+	// digest on the containerd store).
 	ID string `json:"id,omitempty"`
 	// Selected is true for an image the developer selected by digest (not built by occ).
 	Selected bool `json:"selected,omitempty"`

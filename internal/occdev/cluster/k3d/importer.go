@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/images"
 )
 
 // Importer loads local images into the node of one cluster. It is what the image layer drives
@@ -37,25 +38,38 @@ func (i *Importer) NodeContainer() string { return serverNode(i.name) }
 // nothing; and it drops ctr's output. A cancelled ctx closes the connection, ctr sees its input
 // end and exits, and the cancellation is returned.
 //
+// Only one platform travels (pass): the engine saves just that platform's manifest where it can
+// (pass.Save), and ctr keeps just that platform (--platform) of what arrives. --all-platforms
+// would require every platform an index names, and an engine's containerd store names them all
+// while holding only those it pulled: ctr would stop at the first it lacks.
+//
 // ctr imports with --local: it writes the images' content and unpacks their layers itself, as
 // containerd 1.7's ctr does by default, instead of handing the stream to containerd 2's transfer
 // service, which took half as long again for the same image on the bed's containerd 2.1
 // (BenchmarkImportLocalAgainstTransfer). ctr has accepted the flag since 1.7.
-func (i *Importer) ImportImages(ctx context.Context, refs []string) error {
+func (i *Importer) ImportImages(ctx context.Context, refs []string, pass images.Pass) error {
 	if len(refs) == 0 {
 		return errors.New("import images: none given")
 	}
 	what := fmt.Sprintf("import images into k3d cluster %s", i.name)
 	api := i.p.engine.API
-	stream, err := api.ImageSave(ctx, refs)
+	var save []docker.ImageSaveOption
+	if pass.Save != nil {
+		save = append(save, docker.ImageSaveWithPlatforms(*pass.Save))
+	}
+	stream, err := api.ImageSave(ctx, refs, save...)
 	if err != nil {
 		return fmt.Errorf("%s: save %s: %w", what, strings.Join(refs, ", "), err)
 	}
 	defer stream.Close()
 	// CONTAINERD_NAMESPACE puts the images where the kubelet's CRI looks for them, as k3s's own
 	// ctr does by default.
+	cmd := []string{"ctr", "image", "import", "--local"}
+	if pass.Platform != "" {
+		cmd = append(cmd, "--platform", pass.Platform)
+	}
 	res, err := docker.ExecWithInput(ctx, api, i.NodeContainer(), docker.ExecInput{Stdin: stream, Env: []string{"CONTAINERD_NAMESPACE=k8s.io"}},
-		"ctr", "image", "import", "--local", "--all-platforms", "-")
+		append(cmd, "-")...)
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}

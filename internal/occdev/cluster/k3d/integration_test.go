@@ -34,6 +34,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
@@ -663,7 +664,7 @@ func TestClusterProviderAndRemover(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Engine.Forget(early) })
-	if err := importer.ImportImages(ctx, []string{early}); err != nil {
+	if err := importer.ImportImages(ctx, []string{early}, images.Pass{}); err != nil {
 		t.Fatalf("import through the early importer: %v", err)
 	}
 	res := <-done

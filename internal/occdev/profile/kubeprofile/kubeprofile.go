@@ -309,8 +309,8 @@ func (k Planned) describeBuild(v profile.View) step.Description {
 	op := k.OCE
 	return step.Creates(
 		"file "+filepath.Join(v.StateDir, BuildLogFile)+" (the build output)",
-		"image "+controlplane.DefaultControllerTag+" built through the engine's BuildKit from "+op.Checkout+"/"+controlplane.ControllerDockerfile+" (target "+controlplane.ControllerTarget+", "+oce.BuildArgs(op.PlannedBuild(oce.RoleController))+"), imported into the node by its config digest",
-		"image "+controlplane.DefaultRuntimeTag+" built from "+op.Checkout+"/"+controlplane.RuntimeDockerfile+" ("+oce.BuildArgs(op.PlannedBuild(oce.RoleRuntime))+"), imported into the node by its config digest",
+		"image "+controlplane.DefaultControllerTag+" built through the engine's BuildKit from "+op.Checkout+"/"+controlplane.ControllerDockerfile+" (target "+controlplane.ControllerTarget+", "+oce.BuildArgs(op.PlannedBuild(oce.RoleController))+"), imported into the node by its image ID",
+		"image "+controlplane.DefaultRuntimeTag+" built from "+op.Checkout+"/"+controlplane.RuntimeDockerfile+" ("+oce.BuildArgs(op.PlannedBuild(oce.RoleRuntime))+"), imported into the node by its image ID",
 	)
 }
 
@@ -361,12 +361,12 @@ func (k Planned) pullPostgres(ctx context.Context, env profile.Env, rep progress
 }
 
 // ImportNames are the control plane's images as the import names them: a built image by its
-// config digest, known only once built.
+// image ID, known only once built.
 func (k Planned) ImportNames() []string {
 	if sel := k.OCE.SelectedImages; sel != nil {
 		return []string{sel.Controller, sel.Runtime, k.Kube.PostgresImage}
 	}
-	return []string{controlplane.DefaultControllerTag + " (built, by its config digest)", controlplane.DefaultRuntimeTag + " (built, by its config digest)", k.Kube.PostgresImage}
+	return []string{controlplane.DefaultControllerTag + " (built, by its image ID)", controlplane.DefaultRuntimeTag + " (built, by its image ID)", k.Kube.PostgresImage}
 }
 
 // Imports are the controller, the Agent runtime and PostgreSQL, imported in one pass.

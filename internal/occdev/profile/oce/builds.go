@@ -33,7 +33,7 @@ type RecordedBuild struct {
 	Role string `json:"role"`
 	// Services are the Compose services that run the image (Compose profile only).
 	Services []string `json:"services,omitempty"`
-	// Imported says the image runs in the cluster (imported into the node by its config digest).
+	// Imported says the image runs in the cluster (imported into the node by its image ID).
 	Imported bool `json:"imported,omitempty"`
 
 	ContextDir string            `json:"context"`
