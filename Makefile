@@ -20,16 +20,20 @@ build:
 testenv:
 	@scripts/testenv >/dev/null
 
-# Starts (or reuses) the two private Docker engines of the Docker + k3d test bed: the default one,
-# a current Docker Engine (built once by scripts/testdockerd), and the legacy one, Debian's 20.10.
+# Starts (or reuses) the three private Docker engines of the Docker + k3d test bed: the default
+# one, Docker 29 on its containerd image store; the classic one, Docker 28.5.2 on the classic
+# store (both built once by scripts/testdockerd); and the legacy one, Debian's 20.10.
 testdocker:
 	@scripts/testdocker >/dev/null
+	@scripts/testdocker classic >/dev/null
 	@scripts/testdocker legacy >/dev/null
 
-# Builds dockerd and docker-proxy of the bed's default engine once from the Go module proxy
-# (cached under $$XDG_CACHE_HOME/occ/testdockerd); scripts/testdocker runs it when needed.
+# Builds dockerd and docker-proxy of the bed's default (Docker 29) and classic (Docker 28.5.2)
+# engines once from the Go module proxy (cached under $$XDG_CACHE_HOME/occ/testdockerd);
+# scripts/testdocker runs it when needed.
 testdockerd:
 	@scripts/testdockerd >/dev/null
+	@scripts/testdockerd v28.5.2 >/dev/null
 
 # Builds containerd and ctr for the k3s stand-in node image once (cached under
 # $$XDG_CACHE_HOME/occ/testcontainerd), before the tests that bake them into the image.
@@ -47,11 +51,13 @@ testpodman:
 	@scripts/testpodman >/dev/null
 
 # Unit and integration tests; integration tests run against a real kube-apiserver + etcd, the
-# Docker tier against the private default engine of scripts/testdocker (DOCKER_HOST), and the
-# tests of what occ refuses on an old engine against its legacy one (OCC_TEST_DOCKER_LEGACY_HOST).
+# Docker tier against the private engines of scripts/testdocker: the default one (DOCKER_HOST,
+# Docker 29 on the containerd image store), the classic-store one (OCC_TEST_DOCKER_CLASSIC_HOST,
+# Docker 28.5.2) and, for the tests of what occ refuses on an old engine, the legacy one
+# (OCC_TEST_DOCKER_LEGACY_HOST); the Podman tier against scripts/testpodman (OCC_TEST_PODMAN_HOST).
 test: testenv testcontainerd testdocker testcompose testpodman
-	docker_host="$$(scripts/testdocker)" && legacy_host="$$(scripts/testdocker legacy)" && podman_host="$$(scripts/testpodman)" && \
-	DOCKER_HOST="$$docker_host" OCC_TEST_DOCKER_LEGACY_HOST="$$legacy_host" OCC_TEST_PODMAN_HOST="$$podman_host" KUBEBUILDER_ASSETS="$$(scripts/testenv)" $(GO) test $(TESTFLAGS) ./...
+	docker_host="$$(scripts/testdocker)" && classic_host="$$(scripts/testdocker classic)" && legacy_host="$$(scripts/testdocker legacy)" && podman_host="$$(scripts/testpodman)" && \
+	DOCKER_HOST="$$docker_host" OCC_TEST_DOCKER_CLASSIC_HOST="$$classic_host" OCC_TEST_DOCKER_LEGACY_HOST="$$legacy_host" OCC_TEST_PODMAN_HOST="$$podman_host" KUBEBUILDER_ASSETS="$$(scripts/testenv)" $(GO) test $(TESTFLAGS) ./...
 
 lint:
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
@@ -61,8 +67,8 @@ lint:
 # The benchmarks also get the k3d, helm and kubectl CLIs (scripts/testclis builds them once) for
 # the anchor benchmark's command-line sequence; make test never builds them.
 bench: testenv testcontainerd testdocker testcompose testpodman
-	docker_host="$$(scripts/testdocker)" && legacy_host="$$(scripts/testdocker legacy)" && podman_host="$$(scripts/testpodman)" && \
-	DOCKER_HOST="$$docker_host" OCC_TEST_DOCKER_LEGACY_HOST="$$legacy_host" OCC_TEST_PODMAN_HOST="$$podman_host" KUBEBUILDER_ASSETS="$$(scripts/testenv)" OCC_TEST_CLIS="$$(scripts/testclis)" $(GO) test -run '^$$' -bench . -benchmem ./...
+	docker_host="$$(scripts/testdocker)" && classic_host="$$(scripts/testdocker classic)" && legacy_host="$$(scripts/testdocker legacy)" && podman_host="$$(scripts/testpodman)" && \
+	DOCKER_HOST="$$docker_host" OCC_TEST_DOCKER_CLASSIC_HOST="$$classic_host" OCC_TEST_DOCKER_LEGACY_HOST="$$legacy_host" OCC_TEST_PODMAN_HOST="$$podman_host" KUBEBUILDER_ASSETS="$$(scripts/testenv)" OCC_TEST_CLIS="$$(scripts/testclis)" $(GO) test -run '^$$' -bench . -benchmem ./...
 
 # The opt-in end-to-end test: the shipped binary runs the real `occ dev up`/`down` with the
 # embedded pins on a real Docker host (DOCKER_HOST or the default socket), fetching the real

@@ -197,8 +197,9 @@ func (e *Engine) pruneStale(ctx context.Context, maxAge time.Duration) {
 		if err != nil || !strings.HasSuffix(n, ".tar") || time.Since(info.ModTime()) < maxAge {
 			continue
 		}
-		// The file name is the tag with "/" → "_" and ":" → "-" (the key has no "-").
-		base := strings.TrimSuffix(n, ".tar")
+		// The file name is the tag with "/" → "_" and ":" → "-" (the key has no "-"), and
+		// .tar or .layout.tar.
+		base := strings.TrimSuffix(strings.TrimSuffix(n, layoutSuffix), ".tar")
 		i := strings.LastIndex(base, "-")
 		if i < 0 {
 			continue

@@ -34,6 +34,8 @@ var baseDirs = []File{
 // and ctr, and the stand-in as /bin/k3s (with kubectl and the iptables tools linked to it). It is
 // laid out like the k3s image: entrypoint /bin/k3s, command "agent", and volumes for the data
 // directories, so the node's state lives in anonymous volumes that k3d deletes with the node.
+// The registry serves it as k3s's release workflow publishes rancher/k3s (docker/build-push-action
+// on a containerd-store Docker): an OCI image index with an attestation manifest per platform.
 func NodeImage() (ImageSpec, error) {
 	bin, err := LocateBinaries()
 	if err != nil {
@@ -58,8 +60,9 @@ func NodeImage() (ImageSpec, error) {
 		files = append(files, File{Path: "bin/" + link, Link: "k3s"})
 	}
 	return ImageSpec{
-		Repo:  "occ-bed/k3s",
-		Files: files,
+		Repo:   "occ-bed/k3s",
+		Files:  files,
+		Served: OCIIndexWithAttestations,
 		Config: v1.Config{
 			Entrypoint: []string{"/bin/k3s"},
 			Cmd:        []string{"agent"},
@@ -76,6 +79,9 @@ func NodeImage() (ImageSpec, error) {
 }
 
 // ToolsImage stands in for ghcr.io/k3d-io/k3d-tools: /app/k3d-tools (the stand-in) with busybox.
+// The registry serves it as a Docker manifest list of linux/amd64 and linux/arm64, the shape
+// multi-platform images published with `docker manifest` or manifest-tool have, so that one bed
+// image has it.
 func ToolsImage() (ImageSpec, error) {
 	bin, err := LocateBinaries()
 	if err != nil {
@@ -88,8 +94,9 @@ func ToolsImage() (ImageSpec, error) {
 	files = append(files, baseDirs...)
 	files = append(files, File{Path: "app/k3d-tools", Source: bin.Standin, Mode: 0o755})
 	return ImageSpec{
-		Repo:  "occ-bed/k3d-tools",
-		Files: files,
+		Repo:   "occ-bed/k3d-tools",
+		Files:  files,
+		Served: DockerManifestList,
 		Config: v1.Config{
 			Entrypoint: []string{"/app/k3d-tools"},
 			Cmd:        []string{"noop"},
@@ -137,7 +144,9 @@ const (
 // ProductImage is a tiny stand-in for one of the pinned OpenShell images (RoleGateway,
 // RoleSandbox, RoleSupervisor, or any other name): busybox and a file naming the role, so each
 // role has its own digest. Nothing in the bed runs it (the kubelet is played); it exists to be
-// pulled by digest, imported into a cluster and verified there.
+// pulled by digest, imported into a cluster and verified there. The registry serves it as occ's
+// pins require and BuildKit publishes: an OCI image index of linux/amd64 and linux/arm64 with an
+// attestation manifest for each.
 func ProductImage(role string) (ImageSpec, error) {
 	files, err := BusyboxFiles()
 	if err != nil {
@@ -145,8 +154,9 @@ func ProductImage(role string) (ImageSpec, error) {
 	}
 	files = append(files, File{Path: "etc/occ-standin/role", Data: []byte(role + "\n")})
 	return ImageSpec{
-		Repo:  "occ-bed/" + role,
-		Files: files,
+		Repo:   "occ-bed/" + role,
+		Files:  files,
+		Served: OCIIndexWithAttestations,
 		Config: v1.Config{
 			Entrypoint: []string{"/bin/sh", "-c", "cat /etc/occ-standin/role; exec sleep 2147483647"},
 			Env:        []string{"PATH=/bin"},

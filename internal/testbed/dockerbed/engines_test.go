@@ -9,14 +9,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/build"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
 	"golang.org/x/net/http2"
 	"google.golang.org/grpc"
@@ -47,7 +50,7 @@ func TestDefaultEngineBuildsHeredocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	if major := engineMajor(v.Version); major < 23 {
-		t.Fatalf("the default engine at %s is Docker %s; the bed's default must be 23 or later (scripts/testdocker starts v28.5.2; the 20.10 engine is `scripts/testdocker legacy`)", e.Host, v.Version)
+		t.Fatalf("the default engine at %s is Docker %s; the bed's default must be 23 or later (scripts/testdocker starts Docker 29; the 20.10 engine is `scripts/testdocker legacy`)", e.Host, v.Version)
 	}
 	ping, err := e.API.Ping(ctx)
 	if err != nil {
@@ -69,6 +72,162 @@ func TestDefaultEngineBuildsHeredocs(t *testing.T) {
 	if got := runOnce(ctx, t, e, tag, "cat", "/heredoc.txt"); got != "heredoc-one\nheredoc-two\n" {
 		t.Fatalf("/heredoc.txt of the built image is %q, want both heredoc lines", got)
 	}
+}
+
+// The bed's default engine is what Docker Engine 29 and new Docker Desktop installs are: Docker
+// 29 on its default image store, the containerd one, where an image's ID is the digest of the
+// manifest (or index) it was loaded or pulled as, not its config digest.
+func TestDefaultEngineIsDocker29OnTheContainerdStore(t *testing.T) {
+	e := Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	v, err := e.API.ServerVersion(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if engineMajor(v.Version) != 29 {
+		t.Errorf("the default engine at %s is Docker %s, want 29.x (scripts/testdocker)", e.Host, v.Version)
+	}
+	info, err := e.API.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(info.DriverStatus, func(kv [2]string) bool { return kv == [2]string{"driver-type", containerdSnapshotter} }) {
+		t.Fatalf("the default engine's storage driver %s reports %v, want driver-type %s (the containerd image store)", info.Driver, info.DriverStatus, containerdSnapshotter)
+	}
+	if store, err := e.ImageStore(ctx); err != nil || store != ContainerdStore {
+		t.Fatalf("ImageStore = %v, %v; want the containerd image store", store, err)
+	}
+	spec, err := BusyboxImage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := e.EnsureImage(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := spec.Image()
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins, err := e.API.ImageInspect(ctx, l.Tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ins.Descriptor == nil || ins.Descriptor.Digest.String() != manifest.String() || ins.ID != manifest.String() || l.ID != ins.ID {
+		t.Fatalf("loaded %s: ID %s, Descriptor %+v, LocalImage.ID %s; want all the loaded manifest's digest %s", l.Tag, ins.ID, ins.Descriptor, l.ID, manifest)
+	}
+	t.Logf("default engine: Docker %s (API %s), storage driver %s %v, containerd %s", v.Version, v.APIVersion, info.Driver, info.DriverStatus, componentVersion(v, "containerd"))
+}
+
+// The classic-store engine is what most Docker hosts ran before Engine 29 and what a daemon.json
+// with the containerd snapshotter off still gives: overlay2, and image IDs that are config
+// digests.
+func TestClassicEngineIsDocker28OnTheClassicStore(t *testing.T) {
+	e := RequireClassic(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	v, err := e.API.ServerVersion(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if engineMajor(v.Version) != 28 {
+		t.Errorf("the classic engine at %s=%s is Docker %s, want 28.x (scripts/testdocker classic)", ClassicHostEnv, e.Host, v.Version)
+	}
+	info, err := e.API.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Driver != "overlay2" || slices.ContainsFunc(info.DriverStatus, func(kv [2]string) bool { return kv[0] == "driver-type" }) {
+		t.Fatalf("the classic engine's storage driver is %s %v, want overlay2 (the classic image store)", info.Driver, info.DriverStatus)
+	}
+	if store, err := e.ImageStore(ctx); err != nil || store != ClassicStore {
+		t.Fatalf("ImageStore = %v, %v; want the classic image store", store, err)
+	}
+	spec, err := BusyboxImage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := e.EnsureImage(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := spec.Image()
+	if err != nil {
+		t.Fatal(err)
+	}
+	config, err := img.ConfigName()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins, err := e.API.ImageInspect(ctx, l.Tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ins.ID != config.String() || l.ID != ins.ID || ins.Descriptor != nil {
+		t.Fatalf("loaded %s: ID %s, Descriptor %+v, LocalImage.ID %s; want the config digest %s and no descriptor", l.Tag, ins.ID, ins.Descriptor, l.ID, config)
+	}
+	t.Logf("classic engine: Docker %s (API %s), storage driver %s", v.Version, v.APIVersion, info.Driver)
+}
+
+// A pinned index pulled on each engine flavour: the engine keeps the identity its store keeps
+// (the index digest on the containerd store, the native platform's config digest on the classic
+// store and Podman), records the pin in RepoDigests, and holds the native platform only.
+func TestPinnedIndexPullGivesEachStoreItsIdentity(t *testing.T) {
+	for _, f := range Flavours() {
+		t.Run(f.Name, func(t *testing.T) {
+			e := f.Require(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			b := &Bed{t: t, Engine: e, Registry: StartRegistry(t)}
+			spec, err := ProductImage("bed-identity-" + f.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := b.Provide(ctx, spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			id, err := e.Pull(ctx, p.Ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := p.LocalID(f.Store); id != want {
+				t.Fatalf("pulled %s on the %s: image ID %s, want %s (Digest %s, ManifestDigest %s, ConfigDigest %s)", p.Ref, f.Store, id, want, p.Digest, p.ManifestDigest, p.ConfigDigest)
+			}
+			if f.Store != ContainerdStore {
+				return
+			}
+			ins, err := e.API.ImageInspect(ctx, p.Ref, client.ImageInspectWithManifests(true))
+			if err != nil {
+				t.Fatal(err)
+			}
+			available := map[string]bool{}
+			for _, m := range ins.Manifests {
+				if m.Kind == image.ManifestKindImage {
+					available[m.ImageData.Platform.OS+"/"+m.ImageData.Platform.Architecture] = m.Available
+				}
+			}
+			native, foreign := nativePlatform(), foreignPlatform()
+			if !available[native.OS+"/"+native.Architecture] || available[foreign.OS+"/"+foreign.Architecture] || len(available) != 2 {
+				t.Errorf("the engine's manifests of %s: available %v; want %s only, of two", p.Ref, available, native)
+			}
+		})
+	}
+}
+
+// componentVersion is the version of the named component a Docker engine reports.
+func componentVersion(v types.Version, name string) string {
+	for _, c := range v.Components {
+		if strings.EqualFold(c.Name, name) {
+			return c.Version
+		}
+	}
+	return "unknown"
 }
 
 // The tests of what occ refuses on an old engine need Debian's docker.io 20.10, whose builder

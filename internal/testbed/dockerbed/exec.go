@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
@@ -19,8 +20,14 @@ type ExecResult struct {
 // Exec runs cmd in a running container through the exec API (as k3d does, privileged when
 // asked) and waits for it to finish.
 func (e *Engine) Exec(ctx context.Context, containerID string, privileged bool, cmd ...string) (ExecResult, error) {
+	return e.ExecInput(ctx, containerID, privileged, nil, cmd...)
+}
+
+// ExecInput is Exec with stdin streamed to the command (closed at its end), as an image stream
+// is piped into `ctr image import -` in a node. A nil stdin attaches none.
+func (e *Engine) ExecInput(ctx context.Context, containerID string, privileged bool, stdin io.Reader, cmd ...string) (ExecResult, error) {
 	created, err := e.API.ContainerExecCreate(ctx, containerID, container.ExecOptions{
-		Cmd: cmd, Privileged: privileged, AttachStdout: true, AttachStderr: true,
+		Cmd: cmd, Privileged: privileged, AttachStdin: stdin != nil, AttachStdout: true, AttachStderr: true,
 	})
 	if err != nil {
 		return ExecResult{}, fmt.Errorf("exec %q in %s: %w", cmd, containerID, err)
@@ -30,10 +37,26 @@ func (e *Engine) Exec(ctx context.Context, containerID string, privileged bool, 
 		return ExecResult{}, fmt.Errorf("exec %q in %s: attach: %w", cmd, containerID, err)
 	}
 	defer att.Close()
+	copied := make(chan error, 1)
+	if stdin != nil {
+		go func() {
+			_, err := io.Copy(att.Conn, stdin)
+			if cerr := att.CloseWrite(); err == nil {
+				err = cerr
+			}
+			copied <- err
+		}()
+	} else {
+		copied <- nil
+	}
 	var stdout, stderr bytes.Buffer
 	if _, err := stdcopy.StdCopy(&stdout, &stderr, att.Reader); err != nil {
 		return ExecResult{}, fmt.Errorf("exec %q in %s: read output: %w", cmd, containerID, err)
 	}
+	// The output ends when the command exits; a command that exits before reading all its input
+	// leaves the writer blocked until the connection closes.
+	att.Close()
+	copyErr := <-copied
 	// The output stream ends when the process exits, but the engine records the exit code a
 	// moment later; inspect until it reports the process as finished.
 	for {
@@ -42,6 +65,11 @@ func (e *Engine) Exec(ctx context.Context, containerID string, privileged bool, 
 			return ExecResult{}, fmt.Errorf("exec %q in %s: inspect: %w", cmd, containerID, err)
 		}
 		if !ins.Running {
+			// A failed command says why in its output; an input that did not arrive whole
+			// is an error only when the command succeeded without it.
+			if copyErr != nil && ins.ExitCode == 0 {
+				return ExecResult{}, fmt.Errorf("exec %q in %s: write input: %w", cmd, containerID, copyErr)
+			}
 			return ExecResult{Stdout: stdout.String(), Stderr: stderr.String(), ExitCode: ins.ExitCode}, nil
 		}
 		select {

@@ -16,6 +16,7 @@ import (
 	"github.com/docker/docker/pkg/jsonmessage"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
@@ -55,14 +56,34 @@ type Pinned struct {
 	Ref string
 	// Repo is "127.0.0.1:PORT/REPO".
 	Repo string
-	// Digest is the manifest digest ("sha256:…") the registry serves and the pin names.
+	// Digest is what the pin names ("sha256:…"): the digest of what the registry serves under
+	// Ref, the multi-platform index (or Docker manifest list) for an image served as one, the
+	// image manifest otherwise. On the containerd image store it is also the engine's image ID
+	// after a pull of Ref.
 	Digest string
-	// ConfigDigest is the image's config digest, which an engine reports as its image ID after
-	// pulling, and which survives docker save → ctr import (the chain occ verifies in a cluster).
+	// MediaType is the media type of what Digest names.
+	MediaType string
+	// ManifestDigest is the digest of the image manifest for the bed's own platform: the index
+	// entry an engine here pulls and runs (Digest itself for a single manifest). A node that
+	// imports only its platform's image holds this manifest.
+	ManifestDigest string
+	// ConfigDigest is the config digest of that image: the engine's image ID after a pull on
+	// the classic image store and on Podman, and what survives docker save → ctr import.
 	ConfigDigest string
 }
 
-// Push uploads the spec's image (from its cached tarball) as REPO:KEY and returns its pin.
+// LocalID is the image ID an engine that keeps images in store reports for the image after
+// pulling Ref: the config digest on the classic store (and Podman), the pinned digest on the
+// containerd store.
+func (p Pinned) LocalID(store ImageStore) string {
+	if store == ContainerdStore {
+		return p.Digest
+	}
+	return p.ConfigDigest
+}
+
+// Push uploads the spec's image (from its cached tarball) as REPO:KEY, shaped as spec.Served
+// says, and returns its pin.
 func (r *Registry) Push(ctx context.Context, spec ImageSpec) (Pinned, error) {
 	img, err := spec.Image()
 	if err != nil {
@@ -77,9 +98,37 @@ func (r *Registry) Push(ctx context.Context, spec ImageSpec) (Pinned, error) {
 	if err != nil {
 		return Pinned{}, err
 	}
-	if err := remote.Write(tag, img, remote.WithContext(ctx)); err != nil {
+	if spec.Served == SingleManifest {
+		if err := remote.Write(tag, img, remote.WithContext(ctx)); err != nil {
+			return Pinned{}, fmt.Errorf("push %s: %w", tag, err)
+		}
+		return pinnedImage(repo, img)
+	}
+	idx, native, err := servedIndex(img, spec.Served, spec.Repo+":"+key)
+	if err != nil {
 		return Pinned{}, fmt.Errorf("push %s: %w", tag, err)
 	}
+	if err := remote.WriteIndex(tag, idx, remote.WithContext(ctx)); err != nil {
+		return Pinned{}, fmt.Errorf("push %s: %w", tag, err)
+	}
+	p, err := pinnedImage(repo, native)
+	if err != nil {
+		return Pinned{}, err
+	}
+	digest, err := idx.Digest()
+	if err != nil {
+		return Pinned{}, err
+	}
+	mt, err := idx.MediaType()
+	if err != nil {
+		return Pinned{}, err
+	}
+	p.Ref, p.Digest, p.MediaType = repo+"@"+digest.String(), digest.String(), string(mt)
+	return p, nil
+}
+
+// pinnedImage is the pin of img served as a single manifest in repo.
+func pinnedImage(repo string, img v1.Image) (Pinned, error) {
 	digest, err := img.Digest()
 	if err != nil {
 		return Pinned{}, err
@@ -88,7 +137,14 @@ func (r *Registry) Push(ctx context.Context, spec ImageSpec) (Pinned, error) {
 	if err != nil {
 		return Pinned{}, err
 	}
-	return Pinned{Ref: repo + "@" + digest.String(), Repo: repo, Digest: digest.String(), ConfigDigest: cfg.String()}, nil
+	mt, err := img.MediaType()
+	if err != nil {
+		return Pinned{}, err
+	}
+	return Pinned{
+		Ref: repo + "@" + digest.String(), Repo: repo, Digest: digest.String(), MediaType: string(mt),
+		ManifestDigest: digest.String(), ConfigDigest: cfg.String(),
+	}, nil
 }
 
 // Pull makes the engine pull ref (normally a Pinned.Ref) and checks what a pinned pull promises:
@@ -114,8 +170,9 @@ func (e *Engine) Pull(ctx context.Context, ref string) (string, error) {
 
 // PushForPlatform uploads the spec's image with its config naming os/arch instead of the bed's
 // own platform, as REPO-os-arch:KEY, and returns its pin: a single-platform manifest of another
-// architecture, as some registries serve for one platform only. Its layer is the spec's, so an
-// engine of any architecture can pull and store it (nothing in it is ever run).
+// architecture, as some registries serve for one platform only, whatever spec.Served says. Its
+// layer is the spec's, so an engine of any architecture can pull and store it (nothing in it is
+// ever run).
 func (r *Registry) PushForPlatform(ctx context.Context, spec ImageSpec, os, arch string) (Pinned, error) {
 	img, err := spec.Image()
 	if err != nil {
@@ -142,13 +199,5 @@ func (r *Registry) PushForPlatform(ctx context.Context, spec ImageSpec, os, arch
 	if err := remote.Write(tag, img, remote.WithContext(ctx)); err != nil {
 		return Pinned{}, fmt.Errorf("push %s: %w", tag, err)
 	}
-	digest, err := img.Digest()
-	if err != nil {
-		return Pinned{}, err
-	}
-	cfg, err := img.ConfigName()
-	if err != nil {
-		return Pinned{}, err
-	}
-	return Pinned{Ref: repo + "@" + digest.String(), Repo: repo, Digest: digest.String(), ConfigDigest: cfg.String()}, nil
+	return pinnedImage(repo, img)
 }

@@ -152,11 +152,13 @@ func NodeSpec(t testing.TB) dockerbed.ImageSpec {
 
 // PostgresSpec is the stand-in of the PostgreSQL image: ocestandin as docker-entrypoint.sh and
 // pg_isready. The Kubernetes-only tests serve it from the bed's registry as the pinned
-// PostgreSQL is served from Docker Hub.
+// PostgreSQL is served from Docker Hub: an official image, an OCI index with an attestation
+// manifest per platform.
 func PostgresSpec(t testing.TB) dockerbed.ImageSpec {
 	t.Helper()
 	return dockerbed.ImageSpec{
-		Repo: "occ-bed/oce-postgres",
+		Repo:   "occ-bed/oce-postgres",
+		Served: dockerbed.OCIIndexWithAttestations,
 		Files: append(standinFiles(t),
 			dockerbed.File{Path: "usr/local/bin/docker-entrypoint.sh", Source: StandinBinary(t), Mode: 0o755},
 			dockerbed.File{Path: "usr/bin/pg_isready", Link: "/usr/local/bin/docker-entrypoint.sh"},

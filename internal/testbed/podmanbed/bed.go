@@ -21,11 +21,11 @@ import (
 // HostEnv names the variable holding the bed's Podman endpoint (what scripts/testpodman prints).
 // It is not CONTAINER_HOST or DOCKER_HOST, so a test decides itself which of those the code
 // under test sees.
-const HostEnv = "OCC_TEST_PODMAN_HOST"
+const HostEnv = dockerbed.PodmanHostEnv
 
 // SkipEnv names the variable that turns a missing Podman bed from a test failure into a skip. It
 // is for machines that cannot run Podman at all.
-const SkipEnv = "OCC_TEST_PODMAN"
+const SkipEnv = dockerbed.PodmanSkipEnv
 
 // Require returns the bed's Podman engine as a Docker-API engine, after checking that it answers
 // and identifies as Podman. A test that calls it fails when there is no Podman bed, unless
