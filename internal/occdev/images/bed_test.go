@@ -23,7 +23,12 @@ type bed struct {
 	engine   *docker.Engine
 	provider *k3d.Provider
 	node     pins.Image
+	// store is how the bed's engine keeps images, which decides its image IDs.
+	store dockerbed.ImageStore
 }
+
+// localID is the image ID the engine reports for p after pulling it.
+func (b *bed) localID(p dockerbed.Pinned) string { return p.LocalID(b.store) }
 
 // startBed starts the bed (for tests and benchmarks alike), connects to its engine the way occ
 // does, makes the stand-in node and tools images present by digest, and returns a provider.
@@ -56,7 +61,11 @@ func startBed(t testing.TB, ctx context.Context) *bed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &bed{Bed: b, engine: eng, provider: p, node: node}
+	store, err := b.Engine.ImageStore(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &bed{Bed: b, engine: eng, provider: p, node: node, store: store}
 }
 
 // cluster creates a k3d cluster for the test and deletes it when the test ends.

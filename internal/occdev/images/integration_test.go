@@ -41,9 +41,19 @@ func TestPresentImportVerifyStatusRemove(t *testing.T) {
 
 	var pinsOf []pins.Image
 	var served []dockerbed.Pinned
+	var own []string // the IDs of the engine's own content tags of the three images
 	for _, role := range []string{dockerbed.RoleGateway, dockerbed.RoleSandbox, dockerbed.RoleSupervisor} {
 		img, p := b.provide(t, ctx, product(t, role))
 		pinsOf, served = append(pinsOf, img), append(served, p)
+		tag, err := product(t, role).Tag()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ins, err := b.engine.API.ImageInspect(ctx, tag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		own = append(own, ins.ID)
 	}
 
 	rec := newRecorder(t)
@@ -69,8 +79,8 @@ func TestPresentImportVerifyStatusRemove(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Present %s: %v", img, err)
 		}
-		if !l.Pulled || l.ID != served[i].ConfigDigest {
-			t.Fatalf("Present %s = pulled %t ID %s, want pulled with ID %s", img, l.Pulled, l.ID, served[i].ConfigDigest)
+		if !l.Pulled || l.ID != b.localID(served[i]) {
+			t.Fatalf("Present %s = pulled %t ID %s, want pulled with ID %s", img, l.Pulled, l.ID, b.localID(served[i]))
 		}
 		if err := images.CheckRepoDigest(l); err != nil {
 			t.Fatalf("CheckRepoDigest after a pull by digest: %v", err)
@@ -116,7 +126,7 @@ func TestPresentImportVerifyStatusRemove(t *testing.T) {
 		t.Fatalf("VerifyInNode: %v", err)
 	}
 	for i, v := range verified {
-		if v.Reference != pinsOf[i].DigestReference() || v.ConfigDigest != served[i].ConfigDigest || v.ConfigDigest != locals[i].ID {
+		if v.Reference != pinsOf[i].DigestReference() || v.ConfigDigest != served[i].ConfigDigest {
 			t.Errorf("verified %+v, want %s with config %s", v, pinsOf[i].DigestReference(), served[i].ConfigDigest)
 		}
 		t.Logf("%s: pinned manifest %s, node manifest %s, config %s", v.Pin, v.Pin.Digest, v.NodeManifest, v.ConfigDigest)
@@ -157,8 +167,14 @@ func TestPresentImportVerifyStatusRemove(t *testing.T) {
 	ctr(t, ctx, b.engine, c.NodeContainer, "images", "tag", "--force", pinsOf[1].DigestReference(), pinsOf[0].DigestReference())
 	ctr(t, ctx, b.engine, c.NodeContainer, "images", "rm", pinsOf[2].DigestReference())
 	st = status(t, ctx, b, c.NodeContainer, pinsOf)
-	if st[0].State != images.ImageDiffers || !strings.Contains(st[0].Reason, served[1].ConfigDigest) || !strings.Contains(st[0].Reason, served[0].ConfigDigest) {
-		t.Errorf("status of the tampered gateway = %+v, want differs naming both config digests", st[0])
+	// Each store names what differs by its own identity: the config digests on the classic
+	// store, the manifests for the node's platform on the containerd store.
+	differ := []string{served[1].ConfigDigest, served[0].ConfigDigest}
+	if b.store == dockerbed.ContainerdStore {
+		differ = []string{served[1].ManifestDigest, served[0].ManifestDigest}
+	}
+	if st[0].State != images.ImageDiffers || !strings.Contains(st[0].Reason, differ[0]) || !strings.Contains(st[0].Reason, differ[1]) {
+		t.Errorf("status of the tampered gateway = %+v, want differs naming both of %v", st[0], differ)
 	}
 	if st[1].State != images.ImageMatches || st[2].State != images.ImageAbsent {
 		t.Errorf("status = %s, %s; want matches, absent", st[1].State, st[2].State)
@@ -204,7 +220,7 @@ func TestPresentImportVerifyStatusRemove(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ins, err := b.engine.API.ImageInspect(ctx, tag); err != nil || ins.ID != served[i].ConfigDigest {
+		if ins, err := b.engine.API.ImageInspect(ctx, tag); err != nil || ins.ID != own[i] {
 			t.Errorf("the engine's own reference %s was touched: %v", tag, err)
 		}
 	}
@@ -254,7 +270,16 @@ func TestWrongPinAndRetaggedImageRefused(t *testing.T) {
 	closed.Close()
 	offline := pinOf(t, host+"/occ-bed/openshell-gateway:"+gw.Tag+"@"+gwServed.Digest, "")
 	retag := offline.Name() + ":" + offline.Tag
-	if err := b.engine.API.ImageTag(ctx, sbServed.ConfigDigest, retag); err != nil {
+	// The sandbox's content as the engine holds it under the bed's own tag (never pulled here).
+	sbTag, err := product(t, dockerbed.RoleSandbox).Tag()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sbOwn, err := b.engine.API.ImageInspect(ctx, sbTag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.engine.API.ImageTag(ctx, sbOwn.ID, retag); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Engine.Forget(retag) })
@@ -263,7 +288,7 @@ func TestWrongPinAndRetaggedImageRefused(t *testing.T) {
 		t.Fatal("a re-tagged image stood in for the pin")
 	}
 	t.Logf("re-tagged image: %v", err)
-	for _, w := range []string{retag, sbServed.ConfigDigest, gwServed.Digest, "re-tagged or locally built"} {
+	for _, w := range []string{retag, sbOwn.ID, gwServed.Digest, "re-tagged or locally built"} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("re-tagged error does not mention %q:\n%v", w, err)
 		}
@@ -275,7 +300,7 @@ func TestWrongPinAndRetaggedImageRefused(t *testing.T) {
 	}
 	var rd *images.RepoDigestError
 	if err := images.CheckRepoDigest(images.Local{Pin: offline, ID: ins.ID, RepoDigests: ins.RepoDigests}); !errors.As(err, &rd) ||
-		!strings.Contains(err.Error(), sbServed.ConfigDigest) || !strings.Contains(err.Error(), gwServed.Digest) {
+		!strings.Contains(err.Error(), sbOwn.ID) || !strings.Contains(err.Error(), gwServed.Digest) {
 		t.Errorf("CheckRepoDigest of the re-tagged image = %v", err)
 	}
 }
@@ -321,7 +346,7 @@ func TestVerifyRefusesImageChangedDuringImport(t *testing.T) {
 		}
 	})
 	staging := images.StagingTag(locals[0].Pin, c.Name)
-	imp := retagBeforeImport{Importer: b.provider.Importer(c.Name), engine: b.engine, from: staging, to: sbServed.ConfigDigest}
+	imp := retagBeforeImport{Importer: b.provider.Importer(c.Name), engine: b.engine, from: staging, to: b.localID(sbServed)}
 	imported, err := images.Import(ctx, images.ImportOptions{API: b.engine.API, Importer: imp, Images: locals, Recorder: rec})
 	if err != nil {
 		t.Fatalf("Import: %v", err)
@@ -335,7 +360,11 @@ func TestVerifyRefusesImageChangedDuringImport(t *testing.T) {
 	if !errors.As(err, &de) || de.Pin.String() != gw.String() {
 		t.Fatalf("VerifyInNode = %v, want a DigestError for the gateway", err)
 	}
-	for _, w := range []string{gw.String(), gwServed.ConfigDigest, sbServed.ConfigDigest} {
+	differ := []string{gwServed.ConfigDigest, sbServed.ConfigDigest}
+	if b.store == dockerbed.ContainerdStore {
+		differ = []string{gwServed.ManifestDigest, sbServed.ManifestDigest}
+	}
+	for _, w := range append([]string{gw.String()}, differ...) {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("error does not mention %q:\n%v", w, err)
 		}

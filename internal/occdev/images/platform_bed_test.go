@@ -60,8 +60,12 @@ func TestPresentRefusesAPinOfAnotherPlatform(t *testing.T) {
 		}
 	}
 	recs := rec.of(images.TypeDockerImage)
-	if len(recs) != 1 || recs[0].ID != p.ConfigDigest || !present(t, ctx, eng, p.Ref) {
-		t.Fatalf("records %+v; want the pull recorded with its image ID %s, for the rollback", recs, p.ConfigDigest)
+	store, err := e.ImageStore(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 || recs[0].ID != p.LocalID(store) || !present(t, ctx, eng, p.Ref) {
+		t.Fatalf("records %+v; want the pull recorded with its image ID %s, for the rollback", recs, p.LocalID(store))
 	}
 
 	again := newRecorder(t)
