@@ -49,8 +49,8 @@ func (b *kubeBed) selectedImages(t *testing.T, revision string) (controller, run
 }
 
 // uniqueImage serves a tiny image of content no other test has (a random file) from the bed's
-// registry and returns its digest reference and config digest; the image goes when the test
-// ends.
+// registry and returns its digest reference and the image ID the engine's store gives it; the
+// image goes when the test ends.
 func (b *kubeBed) uniqueImage(t *testing.T, repo string) (ref, id string) {
 	t.Helper()
 	spec := dockerbed.ImageSpec{Repo: repo, Files: []dockerbed.File{{Path: "occ-test-unique", Data: []byte(rand.Text())}}, Config: v1.Config{Cmd: []string{"postgres"}}}
@@ -58,10 +58,14 @@ func (b *kubeBed) uniqueImage(t *testing.T, repo string) (ref, id string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	store, err := b.Engine.ImageStore(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
-		_, _ = b.engine.API.ImageRemove(context.Background(), p.ConfigDigest, image.RemoveOptions{Force: true, PruneChildren: true})
+		_, _ = b.engine.API.ImageRemove(context.Background(), p.LocalID(store), image.RemoveOptions{Force: true, PruneChildren: true})
 	})
-	return p.Ref, p.ConfigDigest
+	return p.Ref, p.LocalID(store)
 }
 
 // kubeFailAfter makes `up` fail right after the named step, and runs also before it fails.
@@ -119,17 +123,13 @@ func testKubernetesFailures(t *testing.T, b *kubeBed) {
 			objs, _ := b.Engine.ClusterObjects(ctx, r.opts.ClusterName)
 			volumes = objs.Volumes
 			// Someone starts a container of the PostgreSQL image up pulled, which the engine
-			// knows by that digest alone (its content tag goes): it refuses to untag an
-			// image's last reference while a container uses it.
+			// then knows by that digest alone (its content tag goes): it refuses to untag an
+			// image's last reference while a container uses it. The containerd image store lists
+			// the pulled digest reference among the image's tags: that one stays.
 			ins, err := b.engine.API.ImageInspect(ctx, pgID)
 			if err != nil {
 				t.Errorf("inspect %s: %v", pgRef, err)
 				return
-			}
-			for _, tag := range ins.RepoTags {
-				if _, err := b.engine.API.ImageRemove(ctx, tag, image.RemoveOptions{}); err != nil {
-					t.Errorf("untag %s: %v", tag, err)
-				}
 			}
 			c, err := b.Engine.API.ContainerCreate(ctx, &container.Config{Image: pgRef, Cmd: []string{"postgres"}},
 				&container.HostConfig{NetworkMode: "none"}, &network.NetworkingConfig{}, nil, "occ-test-user-"+strings.ToLower(r.opts.ClusterName))
@@ -138,6 +138,14 @@ func testKubernetesFailures(t *testing.T, b *kubeBed) {
 				return
 			}
 			user = c.ID
+			for _, tag := range ins.RepoTags {
+				if tag == pgRef {
+					continue
+				}
+				if _, err := b.engine.API.ImageRemove(ctx, tag, image.RemoveOptions{}); err != nil {
+					t.Errorf("untag %s: %v", tag, err)
+				}
+			}
 		})
 		_, err := occdev.Up(ctx, r.opts)
 		t.Logf("up: %v", err)

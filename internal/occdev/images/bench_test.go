@@ -15,8 +15,8 @@ import (
 // Import time against image size: one image of incompressible data per size, pulled by digest
 // first (not timed), then imported into a k3d cluster's node through the provider's importer and
 // verified there (timed). The first import of each size is reported as first-import-s; the
-// timed loop re-imports content the node already holds, which is what a repeated `occ dev up`
-// against a kept cluster costs. Run with -benchtime=3x: each iteration moves the whole image.
+// timed loop imports an image the node already holds as verified, which is what a repeated `occ
+// dev up` against a kept cluster costs: nothing moves, the node is only read.
 func BenchmarkImport(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
@@ -139,4 +139,88 @@ func (bed *bed) sizedLocal(b *testing.B, ctx context.Context, size int64) (pins.
 		b.Fatal(err)
 	}
 	return pin, l, rec
+}
+
+// The import of the largest OpenShell stand-in (a 300 MiB Sandbox image, served as the real one
+// is: an OCI index of linux/amd64 + linux/arm64 with attestation manifests) on each Docker image
+// store, against the store's own pipe — the engine's save of one platform piped into ctr import
+// in the node, with nothing checked — into the same node, side by side, alternating, the image
+// removed from the node (content and snapshots, synchronously) after each. occ's side is Import
+// and VerifyInNode: staging, the save, the import, and the proof in the node. Metrics per store:
+// occ-s, pipe-s and occ-ratio. Run with -benchtime=1x or more.
+func BenchmarkImportAgainstSavePipe(b *testing.B) {
+	for _, f := range dockerbed.Flavours() {
+		if f.Podman {
+			continue
+		}
+		b.Run(f.Name, func(b *testing.B) {
+			e := f.Require(b)
+			b.Setenv("DOCKER_HOST", e.Host)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+			defer cancel()
+			bed := startBed(b, ctx)
+			c := bed.cluster(b, ctx)
+			spec, err := dockerbed.SizedImage(300<<20 + 103)
+			if err != nil {
+				b.Fatal(err)
+			}
+			spec.Served = dockerbed.OCIIndexWithAttestations
+			pin, _ := bed.provide(b, ctx, spec)
+			rec := newRecorder(b)
+			l, err := images.Present(ctx, images.PresentOptions{API: bed.engine.API, Image: pin, Recorder: rec})
+			if err != nil {
+				b.Fatal(err)
+			}
+			occ := func() {
+				imported, err := images.Import(ctx, images.ImportOptions{API: bed.engine.API, Importer: bed.provider.Importer(c.Name), Images: []images.Local{l}, Recorder: rec})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := images.VerifyInNode(ctx, images.VerifyOptions{API: bed.engine.API, Node: c.NodeContainer, Images: imported}); err != nil {
+					b.Fatal(err)
+				}
+				ctr(b, ctx, bed.engine, c.NodeContainer, "images", "rm", "--sync", pin.DigestReference())
+			}
+			pipe := func() {
+				name := "occ.local/pipe/sized:" + c.Name
+				if err := bed.engine.API.ImageTag(ctx, l.ID, name); err != nil {
+					b.Fatal(err)
+				}
+				defer bed.Engine.Forget(name)
+				var save []docker.ImageSaveOption
+				if l.ManifestPlatform != nil {
+					save = append(save, docker.ImageSaveWithPlatforms(*l.ManifestPlatform))
+				}
+				stream, err := bed.engine.API.ImageSave(ctx, []string{name}, save...)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer stream.Close()
+				res, err := docker.ExecWithInput(ctx, bed.engine.API, c.NodeContainer, docker.ExecInput{Stdin: stream, Env: []string{"CONTAINERD_NAMESPACE=k8s.io"}},
+					"ctr", "image", "import", "--local", "--platform", l.Platform.String(), "-")
+				if err != nil || res.ExitCode != 0 {
+					b.Fatalf("the pipe's ctr import: %v %+v", err, res)
+				}
+				ctr(b, ctx, bed.engine, c.NodeContainer, "images", "rm", "--sync", name)
+			}
+			ways := []func(){occ, pipe}
+			var sums [2]time.Duration
+			b.ResetTimer()
+			for i := range b.N {
+				for k := range 2 {
+					way := (i + k) % 2
+					start := time.Now()
+					ways[way]()
+					d := time.Since(start)
+					b.Logf("iteration %d: %s %s", i, []string{"occ", "pipe"}[way], d.Round(10*time.Millisecond))
+					sums[way] += d
+				}
+			}
+			b.StopTimer()
+			n := float64(b.N)
+			b.ReportMetric(sums[0].Seconds()/n, "occ-s")
+			b.ReportMetric(sums[1].Seconds()/n, "pipe-s")
+			b.ReportMetric(float64(sums[0])/float64(sums[1]), "occ-ratio")
+		})
+	}
 }

@@ -229,6 +229,12 @@ func (opts PresentOptions) checkPlatform(ctx context.Context, l Local) error {
 	return checkPlatform(l, engine, opts.EngineName)
 }
 
+// Inspect is the local image the engine holds under the pin's digest reference (a selected
+// image, pulled before), with the identity its store keeps.
+func Inspect(ctx context.Context, api docker.API, pin pins.Image) (Local, error) {
+	return inspect(ctx, api, pin, pin.DigestReference(), Platform{})
+}
+
 func inspect(ctx context.Context, api docker.API, pin pins.Image, ref string, engine Platform) (Local, error) {
 	ins, err := api.ImageInspect(ctx, ref)
 	if err != nil {

@@ -98,13 +98,13 @@ func PullProgress(rep progress.Reporter) func(images.Event) {
 // SelectedLocal is a selected image as the import takes it: its digest reference, which the
 // engine's RepoDigests must carry (it came from a registry, by that digest).
 func SelectedLocal(ctx context.Context, engine *docker.Engine, img controlplane.LocalImage) (images.Local, error) {
-	ins, err := engine.API.ImageInspect(ctx, img.Reference)
-	if err != nil {
-		return images.Local{}, fmt.Errorf("inspect selected runtime image %s: %w", img.Reference, err)
-	}
 	pin, err := pins.ParseImage(img.Reference)
 	if err != nil {
 		return images.Local{}, err
 	}
-	return images.Local{Pin: pin, ID: ins.ID, RepoDigests: ins.RepoDigests, Size: ins.Size}, nil
+	l, err := images.Inspect(ctx, engine.API, pin)
+	if err != nil {
+		return images.Local{}, fmt.Errorf("inspect selected image %s: %w", img.Reference, err)
+	}
+	return l, nil
 }
