@@ -34,10 +34,10 @@ type Settings struct {
 	DiskThresholdPercent int
 	// Timeout bounds k3d's creation and start (0 means DefaultTimeout).
 	Timeout time.Duration
-	// DNSResolver is the IPv4 address of the node's DNS server (ParseDNSResolver's result); empty
-	// keeps k3d's own DNS handling. It is written into the state directory's node-resolv.conf,
-	// which is mounted over the node's /etc/resolv.conf, and k3d's DNS fix is turned off.
-	DNSResolver string
+	// DNS is the node's DNS resolver (ChooseNodeDNS's result; the zero value keeps k3d's own
+	// handling). An address is written into the state directory's node-resolv.conf, which is
+	// mounted over the node's /etc/resolv.conf, and k3d's DNS fix is turned off.
+	DNS NodeDNS
 }
 
 // ClusterProvider is the k3d provider behind cluster.Provider: a thin adapter that maps a
@@ -102,6 +102,7 @@ func (c *ClusterProvider) request(req cluster.Request) (Request, error) {
 		return r, errors.New("k3d provider: no pins (the k3s node image and k3d tools image are pinned)")
 	}
 	r.NodeImage = req.Pins.K3s.Image
+	r.Progress = req.Progress
 	return r, nil
 }
 

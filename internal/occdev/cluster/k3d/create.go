@@ -65,9 +65,13 @@ func (p *Provider) Create(ctx context.Context, req Request) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	dns, err := p.nodeDNS(ctx, &req)
+	if err != nil {
+		return nil, err
+	}
 	resolv := ""
-	if req.DNSResolver != "" {
-		if resolv, err = writeResolvConf(req.StateDir, req.DNSResolver); err != nil {
+	if dns.Address != "" {
+		if resolv, err = writeResolvConf(req.StateDir, dns.Address); err != nil {
 			return nil, err
 		}
 	}
@@ -82,7 +86,7 @@ func (p *Provider) Create(ctx context.Context, req Request) (*Cluster, error) {
 			return nil, fmt.Errorf("create k3d cluster %s: remove what an earlier attempt left: %w", req.Name, err)
 		}
 	}
-	sc, fixDNS := req.simpleConfig(admission, resolv), fixDNSEnv(req.DNSResolver)
+	sc, fixDNS := req.simpleConfig(admission, resolv), fixDNSEnv(dns.Address)
 	var hooks []k3dtypes.NodeHook
 	if req.gate != nil && !p.engine.Podman {
 		// On Podman a creation may be retried with a new node (createOnce), which would lose
@@ -104,6 +108,7 @@ func (p *Provider) Create(ctx context.Context, req Request) (*Cluster, error) {
 	if err != nil {
 		return nil, p.rollback(ctx, id, err)
 	}
+	c.DNS = dns
 	return c, nil
 }
 

@@ -59,4 +59,7 @@ type Cluster struct {
 	NodeContainer string
 	// UID is the kube-system namespace UID, recorded as the cluster's identity.
 	UID string
+	// DNS is the node's resolver (Docker Desktop's bridge resolver read, when it was the
+	// choice); an adopted cluster's is not known.
+	DNS NodeDNS
 }

@@ -348,14 +348,14 @@ func TestClusterRequestBecomesTheCreateRequest(t *testing.T) {
 	}
 	dir := t.TempDir()
 	needs := cluster.Needs{Network: "oce_development", Publish: []cluster.Port{{HostPort: 3100, NodePort: 30080}}}
-	settings := Settings{APIPort: 16443, DiskThresholdPercent: 7, DNSResolver: "10.0.0.53", PodSecurityExemptRuntimeClasses: []string{"openshell-sandbox"}}
+	settings := Settings{APIPort: 16443, DiskThresholdPercent: 7, DNS: NodeDNS{Choice: DNSGiven, Address: "10.0.0.53"}, PodSecurityExemptRuntimeClasses: []string{"openshell-sandbox"}}
 	req := cluster.Request{Name: "occ-dev-unit", KubeconfigFile: filepath.Join(dir, KubeconfigFile), ContainerKubeconfigFile: filepath.Join(dir, ContainerKubeconfigFile),
 		Pins: set, Needs: needs, Settings: settings}
 	r, err := (&ClusterProvider{}).request(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.StateDir != dir || r.Network != needs.Network || !slices.Equal(r.Publish, needs.Publish) || r.APIPort != 16443 || r.DiskThresholdPercent != 7 || r.DNSResolver != "10.0.0.53" ||
+	if r.StateDir != dir || r.Network != needs.Network || !slices.Equal(r.Publish, needs.Publish) || r.APIPort != 16443 || r.DiskThresholdPercent != 7 || r.DNS != settings.DNS ||
 		r.NodeImage != set.K3s.Image {
 		t.Errorf("Create's request = %+v", r)
 	}
