@@ -148,13 +148,22 @@ func (c *ClusterProvider) Check(req cluster.Request) error {
 }
 
 // Preflight implements cluster.Provider: the engine answers (a missing or stopped engine is
-// reported with what to start before anything is downloaded or created), nothing of a cluster of
-// that name exists yet (Preflight runs before the state is claimed, so an existing one cannot be
-// this environment's), and a chosen API port is free.
+// reported with what to start before anything is downloaded or created), the host's kernel gives
+// the node its legacy iptables nat table (checkHostNAT; a kernel that did not show enough is
+// only warned about), nothing of a cluster of that name exists yet (Preflight runs before the
+// state is claimed, so an existing one cannot be this environment's), and a chosen API port is
+// free.
 func (c *ClusterProvider) Preflight(ctx context.Context, req cluster.Request) error {
 	p, err := c.connect(ctx, req)
 	if err != nil {
 		return err
+	}
+	unsure, release, err := p.checkHostNAT(ctx)
+	if err != nil {
+		return err
+	}
+	if unsure {
+		req.Progress.Note(hostNATWarning(release))
 	}
 	f, err := p.find(ctx, req.Name)
 	if err != nil {

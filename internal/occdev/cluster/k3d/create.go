@@ -58,7 +58,8 @@ func (p *Provider) Create(ctx context.Context, req Request) (*Cluster, error) {
 		}
 		return p.finish(ctx, req)
 	}
-	if err := p.preflight(ctx, &req); err != nil {
+	natUnsure, err := p.preflight(ctx, &req)
+	if err != nil {
 		return nil, err
 	}
 	admission, err := writeAdmissionConfig(req.StateDir, req.PodSecurityExemptRuntimeClasses)
@@ -102,6 +103,9 @@ func (p *Provider) Create(ctx context.Context, req Request) (*Cluster, error) {
 		},
 		func(msg string) { k3dlog.Log().Warn(msg) })
 	if err != nil {
+		if natUnsure {
+			err = fmt.Errorf("%w (%s)", err, natFailureHint)
+		}
 		return nil, p.rollback(ctx, id, err)
 	}
 	c, err := p.finish(ctx, req)
@@ -112,8 +116,17 @@ func (p *Provider) Create(ctx context.Context, req Request) (*Cluster, error) {
 	return c, nil
 }
 
-// preflight checks the engine side of the request without changing anything.
-func (p *Provider) preflight(ctx context.Context, req *Request) error {
+// preflight checks the engine side of the request without changing anything: natUnsure says
+// the host's kernel did not show whether it gives the node its legacy nat table (checkHostNAT).
+func (p *Provider) preflight(ctx context.Context, req *Request) (natUnsure bool, err error) {
+	if natUnsure, _, err = p.checkHostNAT(ctx); err != nil {
+		return false, err
+	}
+	return natUnsure, p.preflightEngine(ctx, req)
+}
+
+// preflightEngine checks the images, the network and the ports the request needs.
+func (p *Provider) preflightEngine(ctx context.Context, req *Request) error {
 	api := p.engine.API
 	if p.tools == "" {
 		return errors.New("create k3d cluster: the provider has no tools image (pins k3d.toolsImage); k3d would pull its unpinned default")
