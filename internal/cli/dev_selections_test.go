@@ -74,7 +74,8 @@ func TestDevUpDNSResolverSetting(t *testing.T) {
 	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(dir, "no-docker.sock"))
 	code, out, errOut := run(t, "dev", "up", "--dry-run", "--state-dir", stateDir, "--k3d-dns-resolver", "10.64.0.53")
 	if code == 2 || !strings.Contains(out, "Node DNS:        10.64.0.53 (given by --k3d-dns-resolver (OCC_DEVELOPMENT_K3D_DNS_RESOLVER))") ||
-		!strings.Contains(out, "nameserver 10.64.0.53 (given by --k3d-dns-resolver (OCC_DEVELOPMENT_K3D_DNS_RESOLVER)), mounted read-only over its /etc/resolv.conf") {
+		!strings.Contains(out, "nameserver 10.64.0.53 (given by --k3d-dns-resolver (OCC_DEVELOPMENT_K3D_DNS_RESOLVER)), mounted read-only over its /etc/resolv.conf") ||
+		!strings.Contains(out, "looks up ghcr.io through its resolver") {
 		t.Errorf("dry run: exit %d\n%s\nstderr %s", code, out, errOut)
 	}
 	// By default occ chooses, and says from what: here no engine answers, so the kind of host

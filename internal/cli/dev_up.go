@@ -81,9 +81,10 @@ IPv4 resolver (systemd-resolved's upstream servers when /etc/resolv.conf names i
 Docker Desktop the resolver it gives containers on its default bridge network, and on Podman
 k3d's own handling; an IPv4 address (a VPN's resolver, for example) is used as given, and "k3d"
 keeps k3d's own handling. A resolver of occ's is written into node-resolv.conf in the state
-directory and mounted over the node's /etc/resolv.conf (k3d's DNS fix off). Before anything is
-created, a Linux host whose kernel cannot give the node the legacy iptables nat table is refused
-with the modprobe command that fixes it.
+directory and mounted over the node's /etc/resolv.conf (k3d's DNS fix off). Once the node runs it
+looks up the registry of the pinned images through its resolver: a refusal stops 'up' with the
+fix, no answer only warns. Before anything is created, a Linux host whose kernel cannot give the
+node the legacy iptables nat table is refused with the modprobe command that fixes it.
 
 Settings also come from the environment: OCC_DEVELOPMENT_STATE_DIRECTORY,
 OCC_DEVELOPMENT_CONTROL_PLANE, OCC_DEVELOPMENT_CLUSTER_PROVIDER,

@@ -103,6 +103,10 @@ func (c *ClusterProvider) request(req cluster.Request) (Request, error) {
 	}
 	r.NodeImage = req.Pins.K3s.Image
 	r.Progress = req.Progress
+	// The node looks up the registry of the pinned images: OpenShell's first, whose images its
+	// sandboxes run.
+	img := req.Pins.OpenShell.Images
+	r.DNSCheckName = LookupName(img.Gateway, img.Sandbox, img.Supervisor, req.Pins.K3s.Image, req.Pins.K3d.ToolsImage)
 	return r, nil
 }
 

@@ -112,8 +112,24 @@ func (p *Provider) Create(ctx context.Context, req Request) (*Cluster, error) {
 	if err != nil {
 		return nil, p.rollback(ctx, id, err)
 	}
+	// The node runs with its resolver now: a resolver that refuses stops `up` here, before
+	// anything is installed that would wait for a pull or a lookup that can never succeed.
 	c.DNS = dns
+	if c.DNSCheck, err = p.CheckNodeDNS(ctx, req.Name, req.DNSCheckName, dns, p.upstreamHint(dns)); err != nil {
+		return nil, p.rollback(ctx, id, err)
+	}
+	req.Progress.Note(c.DNSCheck.Note())
 	return c, nil
+}
+
+// upstreamHint is this host's upstream resolver, suggested when k3d's own handling of the node's
+// DNS refused: only for Docker on Linux, where the host's resolvers are the engine's.
+func (p *Provider) upstreamHint(dns NodeDNS) string {
+	if dns.Address != "" || p.engine.Podman || p.host.os != "linux" {
+		return ""
+	}
+	addr, _, _ := hostUpstream(p.host.root)
+	return addr
 }
 
 // preflight checks the engine side of the request without changing anything: natUnsure says

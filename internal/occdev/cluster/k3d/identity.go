@@ -60,6 +60,8 @@ type Cluster struct {
 	// UID is the kube-system namespace UID, recorded as the cluster's identity.
 	UID string
 	// DNS is the node's resolver (Docker Desktop's bridge resolver read, when it was the
-	// choice); an adopted cluster's is not known.
-	DNS NodeDNS
+	// choice), and DNSCheck what the node's lookup through it showed. An adopted cluster's are
+	// not known.
+	DNS      NodeDNS
+	DNSCheck DNSReport
 }

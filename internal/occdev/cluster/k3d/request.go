@@ -58,7 +58,10 @@ type Request struct {
 	// description; empty means Docker.
 	EngineKind string
 
-	// Progress receives the creation's notes (the node's resolver).
+	// DNSCheckName is the host name the node looks up through its resolver once it runs (the
+	// registry of the pinned images, LookupName); empty checks nothing.
+	DNSCheckName string
+	// Progress receives the creation's notes (the node's resolver, the DNS check's outcome).
 	Progress progress.Reporter
 
 	// gate, when set, is opened once the node exists and takes images (ClusterProvider's
@@ -144,6 +147,9 @@ func (r Request) Check() error {
 	}
 	if err := r.DNS.check(); err != nil {
 		errs = append(errs, err)
+	}
+	if r.DNSCheckName != "" && !lookupNamePattern.MatchString(r.DNSCheckName) {
+		bad("DNS check name", r.DNSCheckName, "is not a host name", "name a registry host the pinned images come from, or leave it empty for no check")
 	}
 	for _, rc := range r.PodSecurityExemptRuntimeClasses {
 		if strings.TrimSpace(rc) == "" {
@@ -305,6 +311,9 @@ func (r Request) Describe() []string {
 		lines = append(lines, fmt.Sprintf("file %s (0644) in the state directory: the node's resolv.conf with %s, mounted read-only over its /etc/resolv.conf (k3d's DNS fix off); the container removes itself when it exits", ResolverFile, r.DNS))
 	default:
 		lines = append(lines, "the node's DNS as k3d sets it up: "+r.DNS.String())
+	}
+	if r.DNSCheckName != "" {
+		lines = append(lines, fmt.Sprintf("once the node runs, it looks up %s through its resolver: a refusal stops up with the fix, no answer only warns", r.DNSCheckName))
 	}
 	return lines
 }

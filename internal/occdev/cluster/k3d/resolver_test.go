@@ -216,8 +216,9 @@ func TestDNSResolverMountAndFix(t *testing.T) {
 	if k3dfixes.EnabledFixes != nil {
 		t.Error("k3d's memo of its fixes was kept")
 	}
+	r.DNSCheckName = "ghcr.io"
 	d := strings.Join(r.Describe(), "\n")
-	for _, w := range []string{"node-resolv.conf", "nameserver 10.64.0.53 (given by " + testSetting + ")", "k3d's DNS fix off"} {
+	for _, w := range []string{"node-resolv.conf", "nameserver 10.64.0.53 (given by " + testSetting + ")", "k3d's DNS fix off", "looks up ghcr.io through its resolver: a refusal stops up"} {
 		if !strings.Contains(d, w) {
 			t.Errorf("the dry run does not say %q:\n%s", w, d)
 		}

@@ -356,7 +356,7 @@ func TestClusterRequestBecomesTheCreateRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	if r.StateDir != dir || r.Network != needs.Network || !slices.Equal(r.Publish, needs.Publish) || r.APIPort != 16443 || r.DiskThresholdPercent != 7 || r.DNS != settings.DNS ||
-		r.NodeImage != set.K3s.Image {
+		r.NodeImage != set.K3s.Image || r.DNSCheckName != "ghcr.io" {
 		t.Errorf("Create's request = %+v", r)
 	}
 	d := (&ClusterProvider{}).Describe(req)
