@@ -64,9 +64,10 @@ func RunOnce(ctx context.Context, api API, s OneShot) (ExecResult, error) {
 		return ExecResult{}, fmt.Errorf("%s: attach: %w", what, err)
 	}
 	defer att.Close()
-	// Waiting for the next exit is registered before the start, so a command that ends at once
-	// is not missed.
-	waited, waitErr := r.ContainerWait(ctx, created.ID, container.WaitConditionNextExit)
+	// Waiting for the container's removal (after its exit, with its exit code) is registered
+	// before the start, so a command that ends at once is not missed, and nothing of it is left
+	// when RunOnce returns.
+	waited, waitErr := r.ContainerWait(ctx, created.ID, container.WaitConditionRemoved)
 	if err := r.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
 		return ExecResult{}, fmt.Errorf("%s: start: %w", what, err)
 	}
