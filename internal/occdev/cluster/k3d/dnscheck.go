@@ -200,7 +200,7 @@ func valueOf(d NodeDNS) string {
 	switch {
 	case d.Choice == DNSGiven:
 		return d.Address
-	case d.Choice == DNSK3d && d.Note == "":
+	case (d.Choice == DNSK3d || d.Choice == "") && d.Note == "":
 		return ResolverK3d
 	}
 	return ResolverAuto
