@@ -122,7 +122,7 @@ func (c *ClusterProvider) toolsImage(req cluster.Request) string {
 
 // Describe implements cluster.Provider.
 func (c *ClusterProvider) Describe(req cluster.Request) cluster.Description {
-	preflight := "no k3d cluster " + req.Name + " exists and a chosen API port is free"
+	preflight := "the host's kernel gives the node the legacy iptables nat table (on Linux, when the engine runs on it), no k3d cluster " + req.Name + " exists and a chosen API port is free"
 	r, err := c.request(req)
 	if err != nil {
 		return cluster.Description{Note: err.Error(), Preflight: preflight}

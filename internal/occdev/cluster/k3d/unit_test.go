@@ -370,7 +370,7 @@ func TestClusterRequestBecomesTheCreateRequest(t *testing.T) {
 		pd.Note != "in the Podman engine at unix:///run/podman/podman.sock; the user's kubeconfig is never written" {
 		t.Errorf("Describe on Podman = %s (note %q)", got, pd.Note)
 	}
-	if d.Preflight != "no k3d cluster occ-dev-unit exists and a chosen API port is free" {
+	if d.Preflight != "the host's kernel gives the node the legacy iptables nat table (on Linux, when the engine runs on it), no k3d cluster occ-dev-unit exists and a chosen API port is free" {
 		t.Errorf("Describe's preflight = %q", d.Preflight)
 	}
 	req.Settings = struct{ APIPort int }{16443}
