@@ -26,14 +26,17 @@ const rollbackTimeout = 2 * time.Minute
 
 // Create makes the cluster of req and returns how to reach it.
 //
-// The order is what makes a failure safe: the request is validated and the engine checked (the
-// images present, the network to join present, the ports free, no foreign cluster of that name)
-// before anything exists; the cluster is recorded through req.Recorder before k3d creates its
-// first object; k3d runs under ctx; the kubeconfigs are written and the kube-system UID read once
-// the API answers (Cluster.UID: the caller records it with the cluster's access). If anything
-// after the record fails, or ctx is cancelled, the half-made cluster is deleted on a fresh
-// bounded context and the error says whether anything is left. The record is kept either way:
-// `down` checks and forgets it, and never assumes a cluster is gone.
+// The order is what makes a failure safe: the request is validated and the host and engine
+// checked (the host kernel's legacy nat table, the images present, the network to join present,
+// the ports free, no foreign cluster of that name) before anything exists; Docker Desktop's
+// bridge resolver, when it is the node's, is read by a container the engine removes; the cluster
+// is recorded through req.Recorder before k3d creates its first object; k3d runs under ctx; the
+// kubeconfigs are written and the kube-system UID read once the API answers (Cluster.UID: the
+// caller records it with the cluster's access); then the node looks req.DNSCheckName up through
+// its resolver, and a refusal fails the creation (CheckNodeDNS). If anything after the record
+// fails, or ctx is cancelled, the half-made cluster is deleted on a fresh bounded context and the
+// error says whether anything is left. The record is kept either way: `down` checks and forgets
+// it, and never assumes a cluster is gone.
 //
 // A cluster of that name that this owner already created is adopted (kubeconfigs rewritten),
 // which makes Create safe to repeat; leftovers of an earlier failed attempt are removed first.
