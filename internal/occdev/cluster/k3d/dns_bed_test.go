@@ -41,18 +41,6 @@ func dnsNetwork(t *testing.T, ctx context.Context, b *bed, name string) (string,
 	return netName, ins.IPAM.Config[0].Gateway
 }
 
-// hostAddress is this host's primary IPv4 address, the source of its route to the internet
-// (no packet is sent): containers reach the host there through their network's gateway.
-func hostAddress(t *testing.T) string {
-	t.Helper()
-	c, err := net.Dial("udp4", "192.0.2.1:53")
-	if err != nil {
-		t.Fatalf("find this host's address: %v", err)
-	}
-	defer c.Close()
-	return c.LocalAddr().(*net.UDPAddr).IP.String()
-}
-
 // notes runs fn as a step and returns the notes it reported.
 func notes(fn func(progress.Reporter) error) ([]string, error) {
 	var got []string

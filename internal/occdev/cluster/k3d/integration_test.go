@@ -605,10 +605,10 @@ func TestClusterProviderAndRemover(t *testing.T) {
 	set.K3s.Image = b.node
 	dir := rec.dir.Path()
 	name := uniqueName(t)
-	// The node resolves names through a DNS server of the test's on this host's own address
-	// (which the node reaches through its network's gateway): it looks up the registry of the
-	// pinned OpenShell images there.
-	gw := hostAddress(t)
+	// The node resolves names through a DNS server of the test's, at an address of this host's
+	// own (the gateway of a network the node does not join, which it reaches through its own
+	// network's gateway): it looks up the registry of the pinned OpenShell images there.
+	_, gw := dnsNetwork(t, ctx, b, name)
 	srv := k3d.StartDNSServer(t, net.JoinHostPort(gw, "53"), netip.MustParseAddr("192.0.2.10"))
 	var notes []string
 	var notesMu sync.Mutex
