@@ -73,16 +73,23 @@ func TestDevUpDNSResolverSetting(t *testing.T) {
 	t.Setenv("OCC_DEVELOPMENT_CLUSTER_PROVIDER", "k3d")
 	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(dir, "no-docker.sock"))
 	code, out, errOut := run(t, "dev", "up", "--dry-run", "--state-dir", stateDir, "--k3d-dns-resolver", "10.64.0.53")
-	if code == 2 || !strings.Contains(out, "Node DNS:        10.64.0.53 (node-resolv.conf in the state directory)") ||
-		!strings.Contains(out, "nameserver 10.64.0.53, mounted read-only over its /etc/resolv.conf") {
+	if code == 2 || !strings.Contains(out, "Node DNS:        10.64.0.53 (given by --k3d-dns-resolver (OCC_DEVELOPMENT_K3D_DNS_RESOLVER))") ||
+		!strings.Contains(out, "nameserver 10.64.0.53 (given by --k3d-dns-resolver (OCC_DEVELOPMENT_K3D_DNS_RESOLVER)), mounted read-only over its /etc/resolv.conf") ||
+		!strings.Contains(out, "looks up ghcr.io through its resolver") {
 		t.Errorf("dry run: exit %d\n%s\nstderr %s", code, out, errOut)
+	}
+	// By default occ chooses, and says from what: here no engine answers, so the kind of host
+	// is not known and the node keeps k3d's handling.
+	code, out, errOut = run(t, "dev", "up", "--dry-run", "--state-dir", stateDir)
+	if code == 2 || !strings.Contains(out, "Node DNS:        k3d's own DNS handling (auto: no engine answered while planning") {
+		t.Errorf("default dry run: exit %d\n%s\nstderr %s", code, out, errOut)
 	}
 	for _, tc := range []struct {
 		env  map[string]string
 		args []string
 		want []string
 	}{
-		{env: map[string]string{occdev.EnvDNSResolver: "vpn-dns"}, want: []string{`--k3d-dns-resolver (OCC_DEVELOPMENT_K3D_DNS_RESOLVER) "vpn-dns" is not an IPv4 address in dotted decimal (or k3d)`, "or k3d for k3d's own DNS handling"}},
+		{env: map[string]string{occdev.EnvDNSResolver: "vpn-dns"}, want: []string{`--k3d-dns-resolver (OCC_DEVELOPMENT_K3D_DNS_RESOLVER) "vpn-dns" is not an IPv4 address in dotted decimal (or auto or k3d)`, "or k3d for k3d's own DNS handling"}},
 		{args: []string{"--k3d-dns-resolver", "127.0.0.1"}, want: []string{`"127.0.0.1" is a loopback address`}},
 		{env: map[string]string{"OCC_DEVELOPMENT_CLUSTER_PROVIDER": "existing", occdev.EnvDNSResolver: "10.0.0.2"}, want: []string{"configures the k3d cluster occ creates, and --cluster-provider existing creates none"}},
 		{env: map[string]string{occdev.EnvWorkspaceChart: dir}, want: []string{`--openshell-workspace-helm-chart (OCC_DEVELOPMENT_OPENSHELL_WORKSPACE_HELM_CHART) "` + dir + `" is set without --openshell-helm-chart (OCC_DEVELOPMENT_OPENSHELL_HELM_CHART)`}},

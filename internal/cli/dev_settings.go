@@ -67,7 +67,7 @@ var (
 	settingAgentSandboxManifest = devSetting{flag: "agent-sandbox-manifest", env: occdev.EnvAgentSandboxManifest,
 		usage: "local Agent Sandbox manifest instead of the pinned download, for offline use (env " + occdev.EnvAgentSandboxManifest + ")"}
 	settingDNSResolver = devSetting{flag: "k3d-dns-resolver", env: occdev.EnvDNSResolver,
-		usage: "DNS server of the k3d node: an IPv4 address, or k3d for k3d's own handling (default k3d; env " + occdev.EnvDNSResolver + ")"}
+		usage: "DNS server of the k3d node: auto (chosen by the kind of host), an IPv4 address, or k3d for k3d's own handling (default auto; env " + occdev.EnvDNSResolver + ")"}
 	settingGatewayEndpoint = devSetting{flag: "gateway-endpoint", env: occdev.EnvGatewayEndpoint,
 		usage: "host:port where the final Health check reaches the Gateway (default: a port-forward)"}
 	settingStartupTimeout = devSetting{flag: "startup-timeout", env: occdev.EnvStartupTimeoutSeconds,

@@ -75,10 +75,16 @@ For OpenShell engineers, --openshell-helm-chart and --openshell-workspace-helm-c
 neither; a chart directory or a packaged .tgz) replace the pinned archive's charts, which is then
 not fetched; the Gateway chart is still checked against the pinned images.
 --agent-sandbox-manifest uses a local Agent Sandbox manifest instead of the download (offline
-use; its CRDs are what the render sees). --k3d-dns-resolver sets the k3d node's DNS server, for a
-VPN whose DNS the node cannot reach: occ writes node-resolv.conf into the state directory and
-mounts it over the node's /etc/resolv.conf (k3d's DNS fix off); "k3d", the default, keeps k3d's
-own DNS handling.
+use; its CRDs are what the render sees). --k3d-dns-resolver sets the k3d node's DNS server. By
+default (auto) occ chooses it by the kind of host: on Docker on Linux the host's first upstream
+IPv4 resolver (systemd-resolved's upstream servers when /etc/resolv.conf names its stub), on
+Docker Desktop the resolver it gives containers on its default bridge network, and on Podman
+k3d's own handling; an IPv4 address (a VPN's resolver, for example) is used as given, and "k3d"
+keeps k3d's own handling. A resolver of occ's is written into node-resolv.conf in the state
+directory and mounted over the node's /etc/resolv.conf (k3d's DNS fix off). Once the node runs it
+looks up the registry of the pinned images through its resolver: a refusal stops 'up' with the
+fix, no answer only warns. Before anything is created, a Linux host whose kernel cannot give the
+node the legacy iptables nat table is refused with the modprobe command that fixes it.
 
 Settings also come from the environment: OCC_DEVELOPMENT_STATE_DIRECTORY,
 OCC_DEVELOPMENT_CONTROL_PLANE, OCC_DEVELOPMENT_CLUSTER_PROVIDER,
@@ -232,11 +238,9 @@ func printDryRun(w io.Writer, dr *occdev.DryRun) error {
 			port = strconv.Itoa(p.APIPort)
 		}
 		fmt.Fprintf(w, "k3d cluster:     %s (API on 127.0.0.1, %s)\n", p.ClusterName, port)
-		resolver := "k3d's own DNS handling"
-		if p.DNSResolver != "" {
-			resolver = p.DNSResolver + " (node-resolv.conf in the state directory)"
+		if p.NodeDNS != nil {
+			fmt.Fprintf(w, "Node DNS:        %s\n", p.NodeDNS)
 		}
-		fmt.Fprintf(w, "Node DNS:        %s\n", resolver)
 	}
 	if p := dr.Plan; p.GatewayChart != "" {
 		fmt.Fprintf(w, "OpenShell charts: %s and %s (selected; the archive is not fetched)\n", p.GatewayChart, p.WorkspaceChart)

@@ -161,7 +161,8 @@ func TestAThirdClusterProviderIsOneTableEntry(t *testing.T) {
 var k3dAllowed = map[string]bool{
 	"Name": true, "Settings": true, "ClusterProvider": true, "TypeCluster": true, "Remover": true,
 	"EnvClusterName": true, "EnvAPIPort": true, "EnvDiskThresholdPercent": true, "EnvDNSResolver": true,
-	"DefaultDiskThresholdPercent": true, "ParseDNSResolver": true, "ResolveName": true,
+	"DefaultDiskThresholdPercent": true, "ResolveName": true,
+	"ChooseNodeDNS": true, "ThisHost": true, "NodeDNS": true, "ResolverAuto": true,
 }
 
 // A later change reaches around the cluster seam again (a k3d provider held in the plan, the

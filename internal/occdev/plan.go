@@ -138,9 +138,9 @@ type UpOptions struct {
 	// (--agent-sandbox-manifest, EnvAgentSandboxManifest), for offline use. Its
 	// CustomResourceDefinitions are what the Gateway chart's render sees as served.
 	AgentSandboxManifest string
-	// DNSResolver is the k3d node's DNS resolver (--k3d-dns-resolver, k3d.EnvDNSResolver): an
-	// IPv4 address the node can reach (for VPNs whose DNS it cannot), or "k3d" (the default)
-	// for k3d's own DNS handling.
+	// DNSResolver is the k3d node's DNS resolver (--k3d-dns-resolver, k3d.EnvDNSResolver): auto
+	// (the default: occ chooses by the kind of host, k3d.ChooseNodeDNS), an IPv4 address the
+	// node can reach (for VPNs whose DNS it cannot), or "k3d" for k3d's own DNS handling.
 	DNSResolver string
 	// CacheDir holds verified downloads; default under the user's cache directory.
 	CacheDir string
@@ -210,8 +210,9 @@ type Plan struct {
 	GatewayChart         string `json:"openshellHelmChart,omitempty"`
 	WorkspaceChart       string `json:"openshellWorkspaceHelmChart,omitempty"`
 	AgentSandboxManifest string `json:"agentSandboxManifest,omitempty"`
-	// DNSResolver is the k3d node's DNS server; empty keeps k3d's own DNS handling.
-	DNSResolver string `json:"k3dDNSResolver,omitempty"`
+	// NodeDNS is the k3d node's DNS resolver and where it came from; nil for a cluster occ does
+	// not create.
+	NodeDNS *k3d.NodeDNS `json:"k3dNodeDNS,omitempty"`
 	// GatewayRender is what the offline render of the Gateway chart assumes of the cluster's
 	// Kubernetes version, and where that version comes from.
 	GatewayRender   GatewayRenderPlan `json:"gatewayRender"`
@@ -229,8 +230,10 @@ type Plan struct {
 	// EngineKind is what the engine at Engine said it is (docker or podman); empty when no engine
 	// answered while planning, in which case the preflight reports the Docker place's problem.
 	EngineKind string `json:"engineKind,omitempty"`
-	// EngineVersion is the version the engine reported while planning.
-	EngineVersion string `json:"engineVersion,omitempty"`
+	// EngineVersion is the version the engine reported while planning, and EnginePlatform the
+	// product it said it is part of ("Docker Desktop 4.37.1 (178610)").
+	EngineVersion  string `json:"engineVersion,omitempty"`
+	EnginePlatform string `json:"enginePlatform,omitempty"`
 	// PullPolicy is the Gateway chart's image pull policy: Never where occ imported the
 	// verified images itself (k3d), IfNotPresent on a cluster that pulls them by digest.
 	PullPolicy corev1.PullPolicy `json:"imagePullPolicy"`
@@ -399,7 +402,7 @@ func resolveCluster(p *Plan, o UpOptions) error {
 			{o.ClusterName != "", "--cluster-name (" + k3d.EnvClusterName + ")", o.ClusterName},
 			{o.APIPort != 0, "--api-port (" + k3d.EnvAPIPort + ")", strconv.Itoa(o.APIPort)},
 			{o.DiskThresholdPercent != 0, "--disk-threshold-percent (" + k3d.EnvDiskThresholdPercent + ")", strconv.Itoa(o.DiskThresholdPercent)},
-			{o.DNSResolver != "", optDNSResolver, o.DNSResolver},
+			{o.DNSResolver != "" && o.DNSResolver != k3d.ResolverAuto, optDNSResolver, o.DNSResolver},
 		} {
 			if s.set {
 				return &OptionError{Option: s.name, Value: s.val, Rule: "configures the k3d cluster occ creates, and --cluster-provider existing creates none",
@@ -409,9 +412,6 @@ func resolveCluster(p *Plan, o UpOptions) error {
 		return nil
 	}
 	p.PullPolicy = corev1.PullNever
-	if p.DNSResolver, err = k3d.ParseDNSResolver(optDNSResolver, o.DNSResolver); err != nil {
-		return err
-	}
 	for _, s := range []struct{ name, val string }{{"--kubeconfig", o.Kubeconfig}, {"--context", o.Context}} {
 		if s.val != "" {
 			return &OptionError{Option: s.name, Value: s.val, Rule: "selects an existing cluster, but --cluster-provider k3d creates its own (its kubeconfig is written into the state directory)",
@@ -436,7 +436,17 @@ func resolveCluster(p *Plan, o UpOptions) error {
 	}
 	// The engine is located and identified now (GET /version, which changes nothing), so the
 	// dry run names it and the state records its kind and endpoint before anything is created.
-	return p.locateEngine(o)
+	if err := p.locateEngine(o); err != nil {
+		return err
+	}
+	// The node's resolver is chosen by the kind of host the engine said it is, and the host's
+	// own resolv.conf: decided before anything exists, shown by the dry run, recorded.
+	dns, err := k3d.ChooseNodeDNS(optDNSResolver, o.DNSResolver, k3d.ThisHost(p.EngineKind, p.EnginePlatform))
+	if err != nil {
+		return err
+	}
+	p.NodeDNS = &dns
+	return nil
 }
 
 // engineLookup bounds locating the engine: each place is asked its version once.
@@ -456,7 +466,7 @@ func (p *Plan) locateEngine(o UpOptions) error {
 	var notFound *locate.NotFoundError
 	switch {
 	case err == nil:
-		p.Engine, p.EngineSource, p.EngineKind, p.EngineVersion = loc.Endpoint.String(), loc.Source, string(loc.Kind), loc.Version
+		p.Engine, p.EngineSource, p.EngineKind, p.EngineVersion, p.EnginePlatform = loc.Endpoint.String(), loc.Source, string(loc.Kind), loc.Version, loc.Platform
 		return nil
 	case choice == locate.Auto && errors.As(err, &notFound):
 		place, lerr := docker.Locate(o.Docker)

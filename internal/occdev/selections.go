@@ -117,7 +117,10 @@ func (p *Plan) agentSandboxSource() string {
 
 // selections are what the state records of the plan's selections; nil when there are none.
 func (p *Plan) selections() *state.Selections {
-	s := state.Selections{GatewayChart: p.GatewayChart, WorkspaceChart: p.WorkspaceChart, AgentSandboxManifest: p.AgentSandboxManifest, DNSResolver: p.DNSResolver}
+	s := state.Selections{GatewayChart: p.GatewayChart, WorkspaceChart: p.WorkspaceChart, AgentSandboxManifest: p.AgentSandboxManifest}
+	if p.NodeDNS != nil {
+		s.DNSResolver = p.NodeDNS.Address
+	}
 	if s == (state.Selections{}) {
 		return nil
 	}

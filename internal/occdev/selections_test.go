@@ -31,7 +31,7 @@ func TestResolveSelections(t *testing.T) {
 		t.Fatal(err)
 	}
 	if p.GatewayChart != gw || p.WorkspaceChart != ws || p.selectedCharts == nil || p.selectedCharts.Gateway.Name() != "openshell" || p.selectedCharts.Workspace.Name() != "openshell-workspace" ||
-		p.AgentSandboxManifest != manifest || p.DNSResolver != "10.64.0.53" || p.clusterSettings.(k3d.Settings).DNSResolver != "10.64.0.53" {
+		p.AgentSandboxManifest != manifest || p.NodeDNS == nil || p.NodeDNS.Address != "10.64.0.53" || p.NodeDNS.Choice != k3d.DNSGiven || p.clusterSettings.(k3d.Settings).DNS != *p.NodeDNS {
 		t.Errorf("plan with selections: %+v", p)
 	}
 	if got := p.selections(); got == nil || got.GatewayChart != gw || got.WorkspaceChart != ws || got.AgentSandboxManifest != manifest || got.DNSResolver != "10.64.0.53" {

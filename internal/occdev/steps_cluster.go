@@ -17,13 +17,16 @@ import (
 // PodSecurity admission. What the profile needs of the cluster (a network to join, ports to
 // publish) is the request's cluster.Needs.
 func k3dSettings(p *Plan) any {
-	return k3d.Settings{
+	s := k3d.Settings{
 		APIPort:                         p.APIPort,
 		PodSecurityExemptRuntimeClasses: []string{RuntimeClassName},
 		DiskThresholdPercent:            p.DiskThresholdPercent,
 		Timeout:                         p.StartupTimeout,
-		DNSResolver:                     p.DNSResolver,
 	}
+	if p.NodeDNS != nil {
+		s.DNS = *p.NodeDNS
+	}
+	return s
 }
 
 // withProvider opens the plan's provider for a call that needs no run (the dry run's

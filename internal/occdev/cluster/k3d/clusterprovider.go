@@ -34,10 +34,10 @@ type Settings struct {
 	DiskThresholdPercent int
 	// Timeout bounds k3d's creation and start (0 means DefaultTimeout).
 	Timeout time.Duration
-	// DNSResolver is the IPv4 address of the node's DNS server (ParseDNSResolver's result); empty
-	// keeps k3d's own DNS handling. It is written into the state directory's node-resolv.conf,
-	// which is mounted over the node's /etc/resolv.conf, and k3d's DNS fix is turned off.
-	DNSResolver string
+	// DNS is the node's DNS resolver (ChooseNodeDNS's result; the zero value keeps k3d's own
+	// handling). An address is written into the state directory's node-resolv.conf, which is
+	// mounted over the node's /etc/resolv.conf, and k3d's DNS fix is turned off.
+	DNS NodeDNS
 }
 
 // ClusterProvider is the k3d provider behind cluster.Provider: a thin adapter that maps a
@@ -102,6 +102,11 @@ func (c *ClusterProvider) request(req cluster.Request) (Request, error) {
 		return r, errors.New("k3d provider: no pins (the k3s node image and k3d tools image are pinned)")
 	}
 	r.NodeImage = req.Pins.K3s.Image
+	r.Progress = req.Progress
+	// The node looks up the registry of the pinned images: OpenShell's first, whose images its
+	// sandboxes run.
+	img := req.Pins.OpenShell.Images
+	r.DNSCheckName = LookupName(img.Gateway, img.Sandbox, img.Supervisor, req.Pins.K3s.Image, req.Pins.K3d.ToolsImage)
 	return r, nil
 }
 
@@ -117,7 +122,7 @@ func (c *ClusterProvider) toolsImage(req cluster.Request) string {
 
 // Describe implements cluster.Provider.
 func (c *ClusterProvider) Describe(req cluster.Request) cluster.Description {
-	preflight := "no k3d cluster " + req.Name + " exists and a chosen API port is free"
+	preflight := "the host's kernel gives the node the legacy iptables nat table (on Linux, when the engine runs on it), no k3d cluster " + req.Name + " exists and a chosen API port is free"
 	r, err := c.request(req)
 	if err != nil {
 		return cluster.Description{Note: err.Error(), Preflight: preflight}
@@ -147,13 +152,22 @@ func (c *ClusterProvider) Check(req cluster.Request) error {
 }
 
 // Preflight implements cluster.Provider: the engine answers (a missing or stopped engine is
-// reported with what to start before anything is downloaded or created), nothing of a cluster of
-// that name exists yet (Preflight runs before the state is claimed, so an existing one cannot be
-// this environment's), and a chosen API port is free.
+// reported with what to start before anything is downloaded or created), the host's kernel gives
+// the node its legacy iptables nat table (checkHostNAT; a kernel that did not show enough is
+// only warned about), nothing of a cluster of that name exists yet (Preflight runs before the
+// state is claimed, so an existing one cannot be this environment's), and a chosen API port is
+// free.
 func (c *ClusterProvider) Preflight(ctx context.Context, req cluster.Request) error {
 	p, err := c.connect(ctx, req)
 	if err != nil {
 		return err
+	}
+	unsure, release, err := p.checkHostNAT(ctx)
+	if err != nil {
+		return err
+	}
+	if unsure {
+		req.Progress.Note(hostNATWarning(release))
 	}
 	f, err := p.find(ctx, req.Name)
 	if err != nil {

@@ -26,14 +26,17 @@ const rollbackTimeout = 2 * time.Minute
 
 // Create makes the cluster of req and returns how to reach it.
 //
-// The order is what makes a failure safe: the request is validated and the engine checked (the
-// images present, the network to join present, the ports free, no foreign cluster of that name)
-// before anything exists; the cluster is recorded through req.Recorder before k3d creates its
-// first object; k3d runs under ctx; the kubeconfigs are written and the kube-system UID read once
-// the API answers (Cluster.UID: the caller records it with the cluster's access). If anything
-// after the record fails, or ctx is cancelled, the half-made cluster is deleted on a fresh
-// bounded context and the error says whether anything is left. The record is kept either way:
-// `down` checks and forgets it, and never assumes a cluster is gone.
+// The order is what makes a failure safe: the request is validated and the host and engine
+// checked (the host kernel's legacy nat table, the images present, the network to join present,
+// the ports free, no foreign cluster of that name) before anything exists; Docker Desktop's
+// bridge resolver, when it is the node's, is read by a container the engine removes; the cluster
+// is recorded through req.Recorder before k3d creates its first object; k3d runs under ctx; the
+// kubeconfigs are written and the kube-system UID read once the API answers (Cluster.UID: the
+// caller records it with the cluster's access); then the node looks req.DNSCheckName up through
+// its resolver, and a refusal fails the creation (CheckNodeDNS). If anything after the record
+// fails, or ctx is cancelled, the half-made cluster is deleted on a fresh bounded context and the
+// error says whether anything is left. The record is kept either way: `down` checks and forgets
+// it, and never assumes a cluster is gone.
 //
 // A cluster of that name that this owner already created is adopted (kubeconfigs rewritten),
 // which makes Create safe to repeat; leftovers of an earlier failed attempt are removed first.
@@ -58,16 +61,21 @@ func (p *Provider) Create(ctx context.Context, req Request) (*Cluster, error) {
 		}
 		return p.finish(ctx, req)
 	}
-	if err := p.preflight(ctx, &req); err != nil {
+	natUnsure, err := p.preflight(ctx, &req)
+	if err != nil {
 		return nil, err
 	}
 	admission, err := writeAdmissionConfig(req.StateDir, req.PodSecurityExemptRuntimeClasses)
 	if err != nil {
 		return nil, err
 	}
+	dns, err := p.nodeDNS(ctx, &req)
+	if err != nil {
+		return nil, err
+	}
 	resolv := ""
-	if req.DNSResolver != "" {
-		if resolv, err = writeResolvConf(req.StateDir, req.DNSResolver); err != nil {
+	if dns.Address != "" {
+		if resolv, err = writeResolvConf(req.StateDir, dns.Address); err != nil {
 			return nil, err
 		}
 	}
@@ -82,7 +90,7 @@ func (p *Provider) Create(ctx context.Context, req Request) (*Cluster, error) {
 			return nil, fmt.Errorf("create k3d cluster %s: remove what an earlier attempt left: %w", req.Name, err)
 		}
 	}
-	sc, fixDNS := req.simpleConfig(admission, resolv), fixDNSEnv(req.DNSResolver)
+	sc, fixDNS := req.simpleConfig(admission, resolv), fixDNSEnv(dns.Address)
 	var hooks []k3dtypes.NodeHook
 	if req.gate != nil && !p.engine.Podman {
 		// On Podman a creation may be retried with a new node (createOnce), which would lose
@@ -98,17 +106,46 @@ func (p *Provider) Create(ctx context.Context, req Request) (*Cluster, error) {
 		},
 		func(msg string) { k3dlog.Log().Warn(msg) })
 	if err != nil {
+		if natUnsure {
+			err = fmt.Errorf("%w (%s)", err, natFailureHint)
+		}
 		return nil, p.rollback(ctx, id, err)
 	}
 	c, err := p.finish(ctx, req)
 	if err != nil {
 		return nil, p.rollback(ctx, id, err)
 	}
+	// The node runs with its resolver now: a resolver that refuses stops `up` here, before
+	// anything is installed that would wait for a pull or a lookup that can never succeed.
+	c.DNS = dns
+	if c.DNSCheck, err = p.CheckNodeDNS(ctx, req.Name, req.DNSCheckName, dns, p.upstreamHint(dns)); err != nil {
+		return nil, p.rollback(ctx, id, err)
+	}
+	req.Progress.Note(c.DNSCheck.Note())
 	return c, nil
 }
 
-// preflight checks the engine side of the request without changing anything.
-func (p *Provider) preflight(ctx context.Context, req *Request) error {
+// upstreamHint is this host's upstream resolver, suggested when k3d's own handling of the node's
+// DNS refused: only for Docker on Linux, where the host's resolvers are the engine's.
+func (p *Provider) upstreamHint(dns NodeDNS) string {
+	if dns.Address != "" || p.engine.Podman || p.host.os != "linux" {
+		return ""
+	}
+	addr, _, _ := hostUpstream(p.host.root)
+	return addr
+}
+
+// preflight checks the engine side of the request without changing anything: natUnsure says
+// the host's kernel did not show whether it gives the node its legacy nat table (checkHostNAT).
+func (p *Provider) preflight(ctx context.Context, req *Request) (natUnsure bool, err error) {
+	if natUnsure, _, err = p.checkHostNAT(ctx); err != nil {
+		return false, err
+	}
+	return natUnsure, p.preflightEngine(ctx, req)
+}
+
+// preflightEngine checks the images, the network and the ports the request needs.
+func (p *Provider) preflightEngine(ctx context.Context, req *Request) error {
 	api := p.engine.API
 	if p.tools == "" {
 		return errors.New("create k3d cluster: the provider has no tools image (pins k3d.toolsImage); k3d would pull its unpinned default")

@@ -59,4 +59,9 @@ type Cluster struct {
 	NodeContainer string
 	// UID is the kube-system namespace UID, recorded as the cluster's identity.
 	UID string
+	// DNS is the node's resolver (Docker Desktop's bridge resolver read, when it was the
+	// choice), and DNSCheck what the node's lookup through it showed. An adopted cluster's are
+	// not known.
+	DNS      NodeDNS
+	DNSCheck DNSReport
 }

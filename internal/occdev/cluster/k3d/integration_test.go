@@ -7,11 +7,13 @@ import (
 	"io/fs"
 	"maps"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,6 +39,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
+	"github.com/openclaw/occ/internal/progress"
 )
 
 // An engineer who has their own kubeconfig and their own k3d cluster runs `occ dev up` with the
@@ -602,15 +605,31 @@ func TestClusterProviderAndRemover(t *testing.T) {
 	}
 	set.K3s.Image = b.node
 	dir := rec.dir.Path()
+	name := uniqueName(t)
+	// The node resolves names through a DNS server of the test's, at an address of this host's
+	// own (the gateway of a network the node does not join, which it reaches through its own
+	// network's gateway): it looks up the registry of the pinned OpenShell images there.
+	_, gw := dnsNetwork(t, ctx, b, name)
+	srv := k3d.StartDNSServer(t, net.JoinHostPort(gw, "53"), netip.MustParseAddr("192.0.2.10"))
+	var notes []string
+	var notesMu sync.Mutex
+	sink := progress.Sink(func(e progress.Event) {
+		if e.Kind == progress.Note {
+			notesMu.Lock()
+			notes = append(notes, e.Message)
+			notesMu.Unlock()
+		}
+	})
 	req := cluster.Request{
-		Name:                    uniqueName(t),
+		Name:                    name,
 		KubeconfigFile:          filepath.Join(dir, "kubeconfig"),
 		ContainerKubeconfigFile: filepath.Join(dir, "container-kubeconfig"),
 		Engine:                  b.engine.Endpoint.String(),
 		Pins:                    set,
 		Owner:                   rec.owner(),
 		Recorder:                rec,
-		Settings:                k3d.Settings{PodSecurityExemptRuntimeClasses: []string{"openshell-sandbox"}},
+		Settings: k3d.Settings{PodSecurityExemptRuntimeClasses: []string{"openshell-sandbox"},
+			DNS: k3d.NodeDNS{Choice: k3d.DNSGiven, Address: gw, From: dnsSetting, Setting: dnsSetting}},
 	}
 	p := &k3d.ClusterProvider{ToolsImage: b.Tools.Ref}
 	defer p.Close()
@@ -641,7 +660,14 @@ func TestClusterProviderAndRemover(t *testing.T) {
 	}
 	done := make(chan ensured, 1)
 	go func() {
-		a, err := p.Ensure(ctx, req)
+		var a cluster.Access
+		err := sink.Step("Create k3d cluster "+req.Name, "", func(rep progress.Reporter) error {
+			req := req
+			req.Progress = rep
+			var err error
+			a, err = p.Ensure(ctx, req)
+			return err
+		})
 		done <- ensured{a, err}
 	}()
 	importer, err := p.NodeImporter(ctx, req)
@@ -671,6 +697,12 @@ func TestClusterProviderAndRemover(t *testing.T) {
 	access, err := res.access, res.err
 	if err != nil {
 		t.Fatalf("Ensure: %v", err)
+	}
+	notesMu.Lock()
+	said := strings.Join(notes, "\n")
+	notesMu.Unlock()
+	if want := "node DNS: k3d-" + req.Name + "-server-0 resolves ghcr.io through " + gw + " (given by " + dnsSetting + ")"; !strings.Contains(said, want) || srv.Queries() == 0 {
+		t.Errorf("the cluster step's notes lack %q (%d queries):\n%s", want, srv.Queries(), said)
 	}
 	t.Cleanup(func() {
 		_ = b.provider.Delete(context.Background(), k3d.Identity{Name: req.Name, Owner: req.Owner, UID: access.UID})

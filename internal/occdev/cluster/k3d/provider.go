@@ -23,6 +23,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"runtime"
 	"sync"
 
 	k3dlog "github.com/k3d-io/k3d/v5/pkg/logger"
@@ -56,6 +59,17 @@ type Options struct {
 	// Log receives k3d's own log lines; nil discards them. The flow points it at a file in the
 	// state directory, so a failed creation can be diagnosed without cluttering the terminal.
 	Log io.Writer
+	// HostRoot and HostOS are the machine occ runs on, read by the preflight of the host's
+	// kernel and the automatic resolver's hint: its root file system and its operating system
+	// (runtime.GOOS's names). Nil and empty mean this machine; tests give another.
+	HostRoot fs.FS
+	HostOS   string
+}
+
+// hostSystem is the machine occ runs on, as the provider reads it.
+type hostSystem struct {
+	root fs.FS
+	os   string
 }
 
 // Provider drives k3d for one Docker engine. Every k3d library call goes through withK3d.
@@ -63,6 +77,7 @@ type Provider struct {
 	engine *docker.Engine
 	tools  string
 	env    []docker.EnvVar
+	host   hostSystem
 }
 
 // k3dMu serialises calls into the k3d library. k3d keeps process-wide state (its logger, its
@@ -85,6 +100,13 @@ func New(opts Options) (*Provider, error) {
 		engine: opts.Engine,
 		tools:  opts.ToolsImage,
 		env:    docker.K3dEnvironment(opts.Engine.Endpoint, extra...),
+		host:   hostSystem{root: opts.HostRoot, os: opts.HostOS},
+	}
+	if p.host.root == nil {
+		p.host.root = os.DirFS("/")
+	}
+	if p.host.os == "" {
+		p.host.os = runtime.GOOS
 	}
 	out := opts.Log
 	if out == nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/option"
 	"github.com/openclaw/occ/internal/occdev/pins"
+	"github.com/openclaw/occ/internal/progress"
 )
 
 // Defaults of a Request.
@@ -56,6 +57,12 @@ type Request struct {
 	// EngineKind is the kind of the engine the cluster runs in (docker or podman), for the
 	// description; empty means Docker.
 	EngineKind string
+
+	// DNSCheckName is the host name the node looks up through its resolver once it runs (the
+	// registry of the pinned images, LookupName); empty checks nothing.
+	DNSCheckName string
+	// Progress receives the creation's notes (the node's resolver, the DNS check's outcome).
+	Progress progress.Reporter
 
 	// gate, when set, is opened once the node exists and takes images (ClusterProvider's
 	// NodeImporter waits on it).
@@ -138,12 +145,11 @@ func (r Request) Check() error {
 	if r.Timeout < 0 {
 		bad("timeout", r.Timeout.String(), "must be positive", "")
 	}
-	if r.DNSResolver != "" {
-		if v, err := ParseDNSResolver("k3d cluster DNS resolver", r.DNSResolver); err != nil {
-			errs = append(errs, err)
-		} else if v != r.DNSResolver {
-			bad("DNS resolver", r.DNSResolver, "is not an IPv4 address in its canonical form", "pass the value ParseDNSResolver returns")
-		}
+	if err := r.DNS.check(); err != nil {
+		errs = append(errs, err)
+	}
+	if r.DNSCheckName != "" && !lookupNamePattern.MatchString(r.DNSCheckName) {
+		bad("DNS check name", r.DNSCheckName, "is not a host name", "name a registry host the pinned images come from, or leave it empty for no check")
 	}
 	for _, rc := range r.PodSecurityExemptRuntimeClasses {
 		if strings.TrimSpace(rc) == "" {
@@ -298,10 +304,16 @@ func (r Request) Describe() []string {
 		fmt.Sprintf("%s volume %s and k3d's tools container %s", engineName(r.EngineKind), imageVolume(r.Name), toolsNode(r.Name)),
 		fmt.Sprintf("files %s, %s (0600) and %s (0644) in the state directory", AdmissionFile, KubeconfigFile, ContainerKubeconfigFile),
 	)
-	if r.DNSResolver != "" {
-		lines = append(lines, fmt.Sprintf("file %s (0644) in the state directory: the node's resolv.conf with nameserver %s, mounted read-only over its /etc/resolv.conf (k3d's DNS fix off)", ResolverFile, r.DNSResolver))
-	} else {
-		lines = append(lines, "the node's DNS as k3d sets it up (no "+EnvDNSResolver+")")
+	switch {
+	case r.DNS.Address != "":
+		lines = append(lines, fmt.Sprintf("file %s (0644) in the state directory: the node's resolv.conf with nameserver %s, mounted read-only over its /etc/resolv.conf (k3d's DNS fix off)", ResolverFile, r.DNS))
+	case r.DNS.Choice == DNSDesktopBridge:
+		lines = append(lines, fmt.Sprintf("file %s (0644) in the state directory: the node's resolv.conf with %s, mounted read-only over its /etc/resolv.conf (k3d's DNS fix off); the container removes itself when it exits", ResolverFile, r.DNS))
+	default:
+		lines = append(lines, "the node's DNS as k3d sets it up: "+r.DNS.String())
+	}
+	if r.DNSCheckName != "" {
+		lines = append(lines, fmt.Sprintf("once the node runs, it looks up %s through its resolver: a refusal stops up with the fix, no answer only warns", r.DNSCheckName))
 	}
 	return lines
 }

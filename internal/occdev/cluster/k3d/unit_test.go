@@ -348,15 +348,15 @@ func TestClusterRequestBecomesTheCreateRequest(t *testing.T) {
 	}
 	dir := t.TempDir()
 	needs := cluster.Needs{Network: "oce_development", Publish: []cluster.Port{{HostPort: 3100, NodePort: 30080}}}
-	settings := Settings{APIPort: 16443, DiskThresholdPercent: 7, DNSResolver: "10.0.0.53", PodSecurityExemptRuntimeClasses: []string{"openshell-sandbox"}}
+	settings := Settings{APIPort: 16443, DiskThresholdPercent: 7, DNS: NodeDNS{Choice: DNSGiven, Address: "10.0.0.53"}, PodSecurityExemptRuntimeClasses: []string{"openshell-sandbox"}}
 	req := cluster.Request{Name: "occ-dev-unit", KubeconfigFile: filepath.Join(dir, KubeconfigFile), ContainerKubeconfigFile: filepath.Join(dir, ContainerKubeconfigFile),
 		Pins: set, Needs: needs, Settings: settings}
 	r, err := (&ClusterProvider{}).request(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.StateDir != dir || r.Network != needs.Network || !slices.Equal(r.Publish, needs.Publish) || r.APIPort != 16443 || r.DiskThresholdPercent != 7 || r.DNSResolver != "10.0.0.53" ||
-		r.NodeImage != set.K3s.Image {
+	if r.StateDir != dir || r.Network != needs.Network || !slices.Equal(r.Publish, needs.Publish) || r.APIPort != 16443 || r.DiskThresholdPercent != 7 || r.DNS != settings.DNS ||
+		r.NodeImage != set.K3s.Image || r.DNSCheckName != "ghcr.io" {
 		t.Errorf("Create's request = %+v", r)
 	}
 	d := (&ClusterProvider{}).Describe(req)
@@ -370,7 +370,7 @@ func TestClusterRequestBecomesTheCreateRequest(t *testing.T) {
 		pd.Note != "in the Podman engine at unix:///run/podman/podman.sock; the user's kubeconfig is never written" {
 		t.Errorf("Describe on Podman = %s (note %q)", got, pd.Note)
 	}
-	if d.Preflight != "no k3d cluster occ-dev-unit exists and a chosen API port is free" {
+	if d.Preflight != "the host's kernel gives the node the legacy iptables nat table (on Linux, when the engine runs on it), no k3d cluster occ-dev-unit exists and a chosen API port is free" {
 		t.Errorf("Describe's preflight = %q", d.Preflight)
 	}
 	req.Settings = struct{ APIPort int }{16443}

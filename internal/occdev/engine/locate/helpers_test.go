@@ -12,7 +12,10 @@ import (
 // 28.5.2's (docker-ce) and Podman 4.3.1's (Debian 12), as measured on these machines.
 const (
 	dockerVersionJSON = `{"Platform":{"Name":"Docker Engine - Community"},"Components":[{"Name":"Engine","Version":"28.5.2","Details":{"ApiVersion":"1.51","MinAPIVersion":"1.24","Os":"linux"}},{"Name":"containerd","Version":"v1.7.28"},{"Name":"runc","Version":"1.3.0"},{"Name":"docker-init","Version":"0.19.0"}],"Version":"28.5.2","ApiVersion":"1.51","MinAPIVersion":"1.24","Os":"linux","Arch":"amd64"}`
-	podmanVersionJSON = `{"Platform":{"Name":"linux/amd64/debian-12"},"Components":[{"Name":"Podman Engine","Version":"4.3.1","Details":{"APIVersion":"4.3.1","MinAPIVersion":"4.0.0","Os":"linux"}},{"Name":"Conmon","Version":"conmon version 2.1.6, commit: unknown"},{"Name":"OCI Runtime (runc)","Version":"runc version 1.1.5+ds1"}],"Version":"4.3.1","ApiVersion":"1.41","MinAPIVersion":"1.24","Os":"linux","Arch":"amd64"}`
+	// Docker Desktop's answer names the product in its platform (`docker version` prints it as
+	// "Server: Docker Desktop 4.37.1 (178610)").
+	dockerDesktopVersionJSON = `{"Platform":{"Name":"Docker Desktop 4.37.1 (178610)"},"Components":[{"Name":"Engine","Version":"27.4.0","Details":{"ApiVersion":"1.47","KernelVersion":"6.10.14-linuxkit","Os":"linux"}}],"Version":"27.4.0","ApiVersion":"1.47","MinAPIVersion":"1.24","KernelVersion":"6.10.14-linuxkit","Os":"linux","Arch":"arm64"}`
+	podmanVersionJSON        = `{"Platform":{"Name":"linux/amd64/debian-12"},"Components":[{"Name":"Podman Engine","Version":"4.3.1","Details":{"APIVersion":"4.3.1","MinAPIVersion":"4.0.0","Os":"linux"}},{"Name":"Conmon","Version":"conmon version 2.1.6, commit: unknown"},{"Name":"OCI Runtime (runc)","Version":"runc version 1.1.5+ds1"}],"Version":"4.3.1","ApiVersion":"1.41","MinAPIVersion":"1.24","Os":"linux","Arch":"amd64"}`
 )
 
 // shortDir is a temporary directory whose paths stay well inside the 108 bytes a unix socket

@@ -25,6 +25,9 @@ type Identity struct {
 	Version string
 	// APIVersion is the Docker API version it serves.
 	APIVersion string
+	// Platform is the product the engine says it is part of ("Docker Desktop 4.37.1 (178610)",
+	// "Docker Engine - Community"); empty when it names none.
+	Platform string
 }
 
 // DefaultProbeTimeout bounds one identification: a socket that accepts but never answers must
@@ -111,6 +114,7 @@ func Identify(ctx context.Context, ep Endpoint) (Identity, error) {
 	var v struct {
 		Version    string
 		APIVersion string `json:"ApiVersion"`
+		Platform   struct{ Name string }
 		Components []struct {
 			Name    string
 			Version string
@@ -119,7 +123,7 @@ func Identify(ctx context.Context, ep Endpoint) (Identity, error) {
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&v); err != nil {
 		return fail("what listens on "+ep.Socket+" answered GET /version with something other than an engine's version: "+err.Error(), err)
 	}
-	id := Identity{Kind: Docker, Version: v.Version, APIVersion: v.APIVersion}
+	id := Identity{Kind: Docker, Version: v.Version, APIVersion: v.APIVersion, Platform: v.Platform.Name}
 	for _, c := range v.Components {
 		if c.Name == podmanComponent {
 			id.Kind, id.Version = Podman, c.Version

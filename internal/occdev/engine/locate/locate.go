@@ -85,6 +85,8 @@ type Location struct {
 	Source     string
 	Version    string
 	APIVersion string
+	// Platform is the product the engine says it is part of (Identity.Platform).
+	Platform string
 	// Skipped are the places looked at before this one that had no usable engine, in order.
 	Skipped []Attempt
 }
@@ -192,7 +194,7 @@ func Find(ctx context.Context, opts Options) (Location, error) {
 				attempts = append(attempts, probeAttempt(p, ep, err))
 				continue
 			}
-			loc := Location{Kind: id.Kind, Endpoint: ep, Source: p.source, Version: id.Version, APIVersion: id.APIVersion, Skipped: attempts}
+			loc := Location{Kind: id.Kind, Endpoint: ep, Source: p.source, Version: id.Version, APIVersion: id.APIVersion, Platform: id.Platform, Skipped: attempts}
 			if choice != Auto && id.Kind != Kind(choice) {
 				return Location{}, false, &KindError{Choice: choice, ChoiceSource: source, Found: loc, Fix: kindFix(choice)}
 			}

@@ -315,11 +315,16 @@ func TestIdentify(t *testing.T) {
 	staleSocket(t, filepath.Join(dir, "stale.sock"))
 	writeFile(t, filepath.Join(dir, "file.sock"), "")
 
-	if id, err := Identify(ctx, Endpoint{Socket: filepath.Join(dir, "docker.sock")}); err != nil || id != (Identity{Kind: Docker, Version: "28.5.2", APIVersion: "1.51"}) {
+	if id, err := Identify(ctx, Endpoint{Socket: filepath.Join(dir, "docker.sock")}); err != nil || id != (Identity{Kind: Docker, Version: "28.5.2", APIVersion: "1.51", Platform: "Docker Engine - Community"}) {
 		t.Errorf("Docker: %+v %v", id, err)
 	}
-	if id, err := Identify(ctx, Endpoint{Socket: filepath.Join(dir, "podman.sock")}); err != nil || id != (Identity{Kind: Podman, Version: "4.3.1", APIVersion: "1.41"}) {
+	if id, err := Identify(ctx, Endpoint{Socket: filepath.Join(dir, "podman.sock")}); err != nil || id != (Identity{Kind: Podman, Version: "4.3.1", APIVersion: "1.41", Platform: "linux/amd64/debian-12"}) {
 		t.Errorf("Podman: %+v %v", id, err)
+	}
+	// Docker Desktop says so in its platform, which the node's DNS default goes by.
+	fakeEngine(t, filepath.Join(dir, "desktop.sock"), dockerDesktopVersionJSON)
+	if id, err := Identify(ctx, Endpoint{Socket: filepath.Join(dir, "desktop.sock")}); err != nil || id != (Identity{Kind: Docker, Version: "27.4.0", APIVersion: "1.47", Platform: "Docker Desktop 4.37.1 (178610)"}) {
+		t.Errorf("Docker Desktop: %+v %v", id, err)
 	}
 	for sock, reason := range map[string]string{
 		"missing.sock": "does not exist",

@@ -1,0 +1,105 @@
+package docker
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/docker/docker/api/types"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/pkg/stdcopy"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+)
+
+// OneShot is a short command run once in a fresh container that the engine removes when it
+// exits (docker run --rm).
+type OneShot struct {
+	// Image must be in the engine: nothing is pulled.
+	Image string
+	// Network is the container's network ("bridge" for the engine's default bridge).
+	Network string
+	// Entrypoint and Cmd are the command; Entrypoint replaces the image's.
+	Entrypoint []string
+	Cmd        []string
+}
+
+// containerRunner is what running a container needs of an engine beyond API: the Docker client
+// (and Podman's, which is the same client) has these calls. They stay out of API until a step of
+// the flow itself runs containers.
+type containerRunner interface {
+	ContainerCreate(ctx context.Context, config *container.Config, hostConfig *container.HostConfig, networkingConfig *network.NetworkingConfig, platform *ocispec.Platform, containerName string) (container.CreateResponse, error)
+	ContainerAttach(ctx context.Context, container string, options container.AttachOptions) (types.HijackedResponse, error)
+	ContainerStart(ctx context.Context, container string, options container.StartOptions) error
+	ContainerWait(ctx context.Context, container string, condition container.WaitCondition) (<-chan container.WaitResponse, <-chan error)
+}
+
+// RunOnce runs s and returns what it printed and its exit code, as `docker run --rm` does: the
+// container is created to be removed by the engine when it exits (so an occ stopped half-way
+// leaves nothing running behind), attached before it starts (so no output is lost), and removed
+// here if it never started.
+func RunOnce(ctx context.Context, api API, s OneShot) (ExecResult, error) {
+	what := fmt.Sprintf("run %q in a throwaway container of %s", strings.Join(append(append([]string{}, s.Entrypoint...), s.Cmd...), " "), s.Image)
+	r, ok := api.(containerRunner)
+	if !ok {
+		return ExecResult{}, fmt.Errorf("%s: the engine client cannot run containers", what)
+	}
+	created, err := r.ContainerCreate(ctx,
+		&container.Config{Image: s.Image, Entrypoint: s.Entrypoint, Cmd: s.Cmd, AttachStdout: true, AttachStderr: true},
+		&container.HostConfig{AutoRemove: true, NetworkMode: container.NetworkMode(s.Network)}, nil, nil, "")
+	if err != nil {
+		return ExecResult{}, fmt.Errorf("%s: %w", what, err)
+	}
+	started := false
+	defer func() {
+		if !started {
+			// A container that never started is not removed by the engine.
+			_ = api.ContainerRemove(context.WithoutCancel(ctx), created.ID, container.RemoveOptions{Force: true})
+		}
+	}()
+	att, err := r.ContainerAttach(ctx, created.ID, container.AttachOptions{Stream: true, Stdout: true, Stderr: true})
+	if err != nil {
+		return ExecResult{}, fmt.Errorf("%s: attach: %w", what, err)
+	}
+	defer att.Close()
+	// Waiting for the container's removal (after its exit, with its exit code) is registered
+	// before the start, so a command that ends at once is not missed, and nothing of it is left
+	// when RunOnce returns.
+	waited, waitErr := r.ContainerWait(ctx, created.ID, container.WaitConditionRemoved)
+	if err := r.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
+		return ExecResult{}, fmt.Errorf("%s: start: %w", what, err)
+	}
+	started = true
+	var stdout, stderr bytes.Buffer
+	copied := make(chan error, 1)
+	go func() {
+		_, err := stdcopy.StdCopy(&stdout, &stderr, att.Reader)
+		copied <- err
+	}()
+	select {
+	case err := <-copied:
+		if err != nil {
+			return ExecResult{}, fmt.Errorf("%s: read output: %w", what, err)
+		}
+	case <-ctx.Done():
+		att.Close()
+		<-copied
+		return ExecResult{}, fmt.Errorf("%s: %w", what, ctx.Err())
+	}
+	select {
+	case w := <-waited:
+		if w.Error != nil && w.Error.Message != "" {
+			return ExecResult{}, fmt.Errorf("%s: wait: %s", what, w.Error.Message)
+		}
+		return ExecResult{Stdout: stdout.String(), Stderr: stderr.String(), ExitCode: int(w.StatusCode)}, nil
+	case err := <-waitErr:
+		if err == nil {
+			err = errors.New("the engine ended the wait without an exit code")
+		}
+		return ExecResult{}, fmt.Errorf("%s: wait: %w", what, err)
+	case <-ctx.Done():
+		return ExecResult{}, fmt.Errorf("%s: %w", what, ctx.Err())
+	}
+}
