@@ -7,11 +7,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/pkg/stdcopy"
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
 // OneShot is a short command run once in a fresh container that the engine removes when it
@@ -26,27 +23,13 @@ type OneShot struct {
 	Cmd        []string
 }
 
-// containerRunner is what running a container needs of an engine beyond API: the Docker client
-// (and Podman's, which is the same client) has these calls. They stay out of API until a step of
-// the flow itself runs containers.
-type containerRunner interface {
-	ContainerCreate(ctx context.Context, config *container.Config, hostConfig *container.HostConfig, networkingConfig *network.NetworkingConfig, platform *ocispec.Platform, containerName string) (container.CreateResponse, error)
-	ContainerAttach(ctx context.Context, container string, options container.AttachOptions) (types.HijackedResponse, error)
-	ContainerStart(ctx context.Context, container string, options container.StartOptions) error
-	ContainerWait(ctx context.Context, container string, condition container.WaitCondition) (<-chan container.WaitResponse, <-chan error)
-}
-
 // RunOnce runs s and returns what it printed and its exit code, as `docker run --rm` does: the
 // container is created to be removed by the engine when it exits (so an occ stopped half-way
 // leaves nothing running behind), attached before it starts (so no output is lost), and removed
 // here if it never started.
 func RunOnce(ctx context.Context, api API, s OneShot) (ExecResult, error) {
 	what := fmt.Sprintf("run %q in a throwaway container of %s", strings.Join(append(append([]string{}, s.Entrypoint...), s.Cmd...), " "), s.Image)
-	r, ok := api.(containerRunner)
-	if !ok {
-		return ExecResult{}, fmt.Errorf("%s: the engine client cannot run containers", what)
-	}
-	created, err := r.ContainerCreate(ctx,
+	created, err := api.ContainerCreate(ctx,
 		&container.Config{Image: s.Image, Entrypoint: s.Entrypoint, Cmd: s.Cmd, AttachStdout: true, AttachStderr: true},
 		&container.HostConfig{AutoRemove: true, NetworkMode: container.NetworkMode(s.Network)}, nil, nil, "")
 	if err != nil {
@@ -59,7 +42,7 @@ func RunOnce(ctx context.Context, api API, s OneShot) (ExecResult, error) {
 			_ = api.ContainerRemove(context.WithoutCancel(ctx), created.ID, container.RemoveOptions{Force: true})
 		}
 	}()
-	att, err := r.ContainerAttach(ctx, created.ID, container.AttachOptions{Stream: true, Stdout: true, Stderr: true})
+	att, err := api.ContainerAttach(ctx, created.ID, container.AttachOptions{Stream: true, Stdout: true, Stderr: true})
 	if err != nil {
 		return ExecResult{}, fmt.Errorf("%s: attach: %w", what, err)
 	}
@@ -67,8 +50,8 @@ func RunOnce(ctx context.Context, api API, s OneShot) (ExecResult, error) {
 	// Waiting for the container's removal (after its exit, with its exit code) is registered
 	// before the start, so a command that ends at once is not missed, and nothing of it is left
 	// when RunOnce returns.
-	waited, waitErr := r.ContainerWait(ctx, created.ID, container.WaitConditionRemoved)
-	if err := r.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
+	waited, waitErr := api.ContainerWait(ctx, created.ID, container.WaitConditionRemoved)
+	if err := api.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
 		return ExecResult{}, fmt.Errorf("%s: start: %w", what, err)
 	}
 	started = true
