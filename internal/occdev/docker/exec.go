@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/pkg/stdcopy"
 )
@@ -64,24 +65,12 @@ func execute(ctx context.Context, api API, containerName string, in ExecInput, c
 			}
 		}()
 	}
-	var stdout, stderr bytes.Buffer
-	copied := make(chan error, 1)
-	go func() {
-		_, err := stdcopy.StdCopy(&stdout, &stderr, att.Reader)
-		copied <- err
-	}()
-	select {
-	case err := <-copied:
-		if err != nil {
-			return ExecResult{}, fmt.Errorf("%s: read output: %w", what, err)
-		}
-	case <-ctx.Done():
-		// Closing the hijacked connection ends both copies; a command reading its input sees
-		// it end. The process in the node is left to finish on its own (the engine cannot kill
-		// an exec).
-		att.Close()
-		<-copied
-		return ExecResult{}, fmt.Errorf("%s: %w", what, ctx.Err())
+	// A cancelled ctx closes the hijacked connection, which a command reading its input sees
+	// end; the process in the node is left to finish on its own (the engine cannot kill an
+	// exec).
+	stdout, stderr, err := readOutput(ctx, att, what)
+	if err != nil {
+		return ExecResult{}, err
 	}
 	// The output ends when the process exits; closing the connection ends a copy of its input
 	// that is still writing.
@@ -95,7 +84,7 @@ func execute(ctx context.Context, api API, containerName string, in ExecInput, c
 			return ExecResult{}, fmt.Errorf("%s: inspect: %w", what, err)
 		}
 		if !ins.Running {
-			return ExecResult{Stdout: stdout.String(), Stderr: stderr.String(), ExitCode: ins.ExitCode}, nil
+			return ExecResult{Stdout: stdout, Stderr: stderr, ExitCode: ins.ExitCode}, nil
 		}
 		select {
 		case <-ctx.Done():
@@ -103,5 +92,27 @@ func execute(ctx context.Context, api API, containerName string, in ExecInput, c
 		case <-time.After(delay):
 		}
 		delay = min(2*delay, 200*time.Millisecond)
+	}
+}
+
+// readOutput reads the demultiplexed stdout and stderr of a hijacked stream until it ends. A
+// cancelled ctx closes the connection, which ends the copy, and returns ctx's error.
+func readOutput(ctx context.Context, att types.HijackedResponse, what string) (stdout, stderr string, err error) {
+	var out, errOut bytes.Buffer
+	copied := make(chan error, 1)
+	go func() {
+		_, err := stdcopy.StdCopy(&out, &errOut, att.Reader)
+		copied <- err
+	}()
+	select {
+	case err := <-copied:
+		if err != nil {
+			return "", "", fmt.Errorf("%s: read output: %w", what, err)
+		}
+		return out.String(), errOut.String(), nil
+	case <-ctx.Done():
+		att.Close()
+		<-copied
+		return "", "", fmt.Errorf("%s: %w", what, ctx.Err())
 	}
 }

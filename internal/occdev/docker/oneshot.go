@@ -1,14 +1,12 @@
 package docker
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/pkg/stdcopy"
 )
 
 // OneShot is a short command run once in a fresh container that the engine removes when it
@@ -55,28 +53,16 @@ func RunOnce(ctx context.Context, api API, s OneShot) (ExecResult, error) {
 		return ExecResult{}, fmt.Errorf("%s: start: %w", what, err)
 	}
 	started = true
-	var stdout, stderr bytes.Buffer
-	copied := make(chan error, 1)
-	go func() {
-		_, err := stdcopy.StdCopy(&stdout, &stderr, att.Reader)
-		copied <- err
-	}()
-	select {
-	case err := <-copied:
-		if err != nil {
-			return ExecResult{}, fmt.Errorf("%s: read output: %w", what, err)
-		}
-	case <-ctx.Done():
-		att.Close()
-		<-copied
-		return ExecResult{}, fmt.Errorf("%s: %w", what, ctx.Err())
+	stdout, stderr, err := readOutput(ctx, att, what)
+	if err != nil {
+		return ExecResult{}, err
 	}
 	select {
 	case w := <-waited:
 		if w.Error != nil && w.Error.Message != "" {
 			return ExecResult{}, fmt.Errorf("%s: wait: %s", what, w.Error.Message)
 		}
-		return ExecResult{Stdout: stdout.String(), Stderr: stderr.String(), ExitCode: int(w.StatusCode)}, nil
+		return ExecResult{Stdout: stdout, Stderr: stderr, ExitCode: int(w.StatusCode)}, nil
 	case err := <-waitErr:
 		if err == nil {
 			err = errors.New("the engine ended the wait without an exit code")
