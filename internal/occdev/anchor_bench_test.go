@@ -108,8 +108,7 @@ func BenchmarkUpAgainstCLIs(b *testing.B) {
 			continue
 		}
 		b.Run(f.Name, func(b *testing.B) {
-			e := f.Require(b)
-			b.Setenv("DOCKER_HOST", e.Host)
+			f.Use(b)
 			benchUpAgainstCLIs(b, clis, docker, f.Store)
 		})
 	}

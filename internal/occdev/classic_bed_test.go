@@ -1,8 +1,6 @@
 package occdev_test
 
 import (
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/openclaw/occ/internal/testbed/dockerbed"
@@ -14,8 +12,13 @@ import (
 // containerd image store, so every other Docker test runs there.
 func onClassicDocker(t *testing.T) {
 	t.Helper()
-	e := dockerbed.RequireClassic(t)
-	t.Setenv("DOCKER_HOST", e.Host)
+	for _, f := range dockerbed.Flavours() {
+		if f.Store == dockerbed.ClassicStore && !f.Podman {
+			f.Use(t)
+			return
+		}
+	}
+	t.Fatal("the bed has no classic-store Docker flavour")
 }
 
 // classicFailureSteps are the platform profile's steps a failure is injected after on the
@@ -42,21 +45,7 @@ func TestClassicDockerK3dDevEnvironment(t *testing.T) {
 	b := newK3dBed(t, nil)
 	t.Run("up status and down through the library", func(t *testing.T) { testUpStatusDown(t, b) })
 	t.Run("a failure after each step", func(t *testing.T) {
-		opts := b.options(t)
-		names := stepNames(t, opts)
-		for _, s := range classicFailureSteps(opts.ClusterName) {
-			if !slices.Contains(names, s) {
-				t.Fatalf("the flow has no step %q: %q", s, names)
-			}
-		}
-		testFailureAfterSteps(t, b, func(step string) string {
-			for _, s := range classicFailureSteps("") {
-				if step == s || strings.HasPrefix(step, "Create k3d cluster ") && s == "Create k3d cluster " {
-					return ""
-				}
-			}
-			return "rolled back like the steps around it on every engine, which the default engine's matrix shows"
-		})
+		testFailureSubset(t, b, classicFailureSteps, "rolled back like the steps around it on every engine, which the default engine's matrix shows")
 	})
 }
 

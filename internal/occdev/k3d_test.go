@@ -807,6 +807,26 @@ func testFailureAfterEachStep(t *testing.T, b *k3dBed) {
 
 // testFailureAfterSteps is testFailureAfterEachStep for the steps skip gives no reason to skip
 // (every step with OCC_TEST_K3D_ALL_STEPS=1).
+// testFailureSubset is testFailureAfterSteps for the steps of steps (given the run's cluster name,
+// they must all be the flow's): the others are skipped with why unless allStepsEnv is set.
+func testFailureSubset(t *testing.T, b *k3dBed, steps func(clusterName string) []string, why string) {
+	opts := b.options(t)
+	names := stepNames(t, opts)
+	for _, s := range steps(opts.ClusterName) {
+		if !slices.Contains(names, s) {
+			t.Fatalf("the flow has no step %q: %q", s, names)
+		}
+	}
+	testFailureAfterSteps(t, b, func(step string) string {
+		for _, s := range steps("") {
+			if step == s || strings.HasPrefix(step, "Create k3d cluster ") && s == "Create k3d cluster " {
+				return ""
+			}
+		}
+		return why
+	})
+}
+
 func testFailureAfterSteps(t *testing.T, b *k3dBed, skip func(step string) string) {
 	names := stepNames(t, b.options(t))
 	if len(names) != 32 {

@@ -154,8 +154,7 @@ func BenchmarkImportAgainstSavePipe(b *testing.B) {
 			continue
 		}
 		b.Run(f.Name, func(b *testing.B) {
-			e := f.Require(b)
-			b.Setenv("DOCKER_HOST", e.Host)
+			f.Use(b)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 			defer cancel()
 			bed := startBed(b, ctx)

@@ -56,8 +56,7 @@ func TestEveryShapeOnEveryStoreHoldsFromPullToNode(t *testing.T) {
 			continue // Podman keeps the classic identity; its k3d flow (TestPodmanK3dDevEnvironment) pulls these shapes
 		}
 		t.Run(f.Name, func(t *testing.T) {
-			e := f.Require(t)
-			t.Setenv("DOCKER_HOST", e.Host)
+			f.Use(t)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()
 			b := startBed(t, ctx)
@@ -163,8 +162,7 @@ func TestContainerdStoreBeforeAPI148ImportsTheWholeIndex(t *testing.T) {
 	if f.Store != dockerbed.ContainerdStore {
 		t.Fatalf("the first flavour is %s, want the containerd store", f.Name)
 	}
-	e := f.Require(t)
-	t.Setenv("DOCKER_HOST", e.Host)
+	e := f.Use(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	b := startBed(t, ctx)

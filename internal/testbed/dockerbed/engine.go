@@ -140,6 +140,18 @@ func (f Flavour) Require(t testing.TB) *Engine {
 	return e
 }
 
+// Use is Require, and points the test's DOCKER_HOST at the engine, where the bed (Start) and occ
+// look for it. Its Docker flavours only: Podman is reached as occ reaches it (podmanbed).
+func (f Flavour) Use(t testing.TB) *Engine {
+	t.Helper()
+	if f.Podman {
+		t.Fatalf("dockerbed: the %s flavour is reached through podmanbed, not DOCKER_HOST", f.Name)
+	}
+	e := f.Require(t)
+	t.Setenv("DOCKER_HOST", e.Host)
+	return e
+}
+
 // connect reaches the engine whose DOCKER_HOST value is in the environment variable env.
 func connect(env string) (*Engine, error) {
 	host := os.Getenv(env)
