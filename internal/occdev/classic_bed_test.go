@@ -1,6 +1,7 @@
 package occdev_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/openclaw/occ/internal/testbed/dockerbed"
@@ -43,6 +44,14 @@ func TestClassicDockerK3dDevEnvironment(t *testing.T) {
 	onClassicDocker(t)
 	startBuild()
 	b := newK3dBed(t, nil)
+	// The node and tools images were pulled before (by a cluster of the developer's own, as on
+	// the default engine's bed): up pulls only the OpenShell images, and down leaves these.
+	for _, img := range []string{b.set.K3s.Image.DigestReference(), b.set.K3d.ToolsImage.DigestReference()} {
+		if _, err := b.Engine.Pull(context.Background(), img); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { b.Engine.Forget(b.set.K3s.Image.DigestReference(), b.set.K3d.ToolsImage.DigestReference()) })
 	t.Run("up status and down through the library", func(t *testing.T) { testUpStatusDown(t, b) })
 	t.Run("a failure after each step", func(t *testing.T) {
 		testFailureSubset(t, b, classicFailureSteps, "rolled back like the steps around it on every engine, which the default engine's matrix shows")

@@ -2,7 +2,9 @@ package controlplane
 
 import (
 	"archive/tar"
+	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -194,7 +196,20 @@ func imageFiles(t *testing.T, c *client.Client, ref string) map[string]bool {
 		if !strings.HasSuffix(h.Name, "/layer.tar") && !strings.HasPrefix(h.Name, "blobs/") {
 			continue
 		}
-		inner := tar.NewReader(outer)
+		// The containerd image store saves layers as they are stored, gzip-compressed; the
+		// classic store saves them as plain tars.
+		var layer io.Reader = outer
+		br := bufio.NewReader(outer)
+		if magic, err := br.Peek(2); err == nil && magic[0] == 0x1f && magic[1] == 0x8b {
+			zr, err := gzip.NewReader(br)
+			if err != nil {
+				t.Fatalf("read a gzip layer of %s: %v", ref, err)
+			}
+			layer = zr
+		} else {
+			layer = br
+		}
+		inner := tar.NewReader(layer)
 		for {
 			ih, err := inner.Next()
 			if err != nil {

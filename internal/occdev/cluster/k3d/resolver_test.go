@@ -2,15 +2,19 @@ package k3d
 
 import (
 	"context"
+	"errors"
 	"os"
 	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
 
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/network"
 	k3dconfig "github.com/k3d-io/k3d/v5/pkg/config"
 	k3druntimes "github.com/k3d-io/k3d/v5/pkg/runtimes"
 	k3dfixes "github.com/k3d-io/k3d/v5/pkg/types/fixes"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/option"
@@ -237,7 +241,7 @@ func TestDNSResolverMountAndFix(t *testing.T) {
 // containers): the node keeps k3d's own handling, says so on the cluster step's line with the
 // setting that chooses another, and the creation goes on.
 func TestDesktopBridgeResolverUnreadableKeepsK3dHandling(t *testing.T) {
-	p := &Provider{engine: &docker.Engine{API: struct{ docker.API }{}}}
+	p := &Provider{engine: &docker.Engine{API: noRunAPI{}}}
 	r := testRequest(t)
 	r.DNS = NodeDNS{Choice: DNSDesktopBridge, From: "a throwaway container of the node image on Docker Desktop's default bridge network", Setting: testSetting}
 	var notes []string
@@ -253,7 +257,7 @@ func TestDesktopBridgeResolverUnreadableKeepsK3dHandling(t *testing.T) {
 		got, err = p.nodeDNS(context.Background(), &r)
 		return err
 	})
-	if err != nil || got.Choice != DNSK3d || got.Address != "" || !strings.Contains(got.Note, "Docker Desktop's default-bridge resolver could not be read (run \"cat /etc/resolv.conf\" in a throwaway container of "+r.NodeImage.DigestReference()+": the engine client cannot run containers)") {
+	if err != nil || got.Choice != DNSK3d || got.Address != "" || !strings.Contains(got.Note, "Docker Desktop's default-bridge resolver could not be read (run \"cat /etc/resolv.conf\" in a throwaway container of "+r.NodeImage.DigestReference()+": the engine refuses to create containers)") {
 		t.Fatalf("nodeDNS = %+v, %v", got, err)
 	}
 	all := strings.Join(notes, "\n")
@@ -266,4 +270,11 @@ func TestDesktopBridgeResolverUnreadableKeepsK3dHandling(t *testing.T) {
 	if got, err := p.nodeDNS(context.Background(), &r); err != nil || got != r.DNS {
 		t.Errorf("nodeDNS of a given resolver = %+v, %v", got, err)
 	}
+}
+
+// noRunAPI is an engine that refuses to create containers.
+type noRunAPI struct{ docker.API }
+
+func (noRunAPI) ContainerCreate(context.Context, *container.Config, *container.HostConfig, *network.NetworkingConfig, *ocispec.Platform, string) (container.CreateResponse, error) {
+	return container.CreateResponse{}, errors.New("the engine refuses to create containers")
 }
