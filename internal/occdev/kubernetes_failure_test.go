@@ -138,6 +138,10 @@ func testKubernetesFailures(t *testing.T, b *kubeBed) {
 				return
 			}
 			user = c.ID
+			// A test that fails before its own removal below leaves no container on the engine.
+			t.Cleanup(func() {
+				_ = b.engine.API.ContainerRemove(context.Background(), c.ID, container.RemoveOptions{Force: true})
+			})
 			for _, tag := range ins.RepoTags {
 				if tag == pgRef {
 					continue
