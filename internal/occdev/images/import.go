@@ -39,19 +39,19 @@ type Pass struct {
 	Save *ocispec.Platform
 }
 
-// passOf is the pass an image travels in.
+// passOf is the pass an image travels in: the platform of the manifest the engine saves, else
+// the platform the image's config states.
 func passOf(l Local) Pass {
-	p := Pass{Save: l.ManifestPlatform}
-	if l.Platform.OS != "" && l.Platform.Architecture != "" {
-		p.Platform = l.Platform.String()
+	switch s := l.ManifestPlatform; {
+	case s != nil:
+		return Pass{Save: s, Platform: Platform{OS: s.OS, Architecture: s.Architecture, Variant: s.Variant}.String()}
+	case l.Platform.OS != "" && l.Platform.Architecture != "":
+		return Pass{Platform: l.Platform.String()}
 	}
-	if s := l.ManifestPlatform; s != nil {
-		p.Platform = Platform{OS: s.OS, Architecture: s.Architecture, Variant: s.Variant}.String()
-	}
-	return p
+	return Pass{}
 }
 
-// passKey tells passes apart: images of equal passes travel in one stream.
+// key tells passes apart: images of equal passes travel in one stream.
 func (p Pass) key() string {
 	if p.Save == nil {
 		return p.Platform
