@@ -268,33 +268,23 @@ func readManifest(r ctrResult, node, digest string) (manifestOrIndex, error) {
 }
 
 // entryFor is the manifest an index names for platform (nil for an index of one entry, which
-// docker save writes around a single manifest): of the entries whose platform runs on it, the
-// one of exactly its variant, else the first, as containerd's platform matcher prefers. Entries
-// that are not images (attestations, unknown/unknown) never match.
+// docker save writes around a single manifest): the entry that runs on it (bestFor). Entries that
+// are not images (attestations, unknown/unknown) never match.
 func (m manifestOrIndex) entryFor(platform *Platform, node, digest string) (string, error) {
 	if len(m.Manifests) == 1 && (platform == nil || m.Manifests[0].Platform == nil) {
 		return m.Manifests[0].Digest, nil
 	}
-	var first string
-	for _, e := range m.Manifests {
+	i := bestFor(len(m.Manifests), *platform, func(i int) (Platform, bool) {
+		e := m.Manifests[i]
 		if e.Platform == nil || !digestPattern.MatchString(e.Digest) {
-			continue
+			return Platform{}, false
 		}
-		p := normalisePlatform(e.Platform.OS, e.Platform.Architecture, e.Platform.Variant)
-		if !compatible(p, *platform) {
-			continue
-		}
-		if p.Variant == platform.Variant {
-			return e.Digest, nil
-		}
-		if first == "" {
-			first = e.Digest
-		}
-	}
-	if first == "" {
+		return normalisePlatform(e.Platform.OS, e.Platform.Architecture, e.Platform.Variant), true
+	})
+	if i < 0 {
 		return "", fmt.Errorf("content %s in node %s is an index of %d manifests, none of them for the node's platform %s", digest, node, len(m.Manifests), platform)
 	}
-	return first, nil
+	return m.Manifests[i].Digest, nil
 }
 
 // resolveOne is follow of one target.

@@ -298,11 +298,11 @@ func storeOf(ctx context.Context, api docker.API, pin pins.Image, ins image.Insp
 	case pin.Digest != "":
 		return StoreClassic, nil
 	}
-	return EngineStore(ctx, api)
+	return engineStore(ctx, api)
 }
 
-// EngineStore is the engine's image store as docker info's driver status reports it.
-func EngineStore(ctx context.Context, api docker.API) (Store, error) {
+// engineStore is the engine's image store as docker info's driver status reports it.
+func engineStore(ctx context.Context, api docker.API) (Store, error) {
 	info, err := api.Info(ctx)
 	if err != nil {
 		return "", fmt.Errorf("read the engine's image store (docker info): %w", err)
@@ -316,31 +316,41 @@ func EngineStore(ctx context.Context, api docker.API) (Store, error) {
 }
 
 // manifestFor picks, from the manifests the engine lists under a containerd-store image, the
-// image manifest whose content it holds and whose platform engine runs: of those, the one of
-// exactly engine's variant, else the first, in the index's order (containerd's preference among
-// equal matches). Attestation manifests are never picked.
+// image manifest whose content it holds and whose platform engine runs (bestFor). Attestation
+// manifests are never picked.
 func manifestFor(ms []image.ManifestSummary, engine Platform) (image.ManifestSummary, bool) {
-	var first *image.ManifestSummary
-	for i, m := range ms {
+	i := bestFor(len(ms), engine, func(i int) (Platform, bool) {
+		m := ms[i]
 		if m.Kind != image.ManifestKindImage || !m.Available || m.ImageData == nil {
-			continue
+			return Platform{}, false
 		}
 		p := m.ImageData.Platform
-		np := normalisePlatform(p.OS, p.Architecture, p.Variant)
-		if !compatible(np, engine) {
-			continue
-		}
-		if np.Variant == engine.Variant {
-			return m, true
-		}
-		if first == nil {
-			first = &ms[i]
-		}
-	}
-	if first == nil {
+		return normalisePlatform(p.OS, p.Architecture, p.Variant), true
+	})
+	if i < 0 {
 		return image.ManifestSummary{}, false
 	}
-	return *first, true
+	return ms[i], true
+}
+
+// bestFor is the index of the candidate (of n, each with its platform, or none) that runs on
+// platform as containerd's platform matcher prefers it: of those compatible with it, the one of
+// exactly its variant, else the first. -1 when none is compatible.
+func bestFor(n int, platform Platform, platformOf func(i int) (Platform, bool)) int {
+	first := -1
+	for i := range n {
+		p, ok := platformOf(i)
+		if !ok || !compatible(p, platform) {
+			continue
+		}
+		if p.Variant == platform.Variant {
+			return i
+		}
+		if first < 0 {
+			first = i
+		}
+	}
+	return first
 }
 
 // pull runs the engine's pull of ref and turns its JSON progress stream into events. The stream
