@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -61,7 +62,12 @@ func TestClassifyLookup(t *testing.T) {
 func TestClassifyBusyboxAgainstTestServers(t *testing.T) {
 	bb, err := exec.LookPath("busybox")
 	if err != nil {
-		t.Skip("no busybox on this host (scripts/testdocker installs busybox-static)")
+		// The bed installs it (scripts/testdocker, busybox-static) beside its engines: missing,
+		// it fails like a missing engine does, unless the bed is declared absent.
+		if os.Getenv("OCC_TEST_DOCKER") == "skip" {
+			t.Skipf("skipped because OCC_TEST_DOCKER=skip and there is no busybox on this host: %v", err)
+		}
+		t.Fatalf("no busybox on this host (%v): run scripts/testdocker, which installs busybox-static, or make test", err)
 	}
 	s := StartDNSServer(t, "127.0.0.1:0", netip.MustParseAddr("192.0.2.10"))
 	port := s.Addr().(*net.UDPAddr).Port
