@@ -106,21 +106,28 @@ func BenchmarkImportLocalAgainstTransfer(b *testing.B) {
 		ctr(b, ctx, bed.engine, c.NodeContainer, "images", "rm", "--sync", pin.DigestReference())
 		return took
 	}
+	sideBySide(b, [2]string{"local", "transfer"}, func(way int) time.Duration { return once(ways[way]) })
+}
+
+// sideBySide times two ways of the same work b.N times each, in alternating order so that load
+// on the shared machine falls on both, and reports the means (<name>-s) and the first's ratio to
+// the second (<first>-ratio).
+func sideBySide(b *testing.B, names [2]string, run func(way int) time.Duration) {
 	var sums [2]time.Duration
 	b.ResetTimer()
 	for i := range b.N {
 		for k := range 2 {
 			way := (i + k) % 2
-			d := once(ways[way])
-			b.Logf("iteration %d: %s %s", i, []string{"local", "transfer"}[way], d.Round(10*time.Millisecond))
+			d := run(way)
+			b.Logf("iteration %d: %s %s", i, names[way], d.Round(10*time.Millisecond))
 			sums[way] += d
 		}
 	}
 	b.StopTimer()
 	n := float64(b.N)
-	b.ReportMetric(sums[0].Seconds()/n, "local-s")
-	b.ReportMetric(sums[1].Seconds()/n, "transfer-s")
-	b.ReportMetric(float64(sums[0])/float64(sums[1]), "local-ratio")
+	b.ReportMetric(sums[0].Seconds()/n, names[0]+"-s")
+	b.ReportMetric(sums[1].Seconds()/n, names[1]+"-s")
+	b.ReportMetric(float64(sums[0])/float64(sums[1]), names[0]+"-ratio")
 }
 
 // sizedLocal serves an image of size bytes of incompressible data (dockerbed.SizedImage) from the
@@ -203,23 +210,11 @@ func BenchmarkImportAgainstSavePipe(b *testing.B) {
 				ctr(b, ctx, bed.engine, c.NodeContainer, "images", "rm", "--sync", name)
 			}
 			ways := []func(){occ, pipe}
-			var sums [2]time.Duration
-			b.ResetTimer()
-			for i := range b.N {
-				for k := range 2 {
-					way := (i + k) % 2
-					start := time.Now()
-					ways[way]()
-					d := time.Since(start)
-					b.Logf("iteration %d: %s %s", i, []string{"occ", "pipe"}[way], d.Round(10*time.Millisecond))
-					sums[way] += d
-				}
-			}
-			b.StopTimer()
-			n := float64(b.N)
-			b.ReportMetric(sums[0].Seconds()/n, "occ-s")
-			b.ReportMetric(sums[1].Seconds()/n, "pipe-s")
-			b.ReportMetric(float64(sums[0])/float64(sums[1]), "occ-ratio")
+			sideBySide(b, [2]string{"occ", "pipe"}, func(way int) time.Duration {
+				start := time.Now()
+				ways[way]()
+				return time.Since(start)
+			})
 		})
 	}
 }
