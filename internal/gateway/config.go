@@ -124,6 +124,10 @@ func (c Config) resolve() (endpoint, error) {
 		// plaintext, and otherwise the declaration is contradictory; either way it is a mistake.
 		return endpoint{}, &ConfigError{Key: "bearerTokenFile", Value: c.BearerTokenFile,
 			Rule: `must be omitted with insecureTransport "network-policy", which is unauthenticated access; remove one of the two`}
+	case !insecure && !ep.tls && c.BearerTokenFile != "":
+		// insecureTransport is refused beside a token (above), so it is no fix here.
+		return endpoint{}, &ConfigError{Key: "endpoint", Value: contract.RedactURL(c.Endpoint),
+			Rule: `is plaintext, and a bearer token needs TLS: use an https:// endpoint, or host:port with rootCertificatePath; or drop bearerTokenFile and declare insecureTransport "network-policy" (development only)`}
 	case !insecure && !ep.tls:
 		return endpoint{}, &ConfigError{Key: "endpoint", Value: contract.RedactURL(c.Endpoint),
 			Rule: `is plaintext; use an https:// endpoint or rootCertificatePath, or declare insecureTransport "network-policy"`}

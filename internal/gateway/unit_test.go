@@ -83,6 +83,30 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
+// A bearer token over plaintext is refused with fixes that work: the advice never sends the
+// operator to insecureTransport while the token stays, which the same validation then refuses
+// ("token with insecure transport" above).
+func TestBearerOverPlaintextAdviceDoesNotLoop(t *testing.T) {
+	token := filepath.Join(t.TempDir(), "token")
+	_, err := Config{Endpoint: "http://gw:80", BearerTokenFile: token}.resolve()
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Key != "endpoint" || !strings.Contains(err.Error(), "a bearer token needs TLS") {
+		t.Fatalf("resolve = %v, want the endpoint refused because a bearer token needs TLS", err)
+	}
+	if !strings.Contains(err.Error(), "drop bearerTokenFile and declare insecureTransport") {
+		t.Errorf("the advice %q offers insecureTransport without dropping the token, which validation refuses", err)
+	}
+	// Following either fix resolves.
+	for _, fixed := range []Config{
+		{Endpoint: "https://gw:443", BearerTokenFile: token},
+		{Endpoint: "http://gw:80", InsecureTransport: InsecureTransportNetworkPolicy},
+	} {
+		if _, err := fixed.resolve(); err != nil {
+			t.Errorf("the advised fix %+v is refused: %v", fixed, err)
+		}
+	}
+}
+
 // A token file that breaks the one-line rule is refused with the path and the rule, and its
 // content never appears in the error.
 func TestReadBearerTokenRules(t *testing.T) {

@@ -254,6 +254,13 @@ func (v *validator) openShellBackend(p string, b *OpenShellBackend, in *Installa
 	if c.RequestTimeoutMs != nil && (*c.RequestTimeoutMs < minRequestMs || *c.RequestTimeoutMs > maxRequestMs) {
 		v.bad(cp+".requestTimeoutMs", strconv.FormatInt(*c.RequestTimeoutMs, 10), fmt.Sprintf("requestTimeoutMs must be from %d to %d milliseconds.", minRequestMs, maxRequestMs))
 	}
+	if bearer && !tls && c.Endpoint != nil {
+		// occ never sends the token in clear text, so the link could never be used; and
+		// insecureTransport, the other way to accept plaintext, is refused beside a token.
+		v.bad(cp+".endpoint", contract.RedactURL(*c.Endpoint), MsgBearerNeedsTLS)
+	} else if bearer && !tls && c.ServiceName != nil {
+		v.bad(cp+".scheme", schemeOf(c.Scheme), MsgBearerNeedsTLS)
+	}
 	switch {
 	case c.InsecureTransport != nil && *c.InsecureTransport != InsecureTransportNetworkPolicy:
 		v.bad(cp+".insecureTransport", *c.InsecureTransport, "insecureTransport accepts only network-policy, the acknowledgement that NetworkPolicies alone protect a link without TLS or a bearer token.")
@@ -285,8 +292,22 @@ func (v *validator) openShellBackend(p string, b *OpenShellBackend, in *Installa
 }
 
 // MsgCredentialsBelong says where the gateway credential goes instead of the endpoint URL; every
-// refusal of a credential-bearing gateway endpoint ends with it.
-const MsgCredentialsBelong = "Remove it from the endpoint and authenticate with a token file instead (auth.bearerTokenFile: auth: {mode: bearerTokenFile, path: /absolute/path/to/token} on the openshell Backend's configuration)."
+// refusal of a credential-bearing gateway endpoint ends with it. A token needs TLS
+// (MsgBearerNeedsTLS), so the advice says so rather than send a plaintext link round in circles.
+const MsgCredentialsBelong = "Remove it from the endpoint and authenticate with a token file instead (auth.bearerTokenFile: auth: {mode: bearerTokenFile, path: /absolute/path/to/token} on the openshell Backend's configuration), over an https:// endpoint: a bearer token needs TLS."
+
+// MsgBearerNeedsTLS is the refusal of a bearer token over a plaintext gateway link. It names only
+// fixes validation accepts: insecureTransport is refused beside a token, so it is offered only
+// with the token dropped.
+const MsgBearerNeedsTLS = "a bearer token needs TLS: occ never sends it over plaintext, so this link could not be used. Use an https:// endpoint (with serviceName, scheme: https), adding rootCertificatePath when a private CA signs the gateway's certificate; or, for a development link that only NetworkPolicies protect, use auth mode unauthenticated with insecureTransport: network-policy."
+
+// schemeOf is a serviceName link's scheme as written, "http" when omitted (the default).
+func schemeOf(s *string) string {
+	if s == nil {
+		return "http"
+	}
+	return *s
+}
 
 // endpoint checks a gateway endpoint: an http(s) origin without credentials, path, query or
 // fragment, or a bare host:port. It returns the scheme ("http" for host:port), or "" when the
