@@ -111,6 +111,7 @@ func testUpStatusDown(t *testing.T, b *k3dBed) {
 		t.Fatalf("up: %v\nlog:\n%s", err, opts.Log)
 	}
 	assertImportBesidePlatform(t, opts, times)
+	assertPlatformBesideClusterFinish(t, b, opts, times)
 	name, dir := opts.ClusterName, opts.StateDir
 	node := "k3d-" + name + "-server-0"
 	vols := b.volumesOf(t, name)
@@ -204,6 +205,33 @@ func testUpStatusDown(t *testing.T, b *k3dBed) {
 	}
 	if !stateGone(dir) {
 		t.Errorf("state directory %s left after down", dir)
+	}
+}
+
+// assertPlatformBesideClusterFinish requires, on Docker, the platform's first object to be
+// created before the cluster's step ended: the k3d provider hands the cluster over once its API
+// answers (cluster.Request.Ready), and the platform is installed while k3d finishes the cluster.
+// On Podman, whose creation may be retried with a new node, the hand-over waits for k3d's end.
+func assertPlatformBesideClusterFinish(t *testing.T, b *k3dBed, opts occdev.UpOptions, times *stepTimes) {
+	t.Helper()
+	end := map[string]time.Duration{}
+	times.mu.Lock()
+	for _, l := range times.lines {
+		end[l.Step] = l.Start + l.Took
+	}
+	times.mu.Unlock()
+	create, namespace := end["Create k3d cluster "+opts.ClusterName], end["Create the platform namespace"]
+	if create == 0 || namespace == 0 {
+		t.Fatalf("no end of the cluster's step (%s) or of the platform namespace's (%s)", create, namespace)
+	}
+	if b.kind == state.EnginePodman {
+		if namespace < create {
+			t.Errorf("on Podman the platform namespace was created at %s, before the cluster's step ended at %s", namespace, create)
+		}
+		return
+	}
+	if namespace >= create {
+		t.Errorf("the platform namespace was created at %s, after the cluster's step ended at %s: the platform waited for k3d to finish the cluster", namespace, create)
 	}
 }
 

@@ -57,17 +57,30 @@ func describeCluster(p *Plan) Description {
 
 // connectCluster lets the provider make the cluster available (the k3d provider creates it,
 // recorded before k3d makes anything), then records how to reach it and which cluster it is
-// (the kube-system uid), before anything is created inside it. A failed Ensure that left a
-// record the provider says `down` must check again (cluster.KeptError) is remembered: the
-// rollback keeps that record for `down`.
+// (the kube-system uid), before anything is created inside it. A provider that creates its
+// cluster may hand over the Access as soon as the API answers (cluster.Request.Ready): the steps
+// waiting for the cluster start there, while the provider finishes it within this step. A failed
+// Ensure that left a record the provider says `down` must check again (cluster.KeptError) is
+// remembered: the rollback keeps that record for `down`.
 func connectCluster(ctx context.Context, r *run, rep progress.Reporter) error {
-	access, err := r.provider.Ensure(ctx, r.clusterRequest(rep))
+	req := r.clusterRequest(rep)
+	req.Ready = r.useCluster
+	access, err := r.provider.Ensure(ctx, req)
 	if err != nil {
 		if kept, ok := cluster.Kept(err); ok {
 			r.keptCluster.Store(&kept)
 		}
 		return err
 	}
+	if r.cluster.IsSet() {
+		return nil
+	}
+	return r.useCluster(ctx, access)
+}
+
+// useCluster connects to the cluster access reaches, checks it is the one the provider vouched
+// for and the state recorded, records the access, and tells the lanes waiting for the cluster.
+func (r *run) useCluster(ctx context.Context, access cluster.Access) error {
 	owner := r.state.State().Owner()
 	conn, err := kubeobj.Connect(access, kubeobj.Options{Owner: owner, Recorder: r.state})
 	if err != nil {

@@ -21,7 +21,8 @@ const rollbackTimeout = 2 * time.Minute
 // manifest adds) while the cluster is made available. For k3d that is one group: the pinned
 // images are pulled and the cluster created, each OpenShell image imported and verified in the
 // node by its own lane, the control plane's images imported and verified by another, and the
-// platform installed by a last one as soon as the cluster and the artifacts are there: the
+// platform installed by a last one as soon as the cluster's API answers (the provider hands the
+// cluster over while it still finishes it: cluster.Request.Ready) and the artifacts are there: the
 // objects that need only the API first, then the Gateway, once the images its own Pods start are
 // verified (the images it is only told about, for the Sandboxes it creates later, finish beside
 // it). On an existing cluster the platform steps follow the group in turn. The Installation is

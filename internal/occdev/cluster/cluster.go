@@ -73,6 +73,12 @@ type Request struct {
 	// Settings are the provider's own settings (k3d.Settings for k3d), a value the plan decides;
 	// nil for a provider that has none.
 	Settings any
+	// Ready, when set, may be called by a provider that creates its cluster as soon as the
+	// cluster's API answers, with the Access Ensure will return, while Ensure still finishes the
+	// cluster (k3d's records of the host in CoreDNS, the node's DNS check): the steps that need
+	// only the API start there. An error from Ready fails Ensure, which then removes what it
+	// made. A provider that never calls it is correct too; the flow connects after Ensure then.
+	Ready func(context.Context, Access) error
 }
 
 // Needs are what a control plane needs of the cluster, in words every provider understands. A

@@ -242,6 +242,9 @@ func (c *ClusterProvider) Ensure(ctx context.Context, req cluster.Request) (clus
 	}
 	gate := c.nodeGate(true)
 	r.gate = gate
+	if req.Ready != nil {
+		r.apiReady = func(created *Cluster) error { return req.Ready(ctx, accessOf(created)) }
+	}
 	created, err := p.Create(ctx, r)
 	if err != nil {
 		gate.fail(fmt.Errorf("k3d cluster %s has no node to import into: its creation failed", r.Name))
@@ -257,6 +260,11 @@ func (c *ClusterProvider) Ensure(ctx context.Context, req cluster.Request) (clus
 		}
 		return cluster.Access{}, err
 	}
+	return accessOf(created), nil
+}
+
+// accessOf is the Access of a cluster Create made or adopted.
+func accessOf(created *Cluster) cluster.Access {
 	return cluster.Access{
 		Provider:            Name,
 		Name:                created.Name,
@@ -267,7 +275,7 @@ func (c *ClusterProvider) Ensure(ctx context.Context, req cluster.Request) (clus
 		ContainerKubeconfig: created.ContainerKubeconfig,
 		NodeAddress:         created.NodeContainer,
 		Network:             created.Network,
-	}, nil
+	}
 }
 
 // NodeAddress implements cluster.Provider: server-0's name, which resolves on the cluster's

@@ -16,6 +16,7 @@ import (
 	k3dlog "github.com/k3d-io/k3d/v5/pkg/logger"
 	k3druntimes "github.com/k3d-io/k3d/v5/pkg/runtimes"
 	k3dtypes "github.com/k3d-io/k3d/v5/pkg/types"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/openclaw/occ/internal/occdev/docker"
 )
@@ -32,8 +33,11 @@ const rollbackTimeout = 2 * time.Minute
 // bridge resolver, when it is the node's, is read by a container the engine removes; the cluster
 // is recorded through req.Recorder before k3d creates its first object; k3d runs under ctx; the
 // kubeconfigs are written and the kube-system UID read once the API answers (Cluster.UID: the
-// caller records it with the cluster's access); then the node looks req.DNSCheckName up through
-// its resolver, and a refusal fails the creation (CheckNodeDNS). If anything after the record
+// caller records it with the cluster's access) — on Docker as soon as k3s serves its API, when
+// req.apiReady receives the cluster and the caller starts using it while k3d finishes (its CoreDNS
+// records and the node's /etc/hosts), whose own end still decides the creation; then the node
+// looks req.DNSCheckName up through its resolver, and a refusal fails the creation
+// (CheckNodeDNS). If anything after the record
 // fails, or ctx is cancelled, the half-made cluster is deleted on a fresh bounded context and the
 // error says whether anything is left. The record is kept either way: `down` checks and forgets
 // it, and never assumes a cluster is gone.
@@ -92,28 +96,57 @@ func (p *Provider) Create(ctx context.Context, req Request) (*Cluster, error) {
 	}
 	sc, fixDNS := req.simpleConfig(admission, resolv), fixDNSEnv(dns.Address)
 	var hooks []k3dtypes.NodeHook
-	if req.gate != nil && !p.engine.Podman {
-		// On Podman a creation may be retried with a new node (createOnce), which would lose
-		// what went into the first; there the gate opens only once Create has returned.
-		hooks = append(hooks, k3dtypes.NodeHook{Stage: k3dtypes.LifecycleStagePreStart, Action: nodeCreated{gate: req.gate}})
+	// On Podman a creation may be retried with a new node (createOnce), which would lose what
+	// went into the first: there the gate opens, and the API is handed over, only once k3d is done.
+	apiUp := make(chan *clientcmdapi.Config, 1)
+	if !p.engine.Podman {
+		if req.gate != nil {
+			hooks = append(hooks, k3dtypes.NodeHook{Stage: k3dtypes.LifecycleStagePreStart, Action: nodeCreated{gate: req.gate}})
+		}
+		if req.apiReady != nil {
+			hooks = append(hooks, k3dtypes.NodeHook{Stage: k3dtypes.LifecycleStagePostStart, Action: serverUp{cluster: req.Name, kubeconfig: apiUp}})
+		}
 	}
-	err = createOnce(ctx, p.engine.Podman,
-		func() error { return p.run(ctx, sc, fixDNS, hooks) },
-		func() error {
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
-			defer cancel()
-			return p.Delete(rctx, id)
-		},
-		func(msg string) { k3dlog.Log().Warn(msg) })
+	runCtx, cancelRun := context.WithCancel(ctx)
+	defer cancelRun()
+	done := make(chan error, 1)
+	go func() {
+		done <- createOnce(runCtx, p.engine.Podman,
+			func() error { return p.run(runCtx, sc, fixDNS, hooks) },
+			func() error {
+				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+				defer cancel()
+				return p.Delete(rctx, id)
+			},
+			func(msg string) { k3dlog.Log().Warn(msg) })
+	}()
+	// k3s serves its API a few seconds before k3d is done (k3d then writes the host's records
+	// into CoreDNS and the nodes' /etc/hosts): the caller gets the cluster there, and what it
+	// installs overlaps k3d's last steps. k3d's own end still decides whether the creation worked.
+	var c *Cluster
+	select {
+	case kc := <-apiUp:
+		if c, err = p.finishWith(ctx, req, kc); err == nil {
+			err = req.apiReady(c)
+		}
+		if err != nil {
+			cancelRun()
+			<-done
+			return nil, p.rollback(ctx, id, err)
+		}
+		err = <-done
+	case err = <-done:
+	}
 	if err != nil {
 		if natUnsure {
 			err = fmt.Errorf("%w (%s)", err, natFailureHint)
 		}
 		return nil, p.rollback(ctx, id, err)
 	}
-	c, err := p.finish(ctx, req)
-	if err != nil {
-		return nil, p.rollback(ctx, id, err)
+	if c == nil {
+		if c, err = p.finish(ctx, req); err != nil {
+			return nil, p.rollback(ctx, id, err)
+		}
 	}
 	// The node runs with its resolver now: a resolver that refuses stops `up` here, before
 	// anything is installed that would wait for a pull or a lookup that can never succeed.

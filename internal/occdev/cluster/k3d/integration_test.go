@@ -309,6 +309,65 @@ func TestCancelDuringCreationLeavesNothing(t *testing.T) {
 	}
 }
 
+// A failure of the caller at the hand-over (req.Ready: the flow could not record or use the
+// cluster) while k3d still finishes the cluster fails Ensure with that failure, after k3d has
+// stopped, and the rollback leaves no container, network or volume of the cluster; the record
+// stays for down, which then finds nothing.
+func TestReadyFailureRollsTheClusterBack(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	b := startBed(t, ctx)
+	rec := newRecorder(t)
+	set, err := pins.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	set.K3s.Image = b.node
+	dir := rec.dir.Path()
+	req := cluster.Request{
+		Name:                    uniqueName(t),
+		KubeconfigFile:          filepath.Join(dir, "kubeconfig"),
+		ContainerKubeconfigFile: filepath.Join(dir, "container-kubeconfig"),
+		Engine:                  b.engine.Endpoint.String(),
+		Pins:                    set,
+		Owner:                   rec.owner(),
+		Recorder:                rec,
+		Settings:                k3d.Settings{PodSecurityExemptRuntimeClasses: []string{"openshell-sandbox"}},
+	}
+	id := k3d.Identity{Name: req.Name, Owner: req.Owner}
+	b.deleteAtEnd(t, id)
+	var volumes []string
+	cause := errors.New("the flow could not record the cluster")
+	req.Ready = func(ctx context.Context, a cluster.Access) error {
+		if ins, err := b.engine.API.ContainerInspect(ctx, a.NodeAddress); err == nil {
+			for _, mt := range ins.Mounts {
+				if mt.Type == "volume" {
+					volumes = append(volumes, mt.Name)
+				}
+			}
+		}
+		return cause
+	}
+	p := &k3d.ClusterProvider{ToolsImage: b.Tools.Ref}
+	defer p.Close()
+	_, err = p.Ensure(ctx, req)
+	if !errors.Is(err, cause) || !strings.Contains(err.Error(), "rolled back: no container, network or volume of it is left") {
+		t.Fatalf("Ensure = %v, want the hand-over's failure, rolled back", err)
+	}
+	if len(volumes) == 0 {
+		t.Fatal("req.Ready saw no volumes of server-0: the hand-over came before the node existed, or never")
+	}
+	if objs := rec.all(); len(objs) != 1 || objs[0].Type != k3d.TypeCluster || objs[0].Name != req.Name {
+		t.Errorf("records after the failed hand-over = %+v, want the cluster kept for down", objs)
+	}
+	if left, err := b.Engine.ClusterObjects(ctx, req.Name, volumes...); err != nil || !left.Empty() {
+		t.Fatalf("after the failed hand-over: %s (%v)", left, err)
+	}
+	if err := b.provider.Delete(ctx, id); err != nil {
+		t.Fatalf("down after the failed hand-over: %v", err)
+	}
+}
+
 // Bad requests fail before anything exists: a node image the engine does not hold (occ never
 // lets k3d pull), a network to join that does not exist, an API port already taken.
 func TestCreateRefusesBeforeCreatingAnything(t *testing.T) {
@@ -659,11 +718,40 @@ func TestClusterProviderAndRemover(t *testing.T) {
 		err    error
 	}
 	done := make(chan ensured, 1)
+	// The cluster is handed over through req.Ready as soon as its API answers, while k3d still
+	// finishes it (the last thing it does is write host.k3d.internal into the node's /etc/hosts,
+	// logged here): the kubeconfig written by then reaches the kube-system UID Ensure returns.
+	type handed struct {
+		access       cluster.Access
+		uid          string
+		kubeconfigOK bool
+		calls        int
+	}
+	var ready *handed
+	calls := 0
 	go func() {
 		var a cluster.Access
 		err := sink.Step("Create k3d cluster "+req.Name, "", func(rep progress.Reporter) error {
 			req := req
 			req.Progress = rep
+			req.Ready = func(ctx context.Context, a cluster.Access) error {
+				calls++
+				h := &handed{access: a, calls: calls}
+				if hosts, err := docker.Exec(ctx, b.engine.API, a.NodeAddress, "cat", "/etc/hosts"); err == nil {
+					t.Logf("at req.Ready k3d had written host.k3d.internal into the node's /etc/hosts: %v", strings.Contains(hosts.Stdout, "host.k3d.internal"))
+				}
+				cfg, err := clientcmd.BuildConfigFromFlags("", a.Kubeconfig)
+				if err == nil {
+					h.kubeconfigOK = true
+					if cs, err := kubernetes.NewForConfig(cfg); err == nil {
+						if ns, err := cs.CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{}); err == nil {
+							h.uid = string(ns.UID)
+						}
+					}
+				}
+				ready = h
+				return nil
+			}
 			var err error
 			a, err = p.Ensure(ctx, req)
 			return err
@@ -736,6 +824,16 @@ func TestClusterProviderAndRemover(t *testing.T) {
 	if access.Provider != k3d.Name || access.Name != req.Name || access.Kubeconfig != req.KubeconfigFile || access.ContainerKubeconfig != req.ContainerKubeconfigFile ||
 		access.UID == "" || access.NodeAddress != "k3d-"+req.Name+"-server-0" || access.Network != "k3d-"+req.Name {
 		t.Fatalf("Access = %+v", access)
+	}
+	switch {
+	case ready == nil:
+		t.Error("Ensure never handed the cluster over through req.Ready")
+	case ready.calls != 1:
+		t.Errorf("req.Ready was called %d times, want once", ready.calls)
+	case ready.access != access:
+		t.Errorf("req.Ready got %+v, Ensure returned %+v", ready.access, access)
+	case !ready.kubeconfigOK || ready.uid != access.UID:
+		t.Errorf("at req.Ready the kubeconfig %s reached kube-system uid %q (kubeconfig readable: %v), want %s", ready.access.Kubeconfig, ready.uid, ready.kubeconfigOK, access.UID)
 	}
 	if addr, err := p.NodeAddress(ctx, access); err != nil || addr != access.NodeAddress {
 		t.Errorf("NodeAddress = %s, %v", addr, err)

@@ -23,13 +23,18 @@ const (
 	ContainerKubeconfigFile = "container-kubeconfig"
 )
 
-// finish writes both kubeconfigs, waits until the API answers, and reads the kube-system UID
-// (the caller records it with the cluster's access).
+// finish reads the cluster's kubeconfig out of server-0 and goes on as finishWith.
 func (p *Provider) finish(ctx context.Context, req Request) (*Cluster, error) {
 	kc, err := p.kubeconfig(ctx, req.Name)
 	if err != nil {
 		return nil, err
 	}
+	return p.finishWith(ctx, req, kc)
+}
+
+// finishWith writes both kubeconfigs from kc (as KubeconfigGet returns it), waits until the API
+// answers, and reads the kube-system UID (the caller records it with the cluster's access).
+func (p *Provider) finishWith(ctx context.Context, req Request, kc *clientcmdapi.Config) (*Cluster, error) {
 	c := &Cluster{
 		Name:                req.Name,
 		Context:             contextName(req.Name),
@@ -82,6 +87,37 @@ func (p *Provider) kubeconfig(ctx context.Context, name string) (*clientcmdapi.C
 		return nil, fmt.Errorf("kubeconfig of k3d cluster %s has no context %s", name, contextName(name))
 	}
 	return kc, nil
+}
+
+// serverUp is the postStart hook that hands over the admin kubeconfig once k3d has seen server-0
+// report k3s up and running, while k3d goes on to finish the cluster. It runs inside k3d's
+// creation (k3d's environment is this provider's then), never fails the creation, and sends at
+// most once; a kubeconfig it cannot read is simply not handed over (Create reads it after k3d).
+type serverUp struct {
+	cluster    string
+	kubeconfig chan<- *clientcmdapi.Config
+}
+
+func (h serverUp) Run(ctx context.Context, node *k3dtypes.Node) error {
+	if node.Role != k3dtypes.ServerRole {
+		return nil
+	}
+	kc, err := k3dclient.KubeconfigGet(ctx, k3druntimes.Docker, &k3dtypes.Cluster{Name: h.cluster})
+	if err != nil {
+		return nil
+	}
+	if _, ok := kc.Contexts[contextName(h.cluster)]; !ok {
+		return nil
+	}
+	select {
+	case h.kubeconfig <- kc:
+	default:
+	}
+	return nil
+}
+func (serverUp) Name() string { return "occ-server-up" }
+func (serverUp) Info() string {
+	return "hands occ the cluster's kubeconfig once k3s serves its API, while k3d finishes the cluster"
 }
 
 func writeKubeconfig(path string, kc *clientcmdapi.Config, perm os.FileMode) error {

@@ -67,6 +67,10 @@ type Request struct {
 	// gate, when set, is opened once the node exists and takes images (ClusterProvider's
 	// NodeImporter waits on it).
 	gate *nodeGate
+	// apiReady, when set, is called with the cluster as soon as a cluster Create makes serves
+	// its API (kubeconfigs written, kube-system UID read), while k3d still finishes it; an
+	// error fails the creation. Not on Podman, whose creation may be retried with a new node.
+	apiReady func(*Cluster) error
 }
 
 // engineName is how messages name the engine of kind: Docker when the kind is not known.
