@@ -8,6 +8,9 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/openclaw/occ/internal/occdev/pins"
+	"github.com/openclaw/occ/internal/occdev/state"
 )
 
 // credentialEndpoint places canary in one of the positions a credential takes in a gateway URL
@@ -39,10 +42,13 @@ func credentialEndpoint(pos uint8, host, port, key, canary string) string {
 	}
 }
 
-// FuzzURLCredentialsNeverShown puts a canary in every credential position of a gateway URL
-// and runs what shows such a URL: validate in each output format (table, JSON, YAML), --gateway,
-// and `occ dev up --gateway-endpoint`. Neither the canary nor its percent-encoded form may ever
-// appear on stdout or stderr.
+// FuzzURLCredentialsNeverShown puts a canary in every credential position of a URL and runs
+// every command that shows such a URL: validate in each output format (table, JSON, YAML),
+// --gateway, `occ dev up --gateway-endpoint`; the pinned archive and Agent Sandbox manifest URLs
+// in `occ dev pins show` (each format) and in the dry run of `occ dev up`; an engine address in
+// DOCKER_HOST and CONTAINER_HOST; and the URL fields of a state file (the Gateway endpoint, the
+// API server, the engine endpoint) in `occ dev status` (each format). Neither the canary nor its
+// percent-encoded form may ever appear on stdout or stderr.
 func FuzzURLCredentialsNeverShown(f *testing.F) {
 	for i := range 10 {
 		f.Add(uint8(i), "gw.example", "8080", "token")
@@ -62,6 +68,17 @@ func FuzzURLCredentialsNeverShown(f *testing.F) {
 	f.Setenv("OCC_DEVELOPMENT_CLUSTER_PROVIDER", "existing")
 	kubeconfig := dir + "/kubeconfig"
 	if err := os.WriteFile(kubeconfig, []byte(unreachableKubeconfig), 0o600); err != nil {
+		f.Fatal(err)
+	}
+	set, err := pins.Default()
+	if err != nil {
+		f.Fatal(err)
+	}
+	stateDir := dir + "/recorded"
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+		f.Fatal(err)
+	}
+	if err := os.WriteFile(stateDir+"/"+state.MarkerName, []byte(state.MarkerContent), 0o600); err != nil {
 		f.Fatal(err)
 	}
 	exec := func(stdin string, args ...string) string {
@@ -89,5 +106,55 @@ func FuzzURLCredentialsNeverShown(f *testing.F) {
 			"--revision", "../../testdata/revisions/codex.yaml", "--gateway", endpoint, "-o", "json"))
 		check("dev up --gateway-endpoint", exec("", "dev", "up", "--dry-run", "--kubeconfig", kubeconfig,
 			"--state-dir", dir+"/state", "--gateway-endpoint", endpoint, "-o", "yaml"))
+
+		// The pinned artifacts' URLs.
+		withURL := *set
+		withURL.OpenShell.SourceArchive.URL = endpoint
+		withURL.AgentSandbox.Manifest.URL = endpoint
+		if data, err := pins.Encode(&withURL, "fuzz"); err == nil {
+			pinFile := dir + "/pins.yaml"
+			if err := os.WriteFile(pinFile, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			for _, format := range []string{"table", "json", "yaml"} {
+				check("dev pins show -o "+format, exec("", "dev", "pins", "show", "--pin-file", pinFile, "-o", format))
+			}
+			check("dev up --dry-run --pin-file", exec("", "dev", "up", "--dry-run", "--kubeconfig", kubeconfig,
+				"--state-dir", dir+"/state", "--pin-file", pinFile))
+		}
+
+		// An engine address (an environment variable cannot hold a NUL byte).
+		for _, variable := range []string{"DOCKER_HOST", "CONTAINER_HOST"} {
+			if strings.ContainsRune(endpoint, 0) {
+				break
+			}
+			t.Setenv(variable, endpoint)
+			check(variable+" in dev up --dry-run", exec("", "dev", "up", "--dry-run", "--cluster-provider", "k3d", "--state-dir", dir+"/state"))
+			os.Unsetenv(variable)
+		}
+
+		// The URL fields of a state file.
+		for _, field := range []string{"gatewayEndpoint", "server", "engine"} {
+			recorded := map[string]any{"version": state.Version, "profile": "kubernetes", "objects": []any{},
+				"cluster": map[string]any{"provider": "existing", "kubeconfig": kubeconfig, "context": "unreachable"}}
+			switch field {
+			case "gatewayEndpoint":
+				recorded["gatewayEndpoint"] = endpoint
+			case "server":
+				recorded["cluster"].(map[string]any)["server"] = endpoint
+			case "engine":
+				recorded["engine"] = map[string]any{"kind": "docker", "endpoint": endpoint}
+			}
+			data, err := json.Marshal(recorded)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(stateDir+"/"+state.FileName, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			for _, format := range []string{"table", "json", "yaml"} {
+				check("dev status of a state whose "+field+" carries it, -o "+format, exec("", "dev", "status", "--state-dir", stateDir, "-o", format))
+			}
+		}
 	})
 }

@@ -9,20 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/openclaw/occ/internal/occdev/pins"
 )
-
-// A message that names "the pinned OpenShell" names the version occ actually installs.
-func TestPinnedOpenShellVersionIsThePinFile(t *testing.T) {
-	set, err := pins.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if set.OpenShell.Version != PinnedOpenShellVersion {
-		t.Fatalf("PinnedOpenShellVersion = %s, but pins.yaml pins OpenShell %s", PinnedOpenShellVersion, set.OpenShell.Version)
-	}
-}
 
 // An engineer pastes an endpoint with credentials in its userinfo, query string, fragment or a
 // percent-encoded part; whatever its form, the credential never survives redaction, the part

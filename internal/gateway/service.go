@@ -78,14 +78,8 @@ func (c *Client) ServiceURL(advertised string) (string, error) {
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
 		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.Opaque != "" {
-		// Redacted hides a password; a query or fragment is dropped because either can carry
-		// a token.
-		shown := *u
-		shown.RawQuery, shown.Fragment = "", ""
-		if shown.User != nil {
-			shown.User = url.User("redacted")
-		}
-		return "", fmt.Errorf("OpenShell service URL %q must be an HTTP origin without credentials, query, or fragment", shown.String())
+		// Shown by occ's one rule: userinfo, a query or a fragment may each carry a token.
+		return "", fmt.Errorf("OpenShell service URL %q must be an HTTP origin without credentials, query, or fragment", contract.RedactURL(advertised))
 	}
 	u.Host = net.JoinHostPort(u.Hostname(), strconv.Itoa(c.ep.port))
 	u.Path = "/"

@@ -7,6 +7,7 @@ import (
 
 	helmchart "helm.sh/helm/v3/pkg/chart"
 
+	"github.com/openclaw/occ/internal/contract"
 	"github.com/openclaw/occ/internal/occdev/charts"
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/platform"
@@ -107,12 +108,13 @@ func resolveSelections(p *Plan, o UpOptions) error {
 	return nil
 }
 
-// agentSandboxSource names the Agent Sandbox manifest `up` uses.
+// agentSandboxSource names the Agent Sandbox manifest `up` uses, for messages: the selected
+// file, or the pinned URL shown by occ's one rule (contract.RedactURL).
 func (p *Plan) agentSandboxSource() string {
 	if p.AgentSandboxManifest != "" {
 		return p.AgentSandboxManifest
 	}
-	return p.pins.AgentSandbox.Manifest.URL
+	return contract.RedactURL(p.pins.AgentSandbox.Manifest.URL)
 }
 
 // selections are what the state records of the plan's selections; nil when there are none.

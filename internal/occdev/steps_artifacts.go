@@ -4,10 +4,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
+	"github.com/openclaw/occ/internal/contract"
 	"github.com/openclaw/occ/internal/occdev/artifacts"
 	"github.com/openclaw/occ/internal/occdev/charts"
 	"github.com/openclaw/occ/internal/occdev/state"
@@ -49,10 +51,21 @@ func fetchArchive(ctx context.Context, r *run, rep progress.Reporter) error {
 			return fmt.Errorf("--openshell-archive %s: %w", r.plan.ArchiveFile, err)
 		}
 	} else if v, err = r.fetcher(rep).Fetch(ctx, pin.Artifact); err != nil {
-		return fmt.Errorf("%s: %w", sourceArchive, err)
+		return fmt.Errorf("%s: %w%s", sourceArchive, err, offlineFix(err, "--openshell-archive", EnvArchive))
 	}
 	r.archive = v
 	return nil
+}
+
+// offlineFix is what a download that could not reach its server (artifacts.DownloadError) adds:
+// the flag that takes a local copy instead, and --pin-file for another pin set; "" for any other
+// failure.
+func offlineFix(err error, flag, env string) string {
+	var dl *artifacts.DownloadError
+	if !errors.As(err, &dl) {
+		return ""
+	}
+	return "; offline, " + flag + " FILE (" + env + ") takes a local copy, or --pin-file (" + EnvPinFile + ") another pin set"
 }
 
 func describeExtract(p *Plan) Description {
@@ -131,15 +144,15 @@ func fetchAgentSandbox(ctx context.Context, r *run, rep progress.Reporter) error
 	pin := r.plan.pins.AgentSandbox.Manifest
 	v, err := r.fetcher(rep).Fetch(ctx, pin)
 	if err != nil {
-		return fmt.Errorf("Agent Sandbox manifest: %w", err)
+		return fmt.Errorf("Agent Sandbox manifest: %w%s", err, offlineFix(err, "--agent-sandbox-manifest", EnvAgentSandboxManifest))
 	}
 	defer v.Close()
 	objs, err := artifacts.ParseManifest(v)
 	if err != nil {
-		return fmt.Errorf("Agent Sandbox manifest %s: %w", pin.URL, err)
+		return fmt.Errorf("Agent Sandbox manifest %s: %w", contract.RedactURL(pin.URL), err)
 	}
 	if len(objs) == 0 {
-		return fmt.Errorf("Agent Sandbox manifest %s holds no objects", pin.URL)
+		return fmt.Errorf("Agent Sandbox manifest %s holds no objects", contract.RedactURL(pin.URL))
 	}
 	r.agentSandbox = objs
 	return nil

@@ -10,11 +10,13 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"syscall"
 	"time"
 
+	"github.com/openclaw/occ/internal/contract"
 	"github.com/openclaw/occ/internal/occdev/pins"
 )
 
@@ -80,7 +82,7 @@ func (f *Fetcher) CachePath(sum string) (string, error) {
 // verified artifact is downloaded once.
 func (f *Fetcher) Fetch(ctx context.Context, a pins.Artifact) (*Verified, error) {
 	if err := checkSum(a.SHA256); err != nil {
-		return nil, fmt.Errorf("fetch %s: %w", a.URL, err)
+		return nil, fmt.Errorf("fetch %s: %w", contract.RedactURL(a.URL), err)
 	}
 	dest, err := f.CachePath(a.SHA256)
 	if err != nil {
@@ -119,22 +121,26 @@ func (f *Fetcher) download(ctx context.Context, a pins.Artifact, dest string) (*
 	if client == nil {
 		client = &http.Client{}
 	}
+	// Messages and progress show the URL by occ's one rule: a credential in its userinfo or
+	// query is never printed, and the HTTP client's errors, which quote the URL whole, are
+	// unwrapped (unwrapURLError).
+	shown := contract.RedactURL(a.URL)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.URL, nil)
 	if err != nil {
-		return nil, fmt.Errorf("download %s: %w", a.URL, err)
+		return nil, fmt.Errorf("download %s: %w", shown, unwrapURLError(err))
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, downloadError(ctx, a.URL, timeout, err)
+		return nil, downloadError(ctx, shown, timeout, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("download %s: server answered %s, want 200 OK; check the URL in the pin file or pass a local copy", a.URL, resp.Status)
+		return nil, fmt.Errorf("download %s: server answered %s, want 200 OK; check the URL in the pin file or pass a local copy", shown, resp.Status)
 	}
 
 	tmp, err := createTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".partial-")
 	if err != nil {
-		return nil, fmt.Errorf("download %s: %w", a.URL, err)
+		return nil, fmt.Errorf("download %s: %w", shown, err)
 	}
 	keep := false
 	defer func() {
@@ -144,33 +150,58 @@ func (f *Fetcher) download(ctx context.Context, a pins.Artifact, dest string) (*
 		}
 	}()
 	h := sha256.New()
-	counter := &progressWriter{url: a.URL, total: resp.ContentLength, report: f.Progress}
+	counter := &progressWriter{url: shown, total: resp.ContentLength, report: f.Progress}
 	n, err := io.CopyBuffer(io.MultiWriter(tmp, h, counter), resp.Body, make([]byte, hashBufferSize))
 	if err != nil {
-		return nil, downloadError(ctx, a.URL, timeout, err)
+		return nil, downloadError(ctx, shown, timeout, err)
 	}
 	got := hex.EncodeToString(h.Sum(nil))
 	if got != a.SHA256 {
-		return nil, &ChecksumError{What: a.URL + " (download discarded)", Expected: a.SHA256, Got: got}
+		return nil, &ChecksumError{What: shown + " (download discarded)", Expected: a.SHA256, Got: got}
 	}
 	if err := tmp.Sync(); err != nil {
-		return nil, fmt.Errorf("download %s: sync %s: %w", a.URL, tmp.Name(), err)
+		return nil, fmt.Errorf("download %s: sync %s: %w", shown, tmp.Name(), err)
 	}
 	// The descriptor stays open across the rename: it is the verified content, whatever later
 	// happens to the path.
 	if err := os.Rename(tmp.Name(), dest); err != nil {
-		return nil, fmt.Errorf("download %s: store in cache: %w", a.URL, err)
+		return nil, fmt.Errorf("download %s: store in cache: %w", shown, err)
 	}
 	keep = true
 	counter.finish(n)
 	return &Verified{file: tmp, path: dest, sum: got, size: n}, nil
 }
 
-func downloadError(ctx context.Context, url string, timeout time.Duration, err error) error {
+func downloadError(ctx context.Context, shown string, timeout time.Duration, err error) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("download %s: not complete after %s; check the network or proxy settings, or fetch the file another way and pass it as a local file (it is still verified)", url, timeout)
+		return &DownloadError{URL: shown, Err: fmt.Errorf("not complete after %s", timeout)}
 	}
-	return fmt.Errorf("download %s: %w", url, err)
+	return &DownloadError{URL: shown, Err: unwrapURLError(err)}
+}
+
+// DownloadError is a download that did not reach the server or did not finish: the network, a
+// proxy or the server's name stood in the way (a wrong answer from the server is another error).
+// URL is shown by occ's one rule; the message names the fixes that work offline too, and the
+// caller adds its own way to pass a local copy.
+type DownloadError struct {
+	URL string
+	Err error
+}
+
+func (e *DownloadError) Error() string {
+	return fmt.Sprintf("download %s: %v; check the network and the proxy settings (HTTPS_PROXY, NO_PROXY), or fetch the file another way and pass it as a local file (it is still verified)", e.URL, e.Err)
+}
+
+func (e *DownloadError) Unwrap() error { return e.Err }
+
+// unwrapURLError drops the URL the HTTP client puts into its errors, which keeps a query string
+// and user info: the caller names the URL by occ's one rule instead.
+func unwrapURLError(err error) error {
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		return uerr.Err
+	}
+	return err
 }
 
 // createTemp makes a new private file in dir (O_EXCL, 0600) for a download in progress.

@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/openclaw/occ/internal/contract"
 )
 
 // OCC HTTP conventions the development checks rely on.
@@ -73,16 +75,16 @@ func (c apiCall) do(ctx context.Context) (json.RawMessage, error) {
 	}
 	resp, err := c.client.Do(req)
 	if err != nil {
-		return nil, c.scrub(fmt.Errorf("GET %s: %w", target.Redacted(), err))
+		return nil, c.scrub(fmt.Errorf("GET %s: %w", redactURL(target.String()), err))
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
 	if err != nil {
-		return nil, c.scrub(fmt.Errorf("GET %s: read answer (HTTP %d): %w", target.Redacted(), resp.StatusCode, err))
+		return nil, c.scrub(fmt.Errorf("GET %s: read answer (HTTP %d): %w", redactURL(target.String()), resp.StatusCode, err))
 	}
 	switch {
 	case resp.StatusCode >= 300 && resp.StatusCode < 400:
-		return nil, c.scrub(fmt.Errorf("GET %s: OCC redirected (HTTP %d) to %q; redirects are not followed, so point occ at the API origin itself", target.Redacted(), resp.StatusCode, redactURL(resp.Header.Get("Location"))))
+		return nil, c.scrub(fmt.Errorf("GET %s: OCC redirected (HTTP %d) to %q; redirects are not followed, so point occ at the API origin itself", redactURL(target.String()), resp.StatusCode, redactURL(resp.Header.Get("Location"))))
 	case resp.StatusCode < 200 || resp.StatusCode >= 300:
 		var e struct {
 			Error struct {
@@ -111,11 +113,5 @@ func (c apiCall) scrub(err error) error {
 	return errors.New(strings.ReplaceAll(err.Error(), c.key, "[redacted]"))
 }
 
-// redactURL drops userinfo from a URL for messages; unparsable input is replaced entirely.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "[unparsable URL]"
-	}
-	return u.Redacted()
-}
+// redactURL is a URL as messages show it: occ's one rule (contract.RedactURL).
+func redactURL(raw string) string { return contract.RedactURL(raw) }

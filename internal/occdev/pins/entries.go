@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/openclaw/occ/internal/contract"
 )
 
 // The keys of a set's pins, as they are spelt in a pin file. Notes name their pin by these keys.
@@ -36,8 +38,10 @@ type Note struct {
 type Entry struct {
 	// Key is the pin's key in the pin file.
 	Key string `json:"pin"`
-	// Value is the pinned value as the pin file writes it: an image reference, a URL, a path, or
-	// for the release as a whole its version.
+	// Value is the pinned value as the pin file writes it, for display: an image reference, a URL
+	// (shown by occ's one rule, contract.RedactURL: a credential in its userinfo, query or
+	// fragment is never printed; Artifact keeps the URL itself), a path, or for the release as a
+	// whole its version.
 	Value string `json:"value"`
 	// SHA256 is the checksum of a downloaded artifact; empty for other pins.
 	SHA256 string `json:"sha256,omitempty"`
@@ -105,7 +109,7 @@ var pinTable = []pin{
 	}},
 	{key: KeySourceArchive, entry: func(s *Set) Entry {
 		a := &s.OpenShell.SourceArchive
-		return Entry{Value: a.URL, SHA256: a.SHA256, Artifact: &a.Artifact,
+		return Entry{Value: contract.RedactURL(a.URL), SHA256: a.SHA256, Artifact: &a.Artifact,
 			Detail: "top directory " + a.TopDirectory + ", charts under " + a.HelmDirectory}
 	}},
 	{key: KeyGatewayChart, entry: func(s *Set) Entry { return Entry{Value: s.OpenShell.Charts.Gateway} }},
@@ -132,7 +136,7 @@ var pinTable = []pin{
 		use:   &ImageUse{Role: "k3dTools", Title: "k3d tools", Cluster: true}},
 	{key: KeyAgentSandbox, entry: func(s *Set) Entry {
 		m := &s.AgentSandbox.Manifest
-		return Entry{Value: m.URL, SHA256: m.SHA256, Artifact: m, Detail: "Agent Sandbox " + s.AgentSandbox.Version}
+		return Entry{Value: contract.RedactURL(m.URL), SHA256: m.SHA256, Artifact: m, Detail: "Agent Sandbox " + s.AgentSandbox.Version}
 	}},
 	{key: KeyOCENodeBaseImage,
 		image: func(s *Set) *Image { return &s.OCE.NodeBaseImage },

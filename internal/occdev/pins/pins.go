@@ -18,6 +18,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/openclaw/occ/internal/contract"
 )
 
 // SchemaVersion is the pin file format this occ understands.
@@ -274,7 +276,7 @@ func pinnedImage(key, ref string, add func(error)) Image {
 func checkArtifact(key string, a Artifact) error {
 	var errs []error
 	if !strings.HasPrefix(a.URL, "https://") && !strings.HasPrefix(a.URL, "http://") {
-		errs = append(errs, fmt.Errorf("%s.url %q must be an http(s) URL", key, a.URL))
+		errs = append(errs, fmt.Errorf("%s.url %q must be an http(s) URL", key, contract.RedactURL(a.URL)))
 	}
 	if !sha256Pattern.MatchString(a.SHA256) {
 		errs = append(errs, fmt.Errorf("%s.sha256 %q must be 64 lower-case hex digits (the output of sha256sum)", key, a.SHA256))

@@ -34,6 +34,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/openclaw/occ/internal/contract"
 )
 
 // Version is the state.json schema version this occ writes. Version 1 (Kubernetes objects and
@@ -241,20 +243,20 @@ func (s *State) Validate() error {
 	return errors.Join(errs...)
 }
 
-// checkURL accepts an absolute URL without credentials. A URL with user info would put a
-// password into a file that is meant to hold none, so it is refused, and the message shows the
-// URL redacted.
+// checkURL accepts an absolute URL without anything that may carry a credential (user info, a
+// query, a fragment, percent-encoding): the state file holds no secrets, so such a URL is refused,
+// and every message shows it by occ's one rule (contract.RedactURL).
 func checkURL(raw string) error {
+	if part := contract.CredentialPart(raw); part != "" {
+		return fmt.Errorf("%q must not carry credentials (it has %s); the state file holds no secrets", contract.RedactURL(raw), part)
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		// url.Error repeats the input, which may hold a password; report the rule only.
+		// url.Error repeats the input; report the rule only.
 		return errors.New("not a valid URL; use scheme://host[:port]")
 	}
-	if u.User != nil {
-		return fmt.Errorf("%s must not carry credentials (user info); the state file holds no secrets", u.Redacted())
-	}
 	if u.Scheme == "" || u.Host == "" {
-		return fmt.Errorf("%q must be an absolute URL with scheme and host", raw)
+		return fmt.Errorf("%q must be an absolute URL with scheme and host", contract.RedactURL(raw))
 	}
 	return nil
 }
@@ -263,8 +265,8 @@ func checkURL(raw string) error {
 // socket, and a TCP endpoint could point anywhere by the time `down` runs.
 func checkEngineEndpoint(raw string) error {
 	u, err := url.Parse(raw)
-	if err != nil || u.Scheme != "unix" || u.Host != "" || !filepath.IsAbs(u.Path) || u.User != nil || u.RawQuery != "" {
-		return fmt.Errorf("%q must be unix:///absolute/path/to/docker.sock", raw)
+	if err != nil || u.Scheme != "unix" || u.Host != "" || !filepath.IsAbs(u.Path) || contract.CredentialPart(raw) != "" {
+		return fmt.Errorf("%q must be unix:///absolute/path/to/docker.sock", contract.RedactURL(raw))
 	}
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"path"
 	"strings"
+
+	"github.com/openclaw/occ/internal/contract"
 )
 
 // Endpoint is a container engine's API address as occ pins it: always a unix socket, given by
@@ -50,11 +52,6 @@ func parseUnix(raw string) (Endpoint, string) {
 	return Endpoint{Socket: path.Clean(p)}, ""
 }
 
-// redact hides user info in a URL so an address never carries a password into an error.
-func redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		return raw
-	}
-	return u.Redacted()
-}
+// redact is an address as errors show it: occ's one rule (contract.RedactURL) hides user info,
+// a query (?token=…), a fragment and percent-encoding.
+func redact(raw string) string { return contract.RedactURL(raw) }

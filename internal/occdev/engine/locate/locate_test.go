@@ -205,7 +205,7 @@ func TestPodmanConnectionsFromBothFiles(t *testing.T) {
 
 	writeFile(t, env.system("/etc/containers/containers.conf"), "[engine]\nremote = true\n")
 	ps, err = podmanPlaces(env)
-	if err != nil || len(ps) != 1 || !strings.Contains(ps[0].problem, "ssh://ci@build.example:22") || !strings.Contains(ps[0].problem, "not a local unix socket") ||
+	if err != nil || len(ps) != 1 || !strings.Contains(ps[0].problem, "ssh://REDACTED@build.example:22") || !strings.Contains(ps[0].problem, "not a local unix socket") ||
 		!strings.Contains(ps[0].source, `default connection "build" (`+conf+`)`) {
 		t.Fatalf("remote = true with a default connection to another host: %+v %v; want a problem naming it", ps, err)
 	}

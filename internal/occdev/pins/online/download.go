@@ -9,6 +9,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+
+	"github.com/openclaw/occ/internal/contract"
 )
 
 // downloader streams pinned files. Nothing it fetches is kept: verification needs only the
@@ -61,18 +63,6 @@ func unwrapURLError(err error) error {
 	return err
 }
 
-// redactURL hides a URL's userinfo and query, which may hold credentials, for messages.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(an unparsable URL)"
-	}
-	if u.User != nil {
-		u.User = url.User("REDACTED")
-	}
-	if u.RawQuery != "" {
-		u.RawQuery = "REDACTED"
-	}
-	u.Fragment = ""
-	return u.String()
-}
+// redactURL is a URL as messages show it: occ's one rule (contract.RedactURL) hides its
+// userinfo, query, fragment and percent-encoding, which may hold credentials.
+func redactURL(raw string) string { return contract.RedactURL(raw) }
