@@ -52,6 +52,13 @@ func Down(ctx context.Context, opts DownOptions) (*DownResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	rec := connectRecorded(d.State())
+	err = rec.sameEngine(ctx, d.Path())
+	rec.close()
+	if err != nil {
+		_ = d.Close()
+		return nil, err
+	}
 	res, cerr := cleanup(ctx, d, log, func(state.Object) bool { return false })
 	if cerr == nil {
 		cerr = d.Remove()

@@ -106,6 +106,9 @@ func Logs(ctx context.Context, o LogsOptions) error {
 	}
 	rec := connectRecorded(st)
 	defer rec.close()
+	if err := rec.sameEngine(ctx, dir); err != nil {
+		return err
+	}
 	all, listErr := services(ctx, st, rec)
 	chosen, err := chooseServices(all, o.Services, dir, listErr)
 	if err != nil {

@@ -140,12 +140,15 @@ func Reload(ctx context.Context, opts ReloadOptions) (*ReloadResult, error) {
 	}
 	defer d.Close()
 	st := d.State()
+	rec := connectRecorded(st)
+	defer rec.close()
+	if err := rec.sameEngine(ctx, dir); err != nil {
+		return nil, err
+	}
 	hook, err := reloadHookOf(dir, opts.OCCCommand, st.Profile, opts.deps)
 	if err != nil {
 		return nil, err
 	}
-	rec := connectRecorded(st)
-	defer rec.close()
 	r := &run{
 		plan:  &Plan{StateDir: dir, Namespace: st.PlatformNamespace, StartupTimeout: opts.StartupTimeout},
 		log:   &syncWriter{w: log},

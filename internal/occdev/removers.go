@@ -40,6 +40,22 @@ func (r *recorded) docker(ctx context.Context) (*docker.Engine, error) {
 	return r.engine(ctx)
 }
 
+// sameEngine refuses, before anything is read or removed, a recorded engine endpoint at which
+// another engine answers now (docker.EngineChangedError): it holds none of the environment's
+// objects, so `status` would call them all missing and `down` would forget them as gone. An engine
+// that does not answer at all is no refusal here: each record then says it cannot be reached.
+func (r *recorded) sameEngine(ctx context.Context, dir string) error {
+	if r.st.Engine == nil || r.st.Engine.Endpoint == "" {
+		return nil
+	}
+	_, err := r.docker(ctx)
+	var changed *docker.EngineChangedError
+	if errors.As(err, &changed) {
+		return fmt.Errorf("%w; the state in %s is kept as it is", err, dir)
+	}
+	return nil
+}
+
 // close releases the engine connection, if one was made.
 func (r *recorded) close() {
 	if !r.used.Load() {

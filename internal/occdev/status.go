@@ -144,6 +144,9 @@ func GetStatus(ctx context.Context, opts StatusOptions) (*Status, error) {
 	}
 	rec := connectRecorded(st)
 	defer rec.close()
+	if err := rec.sameEngine(ctx, dir); err != nil {
+		return nil, err
+	}
 	if st.Cluster.Kubeconfig == "" {
 		out.Problem = "no cluster recorded yet: occ dev up stopped before connecting to one"
 	} else if _, err := rec.kube(ctx); err != nil {

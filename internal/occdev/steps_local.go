@@ -73,7 +73,7 @@ func describeState(p *Plan) Description {
 
 // claimState creates the private state directory, takes its lock, and writes the marker and
 // state.json before anything outside the directory is changed.
-func claimState(_ context.Context, r *run, _ progress.Reporter) error {
+func claimState(ctx context.Context, r *run, _ progress.Reporter) error {
 	if r.state != nil {
 		return nil // already claimed and locked by this run
 	}
@@ -85,7 +85,11 @@ func claimState(_ context.Context, r *run, _ progress.Reporter) error {
 	// The engine is recorded with the marker, before any image or container exists: `down` and
 	// `status` reach exactly this engine, whatever DOCKER_HOST says when they run.
 	if r.engine != nil {
-		initial.Engine = &state.Engine{Kind: engineKind(r.plan), Endpoint: r.engine.Endpoint.String()}
+		id, err := docker.IDOf(ctx, r.engine)
+		if err != nil {
+			return err
+		}
+		initial.Engine = &state.Engine{Kind: engineKind(r.plan), Endpoint: r.engine.Endpoint.String(), ID: id}
 	}
 	d, err := state.Create(r.plan.StateDir, initial)
 	if err != nil {

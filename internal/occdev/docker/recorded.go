@@ -30,8 +30,75 @@ func Recorded(e *state.Engine) func(context.Context) (*Engine, error) {
 			if ep, err = ParseEndpoint(e.Endpoint, SourceRecorded); err != nil {
 				return
 			}
-			eng, err = ConnectAs(ctx, ep, SourceRecorded, locate.Kind(e.KindOrDocker()))
+			if eng, err = ConnectAs(ctx, ep, SourceRecorded, locate.Kind(e.KindOrDocker())); err != nil {
+				return
+			}
+			if err = checkSame(ctx, eng, e); err != nil {
+				_ = eng.Close()
+				eng = nil
+			}
 		})
 		return eng, err
 	}
+}
+
+// EngineChangedError is a recorded engine endpoint at which another engine answers now: Podman
+// where Docker was recorded (or the reverse), or another Docker daemon (another ID). Nothing is
+// read or removed through it: it holds none of the environment's objects, and `down` would
+// report them gone and forget them.
+type EngineChangedError struct {
+	Endpoint string
+	// RecordedKind and RecordedID are the recorded engine's; Kind and ID what answers now (an
+	// ID is empty where the engine keeps none).
+	RecordedKind, RecordedID, Kind, ID string
+}
+
+func (e *EngineChangedError) Error() string {
+	was, now := locate.Kind(e.RecordedKind).Name(), locate.Kind(e.Kind).Name()
+	if e.RecordedID != "" {
+		was += " (ID " + e.RecordedID + ")"
+	}
+	if e.ID != "" {
+		now += " (ID " + e.ID + ")"
+	}
+	return fmt.Sprintf("the environment was made in %s at %s, but %s answers there now: occ reads and removes nothing through another engine, which holds none of its objects; make the socket serve the engine the environment was made in (start it again, or switch the socket back), then run the command again", was, e.Endpoint, now)
+}
+
+// checkSame compares the engine that answered at the recorded endpoint with the record: its kind,
+// and its ID where the record keeps one.
+func checkSame(ctx context.Context, eng *Engine, e *state.Engine) error {
+	kind := locate.Docker
+	if eng.Podman {
+		kind = locate.Podman
+	}
+	changed := &EngineChangedError{Endpoint: e.Endpoint, RecordedKind: e.KindOrDocker(), RecordedID: e.ID, Kind: string(kind)}
+	if string(kind) != e.KindOrDocker() {
+		changed.ID, _ = IDOf(ctx, eng) // for the message only
+		return changed
+	}
+	if e.ID == "" {
+		return nil
+	}
+	id, err := IDOf(ctx, eng)
+	if err != nil {
+		return err
+	}
+	if id != e.ID {
+		changed.ID = id
+		return changed
+	}
+	return nil
+}
+
+// IDOf is the engine's own identity where it keeps one: Docker's daemon ID; "" for Podman,
+// whose API answers a new ID on every call.
+func IDOf(ctx context.Context, eng *Engine) (string, error) {
+	if eng.Podman {
+		return "", nil
+	}
+	info, err := eng.API.Info(ctx)
+	if err != nil {
+		return "", fmt.Errorf("read the identity of the %s engine at %s: %w", eng.Name(), eng.Endpoint, err)
+	}
+	return info.ID, nil
 }

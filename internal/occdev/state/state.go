@@ -116,6 +116,11 @@ type Engine struct {
 	Kind string `json:"kind,omitempty"`
 	// Endpoint is a unix socket URL: unix:///absolute/path.
 	Endpoint string `json:"endpoint"`
+	// ID is the engine's own identity where it keeps one (Docker's daemon ID, stable across
+	// restarts); empty for Podman, whose API answers a new one on every call. Every command
+	// after `up` compares it, and the kind, with what answers at Endpoint before it reads or
+	// removes anything.
+	ID string `json:"id,omitempty"`
 }
 
 // Engine kinds a state records.
