@@ -24,8 +24,8 @@ the controller and worker-kubernetes are stopped first, then the cluster is dele
 recorded Compose project is taken down with its volumes (from its recorded snapshot), and no
 container, volume or network of the project may be left. Objects occ did not create are
 never touched, and an existing cluster is never deleted. Cleanup continues past failures; the
-state directory is deleted only when everything is gone, and otherwise kept with the command
-that retries.`,
+state directory is deleted only when everything is gone (one that existed before 'up' is
+emptied and left), and otherwise kept with the command that retries.`,
 		Example: `  # Undo the last 'occ dev up' (the default state directory)
   occ dev down
 
@@ -64,6 +64,10 @@ that retries.`,
 			left := ""
 			if n := len(res.LeftAlone); n > 0 {
 				left = fmt.Sprintf(" (%d recorded name(s) now belong to something occ did not create and were left alone)", n)
+			}
+			if res.DirectoryKept {
+				_, err := fmt.Fprintf(g.Stdout, "Removed %d recorded object(s) and emptied the state directory %s, which existed before up and stays%s.\n", len(res.Removed), res.StateDirectory, left)
+				return err
 			}
 			_, err := fmt.Fprintf(g.Stdout, "Removed %d recorded object(s) and the state directory %s%s.\n", len(res.Removed), res.StateDirectory, left)
 			return err

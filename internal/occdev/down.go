@@ -30,6 +30,9 @@ type DownResult struct {
 	LeftAlone []string `json:"leftAlone"`
 	// NothingRecorded is true when no state directory existed: there was nothing to remove.
 	NothingRecorded bool `json:"nothingRecorded,omitempty"`
+	// DirectoryKept is true when the state directory existed before `up` claimed it: it was
+	// emptied and left in place, since occ did not make it.
+	DirectoryKept bool `json:"directoryKept,omitempty"`
 }
 
 // Down removes exactly what the recorded state says `up` created, in reverse order, reading
@@ -60,6 +63,7 @@ func Down(ctx context.Context, opts DownOptions) (*DownResult, error) {
 		return nil, err
 	}
 	res, cerr := cleanup(ctx, d, log, func(state.Object) bool { return false })
+	res.DirectoryKept = d.State().Adopted
 	if cerr == nil {
 		cerr = d.Remove()
 	}

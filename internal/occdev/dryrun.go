@@ -83,11 +83,16 @@ func PlanUp(opts UpOptions) (*DryRun, error) {
 			dr.Problems = append(dr.Problems, err.Error())
 		}
 	}
-	// `up` refuses a directory that already records an environment; say so now.
-	if st, err := state.Read(p.StateDir); err == nil {
-		dr.Problems = append(dr.Problems, fmt.Sprintf("%s already records a development environment (created %s): run %s first, or choose another --state-dir",
-			p.StateDir, st.CreatedAt.Format(time.RFC3339), DownCommand(opts.OCCCommand, p.StateDir)))
-	} else if !errors.Is(err, state.ErrNotExist) {
+	// `up` claims the directory by state.Create's rules (absent, or empty and private to you)
+	// and refuses one that already records an environment; say so now, by the same rules.
+	if err := state.CheckClaim(p.StateDir); errors.Is(err, state.ErrExists) {
+		created := ""
+		if st, rerr := state.Read(p.StateDir); rerr == nil {
+			created = " (created " + st.CreatedAt.Format(time.RFC3339) + ")"
+		}
+		dr.Problems = append(dr.Problems, fmt.Sprintf("%s already records a development environment%s: run %s first, or choose another --state-dir",
+			p.StateDir, created, DownCommand(opts.OCCCommand, p.StateDir)))
+	} else if err != nil {
 		dr.Problems = append(dr.Problems, err.Error())
 	}
 	return dr, nil

@@ -171,6 +171,58 @@ func TestInterruptedUpStillRollsBack(t *testing.T) {
 	assertNoLabelledObjects(t, b)
 }
 
+// The user made the state directory (mkdir -m 700, or mktemp -d) and up fails: the dry run
+// accepts the directory as up does, and the rollback leaves it there, empty, as the user made
+// it; only what occ wrote into it goes.
+func TestRollbackLeavesAStateDirectoryTheUserMade(t *testing.T) {
+	b := newBed(t)
+	if err := os.Mkdir(b.StateDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	opts := b.Options()
+	dr, err := occdev.PlanUp(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range dr.Problems {
+		if strings.Contains(p, b.StateDir) {
+			t.Errorf("the dry run refuses the empty private state directory up adopts: %s", p)
+		}
+	}
+	opts.Seams().AfterStep = func(name string) error {
+		if name == "Create the platform namespace" {
+			return errors.New("injected failure after the namespace")
+		}
+		return nil
+	}
+	if _, err := occdev.Up(context.Background(), opts); err == nil || !strings.Contains(err.Error(), "rolled back") || !strings.Contains(err.Error(), b.StateDir+", which existed before up, was emptied and stays") {
+		t.Fatalf("up = %v, want the injected failure, rolled back, the directory emptied and kept", err)
+	}
+	entries, err := os.ReadDir(b.StateDir)
+	if err != nil || len(entries) != 0 {
+		t.Fatalf("after the rollback the directory the user made holds %v (%v), want it there and empty", entries, err)
+	}
+	assertNoLabelledObjects(t, b)
+
+	// The same for down, which says so (on a bed of its own: the API server here has no
+	// namespace controller, so the rolled-back Namespace stays terminating).
+	b2 := newBed(t)
+	if err := os.Mkdir(b2.StateDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := occdev.Up(context.Background(), b2.Options()); err != nil {
+		t.Fatal(err)
+	}
+	res, err := occdev.Down(context.Background(), occdev.DownOptions{StateDir: b2.StateDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if entries, err := os.ReadDir(b2.StateDir); err != nil || len(entries) != 0 || !res.DirectoryKept {
+		t.Fatalf("after down the directory the user made holds %v (%v), kept reported %v; want it there, empty, and said so", entries, err, res.DirectoryKept)
+	}
+	assertNoLabelledObjects(t, b2)
+}
+
 // A delete is refused during the rollback (an admission policy, RBAC, an apiserver hiccup):
 // the rollback keeps going, keeps the state directory with exactly what remains, prints the
 // retry command, and a later `down` finishes the job once the obstacle is gone.

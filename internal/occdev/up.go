@@ -305,6 +305,9 @@ func rollback(r *run, cause error, occ string) error {
 		_ = r.state.Close()
 		return fmt.Errorf("%w\nrollback incomplete; preserving %s for occ dev down: %v\nfinish the cleanup with: %s", cause, dir, cerr, DownCommand(occ, dir))
 	}
+	if r.state.State().Adopted {
+		return fmt.Errorf("%w\nrolled back: everything this run created was removed, and %s, which existed before up, was emptied and stays", cause, dir)
+	}
 	return fmt.Errorf("%w\nrolled back: everything this run created was removed, and %s was deleted", cause, dir)
 }
 

@@ -111,20 +111,11 @@ func (d *Dir) initialise(initial State, made bool) ([]string, error) {
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
 	if !made {
-		entries, err := os.ReadDir(d.path)
-		if err != nil {
-			return nil, fmt.Errorf("read state directory %s: %w", d.path, err)
+		if err := checkEmpty(d.path); err != nil {
+			return nil, err
 		}
-		for _, e := range entries {
-			switch e.Name() {
-			case MarkerName, FileName:
-				return nil, fmt.Errorf("%w: %s; run occ dev down --state-dir %s first, or choose another --state-dir", ErrExists, d.path, d.path)
-			case holderName:
-				// Left by a run that died between taking the lock and writing the marker.
-			default:
-				return nil, &UnsafeError{Path: d.path, Reason: fmt.Sprintf("it is not empty (found %q) and has no occ marker; refusing to adopt it, choose an absent or empty directory", e.Name())}
-			}
-		}
+		// The directory is the user's: down and a rollback empty it and leave it (Remove).
+		initial.Adopted = true
 	}
 	d.writeHolder()
 	var written []string
@@ -145,6 +136,47 @@ func (d *Dir) initialise(initial State, made bool) ([]string, error) {
 	}
 	d.state = initial
 	return written, nil
+}
+
+// checkEmpty refuses an existing directory that holds anything but what a run that died while
+// claiming it left (the lock holder's note): one with a record is an environment, anything else
+// is not occ's to adopt.
+func checkEmpty(p string) error {
+	entries, err := os.ReadDir(p)
+	if err != nil {
+		return fmt.Errorf("read state directory %s: %w", p, err)
+	}
+	for _, e := range entries {
+		switch e.Name() {
+		case MarkerName, FileName:
+			return fmt.Errorf("%w: %s; run occ dev down --state-dir %s first, or choose another --state-dir", ErrExists, p, p)
+		case holderName:
+			// Left by a run that died between taking the lock and writing the marker.
+		default:
+			return &UnsafeError{Path: p, Reason: fmt.Sprintf("it is not empty (found %q) and has no occ marker; refusing to adopt it, choose an absent or empty directory", e.Name())}
+		}
+	}
+	return nil
+}
+
+// CheckClaim says, changing nothing, whether Create could claim path by Create's own rules (the
+// dry run's question): an absent directory, or an empty one private to the current user. A
+// directory that records an environment is refused with an error wrapping ErrExists.
+func CheckClaim(path string) error {
+	p, err := checkPath(path)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err := checkAdoptable(p); err != nil {
+		return err
+	}
+	if err := checkPrivate(p, true); err != nil {
+		return fmt.Errorf("state directory: %w", err)
+	}
+	return checkEmpty(p)
 }
 
 // undoCreate removes what a failed Create made, so a retry is never blocked by a half-written
@@ -443,8 +475,19 @@ func (d *Dir) Remove() error {
 		}
 		return fmt.Errorf("%w: keeping %s because %d recorded object(s) remain (%s); run occ dev down --state-dir %s again to finish", ErrNotEmpty, d.path, n, strings.Join(names, ", "), d.path)
 	}
-	// The lock is held while deleting, so no other command can claim the directory half-way.
-	if err := os.RemoveAll(d.path); err != nil {
+	// The lock is held while deleting, so no other command can claim the directory half-way. A
+	// directory that existed before `up` claimed it is the user's: it is emptied and left.
+	if d.state.Adopted {
+		entries, err := os.ReadDir(d.path)
+		if err != nil {
+			return fmt.Errorf("empty state directory %s: %w", d.path, err)
+		}
+		for _, e := range entries {
+			if err := os.RemoveAll(filepath.Join(d.path, e.Name())); err != nil {
+				return fmt.Errorf("empty state directory %s: %w", d.path, err)
+			}
+		}
+	} else if err := os.RemoveAll(d.path); err != nil {
 		return fmt.Errorf("remove state directory %s: %w", d.path, err)
 	}
 	d.closed = true

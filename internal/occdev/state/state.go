@@ -75,6 +75,9 @@ type State struct {
 	ControlPlane *ControlPlane `json:"controlPlane,omitempty"`
 	// Selections are the local charts, manifest and node resolver `up` was told to use.
 	Selections *Selections `json:"selections,omitempty"`
+	// Adopted says the directory existed (empty, private to the user) when `up` claimed it:
+	// `down` and a rollback empty it and leave the directory itself, which occ did not make.
+	Adopted bool `json:"adopted,omitempty"`
 	// Objects are the created objects in creation order; `down` removes them in reverse.
 	Objects []Object `json:"objects"`
 	// CreatedAt is when the state directory was claimed; UpdatedAt the last rewrite.

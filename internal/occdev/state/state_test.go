@@ -417,11 +417,55 @@ func TestCreateOnExistingDirectory(t *testing.T) {
 	if err := os.Mkdir(empty, 0o700); err != nil {
 		t.Fatal(err)
 	}
+	if err := CheckClaim(empty); err != nil {
+		t.Fatalf("CheckClaim of an empty private directory = %v; Create adopts it", err)
+	}
 	d, err = Create(empty, sample())
 	if err != nil {
 		t.Fatalf("Create on an empty private directory: %v", err)
 	}
-	d.Close()
+	if !d.State().Adopted {
+		t.Error("the adopted directory is not recorded as adopted")
+	}
+	// The directory is the user's: Remove (down's and the rollback's end) empties it and leaves it.
+	if err := d.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if entries, err := os.ReadDir(empty); err != nil || len(entries) != 0 {
+		t.Errorf("after Remove the adopted directory holds %v (%v), want it there and empty", entries, err)
+	}
+	// A directory occ made goes entirely.
+	made := stateDir(t)
+	if err := CheckClaim(made); err != nil {
+		t.Fatalf("CheckClaim of an absent directory = %v", err)
+	}
+	d, err = Create(made, sample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.State().Adopted {
+		t.Error("a directory Create made is recorded as adopted")
+	}
+	if err := d.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(made); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Remove left the directory Create made: %v", err)
+	}
+	// CheckClaim refuses what Create refuses: a recorded environment, a stray file.
+	if err := CheckClaim(p); !errors.Is(err, ErrExists) {
+		t.Errorf("CheckClaim of a recorded environment = %v, want ErrExists", err)
+	}
+	if err := os.WriteFile(filepath.Join(empty, "notes.txt"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var unsafe *UnsafeError
+	if err := CheckClaim(empty); !errors.As(err, &unsafe) || !strings.Contains(err.Error(), `"notes.txt"`) {
+		t.Errorf("CheckClaim of a directory with a stray file = %v, want it refused naming the file", err)
+	}
+	if _, err := Create(empty, sample()); !errors.As(err, &unsafe) {
+		t.Errorf("Create of a directory with a stray file = %v, want it refused", err)
+	}
 
 	// Invalid input is refused before the directory is even created.
 	bad := stateDir(t)
