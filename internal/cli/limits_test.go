@@ -20,7 +20,7 @@ func runStdin(t *testing.T, stdin []byte, args ...string) (int, string, string) 
 
 // A new user mistypes settings and inputs: a bad gateway-emulator flag value, --harness next to
 // --revision, a dev setting outside its documented range are usage errors (exit 2) naming the
-// setting; an input that cannot be an Installation (/dev/zero) is refused with a clear error
+// setting; an input far larger than an Installation (a huge file) is refused with a clear error
 // instead of exhausting memory; and --installation - reads standard input for every command,
 // as validate - does.
 func TestUsageErrorsAndInputLimits(t *testing.T) {
@@ -69,20 +69,29 @@ func TestUsageErrorsAndInputLimits(t *testing.T) {
 		})
 	}
 
-	t.Run("validate /dev/zero", func(t *testing.T) {
-		code, out, errOut := run(t, "sandbox", "validate", "/dev/zero")
+	// A regular file far larger than any input occ takes (sparse: it costs no disk).
+	huge := filepath.Join(dir, "huge.yaml")
+	if f, err := os.Create(huge); err != nil {
+		t.Fatal(err)
+	} else if err := f.Truncate(64 << 20); err != nil {
+		t.Fatal(err)
+	} else {
+		f.Close()
+	}
+	t.Run("validate a huge file", func(t *testing.T) {
+		code, out, errOut := run(t, "sandbox", "validate", huge)
 		if code != 1 || !strings.Contains(errOut, "larger than") || strings.Contains(errOut, "goroutine") {
 			t.Errorf("exit %d, want 1 with a size refusal\nstdout %s\nstderr %s", code, out, errOut)
 		}
 	})
-	t.Run("render --installation /dev/zero", func(t *testing.T) {
-		code, _, errOut := run(t, "sandbox", "render", "--installation", "/dev/zero", "--revision", rev)
+	t.Run("render --installation a huge file", func(t *testing.T) {
+		code, _, errOut := run(t, "sandbox", "render", "--installation", huge, "--revision", rev)
 		if code != 1 || !strings.Contains(errOut, "larger than") {
 			t.Errorf("exit %d, want 1 with a size refusal\nstderr %s", code, errOut)
 		}
 	})
-	t.Run("configure-agent --configuration /dev/zero", func(t *testing.T) {
-		code, _, errOut := run(t, "sandbox", "configure-agent", "--installation", inst, "--configuration", "/dev/zero", "--harness", "codex")
+	t.Run("configure-agent --configuration a huge file", func(t *testing.T) {
+		code, _, errOut := run(t, "sandbox", "configure-agent", "--installation", inst, "--configuration", huge, "--harness", "codex")
 		if code != 1 || !strings.Contains(errOut, "larger than") {
 			t.Errorf("exit %d, want 1 with a size refusal\nstderr %s", code, errOut)
 		}

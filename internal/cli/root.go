@@ -65,6 +65,7 @@ var outputFormats = []string{"table", "json", "yaml"}
 
 // Execute runs occ with args and returns the process exit code.
 func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	stdin = newInterruptibleStdin(ctx, stdin)
 	g := &Globals{Stdin: stdin, Stdout: stdout, Stderr: stderr, v: viper.New()}
 	defer routeLibraryLog(stderr)()
 	root := NewRootCommand(g)

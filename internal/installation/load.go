@@ -3,8 +3,8 @@ package installation
 import (
 	"fmt"
 	"io"
-	"os"
 
+	"github.com/openclaw/occ/internal/fsutil"
 	"github.com/openclaw/occ/internal/strictyaml"
 )
 
@@ -34,9 +34,9 @@ func ReadFile(path string, stdin io.Reader) ([]byte, error) {
 		}
 		return Read(stdin, "(standard input)")
 	}
-	f, err := os.Open(path)
+	f, err := fsutil.OpenRegular(path)
 	if err != nil {
-		return nil, fmt.Errorf("read Installation %s: %w", path, err)
+		return nil, fmt.Errorf("read Installation %s: %w (use - to read it from standard input)", path, err)
 	}
 	defer f.Close()
 	return Read(f, path)

@@ -3,11 +3,11 @@ package sandbox
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/openclaw/occ/internal/driver"
+	"github.com/openclaw/occ/internal/fsutil"
 	"github.com/openclaw/occ/internal/strictyaml"
 )
 
@@ -19,7 +19,7 @@ const maxConfigurationBytes = 1 << 20
 // given twice is refused rather than silently merged) and numbers keep their exact text, so the
 // transform sees what the file says.
 func ReadConfiguration(path string) (driver.Configuration, error) {
-	f, err := os.Open(path)
+	f, err := fsutil.OpenRegular(path)
 	if err != nil {
 		return nil, fmt.Errorf("read Agent configuration %s: %w", path, err)
 	}

@@ -3,7 +3,6 @@ package compute
 import (
 	"fmt"
 	"io"
-	"os"
 	"reflect"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/openclaw/occ/internal/contract"
 	"github.com/openclaw/occ/internal/driver"
+	"github.com/openclaw/occ/internal/fsutil"
 	"github.com/openclaw/occ/internal/strictyaml"
 )
 
@@ -118,7 +118,7 @@ type CredentialSourceRef struct {
 // LoadRevisionFile reads, strictly decodes and validates a revision file. Every problem is
 // reported at once, each naming the key, the value, the rule and the fix.
 func LoadRevisionFile(filename string) (*RevisionFile, error) {
-	f, err := os.Open(filename)
+	f, err := fsutil.OpenRegular(filename)
 	if err != nil {
 		return nil, fmt.Errorf("read revision file %s: %w (check --revision)", filename, err)
 	}

@@ -12,7 +12,6 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"os"
 	"path"
 	"regexp"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/openclaw/occ/internal/contract"
+	"github.com/openclaw/occ/internal/fsutil"
 )
 
 // SchemaVersion is the pin file format this occ understands.
@@ -125,7 +125,7 @@ func Default() (*Set, error) {
 
 // Load reads and validates the pin file at path.
 func Load(path string) (*Set, error) {
-	data, err := os.ReadFile(path)
+	data, err := fsutil.ReadRegular(path)
 	if err != nil {
 		return nil, fmt.Errorf("read pin file %s: %w; check OCC_DEVELOPMENT_PIN_FILE or the pin-file flag", path, err)
 	}
