@@ -58,7 +58,7 @@ func TestDevUpDryRunReportsProblems(t *testing.T) {
 		{name: "a remote Docker engine", env: map[string]string{"DOCKER_HOST": "tcp://10.0.0.5:2376"}, args: []string{"--cluster-provider", "k3d"}, code: 2,
 			stderr: []string{`DOCKER_HOST "tcp://10.0.0.5:2376" is not a local unix socket`, "set DOCKER_HOST=unix:///path/to/docker.sock"}},
 		{name: "no Docker engine running", env: map[string]string{"DOCKER_HOST": "unix://" + filepath.Join(dir, "no-docker.sock")}, args: []string{"--cluster-provider", "k3d"}, code: 1,
-			stdout: []string{"no usable Docker engine at unix://" + filepath.Join(dir, "no-docker.sock") + " (from DOCKER_HOST): the socket", "does not exist, so no engine is running there; start Docker"}},
+			stdout: []string{"no usable container engine (Docker or Podman) for --engine auto; looked at:", "Docker at unix://" + filepath.Join(dir, "no-docker.sock") + " (from DOCKER_HOST): the socket", "does not exist; start the engine DOCKER_HOST names, or unset DOCKER_HOST", "Podman at "}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

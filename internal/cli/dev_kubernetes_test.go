@@ -63,7 +63,7 @@ func TestDevUpKubernetesDryRunListsTheControlPlane(t *testing.T) {
 	t.Setenv("OPENCLAW_DEV_PORT", "3111")
 	// No engine runs here: the dry run says so as its one problem (exit 1), after the plan.
 	noEngine := func(code int, errOut string) bool {
-		return code == 1 && strings.Contains(errOut, "found 1 problem(s)") && strings.Contains(errOut, "no usable Docker engine")
+		return code == 1 && strings.Contains(errOut, "found 1 problem(s)") && strings.Contains(errOut, "no usable container engine (Docker or Podman)")
 	}
 	code, out, errOut := run(t, "dev", "up", "--dry-run", "--state-dir", stateDir, "--repository", checkout, "--control-plane", "kubernetes", "--cluster-provider", "k3d")
 	if !noEngine(code, errOut) {

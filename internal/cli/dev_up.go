@@ -273,7 +273,9 @@ func printDryRun(w io.Writer, dr *occdev.DryRun) error {
 	if len(dr.Problems) > 0 {
 		fmt.Fprintln(w, "\nProblems (occ dev up would stop at these before creating anything):")
 		for _, p := range dr.Problems {
-			fmt.Fprintf(w, "  - %s\n", p)
+			// A problem of several lines (every place an engine was looked for) is indented
+			// under its own bullet.
+			fmt.Fprintf(w, "  - %s\n", strings.ReplaceAll(p, "\n", "\n    "))
 		}
 	}
 	return nil

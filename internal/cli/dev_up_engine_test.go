@@ -2,6 +2,10 @@ package cli
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -20,6 +24,37 @@ func TestUpSummaryNamesTheEngineNetwork(t *testing.T) {
 		}
 		if line := "/s/container-kubeconfig (kubeconfig for containers on the cluster's " + want + " network)"; !strings.Contains(out.String(), line) {
 			t.Errorf("kind %q: summary lacks %q:\n%s", kind, line, out.String())
+		}
+	}
+}
+
+// With the automatic engine choice and nothing answering anywhere (DOCKER_HOST and
+// CONTAINER_HOST both name sockets of stopped engines), the dry run and up name every place
+// looked at with what each said, Podman's included, not only what to start for Docker; nothing
+// is created.
+func TestNoEngineAnywhereNamesEveryPlace(t *testing.T) {
+	dir := isolate(t)
+	dockerSock, podmanSock := filepath.Join(dir, "docker.sock"), filepath.Join(dir, "podman.sock")
+	t.Setenv("DOCKER_HOST", "unix://"+dockerSock)
+	t.Setenv("CONTAINER_HOST", "unix://"+podmanSock)
+	state := filepath.Join(dir, "state")
+	for _, args := range [][]string{
+		{"dev", "up", "--dry-run", "--cluster-provider", "k3d", "--state-dir", state},
+		{"dev", "up", "--cluster-provider", "k3d", "--state-dir", state},
+	} {
+		var out bytes.Buffer
+		code := Execute(context.Background(), args, strings.NewReader(""), &out, &out)
+		for _, want := range []string{
+			"no usable container engine (Docker or Podman) for --engine auto; looked at:",
+			"Docker at unix://" + dockerSock + " (from DOCKER_HOST)",
+			"Podman at unix://" + podmanSock + " (from CONTAINER_HOST)",
+		} {
+			if code == 0 || !strings.Contains(out.String(), want) {
+				t.Errorf("occ %s: exit %d, want it to say %q:\n%s", strings.Join(args, " "), code, want, out.String())
+			}
+		}
+		if _, err := os.Stat(state); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("occ %s created the state directory (%v)", strings.Join(args, " "), err)
 		}
 	}
 }

@@ -74,7 +74,9 @@ func PlanUp(opts UpOptions) (*DryRun, error) {
 	}
 	// An engine that is not running is told now, with what to start; only its socket is
 	// looked at (the engine itself is asked by `up`'s preflight).
-	if p.Engine != "" {
+	if p.engineNotFound != nil {
+		dr.Problems = append(dr.Problems, p.engineNotFound.Error())
+	} else if p.Engine != "" {
 		if ep, err := docker.ParseEndpoint(p.Engine, p.EngineSource); err != nil {
 			dr.Problems = append(dr.Problems, err.Error())
 		} else if err := docker.CheckSocketAs(ep, p.EngineSource, locate.Kind(engineKind(p))); err != nil {

@@ -228,8 +228,11 @@ type Plan struct {
 	Engine               string `json:"dockerEngine,omitempty"`
 	EngineSource         string `json:"dockerEngineSource,omitempty"`
 	// EngineKind is what the engine at Engine said it is (docker or podman); empty when no engine
-	// answered while planning, in which case the preflight reports the Docker place's problem.
+	// answered while planning, in which case the dry run and the preflight report every place
+	// looked at (engineNotFound) unless an engine answers at Docker's place by then.
 	EngineKind string `json:"engineKind,omitempty"`
+	// engineNotFound is the automatic choice's search when no place had a usable engine.
+	engineNotFound *locate.NotFoundError
 	// EngineVersion is the version the engine reported while planning, and EnginePlatform the
 	// product it said it is part of ("Docker Desktop 4.37.1 (178610)").
 	EngineVersion  string `json:"engineVersion,omitempty"`
@@ -474,6 +477,7 @@ func (p *Plan) locateEngine(o UpOptions) error {
 			return lerr
 		}
 		p.Engine, p.EngineSource = place.Endpoint.String(), place.Source
+		p.engineNotFound = notFound
 		return nil
 	}
 	return err

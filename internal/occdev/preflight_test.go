@@ -73,7 +73,8 @@ func TestMissingDockerEngineFailsBeforeAnyDownload(t *testing.T) {
 	}, Home: t.TempDir()}
 	_, err := occdev.Up(context.Background(), opts)
 	if err == nil || !strings.Contains(err.Error(), "Check the settings and the Docker engine") ||
-		!strings.Contains(err.Error(), "no usable Docker engine at unix://"+sock+" (from DOCKER_HOST)") || !strings.Contains(err.Error(), "start Docker") {
+		!strings.Contains(err.Error(), "Docker at unix://"+sock+" (from DOCKER_HOST)") || !strings.Contains(err.Error(), "start the engine DOCKER_HOST names") ||
+		!strings.Contains(err.Error(), "Podman at ") {
 		t.Fatalf("up without Docker: %v; want the preflight to say which engine is missing and what to start", err)
 	}
 	if n := archiveDownloads.Get() + b.Downloads.Get(); n != 0 {

@@ -41,6 +41,11 @@ func preflight(ctx context.Context, r *run, rep progress.Reporter) error {
 			return err
 		}
 		if r.engine, err = docker.ConnectAs(ctx, ep, r.plan.EngineSource, locate.Kind(engineKind(r.plan))); err != nil {
+			if nf := r.plan.engineNotFound; nf != nil {
+				// Nothing answered anywhere while planning, and Docker's place still does not:
+				// every place looked at is named, with what each said.
+				return nf
+			}
 			return err
 		}
 		rep.Note(fmt.Sprintf("%s %s (API %s) at %s", engineName(r.plan), r.engine.Version, r.engine.APIVersion, ep))
