@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -274,6 +275,13 @@ linux/arm64, naming the pin and the fix.`,
 			}
 			if force && out == "" {
 				return usageErrorf("--force replaces the file --out names; give --out FILE, or drop --force")
+			}
+			// A file --out may not replace is refused before anything is downloaded (the write
+			// itself still refuses with O_EXCL, should one appear meanwhile).
+			if out != "" && !force {
+				if _, err := os.Lstat(out); err == nil {
+					return &usageError{err: &pins.ExistsError{Path: out}}
+				}
 			}
 			images := map[string]string{}
 			for key, flag := range online.ImageOptions {

@@ -153,9 +153,14 @@ func TestDevPinsResolve(t *testing.T) {
 		}
 	}
 	before, _ := os.ReadFile(out)
+	// An --out that exists is refused before anything is downloaded.
+	requests := w.Reg.Requests()
 	code, _, errOut = run(t, "dev", "pins", "resolve", "--pin-file", base, "--openshell", "0.1.5", "--out", out)
 	if after, _ := os.ReadFile(out); code != 2 || !strings.Contains(errOut, "already exists") || !strings.Contains(errOut, "--force") || string(after) != string(before) {
 		t.Errorf("second run without --force: exit %d, stderr %s", code, errOut)
+	}
+	if n := w.Reg.Requests() - requests; n != 0 {
+		t.Errorf("the refused second run sent %d request(s) to the registry first", n)
 	}
 	if code, _, errOut = run(t, "dev", "pins", "resolve", "--pin-file", base, "--openshell", "v0.1.5", "--out", out, "--force", "-o", "json"); code != 0 {
 		t.Errorf("--force: exit %d, stderr %s", code, errOut)

@@ -13,13 +13,15 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"reflect"
 	"regexp"
 	"strings"
 
-	"sigs.k8s.io/yaml"
+	goyaml "go.yaml.in/yaml/v3"
 
 	"github.com/openclaw/occ/internal/contract"
 	"github.com/openclaw/occ/internal/fsutil"
+	"github.com/openclaw/occ/internal/strictyaml"
 )
 
 // SchemaVersion is the pin file format this occ understands.
@@ -141,11 +143,30 @@ func Resolve(path string) (*Set, error) {
 }
 
 // Parse decodes data strictly (unknown or duplicate keys are errors, because a misspelt key
-// would silently fall back to nothing) and validates it. source names data in errors.
+// would silently fall back to nothing; a value of the wrong YAML type too), naming every problem
+// with its YAML path and line, and validates it. source names data in errors.
 func Parse(data []byte, source string) (*Set, error) {
+	d := strictyaml.NewDecoder(&strictyaml.Options{
+		Document:  "the pin file",
+		EmptyRule: "write the pins (occ dev pins resolve writes a complete file), or use the built-in pins",
+		ShowValue: contract.RedactURL,
+	})
 	var f fileSet
-	if err := yaml.UnmarshalStrict(data, &f); err != nil {
-		return nil, fmt.Errorf("pin file %s: %w; fix the file or unset OCC_DEVELOPMENT_PIN_FILE to use the built-in pins", source, err)
+	root := d.Document(data)
+	if root != nil {
+		if root.Kind != goyaml.MappingNode {
+			d.Fail(strictyaml.DocumentPath, root, "a pin file is a YAML mapping with the keys "+strings.Join(strictyaml.KeysOf(reflect.TypeOf(fileSet{})), ", "))
+		} else {
+			dropNulls(root)
+			d.Value("", root, reflect.ValueOf(&f).Elem())
+		}
+	}
+	if len(d.Problems) > 0 {
+		desc := d.Problems.InDocumentOrder().Describe("the pin file")
+		if !strings.HasSuffix(desc, ".") {
+			desc += "."
+		}
+		return nil, fmt.Errorf("pin file %s: %s Fix the file, or leave the pin file unset to use the built-in pins", source, desc)
 	}
 	set, err := f.build()
 	if err != nil {
@@ -160,10 +181,10 @@ func Parse(data []byte, source string) (*Set, error) {
 type fileSet struct {
 	SchemaVersion int `json:"schemaVersion"`
 	OpenShell     struct {
-		Version       string        `json:"version"`
-		Commit        string        `json:"commit"`
-		SourceArchive SourceArchive `json:"sourceArchive"`
-		Charts        Charts        `json:"charts"`
+		Version       string      `json:"version"`
+		Commit        string      `json:"commit"`
+		SourceArchive fileArchive `json:"sourceArchive"`
+		Charts        Charts      `json:"charts"`
 		Images        struct {
 			Gateway    string `json:"gateway"`
 			Sandbox    string `json:"sandbox"`
@@ -182,6 +203,50 @@ type fileSet struct {
 		PostgresImage string `json:"postgresImage"`
 	} `json:"oce"`
 	Notes []Note `json:"notes"`
+}
+
+// dropNulls removes the keys of n's mappings, at every level, whose value is empty (null): such a
+// key is as good as absent, and the pin's own rule then names what is missing by its full key
+// (k3d.toolsImage), where the decoder could only say that k3d is not a mapping.
+func dropNulls(n *goyaml.Node) {
+	if n.Kind == goyaml.MappingNode {
+		kept := n.Content[:0]
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if strictyaml.IsNull(n.Content[i+1]) {
+				continue
+			}
+			kept = append(kept, n.Content[i], n.Content[i+1])
+		}
+		n.Content = kept
+	}
+	for _, c := range n.Content {
+		dropNulls(c)
+	}
+}
+
+// K3sRelease is the Kubernetes version a k3s image's tag names ("v1.36.4" of "v1.36.4-k3s1"),
+// and whether it names one: k3s reports its version as "v1.36.4+k3s1", and image tags cannot
+// hold "+".
+func K3sRelease(img Image) (string, bool) {
+	m := k3sTag.FindStringSubmatch(img.Tag)
+	if m == nil {
+		return "", false
+	}
+	return m[1], true
+}
+
+var k3sTag = regexp.MustCompile(`^(v[0-9]+\.[0-9]+\.[0-9]+)[-+]k3s[0-9]+$`)
+
+// fileArchive is SourceArchive as the file writes it, its artifact's keys beside its own.
+type fileArchive struct {
+	URL           string `json:"url"`
+	SHA256        string `json:"sha256"`
+	TopDirectory  string `json:"topDirectory"`
+	HelmDirectory string `json:"helmDirectory"`
+}
+
+func (a fileArchive) archive() SourceArchive {
+	return SourceArchive{Artifact: Artifact{URL: a.URL, SHA256: a.SHA256}, TopDirectory: a.TopDirectory, HelmDirectory: a.HelmDirectory}
 }
 
 var (
@@ -209,18 +274,22 @@ func (f *fileSet) build() (*Set, error) {
 		add(fmt.Errorf("schemaVersion is %d; this occ reads schemaVersion %d", f.SchemaVersion, SchemaVersion))
 	}
 	o := f.OpenShell
+	archive := o.SourceArchive.archive()
 	if !versionPattern.MatchString(o.Version) {
 		add(fmt.Errorf("openshell.version %q must be a semantic version without a leading v (for example 0.1.3-pre.2)", o.Version))
 	}
 	if !commitPattern.MatchString(o.Commit) {
 		add(fmt.Errorf("openshell.commit %q must be 40 lower-case hex digits", o.Commit))
 	}
-	add(checkArtifact("openshell.sourceArchive", o.SourceArchive.Artifact))
-	if !dirNamePattern.MatchString(o.SourceArchive.TopDirectory) {
-		add(fmt.Errorf("openshell.sourceArchive.topDirectory %q must be one directory name (for example OpenShell-0.1.3-pre.2)", o.SourceArchive.TopDirectory))
+	add(checkArtifact("openshell.sourceArchive", archive.Artifact))
+	if !dirNamePattern.MatchString(archive.TopDirectory) {
+		add(fmt.Errorf("openshell.sourceArchive.topDirectory %q must be one directory name (for example OpenShell-0.1.3-pre.2)", archive.TopDirectory))
 	}
-	helmDir := o.SourceArchive.HelmDirectory
+	helmDir := archive.HelmDirectory
 	add(checkRelativePath("openshell.sourceArchive.helmDirectory", helmDir))
+	if o.Charts.Gateway != "" && o.Charts.Gateway == o.Charts.Workspace {
+		add(fmt.Errorf("openshell.charts.workspace %q is openshell.charts.gateway too; the Workspace chart is another chart of the archive (for example %s/openshell-workspace)", o.Charts.Workspace, helmDirOr(helmDir)))
+	}
 	for _, c := range []struct{ key, value string }{
 		{"openshell.charts.gateway", o.Charts.Gateway},
 		{"openshell.charts.workspace", o.Charts.Workspace},
@@ -238,7 +307,7 @@ func (f *fileSet) build() (*Set, error) {
 		OpenShell: OpenShell{
 			Version:       o.Version,
 			Commit:        o.Commit,
-			SourceArchive: o.SourceArchive,
+			SourceArchive: archive,
 			Charts:        o.Charts,
 		},
 		AgentSandbox: f.AgentSandbox,
@@ -246,6 +315,11 @@ func (f *fileSet) build() (*Set, error) {
 	for _, p := range pinTable {
 		if p.image != nil {
 			*p.image(set) = pinnedImage(p.key, p.file(f), add)
+		}
+	}
+	if k3s := set.K3s.Image; k3s.Digest != "" {
+		if _, ok := K3sRelease(k3s); !ok {
+			add(fmt.Errorf("%s %q does not carry a k3s release tag (vMAJOR.MINOR.PATCH-k3sN): up reads the cluster's Kubernetes version from it to render the Gateway chart; pin it as <repository>:<release tag>@sha256:<digest> (for example docker.io/rancher/k3s:v1.36.4-k3s1@sha256:…)", KeyK3sImage, k3s.String()))
 		}
 	}
 	if strings.TrimSpace(f.AgentSandbox.Version) == "" {
@@ -271,6 +345,14 @@ func pinnedImage(key, ref string, add func(error)) Image {
 		add(fmt.Errorf("%s %q has no digest; pin it as <reference>@sha256:<64 hex>", key, ref))
 	}
 	return img
+}
+
+// helmDirOr is the Helm directory for a message, or its usual value when none is set.
+func helmDirOr(dir string) string {
+	if dir == "" {
+		return "deploy/helm"
+	}
+	return dir
 }
 
 func checkArtifact(key string, a Artifact) error {

@@ -75,8 +75,8 @@ func TestParseRefusesBadPins(t *testing.T) {
 		{"tools image by tag only", "k3d-tools:5.9.0@sha256:f18c1e21aba123fe6ff315c514a0feffc005f587aa3db773e89489c2118842dd", "k3d-tools:latest", "k3d.toolsImage"},
 		{"tools image missing", "  toolsImage: ghcr.io/k3d-io/k3d-tools:5.9.0@sha256:f18c1e21aba123fe6ff315c514a0feffc005f587aa3db773e89489c2118842dd", "", "k3d.toolsImage"},
 		{"upper-case repository", "ghcr.io/nvidia/openshell/sandbox", "ghcr.io/NVIDIA/openshell/sandbox", "openshell.images.sandbox"},
-		{"unknown key", "schemaVersion: 1", "schemaVersion: 1\nextra: true", "unknown field"},
-		{"duplicate key", "schemaVersion: 1", "schemaVersion: 1\nschemaVersion: 1", "already set"},
+		{"unknown key", "schemaVersion: 1", "schemaVersion: 1\nextra: true", `extra (line 6, value "extra"): unknown key "extra" in the top level`},
+		{"duplicate key", "schemaVersion: 1", "schemaVersion: 1\nschemaVersion: 1", "the key appears more than once"},
 		{"future schema", "schemaVersion: 1", "schemaVersion: 2", "schemaVersion is 2"},
 		{"chart outside helm dir", "gateway: deploy/helm/openshell", "gateway: deploy/other/openshell", "openshell.charts.gateway"},
 		{"chart escaping", "workspace: deploy/helm/openshell-workspace", "workspace: ../etc", "openshell.charts.workspace"},
@@ -85,8 +85,11 @@ func TestParseRefusesBadPins(t *testing.T) {
 		{"ftp url", "url: https://github.com/kubernetes-sigs", "url: ftp://github.com/kubernetes-sigs", "agentSandbox.manifest.url"},
 		{"postgres by tag", "postgres:18.6@sha256:86c951e05bf56c93d95d397747fb8820ac76cc3bedb78f43abd83eedbe3666ae", "postgres:18.6", "oce.postgresImage"},
 		{"note about an unknown pin", "  - pin: k3d.toolsImage", "  - pin: k3d.tools", "notes[1].pin \"k3d.tools\" is not a pin of the set"},
-		{"unknown key in a note", "  - pin: k3d.toolsImage\n    text: >-", "  - pin: k3d.toolsImage\n    txt: ''\n    text: >-", "unknown field \"txt\""},
+		{"unknown key in a note", "  - pin: k3d.toolsImage\n    text: >-", "  - pin: k3d.toolsImage\n    txt: ''\n    text: >-", `notes[1].txt (line 49, value "txt"): unknown key "txt" in notes[1]`},
 		{"note without text", "  - pin: k3d.toolsImage\n    text: >-", "  - pin: k3d.toolsImage\n    text: ' '\n  - pin: k3s.image\n    text: >-", "notes[1].text is empty"},
+		{"gateway chart as the workspace chart", "workspace: deploy/helm/openshell-workspace", "workspace: deploy/helm/openshell", `openshell.charts.workspace "deploy/helm/openshell" is openshell.charts.gateway too`},
+		{"k3s without its release tag", "docker.io/rancher/k3s:v1.36.4-k3s1@sha256:", "docker.io/rancher/k3s@sha256:", "k3s.image \"docker.io/rancher/k3s@sha256:"},
+		{"a list where a string goes", "version: 0.1.3-pre.2", "version: [0.1.3-pre.2]", "openshell.version (line 7, value \"<list>\"): must be a string"},
 		{"node base missing", "  nodeBaseImage: docker.io/library/node:24-bookworm@sha256:3d27e5c11e5786e309ec3e03f93ae536eb36e6e5eb3714d5eb3300a36157add0\n", "", "oce.nodeBaseImage"},
 	}
 	for _, c := range cases {

@@ -52,20 +52,15 @@ func (c ClusterCapabilities) Has(apiVersion string) bool {
 	return chartutil.DefaultVersionSet.Has(apiVersion) || slices.Contains(c.ManifestAPIVersions, apiVersion)
 }
 
-// k3sTag is a k3s image tag: the Kubernetes version and k3s's own build suffix
-// ("v1.36.4-k3s1"; k3s reports the same version as "v1.36.4+k3s1", and image tags cannot hold
-// "+").
-var k3sTag = regexp.MustCompile(`^(v[0-9]+\.[0-9]+\.[0-9]+)[-+]k3s[0-9]+$`)
-
 // K3sKubernetesVersion is the Kubernetes version of a pinned k3s image, read from its tag
 // (v1.36.4-k3s1 is Kubernetes v1.36.4). A pin whose tag does not name a k3s release gives no
 // version, which is an error: the offline render of the Gateway chart needs it.
 func K3sKubernetesVersion(img pins.Image) (string, error) {
-	m := k3sTag.FindStringSubmatch(img.Tag)
-	if m == nil {
+	v, ok := pins.K3sRelease(img)
+	if !ok {
 		return "", fmt.Errorf("pins k3s.image %s: its tag %q does not name a k3s release (vMAJOR.MINOR.PATCH-k3sN), which the offline render of the Gateway chart needs as the cluster's Kubernetes version; pin the k3s image as <repository>:<release tag>@sha256:<digest>", img, img.Tag)
 	}
-	return m[1], nil
+	return v, nil
 }
 
 // ManifestAPIVersions are the API versions the CustomResourceDefinitions of a manifest serve
