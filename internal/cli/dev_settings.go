@@ -162,7 +162,7 @@ func (d *devFlags) flag(s devSetting, field *bool) *setting {
 // number binds a whole-number setting with default def. For a setting with want, 0 is occ's
 // default and is what an unset setting passes on; the range is the library's rule.
 func (d *devFlags) number(s devSetting, def int, field *int) *setting {
-	return d.add(s, field, func(f *pflag.FlagSet) { f.IntP(s.flag, s.short, def, s.usage) }, func(v setting) error {
+	return d.add(s, field, func(f *pflag.FlagSet) { f.VarP(&numberText{strconv.Itoa(def)}, s.flag, s.short, s.usage) }, func(v setting) error {
 		if v.isDefault() {
 			*field = def
 			return nil
@@ -172,7 +172,7 @@ func (d *devFlags) number(s devSetting, def int, field *int) *setting {
 		case err != nil && s.want != "":
 			return &option.Error{Option: v.from, Value: v.raw, Rule: "is not a number", Fix: "give " + s.want}
 		case err != nil:
-			return &option.Error{Option: v.from, Value: v.raw, Rule: "is not a whole number"}
+			return &option.Error{Option: v.from, Value: v.raw, Rule: "is not a whole number", Fix: "give one such as 20"}
 		case n == 0 && s.want != "":
 			return &option.Error{Option: v.from, Value: v.raw, Rule: "is out of range", Fix: "give " + s.want}
 		}
@@ -180,6 +180,15 @@ func (d *devFlags) number(s devSetting, def int, field *int) *setting {
 		return nil
 	})
 }
+
+// numberText is a whole-number flag's value as typed: the setting's own parser reads it, whatever
+// its source, and names the flag in its refusal (pflag's int parser would say
+// "strconv.ParseInt: parsing …" and name no fix).
+type numberText struct{ text string }
+
+func (n *numberText) Set(v string) error { n.text = v; return nil }
+func (n *numberText) String() string     { return n.text }
+func (n *numberText) Type() string       { return "int" }
 
 // timeout binds the startup timeout: a duration on the flag, whole seconds in its variable
 // (the reference's form). 0 is occ's default, so an explicit 0 is refused; the range is the

@@ -27,7 +27,7 @@ func OpenRegular(path string) (*os.File, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, fmt.Errorf("%s %w (%s): occ reads its inputs only from regular files", path, ErrNotRegular, kindOf(fi.Mode()))
+		return nil, fmt.Errorf("%s %w (%s): occ reads its inputs only from regular files", path, ErrNotRegular, Kind(fi.Mode()))
 	}
 	return f, nil
 }
@@ -42,16 +42,22 @@ func ReadRegular(path string) ([]byte, error) {
 	return io.ReadAll(f)
 }
 
-func kindOf(m os.FileMode) string {
+// Kind names the kind of file of mode m in words ("a named pipe", "a symlink"), for messages
+// that would otherwise print a mode string.
+func Kind(m os.FileMode) string {
 	switch {
-	case m&os.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&os.ModeDevice != 0, m&os.ModeCharDevice != 0:
-		return "a device"
+	case m.IsRegular():
+		return "a regular file"
 	case m.IsDir():
 		return "a directory"
+	case m&os.ModeSymlink != 0:
+		return "a symlink"
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe"
 	case m&os.ModeSocket != 0:
 		return "a socket"
+	case m&os.ModeDevice != 0, m&os.ModeCharDevice != 0:
+		return "a device"
 	}
 	return "not a plain file"
 }

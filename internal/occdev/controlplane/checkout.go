@@ -79,11 +79,18 @@ type NotCheckoutError struct {
 }
 
 func (e *NotCheckoutError) Error() string {
-	if e.Cause != nil {
-		return fmt.Sprintf("%s %q is not an OpenClaw Enterprise checkout: %v; pass the root of an OCE clone", e.Option, e.Value, e.Cause)
+	return fmt.Sprintf("%s %q is not an OpenClaw Enterprise checkout: %s; pass the root of an OCE clone", e.Option, e.Value, e.Reason())
+}
+
+// Reason says why the directory is not a checkout, without naming the setting.
+func (e *NotCheckoutError) Reason() string {
+	switch {
+	case errors.Is(e.Cause, fs.ErrNotExist):
+		return "it does not exist"
+	case e.Cause != nil:
+		return e.Cause.Error()
 	}
-	return fmt.Sprintf("%s %q is not an OpenClaw Enterprise checkout: it lacks %s (an OCE checkout holds %s); pass the root of an OCE clone",
-		e.Option, e.Value, strings.Join(e.Missing, ", "), describeFiles())
+	return fmt.Sprintf("it lacks %s (an OCE checkout holds %s)", strings.Join(e.Missing, ", "), describeFiles())
 }
 
 // FindCheckout locates the OCE checkout and reads its commit. An explicitly selected directory

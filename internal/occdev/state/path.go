@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/openclaw/occ/internal/fsutil"
 	"github.com/openclaw/occ/internal/occdev/option"
 )
 
@@ -190,7 +191,7 @@ func checkType(p string, wantDir bool) error {
 		kind, ok = "directory", fi.IsDir()
 	}
 	if !ok {
-		return fmt.Errorf("%s must be a %s, found %s", p, kind, fi.Mode().Type())
+		return fmt.Errorf("%s must be a %s, but it is %s", p, kind, fsutil.Kind(fi.Mode()))
 	}
 	return nil
 }

@@ -26,6 +26,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"path/filepath"
 	"regexp"
@@ -287,8 +288,11 @@ func decode(data []byte) (State, error) {
 		Version int `json:"version"`
 	}
 	// Only the version is read here; the strict decode below reports everything else.
+	if trimmed := bytes.TrimSpace(data); len(trimmed) == 0 || trimmed[0] != '{' {
+		return State{}, errors.New("it is not a JSON object, as occ dev up writes it; it was changed by something else")
+	}
 	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&probe); err != nil {
-		return State{}, err
+		return State{}, jsonProblem(err)
 	}
 	var s State
 	var err error
@@ -310,12 +314,47 @@ func decodeStrict(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return err
+		return jsonProblem(err)
 	}
 	if dec.More() {
 		return errors.New("trailing data after the JSON object")
 	}
 	return nil
+}
+
+// jsonProblem says what is wrong with state.json in the file's own terms: the field and the
+// JSON type it holds, or where the JSON breaks, never the Go type it was decoded into.
+func jsonProblem(err error) error {
+	var typ *json.UnmarshalTypeError
+	var syn *json.SyntaxError
+	switch {
+	case errors.As(err, &typ):
+		field := typ.Field
+		if field == "" {
+			field = "the record"
+		}
+		return fmt.Errorf("%s holds a JSON %s where occ dev up writes %s", field, typ.Value, jsonKind(typ.Type.Kind().String()))
+	case errors.As(err, &syn):
+		return fmt.Errorf("it is not valid JSON (at byte %d: %v)", syn.Offset, syn)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return errors.New("it ends in the middle of its JSON (the file is cut short)")
+	}
+	return err
+}
+
+// jsonKind is the JSON type a Go kind is written as.
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "struct", "map":
+		return "an object"
+	case "slice", "array":
+		return "a list"
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	}
+	return "a number"
 }
 
 // stateV1 and objectV1 are the exact version 1 schema: strict decoding against them refuses

@@ -121,7 +121,7 @@ func Find(in profile.Input, o Options) (co controlplane.Checkout, pending string
 	}
 	var nce *controlplane.NotCheckoutError
 	if errors.As(err, &nce) {
-		return co, "", &option.Error{Option: nce.Option, Value: nce.Value, Rule: "is not an OpenClaw Enterprise checkout (" + err.Error() + ")", Fix: "pass the root of an OCE clone"}
+		return co, "", &option.Error{Option: nce.Option, Value: nce.Value, Rule: "is not an OpenClaw Enterprise checkout: " + nce.Reason(), Fix: "pass the root of an OCE clone"}
 	}
 	return co, "", err
 }
