@@ -52,7 +52,7 @@ lines are printed bare. The flags read as kubectl's and compose's:
 			return err
 		}
 		opts.Services, opts.Out, opts.Notes = args, g.Stdout, g.Stderr
-		return occdev.Logs(cmd.Context(), *opts)
+		return flags.attribute(occdev.Logs(cmd.Context(), *opts))
 	}
 	return cmd
 }

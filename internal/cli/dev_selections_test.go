@@ -89,11 +89,11 @@ func TestDevUpDNSResolverSetting(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{env: map[string]string{occdev.EnvDNSResolver: "vpn-dns"}, want: []string{`--k3d-dns-resolver (OCC_DEVELOPMENT_K3D_DNS_RESOLVER) "vpn-dns" is not an IPv4 address in dotted decimal (or auto or k3d)`, "or k3d for k3d's own DNS handling"}},
+		{env: map[string]string{occdev.EnvDNSResolver: "vpn-dns"}, want: []string{`OCC_DEVELOPMENT_K3D_DNS_RESOLVER "vpn-dns" is not an IPv4 address in dotted decimal (or auto or k3d)`, "or k3d for k3d's own DNS handling"}},
 		{args: []string{"--k3d-dns-resolver", "127.0.0.1"}, want: []string{`"127.0.0.1" is a loopback address`}},
 		{env: map[string]string{"OCC_DEVELOPMENT_CLUSTER_PROVIDER": "existing", occdev.EnvDNSResolver: "10.0.0.2"}, want: []string{"configures the k3d cluster occ creates, and --cluster-provider existing creates none"}},
-		{env: map[string]string{occdev.EnvWorkspaceChart: dir}, want: []string{`--openshell-workspace-helm-chart (OCC_DEVELOPMENT_OPENSHELL_WORKSPACE_HELM_CHART) "` + dir + `" is set without --openshell-helm-chart (OCC_DEVELOPMENT_OPENSHELL_HELM_CHART)`}},
-		{args: []string{"--agent-sandbox-manifest", filepath.Join(dir, "missing.yaml")}, want: []string{`OCC_DEVELOPMENT_OPENSHELL_AGENT_SANDBOX_MANIFEST) "` + filepath.Join(dir, "missing.yaml") + `" does not exist`}},
+		{env: map[string]string{occdev.EnvWorkspaceChart: dir}, want: []string{`OCC_DEVELOPMENT_OPENSHELL_WORKSPACE_HELM_CHART "` + dir + `" is set without --openshell-helm-chart (OCC_DEVELOPMENT_OPENSHELL_HELM_CHART)`}},
+		{args: []string{"--agent-sandbox-manifest", filepath.Join(dir, "missing.yaml")}, want: []string{`--agent-sandbox-manifest "` + filepath.Join(dir, "missing.yaml") + `" does not exist`}},
 	} {
 		for k, v := range tc.env {
 			t.Setenv(k, v)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -234,6 +235,38 @@ func (d *devFlags) resolve(g *Globals) error {
 		}
 	}
 	return first
+}
+
+// attribute names, in a refused setting (*option.Error) that the library reports by the
+// setting's variable or flag, where the value really came from: the flag, the variable, or the
+// config file's key, which only the CLI knows; the fix then names that source too ("drop
+// --cluster-name" rather than "unset OCC_DEVELOPMENT_KUBERNETES_CLUSTER", which nobody set).
+func (d *devFlags) attribute(err error) error {
+	var oe *option.Error
+	if !errors.As(err, &oe) {
+		return err
+	}
+	for _, b := range d.binds {
+		s, r := b.setting, *b.resolved
+		env := s.envOf()
+		named := oe.Option == env || strings.Contains(oe.Option, "("+env+")") ||
+			(s.flag != "" && (oe.Option == "--"+s.flag || strings.HasPrefix(oe.Option, "--"+s.flag+" ") || strings.Contains(oe.Option, "/--"+s.flag)))
+		if !named || r.isDefault() || r.raw != oe.Value {
+			continue
+		}
+		from := r.name()
+		oe.Option = from
+		switch {
+		case strings.HasPrefix(from, "--"):
+			oe.Fix = strings.NewReplacer("unset "+env, "drop "+from, "unset it", "drop it").Replace(oe.Fix)
+		case strings.HasSuffix(from, " in the config file"):
+			oe.Fix = strings.NewReplacer("unset "+env, "remove "+from, "unset it", "remove it from the config file").Replace(oe.Fix)
+		default:
+			oe.Fix = strings.ReplaceAll(oe.Fix, "unset "+env, "unset "+from)
+		}
+		return err
+	}
+	return err
 }
 
 // name is the setting s came from, for messages: the flag, the variable, or the config file's

@@ -93,8 +93,8 @@ func TestDevUpRefusesBadSettings(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{name: "unknown cluster provider", args: []string{"--cluster-provider", "kind"}, want: []string{`--cluster-provider (OCC_DEVELOPMENT_CLUSTER_PROVIDER) "kind" is not a supported cluster provider`, "use one of: existing, k3d"}},
-		{name: "unknown control plane", env: map[string]string{"OCC_DEVELOPMENT_CONTROL_PLANE": "swarm"}, want: []string{`OCC_DEVELOPMENT_CONTROL_PLANE) "swarm" is not supported`, "compose or kubernetes"}},
+		{name: "unknown cluster provider", args: []string{"--cluster-provider", "kind"}, want: []string{`--cluster-provider "kind" is not a supported cluster provider`, "use one of: existing, k3d"}},
+		{name: "unknown control plane", env: map[string]string{"OCC_DEVELOPMENT_CONTROL_PLANE": "swarm"}, want: []string{`OCC_DEVELOPMENT_CONTROL_PLANE "swarm" is not supported`, "compose or kubernetes"}},
 		{name: "bad namespace", args: []string{"--namespace", "Not_A_Namespace"}, want: []string{`"Not_A_Namespace" is not a valid namespace name`}},
 		{name: "startup timeout out of range", env: map[string]string{"OCC_DEVELOPMENT_STARTUP_TIMEOUT_SECONDS": "0"}, want: []string{`OCC_DEVELOPMENT_STARTUP_TIMEOUT_SECONDS "0" is out of range`, "from 1 to 86400"}},
 		{name: "startup timeout not a duration", args: []string{"--startup-timeout", "ten"}, want: []string{`--startup-timeout "ten" is not a duration`}},

@@ -137,9 +137,9 @@ and for --control-plane kubernetes OPENCLAW_DEV_PORT and OCC_DEVELOPMENT_POSTGRE
 		opts.OCCCommand = occCommand()
 		opts.OCE.ComposeArgs = args
 		if *dry {
-			return runDevUpDryRun(g, *opts)
+			return flags.attribute(runDevUpDryRun(g, *opts))
 		}
-		return runDevUp(g, cmd, *opts)
+		return flags.attribute(runDevUp(g, cmd, *opts))
 	}
 	completeValues(cmd, settingClusterProvider.flag, occdev.SupportedProviders)
 	completeValues(cmd, settingControlPlane.flag, occdev.SupportedControlPlanes)

@@ -89,3 +89,60 @@ func TestMessagesSpeakOccsTerms(t *testing.T) {
 		})
 	}
 }
+
+// A bad `occ dev` setting is named by where its value came from (the flag, the variable, the
+// config file's key), and the fix speaks of that source; the generic OCC_<FLAG> variables give
+// only settings without a variable of their own, so `occ sandbox`'s OCC_NAMESPACE never reaches
+// `occ dev up`.
+func TestABadDevSettingNamesItsSource(t *testing.T) {
+	dir := isolate(t)
+	const bad = "Bad_Name"
+	dryRun := []string{"dev", "up", "--dry-run", "--cluster-provider", "k3d", "--state-dir", filepath.Join(dir, "state")}
+	for _, tc := range []struct {
+		name   string
+		env    map[string]string
+		config string
+		args   []string
+		want   []string
+	}{
+		{name: "flag", args: append(dryRun, "--cluster-name", bad), want: []string{`--cluster-name "Bad_Name" must start with`, "or drop --cluster-name for a random one"}},
+		{name: "variable", env: map[string]string{"OCC_DEVELOPMENT_KUBERNETES_CLUSTER": bad}, args: dryRun,
+			want: []string{`OCC_DEVELOPMENT_KUBERNETES_CLUSTER "Bad_Name" must start with`, "or unset OCC_DEVELOPMENT_KUBERNETES_CLUSTER for a random one"}},
+		{name: "config file", config: "cluster-name: " + bad + "\n", args: dryRun,
+			want: []string{`cluster-name in the config file "Bad_Name" must start with`, "or remove cluster-name in the config file for a random one"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			config := filepath.Join(dir, "occ", "config.yaml")
+			os.Remove(config)
+			if tc.config != "" {
+				if err := os.MkdirAll(filepath.Dir(config), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(config, []byte(tc.config), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var out bytes.Buffer
+			code := Execute(context.Background(), tc.args, strings.NewReader(""), &out, &out)
+			for _, w := range tc.want {
+				if code != 2 || !strings.Contains(out.String(), w) {
+					t.Errorf("exit %d, want 2 saying %q:\n%s", code, w, out.String())
+				}
+			}
+			if tc.name != "variable" && strings.Contains(out.String(), "OCC_DEVELOPMENT_KUBERNETES_CLUSTER") {
+				t.Errorf("the message blames OCC_DEVELOPMENT_KUBERNETES_CLUSTER, which nobody set:\n%s", out.String())
+			}
+		})
+	}
+	t.Run("OCC_NAMESPACE is occ sandbox's", func(t *testing.T) {
+		t.Setenv("OCC_NAMESPACE", "Bad_Namespace")
+		var out bytes.Buffer
+		Execute(context.Background(), append(dryRun, "-o", "json"), strings.NewReader(""), &out, &out)
+		if strings.Contains(out.String(), "Bad_Namespace") {
+			t.Errorf("occ dev up read OCC_NAMESPACE:\n%s", out.String())
+		}
+	})
+}

@@ -48,7 +48,9 @@ func (g *Globals) lookup(cmd *cobra.Command, flag, env string) setting {
 	if flag == "" {
 		return setting{}
 	}
-	if v, ok := os.LookupEnv(envName(flag)); ok && v != "" {
+	// The generic OCC_<FLAG> gives only a setting without a variable of its own: OCC_NAMESPACE is
+	// `occ sandbox`'s namespace, never `occ dev up`'s (OCC_DEVELOPMENT_KUBERNETES_NAMESPACE).
+	if v, ok := os.LookupEnv(envName(flag)); ok && v != "" && env == "" {
 		return setting{raw: v, from: envName(flag)}
 	}
 	if g.v.InConfig(flag) {
