@@ -154,6 +154,7 @@ func TestBadRangedDevSettingsAreOptionErrors(t *testing.T) {
 	// The Kubernetes-only profile's port is checked with the profile, on a cluster of the
 	// kubeconfig (no engine is located).
 	kubeProfile := []string{"--cluster-provider", "existing", "--control-plane", "kubernetes", "--repository", checkout}
+	composeProfile := []string{"--cluster-provider", "k3d", "--control-plane", "compose", "--repository", checkout}
 	for _, c := range []struct {
 		name      string
 		env       map[string]string
@@ -176,6 +177,8 @@ func TestBadRangedDevSettingsAreOptionErrors(t *testing.T) {
 		{"development port above the range", map[string]string{settingDevPort.env: "65536"}, kubeProfile, settingDevPort.env, "65536", "between 1 and 65535"},
 		{"development port below the range", map[string]string{settingDevPort.env: "-80"}, kubeProfile, settingDevPort.env, "-80", "between 1 and 65535"},
 		{"development port 0", map[string]string{settingDevPort.env: "0"}, kubeProfile, settingDevPort.env, "0", "out of range"},
+		// The Compose profile applies the same rule, rather than leaving it to Compose.
+		{"development port above the range in the Compose profile", map[string]string{settingDevPort.env: "65536"}, composeProfile, settingDevPort.env, "65536", "between 1 and 65535"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			for k, v := range c.env {

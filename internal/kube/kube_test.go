@@ -121,6 +121,19 @@ func TestWaitForDeploymentTimesOutClearly(t *testing.T) {
 	}
 }
 
+// Ctrl-C during the same wait is no timeout: it says it was interrupted and carries the
+// cancellation, never ErrWaitTimeout.
+func TestAnInterruptedWaitSaysSo(t *testing.T) {
+	namespace(t, "kube-interrupt")
+	c := testbed.Client(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := kube.WaitForDeploymentReady(ctx, c, "kube-interrupt", "gw")
+	if !errors.Is(err, context.Canceled) || errors.Is(err, kube.ErrWaitTimeout) || !strings.Contains(err.Error(), "interrupted") || strings.Contains(err.Error(), "timed out") {
+		t.Fatalf("err = %v, want an interruption, not a timeout", err)
+	}
+}
+
 // RESTConfig honours an explicit kubeconfig and context, and names both when they are wrong.
 func TestRESTConfigFromKubeconfig(t *testing.T) {
 	path := testbed.Kubeconfig(t)

@@ -134,6 +134,10 @@ func StatefulSetReady(s *appsv1.StatefulSet) bool {
 }
 
 func waitError(ctx context.Context, what string, err error) error {
+	// Ctrl-C (or a failed sibling lane) cancels the wait: that is no timeout, and says so.
+	if errors.Is(ctx.Err(), context.Canceled) || (ctx.Err() == nil && errors.Is(err, context.Canceled)) {
+		return fmt.Errorf("wait for %s: interrupted: %w", what, context.Canceled)
+	}
 	if ctx.Err() != nil || errors.Is(err, watchtools.ErrWatchClosed) || isTimeout(err) {
 		return fmt.Errorf("wait for %s: %w (%v)", what, ErrWaitTimeout, err)
 	}

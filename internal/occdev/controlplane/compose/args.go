@@ -1,7 +1,10 @@
 package compose
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 )
@@ -72,10 +75,23 @@ func ParseArgs(args []string, checkout, workingDir string) (UserOptions, error) 
 				Fix: "write the Compose file to disk and pass its path: the rendered model is recorded from files"}
 		}
 		switch name {
-		case "-f", "--file":
-			opts.Files = append(opts.Files, abs(value))
-		case "--env-file":
-			opts.EnvFiles = append(opts.EnvFiles, abs(value))
+		case "-f", "--file", "--env-file":
+			// A file that is not there is refused now, as every other missing input of up is.
+			if fi, err := os.Stat(abs(value)); err != nil || !fi.Mode().IsRegular() {
+				what := "does not exist"
+				if err == nil {
+					what = "is not a regular file"
+				} else if !errors.Is(err, fs.ErrNotExist) {
+					what = "cannot be read (" + err.Error() + ")"
+				}
+				return UserOptions{}, &ArgsError{Arg: arg, Message: name + " " + abs(value) + " " + what,
+					Fix: "pass the path of an existing file (relative paths are relative to " + workingDir + ")"}
+			}
+			if name == "--env-file" {
+				opts.EnvFiles = append(opts.EnvFiles, abs(value))
+			} else {
+				opts.Files = append(opts.Files, abs(value))
+			}
 		case "--project-directory":
 			if !sameDir(abs(value), checkout) {
 				return UserOptions{}, &ArgsError{Arg: arg, Message: "Compose project directory must be the repository",

@@ -313,11 +313,17 @@ func TestSnapshotRoundTrip(t *testing.T) {
 // directory), anything else is refused with the reference's message.
 func TestParseArgs(t *testing.T) {
 	checkout := t.TempDir()
-	opts, err := ParseArgs([]string{"-f", "a.yaml", "--file=/abs/b.yaml", "-fc.yaml", "--env-file", "dev.env", "--project-directory", checkout}, checkout, "/work")
+	work, abs := t.TempDir(), t.TempDir()
+	for _, f := range []string{filepath.Join(work, "a.yaml"), filepath.Join(abs, "b.yaml"), filepath.Join(work, "c.yaml"), filepath.Join(work, "dev.env")} {
+		if err := os.WriteFile(f, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opts, err := ParseArgs([]string{"-f", "a.yaml", "--file=" + abs + "/b.yaml", "-fc.yaml", "--env-file", "dev.env", "--project-directory", checkout}, checkout, work)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(opts.Files, ",") != "/work/a.yaml,/abs/b.yaml,/work/c.yaml" || strings.Join(opts.EnvFiles, ",") != "/work/dev.env" {
+	if strings.Join(opts.Files, ",") != work+"/a.yaml,"+abs+"/b.yaml,"+work+"/c.yaml" || strings.Join(opts.EnvFiles, ",") != work+"/dev.env" {
 		t.Fatalf("parsed %+v", opts)
 	}
 	for _, c := range []struct {
@@ -332,8 +338,11 @@ func TestParseArgs(t *testing.T) {
 		{[]string{"--project-directory"}, "--project-directory requires a path"},
 		{[]string{"-f", "-"}, "-f - (standard input) is not supported"},
 		{[]string{"--project-directory", "/somewhere/else"}, "Compose project directory must be the repository"},
+		// A file that is not there is refused with the others' missing inputs, before anything.
+		{[]string{"-f", "missing.yaml"}, "-f " + work + "/missing.yaml does not exist"},
+		{[]string{"--env-file", work}, "--env-file " + work + " is not a regular file"},
 	} {
-		_, err := ParseArgs(c.args, checkout, "/work")
+		_, err := ParseArgs(c.args, checkout, work)
 		var ae *ArgsError
 		if !errors.As(err, &ae) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: got %v, want %q", c.args, err, c.want)

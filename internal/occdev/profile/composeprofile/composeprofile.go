@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/openclaw/occ/internal/occdev/cluster"
@@ -162,6 +163,13 @@ func (x Profile) plan(in profile.Input, co controlplane.Checkout) (*Plan, error)
 	if env == nil {
 		env = processEnvironment()
 	}
+	// Compose interpolates OPENCLAW_DEV_PORT itself, but its range is occ's rule in both profiles:
+	// refused here with the Kubernetes-only profile's words, not by Compose as an invalid hostPort.
+	if v := env[devPortVariable]; v != "" {
+		if n, err := strconv.Atoi(v); err != nil || n < 1 || n > 65535 {
+			return nil, &option.Error{Option: devPortVariable, Value: v, Rule: "must be between 1 and 65535", Fix: "choose a free port on 127.0.0.1 (default 3000)"}
+		}
+	}
 	lo := compose.LoadOptions{Checkout: co.Root, Project: x.OCE.ComposeProject, StateDir: in.StateDir, User: user, Environment: env}
 	if in.EngineKind == state.EnginePodman {
 		// The socket occ reaches Podman through. On a Podman machine this is the host's
@@ -206,6 +214,9 @@ func (x Profile) plan(in profile.Input, co controlplane.Checkout) (*Plan, error)
 }
 
 // processEnvironment is the process environment as a map, what Compose interpolation reads.
+// devPortVariable is the OCE API's host port, as compose.yaml publishes it.
+const devPortVariable = "OPENCLAW_DEV_PORT"
+
 func processEnvironment() map[string]string {
 	env := map[string]string{}
 	for _, kv := range os.Environ() {
