@@ -3,12 +3,18 @@ package cli
 import (
 	"bytes"
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/compose-spec/compose-go/v2/cli"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 )
 
 // An engineer's Compose file names a variable their environment does not set: compose-go warns
@@ -37,5 +43,34 @@ func TestComposeWarningsGoThroughOCCsLog(t *testing.T) {
 	}
 	if strings.Contains(got, "time=") || strings.Contains(got, "level=") {
 		t.Fatalf("logrus's own format reached the log: %q", got)
+	}
+}
+
+// client-go's own log lines (klog) and the API server's warnings (a deprecated API) reach occ's
+// log as one plain line each, not klog's "W1206 11:04:05.123456 …" lines on raw stderr.
+func TestKubernetesWarningsGoThroughOCCsLog(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Add("Warning", `299 - "policy/v1beta1 PodDisruptionBudget is deprecated"`)
+		_, _ = w.Write([]byte(`{"kind":"Namespace","apiVersion":"v1","metadata":{"name":"kube-system"}}`))
+	}))
+	defer srv.Close()
+	var log bytes.Buffer
+	restore := routeLibraryLog(&log)
+	cs, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().Namespaces().Get(context.Background(), "kube-system", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	klog.Warning("a watch of the Gateway ended")
+	klog.Flush()
+	restore()
+	got := log.String()
+	for _, want := range []string{"warning: kubernetes: policy/v1beta1 PodDisruptionBudget is deprecated\n", "kubernetes: a watch of the Gateway ended\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("occ's log lacks %q:\n%s", want, got)
+		}
 	}
 }

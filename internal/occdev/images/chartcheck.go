@@ -78,7 +78,8 @@ func (f FoundImage) String() string {
 // OffendingImage is an image of a rendered chart that is not a pinned digest.
 type OffendingImage struct {
 	FoundImage
-	// ExpectedKeys are the values keys that were expected to set this image.
+	// ExpectedKeys are the values keys that were expected to set this image: those of the pin of
+	// the same repository; none when the image resembles no pin (no value occ sets reaches it).
 	ExpectedKeys []string
 }
 
@@ -112,6 +113,10 @@ func (e *ChartImageError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "chart %s would make the cluster run images that are not the pinned digests, so occ will not install it:", e.Chart)
 	for _, o := range e.Offending {
+		if len(o.ExpectedKeys) == 0 {
+			fmt.Fprintf(&b, "\n  - %s; it is none of the pinned images, and no value occ sets reaches it (the chart names it itself)", o.FoundImage)
+			continue
+		}
 		fmt.Fprintf(&b, "\n  - %s; the values expected to set it: %s", o.FoundImage, strings.Join(o.ExpectedKeys, ", "))
 	}
 	for _, m := range e.Missing {
@@ -197,8 +202,8 @@ func matchingPin(ref string, expected []ExpectedImage) int {
 	return -1
 }
 
-// expectedKeys names the values keys of the pin with the same repository, or of every pin when
-// the image resembles none of them.
+// expectedKeys names the values keys of the pin with the same repository; none when the image
+// resembles no pin (listing every key would blame values that have nothing to do with it).
 func expectedKeys(ref string, expected []ExpectedImage) []string {
 	if img, err := pins.ParseImage(ref); err == nil {
 		for _, e := range expected {
@@ -207,11 +212,7 @@ func expectedKeys(ref string, expected []ExpectedImage) []string {
 			}
 		}
 	}
-	var all []string
-	for _, e := range expected {
-		all = append(all, e.ValuesKeys...)
-	}
-	return all
+	return nil
 }
 
 func renderedImages(manifest io.Reader) ([]FoundImage, error) {

@@ -134,8 +134,11 @@ spec:
 		tagOnly.Source != "openshell/templates/statefulset.yaml" || strings.Join(tagOnly.ExpectedKeys, ",") != "gateway.image.registry,gateway.image.repository,gateway.image.digest" {
 		t.Errorf("tag-only gateway = %+v", tagOnly)
 	}
-	if bb := got["busybox:1.36"]; bb.Object != "Job certgen" || len(bb.ExpectedKeys) != 9 {
-		t.Errorf("busybox = %+v, want the Job and every values key (it resembles no pin)", bb)
+	if bb := got["busybox:1.36"]; bb.Object != "Job certgen" || len(bb.ExpectedKeys) != 0 {
+		t.Errorf("busybox = %+v, want the Job and no values key (it resembles no pin)", bb)
+	}
+	if want := `image "busybox:1.36"; it is none of the pinned images, and no value occ sets reaches it`; !strings.Contains(err.Error(), want) {
+		t.Errorf("error does not say busybox is no pin's:\n%s", err)
 	}
 	sb := got["ghcr.io/nvidia/openshell/sandbox@"+digestA]
 	if sb.Object != "SandboxTemplate default" || sb.Where != "spec.podTemplate.spec.containers[0] sandbox" || sb.ExpectedKeys[0] != "sandboxRuntime.image.registry" {
