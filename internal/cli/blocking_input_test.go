@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -72,5 +73,25 @@ func TestASignalEndsAReadOfStandardInput(t *testing.T) {
 	code, out = runBounded(t, context.Background(), strings.NewReader("not: [an installation"), "sandbox", "validate", "-")
 	if code == 0 || strings.Contains(out, "interrupted") {
 		t.Fatalf("validate - of piped input: exit %d\n%s", code, out)
+	}
+}
+
+// --revision - reads the revision from standard input, as --installation - reads the
+// Installation; both at once are refused, since standard input holds one document.
+func TestRevisionFromStandardInput(t *testing.T) {
+	isolate(t)
+	const inst, rev = "../../testdata/installation/dev.yaml", "../../testdata/revisions/codex.yaml"
+	data, err := os.ReadFile(rev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromFile, outFile := runBounded(t, context.Background(), strings.NewReader(""), "sandbox", "render", "--installation", inst, "--revision", rev, "-o", "json")
+	fromStdin, outStdin := runBounded(t, context.Background(), strings.NewReader(string(data)), "sandbox", "render", "--installation", inst, "--revision", "-", "-o", "json")
+	if fromFile != 0 || fromStdin != 0 || outFile != outStdin {
+		t.Fatalf("render of the revision file (exit %d) and of it on standard input (exit %d) differ:\n%s\n---\n%s", fromFile, fromStdin, outFile, outStdin)
+	}
+	code, out := runBounded(t, context.Background(), strings.NewReader(string(data)), "sandbox", "render", "--installation", "-", "--revision", "-")
+	if code != 2 || !strings.Contains(out, "both read standard input") {
+		t.Fatalf("both on standard input: exit %d\n%s", code, out)
 	}
 }

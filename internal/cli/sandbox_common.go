@@ -45,11 +45,21 @@ func installationPath(g *Globals) (string, error) {
 	return p, nil
 }
 
-// loadRevision reads --revision, or returns a usage error when it is missing.
+// loadRevision reads --revision (standard input for -), or returns a usage error when it is
+// missing. Standard input holds one document: the revision, or the Installation, not both.
 func loadRevision(g *Globals) (*compute.RevisionFile, error) {
 	p := g.v.GetString(flagRevision)
 	if p == "" {
 		return nil, usageErrorf("--%s is required: pass the revision file (see docs/revision.md)", flagRevision)
+	}
+	if p == "-" {
+		if g.v.GetString(flagInstallation) == "-" {
+			return nil, usageErrorf("--%s - and --%s - both read standard input, which holds one document: give one of them as a file", flagRevision, flagInstallation)
+		}
+		if g.Stdin == nil {
+			return nil, usageErrorf("--%s -: no standard input to read the revision from", flagRevision)
+		}
+		return compute.ReadRevision(g.Stdin, "(standard input)")
 	}
 	return compute.LoadRevisionFile(p)
 }

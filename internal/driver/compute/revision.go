@@ -123,7 +123,13 @@ func LoadRevisionFile(filename string) (*RevisionFile, error) {
 		return nil, fmt.Errorf("read revision file %s: %w (check --revision)", filename, err)
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxRevisionFileBytes+1))
+	return ReadRevision(f, filename)
+}
+
+// ReadRevision is LoadRevisionFile of a revision read from r (standard input, for --revision -);
+// name names it in errors.
+func ReadRevision(r io.Reader, filename string) (*RevisionFile, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxRevisionFileBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("read revision file %s: %w", filename, err)
 	}

@@ -55,8 +55,16 @@ func recordedStack(p *state.ComposeProject, eng *docker.Engine) compose.Stack {
 	return compose.Stack{Project: p.Project, Engine: eng.API}
 }
 
-// ChooseBuilds are the builds whose images the chosen services run.
+// ChooseBuilds are the builds whose images the chosen services run. A one-shot job (migrate,
+// bootstrap) is refused: `up` runs it once and reload never runs it again, so naming it would
+// rebuild an image nothing restarts.
 func (Profile) ChooseBuilds(all []profile.Build, services []string) ([]profile.Build, error) {
+	for _, s := range services {
+		if slices.Contains(compose.JobServices, s) {
+			return nil, fmt.Errorf("%s is a one-shot job occ dev up runs once, and reload never runs it again (naming it would only rebuild an image nothing restarts): to rerun it, run occ dev down and occ dev up; reload the long-running services by name (%s), or all of them by naming none",
+				s, strings.Join(compose.APIServices, ", "))
+		}
+	}
 	var out []profile.Build
 	for _, b := range all {
 		if slices.ContainsFunc(b.Services, func(s string) bool { return slices.Contains(services, s) }) {
