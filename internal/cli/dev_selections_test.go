@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io/fs"
@@ -115,5 +117,75 @@ func TestDevUpDNSResolverSetting(t *testing.T) {
 		if _, err := os.Stat(stateDir); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("a refused up created the state directory")
 		}
+	}
+}
+
+// What the dry run can know offline it says: a local --openshell-archive that is not the pinned
+// one, a selected Agent Sandbox manifest that is not YAML, and a selected manifest is described
+// as selected, never as "the pinned … manifest (verified against its sha256)".
+func TestDryRunChecksTheLocalArtifactsOffline(t *testing.T) {
+	dir := isolate(t)
+	archive := filepath.Join(dir, "openshell.tar.gz")
+	if err := os.WriteFile(archive, []byte("not the pinned archive"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	notYAML := filepath.Join(dir, "sandbox.yaml")
+	if err := os.WriteFile(notYAML, []byte("{{ this is: not YAML"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	code := Execute(context.Background(), []string{"dev", "up", "--dry-run", "--cluster-provider", "k3d", "--state-dir", filepath.Join(dir, "state"),
+		"--openshell-archive", archive, "--agent-sandbox-manifest", notYAML}, strings.NewReader(""), &out, &out)
+	text := out.String()
+	for _, want := range []string{
+		"--openshell-archive (OCC_DEVELOPMENT_OPENSHELL_ARCHIVE) " + archive + ": checksum mismatch",
+		"--agent-sandbox-manifest (OCC_DEVELOPMENT_OPENSHELL_AGENT_SANDBOX_MANIFEST) " + notYAML + ":",
+		"the objects of the selected Agent Sandbox manifest " + notYAML + " (not checked against the pinned sha256",
+	} {
+		if code != 1 || !strings.Contains(text, want) {
+			t.Errorf("exit %d, want 1 with %q:\n%s", code, want, text)
+		}
+	}
+	if strings.Contains(text, "pinned Agent Sandbox v") && strings.Contains(text, "manifest (verified against its sha256") {
+		t.Errorf("the selected manifest is described as the pinned, verified one:\n%s", text)
+	}
+}
+
+// Selected charts are rendered by the dry run as up renders them, when the manifest is local: a
+// Gateway chart that hard-codes a tag-based image is a problem of the dry run (exit 1), where it
+// used to pass the dry run and be refused only by up.
+func TestDryRunRendersSelectedCharts(t *testing.T) {
+	dir := isolateDev(t)
+	gw, ws := chartstest.WriteCharts(t, filepath.Join(dir, "openshell"), nil)
+	manifest := filepath.Join(dir, "sandbox.yaml")
+	if err := os.WriteFile(manifest, []byte(chartstest.AgentSandboxManifest()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := testbed.Kubeconfig(t)
+	args := []string{"dev", "up", "--dry-run", "--state-dir", filepath.Join(dir, "dev-state"), "--kubeconfig", kubeconfig,
+		"--openshell-helm-chart", gw, "--openshell-workspace-helm-chart", ws, "--agent-sandbox-manifest", manifest}
+	if code, out, errOut := run(t, args...); code != 0 {
+		t.Fatalf("the fixture's charts: exit %d\n%s\n%s", code, out, errOut)
+	}
+	// The Gateway's StatefulSet names a tag instead of the values' digest.
+	var sts string
+	err := filepath.WalkDir(gw, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if data, rerr := os.ReadFile(path); rerr == nil && strings.Contains(string(data), `image: {{ include "openshell.gatewayImage" . | quote }}`) {
+				sts = path
+			}
+		}
+		return err
+	})
+	if err != nil || sts == "" {
+		t.Fatalf("the fixture's Gateway template that names its image was not found (%v)", err)
+	}
+	data, _ := os.ReadFile(sts)
+	if err := os.WriteFile(sts, []byte(strings.Replace(string(data), `image: {{ include "openshell.gatewayImage" . | quote }}`, `image: "ghcr.io/nvidia/openshell/gateway:latest"`, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, args...)
+	if code != 1 || !strings.Contains(out+errOut, "the selected Gateway chart "+gw+": chart") || !strings.Contains(out+errOut, `image "ghcr.io/nvidia/openshell/gateway:latest"`) {
+		t.Fatalf("a Gateway chart that runs a tag: exit %d, want 1 naming the chart and the image\n%s\n%s", code, out, errOut)
 	}
 }

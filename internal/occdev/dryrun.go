@@ -6,10 +6,15 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/openclaw/occ/internal/fsutil"
+	"github.com/openclaw/occ/internal/occdev/artifacts"
 	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
+	"github.com/openclaw/occ/internal/occdev/platform"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/progress"
 )
@@ -85,6 +90,9 @@ func PlanUp(opts UpOptions) (*DryRun, error) {
 			dr.Problems = append(dr.Problems, err.Error())
 		}
 	}
+	// The local files `up` would read first are read now, offline: an archive that is not the
+	// pinned one, a selected manifest that is not one.
+	dr.Problems = append(dr.Problems, localArtifactProblems(p)...)
 	// `up` claims the directory by state.Create's rules (absent, or empty and private to you)
 	// and refuses one that already records an environment; say so now, by the same rules.
 	if err := state.CheckClaim(p.StateDir); errors.Is(err, state.ErrExists) {
@@ -98,6 +106,73 @@ func PlanUp(opts UpOptions) (*DryRun, error) {
 		dr.Problems = append(dr.Problems, err.Error())
 	}
 	return dr, nil
+}
+
+// localArtifactProblems checks, offline, the local artifacts the plan selected as `up` would
+// before using them: --openshell-archive against the pinned sha256 (unless both charts are
+// selected, when the archive is not used), and --agent-sandbox-manifest as a manifest of
+// objects.
+func localArtifactProblems(p *Plan) []string {
+	var out []string
+	if p.ArchiveFile != "" && p.selectedCharts == nil {
+		if v, err := artifacts.OpenVerified(p.ArchiveFile, p.pins.OpenShell.SourceArchive.SHA256); err != nil {
+			out = append(out, fmt.Sprintf("--openshell-archive (%s) %s: %v", EnvArchive, p.ArchiveFile, err))
+		} else {
+			v.Close()
+		}
+	}
+	var manifest []*unstructured.Unstructured
+	if path := p.AgentSandboxManifest; path != "" {
+		data, err := fsutil.ReadRegular(path)
+		if err == nil {
+			manifest, err = artifacts.ParseYAML(data, path)
+		}
+		switch {
+		case err != nil:
+			out = append(out, fmt.Sprintf("%s %s: %v", optAgentSandboxManifest, path, err))
+		case len(manifest) == 0:
+			out = append(out, fmt.Sprintf("%s %s holds no objects", optAgentSandboxManifest, path))
+		}
+	} else {
+		manifest = cachedManifest(p)
+	}
+	// Selected charts are rendered now as up renders them, when the manifest whose API versions
+	// the render sees is local (selected, or the pinned one already in the cache): a chart that
+	// would run unpinned images is refused here, not only by up.
+	if p.selectedCharts != nil && len(manifest) > 0 {
+		r := &run{plan: p, charts: p.selectedCharts, agentSandbox: manifest}
+		caps, err := r.renderCapabilities()
+		if err == nil {
+			_, err = platform.CheckGatewayRender(r.gatewayInstall(), caps)
+		}
+		if err != nil {
+			out = append(out, fmt.Sprintf("the selected Gateway chart %s: %v", p.GatewayChart, err))
+		}
+		if err := renderWorkspace(context.Background(), r, progress.Reporter{}); err != nil {
+			out = append(out, fmt.Sprintf("the selected Workspace chart %s: %v", p.WorkspaceChart, err))
+		}
+	}
+	return out
+}
+
+// cachedManifest is the pinned Agent Sandbox manifest when a verified copy is in the artifact
+// cache (the dry run downloads nothing); nil otherwise.
+func cachedManifest(p *Plan) []*unstructured.Unstructured {
+	pin := p.pins.AgentSandbox.Manifest
+	path, err := (&artifacts.Fetcher{CacheDir: p.CacheDir}).CachePath(pin.SHA256)
+	if err != nil {
+		return nil
+	}
+	v, err := artifacts.OpenVerified(path, pin.SHA256)
+	if err != nil {
+		return nil
+	}
+	defer v.Close()
+	objs, err := artifacts.ParseManifest(v)
+	if err != nil {
+		return nil
+	}
+	return objs
 }
 
 // dryRunBuilder asks a running engine its version (GET /version, which changes nothing) when the

@@ -33,6 +33,9 @@ func ensureRuntimeClass(ctx context.Context, r *run, _ progress.Reporter) error 
 }
 
 func describeAgentSandbox(p *Plan) Description {
+	if p.AgentSandboxManifest != "" {
+		return creates("the objects of the selected Agent Sandbox manifest " + p.AgentSandboxManifest + " (not checked against the pinned sha256; CRDs, namespace, controller)")
+	}
 	return creates("the objects of the pinned Agent Sandbox " + p.pins.AgentSandbox.Version + " manifest (verified against its sha256; CRDs, namespace, controller)")
 }
 

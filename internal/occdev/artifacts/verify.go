@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/openclaw/occ/internal/fsutil"
 )
 
 // hashBufferSize is the read size for hashing files: large enough that syscalls are noise next
@@ -48,18 +50,9 @@ func OpenVerified(path, want string) (*Verified, error) {
 	if err := checkSum(want); err != nil {
 		return nil, err
 	}
-	f, err := os.Open(path)
+	f, err := fsutil.OpenRegular(path)
 	if err != nil {
 		return nil, fmt.Errorf("open artifact: %w", err)
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("stat artifact %s: %w", path, err)
-	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("artifact %s is not a regular file (%s)", path, fi.Mode().Type())
 	}
 	got, n, err := hashReader(f)
 	if err != nil {
