@@ -264,3 +264,26 @@ func TestLogsAndRevisionCleanupNeedOnlyTheGateway(t *testing.T) {
 		t.Fatalf("cleanup -n without a kubeconfig: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// `occ dev up --help` reads in one screen, as kubectl's and kind's do: a few lines of what it
+// does before Usage, the details in docs/dev-up.md, and the whole help well under a screenful
+// of a terminal's 80 lines.
+func TestDevUpHelpFitsOneScreen(t *testing.T) {
+	isolate(t)
+	code, out, _ := run(t, "dev", "up", "--help")
+	prose, _, ok := strings.Cut(out, "\nUsage:")
+	if code != 0 || !ok {
+		t.Fatalf("occ dev up --help: exit %d\n%s", code, out)
+	}
+	if n := strings.Count(prose, "\n") + 1; n > 15 || !strings.Contains(prose, "docs/dev-up.md") {
+		t.Errorf("%d lines before Usage (want at most 15, ending with where the details are):\n%s", n, prose)
+	}
+	if n := strings.Count(out, "\n"); n > 70 {
+		t.Errorf("occ dev up --help is %d lines, want at most 70", n)
+	}
+	for _, line := range strings.Split(prose, "\n") {
+		if len(line) > 100 {
+			t.Errorf("a line of the description is %d characters: %q", len(line), line)
+		}
+	}
+}

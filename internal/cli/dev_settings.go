@@ -45,7 +45,7 @@ type devSetting struct {
 var (
 	settingStateDir        = devSetting{flag: "state-dir", env: state.EnvDirectory, usage: "private state directory (default $XDG_STATE_HOME/occ/dev; env " + state.EnvDirectory + ")"}
 	settingClusterProvider = devSetting{flag: "cluster-provider", env: occdev.EnvClusterProvider,
-		usage: "where the cluster comes from: " + strings.Join(occdev.SupportedProviders(), ", ") + " (default k3d: a cluster occ creates; existing: the kubeconfig context)"}
+		usage: "where the cluster comes from: " + strings.Join(occdev.SupportedProviders(), ", ") + " (default k3d: a cluster occ creates; existing: the kubeconfig context; env " + occdev.EnvClusterProvider + ")"}
 	settingClusterName = devSetting{flag: "cluster-name", env: k3d.EnvClusterName, usage: "name of the k3d cluster, occ-dev-… (default occ-dev-<random>; env " + k3d.EnvClusterName + ")"}
 	settingAPIPort     = devSetting{flag: "api-port", env: k3d.EnvAPIPort, usage: "port of the k3d cluster's Kubernetes API on 127.0.0.1 (default: a free port; env " + k3d.EnvAPIPort + ")",
 		want: "a port between 1 and 65535 (omit it for a free port)"}
@@ -55,12 +55,12 @@ var (
 	settingEngine = devSetting{flag: "engine", env: locate.ChoiceEnv,
 		usage: "container engine: auto (Docker when it answers, else Podman), docker or podman (default auto; env " + locate.ChoiceEnv + ")"}
 	settingControlPlane = devSetting{flag: "control-plane", env: occdev.EnvControlPlane,
-		usage: "where OCE is meant to run: compose (Gateway NodePort 30051) or kubernetes (ClusterIP) (default compose)"}
+		usage: "where OCE is meant to run: compose (Gateway NodePort 30051) or kubernetes (ClusterIP) (default compose; env " + occdev.EnvControlPlane + ")"}
 	settingNamespace = devSetting{flag: "namespace", short: "n", env: occdev.EnvNamespace,
-		usage: "platform namespace for the Gateway (default openshell-system, or oce-system with --control-plane kubernetes)"}
+		usage: "platform namespace for the Gateway (default openshell-system, or oce-system with --control-plane kubernetes; env " + occdev.EnvNamespace + ")"}
 	settingPinFile = devSetting{flag: "pin-file", env: occdev.EnvPinFile, usage: "pin file replacing the pins built into occ (env " + occdev.EnvPinFile + ")"}
 	settingArchive = devSetting{flag: "openshell-archive", env: occdev.EnvArchive,
-		usage: "local copy of the pinned OpenShell source archive (still verified against the pin)"}
+		usage: "local copy of the pinned OpenShell source archive, still verified against the pin (env " + occdev.EnvArchive + ")"}
 	settingGatewayChart = devSetting{flag: "openshell-helm-chart", env: occdev.EnvGatewayChart,
 		usage: "local OpenShell Gateway chart (directory or packaged .tgz) instead of the pinned archive's; with --openshell-workspace-helm-chart (env " + occdev.EnvGatewayChart + ")"}
 	settingWorkspaceChart = devSetting{flag: "openshell-workspace-helm-chart", env: occdev.EnvWorkspaceChart,
@@ -70,7 +70,7 @@ var (
 	settingDNSResolver = devSetting{flag: "k3d-dns-resolver", env: occdev.EnvDNSResolver,
 		usage: "DNS server of the k3d node: auto (chosen by the kind of host), an IPv4 address, or k3d for k3d's own handling (default auto; env " + occdev.EnvDNSResolver + ")"}
 	settingGatewayEndpoint = devSetting{flag: "gateway-endpoint", env: occdev.EnvGatewayEndpoint,
-		usage: "host:port where the final Health check reaches the Gateway (default: a port-forward)"}
+		usage: "host:port where the final Health check reaches the Gateway (default: a port-forward; env " + occdev.EnvGatewayEndpoint + ")"}
 	settingStartupTimeout = devSetting{flag: "startup-timeout", env: occdev.EnvStartupTimeoutSeconds,
 		usage: "bound of each readiness wait, e.g. 10m (default 10m; env " + occdev.EnvStartupTimeoutSeconds + " in seconds)"}
 	settingRepository = devSetting{flag: "repository", env: controlplane.EnvRepository,

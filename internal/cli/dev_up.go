@@ -19,112 +19,35 @@ func newDevUpCommand(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Bring up a disposable k3d cluster with the OpenShell development platform",
-		Long: `Bring up the OpenShell development platform on a laptop with Docker: by default occ creates
-a disposable k3d cluster (k3d linked as a library, no k3d binary needed) in the Docker engine,
-pulls the pinned OpenShell Gateway, Sandbox and supervisor images by digest, imports them into
-the cluster and verifies them in its node, then installs the pinned Gateway, the Agent Sandbox
-controller, the development NetworkPolicies and RBAC, and writes the Installation the OpenShell
-Sandbox Driver reads. --cluster-provider existing installs into a cluster of your kubeconfig
-instead (--kubeconfig, --context). Every step prints one line with its duration; steps that run
-side by side are shown together.
+		Long: `Bring up a disposable OpenShell development platform: a k3d cluster in your Docker or Podman
+engine with the pinned OpenShell Gateway and Agent Sandbox controller, the pinned images
+imported and verified in its node, and the Installation the OpenShell Sandbox Driver reads.
+From an OpenClaw Enterprise checkout (or --repository) it also starts the OCE control plane: in
+Compose (the default) or, with --control-plane kubernetes, inside the cluster.
 
-Run from an OpenClaw Enterprise checkout (or name one with --repository), 'up' then starts the
-OCE control plane in Compose, the default profile: the checkout's images are built through the
-engine's BuildKit (or selected by digest with OCC_DEVELOPMENT_CONTROLLER_IMAGE and
-OCC_KUBERNETES_RUNTIME_IMAGE, both or neither), postgres, migrate and bootstrap start from the
-checked Compose model (compose.yaml and compose.kubernetes.yaml, plus the -f/--file and
---env-file options given after --), the k3d cluster joins the project's network, the Gateway is
-published on the node's NodePort 30051, the controller and worker-kubernetes start with the
-Installation and the container kubeconfig mounted read-only, and once the API and the worker
-are ready the bootstrap service key is copied, verified against the live Installation and
-written (0600) to --key-output or the state directory. The Compose project runs through the
-docker compose CLI plugin, which must be installed. Without a checkout only the sandbox
-platform comes up, and the summary says how to add the control plane.
-
-With --control-plane kubernetes (OCC_DEVELOPMENT_CONTROL_PLANE=kubernetes) everything runs in the
-k3d cluster instead, and Compose is never called: the controller and Agent runtime are built
-from the checkout the same way (or selected by digest, with the same rules), PostgreSQL is
-pulled by its pinned digest (OCC_DEVELOPMENT_POSTGRES_IMAGE overrides it, by digest), and all
-are imported with the OpenShell images and verified in the node; then PostgreSQL, the checkout's
-production chart (migration, bootstrap, API and worker in oce-system), the development RBAC and
-NetworkPolicies and the API proxy are installed, the proxy's NodePort 30080 is published on
-127.0.0.1:OPENCLAW_DEV_PORT (default 3000), and the bootstrap service key is copied through a
-temporary reader Pod, verified against the live Installation and written (0600).
-
-The Docker engine is located as the docker CLI does (DOCKER_HOST, else the current docker
-context, else /var/run/docker.sock), must be a local unix socket, and is recorded in the state
-before anything is created; 'down' and 'status' use only that recorded engine. The cluster's
-kubeconfig is written into the state directory (0600); your own kubeconfig and current context
-are never touched.
-
-Everything created is recorded in a private state directory before it is created; a failed
-run removes what it made again, and 'occ dev down' removes exactly what was recorded (the k3d
-cluster, and only the images 'up' pulled). --dry-run prints the steps and what each would
-create, and touches nothing.
-
-Before anything is installed, the Gateway chart is rendered offline as the cluster will see it:
-with the API versions the Agent Sandbox manifest's CustomResourceDefinitions add (so the chart's
-Agent Sandbox preflight passes, and fails when the manifest lacks them) and the Kubernetes
-version of the pinned k3s. Every image the render can make the cluster run must be a pinned
-digest: containers, their environment and flags, and the images written into the Gateway's
-configuration (gateway.toml's supervisor_image and sandbox_runtime_image). gateway.toml's
-default_image, for Sandboxes that name no image, is left to the chart: every Sandbox OCE creates
-names its image.
-
-For OpenShell engineers, --openshell-helm-chart and --openshell-workspace-helm-chart (both or
-neither; a chart directory or a packaged .tgz) replace the pinned archive's charts, which is then
-not fetched; the Gateway chart is still checked against the pinned images.
---agent-sandbox-manifest uses a local Agent Sandbox manifest instead of the download (offline
-use; its CRDs are what the render sees). --k3d-dns-resolver sets the k3d node's DNS server. By
-default (auto) occ chooses it by the kind of host: on Docker on Linux the host's first upstream
-IPv4 resolver (systemd-resolved's upstream servers when /etc/resolv.conf names its stub), on
-Docker Desktop the resolver it gives containers on its default bridge network, and on Podman
-k3d's own handling; an IPv4 address (a VPN's resolver, for example) is used as given, and "k3d"
-keeps k3d's own handling. A resolver of occ's is written into node-resolv.conf in the state
-directory and mounted over the node's /etc/resolv.conf (k3d's DNS fix off). Once the node runs it
-looks up the registry of the pinned images through its resolver: a refusal stops 'up' with the
-fix, no answer only warns. Before anything is created, a Linux host whose kernel cannot give the
-node the legacy iptables nat table is refused with the modprobe command that fixes it.
-
-Settings also come from the environment: OCC_DEVELOPMENT_STATE_DIRECTORY,
-OCC_DEVELOPMENT_CONTROL_PLANE, OCC_DEVELOPMENT_CLUSTER_PROVIDER,
-OCC_DEVELOPMENT_KUBERNETES_CLUSTER, OCC_DEVELOPMENT_KUBERNETES_API_PORT,
-OCC_DEVELOPMENT_KUBERNETES_DISK_THRESHOLD_PERCENT, OCC_DEVELOPMENT_KUBERNETES_NAMESPACE,
-OCC_DEVELOPMENT_STARTUP_TIMEOUT_SECONDS, OCC_DEVELOPMENT_PIN_FILE,
-OCC_DEVELOPMENT_OPENSHELL_ARCHIVE, OCC_DEVELOPMENT_OPENSHELL_HELM_CHART,
-OCC_DEVELOPMENT_OPENSHELL_WORKSPACE_HELM_CHART, OCC_DEVELOPMENT_OPENSHELL_AGENT_SANDBOX_MANIFEST,
-OCC_DEVELOPMENT_K3D_DNS_RESOLVER, OCC_DEVELOPMENT_GATEWAY_ENDPOINT, OCC_DEVELOPMENT_REPOSITORY,
-OCC_DEVELOPMENT_COMPOSE_PROJECT, OCC_DEVELOPMENT_CONTROLLER_IMAGE,
-OCC_KUBERNETES_RUNTIME_IMAGE, OCC_DEVELOPMENT_NODE_BASE_IMAGE and
-OCC_DEVELOPMENT_NODE_RUNTIME_BASE_IMAGE (the Node bases of every image occ builds, by digest),
-and for --control-plane kubernetes OPENCLAW_DEV_PORT and OCC_DEVELOPMENT_POSTGRES_IMAGE.`,
-		Example: `  # Preview every step and what it would create; checks the settings, creates nothing
+Everything is recorded in a private state directory before it is created; a failed run removes
+what it made, and 'occ dev down' removes exactly what was recorded. --dry-run shows the plan.
+Each flag names its variable; only the environment gives OCC_DEVELOPMENT_CONTROLLER_IMAGE and
+OCC_KUBERNETES_RUNTIME_IMAGE (CI-built images by digest), OCC_DEVELOPMENT_NODE_BASE_IMAGE,
+OCC_DEVELOPMENT_NODE_RUNTIME_BASE_IMAGE, OCC_DEVELOPMENT_COMPOSE_PROJECT, and for the
+Kubernetes-only profile OPENCLAW_DEV_PORT and OCC_DEVELOPMENT_POSTGRES_IMAGE.
+How every step works: docs/dev-up.md.`,
+		Example: `  # Preview every step and what it would create; creates nothing
   occ dev up --dry-run
 
-  # From an OCE checkout: the whole stack, with a Compose file of your own layered on top and
-  # the bootstrap key written where you want it
-  cd ~/src/openclaw-enterprise && occ dev up --key-output ~/.config/oce/dev-key.json -- -f compose.local.yaml
+  # From an OCE checkout: the whole stack, with a Compose file of your own layered on top
+  cd ~/src/openclaw-enterprise && occ dev up -- -f compose.local.yaml
 
   # From an OCE checkout: the whole stack inside the k3d cluster, the API on 127.0.0.1:3000
   occ dev up --control-plane kubernetes
 
-  # The same with CI-built images of this checkout's commit, selected by digest
-  OCC_DEVELOPMENT_CONTROLLER_IMAGE=ghcr.io/openclaw/controller@sha256:… \
-  OCC_KUBERNETES_RUNTIME_IMAGE=ghcr.io/openclaw/runtime@sha256:… occ dev up --control-plane kubernetes
-
-  # Name the cluster and fix its API port (default: occ-dev-<random> on a free port)
-  occ dev up --cluster-name occ-dev-mine --api-port 6550
-
-  # An OpenShell engineer's own charts, offline with a local Agent Sandbox manifest, behind a VPN
+  # An OpenShell engineer's own charts, offline with a local Agent Sandbox manifest
   occ dev up --openshell-helm-chart ~/src/OpenShell/deploy/helm/openshell \
     --openshell-workspace-helm-chart ~/src/OpenShell/deploy/helm/openshell-workspace \
-    --agent-sandbox-manifest ~/Downloads/sandbox.yaml --k3d-dns-resolver 10.64.0.53
+    --agent-sandbox-manifest ~/Downloads/sandbox.yaml
 
-  # Install into the current kubeconfig context instead of creating a cluster
-  occ dev up --cluster-provider existing --context kind-dev -n openshell-dev
-
-  # Print the summary as JSON (progress goes to stderr)
-  occ dev up -o json`,
+  # Install into a cluster of your kubeconfig instead of creating one
+  occ dev up --cluster-provider existing --context kind-dev -n openshell-dev`,
 		Args: composeArgs,
 	}
 	flags, opts, dry, engine := devUpFlags(cmd)
