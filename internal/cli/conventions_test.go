@@ -18,6 +18,7 @@ import (
 	"github.com/openclaw/occ/internal/gateway/emulator"
 	pb "github.com/openclaw/occ/internal/gateway/openshellv1"
 	"github.com/openclaw/occ/internal/installation"
+	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/sandbox"
 )
 
@@ -285,5 +286,34 @@ func TestDevUpHelpFitsOneScreen(t *testing.T) {
 		if len(line) > 100 {
 			t.Errorf("a line of the description is %d characters: %q", len(line), line)
 		}
+	}
+}
+
+// A plain `occ dev up --dry-run` reads in one screen: the steps by name, the settings, each
+// pinned image's digest once, and the problems (the closing error does not repeat them); -v adds
+// what each step creates, and -o json stays complete.
+func TestDevUpDryRunFitsOneScreen(t *testing.T) {
+	dir := isolate(t)
+	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(dir, "no-docker.sock"))
+	set, err := pins.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"dev", "up", "--dry-run", "--cluster-provider", "k3d", "--state-dir", filepath.Join(dir, "state")}
+	_, out, errOut := run(t, args...)
+	if n := strings.Count(out, "\n"); n > 65 {
+		t.Errorf("the dry run is %d lines, want at most 65:\n%s", n, out)
+	}
+	for _, img := range set.GatewayImages() {
+		if n := strings.Count(out, img.Image.Digest); n != 1 {
+			t.Errorf("the digest of the %s image appears %d times, want once:\n%s", img.Role, n, out)
+		}
+	}
+	if !strings.Contains(out, "Problems (occ dev up would stop at these") || strings.Contains(errOut, "looked at:") {
+		t.Errorf("the problems are not listed once, above the closing error:\nstdout %s\nstderr %s", out, errOut)
+	}
+	_, verbose, _ := run(t, append(args, "-v")...)
+	if !strings.Contains(verbose, "Helm release openshell-system/openshell-gateway") || strings.Contains(out, "Helm release openshell-system/openshell-gateway") {
+		t.Errorf("-v should add what each step creates, the plain dry run not:\nplain %d lines, -v %d lines", strings.Count(out, "\n"), strings.Count(verbose, "\n"))
 	}
 }

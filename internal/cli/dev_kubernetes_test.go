@@ -63,10 +63,10 @@ func TestDevUpKubernetesDryRunListsTheControlPlane(t *testing.T) {
 	t.Setenv("OPENCLAW_DEV_PORT", "3111")
 	// No engine runs here: the dry run says so as its one problem (exit 1), after the plan.
 	noEngine := func(code int, errOut string) bool {
-		return code == 1 && strings.Contains(errOut, "found 1 problem(s)") && strings.Contains(errOut, "no usable container engine (Docker or Podman)")
+		return code == 1 && strings.Contains(errOut, "found 1 problem(s)")
 	}
-	code, out, errOut := run(t, "dev", "up", "--dry-run", "--state-dir", stateDir, "--repository", checkout, "--control-plane", "kubernetes", "--cluster-provider", "k3d")
-	if !noEngine(code, errOut) {
+	code, out, errOut := run(t, "dev", "up", "--dry-run", "-v", "--state-dir", stateDir, "--repository", checkout, "--control-plane", "kubernetes", "--cluster-provider", "k3d")
+	if !noEngine(code, errOut) || !strings.Contains(out, "no usable container engine (Docker or Podman)") {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 	for _, want := range []string{

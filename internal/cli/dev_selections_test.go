@@ -32,7 +32,7 @@ func TestDevUpDryRunShowsSelections(t *testing.T) {
 	t.Setenv(occdev.EnvAgentSandboxManifest, manifest)
 	stateDir := filepath.Join(dir, "dev-state")
 	kubeconfig := testbed.Kubeconfig(t)
-	code, out, errOut := run(t, "dev", "up", "--dry-run", "--state-dir", stateDir, "--kubeconfig", kubeconfig)
+	code, out, errOut := run(t, "dev", "up", "--dry-run", "-v", "--state-dir", stateDir, "--kubeconfig", kubeconfig)
 	if code != 0 {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
@@ -74,7 +74,7 @@ func TestDevUpDNSResolverSetting(t *testing.T) {
 	stateDir := filepath.Join(dir, "dev-state")
 	t.Setenv("OCC_DEVELOPMENT_CLUSTER_PROVIDER", "k3d")
 	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(dir, "no-docker.sock"))
-	code, out, errOut := run(t, "dev", "up", "--dry-run", "--state-dir", stateDir, "--k3d-dns-resolver", "10.64.0.53")
+	code, out, errOut := run(t, "dev", "up", "--dry-run", "-v", "--state-dir", stateDir, "--k3d-dns-resolver", "10.64.0.53")
 	if code == 2 || !strings.Contains(out, "Node DNS:        10.64.0.53 (given by --k3d-dns-resolver (OCC_DEVELOPMENT_K3D_DNS_RESOLVER))") ||
 		!strings.Contains(out, "nameserver 10.64.0.53 (given by --k3d-dns-resolver (OCC_DEVELOPMENT_K3D_DNS_RESOLVER)), mounted read-only over its /etc/resolv.conf") ||
 		!strings.Contains(out, "looks up ghcr.io through its resolver") {
@@ -134,7 +134,7 @@ func TestDryRunChecksTheLocalArtifactsOffline(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	code := Execute(context.Background(), []string{"dev", "up", "--dry-run", "--cluster-provider", "k3d", "--state-dir", filepath.Join(dir, "state"),
+	code := Execute(context.Background(), []string{"dev", "up", "--dry-run", "-v", "--cluster-provider", "k3d", "--state-dir", filepath.Join(dir, "state"),
 		"--openshell-archive", archive, "--agent-sandbox-manifest", notYAML}, strings.NewReader(""), &out, &out)
 	text := out.String()
 	for _, want := range []string{

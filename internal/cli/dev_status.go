@@ -74,6 +74,24 @@ func firstNonEmpty(s ...string) string {
 	return ""
 }
 
+// objectCounts says how many objects are recorded and how many are in each state, in the order
+// the states first appear ("24 recorded: 24 present", "24 recorded: 20 present, 4 unknown").
+func objectCounts(objs []occdev.ObjectStatus) string {
+	count := map[string]int{}
+	var order []string
+	for _, o := range objs {
+		if count[string(o.State)] == 0 {
+			order = append(order, string(o.State))
+		}
+		count[string(o.State)]++
+	}
+	parts := make([]string, 0, len(order))
+	for _, s := range order {
+		parts = append(parts, fmt.Sprintf("%d %s", count[s], s))
+	}
+	return fmt.Sprintf("%d recorded: %s", len(objs), strings.Join(parts, ", "))
+}
+
 func printDevStatus(g *Globals, st *occdev.Status) error {
 	w := g.Stdout
 	if !st.Recorded {
@@ -181,10 +199,26 @@ func printDevStatus(g *Globals, st *occdev.Status) error {
 		_, err := fmt.Fprintln(w, "\nNo objects recorded.")
 		return err
 	}
+	// The objects: how many are in each state, and by default only those that are not present
+	// listed one by one (-v lists every one; -o json carries them all).
+	shown := st.Objects
+	if g.Verbosity == 0 {
+		shown = nil
+		for _, o := range st.Objects {
+			if o.State != occdev.LivePresent {
+				shown = append(shown, o)
+			}
+		}
+	}
+	fmt.Fprintf(w, "Objects:       %s\n", objectCounts(st.Objects))
+	if len(shown) == 0 {
+		_, err := fmt.Fprintln(w, "               (occ dev status -v lists them)")
+		return err
+	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "KIND\tNAMESPACE\tNAME\tSTATE\tDETAIL")
-	for _, o := range st.Objects {
+	for _, o := range shown {
 		ns := o.Namespace
 		if ns == "" {
 			ns = "-"

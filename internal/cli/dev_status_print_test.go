@@ -46,3 +46,27 @@ func TestDevStatusPrintsTheProfilesPart(t *testing.T) {
 		})
 	}
 }
+
+// `occ dev status` reads in one screen: the objects are counted by state, and only those that
+// are not present are listed; -v lists every one.
+func TestDevStatusCountsTheObjectsAndListsTheOdd(t *testing.T) {
+	st := &occdev.Status{StateDirectory: "/s", Recorded: true, Profile: "kubernetes", Cluster: &state.Cluster{Name: "c", Provider: "k3d"}, Objects: []occdev.ObjectStatus{
+		{Kind: "Namespace", Name: "openshell-system", State: occdev.LivePresent},
+		{Kind: "Secret", Namespace: "openshell-system", Name: "jwt", State: occdev.LivePresent},
+		{Kind: "ConfigMap", Namespace: "openshell-system", Name: "gone", State: "missing"},
+	}}
+	var out bytes.Buffer
+	if err := printDevStatus(&Globals{Stdout: &out}, st); err != nil {
+		t.Fatal(err)
+	}
+	if s := out.String(); !strings.Contains(s, "Objects:       3 recorded: 2 present, 1 missing\n") || !strings.Contains(s, "gone") || strings.Contains(s, "jwt") {
+		t.Errorf("the default lists only the missing object, after the counts:\n%s", s)
+	}
+	out.Reset()
+	if err := printDevStatus(&Globals{Stdout: &out, Verbosity: 1}, st); err != nil {
+		t.Fatal(err)
+	}
+	if s := out.String(); !strings.Contains(s, "jwt") || !strings.Contains(s, "openshell-system") || !strings.Contains(s, "gone") {
+		t.Errorf("-v lists every object:\n%s", s)
+	}
+}

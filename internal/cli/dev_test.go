@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -52,7 +53,7 @@ func TestDevUpDryRunTouchesNothing(t *testing.T) {
 	dir := isolateDev(t)
 	stateDir := filepath.Join(dir, "dev-state")
 	kubeconfig := testbed.Kubeconfig(t)
-	code, out, errOut := run(t, "dev", "up", "--dry-run", "--state-dir", stateDir, "--kubeconfig", kubeconfig)
+	code, out, errOut := run(t, "dev", "up", "--dry-run", "-v", "--state-dir", stateDir, "--kubeconfig", kubeconfig)
 	if code != 0 {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
@@ -183,8 +184,12 @@ func TestDevCommandsEndToEnd(t *testing.T) {
 		}
 	}
 	code, table, _ := run(t, "dev", "status")
-	if code != 0 || !strings.Contains(table, "KIND") || !strings.Contains(table, "present") {
-		t.Errorf("dev status table: exit %d\n%s", code, table)
+	if n := len(st.Objects); code != 0 || !strings.Contains(table, fmt.Sprintf("Objects:       %d recorded: %d present", n, n)) || strings.Contains(table, "KIND") {
+		t.Errorf("dev status table (every object present: counted, not listed): exit %d\n%s", code, table)
+	}
+	code, table, _ = run(t, "dev", "status", "-v")
+	if code != 0 || !strings.Contains(table, "KIND") || strings.Count(table, "present") < len(st.Objects) {
+		t.Errorf("dev status -v lists every object: exit %d\n%s", code, table)
 	}
 
 	secret, err := b.Client.CoreV1().Secrets(b.Namespace).Get(context.Background(), occdev.GatewayJWTSecretName, metav1.GetOptions{})

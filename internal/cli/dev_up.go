@@ -126,25 +126,40 @@ func runDevUpDryRun(g *Globals, opts occdev.UpOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := g.print(dr, func() error { return printDryRun(g.Stdout, dr) }); err != nil {
+	verbose := g.Verbosity > 0
+	if err := g.print(dr, func() error { return printDryRun(g.Stdout, dr, verbose) }); err != nil {
 		return err
 	}
 	if n := len(dr.Problems); n > 0 {
+		if g.Output == "table" {
+			// The table listed them, each once.
+			return fmt.Errorf("the dry run found %d problem(s) occ dev up would stop at (listed above)", n)
+		}
 		return fmt.Errorf("the dry run found %d problem(s) occ dev up would stop at: %s", n, strings.Join(dr.Problems, "; "))
 	}
 	return nil
 }
 
-func printDryRun(w io.Writer, dr *occdev.DryRun) error {
-	fmt.Fprintf(w, "occ dev up would run %d steps (dry run: nothing was created or contacted):\n", dr.Count())
+// printDryRun prints the plan: the steps by name, then the settings and images (each digest
+// once) and the problems; verbose (-v) adds what each step creates or checks.
+func printDryRun(w io.Writer, dr *occdev.DryRun, verbose bool) error {
+	more := "; -v shows what each step creates"
+	if verbose {
+		more = ""
+	}
+	fmt.Fprintf(w, "occ dev up would run %d steps (dry run: nothing was created or contacted%s):\n", dr.Count(), more)
+	describe := printDescription
+	if !verbose {
+		describe = func(io.Writer, string, occdev.Description) {}
+	}
 	for i, s := range dr.Steps {
 		if len(s.Lanes) == 0 {
 			fmt.Fprintf(w, "%3d. %s\n", i+1, s.Name)
-			printDescription(w, "       ", s.Description)
+			describe(w, "       ", s.Description)
 			continue
 		}
 		fmt.Fprintf(w, "%3d. %s (%d lanes side by side):\n", i+1, s.Name, len(s.Lanes))
-		printLanes(w, strconv.Itoa(i+1), "       ", s.Lanes)
+		printLanes(w, strconv.Itoa(i+1), "       ", s.Lanes, describe)
 	}
 	fmt.Fprintf(w, "State directory: %s\n", dr.Plan.StateDir)
 	if p := dr.Plan; p.Engine != "" {
@@ -206,7 +221,7 @@ func printDryRun(w io.Writer, dr *occdev.DryRun) error {
 
 // printLanes lists a group's lanes, numbering their steps number.1, number.2, … across lanes;
 // a step of a lane that is a group itself lists its own lanes one level deeper.
-func printLanes(w io.Writer, number, indent string, lanes []occdev.PlannedLane) {
+func printLanes(w io.Writer, number, indent string, lanes []occdev.PlannedLane, describe func(io.Writer, string, occdev.Description)) {
 	n := 0
 	for _, l := range lanes {
 		fmt.Fprintf(w, "%s[%s]\n", indent, l.Name)
@@ -215,11 +230,11 @@ func printLanes(w io.Writer, number, indent string, lanes []occdev.PlannedLane) 
 			num := fmt.Sprintf("%s.%d", number, n)
 			if len(ls.Lanes) > 0 {
 				fmt.Fprintf(w, "%s%s. %s (%d lanes side by side):\n", indent, num, ls.Name, len(ls.Lanes))
-				printLanes(w, num, indent+"      ", ls.Lanes)
+				printLanes(w, num, indent+"      ", ls.Lanes, describe)
 				continue
 			}
 			fmt.Fprintf(w, "%s%s. %s\n", indent, num, ls.Name)
-			printDescription(w, indent+strings.Repeat(" ", len(num)+2), ls.Description)
+			describe(w, indent+strings.Repeat(" ", len(num)+2), ls.Description)
 		}
 	}
 }
