@@ -42,7 +42,7 @@ func TestDevComposeArgumentRefusals(t *testing.T) {
 		{"a Compose option occ sets itself", []string{"dev", "up", "--dry-run", "--repository", checkout, "--", "--profile", "extra"}, "unsupported Kubernetes Compose option: --profile"},
 		{"a project directory other than the checkout", []string{"dev", "up", "--dry-run", "--repository", checkout, "--", "--project-directory", "/tmp"}, "Compose project directory must be the repository"},
 		{"-f without a path", []string{"dev", "up", "--dry-run", "--repository", checkout, "--", "-f"}, "-f requires a file path"},
-		{"Compose options for the Kubernetes-only profile", []string{"dev", "up", "--dry-run", "--repository", checkout, "--control-plane", "kubernetes", "--", "-f", "x.yaml"}, "the Kubernetes-only profile does not accept Compose options"},
+		{"Compose options for the Kubernetes-only profile", []string{"dev", "up", "--dry-run", "--repository", checkout, "--control-plane", "kubernetes", "--", "-f", "x.yaml"}, `Compose options after -- "-f x.yaml" are refused: the Kubernetes-only profile runs no Compose project, so it takes no Compose options: drop them`},
 		{"a --repository that is not a checkout", []string{"dev", "up", "--dry-run", "--repository", t.TempDir()}, "is not an OpenClaw Enterprise checkout"},
 		{"a Compose model that breaks a rule", []string{"dev", "up", "--dry-run", "--repository", checkout, "--", "-f", filepath.Join(checkout, "container-name.yaml")}, "service postgres: container_name"},
 		{"Compose options for down", []string{"dev", "down", "--", "-f", "x.yaml"}, "Compose options come from recorded Kubernetes development state"},

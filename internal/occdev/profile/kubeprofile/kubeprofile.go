@@ -127,7 +127,7 @@ type run struct {
 func (x Profile) New(in profile.Input) (Planned, error) {
 	if len(x.OCE.ComposeArgs) > 0 {
 		return Planned{}, &option.Error{Option: "Compose options after --", Value: strings.Join(x.OCE.ComposeArgs, " "),
-			Rule: "the Kubernetes-only profile does not accept Compose options", Fix: "drop them, or use --control-plane compose"}
+			Rule: "are refused: the Kubernetes-only profile runs no Compose project, so it takes no Compose options", Fix: "drop them, or use --control-plane compose"}
 	}
 	k := Planned{in: in, deps: x.Deps, run: &run{}}
 	kp, err := x.resolve()
