@@ -309,6 +309,28 @@ func TestCancelDuringCreationLeavesNothing(t *testing.T) {
 	}
 }
 
+// clusterRequest is the flow's request for a cluster of the bed named name, recorded by rec,
+// with the node's resolver dns (the zero value: k3d's own handling).
+func (b *bed) clusterRequest(t *testing.T, rec *memRecorder, name string, dns k3d.NodeDNS) cluster.Request {
+	t.Helper()
+	set, err := pins.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	set.K3s.Image = b.node
+	dir := rec.dir.Path()
+	return cluster.Request{
+		Name:                    name,
+		KubeconfigFile:          filepath.Join(dir, "kubeconfig"),
+		ContainerKubeconfigFile: filepath.Join(dir, "container-kubeconfig"),
+		Engine:                  b.engine.Endpoint.String(),
+		Pins:                    set,
+		Owner:                   rec.owner(),
+		Recorder:                rec,
+		Settings:                k3d.Settings{PodSecurityExemptRuntimeClasses: []string{"openshell-sandbox"}, DNS: dns},
+	}
+}
+
 // A failure of the caller at the hand-over (req.Ready: the flow could not record or use the
 // cluster) while k3d still finishes the cluster fails Ensure with that failure, after k3d has
 // stopped, and the rollback leaves no container, network or volume of the cluster; the record
@@ -318,22 +340,7 @@ func TestReadyFailureRollsTheClusterBack(t *testing.T) {
 	defer cancel()
 	b := startBed(t, ctx)
 	rec := newRecorder(t)
-	set, err := pins.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	set.K3s.Image = b.node
-	dir := rec.dir.Path()
-	req := cluster.Request{
-		Name:                    uniqueName(t),
-		KubeconfigFile:          filepath.Join(dir, "kubeconfig"),
-		ContainerKubeconfigFile: filepath.Join(dir, "container-kubeconfig"),
-		Engine:                  b.engine.Endpoint.String(),
-		Pins:                    set,
-		Owner:                   rec.owner(),
-		Recorder:                rec,
-		Settings:                k3d.Settings{PodSecurityExemptRuntimeClasses: []string{"openshell-sandbox"}},
-	}
+	req := b.clusterRequest(t, rec, uniqueName(t), k3d.NodeDNS{})
 	id := k3d.Identity{Name: req.Name, Owner: req.Owner}
 	b.deleteAtEnd(t, id)
 	var volumes []string
@@ -350,7 +357,7 @@ func TestReadyFailureRollsTheClusterBack(t *testing.T) {
 	}
 	p := &k3d.ClusterProvider{ToolsImage: b.Tools.Ref}
 	defer p.Close()
-	_, err = p.Ensure(ctx, req)
+	_, err := p.Ensure(ctx, req)
 	if !errors.Is(err, cause) || !strings.Contains(err.Error(), "rolled back: no container, network or volume of it is left") {
 		t.Fatalf("Ensure = %v, want the hand-over's failure, rolled back", err)
 	}
@@ -658,12 +665,6 @@ func TestClusterProviderAndRemover(t *testing.T) {
 	defer cancel()
 	b := startBed(t, ctx)
 	rec := newRecorder(t)
-	set, err := pins.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	set.K3s.Image = b.node
-	dir := rec.dir.Path()
 	name := uniqueName(t)
 	// The node resolves names through a DNS server of the test's, at an address of this host's
 	// own (the gateway of a network the node does not join, which it reaches through its own
@@ -679,17 +680,7 @@ func TestClusterProviderAndRemover(t *testing.T) {
 			notesMu.Unlock()
 		}
 	})
-	req := cluster.Request{
-		Name:                    name,
-		KubeconfigFile:          filepath.Join(dir, "kubeconfig"),
-		ContainerKubeconfigFile: filepath.Join(dir, "container-kubeconfig"),
-		Engine:                  b.engine.Endpoint.String(),
-		Pins:                    set,
-		Owner:                   rec.owner(),
-		Recorder:                rec,
-		Settings: k3d.Settings{PodSecurityExemptRuntimeClasses: []string{"openshell-sandbox"},
-			DNS: k3d.NodeDNS{Choice: k3d.DNSGiven, Address: gw, From: dnsSetting, Setting: dnsSetting}},
-	}
+	req := b.clusterRequest(t, rec, name, k3d.NodeDNS{Choice: k3d.DNSGiven, Address: gw, From: dnsSetting, Setting: dnsSetting})
 	p := &k3d.ClusterProvider{ToolsImage: b.Tools.Ref}
 	defer p.Close()
 	if err := p.Check(req); err != nil {
