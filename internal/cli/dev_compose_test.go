@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,5 +57,34 @@ func TestDevComposeArgumentRefusals(t *testing.T) {
 				t.Fatalf("state directory created (%v)", err)
 			}
 		})
+	}
+}
+
+// The dry run's -o json names each build by its role in both profiles, as the state and
+// builds.json record it (development and runtime in Compose; controller and runtime in the
+// Kubernetes-only profile), never by an image tag.
+func TestDryRunBuildRolesAgreeAcrossProfiles(t *testing.T) {
+	checkout, stateDir := isolateCompose(t)
+	for profile, want := range map[string][]string{"compose": {"development", "runtime"}, "kubernetes": {"controller", "runtime"}} {
+		_, out, _ := run(t, "dev", "up", "--dry-run", "-o", "json", "--state-dir", stateDir, "--repository", checkout, "--control-plane", profile, "--cluster-provider", "k3d")
+		var dr struct {
+			Plan struct {
+				OCE struct {
+					BuildPlans []struct {
+						Role string `json:"role"`
+					} `json:"buildPlans"`
+				} `json:"oce"`
+			} `json:"plan"`
+		}
+		if err := json.Unmarshal([]byte(out), &dr); err != nil {
+			t.Fatalf("%s: the dry run's JSON: %v\n%s", profile, err, out)
+		}
+		var roles []string
+		for _, b := range dr.Plan.OCE.BuildPlans {
+			roles = append(roles, b.Role)
+		}
+		if strings.Join(roles, ",") != strings.Join(want, ",") {
+			t.Errorf("%s: build roles %q, want %q", profile, roles, want)
+		}
 	}
 }

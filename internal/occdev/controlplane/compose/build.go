@@ -24,8 +24,10 @@ import (
 // while the engine's own BuildKit builds it everywhere Docker 18.09+ runs. Compose then starts
 // the services from the built tag with pull_policy never.
 type Build struct {
-	// Tag names the result: <project>-<target>, or <project>-<service> when two builds share a
-	// target.
+	// Role names the image in the plan and the state: its target, or its first service when it
+	// has none or two builds share a target (so the roles of a model's builds differ).
+	Role string `json:"role"`
+	// Tag names the result: <project>-<role>.
 	Tag string `json:"tag"`
 	// Services run the image, in start order.
 	Services []string `json:"services"`
@@ -80,6 +82,7 @@ func (m *Model) UseBuiltImages() ([]Build, error) {
 		if suffix == "" || targets[suffix] > 1 {
 			suffix = builds[i].Services[0]
 		}
+		builds[i].Role = suffix
 		builds[i].Tag = m.Project.Name + "-" + suffix
 		for _, name := range builds[i].Services {
 			svc := m.Project.Services[name]

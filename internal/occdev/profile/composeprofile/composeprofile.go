@@ -201,7 +201,7 @@ func (x Profile) plan(in profile.Input, co controlplane.Checkout) (*Plan, error)
 			for k, v := range b.Args {
 				args[k] = controlplane.BuildArg{Value: v, Source: "the Compose build argument " + k + " of " + strings.Join(b.Services, ", ")}
 			}
-			reqs = append(reqs, controlplane.BuildPlanRequest{Role: b.Tag, ContextDir: b.Context, Dockerfile: b.Dockerfile, Target: b.Target, Args: args})
+			reqs = append(reqs, controlplane.BuildPlanRequest{Role: b.Role, ContextDir: b.Context, Dockerfile: b.Dockerfile, Target: b.Target, Args: args})
 		}
 		reqs = append(reqs, controlplane.BuildPlanRequest{Role: oce.RoleRuntime, ContextDir: co.Root, Dockerfile: controlplane.RuntimeDockerfile})
 		if err := op.PlanBuilds(x.OCE, reqs); err != nil {

@@ -78,14 +78,10 @@ func (c Planned) buildImages(ctx context.Context, env profile.Env, rep progress.
 	// Every base comes in by the digest the pull step recorded, whatever the arguments said.
 	var builds []oce.RecordedBuild
 	for _, b := range op.Builds {
-		if pb := op.PlannedBuild(b.Tag); pb != nil {
+		if pb := op.PlannedBuild(b.Role); pb != nil {
 			b.Args = pb.WithResolved(c.run.bases)
 		}
-		role := b.Target
-		if role == "" {
-			role = b.Services[0]
-		}
-		builds = append(builds, oce.RecordedBuild{Role: role, Services: b.Services, ContextDir: b.Context, Dockerfile: b.Dockerfile, Target: b.Target, Args: b.Args, Tag: b.Tag, Network: b.Network})
+		builds = append(builds, oce.RecordedBuild{Role: b.Role, Services: b.Services, ContextDir: b.Context, Dockerfile: b.Dockerfile, Target: b.Target, Args: b.Args, Tag: b.Tag, Network: b.Network})
 	}
 	builds = append(builds, oce.RecordedBuild{Role: oce.RoleRuntime, Imported: true, ContextDir: op.Checkout, Dockerfile: controlplane.RuntimeDockerfile, Tag: controlplane.DefaultRuntimeTag,
 		Args: op.PlannedBuild(oce.RoleRuntime).WithResolved(c.run.bases), Network: runtimeBuildNetwork(c.deps.BuildNetwork, op.Builds)})
