@@ -103,7 +103,7 @@ func TestResolveSelectionsRefusesBadValues(t *testing.T) {
 		{"a resolver by name", UpOptions{DNSResolver: "dns.corp.example"}, []string{`--k3d-dns-resolver (OCC_DEVELOPMENT_K3D_DNS_RESOLVER) "dns.corp.example" is not an IPv4 address`, "or k3d for k3d's own DNS handling"}},
 		{"a loopback resolver", UpOptions{DNSResolver: "127.0.0.53"}, []string{`"127.0.0.53" is a loopback address`}},
 		{"a resolver for an existing cluster", UpOptions{ClusterProvider: ProviderExisting, DNSResolver: "10.64.0.53"}, []string{`--k3d-dns-resolver (OCC_DEVELOPMENT_K3D_DNS_RESOLVER) "10.64.0.53" configures the k3d cluster occ creates`}},
-		{"a k3s pin without its release tag", UpOptions{PinFile: pinFile}, []string{`--pin-file (OCC_DEVELOPMENT_PIN_FILE) "` + pinFile + `"`, `its tag "latest" does not name a k3s release`}},
+		{"a k3s pin without its release tag", UpOptions{PinFile: pinFile}, []string{`--pin-file (OCC_DEVELOPMENT_PIN_FILE) "` + pinFile + `"`, `k3s.image "docker.io/rancher/k3s:latest@sha256:`, `does not carry a k3s release tag (vMAJOR.MINOR.PATCH-k3sN)`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.o.StateDir, tc.o.Docker = "/var/lib/occ-dev", sock
