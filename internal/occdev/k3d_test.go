@@ -343,7 +343,7 @@ func testBuiltCLI(t *testing.T, b *k3dBed) {
 	up := []string{"dev", "up", "--cluster-provider", "k3d", "--control-plane", "kubernetes", "--cluster-name", opts.ClusterName,
 		"--pin-file", b.pinFile, "--openshell-archive", b.archive, "--gateway-endpoint", opts.GatewayEndpoint, "--startup-timeout", "3m", "--engine", b.kind}
 
-	out, errOut, err := run(append(up, "--dry-run")...)
+	out, errOut, err := run(append(up, "--dry-run", "-v")...)
 	if err != nil {
 		t.Fatalf("dry run: %v\n%s\n%s", err, out, errOut)
 	}

@@ -330,7 +330,7 @@ func testKubernetesUpAndDown(t *testing.T, b *kubeBed) {
 	// `occ dev status` (the built binary) shows the control plane and its objects, in text and
 	// as JSON.
 	bin := buildOCC(t)
-	statusText, err := exec.Command(bin, "dev", "status", "--state-dir", r.opts.StateDir).CombinedOutput()
+	statusText, err := exec.Command(bin, "dev", "status", "-v", "--state-dir", r.opts.StateDir).CombinedOutput()
 	if err != nil {
 		t.Fatalf("occ dev status: %v\n%s", err, statusText)
 	}
