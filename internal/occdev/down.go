@@ -55,14 +55,14 @@ func Down(ctx context.Context, opts DownOptions) (*DownResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The engine is checked through the connections the cleanup then uses: one connection.
 	rec := connectRecorded(d.State())
-	err = rec.sameEngine(ctx, d.Path())
-	rec.close()
-	if err != nil {
+	defer rec.close()
+	if err := rec.sameEngine(ctx, d.Path()); err != nil {
 		_ = d.Close()
 		return nil, err
 	}
-	res, cerr := cleanup(ctx, d, log, func(state.Object) bool { return false })
+	res, cerr := cleanupWith(ctx, d, rec, log, func(state.Object) bool { return false })
 	res.DirectoryKept = d.State().Adopted
 	if cerr == nil {
 		cerr = d.Remove()

@@ -167,10 +167,16 @@ func removalOf(t state.Type) removal { return recordKinds[t].removal }
 // The rest follow in reverse creation order; consecutive records of a type whose records never
 // depend on each other (sideBySide) are removed concurrently.
 func cleanup(ctx context.Context, d *state.Dir, log io.Writer, keep func(state.Object) bool) (*DownResult, error) {
+	rec := connectRecorded(d.State())
+	defer rec.close()
+	return cleanupWith(ctx, d, rec, log, keep)
+}
+
+// cleanupWith is cleanup through the recorded connections rec (made from d's state), for a
+// caller that has used them already (down checks the engine first).
+func cleanupWith(ctx context.Context, d *state.Dir, rec *recorded, log io.Writer, keep func(state.Object) bool) (*DownResult, error) {
 	st := d.State()
 	res := &DownResult{StateDirectory: d.Path(), Removed: []string{}, LeftAlone: []string{}}
-	rec := connectRecorded(st)
-	defer rec.close()
 	reg := rec.removers()
 	var errs []error
 	seen := map[string]bool{}
