@@ -45,6 +45,13 @@ const (
 
 	// LabelCredentialSourceID names the credential source of a Credential Gateway provider.
 	LabelCredentialSourceID = OCCLabelPrefix + "credential-source-id"
+
+	// LabelGatewayNamespace marks a Kubernetes namespace OCE keeps a Namespace's dedicated
+	// Agent Gateways in (its value is the OCC Namespace ID); LabelWorkloadRole with
+	// WorkloadRoleGateway marks the Agent Gateway Pods themselves.
+	LabelGatewayNamespace = OCCLabelPrefix + "gateway-namespace"
+	LabelWorkloadRole     = OCCLabelPrefix + "workload-role"
+	WorkloadRoleGateway   = "gateway"
 )
 
 // OpenShell's own labels, which the Gateway's namespace selector and the development

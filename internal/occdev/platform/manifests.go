@@ -42,6 +42,12 @@ func supervisorPodLabels() map[string]string {
 	return map[string]string{contract.LabelOpenShellManagedBy: contract.OpenShellManagedByValue, contract.LabelBoundaryRole: contract.BoundaryRoleSupervisor}
 }
 
+// agentGatewayPodLabels select OCE's dedicated Agent Gateway Pods, which relay to the Harnesses
+// this Gateway exposes (the Installation's network.providerHarness names it to them).
+func agentGatewayPodLabels() map[string]string {
+	return map[string]string{contract.LabelManagedBy: contract.ManagedByOCE, contract.LabelWorkloadRole: contract.WorkloadRoleGateway}
+}
+
 // oceControlPlaneClients selects the OCE API and worker Pods.
 func oceControlPlaneClients() *metav1.LabelSelector {
 	return &metav1.LabelSelector{
@@ -145,16 +151,17 @@ func DevelopmentPolicies(namespace string) []runtime.Object {
 
 func DescribeDevelopmentPolicies(namespace string) []step.Object {
 	return kubeobj.Describe(DevelopmentPolicies(namespace), map[string]string{
-		"NetworkPolicy " + gatewayIngressPolicyName: "Gateway ingress only from the OCE API/worker and from supervisor Pods of OCE-owned tenant namespaces",
+		"NetworkPolicy " + gatewayIngressPolicyName: "Gateway ingress only from the OCE API/worker, supervisor Pods of OCE-owned tenant namespaces and OCE's Agent Gateways",
 		"NetworkPolicy " + oceEgressPolicyName:      "OCE API/worker egress to the Gateway",
 		"ClusterRole " + workspaceRBACName:          "workspace Role/RoleBinding management; bind/escalate only on Role " + WorkspaceSandboxRole,
 		"ClusterRoleBinding " + workspaceRBACName:   "to ServiceAccount " + namespace + "/" + oceWorkerServiceAccount,
 	})
 }
 
-// gatewayIngressPolicy admits to the Gateway only the OCE API and worker (same namespace) and
-// OpenShell supervisor Pods of OCE-owned tenant namespaces: other tenant Pods cannot reach the
-// Gateway even though this disposable profile runs it unauthenticated.
+// gatewayIngressPolicy admits to the Gateway only the OCE API and worker (same namespace),
+// OpenShell supervisor Pods of OCE-owned tenant namespaces, and OCE's dedicated Agent Gateway
+// Pods in the namespaces OCE keeps them in: other tenant Pods cannot reach the Gateway even
+// though this disposable profile runs it unauthenticated.
 func gatewayIngressPolicy(namespace string) *networkingv1.NetworkPolicy {
 	return &networkingv1.NetworkPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: gatewayIngressPolicyName, Namespace: namespace},
@@ -170,6 +177,12 @@ func gatewayIngressPolicy(namespace string) *networkingv1.NetworkPolicy {
 							MatchExpressions: []metav1.LabelSelectorRequirement{{Key: contract.LabelNamespace, Operator: metav1.LabelSelectorOpExists}},
 						},
 						PodSelector: &metav1.LabelSelector{MatchLabels: supervisorPodLabels()},
+					},
+					{
+						NamespaceSelector: &metav1.LabelSelector{
+							MatchExpressions: []metav1.LabelSelectorRequirement{{Key: contract.LabelGatewayNamespace, Operator: metav1.LabelSelectorOpExists}},
+						},
+						PodSelector: &metav1.LabelSelector{MatchLabels: agentGatewayPodLabels()},
 					},
 				},
 				Ports: gatewayPort(),

@@ -94,16 +94,16 @@ func TestInvalidInstallationIsNotEncoded(t *testing.T) {
 }
 
 // The development profile's Gateway ingress policy admits only the OCE API and worker, and
-// supervisor Pods of OCE-owned tenant namespaces, on the Gateway port.
+// supervisor Pods of OCE-owned tenant namespaces and OCE's Agent Gateways, on the Gateway port.
 func TestGatewayIngressPolicyAdmitsOnlyItsClients(t *testing.T) {
 	p := gatewayIngressPolicy("oce-system")
 	if p.Spec.PodSelector.MatchLabels["app.kubernetes.io/instance"] != GatewayRelease || len(p.Spec.PolicyTypes) != 1 || p.Spec.PolicyTypes[0] != networkingv1.PolicyTypeIngress {
 		t.Fatalf("policy selects %v for %v", p.Spec.PodSelector, p.Spec.PolicyTypes)
 	}
-	if len(p.Spec.Ingress) != 1 || len(p.Spec.Ingress[0].From) != 2 || p.Spec.Ingress[0].Ports[0].Port.IntValue() != GatewayPort {
+	if len(p.Spec.Ingress) != 1 || len(p.Spec.Ingress[0].From) != 3 || p.Spec.Ingress[0].Ports[0].Port.IntValue() != GatewayPort {
 		t.Fatalf("ingress rules: %+v", p.Spec.Ingress)
 	}
-	oce, tenant := p.Spec.Ingress[0].From[0], p.Spec.Ingress[0].From[1]
+	oce, tenant, agentGateway := p.Spec.Ingress[0].From[0], p.Spec.Ingress[0].From[1], p.Spec.Ingress[0].From[2]
 	if oce.NamespaceSelector != nil || oce.PodSelector.MatchExpressions[0].Values[0] != "api" || oce.PodSelector.MatchExpressions[0].Values[1] != "worker" {
 		t.Errorf("OCE peer: %+v", oce)
 	}
@@ -113,6 +113,13 @@ func TestGatewayIngressPolicyAdmitsOnlyItsClients(t *testing.T) {
 	}
 	if tenant.PodSelector.MatchLabels[contract.LabelOpenShellManagedBy] != contract.OpenShellManagedByValue || tenant.PodSelector.MatchLabels[contract.LabelBoundaryRole] != contract.BoundaryRoleSupervisor {
 		t.Errorf("tenant peer must select only supervisors: %+v", tenant.PodSelector)
+	}
+	gns := agentGateway.NamespaceSelector
+	if gns == nil || len(gns.MatchLabels) != 0 || len(gns.MatchExpressions) != 1 || gns.MatchExpressions[0].Key != contract.LabelGatewayNamespace || gns.MatchExpressions[0].Operator != metav1.LabelSelectorOpExists {
+		t.Errorf("Agent Gateway peer must require namespaces labelled %s: %+v", contract.LabelGatewayNamespace, gns)
+	}
+	if got := agentGateway.PodSelector.MatchLabels; len(got) != 2 || got[contract.LabelManagedBy] != contract.ManagedByOCE || got[contract.LabelWorkloadRole] != contract.WorkloadRoleGateway {
+		t.Errorf("Agent Gateway peer must select only OCE's gateway Pods: %+v", agentGateway.PodSelector)
 	}
 }
 
