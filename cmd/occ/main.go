@@ -5,17 +5,17 @@ package main
 import (
 	"context"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/openclaw/occ/internal/cli"
+	"github.com/openclaw/occ/internal/interrupt"
 )
 
 func main() {
 	// Ctrl-C and SIGTERM cancel the context every command runs under, so long waits stop and
-	// rollbacks (which use their own bounded context) still get to run.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// rollbacks (which use their own bounded context) still get to run; a second signal stops
+	// the rollback too. After a signal the exit code is 128 plus its number.
+	ctx, in, stop := interrupt.Watch(context.Background())
 	code := cli.Execute(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
-	os.Exit(code)
+	os.Exit(in.ExitCode(code))
 }

@@ -2,9 +2,12 @@ package cli
 
 import (
 	"fmt"
+	"os"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
+	"github.com/openclaw/occ/internal/interrupt"
 	"github.com/openclaw/occ/internal/occdev"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
@@ -25,7 +28,8 @@ recorded Compose project is taken down with its volumes (from its recorded snaps
 container, volume or network of the project may be left. Objects occ did not create are
 never touched, and an existing cluster is never deleted. Cleanup continues past failures; the
 state directory is deleted only when everything is gone (one that existed before 'up' is
-emptied and left), and otherwise kept with the command that retries.`,
+emptied and left), and otherwise kept with the command that retries. A first Ctrl-C is
+ignored, so the cleanup is not left half-way; a second stops it, and the next 'down' finishes.`,
 		Example: `  # Undo the last 'occ dev up' (the default state directory)
   occ dev down
 
@@ -52,6 +56,10 @@ emptied and left), and otherwise kept with the command that retries.`,
 		} else {
 			opts.Log = g.Stderr
 		}
+		// A cleanup stopped half-way helps nobody: the first signal only says so.
+		interrupt.From(cmd.Context()).DeferFirst(func(s os.Signal) {
+			fmt.Fprintf(g.Stderr, "occ dev down: %s ignored: removing what up made continues (a second one stops it; then run occ dev down again)\n", signalName(s))
+		})
 		res, err := occdev.Down(cmd.Context(), *opts)
 		if err != nil {
 			return err
@@ -82,4 +90,15 @@ func devDownFlags(cmd *cobra.Command) (*devFlags, *occdev.DownOptions) {
 	flags := newDevFlags(cmd)
 	flags.text(settingStateDir.withUsage("state directory of the 'occ dev up' to undo (env "+state.EnvDirectory+")"), &opts.StateDir)
 	return flags, opts
+}
+
+// signalName is how a user knows the signal: Ctrl-C for SIGINT, else its name.
+func signalName(s os.Signal) string {
+	switch s {
+	case os.Interrupt:
+		return "Ctrl-C (SIGINT)"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return s.String()
 }

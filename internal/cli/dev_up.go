@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"slices"
@@ -60,7 +61,7 @@ How every step works: docs/dev-up.md.`,
 		opts.OCCCommand = occCommand()
 		opts.OCE.ComposeArgs = args
 		if *dry {
-			return flags.attribute(runDevUpDryRun(g, *opts))
+			return flags.attribute(runDevUpDryRun(cmd.Context(), g, *opts))
 		}
 		return flags.attribute(runDevUp(g, cmd, *opts))
 	}
@@ -121,8 +122,8 @@ func composeArgs(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-func runDevUpDryRun(g *Globals, opts occdev.UpOptions) error {
-	dr, err := occdev.PlanUp(opts)
+func runDevUpDryRun(ctx context.Context, g *Globals, opts occdev.UpOptions) error {
+	dr, err := occdev.PlanUpContext(ctx, opts)
 	if err != nil {
 		return err
 	}

@@ -67,8 +67,11 @@ func countSteps(steps []PlannedStep) int {
 // refuse before creating anything (a missing kubeconfig or context, a stopped engine, an engine
 // whose builder cannot read the checkout's Dockerfiles, a state directory in use) is listed in
 // Problems. The only call it makes is a running engine's GET /version, for the builder check.
-func PlanUp(opts UpOptions) (*DryRun, error) {
-	opts.DryRun = true
+func PlanUp(opts UpOptions) (*DryRun, error) { return PlanUpContext(context.Background(), opts) }
+
+// PlanUpContext is PlanUp with the context its engine lookup runs under (Ctrl-C stops it).
+func PlanUpContext(ctx context.Context, opts UpOptions) (*DryRun, error) {
+	opts.DryRun, opts.lookup = true, ctx
 	p, err := resolvePlan(opts)
 	if err != nil {
 		return nil, err

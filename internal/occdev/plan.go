@@ -168,6 +168,10 @@ type UpOptions struct {
 	// HTTPClient downloads artifacts; nil uses a plain client (each download has a timeout).
 	HTTPClient *http.Client
 
+	// lookup, set by Up and PlanUpContext, is the context locating the engine runs under, so
+	// Ctrl-C stops it too; nil is a plain bounded lookup.
+	lookup context.Context
+
 	deps deps
 }
 
@@ -463,9 +467,16 @@ func (p *Plan) locateEngine(o UpOptions) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), engineLookup)
+	parent := o.lookup
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(parent, engineLookup)
 	defer cancel()
 	loc, err := locate.Find(ctx, locate.Options{Choice: choice, ChoiceSource: engineSetting(o), Env: locate.Env{Getenv: o.Docker.Getenv, Home: o.Docker.Home}})
+	if err != nil && parent.Err() != nil {
+		return fmt.Errorf("interrupted while locating the container engine (%w)", parent.Err())
+	}
 	var notFound *locate.NotFoundError
 	switch {
 	case err == nil:

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/openclaw/occ/internal/interrupt"
 	"github.com/openclaw/occ/internal/occdev"
 	"github.com/openclaw/occ/internal/occdev/occdevtest"
 	"github.com/openclaw/occ/internal/occdev/state"
@@ -166,6 +167,42 @@ func TestInterruptedUpStillRollsBack(t *testing.T) {
 	}
 	if _, err := os.Stat(b.StateDir); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("state directory kept: %v", err)
+	}
+	assertReleaseGone(t, b)
+	assertNoLabelledObjects(t, b)
+}
+
+// A second Ctrl-C stops the rollback too: the state stays, with the command that finishes the
+// cleanup, and that `down` then removes everything.
+func TestSecondInterruptStopsTheRollback(t *testing.T) {
+	b := newBed(t)
+	ctx, in := interrupt.New(context.Background())
+	opts := b.Options()
+	opts.Seams().AfterStep = func(name string) error {
+		if strings.HasPrefix(name, "Install the OpenShell Gateway chart") {
+			in.Deliver(os.Interrupt) // the user presses Ctrl-C while the Gateway installs,
+			in.Deliver(os.Interrupt) // and again before the rollback is through
+		}
+		return nil
+	}
+	_, err := occdev.Up(ctx, opts)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("up after two Ctrl-Cs: %v; want context.Canceled", err)
+	}
+	for _, want := range []string{"interrupted", "rollback stopped by a second interrupt", "occ dev down --state-dir " + b.StateDir} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	st, err := state.Read(b.StateDir)
+	if err != nil || len(st.Objects) == 0 {
+		t.Fatalf("the stopped rollback kept no record of what is left: %v, %d objects", err, len(st.Objects))
+	}
+	if _, err := occdev.Down(context.Background(), occdev.DownOptions{StateDir: b.StateDir}); err != nil {
+		t.Fatalf("down after the stopped rollback: %v", err)
+	}
+	if _, err := os.Stat(b.StateDir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("state directory kept after down: %v", err)
 	}
 	assertReleaseGone(t, b)
 	assertNoLabelledObjects(t, b)

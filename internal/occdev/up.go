@@ -8,11 +8,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/openclaw/occ/internal/interrupt"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
 // rollbackTimeout bounds the cleanup after a failed `up`. It runs on a fresh context, so a
-// Ctrl-C that ended `up` does not also end the cleanup of what `up` made.
+// Ctrl-C that ended `up` does not also end the cleanup of what `up` made (a second one does).
 const rollbackTimeout = 2 * time.Minute
 
 // upSteps is the whole `occ dev up` flow, in order. The cheap checks come first, then the
@@ -201,6 +202,7 @@ type Summary struct {
 // is deleted only when that cleanup is complete, and otherwise kept with the exact command that
 // finishes it.
 func Up(ctx context.Context, opts UpOptions) (_ *Summary, err error) {
+	opts.lookup = ctx
 	p, err := resolvePlan(opts)
 	if err != nil {
 		return nil, err
@@ -217,7 +219,7 @@ func Up(ctx context.Context, opts UpOptions) (_ *Summary, err error) {
 			return
 		}
 		if err != nil {
-			err = rollback(r, err, opts.OCCCommand)
+			err = rollback(interrupt.AbortContext(ctx), r, err, opts.OCCCommand)
 			return
 		}
 		if cerr := r.state.Close(); cerr != nil {
@@ -269,8 +271,9 @@ func engineKindOf(r *run) string {
 	return engineKind(r.plan)
 }
 
-// rollback removes what the failed `up` recorded (by every lane), on its own context so Ctrl-C
-// cannot stop it half-way, and folds the outcome into the error. It runs only after every lane
+// rollback removes what the failed `up` recorded (by every lane), on its own bounded context
+// under parent, so the Ctrl-C that stopped `up` does not stop it half-way (a second one, which
+// cancels parent, does: the state then stays for `down`), and folds the outcome into the error. It runs only after every lane
 // has stopped, so nothing is still being created while it removes.
 //
 // A cluster whose creation failed by itself (not cancelled by Ctrl-C or by another lane's
@@ -278,8 +281,8 @@ func engineKindOf(r *run) string {
 // the same conditions that made it fail. The provider says so (cluster.KeptError); its record and
 // the state directory are kept, everything else is removed, and `down` checks the cluster again
 // from the record before the directory goes.
-func rollback(r *run, cause error, occ string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), rollbackTimeout)
+func rollback(parent context.Context, r *run, cause error, occ string) error {
+	ctx, cancel := context.WithTimeout(parent, rollbackTimeout)
 	defer cancel()
 	dir := r.state.Path()
 	keep := func(state.Object) bool { return false }
@@ -300,6 +303,10 @@ func rollback(r *run, cause error, occ string) error {
 	}
 	if cerr == nil {
 		cerr = r.state.Remove()
+	}
+	if cerr != nil && parent.Err() != nil {
+		_ = r.state.Close()
+		return fmt.Errorf("%w\nrollback stopped by a second interrupt; %s keeps the record of what is left\nfinish the cleanup with: %s", cause, dir, DownCommand(occ, dir))
 	}
 	if cerr != nil {
 		_ = r.state.Close()

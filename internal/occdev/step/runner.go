@@ -26,7 +26,7 @@ type Runner[P, R any] struct {
 func (x *Runner[P, R]) Run(ctx context.Context, r R, steps []Step[P, R], lane string) error {
 	for _, s := range steps {
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("%s: %w", s.Name, err)
+			return stepError(ctx, s.Name, err)
 		}
 		err := x.Sink.Step(s.Name, lane, func(rep progress.Reporter) error {
 			if s.Lanes != nil {
@@ -34,7 +34,7 @@ func (x *Runner[P, R]) Run(ctx context.Context, r R, steps []Step[P, R], lane st
 					return err
 				}
 			} else if err := s.Run(ctx, r, rep); err != nil {
-				return fmt.Errorf("%s: %w", s.Name, err)
+				return stepError(ctx, s.Name, err)
 			}
 			if x.AfterStep != nil {
 				if err := x.AfterStep(s.Name); err != nil {
@@ -48,6 +48,18 @@ func (x *Runner[P, R]) Run(ctx context.Context, r R, steps []Step[P, R], lane st
 		}
 	}
 	return nil
+}
+
+// stepError names the step an error ended; a step that ended because its context was cancelled
+// (Ctrl-C, or a failed sibling lane) says it was interrupted, not what the cancellation cut short.
+func stepError(ctx context.Context, name string, err error) error {
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		if err.Error() == context.Canceled.Error() {
+			return fmt.Errorf("%s: interrupted (%w)", name, err)
+		}
+		return fmt.Errorf("%s: interrupted: %w", name, err)
+	}
+	return fmt.Errorf("%s: %w", name, err)
 }
 
 // group runs the lanes concurrently. The first lane to fail cancels the others, and group
