@@ -24,7 +24,9 @@ func newSandboxStatusCommand(g *Globals) *cobra.Command {
 (and whether OCC owns it), the Sandbox's phase and conditions from the gateway, the readiness
 of the revision's Harness Pods, the state of every credential attachment, and where the
 Harness is reached (a Codex app-server's ws(s) URL; native OpenClaw connects outbound). With
---app-server-token-file the Codex Harness is probed too: serving, starting or failed.
+--app-server-token-file the Codex Harness is probed too: serving, starting or failed. The probe
+connects to the gateway endpoint and names the service in the Host header, so the URL's host
+need not resolve.
 
 A part that cannot be read (an unreachable cluster or gateway, a refused request) is shown as
 unknown with its cause, never as absent; the rest is still shown, and the command then exits

@@ -19,8 +19,9 @@ import (
 // An engineer checks where Compute reaches a provisioned Codex Harness and whether it answers:
 // status shows the app-server's wss URL (from the Sandbox's bearer-passthrough service) and the
 // data-mount workspace, in the table and in JSON. The emulator serves no app-server behind the
-// route, so the probe reads starting, never serving; the app-server token given in the token
-// file appears in no output and no gateway request. A malformed token file is a usage error.
+// route, so the probe, which reaches the emulator's own listener, reads starting, never serving;
+// the app-server token given in the token file appears in no output and no gateway request. A
+// malformed token file is a usage error.
 func TestSandboxStatusShowsHarnessEndpoint(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -78,6 +79,11 @@ func TestSandboxStatusShowsHarnessEndpoint(t *testing.T) {
 	t.Logf("app-server status %+v", st.Harness.Status)
 	if st.Harness.Status == nil || st.Harness.Status.State != openshell.HarnessStarting {
 		t.Fatalf("app-server status %+v, want starting", st.Harness.Status)
+	}
+	// The probe connects to the gateway endpoint and names the service only in Host, so it
+	// reaches the emulator's listener whatever the resolver knows of *.openshell.localhost.
+	if strings.Contains(st.Harness.Status.Reason, "lookup ") {
+		t.Fatalf("the probe looked the service host up instead of dialing the gateway: %s", st.Harness.Status.Reason)
 	}
 
 	code, out, errOut = b.occ(t, "status", "--revision", revision)

@@ -54,6 +54,10 @@ func (c *Client) GetService(ctx context.Context, workspace, sandbox, name string
 	if err != nil {
 		return bad(err.Error())
 	}
+	route, err := c.ServiceRoute(resp.GetUrl())
+	if err != nil {
+		return bad(err.Error())
+	}
 	return &ServiceEndpoint{
 		Sandbox:           ep.GetSandbox(),
 		SandboxID:         ep.GetSandboxId(),
@@ -63,7 +67,22 @@ func (c *Client) GetService(ctx context.Context, workspace, sandbox, name string
 		AuthorizationMode: ep.GetAuthorizationMode(),
 		URL:               u,
 		AdvertisedURL:     resp.GetUrl(),
+		Route:             route,
 	}, nil
+}
+
+// ServiceRoute says how to reach the service an advertised URL names. OpenShell serves service
+// traffic on the gateway's own listener and routes it by the Host header, and the advertised
+// host (<workspace>--<sandbox>.openshell.localhost) resolves only where the system resolver maps
+// *.localhost to loopback. So a request goes to the address this client dials for gRPC and
+// names the service only in Host; no lookup of the service host is ever made. TLS follows the
+// gRPC channel: used when the endpoint uses it, and verified against the endpoint's host.
+func (c *Client) ServiceRoute(advertised string) (ServiceRoute, error) {
+	if _, err := c.ServiceURL(advertised); err != nil {
+		return ServiceRoute{}, err
+	}
+	u, _ := url.Parse(advertised) // ServiceURL parsed it already
+	return ServiceRoute{Address: c.ep.target, Host: u.Host, TLS: c.ep.tls, ServerName: c.ep.host}, nil
 }
 
 // ServiceURL checks an advertised service URL and returns the URL to use: it must be an

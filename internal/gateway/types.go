@@ -135,6 +135,24 @@ type ServiceEndpoint struct {
 	URL string
 	// AdvertisedURL is the URL exactly as the gateway sent it.
 	AdvertisedURL string
+	// Route is how to reach the service: through the gateway's address, named in Host.
+	Route ServiceRoute
+}
+
+// ServiceRoute is where a sandbox service is reached: OpenShell routes service requests that
+// arrive on its gateway listener by their Host header.
+type ServiceRoute struct {
+	// Address is the host:port of the configured gateway endpoint, the one the gRPC channel
+	// dials; it is the only address a service request connects to.
+	Address string
+	// Host is the advertised service host, with the advertised port if it had one, sent as the
+	// HTTP Host header. It is never looked up.
+	Host string
+	// TLS is true when the gateway endpoint uses TLS.
+	TLS bool
+	// ServerName is the endpoint's host, which the gateway certificate is verified against, as
+	// for the gRPC channel. An IP address sends no SNI and must be in the certificate.
+	ServerName string
 }
 
 // ProviderReceipt identifies one provider mutation on one sandbox.

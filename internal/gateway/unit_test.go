@@ -369,6 +369,40 @@ func TestServiceURLRewritesPortAndRefusesNonOrigins(t *testing.T) {
 	}
 }
 
+// A gateway reached through a port-forward advertises service hosts under openshell.localhost,
+// which many resolvers do not know: the route connects to the configured endpoint (its port,
+// not the advertised one), names the service in Host exactly as advertised, and takes its TLS
+// settings from the endpoint, as the gRPC channel does.
+func TestServiceRouteDialsTheGatewayEndpoint(t *testing.T) {
+	cases := []struct {
+		endpoint, advertised string
+		want                 ServiceRoute
+	}{
+		{"http://127.0.0.1:18080", "http://w--sb.openshell.localhost:8080/",
+			ServiceRoute{Address: "127.0.0.1:18080", Host: "w--sb.openshell.localhost:8080", ServerName: "127.0.0.1"}},
+		{"https://gw.example.com", "https://w--sb.apps.example.com/",
+			ServiceRoute{Address: "gw.example.com:443", Host: "w--sb.apps.example.com", TLS: true, ServerName: "gw.example.com"}},
+		{"[::1]:9443", "https://w--sb--app.openshell.localhost:8080",
+			ServiceRoute{Address: "[::1]:9443", Host: "w--sb--app.openshell.localhost:8080", TLS: true, ServerName: "::1"}},
+	}
+	for _, c := range cases {
+		ep, err := parseEndpoint(c.endpoint, "", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := (&Client{ep: ep}).ServiceRoute(c.advertised)
+		if err != nil || got != c.want {
+			t.Errorf("endpoint %s, service %s: route %+v, %v; want %+v", c.endpoint, c.advertised, got, err, c.want)
+		}
+	}
+	c := &Client{ep: endpoint{host: "127.0.0.1", port: 18080, target: "127.0.0.1:18080"}}
+	for _, bad := range []string{"ftp://h/", "http://u:secretpw@h/", "http://h/path", "http://h/?token=secretpw", ""} {
+		if _, err := c.ServiceRoute(bad); err == nil || strings.Contains(err.Error(), "secretpw") {
+			t.Errorf("ServiceRoute(%q) = %v, want a refusal without the credential", bad, err)
+		}
+	}
+}
+
 func TestSecretsNeverFormatValues(t *testing.T) {
 	const canary = "canary-secret-9e1"
 	s := Secrets{"api_key": canary}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -62,6 +63,10 @@ type HarnessEndpoint struct {
 	Origin string `json:"origin,omitempty"`
 	// WorkspaceRoot is the Harness's workspace inside the Sandbox: the configured data mount.
 	WorkspaceRoot string `json:"workspaceRoot,omitempty"`
+	// Route is where a probe connects: the gateway's own address, with the advertised service
+	// host sent only in the Host header, so the probe needs no DNS for *.openshell.localhost.
+	// It is not printed: URL says which service it is.
+	Route gateway.ServiceRoute `json:"-"`
 }
 
 // HarnessStatus is what one probe of the Harness found.
@@ -80,8 +85,9 @@ type HarnessStatus struct {
 // on that port), then turns its origin into a ws:// or wss:// URL. The origin is the advertised
 // one with the port the client reaches the gateway on (gateway.ServiceEndpoint.URL): the gateway
 // advertises its own listener port, which is not the one a Service or port-forward exposes.
-// Native OpenClaw connects outbound, so its answer is an Outbound endpoint without touching the
-// gateway.
+// The Route says how the Harness is actually reached: through the gateway endpoint, with the
+// advertised host in the Host header (gateway.ServiceRoute). Native OpenClaw connects outbound,
+// so its answer is an Outbound endpoint without touching the gateway.
 func (d *Driver) HarnessEndpoint(ctx context.Context, hctx driver.HarnessContext) (*HarnessEndpoint, error) {
 	rev := hctx.Revision
 	if rev.Harness.Mode != driver.HarnessModeDedicated || (rev.Harness.ID != driver.HarnessCodex && rev.Harness.ID != driver.HarnessOpenClaw) {
@@ -127,7 +133,7 @@ func (d *Driver) HarnessEndpoint(ctx context.Context, hctx driver.HarnessContext
 	if err != nil {
 		return nil, err
 	}
-	return &HarnessEndpoint{URL: wsURL, Origin: origin, WorkspaceRoot: d.DataMountPath()}, nil
+	return &HarnessEndpoint{URL: wsURL, Origin: origin, WorkspaceRoot: d.DataMountPath(), Route: ep.Route}, nil
 }
 
 func literalEnv(env []driver.EnvVar, name string) (string, bool) {
@@ -178,6 +184,9 @@ type HarnessProbe struct {
 	// Timeout bounds each probe; zero means DefaultHarnessProbeTimeout. The context's deadline
 	// still applies when it is earlier.
 	Timeout time.Duration
+	// DialContext opens the TCP connections of the probe; nil uses a net.Dialer. It is only
+	// ever asked for the route's gateway address (or a proxy's), never the service host.
+	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // HarnessStatus probes the revision's Harness with the caller's app-server token. The gateway
@@ -199,7 +208,10 @@ func (d *Driver) HarnessStatus(ctx context.Context, ep *HarnessEndpoint, token s
 	return ProbeHarness(ctx, p)
 }
 
-// ProbeHarness reads a Harness's state. An authenticated WebSocket handshake with the
+// ProbeHarness reads a Harness's state. Both requests connect to the endpoint's route: the
+// gateway address, with the service host in the Host header and TLS verified against the
+// gateway's name, because OpenShell routes service traffic on its own listener by Host and the
+// advertised host need not resolve. An authenticated WebSocket handshake with the
 // app-server means serving. Otherwise the runtime status route decides: a 200 whose JSON
 // object carries runtimeFailure means failed, with the failure text; anything else (refused
 // handshake, no route yet, 503, an unreadable body) means starting, because a Harness that has
@@ -219,25 +231,37 @@ func ProbeHarness(ctx context.Context, p HarnessProbe) (*HarnessStatus, error) {
 	if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
 		return nil, plain(msgHarnessServiceURL, errorf("Harness endpoint is not a ws or wss origin"))
 	}
+	route := p.Endpoint.Route
+	if err := checkRoute(route); err != nil {
+		return nil, err
+	}
 	timeout := p.Timeout
 	if timeout <= 0 {
 		timeout = DefaultHarnessProbeTimeout
 	}
-	tlsConfig := &tls.Config{RootCAs: p.RootCAs, MinVersion: tls.VersionTLS12}
-	auth := http.Header{"Authorization": {"Bearer " + p.Token}}
+	dial := p.DialContext
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	// ServerName is the gateway's, never the Host header's: the certificate vouches for the
+	// listener the connection reaches, as on the gRPC channel.
+	tlsConfig := &tls.Config{RootCAs: p.RootCAs, MinVersion: tls.VersionTLS12, ServerName: route.ServerName}
+	// Host names the service for the gateway's router; the request itself goes to the gateway.
+	auth := http.Header{"Authorization": {"Bearer " + p.Token}, "Host": {route.Host}}
+	wsURL := url.URL{Scheme: "ws", Host: route.Address, Path: "/"}
+	statusURL := url.URL{Scheme: "http", Host: route.Address, Path: RuntimeStatusPath}
+	if route.TLS {
+		wsURL.Scheme, statusURL.Scheme = "wss", "https"
+	}
 
-	handshake := handshakeHarness(ctx, u.String(), auth, tlsConfig, timeout)
+	handshake := handshakeHarness(ctx, wsURL.String(), auth, tlsConfig, dial, timeout)
 	if handshake == nil {
 		return &HarnessStatus{State: HarnessServing}, nil
 	}
-	origin := url.URL{Scheme: "http", Host: u.Host, Path: RuntimeStatusPath}
-	if u.Scheme == "wss" {
-		origin.Scheme = "https"
-	}
-	failure, statusReason := readRuntimeStatus(ctx, origin.String(), auth, tlsConfig, timeout)
+	failure, statusReason := readRuntimeStatus(ctx, statusURL.String(), auth, tlsConfig, dial, timeout)
 	if err := ctx.Err(); err != nil {
 		// The caller gave up; what the probes saw says nothing about the Harness.
-		return nil, fmt.Errorf("probe the Harness at %s: %w", u.Host, err)
+		return nil, fmt.Errorf("probe the Harness %s through the gateway at %s: %w", route.Host, route.Address, err)
 	}
 	if failure != nil {
 		return &HarnessStatus{State: HarnessFailed, Failure: describeFailure(failure, p.Token)}, nil
@@ -245,15 +269,32 @@ func ProbeHarness(ctx context.Context, p HarnessProbe) (*HarnessStatus, error) {
 	return &HarnessStatus{State: HarnessStarting, Reason: redact("app-server handshake: "+handshake.Error()+"; runtime status: "+statusReason, p.Token)}, nil
 }
 
+// checkRoute refuses a route the probe cannot use as is: a Host header value must be one host
+// with an optional port, and the address must be host:port.
+func checkRoute(r gateway.ServiceRoute) error {
+	const fix = "read the endpoint with HarnessEndpoint, which takes the route from the gateway client"
+	if r.Address == "" || r.Host == "" {
+		return fmt.Errorf("the Harness endpoint has no gateway route (address %q, service host %q); %s", r.Address, r.Host, fix)
+	}
+	if _, _, err := net.SplitHostPort(r.Address); err != nil {
+		return fmt.Errorf("the Harness route's gateway address %q is not host:port; %s", r.Address, fix)
+	}
+	if strings.ContainsAny(r.Host, "/?#@ \t\r\n") {
+		return fmt.Errorf("the Harness route's service host %q is not a host with an optional port; %s", r.Host, fix)
+	}
+	return nil
+}
+
 // handshakeHarness opens and closes one authenticated WebSocket connection. The returned error
 // is a status code, a timeout or the bare network error, none of which carries request headers.
-func handshakeHarness(ctx context.Context, wsURL string, auth http.Header, tlsConfig *tls.Config, timeout time.Duration) error {
+func handshakeHarness(ctx context.Context, wsURL string, auth http.Header, tlsConfig *tls.Config, dial func(context.Context, string, string) (net.Conn, error), timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	dialer := websocket.Dialer{
 		Proxy:            http.ProxyFromEnvironment,
 		HandshakeTimeout: timeout,
 		TLSClientConfig:  tlsConfig,
+		NetDialContext:   dial,
 	}
 	conn, resp, err := dialer.DialContext(ctx, wsURL, auth)
 	if resp != nil && resp.Body != nil {
@@ -277,7 +318,7 @@ func handshakeHarness(ctx context.Context, wsURL string, auth http.Header, tlsCo
 
 // readRuntimeStatus asks the runtime status route for a failure report. It returns the raw
 // report when there is one, else a short reason why none was read.
-func readRuntimeStatus(ctx context.Context, statusURL string, auth http.Header, tlsConfig *tls.Config, timeout time.Duration) (failure json.RawMessage, reason string) {
+func readRuntimeStatus(ctx context.Context, statusURL string, auth http.Header, tlsConfig *tls.Config, dial func(context.Context, string, string) (net.Conn, error), timeout time.Duration) (failure json.RawMessage, reason string) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, statusURL, nil)
@@ -287,9 +328,11 @@ func readRuntimeStatus(ctx context.Context, statusURL string, auth http.Header, 
 	// Same origin and same service as the handshake: the status route may sit behind the same
 	// bearer check, and the token goes nowhere the handshake did not.
 	req.Header = auth.Clone()
+	req.Header.Del("Host") // net/http sends req.Host, not a Host header field
+	req.Host = auth.Get("Host")
 	req.Header.Set("Accept", "application/json")
 	client := &http.Client{
-		Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, TLSClientConfig: tlsConfig, DisableKeepAlives: true},
+		Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, TLSClientConfig: tlsConfig, DialContext: dial, DisableKeepAlives: true},
 		// A redirect could send the token to another host; the status route never redirects.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}

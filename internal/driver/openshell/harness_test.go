@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -21,6 +22,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/openclaw/occ/internal/driver"
+	"github.com/openclaw/occ/internal/gateway"
 	"github.com/openclaw/occ/internal/installation"
 )
 
@@ -28,10 +30,17 @@ import (
 // header and nowhere else.
 const harnessToken = "occ-canary-app-server-token-5f0c2d"
 
-// fakeHarness plays a Codex Harness behind its bearer-passthrough route: the app-server accepts
-// a WebSocket upgrade only with the right bearer token (and only once serving is set), and the
-// runtime status route answers with a fixed status code and body.
+// serviceHost is the host a gateway advertises for the fake Harness's Sandbox service. It does
+// not resolve on hosts without a *.localhost resolver, and the probe must never look it up.
+const serviceHost = "ws--sb.openshell.localhost:8080"
+
+// fakeHarness plays a Codex Harness behind its bearer-passthrough route on the gateway listener:
+// like OpenShell's router it answers only requests whose Host names its service (others get
+// 404), the app-server accepts a WebSocket upgrade only with the right bearer token (and only
+// once serving is set), and the runtime status route answers with a fixed status code and body.
 type fakeHarness struct {
+	host         string // the Host the gateway routes to this Harness; empty accepts any
+	misrouted    atomic.Int64
 	serving      atomic.Bool
 	statusCode   int
 	statusBody   string
@@ -42,6 +51,11 @@ type fakeHarness struct {
 }
 
 func (h *fakeHarness) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.host != "" && r.Host != h.host {
+		h.misrouted.Add(1)
+		http.Error(w, "service endpoint not found", http.StatusNotFound)
+		return
+	}
 	switch r.URL.Path {
 	case RuntimeStatusPath:
 		h.statusHits.Add(1)
@@ -76,21 +90,36 @@ func (h *fakeHarness) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// start serves the Harness over plain HTTP or TLS and returns its endpoint as HarnessEndpoint
-// would derive it, plus the roots that trust a TLS server.
+// start serves the Harness over plain HTTP or TLS as the service serviceHost on a gateway
+// listener, and returns its endpoint as HarnessEndpoint would derive it, plus the roots that
+// trust a TLS listener.
 func (h *fakeHarness) start(t *testing.T, useTLS bool) (*HarnessEndpoint, *x509.CertPool) {
 	t.Helper()
+	h.host = serviceHost
 	srv := serveHarness(t, h, useTLS)
-	wsURL, origin, err := WebSocketURL(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var roots *x509.CertPool
 	if useTLS {
 		roots = x509.NewCertPool()
 		roots.AddCert(srv.Certificate())
 	}
-	return &HarnessEndpoint{URL: wsURL, Origin: origin, WorkspaceRoot: "/sandbox/enterprise"}, roots
+	return endpointVia(t, srv, useTLS), roots
+}
+
+// endpointVia is the endpoint of the service serviceHost advertised by the gateway listening at
+// srv: the URL names the service, the route reaches srv. httptest's certificate names 127.0.0.1
+// and not serviceHost, so a wss probe verifies the gateway, never the Host header.
+func endpointVia(t *testing.T, srv *httptest.Server, useTLS bool) *HarnessEndpoint {
+	t.Helper()
+	scheme := "http://"
+	if useTLS {
+		scheme = "https://"
+	}
+	wsURL, origin, err := WebSocketURL(scheme + serviceHost + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	route := gateway.ServiceRoute{Address: srv.Listener.Addr().String(), Host: serviceHost, TLS: useTLS, ServerName: "127.0.0.1"}
+	return &HarnessEndpoint{URL: wsURL, Origin: origin, WorkspaceRoot: "/sandbox/enterprise", Route: route}
 }
 
 // serveHarness starts h; TLS handshake failures the tests provoke on purpose are not logged.
@@ -108,10 +137,15 @@ func serveHarness(t *testing.T, h http.Handler, useTLS bool) *httptest.Server {
 }
 
 // probe runs ProbeHarness and fails the test if the canary token shows up anywhere in the answer.
+// Unless the test dials itself, the probe may connect only to its route's gateway address: a
+// dial of anything else (the service host above all) fails the test.
 func probe(t *testing.T, p HarnessProbe) *HarnessStatus {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	if p.DialContext == nil && p.Endpoint != nil {
+		p.DialContext = gatewayOnlyDialer(t, p.Endpoint.Route.Address)
+	}
 	st, err := ProbeHarness(ctx, p)
 	if err != nil {
 		if strings.Contains(err.Error(), harnessToken) {
@@ -124,6 +158,18 @@ func probe(t *testing.T, p HarnessProbe) *HarnessStatus {
 		t.Fatalf("token leaked into the status %s", b)
 	}
 	return st
+}
+
+// gatewayOnlyDialer dials gatewayAddr and refuses, failing the test, any other address: the
+// stand-in for a resolver that knows no *.openshell.localhost name.
+func gatewayOnlyDialer(t *testing.T, gatewayAddr string) func(context.Context, string, string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if addr != gatewayAddr {
+			t.Errorf("the probe dialed %s %s, want only the gateway at %s", network, addr, gatewayAddr)
+			return nil, fmt.Errorf("lookup %s: no such host", addr)
+		}
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
+	}
 }
 
 func forBothSchemes(t *testing.T, f func(t *testing.T, useTLS bool)) {
@@ -144,8 +190,8 @@ func TestProbeHarnessServing(t *testing.T) {
 		h.serving.Store(true)
 		ep, roots := h.start(t, useTLS)
 		st := probe(t, HarnessProbe{Endpoint: ep, Token: harnessToken, RootCAs: roots})
-		if st.State != HarnessServing || h.upgrades.Load() != 1 || h.statusHits.Load() != 0 {
-			t.Fatalf("status %+v, upgrades %d, status hits %d", st, h.upgrades.Load(), h.statusHits.Load())
+		if st.State != HarnessServing || h.upgrades.Load() != 1 || h.statusHits.Load() != 0 || h.misrouted.Load() != 0 {
+			t.Fatalf("status %+v, upgrades %d, status hits %d, misrouted %d", st, h.upgrades.Load(), h.statusHits.Load(), h.misrouted.Load())
 		}
 	})
 }
@@ -203,12 +249,9 @@ func TestProbeHarnessStarting(t *testing.T) {
 func TestProbeHarnessUnreachableIsStarting(t *testing.T) {
 	h := &fakeHarness{}
 	srv := httptest.NewServer(h)
-	wsURL, origin, err := WebSocketURL(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ep := endpointVia(t, srv, false)
 	srv.Close()
-	st := probe(t, HarnessProbe{Endpoint: &HarnessEndpoint{URL: wsURL, Origin: origin}, Token: harnessToken})
+	st := probe(t, HarnessProbe{Endpoint: ep, Token: harnessToken})
 	if st.State != HarnessStarting || !strings.Contains(st.Reason, "connection refused") {
 		t.Fatalf("status %+v", st)
 	}
@@ -294,6 +337,11 @@ func TestProbeHarnessRefusals(t *testing.T) {
 		"http endpoint":             {Endpoint: &HarnessEndpoint{URL: "http://h/"}, Token: harnessToken},
 		"endpoint with credentials": {Endpoint: &HarnessEndpoint{URL: "ws://u:p@h/"}, Token: harnessToken},
 		"endpoint with query":       {Endpoint: &HarnessEndpoint{URL: "ws://h/?t=1"}, Token: harnessToken},
+		"endpoint without a route":  {Endpoint: &HarnessEndpoint{URL: "ws://h/"}, Token: harnessToken},
+		"route address without port": {Endpoint: &HarnessEndpoint{URL: "ws://h/",
+			Route: gateway.ServiceRoute{Address: "gw", Host: "h"}}, Token: harnessToken},
+		"route host with a path": {Endpoint: &HarnessEndpoint{URL: "ws://h/",
+			Route: gateway.ServiceRoute{Address: "gw:1", Host: "h/x"}}, Token: harnessToken},
 	}
 	for name, p := range cases {
 		st, err := ProbeHarness(ctx, p)
@@ -322,14 +370,10 @@ func TestHarnessEndpointRefusesForeignRevision(t *testing.T) {
 // driver verifies a wss Harness with the openshell Backend's rootCertificatePath and finds it
 // serving; without that file the same Harness is never trusted.
 func TestDriverHarnessStatusUsesBackendRoots(t *testing.T) {
-	h := &fakeHarness{statusCode: http.StatusServiceUnavailable}
+	h := &fakeHarness{statusCode: http.StatusServiceUnavailable, host: serviceHost}
 	h.serving.Store(true)
 	srv := serveHarness(t, h, true)
-	wsURL, origin, err := WebSocketURL(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ep := &HarnessEndpoint{URL: wsURL, Origin: origin, WorkspaceRoot: "/sandbox/enterprise"}
+	ep := endpointVia(t, srv, true)
 	caPath := filepath.Join(t.TempDir(), "ca.pem")
 	if err := os.WriteFile(caPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
 		t.Fatal(err)
