@@ -39,8 +39,11 @@ type StuckError struct {
 func (e *StuckError) Error() string {
 	var b strings.Builder
 	outcome := "become ready"
-	if strings.HasPrefix(e.Workload, "Job ") {
+	switch {
+	case strings.HasPrefix(e.Workload, "Job "):
 		outcome = "complete"
+	case strings.HasPrefix(e.Workload, "Pod "):
+		outcome = "run"
 	}
 	fmt.Fprintf(&b, "%s will not %s: %s is %s", e.Workload, outcome, e.Object, e.Reason)
 	if m := strings.TrimSpace(e.Message); m != "" {
@@ -160,6 +163,16 @@ func podStuck(p *corev1.Pod, events []*corev1.Event, now, firstMountFailure time
 		}
 	}
 	return nil
+}
+
+// PodStuck judges a one-off Pod a caller waits for by its status alone (no Events, so no mount
+// failure): a *StuckError for what stops it, with Workload naming the Pod, or nil.
+func PodStuck(p *corev1.Pod) *StuckError {
+	e := podStuck(p, nil, time.Now(), time.Time{}, DefaultMountGrace)
+	if e != nil {
+		e.Workload = fmt.Sprintf("Pod %s/%s", p.Namespace, p.Name)
+	}
+	return e
 }
 
 // podFailed describes a Pod that ended in phase Failed (a Job's Pod, a one-off Pod): the first
