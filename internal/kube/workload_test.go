@@ -468,3 +468,29 @@ func TestWaitJudgesOnlyTheRolloutsNewPods(t *testing.T) {
 		t.Fatalf("wait: %v", err)
 	}
 }
+
+// A Helm install creates its migration Job while an old Pod of the namespace already crash
+// loops: the guard of the install leaves the old Pod alone and stops at the Job's Pod, whose
+// controller image was never imported.
+func TestWatchNewPodsStopsOnANewPodOnly(t *testing.T) {
+	b := newWaitBed(t, "wait-guard")
+	b.deployment("old")
+	old := b.scheduled("old")
+	b.report(old, waiting("main", "CrashLoopBackOff", "back-off 5m0s restarting failed container", 9))
+	ctx, cancel := context.WithTimeout(context.Background(), stuckTimeout)
+	defer cancel()
+	wait, err := kube.WatchNewPods(ctx, b.c, b.ns, "Helm release openclaw-enterprise in namespace wait-guard", kube.WaitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- wait() }()
+	b.job("migrate")
+	p := b.scheduled("migrate")
+	msg := `Container image "registry.invalid/migrate:1" is not present with pull policy of Never`
+	at := b.report(p, waiting("main", "ErrImageNeverPull", msg, 0))
+	se := stuck(t, done, at, "Pod wait-guard/"+p.Name, "ErrImageNeverPull", msg)
+	if !strings.HasPrefix(se.Error(), "Helm release openclaw-enterprise in namespace wait-guard will not become ready") {
+		t.Errorf("the guarded operation is not named: %s", se)
+	}
+}
