@@ -98,8 +98,10 @@ func TestWaitForPodSeesReadinessByWatch(t *testing.T) {
 	}
 }
 
-// A Deployment that never becomes available ends the wait with a timeout naming it.
+// A Deployment that never becomes available ends the wait with a timeout naming it and saying
+// what was last seen: the ready replicas and the newest Pod's phase and age.
 func TestWaitForDeploymentTimesOutClearly(t *testing.T) {
+	testbed.ControllerManager(t)
 	namespace(t, "kube-deploy")
 	c := testbed.Client(t)
 	one := int32(1)
@@ -110,7 +112,13 @@ func TestWaitForDeploymentTimesOutClearly(t *testing.T) {
 	if _, err := c.AppsV1().Deployments("kube-deploy").Create(context.Background(), d, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	// The wait's bound starts once the Pod exists, so the timeout has a Pod to describe.
+	wctx, wcancel := context.WithTimeout(context.Background(), time.Minute)
+	defer wcancel()
+	if _, err := kube.WaitForPod(wctx, c, "kube-deploy", "a=b", func(*corev1.Pod) bool { return true }); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	err := kube.WaitForDeploymentReady(ctx, c, "kube-deploy", "gw")
 	if err == nil {
@@ -118,6 +126,11 @@ func TestWaitForDeploymentTimesOutClearly(t *testing.T) {
 	}
 	if !errors.Is(err, kube.ErrWaitTimeout) {
 		t.Fatalf("err = %v, want ErrWaitTimeout", err)
+	}
+	for _, want := range []string{"Deployment kube-deploy/gw", "last seen: 0/1 ready", "newest Pod gw-", "Pending (not scheduled yet) for "} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("timeout does not say %q: %v", want, err)
+		}
 	}
 }
 

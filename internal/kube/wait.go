@@ -78,25 +78,16 @@ func WaitForNamedObject(ctx context.Context, lw cache.ListerWatcher, example run
 	return nil
 }
 
-// WaitForDeploymentReady waits until the Deployment's observed generation is current and all
-// desired replicas are updated and available.
+// WaitForDeploymentReady waits until the Deployment has rolled out, and ends early on a Pod
+// that will not come up by itself (WaitForWorkload).
 func WaitForDeploymentReady(ctx context.Context, c kubernetes.Interface, namespace, name string) error {
-	deployments := c.AppsV1().Deployments(namespace)
-	return WaitForNamedObject(ctx, namedListWatch(name, deployments.List, deployments.Watch), &appsv1.Deployment{},
-		fmt.Sprintf("Deployment %s/%s", namespace, name), func(o runtime.Object) bool {
-			d, ok := o.(*appsv1.Deployment)
-			return ok && DeploymentReady(d)
-		})
+	return WaitForWorkload(ctx, c, Workload{Kind: "Deployment", Namespace: namespace, Name: name}, WaitOptions{})
 }
 
-// WaitForStatefulSetReady waits until every desired replica of the StatefulSet is ready.
+// WaitForStatefulSetReady waits until every desired replica of the StatefulSet is ready, and
+// ends early on a Pod that will not come up by itself (WaitForWorkload).
 func WaitForStatefulSetReady(ctx context.Context, c kubernetes.Interface, namespace, name string) error {
-	sets := c.AppsV1().StatefulSets(namespace)
-	return WaitForNamedObject(ctx, namedListWatch(name, sets.List, sets.Watch), &appsv1.StatefulSet{},
-		fmt.Sprintf("StatefulSet %s/%s", namespace, name), func(o runtime.Object) bool {
-			s, ok := o.(*appsv1.StatefulSet)
-			return ok && StatefulSetReady(s)
-		})
+	return WaitForWorkload(ctx, c, Workload{Kind: "StatefulSet", Namespace: namespace, Name: name}, WaitOptions{})
 }
 
 // namedListWatch lists and watches the single object called name through a typed client's
@@ -115,21 +106,18 @@ func namedListWatch[L runtime.Object](name string, list func(context.Context, me
 	}
 }
 
-// DeploymentReady reports whether the Deployment has rolled out completely.
+// DeploymentReady reports whether the Deployment has rolled out completely: the controller has
+// seen its template, every replica is updated and available, and no old replica is left (the
+// conditions of `kubectl rollout status`).
 func DeploymentReady(d *appsv1.Deployment) bool {
-	want := int32(1)
-	if d.Spec.Replicas != nil {
-		want = *d.Spec.Replicas
-	}
-	return d.Status.ObservedGeneration >= d.Generation && d.Status.UpdatedReplicas >= want && d.Status.AvailableReplicas >= want
+	want := replicas(d.Spec.Replicas)
+	s := d.Status
+	return s.ObservedGeneration >= d.Generation && s.UpdatedReplicas >= want && s.Replicas <= s.UpdatedReplicas && s.AvailableReplicas >= want
 }
 
 // StatefulSetReady reports whether every desired replica of the StatefulSet is ready.
 func StatefulSetReady(s *appsv1.StatefulSet) bool {
-	want := int32(1)
-	if s.Spec.Replicas != nil {
-		want = *s.Spec.Replicas
-	}
+	want := replicas(s.Spec.Replicas)
 	return s.Status.ObservedGeneration >= s.Generation && s.Status.ReadyReplicas >= want
 }
 

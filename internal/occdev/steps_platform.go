@@ -128,12 +128,12 @@ func describeWait(p *Plan) Description {
 
 // waitForPlatform waits until the Agent Sandbox controller and the Gateway workloads report
 // every replica ready.
-func waitForPlatform(ctx context.Context, r *run, _ progress.Reporter) error {
+func waitForPlatform(ctx context.Context, r *run, rep progress.Reporter) error {
 	workloads, err := platform.PlatformWorkloads(r.agentSandbox, r.gateway, r.plan.Namespace)
 	if err != nil {
 		return err
 	}
-	return platform.WaitForWorkloads(ctx, r.conn.Kube, workloads, r.plan.StartupTimeout)
+	return platform.WaitForWorkloads(ctx, r.conn.Kube, workloads, r.plan.StartupTimeout, rep.Note)
 }
 
 func describeHealth(p *Plan) Description {

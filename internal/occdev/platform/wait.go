@@ -14,11 +14,7 @@ import (
 )
 
 // Workload is a Deployment or StatefulSet `up` waits for.
-type Workload struct {
-	Kind, Namespace, Name string
-}
-
-func (w Workload) String() string { return fmt.Sprintf("%s %s/%s", w.Kind, w.Namespace, w.Name) }
+type Workload = kube.Workload
 
 // WorkloadsIn lists the Deployments and StatefulSets among objs; objects without a namespace
 // belong to defaultNamespace (as Helm installs them).
@@ -57,16 +53,17 @@ func PlatformWorkloads(agentSandbox []*unstructured.Unstructured, gw *Gateway, n
 }
 
 // WaitForWorkloads waits, by watch, until every workload reports every replica ready. Each
-// wait has its own timeout and a message that names the workload and says what to look at.
-func WaitForWorkloads(ctx context.Context, kc kubernetes.Interface, workloads []Workload, timeout time.Duration) error {
+// wait has its own timeout; it ends early, with a *kube.StuckError naming the Pod, the reason
+// and the fix, when a Pod of the workload cannot come up by itself, and a timeout names the
+// workload and says what was last seen. status, when set, receives what the wait sees.
+func WaitForWorkloads(ctx context.Context, kc kubernetes.Interface, workloads []Workload, timeout time.Duration, status func(string)) error {
 	for _, w := range workloads {
 		wctx, cancel := context.WithTimeout(ctx, timeout)
-		var err error
-		if w.Kind == "StatefulSet" {
-			err = kube.WaitForStatefulSetReady(wctx, kc, w.Namespace, w.Name)
-		} else {
-			err = kube.WaitForDeploymentReady(wctx, kc, w.Namespace, w.Name)
+		var report func(string)
+		if status != nil {
+			report = func(s string) { status(w.String() + ": " + s) }
 		}
+		err := kube.WaitForWorkload(wctx, kc, w, kube.WaitOptions{Status: report})
 		cancel()
 		if err != nil {
 			if ctx.Err() == nil && errors.Is(err, kube.ErrWaitTimeout) {

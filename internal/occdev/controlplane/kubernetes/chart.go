@@ -3,6 +3,7 @@ package kubernetes
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/netip"
 	"path/filepath"
@@ -15,7 +16,9 @@ import (
 	"helm.sh/helm/v3/pkg/engine"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/releaseutil"
+	clientset "k8s.io/client-go/kubernetes"
 
+	"github.com/openclaw/occ/internal/kube"
 	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/helmrelease"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
@@ -68,22 +71,63 @@ func InstallChart(ctx context.Context, conn *kubeobj.Conn, req ChartInstall) (*r
 	if err != nil {
 		return nil, err
 	}
-	rel, err := helmrelease.Ensure(ctx, helmrelease.EnsureOptions{
-		Release:  helmrelease.Release{Access: conn.Access, Namespace: req.Namespace, Name: ReleaseName},
-		Chart:    req.Chart,
-		Values:   vals,
-		Owner:    conn.Owner(),
-		Recorder: conn.Recorder(),
-		Timeout:  req.Timeout,
-		Wait:     true,
-		Converge: true,
-		Log:      req.Log,
+	var rel *release.Release
+	err = guarded(ctx, conn.Kube, req.Namespace, func(ctx context.Context) error {
+		var err error
+		rel, err = helmrelease.Ensure(ctx, helmrelease.EnsureOptions{
+			Release:  helmrelease.Release{Access: conn.Access, Namespace: req.Namespace, Name: ReleaseName},
+			Chart:    req.Chart,
+			Values:   vals,
+			Owner:    conn.Owner(),
+			Recorder: conn.Recorder(),
+			Timeout:  req.Timeout,
+			Wait:     true,
+			Converge: true,
+			Log:      req.Log,
+		})
+		return err
 	})
+	var stuck *kube.StuckError
+	if errors.As(err, &stuck) {
+		return rel, err
+	}
 	if err != nil {
 		return rel, fmt.Errorf("%w (waited for the migration and bootstrap Job, then the API and worker Deployments, within %s); "+
 			"the chart's validation message, or the Job's and Deployments' Pods in namespace %s, say why", err, req.Timeout, req.Namespace)
 	}
 	return rel, nil
+}
+
+// guarded runs a Helm operation that waits for its hook Jobs and workloads itself, while
+// kube.WatchNewPods watches the Pods and Jobs it creates in namespace: one that cannot come up
+// by itself (an image the node does not have, a crash loop, a failed Job) stops the operation at
+// once, and its *kube.StuckError is returned instead of Helm's timeout much later.
+func guarded(ctx context.Context, c clientset.Interface, namespace string, run func(context.Context) error) error {
+	if c == nil {
+		return run(ctx)
+	}
+	gctx, stopGuard := context.WithCancel(ctx)
+	defer stopGuard()
+	wait, err := kube.WatchNewPods(gctx, c, namespace, fmt.Sprintf("Helm release %s in namespace %s", ReleaseName, namespace), kube.WaitOptions{})
+	if err != nil {
+		return err
+	}
+	hctx, stopHelm := context.WithCancel(ctx)
+	defer stopHelm()
+	stuck := make(chan error, 1)
+	go func() {
+		err := wait()
+		if err != nil {
+			stopHelm()
+		}
+		stuck <- err
+	}()
+	err = run(hctx)
+	stopGuard()
+	if g := <-stuck; g != nil {
+		return g
+	}
+	return err
 }
 
 // The placeholders of the preflight render stand for the values only the live cluster knows,
@@ -174,6 +218,9 @@ type ControllerUpgrade struct {
 	Timeout time.Duration
 	// Log receives Helm's progress messages; nil discards them.
 	Log func(format string, args ...any)
+	// Kube, when set, watches the Pods the upgrade creates (the hook Job's) and stops the
+	// upgrade on one that cannot come up by itself.
+	Kube clientset.Interface
 }
 
 // UpgradeController moves this state's OCE release onto a rebuilt controller image, so the
@@ -209,10 +256,19 @@ func UpgradeController(ctx context.Context, req ControllerUpgrade) (revision int
 		return 0, nil
 	}
 	imgs["controller"] = req.Controller
-	up, err := helmrelease.Ensure(ctx, helmrelease.EnsureOptions{
-		Release: r, Chart: rel.Chart, Values: vals, Owner: req.Owner, Recorder: req.Recorder,
-		Timeout: req.Timeout, Converge: true, Log: req.Log,
+	var up *release.Release
+	err = guarded(ctx, req.Kube, req.Namespace, func(ctx context.Context) error {
+		var err error
+		up, err = helmrelease.Ensure(ctx, helmrelease.EnsureOptions{
+			Release: r, Chart: rel.Chart, Values: vals, Owner: req.Owner, Recorder: req.Recorder,
+			Timeout: req.Timeout, Converge: true, Log: req.Log,
+		})
+		return err
 	})
+	var stuck *kube.StuckError
+	if errors.As(err, &stuck) {
+		return 0, err
+	}
 	if err != nil {
 		return 0, fmt.Errorf("%w (the migration and bootstrap Job of the rebuilt controller, in namespace %s, says why)", err, req.Namespace)
 	}

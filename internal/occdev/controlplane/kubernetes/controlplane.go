@@ -16,7 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
-	clientset "k8s.io/client-go/kubernetes"
 
 	"github.com/openclaw/occ/internal/kube"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
@@ -127,6 +126,11 @@ func on(fn func(*ControlPlane, context.Context) error) func(context.Context, *Co
 	return func(ctx context.Context, cp *ControlPlane, _ progress.Reporter) error { return fn(cp, ctx) }
 }
 
+// reporting makes a step's Run of a method that reports on the step's progress line.
+func reporting(fn func(*ControlPlane, context.Context, progress.Reporter) error) func(context.Context, *ControlPlane, progress.Reporter) error {
+	return func(ctx context.Context, cp *ControlPlane, rep progress.Reporter) error { return fn(cp, ctx, rep) }
+}
+
 // describe makes a step's Describe of the manifests its Run applies (build, on the control
 // plane a dry run describes from) with the step's own words about some of them (extra, by "Kind name").
 func describe(build func(*ControlPlane) []runtime.Object, extra map[string]string) func(Config) step.Description {
@@ -156,7 +160,7 @@ func Steps() []Step {
 			Describe: describe((*ControlPlane).volumeManifests, nil)},
 		{Name: "Prepare the bootstrap volume", Run: on((*ControlPlane).prepareBootstrapVolume),
 			Describe: describe((*ControlPlane).preparePodManifests, map[string]string{"Pod " + PreparePod: "chowns the bootstrap volume to 1000:1000, mode 0700; waits for Succeeded"})},
-		{Name: "Start PostgreSQL", Run: on((*ControlPlane).startPostgres),
+		{Name: "Start PostgreSQL", Run: reporting((*ControlPlane).startPostgres),
 			Describe: describe((*ControlPlane).postgresManifests, map[string]string{"StatefulSet " + Postgres: waitsReady})},
 		{Name: "Resolve the PostgreSQL and Kubernetes API addresses", Run: on((*ControlPlane).resolveAddresses), Describe: describeNote(func(cfg Config) string {
 			return "nothing; reads Pod " + cfg.Namespace + "/" + PostgresPod + " and the EndpointSlice of Service default/kubernetes"
@@ -173,7 +177,7 @@ func Steps() []Step {
 		}},
 		{Name: "Bind the development tenant roles", Run: on((*ControlPlane).ensureTenantBindings),
 			Describe: describe((*ControlPlane).tenantBindingManifests, nil)},
-		{Name: "Start the development API proxy", Run: on((*ControlPlane).startProxy),
+		{Name: "Start the development API proxy", Run: reporting((*ControlPlane).startProxy),
 			Describe: describe((*ControlPlane).proxyManifests, map[string]string{"Deployment " + ProxyDeployment: waitsReady})},
 	}
 }
@@ -230,6 +234,9 @@ func (cp *ControlPlane) prepareBootstrapVolume(ctx context.Context) error {
 	wctx, cancel := context.WithTimeout(ctx, cp.cfg.StartupTimeout)
 	defer cancel()
 	return waitPod(wctx, cp.conn.Kube, cp.cfg.Namespace, PreparePod, func(p *corev1.Pod) (bool, error) {
+		if e := kube.PodStuck(p); e != nil {
+			return false, e
+		}
 		switch p.Status.Phase {
 		case corev1.PodSucceeded:
 			return true, nil
@@ -250,20 +257,24 @@ func terminationDetail(p *corev1.Pod) string {
 	return ""
 }
 
-func (cp *ControlPlane) startPostgres(ctx context.Context) error {
+func (cp *ControlPlane) startPostgres(ctx context.Context, rep progress.Reporter) error {
 	if err := cp.ensure(ctx, cp.postgresManifests()...); err != nil {
 		return err
 	}
-	return cp.waitReady(ctx, "StatefulSet", Postgres, kube.WaitForStatefulSetReady)
+	return cp.waitReady(ctx, "StatefulSet", Postgres, rep)
 }
 
-func (cp *ControlPlane) waitReady(ctx context.Context, kind, name string, wait func(context.Context, clientset.Interface, string, string) error) error {
+// waitReady waits for the control plane's workload; it ends early, naming the Pod, the reason
+// and the fix, when a Pod of it cannot come up by itself (kube.WaitForWorkload), and reports
+// what it sees on the step's progress line.
+func (cp *ControlPlane) waitReady(ctx context.Context, kind, name string, rep progress.Reporter) error {
 	wctx, cancel := context.WithTimeout(ctx, cp.cfg.StartupTimeout)
 	defer cancel()
-	if err := wait(wctx, cp.conn.Kube, cp.cfg.Namespace, name); err != nil {
+	w := kube.Workload{Kind: kind, Namespace: cp.cfg.Namespace, Name: name}
+	if err := kube.WaitForWorkload(wctx, cp.conn.Kube, w, kube.WaitOptions{Status: rep.Note}); err != nil {
 		if ctx.Err() == nil && errors.Is(err, kube.ErrWaitTimeout) {
-			return fmt.Errorf("%s %s/%s did not become ready within %s: check its Pods' events (imagePullPolicy Never needs the image imported into the node), or raise OCC_DEVELOPMENT_STARTUP_TIMEOUT_SECONDS: %w",
-				kind, cp.cfg.Namespace, name, cp.cfg.StartupTimeout, err)
+			return fmt.Errorf("%s did not become ready within %s: check its Pods' events, or raise OCC_DEVELOPMENT_STARTUP_TIMEOUT_SECONDS: %w",
+				w, cp.cfg.StartupTimeout, err)
 		}
 		return err
 	}
@@ -342,9 +353,9 @@ func (cp *ControlPlane) ensureTenantBindings(ctx context.Context) error {
 	return cp.ensure(ctx, cp.tenantBindingManifests()...)
 }
 
-func (cp *ControlPlane) startProxy(ctx context.Context) error {
+func (cp *ControlPlane) startProxy(ctx context.Context, rep progress.Reporter) error {
 	if err := cp.ensure(ctx, cp.proxyManifests()...); err != nil {
 		return err
 	}
-	return cp.waitReady(ctx, "Deployment", ProxyDeployment, kube.WaitForDeploymentReady)
+	return cp.waitReady(ctx, "Deployment", ProxyDeployment, rep)
 }

@@ -5,16 +5,17 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/openclaw/occ/internal/kube"
 	"github.com/openclaw/occ/internal/occdev/controlplane/kubernetes"
 	"github.com/openclaw/occ/internal/occdev/profile"
 	"github.com/openclaw/occ/internal/occdev/profile/oce"
@@ -117,7 +118,8 @@ func upgradeOCERelease(ctx context.Context, env profile.ReloadEnv, rep progress.
 	rev, err := kubernetes.UpgradeController(ctx, kubernetes.ControllerUpgrade{
 		Access: conn.Access, Namespace: ns, Controller: l.Pin.DigestReference(),
 		Owner: env.State().State().Owner(), Recorder: env.State(), Timeout: env.StartupTimeout(),
-		Log: func(format string, args ...any) { fmt.Fprintf(env.Log(), "helm: "+format+"\n", args...) },
+		Log:  func(format string, args ...any) { fmt.Fprintf(env.Log(), "helm: "+format+"\n", args...) },
+		Kube: conn.Kube,
 	})
 	if err != nil {
 		return err
@@ -246,56 +248,25 @@ func mountsSecret(spec corev1.PodSpec, name string) bool {
 	return false
 }
 
-// rolloutInterval is how often a rollout's progress is read.
-const rolloutInterval = 250 * time.Millisecond
-
 // waitForRollouts waits until every Deployment that runs a rebuilt image, or was patched, has
 // rolled out: the controller has seen the new template, every replica is updated and available,
-// and no old replica remains (the conditions of `kubectl rollout status`).
+// and no old replica remains (the conditions of `kubectl rollout status`). A new Pod that cannot
+// come up by itself (the rebuilt image not on the node, a crash loop) ends the wait at once,
+// naming the Pod, the reason and the fix (kube.WaitForWorkload).
 func (k *reload) waitForRollouts(ctx context.Context, env profile.ReloadEnv, rep progress.Reporter) error {
 	ns := env.Recorded().PlatformNamespace
 	wctx, cancel := context.WithTimeout(ctx, env.StartupTimeout())
 	defer cancel()
 	for _, name := range k.watch {
-		last := "not read yet"
-		for {
-			d, err := env.Conn().Kube.AppsV1().Deployments(ns).Get(wctx, name, metav1.GetOptions{})
-			if err == nil {
-				done, why := rolledOut(d)
-				if done {
-					break
-				}
-				last = why
-			} else {
-				last = err.Error()
+		w := kube.Workload{Kind: "Deployment", Namespace: ns, Name: name}
+		err := kube.WaitForWorkload(wctx, env.Conn().Kube, w, kube.WaitOptions{Status: func(s string) { rep.Note(name + ": " + s) }})
+		if err != nil {
+			if ctx.Err() == nil && errors.Is(err, kube.ErrWaitTimeout) {
+				return fmt.Errorf("%s did not roll out within %s: check its Pods' events, or raise --startup-timeout: %w", w, env.StartupTimeout(), err)
 			}
-			select {
-			case <-wctx.Done():
-				return fmt.Errorf("wait for Deployment %s/%s to roll out: %w (last seen: %s)", ns, name, wctx.Err(), last)
-			case <-time.After(rolloutInterval):
-			}
+			return err
 		}
 		rep.Note("Deployment " + name + " rolled out")
 	}
 	return nil
-}
-
-// rolledOut reports whether d's rollout is complete, or what it waits for.
-func rolledOut(d *appsv1.Deployment) (bool, string) {
-	want := int32(1)
-	if d.Spec.Replicas != nil {
-		want = *d.Spec.Replicas
-	}
-	s := d.Status
-	switch {
-	case s.ObservedGeneration < d.Generation:
-		return false, "the new template is not observed yet"
-	case s.UpdatedReplicas < want:
-		return false, fmt.Sprintf("%d of %d replicas updated", s.UpdatedReplicas, want)
-	case s.Replicas > s.UpdatedReplicas:
-		return false, fmt.Sprintf("%d old replicas pending termination", s.Replicas-s.UpdatedReplicas)
-	case s.AvailableReplicas < s.UpdatedReplicas:
-		return false, fmt.Sprintf("%d of %d updated replicas available", s.AvailableReplicas, s.UpdatedReplicas)
-	}
-	return true, ""
 }
