@@ -2,7 +2,6 @@ package platform
 
 import (
 	"context"
-	"os"
 	"slices"
 	"testing"
 
@@ -14,8 +13,6 @@ import (
 	"github.com/openclaw/occ/internal/contract"
 	"github.com/openclaw/occ/internal/testbed"
 )
-
-func TestMain(m *testing.M) { os.Exit(testbed.Run(m)) }
 
 // admittedPods asks the real apiserver which Pods the policy's ingress peers select: for each
 // peer, the namespaces its namespace selector matches (the policy's own namespace when it has
