@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -106,7 +107,11 @@ func printDevStatus(g *Globals, st *occdev.Status) error {
 	if st.Engine != "" {
 		fmt.Fprintf(w, "Engine:        %s (%s)\n", st.Engine, st.EngineKind)
 	}
-	fmt.Fprintf(w, "Cluster:       %s (context %q in %s, provider %s, %s)\n", st.Cluster.Name, st.Cluster.Context, st.Cluster.Kubeconfig, st.Cluster.Provider, reach)
+	if st.Cluster.Kubeconfig == "" {
+		fmt.Fprintf(w, "Cluster:       %s (provider %s, not connected: up stopped before it connected)\n", cmp.Or(st.Cluster.Name, "none"), st.Cluster.Provider)
+	} else {
+		fmt.Fprintf(w, "Cluster:       %s (context %q in %s, provider %s, %s)\n", st.Cluster.Name, st.Cluster.Context, st.Cluster.Kubeconfig, st.Cluster.Provider, reach)
+	}
 	if st.ClusterState != "" {
 		detail := ""
 		if st.ClusterDetail != "" {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -112,7 +114,7 @@ func (p *Provider) Create(ctx context.Context, req Request) (*Cluster, error) {
 	done := make(chan error, 1)
 	go func() {
 		done <- createOnce(runCtx, p.engine.Podman,
-			func() error { return p.run(runCtx, sc, fixDNS, hooks) },
+			func() error { return p.run(runCtx, sc, []docker.EnvVar{fixDNS, tempDirEnv(req.StateDir)}, hooks) },
 			func() error {
 				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
 				defer cancel()
@@ -245,11 +247,19 @@ func FreeLoopbackPort() (int, error) {
 // run has k3d turn the configuration into a cluster: the same transform, process and validate
 // steps as `k3d cluster create --config`, then ClusterRun. k3d's own rollback is off (occ's
 // rollback checks ownership first) and its kubeconfig writing never runs (occ writes its own).
-// fixDNS is this creation's DNS fix setting; k3d's memo of its fixes is dropped first, so the
-// setting counts even after an earlier creation in the same process.
-func (p *Provider) run(ctx context.Context, sc k3dconf.SimpleConfig, fixDNS docker.EnvVar, hooks []k3dtypes.NodeHook) error {
+// env is this creation's environment (its DNS fix setting, its temporary directory); k3d's memo
+// of its fixes is dropped first, so the setting counts even after an earlier creation in the
+// same process.
+func (p *Provider) run(ctx context.Context, sc k3dconf.SimpleConfig, env []docker.EnvVar, hooks []k3dtypes.NodeHook) error {
 	return p.withK3d(func() error {
-		restore, err := docker.PinK3dEnvironment([]docker.EnvVar{fixDNS})
+		for _, v := range env {
+			if v.Name == "TMPDIR" {
+				if err := os.MkdirAll(v.Value, 0o700); err != nil {
+					return fmt.Errorf("k3d's temporary directory: %w", err)
+				}
+			}
+		}
+		restore, err := docker.PinK3dEnvironment(env)
 		if err != nil {
 			return err
 		}
@@ -287,6 +297,17 @@ func (p *Provider) run(ctx context.Context, sc k3dconf.SimpleConfig, fixDNS dock
 		}
 		return nil
 	})
+}
+
+// TempDirName is the directory in the state directory where k3d writes its temporary files
+// during the creation. k3d writes the nodes' hosts file through a temporary file it never
+// removes (k3d v5.9.0, pkg/client/hooks.go); kept in the state directory, it goes with `down`,
+// whether `up` finished, failed or was killed, and never piles up in the user's /tmp.
+const TempDirName = "tmp"
+
+// tempDirEnv points the temporary files of the k3d calls it is pinned for into stateDir.
+func tempDirEnv(stateDir string) docker.EnvVar {
+	return docker.EnvVar{Name: "TMPDIR", Value: filepath.Join(stateDir, TempDirName)}
 }
 
 // rollback deletes the half-made cluster of id after a failed creation, on a fresh context.
