@@ -2,7 +2,9 @@ package occdev_test
 
 import (
 	"bufio"
+	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,13 +13,13 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/openclaw/occ/internal/occdev"
+	"github.com/docker/docker/api/types/volume"
 )
 
-// killAllEnv runs the SIGKILL matrix at every step of `up`; by default it runs killSubset.
+// killAllEnv runs the signal matrices at every step of `up`; by default they run killSubset.
 const killAllEnv = "OCC_TEST_KILL_ALL_STEPS"
 
-// killSubset are the default kill points: right after these steps finish, `up` is inside the
+// killSubset are the default signal points: right after these steps finish, `up` is inside the
 // next ones. After the preflight (the state directory is being claimed), after the claim (the
 // pulls and the cluster's creation start), after the cluster's creation (the imports run in
 // three lanes and the platform installs beside them), after the Gateway image's import (the
@@ -34,12 +36,18 @@ func killSubset(clusterName string) []string {
 	}
 }
 
-// testKillAtEachStep: `occ dev up`, the built binary, is killed with SIGKILL (a closed laptop
-// lid, CI's timeout, the OOM killer) right after a step finishes, while the steps after it run.
-// Then `occ dev status` describes what is there, `occ dev down` exits 0, and nothing occ made is
-// left: no container, network or volume of the cluster, no staging tag or pulled image, no state
+// testSignalAtEachStep sends sig to `occ dev up`, the built binary, right after a step finishes,
+// while the steps after it run.
+//
+// SIGKILL (a closed laptop lid, CI's timeout, the OOM killer): `occ dev status` then describes
+// what is there, `occ dev down` exits 0.
+//
+// SIGINT (Ctrl-C): up rolls back by itself and exits 130, saying so.
+//
+// Either way nothing occ made is left in the end: no container, network or volume of the cluster
+// (no volume the engine did not hold before up), no staging tag or pulled image, no state
 // directory (with its lock), no temporary file, and the user's kubeconfig is as it was.
-func testKillAtEachStep(t *testing.T, b *k3dBed) {
+func testSignalAtEachStep(t *testing.T, b *k3dBed, sig syscall.Signal) {
 	opts := b.options(t)
 	names := stepNames(t, opts)
 	points := names
@@ -50,10 +58,10 @@ func testKillAtEachStep(t *testing.T, b *k3dBed) {
 				t.Fatalf("the flow has no step %q: %q", p, names)
 			}
 		}
-		t.Logf("killing after %d of the %d steps; set %s=1 for every step", len(points), len(names), killAllEnv)
+		t.Logf("%s after %d of the %d steps; set %s=1 for every step", sig, len(points), len(names), killAllEnv)
 	}
 	bin := buildOCC(t)
-	killed := 0
+	passed := 0
 	for i, point := range points {
 		t.Run(point, func(t *testing.T) {
 			b.forgetProducts(t)
@@ -65,6 +73,7 @@ func testKillAtEachStep(t *testing.T, b *k3dBed) {
 				point = stepNames(t, opts)[i]
 			}
 			downAtEnd(t, opts.StateDir)
+			volumesBefore := b.allVolumes(t)
 			tmp := t.TempDir()
 			env := append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(t.TempDir(), "cache"), "OCC_DEVELOPMENT_STATE_DIRECTORY="+opts.StateDir, "TMPDIR="+tmp)
 			up := exec.Command(bin, "dev", "up", "--cluster-provider", "k3d", "--control-plane", "kubernetes", "--cluster-name", opts.ClusterName,
@@ -87,46 +96,49 @@ func testKillAtEachStep(t *testing.T, b *k3dBed) {
 				seen.WriteString(line + "\n")
 				if strings.HasPrefix(line, "✓ "+point+" ") {
 					hit = true
-					_ = up.Process.Signal(syscall.SIGKILL)
+					_ = up.Process.Signal(sig)
 					break
 				}
 			}
+			_, _ = io.Copy(&seen, out) // what the rollback prints
 			werr := up.Wait()
-			var exit *exec.ExitError
-			if !hit || !errors.As(werr, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-				t.Fatalf("up ended (%v) before it was killed after %q:\n%s\nstderr:\n%s", werr, point, seen.String(), stderr.String())
+			if !hit {
+				t.Fatalf("up ended (%v) before step %q finished:\n%s\nstderr:\n%s", werr, point, seen.String(), stderr.String())
 			}
-			killed++
-			vols := b.volumesOf(t, opts.ClusterName)
-
-			run := func(args ...string) (string, error) {
-				cmd := exec.Command(bin, args...)
-				cmd.Env = env
-				o, err := cmd.CombinedOutput()
-				return string(o), err
-			}
-			status, err := run("dev", "status")
-			t.Logf("occ dev status after the kill:\n%s", status)
-			// A part status cannot look at (images in a node the run never recorded) makes it
-			// exit 1, saying so; anything else is a failure.
-			if err != nil && !strings.Contains(status, "Error: the state of ") {
-				t.Errorf("occ dev status after the kill: %v", err)
-			}
-			if stateGone(opts.StateDir) && !strings.Contains(status, "nothing is up") {
-				t.Errorf("status without a state directory does not say nothing is up:\n%s", status)
-			}
-			if len(vols) > 0 && !stateGone(opts.StateDir) && !strings.Contains(status, "k3d cluster:   exists") {
-				t.Errorf("the cluster's node exists, and status does not say so:\n%s", status)
-			}
-			downOut, err := run("dev", "down")
-			if err != nil {
-				t.Fatalf("occ dev down after the kill: %v\n%s", err, downOut)
+			var vols []string
+			switch sig {
+			case syscall.SIGKILL:
+				var exit *exec.ExitError
+				if !errors.As(werr, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+					t.Fatalf("up was not killed after %q: %v", point, werr)
+				}
+				vols = b.volumesOf(t, opts.ClusterName)
+				afterKill(t, b, bin, env, opts.StateDir, opts.ClusterName, vols)
+			default:
+				code := up.ProcessState.ExitCode()
+				t.Logf("up after %s (exit %d):\n%s", sig, code, stderr.String())
+				// A signal after the last step's line can meet an up that has nothing left to do.
+				if code != 128+int(sig) && code != 0 {
+					t.Errorf("exit code %d after %s, want %d", code, sig, 128+int(sig))
+				}
+				if code != 0 && !strings.Contains(stderr.String(), "rolled back") && !strings.Contains(stderr.String(), "interrupted") {
+					t.Errorf("up does not say it was interrupted and rolled back:\n%s", stderr.String())
+				}
+				if code == 0 {
+					downOut, err := exec.Command(bin, "dev", "down", "--state-dir", opts.StateDir).CombinedOutput()
+					if err != nil {
+						t.Fatalf("down after an up the signal did not stop: %v\n%s", err, downOut)
+					}
+				}
 			}
 			if left := b.leftovers(t, opts.ClusterName, vols); len(left) > 0 {
-				t.Errorf("left after the kill and down: %v\ndown said:\n%s", left, downOut)
+				t.Errorf("left after %s and down: %v", sig, left)
+			}
+			if extra := b.newVolumes(t, volumesBefore); len(extra) > 0 {
+				t.Errorf("volumes left after %s: %v", sig, extra)
 			}
 			if !stateGone(opts.StateDir) {
-				t.Errorf("state directory left after down:\n%s", downOut)
+				t.Errorf("state directory left")
 			}
 			if entries, _ := os.ReadDir(tmp); len(entries) > 0 {
 				var left []string
@@ -136,8 +148,66 @@ func testKillAtEachStep(t *testing.T, b *k3dBed) {
 				t.Errorf("temporary files left in TMPDIR: %v", left)
 			}
 			b.assertUserKubeconfig(t)
+			if !t.Failed() {
+				passed++
+			}
 		})
 	}
-	t.Logf("SIGKILL matrix (k3d profile, %s engine): %d points killed", b.kind, killed)
-	_ = occdev.DownCommand
+	t.Logf("%s matrix (k3d profile, %s engine): %d points, %d passed", sig, b.kind, len(points), passed)
+}
+
+// afterKill runs `occ dev status`, which must describe what a killed up left, then `occ dev
+// down`, which must finish with exit 0.
+func afterKill(t *testing.T, b *k3dBed, bin string, env []string, stateDir, cluster string, vols []string) {
+	t.Helper()
+	run := func(args ...string) (string, error) {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = env
+		o, err := cmd.CombinedOutput()
+		return string(o), err
+	}
+	status, err := run("dev", "status")
+	t.Logf("occ dev status after the kill:\n%s", status)
+	// A part status cannot look at (images in a node the run never recorded) makes it exit 1,
+	// saying so; anything else is a failure.
+	if err != nil && !strings.Contains(status, "Error: the state of ") {
+		t.Errorf("occ dev status after the kill: %v", err)
+	}
+	if stateGone(stateDir) && !strings.Contains(status, "nothing is up") {
+		t.Errorf("status without a state directory does not say nothing is up:\n%s", status)
+	}
+	if len(vols) > 0 && !stateGone(stateDir) && !strings.Contains(status, "k3d cluster:   exists") {
+		t.Errorf("the node of cluster %s exists, and status does not say so:\n%s", cluster, status)
+	}
+	downOut, err := run("dev", "down")
+	if err != nil {
+		t.Fatalf("occ dev down after the kill: %v\n%s", err, downOut)
+	}
+}
+
+// allVolumes names every volume the engine holds now.
+func (b *k3dBed) allVolumes(t testing.TB) map[string]bool {
+	t.Helper()
+	list, err := b.Engine.API.VolumeList(context.Background(), volume.ListOptions{})
+	if err != nil {
+		t.Fatalf("list volumes: %v", err)
+	}
+	names := map[string]bool{}
+	for _, v := range list.Volumes {
+		names[v.Name] = true
+	}
+	return names
+}
+
+// newVolumes are the volumes the engine holds now that it did not hold in before.
+func (b *k3dBed) newVolumes(t testing.TB, before map[string]bool) []string {
+	t.Helper()
+	var extra []string
+	for name := range b.allVolumes(t) {
+		if !before[name] {
+			extra = append(extra, name)
+		}
+	}
+	slices.Sort(extra)
+	return extra
 }
