@@ -2,6 +2,7 @@ package occdev_test
 
 import (
 	"context"
+	"syscall"
 	"testing"
 
 	"github.com/openclaw/occ/internal/testbed/dockerbed"
@@ -55,6 +56,9 @@ func TestClassicDockerK3dDevEnvironment(t *testing.T) {
 	t.Run("up status and down through the library", func(t *testing.T) { testUpStatusDown(t, b) })
 	t.Run("a failure after each step", func(t *testing.T) {
 		testFailureSubset(t, b, classicFailureSteps, "rolled back like the steps around it on every engine, which the default engine's matrix shows")
+	})
+	t.Run("SIGKILL after each step then down", func(t *testing.T) {
+		testSignalAtEachStep(t, b, syscall.SIGKILL, killSubsetOtherEngines)
 	})
 }
 

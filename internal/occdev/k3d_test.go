@@ -71,8 +71,8 @@ func TestK3dDevEnvironment(t *testing.T) {
 	t.Run("Ctrl-C during cluster creation leaves nothing", func(t *testing.T) { testInterruptDuringCreation(t, b) })
 	t.Run("a failed cluster creation keeps the state for down", func(t *testing.T) { testCreationFails(t, b) })
 	t.Run("a failure after each step", func(t *testing.T) { testFailureAfterEachStep(t, b) })
-	t.Run("SIGKILL after each step then down", func(t *testing.T) { testSignalAtEachStep(t, b, syscall.SIGKILL) })
-	t.Run("Ctrl-C after each step", func(t *testing.T) { testSignalAtEachStep(t, b, syscall.SIGINT) })
+	t.Run("SIGKILL after each step then down", func(t *testing.T) { testSignalAtEachStep(t, b, syscall.SIGKILL, killSubset) })
+	t.Run("Ctrl-C after each step", func(t *testing.T) { testSignalAtEachStep(t, b, syscall.SIGINT, killSubset) })
 }
 
 // testUpStatusDown: `up` creates the cluster, imports and verifies the three images (the node's

@@ -36,6 +36,17 @@ func killSubset(clusterName string) []string {
 	}
 }
 
+// killSubsetOtherEngines are the default signal points on the classic store and on Podman, where
+// the steps around them are the same as on the default engine: the claim, the cluster's
+// creation, the imports.
+func killSubsetOtherEngines(clusterName string) []string {
+	return []string{
+		"Claim the private state directory",
+		"Create k3d cluster " + clusterName,
+		"Import the OpenShell Gateway image into the cluster",
+	}
+}
+
 // testSignalAtEachStep sends sig to `occ dev up`, the built binary, right after a step finishes,
 // while the steps after it run.
 //
@@ -47,12 +58,12 @@ func killSubset(clusterName string) []string {
 // Either way nothing occ made is left in the end: no container, network or volume of the cluster
 // (no volume the engine did not hold before up), no staging tag or pulled image, no state
 // directory (with its lock), no temporary file, and the user's kubeconfig is as it was.
-func testSignalAtEachStep(t *testing.T, b *k3dBed, sig syscall.Signal) {
+func testSignalAtEachStep(t *testing.T, b *k3dBed, sig syscall.Signal, subset func(clusterName string) []string) {
 	opts := b.options(t)
 	names := stepNames(t, opts)
 	points := names
 	if os.Getenv(killAllEnv) == "" {
-		points = killSubset(opts.ClusterName)
+		points = subset(opts.ClusterName)
 		for _, p := range points {
 			if !slices.Contains(names, p) {
 				t.Fatalf("the flow has no step %q: %q", p, names)

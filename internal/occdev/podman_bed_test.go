@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -58,6 +59,9 @@ func TestPodmanK3dDevEnvironment(t *testing.T) {
 	t.Run("up status and down through the built CLI", func(t *testing.T) { testBuiltCLI(t, b) })
 	t.Run("a failure after each step", func(t *testing.T) {
 		testFailureSubset(t, b, podmanFailureSteps, "rolled back like the steps around it, which the Docker bed's matrix shows")
+	})
+	t.Run("SIGKILL after each step then down", func(t *testing.T) {
+		testSignalAtEachStep(t, b, syscall.SIGKILL, killSubsetOtherEngines)
 	})
 }
 
