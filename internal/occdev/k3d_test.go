@@ -73,6 +73,7 @@ func TestK3dDevEnvironment(t *testing.T) {
 	t.Run("a failure after each step", func(t *testing.T) { testFailureAfterEachStep(t, b) })
 	t.Run("SIGKILL after each step then down", func(t *testing.T) { testSignalAtEachStep(t, b, syscall.SIGKILL, killSubset) })
 	t.Run("Ctrl-C after each step", func(t *testing.T) { testSignalAtEachStep(t, b, syscall.SIGINT, killSubset) })
+	t.Run("SIGKILL during down then down again", func(t *testing.T) { testKillDuringDown(t, b) })
 }
 
 // testUpStatusDown: `up` creates the cluster, imports and verifies the three images (the node's

@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/docker/docker/api/types/volume"
+
+	"github.com/openclaw/occ/internal/occdev"
 )
 
 // killAllEnv runs the signal matrices at every step of `up`; by default they run killSubset.
@@ -221,4 +223,65 @@ func (b *k3dBed) newVolumes(t testing.TB, before map[string]bool) []string {
 	}
 	slices.Sort(extra)
 	return extra
+}
+
+// testKillDuringDown: `occ dev down`, the built binary, is killed right after it reports its
+// first removal, with the rest still recorded. `status` still reads the state, a second `down`
+// finishes with exit 0, and nothing is left.
+func testKillDuringDown(t *testing.T, b *k3dBed) {
+	b.forgetProducts(t)
+	opts := b.options(t)
+	downAtEnd(t, opts.StateDir)
+	volumesBefore := b.allVolumes(t)
+	if _, err := occdev.Up(context.Background(), opts); err != nil {
+		t.Fatalf("up: %v", err)
+	}
+	vols := b.volumesOf(t, opts.ClusterName)
+	bin := buildOCC(t)
+	tmp := t.TempDir()
+	env := append(os.Environ(), "OCC_DEVELOPMENT_STATE_DIRECTORY="+opts.StateDir, "TMPDIR="+tmp)
+	down := exec.Command(bin, "dev", "down")
+	down.Env = env
+	out, err := down.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := down.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var seen strings.Builder
+	hit := false
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		seen.WriteString(sc.Text() + "\n")
+		if strings.HasPrefix(strings.TrimSpace(sc.Text()), "removed ") {
+			hit = true
+			_ = down.Process.Signal(syscall.SIGKILL)
+			break
+		}
+	}
+	_, _ = io.Copy(&seen, out)
+	werr := down.Wait()
+	var exit *exec.ExitError
+	if !hit || !errors.As(werr, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("down was not killed after its first removal (%v):\n%s", werr, seen.String())
+	}
+	t.Logf("down, killed after:\n%s", seen.String())
+	if stateGone(opts.StateDir) {
+		t.Fatal("the killed down removed the state directory, with objects still recorded")
+	}
+	afterKill(t, b, bin, env, opts.StateDir, opts.ClusterName, nil)
+	if left := b.leftovers(t, opts.ClusterName, vols); len(left) > 0 {
+		t.Errorf("left after the killed down and another: %v", left)
+	}
+	if extra := b.newVolumes(t, volumesBefore); len(extra) > 0 {
+		t.Errorf("volumes left: %v", extra)
+	}
+	if !stateGone(opts.StateDir) {
+		t.Error("state directory left after the second down")
+	}
+	if entries, _ := os.ReadDir(tmp); len(entries) > 0 {
+		t.Errorf("temporary files left in TMPDIR: %d", len(entries))
+	}
+	b.assertUserKubeconfig(t)
 }

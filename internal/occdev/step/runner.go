@@ -51,13 +51,12 @@ func (x *Runner[P, R]) Run(ctx context.Context, r R, steps []Step[P, R], lane st
 }
 
 // stepError names the step an error ended; a step that ended because its context was cancelled
-// (Ctrl-C, or a failed sibling lane) says it was interrupted, not what the cancellation cut short.
+// (Ctrl-C, or a failed sibling lane) says only that it was interrupted.
 func stepError(ctx context.Context, name string, err error) error {
 	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
-		if err.Error() == context.Canceled.Error() {
-			return fmt.Errorf("%s: interrupted (%w)", name, err)
-		}
-		return fmt.Errorf("%s: interrupted: %w", name, err)
+		// Which call the cancellation cut short (an HTTP request to the engine's socket, a
+		// watch) says nothing to the user who pressed Ctrl-C.
+		return fmt.Errorf("%s: interrupted (%w)", name, context.Canceled)
 	}
 	return fmt.Errorf("%s: %w", name, err)
 }

@@ -3,6 +3,7 @@ package step
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -179,5 +180,26 @@ func TestAfterStepSeesLaneStepsAndGroups(t *testing.T) {
 	slices.Sort(seen)
 	if strings.Join(seen, ",") != "A1,A2,B1,First,Group,Last" {
 		t.Fatalf("after-step calls %q", seen)
+	}
+}
+
+// A step cut short by Ctrl-C says it was interrupted, and only that: the HTTP request or watch
+// the cancellation cut is noise. A failure that merely wraps a cancellation while the run goes
+// on (a timeout of the step's own) keeps its words.
+func TestInterruptedStepSaysSo(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	x := &Runner[struct{}, *env]{Sink: (&events{}).sink}
+	err := x.Run(ctx, nil, []testStep{{Name: "Pull the image", Run: func(ctx context.Context, _ *env, _ progress.Reporter) error {
+		cancel()
+		return fmt.Errorf(`inspect image x: Get "http://%%2Fsock/v1.51/images/x/json": %w`, ctx.Err())
+	}}}, "")
+	if err == nil || err.Error() != "Pull the image: interrupted (context canceled)" {
+		t.Fatalf("an interrupted step says %v", err)
+	}
+	err = x.Run(context.Background(), nil, []testStep{{Name: "Wait", Run: func(context.Context, *env, progress.Reporter) error {
+		return errors.New("wait for x: the watch closed")
+	}}}, "")
+	if err == nil || err.Error() != "Wait: wait for x: the watch closed" {
+		t.Fatalf("a step's own failure says %v", err)
 	}
 }
