@@ -270,6 +270,13 @@ func testKillDuringDown(t *testing.T, b *k3dBed) {
 	if stateGone(opts.StateDir) {
 		t.Fatal("the killed down removed the state directory, with objects still recorded")
 	}
+	// The cluster went first: status says so, and that everything inside it went with it.
+	st := exec.Command(bin, "dev", "status")
+	st.Env = env
+	status, err := st.CombinedOutput()
+	if err != nil || !strings.Contains(string(status), "k3d cluster:   missing") || strings.Contains(string(status), "unknown") {
+		t.Errorf("status after the killed down (%v) does not say the cluster and everything in it are gone:\n%s", err, status)
+	}
 	afterKill(t, b, bin, env, opts.StateDir, opts.ClusterName, nil)
 	if left := b.leftovers(t, opts.ClusterName, vols); len(left) > 0 {
 		t.Errorf("left after the killed down and another: %v", left)

@@ -177,7 +177,23 @@ func GetStatus(ctx context.Context, opts StatusOptions) (*Status, error) {
 			out.Images = append(out.Images, ImageStatus{Reference: o.Name + "@" + o.Digest, State: imageState(in), Detail: in.Detail})
 		}
 	}
+	wentWithCluster(st, clusterType, out)
 	return out, nil
+}
+
+// wentWithCluster marks the records inside a cluster occ created as missing once that cluster is
+// missing: they went with it (as down says when it removes them), which no API can be asked
+// about any more.
+func wentWithCluster(st state.State, clusterType state.Type, out *Status) {
+	if clusterType == "" || out.ClusterState != ClusterMissing {
+		return
+	}
+	for i, o := range st.Objects {
+		if removalOf(o.Type) != insideCluster || out.Objects[i].State != state.Unknown {
+			continue
+		}
+		out.Objects[i].State, out.Objects[i].Detail = state.Missing, "went with the "+st.Cluster.Provider+" cluster "+st.Cluster.Name+", which no longer exists"
+	}
 }
 
 // clusterRecordType is the type of the record the recorded cluster's provider keeps of the

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	cerrdefs "github.com/containerd/errdefs"
+
 	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
@@ -119,6 +121,10 @@ func (r imported) Inspect(ctx context.Context, o state.Object) state.Inspection 
 	n := nodeContainerd{api: eng.API, node: r.access.NodeAddress}
 	list, err := n.list(ctx)
 	if err != nil {
+		if _, cerr := eng.API.ContainerInspect(ctx, r.access.NodeAddress); cerrdefs.IsNotFound(cerr) {
+			// The node is gone (its cluster was removed): so is everything in it.
+			return state.Inspection{State: state.Missing, Detail: "node " + r.access.NodeAddress + " no longer exists"}
+		}
 		return state.Inspection{State: state.Unknown, Detail: err.Error()}
 	}
 	content, found, err := n.resolve(ctx, list, pin.DigestReference())
