@@ -188,6 +188,10 @@ func wentWithCluster(st state.State, clusterType state.Type, out *Status) {
 	if clusterType == "" || out.ClusterState != ClusterMissing {
 		return
 	}
+	if !out.Reachable {
+		// Not a cluster to start again or a kubeconfig to fix: it is gone.
+		out.Problem = "the " + st.Cluster.Provider + " cluster " + st.Cluster.Name + " no longer exists; occ dev down forgets what went with it"
+	}
 	for i, o := range st.Objects {
 		if removalOf(o.Type) != insideCluster || out.Objects[i].State != state.Unknown {
 			continue
