@@ -219,7 +219,7 @@ func bundleNamespaces(st state.State) []string {
 	return namespaces
 }
 
-// failureBundle writes the bundle of a failed run into the state directory's parent, before the
+// failureBundle writes the bundle of a failed up into the state directory's parent, before the
 // rollback removes what it shows (the state directory goes with it, and a run's working
 // directory may be anywhere), and returns the line that ends the run's error: where the bundle
 // is, or why there is none. It runs on its own bounded context under the abort context, so the
@@ -254,12 +254,8 @@ func failureBundle(ctx context.Context, r *run, cause error, timeline *diagnose.
 	rec := connectRecorded(r.state.State())
 	defer rec.close()
 	collectBundle(ctx, b, bundleInput{dir: dir, st: r.state.State(), rec: rec, version: r.opts.OCCVersion, plan: r.plan, cause: cause, timeline: timeline})
-	what := "occ dev up"
-	if r.reload != nil {
-		what = "occ dev reload"
-	}
 	first, _, _ := strings.Cut(cause.Error(), "\n")
-	if err := b.Close(fmt.Sprintf("%s failed, for the development environment recorded in %s (profile %s): %s\nCollected before the rollback.", what, dir, r.state.State().Profile, first)); err != nil {
+	if err := b.Close(fmt.Sprintf("occ dev up failed, for the development environment recorded in %s (profile %s): %s\nCollected before the rollback.", dir, r.state.State().Profile, first)); err != nil {
 		return "no debug bundle: " + err.Error()
 	}
 	return "debug bundle: " + b.Path()
