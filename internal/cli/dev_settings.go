@@ -75,8 +75,10 @@ var (
 		usage: "bound of each readiness wait, e.g. 10m (default 10m; env " + occdev.EnvStartupTimeoutSeconds + " in seconds)"}
 	settingRepository = devSetting{flag: "repository", env: controlplane.EnvRepository,
 		usage: "the OCE checkout to run the control plane from (default: found from the working directory upwards; env " + controlplane.EnvRepository + ")"}
-	settingKeyOutput = devSetting{flag: strings.TrimPrefix(controlplane.FlagKeyOutput, "--"), usage: "absent absolute path in a private directory for the bootstrap service key (default <state-dir>/initial-admin-service-key.json)"}
-	settingDryRun    = devSetting{flag: "dry-run", usage: "print the steps and what each would create; touch nothing"}
+	settingKeyOutput  = devSetting{flag: strings.TrimPrefix(controlplane.FlagKeyOutput, "--"), usage: "absent absolute path in a private directory for the bootstrap service key (default <state-dir>/initial-admin-service-key.json)"}
+	settingDryRun     = devSetting{flag: "dry-run", usage: "print the steps and what each would create; touch nothing"}
+	settingNoDiagnose = devSetting{flag: "no-diagnose", usage: "write no debug bundle when up fails (by default one is written beside the state directory before the rollback)"}
+	settingBundle     = devSetting{flag: "archive", usage: "the debug bundle to write, a new .tar.gz file (default ./occ-diagnose-<UTC time>.tar.gz)"}
 
 	// The settings only the environment gives.
 	settingComposeProject       = devSetting{env: compose.EnvProject}

@@ -59,6 +59,7 @@ How every step works: docs/dev-up.md.`,
 		opts.Kubeconfig, opts.Context = g.Kubeconfig, g.Context
 		opts.EngineSetting = engine.name()
 		opts.OCCCommand = occCommand()
+		opts.OCCVersion = currentVersion().line()
 		opts.OCE.ComposeArgs = args
 		if *dry {
 			return flags.attribute(runDevUpDryRun(cmd.Context(), g, *opts))
@@ -93,6 +94,7 @@ func devUpFlags(cmd *cobra.Command) (flags *devFlags, opts *occdev.UpOptions, dr
 	flags.text(settingGatewayEndpoint, &opts.GatewayEndpoint)
 	flags.timeout(settingStartupTimeout, &opts.StartupTimeout)
 	flags.flag(settingDryRun, dry)
+	flags.flag(settingNoDiagnose, &opts.NoDiagnose)
 	flags.text(settingRepository, &opts.OCE.Repository)
 	flags.text(settingKeyOutput, &opts.OCE.KeyOutput)
 	flags.text(settingComposeProject, &opts.OCE.ComposeProject)

@@ -152,6 +152,10 @@ type UpOptions struct {
 	StartupTimeout time.Duration
 	// OCCCommand is how the user runs occ, for the printed `down` command; default "occ".
 	OCCCommand string
+	// OCCVersion is occ's version as `occ version` prints it, for the debug bundle.
+	OCCVersion string
+	// NoDiagnose skips the debug bundle a failed `up` writes before its rollback (--no-diagnose).
+	NoDiagnose bool
 	// DryRun is set by PlanUp: what the plan says is worded for a run that creates nothing.
 	DryRun bool
 	// OCE are the inputs of the OCE control plane: its checkout, images, Compose options and

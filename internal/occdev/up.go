@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/openclaw/occ/internal/interrupt"
+	"github.com/openclaw/occ/internal/occdev/diagnose"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -211,6 +212,12 @@ func Up(ctx context.Context, opts UpOptions) (_ *Summary, err error) {
 	if log == nil {
 		log = io.Discard
 	}
+	// The steps' timeline goes into the debug bundle of a failure.
+	var timeline *diagnose.Timeline
+	if !opts.NoDiagnose {
+		timeline = diagnose.NewTimeline(time.Now())
+		opts.Progress = timeline.Record(opts.Progress)
+	}
 	r := &run{plan: p, opts: opts, log: &syncWriter{w: log}, provider: p.openProvider()}
 	r.makeImageSlots()
 	defer r.close()
@@ -219,7 +226,12 @@ func Up(ctx context.Context, opts UpOptions) (_ *Summary, err error) {
 			return
 		}
 		if err != nil {
+			// The bundle is written first: the rollback removes what it shows.
+			bundle := failureBundle(ctx, r, err, timeline)
 			err = rollback(interrupt.AbortContext(ctx), r, err, opts.OCCCommand)
+			if bundle != "" {
+				err = fmt.Errorf("%w\n%s", err, bundle)
+			}
 			return
 		}
 		if cerr := r.state.Close(); cerr != nil {

@@ -298,11 +298,11 @@ func storeOf(ctx context.Context, api docker.API, pin pins.Image, ins image.Insp
 	case pin.Digest != "":
 		return StoreClassic, nil
 	}
-	return engineStore(ctx, api)
+	return EngineStore(ctx, api)
 }
 
-// engineStore is the engine's image store as docker info's driver status reports it.
-func engineStore(ctx context.Context, api docker.API) (Store, error) {
+// EngineStore is the engine's image store as docker info's driver status reports it.
+func EngineStore(ctx context.Context, api docker.API) (Store, error) {
 	info, err := api.Info(ctx)
 	if err != nil {
 		return "", fmt.Errorf("read the engine's image store (docker info): %w", err)

@@ -1,0 +1,262 @@
+package occdev
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"helm.sh/helm/v3/pkg/release"
+
+	"github.com/openclaw/occ/internal/interrupt"
+	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
+	"github.com/openclaw/occ/internal/occdev/controlplane/kubernetes"
+	"github.com/openclaw/occ/internal/occdev/diagnose"
+	"github.com/openclaw/occ/internal/occdev/helmrelease"
+	"github.com/openclaw/occ/internal/occdev/kubeobj"
+	"github.com/openclaw/occ/internal/occdev/state"
+)
+
+// DiagnoseOptions are the settings of `occ dev diagnose`.
+type DiagnoseOptions struct {
+	// StateDir is the state directory of the environment (--state-dir,
+	// OCC_DEVELOPMENT_STATE_DIRECTORY).
+	StateDir string
+	// Output is the archive to write (--archive; --output is the format of what occ prints); empty writes occ-diagnose-<UTC time>.tar.gz in
+	// the working directory, as `kind export logs` writes beside the user: the state directory
+	// goes with `down`. An existing file is refused, never replaced.
+	Output string
+	// Version is occ's version as `occ version` prints it, written into the bundle.
+	Version string
+}
+
+// DiagnoseResult is what `occ dev diagnose` reports.
+type DiagnoseResult struct {
+	// Path is the archive written.
+	Path           string `json:"path"`
+	StateDirectory string `json:"stateDirectory"`
+}
+
+// bundleTimeout bounds the collection of a failed run's bundle: it runs before the rollback,
+// which must not wait long for it.
+const bundleTimeout = 20 * time.Second
+
+// bundleStamp is the UTC time in a bundle's file name.
+const bundleStamp = "20060102T150405Z"
+
+// Diagnose writes the debug bundle of the environment recorded in the state directory: occ's
+// version, the recorded state, the engine, the cluster's Events, Pod statuses and container
+// logs, the Helm releases' status and the Compose services' states and logs, everything
+// redacted. What cannot be collected is listed with its cause in the bundle's summary and never
+// fails the command; only a missing environment or an unwritable archive does.
+func Diagnose(ctx context.Context, o DiagnoseOptions) (*DiagnoseResult, error) {
+	dir, err := state.ResolveDir(o.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	st, err := state.Read(dir)
+	if errors.Is(err, state.ErrNotExist) {
+		return nil, fmt.Errorf("%w at %s: nothing to diagnose; name the state directory of the environment with --state-dir or %s (a failed occ dev up writes its own bundle)", ErrNoEnvironment, dir, state.EnvDirectory)
+	}
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	out := o.Output
+	if out == "" {
+		out = "occ-diagnose-" + now.UTC().Format(bundleStamp) + ".tar.gz"
+	}
+	if abs, err := filepath.Abs(out); err == nil {
+		out = abs
+	}
+	b, err := diagnose.Create(out, now)
+	if errors.Is(err, diagnose.ErrExists) {
+		return nil, &OptionError{Option: "--archive", Value: out, Rule: "names a file that exists; occ never replaces a file with a debug bundle", Fix: "name a file that does not exist with --archive, or move the existing one away"}
+	}
+	if err != nil {
+		return nil, err
+	}
+	rec := connectRecorded(st)
+	defer rec.close()
+	collectBundle(ctx, b, bundleInput{dir: dir, st: st, rec: rec, version: o.Version})
+	if err := b.Close(fmt.Sprintf("occ dev diagnose: the development environment recorded in %s (profile %s), collected on request.", dir, st.Profile)); err != nil {
+		return nil, err
+	}
+	return &DiagnoseResult{Path: out, StateDirectory: dir}, nil
+}
+
+// bundleInput is what a bundle is collected from: the recorded environment, and for a failed
+// run its plan, failure and step timeline.
+type bundleInput struct {
+	dir      string
+	st       state.State
+	rec      *recorded
+	version  string
+	plan     *Plan
+	cause    error
+	timeline *diagnose.Timeline
+}
+
+// collectBundle writes every entry it can; what it cannot goes into the summary with its cause.
+// The values that must never appear are learned first (the recorded key and password files, the
+// Secrets of the namespaces collected), before any entry is written.
+func collectBundle(ctx context.Context, b *diagnose.Bundle, in bundleInput) {
+	if cp := in.st.ControlPlane; cp != nil && cp.KeyPath != "" {
+		b.SecretFile(cp.KeyPath)
+	}
+	b.SecretFile(filepath.Join(in.dir, kubernetes.PasswordFileName))
+	var conn *kubeobj.Conn
+	var connErr error
+	if in.st.Cluster.Kubeconfig == "" {
+		connErr = errors.New("no cluster is recorded: occ dev up stopped before connecting to one")
+	} else {
+		conn, connErr = in.rec.kube(ctx)
+	}
+	namespaces := bundleNamespaces(in.st)
+	withLogs := false
+	if conn != nil {
+		withLogs = diagnose.ClusterSecrets(ctx, b, conn.Kube, namespaces)
+	}
+
+	b.Add("occ-version.txt", []byte(in.version+"\n"))
+	if data, err := os.ReadFile(filepath.Join(in.dir, state.FileName)); err != nil {
+		b.Missing(state.FileName, err)
+	} else {
+		b.Add(state.FileName, data)
+	}
+	if in.cause != nil {
+		b.Add("error.txt", []byte(in.cause.Error()+"\n"))
+	}
+	if in.timeline != nil {
+		b.Add("timeline.txt", in.timeline.Text())
+	}
+	if in.plan != nil {
+		if data, err := json.MarshalIndent(in.plan, "", "  "); err != nil {
+			b.Missing("plan.json", err)
+		} else {
+			b.Add("plan.json", append(data, '\n'))
+		}
+	} else {
+		b.Missing("plan.json", errors.New("the settings are known only to the occ dev up that resolved them; state.json holds what it decided"))
+	}
+
+	if in.st.Engine == nil || in.st.Engine.Endpoint == "" {
+		b.Missing("engine.yaml", errors.New("no container engine is recorded (the cluster is an existing one)"))
+	} else if eng, err := in.rec.docker(ctx); err != nil {
+		b.Missing("engine.yaml", err)
+	} else {
+		diagnose.Engine(ctx, b, eng)
+		if cp := in.st.ControlPlane; cp != nil && cp.Compose != nil {
+			diagnose.Compose(ctx, b, compose.Stack{Project: cp.Compose.Project, Engine: eng.API})
+		}
+	}
+
+	if conn == nil {
+		b.Missing("kubernetes", connErr)
+		return
+	}
+	diagnose.Cluster(ctx, b, conn.Kube, namespaces, withLogs)
+	for _, o := range in.st.Objects {
+		if o.Type != helmrelease.TypeRelease {
+			continue
+		}
+		rel, err := releaseStatus(ctx, helmrelease.Release{Access: in.st.Cluster, Namespace: o.Namespace, Name: o.Name})
+		if err != nil {
+			b.Missing("helm/"+o.Namespace+"/"+o.Name+".yaml", err)
+			continue
+		}
+		diagnose.HelmRelease(b, o.Namespace, o.Name, rel)
+	}
+}
+
+// releaseStatus is helmrelease.Status bounded by ctx: Helm's client takes no context, so a
+// cluster that stops answering is left behind instead of holding the bundle.
+func releaseStatus(ctx context.Context, r helmrelease.Release) (*release.Release, error) {
+	type result struct {
+		rel *release.Release
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		rel, err := helmrelease.Status(r)
+		done <- result{rel, err}
+	}()
+	select {
+	case res := <-done:
+		return res.rel, res.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("helm status %s in namespace %s: %w", r.Name, r.Namespace, ctx.Err())
+	}
+}
+
+// bundleNamespaces are the namespaces whose Events, Pods and logs a bundle holds: all of them
+// (nil) in a cluster occ created; in a cluster occ only used, the namespaces of the environment
+// (the platform namespace, the recorded Namespaces and the namespaces of recorded objects), so a
+// bundle never carries the logs of workloads occ has nothing to do with.
+func bundleNamespaces(st state.State) []string {
+	if t := clusterRecordType(st.Cluster.Provider); t != "" && slices.ContainsFunc(st.Objects, func(o state.Object) bool { return o.Type == t }) {
+		return nil
+	}
+	namespaces := []string{}
+	add := func(ns string) {
+		if ns != "" && !slices.Contains(namespaces, ns) {
+			namespaces = append(namespaces, ns)
+		}
+	}
+	add(st.PlatformNamespace)
+	for _, o := range st.Objects {
+		add(o.Namespace)
+		if o.Type == kubeobj.TypeObject && o.Kind == "Namespace" {
+			add(o.Name)
+		}
+	}
+	slices.Sort(namespaces)
+	return namespaces
+}
+
+// failureBundle writes the bundle of a failed up into the state directory's parent, before the
+// rollback removes what it shows (the state directory goes with it, and a run's working
+// directory may be anywhere), and returns the line that ends the run's error: where the bundle
+// is, or why there is none. It runs on its own bounded context under the abort context, so the
+// Ctrl-C that ended the run does not skip it and a second one does; it never changes the failure.
+func failureBundle(ctx context.Context, r *run, cause error, timeline *diagnose.Timeline) string {
+	if r.opts.NoDiagnose {
+		return ""
+	}
+	abort := interrupt.AbortContext(ctx)
+	if abort.Err() != nil {
+		return "no debug bundle: skipped after a second interrupt"
+	}
+	ctx, cancel := context.WithTimeout(abort, bundleTimeout)
+	defer cancel()
+	dir := r.state.Path()
+	now := time.Now()
+	base := filepath.Join(filepath.Dir(dir), filepath.Base(dir)+"-diagnose-"+now.UTC().Format(bundleStamp))
+	var b *diagnose.Bundle
+	var err error
+	for i := 1; i <= 9; i++ {
+		name := base + ".tar.gz"
+		if i > 1 {
+			name = fmt.Sprintf("%s-%d.tar.gz", base, i)
+		}
+		if b, err = diagnose.Create(name, now); !errors.Is(err, diagnose.ErrExists) {
+			break
+		}
+	}
+	if err != nil {
+		return "no debug bundle: " + err.Error()
+	}
+	rec := connectRecorded(r.state.State())
+	defer rec.close()
+	collectBundle(ctx, b, bundleInput{dir: dir, st: r.state.State(), rec: rec, version: r.opts.OCCVersion, plan: r.plan, cause: cause, timeline: timeline})
+	first, _, _ := strings.Cut(cause.Error(), "\n")
+	if err := b.Close(fmt.Sprintf("occ dev up failed, for the development environment recorded in %s (profile %s): %s\nCollected before the rollback.", dir, r.state.State().Profile, first)); err != nil {
+		return "no debug bundle: " + err.Error()
+	}
+	return "debug bundle: " + b.Path()
+}

@@ -1,0 +1,126 @@
+package diagnose
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
+	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/images"
+)
+
+// engineFacts are the container engine's facts the bundle keeps: what it is, its version and
+// image store (which decides what an image ID means), and where it keeps its data.
+type engineFacts struct {
+	Endpoint      string      `json:"endpoint"`
+	Kind          string      `json:"kind"`
+	Version       string      `json:"version"`
+	APIVersion    string      `json:"apiVersion"`
+	Platform      string      `json:"platform,omitempty"`
+	OS            string      `json:"os,omitempty"`
+	Arch          string      `json:"arch,omitempty"`
+	KernelVersion string      `json:"kernelVersion,omitempty"`
+	OSName        string      `json:"operatingSystem,omitempty"`
+	Driver        string      `json:"storageDriver,omitempty"`
+	DriverStatus  [][2]string `json:"driverStatus,omitempty"`
+	ImageStore    string      `json:"imageStore,omitempty"`
+	CgroupDriver  string      `json:"cgroupDriver,omitempty"`
+	CgroupVersion string      `json:"cgroupVersion,omitempty"`
+	NCPU          int         `json:"cpus,omitempty"`
+	MemTotal      int64       `json:"memoryBytes,omitempty"`
+	Containers    int         `json:"containers"`
+	Images        int         `json:"images"`
+}
+
+// Engine writes engine.yaml: the engine's version, image store and host facts.
+func Engine(ctx context.Context, b *Bundle, eng *docker.Engine) {
+	const name = "engine.yaml"
+	f := engineFacts{Endpoint: eng.Endpoint.String(), Kind: eng.Name(), Version: eng.Version, APIVersion: eng.APIVersion}
+	if v, err := eng.API.ServerVersion(ctx); err != nil {
+		b.Missing(name+" (version)", fmt.Errorf("read the engine's version: %w", err))
+	} else {
+		f.Platform, f.OS, f.Arch, f.KernelVersion = v.Platform.Name, v.Os, v.Arch, v.KernelVersion
+	}
+	if info, err := eng.API.Info(ctx); err != nil {
+		b.Missing(name+" (info)", fmt.Errorf("read the engine's info: %w", err))
+	} else {
+		f.OSName, f.Driver, f.CgroupDriver, f.CgroupVersion = info.OperatingSystem, info.Driver, info.CgroupDriver, info.CgroupVersion
+		f.NCPU, f.MemTotal, f.Containers, f.Images = info.NCPU, info.MemTotal, info.Containers, info.Images
+		for _, kv := range info.DriverStatus {
+			f.DriverStatus = append(f.DriverStatus, kv)
+		}
+	}
+	if store, err := images.EngineStore(ctx, eng.API); err != nil {
+		b.Missing(name+" (image store)", err)
+	} else {
+		f.ImageStore = string(store)
+	}
+	b.AddYAML(name, f)
+}
+
+// Compose writes the Compose project's services with their states (compose/services.yaml, as
+// `occ dev status` reads them) and each service's log (compose/<service>.log), stopped
+// containers included.
+func Compose(ctx context.Context, b *Bundle, stack compose.Stack) {
+	states, err := stack.Status(ctx)
+	if err != nil {
+		b.Missing("compose/services.yaml", err)
+		return
+	}
+	b.AddYAML("compose/services.yaml", states)
+	var names []string
+	for _, s := range states {
+		names = append(names, s.Service)
+	}
+	if len(names) == 0 {
+		return
+	}
+	logs := map[string]*lockedBuffer{}
+	for _, n := range names {
+		logs[n] = &lockedBuffer{}
+	}
+	err = stack.Logs(ctx, compose.LogOptions{
+		Services: names, Tail: logTail, Timestamps: true,
+		Output: func(svc string) io.WriteCloser {
+			if l, ok := logs[svc]; ok {
+				return l
+			}
+			return nopCloser{io.Discard}
+		},
+	})
+	if err != nil {
+		b.Missing("compose logs", err)
+	}
+	for _, n := range names {
+		if data := logs[n].bytes(); len(data) > 0 {
+			b.Add("compose/"+n+".log", data)
+		}
+	}
+}
+
+// lockedBuffer collects the streams of one service's containers, written concurrently.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lockedBuffer) Close() error { return nil }
+
+func (l *lockedBuffer) bytes() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return bytes.Clone(l.buf.Bytes())
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
