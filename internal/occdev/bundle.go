@@ -225,7 +225,8 @@ func bundleNamespaces(st state.State) []string {
 // is, or why there is none. It runs on its own bounded context under the abort context, so the
 // Ctrl-C that ended the run does not skip it and a second one does; it never changes the failure.
 func failureBundle(ctx context.Context, r *run, cause error, timeline *diagnose.Timeline) string {
-	if r.opts.NoDiagnose {
+	// An up the user stopped did not fail: they get their terminal back without a bundle.
+	if r.opts.NoDiagnose || (ctx.Err() != nil && errors.Is(cause, context.Canceled)) {
 		return ""
 	}
 	abort := interrupt.AbortContext(ctx)
