@@ -19,8 +19,8 @@ import (
 // it; wait then blocks until one of the new Pods or Jobs is stuck, and returns that
 // *StuckError (Workload is what), or until ctx ends, and returns nil.
 func WatchNewPods(ctx context.Context, c kubernetes.Interface, namespace, what string, o WaitOptions) (wait func() error, err error) {
-	if o.MountGrace <= 0 {
-		o.MountGrace = DefaultMountGrace
+	if o.Grace <= 0 {
+		o.Grace = DefaultGrace
 	}
 	ob := &observer{w: Workload{Namespace: namespace}, changed: make(chan struct{}, 1)}
 	pods := c.CoreV1().Pods(namespace)
@@ -43,7 +43,7 @@ func WatchNewPods(ctx context.Context, c kubernetes.Interface, namespace, what s
 	return func() error {
 		mountFailures := map[types.UID]time.Time{}
 		for {
-			if e := ob.judgeNew(old, time.Now(), mountFailures, o.MountGrace); e != nil {
+			if e := ob.judgeNew(old, time.Now(), mountFailures, o.Grace); e != nil {
 				e.Workload = what
 				if e.LogContainer != "" {
 					e.readLog(ctx, c, namespace)

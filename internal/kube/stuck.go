@@ -109,11 +109,12 @@ const (
 	jobFailedFix     = "Fix: the Job's Pods failed; their log says why: correct the cause (configuration, database, image) and run the command again, which runs the Job again"
 )
 
-// DefaultMountGrace is how long a failing mount must persist, and have repeated, before a wait
-// calls it stuck. A mount fails for a moment when a Secret is created just after the Pod or the
-// kubelet's cache of it is still syncing ("failed to sync secret cache"); the kubelet retries
-// with a growing backoff, so by this time a transient failure has cleared.
-const DefaultMountGrace = 30 * time.Second
+// DefaultGrace is how long a failing mount must persist, and have repeated, or a Pod stay
+// unschedulable, before a wait calls it stuck. A mount fails for a moment when a Secret is
+// created just after the Pod or the kubelet's cache of it is still syncing ("failed to sync
+// secret cache"), and a Pod is unschedulable while the only node is still starting; the
+// kubelet and the scheduler retry, so by this time a transient failure has cleared.
+const DefaultGrace = 30 * time.Second
 
 // progressReasons are the Pod events a kubelet reports once the volumes are mounted: the Pod
 // has moved past a mount failure reported before them.
@@ -130,8 +131,12 @@ func podStuck(p *corev1.Pod, events []*corev1.Event, now, firstMountFailure time
 	}
 	pod := fmt.Sprintf("Pod %s/%s", p.Namespace, p.Name)
 	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-			return &StuckError{Object: pod, Reason: c.Reason, Message: c.Message, Fix: unschedulableFix}
+		// A node that is still starting carries the not-ready taint for a few seconds (k3d hands
+		// the cluster over as soon as its API answers), and a Pod scheduled then is unschedulable
+		// until the node is ready: only a Pod unschedulable for grace is stuck.
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable &&
+			!c.LastTransitionTime.IsZero() && now.Sub(c.LastTransitionTime.Time) >= grace {
+			return &StuckError{Object: pod, Reason: c.Reason, Message: fmt.Sprintf("%s (for %s)", strings.TrimSuffix(strings.TrimSpace(c.Message), "."), now.Sub(c.LastTransitionTime.Time).Round(time.Second)), Fix: unschedulableFix}
 		}
 	}
 	statuses := append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
@@ -168,7 +173,7 @@ func podStuck(p *corev1.Pod, events []*corev1.Event, now, firstMountFailure time
 // PodStuck judges a one-off Pod a caller waits for by its status alone (no Events, so no mount
 // failure): a *StuckError for what stops it, with Workload naming the Pod, or nil.
 func PodStuck(p *corev1.Pod) *StuckError {
-	e := podStuck(p, nil, time.Now(), time.Time{}, DefaultMountGrace)
+	e := podStuck(p, nil, time.Now(), time.Time{}, DefaultGrace)
 	if e != nil {
 		e.Workload = fmt.Sprintf("Pod %s/%s", p.Namespace, p.Name)
 	}

@@ -79,3 +79,24 @@ func TestFailedMountNeedsRepeatsAndTime(t *testing.T) {
 		}
 	}
 }
+
+// An unschedulable Pod stops a wait only once the scheduler has found no node for it over the
+// grace: a node that is still starting makes Pods unschedulable for a moment.
+func TestUnschedulableNeedsTime(t *testing.T) {
+	now := time.Now()
+	for _, c := range []struct {
+		since time.Duration
+		stuck bool
+	}{{0, false}, {5 * time.Second, false}, {40 * time.Second, true}} {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "gw-0", Namespace: "ns"}, Status: corev1.PodStatus{Phase: corev1.PodPending,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+				Message: "0/1 nodes are available: 1 node(s) had untolerated taint(s).", LastTransitionTime: metav1.NewTime(now.Add(-c.since))}}}}
+		got := podStuck(pod, nil, now, time.Time{}, 30*time.Second)
+		if (got != nil) != c.stuck {
+			t.Errorf("unschedulable for %s: stuck = %v, want %v", c.since, got, c.stuck)
+		}
+		if got != nil && !strings.Contains(got.Error(), "(for 40s)") {
+			t.Errorf("the error does not say how long: %v", got)
+		}
+	}
+}

@@ -37,9 +37,9 @@ type WaitOptions struct {
 	Status func(string)
 	// StatusEvery is how often an unchanged status is repeated; DefaultStatusEvery when zero.
 	StatusEvery time.Duration
-	// MountGrace is how long a Pod's mount must keep failing before the wait gives up;
-	// DefaultMountGrace when zero.
-	MountGrace time.Duration
+	// Grace is how long a Pod's mount must keep failing, or a Pod stay unschedulable, before
+	// the wait gives up; DefaultGrace when zero.
+	Grace time.Duration
 }
 
 // DefaultStatusEvery is how often a wait repeats a status that has not changed.
@@ -61,8 +61,8 @@ func WaitForWorkload(ctx context.Context, c kubernetes.Interface, w Workload, o 
 	if o.StatusEvery <= 0 {
 		o.StatusEvery = DefaultStatusEvery
 	}
-	if o.MountGrace <= 0 {
-		o.MountGrace = DefaultMountGrace
+	if o.Grace <= 0 {
+		o.Grace = DefaultGrace
 	}
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -81,7 +81,7 @@ func WaitForWorkload(ctx context.Context, c kubernetes.Interface, w Workload, o 
 	last := "nothing read yet"
 	for {
 		now := time.Now()
-		l := ob.judge(now, mountFailures, o.MountGrace)
+		l := ob.judge(now, mountFailures, o.Grace)
 		if l.ready {
 			return nil
 		}
@@ -377,6 +377,11 @@ func podPhase(p *corev1.Pod) string {
 	}
 	if p.Status.Phase == corev1.PodRunning && !PodReady(p) {
 		return phase + ", not ready"
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return fmt.Sprintf("%s (unschedulable: %s)", phase, strings.TrimSuffix(strings.TrimSpace(c.Message), "."))
+		}
 	}
 	if p.Spec.NodeName == "" && !scheduled(p) {
 		return phase + " (not scheduled yet)"

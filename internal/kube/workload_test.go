@@ -324,9 +324,35 @@ func TestWaitStopsOnUnschedulablePod(t *testing.T) {
 	msg := "0/1 nodes are available: 1 Insufficient memory. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
 	at := b.report(p, func(p *corev1.Pod) {
 		p.Status.Phase = corev1.PodPending
-		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: msg, LastTransitionTime: metav1.Now()}}
+		// The scheduler has found no node for it for 40 seconds.
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: msg, LastTransitionTime: metav1.NewTime(time.Now().Add(-40 * time.Second))}}
 	})
 	stuck(t, done, at, "Pod wait-unschedulable/postgres-0", "Unschedulable", "Insufficient memory")
+}
+
+// The only node is still starting (k3d hands the cluster over as soon as its API answers): the
+// Gateway's Pod is unschedulable for its not-ready taint, then the node is ready and the Pod
+// runs. The wait keeps going through it and ends when the Pod is ready.
+func TestWaitOutlastsANodeThatIsStillStarting(t *testing.T) {
+	b := newWaitBed(t, "wait-nodestarting")
+	done, log := b.wait(b.statefulSet("gateway"), kube.WaitOptions{Grace: time.Minute})
+	p := b.pod("gateway")
+	b.report(p, func(p *corev1.Pod) {
+		p.Status.Phase = corev1.PodPending
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+			Message: "0/1 nodes are available: 1 node(s) had untolerated taint(s).", LastTransitionTime: metav1.Now()}}
+	})
+	// The wait has seen the Pod unschedulable (its own report says so) and goes on.
+	log.await(t, "unschedulable: 0/1 nodes are available")
+	select {
+	case err := <-done:
+		t.Fatalf("the wait ended while the node was still starting: %v", err)
+	default:
+	}
+	b.report(b.pod("gateway"), func(p *corev1.Pod) { testbed.SetPodReady(p) })
+	if err := <-done; err != nil {
+		t.Fatalf("the wait after the node became ready: %v", err)
+	}
 }
 
 // The proxy mounts a Secret that does not exist: the kubelet has reported FailedMount for 40
@@ -346,7 +372,7 @@ func TestWaitStopsOnPersistentFailedMount(t *testing.T) {
 func TestWaitGivesAFreshFailedMountItsGrace(t *testing.T) {
 	b := newWaitBed(t, "wait-mountgrace")
 	const grace = 3 * time.Second
-	done, _ := b.wait(b.deployment("proxy"), kube.WaitOptions{MountGrace: grace})
+	done, _ := b.wait(b.deployment("proxy"), kube.WaitOptions{Grace: grace})
 	p := b.scheduled("proxy")
 	b.report(p, waiting("main", "ContainerCreating", "", 0))
 	msg := `MountVolume.SetUp failed for volume "config" : secret "occ-auth" not found`
@@ -368,7 +394,7 @@ func TestWaitOutlastsAMountFailureThatCleared(t *testing.T) {
 	now := time.Now()
 	b.event(p, "FailedMount", `MountVolume.SetUp failed for volume "config" : secret "occ-auth" not found`, 5, now.Add(-42*time.Second), now.Add(-2*time.Second))
 	b.event(p, "Pulling", `Pulling image "registry.invalid/proxy:1"`, 1, now, now)
-	done, log := b.wait(w, kube.WaitOptions{MountGrace: time.Second})
+	done, log := b.wait(w, kube.WaitOptions{Grace: time.Second})
 	log.await(t, "Pending (ContainerCreating)")
 	select {
 	case err := <-done:
