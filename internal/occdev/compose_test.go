@@ -190,6 +190,7 @@ func TestComposeDevEnvironment(t *testing.T) {
 	t.Run("up status and down through scripts/dev-up from the checkout", func(t *testing.T) { testComposeCLI(t, b) })
 	t.Run("Compose model refusals create nothing", func(t *testing.T) { testComposeRefusals(t, b) })
 	t.Run("failures roll back or keep the state for down", func(t *testing.T) { testComposeFailures(t, b) })
+	t.Run("SIGKILL after each step then down", func(t *testing.T) { testComposeKillAtEachStep(t, b) })
 }
 
 // testComposeUpStatusDown: `up` builds the images, starts the data services, creates the k3d

@@ -1,0 +1,140 @@
+package occdev_test
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/openclaw/occ/internal/occdev/controlplane"
+	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
+)
+
+// composeKillPoints are the default SIGKILL points of the Compose profile, by the start of the
+// step's name: after the claim; after the base images' pulls (the control-plane images are being
+// built); after PostgreSQL, migrate and bootstrap (the cluster joins the project's network, the
+// platform installs); after the controller and worker-kubernetes start (their readiness is awaited); after the
+// key's copy (the bootstrap Namespace is awaited). OCC_TEST_KILL_ALL_STEPS=1 kills after every step.
+var composeKillPoints = []string{
+	"Claim the private state directory",
+	"Pull the base images of the control-plane builds",
+	"Start postgres, migrate and bootstrap",
+	"Start the controller and worker-kubernetes",
+	"Copy and verify the bootstrap service key",
+}
+
+// testComposeKillAtEachStep: `occ dev up` of the default profile, the built binary run from the
+// checkout, is killed with SIGKILL right after a step finishes. `occ dev status` then describes
+// what is there, `occ dev down` exits 0, and nothing is left: no container, volume or network of
+// the project, nothing of the cluster, no volume the engine did not hold before, no state
+// directory, no temporary file.
+func testComposeKillAtEachStep(t *testing.T, b *composeBed) {
+	probe := b.run(t)
+	names := stepNames(t, probe.opts)
+	var points []string
+	if os.Getenv(killAllEnv) != "" {
+		points = names
+	} else {
+		for _, prefix := range composeKillPoints {
+			found := ""
+			for _, n := range names {
+				if strings.HasPrefix(n, prefix) {
+					found = n
+					break
+				}
+			}
+			if found == "" {
+				t.Fatalf("the Compose flow has no step starting %q: %q", prefix, names)
+			}
+			points = append(points, found)
+		}
+		t.Logf("SIGKILL after %d of the %d steps; set %s=1 for every step", len(points), len(names), killAllEnv)
+	}
+	bin := buildOCC(t)
+	passed := 0
+	for i, point := range points {
+		t.Run(point, func(t *testing.T) {
+			b.forgetProducts(t)
+			r := b.run(t)
+			if os.Getenv(killAllEnv) != "" || strings.HasPrefix(point, "Create k3d cluster ") {
+				point = stepNames(t, r.opts)[i] // named after this run's cluster
+			}
+			downAtEnd(t, r.opts.StateDir)
+			volumesBefore := b.allVolumes(t)
+			tmp := t.TempDir()
+			env := append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(t.TempDir(), "cache"), "OCC_DEVELOPMENT_STATE_DIRECTORY="+r.opts.StateDir,
+				compose.EnvProject+"="+r.settings.Project, "DOCKER_CONFIG="+b.dockerConfig, "TMPDIR="+tmp,
+				controlplane.EnvNodeBaseImage+"="+b.nodeBase, controlplane.EnvNodeRuntimeBaseImage+"="+b.nodeRuntimeBase)
+			for k, v := range r.settings.Env() {
+				env = append(env, k+"="+v)
+			}
+			up := exec.Command(bin, "dev", "up", "--cluster-name", r.opts.ClusterName, "--pin-file", b.pinFile, "--openshell-archive", b.archive,
+				"--gateway-endpoint", r.opts.GatewayEndpoint, "--startup-timeout", "3m", "--", "-f", "../../build-network.yaml")
+			up.Dir = filepath.Join(r.checkout, "apps", "controller")
+			up.Env = env
+			var stderr strings.Builder
+			up.Stderr = &stderr
+			out, err := up.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := up.Start(); err != nil {
+				t.Fatal(err)
+			}
+			var seen strings.Builder
+			hit := false
+			sc := bufio.NewScanner(out)
+			for sc.Scan() {
+				line := strings.TrimSpace(sc.Text())
+				seen.WriteString(line + "\n")
+				if strings.HasPrefix(line, "✓ "+point+" ") {
+					hit = true
+					_ = up.Process.Signal(syscall.SIGKILL)
+					break
+				}
+			}
+			_, _ = io.Copy(&seen, out)
+			werr := up.Wait()
+			var exit *exec.ExitError
+			if !hit || !errors.As(werr, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+				t.Fatalf("up was not killed after %q (%v):\n%s\nstderr:\n%s", point, werr, seen.String(), stderr.String())
+			}
+			vols := b.volumesOf(t, r.opts.ClusterName)
+			cmd := func(args ...string) (string, error) {
+				c := exec.Command(bin, args...)
+				c.Dir, c.Env = up.Dir, env
+				o, err := c.CombinedOutput()
+				return string(o), err
+			}
+			status, err := cmd("dev", "status")
+			t.Logf("occ dev status after the kill:\n%s", status)
+			if err != nil && !strings.Contains(status, "Error: ") {
+				t.Errorf("occ dev status after the kill: %v", err)
+			}
+			if downOut, err := cmd("dev", "down"); err != nil {
+				t.Fatalf("occ dev down after the kill: %v\n%s", err, downOut)
+			}
+			if left := b.projectLeftovers(t, r, vols); len(left) > 0 {
+				t.Errorf("left after the kill and down: %v", left)
+			}
+			if extra := b.newVolumes(t, volumesBefore); len(extra) > 0 {
+				t.Errorf("volumes left: %v", extra)
+			}
+			if !stateGone(r.opts.StateDir) {
+				t.Error("state directory left after down")
+			}
+			if entries, _ := os.ReadDir(tmp); len(entries) > 0 {
+				t.Errorf("temporary files left in TMPDIR: %d", len(entries))
+			}
+			if !t.Failed() {
+				passed++
+			}
+		})
+	}
+	t.Logf("SIGKILL matrix (Compose profile, docker engine): %d points, %d passed", len(points), passed)
+}
