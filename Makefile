@@ -55,13 +55,14 @@ testpodman:
 # Docker 29 on the containerd image store), the classic-store one (OCC_TEST_DOCKER_CLASSIC_HOST,
 # Docker 28.5.2) and, for the tests of what occ refuses on an old engine, the legacy one
 # (OCC_TEST_DOCKER_LEGACY_HOST); the Podman tier against scripts/testpodman (OCC_TEST_PODMAN_HOST).
-# Then, with nothing else running, the engine-restart tests stop and start the classic-store
-# engine under an environment (OCC_TEST_ENGINE_RESTART=1; skipped, saying so, in the first run).
+# Then, with nothing else running, the engine-restart tests stop and start the classic-store and
+# the default engine under an environment (OCC_TEST_ENGINE_RESTART=1; skipped, saying so, in the
+# first run).
 test: testenv testcontainerd testdocker testcompose testpodman
 	docker_host="$$(scripts/testdocker)" && classic_host="$$(scripts/testdocker classic)" && legacy_host="$$(scripts/testdocker legacy)" && podman_host="$$(scripts/testpodman)" && \
 	DOCKER_HOST="$$docker_host" OCC_TEST_DOCKER_CLASSIC_HOST="$$classic_host" OCC_TEST_DOCKER_LEGACY_HOST="$$legacy_host" OCC_TEST_PODMAN_HOST="$$podman_host" KUBEBUILDER_ASSETS="$$(scripts/testenv)" $(GO) test $(TESTFLAGS) ./... && \
-	echo "restarting the classic-store engine under an environment (nothing else runs now):" && \
-	DOCKER_HOST="$$docker_host" OCC_TEST_DOCKER_CLASSIC_HOST="$$classic_host" OCC_TEST_DOCKER_LEGACY_HOST="$$legacy_host" OCC_TEST_PODMAN_HOST="$$podman_host" KUBEBUILDER_ASSETS="$$(scripts/testenv)" OCC_TEST_ENGINE_RESTART=1 $(GO) test $(TESTFLAGS) -run '^TestEngineRestart$$' ./internal/occdev/
+	echo "restarting the engines under environments (nothing else runs now):" && \
+	DOCKER_HOST="$$docker_host" OCC_TEST_DOCKER_CLASSIC_HOST="$$classic_host" OCC_TEST_DOCKER_LEGACY_HOST="$$legacy_host" OCC_TEST_PODMAN_HOST="$$podman_host" KUBEBUILDER_ASSETS="$$(scripts/testenv)" OCC_TEST_ENGINE_RESTART=1 $(GO) test $(TESTFLAGS) -run '^TestEngineRestart' ./internal/occdev/
 
 lint:
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

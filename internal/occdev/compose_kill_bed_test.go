@@ -122,7 +122,7 @@ func testComposeKillAtEachStep(t *testing.T, b *composeBed) {
 			if left := b.projectLeftovers(t, r, vols); len(left) > 0 {
 				t.Errorf("left after the kill and down: %v", left)
 			}
-			if extra := b.newVolumes(t, volumesBefore); len(extra) > 0 {
+			if extra := b.newVolumes(t, volumesBefore, r.opts.ClusterName, r.settings.Project); len(extra) > 0 {
 				t.Errorf("volumes left: %v", extra)
 			}
 			if !stateGone(r.opts.StateDir) {

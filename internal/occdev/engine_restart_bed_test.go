@@ -28,10 +28,11 @@ const recoveryBound = 3 * time.Minute
 // startEnv is the environment before any test changed it.
 var startEnv = os.Environ()
 
-// restartEngine restarts the classic-store engine by its own pid, as a Docker Desktop update or
-// a reboot does: scripts/testdocker stops the daemon its pidfile names (SIGTERM) and starts it
-// again on the same data root and socket. It returns how long the engine was away.
-func restartEngine(t *testing.T, host string) time.Duration {
+// restartEngine restarts a bed engine by its own pid, as a Docker Desktop update or a reboot
+// does: scripts/testdocker stops the daemon its pidfile names (SIGTERM) and starts it again on
+// the same data root and socket. flavour is the script's name for it ("classic", or "" for the
+// default one). It returns how long the engine was away.
+func restartEngine(t *testing.T, host, flavour string) time.Duration {
 	t.Helper()
 	u, err := url.Parse(host)
 	if err != nil {
@@ -45,7 +46,11 @@ func restartEngine(t *testing.T, host string) time.Duration {
 		t.Fatal(err)
 	}
 	began := time.Now()
-	for _, args := range [][]string{{"stop", "classic"}, {"classic"}} {
+	stop, start := []string{"stop"}, []string{}
+	if flavour != "" {
+		stop, start = append(stop, flavour), append(start, flavour)
+	}
+	for i, args := range [][]string{stop, start} {
 		cmd := exec.Command(script, args...)
 		// The environment the test binary started with: the bed's HOME, TMPDIR and the rest
 		// belong to this test, and the engine outlives it.
@@ -54,8 +59,8 @@ func restartEngine(t *testing.T, host string) time.Duration {
 		if err != nil {
 			t.Fatalf("scripts/testdocker %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
-		if args[0] == "classic" && strings.TrimSpace(lastLine(string(out))) != host {
-			t.Fatalf("scripts/testdocker classic started an engine at %q, want %s", lastLine(string(out)), host)
+		if i == 1 && strings.TrimSpace(lastLine(string(out))) != host {
+			t.Fatalf("scripts/testdocker %s started an engine at %q, want %s", flavour, lastLine(string(out)), host)
 		}
 	}
 	return time.Since(began)
@@ -109,6 +114,19 @@ func whole(st *occdev.Status) string {
 			return w.Service + " " + w.State
 		}
 	}
+	if cp := st.ControlPlane; cp != nil {
+		if cp.API != "ready" {
+			return "API " + cp.API
+		}
+		if cp.ServicesProblem != "" {
+			return "services: " + cp.ServicesProblem
+		}
+		for _, s := range cp.Services {
+			if !strings.HasPrefix(s.State, "running") && !strings.HasPrefix(s.State, "exited with code 0") {
+				return s.Service + " " + s.State
+			}
+		}
+	}
 	return ""
 }
 
@@ -135,7 +153,7 @@ func TestEngineRestart(t *testing.T) {
 		vols := b.volumesOf(t, opts.ClusterName)
 		node := "k3d-" + opts.ClusterName + "-server-0"
 		restartBegan := time.Now()
-		away := restartEngine(t, host)
+		away := restartEngine(t, host, "classic")
 		took, st, err := waitRecovered(t, opts.StateDir, recoveryBound)
 		t.Logf("engine away %s; environment whole again %s after the engine answered", away.Round(time.Millisecond), took.Round(time.Millisecond))
 		if err != nil {
@@ -170,7 +188,7 @@ func TestEngineRestart(t *testing.T) {
 		restarted := make(chan time.Duration, 1)
 		opts.Seams().AfterStep = func(name string) error {
 			if name == "Import the OpenShell Gateway image into the cluster" {
-				restarted <- restartEngine(t, host)
+				restarted <- restartEngine(t, host, "classic")
 			}
 			return nil
 		}
@@ -203,8 +221,39 @@ func TestEngineRestart(t *testing.T) {
 		if left := b.leftovers(t, opts.ClusterName, vols); len(left) > 0 {
 			t.Errorf("left: %v", left)
 		}
-		if extra := b.newVolumes(t, volumesBefore); len(extra) > 0 {
+		if extra := b.newVolumes(t, volumesBefore, opts.ClusterName); len(extra) > 0 {
 			t.Errorf("volumes left: %v", extra)
 		}
 	})
+}
+
+// The engine of a Compose environment restarts (the default engine, which the Compose bed runs
+// on): the k3d node comes back by k3d's restart policy, PostgreSQL, the controller and
+// worker-kubernetes by the one occ gives them, and the API answers again within recoveryBound
+// without a new up; down then removes everything.
+func TestEngineRestartCompose(t *testing.T) {
+	if os.Getenv(engineRestartEnv) == "" {
+		t.Skipf("stops and starts the default engine the other tests share: make test runs it on its own after them (%s=1)", engineRestartEnv)
+	}
+	host := os.Getenv("DOCKER_HOST")
+	b := newComposeBed(t)
+	b.forgetProducts(t)
+	r := b.run(t)
+	downAtEnd(t, r.opts.StateDir)
+	if _, err := occdev.Up(context.Background(), r.opts); err != nil {
+		t.Fatalf("up: %v", err)
+	}
+	vols := b.volumesOf(t, r.opts.ClusterName)
+	away := restartEngine(t, host, "")
+	took, st, err := waitRecovered(t, r.opts.StateDir, recoveryBound)
+	t.Logf("engine away %s; environment whole again (API ready, services running) %s after the engine answered", away.Round(time.Millisecond), took.Round(time.Millisecond))
+	if err != nil {
+		t.Fatalf("the Compose environment did not come back within %s: %v\nlast status: %+v", recoveryBound, err, st.ControlPlane)
+	}
+	if _, err := occdev.Down(context.Background(), occdev.DownOptions{StateDir: r.opts.StateDir}); err != nil {
+		t.Fatalf("down after the restart: %v", err)
+	}
+	if left := b.projectLeftovers(t, r, vols); len(left) > 0 {
+		t.Errorf("left after down: %v", left)
+	}
 }

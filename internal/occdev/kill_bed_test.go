@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -147,7 +148,7 @@ func testSignalAtEachStep(t *testing.T, b *k3dBed, sig syscall.Signal, subset fu
 			if left := b.leftovers(t, opts.ClusterName, vols); len(left) > 0 {
 				t.Errorf("left after %s and down: %v", sig, left)
 			}
-			if extra := b.newVolumes(t, volumesBefore); len(extra) > 0 {
+			if extra := b.newVolumes(t, volumesBefore, opts.ClusterName); len(extra) > 0 {
 				t.Errorf("volumes left after %s: %v", sig, extra)
 			}
 			if !stateGone(opts.StateDir) {
@@ -198,27 +199,36 @@ func afterKill(t *testing.T, b *k3dBed, bin string, env []string, stateDir, clus
 	}
 }
 
-// allVolumes names every volume the engine holds now.
-func (b *k3dBed) allVolumes(t testing.TB) map[string]bool {
+// allVolumes is every volume the engine holds now, by name.
+func (b *k3dBed) allVolumes(t testing.TB) map[string]*volume.Volume {
 	t.Helper()
 	list, err := b.Engine.API.VolumeList(context.Background(), volume.ListOptions{})
 	if err != nil {
 		t.Fatalf("list volumes: %v", err)
 	}
-	names := map[string]bool{}
+	all := map[string]*volume.Volume{}
 	for _, v := range list.Volumes {
-		names[v.Name] = true
+		all[v.Name] = v
 	}
-	return names
+	return all
 }
 
-// newVolumes are the volumes the engine holds now that it did not hold in before.
-func (b *k3dBed) newVolumes(t testing.TB, before map[string]bool) []string {
+// newVolumes are the volumes the engine holds now that it did not hold in before and that belong
+// to one of owners (a cluster or a Compose project): named after it, or labelled with it. Other
+// tests share the engine (packages run side by side), so a volume of theirs is no leftover of
+// this one.
+func (b *k3dBed) newVolumes(t testing.TB, before map[string]*volume.Volume, owners ...string) []string {
 	t.Helper()
 	var extra []string
-	for name := range b.allVolumes(t) {
-		if !before[name] {
-			extra = append(extra, name)
+	for name, v := range b.allVolumes(t) {
+		if before[name] != nil {
+			continue
+		}
+		for _, o := range owners {
+			if strings.Contains(name, o) || slices.Contains(slices.Collect(maps.Values(v.Labels)), o) {
+				extra = append(extra, name)
+				break
+			}
 		}
 	}
 	slices.Sort(extra)
@@ -281,7 +291,7 @@ func testKillDuringDown(t *testing.T, b *k3dBed) {
 	if left := b.leftovers(t, opts.ClusterName, vols); len(left) > 0 {
 		t.Errorf("left after the killed down and another: %v", left)
 	}
-	if extra := b.newVolumes(t, volumesBefore); len(extra) > 0 {
+	if extra := b.newVolumes(t, volumesBefore, opts.ClusterName); len(extra) > 0 {
 		t.Errorf("volumes left: %v", extra)
 	}
 	if !stateGone(opts.StateDir) {

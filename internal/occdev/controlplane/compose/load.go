@@ -278,7 +278,26 @@ func Load(ctx context.Context, opts LoadOptions) (*Model, error) {
 	if len(violations) > 0 {
 		return nil, &ProjectError{Violations: violations}
 	}
+	m.restartWithTheEngine()
 	return m, nil
+}
+
+// RestartPolicy is the restart policy occ gives the long-running services it starts (PostgreSQL,
+// the controller, worker-kubernetes) when the checkout's files set none: after the engine
+// restarts (a Docker Desktop update, a reboot) they come back by themselves, as the k3d node
+// they work with does (k3d gives its nodes the same policy). The one-shot jobs get none: they
+// ran once, and must not run again.
+const RestartPolicy = "unless-stopped"
+
+func (m *Model) restartWithTheEngine() {
+	for _, name := range append([]string{ServicePostgres}, APIServices...) {
+		svc, ok := m.Project.Services[name]
+		if !ok || svc.Restart != "" {
+			continue
+		}
+		svc.Restart = RestartPolicy
+		m.Project.Services[name] = svc
+	}
 }
 
 // checkoutFiles are the checkout's own Compose files of the profile, in layering order:
