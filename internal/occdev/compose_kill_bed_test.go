@@ -1,9 +1,6 @@
 package occdev_test
 
 import (
-	"bufio"
-	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -77,32 +74,9 @@ func testComposeKillAtEachStep(t *testing.T, b *composeBed) {
 				"--gateway-endpoint", r.opts.GatewayEndpoint, "--startup-timeout", "3m", "--", "-f", "../../build-network.yaml")
 			up.Dir = filepath.Join(r.checkout, "apps", "controller")
 			up.Env = env
-			var stderr strings.Builder
-			up.Stderr = &stderr
-			out, err := up.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := up.Start(); err != nil {
-				t.Fatal(err)
-			}
-			var seen strings.Builder
-			hit := false
-			sc := bufio.NewScanner(out)
-			for sc.Scan() {
-				line := strings.TrimSpace(sc.Text())
-				seen.WriteString(line + "\n")
-				if strings.HasPrefix(line, "✓ "+point+" ") {
-					hit = true
-					_ = up.Process.Signal(syscall.SIGKILL)
-					break
-				}
-			}
-			_, _ = io.Copy(&seen, out)
-			werr := up.Wait()
-			var exit *exec.ExitError
-			if !hit || !errors.As(werr, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-				t.Fatalf("up was not killed after %q (%v):\n%s\nstderr:\n%s", point, werr, seen.String(), stderr.String())
+			run := signalAfterLine(t, up, stepFinished(point), syscall.SIGKILL)
+			if !run.killed() {
+				t.Fatalf("up was not killed after %q (%v):\n%s\nstderr:\n%s", point, run.err, run.stdout, run.stderr.String())
 			}
 			vols := b.volumesOf(t, r.opts.ClusterName)
 			cmd := func(args ...string) (string, error) {

@@ -93,37 +93,15 @@ func testSignalAtEachStep(t *testing.T, b *k3dBed, sig syscall.Signal, subset fu
 			up := exec.Command(bin, "dev", "up", "--cluster-provider", "k3d", "--control-plane", "kubernetes", "--cluster-name", opts.ClusterName,
 				"--pin-file", b.pinFile, "--openshell-archive", b.archive, "--gateway-endpoint", opts.GatewayEndpoint, "--startup-timeout", "3m", "--engine", b.kind)
 			up.Env = env
-			var stderr strings.Builder
-			up.Stderr = &stderr
-			out, err := up.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := up.Start(); err != nil {
-				t.Fatal(err)
-			}
-			var seen strings.Builder
-			hit := false
-			sc := bufio.NewScanner(out)
-			for sc.Scan() {
-				line := strings.TrimSpace(sc.Text())
-				seen.WriteString(line + "\n")
-				if strings.HasPrefix(line, "✓ "+point+" ") {
-					hit = true
-					_ = up.Process.Signal(sig)
-					break
-				}
-			}
-			_, _ = io.Copy(&seen, out) // what the rollback prints
-			werr := up.Wait()
-			if !hit {
-				t.Fatalf("up ended (%v) before step %q finished:\n%s\nstderr:\n%s", werr, point, seen.String(), stderr.String())
+			run := signalAfterLine(t, up, stepFinished(point), sig)
+			werr, stderr := run.err, &run.stderr
+			if !run.hit {
+				t.Fatalf("up ended (%v) before step %q finished:\n%s\nstderr:\n%s", werr, point, run.stdout, stderr.String())
 			}
 			var vols []string
 			switch sig {
 			case syscall.SIGKILL:
-				var exit *exec.ExitError
-				if !errors.As(werr, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+				if !run.killed() {
 					t.Fatalf("up was not killed after %q: %v", point, werr)
 				}
 				vols = b.volumesOf(t, opts.ClusterName)
@@ -252,31 +230,11 @@ func testKillDuringDown(t *testing.T, b *k3dBed) {
 	env := append(os.Environ(), "OCC_DEVELOPMENT_STATE_DIRECTORY="+opts.StateDir, "TMPDIR="+tmp)
 	down := exec.Command(bin, "dev", "down")
 	down.Env = env
-	out, err := down.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
+	run := signalAfterLine(t, down, func(line string) bool { return strings.HasPrefix(line, "removed ") }, syscall.SIGKILL)
+	if !run.killed() {
+		t.Fatalf("down was not killed after its first removal (%v):\n%s", run.err, run.stdout)
 	}
-	if err := down.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var seen strings.Builder
-	hit := false
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		seen.WriteString(sc.Text() + "\n")
-		if strings.HasPrefix(strings.TrimSpace(sc.Text()), "removed ") {
-			hit = true
-			_ = down.Process.Signal(syscall.SIGKILL)
-			break
-		}
-	}
-	_, _ = io.Copy(&seen, out)
-	werr := down.Wait()
-	var exit *exec.ExitError
-	if !hit || !errors.As(werr, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-		t.Fatalf("down was not killed after its first removal (%v):\n%s", werr, seen.String())
-	}
-	t.Logf("down, killed after:\n%s", seen.String())
+	t.Logf("down, killed after:\n%s", run.stdout)
 	if stateGone(opts.StateDir) {
 		t.Fatal("the killed down removed the state directory, with objects still recorded")
 	}
@@ -301,4 +259,53 @@ func testKillDuringDown(t *testing.T, b *k3dBed) {
 		t.Errorf("temporary files left in TMPDIR: %d", len(entries))
 	}
 	b.assertUserKubeconfig(t)
+}
+
+// signalled is a command run until a line of its standard output, then sent a signal.
+type signalled struct {
+	// hit says the line came; stdout is what the command printed, all of it.
+	hit    bool
+	stdout string
+	stderr strings.Builder
+	err    error
+}
+
+// killed says the command ended by SIGKILL.
+func (s *signalled) killed() bool {
+	var exit *exec.ExitError
+	return s.hit && errors.As(s.err, &exit) && exit.Sys().(syscall.WaitStatus).Signal() == syscall.SIGKILL
+}
+
+// signalAfterLine starts cmd, sends it sig as soon as a line of its standard output (trimmed)
+// matches, and waits for it to end (reading the rest of what it prints: a rollback's lines).
+func signalAfterLine(t *testing.T, cmd *exec.Cmd, match func(line string) bool, sig syscall.Signal) *signalled {
+	t.Helper()
+	s := &signalled{}
+	cmd.Stderr = &s.stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var seen strings.Builder
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		seen.WriteString(line + "\n")
+		if match(line) {
+			s.hit = true
+			_ = cmd.Process.Signal(sig)
+			break
+		}
+	}
+	_, _ = io.Copy(&seen, out)
+	s.err, s.stdout = cmd.Wait(), seen.String()
+	return s
+}
+
+// stepFinished matches the line a finished step leaves on a terminal-less standard output.
+func stepFinished(step string) func(string) bool {
+	return func(line string) bool { return strings.HasPrefix(line, "✓ "+step+" ") }
 }
