@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -190,7 +191,8 @@ func TestComposeDevEnvironment(t *testing.T) {
 	t.Run("up status and down through scripts/dev-up from the checkout", func(t *testing.T) { testComposeCLI(t, b) })
 	t.Run("Compose model refusals create nothing", func(t *testing.T) { testComposeRefusals(t, b) })
 	t.Run("failures roll back or keep the state for down", func(t *testing.T) { testComposeFailures(t, b) })
-	t.Run("SIGKILL after each step then down", func(t *testing.T) { testComposeKillAtEachStep(t, b) })
+	t.Run("SIGKILL after each step then down", func(t *testing.T) { testComposeKillAtEachStep(t, b, syscall.SIGKILL) })
+	t.Run("Ctrl-C after each step", func(t *testing.T) { testComposeKillAtEachStep(t, b, syscall.SIGINT) })
 }
 
 // testComposeUpStatusDown: `up` builds the images, starts the data services, creates the k3d
