@@ -50,7 +50,7 @@ ignored, so the cleanup is not left half-way; a second stops it, and the next 'd
 		if err := flags.resolve(g); err != nil {
 			return err
 		}
-		opts.OCCCommand = occCommand()
+		opts.OCCCommand, opts.OCCVersion = occCommand(), currentVersion().line()
 		if g.Output == "table" {
 			opts.Log = g.Stdout
 		} else {
@@ -89,6 +89,7 @@ func devDownFlags(cmd *cobra.Command) (*devFlags, *occdev.DownOptions) {
 	opts := &occdev.DownOptions{}
 	flags := newDevFlags(cmd)
 	flags.text(settingStateDir.withUsage("state directory of the 'occ dev up' to undo (env "+state.EnvDirectory+")"), &opts.StateDir)
+	flags.flag(settingNoDiagnose.withUsage("write no debug bundle when the cleanup is incomplete (by default one is written beside the kept state directory)"), &opts.NoDiagnose)
 	return flags, opts
 }
 
