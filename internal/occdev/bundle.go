@@ -106,12 +106,22 @@ type bundleInput struct {
 
 // collectBundle writes every entry it can; what it cannot goes into the summary with its cause.
 // The values that must never appear are learned first (the recorded key and password files, the
-// Secrets of the namespaces collected), before any entry is written.
+// Compose services' credentials, the Secrets of the namespaces collected), before any entry is
+// written.
 func collectBundle(ctx context.Context, b *diagnose.Bundle, in bundleInput) {
 	if cp := in.st.ControlPlane; cp != nil && cp.KeyPath != "" {
 		b.SecretFile(cp.KeyPath)
 	}
 	b.SecretFile(filepath.Join(in.dir, kubernetes.PasswordFileName))
+	// The Compose services' credentials are the model's (the checkout's development passwords,
+	// the user's own keys); a project whose model cannot be read has its logs left out, since
+	// they could show any of them.
+	var composeErr error
+	if cp := in.st.ControlPlane; cp != nil && cp.Compose != nil {
+		var values []string
+		values, composeErr = compose.SnapshotSecrets(ctx, compose.RecordedSnapshot(*cp.Compose))
+		b.Secret(values...)
+	}
 	var conn *kubeobj.Conn
 	var connErr error
 	if in.st.Cluster.Kubeconfig == "" {
@@ -157,7 +167,11 @@ func collectBundle(ctx context.Context, b *diagnose.Bundle, in bundleInput) {
 	} else {
 		diagnose.Engine(ctx, b, eng)
 		if cp := in.st.ControlPlane; cp != nil && cp.Compose != nil {
-			diagnose.Compose(ctx, b, compose.Stack{Project: cp.Compose.Project, Engine: eng.API})
+			if composeErr != nil {
+				b.Missing("compose", fmt.Errorf("the services' credentials are unknown, so their logs could show them: %w", composeErr))
+			} else {
+				diagnose.Compose(ctx, b, compose.Stack{Project: cp.Compose.Project, Engine: eng.API})
+			}
 		}
 	}
 
