@@ -3,6 +3,7 @@ package occdev_test
 import (
 	"context"
 	"encoding/base64"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,9 +44,20 @@ func bundlesBeside(t *testing.T, dir string) []string {
 	return found
 }
 
-// assertBundle requires the bundle's entries to say what want says, to lack every entry of
-// absent, and to show the canary nowhere, not even base64-encoded as a Secret's data is.
-func assertBundle(t *testing.T, entries map[string]string, want map[string]string, absent []string, canary string) {
+// failureBundleBeside reads the bundle the failed run's error names on its last line, which
+// must lie beside the state directory dir as <dir>-diagnose-<time>.tar.gz.
+func failureBundleBeside(t *testing.T, err error, dir string) (string, map[string]string) {
+	t.Helper()
+	path := bundleLine(t, err)
+	if filepath.Dir(path) != filepath.Dir(dir) || !strings.HasPrefix(filepath.Base(path), filepath.Base(dir)+"-diagnose-") {
+		t.Errorf("bundle at %s, want %s-diagnose-<time>.tar.gz beside the state directory", path, dir)
+	}
+	return path, readBundle(t, path)
+}
+
+// assertEntries requires the bundle's entries to say what want says and to lack every entry of
+// absent.
+func assertEntries(t *testing.T, entries map[string]string, want map[string]string, absent ...string) {
 	t.Helper()
 	for name, text := range want {
 		got, ok := entries[name]
@@ -62,12 +74,33 @@ func assertBundle(t *testing.T, entries map[string]string, want map[string]strin
 			t.Errorf("bundle has %s:\n%s", name, entries[name])
 		}
 	}
+}
+
+// assertNoCanary requires the canary to appear in no entry, not even base64-encoded as a
+// Secret's data is.
+func assertNoCanary(t *testing.T, entries map[string]string, canary string) {
+	t.Helper()
 	b64 := base64.StdEncoding.EncodeToString([]byte(canary))
 	for name, text := range entries {
 		if strings.Contains(text, canary) || strings.Contains(text, b64) {
 			t.Errorf("%s shows the canary:\n%s", name, text)
 		}
 	}
+}
+
+// failedRunEntries are the entries every failed command's bundle in a bed with plantCanary
+// holds: its summary, occ's version, and the platform namespace's Events and Pod statuses;
+// more adds the command's own.
+func failedRunEntries(b *bed, command string, more map[string]string) map[string]string {
+	ns := b.Namespace
+	want := map[string]string{
+		"summary.txt":                                     "occ dev " + command + " failed, for the development environment recorded in " + b.StateDir,
+		"occ-version.txt":                                 "occ v9.9.9-test",
+		"kubernetes/" + ns + "/events.yaml":               "reason: BackOff",
+		"kubernetes/" + ns + "/pods/crashing/status.yaml": "restartCount: 1",
+	}
+	maps.Copy(want, more)
+	return want
 }
 
 // A developer runs occ dev reload on an environment up brought up without an OCE checkout while
@@ -88,24 +121,16 @@ func TestFailedReloadWritesDebugBundle(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "it has no OCE control plane") {
 		t.Fatalf("reload: %v; want the refusal of an environment without a control plane", err)
 	}
-	path := bundleLine(t, err)
-	if filepath.Dir(path) != filepath.Dir(b.StateDir) || !strings.HasPrefix(filepath.Base(path), "state-diagnose-") {
-		t.Errorf("bundle at %s, want state-diagnose-<time>.tar.gz beside the state directory %s", path, b.StateDir)
-	}
 	if _, err := state.Read(b.StateDir); err != nil {
 		t.Errorf("the failed reload did not keep the state: %v", err)
 	}
-	entries := readBundle(t, path)
-	ns := b.Namespace
-	assertBundle(t, entries, map[string]string{
-		"summary.txt":                       "occ dev reload failed, for the development environment recorded in " + b.StateDir,
-		"occ-version.txt":                   "occ v9.9.9-test",
-		"state.json":                        `"platformNamespace": "` + ns + `"`,
-		"error.txt":                         "it has no OCE control plane",
-		"timeline.txt":                      "failed   -            Check the recorded environment",
-		"kubernetes/" + ns + "/events.yaml": "reason: BackOff",
-		"kubernetes/" + ns + "/pods/crashing/status.yaml": "restartCount: 1",
-	}, []string{"log.txt"}, canary)
+	_, entries := failureBundleBeside(t, err, b.StateDir)
+	assertEntries(t, entries, failedRunEntries(b, "reload", map[string]string{
+		"state.json":   `"platformNamespace": "` + b.Namespace + `"`,
+		"error.txt":    "it has no OCE control plane",
+		"timeline.txt": "failed   -            Check the recorded environment",
+	}), "log.txt")
+	assertNoCanary(t, entries, canary)
 
 	// --no-diagnose: the same refusal, no bundle.
 	_, err = occdev.Reload(ctx, occdev.ReloadOptions{StateDir: b.StateDir, NoDiagnose: true})
@@ -141,21 +166,13 @@ func TestFailedDownWritesDebugBundle(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "cleanup incomplete; preserving "+b.StateDir) {
 		t.Fatalf("down: %v; want the incomplete cleanup", err)
 	}
-	path := bundleLine(t, err)
-	if filepath.Dir(path) != filepath.Dir(b.StateDir) || !strings.HasPrefix(filepath.Base(path), "state-diagnose-") {
-		t.Errorf("bundle at %s, want state-diagnose-<time>.tar.gz beside the state directory %s", path, b.StateDir)
-	}
-	entries := readBundle(t, path)
-	ns := b.Namespace
-	assertBundle(t, entries, map[string]string{
-		"summary.txt":                       "occ dev down failed, for the development environment recorded in " + b.StateDir,
-		"occ-version.txt":                   "occ v9.9.9-test",
-		"state.json":                        `"kind": "RuntimeClass"`,
-		"error.txt":                         "RuntimeClass",
-		"log.txt":                           "removed ",
-		"kubernetes/" + ns + "/events.yaml": "reason: BackOff",
-		"kubernetes/" + ns + "/pods/crashing/status.yaml": "restartCount: 1",
-	}, []string{"timeline.txt", "plan.json"}, canary)
+	path, entries := failureBundleBeside(t, err, b.StateDir)
+	assertEntries(t, entries, failedRunEntries(b, "down", map[string]string{
+		"state.json": `"kind": "RuntimeClass"`,
+		"error.txt":  "RuntimeClass",
+		"log.txt":    "removed ",
+	}), "timeline.txt", "plan.json")
+	assertNoCanary(t, entries, canary)
 
 	// With the obstacle gone, down finishes; the bundle stays where it was written.
 	release()
