@@ -28,8 +28,9 @@ recorded Compose project is taken down with its volumes (from its recorded snaps
 container, volume or network of the project may be left. Objects occ did not create are
 never touched, and an existing cluster is never deleted. Cleanup continues past failures; the
 state directory is deleted only when everything is gone (one that existed before 'up' is
-emptied and left), and otherwise kept with the command that retries. A first Ctrl-C is
-ignored, so the cleanup is not left half-way; a second stops it, and the next 'down' finishes.`,
+emptied and left), and otherwise kept with the command that retries and a debug bundle of what
+is left written beside it (--no-diagnose skips it). A first Ctrl-C is ignored, so the cleanup
+is not left half-way; a second stops it, and the next 'down' finishes.`,
 		Example: `  # Undo the last 'occ dev up' (the default state directory)
   occ dev down
 
@@ -50,7 +51,7 @@ ignored, so the cleanup is not left half-way; a second stops it, and the next 'd
 		if err := flags.resolve(g); err != nil {
 			return err
 		}
-		opts.OCCCommand = occCommand()
+		opts.OCCCommand, opts.OCCVersion = occCommand(), currentVersion().line()
 		if g.Output == "table" {
 			opts.Log = g.Stdout
 		} else {
@@ -89,6 +90,7 @@ func devDownFlags(cmd *cobra.Command) (*devFlags, *occdev.DownOptions) {
 	opts := &occdev.DownOptions{}
 	flags := newDevFlags(cmd)
 	flags.text(settingStateDir.withUsage("state directory of the 'occ dev up' to undo (env "+state.EnvDirectory+")"), &opts.StateDir)
+	flags.flag(settingNoDiagnose.withUsage("write no debug bundle when the cleanup is incomplete (by default one is written beside the kept state directory)"), &opts.NoDiagnose)
 	return flags, opts
 }
 

@@ -52,7 +52,7 @@ old or its new images: run 'occ dev reload' again to finish it, or 'occ dev down
 		if err := flags.resolve(g); err != nil {
 			return err
 		}
-		opts.Services, opts.OCCCommand = args, occCommand()
+		opts.Services, opts.OCCCommand, opts.OCCVersion = args, occCommand(), currentVersion().line()
 		if *dry {
 			plan, err := occdev.PlanReload(*opts)
 			if err != nil {
@@ -83,6 +83,7 @@ func devReloadFlags(cmd *cobra.Command) (*devFlags, *occdev.ReloadOptions, *bool
 	flags.text(settingStateDir.withUsage("state directory of the 'occ dev up' to reload (env "+state.EnvDirectory+")"), &opts.StateDir)
 	flags.flag(settingDryRun.withUsage("print the recorded builds a reload repeats and its steps; touch nothing"), dry)
 	flags.timeout(settingStartupTimeout.withUsage("bound of the wait for the reloaded services, e.g. 10m (default 10m; env "+occdev.EnvStartupTimeoutSeconds+" in seconds)"), &opts.StartupTimeout)
+	flags.flag(settingNoDiagnose.withUsage("write no debug bundle when the reload fails (by default one is written beside the state directory)"), &opts.NoDiagnose)
 	return flags, opts, dry
 }
 

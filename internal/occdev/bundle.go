@@ -100,16 +100,28 @@ type bundleInput struct {
 	plan     *Plan
 	cause    error
 	timeline *diagnose.Timeline
+	// log is what the run logged, for a run without progress steps (down's removals).
+	log []byte
 }
 
 // collectBundle writes every entry it can; what it cannot goes into the summary with its cause.
 // The values that must never appear are learned first (the recorded key and password files, the
-// Secrets of the namespaces collected), before any entry is written.
+// Compose services' credentials, the Secrets of the namespaces collected), before any entry is
+// written.
 func collectBundle(ctx context.Context, b *diagnose.Bundle, in bundleInput) {
 	if cp := in.st.ControlPlane; cp != nil && cp.KeyPath != "" {
 		b.SecretFile(cp.KeyPath)
 	}
 	b.SecretFile(filepath.Join(in.dir, kubernetes.PasswordFileName))
+	// The Compose services' credentials are the model's (the checkout's development passwords,
+	// the user's own keys); a project whose model cannot be read has its logs left out, since
+	// they could show any of them.
+	var composeErr error
+	if cp := in.st.ControlPlane; cp != nil && cp.Compose != nil {
+		var values []string
+		values, composeErr = compose.SnapshotSecrets(ctx, compose.RecordedSnapshot(*cp.Compose))
+		b.Secret(values...)
+	}
 	var conn *kubeobj.Conn
 	var connErr error
 	if in.st.Cluster.Kubeconfig == "" {
@@ -135,6 +147,9 @@ func collectBundle(ctx context.Context, b *diagnose.Bundle, in bundleInput) {
 	if in.timeline != nil {
 		b.Add("timeline.txt", in.timeline.Text())
 	}
+	if in.log != nil {
+		b.Add("log.txt", in.log)
+	}
 	if in.plan != nil {
 		if data, err := json.MarshalIndent(in.plan, "", "  "); err != nil {
 			b.Missing("plan.json", err)
@@ -152,7 +167,11 @@ func collectBundle(ctx context.Context, b *diagnose.Bundle, in bundleInput) {
 	} else {
 		diagnose.Engine(ctx, b, eng)
 		if cp := in.st.ControlPlane; cp != nil && cp.Compose != nil {
-			diagnose.Compose(ctx, b, compose.Stack{Project: cp.Compose.Project, Engine: eng.API})
+			if composeErr != nil {
+				b.Missing("compose", fmt.Errorf("the services' credentials are unknown, so their logs could show them: %w", composeErr))
+			} else {
+				diagnose.Compose(ctx, b, compose.Stack{Project: cp.Compose.Project, Engine: eng.API})
+			}
 		}
 	}
 
@@ -219,14 +238,26 @@ func bundleNamespaces(st state.State) []string {
 	return namespaces
 }
 
-// failureBundle writes the bundle of a failed up into the state directory's parent, before the
-// rollback removes what it shows (the state directory goes with it, and a run's working
-// directory may be anywhere), and returns the line that ends the run's error: where the bundle
-// is, or why there is none. It runs on its own bounded context under the abort context, so the
-// Ctrl-C that ended the run does not skip it and a second one does; it never changes the failure.
-func failureBundle(ctx context.Context, r *run, cause error, timeline *diagnose.Timeline) string {
-	// An up the user stopped did not fail: they get their terminal back without a bundle.
-	if r.opts.NoDiagnose || (ctx.Err() != nil && errors.Is(cause, context.Canceled)) {
+// failedRun is a failed up, reload or down as its debug bundle tells it.
+type failedRun struct {
+	bundleInput
+	// command is the occ dev command that failed (up, reload, down), for the bundle's summary.
+	command string
+	// collected says when the bundle was collected, relative to what the failure still does.
+	collected string
+	// off is the command's --no-diagnose.
+	off bool
+}
+
+// failureBundle writes the bundle of a failed up, reload or down into the state directory's
+// parent (the directory may go with a rollback or a later down, and a run's working directory
+// may be anywhere), and returns the line that ends the run's error: where the bundle is, or why
+// there is none. Up calls it before its rollback removes what the bundle shows. It runs on its
+// own bounded context under the abort context, so the Ctrl-C that ended the run does not skip
+// it and a second one does; it never changes the failure.
+func failureBundle(ctx context.Context, f failedRun) string {
+	// A run the user stopped did not fail: they get their terminal back without a bundle.
+	if f.off || (ctx.Err() != nil && errors.Is(f.cause, context.Canceled)) {
 		return ""
 	}
 	abort := interrupt.AbortContext(ctx)
@@ -235,9 +266,8 @@ func failureBundle(ctx context.Context, r *run, cause error, timeline *diagnose.
 	}
 	ctx, cancel := context.WithTimeout(abort, bundleTimeout)
 	defer cancel()
-	dir := r.state.Path()
 	now := time.Now()
-	base := filepath.Join(filepath.Dir(dir), filepath.Base(dir)+"-diagnose-"+now.UTC().Format(bundleStamp))
+	base := filepath.Join(filepath.Dir(f.dir), filepath.Base(f.dir)+"-diagnose-"+now.UTC().Format(bundleStamp))
 	var b *diagnose.Bundle
 	var err error
 	for i := 1; i <= 9; i++ {
@@ -252,11 +282,13 @@ func failureBundle(ctx context.Context, r *run, cause error, timeline *diagnose.
 	if err != nil {
 		return "no debug bundle: " + err.Error()
 	}
-	rec := connectRecorded(r.state.State())
-	defer rec.close()
-	collectBundle(ctx, b, bundleInput{dir: dir, st: r.state.State(), rec: rec, version: r.opts.OCCVersion, plan: r.plan, cause: cause, timeline: timeline})
-	first, _, _ := strings.Cut(cause.Error(), "\n")
-	if err := b.Close(fmt.Sprintf("occ dev up failed, for the development environment recorded in %s (profile %s): %s\nCollected before the rollback.", dir, r.state.State().Profile, first)); err != nil {
+	if f.rec == nil {
+		f.rec = connectRecorded(f.st)
+		defer f.rec.close()
+	}
+	collectBundle(ctx, b, f.bundleInput)
+	first, _, _ := strings.Cut(f.cause.Error(), "\n")
+	if err := b.Close(fmt.Sprintf("occ dev %s failed, for the development environment recorded in %s (profile %s): %s\n%s", f.command, f.dir, f.st.Profile, first, f.collected)); err != nil {
 		return "no debug bundle: " + err.Error()
 	}
 	return "debug bundle: " + b.Path()

@@ -1,6 +1,7 @@
 package occdev
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +19,11 @@ type DownOptions struct {
 	OCCCommand string
 	// Log receives one line per removed object and notes on objects left alone.
 	Log io.Writer
+	// OCCVersion is occ's version as `occ version` prints it, for the debug bundle.
+	OCCVersion string
+	// NoDiagnose skips the debug bundle a failed down writes beside the state directory it
+	// keeps (--no-diagnose).
+	NoDiagnose bool
 }
 
 // DownResult says what `down` did. The lists are never null in JSON.
@@ -38,7 +44,8 @@ type DownResult struct {
 // Down removes exactly what the recorded state says `up` created, in reverse order, reading
 // nothing but the record (the kubeconfig and context it names, never the current ones). It
 // keeps going past failures and deletes the state directory only when every recorded object
-// is gone; otherwise the directory stays and the error carries the command that retries.
+// is gone; otherwise the directory stays and the error carries the command that retries, and a
+// debug bundle of what is left is written beside it.
 func Down(ctx context.Context, opts DownOptions) (*DownResult, error) {
 	dir, err := state.ResolveDir(opts.StateDir)
 	if err != nil {
@@ -55,21 +62,42 @@ func Down(ctx context.Context, opts DownOptions) (*DownResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer d.Close()
 	// The engine is checked through the connections the cleanup then uses: one connection.
 	rec := connectRecorded(d.State())
 	defer rec.close()
+	// Down has no steps: what it removed and left alone, as it logged it, is the bundle's account
+	// of the run; state.json then holds what is left.
+	var removals bytes.Buffer
+	if !opts.NoDiagnose {
+		log = &syncWriter{w: io.MultiWriter(log, &removals)}
+	}
+	res, err := removeRecorded(ctx, d, rec, log, opts.OCCCommand)
+	if err != nil {
+		bundle := failureBundle(ctx, failedRun{
+			bundleInput: bundleInput{dir: d.Path(), st: d.State(), rec: rec, version: opts.OCCVersion, cause: err, log: removals.Bytes()},
+			command:     "down", collected: "Collected after the cleanup stopped: state.json holds what is left.", off: opts.NoDiagnose,
+		})
+		if bundle != "" {
+			err = fmt.Errorf("%w\n%s", err, bundle)
+		}
+	}
+	return res, err
+}
+
+// removeRecorded removes what d records and then d itself; when anything is left it keeps d and
+// says how to retry.
+func removeRecorded(ctx context.Context, d *state.Dir, rec *recorded, log io.Writer, occ string) (*DownResult, error) {
 	if err := rec.sameEngine(ctx, d.Path()); err != nil {
-		_ = d.Close()
 		return nil, err
 	}
-	res, cerr := cleanupWith(ctx, d, rec, log, func(state.Object) bool { return false })
+	res, err := cleanupWith(ctx, d, rec, log, func(state.Object) bool { return false })
 	res.DirectoryKept = d.State().Adopted
-	if cerr == nil {
-		cerr = d.Remove()
+	if err == nil {
+		err = d.Remove()
 	}
-	if cerr != nil {
-		_ = d.Close()
-		return res, fmt.Errorf("cleanup incomplete; preserving %s for recovery: %w\nretry with: %s", d.Path(), cerr, DownCommand(opts.OCCCommand, d.Path()))
+	if err != nil {
+		return res, fmt.Errorf("cleanup incomplete; preserving %s for recovery: %w\nretry with: %s", d.Path(), err, DownCommand(occ, d.Path()))
 	}
 	return res, nil
 }

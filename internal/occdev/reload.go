@@ -14,6 +14,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
+	"github.com/openclaw/occ/internal/occdev/diagnose"
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/pins"
@@ -41,6 +42,11 @@ type ReloadOptions struct {
 	Progress progress.Sink
 	// Log receives the build output and notes that are not step lines.
 	Log io.Writer
+	// OCCVersion is occ's version as `occ version` prints it, for the debug bundle.
+	OCCVersion string
+	// NoDiagnose skips the debug bundle a failed reload writes beside the state directory
+	// (--no-diagnose).
+	NoDiagnose bool
 
 	deps deps
 }
@@ -118,8 +124,8 @@ func reloadSteps(hook *reloadHook) []Step {
 // the control plane onto the ones that changed. It reads only the record (the engine, the
 // cluster, the checkout and the builds `up` made), and refuses an environment whose engine,
 // cluster or checkout is gone or another, saying what to do. The state is held locked for the
-// whole reload.
-func Reload(ctx context.Context, opts ReloadOptions) (*ReloadResult, error) {
+// whole reload. A failure writes a debug bundle beside the state directory, which it keeps.
+func Reload(ctx context.Context, opts ReloadOptions) (_ *ReloadResult, err error) {
 	dir, err := state.ResolveDir(opts.StateDir)
 	if err != nil {
 		return nil, err
@@ -142,6 +148,24 @@ func Reload(ctx context.Context, opts ReloadOptions) (*ReloadResult, error) {
 	st := d.State()
 	rec := connectRecorded(st)
 	defer rec.close()
+	// The steps' timeline goes into the debug bundle of a failure.
+	var timeline *diagnose.Timeline
+	if !opts.NoDiagnose {
+		timeline = diagnose.NewTimeline(time.Now())
+		opts.Progress = timeline.Record(opts.Progress)
+	}
+	defer func() {
+		if err == nil {
+			return
+		}
+		bundle := failureBundle(ctx, failedRun{
+			bundleInput: bundleInput{dir: dir, st: d.State(), rec: rec, version: opts.OCCVersion, cause: err, timeline: timeline},
+			command:     "reload", collected: "Collected after the failure, from the environment as the reload left it.", off: opts.NoDiagnose,
+		})
+		if bundle != "" {
+			err = fmt.Errorf("%w\n%s", err, bundle)
+		}
+	}()
 	if err := rec.sameEngine(ctx, dir); err != nil {
 		return nil, err
 	}

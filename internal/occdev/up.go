@@ -227,7 +227,10 @@ func Up(ctx context.Context, opts UpOptions) (_ *Summary, err error) {
 		}
 		if err != nil {
 			// The bundle is written first: the rollback removes what it shows.
-			bundle := failureBundle(ctx, r, err, timeline)
+			bundle := failureBundle(ctx, failedRun{
+				bundleInput: bundleInput{dir: r.state.Path(), st: r.state.State(), version: opts.OCCVersion, plan: r.plan, cause: err, timeline: timeline},
+				command:     "up", collected: "Collected before the rollback.", off: opts.NoDiagnose,
+			})
 			err = rollback(interrupt.AbortContext(ctx), r, err, opts.OCCCommand)
 			if bundle != "" {
 				err = fmt.Errorf("%w\n%s", err, bundle)

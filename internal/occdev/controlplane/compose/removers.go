@@ -72,7 +72,7 @@ func (r *Recorded) snapshot(o state.Object) (Snapshot, error) {
 	if r.Project.Project != o.Name {
 		return Snapshot{}, fmt.Errorf("%s: the state's Compose snapshot is of project %s, not %s; the record was changed outside occ", o, r.Project.Project, o.Name)
 	}
-	return Snapshot{Path: r.Project.Snapshot, Project: r.Project.Project, Checkout: r.Project.Checkout}, nil
+	return RecordedSnapshot(*r.Project), nil
 }
 
 func (r *Recorded) runner(ctx context.Context, o state.Object) (Runner, *docker.Engine, error) {

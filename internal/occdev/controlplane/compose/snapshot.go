@@ -14,6 +14,7 @@ import (
 	"github.com/compose-spec/compose-go/v2/types"
 
 	"github.com/openclaw/occ/internal/fsutil"
+	"github.com/openclaw/occ/internal/occdev/state"
 )
 
 // Snapshot is the recorded Compose model: the snapshot file and the two names every Compose call
@@ -25,6 +26,11 @@ type Snapshot struct {
 	Project string `json:"project"`
 	// Checkout is the project directory (the OCE checkout).
 	Checkout string `json:"checkout"`
+}
+
+// RecordedSnapshot is the snapshot the state records for project p.
+func RecordedSnapshot(p state.ComposeProject) Snapshot {
+	return Snapshot{Path: p.Snapshot, Project: p.Project, Checkout: p.Checkout}
 }
 
 // Render returns the model as a Compose file in which every "$" is doubled. The model is

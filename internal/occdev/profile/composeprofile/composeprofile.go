@@ -289,7 +289,7 @@ func (c Planned) Preflight(ctx context.Context, env profile.Env, rep progress.Re
 			return err
 		}
 	}
-	c.run.plugin, c.run.stack, c.run.runtime = plugin, compose.Stack{Project: op.Model.Name(), Engine: engine.API}, runtime
+	c.run.plugin, c.run.stack, c.run.runtime = plugin, compose.Stack{Project: op.Model.Name(), Engine: engine.API, Redact: compose.Secrets(op.Model.Project)}, runtime
 	return nil
 }
 

@@ -102,7 +102,7 @@ func recreateServices(ctx context.Context, env profile.ReloadEnv, rep progress.R
 	if err != nil {
 		return err
 	}
-	runner := compose.Runner{Plugin: plugin, Endpoint: env.Engine().Endpoint.String(), Snapshot: compose.Snapshot{Path: p.Snapshot, Project: p.Project, Checkout: p.Checkout}}
+	runner := compose.Runner{Plugin: plugin, Endpoint: env.Engine().Endpoint.String(), Snapshot: compose.RecordedSnapshot(*p)}
 	stack := recordedStack(p, env.Engine())
 	started := StartedServices(p)
 	rebuilt := env.Rebuilt()

@@ -37,7 +37,7 @@ func (c Planned) writeSnapshot(_ context.Context, env profile.Env, _ progress.Re
 	if err := writeSources(d, op.Model.Sources()); err != nil {
 		return err
 	}
-	c.run.runner = compose.Runner{Plugin: c.run.plugin, Endpoint: env.Engine().Endpoint.String(), Snapshot: snap}
+	c.run.runner = compose.Runner{Plugin: c.run.plugin, Endpoint: env.Engine().Endpoint.String(), Snapshot: snap, Redact: compose.Secrets(op.Model.Project)}
 	cp := &state.ControlPlane{
 		Checkout: op.Checkout, Commit: op.Commit, APIURL: op.Model.APIURL,
 		Compose: &state.ComposeProject{Project: snap.Project, Snapshot: snap.Path, Checkout: snap.Checkout, Started: op.Model.StartedServices()},
