@@ -1,18 +1,12 @@
 package occdev_test
 
 import (
-	"bufio"
-	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
-
-	"github.com/openclaw/occ/internal/occdev/controlplane"
-	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
 )
 
 // composeKillPoints are the default SIGKILL points of the Compose profile, by the start of the
@@ -67,42 +61,13 @@ func testComposeKillAtEachStep(t *testing.T, b *composeBed) {
 			downAtEnd(t, r.opts.StateDir)
 			volumesBefore := b.allVolumes(t)
 			tmp := t.TempDir()
-			env := append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(t.TempDir(), "cache"), "OCC_DEVELOPMENT_STATE_DIRECTORY="+r.opts.StateDir,
-				compose.EnvProject+"="+r.settings.Project, "DOCKER_CONFIG="+b.dockerConfig, "TMPDIR="+tmp,
-				controlplane.EnvNodeBaseImage+"="+b.nodeBase, controlplane.EnvNodeRuntimeBaseImage+"="+b.nodeRuntimeBase)
-			for k, v := range r.settings.Env() {
-				env = append(env, k+"="+v)
-			}
+			env := b.cliEnv(t, r, "TMPDIR="+tmp)
 			up := exec.Command(bin, "dev", "up", "--cluster-name", r.opts.ClusterName, "--pin-file", b.pinFile, "--openshell-archive", b.archive,
 				"--gateway-endpoint", r.opts.GatewayEndpoint, "--startup-timeout", "3m", "--", "-f", "../../build-network.yaml")
 			up.Dir = filepath.Join(r.checkout, "apps", "controller")
 			up.Env = env
-			var stderr strings.Builder
-			up.Stderr = &stderr
-			out, err := up.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := up.Start(); err != nil {
-				t.Fatal(err)
-			}
-			var seen strings.Builder
-			hit := false
-			sc := bufio.NewScanner(out)
-			for sc.Scan() {
-				line := strings.TrimSpace(sc.Text())
-				seen.WriteString(line + "\n")
-				if strings.HasPrefix(line, "✓ "+point+" ") {
-					hit = true
-					_ = up.Process.Signal(syscall.SIGKILL)
-					break
-				}
-			}
-			_, _ = io.Copy(&seen, out)
-			werr := up.Wait()
-			var exit *exec.ExitError
-			if !hit || !errors.As(werr, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-				t.Fatalf("up was not killed after %q (%v):\n%s\nstderr:\n%s", point, werr, seen.String(), stderr.String())
+			if s := runSignalledAfter(t, up, point, syscall.SIGKILL); !s.killedBy(syscall.SIGKILL) {
+				t.Fatalf("up was not killed after %q (%v):\n%s\nstderr:\n%s", point, s.err, s.stdout, s.stderr)
 			}
 			vols := b.volumesOf(t, r.opts.ClusterName)
 			cmd := func(args ...string) (string, error) {

@@ -169,6 +169,53 @@ func testSignalAtEachStep(t *testing.T, b *k3dBed, sig syscall.Signal, subset fu
 	t.Logf("%s matrix (k3d profile, %s engine): %d points, %d passed", sig, b.kind, len(points), passed)
 }
 
+// signalled is a run of the built binary that a signal met after one of its steps.
+type signalled struct {
+	stdout, stderr string
+	// err is what Wait returned.
+	err error
+}
+
+// runSignalledAfter starts cmd and sends it sig as soon as step's finished line ("✓ step (1.2s)",
+// the non-TTY progress on stdout) appears, then waits for it to end. It stops the test when the
+// command ended before the step finished.
+func runSignalledAfter(t *testing.T, cmd *exec.Cmd, step string, sig syscall.Signal) signalled {
+	t.Helper()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var seen strings.Builder
+	hit := false
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		seen.WriteString(line + "\n")
+		if strings.HasPrefix(line, "✓ "+step+" ") {
+			hit = true
+			_ = cmd.Process.Signal(sig)
+			break
+		}
+	}
+	_, _ = io.Copy(&seen, out) // what it prints after the signal
+	werr := cmd.Wait()
+	if !hit {
+		t.Fatalf("%s ended (%v) before step %q finished:\n%s\nstderr:\n%s", strings.Join(cmd.Args, " "), werr, step, seen.String(), stderr.String())
+	}
+	return signalled{stdout: seen.String(), stderr: stderr.String(), err: werr}
+}
+
+// killedBy says whether the run ended by sig itself (a SIGKILL cannot be handled).
+func (s signalled) killedBy(sig syscall.Signal) bool {
+	var exit *exec.ExitError
+	return errors.As(s.err, &exit) && exit.Sys().(syscall.WaitStatus).Signal() == sig
+}
+
 // afterKill runs `occ dev status`, which must describe what a killed up left, then `occ dev
 // down`, which must finish with exit 0.
 func afterKill(t *testing.T, b *k3dBed, bin string, env []string, stateDir, cluster string, vols []string) {
