@@ -118,7 +118,7 @@ func testReloadSignals(t *testing.T, e reloadSignalEnv, sig syscall.Signal) {
 				}
 			}
 
-			status, err := run("dev", "status").CombinedOutput()
+			status, err := run("dev", "status", "--state-dir", e.dir).CombinedOutput()
 			t.Logf("occ dev status after %s:\n%s", name, status)
 			if err != nil {
 				t.Errorf("occ dev status after %s: %v", name, err)
@@ -130,7 +130,7 @@ func testReloadSignals(t *testing.T, e reloadSignalEnv, sig syscall.Signal) {
 			}
 			mid := e.running(t)
 
-			if out, err := run("dev", "reload").CombinedOutput(); err != nil {
+			if out, err := run("dev", "reload", "--state-dir", e.dir).CombinedOutput(); err != nil {
 				t.Fatalf("the reload after %s: %v\n%s", name, err, out)
 			}
 			after := e.running(t)
