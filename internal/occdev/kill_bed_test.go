@@ -169,7 +169,7 @@ func testSignalAtEachStep(t *testing.T, b *k3dBed, sig syscall.Signal, subset fu
 	t.Logf("%s matrix (k3d profile, %s engine): %d points, %d passed", sig, b.kind, len(points), passed)
 }
 
-// signalled is a run of the built binary that a signal met after one of its steps.
+// signalled is a run of the built binary that a signal met.
 type signalled struct {
 	stdout, stderr string
 	// err is what Wait returned.
@@ -181,6 +181,14 @@ type signalled struct {
 // command ended before the step finished.
 func runSignalledAfter(t *testing.T, cmd *exec.Cmd, step string, sig syscall.Signal) signalled {
 	t.Helper()
+	return runSignalledWhen(t, cmd, sig, "step "+step+" finished", func(line string) bool { return strings.HasPrefix(line, "✓ "+step+" ") }, nil)
+}
+
+// runSignalledWhen starts cmd and sends it sig at the first line of its stdout that atLine
+// accepts, or when event is closed (nil: never), then waits for it to end. It stops the test
+// when the command ended before either, saying it never saw what.
+func runSignalledWhen(t *testing.T, cmd *exec.Cmd, sig syscall.Signal, what string, atLine func(string) bool, event <-chan struct{}) signalled {
+	t.Helper()
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
@@ -190,22 +198,39 @@ func runSignalledAfter(t *testing.T, cmd *exec.Cmd, step string, sig syscall.Sig
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// The reader keeps reading after the signal: what the command prints then is part of the
+	// run (Ctrl-C's error, the rollback).
 	var seen strings.Builder
-	hit := false
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		seen.WriteString(line + "\n")
-		if strings.HasPrefix(line, "✓ "+step+" ") {
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- strings.TrimSpace(sc.Text())
+		}
+	}()
+	hit, reading := false, true
+	for !hit && reading {
+		select {
+		case line, ok := <-lines:
+			if ok {
+				seen.WriteString(line + "\n")
+				hit = atLine(line)
+			}
+			reading = ok
+		case <-event:
 			hit = true
-			_ = cmd.Process.Signal(sig)
-			break
 		}
 	}
-	_, _ = io.Copy(&seen, out) // what it prints after the signal
+	if hit {
+		_ = cmd.Process.Signal(sig)
+	}
+	for line := range lines {
+		seen.WriteString(line + "\n")
+	}
 	werr := cmd.Wait()
 	if !hit {
-		t.Fatalf("%s ended (%v) before step %q finished:\n%s\nstderr:\n%s", strings.Join(cmd.Args, " "), werr, step, seen.String(), stderr.String())
+		t.Fatalf("%s ended (%v) before %s:\n%s\nstderr:\n%s", strings.Join(cmd.Args, " "), werr, what, seen.String(), stderr.String())
 	}
 	return signalled{stdout: seen.String(), stderr: stderr.String(), err: werr}
 }

@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/events"
+	"github.com/docker/docker/api/types/filters"
+
 	"github.com/openclaw/occ/internal/occdev"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
@@ -208,6 +211,14 @@ func TestComposeReload(t *testing.T) {
 			assertComposeServices(t, b, r)
 			assertRuntimeCurrent(t, dir)
 		},
+		// Inside the recreation: Compose has created the controller's new container, the old one
+		// is stopped or still there, the worker's turn is to come.
+		// Killed there, occ takes the plugin down with it (its output pipe closes); interrupted,
+		// it stops the plugin. The controller may be left stopped, its old container beside a
+		// new one never started, until the next reload.
+		during: []reloadSignalDuring{{name: "while Compose recreates the controller", mayStop: true, arm: func(t *testing.T) <-chan struct{} {
+			return containerCreated(t, b, r.settings.Project, "controller")
+		}}},
 	}
 	// -run 'TestComposeReload/kill' runs both matrices.
 	t.Run("kill SIGKILL", func(t *testing.T) { testReloadSignals(t, sig, syscall.SIGKILL) })
@@ -298,6 +309,28 @@ func assertComposeServices(t *testing.T, b *composeBed, r *composeRun) {
 			t.Errorf("service %s is %s, want %s", s.Service, s, want[s.Service])
 		}
 	}
+}
+
+// containerCreated is closed once the engine reports a new container of the project's service.
+func containerCreated(t *testing.T, b *composeBed, project, service string) <-chan struct{} {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	ev, errs := b.engine.API.Events(ctx, events.ListOptions{Filters: filters.NewArgs(
+		filters.Arg("type", "container"), filters.Arg("event", "create"),
+		filters.Arg("label", "com.docker.compose.project="+project), filters.Arg("label", "com.docker.compose.service="+service))})
+	created := make(chan struct{})
+	go func() {
+		select {
+		case <-ev:
+			close(created)
+		case err := <-errs:
+			if ctx.Err() == nil {
+				t.Errorf("watch the engine's events: %v", err)
+			}
+		}
+	}()
+	return created
 }
 
 // installationRuntime is the Agent runtime's in-cluster reference the recorded Installation

@@ -58,10 +58,24 @@ type reloadSignalEnv struct {
 	// assertReloaded checks the environment after a reload that finished: everything runs the
 	// recorded images and the checkout's edit.
 	assertReloaded func(t *testing.T)
+	// during are points inside a step, signalled when an event the profile watches for happens.
+	during []reloadSignalDuring
+}
+
+// reloadSignalDuring is a signal point inside a step: arm starts watching before the reload
+// and returns a channel closed when the moment has come.
+type reloadSignalDuring struct {
+	name string
+	arm  func(t *testing.T) <-chan struct{}
+	// mayStop says that a signal there may leave a service stopped until the next reload (the
+	// tool occ runs is cut short with it): status must report it, the old-or-new check waits
+	// for the next reload.
+	mayStop bool
 }
 
 // testReloadSignals sends sig to `occ dev reload`, the built binary, right after chosen steps
-// finish, each time after an edit that changes every image.
+// finish and at the profile's points inside a step, each time after an edit that changes every
+// image.
 //
 // SIGKILL (a closed laptop lid, CI's timeout, the OOM killer): `occ dev status` then reports the
 // environment. SIGINT (Ctrl-C): reload exits 130, saying it was interrupted and naming the
@@ -71,10 +85,29 @@ type reloadSignalEnv struct {
 // service; the next `occ dev reload` finishes with exit 0 and puts everything on the rebuilt
 // images; the runs leave no temporary file. The `down` of the test's end then leaves nothing.
 func testReloadSignals(t *testing.T, e reloadSignalEnv, sig syscall.Signal) {
-	points, _ := reloadSignalPoints(t, e.dir)
+	chosen, steps := reloadSignalPoints(t, e.dir)
 	name := map[syscall.Signal]string{syscall.SIGKILL: "SIGKILL", syscall.SIGINT: "SIGINT"}[sig]
+	type signalPoint struct {
+		name string
+		// last says whether it follows the last step; first whether it precedes the rebuild.
+		first, last bool
+		// mayStop: a service may be left stopped until the next reload.
+		mayStop bool
+		run     func(t *testing.T, cmd *exec.Cmd) signalled
+	}
+	var points []signalPoint
+	for _, step := range chosen {
+		points = append(points, signalPoint{name: step, first: step == steps[0], last: step == steps[len(steps)-1],
+			run: func(t *testing.T, cmd *exec.Cmd) signalled { return runSignalledAfter(t, cmd, step, sig) }})
+	}
+	for _, d := range e.during {
+		points = append(points, signalPoint{name: d.name, mayStop: d.mayStop, run: func(t *testing.T, cmd *exec.Cmd) signalled {
+			return runSignalledWhen(t, cmd, sig, d.name, func(string) bool { return false }, d.arm(t))
+		}})
+	}
 	passed := 0
-	for _, point := range points {
+	for _, p := range points {
+		point := p.name
 		t.Run(point, func(t *testing.T) {
 			before := e.running(t)
 			e.edit(t)
@@ -84,7 +117,7 @@ func testReloadSignals(t *testing.T, e reloadSignalEnv, sig syscall.Signal) {
 				cmd.Dir, cmd.Env = e.workDir, append(e.env[:len(e.env):len(e.env)], "TMPDIR="+tmp)
 				return cmd
 			}
-			s := runSignalledAfter(t, run("dev", "reload", "--state-dir", e.dir), point, sig)
+			s := p.run(t, run("dev", "reload", "--state-dir", e.dir))
 			t.Logf("reload after %s:\n%s\nstderr:\n%s", name, s.stdout, s.stderr)
 			switch sig {
 			case syscall.SIGKILL:
@@ -100,7 +133,7 @@ func testReloadSignals(t *testing.T, e reloadSignalEnv, sig syscall.Signal) {
 					t.Fatal(s.err)
 				}
 				// A signal after the last step's line can meet a reload with nothing left to do.
-				if code != 128+int(sig) && !(code == 0 && point == points[len(points)-1]) {
+				if code != 128+int(sig) && !(code == 0 && p.last) {
 					t.Errorf("exit code %d after %s, want %d", code, name, 128+int(sig))
 				}
 				if code != 0 {
@@ -108,7 +141,7 @@ func testReloadSignals(t *testing.T, e reloadSignalEnv, sig syscall.Signal) {
 						t.Errorf("reload does not say it was interrupted:\n%s", s.stderr)
 					}
 					// Before the rebuild starts nothing changed, and nothing needs finishing.
-					if point != points[0] || os.Getenv(killAllEnv) == "" {
+					if !p.first {
 						for _, w := range []string{"dev reload --state-dir " + e.dir + " again to finish the reload", "dev down --state-dir " + e.dir + " to remove it"} {
 							if !strings.Contains(s.stderr, w) {
 								t.Errorf("the error does not say to run %q:\n%s", w, s.stderr)
@@ -128,7 +161,10 @@ func testReloadSignals(t *testing.T, e reloadSignalEnv, sig syscall.Signal) {
 					t.Errorf("status after %s lacks %q", name, w)
 				}
 			}
-			mid := e.running(t)
+			var mid map[string]string
+			if !p.mayStop {
+				mid = e.running(t)
+			}
 
 			if out, err := run("dev", "reload", "--state-dir", e.dir).CombinedOutput(); err != nil {
 				t.Fatalf("the reload after %s: %v\n%s", name, err, out)
