@@ -7,9 +7,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-
-	"github.com/openclaw/occ/internal/occdev/controlplane"
-	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
 )
 
 // composeKillPoints are the default SIGKILL points of the Compose profile, by the start of the
@@ -65,20 +62,12 @@ func testComposeKillAtEachStep(t *testing.T, b *composeBed, sig syscall.Signal) 
 			downAtEnd(t, r.opts.StateDir)
 			volumesBefore := b.allVolumes(t)
 			tmp := t.TempDir()
-			env := append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(t.TempDir(), "cache"), "OCC_DEVELOPMENT_STATE_DIRECTORY="+r.opts.StateDir,
-				compose.EnvProject+"="+r.settings.Project, "DOCKER_CONFIG="+b.dockerConfig, "TMPDIR="+tmp,
-				controlplane.EnvNodeBaseImage+"="+b.nodeBase, controlplane.EnvNodeRuntimeBaseImage+"="+b.nodeRuntimeBase)
-			for k, v := range r.settings.Env() {
-				env = append(env, k+"="+v)
-			}
+			env := b.cliEnv(t, r, "TMPDIR="+tmp)
 			up := exec.Command(bin, "dev", "up", "--cluster-name", r.opts.ClusterName, "--pin-file", b.pinFile, "--openshell-archive", b.archive,
 				"--gateway-endpoint", r.opts.GatewayEndpoint, "--startup-timeout", "3m", "--", "-f", "../../build-network.yaml")
 			up.Dir = filepath.Join(r.checkout, "apps", "controller")
 			up.Env = env
-			run := signalAfterLine(t, up, stepFinished(point), sig)
-			if !run.hit {
-				t.Fatalf("up ended (%v) before %q finished:\n%s\nstderr:\n%s", run.err, point, run.stdout, run.stderr.String())
-			}
+			run := runSignalledAfter(t, up, point, sig)
 			var vols []string
 			cmd := func(args ...string) (string, error) {
 				c := exec.Command(bin, args...)
@@ -87,7 +76,7 @@ func testComposeKillAtEachStep(t *testing.T, b *composeBed, sig syscall.Signal) 
 				return string(o), err
 			}
 			if sig == syscall.SIGKILL {
-				if !run.killed() {
+				if !run.killedBy(syscall.SIGKILL) {
 					t.Fatalf("up was not killed after %q: %v", point, run.err)
 				}
 				vols = b.volumesOf(t, r.opts.ClusterName)
@@ -99,12 +88,12 @@ func testComposeKillAtEachStep(t *testing.T, b *composeBed, sig syscall.Signal) 
 			} else {
 				// Ctrl-C: up rolls back by itself and exits 130 (0 when it had nothing left to do).
 				code := up.ProcessState.ExitCode()
-				t.Logf("up after %s (exit %d):\n%s", sig, code, run.stderr.String())
+				t.Logf("up after %s (exit %d):\n%s", sig, code, run.stderr)
 				if code != 128+int(sig) && code != 0 {
 					t.Errorf("exit code %d after %s, want %d", code, sig, 128+int(sig))
 				}
-				if code != 0 && !strings.Contains(run.stderr.String(), "interrupted") {
-					t.Errorf("up does not say it was interrupted:\n%s", run.stderr.String())
+				if code != 0 && !strings.Contains(run.stderr, "interrupted") {
+					t.Errorf("up does not say it was interrupted:\n%s", run.stderr)
 				}
 			}
 			if !stateGone(r.opts.StateDir) {

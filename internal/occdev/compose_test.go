@@ -139,6 +139,21 @@ func (r *composeRun) write(t testing.TB, name, content string) string {
 	return p
 }
 
+// cliEnv is the environment the built binary runs in for r, as a developer's shell in the
+// checkout has it: the run's state directory, Compose project, ports and subnet, the bed's
+// Docker config (where the Compose plugin is) and Node bases, and a cache of its own; extra
+// (KEY=value) come last.
+func (b *composeBed) cliEnv(t testing.TB, r *composeRun, extra ...string) []string {
+	t.Helper()
+	env := append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(t.TempDir(), "cache"), "OCC_DEVELOPMENT_STATE_DIRECTORY="+r.opts.StateDir,
+		compose.EnvProject+"="+r.settings.Project, "DOCKER_CONFIG="+b.dockerConfig,
+		controlplane.EnvNodeBaseImage+"="+b.nodeBase, controlplane.EnvNodeRuntimeBaseImage+"="+b.nodeRuntimeBase)
+	for k, v := range r.settings.Env() {
+		env = append(env, k+"="+v)
+	}
+	return append(env, extra...)
+}
+
 // network is the project's development network.
 func (r *composeRun) network() string { return compose.NetworkName(r.settings.Project) }
 
@@ -448,12 +463,7 @@ func testComposeCLI(t *testing.T, b *composeBed) {
 	r := b.run(t)
 	downAtEnd(t, r.opts.StateDir)
 	script := devUpScript(t, bin)
-	env := append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(t.TempDir(), "cache"), "OCC_DEVELOPMENT_STATE_DIRECTORY="+r.opts.StateDir,
-		compose.EnvProject+"="+r.settings.Project, "DOCKER_CONFIG="+b.dockerConfig,
-		controlplane.EnvNodeBaseImage+"="+b.nodeBase, controlplane.EnvNodeRuntimeBaseImage+"="+b.nodeRuntimeBase)
-	for k, v := range r.settings.Env() {
-		env = append(env, k+"="+v)
-	}
+	env := b.cliEnv(t, r)
 	run := func(name string, args ...string) (string, string, error) {
 		cmd := exec.Command(name, args...)
 		cmd.Dir = filepath.Join(r.checkout, "apps", "controller")

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"io"
 	"maps"
 	"os"
 	"os/exec"
@@ -94,28 +93,25 @@ func testSignalAtEachStep(t *testing.T, b *k3dBed, sig syscall.Signal, subset fu
 			up := exec.Command(bin, "dev", "up", "--cluster-provider", "k3d", "--control-plane", "kubernetes", "--cluster-name", opts.ClusterName,
 				"--pin-file", b.pinFile, "--openshell-archive", b.archive, "--gateway-endpoint", opts.GatewayEndpoint, "--startup-timeout", "3m", "--engine", b.kind)
 			up.Env = env
-			run := signalAfterLine(t, up, stepFinished(point), sig)
-			werr, stderr := run.err, &run.stderr
-			if !run.hit {
-				t.Fatalf("up ended (%v) before step %q finished:\n%s\nstderr:\n%s", werr, point, run.stdout, stderr.String())
-			}
+			run := runSignalledAfter(t, up, point, sig)
+			werr, stderr := run.err, run.stderr
 			var vols []string
 			switch sig {
 			case syscall.SIGKILL:
-				if !run.killed() {
+				if !run.killedBy(syscall.SIGKILL) {
 					t.Fatalf("up was not killed after %q: %v", point, werr)
 				}
 				vols = b.volumesOf(t, opts.ClusterName)
 				afterKill(t, b, bin, env, opts.StateDir, opts.ClusterName, vols)
 			default:
 				code := up.ProcessState.ExitCode()
-				t.Logf("up after %s (exit %d):\n%s", sig, code, stderr.String())
+				t.Logf("up after %s (exit %d):\n%s", sig, code, stderr)
 				// A signal after the last step's line can meet an up that has nothing left to do.
 				if code != 128+int(sig) && code != 0 {
 					t.Errorf("exit code %d after %s, want %d", code, sig, 128+int(sig))
 				}
-				if code != 0 && !strings.Contains(stderr.String(), "rolled back") && !strings.Contains(stderr.String(), "interrupted") {
-					t.Errorf("up does not say it was interrupted and rolled back:\n%s", stderr.String())
+				if code != 0 && !strings.Contains(stderr, "rolled back") && !strings.Contains(stderr, "interrupted") {
+					t.Errorf("up does not say it was interrupted and rolled back:\n%s", stderr)
 				}
 				if code == 0 {
 					downOut, err := exec.Command(bin, "dev", "down", "--state-dir", opts.StateDir).CombinedOutput()
@@ -147,6 +143,78 @@ func testSignalAtEachStep(t *testing.T, b *k3dBed, sig syscall.Signal, subset fu
 		})
 	}
 	t.Logf("%s matrix (k3d profile, %s engine): %d points, %d passed", sig, b.kind, len(points), passed)
+}
+
+// signalled is a run of the built binary that a signal met.
+type signalled struct {
+	stdout, stderr string
+	// err is what Wait returned.
+	err error
+}
+
+// runSignalledAfter starts cmd and sends it sig as soon as step's finished line ("✓ step (1.2s)",
+// the non-TTY progress on stdout) appears, then waits for it to end. It stops the test when the
+// command ended before the step finished.
+func runSignalledAfter(t *testing.T, cmd *exec.Cmd, step string, sig syscall.Signal) signalled {
+	t.Helper()
+	return runSignalledWhen(t, cmd, sig, "step "+step+" finished", func(line string) bool { return strings.HasPrefix(line, "✓ "+step+" ") }, nil)
+}
+
+// runSignalledWhen starts cmd and sends it sig at the first line of its stdout that atLine
+// accepts, or when event is closed (nil: never), then waits for it to end. It stops the test
+// when the command ended before either, saying it never saw what.
+func runSignalledWhen(t *testing.T, cmd *exec.Cmd, sig syscall.Signal, what string, atLine func(string) bool, event <-chan struct{}) signalled {
+	t.Helper()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The reader keeps reading after the signal: what the command prints then is part of the
+	// run (Ctrl-C's error, the rollback).
+	var seen strings.Builder
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- strings.TrimSpace(sc.Text())
+		}
+	}()
+	hit, reading := false, true
+	for !hit && reading {
+		select {
+		case line, ok := <-lines:
+			if ok {
+				seen.WriteString(line + "\n")
+				hit = atLine(line)
+			}
+			reading = ok
+		case <-event:
+			hit = true
+		}
+	}
+	if hit {
+		_ = cmd.Process.Signal(sig)
+	}
+	for line := range lines {
+		seen.WriteString(line + "\n")
+	}
+	werr := cmd.Wait()
+	if !hit {
+		t.Fatalf("%s ended (%v) before %s:\n%s\nstderr:\n%s", strings.Join(cmd.Args, " "), werr, what, seen.String(), stderr.String())
+	}
+	return signalled{stdout: seen.String(), stderr: stderr.String(), err: werr}
+}
+
+// killedBy says whether the run ended by sig itself (a SIGKILL cannot be handled).
+func (s signalled) killedBy(sig syscall.Signal) bool {
+	var exit *exec.ExitError
+	return errors.As(s.err, &exit) && exit.Sys().(syscall.WaitStatus).Signal() == sig
 }
 
 // afterKill runs `occ dev status`, which must describe what a killed up left, then `occ dev
@@ -231,8 +299,8 @@ func testKillDuringDown(t *testing.T, b *k3dBed) {
 	env := append(os.Environ(), "OCC_DEVELOPMENT_STATE_DIRECTORY="+opts.StateDir, "TMPDIR="+tmp)
 	down := exec.Command(bin, "dev", "down")
 	down.Env = env
-	run := signalAfterLine(t, down, func(line string) bool { return strings.HasPrefix(line, "removed ") }, syscall.SIGKILL)
-	if !run.killed() {
+	run := runSignalledWhen(t, down, syscall.SIGKILL, "its first removal", func(line string) bool { return strings.HasPrefix(line, "removed ") }, nil)
+	if !run.killedBy(syscall.SIGKILL) {
 		t.Fatalf("down was not killed after its first removal (%v):\n%s", run.err, run.stdout)
 	}
 	t.Logf("down, killed after:\n%s", run.stdout)
@@ -260,53 +328,4 @@ func testKillDuringDown(t *testing.T, b *k3dBed) {
 		t.Errorf("temporary files left in TMPDIR: %d", len(entries))
 	}
 	b.assertUserKubeconfig(t)
-}
-
-// signalled is a command run until a line of its standard output, then sent a signal.
-type signalled struct {
-	// hit says the line came; stdout is what the command printed, all of it.
-	hit    bool
-	stdout string
-	stderr strings.Builder
-	err    error
-}
-
-// killed says the command ended by SIGKILL.
-func (s *signalled) killed() bool {
-	var exit *exec.ExitError
-	return s.hit && errors.As(s.err, &exit) && exit.Sys().(syscall.WaitStatus).Signal() == syscall.SIGKILL
-}
-
-// signalAfterLine starts cmd, sends it sig as soon as a line of its standard output (trimmed)
-// matches, and waits for it to end (reading the rest of what it prints: a rollback's lines).
-func signalAfterLine(t *testing.T, cmd *exec.Cmd, match func(line string) bool, sig syscall.Signal) *signalled {
-	t.Helper()
-	s := &signalled{}
-	cmd.Stderr = &s.stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var seen strings.Builder
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		seen.WriteString(line + "\n")
-		if match(line) {
-			s.hit = true
-			_ = cmd.Process.Signal(sig)
-			break
-		}
-	}
-	_, _ = io.Copy(&seen, out)
-	s.err, s.stdout = cmd.Wait(), seen.String()
-	return s
-}
-
-// stepFinished matches the line a finished step leaves on a terminal-less standard output.
-func stepFinished(step string) func(string) bool {
-	return func(line string) bool { return strings.HasPrefix(line, "✓ "+step+" ") }
 }

@@ -8,10 +8,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/docker/docker/api/types/events"
+	"github.com/docker/docker/api/types/filters"
 
 	"github.com/openclaw/occ/internal/occdev"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
@@ -39,13 +44,16 @@ var composeReloadSteps = []string{
 // the development image changes, the controller and worker-kubernetes are recreated from it and
 // the controller now answers from the new source; a reload with nothing changed recreates
 // nothing; a reload interrupted after any of its steps leaves a working environment on the old
-// or the new build and a state the next reload finishes; unknown services, a moved checkout and
+// or the new build and a state the next reload finishes, and so does the built binary killed
+// (SIGKILL) or stopped with Ctrl-C after chosen steps; unknown services, a moved checkout and
 // a missing environment are refused saying what to do; `down` then leaves nothing.
 func TestComposeReload(t *testing.T) {
+	startBuild()
 	b := newComposeBed(t)
 	ctx := context.Background()
 	r := b.run(t)
 	downAtEnd(t, r.opts.StateDir)
+	volumesBefore := b.allVolumes(t)
 	log := r.opts.Log.(*dockerbed.SyncBuffer)
 	sum, err := occdev.Up(ctx, r.opts)
 	if err != nil {
@@ -166,6 +174,56 @@ func TestComposeReload(t *testing.T) {
 		})
 	}
 
+	// Killed (SIGKILL) or stopped with Ctrl-C (SIGINT) after a step, the built `occ dev reload`
+	// leaves the environment on its old or its new images, and the next one finishes it.
+	sig := reloadSignalEnv{
+		profile: "Compose", bin: buildOCC(t), dir: dir, workDir: filepath.Join(r.checkout, "apps", "controller"), env: b.cliEnv(t, r),
+		edit: func(t *testing.T) {
+			editSource(t, script, "edit before a signalled reload")
+			editRuntime(t, r.checkout)
+		},
+		running: func(t *testing.T) map[string]string {
+			out := map[string]string{"the controller's source": waitControllerSource(t, apiURL), "the Installation's Agent runtime": installationRuntime(t, dir)}
+			images, err := compose.Stack{Project: r.settings.Project, Engine: b.engine.API}.ServiceImages(ctx, compose.APIServices...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, svc := range compose.APIServices {
+				out["service "+svc] = images[svc]
+			}
+			return out
+		},
+		statusWants: []string{"Compose:       project " + r.settings.Project},
+		assertReloaded: func(t *testing.T) {
+			if got, want := controllerSource(t, apiURL), fileDigest(t, script); got != want {
+				t.Errorf("the controller runs source %s, the checkout has %s", got, want)
+			}
+			running, err := compose.Stack{Project: r.settings.Project, Engine: b.engine.API}.ServiceImages(ctx, compose.APIServices...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dev := recordedRole(mustState(t, dir), "development").ID
+			for _, svc := range compose.APIServices {
+				if running[svc] != dev {
+					t.Errorf("service %s runs %s, not the recorded development image %s", svc, running[svc], dev)
+				}
+			}
+			assertComposeServices(t, b, r)
+			assertRuntimeCurrent(t, dir)
+		},
+		// Inside the recreation: Compose has created the controller's new container, the old one
+		// is stopped or still there, the worker's turn is to come.
+		// Killed there, occ takes the plugin down with it (its output pipe closes); interrupted,
+		// it stops the plugin. The controller may be left stopped, its old container beside a
+		// new one never started, until the next reload.
+		during: []reloadSignalDuring{{name: "while Compose recreates the controller", mayStop: true, arm: func(t *testing.T) <-chan struct{} {
+			return containerCreated(t, b, r.settings.Project, "controller")
+		}}},
+	}
+	// -run 'TestComposeReload/kill' runs both matrices.
+	t.Run("kill SIGKILL", func(t *testing.T) { testReloadSignals(t, sig, syscall.SIGKILL) })
+	t.Run("kill SIGINT", func(t *testing.T) { testReloadSignals(t, sig, syscall.SIGINT) })
+
 	// A reload of the controller alone recreates only it; the next full reload recreates the
 	// worker, which still runs the image before.
 	editSource(t, script, "edit for the controller alone")
@@ -232,6 +290,9 @@ func TestComposeReload(t *testing.T) {
 	if left := b.projectLeftovers(t, r, vols); len(left) > 0 {
 		t.Errorf("left after down: %v", left)
 	}
+	if extra := b.newVolumes(t, volumesBefore); len(extra) > 0 {
+		t.Errorf("volumes left after down: %v", extra)
+	}
 }
 
 // assertComposeServices requires the profile's long-running services to run and its API to
@@ -248,6 +309,45 @@ func assertComposeServices(t *testing.T, b *composeBed, r *composeRun) {
 			t.Errorf("service %s is %s, want %s", s.Service, s, want[s.Service])
 		}
 	}
+}
+
+// containerCreated is closed once the engine reports a new container of the project's service.
+func containerCreated(t *testing.T, b *composeBed, project, service string) <-chan struct{} {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	ev, errs := b.engine.API.Events(ctx, events.ListOptions{Filters: filters.NewArgs(
+		filters.Arg("type", "container"), filters.Arg("event", "create"),
+		filters.Arg("label", "com.docker.compose.project="+project), filters.Arg("label", "com.docker.compose.service="+service))})
+	created := make(chan struct{})
+	go func() {
+		select {
+		case <-ev:
+			close(created)
+		case err := <-errs:
+			if ctx.Err() == nil {
+				t.Errorf("watch the engine's events: %v", err)
+			}
+		}
+	}()
+	return created
+}
+
+// installationRuntime is the Agent runtime's in-cluster reference the recorded Installation
+// names, by the recorded runtime's repository.
+func installationRuntime(t *testing.T, dir string) string {
+	t.Helper()
+	st := mustState(t, dir)
+	repo, _, _ := strings.Cut(recordedRole(st, "runtime").InCluster, "@")
+	inst, err := os.ReadFile(st.InstallationPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := regexp.MustCompile(regexp.QuoteMeta(repo) + `@sha256:[0-9a-f]{64}`).FindString(string(inst))
+	if repo == "" || ref == "" {
+		t.Fatalf("the Installation names no Agent runtime of %q:\n%s", repo, inst)
+	}
+	return ref
 }
 
 // assertRuntimeCurrent requires the Installation to name the recorded Agent runtime, and the

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"helm.sh/helm/v3/pkg/release"
@@ -43,13 +44,15 @@ var kubernetesReloadSteps = []string{
 // image), records the new commit and drops the superseded image from the node. An edit of the
 // Agent runtime's Dockerfile rewrites the Installation (file and Secret) and rolls the
 // Deployments that mount it. A reload interrupted after any step leaves every Deployment ready on the old or the
-// new image and a state the next reload finishes; `down` then leaves nothing.
+// new image and a state the next reload finishes, and so does the built binary killed (SIGKILL) or
+// stopped with Ctrl-C after chosen steps; `down` then leaves nothing.
 func TestKubernetesReload(t *testing.T) {
 	startBuild()
 	b := newKubeBed(t)
 	ctx := context.Background()
 	r := b.run(t, oceapi.Options{Key: canaryKey, Password: canaryPassword})
 	ns := kcp.DefaultNamespace
+	volumesBefore := b.allVolumes(t)
 	var volumes []string
 	r.opts.Seams().AfterStep = func(step string) error {
 		if step == "Install the OCE chart" {
@@ -163,25 +166,32 @@ func TestKubernetesReload(t *testing.T) {
 			if rt := recordedRole(mustState(t, dir), "runtime").InCluster; rt == oldRuntime {
 				t.Errorf("the edited Agent runtime was not rebuilt into a new image: still %s", rt)
 			}
-			st := mustState(t, dir)
-			ctl, rt := recordedRole(st, "controller"), recordedRole(st, "runtime")
-			assertDeploymentsOn(t, kube, ns, runsController, ctl.InCluster)
-			assertOnlyImported(t, st, ctl.InCluster)
-			assertOnlyImported(t, st, rt.InCluster)
-			assertReleaseRuns(t, access, ns, 0, ctl.InCluster, "")
-			inst, err := os.ReadFile(st.InstallationPath)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sec, err := kube.CoreV1().Secrets(ns).Get(ctx, kcp.InstallationSecret, metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !strings.Contains(string(inst), rt.InCluster) || string(sec.Data[kcp.InstallationKey]) != string(inst) {
-				t.Errorf("the Installation file and Secret do not both name the runtime %s", rt.InCluster)
-			}
+			assertKubernetesReloaded(t, kube, access, ns, dir, runsController)
 		})
 	}
+
+	// Killed (SIGKILL) or stopped with Ctrl-C (SIGINT) after a step, the built `occ dev reload`
+	// leaves every Deployment on its old or its new image, and the next one finishes it.
+	repo, _, _ := strings.Cut(recordedRole(mustState(t, dir), "controller").InCluster, "@")
+	sig := reloadSignalEnv{
+		profile: "Kubernetes-only", bin: buildOCC(t), dir: dir, workDir: b.checkout, env: os.Environ(),
+		edit: func(t *testing.T) {
+			editSource(t, filepath.Join(b.checkout, serverScript), "edit before a signalled reload")
+			editRuntime(t, b.checkout)
+		},
+		running: func(t *testing.T) map[string]string {
+			out := map[string]string{"the Installation's Agent runtime": installationRuntime(t, dir)}
+			for _, name := range runsController {
+				out["Deployment "+name] = deploymentImageOf(t, kube, ns, name, repo)
+			}
+			return out
+		},
+		statusWants:    []string{"k3d cluster:   exists"},
+		assertReloaded: func(t *testing.T) { assertKubernetesReloaded(t, kube, access, ns, dir, runsController) },
+	}
+	// -run 'TestKubernetesReload/kill' runs both matrices.
+	t.Run("kill SIGKILL", func(t *testing.T) { testReloadSignals(t, sig, syscall.SIGKILL) })
+	t.Run("kill SIGINT", func(t *testing.T) { testReloadSignals(t, sig, syscall.SIGINT) })
 
 	// `down` removes the cluster with every image any reload imported.
 	// A reload interrupted once the rebuilt images are in the node, recorded but not yet run,
@@ -203,9 +213,53 @@ func TestKubernetesReload(t *testing.T) {
 	if left := b.leftovers(t, r.opts.ClusterName, volumes); len(left) > 0 {
 		t.Errorf("down left: %v", left)
 	}
+	if extra := b.newVolumes(t, volumesBefore); len(extra) > 0 {
+		t.Errorf("volumes left after down: %v", extra)
+	}
 	if c := b.composeCalled(); c != "" {
 		t.Errorf("the Kubernetes-only profile ran docker compose: %s", c)
 	}
+}
+
+// assertKubernetesReloaded requires the environment in dir after a reload that finished: the
+// Deployments that run the controller run the recorded one, rolled out; the node holds only the
+// recorded controller and Agent runtime of theirs; the release names the controller; the
+// Installation file and Secret both name the recorded runtime.
+func assertKubernetesReloaded(t *testing.T, kube kubernetes.Interface, access cluster.Access, ns, dir string, runsController []string) {
+	t.Helper()
+	st := mustState(t, dir)
+	ctl, rt := recordedRole(st, "controller"), recordedRole(st, "runtime")
+	assertDeploymentsOn(t, kube, ns, runsController, ctl.InCluster)
+	assertOnlyImported(t, st, ctl.InCluster)
+	assertOnlyImported(t, st, rt.InCluster)
+	assertReleaseRuns(t, access, ns, 0, ctl.InCluster, "")
+	inst, err := os.ReadFile(st.InstallationPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec, err := kube.CoreV1().Secrets(ns).Get(context.Background(), kcp.InstallationSecret, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(inst), rt.InCluster) || string(sec.Data[kcp.InstallationKey]) != string(inst) {
+		t.Errorf("the Installation file and Secret do not both name the runtime %s", rt.InCluster)
+	}
+}
+
+// deploymentImageOf is the image of the container of Deployment name that runs an image of repo.
+func deploymentImageOf(t *testing.T, kube kubernetes.Interface, ns, name, repo string) string {
+	t.Helper()
+	d, err := kube.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range d.Spec.Template.Spec.Containers {
+		if strings.HasPrefix(c.Image, repo+"@") {
+			return c.Image
+		}
+	}
+	t.Fatalf("Deployment %s runs no image of %s", name, repo)
+	return ""
 }
 
 // setCommit moves the checkout's branch to commit, as a developer's commit does.

@@ -70,8 +70,10 @@ func (s Stack) serviceContainers(ctx context.Context, service string) ([]contain
 	return out, nil
 }
 
-// ServiceImages maps each service that has a container to the image ID the container runs;
-// a service without one is absent from the result.
+// ServiceImages maps each service whose one container is running to the image ID it runs. A
+// service with no container, a stopped one or several (a recreation cut short, by a kill of
+// occ and the plugin, leaves the old container renamed beside a new one that never started)
+// is absent from the result: it runs no image, whatever its containers were made from.
 func (s Stack) ServiceImages(ctx context.Context, services ...string) (map[string]string, error) {
 	out := map[string]string{}
 	for _, svc := range services {
@@ -79,8 +81,8 @@ func (s Stack) ServiceImages(ctx context.Context, services ...string) (map[strin
 		if err != nil {
 			return nil, err
 		}
-		for _, c := range list {
-			out[svc] = c.ImageID
+		if len(list) == 1 && list[0].State == container.StateRunning {
+			out[svc] = list[0].ImageID
 		}
 	}
 	return out, nil

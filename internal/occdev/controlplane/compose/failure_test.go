@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -240,5 +241,39 @@ func TestFindPlugin(t *testing.T) {
 	}
 	if v, ok := parseVersion(real.Version); !ok || v.less(MinPluginVersion) {
 		t.Fatalf("real plugin %+v", real)
+	}
+}
+
+// Ctrl-C while occ asks the plugin for its metadata: the error is the cancellation (which the
+// step reports as an interruption), not the plugin's "signal: killed".
+func TestFindPluginInterrupted(t *testing.T) {
+	cfg := t.TempDir()
+	dir := filepath.Join(cfg, "cli-plugins")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// A plugin that never answers; it says it started through a FIFO, so the cancellation
+	// meets it running.
+	fifo := filepath.Join(t.TempDir(), "started")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, PluginName), []byte("#!/bin/sh\necho started > "+fifo+"\nexec sleep 60\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := FindPlugin(ctx, FindPluginOptions{DockerConfig: cfg, SystemDirs: []string{}})
+		errc <- err
+	}()
+	started, err := os.ReadFile(fifo)
+	if err != nil || string(started) != "started\n" {
+		t.Fatalf("the plugin did not start: %q %v", started, err)
+	}
+	cancel()
+	err = <-errc
+	if !errors.Is(err, context.Canceled) || strings.Contains(err.Error(), "signal: killed") {
+		t.Fatalf("got %v, want the cancellation", err)
 	}
 }

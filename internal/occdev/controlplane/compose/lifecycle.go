@@ -106,9 +106,29 @@ func StartAdded(ctx context.Context, opts StartOptions, services []string) error
 // (--no-deps --force-recreate), as `occ dev reload` does after rebuilding their image: the
 // one-shot jobs they depend on stay completed, and a service whose image tag now names the new
 // build runs it.
-func Recreate(ctx context.Context, r Runner, services []string) error {
+//
+// A recreation cut short (occ killed or interrupted while Compose ran) can leave a service with
+// its old container, renamed, beside a new one that never started; Compose's next recreation
+// then fails renaming onto the taken name. The containers of such a service (and their
+// anonymous volumes, which nothing else would remove) are removed first, on the stack s.
+func Recreate(ctx context.Context, r Runner, s Stack, services []string) error {
 	if len(services) == 0 {
 		return nil
+	}
+	var split []string
+	for _, svc := range services {
+		list, err := s.serviceContainers(ctx, svc)
+		if err != nil {
+			return err
+		}
+		if len(list) > 1 {
+			split = append(split, svc)
+		}
+	}
+	if len(split) > 0 {
+		if err := r.Run(ctx, append([]string{"rm", "--force", "--stop", "--volumes"}, split...)...); err != nil {
+			return err
+		}
 	}
 	return r.Up(ctx, UpOptions{Services: services, NoDeps: true, ForceRecreate: true})
 }

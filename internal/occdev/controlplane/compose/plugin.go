@@ -129,6 +129,12 @@ func checkPlugin(ctx context.Context, path string) (Plugin, error) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
+		// Killed because the command was cancelled (Ctrl-C) or the plugin hung past the bound:
+		// the cause is the context's, which the step reports as an interruption or a timeout,
+		// not the "signal: killed" of a plugin that failed by itself.
+		if ctx.Err() != nil {
+			return Plugin{}, fmt.Errorf("docker compose plugin %s did not answer its metadata request: %w", path, ctx.Err())
+		}
 		return Plugin{}, fmt.Errorf("docker compose plugin %s does not answer its metadata request: %w%s", path, err, tail("stderr", stderr.Bytes(), nil))
 	}
 	var md struct {

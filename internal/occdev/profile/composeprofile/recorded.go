@@ -93,7 +93,8 @@ func (Profile) ReloadSteps() []profile.ReloadStep {
 }
 
 // recreateServices recreates exactly the affected services: each long-running service of a
-// rebuilt image whose container runs another image, and the controller and worker-kubernetes
+// rebuilt image whose container does not run it (another image, or none: a recreation that a
+// kill cut short leaves the service stopped), and the controller and worker-kubernetes
 // when the Agent runtime changed (they read the Installation, a read-only mount of the file
 // just replaced). A service not chosen is left alone. The one-shot jobs are never run again.
 func recreateServices(ctx context.Context, env profile.ReloadEnv, rep progress.Reporter) error {
@@ -144,7 +145,7 @@ func recreateServices(ctx context.Context, env profile.ReloadEnv, rep progress.R
 		return nil
 	}
 	rep.Note("recreating " + strings.Join(affected, ", "))
-	if err := compose.Recreate(ctx, runner, affected); err != nil {
+	if err := compose.Recreate(ctx, runner, stack, affected); err != nil {
 		return err
 	}
 	env.Roll(affected...)
