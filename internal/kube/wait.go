@@ -93,17 +93,7 @@ func WaitForStatefulSetReady(ctx context.Context, c kubernetes.Interface, namesp
 // namedListWatch lists and watches the single object called name through a typed client's
 // List and Watch methods.
 func namedListWatch[L runtime.Object](name string, list func(context.Context, metav1.ListOptions) (L, error), watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) *cache.ListWatch {
-	sel := fields.OneTermEqualSelector("metadata.name", name).String()
-	return &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = sel
-			return list(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = sel
-			return watchFn(ctx, o)
-		},
-	}
+	return listWatch(list, watchFn, fields.OneTermEqualSelector("metadata.name", name).String())
 }
 
 // DeploymentReady reports whether the Deployment has rolled out completely: the controller has
