@@ -10,16 +10,21 @@ import (
 )
 
 // composeKillPoints are the default SIGKILL points of the Compose profile, by the start of the
-// step's name: after the claim; after the base images' pulls (the control-plane images are being
-// built); after PostgreSQL, migrate and bootstrap (the cluster joins the project's network, the
-// platform installs); after the controller and worker-kubernetes start (their readiness is awaited); after the
-// key's copy (the bootstrap Namespace is awaited). OCC_TEST_KILL_ALL_STEPS=1 kills after every step.
+// step's name: after the base images' pulls (the control-plane images are being built); after
+// PostgreSQL, migrate and bootstrap (the cluster joins the project's network, the platform
+// installs); after the controller and worker-kubernetes start (their readiness is awaited).
+// OCC_TEST_KILL_ALL_STEPS=1 kills after every step.
 var composeKillPoints = []string{
-	"Claim the private state directory",
 	"Pull the base images of the control-plane builds",
 	"Start postgres, migrate and bootstrap",
 	"Start the controller and worker-kubernetes",
-	"Copy and verify the bootstrap service key",
+}
+
+// composeInterruptPoints are the Ctrl-C points by default: mid-build, and with the whole
+// project and the cluster up while the API's readiness is awaited.
+var composeInterruptPoints = []string{
+	"Pull the base images of the control-plane builds",
+	"Start the controller and worker-kubernetes",
 }
 
 // testComposeKillAtEachStep: `occ dev up` of the default profile, the built binary run from the
@@ -34,7 +39,11 @@ func testComposeKillAtEachStep(t *testing.T, b *composeBed, sig syscall.Signal) 
 	if os.Getenv(killAllEnv) != "" {
 		points = names
 	} else {
-		for _, prefix := range composeKillPoints {
+		prefixes := composeKillPoints
+		if sig != syscall.SIGKILL {
+			prefixes = composeInterruptPoints
+		}
+		for _, prefix := range prefixes {
 			found := ""
 			for _, n := range names {
 				if strings.HasPrefix(n, prefix) {

@@ -860,6 +860,8 @@ func testComposeFailureAfterEachStep(t *testing.T, b *composeBed) {
 			}
 			r := b.run(t)
 			step := stepNames(t, r.opts)[i] // the cluster's step is named after this run's cluster
+			// A matrix of rollbacks: the bundle has tests of its own.
+			r.opts.NoDiagnose = true
 			r.opts.Seams().AfterStep = failAfter(step)
 			want := []string{"injected failure", step}
 			if i > 0 {
@@ -883,6 +885,7 @@ func failAfter(step string) func(string) error {
 // reloadFailingAfter is a reload of the environment in dir whose step named step fails.
 func reloadFailingAfter(dir, step string) occdev.ReloadOptions {
 	opts := occdev.ReloadOptions{StateDir: dir}
+	opts.NoDiagnose = true // a matrix of interruptions; the bundle has tests of its own
 	opts.Seams().AfterStep = failAfter(step)
 	return opts
 }

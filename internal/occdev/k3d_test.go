@@ -72,7 +72,7 @@ func TestK3dDevEnvironment(t *testing.T) {
 	t.Run("a failed cluster creation keeps the state for down", func(t *testing.T) { testCreationFails(t, b) })
 	t.Run("a failure after each step", func(t *testing.T) { testFailureAfterEachStep(t, b) })
 	t.Run("SIGKILL after each step then down", func(t *testing.T) { testSignalAtEachStep(t, b, syscall.SIGKILL, killSubset) })
-	t.Run("Ctrl-C after each step", func(t *testing.T) { testSignalAtEachStep(t, b, syscall.SIGINT, killSubset) })
+	t.Run("Ctrl-C after each step", func(t *testing.T) { testSignalAtEachStep(t, b, syscall.SIGINT, killSubsetOtherEngines) })
 	t.Run("SIGKILL during down then down again", func(t *testing.T) { testKillDuringDown(t, b) })
 }
 
@@ -876,6 +876,7 @@ func testFailureAfterSteps(t *testing.T, b *k3dBed, skip func(step string) strin
 			downAtEnd(t, opts.StateDir)
 			var mu sync.Mutex
 			var vols []string
+			opts.NoDiagnose = true // a matrix of rollbacks; the bundle has tests of its own
 			opts.Seams().AfterStep = func(name string) error {
 				if name != step {
 					return nil

@@ -347,6 +347,7 @@ func testKubernetesFailureAfterEachStep(t *testing.T, b *kubeBed) {
 				}
 			})
 			var volumes []string
+			r.opts.NoDiagnose = true // a matrix of rollbacks; the bundle has tests of its own
 			r.opts.Seams().AfterStep = func(step string) error {
 				if st, err := state.Read(r.opts.StateDir); err == nil && st.Cluster.Kubeconfig != "" && step == "Install the OCE chart" {
 					kube, _, _ := kubeClientOf(t, st.Cluster)
