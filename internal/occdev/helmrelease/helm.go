@@ -131,7 +131,13 @@ func Ensure(ctx context.Context, o EnsureOptions) (*release.Release, error) {
 		if err := o.Recorder.Record(o.Record()); err != nil {
 			return nil, fmt.Errorf("record %s in the state: %w", o.Record(), err)
 		}
-		if !o.Converge {
+		if rel, err = Recover(o.Release, o.Owner, o.Log); err != nil {
+			return nil, err
+		}
+		// A release whose last operation did not end deployed (it failed, or an occ that was
+		// killed left it pending) is upgraded onto this run's values even where a deployed one
+		// would be adopted as it is.
+		if !o.Converge && rel.Info != nil && rel.Info.Status == release.StatusDeployed {
 			return rel, nil
 		}
 		return upgrade(ctx, o)
@@ -196,6 +202,41 @@ func Uninstall(r Release, timeout time.Duration) error {
 		return fmt.Errorf("helm uninstall %s in namespace %s: %w", r.Name, r.Namespace, err)
 	}
 	return nil
+}
+
+// Recover ends an operation on this state's release that a stopped occ left pending. Helm marks
+// the newest revision pending-install, -upgrade or -rollback while it works and refuses every
+// other operation until that status changes; an occ killed meanwhile (SIGKILL, a closed lid)
+// leaves it so for ever. Every occ operation on a state's releases holds that state's lock, so a
+// pending revision of a release carrying this state's label (owner) has no live operation
+// behind it: Recover marks it failed, saying why, and Helm upgrades or uninstalls it again. It
+// returns the newest revision as it now is (nil when the release does not exist); a release of
+// another owner is left as it is.
+func Recover(r Release, owner string, log func(string, ...any)) (*release.Release, error) {
+	cfg, err := configuration(r.Access, r.Namespace, nil)
+	if err != nil {
+		return nil, err
+	}
+	last, err := cfg.Releases.Last(r.Name)
+	if errors.Is(err, driver.ErrReleaseNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read Helm release %s in namespace %s: %w", r.Name, r.Namespace, err)
+	}
+	if last.Info == nil || !last.Info.Status.IsPending() || last.Labels[kubeobj.LabelDevState] != owner {
+		return last, nil
+	}
+	was := last.Info.Status
+	last.Info.Status = release.StatusFailed
+	last.Info.Description = fmt.Sprintf("%s interrupted: the occ that ran it stopped before it ended (marked failed by the next occ under the state's lock)", was)
+	if err := cfg.Releases.Update(last); err != nil {
+		return nil, fmt.Errorf("mark the interrupted %s of Helm release %s in namespace %s (revision %d) failed: %w", was, r.Name, r.Namespace, last.Version, err)
+	}
+	if log != nil {
+		log("Helm release %s in namespace %s: revision %d was left %s by an interrupted occ; marked failed", r.Name, r.Namespace, last.Version, was)
+	}
+	return last, nil
 }
 
 // Status reads the release; a missing release returns (nil, nil).

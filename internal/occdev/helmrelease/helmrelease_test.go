@@ -4,12 +4,16 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,7 +27,12 @@ import (
 	"github.com/openclaw/occ/internal/testbed"
 )
 
-func TestMain(m *testing.M) { os.Exit(testbed.Run(m)) }
+func TestMain(m *testing.M) {
+	if op := os.Getenv(childEnv); op != "" {
+		os.Exit(runChild(op))
+	}
+	os.Exit(testbed.Run(m))
+}
 
 // recorder keeps records in memory.
 type recorder struct{ recs []state.Object }
@@ -156,4 +165,121 @@ func TestConvergeUpgradesOnlyThisStatesRelease(t *testing.T) {
 	if err := helmrelease.Uninstall(helmrelease.Release{Access: access, Namespace: ns, Name: "probe"}, time.Minute); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// childEnv makes the test binary the occ a test kills: it runs one Helm operation of
+// TestReleaseLeftPendingByAKilledOcc (install or upgrade) and never reaches its end, because the
+// chart's hook Job never completes on the bed (no kubelet runs its Pod).
+const childEnv = "OCC_TEST_HELMRELEASE_CHILD"
+
+// hookChart is configMapChart with a hook Job for op (install or upgrade): Helm marks the
+// revision pending-<op> and waits for the Job.
+func hookChart(op string) *chart.Chart {
+	c := configMapChart()
+	c.Templates = append(c.Templates, &chart.File{Name: "templates/hook.yaml", Data: []byte("apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: {{ .Release.Name }}-hook\n" +
+		"  annotations:\n    helm.sh/hook: pre-" + op + "\nspec:\n  backoffLimit: 0\n  template:\n    spec:\n      restartPolicy: Never\n" +
+		"      containers:\n      - name: hook\n        image: registry.invalid/never@sha256:" + strings.Repeat("0", 64) + "\n")})
+	return c
+}
+
+// runChild runs the operation op of childEnv against the release the parent names in its
+// environment; it returns only when Helm gives up.
+func runChild(op string) int {
+	access := cluster.Access{Provider: "existing", Kubeconfig: os.Getenv("CHILD_KUBECONFIG"), Context: os.Getenv("CHILD_CONTEXT")}
+	_, err := helmrelease.Ensure(context.Background(), helmrelease.EnsureOptions{
+		Release: helmrelease.Release{Access: access, Namespace: os.Getenv("CHILD_NAMESPACE"), Name: "probe"},
+		Chart:   hookChart(op), Owner: "owner-a", Recorder: &recorder{}, Timeout: 10 * time.Minute, Converge: true,
+	})
+	fmt.Fprintf(os.Stderr, "child %s ended: %v\n", op, err)
+	return 3
+}
+
+// killChildWhenPending runs the child operation op and SIGKILLs it as soon as the release's
+// storage Secret says pending-<op>: the occ that ran Helm is gone mid-operation.
+func killChildWhenPending(t *testing.T, kc kubernetes.Interface, ns, op string, access cluster.Access) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	w, err := kc.CoreV1().Secrets(ns).Watch(ctx, metav1.ListOptions{LabelSelector: "owner=helm,name=probe,status=pending-" + op})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), childEnv+"="+op, "CHILD_KUBECONFIG="+access.Kubeconfig, "CHILD_CONTEXT="+access.Context, "CHILD_NAMESPACE="+ns)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan error, 1)
+	go func() { ended <- cmd.Wait() }()
+	select {
+	case <-w.ResultChan():
+		_ = cmd.Process.Kill()
+		<-ended
+	case err := <-ended:
+		t.Fatalf("the child ended before the release was pending-%s: %v\n%s", op, err, stderr.String())
+	case <-ctx.Done():
+		_ = cmd.Process.Kill()
+		t.Fatalf("the release never became pending-%s", op)
+	}
+}
+
+// An occ killed in the middle of a Helm operation (SIGKILL: nothing of it runs again) leaves the
+// release's newest revision pending, and Helm refuses every later operation on it. The next occ
+// of the same state, holding the state's lock, marks that revision failed and carries on: a
+// reload or a repeated step upgrades it, `down` uninstalls it. Another state's pending release is
+// left alone.
+func TestReleaseLeftPendingByAKilledOcc(t *testing.T) {
+	ctx := context.Background()
+	t.Run("upgrade", func(t *testing.T) {
+		kc, ns, access := releaseNamespace(t, "helmkilled")
+		rel := helmrelease.Release{Access: access, Namespace: ns, Name: "probe"}
+		opts := helmrelease.EnsureOptions{Release: rel, Chart: configMapChart(), Owner: "owner-a", Recorder: &recorder{}, Timeout: time.Minute, Converge: true}
+		if _, err := helmrelease.Ensure(ctx, opts); err != nil {
+			t.Fatal(err)
+		}
+		killChildWhenPending(t, kc, ns, "upgrade", access)
+		if st, err := helmrelease.Status(rel); err != nil || st.Version != 2 || st.Info.Status != release.StatusPendingUpgrade {
+			t.Fatalf("after the kill: %+v, %v; want revision 2 pending-upgrade", st, err)
+		}
+		if st, err := helmrelease.Recover(rel, "owner-b", nil); err != nil || st.Info.Status != release.StatusPendingUpgrade {
+			t.Fatalf("another state's Recover changed the release: %+v, %v", st, err)
+		}
+		got, err := helmrelease.Ensure(ctx, opts)
+		if err != nil {
+			t.Fatalf("the next occ's upgrade: %v", err)
+		}
+		if got.Version != 3 || got.Info.Status != release.StatusDeployed {
+			t.Errorf("after the next upgrade: revision %d %s; want revision 3 deployed", got.Version, got.Info.Status)
+		}
+		killed, err := driver.NewSecrets(kc.CoreV1().Secrets(ns)).Get("sh.helm.release.v1.probe.v2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if killed.Info.Status != release.StatusFailed || !strings.Contains(killed.Info.Description, "pending-upgrade interrupted") {
+			t.Errorf("the killed revision: %s %q; want failed, saying it was interrupted", killed.Info.Status, killed.Info.Description)
+		}
+	})
+	t.Run("install", func(t *testing.T) {
+		kc, ns, access := releaseNamespace(t, "helmkilled")
+		rel := helmrelease.Release{Access: access, Namespace: ns, Name: "probe"}
+		killChildWhenPending(t, kc, ns, "install", access)
+		connect := func(context.Context) (*kubeobj.Conn, error) {
+			return kubeobj.Connect(access, kubeobj.Options{Owner: "owner-a"})
+		}
+		if in := helmrelease.Remover(connect).Inspect(ctx, rel.Record()); in.State != state.Present || !strings.Contains(in.Detail, "pending-install") {
+			t.Errorf("status of the killed install: %+v", in)
+		}
+		if rm, err := helmrelease.Remover(connect).Remove(ctx, rel.Record()); err != nil || rm.Outcome != state.Removed {
+			t.Fatalf("down's removal of the killed install: %+v, %v", rm, err)
+		}
+		if st, err := helmrelease.Status(rel); err != nil || st != nil {
+			t.Errorf("the release after down: %+v, %v", st, err)
+		}
+		if _, err := kc.CoreV1().ConfigMaps(ns).Get(ctx, "probe-cm", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("the chart's object survived: %v", err)
+		}
+	})
 }

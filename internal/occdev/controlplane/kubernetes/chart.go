@@ -232,7 +232,9 @@ type ControllerUpgrade struct {
 // already names the controller is left alone and UpgradeController returns revision 0.
 func UpgradeController(ctx context.Context, req ControllerUpgrade) (revision int, err error) {
 	r := helmrelease.Release{Access: req.Access, Namespace: req.Namespace, Name: ReleaseName}
-	rel, err := helmrelease.Status(r)
+	// An upgrade a killed reload left pending is marked failed first: Helm refuses to touch the
+	// release until its status changes, and this reload upgrades it again.
+	rel, err := helmrelease.Recover(r, req.Owner, req.Log)
 	if err != nil {
 		return 0, err
 	}
@@ -240,8 +242,8 @@ func UpgradeController(ctx context.Context, req ControllerUpgrade) (revision int
 		return 0, fmt.Errorf("Helm release %s is gone from namespace %s, so the rebuilt controller has no release to run in; remove the environment with occ dev down and bring it up again", ReleaseName, req.Namespace)
 	}
 	if rel.Info != nil && rel.Info.Status.IsPending() {
-		return 0, fmt.Errorf("Helm release %s in namespace %s is %s (an operation on it was interrupted), and Helm refuses to upgrade it until that ends; remove the environment with occ dev down and bring it up again",
-			ReleaseName, req.Namespace, rel.Info.Status)
+		return 0, fmt.Errorf("Helm release %s in namespace %s is %s and does not carry this environment's label %s=%s, so occ leaves it alone; remove the environment with occ dev down and bring it up again",
+			ReleaseName, req.Namespace, rel.Info.Status, kubeobj.LabelDevState, req.Owner)
 	}
 	vals, err := copyValues(rel.Config)
 	if err != nil {
@@ -252,7 +254,9 @@ func UpgradeController(ctx context.Context, req ControllerUpgrade) (revision int
 		imgs = map[string]any{}
 		vals["images"] = imgs
 	}
-	if imgs["controller"] == req.Controller {
+	// Only a deployed release that names the controller is done; a failed (or recovered) one
+	// is upgraded again.
+	if imgs["controller"] == req.Controller && rel.Info != nil && rel.Info.Status == release.StatusDeployed {
 		return 0, nil
 	}
 	imgs["controller"] = req.Controller
