@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -57,6 +58,8 @@ func TestKubernetesDevEnvironment(t *testing.T) {
 	t.Run("selected images and a taken port are refused", func(t *testing.T) { testKubernetesRefusals(t, b) })
 	t.Run("failures roll back or keep the state for down", func(t *testing.T) { testKubernetesFailures(t, b) })
 	t.Run("a failure after each step", func(t *testing.T) { testKubernetesFailureAfterEachStep(t, b) })
+	t.Run("SIGKILL then down", func(t *testing.T) { testKubernetesSignals(t, b, syscall.SIGKILL) })
+	t.Run("Ctrl-C", func(t *testing.T) { testKubernetesSignals(t, b, syscall.SIGINT) })
 	if c := b.composeCalled(); c != "" {
 		t.Errorf("the Kubernetes-only profile ran docker compose: %s", c)
 	}

@@ -13,6 +13,7 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/openclaw/occ/internal/occdev"
@@ -188,6 +189,18 @@ func TestKubernetesReload(t *testing.T) {
 		},
 		statusWants:    []string{"k3d cluster:   exists"},
 		assertReloaded: func(t *testing.T) { assertKubernetesReloaded(t, kube, access, ns, dir, runsController) },
+		// Inside the Helm upgrade, while its pre-upgrade migration Job runs: a kill leaves the
+		// release pending-upgrade, which Helm refuses to touch until the next reload recovers it.
+		during: []reloadSignalDuring{{
+			name: "inside the Helm upgrade",
+			arm:  func(t *testing.T) <-chan struct{} { return helmPending(t, kube, ns, kcp.ReleaseName, "upgrade") },
+			killed: func(t *testing.T) {
+				rel, err := helmrelease.Status(helmrelease.Release{Access: access, Namespace: ns, Name: kcp.ReleaseName})
+				if err != nil || rel == nil || rel.Info.Status != release.StatusPendingUpgrade {
+					t.Fatalf("the kill did not meet the Helm upgrade: the release is %+v (%v), want pending-upgrade", rel, err)
+				}
+			},
+		}},
 	}
 	// -run 'TestKubernetesReload/kill' runs both matrices.
 	t.Run("kill SIGKILL", func(t *testing.T) { testReloadSignals(t, sig, syscall.SIGKILL) })
@@ -385,4 +398,37 @@ func assertReleaseRuns(t *testing.T, access cluster.Access, ns string, revision 
 	case old != "" && strings.Contains(rel.Manifest, old):
 		t.Errorf("the OCE release's revision %d still names %s", rel.Version, old)
 	}
+}
+
+// helmPending returns a channel closed when release name in namespace ns gets a revision
+// pending-<op> (Helm's storage Secret says so while it works on it).
+func helmPending(t *testing.T, kube kubernetes.Interface, ns, name, op string) <-chan struct{} {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	seen, err := watchHelmPending(ctx, kube, ns, name, op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seen
+}
+
+// watchHelmPending is helmPending's watch, for a caller that is not the test's goroutine: the
+// channel is closed at the first pending-<op> revision, the watch ends with ctx.
+func watchHelmPending(ctx context.Context, kube kubernetes.Interface, ns, name, op string) (<-chan struct{}, error) {
+	w, err := kube.CoreV1().Secrets(ns).Watch(ctx, metav1.ListOptions{LabelSelector: "owner=helm,name=" + name + ",status=pending-" + op})
+	if err != nil {
+		return nil, fmt.Errorf("watch the Helm release %s in namespace %s: %w", name, ns, err)
+	}
+	seen := make(chan struct{})
+	go func() {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			if ev.Type == watch.Added || ev.Type == watch.Modified {
+				close(seen)
+				return
+			}
+		}
+	}()
+	return seen, nil
 }

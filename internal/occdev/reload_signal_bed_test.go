@@ -71,6 +71,8 @@ type reloadSignalDuring struct {
 	// tool occ runs is cut short with it): status must report it, the old-or-new check waits
 	// for the next reload.
 	mayStop bool
+	// killed, when set, checks what a SIGKILL at this point left (that it met the moment).
+	killed func(t *testing.T)
 }
 
 // testReloadSignals sends sig to `occ dev reload`, the built binary, right after chosen steps
@@ -94,6 +96,7 @@ func testReloadSignals(t *testing.T, e reloadSignalEnv, sig syscall.Signal) {
 		// mayStop: a service may be left stopped until the next reload.
 		mayStop bool
 		run     func(t *testing.T, cmd *exec.Cmd) signalled
+		killed  func(t *testing.T)
 	}
 	var points []signalPoint
 	for _, step := range chosen {
@@ -101,7 +104,7 @@ func testReloadSignals(t *testing.T, e reloadSignalEnv, sig syscall.Signal) {
 			run: func(t *testing.T, cmd *exec.Cmd) signalled { return runSignalledAfter(t, cmd, step, sig) }})
 	}
 	for _, d := range e.during {
-		points = append(points, signalPoint{name: d.name, mayStop: d.mayStop, run: func(t *testing.T, cmd *exec.Cmd) signalled {
+		points = append(points, signalPoint{name: d.name, mayStop: d.mayStop, killed: d.killed, run: func(t *testing.T, cmd *exec.Cmd) signalled {
 			return runSignalledWhen(t, cmd, sig, d.name, func(string) bool { return false }, d.arm(t))
 		}})
 	}
@@ -123,6 +126,9 @@ func testReloadSignals(t *testing.T, e reloadSignalEnv, sig syscall.Signal) {
 			case syscall.SIGKILL:
 				if !s.killedBy(sig) {
 					t.Fatalf("reload was not killed after %q: %v", point, s.err)
+				}
+				if p.killed != nil {
+					p.killed(t)
 				}
 			default:
 				code := 0
