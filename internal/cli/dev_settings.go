@@ -88,6 +88,7 @@ var (
 	settingNodeRuntimeBaseImage = devSetting{env: controlplane.EnvNodeRuntimeBaseImage}
 	settingDevPort              = devSetting{env: occdev.EnvDevPort, want: "a port between 1 and 65535"}
 	settingPostgresImage        = devSetting{env: controlplane.EnvPostgresImage}
+	settingK3sImage             = devSetting{env: k3d.EnvK3sImage}
 
 	// The settings of `occ dev logs`, read as kubectl's and compose's.
 	settingFollow     = devSetting{flag: "follow", short: "f", usage: "keep printing new lines until Ctrl-C, and the lines of containers that start meanwhile"}

@@ -30,8 +30,9 @@ Everything is recorded in a private state directory before it is created; a fail
 what it made, and 'occ dev down' removes exactly what was recorded. --dry-run shows the plan.
 Each flag names its variable; only the environment gives OCC_DEVELOPMENT_CONTROLLER_IMAGE and
 OCC_KUBERNETES_RUNTIME_IMAGE (CI-built images by digest), OCC_DEVELOPMENT_NODE_BASE_IMAGE,
-OCC_DEVELOPMENT_NODE_RUNTIME_BASE_IMAGE, OCC_DEVELOPMENT_COMPOSE_PROJECT, and for the
-Kubernetes-only profile OPENCLAW_DEV_PORT and OCC_DEVELOPMENT_POSTGRES_IMAGE.
+OCC_DEVELOPMENT_NODE_RUNTIME_BASE_IMAGE, OCC_DEVELOPMENT_COMPOSE_PROJECT, OCC_DEVELOPMENT_K3S_IMAGE
+(a k3s release image instead of the pinned node image), and for the Kubernetes-only profile
+OPENCLAW_DEV_PORT and OCC_DEVELOPMENT_POSTGRES_IMAGE.
 How every step works: docs/dev-up.md.`,
 		Example: `  # Preview every step and what it would create; creates nothing
   occ dev up --dry-run
@@ -105,6 +106,7 @@ func devUpFlags(cmd *cobra.Command) (flags *devFlags, opts *occdev.UpOptions, dr
 	flags.text(settingNodeRuntimeBaseImage, &opts.OCE.NodeRuntimeBaseImage)
 	flags.number(settingDevPort, 0, &opts.Kubernetes.DevPort)
 	flags.text(settingPostgresImage, &opts.Kubernetes.PostgresImage)
+	flags.text(settingK3sImage, &opts.K3sImage)
 	return flags, opts, dry, engine
 }
 

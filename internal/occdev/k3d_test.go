@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/openclaw/occ/internal/occdev/pins"
 	"maps"
 	"os"
 	"os/exec"
@@ -336,9 +339,16 @@ func testBuiltCLI(t *testing.T, b *k3dBed) {
 	bin := buildOCC(t)
 	opts := b.options(t)
 	downAtEnd(t, opts.StateDir)
+	// The user selects the node image with OCC_DEVELOPMENT_K3S_IMAGE by its release tag, in a
+	// repository of their own registry (a mirror): up resolves the tag there, says so, pulls
+	// that digest and creates the node from it; down removes the image it pulled.
+	// Podman's API resolves no tag: there up refuses the tag, saying so, and the user gives the
+	// image by digest.
+	selected := b.tagNodeImage(t, "occ-bed/mirror/k3s")
 	run := func(args ...string) (string, string, error) {
 		cmd := exec.Command(bin, args...)
-		cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(t.TempDir(), "cache"), "OCC_DEVELOPMENT_STATE_DIRECTORY="+opts.StateDir)
+		cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(t.TempDir(), "cache"), "OCC_DEVELOPMENT_STATE_DIRECTORY="+opts.StateDir,
+			"OCC_DEVELOPMENT_K3S_IMAGE="+selected.String())
 		var out, errOut strings.Builder
 		cmd.Stdout, cmd.Stderr = &out, &errOut
 		err := cmd.Run()
@@ -352,7 +362,8 @@ func testBuiltCLI(t *testing.T, b *k3dBed) {
 		t.Fatalf("dry run: %v\n%s\n%s", err, out, errOut)
 	}
 	for _, want := range append(b.productRefs(), "k3d cluster "+opts.ClusterName, "Engine:          "+locate.Kind(b.kind).Name()+" "+b.engine.Version+" at "+b.Engine.Host, "Create k3d cluster "+opts.ClusterName,
-		"Import the OpenShell Gateway image into the cluster", "pullPolicy Never", "Control plane:   would not start") {
+		"Import the OpenShell Gateway image into the cluster", "pullPolicy Never", "Control plane:   would not start",
+		"k3sNode: "+selected.String(), "(the k3s image OCC_DEVELOPMENT_K3S_IMAGE selects, "+selected.String()+")") {
 		if !strings.Contains(out, want) {
 			t.Errorf("dry run lacks %q:\n%s", want, out)
 		}
@@ -361,11 +372,30 @@ func testBuiltCLI(t *testing.T, b *k3dBed) {
 		t.Fatal("the dry run created the state directory")
 	}
 
+	resolved := selected.Name() + "@" + b.set.K3s.Image.Digest
+	if b.kind == state.EnginePodman {
+		_, errOut, err = run(up...)
+		if err == nil || !strings.Contains(errOut, "Podman's API resolves no tag to a digest") || !strings.Contains(errOut, selected.String()+"@sha256:<digest>") {
+			t.Fatalf("up on Podman with a node image by tag: %v\n%s", err, errOut)
+		}
+		if left := b.leftovers(t, opts.ClusterName, nil); len(left) > 0 || !stateGone(opts.StateDir) || b.imageID(t, resolved) != "" {
+			t.Fatalf("the refused tag left %v (state gone: %v)", left, stateGone(opts.StateDir))
+		}
+		selected.Digest = b.set.K3s.Image.Digest
+	}
 	out, errOut, err = run(up...)
 	if err != nil {
 		t.Fatalf("occ dev up: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
 	}
 	t.Logf("occ dev up:\n%s", out)
+	if selected.Digest == "" && !strings.Contains(out, selected.String()+" is a tag (from OCC_DEVELOPMENT_K3S_IMAGE): resolved to "+b.set.K3s.Image.Digest) {
+		t.Errorf("up does not say which digest the selected tag resolved to:\n%s", out)
+	}
+	if node, err := b.engine.API.ContainerInspect(context.Background(), "k3d-"+opts.ClusterName+"-server-0"); err != nil || node.Config.Image != resolved {
+		t.Errorf("the node does not run the selected image by its resolved digest %s: %v", resolved, err)
+	} else if b.imageID(t, resolved) == "" {
+		t.Errorf("the selected image %s is not in the engine", resolved)
+	}
 	for label, want := range map[string]string{
 		"Engine:":        locate.Kind(b.kind).Name() + " " + b.engine.Version + " at " + b.Engine.Host,
 		"Context:":       "k3d-" + opts.ClusterName,
@@ -404,9 +434,35 @@ func testBuiltCLI(t *testing.T, b *k3dBed) {
 	if left := b.leftovers(t, opts.ClusterName, vols); len(left) > 0 {
 		t.Errorf("after occ dev down: %v", left)
 	}
+	if id := b.imageID(t, resolved); id != "" {
+		t.Errorf("down left the selected node image it pulled: %s (%s)", resolved, id)
+	}
 	if !stateGone(opts.StateDir) {
 		t.Error("state directory left after occ dev down")
 	}
+}
+
+// tagNodeImage tags the bed's node image in the bed's registry under repo with its k3s release
+// tag, as a mirror serves it, and returns that tag reference (no digest).
+func (b *k3dBed) tagNodeImage(t *testing.T, repo string) pins.Image {
+	t.Helper()
+	src, err := name.ParseReference(b.set.K3s.Image.DigestReference(), name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc, err := remote.Get(src)
+	if err != nil {
+		t.Fatalf("read the node image from the bed's registry: %v", err)
+	}
+	img := pins.Image{Registry: b.set.K3s.Image.Registry, Repository: repo, Tag: b.set.K3s.Image.Tag}
+	dst, err := name.NewTag(img.String(), name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Tag(dst, desc); err != nil {
+		t.Fatalf("tag %s in the bed's registry: %v", dst, err)
+	}
+	return img
 }
 
 // testComposeProfile: `occ dev up` with no profile chosen (Compose, the default) makes the same

@@ -138,6 +138,9 @@ type UpOptions struct {
 	// (--agent-sandbox-manifest, EnvAgentSandboxManifest), for offline use. Its
 	// CustomResourceDefinitions are what the Gateway chart's render sees as served.
 	AgentSandboxManifest string
+	// K3sImage replaces the pinned k3s node image of the cluster occ creates (k3d.EnvK3sImage):
+	// a k3s release image by digest, or by tag (resolved to a digest when it is pulled).
+	K3sImage string
 	// DNSResolver is the k3d node's DNS resolver (--k3d-dns-resolver, k3d.EnvDNSResolver): auto
 	// (the default: occ chooses by the kind of host, k3d.ChooseNodeDNS), an IPv4 address the
 	// node can reach (for VPNs whose DNS it cannot), or "k3d" for k3d's own DNS handling.
@@ -224,6 +227,9 @@ type Plan struct {
 	// GatewayRender is what the offline render of the Gateway chart assumes of the cluster's
 	// Kubernetes version, and where that version comes from.
 	GatewayRender   GatewayRenderPlan `json:"gatewayRender"`
+	// NodeImage is the node image OCC_DEVELOPMENT_K3S_IMAGE selects instead of the pin; nil
+	// when the pin stands.
+	NodeImage *NodeImagePlan `json:"nodeImage,omitempty"`
 	CacheDir        string            `json:"cacheDirectory"`
 	GatewayEndpoint string            `json:"gatewayHealthEndpoint,omitempty"`
 	StartupTimeout  time.Duration     `json:"-"`
@@ -373,9 +379,15 @@ func resolvePlanWith(table map[string]clusterProvider, o UpOptions) (*Plan, erro
 		return nil, err
 	}
 	p.Pins = p.pins.Source
+	if err := selectNodeImage(p, o); err != nil {
+		return nil, err
+	}
 	p.Images = map[string]string{}
 	for _, img := range p.images() {
 		p.Images[img.Role] = img.Image.DigestReference()
+		if img.Image.Digest == "" {
+			p.Images[img.Role] = img.Image.String()
+		}
 	}
 	if o.ArchiveFile != "" {
 		if err := checkRegularFile(o.ArchiveFile); err != nil {
@@ -397,6 +409,36 @@ func resolvePlanWith(table map[string]clusterProvider, o UpOptions) (*Plan, erro
 	}
 	p.openProvider = provider.open
 	return p, nil
+}
+
+// NodeImagePlan is a node image selected instead of the pinned one.
+type NodeImagePlan struct {
+	// Image is the reference as given.
+	Image string `json:"image"`
+	// Tag is true when it carries no digest: the pull resolves the tag at its registry first.
+	Tag bool `json:"tag,omitempty"`
+}
+
+// selectNodeImage applies k3d.EnvK3sImage: the selected image replaces the pinned k3s image in
+// this plan's pins (a copy; the pin set itself is unchanged), so the cluster, the pull, the
+// Gateway chart's render and the dry run all use it.
+func selectNodeImage(p *Plan, o UpOptions) error {
+	if o.K3sImage == "" {
+		return nil
+	}
+	if p.ClusterProvider == ProviderExisting {
+		return &OptionError{Option: k3d.EnvK3sImage, Value: o.K3sImage, Rule: "selects the node image of the k3d cluster occ creates, and --cluster-provider existing creates none",
+			Fix: "unset it, or use --cluster-provider k3d"}
+	}
+	img, err := k3d.SelectNodeImage(o.K3sImage)
+	if err != nil {
+		return err
+	}
+	set := *p.pins
+	set.K3s.Image = img
+	p.pins = &set
+	p.NodeImage = &NodeImagePlan{Image: o.K3sImage, Tag: img.Digest == ""}
+	return nil
 }
 
 // resolveCluster checks the settings of the chosen provider and refuses those of the other: a

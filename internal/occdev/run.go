@@ -55,7 +55,11 @@ type run struct {
 	// Written by the cluster lane: the pinned images as the engine holds them (by their slot in
 	// flowImages, allocated with the run, each slot by its own step) and the connection.
 	local []images.Local
-	conn  *kubeobj.Conn
+	// resolvedPins are the plan's pins with a node image selected by tag resolved to the digest
+	// its pull used (nil until then, or when the node image is pinned by digest): the cluster
+	// is created from that digest.
+	resolvedPins atomic.Pointer[pins.Set]
+	conn         *kubeobj.Conn
 	// cluster is done once conn is set: the image lanes beside the cluster's creation wait on
 	// it before they import, and read conn only after it.
 	cluster readiness
@@ -105,7 +109,11 @@ const (
 // clusterRequest is what the provider sees. Before the state is claimed (preflight, dry run)
 // it has no owner, recorder or state paths.
 func (r *run) clusterRequest(rep progress.Reporter) cluster.Request {
-	return clusterRequest(r.plan, r.state, r.log, rep)
+	req := clusterRequest(r.plan, r.state, r.log, rep)
+	if resolved := r.resolvedPins.Load(); resolved != nil {
+		req.Pins = resolved
+	}
+	return req
 }
 
 func clusterRequest(p *Plan, d *state.Dir, log io.Writer, rep progress.Reporter) cluster.Request {

@@ -100,7 +100,11 @@ func resolveSelections(p *Plan, o UpOptions) error {
 		}
 		return &OptionError{Option: "--pin-file (" + EnvPinFile + ")", Value: pinFile, Rule: err.Error(), Fix: "pin k3s.image with its release tag"}
 	}
-	p.GatewayRender = GatewayRenderPlan{KubernetesVersion: kv, Source: "the pinned k3s image " + p.pins.K3s.Image.Name() + ":" + p.pins.K3s.Image.Tag}
+	source := "the pinned k3s image "
+	if p.NodeImage != nil {
+		source = "the k3s image " + k3d.EnvK3sImage + " selects, "
+	}
+	p.GatewayRender = GatewayRenderPlan{KubernetesVersion: kv, Source: source + p.pins.K3s.Image.Name() + ":" + p.pins.K3s.Image.Tag}
 	if p.ClusterProvider == ProviderExisting {
 		p.GatewayRender.Source += ", which occ's own clusters run: the existing cluster's version is not known before it is contacted (the install itself renders with the cluster's live version and API versions)"
 	}

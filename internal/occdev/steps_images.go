@@ -3,10 +3,13 @@ package occdev
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/openclaw/occ/internal/occdev/cluster"
+	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
+	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/profile/oce"
@@ -124,15 +127,24 @@ func imageStep(p *Plan, slot imageSlot) Step {
 	return Step{
 		Name: "Pull the " + p.image(slot).Title + " image",
 		Describe: func(p *Plan) Description {
-			return step.Describe(step.Image{Reference: p.image(slot).Image.DigestReference(), Where: "the " + engineName(p) + " engine",
+			img := p.image(slot).Image
+			if img.Digest == "" {
+				return step.Describe(step.Image{Reference: img.String(), Where: "the " + engineName(p) + " engine",
+					Note: "a tag (" + k3d.EnvK3sImage + "): resolved to a digest at its registry, then pulled by that digest, which the cluster runs; an image that was there is left alone by down"})
+			}
+			return step.Describe(step.Image{Reference: img.DigestReference(), Where: "the " + engineName(p) + " engine",
 				Note: "pulled by digest unless the engine has it; an image that was there is left alone by down"})
 		},
 		Run: func(ctx context.Context, r *run, rep progress.Reporter) error {
+			img, err := r.resolveTag(ctx, slot, rep)
+			if err != nil {
+				return err
+			}
 			// The next image's turn begins once this one's bytes are in, while the engine
 			// still extracts them (pullInTurn).
 			show, downloaded := pullProgress(rep), images.DownloadsDone(r.pulled[slot].Set)
 			l, err := images.Present(ctx, images.PresentOptions{
-				API: r.engine.API, Image: r.plan.image(slot).Image, Recorder: r.state,
+				API: r.engine.API, Image: img, Recorder: r.state,
 				Progress: func(ev images.Event) { show(ev); downloaded(ev) },
 				Platform: r.enginePlatform, EngineName: r.engine.Name(),
 			})
@@ -143,6 +155,30 @@ func imageStep(p *Plan, slot imageSlot) Step {
 			return nil
 		},
 	}
+}
+
+// resolveTag is the image of slot by digest. Only a node image selected by tag
+// (k3d.EnvK3sImage) has none: its tag is resolved at its registry now, said, and the run's pins
+// take the digest, so the cluster is created from exactly the image this pull fetched.
+func (r *run) resolveTag(ctx context.Context, slot imageSlot, rep progress.Reporter) (pins.Image, error) {
+	img := r.plan.image(slot).Image
+	if img.Digest != "" {
+		return img, nil
+	}
+	resolved, err := controlplane.ResolveTag(ctx, r.engine.API, img)
+	if err != nil && r.engine.Podman {
+		// Podman's Docker-compatible API has no distribution endpoint to ask.
+		return pins.Image{}, fmt.Errorf("%s %s is a tag, and Podman's API resolves no tag to a digest (%v); give it by digest (%s@sha256:<digest>; `skopeo inspect docker://%s` prints the digest)",
+			k3d.EnvK3sImage, img, err, img, img)
+	}
+	if err != nil {
+		return pins.Image{}, fmt.Errorf("%s %s: %w", k3d.EnvK3sImage, img, err)
+	}
+	rep.Note(img.String() + " is a tag (from " + k3d.EnvK3sImage + "): resolved to " + resolved.Digest + " at its registry; the cluster runs that digest")
+	set := *r.plan.pins
+	set.K3s.Image = resolved
+	r.resolvedPins.Store(&set)
+	return resolved, nil
 }
 
 // pullProgress puts a pull's events on the step's line (oce.PullProgress, which the control

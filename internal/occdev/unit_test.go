@@ -61,6 +61,12 @@ func TestResolvePlan(t *testing.T) {
 		{UpOptions{DiskThresholdPercent: 21}, `OCC_DEVELOPMENT_KUBERNETES_DISK_THRESHOLD_PERCENT) "21" must be between 1 and 20`},
 		{UpOptions{ClusterProvider: ProviderExisting, ClusterName: "occ-dev-x"}, "configures the k3d cluster occ creates, and --cluster-provider existing creates none"},
 		{UpOptions{ClusterProvider: ProviderExisting, APIPort: 6443}, "--api-port (OCC_DEVELOPMENT_KUBERNETES_API_PORT)"},
+		{UpOptions{ClusterProvider: ProviderExisting, K3sImage: "rancher/k3s:v1.35.8-k3s1"}, `OCC_DEVELOPMENT_K3S_IMAGE "rancher/k3s:v1.35.8-k3s1" selects the node image of the k3d cluster occ creates`},
+		{UpOptions{K3sImage: "+v1.35"}, `OCC_DEVELOPMENT_K3S_IMAGE "+v1.35" is a k3s release channel`},
+		{UpOptions{K3sImage: "rancher/k3s:latest"}, "has no k3s release tag"},
+		{UpOptions{K3sImage: "rancher/k3s@sha256:" + strings.Repeat("a", 64)}, "has no k3s release tag"},
+		{UpOptions{K3sImage: "rancher/k3s:v1.34.2-k3s1"}, "runs Kubernetes v1.34.2; the cluster needs Kubernetes 1.35 or newer"},
+		{UpOptions{K3sImage: "Rancher/K3S:v1.35.8-k3s1"}, "is not an image reference"},
 	} {
 		tc.o.Docker = sock
 		_, err := resolvePlan(tc.o)
@@ -74,6 +80,34 @@ func TestResolvePlan(t *testing.T) {
 			t.Errorf("%+v: %v, want %q", tc.o, err, tc.want)
 		}
 	}
+	// OCC_DEVELOPMENT_K3S_IMAGE replaces the pinned node image in this plan only: by digest it
+	// is used as given; by tag it is planned as a tag (the pull resolves it), and the Gateway
+	// chart is rendered for the Kubernetes version its tag names.
+	pinned, err := resolvePlan(UpOptions{StateDir: "/var/lib/occ-dev", Docker: sock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byDigest := "registry.example:5000/mirror/k3s:v1.35.8-k3s1@sha256:" + strings.Repeat("b", 64)
+	for _, tc := range []struct{ value, image, version string }{
+		{byDigest, "registry.example:5000/mirror/k3s@sha256:" + strings.Repeat("b", 64), "v1.35.8"},
+		{"rancher/k3s:v1.36.1-k3s2", "docker.io/rancher/k3s:v1.36.1-k3s2", "v1.36.1"},
+	} {
+		p, err := resolvePlan(UpOptions{StateDir: "/var/lib/occ-dev", Docker: sock, K3sImage: tc.value})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.value, err)
+		}
+		if p.Images["k3sNode"] != tc.image || p.GatewayRender.KubernetesVersion != tc.version || !strings.Contains(p.GatewayRender.Source, "OCC_DEVELOPMENT_K3S_IMAGE") ||
+			p.NodeImage == nil || p.NodeImage.Tag != !strings.Contains(tc.value, "@") {
+			t.Errorf("%s: node image %q, render %+v, selection %+v", tc.value, p.Images["k3sNode"], p.GatewayRender, p.NodeImage)
+		}
+		if p.pins == pinned.pins || p.pins.K3s.Image == pinned.pins.K3s.Image {
+			t.Errorf("%s: the plan's pins are the pin set itself, or still hold the pinned node image", tc.value)
+		}
+	}
+	if again, _ := resolvePlan(UpOptions{StateDir: "/var/lib/occ-dev", Docker: sock}); again.pins.K3s.Image != pinned.pins.K3s.Image {
+		t.Errorf("a selected node image changed the pins of the next plan: %s", again.pins.K3s.Image)
+	}
+
 	// A remote engine is refused before anything, naming the setting it came from and the fix.
 	_, err = resolvePlan(UpOptions{Docker: dockerAt("tcp://10.0.0.5:2376")})
 	var oe *OptionError

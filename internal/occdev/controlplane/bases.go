@@ -249,7 +249,7 @@ func ResolveTag(ctx context.Context, engine DistributionInspector, img pins.Imag
 	}
 	d, err := engine.DistributionInspect(ctx, ref, "")
 	if err != nil {
-		return pins.Image{}, fmt.Errorf("resolve the tag %s to a digest at its registry: %w; make the registry reachable, or pin the base by digest", ref, err)
+		return pins.Image{}, fmt.Errorf("resolve the tag %s to a digest at its registry: %w; make the registry reachable, or give the image by digest (%s@sha256:<digest>)", ref, err, ref)
 	}
 	digest := d.Descriptor.Digest.String()
 	out := img

@@ -152,7 +152,7 @@ func TestResolveTagAsksTheRegistry(t *testing.T) {
 		t.Fatalf("resolved %s, want %s@%s", got, pin, digest)
 	}
 	missing, _ := pins.ParseImage(host + "/" + repo + ":no-such-tag")
-	if _, err := ResolveTag(context.Background(), c, missing); err == nil || !strings.Contains(err.Error(), "resolve the tag "+missing.String()) || !strings.Contains(err.Error(), "pin the base by digest") {
+	if _, err := ResolveTag(context.Background(), c, missing); err == nil || !strings.Contains(err.Error(), "resolve the tag "+missing.String()) || !strings.Contains(err.Error(), "or give the image by digest") {
 		t.Fatalf("a missing tag: %v", err)
 	}
 }

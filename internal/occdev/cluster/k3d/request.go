@@ -102,9 +102,6 @@ func (r Request) Check() error {
 	if err := CheckName(r.Name); err != nil {
 		errs = append(errs, err)
 	}
-	if r.NodeImage.Digest == "" {
-		bad("node image", r.NodeImage.String(), "has no digest", "pin the k3s image as <reference>@sha256:<64 hex> (pins k3s.image)")
-	}
 	if !filepath.IsAbs(r.StateDir) {
 		bad("state directory", r.StateDir, "must be an absolute path", "pass the claimed state directory")
 	} else if strings.ContainsAny(r.StateDir, ":,") {
@@ -178,6 +175,11 @@ func (r *Request) validate() error {
 	}
 	if r.APIPort == 0 {
 		bad("API port", "0", "must be between 1 and 65535", "choose a free port on 127.0.0.1 (FreeLoopbackPort)")
+	}
+	// A node image selected by tag (EnvK3sImage) is planned without a digest; its pull resolves
+	// one before the cluster is created, and the node runs only that.
+	if r.NodeImage.Digest == "" {
+		bad("node image", r.NodeImage.String(), "has no digest", "pin the k3s image as <reference>@sha256:<64 hex> (pins k3s.image), or let up resolve "+EnvK3sImage+"'s tag before it creates the cluster")
 	}
 	if filepath.IsAbs(r.StateDir) {
 		if fi, err := os.Stat(r.StateDir); err != nil || !fi.IsDir() {
@@ -292,8 +294,12 @@ func (r Request) Describe() []string {
 	if r.APIPort > 0 {
 		port = strconv.Itoa(r.APIPort)
 	}
+	image := r.NodeImage.DigestReference()
+	if r.NodeImage.Digest == "" {
+		image = r.NodeImage.String() + " (by the digest its tag resolves to when it is pulled)"
+	}
 	lines := []string{
-		fmt.Sprintf("k3d cluster %s: one server %s from %s, no agents, no load balancer", r.Name, serverNode(r.Name), r.NodeImage.DigestReference()),
+		fmt.Sprintf("k3d cluster %s: one server %s from %s, no agents, no load balancer", r.Name, serverNode(r.Name), image),
 		fmt.Sprintf("Kubernetes API at https://%s:%s, PodSecurity privileged by default with RuntimeClasses %s exempt", apiHost, port, strings.Join(r.PodSecurityExemptRuntimeClasses, ", ")),
 	}
 	for _, m := range r.Publish {
