@@ -77,7 +77,7 @@ How every step works: docs/dev-up.md.`,
 func devUpFlags(cmd *cobra.Command) (flags *devFlags, opts *occdev.UpOptions, dry *bool, engine *setting) {
 	opts, dry = &occdev.UpOptions{}, new(bool)
 	flags = newDevFlags(cmd)
-	flags.text(settingStateDir, &opts.StateDir)
+	flags.environment(settingStateDir.usage, &opts.StateDir, &opts.Environment)
 	flags.text(settingClusterProvider, &opts.ClusterProvider)
 	flags.text(settingClusterName, &opts.ClusterName)
 	flags.number(settingAPIPort, 0, &opts.APIPort)
