@@ -43,8 +43,8 @@ type devSetting struct {
 // directory, the startup timeout, the pin file) is described here once; a command whose help
 // says it differently gives its own usage text (withUsage).
 var (
-	settingStateDir        = devSetting{flag: "state-dir", env: state.EnvDirectory, usage: "private state directory; wins over --name's (default $XDG_STATE_HOME/occ/dev, or …/occ/dev-envs/NAME with --name; env " + state.EnvDirectory + ")"}
-	settingEnvironment     = devSetting{flag: "name", env: state.EnvEnvironment,
+	settingStateDir    = devSetting{flag: "state-dir", env: state.EnvDirectory, usage: "private state directory; wins over --name's (default $XDG_STATE_HOME/occ/dev, or …/occ/dev-envs/NAME with --name; env " + state.EnvDirectory + ")"}
+	settingEnvironment = devSetting{flag: "name", env: state.EnvEnvironment,
 		usage: "the environment, so several live side by side: its own state directory, Compose project and host ports (default " + state.DefaultEnvironment + "; env " + state.EnvEnvironment + ")"}
 	settingClusterProvider = devSetting{flag: "cluster-provider", env: occdev.EnvClusterProvider,
 		usage: "where the cluster comes from: " + strings.Join(occdev.SupportedProviders(), ", ") + " (default k3d: a cluster occ creates; existing: the kubeconfig context; env " + occdev.EnvClusterProvider + ")"}
