@@ -28,6 +28,7 @@ Compose (the default) or, with --control-plane kubernetes, inside the cluster.
 
 Everything is recorded in a private state directory before it is created; a failed run removes
 what it made, and 'occ dev down' removes exactly what was recorded. --dry-run shows the plan.
+--name keeps environments side by side (own state, Compose project, host ports; occ dev list).
 Each flag names its variable; only the environment gives OCC_DEVELOPMENT_CONTROLLER_IMAGE and
 OCC_KUBERNETES_RUNTIME_IMAGE (CI-built images by digest), OCC_DEVELOPMENT_NODE_BASE_IMAGE,
 OCC_DEVELOPMENT_NODE_RUNTIME_BASE_IMAGE, OCC_DEVELOPMENT_COMPOSE_PROJECT, and for the
