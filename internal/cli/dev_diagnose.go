@@ -54,7 +54,7 @@ by itself, beside the state directory, before it rolls back.`,
 func devDiagnoseFlags(cmd *cobra.Command) (*devFlags, *occdev.DiagnoseOptions) {
 	opts := &occdev.DiagnoseOptions{}
 	flags := newDevFlags(cmd)
-	flags.text(settingStateDir.withUsage("state directory of the environment to collect (env "+state.EnvDirectory+")"), &opts.StateDir)
+	flags.environment("state directory of the environment to collect (env "+state.EnvDirectory+")", &opts.StateDir, &opts.Environment)
 	flags.text(settingBundle, &opts.Output)
 	return flags, opts
 }

@@ -89,7 +89,7 @@ is not left half-way; a second stops it, and the next 'down' finishes.`,
 func devDownFlags(cmd *cobra.Command) (*devFlags, *occdev.DownOptions) {
 	opts := &occdev.DownOptions{}
 	flags := newDevFlags(cmd)
-	flags.text(settingStateDir.withUsage("state directory of the 'occ dev up' to undo (env "+state.EnvDirectory+")"), &opts.StateDir)
+	flags.environment("state directory of the 'occ dev up' to undo (env "+state.EnvDirectory+")", &opts.StateDir, &opts.Environment)
 	flags.flag(settingNoDiagnose.withUsage("write no debug bundle when the cleanup is incomplete (by default one is written beside the kept state directory)"), &opts.NoDiagnose)
 	return flags, opts
 }

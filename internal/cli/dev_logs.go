@@ -46,7 +46,7 @@ lines are printed bare. The flags read as kubectl's and compose's:
   occ dev logs openshell-gateway --since 1h --timestamps`,
 	}
 	flags, opts := devLogsFlags(cmd)
-	cmd.ValidArgsFunction = serviceCompletion(g, flags, &opts.StateDir)
+	cmd.ValidArgsFunction = serviceCompletion(g, flags, &opts.StateDir, &opts.Environment)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if err := flags.resolve(g); err != nil {
 			return err
@@ -65,27 +65,27 @@ func devLogsFlags(cmd *cobra.Command) (*devFlags, *occdev.LogsOptions) {
 	flags.number(settingTail, -1, &opts.Tail)
 	flags.text(settingSince, &opts.Since)
 	flags.flag(settingTimestamps, &opts.Timestamps)
-	flags.text(settingStateDir.withUsage("state directory of the 'occ dev up' whose services to read (env "+state.EnvDirectory+")"), &opts.StateDir)
+	flags.environment("state directory of the 'occ dev up' whose services to read (env "+state.EnvDirectory+")", &opts.StateDir, &opts.Environment)
 	return flags, opts
 }
 
-// serviceCompletion completes SERVICE arguments from the state directory the command's settings
-// name once resolved into stateDir.
-func serviceCompletion(g *Globals, flags *devFlags, stateDir *string) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+// serviceCompletion completes SERVICE arguments from the environment the command's settings
+// name once resolved into stateDir and environment.
+func serviceCompletion(g *Globals, flags *devFlags, stateDir, environment *string) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 	return func(cmd *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
 		// A bad setting completes to what the state directory still gives.
 		_ = flags.resolve(g)
-		return completeServices(cmd, *stateDir, args, prefix)
+		return completeServices(cmd, *stateDir, *environment, args, prefix)
 	}
 }
 
 // completeServices completes SERVICE from the services of the environment recorded in
-// stateDir, leaving out those already given.
-func completeServices(cmd *cobra.Command, stateDir string, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
+// stateDir (or named environment), leaving out those already given.
+func completeServices(cmd *cobra.Command, stateDir, environment string, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
 	ctx, cancel := context.WithTimeout(cmd.Context(), completionTimeout)
 	defer cancel()
 	var out []string
-	for _, name := range occdev.ServiceNames(ctx, stateDir) {
+	for _, name := range occdev.ServiceNames(ctx, stateDir, environment) {
 		if strings.HasPrefix(name, prefix) && !slices.Contains(args, name) {
 			out = append(out, name)
 		}

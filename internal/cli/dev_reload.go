@@ -47,7 +47,7 @@ old or its new images: run 'occ dev reload' again to finish it, or 'occ dev down
   occ dev reload --dry-run`,
 	}
 	flags, opts, dry := devReloadFlags(cmd)
-	cmd.ValidArgsFunction = serviceCompletion(g, flags, &opts.StateDir)
+	cmd.ValidArgsFunction = serviceCompletion(g, flags, &opts.StateDir, &opts.Environment)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if err := flags.resolve(g); err != nil {
 			return err
@@ -80,7 +80,7 @@ old or its new images: run 'occ dev reload' again to finish it, or 'occ dev down
 func devReloadFlags(cmd *cobra.Command) (*devFlags, *occdev.ReloadOptions, *bool) {
 	opts, dry := &occdev.ReloadOptions{}, new(bool)
 	flags := newDevFlags(cmd)
-	flags.text(settingStateDir.withUsage("state directory of the 'occ dev up' to reload (env "+state.EnvDirectory+")"), &opts.StateDir)
+	flags.environment("state directory of the 'occ dev up' to reload (env "+state.EnvDirectory+")", &opts.StateDir, &opts.Environment)
 	flags.flag(settingDryRun.withUsage("print the recorded builds a reload repeats and its steps; touch nothing"), dry)
 	flags.timeout(settingStartupTimeout.withUsage("bound of the wait for the reloaded services, e.g. 10m (default 10m; env "+occdev.EnvStartupTimeoutSeconds+" in seconds)"), &opts.StartupTimeout)
 	flags.flag(settingNoDiagnose.withUsage("write no debug bundle when the reload fails (by default one is written beside the state directory)"), &opts.NoDiagnose)

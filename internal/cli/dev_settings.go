@@ -43,7 +43,9 @@ type devSetting struct {
 // directory, the startup timeout, the pin file) is described here once; a command whose help
 // says it differently gives its own usage text (withUsage).
 var (
-	settingStateDir        = devSetting{flag: "state-dir", env: state.EnvDirectory, usage: "private state directory (default $XDG_STATE_HOME/occ/dev; env " + state.EnvDirectory + ")"}
+	settingStateDir    = devSetting{flag: "state-dir", env: state.EnvDirectory, usage: "private state directory; wins over --name's (default $XDG_STATE_HOME/occ/dev, or …/occ/dev-envs/NAME with --name; env " + state.EnvDirectory + ")"}
+	settingEnvironment = devSetting{flag: "name", env: state.EnvEnvironment,
+		usage: "the environment, so several live side by side: its own state directory, Compose project and host ports (default " + state.DefaultEnvironment + "; env " + state.EnvEnvironment + ")"}
 	settingClusterProvider = devSetting{flag: "cluster-provider", env: occdev.EnvClusterProvider,
 		usage: "where the cluster comes from: " + strings.Join(occdev.SupportedProviders(), ", ") + " (default k3d: a cluster occ creates; existing: the kubeconfig context; env " + occdev.EnvClusterProvider + ")"}
 	settingClusterName = devSetting{flag: "cluster-name", env: k3d.EnvClusterName, usage: "name of the k3d cluster, occ-dev-… (default occ-dev-<random>; env " + k3d.EnvClusterName + ")"}
@@ -96,6 +98,13 @@ var (
 	settingSince      = devSetting{flag: "since", usage: "only lines newer than a duration (10m, 1h30m) or an RFC 3339 time (2026-01-02T15:04:05Z)"}
 	settingTimestamps = devSetting{flag: "timestamps", usage: "print each line's RFC 3339 time in front of it"}
 )
+
+// environment binds the two settings that select an environment, the state directory (with the
+// command's help text) and the environment's name.
+func (d *devFlags) environment(stateDirUsage string, dir, name *string) {
+	d.text(settingStateDir.withUsage(stateDirUsage), dir)
+	d.text(settingEnvironment, name)
+}
 
 // withUsage is s with the help text of one command.
 func (s devSetting) withUsage(usage string) devSetting {

@@ -62,7 +62,7 @@ any object is unknown.`,
 func devStatusFlags(cmd *cobra.Command) (*devFlags, *occdev.StatusOptions) {
 	opts := &occdev.StatusOptions{}
 	flags := newDevFlags(cmd)
-	flags.text(settingStateDir.withUsage("state directory of the 'occ dev up' to inspect (env "+state.EnvDirectory+")"), &opts.StateDir)
+	flags.environment("state directory of the 'occ dev up' to inspect (env "+state.EnvDirectory+")", &opts.StateDir, &opts.Environment)
 	return flags, opts
 }
 

@@ -28,6 +28,7 @@ Compose (the default) or, with --control-plane kubernetes, inside the cluster.
 
 Everything is recorded in a private state directory before it is created; a failed run removes
 what it made, and 'occ dev down' removes exactly what was recorded. --dry-run shows the plan.
+--name keeps environments side by side (own state, Compose project, host ports; occ dev list).
 Each flag names its variable; only the environment gives OCC_DEVELOPMENT_CONTROLLER_IMAGE and
 OCC_KUBERNETES_RUNTIME_IMAGE (CI-built images by digest), OCC_DEVELOPMENT_NODE_BASE_IMAGE,
 OCC_DEVELOPMENT_NODE_RUNTIME_BASE_IMAGE, OCC_DEVELOPMENT_COMPOSE_PROJECT, OCC_DEVELOPMENT_K3S_IMAGE
@@ -78,7 +79,7 @@ How every step works: docs/dev-up.md.`,
 func devUpFlags(cmd *cobra.Command) (flags *devFlags, opts *occdev.UpOptions, dry *bool, engine *setting) {
 	opts, dry = &occdev.UpOptions{}, new(bool)
 	flags = newDevFlags(cmd)
-	flags.text(settingStateDir, &opts.StateDir)
+	flags.environment(settingStateDir.usage, &opts.StateDir, &opts.Environment)
 	flags.text(settingClusterProvider, &opts.ClusterProvider)
 	flags.text(settingClusterName, &opts.ClusterName)
 	flags.number(settingAPIPort, 0, &opts.APIPort)

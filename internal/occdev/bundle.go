@@ -27,6 +27,9 @@ type DiagnoseOptions struct {
 	// StateDir is the state directory of the environment (--state-dir,
 	// OCC_DEVELOPMENT_STATE_DIRECTORY).
 	StateDir string
+	// Environment names the environment (--name, OCC_DEVELOPMENT_ENVIRONMENT); empty is the
+	// default one.
+	Environment string
 	// Output is the archive to write (--archive; --output is the format of what occ prints); empty writes occ-diagnose-<UTC time>.tar.gz in
 	// the working directory, as `kind export logs` writes beside the user: the state directory
 	// goes with `down`. An existing file is refused, never replaced.
@@ -55,11 +58,12 @@ const bundleStamp = "20060102T150405Z"
 // redacted. What cannot be collected is listed with its cause in the bundle's summary and never
 // fails the command; only a missing environment or an unwritable archive does.
 func Diagnose(ctx context.Context, o DiagnoseOptions) (*DiagnoseResult, error) {
-	dir, err := state.ResolveDir(o.StateDir)
+	loc, err := state.Locate(o.StateDir, o.Environment)
 	if err != nil {
 		return nil, err
 	}
-	st, err := state.Read(dir)
+	dir := loc.Dir
+	st, err := loc.Read()
 	if errors.Is(err, state.ErrNotExist) {
 		return nil, fmt.Errorf("%w at %s: nothing to diagnose; name the state directory of the environment with --state-dir or %s (a failed occ dev up writes its own bundle)", ErrNoEnvironment, dir, state.EnvDirectory)
 	}

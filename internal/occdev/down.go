@@ -15,6 +15,9 @@ import (
 type DownOptions struct {
 	// StateDir is the state directory `up` used (--state-dir, OCC_DEVELOPMENT_STATE_DIRECTORY).
 	StateDir string
+	// Environment names the environment (--name, OCC_DEVELOPMENT_ENVIRONMENT); empty is the
+	// default one.
+	Environment string
 	// OCCCommand is how the user runs occ, for the printed retry command; default "occ".
 	OCCCommand string
 	// Log receives one line per removed object and notes on objects left alone.
@@ -47,15 +50,16 @@ type DownResult struct {
 // is gone; otherwise the directory stays and the error carries the command that retries, and a
 // debug bundle of what is left is written beside it.
 func Down(ctx context.Context, opts DownOptions) (*DownResult, error) {
-	dir, err := state.ResolveDir(opts.StateDir)
+	loc, err := state.Locate(opts.StateDir, opts.Environment)
 	if err != nil {
 		return nil, err
 	}
+	dir := loc.Dir
 	log := opts.Log
 	if log == nil {
 		log = io.Discard
 	}
-	d, err := state.Open(dir)
+	d, err := loc.Open()
 	if errors.Is(err, state.ErrNotExist) {
 		return &DownResult{StateDirectory: dir, Removed: []string{}, LeftAlone: []string{}, NothingRecorded: true}, nil
 	}

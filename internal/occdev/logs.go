@@ -22,6 +22,9 @@ type LogsOptions struct {
 	// StateDir is the state directory of the environment (--state-dir,
 	// OCC_DEVELOPMENT_STATE_DIRECTORY).
 	StateDir string
+	// Environment names the environment (--name, OCC_DEVELOPMENT_ENVIRONMENT); empty is the
+	// default one.
+	Environment string
 	// Services are the services to read, by the names `occ dev status` lists; none means all.
 	Services []string
 	// Follow keeps reading until ctx ends (Ctrl-C), and reads every container that starts
@@ -93,11 +96,12 @@ func Logs(ctx context.Context, o LogsOptions) error {
 	if o.Out == nil {
 		o.Out = io.Discard
 	}
-	dir, err := state.ResolveDir(o.StateDir)
+	loc, err := state.Locate(o.StateDir, o.Environment)
 	if err != nil {
 		return err
 	}
-	st, err := state.Read(dir)
+	dir := loc.Dir
+	st, err := loc.Read()
 	if errors.Is(err, state.ErrNotExist) {
 		return fmt.Errorf("%w at %s: nothing is up; start one with occ dev up (or name the state directory of another with --state-dir or %s)", ErrNoEnvironment, dir, state.EnvDirectory)
 	}
@@ -268,15 +272,16 @@ func chooseServices(all []service, names []string, dir string, listErr error) ([
 	return out, nil
 }
 
-// ServiceNames lists the services of the environment recorded in stateDir, for completion: the
+// ServiceNames lists the services of the environment recorded in stateDir (else that of the
+// environment named environment), for completion: the
 // names `occ dev status` shows and `occ dev logs` takes. It never fails; what cannot be read is
 // left out.
-func ServiceNames(ctx context.Context, stateDir string) []string {
-	dir, err := state.ResolveDir(stateDir)
+func ServiceNames(ctx context.Context, stateDir, environment string) []string {
+	loc, err := state.Locate(stateDir, environment)
 	if err != nil {
 		return nil
 	}
-	st, err := state.Read(dir)
+	st, err := loc.Read()
 	if err != nil {
 		return nil
 	}

@@ -89,8 +89,12 @@ func SupportedProviders() []string {
 
 // UpOptions are the settings of `occ dev up`. The zero value of each field selects its default.
 type UpOptions struct {
-	// StateDir is the private state directory (--state-dir, OCC_DEVELOPMENT_STATE_DIRECTORY).
+	// StateDir is the private state directory (--state-dir, OCC_DEVELOPMENT_STATE_DIRECTORY);
+	// it wins over the directory Environment maps to.
 	StateDir string
+	// Environment names the environment (--name, OCC_DEVELOPMENT_ENVIRONMENT); empty is the
+	// default one. Each environment has its own state directory, Compose project and host ports.
+	Environment string
 	// ClusterProvider selects the cluster (--cluster-provider, OCC_DEVELOPMENT_CLUSTER_PROVIDER);
 	// default k3d.
 	ClusterProvider string
@@ -205,6 +209,7 @@ type OCEPlan struct {
 // the whole plan first"). Resolving reads local files (the pin file, the archive's presence)
 // but contacts nothing.
 type Plan struct {
+	Environment     string             `json:"environment"`
 	StateDir        string             `json:"stateDirectory"`
 	ClusterProvider string             `json:"clusterProvider"`
 	Kubeconfig      string             `json:"kubeconfig,omitempty"`
@@ -364,9 +369,11 @@ func resolvePlanWith(table map[string]clusterProvider, o UpOptions) (*Plan, erro
 	if p.GatewayEndpoint, err = checkGatewayEndpoint(o.GatewayEndpoint); err != nil {
 		return nil, err
 	}
-	if p.StateDir, err = state.ResolveDir(o.StateDir); err != nil {
+	loc, err := state.Locate(o.StateDir, o.Environment)
+	if err != nil {
 		return nil, err
 	}
+	p.Environment, p.StateDir = loc.Name, loc.Dir
 	if err := state.CheckPath(p.StateDir); err != nil {
 		return nil, err
 	}

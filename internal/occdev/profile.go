@@ -153,7 +153,7 @@ func fromProfile(x profile.Planned) flowProfile {
 // input is what a profile plans from.
 func (p *Plan) input(o UpOptions) profile.Input {
 	return profile.Input{
-		Name: string(p.ControlPlane), Namespace: p.Namespace, StateDir: p.StateDir, ClusterProvider: p.ClusterProvider,
+		Name: string(p.ControlPlane), Environment: p.Environment, Namespace: p.Namespace, StateDir: p.StateDir, ClusterProvider: p.ClusterProvider,
 		EngineKind: engineKind(p), StartupTimeout: p.StartupTimeout, DryRun: o.DryRun,
 	}
 }

@@ -29,6 +29,9 @@ type ReloadOptions struct {
 	// StateDir is the state directory of the environment (--state-dir,
 	// OCC_DEVELOPMENT_STATE_DIRECTORY).
 	StateDir string
+	// Environment names the environment (--name, OCC_DEVELOPMENT_ENVIRONMENT); empty is the
+	// default one.
+	Environment string
 	// Services limits the reload to these services, by the names `occ dev status` lists: only
 	// they are recreated or rolled out, and for Compose only the images they run are rebuilt.
 	// None reloads every image `up` built.
@@ -126,10 +129,11 @@ func reloadSteps(hook *reloadHook) []Step {
 // cluster or checkout is gone or another, saying what to do. The state is held locked for the
 // whole reload. A failure writes a debug bundle beside the state directory, which it keeps.
 func Reload(ctx context.Context, opts ReloadOptions) (_ *ReloadResult, err error) {
-	dir, err := state.ResolveDir(opts.StateDir)
+	loc, err := state.Locate(opts.StateDir, opts.Environment)
 	if err != nil {
 		return nil, err
 	}
+	dir := loc.Dir
 	if opts.StartupTimeout, err = startupTimeout(opts.StartupTimeout); err != nil {
 		return nil, err
 	}
@@ -137,7 +141,7 @@ func Reload(ctx context.Context, opts ReloadOptions) (_ *ReloadResult, err error
 	if log == nil {
 		log = io.Discard
 	}
-	d, err := state.Open(dir)
+	d, err := loc.Open()
 	if errors.Is(err, state.ErrNotExist) {
 		return nil, fmt.Errorf("%w at %s: nothing to reload; start one with occ dev up (or name the state directory of another with --state-dir or %s)", ErrNoEnvironment, dir, state.EnvDirectory)
 	}
@@ -614,14 +618,15 @@ type ReloadBuild struct {
 // that need only the record (no control plane, selected images, no build record) are made; the
 // live checks of the engine, the cluster and the checkout are the reload's first step.
 func PlanReload(opts ReloadOptions) (*ReloadPlan, error) {
-	dir, err := state.ResolveDir(opts.StateDir)
+	loc, err := state.Locate(opts.StateDir, opts.Environment)
 	if err != nil {
 		return nil, err
 	}
+	dir := loc.Dir
 	if _, err := startupTimeout(opts.StartupTimeout); err != nil {
 		return nil, err
 	}
-	st, err := state.Read(dir)
+	st, err := loc.Read()
 	if errors.Is(err, state.ErrNotExist) {
 		return nil, fmt.Errorf("%w at %s: nothing to reload; start one with occ dev up (or name the state directory of another with --state-dir or %s)", ErrNoEnvironment, dir, state.EnvDirectory)
 	}

@@ -13,7 +13,9 @@ import (
 
 // StatusOptions are the settings of `occ dev status`.
 type StatusOptions struct {
-	StateDir string
+	// StateDir and Environment select the environment as they do for up.
+	StateDir    string
+	Environment string
 
 	deps deps
 }
@@ -37,6 +39,8 @@ type ObjectStatus struct {
 // Status is the recorded environment against the live cluster.
 type Status struct {
 	StateDirectory string `json:"stateDirectory"`
+	// Environment is the recorded environment's name (--name).
+	Environment string `json:"environment,omitempty"`
 	// Recorded is false when there is no state directory: nothing is up (Note says so).
 	Recorded        bool           `json:"recorded"`
 	Note            string         `json:"note,omitempty"`
@@ -122,11 +126,12 @@ func (s *Status) Unknown() int {
 // the same removers `down` uses. What cannot be checked (an unreachable cluster) is unknown,
 // with the cause, never missing.
 func GetStatus(ctx context.Context, opts StatusOptions) (*Status, error) {
-	dir, err := state.ResolveDir(opts.StateDir)
+	loc, err := state.Locate(opts.StateDir, opts.Environment)
 	if err != nil {
 		return nil, err
 	}
-	st, err := state.Read(dir)
+	dir := loc.Dir
+	st, err := loc.Read()
 	if errors.Is(err, state.ErrNotExist) {
 		return &Status{StateDirectory: dir, Note: "no development state at " + dir + ": nothing is up (occ dev up creates it)", Objects: []ObjectStatus{}, Images: []ImageStatus{}, Workloads: []WorkloadStatus{}}, nil
 	}
@@ -135,7 +140,7 @@ func GetStatus(ctx context.Context, opts StatusOptions) (*Status, error) {
 	}
 	cl := st.Cluster
 	out := &Status{
-		StateDirectory: dir, Recorded: true, Profile: st.Profile, Cluster: &cl, Namespace: st.PlatformNamespace,
+		StateDirectory: dir, Environment: st.EnvironmentName(), Recorded: true, Profile: st.Profile, Cluster: &cl, Namespace: st.PlatformNamespace,
 		GatewayEndpoint: st.GatewayEndpoint, Installation: st.InstallationPath, Objects: []ObjectStatus{}, Images: []ImageStatus{},
 		Selections: st.Selections, Workloads: []WorkloadStatus{},
 	}

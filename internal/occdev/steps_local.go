@@ -83,7 +83,8 @@ func claimState(ctx context.Context, r *run, _ progress.Reporter) error {
 		return nil // already claimed and locked by this run
 	}
 	initial := state.State{
-		Profile: string(r.plan.ControlPlane),
+		Environment: r.plan.Environment,
+		Profile:     string(r.plan.ControlPlane),
 		// The name of a cluster occ creates is known now: a run killed before it connects
 		// still leaves down what it needs to find the staging tags named after the cluster.
 		Cluster:    state.Cluster{Provider: r.plan.ClusterProvider, Name: r.plan.ClusterName},

@@ -32,8 +32,14 @@ func RemovePulledImage(ctx context.Context, api docker.API, rec state.Object) (s
 	if rec.ID != "" && ins.ID != rec.ID {
 		return state.Removal{Outcome: state.LeftAlone, Detail: fmt.Sprintf("%s is now image %s, not the %s occ pulled", ref, ins.ID, rec.ID)}, nil
 	}
-	if err := untag(ctx, api, ref); err != nil {
-		return state.Removal{}, err
+	// A container still running the image (another environment's k3d node, which runs the
+	// same pinned node image) keeps it: the engine refuses to untag its only reference, and
+	// that environment's own record does not name it, so it is left, with the reason, rather
+	// than failing this environment's down for ever.
+	if _, err := api.ImageRemove(ctx, ref, image.RemoveOptions{PruneChildren: true}); cerrdefs.IsConflict(err) {
+		return state.Removal{Outcome: state.LeftAlone, Detail: fmt.Sprintf("%s is in use by a container (%v)", ref, err)}, nil
+	} else if err != nil && !cerrdefs.IsNotFound(err) {
+		return state.Removal{}, fmt.Errorf("remove image %s: %w", ref, err)
 	}
 	return state.Removal{Outcome: state.Removed}, nil
 }

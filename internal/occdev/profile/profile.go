@@ -44,6 +44,9 @@ type Platform struct {
 type Input struct {
 	// Name is the profile's --control-plane name.
 	Name string
+	// Environment is the environment's name (--name): the default one keeps occ's fixed
+	// defaults (ports, Compose project), another chooses its own (HostPort).
+	Environment string
 	// Namespace is the platform namespace; StateDir the private state directory `up` claims.
 	Namespace string
 	StateDir  string

@@ -3,6 +3,7 @@ package state
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -26,6 +27,10 @@ type ControlPlane struct {
 	BaseImages []BaseImage `json:"baseImages,omitempty"`
 	// APIURL is the OCE API's origin.
 	APIURL string `json:"apiURL,omitempty"`
+	// HostPorts are the loopback ports occ decided for the control plane, by the variable that
+	// sets each (OPENCLAW_DEV_PORT, OCC_POSTGRES_PORT): given, or chosen free for an environment
+	// beside others.
+	HostPorts map[string]int `json:"hostPorts,omitempty"`
 	// KeyPath is the verified bootstrap service key file, once written; KeyOwned says it is the
 	// state directory's own (removed with it) rather than the user's --key-output.
 	KeyPath  string `json:"keyPath,omitempty"`
@@ -77,9 +82,10 @@ type BaseImage struct {
 }
 
 var (
-	commitPattern  = regexp.MustCompile(`^[0-9a-f]{40}$`)
-	rolePattern    = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
-	imageIDPattern = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+	commitPattern    = regexp.MustCompile(`^[0-9a-f]{40}$`)
+	rolePattern      = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
+	hostPortVariable = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,63}$`)
+	imageIDPattern   = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 	// referencePattern is a loose image reference: no spaces or control characters.
 	referencePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,511}$`)
 )
@@ -95,6 +101,9 @@ func (c *ControlPlane) clone() *ControlPlane {
 		out.Compose = &p
 	}
 	out.Images = append([]ControlPlaneImage(nil), c.Images...)
+	if c.HostPorts != nil {
+		out.HostPorts = maps.Clone(c.HostPorts)
+	}
 	out.BaseImages = make([]BaseImage, len(c.BaseImages))
 	for i, b := range c.BaseImages {
 		b.Uses = append([]string(nil), b.Uses...)
@@ -160,6 +169,11 @@ func (c *ControlPlane) validate() error {
 	if c.APIURL != "" {
 		if err := checkURL(c.APIURL); err != nil {
 			bad("apiURL: %v", err)
+		}
+	}
+	for name, port := range c.HostPorts {
+		if !hostPortVariable.MatchString(name) || port < 1 || port > 65535 {
+			bad("hostPorts[%q] %d must be a variable name and a port between 1 and 65535", name, port)
 		}
 	}
 	if c.KeyPath != "" && !filepath.IsAbs(c.KeyPath) {

@@ -16,18 +16,6 @@ import (
 // EnvDirectory is the environment variable that selects the state directory when no flag does.
 const EnvDirectory = "OCC_DEVELOPMENT_STATE_DIRECTORY"
 
-// ResolveDir returns the state directory: flagValue when set, else $OCC_DEVELOPMENT_STATE_DIRECTORY,
-// else DefaultDir. It only computes a path; nothing is created or checked here.
-func ResolveDir(flagValue string) (string, error) {
-	if flagValue != "" {
-		return flagValue, nil
-	}
-	if v := os.Getenv(EnvDirectory); v != "" {
-		return v, nil
-	}
-	return DefaultDir()
-}
-
 // DefaultDir is $XDG_STATE_HOME/occ/dev, or ~/.local/state/occ/dev, with symlinks in the existing
 // part of the path resolved (a state directory must have a canonical parent, and home
 // directories are often reached through a symlink).

@@ -60,6 +60,9 @@ const (
 type State struct {
 	// Version is the schema version (Version).
 	Version int `json:"version"`
+	// Environment is the environment's name (--name); empty in a record written before
+	// environments had names, which is the default one (EnvironmentName).
+	Environment string `json:"environment,omitempty"`
 	// Profile is the development profile (the control plane: "compose" or "kubernetes").
 	Profile string `json:"profile"`
 	// Cluster identifies the cluster the objects were created in.
@@ -188,6 +191,11 @@ func (s *State) Validate() error {
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	if s.Version != Version {
 		bad("version is %d; this occ reads versions 1 and %d (use the occ release that wrote it to run occ dev down)", s.Version, Version)
+	}
+	if s.Environment != "" {
+		if err := CheckEnvironment(s.Environment); err != nil {
+			bad("environment: %v", err)
+		}
 	}
 	if !profilePattern.MatchString(s.Profile) {
 		bad("profile %q must be a lower-case name such as compose or kubernetes", s.Profile)

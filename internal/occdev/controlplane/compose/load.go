@@ -15,6 +15,7 @@ import (
 	"github.com/compose-spec/compose-go/v2/types"
 
 	"github.com/openclaw/occ/internal/occdev/option"
+	"github.com/openclaw/occ/internal/occdev/state"
 )
 
 // Names of the OCE Compose files, services, network and state files this profile relies on, as
@@ -49,6 +50,17 @@ const (
 	EnvProject     = "OCC_DEVELOPMENT_COMPOSE_PROJECT"
 	DefaultProject = "openclaw-enterprise-development-kubernetes"
 )
+
+// ProjectOf is the default project name of an environment: DefaultProject for the default
+// environment (the name every earlier occ used), DefaultProject-<environment> for the others, so
+// the projects of environments side by side (their containers, network and volumes) never
+// share a name.
+func ProjectOf(environment string) string {
+	if environment == "" || environment == state.DefaultEnvironment {
+		return DefaultProject
+	}
+	return DefaultProject + "-" + environment
+}
 
 // The variables occ sets before rendering. compose.kubernetes.yaml
 // uses the `:?` form for the first three, so a render without them fails inside Compose.

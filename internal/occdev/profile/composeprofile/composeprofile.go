@@ -19,7 +19,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -55,6 +57,9 @@ type Plan struct {
 	Project
 	// Model is the checked Compose model.
 	Model *compose.Model `json:"-"`
+	// HostPorts are the host ports occ chose for this environment, by their variable (none for
+	// the default environment, or where the variable is set).
+	HostPorts map[string]int `json:"hostPorts,omitempty"`
 }
 
 // Deps are the parts of the profile tests replace; the zero value of each is the real thing.
@@ -159,9 +164,28 @@ func (x Profile) plan(in profile.Input, co controlplane.Checkout) (*Plan, error)
 		return nil, err
 	}
 	op := &Plan{Plan: base}
-	env := x.OCE.Environment
+	env := maps.Clone(x.OCE.Environment)
 	if env == nil {
 		env = processEnvironment()
+	}
+	// The host ports the checkout's Compose files publish, when not given, are chosen for an
+	// environment beside others and handed to Compose's interpolation: the snapshot, and so
+	// every later Compose call, publishes exactly these.
+	hostPorts := map[string]int{}
+	for _, hp := range []struct {
+		name string
+		def  int
+	}{{devPortVariable, defaultDevPort}, {postgresPortVariable, defaultPostgresPort}} {
+		if env[hp.name] != "" {
+			continue
+		}
+		port, err := profile.HostPort(in, hp.def, slices.Collect(maps.Values(hostPorts))...)
+		if err != nil {
+			return nil, err
+		}
+		if port != hp.def {
+			env[hp.name], hostPorts[hp.name] = strconv.Itoa(port), port
+		}
 	}
 	// Compose interpolates OPENCLAW_DEV_PORT itself, but its range is occ's rule in both profiles:
 	// refused here with the Kubernetes-only profile's words, not by Compose as an invalid hostPort.
@@ -170,7 +194,12 @@ func (x Profile) plan(in profile.Input, co controlplane.Checkout) (*Plan, error)
 			return nil, &option.Error{Option: devPortVariable, Value: v, Rule: "must be between 1 and 65535", Fix: "choose a free port on 127.0.0.1 (default 3000)"}
 		}
 	}
-	lo := compose.LoadOptions{Checkout: co.Root, Project: x.OCE.ComposeProject, StateDir: in.StateDir, User: user, Environment: env}
+	op.HostPorts = hostPorts
+	project := x.OCE.ComposeProject
+	if project == "" {
+		project = compose.ProjectOf(in.Environment)
+	}
+	lo := compose.LoadOptions{Checkout: co.Root, Project: project, StateDir: in.StateDir, User: user, Environment: env}
 	if in.EngineKind == state.EnginePodman {
 		// The socket occ reaches Podman through. On a Podman machine this is the host's
 		// forwarded socket, not the path inside the machine; the only service of OCE's
@@ -214,8 +243,15 @@ func (x Profile) plan(in profile.Input, co controlplane.Checkout) (*Plan, error)
 }
 
 // processEnvironment is the process environment as a map, what Compose interpolation reads.
-// devPortVariable is the OCE API's host port, as compose.yaml publishes it.
-const devPortVariable = "OPENCLAW_DEV_PORT"
+// devPortVariable is the OCE API's host port, as compose.yaml publishes it, and
+// postgresPortVariable PostgreSQL's, as compose.postgres.yaml does; each with the default the
+// checkout's files give it.
+const (
+	devPortVariable      = "OPENCLAW_DEV_PORT"
+	defaultDevPort       = 3000
+	postgresPortVariable = "OCC_POSTGRES_PORT"
+	defaultPostgresPort  = 55432
+)
 
 func processEnvironment() map[string]string {
 	env := map[string]string{}

@@ -130,7 +130,7 @@ func (x Profile) New(in profile.Input) (Planned, error) {
 			Rule: "are refused: the Kubernetes-only profile runs no Compose project, so it takes no Compose options", Fix: "drop them, or use --control-plane compose"}
 	}
 	k := Planned{in: in, deps: x.Deps, run: &run{}}
-	kp, err := x.resolve()
+	kp, err := x.resolve(in)
 	if err != nil {
 		return Planned{}, err
 	}
@@ -180,9 +180,9 @@ func (x Profile) New(in profile.Input) (Planned, error) {
 	return k, nil
 }
 
-// resolve checks the profile's own settings (no I/O): the API's host port and the images
-// pulled by digest.
-func (x Profile) resolve() (*Plan, error) {
+// resolve checks the profile's own settings: the API's host port (chosen free for an
+// environment other than the default one) and the images pulled by digest.
+func (x Profile) resolve(in profile.Input) (*Plan, error) {
 	ko := x.Options
 	kp := &Plan{}
 	var err error
@@ -192,7 +192,9 @@ func (x Profile) resolve() (*Plan, error) {
 	kp.PostgresImage = kp.postgres.DigestReference()
 	kp.APIPort = ko.DevPort
 	if kp.APIPort == 0 {
-		kp.APIPort = defaultDevPort
+		if kp.APIPort, err = profile.HostPort(in, defaultDevPort, x.KubeAPIPort); err != nil {
+			return nil, err
+		}
 	}
 	if kp.APIPort < 1 || kp.APIPort > 65535 {
 		return nil, &option.Error{Option: EnvDevPort, Value: strconv.Itoa(kp.APIPort), Rule: "must be between 1 and 65535", Fix: "choose a free port on 127.0.0.1 (default 3000)"}
@@ -279,7 +281,7 @@ func (k Planned) describeRecord(profile.View) step.Description {
 // record records the control plane before any of it exists, so `status` and `down` know it;
 // the cluster's record holds everything it will create.
 func (k Planned) record(_ context.Context, env profile.Env, _ progress.Reporter) error {
-	cp := &state.ControlPlane{Checkout: k.OCE.Checkout, Commit: k.OCE.Commit, APIURL: k.Kube.APIURL}
+	cp := &state.ControlPlane{Checkout: k.OCE.Checkout, Commit: k.OCE.Commit, APIURL: k.Kube.APIURL, HostPorts: map[string]int{EnvDevPort: k.Kube.APIPort}}
 	if err := env.State().Update(func(s *state.State) { s.ControlPlane = cp }); err != nil {
 		return fmt.Errorf("record the control plane: %w", err)
 	}
