@@ -231,13 +231,13 @@ type Plan struct {
 	NodeDNS *k3d.NodeDNS `json:"k3dNodeDNS,omitempty"`
 	// GatewayRender is what the offline render of the Gateway chart assumes of the cluster's
 	// Kubernetes version, and where that version comes from.
-	GatewayRender   GatewayRenderPlan `json:"gatewayRender"`
+	GatewayRender GatewayRenderPlan `json:"gatewayRender"`
 	// NodeImage is the node image OCC_DEVELOPMENT_K3S_IMAGE selects instead of the pin; nil
 	// when the pin stands.
-	NodeImage *NodeImagePlan `json:"nodeImage,omitempty"`
-	CacheDir        string            `json:"cacheDirectory"`
-	GatewayEndpoint string            `json:"gatewayHealthEndpoint,omitempty"`
-	StartupTimeout  time.Duration     `json:"-"`
+	NodeImage       *NodeImagePlan `json:"nodeImage,omitempty"`
+	CacheDir        string         `json:"cacheDirectory"`
+	GatewayEndpoint string         `json:"gatewayHealthEndpoint,omitempty"`
+	StartupTimeout  time.Duration  `json:"-"`
 	// ClusterName, APIPort (0: a free port chosen at creation) and DiskThresholdPercent are the
 	// k3d cluster's; Engine is the located Docker engine (unix:///…) and EngineSource the rule
 	// that chose it (DOCKER_HOST, a docker context, the default socket).
