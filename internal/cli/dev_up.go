@@ -31,9 +31,8 @@ what it made, and 'occ dev down' removes exactly what was recorded. --dry-run sh
 --name keeps environments side by side (own state, Compose project, host ports; occ dev list).
 Each flag names its variable; only the environment gives OCC_DEVELOPMENT_CONTROLLER_IMAGE and
 OCC_KUBERNETES_RUNTIME_IMAGE (CI-built images by digest), OCC_DEVELOPMENT_NODE_BASE_IMAGE,
-OCC_DEVELOPMENT_NODE_RUNTIME_BASE_IMAGE, OCC_DEVELOPMENT_COMPOSE_PROJECT, OCC_DEVELOPMENT_K3S_IMAGE
-(a k3s release image instead of the pinned node image), and for the Kubernetes-only profile
-OPENCLAW_DEV_PORT and OCC_DEVELOPMENT_POSTGRES_IMAGE.
+OCC_DEVELOPMENT_NODE_RUNTIME_BASE_IMAGE, OCC_DEVELOPMENT_COMPOSE_PROJECT, OCC_DEVELOPMENT_K3S_IMAGE,
+and for the Kubernetes-only profile OPENCLAW_DEV_PORT and OCC_DEVELOPMENT_POSTGRES_IMAGE.
 How every step works: docs/dev-up.md.`,
 		Example: `  # Preview every step and what it would create; creates nothing
   occ dev up --dry-run
