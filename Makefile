@@ -4,7 +4,7 @@ PKG      := github.com/openclaw/occ
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT   ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS  := -s -w -X $(PKG)/internal/cli.version=$(VERSION) -X $(PKG)/internal/cli.commit=$(COMMIT)
-TESTFLAGS ?= -count=1 -timeout 30m
+TESTFLAGS ?= -count=1 -timeout 50m
 
 # The binary is static and path-free; tests build with the same settings so that one compile
 # of the (large) dependency graph serves both `make build` and `make test`.
