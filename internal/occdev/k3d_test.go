@@ -442,8 +442,9 @@ func testBuiltCLI(t *testing.T, b *k3dBed) {
 	}
 }
 
-// tagNodeImage tags the bed's node image in the bed's registry under repo with its k3s release
-// tag, as a mirror serves it, and returns that tag reference (no digest).
+// tagNodeImage copies the bed's node image (its index, every entry) into repo of the bed's
+// registry under its k3s release tag, as a mirror serves it, and returns that tag reference (no
+// digest): the same digest under another name, which no engine holds before the run.
 func (b *k3dBed) tagNodeImage(t *testing.T, repo string) pins.Image {
 	t.Helper()
 	src, err := name.ParseReference(b.set.K3s.Image.DigestReference(), name.Insecure)
@@ -459,8 +460,22 @@ func (b *k3dBed) tagNodeImage(t *testing.T, repo string) pins.Image {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := remote.Tag(dst, desc); err != nil {
-		t.Fatalf("tag %s in the bed's registry: %v", dst, err)
+	if desc.MediaType.IsIndex() {
+		idx, err := desc.ImageIndex()
+		if err == nil {
+			err = remote.WriteIndex(dst, idx)
+		}
+		if err != nil {
+			t.Fatalf("copy the node image's index to %s: %v", dst, err)
+		}
+		return img
+	}
+	one, err := desc.Image()
+	if err == nil {
+		err = remote.Write(dst, one)
+	}
+	if err != nil {
+		t.Fatalf("copy the node image to %s: %v", dst, err)
 	}
 	return img
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
+	"github.com/openclaw/occ/internal/occdev/controlplane"
 	kcp "github.com/openclaw/occ/internal/occdev/controlplane/kubernetes"
 	"github.com/openclaw/occ/internal/occdev/helmrelease"
 	"github.com/openclaw/occ/internal/occdev/state"
@@ -58,8 +59,13 @@ func kubeSignalPoints(t *testing.T, names []string, sig syscall.Signal) []string
 // way nothing is left: the cluster's containers, networks and volumes, the images up pulled or
 // built, the state directory, temporary files, and the user's kubeconfig is as it was.
 func testKubernetesSignals(t *testing.T, b *kubeBed, sig syscall.Signal) {
+	// The binary runs with CI-built images selected, as a developer whose engine cannot build
+	// does: the bed's engine gives builds no network (the library runs build through a seam
+	// that sets none), and the builds are signalled in the Compose matrix.
+	controller, runtime := b.selectedImages(t, b.commit)
 	probe := b.options(t)
 	probe.OCE.Repository = b.checkout
+	probe.OCE.Images = controlplane.ImageSelection{Controller: controller, Runtime: runtime}
 	names := stepNames(t, probe)
 	points := kubeSignalPoints(t, names, sig)
 	bin := buildOCC(t)
@@ -79,7 +85,8 @@ func testKubernetesSignals(t *testing.T, b *kubeBed, sig syscall.Signal) {
 			}
 			tmp := t.TempDir()
 			env := append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(t.TempDir(), "cache"), "OCC_DEVELOPMENT_STATE_DIRECTORY="+opts.StateDir, "TMPDIR="+tmp,
-				"OCC_DEVELOPMENT_NODE_BASE_IMAGE="+b.nodeBase, "OCC_DEVELOPMENT_NODE_RUNTIME_BASE_IMAGE="+b.nodeRuntimeBase, "OPENCLAW_DEV_PORT="+strconv.Itoa(port))
+				"OCC_DEVELOPMENT_NODE_BASE_IMAGE="+b.nodeBase, "OCC_DEVELOPMENT_NODE_RUNTIME_BASE_IMAGE="+b.nodeRuntimeBase, "OPENCLAW_DEV_PORT="+strconv.Itoa(port),
+				controlplane.EnvControllerImage+"="+controller, controlplane.EnvRuntimeImage+"="+runtime)
 			up := exec.Command(bin, "dev", "up", "--cluster-provider", "k3d", "--control-plane", "kubernetes", "--repository", b.checkout,
 				"--cluster-name", opts.ClusterName, "--pin-file", b.pinFile, "--openshell-archive", b.archive,
 				"--gateway-endpoint", opts.GatewayEndpoint, "--startup-timeout", "3m", "--engine", b.kind, "--no-diagnose")
