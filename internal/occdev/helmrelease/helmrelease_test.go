@@ -269,7 +269,7 @@ func TestReleaseLeftPendingByAKilledOcc(t *testing.T) {
 		connect := func(context.Context) (*kubeobj.Conn, error) {
 			return kubeobj.Connect(access, kubeobj.Options{Owner: "owner-a"})
 		}
-		if in := helmrelease.Remover(connect).Inspect(ctx, rel.Record()); in.State != state.Present || !strings.Contains(in.Detail, "pending-install") {
+		if in := helmrelease.Remover(connect).Inspect(ctx, rel.Record()); in.State != state.Interrupted || !strings.Contains(in.Detail, "pending-install: the occ that ran it stopped") {
 			t.Errorf("status of the killed install: %+v", in)
 		}
 		if rm, err := helmrelease.Remover(connect).Remove(ctx, rel.Record()); err != nil || rm.Outcome != state.Removed {

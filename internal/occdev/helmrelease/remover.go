@@ -43,6 +43,10 @@ func (r remover) inspect(ctx context.Context, o state.Object) (state.Inspection,
 	in := state.Inspection{State: state.Present}
 	if live.Info != nil {
 		in.Detail = fmt.Sprintf("revision %d, %s", live.Version, live.Info.Status)
+		if live.Info.Status.IsPending() {
+			in.State = state.Interrupted
+			in.Detail += ": the occ that ran it stopped before it ended; the next reload or down finishes it"
+		}
 	}
 	return in, rel, nil
 }

@@ -18,6 +18,9 @@ const (
 	Changed Liveness = "changed"
 	// Terminating: the object is ours and its deletion has started.
 	Terminating Liveness = "terminating"
+	// Interrupted: the object is ours and an operation on it was cut short (a Helm release a
+	// killed occ left pending); the next reload, or down, finishes it.
+	Interrupted Liveness = "interrupted"
 	// Unknown: occ could not look (the cluster or engine did not answer, or no remover knows
 	// the type); Inspection.Detail says why. Never reported as missing.
 	Unknown Liveness = "unknown"
