@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openclaw/occ/internal/occdev"
 	"github.com/openclaw/occ/internal/occdev/state"
@@ -21,6 +22,8 @@ import (
 func TestEnvironmentsSideBySide(t *testing.T) {
 	b := newK3dBed(t, nil)
 	b.forgetProducts(t)
+	start := time.Now()
+	lap := func(what string) { t.Logf("%s: %s", what, time.Since(start).Round(time.Millisecond)) }
 	bin := buildOCC(t)
 	t.Setenv("XDG_STATE_HOME", t.TempDir())
 	for _, k := range []string{state.EnvDirectory, state.EnvEnvironment} {
@@ -37,6 +40,7 @@ func TestEnvironmentsSideBySide(t *testing.T) {
 	if _, err := occdev.Up(context.Background(), one); err != nil {
 		t.Fatalf("up of environment one: %v", err)
 	}
+	lap("up of one")
 
 	two := b.options(t)
 	run := func(args ...string) (string, string, error) {
@@ -52,6 +56,7 @@ func TestEnvironmentsSideBySide(t *testing.T) {
 	if err != nil {
 		t.Fatalf("occ dev up --name two: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
 	}
+	lap("up --name two")
 	if !strings.Contains(out, twoDir) {
 		t.Errorf("up --name two does not name its state directory %s:\n%s", twoDir, out)
 	}
@@ -73,6 +78,7 @@ func TestEnvironmentsSideBySide(t *testing.T) {
 			t.Errorf("list entry %d = %+v, want %s in %s with cluster %s on %s, healthy", i, e, want.name, want.dir, want.cluster, b.kind)
 		}
 	}
+	lap("list -o json")
 	table, _, err := run("dev", "list")
 	t.Logf("occ dev list:\n%s", table)
 	if err != nil || !strings.Contains(table, one.ClusterName) || !strings.Contains(table, two.ClusterName) {
@@ -84,6 +90,7 @@ func TestEnvironmentsSideBySide(t *testing.T) {
 	if out, errOut, err := run("dev", "down", "--name", "one"); err != nil {
 		t.Fatalf("occ dev down --name one: %v\n%s\n%s", err, out, errOut)
 	}
+	lap("down --name one")
 	if !stateGone(oneDir) || len(b.containerIDs(t, one.ClusterName)) != 0 {
 		t.Fatalf("down --name one left its state or containers")
 	}
@@ -97,6 +104,7 @@ func TestEnvironmentsSideBySide(t *testing.T) {
 	if _, err := occdev.Down(context.Background(), occdev.DownOptions{Environment: "two"}); err != nil {
 		t.Fatalf("down of environment two: %v", err)
 	}
+	lap("down of two")
 	if !stateGone(twoDir) || len(b.containerIDs(t, two.ClusterName)) != 0 {
 		t.Fatalf("down of two left its state or containers")
 	}
