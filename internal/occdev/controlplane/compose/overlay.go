@@ -1,0 +1,93 @@
+package compose
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/compose-spec/compose-go/v2/types"
+)
+
+// metricsPrefix names the metrics settings of OCE's processes (OCC_METRICS_ENABLED,
+// OCC_METRICS_HOST, OCC_METRICS_PORT). OCE's chart gives them to its Kubernetes worker as to its
+// API, so worker-kubernetes, this profile's worker, takes them from what the Compose options
+// give the Docker Compute worker (compose.metrics.yaml sets them on `worker` only). Nothing else
+// of `worker` carries over: the logging overlay's settings for it are Docker Compute's (its
+// fluentd address for Agent containers), and OCE's chart runs no collector in development.
+const metricsPrefix = "OCC_METRICS_"
+
+// EnvConfigPath is the variable that names the configuration an OCE process reads; in this
+// profile it is the Installation occ writes, mounted read-only (compose.kubernetes.yaml).
+const EnvConfigPath = "OCC_CONFIG_PATH"
+
+// adoptWorkerAdditions gives worker-kubernetes the metrics settings the Compose options give
+// the Docker Compute worker, unless the options set them on worker-kubernetes themselves, and
+// says so in its status. checkout is the model of the checkout's own files.
+func (m *Model) adoptWorkerAdditions(checkout *types.Project) {
+	from, ok := m.Project.Services[ServiceDockerWorker]
+	to, ok2 := m.Project.Services[ServiceWorker]
+	if !ok || !ok2 {
+		return
+	}
+	was := checkout.Services[ServiceDockerWorker].Environment
+	own := checkout.Services[ServiceWorker].Environment
+	var given []string
+	for k, v := range from.Environment {
+		if !strings.HasPrefix(k, metricsPrefix) || sameValue(was[k], v) || !sameValue(own[k], to.Environment[k]) {
+			continue
+		}
+		if to.Environment == nil {
+			to.Environment = types.MappingWithEquals{}
+		} else if len(given) == 0 {
+			to.Environment = cloneMapping(to.Environment)
+		}
+		to.Environment[k] = v
+		given = append(given, k)
+	}
+	if len(given) == 0 {
+		return
+	}
+	sort.Strings(given)
+	m.Project.Services[ServiceWorker] = to
+	st := m.status[ServiceWorker]
+	st.Why += "; with " + strings.Join(given, ", ") + " as the Compose options give them to worker, as OCE's chart gives its Kubernetes worker the metrics settings of its API"
+	m.status[ServiceWorker] = st
+}
+
+// keepInstallationConfig keeps the controller's and worker-kubernetes's OCC_CONFIG_PATH at the
+// Installation occ writes when the Compose options point it elsewhere (compose.logging.yaml
+// points it at its own configuration of the Docker Compute stack): without the Installation the
+// API and the worker know no cluster, and the profile is nothing. The plan says so.
+func (m *Model) keepInstallationConfig(checkout *types.Project) {
+	for _, name := range APIServices {
+		svc, ok := m.Project.Services[name]
+		want := checkout.Services[name].Environment[EnvConfigPath]
+		if !ok || want == nil || sameValue(want, svc.Environment[EnvConfigPath]) {
+			continue
+		}
+		other := "unset"
+		if v := svc.Environment[EnvConfigPath]; v != nil {
+			other = *v
+		}
+		svc.Environment = cloneMapping(svc.Environment)
+		svc.Environment[EnvConfigPath] = want
+		m.Project.Services[name] = svc
+		st := m.status[name]
+		st.Why += "; " + EnvConfigPath + " stays " + *want + ", the Installation occ writes (the Compose options set " + other + ")"
+		m.status[name] = st
+	}
+}
+
+func sameValue(a, b *string) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+func cloneMapping(in types.MappingWithEquals) types.MappingWithEquals {
+	out := types.MappingWithEquals{}
+	for k, v := range in {
+		out[k] = v
+	}
+	return out
+}
