@@ -112,6 +112,7 @@ func (m *Model) classifyServices(checkout *types.Project) []Violation {
 				continue
 			}
 			var missing []string
+			hows := map[string][]string{}
 			wait := false
 			for _, need := range needs(p.Services[name]) {
 				switch {
@@ -119,23 +120,28 @@ func (m *Model) classifyServices(checkout *types.Project) []Violation {
 				case slices.Contains(added, need.service) && blocked[need.service] == "":
 					wait = true
 				default:
-					text := need.how + " " + need.service + ", which this profile does not start"
-					if st, ok := m.status[need.service]; ok {
-						text += " (" + st.Why + ")"
-					} else if blocked[need.service] != "" {
-						text = need.how + " " + need.service + ", which cannot run either"
+					if !slices.Contains(missing, need.service) {
+						missing = append(missing, need.service)
 					}
-					if !slices.Contains(missing, text) {
-						missing = append(missing, text)
-					}
+					hows[need.service] = append(hows[need.service], need.how)
 				}
+			}
+			var texts []string
+			for _, svc := range missing {
+				text := "needs " + svc + " (" + strings.Join(hows[svc], ", ") + "), which this profile does not start"
+				if st, ok := m.status[svc]; ok {
+					text += " (" + st.Why + ")"
+				} else if blocked[svc] != "" {
+					text = "needs " + svc + " (" + strings.Join(hows[svc], ", ") + "), which cannot run either"
+				}
+				texts = append(texts, text)
 			}
 			switch {
 			case len(missing) > 0:
 				if blocked[name] == "" {
 					changed = true
 				}
-				blocked[name] = strings.Join(missing, ", and ")
+				blocked[name] = strings.Join(texts, ", and ")
 			case !wait:
 				runs[name] = true
 				changed = true
@@ -165,8 +171,8 @@ func (m *Model) classifyServices(checkout *types.Project) []Violation {
 		}
 		for _, need := range needs(svc) {
 			if slices.Contains(added, need.service) && !runs[need.service] {
-				out = append(out, Violation{Service: name, Key: "services." + name, Value: need.how + " " + need.service,
-					Rule: "the profile's " + name + " " + need.how + " " + need.service + ", which cannot run in this profile (" + m.status[need.service].Why + ")",
+				out = append(out, Violation{Service: name, Key: "services." + name + "." + need.how, Value: need.service,
+					Rule: "the profile's " + name + " needs " + need.service + " (" + need.how + "), which cannot run in this profile (" + m.status[need.service].Why + ")",
 					Fix:  "drop that dependency from the Compose options after --, or the overlay that adds it"})
 			}
 		}
@@ -293,6 +299,8 @@ func startOrder(p *types.Project, names []string) []string {
 	return out
 }
 
+// need is a service another cannot start without, and the key that says so (depends_on,
+// network_mode, volumes_from, links, pid, ipc).
 type need struct{ how, service string }
 
 // needs are the services a service cannot start without: its dependencies and the services
@@ -300,10 +308,10 @@ type need struct{ how, service string }
 func needs(svc types.ServiceConfig) []need {
 	var out []need
 	for _, dep := range sortedKeys(svc.DependsOn) {
-		out = append(out, need{"depends on", dep})
+		out = append(out, need{"depends_on", dep})
 	}
 	if s, ok := strings.CutPrefix(svc.NetworkMode, types.NetworkModeServicePrefix); ok {
-		out = append(out, need{"shares the network namespace (network_mode) of", s})
+		out = append(out, need{"network_mode", s})
 	}
 	for _, v := range svc.VolumesFrom {
 		if s, ok := strings.CutPrefix(v, types.ServicePrefix); ok {
@@ -311,16 +319,16 @@ func needs(svc types.ServiceConfig) []need {
 		}
 		if !strings.HasPrefix(v, types.ContainerPrefix) {
 			name, _, _ := strings.Cut(v, ":")
-			out = append(out, need{"takes the volumes of (volumes_from)", name})
+			out = append(out, need{"volumes_from", name})
 		}
 	}
 	for _, l := range svc.Links {
 		name, _, _ := strings.Cut(l, ":")
 		out = append(out, need{"links", name})
 	}
-	for _, mode := range []string{svc.Pid, svc.Ipc} {
-		if s, ok := strings.CutPrefix(mode, types.ServicePrefix); ok {
-			out = append(out, need{"shares the namespaces of", s})
+	for _, mode := range []struct{ key, value string }{{"pid", svc.Pid}, {"ipc", svc.Ipc}} {
+		if s, ok := strings.CutPrefix(mode.value, types.ServicePrefix); ok {
+			out = append(out, need{mode.key, s})
 		}
 	}
 	return out

@@ -78,8 +78,7 @@ func TestMetricsOverlayLeavesOutTheServiceThatCannotRun(t *testing.T) {
 	}
 	st := statusOf(m.Services())
 	w := st["metrics-worker"]
-	for _, want := range []string{"left out, as it cannot run in this profile: it depends on worker, which this profile does not start (the Docker Compute worker of compose.yaml",
-		"and shares the network namespace (network_mode) of worker"} {
+	for _, want := range []string{"left out, as it cannot run in this profile: it needs worker (depends_on, network_mode), which this profile does not start (the Docker Compute worker of compose.yaml"} {
 		if w.Started || !strings.Contains(w.Why, want) {
 			t.Errorf("metrics-worker %+v, want its reason to say %q", w, want)
 		}
@@ -180,7 +179,7 @@ func TestProfileServiceNeedingALeftOutServiceIsRefused(t *testing.T) {
 	if !errors.As(err, &pe) || len(pe.Violations) != 1 || pe.Violations[0].Service != ServiceWorker {
 		t.Fatalf("got %v, want one violation of worker-kubernetes", err)
 	}
-	for _, w := range []string{"service worker-kubernetes: services.worker-kubernetes", "the profile's worker-kubernetes depends on metrics-worker, which cannot run in this profile (left out", "drop that dependency"} {
+	for _, w := range []string{"service worker-kubernetes: services.worker-kubernetes.depends_on = \"metrics-worker\"", "the profile's worker-kubernetes needs metrics-worker (depends_on), which cannot run in this profile (left out", "drop that dependency"} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("error lacks %q:\n%v", w, err)
 		}
