@@ -270,6 +270,7 @@ func Load(ctx context.Context, opts LoadOptions) (*Model, error) {
 	violations = append(violations, m.checkOwnership()...)
 	violations = append(violations, m.checkServices()...)
 	violations = append(violations, m.checkPublications()...)
+	violations = append(violations, m.checkPodmanLogging()...)
 	if len(violations) > 0 {
 		// The model comes with its refusal, so a dry run can show the whole plan beside it.
 		return m, &ProjectError{Violations: violations}

@@ -1,6 +1,7 @@
 package compose
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -88,6 +89,32 @@ func cloneMapping(in types.MappingWithEquals) types.MappingWithEquals {
 	out := types.MappingWithEquals{}
 	for k, v := range in {
 		out[k] = v
+	}
+	return out
+}
+
+// podmanLogDrivers are the logging drivers Podman's Docker-compatible API accepts for a
+// container; it refuses any other at container creation ("invalid log driver"). json-file is
+// Podman's name for its k8s-file format.
+var podmanLogDrivers = []string{"", "json-file", "k8s-file", "journald", "none", "passthrough"}
+
+// checkPodmanLogging refuses, on Podman, a started service whose logging driver Podman does not
+// have (compose.logging.yaml's fluentd for the services, local for its Collector): Compose would
+// create the project and fail at that service's container, after the cluster exists. A
+// left-out service never runs, so its driver does not matter.
+func (m *Model) checkPodmanLogging() []Violation {
+	if !m.podman {
+		return nil
+	}
+	var out []Violation
+	for _, name := range m.StartedServices() {
+		l := m.Project.Services[name].Logging
+		if l == nil || slices.Contains(podmanLogDrivers, l.Driver) {
+			continue
+		}
+		out = append(out, Violation{Service: name, Key: "logging.driver", Value: l.Driver,
+			Rule: "Podman has no " + l.Driver + " logging driver (it has " + strings.Join(podmanLogDrivers[1:], ", ") + ")",
+			Fix:  "run this overlay on Docker (compose.logging.yaml needs Docker's fluentd driver), or leave it out on Podman"})
 	}
 	return out
 }

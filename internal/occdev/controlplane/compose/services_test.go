@@ -1,6 +1,7 @@
 package compose
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"maps"
@@ -273,5 +274,28 @@ func TestAddedServicesFollowTheRules(t *testing.T) {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("error lacks %q:\n%v", w, err)
 		}
+	}
+}
+
+// An engineer on Podman adds compose.logging.yaml: Podman has neither the fluentd logging driver
+// the services would log with nor the Collector's local one, so the overlay is refused before
+// anything exists, naming each service and driver; on Docker the same model loads.
+func TestLoggingOverlayIsRefusedOnPodman(t *testing.T) {
+	b := newModelBed(t)
+	_, err := Load(context.Background(), LoadOptions{Checkout: b.checkout, Project: "occ-model-test", StateDir: b.state, PodmanSocket: "/run/podman/podman.sock",
+		User: UserOptions{Files: []string{filepath.Join(b.checkout, "compose.logging.yaml")}}, Environment: loggingEnv})
+	var pe *ProjectError
+	if !errors.As(err, &pe) {
+		t.Fatalf("got %v, want a *ProjectError", err)
+	}
+	var got []string
+	for _, v := range pe.Violations {
+		got = append(got, v.Service+" "+v.Value)
+	}
+	if strings.Join(got, ", ") != "collector local, migrate fluentd, bootstrap fluentd, controller fluentd" {
+		t.Errorf("violations %q", got)
+	}
+	if !strings.Contains(err.Error(), `service migrate: logging.driver = "fluentd": Podman has no fluentd logging driver (it has json-file, k8s-file, journald, none, passthrough); run this overlay on Docker`) {
+		t.Errorf("error:\n%v", err)
 	}
 }
