@@ -221,24 +221,31 @@ func (m *Model) stageServices(added []string) {
 		}
 		m.stages[stage] = startOrder(p, names)
 	}
-	why := [3]string{
-		stageData:  "added by the Compose options after --; started with the data services, since %s it",
-		stageAPI:   "added by the Compose options after --; started with the controller and worker-kubernetes, since %s it",
-		stageAdded: "added by the Compose options after --; started after the controller and worker-kubernetes",
-	}
 	for stage, names := range m.stages {
 		for _, n := range names {
 			if !slices.Contains(added, n) {
 				continue
 			}
-			if stage == stageAdded {
+			why := "added by the Compose options after --; started after the controller and worker-kubernetes"
+			switch stage {
+			case stageData:
+				why = "added by the Compose options after --; started with the data services, since " + needing(dependents(p, names, n)) + " it"
+			case stageAPI:
+				why = "added by the Compose options after --; started with the controller and worker-kubernetes, since " + needing(dependents(p, names, n)) + " it"
+			default:
 				m.Added = append(m.Added, n)
-				m.status[n] = ServiceStatus{Name: n, Started: true, Why: why[stage]}
-				continue
 			}
-			m.status[n] = ServiceStatus{Name: n, Started: true, Why: fmt.Sprintf(why[stage], strings.Join(dependents(p, names, n), " and ")+" "+map[bool]string{true: "needs", false: "need"}[len(dependents(p, names, n)) == 1])}
+			m.status[n] = ServiceStatus{Name: n, Started: true, Why: why}
 		}
 	}
+}
+
+// needing is "a needs" or "a and b need".
+func needing(services []string) string {
+	if len(services) == 1 {
+		return services[0] + " needs"
+	}
+	return strings.Join(services, " and ") + " need"
 }
 
 // dependents are the services of names that need service directly.
