@@ -190,21 +190,28 @@ const (
 	LoggingOverlay = "services:\n  collector: {image: " + CollectorTag + "}\n"
 )
 
-// EnsureMetricsImages builds and loads the stand-ins of Prometheus (ocestandin as
-// /bin/prometheus), Grafana (ocestandin as /run.sh) and the OpenTelemetry Collector (ocestandin
-// as /otelcol-contrib) and tags them PrometheusTag, GrafanaTag and CollectorTag.
-func EnsureMetricsImages(t testing.TB, e *dockerbed.Engine) {
+// MetricsImageSpecs are the stand-ins of the overlays' images by the tag each is used under:
+// Prometheus (ocestandin as /bin/prometheus), Grafana (ocestandin as /run.sh) and the
+// OpenTelemetry Collector (ocestandin as /otelcol-contrib).
+func MetricsImageSpecs(t testing.TB) map[string]dockerbed.ImageSpec {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	for tag, spec := range map[string]dockerbed.ImageSpec{
+	return map[string]dockerbed.ImageSpec{
 		PrometheusTag: {Repo: "occ-bed/oce-prometheus", Files: append(standinFiles(t), dockerbed.File{Path: "bin/prometheus", Source: StandinBinary(t), Mode: 0o755}),
 			Config: v1.Config{Env: []string{"PATH=/bin:/usr/bin"}, Entrypoint: []string{"/bin/prometheus"}, Cmd: []string{"--config.file=/etc/prometheus/prometheus.yml"}}},
 		GrafanaTag: {Repo: "occ-bed/oce-grafana", Files: append(standinFiles(t), dockerbed.File{Path: "run.sh", Source: StandinBinary(t), Mode: 0o755}),
 			Config: v1.Config{Env: []string{"PATH=/bin:/usr/bin"}, Entrypoint: []string{"/run.sh"}}},
 		CollectorTag: {Repo: "occ-bed/oce-otelcol", Files: append(standinFiles(t), dockerbed.File{Path: "otelcol-contrib", Source: StandinBinary(t), Mode: 0o755}),
 			Config: v1.Config{Env: []string{"PATH=/bin:/usr/bin"}, Entrypoint: []string{"/otelcol-contrib"}, Cmd: []string{"--config=/etc/otelcol-contrib/config.yaml"}}},
-	} {
+	}
+}
+
+// EnsureMetricsImages builds and loads the overlays' stand-ins (MetricsImageSpecs) and tags
+// them.
+func EnsureMetricsImages(t testing.TB, e *dockerbed.Engine) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for tag, spec := range MetricsImageSpecs(t) {
 		img, err := e.EnsureImage(ctx, spec)
 		if err != nil {
 			t.Fatal(err)
