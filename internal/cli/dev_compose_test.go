@@ -96,6 +96,7 @@ type dryRunServices struct {
 					Name    string `json:"name"`
 					Started bool   `json:"started"`
 					Why     string `json:"why"`
+					LeftOut bool   `json:"leftOut"`
 				} `json:"services"`
 			} `json:"compose"`
 		} `json:"oce"`
@@ -139,6 +140,9 @@ func TestDryRunPlansTheCheckoutsOverlays(t *testing.T) {
 	var got []string
 	for _, s := range dr.Plan.OCE.Compose.Services {
 		got = append(got, fmt.Sprintf("%s %v", s.Name, s.Started))
+		if s.LeftOut != (s.Name == "metrics-worker") {
+			t.Errorf("%s: leftOut %v", s.Name, s.LeftOut)
+		}
 	}
 	if strings.Join(got, ", ") != "postgres true, collector true, migrate true, bootstrap true, controller true, worker-kubernetes true, prometheus true, grafana true, metrics-api true, metrics-worker false, worker false" {
 		t.Errorf("services: %s", strings.Join(got, ", "))

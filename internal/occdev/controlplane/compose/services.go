@@ -40,6 +40,9 @@ type ServiceStatus struct {
 	Started bool `json:"started"`
 	// Why says why it is started or not.
 	Why string `json:"why"`
+	// LeftOut says the Compose options add it and it cannot run in this profile (it needs a
+	// service the profile never starts); Why names that service.
+	LeftOut bool `json:"leftOut,omitempty"`
 }
 
 // The stages of `up` that start services, in the order they run.
@@ -160,7 +163,7 @@ func (m *Model) classifyServices(checkout *types.Project) []Violation {
 		if why == "" {
 			why = "waits for added services that never start (a dependency cycle)"
 		}
-		m.status[name] = ServiceStatus{Name: name, Why: "left out, as it cannot run in this profile: it " + why}
+		m.status[name] = ServiceStatus{Name: name, Why: "left out, as it cannot run in this profile: it " + why, LeftOut: true}
 	}
 	// A profile service that needs a left-out service cannot start either: that is the one
 	// overlay occ refuses, since the profile is nothing without its own services.
