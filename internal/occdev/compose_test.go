@@ -459,6 +459,23 @@ func testComposeUpStatusDown(t *testing.T, b *composeBed) {
 	// output and no other file of the state.
 	assertSecretNowhere(t, grafanaPassword, dir, filepath.Join(dir, compose.SnapshotName), said)
 
+	// A reload of the edited controller alone recreates the metrics agent that shares its
+	// network namespace, which then runs in the new controller's.
+	editSource(t, filepath.Join(r.checkout, serverScript), "edit under the metrics agent")
+	reloadStart := time.Now()
+	rel, err := occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir, Services: []string{"controller"}})
+	if err != nil {
+		t.Fatalf("reload controller: %v", err)
+	}
+	t.Logf("reload of the controller with its metrics agent took %s", time.Since(reloadStart).Round(time.Millisecond))
+	if !slices.Equal(rel.Rolled, []string{"controller", "metrics-api"}) {
+		t.Errorf("reload controller recreated %q, want the controller and the agent in its namespace", rel.Rolled)
+	}
+	ctrl, agent := serviceContainer(t, b, r.settings.Project, "controller"), serviceContainer(t, b, r.settings.Project, "metrics-api")
+	if string(agent.HostConfig.NetworkMode) != "container:"+ctrl.ID || !agent.State.Running {
+		t.Errorf("metrics-api runs %v in network %s, want the new controller's container:%s", agent.State.Running, agent.HostConfig.NetworkMode, ctrl.ID)
+	}
+
 	start := time.Now()
 	res, err := occdev.Down(ctx, occdev.DownOptions{StateDir: dir, Log: log})
 	if err != nil {

@@ -118,3 +118,30 @@ func (m *Model) checkPodmanLogging() []Violation {
 	}
 	return out
 }
+
+// Sharers adds to services every service of started that shares the namespaces of one of them
+// (network_mode, pid or ipc `service:…`), or takes its volumes (volumes_from), directly or
+// through another such service, in the order of started. A recreated container takes its
+// namespaces with it: a service that shares them (compose.metrics.yaml's metrics-api shares the
+// controller's network namespace) keeps running in the old ones, cut off, unless it is
+// recreated with it; `--no-deps` keeps Compose from doing that by itself.
+func Sharers(p *types.Project, started, services []string) []string {
+	out := slices.Clone(services)
+	for changed := true; changed; {
+		changed = false
+		for _, name := range started {
+			if slices.Contains(out, name) {
+				continue
+			}
+			for _, n := range needs(p.Services[name]) {
+				if n.how != "depends_on" && n.how != "links" && slices.Contains(out, n.service) {
+					out = append(out, name)
+					changed = true
+					break
+				}
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(a, b string) int { return slices.Index(started, a) - slices.Index(started, b) })
+	return out
+}

@@ -299,3 +299,22 @@ func TestLoggingOverlayIsRefusedOnPodman(t *testing.T) {
 		t.Errorf("error:\n%v", err)
 	}
 }
+
+// An engineer with the metrics overlay reloads after editing the controller: the API's metrics
+// agent shares the controller's network namespace, so it is recreated with it (after it); the
+// Prometheus server and Grafana, which only depend on services, are not; the left-out worker
+// agent is never named.
+func TestSharersAreRecreatedWithTheirOwner(t *testing.T) {
+	b := newModelBed(t)
+	m, err := b.load([]string{filepath.Join(b.checkout, "compose.metrics.yaml")}, metricsEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := m.StartedServices()
+	if got := Sharers(m.Project, started, []string{ServiceController, ServiceWorker}); strings.Join(got, " ") != "controller worker-kubernetes metrics-api" {
+		t.Errorf("recreated with the API services: %v", got)
+	}
+	if got := Sharers(m.Project, started, []string{ServiceWorker}); strings.Join(got, " ") != "worker-kubernetes" {
+		t.Errorf("recreated with worker-kubernetes: %v", got)
+	}
+}
