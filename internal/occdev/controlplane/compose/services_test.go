@@ -318,3 +318,24 @@ func TestSharersAreRecreatedWithTheirOwner(t *testing.T) {
 		t.Errorf("recreated with worker-kubernetes: %v", got)
 	}
 }
+
+// An engineer's overlay adds a sidecar worker-kubernetes depends on: Compose starts it with the
+// API services (their `compose up` names it), before worker-kubernetes, and the plan says so;
+// nothing is left for the last stage.
+func TestAddedServiceAnAPIServiceNeedsStartsWithIt(t *testing.T) {
+	b := newModelBed(t)
+	over := b.override("sidecar.yaml", "services:\n  sidecar:\n    image: registry.example/sidecar@sha256:"+strings.Repeat("a", 64)+"\n    networks: [development]\n  worker-kubernetes:\n    depends_on: [sidecar]\n")
+	m, err := b.load([]string{over}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(m.APIStage(), " "); got != "controller sidecar worker-kubernetes" {
+		t.Errorf("API stage %s", got)
+	}
+	if len(m.Added) != 0 || strings.Join(m.DataStage(), " ") != "postgres migrate bootstrap" {
+		t.Errorf("data stage %v, added %v", m.DataStage(), m.Added)
+	}
+	if why := statusOf(m.Services())["sidecar"].Why; why != "added by the Compose options after --; started with the controller and worker-kubernetes, since worker-kubernetes needs it" {
+		t.Errorf("sidecar: %s", why)
+	}
+}
