@@ -221,16 +221,21 @@ func testComposeUpStatusDown(t *testing.T, b *composeBed) {
 	ctx := context.Background()
 	b.forgetProducts(t)
 	b.Engine.Forget(b.nodeBase, b.nodeRuntimeBase)
-	// The engineer's metrics overlay, as in an OCE checkout, with the bed's stand-in images and
-	// the worker agent disabled (it needs the Docker Compute worker): the rest of the metrics
-	// stack starts with the profile.
-	r := b.run(t, ocebed.MetricsOverlay)
-	r.opts.OCE.ComposeArgs = append([]string{"-f", filepath.Join(r.checkout, "compose.metrics.yaml")}, r.opts.OCE.ComposeArgs...)
-	promPort, grafanaPort := freeLoopbackPort(t), freeLoopbackPort(t)
+	// The engineer's metrics and logging overlays, as in an OCE checkout, with the bed's
+	// stand-in images: the metrics stack starts after the API services except the worker agent,
+	// which needs the Docker Compute worker and is left out; the logging Collector starts with
+	// the data services, which depend on it and log to it.
+	r := b.run(t, ocebed.MetricsOverlay, ocebed.LoggingOverlay)
+	r.opts.OCE.ComposeArgs = append([]string{"-f", filepath.Join(r.checkout, "compose.metrics.yaml"), "-f", filepath.Join(r.checkout, "compose.logging.yaml")}, r.opts.OCE.ComposeArgs...)
+	promPort, grafanaPort, forwardPort, collectorMetricsPort := freeLoopbackPort(t), freeLoopbackPort(t), freeLoopbackPort(t), freeLoopbackPort(t)
 	const grafanaPassword = "grafana-canary-6b1d0c"
 	r.opts.OCE.Environment["OCC_PROMETHEUS_PORT"] = fmt.Sprint(promPort)
 	r.opts.OCE.Environment["OCC_GRAFANA_PORT"] = fmt.Sprint(grafanaPort)
 	r.opts.OCE.Environment["OCC_METRICS_GRAFANA_PASSWORD"] = grafanaPassword
+	r.opts.OCE.Environment["OTEL_EXPORTER_OTLP_LOGS_ENDPOINT"] = "http://127.0.0.1:4318/v1/logs"
+	r.opts.OCE.Environment["OTEL_COLLECTOR_PORT"] = fmt.Sprint(forwardPort)
+	r.opts.OCE.Environment["OTEL_COLLECTOR_METRICS_PORT"] = fmt.Sprint(collectorMetricsPort)
+	r.opts.OCE.Environment["OCC_DOCKER_LOGGING_ADDRESS"] = fmt.Sprintf("127.0.0.1:%d", forwardPort)
 	// The bases as a checkout gives them, without occ's overrides: compose.yaml's
 	// NODE_BASE_IMAGE by tag (the engineer's NODE_BASE_IMAGE, here the stand-in's tag at the
 	// bed's registry), and the runtime Dockerfile's ARG defaults by digest (this copy's point at
@@ -276,20 +281,54 @@ func testComposeUpStatusDown(t *testing.T, b *composeBed) {
 		t.Errorf("summary: %+v, OCE %+v", sum, o)
 	}
 
-	// The services run, from the images occ built, with the metrics overlay's; the node is on
-	// the project's network.
+	// The services run, from the images occ built, with the overlays'; the left-out worker
+	// agent does not; the node is on the project's network.
 	stack := compose.Stack{Project: r.settings.Project, Engine: b.engine.API}
-	started := append(append([]string{}, compose.RequiredServices...), "grafana", "metrics-api", "prometheus")
+	started := []string{"postgres", "collector", "migrate", "bootstrap", "controller", "worker-kubernetes", "prometheus", "grafana", "metrics-api"}
 	states, err := stack.Status(ctx, append(started, "worker", "metrics-worker")...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{"postgres": "running (healthy)", "migrate": "exited with code 0", "bootstrap": "exited with code 0", "controller": "running (healthy)", "worker-kubernetes": "running",
-		"grafana": "running", "metrics-api": "running", "prometheus": "running", "worker": "missing", "metrics-worker": "missing"}
+		"collector": "running", "grafana": "running", "metrics-api": "running", "prometheus": "running", "worker": "missing", "metrics-worker": "missing"}
 	for _, s := range states {
 		if s.String() != want[s.Service] {
 			t.Errorf("service %s is %s, want %s", s.Service, s, want[s.Service])
 		}
+	}
+	// The plan's order is the order Compose started them in: each service after every service
+	// it needs, and each stage after the one before (the Collector with the data services, not
+	// after the controller).
+	assertStartOrder(t, b, r.settings.Project, started, [][2]string{{"collector", "migrate"}, {"collector", "controller"}, {"bootstrap", "controller"},
+		{"worker-kubernetes", "prometheus"}, {"prometheus", "grafana"}, {"prometheus", "metrics-api"}, {"controller", "metrics-api"}})
+	// worker-kubernetes has the metrics settings the overlay gives the Docker Compute worker;
+	// the controller and worker-kubernetes read the Installation, whatever the logging overlay
+	// says.
+	for name, env := range map[string][]string{
+		"worker-kubernetes": {"OCC_METRICS_ENABLED=true", "OCC_METRICS_HOST=127.0.0.1", "OCC_METRICS_PORT=9464", "OCC_CONFIG_PATH=/run/openclaw-development/installation.yaml"},
+		"controller":        {"OCC_METRICS_ENABLED=true", "OCC_CONFIG_PATH=/run/openclaw-development/installation.yaml"},
+	} {
+		c := serviceContainer(t, b, r.settings.Project, name)
+		for _, e := range env {
+			if !slices.Contains(c.Config.Env, e) {
+				t.Errorf("%s lacks %s: %q", name, e, c.Config.Env)
+			}
+		}
+	}
+	// The services log to the Collector through the engine's fluentd driver.
+	if err := waitFor(30*time.Second, func() error {
+		resp, err := controlplane.NewAPIClient(5 * time.Second).Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", collectorMetricsPort))
+		if err != nil {
+			return err
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if strings.Contains(string(got), "otelcol_receiver_fluentforward_bytes 0\n") || !strings.Contains(string(got), "otelcol_receiver_fluentforward_bytes ") {
+			return fmt.Errorf("the Collector received nothing: %q", got)
+		}
+		return nil
+	}); err != nil {
+		t.Errorf("logging: %v", err)
 	}
 	// The metrics stack answers on its loopback publications.
 	for url, body := range map[string]string{fmt.Sprintf("http://127.0.0.1:%d/-/ready", promPort): "Prometheus Server is Ready.", fmt.Sprintf("http://127.0.0.1:%d/api/health", grafanaPort): `"database":"ok"`} {
@@ -317,7 +356,7 @@ func testComposeUpStatusDown(t *testing.T, b *composeBed) {
 	if w := why["worker"]; w.Started || !strings.Contains(w.Why, "Docker Compute worker") {
 		t.Errorf("summary: worker %+v", w)
 	}
-	if w := why["metrics-worker"]; w.Started || !strings.Contains(w.Why, "disabled by Compose profile docker-compute") {
+	if w := why["metrics-worker"]; w.Started || !strings.HasPrefix(w.Why, "left out, as it cannot run in this profile: it needs worker (depends_on, network_mode)") {
 		t.Errorf("summary: metrics-worker %+v", w)
 	}
 	// The real base images of the builds: both Node stand-ins by digest, in the summary and the
@@ -387,7 +426,7 @@ func testComposeUpStatusDown(t *testing.T, b *composeBed) {
 	for _, obj := range st.Objects {
 		count[obj.Type]++
 	}
-	if count[compose.TypeProject] != 1 || count[compose.TypeServices] != 1 || count[compose.TypeNetwork] != 1 || count[compose.TypeVolume] != 3 || count[k3d.TypeCluster] != 1 || count[images.TypeClusterImage] != 4 {
+	if count[compose.TypeProject] != 1 || count[compose.TypeServices] != 1 || count[compose.TypeNetwork] != 1 || count[compose.TypeVolume] != 4 || count[k3d.TypeCluster] != 1 || count[images.TypeClusterImage] != 4 {
 		t.Errorf("records by type: %v", count)
 	}
 
@@ -420,6 +459,23 @@ func testComposeUpStatusDown(t *testing.T, b *composeBed) {
 	// output and no other file of the state.
 	assertSecretNowhere(t, grafanaPassword, dir, filepath.Join(dir, compose.SnapshotName), said)
 
+	// A reload of the edited controller alone recreates the metrics agent that shares its
+	// network namespace, which then runs in the new controller's.
+	editSource(t, filepath.Join(r.checkout, serverScript), "edit under the metrics agent")
+	reloadStart := time.Now()
+	rel, err := occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir, Services: []string{"controller"}})
+	if err != nil {
+		t.Fatalf("reload controller: %v", err)
+	}
+	t.Logf("reload of the controller with its metrics agent took %s", time.Since(reloadStart).Round(time.Millisecond))
+	if !slices.Equal(rel.Rolled, []string{"controller", "metrics-api"}) {
+		t.Errorf("reload controller recreated %q, want the controller and the agent in its namespace", rel.Rolled)
+	}
+	ctrl, agent := serviceContainer(t, b, r.settings.Project, "controller"), serviceContainer(t, b, r.settings.Project, "metrics-api")
+	if string(agent.HostConfig.NetworkMode) != "container:"+ctrl.ID || !agent.State.Running {
+		t.Errorf("metrics-api runs %v in network %s, want the new controller's container:%s", agent.State.Running, agent.HostConfig.NetworkMode, ctrl.ID)
+	}
+
 	start := time.Now()
 	res, err := occdev.Down(ctx, occdev.DownOptions{StateDir: dir, Log: log})
 	if err != nil {
@@ -440,6 +496,67 @@ func testComposeUpStatusDown(t *testing.T, b *composeBed) {
 	}
 	if !stateGone(dir) {
 		t.Errorf("state directory %s left after down", dir)
+	}
+}
+
+// assertStartOrder checks the order the engine started the services of project in against
+// services, the order the plan gives: before[i][0] must have started no later than before[i][1]
+// (a service and one that needs it, or two in consecutive stages; services without such a link
+// start side by side, in any order).
+func assertStartOrder(t *testing.T, b *composeBed, project string, services []string, before [][2]string) {
+	t.Helper()
+	at := map[string]time.Time{}
+	for _, name := range services {
+		c := serviceContainer(t, b, project, name)
+		ts, err := time.Parse(time.RFC3339Nano, c.State.StartedAt)
+		if err != nil {
+			t.Fatalf("%s started at %q: %v", name, c.State.StartedAt, err)
+		}
+		at[name] = ts
+	}
+	for _, pair := range before {
+		if slices.Index(services, pair[0]) > slices.Index(services, pair[1]) {
+			t.Errorf("the plan lists %s after %s", pair[0], pair[1])
+		}
+		if at[pair[0]].After(at[pair[1]]) {
+			t.Errorf("%s started at %s, after %s at %s", pair[0], at[pair[0]].Format(time.RFC3339Nano), pair[1], at[pair[1]].Format(time.RFC3339Nano))
+		}
+	}
+}
+
+// serviceContainer is the one container of service in project.
+func serviceContainer(t *testing.T, b *composeBed, project, service string) container.InspectResponse {
+	t.Helper()
+	ctx := context.Background()
+	list, err := b.engine.API.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(
+		filters.Arg("label", "com.docker.compose.project="+project), filters.Arg("label", "com.docker.compose.service="+service))})
+	if err != nil || len(list) != 1 {
+		t.Fatalf("containers of %s: %v (%v)", service, list, err)
+	}
+	c, err := b.engine.API.ContainerInspect(ctx, list[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// waitFor polls cond until it holds or the bound passes, and returns its last error: for what
+// arrives asynchronously and announces itself nowhere (the engine's fluentd driver sends logs in
+// the background).
+func waitFor(bound time.Duration, cond func() error) error {
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(bound)
+	for {
+		err := cond()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-deadline:
+			return fmt.Errorf("after %s: %w", bound, err)
+		case <-tick.C:
+		}
 	}
 }
 

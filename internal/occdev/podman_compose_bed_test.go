@@ -67,6 +67,23 @@ func newPodmanComposeBed(t *testing.T) *podmanComposeBed {
 	if err := b.engine.API.ImageTag(ctx, pg.Ref, ocebed.PostgresTag); err != nil {
 		t.Fatal(err)
 	}
+	// The metrics overlay's stand-ins, served and pulled as the PostgreSQL one (the logging
+	// overlay is refused on Podman, so its Collector is not needed).
+	for tag, spec := range ocebed.MetricsImageSpecs(t) {
+		if tag == ocebed.CollectorTag {
+			continue
+		}
+		img, err := b.Provide(ctx, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Engine.Pull(ctx, img.Ref); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.engine.API.ImageTag(ctx, img.Ref, tag); err != nil {
+			t.Fatal(err)
+		}
+	}
 	b.selected = b.buildSelected(t)
 	return b
 }
@@ -136,9 +153,9 @@ func pushDocker(t *testing.T, api client.APIClient, tag string) string {
 
 // run is one `up` of the Compose profile on Podman with the selected images, and Podman's
 // healthchecks driven for the project (podmanbed.DriveHealthchecks: the bed has no systemd).
-func (b *podmanComposeBed) run(t *testing.T) *composeRun {
+func (b *podmanComposeBed) run(t *testing.T, overlays ...string) *composeRun {
 	t.Helper()
-	r := b.composeBed.run(t)
+	r := b.composeBed.run(t, overlays...)
 	r.opts.OCE.Images = b.selected
 	r.opts.OCE.NodeBaseImage, r.opts.OCE.NodeRuntimeBaseImage = "", ""
 	podmanbed.DriveHealthchecks(t, b.Engine, compose.LabelProject, r.settings.Project, 2*time.Second)
@@ -201,7 +218,14 @@ func TestPodmanComposeDevEnvironment(t *testing.T) {
 func testPodmanComposeUpStatusDown(t *testing.T, b *podmanComposeBed) {
 	ctx := context.Background()
 	b.forgetProducts(t)
-	r := b.run(t)
+	// The checkout's metrics overlay runs on Podman too: its API agent shares the controller's
+	// network namespace, and its worker agent, which needs the Docker Compute worker, is left out.
+	r := b.run(t, ocebed.MetricsOverlay)
+	r.opts.OCE.ComposeArgs = append([]string{"-f", filepath.Join(r.checkout, "compose.metrics.yaml")}, r.opts.OCE.ComposeArgs...)
+	promPort := freeLoopbackPort(t)
+	r.opts.OCE.Environment["OCC_PROMETHEUS_PORT"] = fmt.Sprint(promPort)
+	r.opts.OCE.Environment["OCC_GRAFANA_PORT"] = fmt.Sprint(freeLoopbackPort(t))
+	r.opts.OCE.Environment["OCC_METRICS_GRAFANA_PASSWORD"] = "grafana-canary-podman-5e1a"
 	downAtEnd(t, r.opts.StateDir)
 	times := newStepTimes()
 	r.opts.Progress = times.sink
@@ -231,7 +255,7 @@ func testPodmanComposeUpStatusDown(t *testing.T, b *podmanComposeBed) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Containers) != 5 || len(res.Volumes) != 3 || len(res.Networks) != 1 {
+	if len(res.Containers) != 8 || len(res.Volumes) != 3 || len(res.Networks) != 1 {
 		t.Errorf("the project on Podman as its labels and names find it: %s", res)
 	}
 	if objs, err := b.docker.ClusterObjects(ctx, name); err != nil || !objs.Empty() {
@@ -246,15 +270,29 @@ func testPodmanComposeUpStatusDown(t *testing.T, b *podmanComposeBed) {
 		t.Errorf("the snapshot lacks the Podman overlay's worker settings:\n%s", snap)
 	}
 	stack := compose.Stack{Project: r.settings.Project, Engine: b.engine.API}
-	states, err := stack.Status(ctx, append(append([]string{}, compose.RequiredServices...), "worker")...)
+	states, err := stack.Status(ctx, append(append([]string{}, compose.RequiredServices...), "worker", "prometheus", "grafana", "metrics-api", "metrics-worker")...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"postgres": "running (healthy)", "migrate": "exited with code 0", "bootstrap": "exited with code 0", "controller": "running (healthy)", "worker-kubernetes": "running", "worker": "missing"}
+	want := map[string]string{"postgres": "running (healthy)", "migrate": "exited with code 0", "bootstrap": "exited with code 0", "controller": "running (healthy)", "worker-kubernetes": "running", "worker": "missing",
+		"prometheus": "running", "grafana": "running", "metrics-api": "running", "metrics-worker": "missing"}
 	for _, s := range states {
 		if s.String() != want[s.Service] {
 			t.Errorf("service %s is %s, want %s", s.Service, s, want[s.Service])
 		}
+	}
+	for _, s := range o.Services {
+		if s.Name == "metrics-worker" && (s.Started || !strings.HasPrefix(s.Why, "left out, as it cannot run in this profile: it needs worker")) {
+			t.Errorf("summary: metrics-worker %+v", s)
+		}
+	}
+	if env := serviceContainer(t, b.composeBed, r.settings.Project, "worker-kubernetes").Config.Env; !slices.Contains(env, "OCC_METRICS_ENABLED=true") {
+		t.Errorf("worker-kubernetes on Podman lacks the metrics settings: %q", env)
+	}
+	if resp, err := controlplane.NewAPIClient(5 * time.Second).Get(fmt.Sprintf("http://127.0.0.1:%d/-/ready", promPort)); err != nil || resp.StatusCode != 200 {
+		t.Errorf("Prometheus on Podman: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
 	}
 	b.assertSelectedImagesRun(t, r, b.selected)
 	probe := controllerProbe(t, apiURL)

@@ -56,6 +56,9 @@ type flowProfile struct {
 	// pending says what of this control plane occ does not start (no checkout was found, or
 	// the profile is not wired yet); the summary and the dry run say it plainly.
 	pending string
+	// refusal is what `up` refuses of the decided plan before anything exists; the dry run
+	// lists it among the problems, after the whole plan.
+	refusal error
 }
 
 // OCESummary is what `up` reports of the control plane it started.
@@ -138,6 +141,7 @@ func fromProfile(x profile.Planned) flowProfile {
 		controlPlane: adapt(x.ControlPlane()),
 		rollback:     func(r *run) error { return x.Rollback(r) },
 		summary:      func(r *run) *OCESummary { return x.Summary(r) },
+		refusal:      x.Refusal(),
 	}
 	// A profile imports images when it names a list, and the dry run names them when the list
 	// is not empty.

@@ -208,6 +208,9 @@ func Up(ctx context.Context, opts UpOptions) (_ *Summary, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := p.profile.refusal; err != nil {
+		return nil, err
+	}
 	log := opts.Log
 	if log == nil {
 		log = io.Discard

@@ -99,6 +99,10 @@ type Planned interface {
 	// Pending says what of the control plane occ does not start (no checkout was found); the
 	// summary and the dry run say it plainly. A pending profile contributes nothing else.
 	Pending() string
+	// Refusal is what `up` refuses of the decided plan before anything exists (a Compose model
+	// that breaks the profile's rules): the dry run prints the whole plan and lists it among
+	// the problems; `up` stops at it. nil when there is none.
+	Refusal() error
 	// Needs is what the control plane needs of the cluster (a network to join, ports to
 	// publish); a provider that cannot give it refuses it.
 	Needs() cluster.Needs
@@ -138,6 +142,7 @@ func Decided[P Planned](p P, err error) (Planned, error) {
 type Base struct{}
 
 func (Base) Pending() string                                                      { return "" }
+func (Base) Refusal() error                                                       { return nil }
 func (Base) Needs() cluster.Needs                                                 { return cluster.Needs{} }
 func (Base) Preflight(context.Context, Env, progress.Reporter) error              { return nil }
 func (Base) BeforeCluster() []Step                                                { return nil }

@@ -175,31 +175,43 @@ func PostgresSpec(t testing.TB) dockerbed.ImageSpec {
 
 // The tags the metrics overlay's stand-ins are loaded under, and the overlay that makes the
 // fixture's compose.metrics.yaml use them (its images are the real file's digests, which no
-// stand-in can carry) and opts out of its worker agent, which needs the Docker Compute worker
-// the Kubernetes profile never starts.
+// stand-in can carry).
 const (
 	PrometheusTag  = "occ-bed/prometheus:standin"
 	GrafanaTag     = "occ-bed/grafana:standin"
 	MetricsOverlay = "services:\n" +
 		"  prometheus: {image: " + PrometheusTag + "}\n" +
 		"  metrics-api: {image: " + PrometheusTag + "}\n" +
-		"  metrics-worker: {image: " + PrometheusTag + ", profiles: [docker-compute]}\n" +
+		"  metrics-worker: {image: " + PrometheusTag + "}\n" +
 		"  grafana: {image: " + GrafanaTag + "}\n"
+	// CollectorTag is the stand-in of the logging overlay's OpenTelemetry Collector, and
+	// LoggingOverlay the overlay that makes the fixture's compose.logging.yaml use it.
+	CollectorTag   = "occ-bed/otelcol:standin"
+	LoggingOverlay = "services:\n  collector: {image: " + CollectorTag + "}\n"
 )
 
-// EnsureMetricsImages builds and loads the stand-ins of Prometheus (ocestandin as
-// /bin/prometheus) and Grafana (ocestandin as /run.sh) and tags them PrometheusTag and
-// GrafanaTag.
-func EnsureMetricsImages(t testing.TB, e *dockerbed.Engine) {
+// MetricsImageSpecs are the stand-ins of the overlays' images by the tag each is used under:
+// Prometheus (ocestandin as /bin/prometheus), Grafana (ocestandin as /run.sh) and the
+// OpenTelemetry Collector (ocestandin as /otelcol-contrib).
+func MetricsImageSpecs(t testing.TB) map[string]dockerbed.ImageSpec {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	for tag, spec := range map[string]dockerbed.ImageSpec{
+	return map[string]dockerbed.ImageSpec{
 		PrometheusTag: {Repo: "occ-bed/oce-prometheus", Files: append(standinFiles(t), dockerbed.File{Path: "bin/prometheus", Source: StandinBinary(t), Mode: 0o755}),
 			Config: v1.Config{Env: []string{"PATH=/bin:/usr/bin"}, Entrypoint: []string{"/bin/prometheus"}, Cmd: []string{"--config.file=/etc/prometheus/prometheus.yml"}}},
 		GrafanaTag: {Repo: "occ-bed/oce-grafana", Files: append(standinFiles(t), dockerbed.File{Path: "run.sh", Source: StandinBinary(t), Mode: 0o755}),
 			Config: v1.Config{Env: []string{"PATH=/bin:/usr/bin"}, Entrypoint: []string{"/run.sh"}}},
-	} {
+		CollectorTag: {Repo: "occ-bed/oce-otelcol", Files: append(standinFiles(t), dockerbed.File{Path: "otelcol-contrib", Source: StandinBinary(t), Mode: 0o755}),
+			Config: v1.Config{Env: []string{"PATH=/bin:/usr/bin"}, Entrypoint: []string{"/otelcol-contrib"}, Cmd: []string{"--config=/etc/otelcol-contrib/config.yaml"}}},
+	}
+}
+
+// EnsureMetricsImages builds and loads the overlays' stand-ins (MetricsImageSpecs) and tags
+// them.
+func EnsureMetricsImages(t testing.TB, e *dockerbed.Engine) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for tag, spec := range MetricsImageSpecs(t) {
 		img, err := e.EnsureImage(ctx, spec)
 		if err != nil {
 			t.Fatal(err)

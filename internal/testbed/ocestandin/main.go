@@ -11,7 +11,8 @@
 //     healthcheck);
 //   - docker-entrypoint.sh postgres: the database stand-in;
 //   - pg_isready: the database healthcheck;
-//   - prometheus and run.sh: Prometheus and Grafana of the development metrics overlay.
+//   - prometheus and run.sh: Prometheus and Grafana of the development metrics overlay;
+//   - otelcol-contrib: the OpenTelemetry Collector of the development logging overlay.
 //
 // testdata/oce-checkout/README.md says what each stands in for and what it does not do. Only
 // tests use it; product code never imports it.
@@ -42,6 +43,8 @@ func run(name string, args []string) int {
 		return runPrometheus(args)
 	case "run.sh":
 		return runGrafana()
+	case "otelcol-contrib":
+		return runCollector(args)
 	}
 	fmt.Fprintf(os.Stderr, "ocestandin: unknown program name %q\n", name)
 	return 127

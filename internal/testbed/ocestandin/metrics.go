@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -80,4 +82,57 @@ func serveUntilSignal(name, listen string, h http.Handler) int {
 		return 1
 	}
 	return 0
+}
+
+// runCollector stands in for the OpenTelemetry Collector of the development logging overlay
+// (/otelcol-contrib): it requires every --config file to be readable and an OTLP logs endpoint
+// to export to (the overlay requires one), accepts Fluent Forward connections on :24224 (the
+// engine's fluentd logging driver sends the services' logs there) and counts their bytes, and
+// reports that count on :8888/metrics, until SIGTERM. It exports nothing.
+func runCollector(args []string) int {
+	var configs []string
+	for _, a := range args {
+		if c, ok := strings.CutPrefix(a, "--config="); ok {
+			configs = append(configs, c)
+		}
+	}
+	if len(configs) == 0 {
+		fmt.Fprintln(os.Stderr, "otelcol-contrib: at least one --config is required")
+		return 2
+	}
+	for _, c := range configs {
+		if _, err := os.ReadFile(c); err != nil {
+			fmt.Fprintf(os.Stderr, "otelcol-contrib: read config %q: %v\n", c, err)
+			return 1
+		}
+	}
+	if os.Getenv("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT") == "" {
+		fmt.Fprintln(os.Stderr, "otelcol-contrib: OTEL_EXPORTER_OTLP_LOGS_ENDPOINT is empty")
+		return 1
+	}
+	forward, err := net.Listen("tcp", "0.0.0.0:24224")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "otelcol-contrib: listen on :24224: %v\n", err)
+		return 1
+	}
+	var received atomic.Int64
+	go func() {
+		for {
+			c, err := forward.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				n, _ := io.Copy(io.Discard, c)
+				received.Add(n)
+			}()
+		}
+	}()
+	defer forward.Close()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintf(w, "otelcol_receiver_fluentforward_bytes %d\n", received.Load())
+	})
+	return serveUntilSignal("otelcol-contrib", "0.0.0.0:8888", mux)
 }

@@ -17,15 +17,26 @@ type StartOptions struct {
 	// Build builds the checkout's images first (compose up --build); false when the images
 	// were selected explicitly.
 	Build bool
+	// Services are the services the stage names (Model.DataStage, Model.APIStage); empty names
+	// the profile's own (DataServices, APIServices).
+	Services []string
+}
+
+func (o StartOptions) services(profile []string) []string {
+	if len(o.Services) > 0 {
+		return o.Services
+	}
+	return profile
 }
 
 // StartData starts PostgreSQL, migration and bootstrap (`compose up --detach postgres migrate
-// bootstrap`) and waits until migrate and bootstrap have both exited 0.
+// bootstrap`, with the added services they need) and waits until migrate and bootstrap have
+// both exited 0.
 // When a job fails, the error is "<svc> exited with <code>" with the job's last log lines,
 // whether Compose itself noticed first (its `up` waits for service_completed_successfully) or
 // the wait did.
 func StartData(ctx context.Context, opts StartOptions) error {
-	if err := opts.Runner.Up(ctx, UpOptions{Services: DataServices, Build: opts.Build}); err != nil {
+	if err := opts.Runner.Up(ctx, UpOptions{Services: opts.services(DataServices), Build: opts.Build}); err != nil {
 		if jobs := opts.Stack.Diagnose(ctx, JobServices...); jobs != nil {
 			return errors.Join(jobs, err)
 		}
@@ -84,12 +95,12 @@ func readableAddress(addr string) bool {
 	return err == nil
 }
 
-// StartAPI starts the controller and the Kubernetes worker once the cluster and the
-// Installation exist. The jobs they depend on have completed, and --no-deps keeps Compose from
-// starting them again (a second bootstrap run writes no key and a second migrate run is
-// pointless).
+// StartAPI starts the controller and the Kubernetes worker (with the added services they need
+// that are not running yet) once the cluster and the Installation exist. The jobs they depend on
+// have completed, and --no-deps keeps Compose from starting them again (a second bootstrap run
+// writes no key and a second migrate run is pointless).
 func StartAPI(ctx context.Context, opts StartOptions) error {
-	return opts.Runner.Up(ctx, UpOptions{Services: APIServices, Build: opts.Build, NoDeps: true})
+	return opts.Runner.Up(ctx, UpOptions{Services: opts.services(APIServices), Build: opts.Build, NoDeps: true})
 }
 
 // StartAdded starts the services the user's Compose files add (Model.Added), after the API

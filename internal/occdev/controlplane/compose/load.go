@@ -122,11 +122,15 @@ type Model struct {
 	APIURL string
 	// Network is the development network.
 	Network Network
-	// Added are the services the user's Compose files add to the checkout's, in name order,
-	// all of which `up` starts after the profile's own.
+	// Added are the services the user's Compose files add to the checkout's that `up` starts
+	// after the profile's own, in start order (those the profile's services need start with
+	// them: DataStage, APIStage).
 	Added []string
 
-	status   map[string]ServiceStatus
+	status map[string]ServiceStatus
+	// stages are the started services of each `compose up` (stageData, stageAPI, stageAdded),
+	// each in start order.
+	stages   [3][]string
 	envFiles []string
 	// podman is set when the project runs on Podman: its records are Podman's types.
 	podman bool
@@ -202,6 +206,8 @@ func (v Violation) String() string {
 // Load renders compose.yaml + compose.kubernetes.yaml (+ compose.podman.yaml on Podman, + the
 // user's files) of the checkout with compose-go, sets the development variables, fills the
 // bridge gateway and applies the profile's rules. It reads files only; the engine is not contacted (EnsureAbsent does that).
+// A model that breaks a rule is returned with its *ProjectError (and must not run); any other
+// error comes without a model.
 func Load(ctx context.Context, opts LoadOptions) (*Model, error) {
 	name := opts.Project
 	if name == "" {
@@ -259,36 +265,27 @@ func Load(ctx context.Context, opts LoadOptions) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The checkout's own files alone tell which services the user's files add.
-	base := map[string]bool{}
-	for _, n := range project.ServiceNames() {
-		base[n] = true
-	}
-	for n := range project.DisabledServices {
-		base[n] = true
-	}
+	// The checkout's own files alone tell which services the user's files add, and what they
+	// change of the checkout's services.
+	checkout := project
 	if len(opts.User.Files) > 0 {
-		checkout, err := load(own)
-		if err != nil {
+		if checkout, err = load(own); err != nil {
 			return nil, err
-		}
-		base = map[string]bool{}
-		for _, n := range checkout.ServiceNames() {
-			base[n] = true
-		}
-		for n := range checkout.DisabledServices {
-			base[n] = true
 		}
 	}
 	m := &Model{Project: project, Checkout: opts.Checkout, envFiles: append([]string{}, opts.User.EnvFiles...), podman: opts.PodmanSocket != ""}
 	var violations []Violation
-	violations = append(violations, m.classifyServices(base)...)
+	violations = append(violations, m.classifyServices(checkout)...)
+	m.adoptWorkerAdditions(checkout)
+	m.keepInstallationConfig(checkout)
 	violations = append(violations, m.fillGateway()...)
 	violations = append(violations, m.checkOwnership()...)
 	violations = append(violations, m.checkServices()...)
 	violations = append(violations, m.checkPublications()...)
+	violations = append(violations, m.checkPodmanLogging()...)
 	if len(violations) > 0 {
-		return nil, &ProjectError{Violations: violations}
+		// The model comes with its refusal, so a dry run can show the whole plan beside it.
+		return m, &ProjectError{Violations: violations}
 	}
 	m.restartWithTheEngine()
 	return m, nil

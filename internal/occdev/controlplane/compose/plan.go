@@ -22,6 +22,8 @@ type PlanService struct {
 	Name    string `json:"name"`
 	Started bool   `json:"started"`
 	Why     string `json:"why"`
+	// LeftOut says the Compose options add it and it cannot run in this profile.
+	LeftOut bool `json:"leftOut,omitempty"`
 	// Image is the image run, or "" when it is built.
 	Image string `json:"image,omitempty"`
 	// Build says what is built ("<checkout> target development").
@@ -47,7 +49,7 @@ type PlanPublished struct {
 func (m *Model) Plan() Plan {
 	p := Plan{Project: m.Project.Name, APIURL: m.APIURL, Volumes: NamesOf(m.Project).Volumes}
 	for _, st := range m.Services() {
-		ps := PlanService{Name: st.Name, Started: st.Started, Why: st.Why}
+		ps := PlanService{Name: st.Name, Started: st.Started, Why: st.Why, LeftOut: st.LeftOut}
 		svc, ok := m.Project.Services[st.Name]
 		if !ok || !st.Started {
 			p.Services = append(p.Services, ps)

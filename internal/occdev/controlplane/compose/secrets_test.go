@@ -2,7 +2,10 @@ package compose
 
 import (
 	"context"
+	"fmt"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/openclaw/occ/internal/testbed"
@@ -40,5 +43,27 @@ func TestSnapshotSecrets(t *testing.T) {
 	}
 	if want := Secrets(m.Project); !slices.Equal(got, want) {
 		t.Errorf("the snapshot's secrets %q differ from the model's %q", got, want)
+	}
+}
+
+// An engineer's metrics overlay with their Grafana password: the password is among the secrets
+// the snapshot yields, so a debug bundle scrubs it from everything it collects.
+func TestSnapshotSecretsHoldTheGrafanaPassword(t *testing.T) {
+	b := newModelBed(t)
+	password := testbed.CanaryHex + "b1"
+	m, err := b.load([]string{filepath.Join(b.checkout, "compose.metrics.yaml")}, map[string]string{"OCC_METRICS_GRAFANA_PASSWORD": password})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := m.WriteSnapshot(b.state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := SnapshotSecrets(context.Background(), snap)
+	if err != nil || !slices.Contains(got, password) {
+		t.Errorf("secrets %q (%v) lack the Grafana password", got, err)
+	}
+	if strings.Contains(fmt.Sprintf("%+v", m.Plan()), password) {
+		t.Error("the plan shows the Grafana password")
 	}
 }

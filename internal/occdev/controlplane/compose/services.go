@@ -16,14 +16,22 @@ const ServiceDockerWorker = "worker"
 
 // What an overlay after `--` adds. An OCE engineer who adds `-f compose.metrics.yaml` expects
 // the metrics stack to run, so every service the user's files add to the checkout's two files
-// is started with the profile's own (after them, in one `compose up`), under the same rules:
-// loopback-only publications, Compose-owned volumes and networks, and on top, for these
-// services, no host network, no container network outside the project, no privileged mode and
-// no bind mount of the engine's socket. An added service that cannot run in this profile (it
-// depends on, or shares the namespaces of, a service the profile does not start, such as the
-// Docker Compute worker) refuses the whole overlay, naming it: a stack that silently lacks part
-// of what was asked for is worse than a refusal with the fix. Disabling such a service with a
-// Compose profile in one's own overlay is the explicit way to run the rest.
+// is started, under the profile's rules: loopback-only publications, Compose-owned volumes and
+// networks, and on top, for these services, no host network, no container network outside the
+// project, no privileged mode and no bind mount of the engine's socket. OCE's own overlays are
+// written for its Docker Compute stack, so some of what they add needs a service this profile
+// never starts (compose.metrics.yaml's metrics-worker shares the Docker Compute worker's network
+// namespace). Such a service is left out, with the reason in the plan and the summary, and the
+// rest runs: the engineer gets the metrics of the API rather than none. Leaving it out is real
+// because occ names the services of every `compose up` it runs and never names a left-out one,
+// and nothing started depends on one (a profile service that does is refused).
+//
+// Compose starts a service's dependencies with it, so the services are started in three stages,
+// each one `compose up` of the services named: the data services with every added service they
+// need (compose.logging.yaml's collector starts before migrate, which depends on it), the API
+// services with what they need that is not running yet, then the rest of the added services.
+// Within a stage Compose starts a service after everything it depends on, which is the order the
+// plan lists.
 
 // ServiceStatus is what `up` does with one service of the merged model, and why.
 type ServiceStatus struct {
@@ -32,14 +40,38 @@ type ServiceStatus struct {
 	Started bool `json:"started"`
 	// Why says why it is started or not.
 	Why string `json:"why"`
+	// LeftOut says the Compose options add it and it cannot run in this profile (it needs a
+	// service the profile never starts); Why names that service.
+	LeftOut bool `json:"leftOut,omitempty"`
 }
 
+// The stages of `up` that start services, in the order they run.
+const (
+	stageData = iota
+	stageAPI
+	stageAdded
+)
+
+// profileOrder is the order of the profile's own services, which breaks ties of the start order
+// before names do.
+var profileOrder = append(append([]string{}, DataServices...), APIServices...)
+
 // classifyServices decides, for every service of the merged model and every service disabled
-// by a Compose profile, whether `up` starts it; base are the services of the checkout's own
-// files. It returns the added services that start, and the violations of those that cannot.
-func (m *Model) classifyServices(base map[string]bool) []Violation {
+// by a Compose profile, whether `up` starts it, and in which stage; checkout is the model of the
+// checkout's own files. It returns the violations: an added service that breaks the rules for
+// added services, and a profile service that needs an added service that cannot run.
+func (m *Model) classifyServices(checkout *types.Project) []Violation {
 	p := m.Project
 	m.status = map[string]ServiceStatus{}
+	m.stages = [3][]string{}
+	m.Added = nil
+	base := map[string]bool{}
+	for _, n := range checkout.ServiceNames() {
+		base[n] = true
+	}
+	for n := range checkout.DisabledServices {
+		base[n] = true
+	}
 	profile := map[string]string{}
 	for _, n := range DataServices {
 		profile[n] = "started first: " + map[string]string{ServicePostgres: "the database", ServiceMigrate: "the migration job, which must exit 0", ServiceBootstrap: "the bootstrap job, which must exit 0"}[n]
@@ -83,6 +115,7 @@ func (m *Model) classifyServices(base map[string]bool) []Violation {
 				continue
 			}
 			var missing []string
+			hows := map[string][]string{}
 			wait := false
 			for _, need := range needs(p.Services[name]) {
 				switch {
@@ -90,23 +123,28 @@ func (m *Model) classifyServices(base map[string]bool) []Violation {
 				case slices.Contains(added, need.service) && blocked[need.service] == "":
 					wait = true
 				default:
-					text := need.how + " " + need.service + ", which this profile does not start"
-					if st, ok := m.status[need.service]; ok {
-						text += " (" + st.Why + ")"
-					} else if blocked[need.service] != "" {
-						text = need.how + " " + need.service + ", which cannot run either"
+					if !slices.Contains(missing, need.service) {
+						missing = append(missing, need.service)
 					}
-					if !slices.Contains(missing, text) {
-						missing = append(missing, text)
-					}
+					hows[need.service] = append(hows[need.service], need.how)
 				}
+			}
+			var texts []string
+			for _, svc := range missing {
+				text := "needs " + svc + " (" + strings.Join(hows[svc], ", ") + "), which this profile does not start"
+				if st, ok := m.status[svc]; ok {
+					text += " (" + st.Why + ")"
+				} else if blocked[svc] != "" {
+					text = "needs " + svc + " (" + strings.Join(hows[svc], ", ") + "), which cannot run either"
+				}
+				texts = append(texts, text)
 			}
 			switch {
 			case len(missing) > 0:
 				if blocked[name] == "" {
 					changed = true
 				}
-				blocked[name] = strings.Join(missing, ", and ")
+				blocked[name] = strings.Join(texts, ", and ")
 			case !wait:
 				runs[name] = true
 				changed = true
@@ -114,10 +152,10 @@ func (m *Model) classifyServices(base map[string]bool) []Violation {
 		}
 	}
 	var out []Violation
+	var started []string
 	for _, name := range added {
 		if runs[name] {
-			m.Added = append(m.Added, name)
-			m.status[name] = ServiceStatus{Name: name, Started: true, Why: "added by the Compose options after --; started after the controller and worker-kubernetes"}
+			started = append(started, name)
 			out = append(out, checkAdded(name, p.Services[name])...)
 			continue
 		}
@@ -125,14 +163,154 @@ func (m *Model) classifyServices(base map[string]bool) []Violation {
 		if why == "" {
 			why = "waits for added services that never start (a dependency cycle)"
 		}
-		m.status[name] = ServiceStatus{Name: name, Why: "cannot run in this profile: it " + why}
-		out = append(out, Violation{Service: name, Key: "services." + name, Value: "added by the Compose options after --",
-			Rule: "cannot run in the Kubernetes development profile: it " + why + "; occ starts every service an overlay adds, or none",
-			Fix:  fmt.Sprintf("disable it with a Compose profile in an overlay of your own (services: {%s: {profiles: [docker-compute]}}), or drop the overlay", name)})
+		m.status[name] = ServiceStatus{Name: name, Why: "left out, as it cannot run in this profile: it " + why, LeftOut: true}
+	}
+	// A profile service that needs a left-out service cannot start either: that is the one
+	// overlay occ refuses, since the profile is nothing without its own services.
+	for _, name := range profileOrder {
+		svc, ok := p.Services[name]
+		if !ok {
+			continue
+		}
+		for _, need := range needs(svc) {
+			if slices.Contains(added, need.service) && !runs[need.service] {
+				out = append(out, Violation{Service: name, Key: "services." + name + "." + need.how, Value: need.service,
+					Rule: "the profile's " + name + " needs " + need.service + " (" + need.how + "), which cannot run in this profile (" + m.status[need.service].Why + ")",
+					Fix:  "drop that dependency from the Compose options after --, or the overlay that adds it"})
+			}
+		}
+	}
+	m.stageServices(started)
+	return out
+}
+
+// stageServices puts every started service in the stage that starts it, each stage in the order
+// Compose starts it: the data services with every added service they need (directly or not),
+// the API services with what they need that is not started yet, then the other added services.
+func (m *Model) stageServices(added []string) {
+	p := m.Project
+	stageOf := map[string]int{}
+	var pull func(name string, stage int)
+	pull = func(name string, stage int) {
+		if _, done := stageOf[name]; done {
+			return
+		}
+		stageOf[name] = stage
+		for _, need := range needs(p.Services[name]) {
+			if slices.Contains(added, need.service) {
+				pull(need.service, stage)
+			}
+		}
+	}
+	for _, n := range DataServices {
+		if _, ok := p.Services[n]; ok {
+			pull(n, stageData)
+		}
+	}
+	for _, n := range APIServices {
+		if _, ok := p.Services[n]; ok {
+			pull(n, stageAPI)
+		}
+	}
+	for _, n := range added {
+		pull(n, stageAdded)
+	}
+	for stage := range m.stages {
+		var names []string
+		for n, s := range stageOf {
+			if s == stage {
+				names = append(names, n)
+			}
+		}
+		m.stages[stage] = startOrder(p, names)
+	}
+	for stage, names := range m.stages {
+		for _, n := range names {
+			if !slices.Contains(added, n) {
+				continue
+			}
+			why := "added by the Compose options after --; started after the controller and worker-kubernetes"
+			switch stage {
+			case stageData:
+				why = "added by the Compose options after --; started with the data services, since " + needing(dependents(p, names, n)) + " it"
+			case stageAPI:
+				why = "added by the Compose options after --; started with the controller and worker-kubernetes, since " + needing(dependents(p, names, n)) + " it"
+			default:
+				m.Added = append(m.Added, n)
+			}
+			m.status[n] = ServiceStatus{Name: n, Started: true, Why: why}
+		}
+	}
+}
+
+// needing is "a needs" or "a and b need".
+func needing(services []string) string {
+	if len(services) == 1 {
+		return services[0] + " needs"
+	}
+	return strings.Join(services, " and ") + " need"
+}
+
+// dependents are the services of names that need service directly.
+func dependents(p *types.Project, names []string, service string) []string {
+	var out []string
+	for _, n := range names {
+		for _, need := range needs(p.Services[n]) {
+			if need.service == service && !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
 	}
 	return out
 }
 
+// startOrder orders names as one `compose up` of them starts them: a service after everything of
+// names it needs; services that start side by side in the profile's order, then by name.
+func startOrder(p *types.Project, names []string) []string {
+	depth := map[string]int{}
+	var depthOf func(name string, seen map[string]bool) int
+	depthOf = func(name string, seen map[string]bool) int {
+		if d, ok := depth[name]; ok {
+			return d
+		}
+		if seen[name] {
+			return 0
+		}
+		seen[name] = true
+		d := 0
+		for _, need := range needs(p.Services[name]) {
+			if slices.Contains(names, need.service) {
+				d = max(d, depthOf(need.service, seen)+1)
+			}
+		}
+		depth[name] = d
+		return d
+	}
+	for _, n := range names {
+		depthOf(n, map[string]bool{})
+	}
+	rank := func(n string) int {
+		if i := slices.Index(profileOrder, n); i >= 0 {
+			return i
+		}
+		return len(profileOrder)
+	}
+	out := slices.Clone(names)
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if depth[a] != depth[b] {
+			return depth[a] < depth[b]
+		}
+		if rank(a) != rank(b) {
+			return rank(a) < rank(b)
+		}
+		return a < b
+	})
+	return out
+}
+
+// need is a service another cannot start without, and the key that says so (depends_on,
+// network_mode, volumes_from, links, pid, ipc).
 type need struct{ how, service string }
 
 // needs are the services a service cannot start without: its dependencies and the services
@@ -140,10 +318,10 @@ type need struct{ how, service string }
 func needs(svc types.ServiceConfig) []need {
 	var out []need
 	for _, dep := range sortedKeys(svc.DependsOn) {
-		out = append(out, need{"depends on", dep})
+		out = append(out, need{"depends_on", dep})
 	}
 	if s, ok := strings.CutPrefix(svc.NetworkMode, types.NetworkModeServicePrefix); ok {
-		out = append(out, need{"shares the network namespace (network_mode) of", s})
+		out = append(out, need{"network_mode", s})
 	}
 	for _, v := range svc.VolumesFrom {
 		if s, ok := strings.CutPrefix(v, types.ServicePrefix); ok {
@@ -151,16 +329,16 @@ func needs(svc types.ServiceConfig) []need {
 		}
 		if !strings.HasPrefix(v, types.ContainerPrefix) {
 			name, _, _ := strings.Cut(v, ":")
-			out = append(out, need{"takes the volumes of (volumes_from)", name})
+			out = append(out, need{"volumes_from", name})
 		}
 	}
 	for _, l := range svc.Links {
 		name, _, _ := strings.Cut(l, ":")
 		out = append(out, need{"links", name})
 	}
-	for _, mode := range []string{svc.Pid, svc.Ipc} {
-		if s, ok := strings.CutPrefix(mode, types.ServicePrefix); ok {
-			out = append(out, need{"shares the namespaces of", s})
+	for _, mode := range []struct{ key, value string }{{"pid", svc.Pid}, {"ipc", svc.Ipc}} {
+		if s, ok := strings.CutPrefix(mode.value, types.ServicePrefix); ok {
+			out = append(out, need{mode.key, s})
 		}
 	}
 	return out
@@ -203,8 +381,7 @@ func isEngineSocket(p string) bool {
 }
 
 // Services lists every service of the merged model and every disabled one, with what `up`
-// does with it: the profile's own in start order, then the added ones, then those not
-// started, by name.
+// does with it: the started ones in start order, then those not started, by name.
 func (m *Model) Services() []ServiceStatus {
 	var out []ServiceStatus
 	for _, name := range m.StartedServices() {
@@ -223,13 +400,20 @@ func (m *Model) Services() []ServiceStatus {
 	return out
 }
 
-// StartedServices are the services `up` starts, in start order.
+// StartedServices are the services `up` starts, in the order Compose starts them.
 func (m *Model) StartedServices() []string {
 	var out []string
-	for _, name := range append(append(append([]string{}, DataServices...), APIServices...), m.Added...) {
-		if _, ok := m.Project.Services[name]; ok {
-			out = append(out, name)
-		}
+	for _, names := range m.stages {
+		out = append(out, names...)
 	}
 	return out
 }
+
+// DataStage are the services the first `compose up` names, in start order: postgres, migrate,
+// bootstrap and every added service they need.
+func (m *Model) DataStage() []string { return slices.Clone(m.stages[stageData]) }
+
+// APIStage are the services the `compose up --no-deps` after the cluster names, in start order:
+// controller, worker-kubernetes and the added services they need that the data stage did not
+// start.
+func (m *Model) APIStage() []string { return slices.Clone(m.stages[stageAPI]) }

@@ -100,6 +100,8 @@ type Planned struct {
 	// Compose is the plan (nil when the control plane is pending), as the dry run shows it.
 	Compose *Plan
 	pending string
+	// refusal is the Compose model's refusal (*compose.ProjectError), planned in full beside it.
+	refusal error
 	run     *run
 }
 
@@ -135,33 +137,35 @@ func (x Profile) New(in profile.Input) (Planned, error) {
 		c.pending = pending
 		return c, nil
 	}
-	if c.Compose, err = x.plan(in, co); err != nil {
+	if c.Compose, c.refusal, err = x.plan(in, co); err != nil {
 		return Planned{}, err
 	}
 	return c, nil
 }
 
 // plan loads and checks the Compose model and decides the images: everything `up` could refuse
-// about the project is refused here, before anything runs.
-func (x Profile) plan(in profile.Input, co controlplane.Checkout) (*Plan, error) {
+// about the project is refused here, before anything runs. A model that breaks the profile's
+// rules is planned in full and returned with its refusal (a *compose.ProjectError), which the
+// dry run lists among its problems and `up` stops at.
+func (x Profile) plan(in profile.Input, co controlplane.Checkout) (_ *Plan, refusal error, _ error) {
 	wd := x.OCE.WorkingDir
 	if wd == "" {
 		var err error
 		if wd, err = os.Getwd(); err != nil {
-			return nil, fmt.Errorf("working directory: %w", err)
+			return nil, nil, fmt.Errorf("working directory: %w", err)
 		}
 	}
 	user, err := compose.ParseArgs(x.OCE.ComposeArgs, co.Root, wd)
 	if err != nil {
 		var ae *compose.ArgsError
 		if errors.As(err, &ae) {
-			return nil, &option.Error{Option: "the Compose option after --", Value: ae.Arg, Rule: "is refused: " + ae.Message, Fix: ae.Fix}
+			return nil, nil, &option.Error{Option: "the Compose option after --", Value: ae.Arg, Rule: "is refused: " + ae.Message, Fix: ae.Fix}
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	base, err := oce.NewPlan(in, x.OCE, co)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	op := &Plan{Plan: base}
 	env := maps.Clone(x.OCE.Environment)
@@ -191,7 +195,7 @@ func (x Profile) plan(in profile.Input, co controlplane.Checkout) (*Plan, error)
 	// refused here with the Kubernetes-only profile's words, not by Compose as an invalid hostPort.
 	if v := env[devPortVariable]; v != "" {
 		if n, err := strconv.Atoi(v); err != nil || n < 1 || n > 65535 {
-			return nil, &option.Error{Option: devPortVariable, Value: v, Rule: "must be between 1 and 65535", Fix: "choose a free port on 127.0.0.1 (default 3000)"}
+			return nil, nil, &option.Error{Option: devPortVariable, Value: v, Rule: "must be between 1 and 65535", Fix: "choose a free port on 127.0.0.1 (default 3000)"}
 		}
 	}
 	op.HostPorts = hostPorts
@@ -207,22 +211,26 @@ func (x Profile) plan(in profile.Input, co controlplane.Checkout) (*Plan, error)
 		// never starts.
 		ep, err := docker.ParseEndpoint(x.Engine, x.EngineSource)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		lo.PodmanSocket = ep.Socket
 	}
 	m, err := compose.Load(context.Background(), lo)
-	if err != nil {
-		return nil, err
+	var pe *compose.ProjectError
+	switch {
+	case errors.As(err, &pe) && m != nil:
+		refusal = err
+	case err != nil:
+		return nil, nil, err
 	}
 	op.Model = m
 	if sel := op.SelectedImages; sel != nil {
 		if err := m.UseControllerImage(sel.Controller); err != nil {
-			return nil, err
+			return nil, nil, errors.Join(refusal, err)
 		}
 	} else {
 		if op.Builds, err = m.UseBuiltImages(); err != nil {
-			return nil, err
+			return nil, nil, errors.Join(refusal, err)
 		}
 		var reqs []controlplane.BuildPlanRequest
 		for _, b := range op.Builds {
@@ -234,12 +242,12 @@ func (x Profile) plan(in profile.Input, co controlplane.Checkout) (*Plan, error)
 		}
 		reqs = append(reqs, controlplane.BuildPlanRequest{Role: oce.RoleRuntime, ContextDir: co.Root, Dockerfile: controlplane.RuntimeDockerfile})
 		if err := op.PlanBuilds(x.OCE, reqs); err != nil {
-			return nil, err
+			return nil, nil, errors.Join(refusal, err)
 		}
 	}
 	plan := m.Plan()
 	op.Compose = &plan
-	return op, nil
+	return op, refusal, nil
 }
 
 // processEnvironment is the process environment as a map, what Compose interpolation reads.
@@ -265,6 +273,9 @@ func processEnvironment() map[string]string {
 
 // Pending says what of the control plane occ does not start.
 func (c Planned) Pending() string { return c.pending }
+
+// Refusal is the Compose model's refusal, if any.
+func (c Planned) Refusal() error { return c.refusal }
 
 // Needs is the project's development network, which the k3d cluster joins.
 func (c Planned) Needs() cluster.Needs { return cluster.Needs{Network: c.Compose.Model.Network.Name} }

@@ -96,7 +96,8 @@ func (Profile) ReloadSteps() []profile.ReloadStep {
 // rebuilt image whose container does not run it (another image, or none: a recreation that a
 // kill cut short leaves the service stopped), and the controller and worker-kubernetes
 // when the Agent runtime changed (they read the Installation, a read-only mount of the file
-// just replaced). A service not chosen is left alone. The one-shot jobs are never run again.
+// just replaced), and with them every started service that shares their namespaces. Any other
+// service not chosen is left alone. The one-shot jobs are never run again.
 func recreateServices(ctx context.Context, env profile.ReloadEnv, rep progress.Reporter) error {
 	p := env.Recorded().ControlPlane.Compose
 	plugin, err := findPlugin(ctx)
@@ -138,8 +139,16 @@ func recreateServices(ctx context.Context, env profile.ReloadEnv, rep progress.R
 			}
 		}
 	}
-	// Recreated in the order `up` starts them.
+	// Recreated in the order `up` starts them, with the services that share their namespaces
+	// (chosen or not: left alone, those would run cut off from them).
 	slices.SortStableFunc(affected, func(a, b string) int { return slices.Index(started, a) - slices.Index(started, b) })
+	if len(affected) > 0 {
+		project, err := compose.LoadSnapshot(ctx, compose.RecordedSnapshot(*p))
+		if err != nil {
+			return err
+		}
+		affected = compose.Sharers(project, started, affected)
+	}
 	if len(affected) == 0 {
 		rep.Note("every service runs its rebuilt image")
 		return nil

@@ -110,7 +110,8 @@ func runtimeBuildNetwork(setting string, builds []compose.Build) string {
 
 func (c Planned) describeDataServices(profile.View) step.Description {
 	cp := c.Compose.Compose
-	items := []string{fmt.Sprintf("Compose project %s through the docker compose plugin: services %s (up --detach, then migrate and bootstrap must exit 0)", cp.Project, strings.Join(compose.DataServices, ", "))}
+	data := c.Compose.Model.DataStage()
+	items := []string{fmt.Sprintf("Compose project %s through the docker compose plugin: services %s (up --detach, then migrate and bootstrap must exit 0)", cp.Project, strings.Join(data, ", "))}
 	for _, n := range cp.Networks {
 		items = append(items, fmt.Sprintf("network %s (subnet %s, gateway %s), which the k3d cluster joins", n.Name, n.Subnet, n.Gateway))
 	}
@@ -118,7 +119,7 @@ func (c Planned) describeDataServices(profile.View) step.Description {
 		items = append(items, "volume "+v)
 	}
 	for _, port := range cp.Ports {
-		if slices.Contains(compose.DataServices, port.Service) {
+		if slices.Contains(data, port.Service) {
 			items = append(items, fmt.Sprintf("published port %s -> %s of %s", port.Host, port.Target, port.Service))
 		}
 	}
@@ -136,7 +137,7 @@ func (c Planned) describeDataServices(profile.View) step.Description {
 func (c Planned) startDataServices(ctx context.Context, env profile.Env, _ progress.Reporter) error {
 	wctx, cancel := context.WithTimeout(ctx, c.in.StartupTimeout)
 	defer cancel()
-	if err := compose.StartData(wctx, compose.StartOptions{Runner: c.run.runner, Stack: c.run.stack}); err != nil {
+	if err := compose.StartData(wctx, compose.StartOptions{Runner: c.run.runner, Stack: c.run.stack, Services: c.Compose.Model.DataStage()}); err != nil {
 		return err
 	}
 	m := c.Compose.Model
@@ -148,9 +149,10 @@ func (c Planned) startDataServices(ctx context.Context, env profile.Env, _ progr
 
 func (c Planned) describeAPIServices(profile.View) step.Description {
 	cp := c.Compose.Compose
-	items := []string{fmt.Sprintf("services %s of project %s (up --detach --no-deps), with the Installation and the container kubeconfig mounted read-only", strings.Join(compose.APIServices, ", "), cp.Project)}
+	api := c.Compose.Model.APIStage()
+	items := []string{fmt.Sprintf("services %s of project %s (up --detach --no-deps), with the Installation and the container kubeconfig mounted read-only", strings.Join(api, ", "), cp.Project)}
 	for _, port := range cp.Ports {
-		if slices.Contains(compose.APIServices, port.Service) {
+		if slices.Contains(api, port.Service) {
 			items = append(items, fmt.Sprintf("published port %s -> %s of %s", port.Host, port.Target, port.Service))
 		}
 	}
@@ -162,7 +164,7 @@ func (c Planned) startAPIServices(ctx context.Context, env profile.Env, _ progre
 	if err := env.State().Record(compose.ServicesRecord(c.Compose.Model.Name())); err != nil {
 		return fmt.Errorf("record the API services: %w", err)
 	}
-	return compose.StartAPI(ctx, compose.StartOptions{Runner: c.run.runner, Stack: c.run.stack})
+	return compose.StartAPI(ctx, compose.StartOptions{Runner: c.run.runner, Stack: c.run.stack, Services: c.Compose.Model.APIStage()})
 }
 
 func (c Planned) describeAddedServices(profile.View) step.Description {
