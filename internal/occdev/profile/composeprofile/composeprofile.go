@@ -185,7 +185,7 @@ func (x Profile) plan(in profile.Input, co controlplane.Checkout) (_ *Plan, refu
 		}
 		port, err := profile.HostPort(in, hp.def, slices.Collect(maps.Values(hostPorts))...)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if port != hp.def {
 			env[hp.name], hostPorts[hp.name] = strconv.Itoa(port), port
