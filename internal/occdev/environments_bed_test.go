@@ -20,6 +20,8 @@ import (
 // cluster, `occ dev list` shows both healthy, and each `down` leaves the other's cluster,
 // containers and state exactly as they were.
 func TestEnvironmentsSideBySide(t *testing.T) {
+	// The binary is built before the bed moves HOME (and with it Go's build cache).
+	startBuild()
 	b := newK3dBed(t, nil)
 	b.forgetProducts(t)
 	start := time.Now()
@@ -37,10 +39,13 @@ func TestEnvironmentsSideBySide(t *testing.T) {
 
 	one := b.options(t)
 	one.StateDir, one.Environment = "", "one"
+	steps := &recordedProgress{}
+	one.Progress = steps.sink
 	if _, err := occdev.Up(context.Background(), one); err != nil {
 		t.Fatalf("up of environment one: %v", err)
 	}
 	lap("up of one")
+	t.Logf("its steps:\n%s", strings.Join(steps.lines, "\n"))
 
 	two := b.options(t)
 	run := func(args ...string) (string, string, error) {
