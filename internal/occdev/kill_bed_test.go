@@ -118,29 +118,38 @@ func testSignalAtEachStep(t *testing.T, b *k3dBed, sig syscall.Signal, subset fu
 					}
 				}
 			}
-			if left := b.leftovers(t, opts.ClusterName, vols); len(left) > 0 {
-				t.Errorf("left after %s and down: %v", sig, left)
-			}
-			if extra := b.newVolumes(t, volumesBefore, opts.ClusterName); len(extra) > 0 {
-				t.Errorf("volumes left after %s: %v", sig, extra)
-			}
-			if !stateGone(opts.StateDir) {
-				t.Errorf("state directory left")
-			}
-			if entries, _ := os.ReadDir(tmp); len(entries) > 0 {
-				var left []string
-				for _, e := range entries {
-					left = append(left, e.Name())
-				}
-				t.Errorf("temporary files left in TMPDIR: %v", left)
-			}
-			b.assertUserKubeconfig(t)
+			b.assertLeftNothing(t, sig, b.leftovers(t, opts.ClusterName, vols), volumesBefore, opts.ClusterName, opts.StateDir, tmp)
 			if !t.Failed() {
 				passed++
 			}
 		})
 	}
 	t.Logf("%s matrix (k3d profile, %s engine): %d points, %d passed", sig, b.kind, len(points), passed)
+}
+
+// assertLeftNothing checks what a signalled run of `up` (and the `down` after a SIGKILL) left:
+// nothing of left (the bed's leftovers of the cluster), no volume of the cluster the engine did
+// not hold before, no state directory, nothing in the run's TMPDIR, and the user's kubeconfig as
+// it was.
+func (b *k3dBed) assertLeftNothing(t *testing.T, sig syscall.Signal, left []string, volumesBefore map[string]*volume.Volume, cluster, stateDir, tmp string) {
+	t.Helper()
+	if len(left) > 0 {
+		t.Errorf("left after %s and down: %v", sig, left)
+	}
+	if extra := b.newVolumes(t, volumesBefore, cluster); len(extra) > 0 {
+		t.Errorf("volumes left after %s: %v", sig, extra)
+	}
+	if !stateGone(stateDir) {
+		t.Errorf("state directory left")
+	}
+	if entries, _ := os.ReadDir(tmp); len(entries) > 0 {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Errorf("temporary files left in TMPDIR: %v", names)
+	}
+	b.assertUserKubeconfig(t)
 }
 
 // signalled is a run of the built binary that a signal met.

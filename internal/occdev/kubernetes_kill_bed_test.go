@@ -139,19 +139,7 @@ func testKubernetesSignals(t *testing.T, b *kubeBed, sig syscall.Signal) {
 					t.Errorf("up does not say it was interrupted and rolled back:\n%s", run.stderr)
 				}
 			}
-			if left := b.leftovers(t, opts.ClusterName, vols); len(left) > 0 {
-				t.Errorf("left after %s and down: %v", sig, left)
-			}
-			if extra := b.newVolumes(t, volumesBefore, opts.ClusterName); len(extra) > 0 {
-				t.Errorf("volumes left after %s: %v", sig, extra)
-			}
-			if !stateGone(opts.StateDir) {
-				t.Errorf("state directory left")
-			}
-			if entries, _ := os.ReadDir(tmp); len(entries) > 0 {
-				t.Errorf("temporary files left in TMPDIR: %d entries", len(entries))
-			}
-			b.assertUserKubeconfig(t)
+			b.assertLeftNothing(t, sig, b.leftovers(t, opts.ClusterName, vols), volumesBefore, opts.ClusterName, opts.StateDir, tmp)
 			if !t.Failed() {
 				passed++
 			}
