@@ -135,7 +135,8 @@ func testKubernetesSignals(t *testing.T, b *kubeBed, sig syscall.Signal) {
 				if code != 128+int(sig) {
 					t.Errorf("exit code %d after %s, want %d", code, sig, 128+int(sig))
 				}
-				if !strings.Contains(run.stderr, "interrupted") || !strings.Contains(run.stderr, "rolled back") {
+				// Right after the preflight the state is not claimed yet: nothing to roll back.
+				if !strings.Contains(run.stderr, "interrupted") || (point != names[0] && !strings.Contains(run.stderr, "rolled back")) {
 					t.Errorf("up does not say it was interrupted and rolled back:\n%s", run.stderr)
 				}
 			}
