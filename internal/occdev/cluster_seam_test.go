@@ -163,6 +163,7 @@ var k3dAllowed = map[string]bool{
 	"EnvClusterName": true, "EnvAPIPort": true, "EnvDiskThresholdPercent": true, "EnvDNSResolver": true,
 	"DefaultDiskThresholdPercent": true, "ResolveName": true,
 	"ChooseNodeDNS": true, "ThisHost": true, "NodeDNS": true, "ResolverAuto": true,
+	"EnvK3sImage": true, "SelectNodeImage": true,
 }
 
 // A later change reaches around the cluster seam again (a k3d provider held in the plan, the

@@ -109,7 +109,10 @@ func testKubernetesFailures(t *testing.T, b *kubeBed) {
 		}
 	})
 
-	t.Run("with the chart installed, the rollback blocked, then down", func(t *testing.T) {
+	// An image up pulled that a container of the user's (or another environment's k3d node)
+	// runs by the time of the rollback is theirs now: the rollback leaves it, saying why, and
+	// finishes; it never fails for ever on an image it must not take away.
+	t.Run("with the chart installed, a pulled image in use is left by the rollback", func(t *testing.T) {
 		r := b.run(t, oceapi.Options{})
 		// PostgreSQL is an image of this subtest's own (its content is unique), so what the
 		// engine does with it touches no other test on the shared engine.
@@ -153,36 +156,26 @@ func testKubernetesFailures(t *testing.T, b *kubeBed) {
 		})
 		_, err := occdev.Up(ctx, r.opts)
 		t.Logf("up: %v", err)
-		if !errors.Is(err, errInjected) || !strings.Contains(err.Error(), "rollback incomplete; preserving "+r.opts.StateDir) || !strings.Contains(err.Error(), "occ dev down --state-dir "+r.opts.StateDir) {
+		if !errors.Is(err, errInjected) || !strings.Contains(err.Error(), "rolled back") || strings.Contains(err.Error(), "rollback incomplete") {
 			t.Fatalf("up: %v", err)
 		}
-		st, err := state.Read(r.opts.StateDir)
-		if err != nil {
-			t.Fatalf("the kept state: %v", err)
+		if !dirGone(r.opts.StateDir) {
+			t.Errorf("the state directory survived the rollback")
 		}
-		if len(st.Objects) != 1 || st.Objects[0].String() != "Docker image "+pgRef {
-			t.Errorf("the kept state records %v; want only the PostgreSQL image the rollback could not untag", st.Objects)
+		var left []string
+		for _, l := range b.leftovers(t, r.opts.ClusterName, volumes) {
+			if !strings.Contains(l, pgRef) {
+				left = append(left, l)
+			}
 		}
-		if left := b.leftovers(t, r.opts.ClusterName, volumes); len(left) != 0 {
-			t.Errorf("after the blocked rollback, besides the kept PostgreSQL image: %v", left)
+		if len(left) != 0 {
+			t.Errorf("the rollback left, besides the PostgreSQL image in use: %v", left)
 		}
 		if _, err := b.engine.API.ImageInspect(ctx, pgRef); err != nil {
 			t.Errorf("the image in use was removed: %v", err)
 		}
 		if err := b.engine.API.ContainerRemove(ctx, user, container.RemoveOptions{}); err != nil {
 			t.Fatal(err)
-		}
-		if _, err := occdev.Down(ctx, occdev.DownOptions{StateDir: r.opts.StateDir}); err != nil {
-			t.Fatalf("down: %v", err)
-		}
-		if !dirGone(r.opts.StateDir) {
-			t.Errorf("down kept the state directory")
-		}
-		if left := b.leftovers(t, r.opts.ClusterName, volumes); len(left) > 0 {
-			t.Errorf("down left: %v", left)
-		}
-		if _, err := b.engine.API.ImageInspect(ctx, pgRef); err == nil {
-			t.Errorf("down left the PostgreSQL image it pulled")
 		}
 	})
 

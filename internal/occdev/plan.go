@@ -142,7 +142,7 @@ type UpOptions struct {
 	// (--agent-sandbox-manifest, EnvAgentSandboxManifest), for offline use. Its
 	// CustomResourceDefinitions are what the Gateway chart's render sees as served.
 	AgentSandboxManifest string
-	// K3sImage replaces the pinned k3s node image of the cluster occ creates (k3d.EnvK3sImage):
+	// K3sImage replaces the pinned k3s node image of the cluster occ creates (EnvK3sImage):
 	// a k3s release image by digest, or by tag (resolved to a digest when it is pulled).
 	K3sImage string
 	// DNSResolver is the k3d node's DNS resolver (--k3d-dns-resolver, k3d.EnvDNSResolver): auto
@@ -426,7 +426,7 @@ type NodeImagePlan struct {
 	Tag bool `json:"tag,omitempty"`
 }
 
-// selectNodeImage applies k3d.EnvK3sImage: the selected image replaces the pinned k3s image in
+// selectNodeImage applies EnvK3sImage: the selected image replaces the pinned k3s image in
 // this plan's pins (a copy; the pin set itself is unchanged), so the cluster, the pull, the
 // Gateway chart's render and the dry run all use it.
 func selectNodeImage(p *Plan, o UpOptions) error {
@@ -434,7 +434,7 @@ func selectNodeImage(p *Plan, o UpOptions) error {
 		return nil
 	}
 	if p.ClusterProvider == ProviderExisting {
-		return &OptionError{Option: k3d.EnvK3sImage, Value: o.K3sImage, Rule: "selects the node image of the k3d cluster occ creates, and --cluster-provider existing creates none",
+		return &OptionError{Option: EnvK3sImage, Value: o.K3sImage, Rule: "selects the node image of the k3d cluster occ creates, and --cluster-provider existing creates none",
 			Fix: "unset it, or use --cluster-provider k3d"}
 	}
 	img, err := k3d.SelectNodeImage(o.K3sImage)

@@ -20,6 +20,7 @@ const (
 	EnvWorkspaceChart       = "OCC_DEVELOPMENT_OPENSHELL_WORKSPACE_HELM_CHART"
 	EnvAgentSandboxManifest = "OCC_DEVELOPMENT_OPENSHELL_AGENT_SANDBOX_MANIFEST"
 	EnvDNSResolver          = k3d.EnvDNSResolver
+	EnvK3sImage             = k3d.EnvK3sImage
 )
 
 // How the selections are named in errors: flag and variable.
@@ -102,7 +103,7 @@ func resolveSelections(p *Plan, o UpOptions) error {
 	}
 	source := "the pinned k3s image "
 	if p.NodeImage != nil {
-		source = "the k3s image " + k3d.EnvK3sImage + " selects, "
+		source = "the k3s image " + EnvK3sImage + " selects, "
 	}
 	p.GatewayRender = GatewayRenderPlan{KubernetesVersion: kv, Source: source + p.pins.K3s.Image.Name() + ":" + p.pins.K3s.Image.Tag}
 	if p.ClusterProvider == ProviderExisting {

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/openclaw/occ/internal/occdev/cluster"
-	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/pins"
@@ -130,7 +129,7 @@ func imageStep(p *Plan, slot imageSlot) Step {
 			img := p.image(slot).Image
 			if img.Digest == "" {
 				return step.Describe(step.Image{Reference: img.String(), Where: "the " + engineName(p) + " engine",
-					Note: "a tag (" + k3d.EnvK3sImage + "): resolved to a digest at its registry, then pulled by that digest, which the cluster runs; an image that was there is left alone by down"})
+					Note: "a tag (" + EnvK3sImage + "): resolved to a digest at its registry, then pulled by that digest, which the cluster runs; an image that was there is left alone by down"})
 			}
 			return step.Describe(step.Image{Reference: img.DigestReference(), Where: "the " + engineName(p) + " engine",
 				Note: "pulled by digest unless the engine has it; an image that was there is left alone by down"})
@@ -158,7 +157,7 @@ func imageStep(p *Plan, slot imageSlot) Step {
 }
 
 // resolveTag is the image of slot by digest. Only a node image selected by tag
-// (k3d.EnvK3sImage) has none: its tag is resolved at its registry now, said, and the run's pins
+// (EnvK3sImage) has none: its tag is resolved at its registry now, said, and the run's pins
 // take the digest, so the cluster is created from exactly the image this pull fetched.
 func (r *run) resolveTag(ctx context.Context, slot imageSlot, rep progress.Reporter) (pins.Image, error) {
 	img := r.plan.image(slot).Image
@@ -169,12 +168,12 @@ func (r *run) resolveTag(ctx context.Context, slot imageSlot, rep progress.Repor
 	if err != nil && r.engine.Podman {
 		// Podman's Docker-compatible API has no distribution endpoint to ask.
 		return pins.Image{}, fmt.Errorf("%s %s is a tag, and Podman's API resolves no tag to a digest (%v); give it by digest (%s@sha256:<digest>; `skopeo inspect docker://%s` prints the digest)",
-			k3d.EnvK3sImage, img, err, img, img)
+			EnvK3sImage, img, err, img, img)
 	}
 	if err != nil {
-		return pins.Image{}, fmt.Errorf("%s %s: %w", k3d.EnvK3sImage, img, err)
+		return pins.Image{}, fmt.Errorf("%s %s: %w", EnvK3sImage, img, err)
 	}
-	rep.Note(img.String() + " is a tag (from " + k3d.EnvK3sImage + "): resolved to " + resolved.Digest + " at its registry; the cluster runs that digest")
+	rep.Note(img.String() + " is a tag (from " + EnvK3sImage + "): resolved to " + resolved.Digest + " at its registry; the cluster runs that digest")
 	set := *r.plan.pins
 	set.K3s.Image = resolved
 	r.resolvedPins.Store(&set)
