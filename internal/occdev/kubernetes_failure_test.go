@@ -156,7 +156,7 @@ func testKubernetesFailures(t *testing.T, b *kubeBed) {
 		})
 		_, err := occdev.Up(ctx, r.opts)
 		t.Logf("up: %v", err)
-		if !errors.Is(err, errInjected) || !strings.Contains(err.Error(), "rolled back") || strings.Contains(err.Error(), "rollback incomplete") {
+		if !errors.Is(err, errInjected) || !strings.Contains(err.Error(), "was removed but Docker image "+pgRef+", left as it is") || strings.Contains(err.Error(), "rollback incomplete") {
 			t.Fatalf("up: %v", err)
 		}
 		if !dirGone(r.opts.StateDir) {

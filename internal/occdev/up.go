@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -308,7 +309,7 @@ func rollback(parent context.Context, r *run, cause error, occ string) error {
 	if kept != nil {
 		keep = func(o state.Object) bool { return o.Type == kept.Type && o.Name == kept.Name }
 	}
-	_, cerr := cleanup(ctx, r.state, r.log, keep)
+	res, cerr := cleanup(ctx, r.state, r.log, keep)
 	if r.plan.profile.rollback != nil {
 		// Outside the records (a user's --key-output file), so removed whatever the records did.
 		if kerr := r.plan.profile.rollback(r); kerr != nil {
@@ -330,10 +331,16 @@ func rollback(parent context.Context, r *run, cause error, occ string) error {
 		_ = r.state.Close()
 		return fmt.Errorf("%w\nrollback incomplete; preserving %s for occ dev down: %v\nfinish the cleanup with: %s", cause, dir, cerr, DownCommand(occ, dir))
 	}
-	if r.state.State().Adopted {
-		return fmt.Errorf("%w\nrolled back: everything this run created was removed, and %s, which existed before up, was emptied and stays", cause, dir)
+	removed := "everything this run created was removed"
+	if res != nil && len(res.LeftAlone) > 0 {
+		// Something recorded is someone else's now (a name taken over, an image a container
+		// runs): the rollback did not touch it and says so (the log says why).
+		removed = "everything this run created was removed but " + strings.Join(res.LeftAlone, ", ") + ", left as it is (no longer only this run's)"
 	}
-	return fmt.Errorf("%w\nrolled back: everything this run created was removed, and %s was deleted", cause, dir)
+	if r.state.State().Adopted {
+		return fmt.Errorf("%w\nrolled back: %s, and %s, which existed before up, was emptied and stays", cause, removed, dir)
+	}
+	return fmt.Errorf("%w\nrolled back: %s, and %s was deleted", cause, removed, dir)
 }
 
 // syncWriter serialises the log writes of concurrent lanes.
