@@ -47,8 +47,9 @@ func TestDevPinsShow(t *testing.T) {
 	}
 	for _, want := range []string{
 		"Pins in effect: built into occ (embedded pins.yaml)",
-		"openshell                    0.1.3-pre.2 (commit 021400be8af471f8669369e679de3e18cf0bd672)\n                             note: Known upstream defect",
-		"k3d.toolsImage               ghcr.io/k3d-io/k3d-tools:5.9.0@sha256:f18c1e21aba123fe6ff315c514a0feffc005f587aa3db773e89489c2118842dd\n                             note: Two public texts",
+		"openshell                      0.1.3-pre.2 (commit 021400be8af471f8669369e679de3e18cf0bd672)\n                               note: Known upstream defect",
+		"k3d.toolsImage                 ghcr.io/k3d-io/k3d-tools:5.9.0@sha256:f18c1e21aba123fe6ff315c514a0feffc005f587aa3db773e89489c2118842dd\n                               note: Two public texts",
+		"routing.envoyGateway.manifest  https://github.com/envoyproxy/gateway/releases/download/v1.6.7/install.yaml\n                               sha256 9a250c698d78b92c670d9d2bd6bd54615f1dee41ddd520ece9704edf63088df8\n                               Envoy Gateway v1.6.7\nrouting.envoyGateway.images    none recorded (up installs no routing controllers)",
 		"sha256 77afc69ad28e55f11a05cbc68d6dc5a6cc5c989a68d0f9d55ae0868af2b3f476",
 		"oce.postgresImage",
 	} {
@@ -61,7 +62,7 @@ func TestDevPinsShow(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &doc); code != 0 || err != nil {
 		t.Fatalf("-o json: exit %d, %v\n%s", code, err, out)
 	}
-	if !doc.BuiltIn || doc.Source != "built in" || len(doc.Pins) != 12 || len(doc.Pins[0].Notes) != 1 || doc.Pins[0].Key != pins.KeyOpenShell {
+	if !doc.BuiltIn || doc.Source != "built in" || len(doc.Pins) != 17 || len(doc.Pins[0].Notes) != 1 || doc.Pins[0].Key != pins.KeyOpenShell {
 		t.Errorf("json document %+v", doc)
 	}
 
@@ -105,7 +106,7 @@ func TestDevPinsVerify(t *testing.T) {
 		t.Fatalf("exit %d, stderr %s\n%s", code, errOut, out)
 	}
 	for _, want := range []string{"Pins: " + file, "\nopenshell.images.gateway  " + w.Set.OpenShell.Images.Gateway.String() + "\n  ok    digest         resolves to a multi-platform index",
-		"  ok    linux/arm64    sha256:", "\nagentSandbox.manifest  " + w.Set.AgentSandbox.Manifest.URL + "\n  ok    sha256         matches", "All 30 checks passed."} {
+		"  ok    linux/arm64    sha256:", "\nagentSandbox.manifest  " + w.Set.AgentSandbox.Manifest.URL + "\n  ok    sha256         matches", "All 32 checks passed."} {
 		if !strings.Contains(out, want) {
 			t.Errorf("verify output lacks %q:\n%s", want, out)
 		}
@@ -116,13 +117,13 @@ func TestDevPinsVerify(t *testing.T) {
 	w.Set.K3d.ToolsImage.Digest = children["linux/amd64"]
 	file = writePinFile(t, dir, w.Set)
 	code, out, errOut = run(t, "dev", "pins", "verify", "--pin-file", file)
-	if code != 1 || !strings.Contains(out, "  MISS  linux/arm64    the pin is a single-platform linux/amd64 manifest") || !strings.Contains(out, "2 of 30 checks missed.") ||
-		!strings.Contains(errOut, "2 of 30 pin checks missed (k3d.toolsImage tag 5.9.0, k3d.toolsImage linux/arm64)") {
+	if code != 1 || !strings.Contains(out, "  MISS  linux/arm64    the pin is a single-platform linux/amd64 manifest") || !strings.Contains(out, "2 of 32 checks missed.") ||
+		!strings.Contains(errOut, "2 of 32 pin checks missed (k3d.toolsImage tag 5.9.0, k3d.toolsImage linux/arm64)") {
 		t.Errorf("single-platform tools pin: exit %d, stderr %s\n%s", code, errOut, out)
 	}
 	code, out, _ = run(t, "dev", "pins", "verify", "--pin-file", file, "-o", "json")
 	var rep online.Report
-	if err := json.Unmarshal([]byte(out), &rep); code != 1 || err != nil || rep.Misses() != 2 || len(rep.Checks) != 30 {
+	if err := json.Unmarshal([]byte(out), &rep); code != 1 || err != nil || rep.Misses() != 2 || len(rep.Checks) != 32 {
 		t.Errorf("-o json: exit %d, %v, %d misses of %d", code, err, rep.Misses(), len(rep.Checks))
 	}
 }

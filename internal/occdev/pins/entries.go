@@ -22,7 +22,12 @@ const (
 	KeyK3dToolsImage    = "k3d.toolsImage"
 	KeyAgentSandbox     = "agentSandbox.manifest"
 	KeyOCENodeBaseImage = "oce.nodeBaseImage"
-	KeyOCEPostgresImage = "oce.postgresImage"
+	// KeyRouting names the routing section in notes; a controller's pins are <key>.manifest and
+	// <key>.images.
+	KeyRouting             = "routing"
+	KeyRoutingCertManager  = "routing.certManager"
+	KeyRoutingEnvoyGateway = "routing.envoyGateway"
+	KeyOCEPostgresImage    = "oce.postgresImage"
 )
 
 // Note is a fact about one pin of the set, written in the pin file's notes list.
@@ -158,14 +163,39 @@ func (s *Set) Entries() []Entry {
 			e = p.entry(s)
 		}
 		e.Key = p.key
-		for _, n := range s.Notes {
-			if n.Pin == e.Key {
-				e.Notes = append(e.Notes, n.Text)
-			}
+		entries = append(entries, s.noted(e))
+		if p.key == KeyAgentSandbox && s.Routing != nil {
+			entries = append(entries, s.routingEntries()...)
 		}
-		entries = append(entries, e)
 	}
 	return entries
+}
+
+// noted is e with the texts of the set's notes about its pin.
+func (s *Set) noted(e Entry) Entry {
+	for _, n := range s.Notes {
+		if n.Pin == e.Key {
+			e.Notes = append(e.Notes, n.Text)
+		}
+	}
+	return e
+}
+
+// routingEntries are the routing section's pins: each controller's manifest, then its images
+// (one entry each, under the controller's images key), or an entry saying none are recorded.
+func (s *Set) routingEntries() []Entry {
+	out := []Entry{s.noted(Entry{Key: KeyRouting, Value: "cert-manager " + s.Routing.CertManager.Version + ", Envoy Gateway " + s.Routing.EnvoyGateway.Version})}
+	for _, c := range s.Routing.Controllers() {
+		m := &c.Manifest
+		out = append(out, s.noted(Entry{Key: c.Key + ".manifest", Value: contract.RedactURL(m.URL), SHA256: m.SHA256, Artifact: m, Detail: c.Name + " " + c.Version}))
+		if len(c.Images) == 0 {
+			out = append(out, s.noted(Entry{Key: c.Key + ".images", Value: "none recorded (up installs no routing controllers)"}))
+		}
+		for i := range c.Images {
+			out = append(out, s.noted(Entry{Key: c.Key + ".images", Value: c.Images[i].String(), Image: &c.Images[i]}))
+		}
+	}
+	return out
 }
 
 // ClusterImages are the images k3d creates a cluster with, in pin file order.
@@ -197,9 +227,13 @@ func (s *Set) pinnedImages(keep func(*ImageUse) bool) []PinnedImage {
 
 // pinKeys are the keys a note may name, in pin file order.
 func pinKeys() []string {
-	keys := make([]string, 0, len(pinTable))
+	keys := make([]string, 0, len(pinTable)+5)
 	for _, p := range pinTable {
 		keys = append(keys, p.key)
+	}
+	keys = append(keys, KeyRouting)
+	for _, c := range []string{KeyRoutingCertManager, KeyRoutingEnvoyGateway} {
+		keys = append(keys, c+".manifest", c+".images")
 	}
 	return keys
 }

@@ -40,7 +40,10 @@ type Set struct {
 	K3s           K3s          `json:"k3s"`
 	K3d           K3d          `json:"k3d"`
 	AgentSandbox  AgentSandbox `json:"agentSandbox"`
-	OCE           OCE          `json:"oce"`
+	// Routing pins the routing controllers `up` installs beside Agent Sandbox; nil when the
+	// file has no routing section (up then installs none, and says so).
+	Routing *Routing `json:"routing,omitempty"`
+	OCE     OCE      `json:"oce"`
 	// Notes are facts about individual pins that a reader of the set must know (a known defect
 	// of the pinned release, a digest not yet confirmed); `occ dev pins show` prints each beside
 	// its pin.
@@ -108,6 +111,46 @@ type K3d struct {
 type AgentSandbox struct {
 	Version  string   `json:"version"`
 	Manifest Artifact `json:"manifest"`
+}
+
+// Routing pins the two controllers that route to dedicated Agent Gateways: cert-manager (the
+// route's certificates) and Envoy Gateway (the route itself).
+type Routing struct {
+	CertManager  RoutingController `json:"certManager"`
+	EnvoyGateway RoutingController `json:"envoyGateway"`
+}
+
+// RoutingController pins one routing controller's release manifest and the images it starts.
+type RoutingController struct {
+	Version  string   `json:"version"`
+	Manifest Artifact `json:"manifest"`
+	// Images are the images the manifest starts, each as the manifest names it (repository and
+	// tag) with the digest the tag served when the pin was made. The release manifests name
+	// their images by tag only; up runs each by this digest instead, and refuses a manifest
+	// image that has none here. Empty when the digests were never resolved: up then installs no
+	// routing controllers and says why.
+	Images []Image `json:"images,omitempty"`
+}
+
+// Controllers are the routing controllers in the order up installs them, with their pin keys.
+func (r *Routing) Controllers() []NamedController {
+	return []NamedController{
+		{Name: "cert-manager", Key: KeyRoutingCertManager, RoutingController: &r.CertManager},
+		{Name: "Envoy Gateway", Key: KeyRoutingEnvoyGateway, RoutingController: &r.EnvoyGateway},
+	}
+}
+
+// NamedController is a routing controller with its name and its pins' key (<key>.manifest,
+// <key>.images).
+type NamedController struct {
+	Name string
+	Key  string
+	*RoutingController
+}
+
+// Resolved reports whether every controller records the digests of its images.
+func (r *Routing) Resolved() bool {
+	return r != nil && len(r.CertManager.Images) > 0 && len(r.EnvoyGateway.Images) > 0
 }
 
 // OCE pins the images of the OCE control plane that occ does not build from the checkout.
@@ -198,11 +241,48 @@ type fileSet struct {
 		ToolsImage string `json:"toolsImage"`
 	} `json:"k3d"`
 	AgentSandbox AgentSandbox `json:"agentSandbox"`
-	OCE          struct {
+	Routing      *struct {
+		CertManager  fileController `json:"certManager"`
+		EnvoyGateway fileController `json:"envoyGateway"`
+	} `json:"routing"`
+	OCE struct {
 		NodeBaseImage string `json:"nodeBaseImage"`
 		PostgresImage string `json:"postgresImage"`
 	} `json:"oce"`
 	Notes []Note `json:"notes"`
+}
+
+// fileController is RoutingController as the file writes it, its images as plain strings.
+type fileController struct {
+	Version  string   `json:"version"`
+	Manifest Artifact `json:"manifest"`
+	Images   []string `json:"images"`
+}
+
+// build validates c under key and returns it.
+func (c fileController) build(key string, add func(error)) RoutingController {
+	if strings.TrimSpace(c.Version) == "" {
+		add(fmt.Errorf("%s.version is empty; set the release the manifest belongs to (for example v1.18.4)", key))
+	}
+	add(checkArtifact(key+".manifest", c.Manifest))
+	out := RoutingController{Version: c.Version, Manifest: c.Manifest}
+	seen := map[string]int{}
+	for i, ref := range c.Images {
+		k := fmt.Sprintf("%s.images[%d]", key, i)
+		img := pinnedImage(k, ref, add)
+		if img.Repository == "" {
+			continue
+		}
+		if img.Tag == "" {
+			add(fmt.Errorf("%s %q has no tag; pin it as the manifest names it, <repository>:<tag>@sha256:<digest>, so up can tell which manifest image it pins", k, ref))
+		}
+		if j, dup := seen[img.Name()+":"+img.Tag]; dup {
+			add(fmt.Errorf("%s %q pins the same repository and tag as %s.images[%d]; keep one", k, ref, key, j))
+		}
+		seen[img.Name()+":"+img.Tag] = i
+		out.Images = append(out.Images, img)
+	}
+	return out
 }
 
 // dropNulls removes the keys of n's mappings, at every level, whose value is empty (null): such a
@@ -326,6 +406,12 @@ func (f *fileSet) build() (*Set, error) {
 		add(errors.New("agentSandbox.version is empty; set the Agent Sandbox release (for example v0.5.2)"))
 	}
 	add(checkArtifact("agentSandbox.manifest", f.AgentSandbox.Manifest))
+	if r := f.Routing; r != nil {
+		set.Routing = &Routing{
+			CertManager:  r.CertManager.build(KeyRoutingCertManager, add),
+			EnvoyGateway: r.EnvoyGateway.build(KeyRoutingEnvoyGateway, add),
+		}
+	}
 	set.Notes = f.Notes
 	add(checkNotes(f.Notes))
 	if len(errs) > 0 {

@@ -3,6 +3,8 @@ package pins
 import (
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -85,7 +87,7 @@ func TestParseRefusesBadPins(t *testing.T) {
 		{"ftp url", "url: https://github.com/kubernetes-sigs", "url: ftp://github.com/kubernetes-sigs", "agentSandbox.manifest.url"},
 		{"postgres by tag", "postgres:18.6@sha256:86c951e05bf56c93d95d397747fb8820ac76cc3bedb78f43abd83eedbe3666ae", "postgres:18.6", "oce.postgresImage"},
 		{"note about an unknown pin", "  - pin: k3d.toolsImage", "  - pin: k3d.tools", "notes[1].pin \"k3d.tools\" is not a pin of the set"},
-		{"unknown key in a note", "  - pin: k3d.toolsImage\n    text: >-", "  - pin: k3d.toolsImage\n    txt: ''\n    text: >-", `notes[1].txt (line 49, value "txt"): unknown key "txt" in notes[1]`},
+		{"unknown key in a note", "  - pin: k3d.toolsImage\n    text: >-", "  - pin: k3d.toolsImage\n    txt: ''\n    text: >-", `notes[1].txt (line 63, value "txt"): unknown key "txt" in notes[1]`},
 		{"note without text", "  - pin: k3d.toolsImage\n    text: >-", "  - pin: k3d.toolsImage\n    text: ' '\n  - pin: k3s.image\n    text: >-", "notes[1].text is empty"},
 		{"gateway chart as the workspace chart", "workspace: deploy/helm/openshell-workspace", "workspace: deploy/helm/openshell", `openshell.charts.workspace "deploy/helm/openshell" is openshell.charts.gateway too`},
 		{"k3s without its release tag", "docker.io/rancher/k3s:v1.36.4-k3s1@sha256:", "docker.io/rancher/k3s@sha256:", "k3s.image \"docker.io/rancher/k3s@sha256:"},
@@ -190,8 +192,8 @@ func TestDefaultNotes(t *testing.T) {
 			}
 		}
 	}
-	if len(set.Notes) != 2 {
-		t.Errorf("%d notes, want 2", len(set.Notes))
+	if len(set.Notes) != 3 {
+		t.Errorf("%d notes, want 3", len(set.Notes))
 	}
 }
 
@@ -213,7 +215,9 @@ func TestEntriesListEveryPin(t *testing.T) {
 	}
 	want := []string{KeyOpenShell, KeySourceArchive, KeyGatewayChart, KeyWorkspaceChart,
 		KeyGatewayImage, KeySandboxImage, KeySupervisorImage,
-		KeyK3sImage, KeyK3dToolsImage, KeyAgentSandbox, KeyOCENodeBaseImage, KeyOCEPostgresImage}
+		KeyK3sImage, KeyK3dToolsImage, KeyAgentSandbox,
+		KeyRouting, KeyRoutingCertManager + ".manifest", KeyRoutingCertManager + ".images", KeyRoutingEnvoyGateway + ".manifest", KeyRoutingEnvoyGateway + ".images",
+		KeyOCENodeBaseImage, KeyOCEPostgresImage}
 	if strings.Join(keys, ",") != strings.Join(want, ",") {
 		t.Errorf("entries %v, want %v", keys, want)
 	}
@@ -243,7 +247,7 @@ func TestEncodeRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	back.Source = set.Source
-	if back.OpenShell != set.OpenShell || back.K3s != set.K3s || back.K3d != set.K3d || back.OCE != set.OCE || back.AgentSandbox != set.AgentSandbox || len(back.Notes) != 2 || back.Notes[1] != set.Notes[1] {
+	if back.OpenShell != set.OpenShell || back.K3s != set.K3s || back.K3d != set.K3d || back.OCE != set.OCE || back.AgentSandbox != set.AgentSandbox || !reflect.DeepEqual(back.Routing, set.Routing) || len(back.Notes) != 3 || back.Notes[1] != set.Notes[1] {
 		t.Errorf("round trip changed the set")
 	}
 	bad := *set
@@ -277,6 +281,77 @@ func TestGatewayImagesAreOpenShellImages(t *testing.T) {
 	for _, img := range set.ClusterImages() {
 		if img.Gateway != nil || img.Image.Digest == "" {
 			t.Errorf("cluster image %s: run by the Gateway, or without a digest", img.Key)
+		}
+	}
+}
+
+// The routing section is optional (a pin file written before it existed still loads, and
+// routes nothing); its images are each pinned by the manifest's tag and a digest, and a set
+// lists each image as its own entry under its controller's key.
+func TestRoutingPins(t *testing.T) {
+	set, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if set.Routing == nil || set.Routing.Resolved() || set.Routing.CertManager.Version != "v1.18.4" || set.Routing.EnvoyGateway.Manifest.SHA256 != "9a250c698d78b92c670d9d2bd6bd54615f1dee41ddd520ece9704edf63088df8" {
+		t.Fatalf("embedded routing pins: %+v", set.Routing)
+	}
+	start := strings.Index(string(embedded), "routing:\n")
+	end := strings.Index(string(embedded), "# The OCE control plane")
+	without := string(embedded[:start]) + string(embedded[end:])
+	without = without[:strings.Index(without, "  - pin: routing")]
+	old, err := Parse([]byte(without), "old.yaml")
+	if err != nil {
+		t.Fatalf("a pin file without routing: %v", err)
+	}
+	if old.Routing != nil || old.Routing.Resolved() {
+		t.Errorf("a pin file without routing has routing %+v", old.Routing)
+	}
+
+	digest := "@sha256:" + strings.Repeat("ab", 32)
+	images := "    images:\n      - quay.io/jetstack/cert-manager-controller:v1.18.4" + digest + "\n      - quay.io/jetstack/cert-manager-webhook:v1.18.4" + digest + "\n"
+	resolved := strings.Replace(string(embedded), "      sha256: aff085b4f0126f67372e3a02cb18feb70eed37dbd4de01973a159e6c13482f83\n", "      sha256: aff085b4f0126f67372e3a02cb18feb70eed37dbd4de01973a159e6c13482f83\n"+images, 1)
+	resolved = strings.Replace(resolved, "      sha256: 9a250c698d78b92c670d9d2bd6bd54615f1dee41ddd520ece9704edf63088df8\n", "      sha256: 9a250c698d78b92c670d9d2bd6bd54615f1dee41ddd520ece9704edf63088df8\n    images: [docker.io/envoyproxy/gateway:v1.6.7"+digest+"]\n", 1)
+	set, err = Parse([]byte(resolved), "resolved.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !set.Routing.Resolved() || len(set.Routing.CertManager.Images) != 2 || set.Routing.CertManager.Images[1].Repository != "jetstack/cert-manager-webhook" {
+		t.Fatalf("resolved routing pins: %+v", set.Routing)
+	}
+	var imageEntries []string
+	for _, e := range set.Entries() {
+		if e.Image != nil && strings.HasPrefix(e.Key, KeyRouting+".") {
+			imageEntries = append(imageEntries, e.Key+" "+e.Value)
+		}
+	}
+	want := []string{KeyRoutingCertManager + ".images quay.io/jetstack/cert-manager-controller:v1.18.4" + digest,
+		KeyRoutingCertManager + ".images quay.io/jetstack/cert-manager-webhook:v1.18.4" + digest,
+		KeyRoutingEnvoyGateway + ".images docker.io/envoyproxy/gateway:v1.6.7" + digest}
+	if !slices.Equal(imageEntries, want) {
+		t.Errorf("routing image entries %q, want %q", imageEntries, want)
+	}
+	data, err := Encode(set, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back, err := Parse(data, "round trip"); err != nil || !reflect.DeepEqual(back.Routing, set.Routing) {
+		t.Errorf("round trip of resolved routing pins: %v", err)
+	}
+
+	for _, c := range []struct{ name, old, new, want string }{
+		{"an image by tag alone", "cert-manager-webhook:v1.18.4" + digest, "cert-manager-webhook:v1.18.4", `routing.certManager.images[1] "quay.io/jetstack/cert-manager-webhook:v1.18.4" has no digest`},
+		{"an image by digest alone", "cert-manager-webhook:v1.18.4" + digest, "cert-manager-webhook" + digest, `routing.certManager.images[1] "quay.io/jetstack/cert-manager-webhook` + digest + `" has no tag`},
+		{"the same image twice", "cert-manager-webhook:v1.18.4", "cert-manager-controller:v1.18.4", "routing.certManager.images[1]"},
+		{"no version", "    version: v1.6.7\n", "", "routing.envoyGateway.version is empty"},
+		{"a bad checksum", "9a250c698d78b92c670d9d2bd6bd54615f1dee41ddd520ece9704edf63088df8", "9a250c", `routing.envoyGateway.manifest.sha256 "9a250c"`},
+	} {
+		data := strings.Replace(resolved, c.old, c.new, 1)
+		if data == resolved {
+			t.Fatalf("%s: the case changed nothing", c.name)
+		}
+		if _, err := Parse([]byte(data), "bad.yaml"); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want %q", c.name, err, c.want)
 		}
 	}
 }

@@ -336,6 +336,10 @@ func NewWorld(t *testing.T, user, pass string) *World {
 	set.OpenShell.SourceArchive.Artifact = pins.Artifact{URL: w.Files.Put(ArchivePath, archive), SHA256: SHA256(archive)}
 	manifest := []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: agent-sandbox-system\n")
 	set.AgentSandbox.Manifest = pins.Artifact{URL: w.Files.Put(ManifestPath, manifest), SHA256: SHA256(manifest)}
+	for _, c := range set.Routing.Controllers() {
+		body := []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: " + c.Version + "\n")
+		c.Manifest = pins.Artifact{URL: w.Files.Put("/routing/"+c.Version+"/manifest.yaml", body), SHA256: SHA256(body)}
+	}
 	set.Source = "test pins"
 	w.Set = set
 	return w
