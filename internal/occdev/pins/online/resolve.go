@@ -219,7 +219,8 @@ func Resolve(ctx context.Context, o ResolveOptions, deps Deps) (*Resolved, error
 		set.Notes = append(set.Notes, n)
 	}
 	for _, e := range base.Entries() {
-		if !changed[e.Key] {
+		// A pin with several values (a routing controller's images) is one entry per value.
+		if !changed[e.Key] && !slices.Contains(res.Kept, e.Key) {
 			res.Kept = append(res.Kept, e.Key)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -53,10 +54,13 @@ func TestResolveWritesTheSetOfAnotherRelease(t *testing.T) {
 	if res.Set.K3s != w.Set.K3s || res.Set.K3d != w.Set.K3d || res.Set.OCE != w.Set.OCE || res.Set.AgentSandbox != w.Set.AgentSandbox || o.Charts != w.Set.OpenShell.Charts {
 		t.Errorf("the other pins changed")
 	}
-	if len(res.DroppedNotes) != 1 || res.DroppedNotes[0].Pin != pins.KeyOpenShell || len(res.Set.Notes) != 1 || res.Set.Notes[0].Pin != pins.KeyK3dToolsImage {
-		t.Errorf("notes: dropped %+v, kept %+v; want the release's note dropped and the k3d tools note kept", res.DroppedNotes, res.Set.Notes)
+	if len(res.DroppedNotes) != 1 || res.DroppedNotes[0].Pin != pins.KeyOpenShell || len(res.Set.Notes) != 2 || res.Set.Notes[0].Pin != pins.KeyK3dToolsImage || res.Set.Notes[1].Pin != pins.KeyRouting {
+		t.Errorf("notes: dropped %+v, kept %+v; want the release's note dropped and the k3d tools and routing notes kept", res.DroppedNotes, res.Set.Notes)
 	}
-	if strings.Join(res.Kept, ",") != "openshell.charts.gateway,openshell.charts.workspace,k3s.image,k3d.toolsImage,agentSandbox.manifest,oce.nodeBaseImage,oce.postgresImage" {
+	if !reflect.DeepEqual(res.Set.Routing, w.Set.Routing) {
+		t.Errorf("the routing pins changed: %+v", res.Set.Routing)
+	}
+	if strings.Join(res.Kept, ",") != "openshell.charts.gateway,openshell.charts.workspace,k3s.image,k3d.toolsImage,agentSandbox.manifest,routing,routing.certManager.manifest,routing.certManager.images,routing.envoyGateway.manifest,routing.envoyGateway.images,oce.nodeBaseImage,oce.postgresImage" {
 		t.Errorf("kept %v", res.Kept)
 	}
 
@@ -225,7 +229,7 @@ func TestResolveReplacesOtherImagesWhenTold(t *testing.T) {
 	if slices.Contains(res.Kept, pins.KeyAgentSandbox) || slices.Contains(res.Kept, pins.KeyK3sImage) || !slices.Contains(res.Kept, pins.KeyOCEPostgresImage) {
 		t.Errorf("kept %v", res.Kept)
 	}
-	if len(res.Set.Notes) != 0 || len(res.DroppedNotes) != 2 {
+	if len(res.Set.Notes) != 1 || res.Set.Notes[0].Pin != pins.KeyRouting || len(res.DroppedNotes) != 2 {
 		t.Errorf("notes kept %+v, dropped %+v", res.Set.Notes, res.DroppedNotes)
 	}
 	if _, err := res.Encode(time.Now()); err != nil {

@@ -51,8 +51,8 @@ func TestVerifyPassesASetServedAsPinned(t *testing.T) {
 	if m := misses(rep); len(m) > 0 {
 		t.Fatalf("misses:\n%s", strings.Join(m, "\n"))
 	}
-	if got := len(rep.Checks); got != 7*4+2 {
-		t.Errorf("%d checks, want %d (7 images × 4, 2 downloads)", got, 7*4+2)
+	if got := len(rep.Checks); got != 7*4+4 {
+		t.Errorf("%d checks, want %d (7 images × 4; 4 downloads: the archive and the Agent Sandbox, cert-manager and Envoy Gateway manifests)", got, 7*4+4)
 	}
 	c := find(t, rep, pins.KeyGatewayImage, "digest")
 	if !strings.Contains(c.Detail, "multi-platform index") || !strings.Contains(c.Detail, "linux/amd64, linux/arm64/v8") || strings.Contains(c.Detail, "unknown") {
