@@ -88,7 +88,7 @@ func TestResolveWritesTheSetOfAnotherRelease(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the written pin file does not load: %v", err)
 	}
-	if loaded.OpenShell != res.Set.OpenShell || len(loaded.Notes) != 1 {
+	if loaded.OpenShell != res.Set.OpenShell || len(loaded.Notes) != 2 || !reflect.DeepEqual(loaded.Routing, res.Set.Routing) {
 		t.Errorf("loaded %+v", loaded.OpenShell)
 	}
 	rep := verify(t, loaded)
