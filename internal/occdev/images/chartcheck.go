@@ -463,3 +463,10 @@ func searchImages(obj map[string]any) []FoundImage {
 	walk(obj, "")
 	return out
 }
+
+// FindImages lists every image reference a multi-document manifest carries, as written, with the
+// same reach as CheckRenderedImages (containers, their environment and flags, configuration in
+// ConfigMaps, and image fields of unfamiliar kinds).
+func FindImages(manifest io.Reader) ([]FoundImage, error) {
+	return renderedImages(manifest)
+}
