@@ -69,6 +69,10 @@ var (
 		usage: "local OpenShell Workspace chart (directory or packaged .tgz); with --openshell-helm-chart (env " + occdev.EnvWorkspaceChart + ")"}
 	settingAgentSandboxManifest = devSetting{flag: "agent-sandbox-manifest", env: occdev.EnvAgentSandboxManifest,
 		usage: "local Agent Sandbox manifest instead of the pinned download, for offline use (env " + occdev.EnvAgentSandboxManifest + ")"}
+	settingCertManagerManifest = devSetting{flag: "cert-manager-manifest", env: occdev.EnvCertManagerManifest,
+		usage: "local copy of the pinned cert-manager manifest, still verified against the pin, for offline use (env " + occdev.EnvCertManagerManifest + ")"}
+	settingEnvoyGatewayManifest = devSetting{flag: "envoy-gateway-manifest", env: occdev.EnvEnvoyGatewayManifest,
+		usage: "local copy of the pinned Envoy Gateway manifest, still verified against the pin, for offline use (env " + occdev.EnvEnvoyGatewayManifest + ")"}
 	settingDNSResolver = devSetting{flag: "k3d-dns-resolver", env: occdev.EnvDNSResolver,
 		usage: "DNS server of the k3d node: auto (chosen by the kind of host), an IPv4 address, or k3d for k3d's own handling (default auto; env " + occdev.EnvDNSResolver + ")"}
 	settingGatewayEndpoint = devSetting{flag: "gateway-endpoint", env: occdev.EnvGatewayEndpoint,

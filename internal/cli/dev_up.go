@@ -91,6 +91,8 @@ func devUpFlags(cmd *cobra.Command) (flags *devFlags, opts *occdev.UpOptions, dr
 	flags.text(settingGatewayChart, &opts.GatewayChart)
 	flags.text(settingWorkspaceChart, &opts.WorkspaceChart)
 	flags.text(settingAgentSandboxManifest, &opts.AgentSandboxManifest)
+	flags.text(settingCertManagerManifest, &opts.CertManagerManifest)
+	flags.text(settingEnvoyGatewayManifest, &opts.EnvoyGatewayManifest)
 	flags.text(settingDNSResolver, &opts.DNSResolver)
 	flags.text(settingGatewayEndpoint, &opts.GatewayEndpoint)
 	flags.timeout(settingStartupTimeout, &opts.StartupTimeout)
@@ -190,6 +192,11 @@ func printDryRun(w io.Writer, dr *occdev.DryRun, verbose bool) error {
 	}
 	if p := dr.Plan; p.AgentSandboxManifest != "" {
 		fmt.Fprintf(w, "Agent Sandbox:   %s (selected)\n", p.AgentSandboxManifest)
+	}
+	if r := dr.Plan.Routing; len(r.Controllers) > 0 {
+		fmt.Fprintf(w, "Routing:         %s (images by pinned digest)\n", strings.Join(r.Controllers, ", "))
+	} else {
+		fmt.Fprintf(w, "Routing:         none: %s\n", r.Skipped)
 	}
 	fmt.Fprintf(w, "Gateway render:  Kubernetes %s (%s); API versions of %s\n", dr.Plan.GatewayRender.KubernetesVersion, dr.Plan.GatewayRender.Source, dr.Plan.GatewayRender.APIVersions)
 	roles := make([]string, 0, len(dr.Plan.Images))
@@ -333,6 +340,7 @@ func printUpSummary(w io.Writer, s *occdev.Summary) error {
 		[2]string{"Namespace", s.Namespace},
 		[2]string{"Gateway", s.GatewayEndpoint},
 		[2]string{"Installation", s.Installation},
+		[2]string{"Routing", s.Routing},
 		[2]string{"State", s.StateDirectory},
 	)
 	if s.ControlPlane != "" {

@@ -142,6 +142,11 @@ type UpOptions struct {
 	// (--agent-sandbox-manifest, EnvAgentSandboxManifest), for offline use. Its
 	// CustomResourceDefinitions are what the Gateway chart's render sees as served.
 	AgentSandboxManifest string
+	// CertManagerManifest and EnvoyGatewayManifest are local copies of the pinned routing
+	// manifests (EnvCertManagerManifest, EnvEnvoyGatewayManifest), for offline use; each must
+	// have its pinned sha256.
+	CertManagerManifest  string
+	EnvoyGatewayManifest string
 	// K3sImage replaces the pinned k3s node image of the cluster occ creates (EnvK3sImage):
 	// a k3s release image by digest, or by tag (resolved to a digest when it is pulled).
 	K3sImage string
@@ -226,6 +231,8 @@ type Plan struct {
 	GatewayChart         string `json:"openshellHelmChart,omitempty"`
 	WorkspaceChart       string `json:"openshellWorkspaceHelmChart,omitempty"`
 	AgentSandboxManifest string `json:"agentSandboxManifest,omitempty"`
+	// Routing says which routing controllers `up` installs, or why none.
+	Routing RoutingPlan `json:"routing"`
 	// NodeDNS is the k3d node's DNS resolver and where it came from; nil for a cluster occ does
 	// not create.
 	NodeDNS *k3d.NodeDNS `json:"k3dNodeDNS,omitempty"`
@@ -401,6 +408,9 @@ func resolvePlanWith(table map[string]clusterProvider, o UpOptions) (*Plan, erro
 			return nil, &OptionError{Option: "--openshell-archive (" + EnvArchive + ")", Value: o.ArchiveFile,
 				Rule: err.Error(), Fix: "name a local copy of the pinned archive, or leave it unset to download it"}
 		}
+	}
+	if err := resolveRouting(p, o); err != nil {
+		return nil, err
 	}
 	if err := resolveSelections(p, o); err != nil {
 		return nil, err

@@ -45,6 +45,8 @@ type run struct {
 	charts             *charts.Charts
 	workspaceResources []unstructured.Unstructured
 	agentSandbox       []*unstructured.Unstructured
+	// routing are the routing controllers' admitted manifests (none when the plan installs none).
+	routing []*platform.RoutingController
 	// gatewayStarts are the pinned images the Gateway chart's own objects start (its render
 	// check found them), which its install waits for; the others it names are for Sandboxes.
 	gatewayStarts []pins.Image

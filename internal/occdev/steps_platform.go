@@ -133,6 +133,7 @@ func waitForPlatform(ctx context.Context, r *run, rep progress.Reporter) error {
 	if err != nil {
 		return err
 	}
+	workloads = append(workloads, r.routingWorkloads()...)
 	return platform.WaitForWorkloads(ctx, r.conn.Kube, workloads, r.plan.StartupTimeout, rep.Note)
 }
 
@@ -174,6 +175,11 @@ func writeInstallation(ctx context.Context, r *run, _ progress.Reporter) error {
 		GatewayClusterIP:   r.gateway.ClusterIP,
 		WorkspaceResources: r.workspaceResources,
 	}
+	routing, err := r.routingInstallation(ctx)
+	if err != nil {
+		return err
+	}
+	in.Routing = routing
 	if r.plan.profile.installation != nil {
 		if err := r.plan.profile.installation(ctx, r, &in); err != nil {
 			return err

@@ -69,8 +69,11 @@ func artifactsLane(p *Plan) Lane {
 	if p.AgentSandboxManifest != "" {
 		manifest = "Read the selected Agent Sandbox manifest"
 	}
+	steps = append(steps, Step{Name: manifest, Describe: describeAgentSandboxFetch, Run: fetchAgentSandbox})
+	if p.installsRouting() {
+		steps = append(steps, Step{Name: "Fetch and verify the routing controller manifests", Describe: describeRoutingFetch, Run: fetchRouting})
+	}
 	steps = append(steps,
-		Step{Name: manifest, Describe: describeAgentSandboxFetch, Run: fetchAgentSandbox},
 		Step{Name: "Check the images of the rendered Gateway chart", Describe: describeGatewayRender, Run: checkGatewayRender},
 		Step{Name: "Render the Workspace chart", Describe: describeRender, Run: renderWorkspace},
 	)
@@ -155,17 +158,24 @@ const gatewayInstallStep = "Install the OpenShell Gateway chart"
 // platformSteps are the platform's steps in order: the objects that need only the cluster's API
 // (the Gateway chart's Agent Sandbox preflight needs the CRDs served), the Gateway, the wait
 // for it and the Agent Sandbox controller (whose start overlaps the install), and its Health.
-func platformSteps(*Plan) []Step {
-	return []Step{
+func platformSteps(p *Plan) []Step {
+	steps := []Step{
 		{Name: "Create the platform namespace", Describe: describeNamespace, Run: ensurePlatformNamespace},
 		{Name: "Create RuntimeClass " + RuntimeClassName, Describe: describeRuntimeClass, Run: ensureRuntimeClass},
 		{Name: "Apply the Agent Sandbox manifest", Describe: describeAgentSandbox, Run: applyAgentSandbox},
+	}
+	wait := "Wait for the Agent Sandbox controller and the Gateway"
+	if p.installsRouting() {
+		steps = append(steps, Step{Name: "Apply the routing controller manifests", Describe: describeRoutingApply, Run: applyRouting})
+		wait = "Wait for the Agent Sandbox and routing controllers and the Gateway"
+	}
+	return append(steps, []Step{
 		{Name: "Create the Gateway JWT key Secret", Describe: describeJWTSecret, Run: ensureJWTSecret},
 		{Name: "Apply the development NetworkPolicies and RBAC", Describe: describePolicies, Run: applyDevelopmentPolicies},
 		{Name: gatewayInstallStep, Describe: describeGateway, Run: installGateway},
-		{Name: "Wait for the Agent Sandbox controller and the Gateway", Describe: describeWait, Run: waitForPlatform},
+		{Name: wait, Describe: describeWait, Run: waitForPlatform},
 		{Name: "Check Gateway health", Describe: describeHealth, Run: checkGatewayHealth},
-	}
+	}...)
 }
 
 // Summary is what a successful `up` reports.
@@ -188,6 +198,8 @@ type Summary struct {
 	Namespace       string   `json:"namespace"`
 	GatewayEndpoint string   `json:"gatewayEndpoint"`
 	Installation    string   `json:"installation"`
+	// Routing names the routing controllers installed, or says why none are.
+	Routing string `json:"routing"`
 	// ControlPlane says what of the profile's OCE control plane `up` did not start (no checkout
 	// was found); empty when it started it.
 	ControlPlane string `json:"controlPlane,omitempty"`
@@ -261,6 +273,7 @@ func Up(ctx context.Context, opts UpOptions) (_ *Summary, err error) {
 		Namespace:           p.Namespace,
 		GatewayEndpoint:     r.gatewayEndpoint,
 		Installation:        r.installationPath,
+		Routing:             p.routingSummary(),
 		ControlPlane:        p.profile.pending,
 		StateDirectory:      r.state.Path(),
 		DownCommand:         DownCommand(opts.OCCCommand, r.state.Path()),

@@ -20,6 +20,15 @@ const maxManifestSize = 32 << 20
 // objects, in file order. Empty documents are skipped; List kinds are flattened. Every object
 // must have apiVersion, kind and metadata.name, because it is applied by name.
 func ParseManifest(src *Verified) ([]*unstructured.Unstructured, error) {
+	data, err := ReadManifest(src)
+	if err != nil {
+		return nil, err
+	}
+	return ParseYAML(data, src.Path())
+}
+
+// ReadManifest returns the verified manifest src, bounded in size like every manifest occ reads.
+func ReadManifest(src *Verified) ([]byte, error) {
 	r, err := src.open()
 	if err != nil {
 		return nil, fmt.Errorf("parse manifest: %w", err)
@@ -31,7 +40,7 @@ func ParseManifest(src *Verified) ([]*unstructured.Unstructured, error) {
 	if len(data) > maxManifestSize {
 		return nil, fmt.Errorf("manifest %s is larger than %d bytes; refusing to parse it", src.Path(), maxManifestSize)
 	}
-	return ParseYAML(data, src.Path())
+	return data, nil
 }
 
 // ParseYAML splits multi-document YAML into objects. source names the data in errors.

@@ -1,12 +1,18 @@
 package platform
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"strconv"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/openclaw/occ/internal/contract"
 	"github.com/openclaw/occ/internal/fsutil"
@@ -45,6 +51,53 @@ type InstallationInput struct {
 	// runtime image, where Agent gateways run, the proxy address ranges); nil leaves it out,
 	// as for the sandbox platform alone.
 	Compute *ComputeExtras
+	// Routing is the routing through the installed routing controllers; nil when none are
+	// installed.
+	Routing *InstallationRouting
+}
+
+// InstallationRouting is drivers.compute.configuration.gatewayRouting and the proxy ranges
+// Agent Gateways trust behind it.
+type InstallationRouting struct {
+	GatewayName      string `yaml:"gatewayName"`
+	GatewayNamespace string `yaml:"gatewayNamespace"`
+	EnvoyNamespace   string `yaml:"envoyNamespace"`
+	Hostname         string `yaml:"hostname"`
+	// TrustedProxyCIDRs become network.gatewayTrustedProxyCidrs: the node's Pod ranges, where
+	// the Envoy proxies run.
+	TrustedProxyCIDRs []string `yaml:"-"`
+}
+
+// RoutingHostname is the route's service name as OpenShell Sandboxes must resolve it: fully
+// qualified, because OpenShell resolves a Sandbox's policy hostnames without the cluster's
+// search domains. The service is named after the namespace and name of OCE's Gateway.
+func RoutingHostname(gatewayNamespace string) string {
+	sum := sha256.Sum256([]byte(gatewayNamespace + "/" + RoutingGatewayName))
+	return "occ-gateway-" + hex.EncodeToString(sum[:])[:12] + "." + RoutingEnvoyNamespace + ".svc.cluster.local"
+}
+
+// check validates the routing the Installation will name.
+func (r *InstallationRouting) check() error {
+	var errs []error
+	for _, n := range []struct{ key, value string }{
+		{"gatewayRouting.gatewayName", r.GatewayName}, {"gatewayRouting.gatewayNamespace", r.GatewayNamespace}, {"gatewayRouting.envoyNamespace", r.EnvoyNamespace},
+	} {
+		if problems := validation.IsDNS1123Label(n.value); len(problems) > 0 {
+			errs = append(errs, fmt.Errorf("%s %q: %s", n.key, n.value, strings.Join(problems, "; ")))
+		}
+	}
+	if problems := validation.IsDNS1123Subdomain(r.Hostname); len(problems) > 0 {
+		errs = append(errs, fmt.Errorf("gatewayRouting.hostname %q: %s", r.Hostname, strings.Join(problems, "; ")))
+	}
+	if len(r.TrustedProxyCIDRs) == 0 {
+		errs = append(errs, errors.New("network.gatewayTrustedProxyCidrs is empty: Agent Gateways behind the route would trust no proxy"))
+	}
+	for _, c := range r.TrustedProxyCIDRs {
+		if p, err := netip.ParsePrefix(c); err != nil || p != p.Masked() {
+			errs = append(errs, fmt.Errorf("network.gatewayTrustedProxyCidrs entry %q is not a canonical prefix", c))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // ComputeExtras are the parts of drivers.compute.configuration a control-plane profile decides:
@@ -116,14 +169,15 @@ type computeConfiguration struct {
 	Network struct {
 		DNS             podGroup        `yaml:"dns"`
 		GatewayPort     int             `yaml:"gatewayPort"`
-		GatewayClients  []podGroup      `yaml:"gatewayClients"`
+		GatewayClients  []podGroup      `yaml:"gatewayClients,omitempty"`
 		ProviderHarness providerHarness `yaml:"providerHarness"`
 		// Set from ComputeExtras when a control plane supplies them.
 		GatewayTrustedProxyCIDRs     []string `yaml:"gatewayTrustedProxyCidrs,omitempty"`
 		PluginStatusProxySourceCIDRs []string `yaml:"pluginStatusProxySourceCidrs,omitempty"`
 	} `yaml:"network"`
-	Images                      *ComputeImages  `yaml:"images,omitempty"`
-	Runtime                     *ComputeRuntime `yaml:"runtime,omitempty"`
+	GatewayRouting              *InstallationRouting `yaml:"gatewayRouting,omitempty"`
+	Images                      *ComputeImages       `yaml:"images,omitempty"`
+	Runtime                     *ComputeRuntime      `yaml:"runtime,omitempty"`
 	ServicePrincipalCredentials struct {
 		// The pinned OpenShell cannot preserve Agent ServiceAccount tokens, so the profile
 		// disables them rather than handing out tokens that would not work.
@@ -172,6 +226,15 @@ func buildInstallation(in InstallationInput) (*installation.Installation, error)
 		compute.Images, compute.Runtime = &x.Images, &x.Runtime
 		compute.Network.GatewayTrustedProxyCIDRs = x.GatewayTrustedProxyCIDRs
 		compute.Network.PluginStatusProxySourceCIDRs = x.PluginStatusProxySourceCIDRs
+	}
+	if rt := in.Routing; rt != nil {
+		if err := rt.check(); err != nil {
+			return nil, fmt.Errorf("the Installation's routing is invalid: %w", err)
+		}
+		// Behind the route, Agent Gateways are reached through Envoy, not by listed clients.
+		compute.GatewayRouting = rt
+		compute.Network.GatewayClients = nil
+		compute.Network.GatewayTrustedProxyCIDRs = rt.TrustedProxyCIDRs
 	}
 	computeNode, err := yamlNode(compute)
 	if err != nil {

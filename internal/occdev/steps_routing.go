@@ -1,0 +1,219 @@
+package occdev
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/openclaw/occ/internal/contract"
+	"github.com/openclaw/occ/internal/occdev/artifacts"
+	"github.com/openclaw/occ/internal/occdev/pins"
+	"github.com/openclaw/occ/internal/occdev/platform"
+	"github.com/openclaw/occ/internal/progress"
+)
+
+// The local copies of the routing manifests, for offline use; each must still have its pinned
+// sha256.
+const (
+	EnvCertManagerManifest  = "OCC_DEVELOPMENT_CERT_MANAGER_MANIFEST"
+	EnvEnvoyGatewayManifest = "OCC_DEVELOPMENT_ENVOY_GATEWAY_MANIFEST"
+	optCertManagerManifest  = "--cert-manager-manifest (" + EnvCertManagerManifest + ")"
+	optEnvoyGatewayManifest = "--envoy-gateway-manifest (" + EnvEnvoyGatewayManifest + ")"
+)
+
+// RoutingPlan says whether `up` installs the routing controllers, and if not why.
+type RoutingPlan struct {
+	// Controllers are the controllers installed ("cert-manager v1.18.4"); empty when none are.
+	Controllers []string `json:"controllers,omitempty"`
+	// Skipped says why none are installed and what that means; empty when they are.
+	Skipped string `json:"skipped,omitempty"`
+	// Manifests are the selected local copies of the manifests, by controller key.
+	Manifests map[string]string `json:"manifests,omitempty"`
+}
+
+// routingSkippedEffect is what an environment without routing controllers cannot do.
+const routingSkippedEffect = "dedicated Agent deployments fail with DEPENDENCY_UNAVAILABLE"
+
+// resolveRouting decides the plan's routing from the pins and the local manifests.
+func resolveRouting(p *Plan, o UpOptions) error {
+	r := p.pins.Routing
+	switch {
+	case r == nil:
+		p.Routing.Skipped = "the pin set " + p.pins.Source + " has no routing section, so no routing controllers are installed: " + routingSkippedEffect
+	case !r.Resolved():
+		p.Routing.Skipped = "the pin set " + p.pins.Source + " records no image digests for the routing controllers (routing.certManager.images, routing.envoyGateway.images), so they are not installed: " + routingSkippedEffect + "; occ dev pins show explains"
+	default:
+		for _, c := range r.Controllers() {
+			p.Routing.Controllers = append(p.Routing.Controllers, c.Name+" "+c.Version)
+		}
+	}
+	for _, sel := range []struct{ opt, key, path string }{
+		{optCertManagerManifest, pins.KeyRoutingCertManager, o.CertManagerManifest},
+		{optEnvoyGatewayManifest, pins.KeyRoutingEnvoyGateway, o.EnvoyGatewayManifest},
+	} {
+		if sel.path == "" {
+			continue
+		}
+		if p.Routing.Skipped != "" {
+			return &OptionError{Option: sel.opt, Value: sel.path, Rule: "selects a routing manifest, but " + p.Routing.Skipped,
+				Fix: "use a pin file whose routing section lists the images (--pin-file), or drop the selection"}
+		}
+		abs, err := filepath.Abs(sel.path)
+		if err == nil {
+			err = checkRegularFile(abs)
+		}
+		if err != nil {
+			return &OptionError{Option: sel.opt, Value: sel.path, Rule: err.Error(), Fix: "name a local copy of the pinned release manifest, or leave it unset to download it"}
+		}
+		if p.Routing.Manifests == nil {
+			p.Routing.Manifests = map[string]string{}
+		}
+		p.Routing.Manifests[sel.key] = abs
+	}
+	return nil
+}
+
+// installsRouting reports whether the plan installs the routing controllers.
+func (p *Plan) installsRouting() bool { return len(p.Routing.Controllers) > 0 }
+
+func describeRoutingFetch(p *Plan) Description {
+	var parts []string
+	for _, c := range p.pins.Routing.Controllers() {
+		if path := p.Routing.Manifests[c.Key]; path != "" {
+			parts = append(parts, c.Name+" "+c.Version+" from "+path)
+		} else {
+			parts = append(parts, c.Name+" "+c.Version+" from "+contract.RedactURL(c.Manifest.URL))
+		}
+	}
+	return creates("the pinned routing controller manifests in " + p.CacheDir + " unless cached (" + strings.Join(parts, "; ") + "), each verified against its sha256; every image they name must be pinned and is run by its digest")
+}
+
+// fetchRouting fetches (or takes from the cache or the selected file) each routing manifest,
+// verifies it against its pin, and admits its images.
+func fetchRouting(ctx context.Context, r *run, rep progress.Reporter) error {
+	r.routing = r.routing[:0]
+	for _, c := range r.plan.pins.Routing.Controllers() {
+		var v *artifacts.Verified
+		var err error
+		source := contract.RedactURL(c.Manifest.URL)
+		if path := r.plan.Routing.Manifests[c.Key]; path != "" {
+			source = path
+			v, err = artifacts.OpenVerified(path, c.Manifest.SHA256)
+		} else {
+			v, err = r.fetcher(rep).Fetch(ctx, c.Manifest)
+		}
+		if err != nil {
+			flag, env := optCertManagerManifest, EnvCertManagerManifest
+			if c.Key == pins.KeyRoutingEnvoyGateway {
+				flag, env = optEnvoyGatewayManifest, EnvEnvoyGatewayManifest
+			}
+			return fmt.Errorf("%s manifest %s: %w%s", c.Name, source, err, offlineFix(err, strings.Fields(flag)[0], env))
+		}
+		data, err := artifacts.ReadManifest(v)
+		v.Close()
+		if err != nil {
+			return fmt.Errorf("%s manifest %s: %w", c.Name, source, err)
+		}
+		admitted, err := platform.AdmitRoutingManifest(c, data, source)
+		if err != nil {
+			return err
+		}
+		for _, l := range admitted.Left {
+			rep.Note(c.Name + ": not applied: " + l)
+		}
+		r.routing = append(r.routing, admitted)
+	}
+	return nil
+}
+
+func describeRoutingApply(p *Plan) Description {
+	return creates("the objects of the " + strings.Join(p.Routing.Controllers, " and ") + " manifests (CRDs, namespaces " + platform.RoutingCertManagerNS + " and " + platform.RoutingEnvoyNamespace + ", controllers), every image by its pinned digest")
+}
+
+// applyRouting applies the admitted routing manifests.
+func applyRouting(ctx context.Context, r *run, _ progress.Reporter) error {
+	for _, c := range r.routing {
+		if err := r.conn.EnsureManifest(ctx, c.Objects, r.plan.StartupTimeout); err != nil {
+			return fmt.Errorf("%s %s manifest: %w", c.Name, c.Version, err)
+		}
+	}
+	return nil
+}
+
+// routingWorkloads are the routing controllers' Deployments, which the platform's wait covers.
+func (r *run) routingWorkloads() []platform.Workload {
+	var ws []platform.Workload
+	for _, c := range r.routing {
+		ws = append(ws, c.Workloads()...)
+	}
+	return ws
+}
+
+// routingInstallation is the Installation's routing when the controllers are installed: the
+// Gateway OCE creates for dedicated Agent Gateways in the platform namespace, Envoy's namespace,
+// the route's hostname, and the node's Pod CIDRs as the proxies Agent Gateways trust (the
+// Envoy proxy Pods run there).
+func (r *run) routingInstallation(ctx context.Context) (*platform.InstallationRouting, error) {
+	if !r.plan.installsRouting() {
+		return nil, nil
+	}
+	nodes, err := r.conn.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("read the cluster's nodes for the routing's trusted proxy ranges: %w", err)
+	}
+	cidrs, err := nodePodCIDRs(nodes.Items)
+	if err != nil {
+		return nil, err
+	}
+	return &platform.InstallationRouting{
+		GatewayName:       platform.RoutingGatewayName,
+		GatewayNamespace:  r.plan.Namespace,
+		EnvoyNamespace:    platform.RoutingEnvoyNamespace,
+		Hostname:          platform.RoutingHostname(r.plan.Namespace),
+		TrustedProxyCIDRs: cidrs,
+	}, nil
+}
+
+// nodePodCIDRs are the nodes' Pod ranges, each a canonical IPv4 prefix no wider than /16: the
+// addresses Agent Gateways trust as proxies must not reach beyond the cluster's Pods.
+func nodePodCIDRs(nodes []corev1.Node) ([]string, error) {
+	var out []string
+	for _, n := range nodes {
+		cidrs := n.Spec.PodCIDRs
+		if len(cidrs) == 0 && n.Spec.PodCIDR != "" {
+			cidrs = []string{n.Spec.PodCIDR}
+		}
+		for _, c := range cidrs {
+			prefix, err := netip.ParsePrefix(c)
+			if err != nil || !prefix.Addr().Is4() {
+				continue // an IPv6 range of a dual-stack node: Envoy's proxies are reached over IPv4
+			}
+			if prefix.Bits() < 16 || prefix != prefix.Masked() {
+				return nil, fmt.Errorf("node %s has Pod CIDR %s: the routing's trusted proxy range must be a canonical IPv4 prefix of /16 or narrower; the cluster's Pod ranges are too wide to trust", n.Name, c)
+			}
+			if !slices.Contains(out, prefix.String()) {
+				out = append(out, prefix.String())
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no node of the cluster has an IPv4 Pod CIDR (spec.podCIDR): the routing's trusted proxy range cannot be chosen; a k3s node always has one, so the cluster is not ready")
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// routingSummary is the summary's line about routing.
+func (p *Plan) routingSummary() string {
+	if !p.installsRouting() {
+		return "none: " + p.Routing.Skipped
+	}
+	return strings.Join(p.Routing.Controllers, ", ") + " (route " + platform.RoutingHostname(p.Namespace) + ")"
+}
