@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/netip"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -31,6 +32,10 @@ type ControlPlane struct {
 	// sets each (OPENCLAW_DEV_PORT, OCC_POSTGRES_PORT): given, or chosen free for an environment
 	// beside others.
 	HostPorts map[string]int `json:"hostPorts,omitempty"`
+	// Subnet is the engine network's subnet occ chose for an environment beside others, by the
+	// variable that sets it (OCC_DEVELOPMENT_TRUSTED_BRIDGE_CIDR); empty when it was given or is
+	// the default environment's.
+	Subnet string `json:"subnet,omitempty"`
 	// KeyPath is the verified bootstrap service key file, once written; KeyOwned says it is the
 	// state directory's own (removed with it) rather than the user's --key-output.
 	KeyPath  string `json:"keyPath,omitempty"`
@@ -175,6 +180,9 @@ func (c *ControlPlane) validate() error {
 		if !hostPortVariable.MatchString(name) || port < 1 || port > 65535 {
 			bad("hostPorts[%q] %d must be a variable name and a port between 1 and 65535", name, port)
 		}
+	}
+	if p, err := netip.ParsePrefix(c.Subnet); c.Subnet != "" && (err != nil || p != p.Masked()) {
+		bad("subnet %q must be a network in CIDR form", c.Subnet)
 	}
 	if c.KeyPath != "" && !filepath.IsAbs(c.KeyPath) {
 		bad("keyPath %q must be an absolute path", c.KeyPath)

@@ -24,6 +24,7 @@ func TestControlPlaneRecordRoundTrip(t *testing.T) {
 			{Role: "runtime", Reference: "openclaw-enterprise-runtime:kubernetes-quickstart", ID: "sha256:" + strings.Repeat("2", 64), InCluster: "docker.io/library/openclaw-enterprise-runtime@sha256:" + strings.Repeat("2", 64)},
 		},
 		APIURL: "http://127.0.0.1:3000", KeyPath: p + "/initial-admin-service-key.json", KeyOwned: true, InstallationID: "ins_1",
+		Subnet: "172.30.42.0/24",
 	}
 	if err := d.Update(func(s *State) { s.ControlPlane = cp }); err != nil {
 		t.Fatal(err)
@@ -35,7 +36,7 @@ func TestControlPlaneRecordRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.ControlPlane == nil || got.ControlPlane.Compose.Snapshot != cp.Compose.Snapshot || len(got.ControlPlane.Images) != 2 || got.ControlPlane.Images[1].InCluster != cp.Images[1].InCluster || !got.ControlPlane.KeyOwned {
+	if got.ControlPlane == nil || got.ControlPlane.Compose.Snapshot != cp.Compose.Snapshot || len(got.ControlPlane.Images) != 2 || got.ControlPlane.Images[1].InCluster != cp.Images[1].InCluster || !got.ControlPlane.KeyOwned || got.ControlPlane.Subnet != cp.Subnet {
 		t.Fatalf("read back %+v", got.ControlPlane)
 	}
 	if s := got.Objects[0].String(); s != "Compose services of openclaw-enterprise-development-kubernetes" {
@@ -49,6 +50,7 @@ func TestControlPlaneRecordRoundTrip(t *testing.T) {
 		{"relative snapshot", func(c *ControlPlane) { c.Compose.Snapshot = "compose.yaml" }, "compose.snapshot"},
 		{"short commit", func(c *ControlPlane) { c.Commit = "abc" }, "commit"},
 		{"credentials in the API URL", func(c *ControlPlane) { c.APIURL = "http://admin:hunter2@127.0.0.1:3000" }, "must not carry credentials"},
+		{"a host address for the subnet", func(c *ControlPlane) { c.Subnet = "172.30.42.1/24" }, "subnet"},
 		{"bad image ID", func(c *ControlPlane) { c.Images[0].ID = "latest" }, "images[0].id"},
 	} {
 		bad := got.ControlPlane.clone()

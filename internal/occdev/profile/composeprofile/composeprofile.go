@@ -20,16 +20,22 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
+	"net/netip"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/docker/docker/api/types/network"
 
 	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
 	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/option"
 	"github.com/openclaw/occ/internal/occdev/platform"
@@ -60,6 +66,9 @@ type Plan struct {
 	// HostPorts are the host ports occ chose for this environment, by their variable (none for
 	// the default environment, or where the variable is set).
 	HostPorts map[string]int `json:"hostPorts,omitempty"`
+	// Subnet is the development network's subnet occ chose for this environment (empty for the
+	// default environment, or where the variable is set).
+	Subnet string `json:"subnet,omitempty"`
 }
 
 // Deps are the parts of the profile tests replace; the zero value of each is the real thing.
@@ -199,6 +208,18 @@ func (x Profile) plan(in profile.Input, co controlplane.Checkout) (_ *Plan, refu
 		}
 	}
 	op.HostPorts = hostPorts
+	// The development network's subnet, when not given, is chosen the same way: the default
+	// environment keeps compose.yaml's, another takes one that no network of the engine uses, so
+	// its network can be created beside theirs.
+	if env[subnetVariable] == "" {
+		subnet, err := profile.Subnet(in, defaultSubnet, func() ([]netip.Prefix, error) { return x.takenSubnets(in) })
+		if err != nil {
+			return nil, nil, err
+		}
+		if subnet != defaultSubnet {
+			env[subnetVariable], op.Subnet = subnet.String(), subnet.String()
+		}
+	}
 	project := x.OCE.ComposeProject
 	if project == "" {
 		project = compose.ProjectOf(in.Environment)
@@ -259,7 +280,52 @@ const (
 	defaultDevPort       = 3000
 	postgresPortVariable = "OCC_POSTGRES_PORT"
 	defaultPostgresPort  = 55432
+	// subnetVariable is the development network's subnet (and the range OCE trusts as the
+	// bridge), as compose.yaml sets it, with its default.
+	subnetVariable = "OCC_DEVELOPMENT_TRUSTED_BRIDGE_CIDR"
 )
+
+var defaultSubnet = netip.MustParsePrefix("172.30.41.0/24")
+
+// takenSubnets are the subnets of the engine's networks and the host's addresses. An engine that
+// does not answer adds none: the preflight stops `up` at it before anything is created.
+func (x Profile) takenSubnets(in profile.Input) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil, fmt.Errorf("list the host's addresses: %w", err)
+	}
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok {
+			if p, err := netip.ParsePrefix(ipn.String()); err == nil {
+				out = append(out, p.Masked())
+			}
+		}
+	}
+	ep, err := docker.ParseEndpoint(x.Engine, x.EngineSource)
+	if err != nil {
+		return out, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	eng, err := docker.ConnectAs(ctx, ep, x.EngineSource, locate.Kind(in.EngineKind))
+	if err != nil {
+		return out, nil
+	}
+	defer eng.Close()
+	nets, err := eng.API.NetworkList(ctx, network.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list the networks of the engine at %s: %w", ep, err)
+	}
+	for _, n := range nets {
+		for _, c := range n.IPAM.Config {
+			if p, err := netip.ParsePrefix(c.Subnet); err == nil {
+				out = append(out, p.Masked())
+			}
+		}
+	}
+	return out, nil
+}
 
 func processEnvironment() map[string]string {
 	env := map[string]string{}

@@ -39,7 +39,7 @@ func (c Planned) writeSnapshot(_ context.Context, env profile.Env, _ progress.Re
 	}
 	c.run.runner = compose.Runner{Plugin: c.run.plugin, Endpoint: env.Engine().Endpoint.String(), Snapshot: snap, Redact: compose.Secrets(op.Model.Project)}
 	cp := &state.ControlPlane{
-		Checkout: op.Checkout, Commit: op.Commit, APIURL: op.Model.APIURL, HostPorts: op.HostPorts,
+		Checkout: op.Checkout, Commit: op.Commit, APIURL: op.Model.APIURL, HostPorts: op.HostPorts, Subnet: op.Subnet,
 		Compose: &state.ComposeProject{Project: snap.Project, Snapshot: snap.Path, Checkout: snap.Checkout, Started: op.Model.StartedServices()},
 	}
 	if err := d.Update(func(s *state.State) { s.ControlPlane = cp }); err != nil {
