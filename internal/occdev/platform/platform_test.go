@@ -176,3 +176,47 @@ func TestInstallationComputeExtras(t *testing.T) {
 		}
 	}
 }
+
+// With routing controllers installed, the Installation names the route (gatewayRouting) and
+// trusts the node's Pod range as the proxies, instead of listing Gateway clients; a routing it
+// cannot stand behind is refused before anything is written.
+func TestInstallationRouting(t *testing.T) {
+	rt := &InstallationRouting{GatewayName: RoutingGatewayName, GatewayNamespace: "oce-system", EnvoyNamespace: RoutingEnvoyNamespace,
+		Hostname: RoutingHostname("oce-system"), TrustedProxyCIDRs: []string{"10.42.0.0/24"}}
+	in, err := buildInstallation(InstallationInput{ClusterName: "dev", ControlPlane: ControlPlaneKubernetes, Namespace: "oce-system", GatewayEndpoint: "http://gw:8080",
+		Compute: &ComputeExtras{GatewayTrustedProxyCIDRs: []string{"127.0.0.1/32"}}, Routing: rt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := encodeInstallation(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"gatewayRouting:\n", "gatewayName: openclaw-enterprise-agent-gateways\n", "gatewayNamespace: oce-system\n", "envoyNamespace: envoy-gateway-system\n",
+		"hostname: " + RoutingHostname("oce-system") + "\n", "gatewayTrustedProxyCidrs:\n"} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("Installation lacks %q:\n%s", want, data)
+		}
+	}
+	if strings.Contains(string(data), "gatewayClients") || strings.Contains(string(data), "127.0.0.1/32") || !strings.Contains(string(data), "- 10.42.0.0/24\n") {
+		t.Errorf("behind the route the Installation trusts the node's Pod range only and lists no clients:\n%s", data)
+	}
+	if h := RoutingHostname("oce-system"); !strings.HasPrefix(h, "occ-gateway-") || !strings.HasSuffix(h, ".envoy-gateway-system.svc.cluster.local") || len(h) != len("occ-gateway-")+12+len(".envoy-gateway-system.svc.cluster.local") || h == RoutingHostname("openshell-system") {
+		t.Errorf("hostname %q", h)
+	}
+	for _, bad := range []struct {
+		change func(*InstallationRouting)
+		want   string
+	}{
+		{func(r *InstallationRouting) { r.TrustedProxyCIDRs = nil }, "network.gatewayTrustedProxyCidrs is empty"},
+		{func(r *InstallationRouting) { r.TrustedProxyCIDRs = []string{"10.42.0.7/16"} }, `"10.42.0.7/16" is not a canonical prefix`},
+		{func(r *InstallationRouting) { r.Hostname = "Not_A_Host" }, `gatewayRouting.hostname "Not_A_Host"`},
+		{func(r *InstallationRouting) { r.GatewayNamespace = "" }, "gatewayRouting.gatewayNamespace"},
+	} {
+		r := *rt
+		bad.change(&r)
+		if _, err := buildInstallation(InstallationInput{ClusterName: "dev", ControlPlane: ControlPlaneKubernetes, Namespace: "oce-system", GatewayEndpoint: "http://gw:8080", Routing: &r}); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("routing %+v: %v, want %q", r, err, bad.want)
+		}
+	}
+}
