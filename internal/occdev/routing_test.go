@@ -44,7 +44,7 @@ func TestPlanRouting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.installsRouting() || !strings.Contains(p.Routing.Skipped, "records no image digests for the routing controllers") || !strings.Contains(p.Routing.Skipped, "DEPENDENCY_UNAVAILABLE") {
+	if p.installsRouting() || !strings.Contains(p.Routing.Skipped, "record no digests for the routing controllers' images") || !strings.Contains(p.Routing.Skipped, "DEPENDENCY_UNAVAILABLE") {
 		t.Errorf("routing of the embedded pins: %+v", p.Routing)
 	}
 	if steps := stepNamesOf(p); strings.Contains(steps, "routing") {
@@ -55,7 +55,7 @@ func TestPlanRouting(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = resolvePlan(UpOptions{StateDir: "/var/lib/occ-dev", Docker: sock, CertManagerManifest: local})
-	if err == nil || !strings.Contains(err.Error(), optCertManagerManifest) || !strings.Contains(err.Error(), "records no image digests") {
+	if err == nil || !strings.Contains(err.Error(), optCertManagerManifest) || !strings.Contains(err.Error(), "record no digests") {
 		t.Errorf("a routing manifest without routing pins: %v", err)
 	}
 

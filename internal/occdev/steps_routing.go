@@ -46,9 +46,9 @@ func resolveRouting(p *Plan, o UpOptions) error {
 	r := p.pins.Routing
 	switch {
 	case r == nil:
-		p.Routing.Skipped = "the pin set " + p.pins.Source + " has no routing section, so no routing controllers are installed: " + routingSkippedEffect
+		p.Routing.Skipped = "the pins (" + p.pins.Source + ") have no routing section; " + routingSkippedEffect
 	case !r.Resolved():
-		p.Routing.Skipped = "the pin set " + p.pins.Source + " records no image digests for the routing controllers (routing.certManager.images, routing.envoyGateway.images), so they are not installed: " + routingSkippedEffect + "; occ dev pins show explains"
+		p.Routing.Skipped = "the pins (" + p.pins.Source + ") record no digests for the routing controllers' images; " + routingSkippedEffect + " (occ dev pins show explains)"
 	default:
 		for _, c := range r.Controllers() {
 			p.Routing.Controllers = append(p.Routing.Controllers, c.Name+" "+c.Version)
