@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -22,18 +23,35 @@ import (
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/platform"
 	"github.com/openclaw/occ/internal/occdev/state"
+	"github.com/openclaw/occ/internal/testbed/dockerbed"
 )
 
 // routingPinFile writes a pin file whose routing section installs the stand-ins of the two
-// routing manifests (platform/testdata/routing) from a local server. The stand-in node reaches
-// no registry, so their images are swapped for OpenShell images occ imports into the node (as
-// the bed's Agent Sandbox controller does): the containers run the Gateway image, the ACME
-// solver flag names the Sandbox image and the rate-limit image the supervisor's. Each is named
-// in the manifest by its tag and pinned by repository, tag and digest, as the real pins are.
-func (b *k3dBed) routingPinFile(t *testing.T) (string, *pins.Routing) {
+// routing manifests (platform/testdata/routing) from a local server. Their six images are bed
+// images of their own, served by the bed's registry as the real ones are (multi-platform OCI
+// indexes with attestations): each named in the manifest by its tag and pinned by repository,
+// tag and digest, as the real pins are. It returns the pin file and the images by their role
+// (cert-manager-controller, ..., envoy-ratelimit).
+func (b *k3dBed) routingPinFile(t *testing.T) (string, map[string]pins.Image) {
 	t.Helper()
-	imgs := b.set.OpenShell.Images
-	tagged := func(p pins.Image) string { return p.Name() + ":" + p.Tag }
+	ctx := context.Background()
+	imgs := map[string]pins.Image{}
+	for _, role := range []string{"cert-manager-controller", "cert-manager-cainjector", "cert-manager-webhook", "cert-manager-acmesolver", "envoy-gateway", "envoy-ratelimit"} {
+		spec, err := dockerbed.ProductImage(role)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := b.Provide(ctx, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key, err := spec.Key()
+		if err != nil {
+			t.Fatal(err)
+		}
+		imgs[role] = parsePin(t, p.Repo+":"+key+"@"+p.Digest)
+	}
+	tagged := func(role string) string { return imgs[role].Name() + ":" + imgs[role].Tag }
 	read := func(name string, swaps ...string) []byte {
 		data, err := os.ReadFile(filepath.Join("platform", "testdata", "routing", name))
 		if err != nil {
@@ -42,13 +60,13 @@ func (b *k3dBed) routingPinFile(t *testing.T) (string, *pins.Routing) {
 		return []byte(strings.NewReplacer(swaps...).Replace(string(data)))
 	}
 	cm := read("cert-manager.yaml",
-		"quay.io/jetstack/cert-manager-controller:v1.18.4", tagged(imgs.Gateway),
-		"quay.io/jetstack/cert-manager-cainjector:v1.18.4", tagged(imgs.Gateway),
-		"quay.io/jetstack/cert-manager-webhook:v1.18.4", tagged(imgs.Gateway),
-		"quay.io/jetstack/cert-manager-acmesolver:v1.18.4", tagged(imgs.Sandbox))
+		"quay.io/jetstack/cert-manager-controller:v1.18.4", tagged("cert-manager-controller"),
+		"quay.io/jetstack/cert-manager-cainjector:v1.18.4", tagged("cert-manager-cainjector"),
+		"quay.io/jetstack/cert-manager-webhook:v1.18.4", tagged("cert-manager-webhook"),
+		"quay.io/jetstack/cert-manager-acmesolver:v1.18.4", tagged("cert-manager-acmesolver"))
 	eg := read("envoy-gateway.yaml",
-		"docker.io/envoyproxy/gateway:v1.6.7", tagged(imgs.Gateway),
-		"docker.io/envoyproxy/ratelimit:99d85510", tagged(imgs.Supervisor))
+		"docker.io/envoyproxy/gateway:v1.6.7", tagged("envoy-gateway"),
+		"docker.io/envoyproxy/ratelimit:99d85510", tagged("envoy-ratelimit"))
 	files := map[string][]byte{"/cert-manager.yaml": cm, "/install.yaml": eg}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		data, ok := files[r.URL.Path]
@@ -65,21 +83,61 @@ func (b *k3dBed) routingPinFile(t *testing.T) (string, *pins.Routing) {
 	}
 	set := *b.set
 	set.Routing = &pins.Routing{
-		CertManager:  pins.RoutingController{Version: "v1.18.4", Manifest: artifact("/cert-manager.yaml"), Images: []pins.Image{imgs.Gateway, imgs.Sandbox}},
-		EnvoyGateway: pins.RoutingController{Version: "v1.6.7", Manifest: artifact("/install.yaml"), Images: []pins.Image{imgs.Gateway, imgs.Supervisor}},
+		CertManager: pins.RoutingController{Version: "v1.18.4", Manifest: artifact("/cert-manager.yaml"),
+			Images: []pins.Image{imgs["cert-manager-controller"], imgs["cert-manager-cainjector"], imgs["cert-manager-webhook"], imgs["cert-manager-acmesolver"]}},
+		EnvoyGateway: pins.RoutingController{Version: "v1.6.7", Manifest: artifact("/install.yaml"),
+			Images: []pins.Image{imgs["envoy-gateway"], imgs["envoy-ratelimit"]}},
 	}
-	return b.writePins(&set), set.Routing
+	return b.writePins(&set), imgs
+}
+
+// routingRefs are the digest references of imgs, for the engine's bookkeeping.
+func routingRefs(imgs map[string]pins.Image) []string {
+	var refs []string
+	for _, img := range imgs {
+		refs = append(refs, img.DigestReference())
+	}
+	slices.Sort(refs)
+	return refs
+}
+
+// forgetRouting removes the routing images from the engine (untag only), as on a laptop that
+// never pulled them, and fails when one stays.
+func (b *k3dBed) forgetRouting(t *testing.T, imgs map[string]pins.Image) {
+	t.Helper()
+	for _, ref := range routingRefs(imgs) {
+		if b.imageID(t, ref) != "" {
+			b.Engine.Forget(ref)
+		}
+		if id := b.imageID(t, ref); id != "" {
+			t.Fatalf("%s is still in the engine (%s) before the run", ref, id)
+		}
+	}
+}
+
+// routingLeft lists the routing images the engine still holds.
+func (b *k3dBed) routingLeft(t *testing.T, imgs map[string]pins.Image) []string {
+	t.Helper()
+	var out []string
+	for _, ref := range routingRefs(imgs) {
+		if id := b.imageID(t, ref); id != "" {
+			out = append(out, "pulled image "+ref+" ("+id+")")
+		}
+	}
+	return out
 }
 
 // testRoutingControllers: with pins that record the routing controllers' images, `up` fetches
-// and verifies both manifests, applies them with every image by its pinned digest (the
+// and verifies both manifests, pulls their six images by digest, imports and verifies them in the
+// node, applies the manifests with every image by its pinned digest and pullPolicy Never (the
 // cluster's Gateway API CRDs left out), waits for their four Deployments, and writes the
 // routing into the Installation: gatewayRouting with the route's hostname, the node's Pod CIDR
 // as the trusted proxy range, no listed Gateway clients. The summary names them; `down` takes
 // them with the cluster. A failure after either new step rolls back to nothing.
 func testRoutingControllers(t *testing.T, b *k3dBed) {
 	ctx := context.Background()
-	pinFile, routing := b.routingPinFile(t)
+	pinFile, imgs := b.routingPinFile(t)
+	b.forgetRouting(t, imgs)
 	opts := b.options(t)
 	opts.PinFile = pinFile
 	downAtEnd(t, opts.StateDir)
@@ -90,7 +148,16 @@ func testRoutingControllers(t *testing.T, b *k3dBed) {
 		t.Fatalf("up: %v\nlog:\n%s", err, opts.Log)
 	}
 	t.Logf("steps:\n%s", strings.Join(steps.lines, "\n"))
-	for _, want := range []string{"Fetch and verify the routing controller manifests [artifacts]", "Apply the routing controller manifests [platform]", "Wait for the Agent Sandbox and routing controllers and the Gateway [platform]"} {
+	wantSteps := []string{"Fetch and verify the routing controller manifests [artifacts]", "Apply the routing controller manifests [platform]", "Wait for the Agent Sandbox and routing controllers and the Gateway [platform]"}
+	for _, role := range []string{"cert-manager-controller", "cert-manager-cainjector", "cert-manager-webhook", "cert-manager-acmesolver", "envoy-gateway", "envoy-ratelimit"} {
+		lane := "[routing-" + role + "]"
+		title := "cert-manager " + role
+		if strings.HasPrefix(role, "envoy") {
+			title = "Envoy Gateway " + role
+		}
+		wantSteps = append(wantSteps, "Pull the "+title+" image "+lane, "Import the "+title+" image into the cluster "+lane)
+	}
+	for _, want := range wantSteps {
 		if !slices.ContainsFunc(steps.lines, func(l string) bool { return strings.HasPrefix(l, want) && strings.HasSuffix(l, " ok") }) {
 			t.Errorf("no step %q ended ok", want)
 		}
@@ -103,8 +170,8 @@ func testRoutingControllers(t *testing.T, b *k3dBed) {
 		t.Fatal(err)
 	}
 	kc, dyn, _ := kubeClientOf(t, st.Cluster)
-	gw := routing.CertManager.Images[0].DigestReference()
-	for _, d := range []struct{ ns, name string }{{"cert-manager", "cert-manager"}, {"cert-manager", "cert-manager-cainjector"}, {"cert-manager", "cert-manager-webhook"}, {"envoy-gateway-system", "envoy-gateway"}} {
+	for _, d := range []struct{ ns, name, role string }{{"cert-manager", "cert-manager", "cert-manager-controller"}, {"cert-manager", "cert-manager-cainjector", "cert-manager-cainjector"},
+		{"cert-manager", "cert-manager-webhook", "cert-manager-webhook"}, {"envoy-gateway-system", "envoy-gateway", "envoy-gateway"}} {
 		if n := readyReplicas(t, kc, "Deployment", d.ns, d.name); n != 1 {
 			t.Errorf("Deployment %s/%s has %d ready replicas", d.ns, d.name, n)
 		}
@@ -112,10 +179,11 @@ func testRoutingControllers(t *testing.T, b *k3dBed) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if img := dep.Spec.Template.Spec.Containers[0].Image; img != gw {
-			t.Errorf("Deployment %s/%s runs %s, want the pinned digest %s", d.ns, d.name, img, gw)
+		c := dep.Spec.Template.Spec.Containers[0]
+		if want := imgs[d.role].DigestReference(); c.Image != want || c.ImagePullPolicy != corev1.PullNever {
+			t.Errorf("Deployment %s/%s runs %s (pullPolicy %s), want the pinned digest %s imported by occ (Never)", d.ns, d.name, c.Image, c.ImagePullPolicy, want)
 		}
-		if d.name == "cert-manager" && !slices.Contains(dep.Spec.Template.Spec.Containers[0].Args, "--acme-http01-solver-image="+routing.CertManager.Images[1].DigestReference()) {
+		if d.name == "cert-manager" && !slices.Contains(c.Args, "--acme-http01-solver-image="+imgs["cert-manager-acmesolver"].DigestReference()) {
 			t.Errorf("the ACME solver flag is not the pinned digest: %q", dep.Spec.Template.Spec.Containers[0].Args)
 		}
 	}
@@ -123,7 +191,7 @@ func testRoutingControllers(t *testing.T, b *k3dBed) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := cfg.Data["envoy-gateway.yaml"]; !strings.Contains(c, "image: "+routing.EnvoyGateway.Images[1].DigestReference()+"\n") || !strings.Contains(c, "image: "+gw+"\n") {
+	if c := cfg.Data["envoy-gateway.yaml"]; !strings.Contains(c, "image: "+imgs["envoy-ratelimit"].DigestReference()+"\n") || !strings.Contains(c, "image: "+imgs["envoy-gateway"].DigestReference()+"\n") {
 		t.Errorf("the EnvoyGateway configuration names other images:\n%s", c)
 	}
 	crds := dyn.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
@@ -176,7 +244,7 @@ func testRoutingControllers(t *testing.T, b *k3dBed) {
 	if _, err := occdev.Down(ctx, occdev.DownOptions{StateDir: opts.StateDir, Log: opts.Log}); err != nil {
 		t.Fatalf("down: %v", err)
 	}
-	if left := b.leftovers(t, opts.ClusterName, nil); len(left) > 0 {
+	if left := append(b.leftovers(t, opts.ClusterName, nil), b.routingLeft(t, imgs)...); len(left) > 0 {
 		t.Errorf("left after down: %v", left)
 	}
 
@@ -197,7 +265,7 @@ func testRoutingControllers(t *testing.T, b *k3dBed) {
 			if _, err := os.Stat(opts.StateDir); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("the rollback kept the state directory: %v", err)
 			}
-			if left := b.leftovers(t, opts.ClusterName, nil); len(left) > 0 {
+			if left := append(b.leftovers(t, opts.ClusterName, nil), b.routingLeft(t, imgs)...); len(left) > 0 {
 				t.Errorf("left after the rollback: %v", left)
 			}
 		})

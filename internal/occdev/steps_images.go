@@ -20,7 +20,7 @@ import (
 // creates the cluster with, then the images the Gateway runs, which are imported into the node.
 // What each image is for comes from the pins' own table (pins.ImageUse).
 func flowImages(s *pins.Set) []pins.PinnedImage {
-	return append(s.ClusterImages(), s.GatewayImages()...)
+	return append(append(s.ClusterImages(), s.GatewayImages()...), s.RoutingImages()...)
 }
 
 // imageSlot is one pinned image `up` uses, by its slot in flowImages.
@@ -45,6 +45,17 @@ func clusterImages(s *pins.Set) []imageSlot {
 
 func gatewayImages(s *pins.Set) []imageSlot {
 	return slotsOf(s, func(img pins.PinnedImage) bool { return img.Gateway != nil })
+}
+
+// nodeImages are the slots of the images imported into the node, each by its own lane: the
+// Gateway's and the routing controllers'.
+func nodeImages(s *pins.Set) []imageSlot {
+	return slotsOf(s, func(img pins.PinnedImage) bool { return img.Gateway != nil || img.Routing })
+}
+
+// routingImages are the slots of the routing controllers' images.
+func routingImages(s *pins.Set) []imageSlot {
+	return slotsOf(s, func(img pins.PinnedImage) bool { return img.Routing })
 }
 
 // image is the pinned image of a slot.
@@ -86,7 +97,7 @@ type productImage struct {
 // the control plane's own.
 func (r *run) verifiedImages() []images.Verified {
 	var out []images.Verified
-	for _, slot := range gatewayImages(r.plan.pins) {
+	for _, slot := range nodeImages(r.plan.pins) {
 		out = append(out, r.product[slot].verified...)
 	}
 	return append(out, r.verified...)

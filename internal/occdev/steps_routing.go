@@ -137,9 +137,37 @@ func describeRoutingApply(p *Plan) Description {
 	return creates("the objects of the " + strings.Join(p.Routing.Controllers, " and ") + " manifests (CRDs, namespaces " + platform.RoutingCertManagerNS + " and " + platform.RoutingEnvoyNamespace + ", controllers), every image by its pinned digest")
 }
 
-// applyRouting applies the admitted routing manifests.
+// routingApplyStep names the routing manifests' apply.
+const routingApplyStep = "Apply the routing controller manifests"
+
+// routingImagesFirst is the routing apply s, run once every routing image is verified in the
+// node by its lane beside it, so no controller Pod starts before its image is there.
+func routingImagesFirst(s Step) Step {
+	describe := s.Describe
+	s.Describe = func(p *Plan) Description {
+		d := describe(p)
+		d.Note = "applied once the controllers' images are verified in the node"
+		return d
+	}
+	apply := s.Run
+	s.Run = func(ctx context.Context, r *run, rep progress.Reporter) error {
+		for _, slot := range routingImages(r.plan.pins) {
+			if err := r.inNode[slot].Wait(ctx); err != nil {
+				return err
+			}
+		}
+		return apply(ctx, r, rep)
+	}
+	return s
+}
+
+// applyRouting applies the admitted routing manifests, their containers with the plan's pull
+// policy (Never where occ imported the images into the node).
 func applyRouting(ctx context.Context, r *run, _ progress.Reporter) error {
 	for _, c := range r.routing {
+		if err := c.SetPullPolicy(r.plan.PullPolicy); err != nil {
+			return fmt.Errorf("%s %s manifest: %w", c.Name, c.Version, err)
+		}
 		if err := r.conn.EnsureManifest(ctx, c.Objects, r.plan.StartupTimeout); err != nil {
 			return fmt.Errorf("%s %s manifest: %w", c.Name, c.Version, err)
 		}

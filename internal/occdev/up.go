@@ -105,7 +105,7 @@ func clusterLane(p *Plan) Lane {
 	// The provider's lane comes first: the other lanes wait on the cluster it makes. The platform
 	// lane comes last, after the image lanes it waits on (in that order a Sequential run ends).
 	lanes := []Lane{lane(p.ClusterProvider, Step{Name: "Create " + p.ClusterProvider + " cluster " + p.ClusterName, Describe: describeCluster, Run: connectCluster})}
-	product := gatewayImages(p.pins)
+	product := nodeImages(p.pins)
 	for i, slot := range product {
 		after := slot // the first lane's pull waits for none
 		if i > 0 {
@@ -145,8 +145,11 @@ func platformLane(p *Plan) Lane {
 	steps := platformSteps(p)
 	steps[0] = waiting(steps[0], clusterMade, func(r *run) *readiness { return &r.artifacts })
 	for i := range steps {
-		if steps[i].Name == gatewayInstallStep {
+		switch steps[i].Name {
+		case gatewayInstallStep:
 			steps[i] = startedImagesFirst(steps[i])
+		case routingApplyStep:
+			steps[i] = routingImagesFirst(steps[i])
 		}
 	}
 	return lane("platform", steps...)
@@ -166,7 +169,7 @@ func platformSteps(p *Plan) []Step {
 	}
 	wait := "Wait for the Agent Sandbox controller and the Gateway"
 	if p.installsRouting() {
-		steps = append(steps, Step{Name: "Apply the routing controller manifests", Describe: describeRoutingApply, Run: applyRouting})
+		steps = append(steps, Step{Name: routingApplyStep, Describe: describeRoutingApply, Run: applyRouting})
 		wait = "Wait for the Agent Sandbox and routing controllers and the Gateway"
 	}
 	return append(steps, []Step{

@@ -70,6 +70,10 @@ type ImageUse struct {
 	// Cluster says k3d creates the cluster with the image (the k3s node and the k3d tools): it
 	// is pulled into the engine for a cluster occ creates, and never imported into the node.
 	Cluster bool
+	// Routing is set for an image a routing controller runs or names: pulled into the engine,
+	// imported into the node and verified there, like the Gateway's (an existing cluster pulls it
+	// itself).
+	Routing bool
 	// Gateway is set for an image the Gateway runs: it is pulled into the engine, imported into
 	// the node and verified there (an existing cluster pulls it itself), and the render check
 	// requires the Gateway chart to run it by the values GatewayValues sets.
@@ -220,6 +224,32 @@ func (s *Set) pinnedImages(keep func(*ImageUse) bool) []PinnedImage {
 	for _, p := range pinTable {
 		if p.use != nil && keep(p.use) {
 			out = append(out, PinnedImage{Key: p.key, Image: *p.image(s), ImageUse: *p.use})
+		}
+	}
+	return out
+}
+
+// RoutingImages are the images of the routing controllers, in pin file order, each once (an
+// image both controllers name is one image); none unless every controller records its images.
+// Each one's role is "routing-" and its repository's last segment (numbered when two share it).
+func (s *Set) RoutingImages() []PinnedImage {
+	if !s.Routing.Resolved() {
+		return nil
+	}
+	var out []PinnedImage
+	roles := map[string]int{}
+	for _, c := range s.Routing.Controllers() {
+		for _, img := range c.Images {
+			if slices.ContainsFunc(out, func(p PinnedImage) bool { return p.Image.DigestReference() == img.DigestReference() }) {
+				continue
+			}
+			base := img.Repository[strings.LastIndex(img.Repository, "/")+1:]
+			role := "routing-" + base
+			if roles[role]++; roles[role] > 1 {
+				role = fmt.Sprintf("%s-%d", role, roles[role])
+			}
+			out = append(out, PinnedImage{Key: c.Key + ".images", Image: img,
+				ImageUse: ImageUse{Role: role, Title: c.Name + " " + base, Routing: true}})
 		}
 	}
 	return out

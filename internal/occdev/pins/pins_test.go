@@ -355,3 +355,39 @@ func TestRoutingPins(t *testing.T) {
 		}
 	}
 }
+
+// The routing images are the flow's only when every controller records its images; an image
+// both controllers name is one image, and two repositories with the same last segment get
+// distinct roles.
+func TestRoutingImages(t *testing.T) {
+	set, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := set.RoutingImages(); got != nil {
+		t.Errorf("unresolved routing pins give images %v", got)
+	}
+	img := func(ref string) Image {
+		i, err := ParseImage(ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return i
+	}
+	d := "@sha256:" + strings.Repeat("cd", 32)
+	set.Routing.CertManager.Images = []Image{img("quay.io/jetstack/cert-manager-controller:v1.18.4" + d), img("docker.io/envoyproxy/gateway:v1.6.7" + d)}
+	set.Routing.EnvoyGateway.Images = []Image{img("docker.io/envoyproxy/gateway:v1.6.7" + d), img("ghcr.io/other/gateway:v1" + d)}
+	var roles []string
+	for _, p := range set.RoutingImages() {
+		if !p.Routing || p.Gateway != nil || p.Cluster {
+			t.Errorf("%s: use %+v", p.Role, p.ImageUse)
+		}
+		roles = append(roles, p.Key+" "+p.Role+" "+p.Title)
+	}
+	want := []string{"routing.certManager.images routing-cert-manager-controller cert-manager cert-manager-controller",
+		"routing.certManager.images routing-gateway cert-manager gateway",
+		"routing.envoyGateway.images routing-gateway-2 Envoy Gateway gateway"}
+	if !slices.Equal(roles, want) {
+		t.Errorf("routing images %q, want %q", roles, want)
+	}
+}

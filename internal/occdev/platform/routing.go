@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/openclaw/occ/internal/occdev/artifacts"
@@ -152,4 +153,47 @@ func routingPin(ref string, pinned []pins.Image) int {
 		}
 	}
 	return -1
+}
+
+// podSpecPaths are where the workload kinds of the routing manifests keep their Pod spec.
+var podSpecPaths = map[string][]string{
+	"Deployment":  {"spec", "template", "spec"},
+	"StatefulSet": {"spec", "template", "spec"},
+	"DaemonSet":   {"spec", "template", "spec"},
+	"Job":         {"spec", "template", "spec"},
+	"CronJob":     {"spec", "jobTemplate", "spec", "template", "spec"},
+	"Pod":         {"spec"},
+}
+
+// SetPullPolicy sets the pull policy of every container of the controller's workloads: Never
+// where occ imported and verified the images in the node (a Pod must never fetch another copy),
+// IfNotPresent where the cluster pulls them by digest itself.
+func (c *RoutingController) SetPullPolicy(policy corev1.PullPolicy) error {
+	for _, o := range c.Objects {
+		path, ok := podSpecPaths[o.GetKind()]
+		if !ok {
+			continue
+		}
+		for _, list := range []string{"initContainers", "containers"} {
+			field := append(append([]string{}, path...), list)
+			containers, found, err := unstructured.NestedSlice(o.Object, field...)
+			if err != nil {
+				return fmt.Errorf("%s %s: %w", o.GetKind(), o.GetName(), err)
+			}
+			if !found {
+				continue
+			}
+			for i := range containers {
+				m, ok := containers[i].(map[string]any)
+				if !ok {
+					return fmt.Errorf("%s %s: %s[%d] is not an object", o.GetKind(), o.GetName(), list, i)
+				}
+				m["imagePullPolicy"] = string(policy)
+			}
+			if err := unstructured.SetNestedSlice(o.Object, containers, field...); err != nil {
+				return fmt.Errorf("%s %s: %w", o.GetKind(), o.GetName(), err)
+			}
+		}
+	}
+	return nil
 }

@@ -154,3 +154,20 @@ func manifestText(t *testing.T, c *RoutingController) string {
 	}
 	return b.String()
 }
+
+// Every container of every workload kind the routing manifests hold gets the plan's pull policy.
+func TestRoutingSetPullPolicy(t *testing.T) {
+	eg := pins.NamedController{Name: "Envoy Gateway", Key: pins.KeyRoutingEnvoyGateway, RoutingController: &pins.RoutingController{Version: "v1.6.7",
+		Images: routingPins(t, "docker.io/envoyproxy/gateway:v1.6.7"+digestOf('e'), "docker.io/envoyproxy/ratelimit:99d85510"+digestOf('f'))}}
+	got, err := AdmitRoutingManifest(eg, readRouting(t, "envoy-gateway.yaml"), "install.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := got.SetPullPolicy("Never"); err != nil {
+		t.Fatal(err)
+	}
+	all := manifestText(t, got)
+	if strings.Count(all, `"imagePullPolicy":"Never"`) != 2 || strings.Contains(all, `"imagePullPolicy":"IfNotPresent","name":"envoy-gateway`) {
+		t.Errorf("pull policies:\n%s", all)
+	}
+}
