@@ -246,7 +246,9 @@ Chart.yaml under the helm directory), read the release commit from the archive's
 header (git archive writes it there; give --commit when it is absent), and resolve the
 gateway, sandbox and supervisor images, tagged by that commit, to the digests of their
 multi-platform indexes. Every other pin is kept from the pins in effect unless a flag replaces
-it; notes about pins that changed are dropped.
+it; notes about pins that changed are dropped. --routing (alone, or with --openshell) records
+the images the routing controllers' manifests name: each manifest must have its pinned sha256,
+and each image is pinned by its tag and the digest of its multi-platform index.
 
 The result is validated as a pin file and written to --out (never over an existing file
 without --force; the replacement is atomic), or printed when --out is not given. It is refused
@@ -255,6 +257,9 @@ linux/arm64, naming the pin and the fix.`,
 		Example: `  # Pin OpenShell 0.1.5 and check the result
   occ dev pins resolve --openshell 0.1.5 --out pins-0.1.5.yaml
   occ dev pins verify --pin-file pins-0.1.5.yaml
+
+  # Pin the routing controllers' images, so that up installs them
+  occ dev pins resolve --routing --out pins-routed.yaml
 
   # The same with a newer k3s, printing the pin file
   occ dev pins resolve --openshell v0.1.5 --k3s-image docker.io/rancher/k3s:v1.37.1-k3s1`,
@@ -270,8 +275,12 @@ linux/arm64, naming the pin and the fix.`,
 			out, _ := f.GetString("out")
 			force, _ := f.GetBool("force")
 			agent, _ := f.GetString("agent-sandbox-version")
-			if version == "" {
-				return usageErrorf("--openshell is required: name the OpenShell release to pin, for example --openshell 0.1.5")
+			routing, _ := f.GetBool("routing")
+			if version == "" && !routing {
+				return usageErrorf("--openshell or --routing is required: name the OpenShell release to pin (for example --openshell 0.1.5), or resolve the routing controllers' images (--routing)")
+			}
+			if version == "" && (commit != "" || agent != "") {
+				return usageErrorf("--commit and --agent-sandbox-version go with --openshell; give --openshell VERSION, or drop them")
 			}
 			if force && out == "" {
 				return usageErrorf("--force replaces the file --out names; give --out FILE, or drop --force")
@@ -287,19 +296,44 @@ linux/arm64, naming the pin and the fix.`,
 			for key, flag := range online.ImageOptions {
 				images[key], _ = f.GetString(strings.TrimPrefix(flag, "--"))
 			}
-			res, err := online.Resolve(cmd.Context(), online.ResolveOptions{
-				Base: base, Version: version, Commit: commit, Images: images, AgentSandboxVersion: agent,
-			}, online.Deps{})
-			if err != nil {
-				return err
+			var doc any
+			var encode func(time.Time) ([]byte, error)
+			var account func(w io.Writer, out string) error
+			if version == "" {
+				for key, ref := range images {
+					if ref != "" {
+						return usageErrorf("%s goes with --openshell; give --openshell VERSION, or drop it", online.ImageOptions[key])
+					}
+				}
+				rr, err := online.ResolveRouting(cmd.Context(), base, online.Deps{})
+				if err != nil {
+					return err
+				}
+				doc, encode, account = rr, rr.Encode, func(w io.Writer, out string) error { return printRoutingResolved(w, rr, out) }
+			} else {
+				res, err := online.Resolve(cmd.Context(), online.ResolveOptions{
+					Base: base, Version: version, Commit: commit, Images: images, AgentSandboxVersion: agent,
+				}, online.Deps{})
+				if err != nil {
+					return err
+				}
+				if routing {
+					res.Set.Source = base.Source
+					rr, err := online.ResolveRouting(cmd.Context(), res.Set, online.Deps{})
+					if err != nil {
+						return err
+					}
+					res.WithRouting(rr)
+				}
+				doc, encode, account = res, res.Encode, func(w io.Writer, out string) error { return printResolved(w, res, out) }
 			}
-			data, err := res.Encode(time.Now())
+			data, err := encode(time.Now())
 			if err != nil {
 				return err
 			}
 			if out == "" {
 				// The pin file is the output; the account of it goes to stderr.
-				if err := printResolved(g.Stderr, res, ""); err != nil {
+				if err := account(g.Stderr, ""); err != nil {
 					return err
 				}
 				_, err := g.Stdout.Write(data)
@@ -312,7 +346,7 @@ linux/arm64, naming the pin and the fix.`,
 				}
 				return err
 			}
-			return g.print(res, func() error { return printResolved(g.Stdout, res, out) })
+			return g.print(doc, func() error { return account(g.Stdout, out) })
 		},
 	}
 	f := cmd.Flags()
@@ -321,6 +355,7 @@ linux/arm64, naming the pin and the fix.`,
 	f.String("out", "", "write the pin file here (default: print it)")
 	f.Bool("force", false, "replace the file --out names when it exists")
 	f.String("agent-sandbox-version", "", "replace the Agent Sandbox release too (its manifest URL follows the pinned one's pattern)")
+	f.Bool("routing", false, "record the images the routing controllers' manifests name, by their tags and index digests (alone, or with --openshell)")
 	for key, flag := range online.ImageOptions {
 		f.String(strings.TrimPrefix(flag, "--"), "", "replace "+key+": repository:tag (resolved to its digest) or repository@sha256:…; must be a multi-platform index")
 	}
@@ -337,7 +372,33 @@ func printResolved(w io.Writer, r *online.Resolved, out string) error {
 	if a := r.AgentSandbox; a != nil {
 		fmt.Fprintf(w, "  %s  %s (%d bytes, sha256 %s)\n", pins.KeyAgentSandbox, a.URL, a.Size, a.SHA256)
 	}
+	if r.Routing != nil {
+		printRoutingLines(w, r.Routing)
+	}
 	fmt.Fprintf(w, "  kept from %s: %s\n", r.Base, strings.Join(r.Kept, ", "))
+	for _, n := range r.DroppedNotes {
+		fmt.Fprintf(w, "  dropped the note about %s (it described the old value)\n", n.Pin)
+	}
+	if out == "" {
+		return nil
+	}
+	_, err := fmt.Fprintf(w, "Wrote %s. Check it with: occ dev pins verify --pin-file %s\n", out, out)
+	return err
+}
+
+// printRoutingLines lists the routing manifests and the images resolved from them.
+func printRoutingLines(w io.Writer, r *online.RoutingResolved) {
+	for _, m := range r.Manifests {
+		fmt.Fprintf(w, "  routing manifest  %s (%d bytes, sha256 %s, as pinned)\n", m.URL, m.Size, m.SHA256)
+	}
+	for _, img := range r.Images {
+		fmt.Fprintf(w, "  %s  %s (%s)\n", img.Pin, img.Reference, strings.Join(img.Platforms, ", "))
+	}
+}
+
+func printRoutingResolved(w io.Writer, r *online.RoutingResolved, out string) error {
+	fmt.Fprintf(w, "Routing controllers' images, from %s\n", r.Base)
+	printRoutingLines(w, r)
 	for _, n := range r.DroppedNotes {
 		fmt.Fprintf(w, "  dropped the note about %s (it described the old value)\n", n.Pin)
 	}

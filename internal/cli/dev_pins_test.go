@@ -197,3 +197,45 @@ func TestDevPinsResolve(t *testing.T) {
 		t.Errorf("a refused resolve wrote its file")
 	}
 }
+
+// The routing controllers' images are pinned with one command: alone (the pins in effect with
+// the images recorded), or with --openshell in the same file; the written file installs routing.
+func TestDevPinsResolveRouting(t *testing.T) {
+	dir := isolatePins(t)
+	w, digests := onlinetest.RoutingWorld(t, false)
+	base := writePinFile(t, dir, w.Set)
+	out := filepath.Join(dir, "routed.yaml")
+	code, stdout, errOut := run(t, "dev", "pins", "resolve", "--pin-file", base, "--routing", "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %s", code, errOut)
+	}
+	set, err := pins.Load(out)
+	if err != nil || !set.Routing.Resolved() || len(set.RoutingImages()) != 6 || set.OpenShell != w.Set.OpenShell {
+		t.Fatalf("the written file: %v %+v", err, set.Routing)
+	}
+	gw := w.Reg.Host + "/envoyproxy/gateway:v1.6.7@" + digests["envoyproxy/gateway:v1.6.7"]
+	for _, want := range []string{"Routing controllers' images, from " + base, "routing.envoyGateway.images  " + gw + " (linux/amd64, linux/arm64/v8)",
+		"routing manifest  " + w.Set.Routing.CertManager.Manifest.URL, "dropped the note about routing", "Wrote " + out} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("summary lacks %q:\n%s", want, stdout)
+		}
+	}
+
+	w.Release(t, "0.1.5", onlinetest.ReleaseCommit, onlinetest.ChartFiles())
+	code, stdout, errOut = run(t, "dev", "pins", "resolve", "--pin-file", base, "--openshell", "0.1.5", "--routing")
+	if code != 0 {
+		t.Fatalf("with --openshell: exit %d, stderr %s", code, errOut)
+	}
+	both, err := pins.Parse([]byte(stdout), "stdout")
+	if err != nil || both.OpenShell.Version != "0.1.5" || len(both.RoutingImages()) != 6 {
+		t.Errorf("with --openshell: %v", err)
+	}
+	if !strings.Contains(errOut, "routing.certManager.images  ") || strings.Contains(errOut, "routing.certManager.images,") || !strings.Contains(errOut, "routing.certManager.manifest") {
+		t.Errorf("with --openshell the account lists the routing images and keeps the manifests:\n%s", errOut)
+	}
+	for _, args := range [][]string{{"--commit", onlinetest.ReleaseCommit, "--routing"}, {"--routing", "--k3s-image", "docker.io/rancher/k3s:v1.37.1-k3s1"}, {}} {
+		if code, _, errOut := run(t, append([]string{"dev", "pins", "resolve", "--pin-file", base}, args...)...); code != 2 {
+			t.Errorf("%v: exit %d, want 2; stderr %s", args, code, errOut)
+		}
+	}
+}

@@ -70,6 +70,17 @@ type Resolved struct {
 	DroppedNotes []pins.Note `json:"droppedNotes,omitempty"`
 	// Base names the set the new one started from.
 	Base string `json:"base"`
+	// Routing is set when the routing controllers' images were resolved too.
+	Routing *RoutingResolved `json:"routing,omitempty"`
+}
+
+// WithRouting takes the routing controllers' images rr resolved from r's set into r.
+func (r *Resolved) WithRouting(rr *RoutingResolved) {
+	r.Set, r.Routing = rr.Set, rr
+	r.Kept = slices.DeleteFunc(r.Kept, func(k string) bool {
+		return k == pins.KeyRouting || strings.HasPrefix(k, pins.KeyRouting+".") && strings.HasSuffix(k, ".images")
+	})
+	r.DroppedNotes = append(r.DroppedNotes, rr.DroppedNotes...)
 }
 
 // ResolvedArchive is the source archive of the new release.

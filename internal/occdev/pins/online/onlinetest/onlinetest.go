@@ -18,6 +18,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -379,4 +380,48 @@ func (w *World) Release(t *testing.T, version, commit string, files map[string]s
 		digests[key], _ = w.Reg.PushIndex(t, "nvidia/openshell/"+repo+":"+ReleaseCommit, AMD64, ARM64)
 	}
 	return archive, digests
+}
+
+// RoutingWorld is a World whose routing pins name the platform's stand-ins of the two routing
+// manifests (internal/occdev/platform/testdata/routing), their images moved to the test
+// registry, each pushed as a two-platform index (the rate-limit image as a single-platform
+// image when single is set); the pins record no image yet. It returns the World and each
+// image's digest by its repository:tag in the registry.
+func RoutingWorld(t *testing.T, single bool) (*World, map[string]string) {
+	t.Helper()
+	IsolateDockerConfig(t, nil)
+	w := NewWorld(t, "", "")
+	_, self, _, _ := runtime.Caller(0)
+	dir := filepath.Join(filepath.Dir(self), "..", "..", "..", "platform", "testdata", "routing")
+	digests := map[string]string{}
+	refs := map[string]string{
+		"quay.io/jetstack/cert-manager-controller:v1.18.4": "jetstack/cert-manager-controller:v1.18.4",
+		"quay.io/jetstack/cert-manager-cainjector:v1.18.4": "jetstack/cert-manager-cainjector:v1.18.4",
+		"quay.io/jetstack/cert-manager-webhook:v1.18.4":    "jetstack/cert-manager-webhook:v1.18.4",
+		"quay.io/jetstack/cert-manager-acmesolver:v1.18.4": "jetstack/cert-manager-acmesolver:v1.18.4",
+		"docker.io/envoyproxy/gateway:v1.6.7":              "envoyproxy/gateway:v1.6.7",
+		"docker.io/envoyproxy/ratelimit:99d85510":          "envoyproxy/ratelimit:99d85510",
+	}
+	var swaps []string
+	for from, to := range refs {
+		if single && strings.Contains(to, "ratelimit") {
+			digests[to] = w.Reg.PushImage(t, to, AMD64)
+		} else {
+			digests[to], _ = w.Reg.PushIndex(t, to, AMD64, ARM64)
+		}
+		swaps = append(swaps, from, w.Reg.Host+"/"+to)
+	}
+	for _, c := range w.Set.Routing.Controllers() {
+		name := "cert-manager.yaml"
+		if c.Key == pins.KeyRoutingEnvoyGateway {
+			name = "envoy-gateway.yaml"
+		}
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := []byte(strings.NewReplacer(swaps...).Replace(string(data)))
+		c.Manifest = pins.Artifact{URL: w.Files.Put("/routing/"+name, body), SHA256: SHA256(body)}
+	}
+	return w, digests
 }
