@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,10 +13,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
@@ -143,11 +146,26 @@ func testRoutingControllers(t *testing.T, b *k3dBed) {
 	downAtEnd(t, opts.StateDir)
 	steps := &recordedProgress{}
 	opts.Progress = steps.sink
+	// No container runs on the bed: the test plays the one act of Envoy Gateway's controller
+	// that up waits for, accepting the GatewayClass up creates once its Deployment is ready.
+	playCtx, stopPlaying := context.WithCancel(ctx)
+	defer stopPlaying()
+	played := make(chan error, 1)
+	opts.Seams().AfterStep = func(name string) error {
+		if name == "Apply the routing controller manifests" {
+			go func() { played <- playEnvoyGateway(playCtx, t, opts.StateDir) }()
+		}
+		return nil
+	}
 	sum, err := occdev.Up(ctx, opts)
 	if err != nil {
 		t.Fatalf("up: %v\nlog:\n%s", err, opts.Log)
 	}
 	t.Logf("steps:\n%s", strings.Join(steps.lines, "\n"))
+	stopPlaying()
+	if err := <-played; err != nil {
+		t.Errorf("playing Envoy Gateway: %v", err)
+	}
 	wantSteps := []string{"Fetch and verify the routing controller manifests [artifacts]", "Apply the routing controller manifests [platform]", "Wait for the Agent Sandbox and routing controllers and the Gateway [platform]"}
 	for _, role := range []string{"cert-manager-controller", "cert-manager-cainjector", "cert-manager-webhook", "cert-manager-acmesolver", "envoy-gateway", "envoy-ratelimit"} {
 		lane := "[routing-" + role + "]"
@@ -269,5 +287,47 @@ func testRoutingControllers(t *testing.T, b *k3dBed) {
 				t.Errorf("left after the rollback: %v", left)
 			}
 		})
+	}
+}
+
+// playEnvoyGateway plays Envoy Gateway's controller for the GatewayClass up creates: once the
+// envoy-gateway Deployment of the environment in stateDir reports a ready replica, it sets the
+// class's Accepted condition, as the controller does, through the status subresource; it
+// returns when it did (nil), or with ctx's end before it could.
+func playEnvoyGateway(ctx context.Context, t *testing.T, stateDir string) error {
+	st, err := state.Read(stateDir)
+	if err != nil {
+		return err
+	}
+	kc, dyn, _ := kubeClientOf(t, st.Cluster)
+	classes := dyn.Resource(schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "gatewayclasses"})
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the GatewayClass was never accepted: %w", ctx.Err())
+		case <-tick.C:
+		}
+		dep, err := kc.AppsV1().Deployments("envoy-gateway-system").Get(ctx, "envoy-gateway", metav1.GetOptions{})
+		if err != nil || dep.Status.ReadyReplicas < 1 {
+			continue
+		}
+		gc, err := classes.Get(ctx, "eg", metav1.GetOptions{})
+		if err != nil {
+			continue
+		}
+		if name, _, _ := unstructured.NestedString(gc.Object, "spec", "controllerName"); name != "gateway.envoyproxy.io/gatewayclass-controller" {
+			return fmt.Errorf("GatewayClass eg names controller %q", name)
+		}
+		cond := map[string]any{"type": "Accepted", "status": "True", "reason": "Accepted", "message": "Valid GatewayClass",
+			"observedGeneration": gc.GetGeneration(), "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}
+		if err := unstructured.SetNestedSlice(gc.Object, []any{cond}, "status", "conditions"); err != nil {
+			return err
+		}
+		if _, err := classes.UpdateStatus(ctx, gc, metav1.UpdateOptions{}); err != nil {
+			continue
+		}
+		return nil
 	}
 }

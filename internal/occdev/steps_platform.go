@@ -134,7 +134,13 @@ func waitForPlatform(ctx context.Context, r *run, rep progress.Reporter) error {
 		return err
 	}
 	workloads = append(workloads, r.routingWorkloads()...)
-	return platform.WaitForWorkloads(ctx, r.conn.Kube, workloads, r.plan.StartupTimeout, rep.Note)
+	if err := platform.WaitForWorkloads(ctx, r.conn.Kube, workloads, r.plan.StartupTimeout, rep.Note); err != nil {
+		return err
+	}
+	if len(r.routing) > 0 {
+		return platform.WaitGatewayClassAccepted(ctx, r.conn, r.plan.StartupTimeout)
+	}
+	return nil
 }
 
 func describeHealth(p *Plan) Description {

@@ -16,6 +16,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/artifacts"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/platform"
+	"github.com/openclaw/occ/internal/occdev/step"
 	"github.com/openclaw/occ/internal/progress"
 )
 
@@ -134,7 +135,9 @@ func fetchRouting(ctx context.Context, r *run, rep progress.Reporter) error {
 }
 
 func describeRoutingApply(p *Plan) Description {
-	return creates("the objects of the " + strings.Join(p.Routing.Controllers, " and ") + " manifests (CRDs, namespaces " + platform.RoutingCertManagerNS + " and " + platform.RoutingEnvoyNamespace + ", controllers), every image by its pinned digest")
+	d := step.Objects(platform.DescribeGatewayClass()...)
+	d.Creates = append([]string{"the objects of the " + strings.Join(p.Routing.Controllers, " and ") + " manifests (CRDs, namespaces " + platform.RoutingCertManagerNS + " and " + platform.RoutingEnvoyNamespace + ", controllers), every image by its pinned digest, once the cluster serves the Gateway API"}, d.Creates...)
+	return d
 }
 
 // routingApplyStep names the routing manifests' apply.
@@ -168,11 +171,8 @@ func applyRouting(ctx context.Context, r *run, _ progress.Reporter) error {
 		if err := c.SetPullPolicy(r.plan.PullPolicy); err != nil {
 			return fmt.Errorf("%s %s manifest: %w", c.Name, c.Version, err)
 		}
-		if err := r.conn.EnsureManifest(ctx, c.Objects, r.plan.StartupTimeout); err != nil {
-			return fmt.Errorf("%s %s manifest: %w", c.Name, c.Version, err)
-		}
 	}
-	return nil
+	return platform.ApplyRouting(ctx, r.conn, r.routing, r.plan.StartupTimeout)
 }
 
 // routingWorkloads are the routing controllers' Deployments, which the platform's wait covers.

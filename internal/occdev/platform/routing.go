@@ -2,16 +2,24 @@ package platform
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/openclaw/occ/internal/occdev/artifacts"
 	"github.com/openclaw/occ/internal/occdev/images"
+	"github.com/openclaw/occ/internal/occdev/kubeobj"
 	"github.com/openclaw/occ/internal/occdev/pins"
+	"github.com/openclaw/occ/internal/occdev/step"
 )
 
 // The routing the Installation names: the Gateway OCE's chart creates for dedicated Agent
@@ -196,4 +204,75 @@ func (c *RoutingController) SetPullPolicy(policy corev1.PullPolicy) error {
 		}
 	}
 	return nil
+}
+
+// The GatewayClass OCE's chart names for the Gateway of its dedicated Agent Gateways, and the
+// Envoy Gateway controller that accepts it.
+const (
+	RoutingGatewayClass     = "eg"
+	envoyGatewayController  = "gateway.envoyproxy.io/gatewayclass-controller"
+	gatewayAPIGroupVersion  = "gateway.networking.k8s.io/v1"
+	gatewayAPIGatewayClass  = gatewayAPIGroupVersion + "/GatewayClass"
+	gatewayClassAcceptedTyp = "Accepted"
+)
+
+// GatewayClass is the GatewayClass the routing's Gateway is of, handled by Envoy Gateway.
+func GatewayClass() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(gatewayAPIGroupVersion)
+	u.SetKind("GatewayClass")
+	u.SetName(RoutingGatewayClass)
+	_ = unstructured.SetNestedField(u.Object, envoyGatewayController, "spec", "controllerName")
+	return u
+}
+
+// DescribeGatewayClass is the dry run's account of the GatewayClass.
+func DescribeGatewayClass() []step.Object {
+	return kubeobj.Describe([]runtime.Object{GatewayClass()}, map[string]string{"GatewayClass " + RoutingGatewayClass: "controller " + envoyGatewayController})
+}
+
+// ApplyRouting applies the admitted routing manifests, then the GatewayClass once the cluster
+// serves the Gateway API (k3s installs it by itself, shortly after it starts; an existing
+// cluster must have it installed).
+func ApplyRouting(ctx context.Context, c *kubeobj.Conn, controllers []*RoutingController, timeout time.Duration) error {
+	if err := WaitDiscoveryServes(ctx, c.Kube.Discovery(), []string{gatewayAPIGroupVersion, gatewayAPIGatewayClass}, timeout); err != nil {
+		return fmt.Errorf("the cluster serves no Gateway API (%s), which the routing needs: k3s installs it by itself; on an existing cluster install the Gateway API CRDs first: %w", gatewayAPIGatewayClass, err)
+	}
+	for _, rc := range controllers {
+		if err := c.EnsureManifest(ctx, rc.Objects, timeout); err != nil {
+			return fmt.Errorf("%s %s manifest: %w", rc.Name, rc.Version, err)
+		}
+	}
+	if _, err := c.Ensure(ctx, GatewayClass(), kubeobj.Converge); err != nil {
+		return fmt.Errorf("GatewayClass %s: %w", RoutingGatewayClass, err)
+	}
+	return nil
+}
+
+// WaitGatewayClassAccepted waits until Envoy Gateway accepts the GatewayClass (its Accepted
+// condition True for the class's current generation), polling within timeout.
+func WaitGatewayClassAccepted(ctx context.Context, c *kubeobj.Conn, timeout time.Duration) error {
+	ri := c.Dynamic().Resource(schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "gatewayclasses"})
+	last := "no status yet"
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		u, err := ri.Get(ctx, RoutingGatewayClass, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		for _, raw := range conds {
+			cond, _ := raw.(map[string]any)
+			if cond["type"] != gatewayClassAcceptedTyp {
+				continue
+			}
+			gen, _, _ := unstructured.NestedInt64(cond, "observedGeneration")
+			last = fmt.Sprintf("Accepted %v (%v: %v)", cond["status"], cond["reason"], cond["message"])
+			return cond["status"] == "True" && (gen == 0 || gen == u.GetGeneration()), nil
+		}
+		return false, nil
+	})
+	if err != nil && ctx.Err() == nil {
+		return fmt.Errorf("GatewayClass %s was not accepted by Envoy Gateway (%s) within %s (last seen: %s): check the envoy-gateway Pod's logs in namespace %s, or raise --startup-timeout", RoutingGatewayClass, envoyGatewayController, timeout, last, RoutingEnvoyNamespace)
+	}
+	return err
 }

@@ -82,6 +82,11 @@ func (a *addons) start(ctx context.Context) error {
 			return err
 		}
 	}
+	if !a.cfg.disable["traefik"] {
+		if err := a.writeGatewayAPI(); err != nil {
+			return err
+		}
+	}
 	return a.applyDir(ctx)
 }
 
