@@ -158,13 +158,13 @@ func fromProfile(x profile.Planned) flowProfile {
 func (p *Plan) input(o UpOptions) profile.Input {
 	return profile.Input{
 		Name: string(p.ControlPlane), Environment: p.Environment, Namespace: p.Namespace, StateDir: p.StateDir, ClusterProvider: p.ClusterProvider,
-		EngineKind: engineKind(p), StartupTimeout: p.StartupTimeout, DryRun: o.DryRun,
+		EngineKind: engineKind(p), StartupTimeout: p.StartupTimeout, DryRun: o.DryRun, Routing: p.installsRouting(),
 	}
 }
 
 // view is what a profile's step describes itself from.
 func (p *Plan) view() profile.View {
-	return profile.View{Namespace: p.Namespace, StateDir: p.StateDir, StartupTimeout: p.StartupTimeout, EngineName: engineName(p)}
+	return profile.View{Namespace: p.Namespace, StateDir: p.StateDir, StartupTimeout: p.StartupTimeout, EngineName: engineName(p), Routing: p.installsRouting()}
 }
 
 // The run is what a profile's steps use of it (profile.Env).

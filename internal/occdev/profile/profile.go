@@ -59,6 +59,9 @@ type Input struct {
 	// DryRun is set when the plan is for --dry-run: what the profile says is worded for a run
 	// that creates nothing.
 	DryRun bool
+	// Routing says the platform installs the routing controllers (its GatewayClass is
+	// platform.RoutingGatewayClass): a control plane routes dedicated Agent Gateways through them.
+	Routing bool
 }
 
 // View is what a profile's step describes itself from for the dry run.
@@ -68,6 +71,8 @@ type View struct {
 	StartupTimeout time.Duration
 	// EngineName is the container engine as people write it (Docker, Podman).
 	EngineName string
+	// Routing is Input.Routing.
+	Routing bool
 }
 
 // Env is what a profile's steps use of the running `up`. Each part is set once the step that

@@ -50,6 +50,9 @@ type Config struct {
 	Random io.Reader
 	// HelmLog receives Helm's progress messages; nil discards them.
 	HelmLog func(format string, args ...any)
+	// Routing says the platform installed the routing controllers: the chart's gatewayRouting
+	// is enabled with their GatewayClass and the API key Secret occ creates.
+	Routing bool
 }
 
 // DefaultStartupTimeout is the reference's default for this profile.
@@ -330,7 +333,7 @@ func (cp *ControlPlane) Values(ctx context.Context) (Values, error) {
 	}
 	return BuildValues(ValuesInput{
 		Namespace: cp.cfg.Namespace, ControllerImage: cp.cfg.ControllerImage, HostAPIPort: cp.cfg.HostAPIPort,
-		PostgresIP: cp.postgresIP, APIEndpoint: cp.apiEndpoint,
+		PostgresIP: cp.postgresIP, APIEndpoint: cp.apiEndpoint, Routing: cp.cfg.Routing,
 	})
 }
 

@@ -30,7 +30,11 @@ func (cp *ControlPlane) restartEgressManifests() []runtime.Object {
 }
 
 func (cp *ControlPlane) controlPlaneSecretManifests(installation []byte) []runtime.Object {
-	return typed(ControlPlaneSecretObjects(cp.cfg.Namespace, cp.own, cp.credentials, installation))
+	objs := typed(ControlPlaneSecretObjects(cp.cfg.Namespace, cp.own, cp.credentials, installation))
+	if cp.cfg.Routing {
+		objs = append(objs, GatewayKeySecretObject(cp.cfg.Namespace, cp.own, cp.credentials))
+	}
+	return objs
 }
 
 func (cp *ControlPlane) tenantBindingManifests() []runtime.Object {

@@ -30,6 +30,10 @@ const (
 	MigrationURLKey    = "migration-url"
 	AuthSecret         = "occ-auth"
 	AuthSecretKey      = "secret"
+	// GatewayKeySecret holds the API key of the routing's private Gateway (gatewayRouting's
+	// apiKeySecretName), created only when the routing controllers are installed.
+	GatewayKeySecret    = "occ-private-gateway-key"
+	GatewayKeySecretKey = "occ"
 
 	PostgresDataClaim = "postgres-data"
 	BootstrapClaim    = "bootstrap-password"

@@ -63,13 +63,16 @@ type Credentials struct {
 	ApplicationPassword Secret
 	// AuthSecret signs Better Auth sessions (Secret occ-auth, key secret).
 	AuthSecret Secret
+	// GatewayKey is the routing's private Gateway API key (Secret occ-private-gateway-key, key
+	// occ); it is only stored when the routing controllers are installed.
+	GatewayKey Secret
 }
 
 // GenerateCredentials draws the four credentials from random (crypto/rand.Reader in
 // production; tests pass a canary source).
 func GenerateCredentials(random io.Reader) (*Credentials, error) {
 	var c Credentials
-	for _, s := range []*Secret{&c.PostgresPassword, &c.MigratorPassword, &c.ApplicationPassword, &c.AuthSecret} {
+	for _, s := range []*Secret{&c.PostgresPassword, &c.MigratorPassword, &c.ApplicationPassword, &c.AuthSecret, &c.GatewayKey} {
 		v, err := randomHex(random)
 		if err != nil {
 			return nil, err
@@ -88,7 +91,7 @@ func randomHex(random io.Reader) (string, error) {
 }
 
 func (c *Credentials) check() error {
-	for _, s := range []Secret{c.PostgresPassword, c.MigratorPassword, c.ApplicationPassword, c.AuthSecret} {
+	for _, s := range []Secret{c.PostgresPassword, c.MigratorPassword, c.ApplicationPassword, c.AuthSecret, c.GatewayKey} {
 		if err := s.check(); err != nil {
 			return err
 		}
@@ -171,7 +174,7 @@ func LoadOrGenerateCredentials(ctx context.Context, client clientset.Interface, 
 	if !own.owns(boot.Labels) {
 		return nil, notOurs("Secret", namespace, PostgresBootstrapSecret)
 	}
-	c := &Credentials{PostgresPassword: secretOf(string(boot.Data[PostgresPasswordKey])), AuthSecret: fresh.AuthSecret}
+	c := &Credentials{PostgresPassword: secretOf(string(boot.Data[PostgresPasswordKey])), AuthSecret: fresh.AuthSecret, GatewayKey: fresh.GatewayKey}
 	for _, m := range rolePassword.FindAllStringSubmatch(string(boot.Data[PostgresInitKey]), -1) {
 		switch m[1] {
 		case MigratorRole:
@@ -184,20 +187,34 @@ func LoadOrGenerateCredentials(ctx context.Context, client clientset.Interface, 
 		return nil, fmt.Errorf("Secret %s/%s belongs to this development state but its %s or %s is not in the form occ writes: it was edited; run occ dev down and up again",
 			namespace, PostgresBootstrapSecret, PostgresPasswordKey, PostgresInitKey)
 	}
-	auth, err := secrets.Get(ctx, AuthSecret, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-	case err != nil:
-		return nil, fmt.Errorf("read Secret %s/%s: %w", namespace, AuthSecret, err)
-	case !own.owns(auth.Labels):
-		return nil, notOurs("Secret", namespace, AuthSecret)
-	default:
-		c.AuthSecret = secretOf(string(auth.Data[AuthSecretKey]))
-		if c.AuthSecret.check() != nil {
-			return nil, fmt.Errorf("Secret %s/%s belongs to this development state but its %s is not in the form occ writes: it was edited; run occ dev down and up again", namespace, AuthSecret, AuthSecretKey)
+	for _, kept := range []struct {
+		name, key string
+		to        *Secret
+	}{{AuthSecret, AuthSecretKey, &c.AuthSecret}, {GatewayKeySecret, GatewayKeySecretKey, &c.GatewayKey}} {
+		s, err := secrets.Get(ctx, kept.name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return nil, fmt.Errorf("read Secret %s/%s: %w", namespace, kept.name, err)
+		case !own.owns(s.Labels):
+			return nil, notOurs("Secret", namespace, kept.name)
+		default:
+			*kept.to = secretOf(string(s.Data[kept.key]))
+			if kept.to.check() != nil {
+				return nil, fmt.Errorf("Secret %s/%s belongs to this development state but its %s is not in the form occ writes: it was edited; run occ dev down and up again", namespace, kept.name, kept.key)
+			}
 		}
 	}
 	return c, nil
+}
+
+// GatewayKeySecretObject holds the routing's private Gateway API key.
+func GatewayKeySecretObject(namespace string, own Ownership, c *Credentials) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: GatewayKeySecret, Namespace: namespace, Labels: own.with(nil)},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{GatewayKeySecretKey: c.GatewayKey.revealBytes()},
+	}
 }
 
 func notOurs(kind, namespace, name string) error {

@@ -6,12 +6,14 @@ import (
 	"net/netip"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/openclaw/occ/internal/occdev/platform"
 )
 
 // Values are the OCE chart values the development profile sets; everything
 // else keeps the chart's defaults, whose Secret names and keys match the Secrets this package
-// creates. Routing values (agentNativeAdmin, gatewayRouting) are not set: occ does not install
-// the private routing controllers.
+// creates. gatewayRouting is set when the platform installed the routing controllers;
+// agentNativeAdmin (the browser console behind the route) is not.
 type Values struct {
 	Images       ImageValues                 `json:"images"`
 	Installation InstallationValues          `json:"installation"`
@@ -21,6 +23,16 @@ type Values struct {
 	Cluster      ClusterValues               `json:"cluster"`
 	API          APIValues                   `json:"api"`
 	Resources    corev1.ResourceRequirements `json:"resources"`
+	// GatewayRouting routes to dedicated Agent Gateways through the routing controllers; nil
+	// without them.
+	GatewayRouting *GatewayRoutingValues `json:"gatewayRouting,omitempty"`
+}
+
+// GatewayRoutingValues enable the chart's private Gateway routing.
+type GatewayRoutingValues struct {
+	Enabled          bool   `json:"enabled"`
+	GatewayClassName string `json:"gatewayClassName"`
+	APIKeySecretName string `json:"apiKeySecretName"`
 }
 
 // ImageValues are the chart's images; every one must be a digest reference.
@@ -84,6 +96,8 @@ type ValuesInput struct {
 	PostgresIP netip.Addr
 	// APIEndpoint is the Kubernetes API server's endpoint as the cluster reports it.
 	APIEndpoint netip.AddrPort
+	// Routing enables gatewayRouting (the routing controllers are installed).
+	Routing bool
 }
 
 // BuildValues computes the development values. The chart validates them itself when it
@@ -95,15 +109,20 @@ func BuildValues(in ValuesInput) (Values, error) {
 	if in.HostAPIPort < 1 || in.HostAPIPort > 65535 {
 		return Values{}, fmt.Errorf("development API port %d must be between 1 and 65535", in.HostAPIPort)
 	}
+	var routing *GatewayRoutingValues
+	if in.Routing {
+		routing = &GatewayRoutingValues{Enabled: true, GatewayClassName: platform.RoutingGatewayClass, APIKeySecretName: GatewayKeySecret}
+	}
 	return Values{
-		Images:       ImageValues{Controller: in.ControllerImage},
-		Installation: InstallationValues{Name: InstallationName},
-		Auth:         AuthValues{BaseURL: fmt.Sprintf("http://127.0.0.1:%d", in.HostAPIPort)},
-		Bootstrap:    BootstrapValues{AdminEmail: AdminEmail, Password: BootstrapPassword{ClaimName: BootstrapClaim}},
-		Database:     HostList{CIDRs: []string{netip.PrefixFrom(in.PostgresIP, 32).String()}},
-		Cluster:      ClusterValues{CIDRs: []string{netip.PrefixFrom(in.APIEndpoint.Addr(), 32).String()}, Port: int32(in.APIEndpoint.Port())},
-		API:          APIValues{Clients: []APIClient{{Namespace: in.Namespace, PodLabels: ProxyPodLabels()}}},
-		Resources:    resources("100m", "128Mi", "1", "1Gi"),
+		GatewayRouting: routing,
+		Images:         ImageValues{Controller: in.ControllerImage},
+		Installation:   InstallationValues{Name: InstallationName},
+		Auth:           AuthValues{BaseURL: fmt.Sprintf("http://127.0.0.1:%d", in.HostAPIPort)},
+		Bootstrap:      BootstrapValues{AdminEmail: AdminEmail, Password: BootstrapPassword{ClaimName: BootstrapClaim}},
+		Database:       HostList{CIDRs: []string{netip.PrefixFrom(in.PostgresIP, 32).String()}},
+		Cluster:        ClusterValues{CIDRs: []string{netip.PrefixFrom(in.APIEndpoint.Addr(), 32).String()}, Port: int32(in.APIEndpoint.Port())},
+		API:            APIValues{Clients: []APIClient{{Namespace: in.Namespace, PodLabels: ProxyPodLabels()}}},
+		Resources:      resources("100m", "128Mi", "1", "1Gi"),
 	}, nil
 }
 

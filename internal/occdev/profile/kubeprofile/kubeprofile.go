@@ -234,7 +234,7 @@ func (k Planned) BeforeCluster() []profile.Step {
 // copies the key out and waits for the bootstrap Namespace.
 func (k Planned) ControlPlane() []profile.Step {
 	steps := step.Adapt(kubernetes.Steps(), func(v profile.View) kubernetes.Config {
-		return kubernetes.Config{Namespace: v.Namespace, StartupTimeout: v.StartupTimeout, HostAPIPort: k.Kube.APIPort}
+		return kubernetes.Config{Namespace: v.Namespace, StartupTimeout: v.StartupTimeout, HostAPIPort: k.Kube.APIPort, Routing: v.Routing}
 	}, k.controlPlane)
 	session := func(profile.Env) *oce.Session { return &k.run.session }
 	return append(steps,
@@ -435,7 +435,7 @@ func (k Planned) controlPlane(ctx context.Context, env profile.Env) (*kubernetes
 	cp, err := kubernetes.New(conn, kubernetes.Config{
 		Namespace: k.in.Namespace, ControllerImage: controller, PostgresImage: postgres, HostAPIPort: kp.APIPort,
 		InstallationFile: env.State().File(platform.InstallationFileName), Chart: kp.chart, NodeNetwork: conn.Access.Network, NodeSubnets: subnets,
-		StartupTimeout: k.in.StartupTimeout, Random: k.deps.Random,
+		StartupTimeout: k.in.StartupTimeout, Random: k.deps.Random, Routing: k.in.Routing,
 		HelmLog: func(format string, args ...any) { fmt.Fprintf(log, "helm: "+format+"\n", args...) },
 	})
 	if err != nil {
