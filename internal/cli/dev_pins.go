@@ -376,7 +376,12 @@ func printResolved(w io.Writer, r *online.Resolved, out string) error {
 		printRoutingLines(w, r.Routing)
 	}
 	fmt.Fprintf(w, "  kept from %s: %s\n", r.Base, strings.Join(r.Kept, ", "))
-	for _, n := range r.DroppedNotes {
+	return printDroppedAndWritten(w, r.DroppedNotes, out)
+}
+
+// printDroppedAndWritten ends a resolve's account: the notes it dropped, and the file it wrote.
+func printDroppedAndWritten(w io.Writer, dropped []pins.Note, out string) error {
+	for _, n := range dropped {
 		fmt.Fprintf(w, "  dropped the note about %s (it described the old value)\n", n.Pin)
 	}
 	if out == "" {
@@ -399,12 +404,5 @@ func printRoutingLines(w io.Writer, r *online.RoutingResolved) {
 func printRoutingResolved(w io.Writer, r *online.RoutingResolved, out string) error {
 	fmt.Fprintf(w, "Routing controllers' images, from %s\n", r.Base)
 	printRoutingLines(w, r)
-	for _, n := range r.DroppedNotes {
-		fmt.Fprintf(w, "  dropped the note about %s (it described the old value)\n", n.Pin)
-	}
-	if out == "" {
-		return nil
-	}
-	_, err := fmt.Fprintf(w, "Wrote %s. Check it with: occ dev pins verify --pin-file %s\n", out, out)
-	return err
+	return printDroppedAndWritten(w, r.DroppedNotes, out)
 }

@@ -128,24 +128,7 @@ func newK3dBedOn(t testing.TB, files chartFiles, kind string) *k3dBed {
 	b.set.K3s.Image = node
 	b.set.K3d.ToolsImage = parsePin(t, b.Tools.Ref)
 	for _, role := range []string{dockerbed.RoleGateway, dockerbed.RoleSandbox, dockerbed.RoleSupervisor} {
-		spec, err := dockerbed.ProductImage(role)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := b.Provide(ctx, spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		key, err := spec.Key()
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Pinned as occ pins images: repository:tag@sha256:<manifest digest>.
-		local, err := spec.Tag()
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.product = append(b.product, productPin{pin: parsePin(t, p.Repo+":"+key+"@"+p.Digest), config: p.ConfigDigest, local: local})
+		b.product = append(b.product, b.provideProduct(t, role))
 	}
 	b.set.OpenShell.Images = pins.Images{Gateway: b.product[0].pin, Sandbox: b.product[1].pin, Supervisor: b.product[2].pin}
 
@@ -184,6 +167,29 @@ func newK3dBedOn(t testing.TB, files chartFiles, kind string) *k3dBed {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// provideProduct builds the bed's image of role, pushes it to the bed's registry and loads it into
+// the engine, and returns it pinned as occ pins images: repository:tag@sha256:<index digest>.
+func (b *k3dBed) provideProduct(t testing.TB, role string) productPin {
+	t.Helper()
+	spec, err := dockerbed.ProductImage(role)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := b.Provide(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := spec.Key()
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, err := spec.Tag()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return productPin{pin: parsePin(t, p.Repo+":"+key+"@"+p.Digest), config: p.ConfigDigest, local: local}
 }
 
 func parsePin(t testing.TB, ref string) pins.Image {

@@ -26,7 +26,6 @@ import (
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/platform"
 	"github.com/openclaw/occ/internal/occdev/state"
-	"github.com/openclaw/occ/internal/testbed/dockerbed"
 )
 
 // routingPinFile writes a pin file whose routing section installs the stand-ins of the two
@@ -37,22 +36,9 @@ import (
 // (cert-manager-controller, ..., envoy-ratelimit).
 func (b *k3dBed) routingPinFile(t *testing.T) (string, map[string]pins.Image) {
 	t.Helper()
-	ctx := context.Background()
 	imgs := map[string]pins.Image{}
 	for _, role := range []string{"cert-manager-controller", "cert-manager-cainjector", "cert-manager-webhook", "cert-manager-acmesolver", "envoy-gateway", "envoy-ratelimit"} {
-		spec, err := dockerbed.ProductImage(role)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := b.Provide(ctx, spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		key, err := spec.Key()
-		if err != nil {
-			t.Fatal(err)
-		}
-		imgs[role] = parsePin(t, p.Repo+":"+key+"@"+p.Digest)
+		imgs[role] = b.provideProduct(t, role).pin
 	}
 	tagged := func(role string) string { return imgs[role].Name() + ":" + imgs[role].Tag }
 	read := func(name string, swaps ...string) []byte {

@@ -277,24 +277,36 @@ func verifyStep(p *Plan, slot imageSlot) Step {
 // objects start is verified in the node by its lane beside it. An image the chart only names for
 // the Gateway to start later (in a Sandbox) is not waited for.
 func startedImagesFirst(s Step) Step {
+	return imagesFirst(s, "installed once the images the chart's own objects start (found by its render check) are verified in the node; the images it names for Sandboxes are verified beside the install, before the Installation is written",
+		func(r *run) []imageSlot {
+			var out []imageSlot
+			for _, slot := range gatewayImages(r.plan.pins) {
+				img := r.plan.image(slot).Image
+				if slices.ContainsFunc(r.gatewayStarts, func(s pins.Image) bool { return s.Name() == img.Name() && s.Digest == img.Digest }) {
+					out = append(out, slot)
+				}
+			}
+			return out
+		})
+}
+
+// imagesFirst is the step s, run once the images of the slots waitFor gives are verified in the
+// node by their lanes beside it; note says so in the dry run.
+func imagesFirst(s Step, note string, waitFor func(r *run) []imageSlot) Step {
 	describe := s.Describe
 	s.Describe = func(p *Plan) Description {
 		d := describe(p)
-		d.Note = "installed once the images the chart's own objects start (found by its render check) are verified in the node; the images it names for Sandboxes are verified beside the install, before the Installation is written"
+		d.Note = note
 		return d
 	}
-	install := s.Run
+	next := s.Run
 	s.Run = func(ctx context.Context, r *run, rep progress.Reporter) error {
-		for _, slot := range gatewayImages(r.plan.pins) {
-			img := r.plan.image(slot).Image
-			if !slices.ContainsFunc(r.gatewayStarts, func(s pins.Image) bool { return s.Name() == img.Name() && s.Digest == img.Digest }) {
-				continue
-			}
+		for _, slot := range waitFor(r) {
 			if err := r.inNode[slot].Wait(ctx); err != nil {
 				return err
 			}
 		}
-		return install(ctx, r, rep)
+		return next(ctx, r, rep)
 	}
 	return s
 }

@@ -146,22 +146,8 @@ const routingApplyStep = "Apply the routing controller manifests"
 // routingImagesFirst is the routing apply s, run once every routing image is verified in the
 // node by its lane beside it, so no controller Pod starts before its image is there.
 func routingImagesFirst(s Step) Step {
-	describe := s.Describe
-	s.Describe = func(p *Plan) Description {
-		d := describe(p)
-		d.Note = "applied once the controllers' images are verified in the node"
-		return d
-	}
-	apply := s.Run
-	s.Run = func(ctx context.Context, r *run, rep progress.Reporter) error {
-		for _, slot := range routingImages(r.plan.pins) {
-			if err := r.inNode[slot].Wait(ctx); err != nil {
-				return err
-			}
-		}
-		return apply(ctx, r, rep)
-	}
-	return s
+	return imagesFirst(s, "applied once the controllers' images are verified in the node",
+		func(r *run) []imageSlot { return routingImages(r.plan.pins) })
 }
 
 // applyRouting applies the admitted routing manifests, their containers with the plan's pull
