@@ -35,7 +35,7 @@ func (a *addons) writeGatewayAPI() error {
 		if k.namespaced {
 			scope = "Namespaced"
 		}
-		fmt.Fprintf(&b, "---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: %s.gateway.networking.k8s.io\n  annotations:\n    gateway.networking.k8s.io/bundle-version: v1.3.0\n    gateway.networking.k8s.io/channel: standard\nspec:\n  group: gateway.networking.k8s.io\n  names:\n    kind: %s\n    listKind: %sList\n    plural: %s\n    singular: %s\n  scope: %s\n  versions:\n",
+		fmt.Fprintf(&b, "---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: %s.gateway.networking.k8s.io\n  annotations:\n    api-approved.kubernetes.io: https://github.com/kubernetes-sigs/gateway-api/pull/2466\n    gateway.networking.k8s.io/bundle-version: v1.3.0\n    gateway.networking.k8s.io/channel: standard\nspec:\n  group: gateway.networking.k8s.io\n  names:\n    kind: %s\n    listKind: %sList\n    plural: %s\n    singular: %s\n  scope: %s\n  versions:\n",
 			k.plural, k.kind, k.kind, k.plural, strings.ToLower(k.kind), scope)
 		for i, v := range k.versions {
 			fmt.Fprintf(&b, "  - name: %s\n    served: true\n    storage: %t\n    subresources:\n      status: {}\n    schema:\n      openAPIV3Schema:\n        type: object\n        x-kubernetes-preserve-unknown-fields: true\n", v, i == 0)
