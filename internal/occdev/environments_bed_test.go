@@ -66,17 +66,7 @@ func TestEnvironmentsSideBySide(t *testing.T) {
 		t.Errorf("up --name two does not name its state directory %s:\n%s", twoDir, out)
 	}
 
-	out, errOut, err = run("dev", "list", "-o", "json")
-	if err != nil {
-		t.Fatalf("occ dev list: %v\n%s", err, errOut)
-	}
-	var doc struct{ Environments []occdev.Environment }
-	if err := json.Unmarshal([]byte(out), &doc); err != nil {
-		t.Fatalf("list -o json: %v\n%s", err, out)
-	}
-	if len(doc.Environments) != 2 {
-		t.Fatalf("list shows %d environments, want one and two:\n%s", len(doc.Environments), out)
-	}
+	doc := listEnvironments(t, run, "one", "two")
 	for i, want := range []struct{ name, dir, cluster string }{{"one", oneDir, one.ClusterName}, {"two", twoDir, two.ClusterName}} {
 		e := doc.Environments[i]
 		if e.Name != want.name || e.StateDirectory != want.dir || e.Cluster != want.cluster || e.Engine != b.kind || e.Profile != "kubernetes" || e.Health != occdev.HealthHealthy {
@@ -116,4 +106,21 @@ func TestEnvironmentsSideBySide(t *testing.T) {
 	if _, err := os.Stat(filepath.Dir(twoDir)); err != nil {
 		t.Logf("the environments' directory: %v", err)
 	}
+}
+
+// listEnvironments runs `occ dev list -o json` through run and requires it to list exactly the
+// two environments named.
+func listEnvironments(t *testing.T, run func(args ...string) (string, string, error), one, two string) (doc struct{ Environments []occdev.Environment }) {
+	t.Helper()
+	out, errOut, err := run("dev", "list", "-o", "json")
+	if err != nil {
+		t.Fatalf("occ dev list: %v\n%s", err, errOut)
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("list -o json: %v\n%s", err, out)
+	}
+	if len(doc.Environments) != 2 {
+		t.Fatalf("list shows %d environments, want %s and %s:\n%s", len(doc.Environments), one, two, out)
+	}
+	return doc
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"fmt"
 	"net/netip"
 	"net/url"
@@ -151,17 +150,7 @@ func TestComposeEnvironmentsSideBySide(t *testing.T) {
 		t.FailNow()
 	}
 
-	out, errOut, err = run("dev", "list", "-o", "json")
-	if err != nil {
-		t.Fatalf("occ dev list: %v\n%s", err, errOut)
-	}
-	var doc struct{ Environments []occdev.Environment }
-	if err := json.Unmarshal([]byte(out), &doc); err != nil {
-		t.Fatalf("list -o json: %v\n%s", err, out)
-	}
-	if len(doc.Environments) != 2 {
-		t.Fatalf("list shows %d environments, want %s and %s:\n%s", len(doc.Environments), names[0], names[1], out)
-	}
+	doc := listEnvironments(t, run, names[0], names[1])
 	for i, r := range []*composeRun{one, two} {
 		e, dir := doc.Environments[i], []string{oneDir, twoDir}[i]
 		if e.Name != names[i] || e.StateDirectory != dir || e.Cluster != r.opts.ClusterName || e.Profile != string(occdev.ControlPlaneCompose) ||
