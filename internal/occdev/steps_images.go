@@ -248,13 +248,18 @@ func importStep(p *Plan, slot imageSlot) Step {
 	}
 }
 
-// verifyStep proves one imported OpenShell image is in the node as its pinned pull produced it
-// and names it there for the chart, in the image's own lane right after its import: each image
-// is verified while the others still travel and while k3s starts.
+// verifyStep proves one imported image (an OpenShell or a routing controller's) is in the node as
+// its pinned pull produced it and names it there for the chart or manifest that runs it, in the
+// image's own lane right after its import: each image is verified while the others still
+// travel and while k3s starts.
 func verifyStep(p *Plan, slot imageSlot) Step {
 	img := p.image(slot)
+	user := "the chart"
+	if img.Routing {
+		user = "its manifest"
+	}
 	return Step{
-		Name: "Verify the " + img.Title + " image in the node and tag it for the chart",
+		Name: "Verify the " + img.Title + " image in the node and tag it for " + user,
 		Describe: func(p *Plan) Description {
 			return step.Describe(verifiedItem(p.image(slot).Image))
 		},
