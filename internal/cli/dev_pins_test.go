@@ -202,7 +202,7 @@ func TestDevPinsResolve(t *testing.T) {
 // the images recorded), or with --openshell in the same file; the written file installs routing.
 func TestDevPinsResolveRouting(t *testing.T) {
 	dir := isolatePins(t)
-	w, digests := onlinetest.RoutingWorld(t, false)
+	w, digests := onlinetest.RoutingWorld(t, "../occdev/platform/testdata/routing", false)
 	base := writePinFile(t, dir, w.Set)
 	out := filepath.Join(dir, "routed.yaml")
 	code, stdout, errOut := run(t, "dev", "pins", "resolve", "--pin-file", base, "--routing", "--out", out)

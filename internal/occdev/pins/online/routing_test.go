@@ -11,13 +11,16 @@ import (
 	"github.com/openclaw/occ/internal/occdev/pins/online/onlinetest"
 )
 
+// routingTestdata holds the stand-ins of the two routing manifests.
+const routingTestdata = "../../platform/testdata/routing"
+
 // An engineer on a networked host pins the routing controllers' images once: resolve downloads
 // both manifests, checks them against their pins, and records every image they name (four of
 // cert-manager's, including the ACME solver its flag names; two of Envoy Gateway's, including
 // the rate-limit image of its configuration) by the manifest's tag and the digest of its
 // multi-platform index. The written file loads, installs routing, and drops the old note.
 func TestResolveRoutingRecordsEveryImageTheManifestsName(t *testing.T) {
-	w, digests := onlinetest.RoutingWorld(t, false)
+	w, digests := onlinetest.RoutingWorld(t, routingTestdata, false)
 	res, err := ResolveRouting(context.Background(), w.Set, Deps{})
 	if err != nil {
 		t.Fatalf("ResolveRouting: %v", err)
@@ -59,7 +62,7 @@ func TestResolveRoutingRecordsEveryImageTheManifestsName(t *testing.T) {
 // A single-platform image and a manifest that is not the pinned one are refused together, each
 // naming its pin.
 func TestResolveRoutingRefusesWhatCannotBePinned(t *testing.T) {
-	w, _ := onlinetest.RoutingWorld(t, true)
+	w, _ := onlinetest.RoutingWorld(t, routingTestdata, true)
 	w.Set.Routing.CertManager.Manifest.SHA256 = strings.Repeat("0", 64)
 	_, err := ResolveRouting(context.Background(), w.Set, Deps{})
 	if err == nil {

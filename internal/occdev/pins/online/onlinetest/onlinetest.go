@@ -18,7 +18,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -383,16 +382,14 @@ func (w *World) Release(t *testing.T, version, commit string, files map[string]s
 }
 
 // RoutingWorld is a World whose routing pins name the platform's stand-ins of the two routing
-// manifests (internal/occdev/platform/testdata/routing), their images moved to the test
-// registry, each pushed as a two-platform index (the rate-limit image as a single-platform
-// image when single is set); the pins record no image yet. It returns the World and each
-// image's digest by its repository:tag in the registry.
-func RoutingWorld(t *testing.T, single bool) (*World, map[string]string) {
+// manifests (internal/occdev/platform/testdata/routing, which dir names relative to the calling
+// test's package), their images moved to the test registry, each pushed as a two-platform index
+// (the rate-limit image as a single-platform image when single is set); the pins record no image
+// yet. It returns the World and each image's digest by its repository:tag in the registry.
+func RoutingWorld(t *testing.T, dir string, single bool) (*World, map[string]string) {
 	t.Helper()
 	IsolateDockerConfig(t, nil)
 	w := NewWorld(t, "", "")
-	_, self, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(self), "..", "..", "..", "platform", "testdata", "routing")
 	digests := map[string]string{}
 	refs := map[string]string{
 		"quay.io/jetstack/cert-manager-controller:v1.18.4": "jetstack/cert-manager-controller:v1.18.4",
