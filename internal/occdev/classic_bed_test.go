@@ -54,6 +54,7 @@ func TestClassicDockerK3dDevEnvironment(t *testing.T) {
 	}
 	t.Cleanup(func() { b.Engine.Forget(b.set.K3s.Image.DigestReference(), b.set.K3d.ToolsImage.DigestReference()) })
 	t.Run("up status and down through the library", func(t *testing.T) { testUpStatusDown(t, b) })
+	t.Run("routing controllers from pins that record their images", func(t *testing.T) { testRoutingOnEveryEngine(t, b) })
 	t.Run("a failure after each step", func(t *testing.T) {
 		testFailureSubset(t, b, classicFailureSteps, "rolled back like the steps around it on every engine, which the default engine's matrix shows")
 	})

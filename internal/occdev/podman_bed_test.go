@@ -57,6 +57,7 @@ func TestPodmanK3dDevEnvironment(t *testing.T) {
 	b := newK3dBedOn(t, nil, state.EnginePodman)
 	t.Run("up status and down through the library", func(t *testing.T) { testUpStatusDown(t, b) })
 	t.Run("up status and down through the built CLI", func(t *testing.T) { testBuiltCLI(t, b) })
+	t.Run("routing controllers from pins that record their images", func(t *testing.T) { testRoutingOnEveryEngine(t, b) })
 	t.Run("a failure after each step", func(t *testing.T) {
 		testFailureSubset(t, b, podmanFailureSteps, "rolled back like the steps around it, which the Docker bed's matrix shows")
 	})

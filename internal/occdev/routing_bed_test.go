@@ -351,3 +351,15 @@ func playEnvoyGateway(ctx context.Context, t *testing.T, stateDir string) error 
 		return nil
 	}
 }
+
+// routingAllEnginesEnv runs the routing controllers' bed test on the classic-store Docker and
+// Podman beds too; by default it runs on the current Docker (containerd store) only.
+const routingAllEnginesEnv = "OCC_TEST_ROUTING_ALL_ENGINES"
+
+// testRoutingOnEveryEngine is testRoutingControllers on another engine flavour, when asked.
+func testRoutingOnEveryEngine(t *testing.T, b *k3dBed) {
+	if os.Getenv(routingAllEnginesEnv) == "" {
+		t.Skipf("the routing images move like the OpenShell images, which this engine's own tests cover; the Docker (containerd store) bed runs the routing test; set %s=1 to run it here too", routingAllEnginesEnv)
+	}
+	testRoutingControllers(t, b)
+}
