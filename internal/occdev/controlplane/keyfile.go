@@ -191,7 +191,7 @@ func InstallServiceKey(ctx context.Context, opts InstallKeyOptions) (InstalledKe
 		_ = f.Close()
 		_ = os.Remove(tmp)
 	}()
-	if err := opts.Read(ctx, &limitWriter{w: f, left: maxKeyFileBytes}); err != nil {
+	if err := opts.Read(ctx, &fsutil.LimitWriter{W: f, Left: maxKeyFileBytes, TooLarge: fmt.Errorf("bootstrap service key is larger than %d bytes; it is not a key file", maxKeyFileBytes)}); err != nil {
 		return InstalledKey{}, fmt.Errorf("read bootstrap service key: %w", err)
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
@@ -213,22 +213,6 @@ func InstallServiceKey(ctx context.Context, opts InstallKeyOptions) (InstalledKe
 		return InstalledKey{}, err
 	}
 	return InstalledKey{Path: opts.Destination.Path, Owned: opts.Destination.Owned, InstallationID: inst.ID}, nil
-}
-
-// limitWriter fails once more than left bytes are written, so a hostile or broken source
-// cannot fill the disk.
-type limitWriter struct {
-	w    io.Writer
-	left int64
-}
-
-func (l *limitWriter) Write(p []byte) (int, error) {
-	if int64(len(p)) > l.left {
-		return 0, fmt.Errorf("bootstrap service key is larger than %d bytes; it is not a key file", maxKeyFileBytes)
-	}
-	n, err := l.w.Write(p)
-	l.left -= int64(n)
-	return n, err
 }
 
 // KeyInstaller is InstallServiceKey for a caller that has already read the key file's bytes

@@ -25,6 +25,15 @@ func routingPins(t *testing.T, refs ...string) []pins.Image {
 	return out
 }
 
+// certManager and envoyGateway are the two controllers as the pins name them, pinning refs.
+func certManager(t *testing.T, refs ...string) pins.NamedController {
+	return pins.NamedController{Name: "cert-manager", Key: pins.KeyRoutingCertManager, RoutingController: &pins.RoutingController{Version: "v1.18.4", Images: routingPins(t, refs...)}}
+}
+
+func envoyGateway(t *testing.T, refs ...string) pins.NamedController {
+	return pins.NamedController{Name: "Envoy Gateway", Key: pins.KeyRoutingEnvoyGateway, RoutingController: &pins.RoutingController{Version: "v1.6.7", Images: routingPins(t, refs...)}}
+}
+
 func digestOf(b byte) string { return "@sha256:" + strings.Repeat(string([]byte{b, b}), 32) }
 
 func readRouting(t *testing.T, name string) []byte {
@@ -41,12 +50,11 @@ func readRouting(t *testing.T, name string) []byte {
 // later, an image in the EnvoyGateway configuration), and leaves the cluster's Gateway API
 // CRDs alone.
 func TestAdmitRoutingManifestRunsEveryImageByItsPinnedDigest(t *testing.T) {
-	cm := pins.NamedController{Name: "cert-manager", Key: pins.KeyRoutingCertManager, RoutingController: &pins.RoutingController{Version: "v1.18.4",
-		Images: routingPins(t,
-			"quay.io/jetstack/cert-manager-controller:v1.18.4"+digestOf('a'),
-			"quay.io/jetstack/cert-manager-cainjector:v1.18.4"+digestOf('b'),
-			"quay.io/jetstack/cert-manager-webhook:v1.18.4"+digestOf('c'),
-			"quay.io/jetstack/cert-manager-acmesolver:v1.18.4"+digestOf('d'))}}
+	cm := certManager(t,
+		"quay.io/jetstack/cert-manager-controller:v1.18.4"+digestOf('a'),
+		"quay.io/jetstack/cert-manager-cainjector:v1.18.4"+digestOf('b'),
+		"quay.io/jetstack/cert-manager-webhook:v1.18.4"+digestOf('c'),
+		"quay.io/jetstack/cert-manager-acmesolver:v1.18.4"+digestOf('d'))
 	got, err := AdmitRoutingManifest(cm, readRouting(t, "cert-manager.yaml"), "cert-manager.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -72,8 +80,7 @@ func TestAdmitRoutingManifestRunsEveryImageByItsPinnedDigest(t *testing.T) {
 		t.Errorf("a tag reference is left:\n%s", all)
 	}
 
-	eg := pins.NamedController{Name: "Envoy Gateway", Key: pins.KeyRoutingEnvoyGateway, RoutingController: &pins.RoutingController{Version: "v1.6.7",
-		Images: routingPins(t, "docker.io/envoyproxy/gateway:v1.6.7"+digestOf('e'), "docker.io/envoyproxy/ratelimit:99d85510"+digestOf('f'))}}
+	eg := envoyGateway(t, "docker.io/envoyproxy/gateway:v1.6.7"+digestOf('e'), "docker.io/envoyproxy/ratelimit:99d85510"+digestOf('f'))
 	got, err = AdmitRoutingManifest(eg, readRouting(t, "envoy-gateway.yaml"), "install.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -99,12 +106,11 @@ func TestAdmitRoutingManifestRunsEveryImageByItsPinnedDigest(t *testing.T) {
 // An image the pins do not fix (here the ACME solver the controller's flag names), and a pin the
 // manifest never names, are refused with where the manifest names the image and the pin to add.
 func TestAdmitRoutingManifestRefusesAnUnpinnedImage(t *testing.T) {
-	cm := pins.NamedController{Name: "cert-manager", Key: pins.KeyRoutingCertManager, RoutingController: &pins.RoutingController{Version: "v1.18.4",
-		Images: routingPins(t,
-			"quay.io/jetstack/cert-manager-controller:v1.18.4"+digestOf('a'),
-			"quay.io/jetstack/cert-manager-cainjector:v1.18.4"+digestOf('b'),
-			"quay.io/jetstack/cert-manager-webhook:v1.18.3"+digestOf('c'),
-			"quay.io/jetstack/cert-manager-webhook:v1.18.4"+digestOf('c'))}}
+	cm := certManager(t,
+		"quay.io/jetstack/cert-manager-controller:v1.18.4"+digestOf('a'),
+		"quay.io/jetstack/cert-manager-cainjector:v1.18.4"+digestOf('b'),
+		"quay.io/jetstack/cert-manager-webhook:v1.18.3"+digestOf('c'),
+		"quay.io/jetstack/cert-manager-webhook:v1.18.4"+digestOf('c'))
 	_, err := AdmitRoutingManifest(cm, readRouting(t, "cert-manager.yaml"), "cert-manager.yaml")
 	var unpinned *UnpinnedRoutingImageError
 	if !errors.As(err, &unpinned) {
@@ -126,8 +132,7 @@ func TestAdmitRoutingManifestRefusesAnUnpinnedImage(t *testing.T) {
 
 	// A short name is the same image as its docker.io spelling, and is rewritten whole.
 	short := []byte("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  namespace: ns\nspec:\n  containers:\n  - name: a\n    image: envoyproxy/gateway:v1.6.7\n  - name: b\n    image: \"docker.io/envoyproxy/gateway:v1.6.7\"\n")
-	eg := pins.NamedController{Name: "Envoy Gateway", Key: pins.KeyRoutingEnvoyGateway, RoutingController: &pins.RoutingController{Version: "v1.6.7",
-		Images: routingPins(t, "docker.io/envoyproxy/gateway:v1.6.7"+digestOf('e'))}}
+	eg := envoyGateway(t, "docker.io/envoyproxy/gateway:v1.6.7"+digestOf('e'))
 	got, err := AdmitRoutingManifest(eg, short, "short.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -157,8 +162,7 @@ func manifestText(t *testing.T, c *RoutingController) string {
 
 // Every container of every workload kind the routing manifests hold gets the plan's pull policy.
 func TestRoutingSetPullPolicy(t *testing.T) {
-	eg := pins.NamedController{Name: "Envoy Gateway", Key: pins.KeyRoutingEnvoyGateway, RoutingController: &pins.RoutingController{Version: "v1.6.7",
-		Images: routingPins(t, "docker.io/envoyproxy/gateway:v1.6.7"+digestOf('e'), "docker.io/envoyproxy/ratelimit:99d85510"+digestOf('f'))}}
+	eg := envoyGateway(t, "docker.io/envoyproxy/gateway:v1.6.7"+digestOf('e'), "docker.io/envoyproxy/ratelimit:99d85510"+digestOf('f'))
 	got, err := AdmitRoutingManifest(eg, readRouting(t, "envoy-gateway.yaml"), "install.yaml")
 	if err != nil {
 		t.Fatal(err)

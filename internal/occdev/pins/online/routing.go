@@ -5,11 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/openclaw/occ/internal/fsutil"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/pins"
 )
@@ -51,7 +51,7 @@ func ResolveRouting(ctx context.Context, base *pins.Set, deps Deps) (*RoutingRes
 	var refusals []error
 	for _, c := range set.Routing.Controllers() {
 		var buf bytes.Buffer
-		sum, n, err := dl.hash(ctx, c.Manifest.URL, &limitedWriter{w: &buf, left: maxRoutingManifest})
+		sum, n, err := dl.hash(ctx, c.Manifest.URL, &fsutil.LimitWriter{W: &buf, Left: maxRoutingManifest, TooLarge: fmt.Errorf("the manifest is larger than %d bytes", maxRoutingManifest)})
 		if err != nil {
 			refusals = append(refusals, fmt.Errorf("%s.manifest: %w", c.Key, err))
 			continue
@@ -116,18 +116,4 @@ Written by occ dev pins resolve --routing on %s from %s.
 Use it with --pin-file or OCC_DEVELOPMENT_PIN_FILE; check it with occ dev pins verify --pin-file FILE.`,
 		now.UTC().Format(time.DateOnly), r.Base)
 	return pins.Encode(r.Set, header)
-}
-
-// limitedWriter keeps at most left bytes and fails beyond them.
-type limitedWriter struct {
-	w    io.Writer
-	left int64
-}
-
-func (l *limitedWriter) Write(p []byte) (int, error) {
-	if int64(len(p)) > l.left {
-		return 0, fmt.Errorf("the manifest is larger than %d bytes", maxRoutingManifest)
-	}
-	l.left -= int64(len(p))
-	return l.w.Write(p)
 }
