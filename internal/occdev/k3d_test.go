@@ -61,7 +61,8 @@ func TestK3dDevEnvironment(t *testing.T) {
 	})
 
 	t.Run("up status and down through the library", func(t *testing.T) { testUpStatusDown(t, b) })
-	t.Run("routing controllers from pins that record their images", func(t *testing.T) { testRoutingControllers(t, b) })
+	t.Run("routing controllers from pins that record their images", func(t *testing.T) { testRoutingControllers(t, b, false) })
+	t.Run("routing controllers in the Compose profile", func(t *testing.T) { testRoutingControllers(t, b, true) })
 	t.Run("a third profile registered by a test runs up status reload and down", func(t *testing.T) { testThirdProfile(t, b) })
 	t.Run("up status and down through the built CLI", func(t *testing.T) { testBuiltCLI(t, b) })
 	t.Run("the default Compose profile publishes the Gateway on the node", func(t *testing.T) { testComposeProfile(t, b) })

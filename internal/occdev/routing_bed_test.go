@@ -122,34 +122,26 @@ func (b *k3dBed) routingLeft(t *testing.T, imgs map[string]pins.Image) []string 
 // routing into the Installation: gatewayRouting with the route's hostname, the node's Pod CIDR
 // as the trusted proxy range, no listed Gateway clients. The summary names them; `down` takes
 // them with the cluster. A failure after either new step rolls back to nothing.
-func testRoutingControllers(t *testing.T, b *k3dBed) {
+//
+// With compose set, the same runs in the default Compose profile (no checkout: its platform,
+// Gateway on a NodePort), without the plain up beside it and the failure cases.
+func testRoutingControllers(t *testing.T, b *k3dBed, compose bool) {
 	ctx := context.Background()
 	pinFile, imgs := b.routingPinFile(t)
-
-	// The same up without routing pins, for the figure of what routing adds: no routing step
-	// runs, and the summary says why none is installed.
-	b.forgetProducts(t)
-	plain := b.options(t)
-	plainSteps := &recordedProgress{}
-	plain.Progress = plainSteps.sink
-	start := time.Now()
-	plainSum, err := occdev.Up(ctx, plain)
-	if err != nil {
-		t.Fatalf("up without routing pins: %v\nlog:\n%s", err, plain.Log)
-	}
-	plainTook := time.Since(start)
-	if !strings.HasPrefix(plainSum.Routing, "none: ") || slices.ContainsFunc(plainSteps.lines, func(l string) bool { return strings.Contains(strings.ToLower(l), "routing") }) {
-		t.Errorf("up without routing pins: summary %q, steps:\n%s", plainSum.Routing, strings.Join(plainSteps.lines, "\n"))
-	}
-	if _, err := occdev.Down(ctx, occdev.DownOptions{StateDir: plain.StateDir, Log: plain.Log}); err != nil {
-		t.Fatalf("down: %v", err)
+	var plainTook time.Duration
+	if !compose {
+		plainTook = plainUpTook(t, b)
 	}
 
 	b.forgetProducts(t)
 	b.forgetRouting(t, imgs)
 	opts := b.options(t)
+	if compose {
+		opts.ControlPlane = ""
+	}
 	opts.PinFile = pinFile
 	downAtEnd(t, opts.StateDir)
+
 	steps := &recordedProgress{}
 	opts.Progress = steps.sink
 	// No container runs on the bed: the test plays the one act of Envoy Gateway's controller
@@ -163,13 +155,15 @@ func testRoutingControllers(t *testing.T, b *k3dBed) {
 		}
 		return nil
 	}
-	start = time.Now()
+	start := time.Now()
 	sum, err := occdev.Up(ctx, opts)
 	if err != nil {
 		t.Fatalf("up: %v\nlog:\n%s", err, opts.Log)
 	}
-	t.Logf("up took %s without routing pins, %s with the routing controllers (six more images pulled, imported and verified; two manifests; four more Deployments)",
-		plainTook.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+	if !compose {
+		t.Logf("up took %s without routing pins, %s with the routing controllers (six more images pulled, imported and verified; two manifests; four more Deployments)",
+			plainTook.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+	}
 	t.Logf("steps:\n%s", strings.Join(steps.lines, "\n"))
 	stopPlaying()
 	if err := <-played; err != nil {
@@ -262,11 +256,7 @@ func testRoutingControllers(t *testing.T, b *k3dBed) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantRouting := map[string]string{"gatewayName": platform.RoutingGatewayName, "gatewayNamespace": opts.Namespace, "envoyNamespace": "envoy-gateway-system", "hostname": platform.RoutingHostname(opts.Namespace)}
-	if opts.Namespace == "" {
-		wantRouting["gatewayNamespace"] = "oce-system"
-		wantRouting["hostname"] = platform.RoutingHostname("oce-system")
-	}
+	wantRouting := map[string]string{"gatewayName": platform.RoutingGatewayName, "gatewayNamespace": sum.Namespace, "envoyNamespace": "envoy-gateway-system", "hostname": platform.RoutingHostname(sum.Namespace)}
 	for k, v := range wantRouting {
 		if c.GatewayRouting[k] != v {
 			t.Errorf("Installation gatewayRouting.%s = %q, want %q (%v)", k, c.GatewayRouting[k], v, c.GatewayRouting)
@@ -286,6 +276,9 @@ func testRoutingControllers(t *testing.T, b *k3dBed) {
 		t.Errorf("left after down: %v", left)
 	}
 
+	if compose {
+		return
+	}
 	for _, step := range []string{"Fetch and verify the routing controller manifests", "Apply the routing controller manifests"} {
 		t.Run("a failure after "+step, func(t *testing.T) {
 			opts := b.options(t)
@@ -361,5 +354,29 @@ func testRoutingOnEveryEngine(t *testing.T, b *k3dBed) {
 	if os.Getenv(routingAllEnginesEnv) == "" {
 		t.Skipf("the routing images move like the OpenShell images, which this engine's own tests cover; the Docker (containerd store) bed runs the routing test; set %s=1 to run it here too", routingAllEnginesEnv)
 	}
-	testRoutingControllers(t, b)
+	testRoutingControllers(t, b, false)
+}
+
+// plainUpTook runs up without routing pins and down again, and returns how long the up took:
+// no routing step runs, and the summary says why none is installed.
+func plainUpTook(t *testing.T, b *k3dBed) time.Duration {
+	t.Helper()
+	ctx := context.Background()
+	b.forgetProducts(t)
+	plain := b.options(t)
+	plainSteps := &recordedProgress{}
+	plain.Progress = plainSteps.sink
+	start := time.Now()
+	plainSum, err := occdev.Up(ctx, plain)
+	if err != nil {
+		t.Fatalf("up without routing pins: %v\nlog:\n%s", err, plain.Log)
+	}
+	plainTook := time.Since(start)
+	if !strings.HasPrefix(plainSum.Routing, "none: ") || slices.ContainsFunc(plainSteps.lines, func(l string) bool { return strings.Contains(strings.ToLower(l), "routing") }) {
+		t.Errorf("up without routing pins: summary %q, steps:\n%s", plainSum.Routing, strings.Join(plainSteps.lines, "\n"))
+	}
+	if _, err := occdev.Down(ctx, occdev.DownOptions{StateDir: plain.StateDir, Log: plain.Log}); err != nil {
+		t.Fatalf("down: %v", err)
+	}
+	return plainTook
 }
