@@ -6,33 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/openclaw/occ/internal/occdev/pins"
 )
-
-// The trusted proxy range is the nodes' IPv4 Pod ranges, never one wider than /16, and a
-// cluster whose nodes have none is refused.
-func TestNodePodCIDRs(t *testing.T) {
-	node := func(name string, cidrs ...string) corev1.Node {
-		n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		if len(cidrs) > 0 {
-			n.Spec.PodCIDR, n.Spec.PodCIDRs = cidrs[0], cidrs
-		}
-		return n
-	}
-	got, err := nodePodCIDRs([]corev1.Node{node("b", "10.42.1.0/24", "fd00:10:42::/64"), node("a", "10.42.0.0/24"), node("c", "10.42.0.0/24")})
-	if err != nil || strings.Join(got, ",") != "10.42.0.0/24,10.42.1.0/24" {
-		t.Errorf("got %v, %v", got, err)
-	}
-	if _, err := nodePodCIDRs([]corev1.Node{node("wide", "10.0.0.0/8")}); err == nil || !strings.Contains(err.Error(), "node wide has Pod CIDR 10.0.0.0/8") {
-		t.Errorf("a /8: %v", err)
-	}
-	if _, err := nodePodCIDRs([]corev1.Node{node("none")}); err == nil || !strings.Contains(err.Error(), "no node of the cluster has an IPv4 Pod CIDR") {
-		t.Errorf("no Pod CIDR: %v", err)
-	}
-}
 
 // The embedded pins record no routing image digests: the plan installs no routing controllers
 // and says why, and a local routing manifest selected then is refused as a bad setting. With

@@ -2,14 +2,10 @@ package occdev
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/netip"
 	"path/filepath"
-	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/openclaw/occ/internal/contract"
@@ -182,7 +178,7 @@ func (r *run) routingInstallation(ctx context.Context) (*platform.InstallationRo
 	if err != nil {
 		return nil, fmt.Errorf("read the cluster's nodes for the routing's trusted proxy ranges: %w", err)
 	}
-	cidrs, err := nodePodCIDRs(nodes.Items)
+	cidrs, err := platform.NodePodCIDRs(nodes.Items)
 	if err != nil {
 		return nil, err
 	}
@@ -193,35 +189,6 @@ func (r *run) routingInstallation(ctx context.Context) (*platform.InstallationRo
 		Hostname:          platform.RoutingHostname(r.plan.Namespace),
 		TrustedProxyCIDRs: cidrs,
 	}, nil
-}
-
-// nodePodCIDRs are the nodes' Pod ranges, each a canonical IPv4 prefix no wider than /16: the
-// addresses Agent Gateways trust as proxies must not reach beyond the cluster's Pods.
-func nodePodCIDRs(nodes []corev1.Node) ([]string, error) {
-	var out []string
-	for _, n := range nodes {
-		cidrs := n.Spec.PodCIDRs
-		if len(cidrs) == 0 && n.Spec.PodCIDR != "" {
-			cidrs = []string{n.Spec.PodCIDR}
-		}
-		for _, c := range cidrs {
-			prefix, err := netip.ParsePrefix(c)
-			if err != nil || !prefix.Addr().Is4() {
-				continue // an IPv6 range of a dual-stack node: Envoy's proxies are reached over IPv4
-			}
-			if prefix.Bits() < 16 || prefix != prefix.Masked() {
-				return nil, fmt.Errorf("node %s has Pod CIDR %s: the routing's trusted proxy range must be a canonical IPv4 prefix of /16 or narrower; the cluster's Pod ranges are too wide to trust", n.Name, c)
-			}
-			if !slices.Contains(out, prefix.String()) {
-				out = append(out, prefix.String())
-			}
-		}
-	}
-	if len(out) == 0 {
-		return nil, errors.New("no node of the cluster has an IPv4 Pod CIDR (spec.podCIDR): the routing's trusted proxy range cannot be chosen; a k3s node always has one, so the cluster is not ready")
-	}
-	slices.Sort(out)
-	return out, nil
 }
 
 // routingSummary is the summary's line about routing.

@@ -1,8 +1,6 @@
 package platform
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -72,8 +70,7 @@ type InstallationRouting struct {
 // qualified, because OpenShell resolves a Sandbox's policy hostnames without the cluster's
 // search domains. The service is named after the namespace and name of OCE's Gateway.
 func RoutingHostname(gatewayNamespace string) string {
-	sum := sha256.Sum256([]byte(gatewayNamespace + "/" + RoutingGatewayName))
-	return "occ-gateway-" + hex.EncodeToString(sum[:])[:12] + "." + RoutingEnvoyNamespace + ".svc.cluster.local"
+	return Route{Namespace: gatewayNamespace}.Service() + "." + RoutingEnvoyNamespace + ".svc.cluster.local"
 }
 
 // check validates the routing the Installation will name.

@@ -9,11 +9,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/openclaw/occ/internal/occdev/artifacts"
 	"github.com/openclaw/occ/internal/occdev/images"
@@ -252,27 +250,7 @@ func ApplyRouting(ctx context.Context, c *kubeobj.Conn, controllers []*RoutingCo
 // WaitGatewayClassAccepted waits until Envoy Gateway accepts the GatewayClass (its Accepted
 // condition True for the class's current generation), polling within timeout.
 func WaitGatewayClassAccepted(ctx context.Context, c *kubeobj.Conn, timeout time.Duration) error {
-	ri := c.Dynamic().Resource(schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "gatewayclasses"})
-	last := "no status yet"
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		u, err := ri.Get(ctx, RoutingGatewayClass, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-		for _, raw := range conds {
-			cond, _ := raw.(map[string]any)
-			if cond["type"] != gatewayClassAcceptedTyp {
-				continue
-			}
-			gen, _, _ := unstructured.NestedInt64(cond, "observedGeneration")
-			last = fmt.Sprintf("Accepted %v (%v: %v)", cond["status"], cond["reason"], cond["message"])
-			return cond["status"] == "True" && (gen == 0 || gen == u.GetGeneration()), nil
-		}
-		return false, nil
-	})
-	if err != nil && ctx.Err() == nil {
-		return fmt.Errorf("GatewayClass %s was not accepted by Envoy Gateway (%s) within %s (last seen: %s): check the envoy-gateway Pod's logs in namespace %s, or raise --startup-timeout", RoutingGatewayClass, envoyGatewayController, timeout, last, RoutingEnvoyNamespace)
-	}
-	return err
+	gvr := schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "gatewayclasses"}
+	return waitCondition(ctx, c, gvr, "GatewayClass", "", RoutingGatewayClass, gatewayClassAcceptedTyp, timeout, timeout,
+		fmt.Sprintf("Envoy Gateway (%s) accepts it: check the envoy-gateway Pod's logs in namespace %s", envoyGatewayController, RoutingEnvoyNamespace))
 }

@@ -95,10 +95,10 @@ func TestAdmitRoutingManifestRunsEveryImageByItsPinnedDigest(t *testing.T) {
 			t.Errorf("the admitted manifest lacks %s:\n%s", want, all)
 		}
 	}
-	if strings.Contains(all, "gatewayclasses.gateway.networking.k8s.io") || !strings.Contains(all, "securitypolicies.gateway.envoyproxy.io") {
+	if strings.Contains(all, ".gateway.networking.k8s.io") || !strings.Contains(all, "securitypolicies.gateway.envoyproxy.io") || !strings.Contains(all, "envoyproxies.gateway.envoyproxy.io") {
 		t.Errorf("the Gateway API CRDs are the cluster's, Envoy Gateway's own are applied:\n%s", all)
 	}
-	if len(got.Left) != 1 || !strings.Contains(got.Left[0], "gatewayclasses.gateway.networking.k8s.io") {
+	if len(got.Left) != 2 || !strings.Contains(got.Left[0], "gatewayclasses.gateway.networking.k8s.io") || !strings.Contains(got.Left[1], "gateways.gateway.networking.k8s.io") {
 		t.Errorf("left %q", got.Left)
 	}
 }

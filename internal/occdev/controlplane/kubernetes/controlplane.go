@@ -14,6 +14,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/release"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/helmrelease"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
+	"github.com/openclaw/occ/internal/occdev/platform"
 	"github.com/openclaw/occ/internal/occdev/step"
 	"github.com/openclaw/occ/internal/progress"
 )
@@ -175,8 +177,12 @@ func Steps() []Step {
 		{Name: "Install the OCE chart", Run: on((*ControlPlane).installChart), Describe: func(cfg Config) step.Description {
 			cfg.defaults()
 			rec := helmrelease.Record(cfg.Namespace, ReleaseName)
-			return step.Objects(step.Object{Kind: "Helm release", Namespace: rec.Namespace, Name: rec.Name, Note: fmt.Sprintf(
-				"from the checkout's %s, waiting up to %s for the initialization Job and the API and worker Deployments", ChartPath, cfg.StartupTimeout)})
+			note := fmt.Sprintf("from the checkout's %s, waiting up to %s for the initialization Job and the API and worker Deployments", ChartPath, cfg.StartupTimeout)
+			if cfg.Routing {
+				r := platform.Route{Namespace: cfg.Namespace}
+				note += fmt.Sprintf(", then for the private Agent Gateway route: Certificate %s Ready, Gateway %s Programmed, its Envoy proxies in %s Ready", r.Certificate(), platform.RoutingGatewayName, platform.RoutingEnvoyNamespace)
+			}
+			return step.Objects(step.Object{Kind: "Helm release", Namespace: rec.Namespace, Name: rec.Name, Note: note})
 		}},
 		{Name: "Bind the development tenant roles", Run: on((*ControlPlane).ensureTenantBindings),
 			Describe: describe((*ControlPlane).tenantBindingManifests, nil)},
@@ -349,7 +355,28 @@ func (cp *ControlPlane) installChart(ctx context.Context) error {
 		return err
 	}
 	cp.release = rel
+	if cp.cfg.Routing {
+		return cp.waitRoute(ctx)
+	}
 	return nil
+}
+
+// waitRoute waits for the private route the chart's gatewayRouting renders: its Certificate
+// issued, its Gateway programmed and its Envoy proxies Ready on the node's Pod ranges. The
+// Installation trusts those whole ranges as proxies (the proxies' own addresses change with
+// every restart, and OCE's reference does the same in this profile), so the addresses are
+// only checked, not recorded.
+func (cp *ControlPlane) waitRoute(ctx context.Context) error {
+	nodes, err := cp.conn.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("read the cluster's nodes for the route's proxy ranges: %w", err)
+	}
+	cidrs, err := platform.NodePodCIDRs(nodes.Items)
+	if err != nil {
+		return err
+	}
+	_, err = platform.WaitRoute(ctx, cp.conn, platform.Route{Namespace: cp.cfg.Namespace}, cidrs, cp.cfg.StartupTimeout)
+	return err
 }
 
 func (cp *ControlPlane) ensureTenantBindings(ctx context.Context) error {

@@ -39,12 +39,11 @@ func TestRoutingEnablesTheChartsGatewayRouting(t *testing.T) {
 
 	b := newBed(t)
 	b.uninstallAtEnd()
+	installRoutingCRDs(t, b)
+	createNode(t, b)
 	ctx := context.Background()
 	cp, _, _ := b.newControlPlane(nil, nil)
-	cp.cfg.Routing = true
-	if err := cp.Up(ctx); err != nil {
-		t.Fatalf("Up: %v", err)
-	}
+	upWithRoute(t, b, cp)
 	key := func() string {
 		t.Helper()
 		s, err := b.client.CoreV1().Secrets(b.ns).Get(ctx, GatewayKeySecret, metav1.GetOptions{})
@@ -68,10 +67,7 @@ func TestRoutingEnablesTheChartsGatewayRouting(t *testing.T) {
 		t.Errorf("the release's values carry the key itself")
 	}
 	again, _, _ := b.newControlPlane(nil, nil)
-	again.cfg.Routing = true
-	if err := again.Up(ctx); err != nil {
-		t.Fatalf("second Up: %v", err)
-	}
+	upWithRoute(t, b, again)
 	if key() != first {
 		t.Errorf("a repeated run changed the routing's API key")
 	}

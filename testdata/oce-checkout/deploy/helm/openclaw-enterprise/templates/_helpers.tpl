@@ -203,3 +203,13 @@ capabilities:
 {{- include "openclaw.dnsLabel" (dict "name" "gatewayRouting.envoyNamespace" "value" .Values.gatewayRouting.envoyNamespace) -}}
 {{- end -}}
 {{- end -}}
+
+{{/* The private Agent Gateway route's names, derived from the Gateway's namespace and name as
+the real chart derives them (a 12-hex digest of "<namespace>/<gateway>"), as one dict. */}}
+{{- define "openclaw.route" -}}
+{{- $r := .Values.gatewayRouting -}}
+{{- $gw := default "openclaw-enterprise-agent-gateways" $r.gatewayName -}}
+{{- $h := trunc 12 (sha256sum (printf "%s/%s" .Release.Namespace $gw)) -}}
+{{- $svc := printf "occ-gateway-%s" $h -}}
+{{- toJson (dict "gateway" $gw "hash" $h "service" $svc "root" (printf "%s-root" $svc) "tls" (printf "%s-tls" $gw) "dataplane" (printf "%s-%s-envoy-dataplane" (trunc 34 .Release.Name | trimSuffix "-") $h) "hostname" (default (printf "%s.%s.svc" $svc $r.envoyNamespace) $r.hostname)) -}}
+{{- end -}}
