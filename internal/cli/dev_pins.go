@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -94,7 +93,7 @@ contacted. -o json|yaml prints the same as a document.`,
 			if err != nil {
 				return err
 			}
-			doc := pinsShown{Source: pinsSourceName(set), BuiltIn: set.Source == pins.EmbeddedSource, Pins: set.Entries()}
+			doc := pinsShown{Source: set.SourceName(), BuiltIn: set.Source == pins.EmbeddedSource, Pins: set.Entries()}
 			if !doc.BuiltIn {
 				doc.From = from
 			}
@@ -103,18 +102,6 @@ contacted. -o json|yaml prints the same as a document.`,
 	}
 	addPinFileFlag(cmd)
 	return cmd
-}
-
-// pinsSourceName is where set came from, as documents print it: "built in", or the pin file's
-// absolute path.
-func pinsSourceName(set *pins.Set) string {
-	if set.Source == pins.EmbeddedSource {
-		return "built in"
-	}
-	if abs, err := filepath.Abs(set.Source); err == nil {
-		return abs
-	}
-	return set.Source
 }
 
 // pinsDigest is the document `occ dev pins digest -o json` prints.
@@ -145,7 +132,7 @@ contacted. -o json prints {"digest": ..., "source": ...}.`,
 			if err != nil {
 				return err
 			}
-			doc := pinsDigest{Digest: digest, Source: pinsSourceName(set)}
+			doc := pinsDigest{Digest: digest, Source: set.SourceName()}
 			return g.print(doc, func() error {
 				_, err := fmt.Fprintln(g.Stdout, digest)
 				return err

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"slices"
 )
 
@@ -33,6 +34,18 @@ func (s *Set) Canonical() ([]byte, error) {
 		return nil, fmt.Errorf("encode the pin set from %s: %w", s.Source, err)
 	}
 	return data, nil
+}
+
+// SourceName is where the set came from as documents print it: "built in", or the pin file's
+// absolute path.
+func (s *Set) SourceName() string {
+	if s.Source == EmbeddedSource {
+		return "built in"
+	}
+	if abs, err := filepath.Abs(s.Source); err == nil {
+		return abs
+	}
+	return s.Source
 }
 
 // Digest is the hex SHA-256 of the set's canonical encoding: one stable name for the set, for
