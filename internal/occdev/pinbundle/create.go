@@ -274,7 +274,9 @@ func mediaTypeOf(raw []byte) types.MediaType {
 func (c *creator) fetchImage(ctx context.Context, p *imagePlan) (Artifact, error) {
 	w := p.w
 	a := Artifact{Pin: w.key, Kind: KindImage, Reference: w.image.String(), Digest: w.image.Digest, MediaType: string(p.mediaType), Size: p.indexSize}
-	err := c.opts.Progress.Step("fetch "+w.key+" "+w.image.String(), "", func(rep progress.Reporter) error {
+	// The step names the image without its digest (the line would not fit); the key and the
+	// tag tell the routing controllers' images apart.
+	err := c.opts.Progress.Step("fetch "+w.key+" "+w.image.Name()+":"+w.image.Tag, "", func(rep progress.Reporter) error {
 		type blob struct {
 			desc v1.Descriptor
 			what string
@@ -344,7 +346,7 @@ func (c *creator) fetchImage(ctx context.Context, p *imagePlan) (Artifact, error
 // directory's blobs: a verified copy there is found again by its pin alone.
 func (c *creator) fetchFile(ctx context.Context, w wanted) (Artifact, error) {
 	a := Artifact{Pin: w.key, Kind: KindFile, Reference: w.reference(), Digest: w.digest()}
-	err := c.opts.Progress.Step("fetch "+w.key+" "+w.reference(), "", func(rep progress.Reporter) error {
+	err := c.opts.Progress.Step("fetch "+w.key, "", func(rep progress.Reporter) error {
 		start := time.Now()
 		fetched := int64(0)
 		f := &artifacts.Fetcher{Client: c.opts.Deps.HTTPClient(), CacheDir: filepath.Join(c.dir.root, "blobs"),
@@ -374,7 +376,20 @@ func rate(fetched, kept int64, elapsed time.Duration) string {
 	return s
 }
 
-func mb(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/1e6) }
+func mb(n int64) string { return FormatSize(n) }
+
+// FormatSize is n bytes for people: B, kB, MB or GB (decimal, as registries and docker print).
+func FormatSize(n int64) string {
+	switch {
+	case n < 1e3:
+		return fmt.Sprintf("%d B", n)
+	case n < 1e6:
+		return fmt.Sprintf("%.1f kB", float64(n)/1e3)
+	case n < 1e9:
+		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+	}
+	return fmt.Sprintf("%.2f GB", float64(n)/1e9)
+}
 
 // writeLayout writes the layout's small files into the partial directory: oci-layout,
 // index.json (each pinned index, by its pinned digest) and occ-bundle.json.
