@@ -112,6 +112,7 @@ func Verify(ctx context.Context, path string, sink progress.Sink) (*Contents, er
 	blobs := map[string]*blobState{}
 	var problems []string
 	var index *v1.IndexManifest
+	layout, indexSeen := false, false
 	err := sink.Step("hash every blob of "+path, "", func(rep progress.Reporter) error {
 		f, err := fsutil.OpenRegular(path)
 		if err != nil {
@@ -137,11 +138,14 @@ func Verify(ctx context.Context, path string, sink progress.Sink) (*Contents, er
 				return nil
 			}
 			switch {
+			case h.Name == LayoutFile:
+				layout = true
 			case h.Name == ContentsFile:
 				if contents, err = decodeContents(tr, path); err != nil {
 					return err
 				}
 			case h.Name == IndexFile:
+				indexSeen = true
 				index, err = v1.ParseIndexManifest(io.LimitReader(tr, 16<<20))
 				if err != nil {
 					problems = append(problems, fmt.Sprintf("%s does not parse: %v", IndexFile, err))
@@ -173,6 +177,12 @@ func Verify(ctx context.Context, path string, sink progress.Sink) (*Contents, er
 	}
 	v := &verifier{contents: contents, blobs: blobs}
 	v.problems = problems
+	if !layout {
+		v.add("%s is missing: the bundle is not an OCI image layout", LayoutFile)
+	}
+	if !indexSeen {
+		v.add("%s is missing: the bundle is not an OCI image layout", IndexFile)
+	}
 	v.checkPins()
 	for _, a := range contents.Artifacts {
 		v.checkArtifact(a, index)
