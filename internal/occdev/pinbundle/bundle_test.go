@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/openclaw/occ/internal/occdev/pins"
@@ -386,5 +387,68 @@ func TestContentsRoundTrip(t *testing.T) {
 	got, err := decodeContents(bytes.NewReader(data), "x")
 	if err != nil || got.Artifacts[0].Platforms[0].Manifest != "m" {
 		t.Errorf("%v %+v", err, got)
+	}
+}
+
+// Someone without occ unpacks the bundle and hands it to a tool that reads OCI image layouts
+// (go-containerregistry's layout package, as crane does): every pinned image is found by its
+// pinned digest and its chosen platform's image reads whole, layers included.
+func TestTheBundleIsAnOCIImageLayout(t *testing.T) {
+	_, set := routedWorld(t)
+	out := filepath.Join(t.TempDir(), "bundle.tar")
+	c, err := Create(context.Background(), CreateOptions{Pins: set, Platforms: []v1.Platform{arm64}, Out: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for name, data := range readTar(t, out) {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root, err := layout.ImageIndexFromPath(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range c.Artifacts {
+		if a.Kind != KindImage {
+			continue
+		}
+		h, _ := v1.NewHash(a.Digest)
+		idx, err := root.ImageIndex(h)
+		if err != nil {
+			t.Fatalf("%s: %v", a.Pin, err)
+		}
+		if got, err := idx.Digest(); err != nil || got != h {
+			t.Errorf("%s: the index's digest is %s (%v), the pin's %s", a.Pin, got, err, h)
+		}
+		mh, _ := v1.NewHash(a.Platforms[0].Manifest)
+		img, err := idx.Image(mh)
+		if err != nil {
+			t.Fatalf("%s: %v", a.Pin, err)
+		}
+		cf, err := img.ConfigFile()
+		if err != nil || cf.Architecture != "arm64" {
+			t.Errorf("%s: config %v (%v)", a.Pin, cf, err)
+		}
+		layers, err := img.Layers()
+		if err != nil || len(layers) == 0 {
+			t.Fatalf("%s: %d layers (%v)", a.Pin, len(layers), err)
+		}
+		for _, l := range layers {
+			want, _ := l.Digest()
+			rc, err := l.Compressed()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _, err := v1.SHA256(rc)
+			rc.Close()
+			if err != nil || got != want {
+				t.Errorf("%s: layer %s reads as %s (%v)", a.Pin, want, got, err)
+			}
+		}
 	}
 }
