@@ -178,7 +178,7 @@ func TestCreateResumesAfterAnInterruption(t *testing.T) {
 		}
 	}
 	_, err := Create(ctx, CreateOptions{Pins: set, Platforms: []v1.Platform{amd64}, Out: out, Progress: stop})
-	if !errors.Is(err, context.Canceled) {
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "interrupted") || !strings.Contains(err.Error(), "run the same create again to resume: "+PartialDir(out)) {
 		t.Fatalf("the interrupted create: %v", err)
 	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {

@@ -76,6 +76,17 @@ func Create(ctx context.Context, opts CreateOptions) (*Contents, error) {
 		return nil, err
 	}
 	c := &creator{opts: opts, dir: dir, puller: puller}
+	contents, err := c.create(ctx, pinDigest)
+	if err != nil && ctx.Err() != nil {
+		// Whatever failed, the cause is the interruption, and the fix is to run again.
+		return nil, fmt.Errorf("bundle %s: interrupted (%w); run the same create again to resume: %s keeps what was fetched and verified", opts.Out, context.Cause(ctx), dir.root)
+	}
+	return contents, err
+}
+
+// create fetches, verifies and packs; Create has checked the options.
+func (c *creator) create(ctx context.Context, pinDigest string) (*Contents, error) {
+	opts, dir := c.opts, c.dir
 	contents := &Contents{SchemaVersion: SchemaVersion, Pins: PinSet{Digest: pinDigest, Source: opts.Pins.SourceName()}}
 	for _, p := range opts.Platforms {
 		contents.Platforms = append(contents.Platforms, platformString(p))
@@ -83,7 +94,7 @@ func Create(ctx context.Context, opts CreateOptions) (*Contents, error) {
 
 	want := wantedOf(opts.Pins)
 	var plans []*imagePlan
-	err = opts.Progress.Step("read the pinned indexes", "", func(rep progress.Reporter) error {
+	err := opts.Progress.Step("read the pinned indexes", "", func(rep progress.Reporter) error {
 		var errs []error
 		for _, w := range want {
 			if w.image == nil {
@@ -179,7 +190,7 @@ func (c *creator) manifestBytes(ctx context.Context, repo name.Repository, diges
 	if !ok {
 		desc, err := c.puller.Get(ctx, repo.Digest(digest))
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w; check the network and the registry's name, or `docker login %s` if it refuses access", what, err, repo.RegistryStr())
+			return nil, registryError(what, repo, err)
 		}
 		if err := c.dir.put(digest, int64(len(desc.Manifest)), bytes.NewReader(desc.Manifest), what); err != nil {
 			return nil, err
@@ -187,6 +198,12 @@ func (c *creator) manifestBytes(ctx context.Context, repo name.Repository, diges
 	}
 	c.hold(digest)
 	return c.dir.read(digest)
+}
+
+// registryError is a failed request for what, with the fix. The registry client's errors name
+// the request URL without credentials.
+func registryError(what string, repo name.Repository, err error) error {
+	return fmt.Errorf("%s: %w; check the network and the registry's name, or `docker login %s` if it refuses access (occ reads your docker config's credentials)", what, err, repo.RegistryStr())
 }
 
 // planImage reads the pinned index of w and finds the entry of each chosen platform.
@@ -318,11 +335,11 @@ func (c *creator) fetchImage(ctx context.Context, p *imagePlan) (Artifact, error
 			if !ok {
 				layer, err := c.puller.Layer(ctx, p.repo.Digest(digest))
 				if err != nil {
-					return fmt.Errorf("%s: %w", b.what, err)
+					return registryError(b.what, p.repo, err)
 				}
 				rc, err := layer.Compressed()
 				if err != nil {
-					return fmt.Errorf("%s: %w", b.what, err)
+					return registryError(b.what, p.repo, err)
 				}
 				counter := &transferCounter{rep: rep, base: done, total: total}
 				err = c.dir.put(digest, b.desc.Size, teeReader(rc, counter), b.what)
