@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"archive/tar"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +20,8 @@ func TestDevBundleCreateInspectVerify(t *testing.T) {
 	dir := isolatePins(t)
 	onlinetest.IsolateDockerConfig(t, nil)
 	w := onlinetest.NewWorld(t, "", "")
+	// A presigned download URL: its query is a credential and is never printed.
+	w.Set.AgentSandbox.Manifest.URL += "?X-Amz-Signature=s3cr3t"
 	file := writePinFile(t, dir, w.Set)
 	out := filepath.Join(dir, "occ-bundle.tar")
 
@@ -34,6 +38,9 @@ func TestDevBundleCreateInspectVerify(t *testing.T) {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("create output lacks %q:\n%s", want, stdout)
 		}
+	}
+	if strings.Contains(stdout, "s3cr3t") {
+		t.Errorf("create printed a URL's query:\n%s", stdout)
 	}
 	if code, _, errOut = run(t, "dev", "bundle", "create", "--pin-file", file, "--platform", "linux/amd64", "--out", out); code != 2 || !strings.Contains(errOut, "already exists") {
 		t.Errorf("create over the bundle: exit %d, stderr %s", code, errOut)
@@ -55,6 +62,10 @@ func TestDevBundleCreateInspectVerify(t *testing.T) {
 		t.Errorf("inspect: exit %d\n%s", code, stdout)
 	}
 
+	if strings.Contains(stdout, "s3cr3t") || strings.Contains(string(readTarEntry(t, out, pinbundle.ContentsFile)), "s3cr3t") {
+		t.Errorf("a URL's query is printed or in the table of contents")
+	}
+
 	code, stdout, errOut = run(t, "dev", "bundle", "verify", out)
 	if code != 0 || !strings.Contains(stdout, "Bundle "+out+" is intact: 9 artifacts for linux/amd64") {
 		t.Errorf("verify: exit %d, stderr %s\n%s", code, errOut, stdout)
@@ -70,5 +81,29 @@ func TestDevBundleCreateInspectVerify(t *testing.T) {
 	code, _, errOut = run(t, "dev", "bundle", "verify", cut)
 	if code != 1 || !strings.Contains(errOut, "the bundle is truncated") || !strings.Contains(errOut, "Create it again with occ dev bundle create") {
 		t.Errorf("verify a bundle cut in half: exit %d, stderr %s", code, errOut)
+	}
+}
+
+// readTarEntry is the body of the tar entry name in the file at path.
+func readTarEntry(t *testing.T, path, name string) []byte {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			t.Fatalf("%s has no %s: %v", path, name, err)
+		}
+		if h.Name == name {
+			body, err := io.ReadAll(tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return body
+		}
 	}
 }
