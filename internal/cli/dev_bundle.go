@@ -47,10 +47,10 @@ func newDevBundleCreateCommand(g *Globals) *cobra.Command {
 		Short: "Fetch and verify every pinned artifact into one bundle file",
 		Long: `Fetch every artifact of the pins in effect, verify each against its pin, and write one bundle
 file (a tar). Images keep their pinned index (digest unchanged) with the content of the chosen
-platforms only; --platform defaults to this machine's (linux/` + strings.TrimPrefix(pinbundle.DefaultPlatform(), "linux/") + `). An image
-pin that is not a multi-platform index, or lacks a chosen platform, is refused before any layer
-is downloaded. An interrupted create resumes: FILE.partial/ keeps what was verified, and the
-next run fetches only the rest. The file appears whole or not at all.`,
+platforms only (--platform; default this machine's, linux/<arch>). An image pin that is not a
+multi-platform index, or lacks a chosen platform, is refused before any layer is downloaded.
+An interrupted create resumes: FILE.partial/ keeps what was verified, and the next run fetches
+only the rest. The file appears whole or not at all.`,
 		Example: `  # A bundle for Intel and ARM engines alike
   occ dev bundle create --platform linux/amd64,linux/arm64 --out occ-bundle.tar
 
