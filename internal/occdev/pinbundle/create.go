@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -342,7 +343,7 @@ func (c *creator) fetchImage(ctx context.Context, p *imagePlan) (Artifact, error
 					return registryError(b.what, p.repo, err)
 				}
 				counter := &transferCounter{rep: rep, base: done, total: total}
-				err = c.dir.put(digest, b.desc.Size, teeReader(rc, counter), b.what)
+				err = c.dir.put(digest, b.desc.Size, io.TeeReader(rc, counter), b.what)
 				rc.Close()
 				if err != nil {
 					return err

@@ -33,8 +33,6 @@ func (t *transferCounter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-func teeReader(r io.Reader, w io.Writer) io.Reader { return io.TeeReader(r, w) }
-
 // pack writes the bundle file from the partial directory: the tar is written to a temporary
 // file beside out, synced and renamed over out, so out is a whole bundle or absent. The small
 // files come first (occ-bundle.json before any blob, so a reader of a truncated bundle still
