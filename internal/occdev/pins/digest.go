@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+
+	"github.com/openclaw/occ/internal/contract"
 )
 
 // Canonical is the set's canonical encoding: the JSON of the parsed set, its keys in the fixed
@@ -16,12 +18,19 @@ import (
 // nothing, while any pinned value does. Two lists whose order carries no meaning are sorted: the
 // routing controllers' images (each is looked up by the reference its manifest names) and the
 // notes (by pin; the notes about one pin keep their order, the order show prints them in).
-// The encoding is itself a pin file: Parse reads it back.
+// Every URL is written as contract.RedactURL shows it: a pin file may carry credentials in a
+// URL's userinfo or query (a presigned mirror), and neither the digest, which names the set in
+// CI caches and logs, nor a bundle's copy of the set may depend on or hold them; the artifacts
+// are identified by their sha256 all the same. The encoding is itself a pin file: Parse reads
+// it back.
 func (s *Set) Canonical() ([]byte, error) {
 	c := *s
+	c.OpenShell.SourceArchive.URL = contract.RedactURL(c.OpenShell.SourceArchive.URL)
+	c.AgentSandbox.Manifest.URL = contract.RedactURL(c.AgentSandbox.Manifest.URL)
 	if s.Routing != nil {
 		r := *s.Routing
 		for _, ctl := range []*RoutingController{&r.CertManager, &r.EnvoyGateway} {
+			ctl.Manifest.URL = contract.RedactURL(ctl.Manifest.URL)
 			ctl.Images = slices.Clone(ctl.Images)
 			slices.SortFunc(ctl.Images, func(a, b Image) int { return cmp.Compare(a.String(), b.String()) })
 		}

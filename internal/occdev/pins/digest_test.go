@@ -118,7 +118,7 @@ func TestDigestFollowsEveryPinnedValue(t *testing.T) {
 			changes[key+" repository"] = func(s *Set) { entryOf(t, s, key).Image.Repository += "x" }
 		case e.Artifact != nil:
 			changes[key+" sha256"] = func(s *Set) { a := entryOf(t, s, key).Artifact; a.SHA256 = flip(a.SHA256) }
-			changes[key+" url"] = func(s *Set) { entryOf(t, s, key).Artifact.URL += "?x" }
+			changes[key+" url"] = func(s *Set) { entryOf(t, s, key).Artifact.URL += "x" }
 		}
 	}
 	if len(changes) < 40 {
@@ -147,4 +147,52 @@ func entryOf(t *testing.T, s *Set, key string) Entry {
 	}
 	t.Fatalf("no entry %s", key)
 	return Entry{}
+}
+
+// A pin file whose URLs carry credentials (a mirror's userinfo, a presigned query) keeps them out
+// of the canonical encoding, and so out of the digest and a bundle's copy of the set: the
+// encoding holds no credential and still reads as a pin file, and two credentials give one
+// digest.
+func TestCanonicalHoldsNoURLCredentials(t *testing.T) {
+	withSecret := func(form, secret string) *Set {
+		s, err := Default()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range s.Entries() {
+			if e.Artifact == nil {
+				continue
+			}
+			if form == "userinfo" {
+				e.Artifact.URL = strings.Replace(e.Artifact.URL, "https://", "https://user:"+secret+"@", 1)
+			} else {
+				e.Artifact.URL += "?X-Amz-Signature=" + secret
+			}
+		}
+		return s
+	}
+	for _, form := range []string{"userinfo", "query"} {
+		a, b := withSecret(form, "canary-s3cr3t-7f1e"), withSecret(form, "another-0b4d")
+		data, err := a.Canonical()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(data), "canary-s3cr3t-7f1e") {
+			t.Errorf("%s: the canonical encoding holds the credential", form)
+		}
+		if _, err := Parse(data, "canonical"); err != nil {
+			t.Errorf("%s: the canonical encoding is no pin file: %v", form, err)
+		}
+		da, err := a.Digest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		db, err := b.Digest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if da != db {
+			t.Errorf("%s: the credential's value changes the digest", form)
+		}
+	}
 }
