@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -26,8 +25,9 @@ charts) and images, the k3s node and k3d tools images, the Agent Sandbox manifes
 base images, each with the checksum or digest it is verified against. The set is built into occ;
 a pin file of the same shape replaces it (--pin-file, OCC_DEVELOPMENT_PIN_FILE).
 
-show prints the pins in effect with their notes; verify checks them online at their registries
-and download sites; resolve writes the pin file of another OpenShell release.`,
+show prints the pins in effect with their notes; digest prints their stable hash (a cache key);
+verify checks them online at their registries and download sites; resolve writes the pin file
+of another OpenShell release.`,
 		Example: `  # The pins in effect, and where they came from
   occ dev pins show
 
@@ -39,7 +39,7 @@ and download sites; resolve writes the pin file of another OpenShell release.`,
   occ dev pins verify --pin-file pins-0.1.5.yaml
   occ dev up --pin-file pins-0.1.5.yaml`,
 	}
-	cmd.AddCommand(newDevPinsShowCommand(g), newDevPinsVerifyCommand(g), newDevPinsResolveCommand(g))
+	cmd.AddCommand(newDevPinsShowCommand(g), newDevPinsDigestCommand(g), newDevPinsVerifyCommand(g), newDevPinsResolveCommand(g))
 	return cmd
 }
 
@@ -93,15 +93,50 @@ contacted. -o json|yaml prints the same as a document.`,
 			if err != nil {
 				return err
 			}
-			doc := pinsShown{Source: "built in", BuiltIn: true, Pins: set.Entries()}
-			if set.Source != pins.EmbeddedSource {
-				doc.BuiltIn, doc.From = false, from
-				doc.Source = set.Source
-				if abs, err := filepath.Abs(set.Source); err == nil {
-					doc.Source = abs
-				}
+			doc := pinsShown{Source: set.SourceName(), BuiltIn: set.Source == pins.EmbeddedSource, Pins: set.Entries()}
+			if !doc.BuiltIn {
+				doc.From = from
 			}
 			return g.print(doc, func() error { return printPinsShown(g.Stdout, doc) })
+		},
+	}
+	addPinFileFlag(cmd)
+	return cmd
+}
+
+// pinsDigest is the document `occ dev pins digest -o json` prints.
+type pinsDigest struct {
+	// Digest is the hex SHA-256 of the set's canonical encoding.
+	Digest string `json:"digest"`
+	// Source is "built in" or the pin file's path.
+	Source string `json:"source"`
+}
+
+func newDevPinsDigestCommand(g *Globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "digest",
+		Short: "Print a stable hash of the pins in effect, for cache keys",
+		Long: `Print the SHA-256 (hex, one line) of the pins in effect — built into occ, or the pin file
+--pin-file or OCC_DEVELOPMENT_PIN_FILE names. It is computed over the parsed pins, not the file:
+comments, key order and whitespace do not change it; any pinned value does. Nothing is
+contacted. -o json prints {"digest": ..., "source": ...}.`,
+		Example: `  # A CI cache key for the bundle of the pins in effect
+  key="occ-bundle-$(occ dev pins digest)"`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			set, _, err := pinsInEffect(g, cmd)
+			if err != nil {
+				return err
+			}
+			digest, err := set.Digest()
+			if err != nil {
+				return err
+			}
+			doc := pinsDigest{Digest: digest, Source: set.SourceName()}
+			return g.print(doc, func() error {
+				_, err := fmt.Fprintln(g.Stdout, digest)
+				return err
+			})
 		},
 	}
 	addPinFileFlag(cmd)

@@ -239,3 +239,34 @@ func TestDevPinsResolveRouting(t *testing.T) {
 		}
 	}
 }
+
+// A CI job keys its bundle cache by the pins in effect: the built-in set's digest, the same
+// digest for a pin file that only reformats it, another for a pin file that moves one pin, and
+// -o json names the source beside the digest.
+func TestDevPinsDigest(t *testing.T) {
+	dir := isolatePins(t)
+	set, err := pins.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := set.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, "dev", "pins", "digest")
+	if code != 0 || out != want+"\n" {
+		t.Fatalf("built in: exit %d, stderr %s, stdout %q, want %q", code, errOut, out, want+"\n")
+	}
+	same := writePinFile(t, dir, set)
+	code, out, _ = run(t, "dev", "pins", "digest", "--pin-file", same, "-o", "json")
+	var doc pinsDigest
+	if err := json.Unmarshal([]byte(out), &doc); code != 0 || err != nil || doc.Digest != want || doc.Source != same {
+		t.Errorf("the re-encoded set: exit %d, %v, %+v", code, err, doc)
+	}
+	set.K3s.Image.Tag = "v1.36.5-k3s1"
+	t.Setenv(settingPinFile.env, writePinFile(t, t.TempDir(), set))
+	code, out, _ = run(t, "dev", "pins", "digest")
+	if code != 0 || len(out) != 65 || out == want+"\n" {
+		t.Errorf("another k3s pin: exit %d, digest %q, want one other than %s", code, out, want)
+	}
+}

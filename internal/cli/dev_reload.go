@@ -60,12 +60,7 @@ old or its new images: run 'occ dev reload' again to finish it, or 'occ dev down
 			}
 			return g.print(plan, func() error { return printReloadPlan(g, plan) })
 		}
-		// Progress goes to stdout for people; with -o json|yaml stdout carries only the document.
-		progressOut := g.Stdout
-		if g.Output != "table" {
-			progressOut = g.Stderr
-		}
-		opts.Progress, opts.Log = newProgressPrinter(progressOut).Sink(), g.Stderr
+		opts.Progress, opts.Log = newProgressPrinter(g.progressOut()).Sink(), g.Stderr
 		res, err := occdev.Reload(cmd.Context(), *opts)
 		if err != nil {
 			return err

@@ -261,12 +261,7 @@ func printDescription(w io.Writer, indent string, d occdev.Description) {
 }
 
 func runDevUp(g *Globals, cmd *cobra.Command, opts occdev.UpOptions) error {
-	// Progress goes to stdout for people; with -o json|yaml stdout carries only the document.
-	progressOut := g.Stdout
-	if g.Output != "table" {
-		progressOut = g.Stderr
-	}
-	opts.Progress = newProgressPrinter(progressOut).Sink()
+	opts.Progress = newProgressPrinter(g.progressOut()).Sink()
 	opts.Log = g.Stderr
 	sum, err := occdev.Up(cmd.Context(), opts)
 	if err != nil {

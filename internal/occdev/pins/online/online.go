@@ -64,12 +64,25 @@ type registry struct {
 }
 
 func newRegistry(d Deps) (*registry, error) {
+	p, err := d.Puller()
+	if err != nil {
+		return nil, err
+	}
+	return &registry{puller: p}, nil
+}
+
+// Puller is a registry client with d's transport and credentials, for the packages that copy
+// what the pins name (occ dev bundle create).
+func (d Deps) Puller() (*remote.Puller, error) {
 	p, err := remote.NewPuller(remote.WithTransport(d.transport()), remote.WithAuthFromKeychain(d.keychain()), remote.WithUserAgent("occ"))
 	if err != nil {
 		return nil, fmt.Errorf("registry client: %w", err)
 	}
-	return &registry{puller: p}, nil
+	return p, nil
 }
+
+// HTTPClient is a client over d's transport, for the pinned downloads.
+func (d Deps) HTTPClient() *http.Client { return &http.Client{Transport: d.transport()} }
 
 // manifest is what a registry serves under a reference.
 type manifest struct {
@@ -133,10 +146,17 @@ func (r *registry) exists(ctx context.Context, repo name.Repository, digest stri
 	return err
 }
 
-// entry finds the entry of m for want; arm64 entries match whatever variant they state.
+// PlatformMatches reports whether an index entry for have serves want: the same OS and
+// architecture, and the same variant when want names one (so linux/arm64 matches the
+// linux/arm64/v8 entries real indexes write).
+func PlatformMatches(have, want v1.Platform) bool {
+	return have.OS == want.OS && have.Architecture == want.Architecture && (want.Variant == "" || have.Variant == want.Variant)
+}
+
+// entry finds the entry of m for want.
 func (m *manifest) entry(want v1.Platform) (platformEntry, bool) {
 	for _, p := range m.Platforms {
-		if p.Platform.OS == want.OS && p.Platform.Architecture == want.Architecture && (want.Variant == "" || p.Platform.Variant == want.Variant) {
+		if PlatformMatches(p.Platform, want) {
 			return p, true
 		}
 	}

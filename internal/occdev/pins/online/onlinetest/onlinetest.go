@@ -47,6 +47,21 @@ type Registry struct {
 	user, pass string
 	mu         sync.Mutex
 	requests   int
+	paths      []string
+}
+
+// RequestsFor counts the requests whose path holds s (a digest: the requests for that manifest
+// or blob).
+func (r *Registry) RequestsFor(s string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, p := range r.paths {
+		if strings.Contains(p, s) {
+			n++
+		}
+	}
+	return n
 }
 
 // Requests counts the requests the registry has answered.
@@ -64,6 +79,7 @@ func StartRegistry(t *testing.T, user, pass string) *Registry {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.mu.Lock()
 		r.requests++
+		r.paths = append(r.paths, req.URL.Path)
 		r.mu.Unlock()
 		if r.user != "" {
 			u, p, ok := req.BasicAuth()
@@ -140,6 +156,18 @@ func (r *Registry) PushImage(t *testing.T, repoTag string, p v1.Platform) string
 // (platform unknown/unknown) rides along, as in real indexes.
 func (r *Registry) PushIndex(t *testing.T, repoTag string, platforms ...v1.Platform) (string, map[string]string) {
 	t.Helper()
+	return r.pushIndex(t, repoTag, types.OCIImageIndex, platforms)
+}
+
+// PushDockerList is PushIndex with the index as a Docker manifest list (what docker buildx
+// pushed before OCI indexes, and many registries still serve).
+func (r *Registry) PushDockerList(t *testing.T, repoTag string, platforms ...v1.Platform) (string, map[string]string) {
+	t.Helper()
+	return r.pushIndex(t, repoTag, types.DockerManifestList, platforms)
+}
+
+func (r *Registry) pushIndex(t *testing.T, repoTag string, mt types.MediaType, platforms []v1.Platform) (string, map[string]string) {
+	t.Helper()
 	var adds []mutate.IndexAddendum
 	children := map[string]string{}
 	for _, p := range platforms {
@@ -152,7 +180,7 @@ func (r *Registry) PushIndex(t *testing.T, repoTag string, platforms ...v1.Platf
 		Platform:    &v1.Platform{OS: "unknown", Architecture: "unknown"},
 		Annotations: map[string]string{"vnd.docker.reference.type": "attestation-manifest"},
 	}})
-	idx := mutate.IndexMediaType(mutate.AppendManifests(empty.Index, adds...), types.OCIImageIndex)
+	idx := mutate.IndexMediaType(mutate.AppendManifests(empty.Index, adds...), mt)
 	r.push(t, repoTag, idx)
 	d, err := idx.Digest()
 	if err != nil {
