@@ -88,17 +88,17 @@
 // # Adding a recorded type and its remover
 //
 // Every record carries a state.Type. To record a new kind of thing, the layer that creates it
-// defines the Type and its state.Kind (the fields its records carry, their rules, how messages
-// name them) and registers the Kind with state.Register from its init function; the state
-// package itself does not change. That layer also gives it a state.Remover (Remove only what
-// is still exactly this state's; Inspect never fails, reporting Unknown with the cause), which
-// is registered in recordKinds (removers.go) with its place in the order of removal, built
-// from the recorded state alone, for example
+// defines the Type and its state.Kind and registers it with state.Register from its init
+// function: the fields its records carry, their rules, how messages name them, its place in the
+// order of removal (state.Order), and its Remover (Remove only what is still exactly this
+// state's; Inspect never fails, reporting Unknown with the cause), built over the recorded
+// connections (state.Connections, which the layers share by keys of their own), for example
 //
-//	k3d.TypeCluster: {removal: theCluster, remover: func(r *recorded, _ *compose.Recorded) state.Remover {
-//		return k3d.Remover(r.st.Cluster, r.docker)
-//	}},
+//	state.Register(state.Kind{Type: TypeCluster, ..., Order: state.TheCluster,
+//		Remover: func(c *state.Connections) state.Remover {
+//			return Remover(c.State().Cluster, docker.RecordedEngine(c))
+//		}})
 //
-// `down`, the rollback and `status` then handle it with no other change; a record whose type
-// has no remover is kept, never skipped.
+// Neither the state package nor this one changes: `down`, the rollback and `status` handle the
+// new kind as they are; a record whose type has no remover is kept, never skipped.
 package occdev

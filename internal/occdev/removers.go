@@ -7,37 +7,31 @@ import (
 	"io"
 	"slices"
 	"sync"
-	"sync/atomic"
 
-	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
-	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
 	"github.com/openclaw/occ/internal/occdev/docker"
-	"github.com/openclaw/occ/internal/occdev/helmrelease"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
-// recorded holds the connections to what a state records, each made from the record alone (the
-// recorded cluster access and owner, the recorded engine endpoint), never from the environment
-// `down` runs in. They are made lazily, on the first record that needs one, and shared by every
-// record and by status.
+// recorded holds the connections to what a state records (state.Connections), each made from
+// the record alone (the recorded cluster access and owner, the recorded engine endpoint), never
+// from the environment `down` runs in. They are made lazily, on the first record that needs
+// one, and shared by every record's Remover and by status.
 type recorded struct {
 	st   state.State
+	c    *state.Connections
 	kube func(context.Context) (*kubeobj.Conn, error)
-
-	engine func(context.Context) (*docker.Engine, error)
-	used   atomic.Bool
 }
 
 func connectRecorded(st state.State) *recorded {
-	return &recorded{st: st, kube: kubeobj.Recorded(st.Cluster, st.Owner()), engine: docker.Recorded(st.Engine)}
+	c := state.Connect(st)
+	return &recorded{st: st, c: c, kube: kubeobj.RecordedConn(c)}
 }
 
 // docker connects to the recorded engine on first use.
 func (r *recorded) docker(ctx context.Context) (*docker.Engine, error) {
-	r.used.Store(true)
-	return r.engine(ctx)
+	return docker.RecordedEngine(r.c)(ctx)
 }
 
 // sameEngine refuses, before anything is read or removed, a recorded engine endpoint at which
@@ -57,98 +51,12 @@ func (r *recorded) sameEngine(ctx context.Context, dir string) error {
 }
 
 // close releases the engine connection, if one was made.
-func (r *recorded) close() {
-	if !r.used.Load() {
-		return
-	}
-	if eng, err := r.engine(context.Background()); err == nil {
-		_ = eng.Close()
-	}
-}
+func (r *recorded) close() { docker.CloseRecorded(r.c) }
 
-// recordKind is what `down`, rollback and `status` know of one record type beyond what the
-// state store knows (its fields, rules and description, registered by the layer that makes
-// it): the Remover that layer provides, built from the recorded connections, and where the
-// type's records come in the order of removal.
-type recordKind struct {
-	remover func(r *recorded, project *compose.Recorded) state.Remover
-	removal removal
-}
-
-// removal is a record type's place in the order of removal.
-type removal int
-
-const (
-	// inReverse records are removed in strict reverse creation order (a Namespace after what
-	// is inside it).
-	inReverse removal = iota
-	// quiescedFirst records are removed before anything else, the cluster included: the
-	// Compose control plane's API and worker, which would otherwise go on reconciling against a
-	// cluster being deleted. OCE's own `down` stops the reconcilers first for the same reason.
-	quiescedFirst
-	// theCluster is a cluster occ created: removed next, and the insideCluster records go
-	// with it.
-	theCluster
-	// insideCluster records live inside the cluster's API and go with a cluster occ created.
-	// (Cluster images also leave a staging tag in the engine, so they are not of this kind and
-	// their remover still runs.)
-	insideCluster
-	// sideBySide records never depend on each other: each names its own image reference (a
-	// pull's digest reference; an import's staging tag and name in the node), so the removal of
-	// one cannot change what the removal of another finds. Consecutive records of one such
-	// type are removed concurrently.
-	sideBySide
-)
-
-// recordKinds is the registry of removers: one entry per record type, naming the remover the
-// layer that creates the type provides. A record whose type is missing here is kept, never
-// skipped.
-var recordKinds = map[state.Type]recordKind{
-	kubeobj.TypeObject: {removal: insideCluster,
-		remover: func(r *recorded, _ *compose.Recorded) state.Remover { return kubeobj.Remover(r.kube) }},
-	helmrelease.TypeRelease: {removal: insideCluster,
-		remover: func(r *recorded, _ *compose.Recorded) state.Remover { return helmrelease.Remover(r.kube) }},
-	k3d.TypeCluster: {removal: theCluster,
-		remover: func(r *recorded, _ *compose.Recorded) state.Remover { return k3d.Remover(r.st.Cluster, r.docker) }},
-	images.TypeDockerImage: {removal: sideBySide,
-		remover: func(r *recorded, _ *compose.Recorded) state.Remover { return images.DockerImageRemover(r.docker) }},
-	images.TypePodmanImage: {removal: sideBySide,
-		remover: func(r *recorded, _ *compose.Recorded) state.Remover { return images.DockerImageRemover(r.docker) }},
-	images.TypeClusterImage: {removal: sideBySide,
-		remover: func(r *recorded, _ *compose.Recorded) state.Remover {
-			return images.ClusterImageRemover(r.st.Cluster, r.docker)
-		}},
-	compose.TypeServices: {removal: quiescedFirst,
-		remover: func(_ *recorded, p *compose.Recorded) state.Remover { return compose.ServicesRemover(p) }},
-	compose.TypeProject: {
-		remover: func(_ *recorded, p *compose.Recorded) state.Remover { return compose.ProjectRemover(p) }},
-	compose.TypeNetwork: {
-		remover: func(r *recorded, _ *compose.Recorded) state.Remover { return compose.NetworkRemover(r.docker) }},
-	compose.TypePodmanNetwork: {
-		remover: func(r *recorded, _ *compose.Recorded) state.Remover { return compose.NetworkRemover(r.docker) }},
-	compose.TypeVolume: {
-		remover: func(r *recorded, _ *compose.Recorded) state.Remover { return compose.VolumeRemover(r.docker) }},
-	compose.TypePodmanVolume: {
-		remover: func(r *recorded, _ *compose.Recorded) state.Remover { return compose.VolumeRemover(r.docker) }},
-}
-
-// removers is the registry `down`, rollback and `status` use: one Remover per recorded type,
-// built from recordKinds over the recorded connections.
-func (r *recorded) removers() state.Removers {
-	project := &compose.Recorded{Engine: r.docker}
-	if cp := r.st.ControlPlane; cp != nil {
-		project.Project = cp.Compose
-	}
-	reg := make(state.Removers, len(recordKinds))
-	for t, k := range recordKinds {
-		reg[t] = k.remover(r, project)
-	}
-	return reg
-}
-
-// removalOf is t's place in the order of removal; a type without a remover keeps its reverse
-// order (and is refused when its turn comes).
-func removalOf(t state.Type) removal { return recordKinds[t].removal }
+// removers is the registry `down`, rollback and `status` use: the Remover each record kind's
+// layer registered (state.Kind), built over the recorded connections. A record whose type has
+// none is kept, never skipped.
+func (r *recorded) removers() state.Removers { return r.c.Removers() }
 
 // cleanup removes the recorded objects in reverse creation order through the registry and
 // forgets each once it is gone, so a partial cleanup leaves a record of exactly what remains.
@@ -165,7 +73,7 @@ func removalOf(t state.Type) removal { return recordKinds[t].removal }
 // removed, they stay recorded with it for the next `down`.
 //
 // The rest follow in reverse creation order; consecutive records of a type whose records never
-// depend on each other (sideBySide) are removed concurrently.
+// depend on each other (state.SideBySide) are removed concurrently.
 func cleanup(ctx context.Context, d *state.Dir, log io.Writer, keep func(state.Object) bool) (*DownResult, error) {
 	rec := connectRecorded(d.State())
 	defer rec.close()
@@ -223,7 +131,7 @@ func cleanupWith(ctx context.Context, d *state.Dir, rec *recorded, log io.Writer
 
 	handled := make([]bool, len(st.Objects))
 	for i, o := range st.Objects {
-		if removalOf(o.Type) == quiescedFirst && !keep(o) {
+		if state.OrderOf(o.Type) == state.QuiescedFirst && !keep(o) {
 			handled[i] = true
 			remove(o)
 		}
@@ -240,14 +148,14 @@ func cleanupWith(ctx context.Context, d *state.Dir, rec *recorded, log io.Writer
 		earlyWG.Go(func() { earlyRms[k], earlyErrs[k] = reg.Remove(ctx, st.Objects[i]) })
 	}
 	for i, o := range st.Objects {
-		if removalOf(o.Type) != theCluster || keep(o) {
+		if state.OrderOf(o.Type) != state.TheCluster || keep(o) {
 			continue
 		}
 		handled[i] = true
 		outcome, gone := remove(o)
 		var went []state.Object
 		for j, in := range st.Objects {
-			if removalOf(in.Type) != insideCluster {
+			if state.OrderOf(in.Type) != state.InsideCluster {
 				continue
 			}
 			handled[j] = true
@@ -292,7 +200,7 @@ func cleanupWith(ctx context.Context, d *state.Dir, rec *recorded, log io.Writer
 	}
 	for len(rest) > 0 {
 		n := 1
-		for removalOf(rest[0].Type) == sideBySide && n < len(rest) && rest[n].Type == rest[0].Type {
+		for state.OrderOf(rest[0].Type) == state.SideBySide && n < len(rest) && rest[n].Type == rest[0].Type {
 			n++
 		}
 		run := rest[:n]
@@ -329,7 +237,7 @@ func cleanupWith(ctx context.Context, d *state.Dir, rec *recorded, log io.Writer
 // removal they can go beside); none when the engine cannot list its containers, which leaves
 // every pull to its place in the order.
 func unusedPulls(ctx context.Context, rec *recorded, objs []state.Object, handled []bool, keep func(state.Object) bool) []int {
-	if !slices.ContainsFunc(objs, func(o state.Object) bool { return removalOf(o.Type) == theCluster && !keep(o) }) {
+	if !slices.ContainsFunc(objs, func(o state.Object) bool { return state.OrderOf(o.Type) == state.TheCluster && !keep(o) }) {
 		return nil
 	}
 	var pulls []int

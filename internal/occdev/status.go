@@ -198,7 +198,7 @@ func wentWithCluster(st state.State, clusterType state.Type, out *Status) {
 		out.Problem = "the " + st.Cluster.Provider + " cluster " + st.Cluster.Name + " no longer exists; occ dev down forgets what went with it"
 	}
 	for i, o := range st.Objects {
-		if removalOf(o.Type) != insideCluster || out.Objects[i].State != state.Unknown {
+		if state.OrderOf(o.Type) != state.InsideCluster || out.Objects[i].State != state.Unknown {
 			continue
 		}
 		out.Objects[i].State, out.Objects[i].Detail = state.Missing, "went with the "+st.Cluster.Provider+" cluster "+st.Cluster.Name+", which no longer exists"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/state"
@@ -101,4 +102,40 @@ func IDOf(ctx context.Context, eng *Engine) (string, error) {
 		return "", fmt.Errorf("read the identity of the %s engine at %s: %w", eng.Name(), eng.Endpoint, err)
 	}
 	return info.ID, nil
+}
+
+// recordedKey keeps the recorded engine's connection among a state's Connections.
+type recordedKey struct{}
+
+// sharedEngine is the recorded engine's connection and whether anyone asked for it.
+type sharedEngine struct {
+	connect func(context.Context) (*Engine, error)
+	used    atomic.Bool
+}
+
+func shared(c *state.Connections) *sharedEngine {
+	return state.Shared(c, recordedKey{}, func(c *state.Connections) *sharedEngine {
+		return &sharedEngine{connect: Recorded(c.State().Engine)}
+	})
+}
+
+// RecordedEngine is the recorded engine (Recorded) as c shares it: every record of the engine,
+// and the command's own checks, use one connection.
+func RecordedEngine(c *state.Connections) func(context.Context) (*Engine, error) {
+	s := shared(c)
+	return func(ctx context.Context) (*Engine, error) {
+		s.used.Store(true)
+		return s.connect(ctx)
+	}
+}
+
+// CloseRecorded closes c's engine connection, if anyone made it.
+func CloseRecorded(c *state.Connections) {
+	s := shared(c)
+	if !s.used.Load() {
+		return
+	}
+	if eng, err := s.connect(context.Background()); err == nil {
+		_ = eng.Close()
+	}
 }

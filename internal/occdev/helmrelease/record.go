@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/openclaw/occ/internal/occdev/kubeobj"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -19,6 +20,8 @@ func init() {
 		Fields:   state.Fields{Namespace: true},
 		Check:    checkRecord,
 		Describe: func(o state.Object) string { return "Helm release " + o.Namespace + "/" + o.Name },
+		Order:    state.InsideCluster,
+		Remover:  func(c *state.Connections) state.Remover { return Remover(kubeobj.RecordedConn(c)) },
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -23,10 +24,16 @@ func init() {
 	fields := state.Fields{ID: true, Digest: true}
 	for typ, engine := range map[state.Type]string{TypeDockerImage: "Docker", TypePodmanImage: "Podman"} {
 		state.Register(state.Kind{Type: typ, Fields: fields, Check: checkRecord,
-			Describe: func(o state.Object) string { return engine + " image " + o.Name + "@" + o.Digest }})
+			Describe: func(o state.Object) string { return engine + " image " + o.Name + "@" + o.Digest },
+			Order:    state.SideBySide,
+			Remover:  func(c *state.Connections) state.Remover { return DockerImageRemover(docker.RecordedEngine(c)) }})
 	}
 	state.Register(state.Kind{Type: TypeClusterImage, Fields: fields, Check: checkRecord,
-		Describe: func(o state.Object) string { return "cluster image " + o.Name + "@" + o.Digest }})
+		Describe: func(o state.Object) string { return "cluster image " + o.Name + "@" + o.Digest },
+		Order:    state.SideBySide,
+		Remover: func(c *state.Connections) state.Remover {
+			return ClusterImageRemover(c.State().Cluster, docker.RecordedEngine(c))
+		}})
 }
 
 // PulledType is the record type of a pull into the engine messages call engineName: Podman's

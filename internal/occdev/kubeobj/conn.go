@@ -111,6 +111,18 @@ func (c *Conn) ResetMapper() { c.mapper.Reset() }
 // Dynamic is the dynamic client, for watches of kinds without typed clients.
 func (c *Conn) Dynamic() dynamic.Interface { return c.dyn }
 
+// recordedKey keeps the recorded cluster's connection among a state's Connections.
+type recordedKey struct{}
+
+// RecordedConn is the recorded cluster (Recorded, as the state's owner) as c shares it: every
+// record inside the cluster, and the command's own reads, use one connection.
+func RecordedConn(c *state.Connections) func(context.Context) (*Conn, error) {
+	return state.Shared(c, recordedKey{}, func(c *state.Connections) func(context.Context) (*Conn, error) {
+		st := c.State()
+		return Recorded(st.Cluster, st.Owner())
+	})
+}
+
 // Recorded returns a function that connects to the recorded cluster on first use and checks it
 // is the recorded one (kube-system uid), then hands every later caller the same connection, or
 // the same error: removers of many objects share one connection, and an unreachable cluster

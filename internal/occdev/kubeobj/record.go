@@ -24,6 +24,8 @@ func init() {
 		Fields:   state.Fields{APIVersionKind: true, Namespace: true, UID: true},
 		Check:    checkRecord,
 		Describe: describeRecord,
+		Order:    state.InsideCluster,
+		Remover:  func(c *state.Connections) state.Remover { return Remover(RecordedConn(c)) },
 	})
 }
 

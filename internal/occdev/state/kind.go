@@ -9,7 +9,8 @@ import (
 )
 
 // Kind is what the store knows about one record Type: which optional fields its records carry,
-// the rules they must follow and how messages name them. The layer that makes records of a
+// the rules they must follow, how messages name them, where they come in the order of removal
+// and the Remover that removes and inspects them. The layer that makes records of a
 // type defines its Kind and registers it (Register) when its package initialises, so the
 // store never lists its producers: a new record type is a new Kind in the layer that makes it.
 //
@@ -27,6 +28,11 @@ type Kind struct {
 	Check func(Object) error
 	// Describe names a record in messages, for example "Helm release oce-system/gateway".
 	Describe func(Object) string
+	// Order is the kind's place in the order of removal.
+	Order Order
+	// Remover builds the kind's Remover over the recorded connections (Connections.Removers).
+	// A kind without one cannot be removed: its records are refused and kept.
+	Remover func(*Connections) Remover
 }
 
 // Fields says which optional fields a record may carry; its name is always required.

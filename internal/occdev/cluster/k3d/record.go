@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 
+	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -18,6 +19,10 @@ func init() {
 		Fields:   state.Fields{Labels: true},
 		Check:    checkRecord,
 		Describe: func(o state.Object) string { return "k3d cluster " + o.Name },
+		Order:    state.TheCluster,
+		Remover: func(c *state.Connections) state.Remover {
+			return Remover(c.State().Cluster, docker.RecordedEngine(c))
+		},
 	})
 }
 

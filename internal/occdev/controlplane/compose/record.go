@@ -3,6 +3,7 @@ package compose
 import (
 	"fmt"
 
+	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -29,14 +30,33 @@ func init() {
 		network, volume state.Type
 	}{{"Docker", TypeNetwork, TypeVolume}, {"Podman", TypePodmanNetwork, TypePodmanVolume}} {
 		state.Register(state.Kind{Type: engine.network, Fields: state.Fields{ID: true, Labels: true}, Check: checkEngineName,
-			Describe: func(o state.Object) string { return engine.name + " network " + o.Name }})
+			Describe: func(o state.Object) string { return engine.name + " network " + o.Name },
+			Remover:  func(c *state.Connections) state.Remover { return NetworkRemover(docker.RecordedEngine(c)) }})
 		state.Register(state.Kind{Type: engine.volume, Fields: state.Fields{Labels: true}, Check: checkEngineName,
-			Describe: func(o state.Object) string { return engine.name + " volume " + o.Name }})
+			Describe: func(o state.Object) string { return engine.name + " volume " + o.Name },
+			Remover:  func(c *state.Connections) state.Remover { return VolumeRemover(docker.RecordedEngine(c)) }})
 	}
 	state.Register(state.Kind{Type: TypeProject, Fields: state.Fields{Labels: true}, Check: checkProjectName,
-		Describe: func(o state.Object) string { return "Compose project " + o.Name }})
+		Describe: func(o state.Object) string { return "Compose project " + o.Name },
+		Remover:  func(c *state.Connections) state.Remover { return ProjectRemover(recordedProject(c)) }})
 	state.Register(state.Kind{Type: TypeServices, Check: checkProjectName,
-		Describe: func(o state.Object) string { return "Compose services of " + o.Name }})
+		Describe: func(o state.Object) string { return "Compose services of " + o.Name },
+		Order:    state.QuiescedFirst,
+		Remover:  func(c *state.Connections) state.Remover { return ServicesRemover(recordedProject(c)) }})
+}
+
+// projectKey keeps the recorded Compose project among a state's Connections.
+type projectKey struct{}
+
+// recordedProject is the recorded project over the recorded engine, one for every record of it.
+func recordedProject(c *state.Connections) *Recorded {
+	return state.Shared(c, projectKey{}, func(c *state.Connections) *Recorded {
+		p := &Recorded{Engine: docker.RecordedEngine(c)}
+		if cp := c.State().ControlPlane; cp != nil {
+			p.Project = cp.Compose
+		}
+		return p
+	})
 }
 
 // IsNetwork and IsVolume report whether t records a project's network or volume, on either
