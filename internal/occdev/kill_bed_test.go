@@ -84,47 +84,60 @@ func testSignalAtEachStep(t *testing.T, b *k3dBed, sig syscall.Signal, subset fu
 			} else if os.Getenv(killAllEnv) != "" {
 				point = stepNames(t, opts)[i]
 			}
-			downAtEnd(t, opts.StateDir)
-			volumesBefore := b.allVolumes(t)
-			tmp := t.TempDir()
-			env := append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(t.TempDir(), "cache"), "OCC_DEVELOPMENT_STATE_DIRECTORY="+opts.StateDir, "TMPDIR="+tmp)
-			up := exec.Command(bin, "dev", "up", "--cluster-provider", "k3d", "--control-plane", "kubernetes", "--cluster-name", opts.ClusterName,
-				"--pin-file", b.pinFile, "--openshell-archive", b.archive, "--gateway-endpoint", opts.GatewayEndpoint, "--startup-timeout", "3m", "--engine", b.kind)
-			up.Env = env
-			run := runSignalledAfter(t, up, point, sig)
-			werr, stderr := run.err, run.stderr
-			var vols []string
-			switch sig {
-			case syscall.SIGKILL:
-				if !run.killedBy(syscall.SIGKILL) {
-					t.Fatalf("up was not killed after %q: %v", point, werr)
-				}
-				vols = b.volumesOf(t, opts.ClusterName)
-				afterKill(t, b, bin, env, opts.StateDir, opts.ClusterName, vols)
-			default:
-				code := up.ProcessState.ExitCode()
-				t.Logf("up after %s (exit %d):\n%s", sig, code, stderr)
-				// A signal after the last step's line can meet an up that has nothing left to do.
-				if code != 128+int(sig) && code != 0 {
-					t.Errorf("exit code %d after %s, want %d", code, sig, 128+int(sig))
-				}
-				if code != 0 && !strings.Contains(stderr, "rolled back") && !strings.Contains(stderr, "interrupted") {
-					t.Errorf("up does not say it was interrupted and rolled back:\n%s", stderr)
-				}
-				if code == 0 {
-					downOut, err := exec.Command(bin, "dev", "down", "--state-dir", opts.StateDir).CombinedOutput()
-					if err != nil {
-						t.Fatalf("down after an up the signal did not stop: %v\n%s", err, downOut)
-					}
-				}
-			}
-			b.assertLeftNothing(t, sig, b.leftovers(t, opts.ClusterName, vols), volumesBefore, opts.ClusterName, opts.StateDir, tmp)
+			signalUpAfter(t, b, bin, opts, b.pinFile, point, sig, nil)
 			if !t.Failed() {
 				passed++
 			}
 		})
 	}
 	t.Logf("%s matrix (k3d profile, %s engine): %d points, %d passed", sig, b.kind, len(points), passed)
+}
+
+// signalUpAfter runs the built occ dev up (the Kubernetes-only profile on a k3d cluster, with
+// pinFile) until it prints point, signals it, and checks what follows: after a SIGKILL status and
+// down (afterKill), after another signal an exit that says it rolled back; either way nothing of
+// the cluster is left, nor any of the extra objects left reports.
+func signalUpAfter(t *testing.T, b *k3dBed, bin string, opts occdev.UpOptions, pinFile, point string, sig syscall.Signal, left func() []string) {
+	t.Helper()
+	downAtEnd(t, opts.StateDir)
+	volumesBefore := b.allVolumes(t)
+	tmp := t.TempDir()
+	env := append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(t.TempDir(), "cache"), "OCC_DEVELOPMENT_STATE_DIRECTORY="+opts.StateDir, "TMPDIR="+tmp)
+	up := exec.Command(bin, "dev", "up", "--cluster-provider", "k3d", "--control-plane", "kubernetes", "--cluster-name", opts.ClusterName,
+		"--pin-file", pinFile, "--openshell-archive", b.archive, "--gateway-endpoint", opts.GatewayEndpoint, "--startup-timeout", "3m", "--engine", b.kind)
+	up.Env = env
+	run := runSignalledAfter(t, up, point, sig)
+	werr, stderr := run.err, run.stderr
+	var vols []string
+	switch sig {
+	case syscall.SIGKILL:
+		if !run.killedBy(syscall.SIGKILL) {
+			t.Fatalf("up was not killed after %q: %v", point, werr)
+		}
+		vols = b.volumesOf(t, opts.ClusterName)
+		afterKill(t, b, bin, env, opts.StateDir, opts.ClusterName, vols)
+	default:
+		code := up.ProcessState.ExitCode()
+		t.Logf("up after %s (exit %d):\n%s", sig, code, stderr)
+		// A signal after the last step's line can meet an up that has nothing left to do.
+		if code != 128+int(sig) && code != 0 {
+			t.Errorf("exit code %d after %s, want %d", code, sig, 128+int(sig))
+		}
+		if code != 0 && !strings.Contains(stderr, "rolled back") && !strings.Contains(stderr, "interrupted") {
+			t.Errorf("up does not say it was interrupted and rolled back:\n%s", stderr)
+		}
+		if code == 0 {
+			downOut, err := exec.Command(bin, "dev", "down", "--state-dir", opts.StateDir).CombinedOutput()
+			if err != nil {
+				t.Fatalf("down after an up the signal did not stop: %v\n%s", err, downOut)
+			}
+		}
+	}
+	l := b.leftovers(t, opts.ClusterName, vols)
+	if left != nil {
+		l = append(l, left()...)
+	}
+	b.assertLeftNothing(t, sig, l, volumesBefore, opts.ClusterName, opts.StateDir, tmp)
 }
 
 // assertLeftNothing checks what a signalled run of `up` (and the `down` after a SIGKILL) left:

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -121,7 +122,8 @@ func (b *k3dBed) routingLeft(t *testing.T, imgs map[string]pins.Image) []string 
 // cluster's Gateway API CRDs left out), waits for their four Deployments, and writes the
 // routing into the Installation: gatewayRouting with the route's hostname, the node's Pod CIDR
 // as the trusted proxy range, no listed Gateway clients. The summary names them; `down` takes
-// them with the cluster. A failure after either new step rolls back to nothing.
+// them with the cluster. A failure after either new step rolls back to nothing, as does a
+// SIGKILL after the apply (then status and down) and a Ctrl-C after the fetch.
 //
 // With compose set, the same runs in the default Compose profile (no checkout: its platform,
 // Gateway on a NodePort), without the plain up beside it and the failure cases.
@@ -299,6 +301,20 @@ func testRoutingControllers(t *testing.T, b *k3dBed, compose bool) {
 			if left := append(b.leftovers(t, opts.ClusterName, nil), b.routingLeft(t, imgs)...); len(left) > 0 {
 				t.Errorf("left after the rollback: %v", left)
 			}
+		})
+	}
+	// Killed after the routing manifests are applied, status and down leave nothing, the routing
+	// images included; stopped with Ctrl-C once the manifests are verified, up rolls back by
+	// itself.
+	bin := buildOCC(t)
+	for _, c := range []struct {
+		step string
+		sig  syscall.Signal
+	}{{"Apply the routing controller manifests", syscall.SIGKILL}, {"Fetch and verify the routing controller manifests", syscall.SIGINT}} {
+		t.Run(c.sig.String()+" after "+c.step, func(t *testing.T) {
+			b.forgetProducts(t)
+			b.forgetRouting(t, imgs)
+			signalUpAfter(t, b, bin, b.options(t), pinFile, c.step, c.sig, func() []string { return b.routingLeft(t, imgs) })
 		})
 	}
 }
