@@ -2,9 +2,6 @@ package artifacts
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -13,10 +10,10 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/openclaw/occ/internal/contract"
+	"github.com/openclaw/occ/internal/fsutil"
 	"github.com/openclaw/occ/internal/occdev/pins"
 )
 
@@ -138,38 +135,26 @@ func (f *Fetcher) download(ctx context.Context, a pins.Artifact, dest string) (*
 		return nil, fmt.Errorf("download %s: server answered %s, want 200 OK; check the URL in the pin file or pass a local copy", shown, resp.Status)
 	}
 
-	tmp, err := createTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".partial-")
+	tmp, err := fsutil.NewHashedTemp(dest)
 	if err != nil {
 		return nil, fmt.Errorf("download %s: %w", shown, err)
 	}
-	keep := false
-	defer func() {
-		if !keep {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	h := sha256.New()
+	defer tmp.Discard()
 	counter := &progressWriter{url: shown, total: resp.ContentLength, report: f.Progress}
-	n, err := io.CopyBuffer(io.MultiWriter(tmp, h, counter), resp.Body, make([]byte, hashBufferSize))
+	n, err := io.CopyBuffer(io.MultiWriter(tmp, counter), resp.Body, make([]byte, hashBufferSize))
 	if err != nil {
 		return nil, downloadError(ctx, shown, timeout, err)
 	}
-	got := hex.EncodeToString(h.Sum(nil))
+	got := tmp.Sum()
 	if got != a.SHA256 {
 		return nil, &ChecksumError{What: shown + " (download discarded)", Expected: a.SHA256, Got: got}
 	}
-	if err := tmp.Sync(); err != nil {
-		return nil, fmt.Errorf("download %s: sync %s: %w", shown, tmp.Name(), err)
-	}
-	// The descriptor stays open across the rename: it is the verified content, whatever later
-	// happens to the path.
-	if err := os.Rename(tmp.Name(), dest); err != nil {
+	file, err := tmp.Keep()
+	if err != nil {
 		return nil, fmt.Errorf("download %s: store in cache: %w", shown, err)
 	}
-	keep = true
 	counter.finish(n)
-	return &Verified{file: tmp, path: dest, sum: got, size: n}, nil
+	return &Verified{file: file, path: dest, sum: got, size: n}, nil
 }
 
 func downloadError(ctx context.Context, shown string, timeout time.Duration, err error) error {
@@ -202,15 +187,6 @@ func unwrapURLError(err error) error {
 		return uerr.Err
 	}
 	return err
-}
-
-// createTemp makes a new private file in dir (O_EXCL, 0600) for a download in progress.
-func createTemp(dir, prefix string) (*os.File, error) {
-	var rnd [8]byte
-	if _, err := rand.Read(rnd[:]); err != nil {
-		return nil, err
-	}
-	return os.OpenFile(filepath.Join(dir, prefix+hex.EncodeToString(rnd[:])), os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
 }
 
 type progressWriter struct {

@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/openclaw/occ/internal/fsutil"
 )
 
 // layoutDir is the partial directory of a bundle being created: an OCI layout on disk whose
@@ -54,39 +56,28 @@ func (l layoutDir) has(digest string) (bool, error) {
 // and are renamed to their name only when the digest (and size, when known, that is >= 0)
 // matches. what names the blob in errors.
 func (l layoutDir) put(digest string, size int64, r io.Reader, what string) error {
-	path := l.blobPath(digest)
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".partial-*")
+	tmp, err := fsutil.NewHashedTemp(l.blobPath(digest))
 	if err != nil {
 		return fmt.Errorf("store %s: %w", what, err)
 	}
-	done := false
-	defer func() {
-		if !done {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	h := sha256.New()
-	n, err := io.CopyBuffer(io.MultiWriter(tmp, h), r, make([]byte, 1<<20))
+	defer tmp.Discard()
+	n, err := io.CopyBuffer(tmp, r, make([]byte, 1<<20))
 	if err != nil {
 		return fmt.Errorf("download %s: %w", what, err)
 	}
-	if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != digest {
+	if got := "sha256:" + tmp.Sum(); got != digest {
 		return fmt.Errorf("%s: the registry served content whose sha256 is %s, not the pinned chain's %s; nothing was kept (try again; if it persists, the registry serves other content under this digest)", what, got, digest)
 	}
 	if size >= 0 && n != size {
 		return fmt.Errorf("%s: %d bytes, its descriptor says %d; nothing was kept", what, n, size)
 	}
-	if err := tmp.Sync(); err != nil {
+	f, err := tmp.Keep()
+	if err == nil {
+		err = f.Close()
+	}
+	if err != nil {
 		return fmt.Errorf("store %s: %w", what, err)
 	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("store %s: %w", what, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("store %s: %w", what, err)
-	}
-	done = true
 	return nil
 }
 
