@@ -83,6 +83,16 @@ func installRoutingCRDs(t *testing.T, b *bed) {
 	}
 }
 
+// newRoutingBed is a bed whose apiserver serves the routing controllers' kinds, with a k3s node
+// of Pod range 10.42.0.0/24; the OCE release is uninstalled at the end.
+func newRoutingBed(t *testing.T) *bed {
+	b := newBed(t)
+	b.uninstallAtEnd()
+	installRoutingCRDs(t, b)
+	createNode(t, b)
+	return b
+}
+
 // routeControllers plays cert-manager and Envoy Gateway for the route of one namespace: it marks
 // the listener's Certificate Ready and the Gateway Programmed once they exist, then runs one
 // Envoy proxy Pod at proxyIP, as the controllers would on a cluster.
@@ -189,10 +199,7 @@ func upWithRoute(t *testing.T, b *bed, cp *ControlPlane) *routeControllers {
 // Envoy Gateway has programmed its Gateway and the Gateway's proxies are Ready on the node's Pod
 // range; a proxy elsewhere is refused, and a route nothing serves is named with its last state.
 func TestRoutingWaitsForThePrivateRoute(t *testing.T) {
-	b := newBed(t)
-	b.uninstallAtEnd()
-	installRoutingCRDs(t, b)
-	createNode(t, b)
+	b := newRoutingBed(t)
 	ctx := context.Background()
 
 	// The route as the chart renders it, named as occ names it.

@@ -37,10 +37,7 @@ func TestRoutingEnablesTheChartsGatewayRouting(t *testing.T) {
 		}
 	}
 
-	b := newBed(t)
-	b.uninstallAtEnd()
-	installRoutingCRDs(t, b)
-	createNode(t, b)
+	b := newRoutingBed(t)
 	ctx := context.Background()
 	cp, _, _ := b.newControlPlane(nil, nil)
 	upWithRoute(t, b, cp)
