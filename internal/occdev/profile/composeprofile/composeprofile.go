@@ -224,7 +224,7 @@ func (x Profile) plan(in profile.Input, co controlplane.Checkout) (_ *Plan, refu
 	if project == "" {
 		project = compose.ProjectOf(in.Environment)
 	}
-	lo := compose.LoadOptions{Checkout: co.Root, Project: project, StateDir: in.StateDir, User: user, Environment: env}
+	lo := compose.LoadOptions{Checkout: co.Root, Project: project, StateDir: in.StateDir, User: user, Environment: env, Routing: in.Routing}
 	if in.EngineKind == state.EnginePodman {
 		// The socket occ reaches Podman through. On a Podman machine this is the host's
 		// forwarded socket, not the path inside the machine; the only service of OCE's
