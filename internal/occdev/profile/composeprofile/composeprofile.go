@@ -126,6 +126,8 @@ type run struct {
 	// bases are every base image of the builds, by digest, once pulled.
 	bases   []controlplane.ResolvedBase
 	session oce.Session
+	// route is the private Agent Gateway route once it serves (nil when this `up` sets up none).
+	route *routeResult
 }
 
 // New decides the profile for one `up`. The checkout, the image selection and the key
@@ -425,6 +427,14 @@ func (c Planned) Installation(ctx context.Context, env profile.Env, in *platform
 		return err
 	}
 	in.Compute = extras
+	if r := c.run.route; r != nil {
+		// Beside the cluster the services reach the route on the node, by its name and the
+		// NodePort, through the proxies that served it; Agent Gateways trust exactly those.
+		in.Routing = &platform.InstallationRouting{
+			GatewayName: platform.RoutingGatewayName, GatewayNamespace: RouteNamespace, EnvoyNamespace: platform.RoutingEnvoyNamespace,
+			Hostname: r.node, EndpointPort: r.port, TrustedProxyCIDRs: r.proxies,
+		}
+	}
 	c.run.runtimeRef = ref
 	return env.State().Update(func(s *state.State) {
 		for i := range s.ControlPlane.Images {
@@ -441,7 +451,7 @@ func (c Planned) Rollback(profile.Env) error { return c.run.session.RemoveWritte
 // Summary is the control plane's part of the summary: the project, the API URL, the verified
 // key and its Installation, the bootstrap Namespace, the Agent runtime, the base images and
 // every service of the model, started or not.
-func (c Planned) Summary(profile.Env) *profile.Summary {
+func (c Planned) Summary(env profile.Env) *profile.Summary {
 	op, r := c.Compose, c.run
 	return &profile.Summary{
 		ControlPlane:   "Compose (project " + op.Model.Name() + ", from " + op.Checkout + " at " + oce.ShortCommit(op.Commit) + ")",
@@ -453,6 +463,7 @@ func (c Planned) Summary(profile.Env) *profile.Summary {
 		RuntimeImage:   r.runtimeRef,
 		BaseImages:     oce.BaseSummary(r.bases),
 		Services:       op.Model.Services(),
+		Route:          c.routeSummary(env.State().Path()),
 	}
 }
 
