@@ -145,9 +145,9 @@ func fromProfile(x profile.Planned) flowProfile {
 		beforeInstallation: adapt(x.BeforeInstallation()),
 		route:              x.Route(),
 		controlPlane:       adapt(x.ControlPlane()),
-		rollback:     func(r *run) error { return x.Rollback(r) },
-		summary:      func(r *run) *OCESummary { return x.Summary(r) },
-		refusal:      x.Refusal(),
+		rollback:           func(r *run) error { return x.Rollback(r) },
+		summary:            func(r *run) *OCESummary { return x.Summary(r) },
+		refusal:            x.Refusal(),
 	}
 	// A profile imports images when it names a list, and the dry run names them when the list
 	// is not empty.
