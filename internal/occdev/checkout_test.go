@@ -298,6 +298,9 @@ func TestDryRunNamesTheComposeRoute(t *testing.T) {
 	if route == nil || at+1 >= len(names) || names[at+1] != "Write the Installation" {
 		t.Fatalf("the route's step is not right before the Installation: %q", names)
 	}
+	if at := slices.Index(names, "Start the controller and worker-kubernetes"); at < 0 || at+1 >= len(names) || names[at+1] != "Admit the controller and worker-kubernetes to the private route" {
+		t.Errorf("the services are not admitted to the route right after they start: %q", names)
+	}
 	d := strings.Join(route.Creates, "\n")
 	for _, want := range []string{"Namespace oce-system", filepath.Join(opts.StateDir, "gateway-api-key") + " (O_EXCL, 0600)", "Secret oce-system/occ-private-gateway-key",
 		"deploy/helm/openclaw-enterprise/templates/gateway-routing.yaml alone", filepath.Join(opts.StateDir, "gateway-ca.crt") + " (0600)", "only CAP_CHOWN"} {
@@ -318,8 +321,8 @@ func TestDryRunNamesTheComposeRoute(t *testing.T) {
 		t.Errorf("routing without a checkout: %+v", dr.Plan.Routing)
 	}
 	for _, s := range dr.Steps {
-		if s.Name == "Set up the private Agent Gateway route" {
-			t.Error("a route step without a checkout")
+		if strings.Contains(s.Name, "private Agent Gateway route") || strings.Contains(s.Name, "to the private route") {
+			t.Errorf("a route step without a checkout: %s", s.Name)
 		}
 	}
 }

@@ -91,10 +91,10 @@ func TestComposeRoute(t *testing.T) {
 			t.Errorf("playing the routing controllers: %v", err)
 		}
 	}
-	if !slices.ContainsFunc(steps.lines, func(l string) bool {
-		return strings.HasPrefix(l, "Set up the private Agent Gateway route") && strings.HasSuffix(l, " ok")
-	}) {
-		t.Errorf("no route step ended ok:\n%s", strings.Join(steps.lines, "\n"))
+	for _, name := range []string{"Set up the private Agent Gateway route", "Admit the controller and worker-kubernetes to the private route"} {
+		if !slices.ContainsFunc(steps.lines, func(l string) bool { return strings.HasPrefix(l, name) && strings.HasSuffix(l, " ok") }) {
+			t.Errorf("step %q did not end ok:\n%s", name, strings.Join(steps.lines, "\n"))
+		}
 	}
 
 	dir := r.opts.StateDir
@@ -154,6 +154,31 @@ func TestComposeRoute(t *testing.T) {
 		if !slices.ContainsFunc(st.Objects, func(o state.Object) bool { return strings.HasSuffix(o.Kind+"/"+o.Namespace+"/"+o.Name, want) }) {
 			t.Errorf("the state records no %s: %v", want, st.Objects)
 		}
+	}
+
+	// The route's data plane admits the node and the two services by their own addresses on
+	// the development network, and nothing wider.
+	var admitted []string
+	for _, name := range []string{node, serviceContainer(t, b, r.settings.Project, "controller").ID, serviceContainer(t, b, r.settings.Project, "worker-kubernetes").ID} {
+		info, err := b.engine.API.ContainerInspect(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		admitted = append(admitted, info.NetworkSettings.Networks[r.network()].IPAddress+"/32")
+	}
+	slices.Sort(admitted)
+	pol, err := kc.NetworkingV1().NetworkPolicies(platform.RoutingEnvoyNamespace).Get(ctx, "openclaw-enterprise-"+strings.TrimPrefix(route.Service(), "occ-gateway-")+"-envoy-dataplane", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var blocks []string
+	for _, peer := range pol.Spec.Ingress[0].From {
+		if peer.IPBlock != nil {
+			blocks = append(blocks, peer.IPBlock.CIDR)
+		}
+	}
+	if strings.Join(blocks, ",") != strings.Join(admitted, ",") {
+		t.Errorf("the data plane admits %v beside the cluster, want the node and the services %v", blocks, admitted)
 	}
 
 	// The controller and worker-kubernetes: the variables, the read-only mounts, and the files

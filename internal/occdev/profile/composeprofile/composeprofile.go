@@ -366,6 +366,9 @@ func (c Planned) BeforeCluster() []profile.Step {
 func (c Planned) ControlPlane() []profile.Step {
 	m := c.Compose.Model
 	steps := []profile.Step{{Name: "Start the controller and worker-kubernetes", Describe: c.describeAPIServices, Run: c.startAPIServices}}
+	if c.routes() {
+		steps = append(steps, profile.Step{Name: admitStep, Describe: c.describeAdmit, Run: c.admitServices})
+	}
 	if len(m.Added) > 0 {
 		steps = append(steps, profile.Step{Name: "Start the services the Compose options add: " + strings.Join(m.Added, ", "), Describe: c.describeAddedServices, Run: c.startAddedServices})
 	}

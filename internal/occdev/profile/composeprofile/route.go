@@ -12,7 +12,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,6 +44,9 @@ type routeResult struct {
 	// node is the node's name, the listener's hostname; port the Envoy Service's NodePort.
 	node string
 	port int
+	// nodeCIDR is the node's /32 on the development network; podCIDRs the node's Pod ranges.
+	nodeCIDR string
+	podCIDRs []string
 	// proxies are the Envoy proxy Pods' /32 addresses, which Agent Gateways trust.
 	proxies []string
 }
@@ -117,20 +122,12 @@ func (c Planned) setUpRoute(ctx context.Context, env profile.Env, rep progress.R
 	if err != nil {
 		return err
 	}
-	objs, err := c.routeObjects(node, []string{netip.PrefixFrom(nodeAddr, 32).String()})
+	nodeCIDR := netip.PrefixFrom(nodeAddr, 32).String()
+	proxies, err := c.applyRoute(ctx, env, node, []string{nodeCIDR}, podCIDRs)
 	if err != nil {
 		return err
-	}
-	for _, o := range objs {
-		if _, err := conn.Ensure(ctx, o, kubeobj.Converge); err != nil {
-			return err
-		}
 	}
 	r := platform.Route{Namespace: RouteNamespace}
-	proxies, err := platform.WaitRoute(ctx, conn, r, podCIDRs, c.in.StartupTimeout)
-	if err != nil {
-		return err
-	}
 	port, err := platform.RouteNodePort(ctx, conn, r)
 	if err != nil {
 		return err
@@ -146,7 +143,54 @@ func (c Planned) setUpRoute(ctx context.Context, env profile.Env, rep progress.R
 	if err := c.shareRouteFiles(ctx, env, keyPath, caPath); err != nil {
 		return err
 	}
-	c.run.route = &routeResult{node: node, port: port, proxies: proxies}
+	c.run.route = &routeResult{node: node, nodeCIDR: nodeCIDR, podCIDRs: podCIDRs, port: port, proxies: proxies}
+	return nil
+}
+
+// applyRoute applies the route's objects, admitting remote beside the cluster, and waits until
+// its proxies serve in podCIDRs; it returns their /32 addresses.
+func (c Planned) applyRoute(ctx context.Context, env profile.Env, node string, remote, podCIDRs []string) ([]string, error) {
+	objs, err := c.routeObjects(node, remote)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range objs {
+		if _, err := env.Conn().Ensure(ctx, o, kubeobj.Converge); err != nil {
+			return nil, err
+		}
+	}
+	return platform.WaitRoute(ctx, env.Conn(), platform.Route{Namespace: RouteNamespace}, podCIDRs, c.in.StartupTimeout)
+}
+
+// admitStep names the step that admits the services to the route.
+const admitStep = "Admit the controller and worker-kubernetes to the private route"
+
+func (c Planned) describeAdmit(profile.View) step.Description {
+	return step.Description{Creates: []string{fmt.Sprintf("the route's objects again, the data-plane NetworkPolicy in %s admitting the /32 addresses of the controller's and worker-kubernetes's containers on the development network beside the node's", platform.RoutingEnvoyNamespace)},
+		Note: "then waits for the route again; the Envoy proxies' addresses must be those the Installation trusts"}
+}
+
+// admitServices admits the controller's and worker-kubernetes's own addresses to the route once
+// their containers exist (their addresses are known only then), and checks the proxies kept the
+// addresses the Installation, already read by the services, trusts.
+func (c Planned) admitServices(ctx context.Context, env profile.Env, _ progress.Reporter) error {
+	rt := c.run.route
+	remote := []string{rt.nodeCIDR}
+	for _, name := range compose.APIServices {
+		a, err := c.run.stack.ServiceAddress(ctx, name, c.Compose.Model.Network.Name)
+		if err != nil {
+			return err
+		}
+		remote = append(remote, netip.PrefixFrom(a, 32).String())
+	}
+	proxies, err := c.applyRoute(ctx, env, rt.node, remote, rt.podCIDRs)
+	if err != nil {
+		return err
+	}
+	if !slices.Equal(proxies, rt.proxies) {
+		return fmt.Errorf("Envoy proxy Pod addresses changed while configuring private routing (%s, then %s): the Installation trusts the first; run occ dev down and up again",
+			strings.Join(rt.proxies, ", "), strings.Join(proxies, ", "))
+	}
 	return nil
 }
 
