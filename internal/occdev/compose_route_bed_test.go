@@ -36,7 +36,6 @@ import (
 	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/platform"
 	"github.com/openclaw/occ/internal/occdev/state"
-	"github.com/openclaw/occ/internal/testbed"
 	"github.com/openclaw/occ/internal/testbed/dockerbed"
 )
 
@@ -72,7 +71,7 @@ func TestComposeRoute(t *testing.T) {
 			go func() { played <- playEnvoyGateway(playCtx, t, r.opts.StateDir) }()
 			go func() {
 				var err error
-				ca, err = playRoute(playCtx, t, r.opts.StateDir)
+				ca, err = playRoute(playCtx, t, r.opts.StateDir, imgs["envoy-gateway"].DigestReference())
 				played <- err
 			}()
 		}
@@ -228,7 +227,7 @@ func TestComposeRoute(t *testing.T) {
 			t.Errorf("Installation gatewayRouting.%s = %v, want %v", k, c.GatewayRouting[k], v)
 		}
 	}
-	if got, _ := c.Network["gatewayTrustedProxyCidrs"].([]any); len(got) != 1 || got[0] != proxyIP(t, kc, node)+"/32" {
+	if got, _ := c.Network["gatewayTrustedProxyCidrs"].([]any); len(got) != 1 || got[0] != proxyIP(t, kc, node, route)+"/32" {
 		t.Errorf("Installation gatewayTrustedProxyCidrs %v, want the proxy's own address", c.Network["gatewayTrustedProxyCidrs"])
 	}
 	if !strings.Contains(sum.Routing, "(route https://"+node+":") || sum.OCE == nil || !strings.HasPrefix(sum.OCE.Route, "https://"+node+":") {
@@ -246,10 +245,12 @@ func TestComposeRoute(t *testing.T) {
 	}
 }
 
-// proxyIP is the address the played Envoy proxy Pod takes in the node's Pod range.
-func proxyIP(t *testing.T, kc kubernetes.Interface, node string) string {
+// proxyIP is the address the bed's node gave the played Envoy proxy Pod, checked to be in the
+// node's Pod range.
+func proxyIP(t *testing.T, kc kubernetes.Interface, node string, route platform.Route) string {
 	t.Helper()
-	n, err := kc.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+	ctx := context.Background()
+	n, err := kc.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,9 +258,13 @@ func proxyIP(t *testing.T, kc kubernetes.Interface, node string) string {
 	if err != nil {
 		t.Fatalf("node %s Pod CIDR %q: %v", node, n.Spec.PodCIDR, err)
 	}
-	a := p.Masked().Addr()
-	for range 17 {
-		a = a.Next()
+	pod, err := kc.CoreV1().Pods(platform.RoutingEnvoyNamespace).Get(ctx, "envoy-"+route.Service(), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := netip.ParseAddr(pod.Status.PodIP)
+	if err != nil || !p.Contains(a) {
+		t.Fatalf("the proxy Pod's address %q is not in the node's Pod range %s", pod.Status.PodIP, p)
 	}
 	return a.String()
 }
@@ -268,8 +273,8 @@ func proxyIP(t *testing.T, kc kubernetes.Interface, node string) string {
 // environment of stateDir until ctx ends: the root Certificate issued into its Secret (a real
 // self-signed CA, its key beside it as cert-manager writes it), the listener's Certificate
 // Ready, the Gateway Programmed, and for the EnvoyProxy the NodePort Service and one Ready proxy
-// Pod. It returns the CA certificate it issued.
-func playRoute(ctx context.Context, t *testing.T, stateDir string) ([]byte, error) {
+// Pod of proxyImage. It returns the CA certificate it issued.
+func playRoute(ctx context.Context, t *testing.T, stateDir, proxyImage string) ([]byte, error) {
 	st, err := state.Read(stateDir)
 	if err != nil {
 		return nil, err
@@ -303,7 +308,7 @@ func playRoute(ctx context.Context, t *testing.T, stateDir string) ([]byte, erro
 			programmed = setTrue(ctx, dyn, "gateway.networking.k8s.io", "gateways", platform.RoutingGatewayName, "Programmed")
 		}
 		if programmed && !proxied && exists(ctx, dyn, "gateway.envoyproxy.io", "envoyproxies", platform.RoutingGatewayName) {
-			proxied = runEnvoyProxy(ctx, t, kc, route, st.Cluster.Name)
+			proxied = runEnvoyProxy(ctx, kc, route, proxyImage)
 		}
 	}
 }
@@ -338,9 +343,10 @@ func setTrue(ctx context.Context, dyn dynamic.Interface, group, resource, name, 
 	return err == nil
 }
 
-// runEnvoyProxy creates the route's Envoy Service (NodePort, HTTPS on 443) and one proxy Pod,
-// Ready at the 17th address of the node's Pod range, as Envoy Gateway and the kubelet would.
-func runEnvoyProxy(ctx context.Context, t *testing.T, kc kubernetes.Interface, route platform.Route, cluster string) bool {
+// runEnvoyProxy creates the route's Envoy Service (NodePort, HTTPS on 443) and one proxy Pod of
+// image (one the node holds), as Envoy Gateway would; the bed's node runs it as a kubelet would,
+// Ready at an address of its Pod range.
+func runEnvoyProxy(ctx context.Context, kc kubernetes.Interface, route platform.Route, image string) bool {
 	ns := platform.RoutingEnvoyNamespace
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: route.Service(), Namespace: ns}, Spec: corev1.ServiceSpec{
 		Type: corev1.ServiceTypeNodePort, Selector: route.ProxyLabels(),
@@ -349,16 +355,9 @@ func runEnvoyProxy(ctx context.Context, t *testing.T, kc kubernetes.Interface, r
 		return false
 	}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "envoy-" + route.Service(), Namespace: ns, Labels: route.ProxyLabels()},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "envoy", Image: "envoy"}}}}
-	created, err := kc.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
-	if err != nil {
-		return false
-	}
-	ip := proxyIP(t, kc, "k3d-"+cluster+"-server-0")
-	testbed.SetPodReady(created)
-	created.Status.PodIP, created.Status.PodIPs = ip, []corev1.PodIP{{IP: ip}}
-	_, err = kc.CoreV1().Pods(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{})
-	return err == nil
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "envoy", Image: image, ImagePullPolicy: corev1.PullNever}}}}
+	_, err := kc.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+	return err == nil || apierrors.IsAlreadyExists(err)
 }
 
 // selfSignedCA is a CA certificate and its key, PEM-encoded, as cert-manager's self-signed root.
