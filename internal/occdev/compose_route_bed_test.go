@@ -34,6 +34,7 @@ import (
 
 	"github.com/openclaw/occ/internal/occdev"
 	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/platform"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/testbed/dockerbed"
@@ -62,21 +63,7 @@ func TestComposeRoute(t *testing.T) {
 	r.opts.PinFile = pinFile
 	downAtEnd(t, r.opts.StateDir)
 
-	playCtx, stopPlaying := context.WithCancel(ctx)
-	defer stopPlaying()
-	played := make(chan error, 2)
-	var ca []byte
-	r.opts.Seams().AfterStep = func(name string) error {
-		if name == "Apply the routing controller manifests" {
-			go func() { played <- playEnvoyGateway(playCtx, t, r.opts.StateDir) }()
-			go func() {
-				var err error
-				ca, err = playRoute(playCtx, t, r.opts.StateDir, imgs["envoy-gateway"].DigestReference())
-				played <- err
-			}()
-		}
-		return nil
-	}
+	stopPlaying := playRouting(t, r, imgs, "")
 	steps := &recordedProgress{}
 	r.opts.Progress = steps.sink
 	log := r.opts.Log.(*dockerbed.SyncBuffer)
@@ -84,11 +71,9 @@ func TestComposeRoute(t *testing.T) {
 	if err != nil {
 		t.Fatalf("up: %v\nlog:\n%s", err, log)
 	}
-	stopPlaying()
-	for range 2 {
-		if err := <-played; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("playing the routing controllers: %v", err)
-		}
+	ca, err := stopPlaying()
+	if err != nil {
+		t.Errorf("playing the routing controllers: %v", err)
 	}
 	for _, name := range []string{"Set up the private Agent Gateway route", "Admit the controller and worker-kubernetes to the private route"} {
 		if !slices.ContainsFunc(steps.lines, func(l string) bool { return strings.HasPrefix(l, name) && strings.HasSuffix(l, " ok") }) {
@@ -242,6 +227,69 @@ func TestComposeRoute(t *testing.T) {
 	}
 	if !stateGone(dir) {
 		t.Errorf("down kept the state directory %s", dir)
+	}
+
+	// A failure right after each new step rolls back to nothing: the route's objects go with
+	// the cluster, its files (the services' user's by then) with the state directory.
+	for _, step := range []string{"Set up the private Agent Gateway route", "Admit the controller and worker-kubernetes to the private route"} {
+		t.Run("a failure after "+step, func(t *testing.T) {
+			r := b.run(t)
+			r.opts.PinFile = pinFile
+			injected := errors.New("injected after " + step)
+			stop := playRouting(t, r, imgs, step, injected)
+			if _, err := occdev.Up(ctx, r.opts); !errors.Is(err, injected) {
+				t.Fatalf("up: %v, want the injected failure", err)
+			}
+			if _, err := stop(); err != nil {
+				t.Errorf("playing the routing controllers: %v", err)
+			}
+			if !stateGone(r.opts.StateDir) {
+				t.Errorf("the rollback kept the state directory %s", r.opts.StateDir)
+			}
+			if left := append(b.projectLeftovers(t, r, nil), b.routingLeft(t, imgs)...); len(left) > 0 {
+				t.Errorf("left after the rollback: %v", left)
+			}
+		})
+	}
+}
+
+// playRouting plays the routing controllers for r's `up` (Envoy Gateway accepting the
+// GatewayClass, and the route: playRoute) from the moment their manifests are applied, and
+// fails the step named fail with injected, if given. stop ends the playing and returns the CA
+// the route was issued with, or why the route was not served completely.
+func playRouting(t *testing.T, r *composeRun, imgs map[string]pins.Image, fail string, injected ...error) (stop func() ([]byte, error)) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	played := make(chan error, 2)
+	var ca []byte
+	started := false
+	r.opts.Seams().AfterStep = func(name string) error {
+		if name == "Apply the routing controller manifests" {
+			started = true
+			go func() { played <- playEnvoyGateway(ctx, t, r.opts.StateDir) }()
+			go func() {
+				var err error
+				ca, err = playRoute(ctx, t, r.opts.StateDir, imgs["envoy-gateway"].DigestReference())
+				played <- err
+			}()
+		}
+		if name == fail {
+			return injected[0]
+		}
+		return nil
+	}
+	return func() ([]byte, error) {
+		cancel()
+		if !started {
+			return nil, errors.New("the routing controllers' manifests were never applied")
+		}
+		var errs []error
+		for range 2 {
+			if err := <-played; err != nil && !errors.Is(err, context.Canceled) {
+				errs = append(errs, err)
+			}
+		}
+		return ca, errors.Join(errs...)
 	}
 }
 

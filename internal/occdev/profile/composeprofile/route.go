@@ -87,7 +87,7 @@ func (c Planned) describeRoute(v profile.View) step.Description {
 
 // setUpRoute creates the route's namespace, key and objects, waits until its proxies serve, and
 // leaves the key and the CA certificate in the state directory, readable by the services.
-func (c Planned) setUpRoute(ctx context.Context, env profile.Env, rep progress.Reporter) error {
+func (c Planned) setUpRoute(ctx context.Context, env profile.Env, _ progress.Reporter) error {
 	conn, st := env.Conn(), env.State()
 	if err := platform.EnsureNamespace(ctx, conn, RouteNamespace); err != nil {
 		return err
