@@ -55,11 +55,25 @@ import (
 func TestComposeRoute(t *testing.T) {
 	startBuild()
 	b := newComposeBed(t)
+	testComposeRoute(t, b, func(t *testing.T) *composeRun { return b.run(t) }, true)
+}
+
+// The same on Podman, with the controller and Agent runtime images selected (Podman's builder
+// cannot build them): the route's files reach the services' user through Podman as well.
+func TestPodmanComposeRoute(t *testing.T) {
+	startBuild()
+	b := newPodmanComposeBed(t)
+	testComposeRoute(t, b.composeBed, func(t *testing.T) *composeRun { return b.run(t) }, false)
+}
+
+// testComposeRoute is the route's scenario on b, each `up` prepared by run; failures adds the
+// failure after each route step.
+func testComposeRoute(t *testing.T, b *composeBed, run func(t *testing.T) *composeRun, failures bool) {
 	ctx := context.Background()
 	pinFile, imgs := b.routingPinFile(t)
 	b.forgetProducts(t)
 	b.forgetRouting(t, imgs)
-	r := b.run(t)
+	r := run(t)
 	r.opts.PinFile = pinFile
 	downAtEnd(t, r.opts.StateDir)
 
@@ -231,9 +245,12 @@ func TestComposeRoute(t *testing.T) {
 
 	// A failure right after each new step rolls back to nothing: the route's objects go with
 	// the cluster, its files (the services' user's by then) with the state directory.
+	if !failures {
+		return
+	}
 	for _, step := range []string{"Set up the private Agent Gateway route", "Admit the controller and worker-kubernetes to the private route"} {
 		t.Run("a failure after "+step, func(t *testing.T) {
-			r := b.run(t)
+			r := run(t)
 			r.opts.PinFile = pinFile
 			injected := errors.New("injected after " + step)
 			stop := playRouting(t, r, imgs, step, injected)
