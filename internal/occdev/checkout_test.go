@@ -301,9 +301,11 @@ func TestDryRunNamesTheComposeRoute(t *testing.T) {
 	if at := slices.Index(names, "Start the controller and worker-kubernetes"); at < 0 || at+1 >= len(names) || names[at+1] != "Admit the controller and worker-kubernetes to the private route" {
 		t.Errorf("the services are not admitted to the route right after they start: %q", names)
 	}
-	d := strings.Join(route.Creates, "\n")
-	for _, want := range []string{"Namespace oce-system", filepath.Join(opts.StateDir, "gateway-api-key") + " (O_EXCL, 0600)", "Secret oce-system/occ-private-gateway-key",
-		"deploy/helm/openclaw-enterprise/templates/gateway-routing.yaml alone", filepath.Join(opts.StateDir, "gateway-ca.crt") + " (0600)", "only CAP_CHOWN"} {
+	d := strings.Join(route.Creates, "\n") + "\n" + route.Note
+	for _, want := range []string{"Namespace oce-system", "file " + filepath.Join(opts.StateDir, "gateway-api-key") + " (0600; O_EXCL", "Secret oce-system/occ-private-gateway-key (key occ",
+		"Gateway oce-system/openclaw-enterprise-agent-gateways (listener named after the node", "Certificate oce-system/openclaw-enterprise-agent-gateways-tls (waited for Ready)",
+		"SecurityPolicy oce-system/openclaw-enterprise-agent-gateways-api-key", "NetworkPolicy envoy-gateway-system/openclaw-enterprise-",
+		"deploy/helm/openclaw-enterprise/templates/gateway-routing.yaml alone", "file " + filepath.Join(opts.StateDir, "gateway-ca.crt") + " (0600", "only CAP_CHOWN"} {
 		if !strings.Contains(d, want) {
 			t.Errorf("the route's step lacks %q:\n%s", want, d)
 		}

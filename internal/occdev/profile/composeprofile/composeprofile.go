@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types/network"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
@@ -111,6 +112,9 @@ type Planned struct {
 	pending string
 	// refusal is the Compose model's refusal (*compose.ProjectError), planned in full beside it.
 	refusal error
+	// routePreview are the route's objects rendered with placeholders for the node (none when
+	// this `up` sets up no route).
+	routePreview []*unstructured.Unstructured
 	run     *run
 }
 
@@ -150,6 +154,14 @@ func (x Profile) New(in profile.Input) (Planned, error) {
 	}
 	if c.Compose, c.refusal, err = x.plan(in, co); err != nil {
 		return Planned{}, err
+	}
+	if c.routes() {
+		// The route's objects as the checkout's chart renders them, with placeholders for the
+		// node: a chart that cannot render the route stops `up` before anything exists, and
+		// the dry run names each object the route's step applies.
+		if c.routePreview, err = c.routeObjects(routePlaceholderNode, []string{routePlaceholderCIDR}); err != nil {
+			return Planned{}, err
+		}
 	}
 	return c, nil
 }

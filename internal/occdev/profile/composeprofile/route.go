@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/openclaw/occ/internal/fsutil"
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
@@ -72,17 +73,37 @@ func (c Planned) BeforeInstallation() []profile.Step {
 	return []profile.Step{{Name: routeStep, Describe: c.describeRoute, Run: c.setUpRoute}}
 }
 
+// The placeholders of the route's plan-time render: the node's name and address are known only
+// once the cluster exists (a documentation address, RFC 5737).
+const (
+	routePlaceholderNode = "k3d-node-server-0"
+	routePlaceholderCIDR = "192.0.2.1/32"
+)
+
 func (c Planned) describeRoute(v profile.View) step.Description {
 	r := platform.Route{Namespace: RouteNamespace}
-	return step.Description{Creates: []string{
-		"Namespace " + RouteNamespace,
-		"file " + filepath.Join(v.StateDir, compose.GatewayKeyName) + " (O_EXCL, 0600): the route's API key, 48 hex from crypto/rand (kept when this state has one), never printed",
-		"Secret " + RouteNamespace + "/" + kubernetes.GatewayKeySecret + " holding that key (key " + kubernetes.GatewayKeySecretKey + "), which the route's SecurityPolicy checks",
-		fmt.Sprintf("the objects of the checkout's %s/%s alone (release %s in %s): its CA Issuers and Certificate %s, Gateway %s with its EnvoyProxy (Service %s/%s a NodePort, the listener's hostname the node's name), Certificate %s, the API key SecurityPolicy, and NetworkPolicies admitting the node's address on the development network",
-			kubernetes.ChartPath, kubernetes.RouteTemplate, kubernetes.ReleaseName, RouteNamespace, r.RootSecret(), platform.RoutingGatewayName, platform.RoutingEnvoyNamespace, r.Service(), r.Certificate()),
-		"file " + filepath.Join(v.StateDir, compose.GatewayCAName) + " (0600): the route's CA certificate (" + "tls.crt of Secret " + r.RootSecret() + ", certificates only)",
-		"the two files owned by the user the controller and worker-kubernetes run as, through a throwaway root container of the controller image with only CAP_CHOWN and no network",
-	}, Note: fmt.Sprintf("waits up to %s for Certificate %s Ready, Gateway %s Programmed and its Envoy proxies Ready in the node's Pod range; the Installation trusts those proxies' addresses", v.StartupTimeout, r.Certificate(), platform.RoutingGatewayName)}
+	objs := make([]runtime.Object, len(c.routePreview))
+	for i, o := range c.routePreview {
+		objs[i] = o
+	}
+	items := []step.Item{
+		step.Object{Kind: "Namespace", Name: RouteNamespace},
+		step.FileAt(filepath.Join(v.StateDir, compose.GatewayKeyName), 0o600, "O_EXCL; the route's API key, 48 hex from crypto/rand, kept when this state has one, never printed"),
+		step.Object{Kind: "Secret", Namespace: RouteNamespace, Name: kubernetes.GatewayKeySecret, Note: "key " + kubernetes.GatewayKeySecretKey + ": that key, which the route's SecurityPolicy checks"},
+	}
+	for _, o := range kubeobj.Describe(objs, map[string]string{
+		"Certificate " + r.Certificate():            "waited for Ready",
+		"Gateway " + platform.RoutingGatewayName:    "listener named after the node; waited for Programmed, then its Envoy proxies Ready in the node's Pod range",
+		"EnvoyProxy " + platform.RoutingGatewayName: "Envoy Service " + platform.RoutingEnvoyNamespace + "/" + r.Service() + " a NodePort, whose port the Installation names",
+	}) {
+		items = append(items, o)
+	}
+	items = append(items, step.FileAt(filepath.Join(v.StateDir, compose.GatewayCAName), 0o600, "the route's CA certificate, tls.crt of Secret "+r.RootSecret()+", certificates only"))
+	d := step.Describe(items...)
+	d.Note = fmt.Sprintf("the route's objects are the checkout's %s/%s alone (release %s in %s; the data plane admits the node's address on the development network), waited for up to %s; "+
+		"the two files are then handed to the user the controller and worker-kubernetes run as, by a throwaway root container of the controller image with only CAP_CHOWN and no network",
+		kubernetes.ChartPath, kubernetes.RouteTemplate, kubernetes.ReleaseName, RouteNamespace, v.StartupTimeout)
+	return d
 }
 
 // setUpRoute creates the route's namespace, key and objects, waits until its proxies serve, and
