@@ -1,6 +1,8 @@
 package kubernetes
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -88,5 +90,32 @@ func TestRenderRouteBeside(t *testing.T) {
 		if _, err := values.WithRouteBeside(RouteBeside{Hostname: "k3d-dev-server-0", RemoteCIDRs: bad}); err == nil {
 			t.Errorf("remote CIDRs %v accepted", bad)
 		}
+	}
+}
+
+// An older OCE checkout whose chart has no route template: the render says so and what to run
+// instead, rather than applying nothing.
+func TestRenderRouteWithoutTheTemplate(t *testing.T) {
+	checkout := chartCopy(t)
+	if err := os.Remove(filepath.Join(checkout, ChartPath, RouteTemplate)); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := LoadChart(checkout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := PlaceholderValuesInput("oce-system", "openclaw-enterprise-controller:dev", 3000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	values, err := BuildValues(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if values, err = values.WithRouteBeside(RouteBeside{Hostname: "k3d-dev-server-0", RemoteCIDRs: []string{"172.30.41.2/32"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RenderRoute(ch, "oce-system", values); err == nil || !strings.Contains(err.Error(), "has no templates/gateway-routing.yaml: it cannot render the private Agent Gateway route") {
+		t.Errorf("a chart without the route template: %v", err)
 	}
 }
