@@ -8,8 +8,12 @@
 //     images built, postgres, migrate and bootstrap started and the jobs waited for;
 //   - the cluster joins <project>_development; the Agent runtime is imported with the
 //     OpenShell images; the Installation names it and the node;
-//   - after the platform: controller and worker-kubernetes started, the API and the worker
-//     ready, the bootstrap key copied and verified, the bootstrap Namespace ready.
+//   - with the routing controllers, before the Installation: the private Agent Gateway route
+//     beside the cluster (route.go), whose key and CA the services mount and whose node port
+//     and proxies the Installation names;
+//   - after the platform: controller and worker-kubernetes started (and admitted to the route),
+//     the API and the worker ready, the bootstrap key copied and verified, the bootstrap
+//     Namespace ready.
 //
 // Without an OCE checkout only the sandbox platform comes up, and the summary says how to add
 // the control plane. It sees the flow only through the profile contract.
