@@ -119,7 +119,7 @@ type Planned struct {
 	// routePreview are the route's objects rendered with placeholders for the node (none when
 	// this `up` sets up no route).
 	routePreview []*unstructured.Unstructured
-	run     *run
+	run          *run
 }
 
 // run is what the Compose profile's steps share during one `up`.
