@@ -195,6 +195,9 @@ func printDryRun(w io.Writer, dr *occdev.DryRun, verbose bool) error {
 	}
 	if r := dr.Plan.Routing; len(r.Controllers) > 0 {
 		fmt.Fprintf(w, "Routing:         %s (images by pinned digest)\n", strings.Join(r.Controllers, ", "))
+		if r.Route != "" {
+			fmt.Fprintf(w, "Agent route:     %s\n", r.Route)
+		}
 	} else {
 		fmt.Fprintf(w, "Routing:         none: %s\n", r.Skipped)
 	}

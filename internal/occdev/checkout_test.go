@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/controlplane/kubernetes"
 	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/testbed/ocebed"
 )
 
@@ -243,5 +245,86 @@ func TestBaseOverridesAreDigestPins(t *testing.T) {
 				t.Fatalf("bases with both overrides: %+v", bases)
 			}
 		})
+	}
+}
+
+// An OCE engineer whose pins record the routing controllers previews the default Compose
+// profile from a checkout: the plan names the private Agent Gateway route beside the cluster,
+// and its step, between the platform and the Installation that names it, lists the namespace,
+// the key file and Secret, the chart's route template and the CA file. Without a checkout the
+// platform's route stands and no such step is planned.
+func TestDryRunNamesTheComposeRoute(t *testing.T) {
+	set, err := pins.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest := "@sha256:" + strings.Repeat("ab", 32)
+	img := func(ref string) pins.Image {
+		i, err := pins.ParseImage(ref + digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return i
+	}
+	set.Routing.CertManager.Images = []pins.Image{img("quay.io/jetstack/cert-manager-controller:v1.18.4")}
+	set.Routing.EnvoyGateway.Images = []pins.Image{img("docker.io/envoyproxy/gateway:v1.6.7")}
+	data, err := pins.Encode(set, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinFile := filepath.Join(t.TempDir(), "pins.yaml")
+	if err := os.WriteFile(pinFile, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	checkout := ocebed.Checkout(t, fixtureCommit)
+	opts := checkoutOptions(t, occdev.ControlPlaneCompose, checkout, "unix:///nonexistent/docker.sock")
+	opts.PinFile = pinFile
+	dr, err := occdev.PlanUp(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(dr.Plan.Routing.Route, "Gateway oce-system/openclaw-enterprise-agent-gateways") {
+		t.Errorf("the plan's route %q", dr.Plan.Routing.Route)
+	}
+	var names []string
+	var route *occdev.PlannedStep
+	for i, s := range dr.Steps {
+		names = append(names, s.Name)
+		if s.Name == "Set up the private Agent Gateway route" {
+			route = &dr.Steps[i]
+		}
+	}
+	at := slices.Index(names, "Set up the private Agent Gateway route")
+	if route == nil || at+1 >= len(names) || names[at+1] != "Write the Installation" {
+		t.Fatalf("the route's step is not right before the Installation: %q", names)
+	}
+	if at := slices.Index(names, "Start the controller and worker-kubernetes"); at < 0 || at+1 >= len(names) || names[at+1] != "Admit the controller and worker-kubernetes to the private route" {
+		t.Errorf("the services are not admitted to the route right after they start: %q", names)
+	}
+	d := strings.Join(route.Creates, "\n") + "\n" + route.Note
+	for _, want := range []string{"Namespace oce-system", "file " + filepath.Join(opts.StateDir, "gateway-api-key") + " (0600; O_EXCL", "Secret oce-system/occ-private-gateway-key (key occ",
+		"Gateway oce-system/openclaw-enterprise-agent-gateways (listener named after the node", "Certificate oce-system/openclaw-enterprise-agent-gateways-tls (waited for Ready)",
+		"SecurityPolicy oce-system/openclaw-enterprise-agent-gateways-api-key", "NetworkPolicy envoy-gateway-system/openclaw-enterprise-",
+		"deploy/helm/openclaw-enterprise/templates/gateway-routing.yaml alone", "file " + filepath.Join(opts.StateDir, "gateway-ca.crt") + " (0600", "only CAP_CHOWN"} {
+		if !strings.Contains(d, want) {
+			t.Errorf("the route's step lacks %q:\n%s", want, d)
+		}
+	}
+
+	// Without a checkout only the platform comes up, with its own route.
+	bare := checkoutOptions(t, occdev.ControlPlaneCompose, "", "unix:///nonexistent/docker.sock")
+	bare.OCE = occdev.OCEOptions{WorkingDir: t.TempDir()}
+	bare.PinFile = pinFile
+	dr, err = occdev.PlanUp(bare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dr.Plan.Routing.Route != "" || len(dr.Plan.Routing.Controllers) != 2 {
+		t.Errorf("routing without a checkout: %+v", dr.Plan.Routing)
+	}
+	for _, s := range dr.Steps {
+		if strings.Contains(s.Name, "private Agent Gateway route") || strings.Contains(s.Name, "to the private route") {
+			t.Errorf("a route step without a checkout: %s", s.Name)
+		}
 	}
 }

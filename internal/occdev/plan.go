@@ -421,6 +421,7 @@ func resolvePlanWith(table map[string]clusterProvider, o UpOptions) (*Plan, erro
 	if p.profile, err = profileOf(p, o); err != nil {
 		return nil, err
 	}
+	p.Routing.Route = p.profile.route
 	if provider.settings != nil {
 		p.clusterSettings = provider.settings(p)
 	}

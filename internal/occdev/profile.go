@@ -46,6 +46,10 @@ type flowProfile struct {
 	// installation adds the control plane's part of the Installation (the Agent runtime's
 	// in-cluster reference, the node) before it is written.
 	installation func(ctx context.Context, r *run, in *platform.InstallationInput) error
+	// beforeInstallation are the profile's steps between the platform and the Installation.
+	beforeInstallation []Step
+	// route describes the private route the profile sets up itself ("" for none).
+	route string
 	// controlPlane are the control plane's own steps, after the platform is installed.
 	controlPlane []Step
 	// rollback undoes what a failed `up` made outside the state's records (a user's
@@ -138,10 +142,12 @@ func fromProfile(x profile.Planned) flowProfile {
 		installation: func(ctx context.Context, r *run, in *platform.InstallationInput) error {
 			return x.Installation(ctx, r, in)
 		},
-		controlPlane: adapt(x.ControlPlane()),
-		rollback:     func(r *run) error { return x.Rollback(r) },
-		summary:      func(r *run) *OCESummary { return x.Summary(r) },
-		refusal:      x.Refusal(),
+		beforeInstallation: adapt(x.BeforeInstallation()),
+		route:              x.Route(),
+		controlPlane:       adapt(x.ControlPlane()),
+		rollback:           func(r *run) error { return x.Rollback(r) },
+		summary:            func(r *run) *OCESummary { return x.Summary(r) },
+		refusal:            x.Refusal(),
 	}
 	// A profile imports images when it names a list, and the dry run names them when the list
 	// is not empty.

@@ -33,6 +33,9 @@ type RoutingPlan struct {
 	Skipped string `json:"skipped,omitempty"`
 	// Manifests are the selected local copies of the manifests, by controller key.
 	Manifests map[string]string `json:"manifests,omitempty"`
+	// Route is the private Agent Gateway route the control plane sets up itself beside the
+	// cluster (the Compose profile with a checkout); empty when the platform's route stands.
+	Route string `json:"route,omitempty"`
 }
 
 // routingSkippedEffect is what an environment without routing controllers cannot do.
@@ -191,10 +194,14 @@ func (r *run) routingInstallation(ctx context.Context) (*platform.InstallationRo
 	}, nil
 }
 
-// routingSummary is the summary's line about routing.
-func (p *Plan) routingSummary() string {
+// routingSummary is the summary's line about routing: the route the profile set up (route, as
+// its summary names it) when it set up its own, else the platform's.
+func (p *Plan) routingSummary(route string) string {
 	if !p.installsRouting() {
 		return "none: " + p.Routing.Skipped
 	}
-	return strings.Join(p.Routing.Controllers, ", ") + " (route " + platform.RoutingHostname(p.Namespace) + ")"
+	if route == "" {
+		route = platform.RoutingHostname(p.Namespace)
+	}
+	return strings.Join(p.Routing.Controllers, ", ") + " (route " + route + ")"
 }

@@ -44,6 +44,7 @@ func upSteps(p *Plan) []Step {
 	if !p.importsImages() {
 		steps = append(steps, platformSteps(p)...)
 	}
+	steps = append(steps, p.profile.beforeInstallation...)
 	steps = append(steps, Step{Name: "Write the Installation", Describe: describeInstallation, Run: writeInstallation})
 	return append(steps, p.profile.controlPlane...)
 }
@@ -276,7 +277,6 @@ func Up(ctx context.Context, opts UpOptions) (_ *Summary, err error) {
 		Namespace:           p.Namespace,
 		GatewayEndpoint:     r.gatewayEndpoint,
 		Installation:        r.installationPath,
-		Routing:             p.routingSummary(),
 		ControlPlane:        p.profile.pending,
 		StateDirectory:      r.state.Path(),
 		DownCommand:         DownCommand(opts.OCCCommand, r.state.Path()),
@@ -284,9 +284,13 @@ func Up(ctx context.Context, opts UpOptions) (_ *Summary, err error) {
 	for _, v := range r.verifiedImages() {
 		sum.Images = append(sum.Images, v.Reference)
 	}
+	route := ""
 	if p.profile.summary != nil {
-		sum.OCE = p.profile.summary(r)
+		if sum.OCE = p.profile.summary(r); sum.OCE != nil {
+			route = sum.OCE.Route
+		}
 	}
+	sum.Routing = p.routingSummary(route)
 	return sum, nil
 }
 

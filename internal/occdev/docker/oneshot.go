@@ -19,6 +19,14 @@ type OneShot struct {
 	// Entrypoint and Cmd are the command; Entrypoint replaces the image's.
 	Entrypoint []string
 	Cmd        []string
+	// User runs the command as this user ("" is the image's).
+	User string
+	// Binds are bind mounts (source:target[:options]).
+	Binds []string
+	// Confined drops every capability but CapAdd, makes the root filesystem read-only and
+	// forbids gaining privileges: for a helper that must do exactly one privileged thing.
+	Confined bool
+	CapAdd   []string
 }
 
 // RunOnce runs s and returns what it printed and its exit code, as `docker run --rm` does: the
@@ -27,9 +35,13 @@ type OneShot struct {
 // here if it never started.
 func RunOnce(ctx context.Context, api API, s OneShot) (ExecResult, error) {
 	what := fmt.Sprintf("run %q in a throwaway container of %s", strings.Join(append(append([]string{}, s.Entrypoint...), s.Cmd...), " "), s.Image)
+	host := &container.HostConfig{AutoRemove: true, NetworkMode: container.NetworkMode(s.Network), Binds: s.Binds}
+	if s.Confined {
+		host.CapDrop, host.CapAdd = []string{"ALL"}, s.CapAdd
+		host.ReadonlyRootfs, host.SecurityOpt = true, []string{"no-new-privileges"}
+	}
 	created, err := api.ContainerCreate(ctx,
-		&container.Config{Image: s.Image, Entrypoint: s.Entrypoint, Cmd: s.Cmd, AttachStdout: true, AttachStderr: true},
-		&container.HostConfig{AutoRemove: true, NetworkMode: container.NetworkMode(s.Network)}, nil, nil, "")
+		&container.Config{Image: s.Image, Entrypoint: s.Entrypoint, Cmd: s.Cmd, User: s.User, AttachStdout: true, AttachStderr: true}, host, nil, nil, "")
 	if err != nil {
 		return ExecResult{}, fmt.Errorf("%s: %w", what, err)
 	}

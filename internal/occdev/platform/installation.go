@@ -61,8 +61,12 @@ type InstallationRouting struct {
 	GatewayNamespace string `yaml:"gatewayNamespace"`
 	EnvoyNamespace   string `yaml:"envoyNamespace"`
 	Hostname         string `yaml:"hostname"`
-	// TrustedProxyCIDRs become network.gatewayTrustedProxyCidrs: the node's Pod ranges, where
-	// the Envoy proxies run.
+	// EndpointPort is the port clients outside the cluster reach the route's hostname on (the
+	// Envoy Service's NodePort, for a control plane beside the cluster); 0 leaves it out, and
+	// clients inside the cluster use the listener's own port.
+	EndpointPort int `yaml:"endpointPort,omitempty"`
+	// TrustedProxyCIDRs become network.gatewayTrustedProxyCidrs: where the Envoy proxies run
+	// (the node's Pod ranges, or the proxies' own /32 addresses).
 	TrustedProxyCIDRs []string `yaml:"-"`
 }
 
@@ -85,6 +89,9 @@ func (r *InstallationRouting) check() error {
 	}
 	if problems := validation.IsDNS1123Subdomain(r.Hostname); len(problems) > 0 {
 		errs = append(errs, fmt.Errorf("gatewayRouting.hostname %q: %s", r.Hostname, strings.Join(problems, "; ")))
+	}
+	if r.EndpointPort < 0 || r.EndpointPort > 65535 {
+		errs = append(errs, fmt.Errorf("gatewayRouting.endpointPort %d must be between 1 and 65535", r.EndpointPort))
 	}
 	if len(r.TrustedProxyCIDRs) == 0 {
 		errs = append(errs, errors.New("network.gatewayTrustedProxyCidrs is empty: Agent Gateways behind the route would trust no proxy"))

@@ -198,8 +198,26 @@ func TestInstallationRouting(t *testing.T) {
 			t.Errorf("Installation lacks %q:\n%s", want, data)
 		}
 	}
-	if strings.Contains(string(data), "gatewayClients") || strings.Contains(string(data), "127.0.0.1/32") || !strings.Contains(string(data), "- 10.42.0.0/24\n") {
-		t.Errorf("behind the route the Installation trusts the node's Pod range only and lists no clients:\n%s", data)
+	if strings.Contains(string(data), "gatewayClients") || strings.Contains(string(data), "127.0.0.1/32") || !strings.Contains(string(data), "- 10.42.0.0/24\n") || strings.Contains(string(data), "endpointPort") {
+		t.Errorf("behind the route the Installation trusts the node's Pod range only, lists no clients and names no endpoint port inside the cluster:\n%s", data)
+	}
+
+	// A control plane beside the cluster reaches the route on the node: the hostname is the
+	// node's, the endpoint port the Envoy Service's NodePort, and the proxies trusted are the
+	// Envoy Pods' own addresses.
+	beside := *rt
+	beside.Hostname, beside.EndpointPort, beside.TrustedProxyCIDRs = "k3d-dev-server-0", 31443, []string{"10.42.0.17/32"}
+	in, err = buildInstallation(InstallationInput{ClusterName: "dev", ControlPlane: ControlPlaneCompose, Namespace: "openshell-system", GatewayEndpoint: "http://gw:8080", Routing: &beside})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, err = encodeInstallation(in); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"hostname: k3d-dev-server-0\n", "endpointPort: 31443\n", "- 10.42.0.17/32\n"} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("the Installation beside the cluster lacks %q:\n%s", want, data)
+		}
 	}
 	if h := RoutingHostname("oce-system"); !strings.HasPrefix(h, "occ-gateway-") || !strings.HasSuffix(h, ".envoy-gateway-system.svc.cluster.local") || len(h) != len("occ-gateway-")+12+len(".envoy-gateway-system.svc.cluster.local") || h == RoutingHostname("openshell-system") {
 		t.Errorf("hostname %q", h)
@@ -212,6 +230,8 @@ func TestInstallationRouting(t *testing.T) {
 		{func(r *InstallationRouting) { r.TrustedProxyCIDRs = []string{"10.42.0.7/16"} }, `"10.42.0.7/16" is not a canonical prefix`},
 		{func(r *InstallationRouting) { r.Hostname = "Not_A_Host" }, `gatewayRouting.hostname "Not_A_Host"`},
 		{func(r *InstallationRouting) { r.GatewayNamespace = "" }, "gatewayRouting.gatewayNamespace"},
+		{func(r *InstallationRouting) { r.EndpointPort = 65536 }, "gatewayRouting.endpointPort 65536 must be between 1 and 65535"},
+		{func(r *InstallationRouting) { r.EndpointPort = -1 }, "gatewayRouting.endpointPort -1 must be between 1 and 65535"},
 	} {
 		r := *rt
 		bad.change(&r)

@@ -124,6 +124,12 @@ type Planned interface {
 	Imports(env Env) []images.Local
 	// Installation adds the control plane's part of the Installation before it is written.
 	Installation(ctx context.Context, env Env, in *platform.InstallationInput) error
+	// BeforeInstallation are steps after the platform is installed and before the Installation
+	// is written, for what the Installation must name (the Compose profile's private route).
+	BeforeInstallation() []Step
+	// Route describes the private Agent Gateway route the profile sets up itself, for the plan
+	// and the dry run; "" when the platform's route (or none) stands.
+	Route() string
 	// ControlPlane are the control plane's own steps, after the platform is installed.
 	ControlPlane() []Step
 	// Rollback undoes what a failed `up` made outside the state's records (a user's
@@ -154,6 +160,8 @@ func (Base) BeforeCluster() []Step                                              
 func (Base) ImportNames() []string                                                { return nil }
 func (Base) Imports(Env) []images.Local                                           { return nil }
 func (Base) Installation(context.Context, Env, *platform.InstallationInput) error { return nil }
+func (Base) BeforeInstallation() []Step                                           { return nil }
+func (Base) Route() string                                                        { return "" }
 func (Base) ControlPlane() []Step                                                 { return nil }
 func (Base) Rollback(Env) error                                                   { return nil }
 func (Base) Summary(Env) *Summary                                                 { return nil }
@@ -189,6 +197,9 @@ type Summary struct {
 	PasswordFile string `json:"passwordFile,omitempty"`
 	// BaseImages are the base images the builds used, by digest, with where each is used.
 	BaseImages []string `json:"baseImages,omitempty"`
+	// Route is the private Agent Gateway route the profile set up itself (Planned.Route), as its
+	// clients reach it; empty when it set up none.
+	Route string `json:"route,omitempty"`
 	// Services are the Compose model's services, started or not, with why (Compose only).
 	Services []compose.ServiceStatus `json:"services,omitempty"`
 }

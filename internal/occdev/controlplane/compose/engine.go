@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/netip"
 
 	dockertypes "github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
@@ -102,4 +103,27 @@ func (s Stack) oneContainer(ctx context.Context, service string) (string, error)
 		return list[0].ID, nil
 	}
 	return "", fmt.Errorf("multiple containers found for %s (%d); the project is scaled or was changed outside occ", service, len(list))
+}
+
+// ServiceAddress is the IPv4 address of service's one container on network.
+func (s Stack) ServiceAddress(ctx context.Context, service, network string) (netip.Addr, error) {
+	id, err := s.oneContainer(ctx, service)
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	if id == "" {
+		return netip.Addr{}, fmt.Errorf("service %s has no container", service)
+	}
+	info, err := s.Engine.ContainerInspect(ctx, id)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("inspect the container of service %s: %w", service, err)
+	}
+	if info.NetworkSettings != nil {
+		if ep := info.NetworkSettings.Networks[network]; ep != nil {
+			if a, err := netip.ParseAddr(ep.IPAddress); err == nil && a.Is4() {
+				return a, nil
+			}
+		}
+	}
+	return netip.Addr{}, fmt.Errorf("the container of service %s has no IPv4 address on network %s", service, network)
 }

@@ -110,6 +110,9 @@ type LoadOptions struct {
 	// win), with OCC_CONTAINER_ENGINE_SOCKET set to this path. Empty on Docker, where the file
 	// is never read.
 	PodmanSocket string
+	// Routing is set when the private Agent Gateway route is set up beside the cluster: the
+	// controller and worker-kubernetes then mount its key and CA files of StateDir (addRouting).
+	Routing bool
 }
 
 // Model is a loaded, checked Compose project, ready to be snapshotted.
@@ -278,6 +281,9 @@ func Load(ctx context.Context, opts LoadOptions) (*Model, error) {
 	violations = append(violations, m.classifyServices(checkout)...)
 	m.adoptWorkerAdditions(checkout)
 	m.keepInstallationConfig(checkout)
+	if opts.Routing {
+		violations = append(violations, m.addRouting(opts.StateDir)...)
+	}
 	violations = append(violations, m.fillGateway()...)
 	violations = append(violations, m.checkOwnership()...)
 	violations = append(violations, m.checkServices()...)

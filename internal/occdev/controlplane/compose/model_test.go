@@ -459,3 +459,60 @@ func TestRunnerRefusesSharedSnapshot(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// With the private Agent Gateway route beside the cluster, the controller and worker-kubernetes
+// name the route's key and CA by their mounted paths and mount the state's two files read-only;
+// Compose files that point a variable elsewhere or mount something at a target are refused
+// naming the service, the key and the value.
+func TestLoadAddsRouting(t *testing.T) {
+	b := newModelBed(t)
+	load := func(files []string) (*Model, error) {
+		return Load(context.Background(), LoadOptions{Checkout: b.checkout, Project: "occ-model-test", StateDir: b.state, User: UserOptions{Files: files}, Routing: true})
+	}
+	m, err := load(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range APIServices {
+		svc := m.Project.Services[name]
+		for k, want := range map[string]string{EnvGatewayKey: "/run/openclaw-development/gateway-api-key", EnvNodeExtraCAs: "/run/openclaw-development/gateway-ca.crt"} {
+			if v := svc.Environment[k]; v == nil || *v != want {
+				t.Errorf("%s: %s = %v, want %s", name, k, v, want)
+			}
+		}
+		for _, f := range []string{GatewayKeyName, GatewayCAName} {
+			found := false
+			for _, v := range svc.Volumes {
+				if v.Target == RoutingMountDir+"/"+f {
+					found = v.Type == "bind" && v.Source == filepath.Join(b.state, f) && v.ReadOnly && v.Bind != nil && v.Bind.SELinux == "z"
+				}
+			}
+			if !found {
+				t.Errorf("%s does not mount %s read-only from the state: %+v", name, f, svc.Volumes)
+			}
+		}
+	}
+	if v := m.Project.Services[ServicePostgres].Environment[EnvGatewayKey]; v != nil {
+		t.Errorf("postgres is given the route's key: %v", *v)
+	}
+	// Without the route nothing of it is added.
+	plain, err := b.load(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := plain.Project.Services[ServiceController].Environment[EnvGatewayKey]; v != nil {
+		t.Errorf("the controller names a key without the route: %v", *v)
+	}
+
+	_, err = load([]string{b.override("routing.yaml", "services:\n  controller:\n    environment:\n      NODE_EXTRA_CA_CERTS: /etc/ssl/mine.pem\n  worker-kubernetes:\n    volumes:\n      - ./key:/run/openclaw-development/gateway-api-key:ro\n")})
+	var pe *ProjectError
+	if !errors.As(err, &pe) {
+		t.Fatalf("got %v, want a *ProjectError", err)
+	}
+	for _, want := range []string{`service controller: environment.NODE_EXTRA_CA_CERTS = "/etc/ssl/mine.pem": must be /run/openclaw-development/gateway-ca.crt`,
+		"service worker-kubernetes: volumes[", ":/run/openclaw-development/gateway-api-key\": mounts /run/openclaw-development/gateway-api-key", "remove that mount"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal lacks %q:\n%v", want, err)
+		}
+	}
+}

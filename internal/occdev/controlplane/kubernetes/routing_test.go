@@ -3,6 +3,7 @@ package kubernetes
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -27,7 +28,7 @@ func TestRoutingEnablesTheChartsGatewayRouting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if plain.GatewayRouting != nil || routed.GatewayRouting == nil || *routed.GatewayRouting != (GatewayRoutingValues{Enabled: true, GatewayClassName: "eg", APIKeySecretName: GatewayKeySecret}) {
+	if plain.GatewayRouting != nil || routed.GatewayRouting == nil || !reflect.DeepEqual(*routed.GatewayRouting, GatewayRoutingValues{Enabled: true, GatewayClassName: "eg", APIKeySecretName: GatewayKeySecret}) {
 		t.Errorf("gatewayRouting without routing %+v, with %+v", plain.GatewayRouting, routed.GatewayRouting)
 	}
 	ch := fixtureChart(t)

@@ -28,11 +28,21 @@ type Values struct {
 	GatewayRouting *GatewayRoutingValues `json:"gatewayRouting,omitempty"`
 }
 
-// GatewayRoutingValues enable the chart's private Gateway routing.
+// GatewayRoutingValues enable the chart's private Gateway routing. The last four are set only
+// for a route whose clients run beside the cluster (RouteBeside); left out, the chart's
+// defaults serve clients inside it.
 type GatewayRoutingValues struct {
 	Enabled          bool   `json:"enabled"`
 	GatewayClassName string `json:"gatewayClassName"`
 	APIKeySecretName string `json:"apiKeySecretName"`
+	GatewayName      string `json:"gatewayName,omitempty"`
+	// Hostname is the listener's hostname (and the certificate's DNS name).
+	Hostname string `json:"hostname,omitempty"`
+	// ServiceType is the Envoy Service's type; NodePort publishes the listener on the node.
+	ServiceType string `json:"serviceType,omitempty"`
+	// RemoteNodeCIDRs are the addresses outside the cluster's Pods the data plane's policy
+	// admits to the proxies.
+	RemoteNodeCIDRs []string `json:"remoteNodeCidrs,omitempty"`
 }
 
 // ImageValues are the chart's images; every one must be a digest reference.

@@ -8,8 +8,12 @@
 //     images built, postgres, migrate and bootstrap started and the jobs waited for;
 //   - the cluster joins <project>_development; the Agent runtime is imported with the
 //     OpenShell images; the Installation names it and the node;
-//   - after the platform: controller and worker-kubernetes started, the API and the worker
-//     ready, the bootstrap key copied and verified, the bootstrap Namespace ready.
+//   - with the routing controllers, before the Installation: the private Agent Gateway route
+//     beside the cluster (route.go), whose key and CA the services mount and whose node port
+//     and proxies the Installation names;
+//   - after the platform: controller and worker-kubernetes started (and admitted to the route),
+//     the API and the worker ready, the bootstrap key copied and verified, the bootstrap
+//     Namespace ready.
 //
 // Without an OCE checkout only the sandbox platform comes up, and the summary says how to add
 // the control plane. It sees the flow only through the profile contract.
@@ -29,6 +33,7 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types/network"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
@@ -111,7 +116,10 @@ type Planned struct {
 	pending string
 	// refusal is the Compose model's refusal (*compose.ProjectError), planned in full beside it.
 	refusal error
-	run     *run
+	// routePreview are the route's objects rendered with placeholders for the node (none when
+	// this `up` sets up no route).
+	routePreview []*unstructured.Unstructured
+	run          *run
 }
 
 // run is what the Compose profile's steps share during one `up`.
@@ -126,6 +134,8 @@ type run struct {
 	// bases are every base image of the builds, by digest, once pulled.
 	bases   []controlplane.ResolvedBase
 	session oce.Session
+	// route is the private Agent Gateway route once it serves (nil when this `up` sets up none).
+	route *routeResult
 }
 
 // New decides the profile for one `up`. The checkout, the image selection and the key
@@ -148,6 +158,14 @@ func (x Profile) New(in profile.Input) (Planned, error) {
 	}
 	if c.Compose, c.refusal, err = x.plan(in, co); err != nil {
 		return Planned{}, err
+	}
+	if c.routes() {
+		// The route's objects as the checkout's chart renders them, with placeholders for the
+		// node: a chart that cannot render the route stops `up` before anything exists, and
+		// the dry run names each object the route's step applies.
+		if c.routePreview, err = c.routeObjects(routePlaceholderNode, []string{routePlaceholderCIDR}); err != nil {
+			return Planned{}, err
+		}
 	}
 	return c, nil
 }
@@ -224,7 +242,7 @@ func (x Profile) plan(in profile.Input, co controlplane.Checkout) (_ *Plan, refu
 	if project == "" {
 		project = compose.ProjectOf(in.Environment)
 	}
-	lo := compose.LoadOptions{Checkout: co.Root, Project: project, StateDir: in.StateDir, User: user, Environment: env}
+	lo := compose.LoadOptions{Checkout: co.Root, Project: project, StateDir: in.StateDir, User: user, Environment: env, Routing: in.Routing}
 	if in.EngineKind == state.EnginePodman {
 		// The socket occ reaches Podman through. On a Podman machine this is the host's
 		// forwarded socket, not the path inside the machine; the only service of OCE's
@@ -364,6 +382,9 @@ func (c Planned) BeforeCluster() []profile.Step {
 func (c Planned) ControlPlane() []profile.Step {
 	m := c.Compose.Model
 	steps := []profile.Step{{Name: "Start the controller and worker-kubernetes", Describe: c.describeAPIServices, Run: c.startAPIServices}}
+	if c.routes() {
+		steps = append(steps, profile.Step{Name: admitStep, Describe: c.describeAdmit, Run: c.admitServices})
+	}
 	if len(m.Added) > 0 {
 		steps = append(steps, profile.Step{Name: "Start the services the Compose options add: " + strings.Join(m.Added, ", "), Describe: c.describeAddedServices, Run: c.startAddedServices})
 	}
@@ -425,6 +446,14 @@ func (c Planned) Installation(ctx context.Context, env profile.Env, in *platform
 		return err
 	}
 	in.Compute = extras
+	if r := c.run.route; r != nil {
+		// Beside the cluster the services reach the route on the node, by its name and the
+		// NodePort, through the proxies that served it; Agent Gateways trust exactly those.
+		in.Routing = &platform.InstallationRouting{
+			GatewayName: platform.RoutingGatewayName, GatewayNamespace: RouteNamespace, EnvoyNamespace: platform.RoutingEnvoyNamespace,
+			Hostname: r.node, EndpointPort: r.port, TrustedProxyCIDRs: r.proxies,
+		}
+	}
 	c.run.runtimeRef = ref
 	return env.State().Update(func(s *state.State) {
 		for i := range s.ControlPlane.Images {
@@ -441,7 +470,7 @@ func (c Planned) Rollback(profile.Env) error { return c.run.session.RemoveWritte
 // Summary is the control plane's part of the summary: the project, the API URL, the verified
 // key and its Installation, the bootstrap Namespace, the Agent runtime, the base images and
 // every service of the model, started or not.
-func (c Planned) Summary(profile.Env) *profile.Summary {
+func (c Planned) Summary(env profile.Env) *profile.Summary {
 	op, r := c.Compose, c.run
 	return &profile.Summary{
 		ControlPlane:   "Compose (project " + op.Model.Name() + ", from " + op.Checkout + " at " + oce.ShortCommit(op.Commit) + ")",
@@ -453,6 +482,7 @@ func (c Planned) Summary(profile.Env) *profile.Summary {
 		RuntimeImage:   r.runtimeRef,
 		BaseImages:     oce.BaseSummary(r.bases),
 		Services:       op.Model.Services(),
+		Route:          c.routeSummary(env.State().Path()),
 	}
 }
 
