@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/openclaw/occ/internal/contract"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
 )
 
@@ -53,8 +54,8 @@ func (r Route) Certificate() string { return RoutingGatewayName + "-tls" }
 // ProxyLabels select the Envoy proxy Pods Envoy Gateway runs for the route's Gateway.
 func (r Route) ProxyLabels() map[string]string {
 	return map[string]string{
-		"app.kubernetes.io/component":                    "proxy",
-		"app.kubernetes.io/managed-by":                   "envoy-gateway",
+		contract.LabelComponent:                          "proxy",
+		contract.LabelManagedBy:                          "envoy-gateway",
 		"gateway.envoyproxy.io/owning-gateway-namespace": r.Namespace,
 		"gateway.envoyproxy.io/owning-gateway-name":      RoutingGatewayName,
 	}
