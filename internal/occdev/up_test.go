@@ -237,10 +237,15 @@ func TestUpThenDownRemovesExactlyWhatUpCreated(t *testing.T) {
 	}
 }
 
+// crdDeletionWait bounds the wait for the apiserver to finish a CRD's deletion: its finalizer
+// deletes every custom resource first, and on the shared apiserver, while the whole suite loads
+// two cores, that once took longer than 30 s (make test, 2026-12-06).
+const crdDeletionWait = 2 * time.Minute
+
 // waitDeleted waits by watch until the named object is gone.
 func waitDeleted(t *testing.T, ri dynamic.ResourceInterface, name string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), crdDeletionWait)
 	defer cancel()
 	sel := fields.OneTermEqualSelector("metadata.name", name).String()
 	list, err := ri.List(ctx, metav1.ListOptions{FieldSelector: sel})
@@ -265,7 +270,7 @@ func waitDeleted(t *testing.T, ri dynamic.ResourceInterface, name string) {
 				return
 			}
 		case <-ctx.Done():
-			t.Fatalf("%s was not deleted within 30s", name)
+			t.Fatalf("%s was not deleted within %s", name, crdDeletionWait)
 		}
 	}
 }
