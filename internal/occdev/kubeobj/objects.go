@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -92,6 +93,30 @@ func (c *Conn) resource(apiVersion, kind, namespace string) (dynamic.ResourceInt
 	return c.dyn.Resource(mapping.Resource), nil
 }
 
+// servedWait bounds how long Ensure waits for a kind the apiserver does not serve yet.
+const servedWait = 15 * time.Second
+
+// resourceOnceServed is resource for a kind the mapping does not know: its CRD may have become
+// Established a moment ago, and the apiserver's discovery, which the mapping reads, can lag
+// behind that condition (measured on the bed: a route applied right after the routing
+// controllers' CRDs). The mapping is refreshed and asked again every 250 ms, up to servedWait;
+// then the no-match error stands.
+func (c *Conn) resourceOnceServed(ctx context.Context, apiVersion, kind, namespace string) (dynamic.ResourceInterface, error) {
+	deadline := time.Now().Add(servedWait)
+	for {
+		c.mapper.Reset()
+		ri, err := c.resource(apiVersion, kind, namespace)
+		if !meta.IsNoMatchError(err) || time.Now().After(deadline) {
+			return ri, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
 // owned reports whether the live object carries this state's ownership label.
 func (c *Conn) owned(u *unstructured.Unstructured) bool {
 	return u.GetLabels()[LabelDevState] == c.owner
@@ -121,6 +146,9 @@ func (c *Conn) Ensure(ctx context.Context, typed runtime.Object, mode Mode) (*un
 	what := kube.Describe(obj)
 
 	ri, err := c.resource(obj.GetAPIVersion(), obj.GetKind(), obj.GetNamespace())
+	if meta.IsNoMatchError(err) {
+		ri, err = c.resourceOnceServed(ctx, obj.GetAPIVersion(), obj.GetKind(), obj.GetNamespace())
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
