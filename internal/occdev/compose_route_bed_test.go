@@ -23,6 +23,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -33,6 +34,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
 	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/platform"
@@ -156,28 +158,33 @@ func testComposeRoute(t *testing.T, b *composeBed, run func(t *testing.T) *compo
 
 	// The route's data plane admits the node and the two services by their own addresses on
 	// the development network, and nothing wider.
-	var admitted []string
-	for _, name := range []string{node, serviceContainer(t, b, r.settings.Project, "controller").ID, serviceContainer(t, b, r.settings.Project, "worker-kubernetes").ID} {
-		info, err := b.engine.API.ContainerInspect(ctx, name)
+	policy := "openclaw-enterprise-" + strings.TrimPrefix(route.Service(), "occ-gateway-") + "-envoy-dataplane"
+	checkAdmitted := func(when string) {
+		t.Helper()
+		var admitted []string
+		for _, name := range []string{node, serviceContainer(t, b, r.settings.Project, "controller").ID, serviceContainer(t, b, r.settings.Project, "worker-kubernetes").ID} {
+			info, err := b.engine.API.ContainerInspect(ctx, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			admitted = append(admitted, info.NetworkSettings.Networks[r.network()].IPAddress+"/32")
+		}
+		slices.Sort(admitted)
+		pol, err := kc.NetworkingV1().NetworkPolicies(platform.RoutingEnvoyNamespace).Get(ctx, policy, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		admitted = append(admitted, info.NetworkSettings.Networks[r.network()].IPAddress+"/32")
-	}
-	slices.Sort(admitted)
-	pol, err := kc.NetworkingV1().NetworkPolicies(platform.RoutingEnvoyNamespace).Get(ctx, "openclaw-enterprise-"+strings.TrimPrefix(route.Service(), "occ-gateway-")+"-envoy-dataplane", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var blocks []string
-	for _, peer := range pol.Spec.Ingress[0].From {
-		if peer.IPBlock != nil {
-			blocks = append(blocks, peer.IPBlock.CIDR)
+		var blocks []string
+		for _, peer := range pol.Spec.Ingress[0].From {
+			if peer.IPBlock != nil {
+				blocks = append(blocks, peer.IPBlock.CIDR)
+			}
+		}
+		if strings.Join(blocks, ",") != strings.Join(admitted, ",") {
+			t.Errorf("%s the data plane admits %v beside the cluster, want the node and the services %v", when, blocks, admitted)
 		}
 	}
-	if strings.Join(blocks, ",") != strings.Join(admitted, ",") {
-		t.Errorf("the data plane admits %v beside the cluster, want the node and the services %v", blocks, admitted)
-	}
+	checkAdmitted("after up")
 
 	// The controller and worker-kubernetes: the variables, the read-only mounts, and the files
 	// readable to the user they run as.
@@ -231,6 +238,49 @@ func testComposeRoute(t *testing.T, b *composeBed, run func(t *testing.T) *compo
 	}
 	if !strings.Contains(sum.Routing, "(route https://"+node+":") || sum.OCE == nil || !strings.HasPrefix(sum.OCE.Route, "https://"+node+":") {
 		t.Errorf("summary routing %q, route %v", sum.Routing, sum.OCE)
+	}
+
+	if failures {
+		// A reload that recreates the controller and worker-kubernetes admits their containers
+		// again, wherever they now are on the development network. The data plane is first
+		// made to admit two stale addresses, as after containers that moved.
+		pol, err := kc.NetworkingV1().NetworkPolicies(platform.RoutingEnvoyNamespace).Get(ctx, policy, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := b.engine.API.ContainerInspect(ctx, node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodeCIDR := info.NetworkSettings.Networks[r.network()].IPAddress + "/32"
+		var from []networkingv1.NetworkPolicyPeer
+		for _, peer := range pol.Spec.Ingress[0].From {
+			if peer.IPBlock == nil || peer.IPBlock.CIDR == nodeCIDR {
+				from = append(from, peer)
+			}
+		}
+		for _, stale := range []string{"192.0.2.7/32", "192.0.2.8/32"} {
+			from = append(from, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: stale}})
+		}
+		pol.Spec.Ingress[0].From = from
+		if _, err := kc.NetworkingV1().NetworkPolicies(platform.RoutingEnvoyNamespace).Update(ctx, pol, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		editSource(t, filepath.Join(r.checkout, serverScript), "an edit under the route")
+		reloadSteps := &recordedProgress{}
+		res, err := occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir, Progress: reloadSteps.sink})
+		if err != nil {
+			t.Fatalf("reload: %v", err)
+		}
+		if !slices.Equal(res.Rolled, compose.APIServices) {
+			t.Errorf("the reload recreated %q, want %q", res.Rolled, compose.APIServices)
+		}
+		if !slices.ContainsFunc(reloadSteps.lines, func(l string) bool {
+			return strings.HasPrefix(l, "Admit the recreated controller and worker-kubernetes to the private route") && strings.HasSuffix(l, " ok")
+		}) {
+			t.Errorf("the reload did not admit the services:\n%s", strings.Join(reloadSteps.lines, "\n"))
+		}
+		checkAdmitted("after a reload that recreated the services")
 	}
 
 	if _, err := occdev.Down(ctx, occdev.DownOptions{StateDir: dir, Log: r.opts.Log}); err != nil {

@@ -80,7 +80,8 @@ func (Profile) ChooseBuilds(all []profile.Build, services []string) ([]profile.B
 // ReloadSteps roll the Compose control plane onto the rebuilt images: the Installation names the
 // rebuilt Agent runtime, the long-running services whose containers do not run their rebuilt
 // image are recreated from the recorded snapshot (and the API services when the Installation
-// changed), and the API and the worker are waited for as `up` waits for them.
+// changed), the recreated API services are admitted to the private route (when `up` set one
+// up), and the API and the worker are waited for as `up` waits for them.
 func (Profile) ReloadSteps() []profile.ReloadStep {
 	return []profile.ReloadStep{
 		{Name: "Point the Installation at the rebuilt Agent runtime", Run: func(_ context.Context, env profile.ReloadEnv, _ progress.Reporter) error {
@@ -88,6 +89,7 @@ func (Profile) ReloadSteps() []profile.ReloadStep {
 			return err
 		}},
 		{Name: "Recreate the services of the rebuilt images", Run: recreateServices},
+		{Name: readmitStep, Run: readmitServices},
 		{Name: "Wait for the API and the worker to be ready", Run: waitReloadedAPI},
 	}
 }

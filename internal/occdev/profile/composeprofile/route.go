@@ -25,6 +25,7 @@ import (
 	"github.com/openclaw/occ/internal/fsutil"
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
 	"github.com/openclaw/occ/internal/occdev/controlplane/kubernetes"
+	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
 	"github.com/openclaw/occ/internal/occdev/platform"
 	"github.com/openclaw/occ/internal/occdev/profile"
@@ -215,22 +216,29 @@ func (c Planned) admitServices(ctx context.Context, env profile.Env, _ progress.
 	return nil
 }
 
-// routeObjects renders the checkout chart's route template with the values the Kubernetes-only
-// profile installs the chart with (placeholders where they name what only that profile runs)
-// and the route beside the cluster: the node's name as the listener's hostname, admitted the
-// remote addresses.
+// routeObjects renders the route of this plan's checkout and controller image.
 func (c Planned) routeObjects(node string, remote []string) ([]*unstructured.Unstructured, error) {
-	ch, err := kubernetes.LoadChart(c.Compose.Checkout)
+	m := c.Compose.Model
+	return renderRoute(c.Compose.Checkout, m.Project.Services[compose.ServiceController].Image, m.APIURL, node, remote)
+}
+
+// renderRoute renders the checkout chart's route template with the values the Kubernetes-only
+// profile installs the chart with (placeholders where they name what only that profile runs:
+// the controller image, the API's port in apiURL) and the route beside the cluster: the node's
+// name as the listener's hostname, admitted the remote addresses. `up` and `reload` render it
+// alike.
+func renderRoute(checkout, controllerImage, apiURL, node string, remote []string) ([]*unstructured.Unstructured, error) {
+	ch, err := kubernetes.LoadChart(checkout)
 	if err != nil {
 		return nil, err
 	}
 	port := 3000
-	if u, err := url.Parse(c.Compose.Model.APIURL); err == nil {
+	if u, err := url.Parse(apiURL); err == nil {
 		if p, err := strconv.Atoi(u.Port()); err == nil {
 			port = p
 		}
 	}
-	in, err := kubernetes.PlaceholderValuesInput(RouteNamespace, c.Compose.Model.Project.Services[compose.ServiceController].Image, port)
+	in, err := kubernetes.PlaceholderValuesInput(RouteNamespace, controllerImage, port)
 	if err != nil {
 		return nil, err
 	}
@@ -248,8 +256,12 @@ func (c Planned) routeObjects(node string, remote []string) ([]*unstructured.Uns
 // nodeAddress is the node container's IPv4 address on the development network, where the
 // controller and worker-kubernetes reach it.
 func (c Planned) nodeAddress(ctx context.Context, env profile.Env, node string) (netip.Addr, error) {
-	network := c.Compose.Model.Network.Name
-	info, err := env.Engine().API.ContainerInspect(ctx, node)
+	return nodeAddressOn(ctx, env.Engine().API, node, c.Compose.Model.Network.Name)
+}
+
+// nodeAddressOn is the node container's IPv4 address on network.
+func nodeAddressOn(ctx context.Context, api docker.API, node, network string) (netip.Addr, error) {
+	info, err := api.ContainerInspect(ctx, node)
 	if err != nil {
 		return netip.Addr{}, fmt.Errorf("inspect the node container %s: %w", node, err)
 	}
