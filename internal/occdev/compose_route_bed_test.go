@@ -31,7 +31,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/yaml"
 
 	"github.com/openclaw/occ/internal/occdev"
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
@@ -209,24 +208,7 @@ func testComposeRoute(t *testing.T, b *composeBed, run func(t *testing.T) *compo
 	}
 
 	// The Installation: the route beside the cluster.
-	data, err := os.ReadFile(sum.Installation)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var inst struct {
-		Drivers struct {
-			Compute struct {
-				Configuration struct {
-					GatewayRouting map[string]any `json:"gatewayRouting"`
-					Network        map[string]any `json:"network"`
-				} `json:"configuration"`
-			} `json:"compute"`
-		} `json:"drivers"`
-	}
-	if err := yaml.Unmarshal(data, &inst); err != nil {
-		t.Fatal(err)
-	}
-	c := inst.Drivers.Compute.Configuration
+	c := installationCompute(t, sum.Installation)
 	want := map[string]any{"gatewayName": platform.RoutingGatewayName, "gatewayNamespace": "oce-system", "envoyNamespace": "envoy-gateway-system", "hostname": node, "endpointPort": float64(nodePort)}
 	for k, v := range want {
 		if c.GatewayRouting[k] != v {

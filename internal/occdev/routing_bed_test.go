@@ -236,24 +236,7 @@ func testRoutingControllers(t *testing.T, b *k3dBed, compose bool) {
 		t.Errorf("GatewayClass eg: %v, recorded: %v", err, gc != nil)
 	}
 
-	data, err := os.ReadFile(sum.Installation)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var inst struct {
-		Drivers struct {
-			Compute struct {
-				Configuration struct {
-					GatewayRouting map[string]string `json:"gatewayRouting"`
-					Network        map[string]any    `json:"network"`
-				} `json:"configuration"`
-			} `json:"compute"`
-		} `json:"drivers"`
-	}
-	if err := yaml.Unmarshal(data, &inst); err != nil {
-		t.Fatal(err)
-	}
-	c := inst.Drivers.Compute.Configuration
+	c := installationCompute(t, sum.Installation)
 	node, err := kc.CoreV1().Nodes().Get(ctx, "k3d-"+opts.ClusterName+"-server-0", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -317,6 +300,33 @@ func testRoutingControllers(t *testing.T, b *k3dBed, compose bool) {
 			signalUpAfter(t, b, bin, b.options(t), pinFile, c.step, c.sig, func() []string { return b.routingLeft(t, imgs) })
 		})
 	}
+}
+
+// computeConfiguration is the part of an Installation the routing tests read: the Compute
+// driver's gatewayRouting and network.
+type computeConfiguration struct {
+	GatewayRouting map[string]any `json:"gatewayRouting"`
+	Network        map[string]any `json:"network"`
+}
+
+// installationCompute reads the Compute driver's configuration of the Installation at path.
+func installationCompute(t *testing.T, path string) computeConfiguration {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inst struct {
+		Drivers struct {
+			Compute struct {
+				Configuration computeConfiguration `json:"configuration"`
+			} `json:"compute"`
+		} `json:"drivers"`
+	}
+	if err := yaml.Unmarshal(data, &inst); err != nil {
+		t.Fatal(err)
+	}
+	return inst.Drivers.Compute.Configuration
 }
 
 // playEnvoyGateway plays Envoy Gateway's controller for the GatewayClass up creates: once the

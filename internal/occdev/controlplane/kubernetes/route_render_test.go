@@ -19,18 +19,7 @@ func TestRenderRouteBeside(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, err := PlaceholderValuesInput("oce-system", "openclaw-enterprise-controller:dev", 3000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	values, err := BuildValues(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	values, err = values.WithRouteBeside(RouteBeside{Hostname: "k3d-dev-server-0", RemoteCIDRs: []string{"172.30.41.3/32", "172.30.41.2/32", "172.30.41.3/32"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	values := routeValues(t, "172.30.41.3/32", "172.30.41.2/32", "172.30.41.3/32")
 	if got := strings.Join(values.GatewayRouting.RemoteNodeCIDRs, ","); got != "172.30.41.2/32,172.30.41.3/32" {
 		t.Errorf("remoteNodeCidrs %s, want sorted and without repeats", got)
 	}
@@ -104,6 +93,16 @@ func TestRenderRouteWithoutTheTemplate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	values := routeValues(t, "172.30.41.2/32")
+	if _, err := RenderRoute(ch, "oce-system", values); err == nil || !strings.Contains(err.Error(), "has no templates/gateway-routing.yaml: it cannot render the private Agent Gateway route") {
+		t.Errorf("a chart without the route template: %v", err)
+	}
+}
+
+// routeValues are the development values of namespace oce-system with the route beside the
+// cluster on node k3d-dev-server-0, admitting remote.
+func routeValues(t *testing.T, remote ...string) Values {
+	t.Helper()
 	in, err := PlaceholderValuesInput("oce-system", "openclaw-enterprise-controller:dev", 3000)
 	if err != nil {
 		t.Fatal(err)
@@ -112,10 +111,8 @@ func TestRenderRouteWithoutTheTemplate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if values, err = values.WithRouteBeside(RouteBeside{Hostname: "k3d-dev-server-0", RemoteCIDRs: []string{"172.30.41.2/32"}}); err != nil {
+	if values, err = values.WithRouteBeside(RouteBeside{Hostname: "k3d-dev-server-0", RemoteCIDRs: remote}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := RenderRoute(ch, "oce-system", values); err == nil || !strings.Contains(err.Error(), "has no templates/gateway-routing.yaml: it cannot render the private Agent Gateway route") {
-		t.Errorf("a chart without the route template: %v", err)
-	}
+	return values
 }
