@@ -27,7 +27,7 @@ type reloadHook struct {
 	builds func(all []oce.RecordedBuild, services []string) ([]oce.RecordedBuild, error)
 	// steps roll the control plane onto the rebuilt images, after their import and
 	// verification and before the record.
-	steps func() []Step
+	steps func(st state.State) []Step
 }
 
 // chooseRecordedBuilds are the builds of the chosen services, through the hook.
@@ -44,8 +44,8 @@ func reloaderOf(x profile.Profile) *reloadHook {
 	if !ok {
 		return nil
 	}
-	h := &reloadHook{steps: func() []Step {
-		return step.Adapt(rl.ReloadSteps(), (*Plan).view, func(_ context.Context, r *run) (profile.ReloadEnv, error) { return reloadEnv{r}, nil })
+	h := &reloadHook{steps: func(st state.State) []Step {
+		return step.Adapt(rl.ReloadSteps(st), (*Plan).view, func(_ context.Context, r *run) (profile.ReloadEnv, error) { return reloadEnv{r}, nil })
 	}}
 	if c, ok := x.(profile.ReloadChecker); ok {
 		h.check = func(ctx context.Context, r *run) error { return c.CheckReload(ctx, reloadEnv{r}) }

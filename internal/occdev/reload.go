@@ -112,14 +112,14 @@ type reloadRun struct {
 // gives the steps that roll it. Nothing in the environment changes before the import; every
 // step after it converges when run again, so an interrupted reload is finished by the next one,
 // and `down` removes what any of them recorded.
-func reloadSteps(hook *reloadHook) []Step {
+func reloadSteps(hook *reloadHook, st state.State) []Step {
 	steps := []Step{
 		{Name: "Check the recorded environment", Run: checkReloadable},
 		{Name: "Rebuild the control-plane images from the checkout", Run: rebuildImages},
 		{Name: "Import the rebuilt images into the cluster", Run: importRebuilt},
 		{Name: "Verify the rebuilt images in the node", Run: verifyRebuilt},
 	}
-	steps = append(steps, hook.steps()...)
+	steps = append(steps, hook.steps(st)...)
 	return append(steps, Step{Name: "Record the rebuilt images and the checkout's commit", Run: recordReload})
 }
 
@@ -192,7 +192,7 @@ func Reload(ctx context.Context, opts ReloadOptions) (_ *ReloadResult, err error
 		defer r.provider.Close()
 	}
 	x := &runner{Sink: opts.Progress, AfterStep: opts.deps.AfterStep}
-	if err := x.Run(ctx, r, reloadSteps(hook), ""); err != nil {
+	if err := x.Run(ctx, r, reloadSteps(hook, st), ""); err != nil {
 		if !r.reload.rebuilding {
 			return nil, err
 		}
@@ -663,7 +663,7 @@ func PlanReload(opts ReloadOptions) (*ReloadPlan, error) {
 	if len(out.Builds) == 0 {
 		return nil, noBuildOf(opts.Services, builds)
 	}
-	for _, s := range reloadSteps(hook) {
+	for _, s := range reloadSteps(hook, st) {
 		out.Steps = append(out.Steps, s.Name)
 	}
 	return out, nil

@@ -36,7 +36,6 @@ var composeReloadSteps = []string{
 	"Verify the rebuilt images in the node",
 	"Point the Installation at the rebuilt Agent runtime",
 	"Recreate the services of the rebuilt images",
-	"Admit the recreated controller and worker-kubernetes to the private route",
 	"Wait for the API and the worker to be ready",
 	"Record the rebuilt images and the checkout's commit",
 }

@@ -26,8 +26,9 @@ type Reloader interface {
 	// ReloadSteps roll the control plane onto the rebuilt images. They run after the images
 	// were rebuilt, imported into the node and verified there, and before the reload records
 	// them; each converges when run again, so an interrupted reload is finished by the next.
-	// Every call returns steps that share nothing with an earlier call's.
-	ReloadSteps() []ReloadStep
+	// st is the recorded state, for steps only some environments need. Every call returns
+	// steps that share nothing with an earlier call's.
+	ReloadSteps(st state.State) []ReloadStep
 }
 
 // ReloadChecker is a Reloader with checks of its own of the recorded environment, run after

@@ -43,9 +43,6 @@ func hasRoute(st state.State) bool {
 // Installation trusts.
 func readmitServices(ctx context.Context, env profile.ReloadEnv, rep progress.Reporter) error {
 	st := env.Recorded()
-	if !hasRoute(st) {
-		return nil
-	}
 	rolled := env.Rolled()
 	if !slices.ContainsFunc(compose.APIServices, func(s string) bool { return slices.Contains(rolled, s) }) {
 		rep.Note("the controller and worker-kubernetes kept their containers, and the route admits them")

@@ -82,16 +82,18 @@ func (Profile) ChooseBuilds(all []profile.Build, services []string) ([]profile.B
 // image are recreated from the recorded snapshot (and the API services when the Installation
 // changed), the recreated API services are admitted to the private route (when `up` set one
 // up), and the API and the worker are waited for as `up` waits for them.
-func (Profile) ReloadSteps() []profile.ReloadStep {
-	return []profile.ReloadStep{
+func (Profile) ReloadSteps(st state.State) []profile.ReloadStep {
+	steps := []profile.ReloadStep{
 		{Name: "Point the Installation at the rebuilt Agent runtime", Run: func(_ context.Context, env profile.ReloadEnv, _ progress.Reporter) error {
 			_, _, err := env.RewriteInstallation()
 			return err
 		}},
 		{Name: "Recreate the services of the rebuilt images", Run: recreateServices},
-		{Name: readmitStep, Run: readmitServices},
-		{Name: "Wait for the API and the worker to be ready", Run: waitReloadedAPI},
 	}
+	if hasRoute(st) {
+		steps = append(steps, profile.ReloadStep{Name: readmitStep, Run: readmitServices})
+	}
+	return append(steps, profile.ReloadStep{Name: "Wait for the API and the worker to be ready", Run: waitReloadedAPI})
 }
 
 // recreateServices recreates exactly the affected services: each long-running service of a

@@ -3,8 +3,13 @@ package composeprofile
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/openclaw/occ/internal/occdev/controlplane/kubernetes"
+	"github.com/openclaw/occ/internal/occdev/kubeobj"
+	"github.com/openclaw/occ/internal/occdev/state"
 )
 
 // The route's API key is written once per state (O_EXCL, 0600, 48 lowercase hex) and kept on a
@@ -46,5 +51,26 @@ func TestParseIDs(t *testing.T) {
 		if _, err := parseIDs(bad); err == nil {
 			t.Errorf("parseIDs(%q) accepted", bad)
 		}
+	}
+}
+
+// A reload admits recreated services to the private route only in an environment whose `up`
+// set one up (its key Secret is recorded): elsewhere the step is not there to mislead.
+func TestReloadAdmitsToTheRouteOnlyWhereItExists(t *testing.T) {
+	names := func(st state.State) []string {
+		var out []string
+		for _, s := range (Profile{}).ReloadSteps(st) {
+			out = append(out, s.Name)
+		}
+		return out
+	}
+	plain := state.State{Objects: []state.Object{{Type: kubeobj.TypeObject, APIVersion: "v1", Kind: "Secret", Namespace: "openshell-system", Name: "openshell-jwt"}}}
+	routed := state.State{Objects: append(slices.Clone(plain.Objects), state.Object{Type: kubeobj.TypeObject, APIVersion: "v1", Kind: "Secret", Namespace: RouteNamespace, Name: kubernetes.GatewayKeySecret})}
+	if slices.Contains(names(plain), readmitStep) {
+		t.Errorf("without a route the reload lists %q: %q", readmitStep, names(plain))
+	}
+	got := names(routed)
+	if i := slices.Index(got, readmitStep); i < 0 || got[i-1] != "Recreate the services of the rebuilt images" || got[i+1] != "Wait for the API and the worker to be ready" {
+		t.Errorf("with a route the reload's steps are %q", got)
 	}
 }

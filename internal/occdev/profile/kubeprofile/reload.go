@@ -19,6 +19,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/controlplane/kubernetes"
 	"github.com/openclaw/occ/internal/occdev/profile"
 	"github.com/openclaw/occ/internal/occdev/profile/oce"
+	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/progress"
 )
 
@@ -34,7 +35,7 @@ const reloadFieldManager = "occ-dev-reload"
 // ReloadSteps roll the in-cluster control plane onto the rebuilt images: the Installation (the
 // file and its Secret) names the rebuilt Agent runtime, the Deployments run the rebuilt images by
 // their in-cluster digests, and their rollouts are waited for.
-func (Profile) ReloadSteps() []profile.ReloadStep {
+func (Profile) ReloadSteps(state.State) []profile.ReloadStep {
 	k := &reload{}
 	return []profile.ReloadStep{
 		{Name: "Point the Installation at the rebuilt Agent runtime", Run: rewriteKubeInstallation},
