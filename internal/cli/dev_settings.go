@@ -69,6 +69,10 @@ var (
 		usage: "local OpenShell Workspace chart (directory or packaged .tgz); with --openshell-helm-chart (env " + occdev.EnvWorkspaceChart + ")"}
 	settingAgentSandboxManifest = devSetting{flag: "agent-sandbox-manifest", env: occdev.EnvAgentSandboxManifest,
 		usage: "local Agent Sandbox manifest instead of the pinned download, for offline use (env " + occdev.EnvAgentSandboxManifest + ")"}
+	settingPinBundle = devSetting{flag: "bundle", env: occdev.EnvBundle,
+		usage: "take every pinned image and download from this file of occ dev bundle create (env " + occdev.EnvBundle + ")"}
+	settingOffline = devSetting{flag: "offline", env: occdev.EnvOffline,
+		usage: "refuse any pull or download: every artifact comes from --bundle, the cache or the engine (env " + occdev.EnvOffline + ")"}
 	settingCertManagerManifest = devSetting{flag: "cert-manager-manifest", env: occdev.EnvCertManagerManifest,
 		usage: "local copy of the pinned cert-manager manifest, still verified against the pin, for offline use (env " + occdev.EnvCertManagerManifest + ")"}
 	settingEnvoyGatewayManifest = devSetting{flag: "envoy-gateway-manifest", env: occdev.EnvEnvoyGatewayManifest,

@@ -130,6 +130,13 @@ func printDevStatus(g *Globals, st *occdev.Status) error {
 		}
 		fmt.Fprintf(w, "%-14s %s: %s%s\n", label, img.Reference, img.State, detail)
 	}
+	if s := st.Selections; s != nil && s.Bundle != "" {
+		offline := ""
+		if s.Offline {
+			offline = ", offline"
+		}
+		fmt.Fprintf(w, "Bundle:        %s (pins %.12s%s)\n", s.Bundle, s.BundlePins, offline)
+	}
 	if st.Installation != "" {
 		fmt.Fprintf(w, "Installation:  %s\n", st.Installation)
 	}

@@ -88,6 +88,8 @@ func devUpFlags(cmd *cobra.Command) (flags *devFlags, opts *occdev.UpOptions, dr
 	flags.text(settingNamespace, &opts.Namespace)
 	flags.text(settingPinFile, &opts.PinFile)
 	flags.text(settingArchive, &opts.ArchiveFile)
+	flags.text(settingPinBundle, &opts.Bundle)
+	flags.flag(settingOffline, &opts.Offline)
 	flags.text(settingGatewayChart, &opts.GatewayChart)
 	flags.text(settingWorkspaceChart, &opts.WorkspaceChart)
 	flags.text(settingAgentSandboxManifest, &opts.AgentSandboxManifest)
@@ -192,6 +194,9 @@ func printDryRun(w io.Writer, dr *occdev.DryRun, verbose bool) error {
 	}
 	if p := dr.Plan; p.AgentSandboxManifest != "" {
 		fmt.Fprintf(w, "Agent Sandbox:   %s (selected)\n", p.AgentSandboxManifest)
+	}
+	if p := dr.Plan; p.Bundle != "" || p.Offline {
+		fmt.Fprintf(w, "Bundle:          %s\n", bundleLine(p.Bundle, p.Offline))
 	}
 	if r := dr.Plan.Routing; len(r.Controllers) > 0 {
 		fmt.Fprintf(w, "Routing:         %s (images by pinned digest)\n", strings.Join(r.Controllers, ", "))
@@ -433,4 +438,15 @@ func engineNetworkName(kind string) string {
 		return locate.Podman.Name()
 	}
 	return locate.Docker.Name()
+}
+
+// bundleLine says where the pinned artifacts come from with --bundle and --offline.
+func bundleLine(bundle string, offline bool) string {
+	switch {
+	case bundle == "":
+		return "none; offline: every image must be in the engine and every download in the cache"
+	case offline:
+		return bundle + " (every pinned image and download from it; offline: no pull, no download)"
+	}
+	return bundle + " (every pinned image and download from it)"
 }

@@ -15,6 +15,8 @@ const (
 	EnvPinFile         = "OCC_DEVELOPMENT_PIN_FILE"
 	EnvArchive         = "OCC_DEVELOPMENT_OPENSHELL_ARCHIVE"
 	EnvGatewayEndpoint = "OCC_DEVELOPMENT_GATEWAY_ENDPOINT"
+	EnvBundle          = "OCC_DEVELOPMENT_BUNDLE"
+	EnvOffline         = "OCC_DEVELOPMENT_OFFLINE"
 	// EnvStartupTimeoutSeconds sets the startup timeout in whole seconds (the flag takes a
 	// duration).
 	EnvStartupTimeoutSeconds = "OCC_DEVELOPMENT_STARTUP_TIMEOUT_SECONDS"

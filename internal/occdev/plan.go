@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -131,6 +132,10 @@ type UpOptions struct {
 	// ArchiveFile is a local copy of the pinned OpenShell source archive, still verified
 	// (--openshell-archive), for offline use.
 	ArchiveFile string
+	// Bundle is a file of `occ dev bundle create` every pinned image and download is taken from
+	// (--bundle, EnvBundle); Offline refuses any pull or download (--offline, EnvOffline).
+	Bundle  string
+	Offline bool
 	// GatewayChart and WorkspaceChart select local OpenShell charts, each a chart directory or
 	// a packaged chart (.tgz), instead of those of the pinned archive, for OpenShell engineers
 	// iterating on the charts (--openshell-helm-chart, EnvGatewayChart;
@@ -226,6 +231,9 @@ type Plan struct {
 	PinFile         string             `json:"pinFile,omitempty"`
 	Pins            string             `json:"pins"`
 	ArchiveFile     string             `json:"openshellArchive,omitempty"`
+	// Bundle is the bundle's absolute path; Offline refuses every pull and download.
+	Bundle  string `json:"bundle,omitempty"`
+	Offline bool   `json:"offline,omitempty"`
 	// GatewayChart and WorkspaceChart are the selected local charts (absolute paths), and
 	// AgentSandboxManifest the selected local manifest; empty when the pinned downloads are used.
 	GatewayChart         string `json:"openshellHelmChart,omitempty"`
@@ -326,6 +334,7 @@ func resolvePlanWith(table map[string]clusterProvider, o UpOptions) (*Plan, erro
 		Context:     o.Context,
 		PinFile:     o.PinFile,
 		ArchiveFile: o.ArchiveFile,
+		Offline:     o.Offline,
 	}
 	name := o.ClusterProvider
 	if name == "" {
@@ -407,6 +416,19 @@ func resolvePlanWith(table map[string]clusterProvider, o UpOptions) (*Plan, erro
 		if err := checkRegularFile(o.ArchiveFile); err != nil {
 			return nil, &OptionError{Option: "--openshell-archive (" + EnvArchive + ")", Value: o.ArchiveFile,
 				Rule: err.Error(), Fix: "name a local copy of the pinned archive, or leave it unset to download it"}
+		}
+	}
+	if o.Bundle != "" {
+		const opt = "--bundle (" + EnvBundle + ")"
+		if err := checkRegularFile(o.Bundle); err != nil {
+			return nil, &OptionError{Option: opt, Value: o.Bundle, Rule: err.Error(), Fix: "name a file occ dev bundle create wrote, or leave it unset to pull and download"}
+		}
+		if p.Bundle, err = filepath.Abs(o.Bundle); err != nil {
+			return nil, &OptionError{Option: opt, Value: o.Bundle, Rule: err.Error(), Fix: "name the file by an absolute path"}
+		}
+		if p.ClusterProvider == ProviderExisting {
+			return nil, &OptionError{Option: opt, Value: o.Bundle, Rule: "loads the pinned images into the engine of the cluster occ creates, and --cluster-provider existing pulls them in its own nodes",
+				Fix: "unset it, or use --cluster-provider k3d"}
 		}
 	}
 	if err := resolveRouting(p, o); err != nil {

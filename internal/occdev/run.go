@@ -13,6 +13,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
+	"github.com/openclaw/occ/internal/occdev/pinbundle"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/platform"
 	"github.com/openclaw/occ/internal/occdev/state"
@@ -38,6 +39,10 @@ type run struct {
 	// located endpoint, and the platform of the containers it runs.
 	engine         *docker.Engine
 	enginePlatform images.Platform
+	// bundle is the plan's bundle, verified and opened, and fromBundle each image of flowImages
+	// as it gives it for the engine's platform (openBundle); nil without a bundle.
+	bundle     *pinbundle.Opened
+	fromBundle []*pinbundle.Image
 
 	// Written by the artifacts lane.
 	archive            *artifacts.Verified
@@ -96,6 +101,9 @@ type run struct {
 func (r *run) close() {
 	if r.engine != nil {
 		_ = r.engine.Close()
+	}
+	if r.bundle != nil {
+		_ = r.bundle.Close()
 	}
 	if r.provider != nil {
 		_ = r.provider.Close()

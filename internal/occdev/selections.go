@@ -124,7 +124,8 @@ func (p *Plan) agentSandboxSource() string {
 
 // selections are what the state records of the plan's selections; nil when there are none.
 func (p *Plan) selections() *state.Selections {
-	s := state.Selections{GatewayChart: p.GatewayChart, WorkspaceChart: p.WorkspaceChart, AgentSandboxManifest: p.AgentSandboxManifest}
+	s := state.Selections{GatewayChart: p.GatewayChart, WorkspaceChart: p.WorkspaceChart, AgentSandboxManifest: p.AgentSandboxManifest,
+		Bundle: p.Bundle, Offline: p.Offline}
 	if p.NodeDNS != nil {
 		s.DNSResolver = p.NodeDNS.Address
 	}

@@ -25,10 +25,14 @@ const (
 )
 
 func (r *run) fetcher(rep progress.Reporter) *artifacts.Fetcher {
-	return &artifacts.Fetcher{
-		Client: r.opts.HTTPClient, CacheDir: r.plan.CacheDir,
+	f := &artifacts.Fetcher{
+		Client: r.opts.HTTPClient, CacheDir: r.plan.CacheDir, Offline: r.plan.Offline,
 		Progress: func(p artifacts.Progress) { rep.Transfer(p.Received, p.Total) },
 	}
+	if r.bundle != nil {
+		f.Local = r.bundle
+	}
+	return f
 }
 
 func describeArchive(p *Plan) Description {

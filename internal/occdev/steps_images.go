@@ -142,8 +142,11 @@ func imageStep(p *Plan, slot imageSlot) Step {
 				return step.Describe(step.Image{Reference: img.String(), Where: "the " + engineName(p) + " engine",
 					Note: "a tag (" + EnvK3sImage + "): resolved to a digest at its registry, then pulled by that digest, which the cluster runs; an image that was there is left alone by down"})
 			}
-			return step.Describe(step.Image{Reference: img.DigestReference(), Where: "the " + engineName(p) + " engine",
-				Note: "pulled by digest unless the engine has it; an image that was there is left alone by down"})
+			note := "pulled by digest unless the engine has it; an image that was there is left alone by down"
+			if p.Bundle != "" {
+				note = "loaded from the bundle unless the engine has it by digest (an engine on the containerd image store, or Podman, keeps it under that digest, as a pull does); an image that was there is left alone by down"
+			}
+			return step.Describe(step.Image{Reference: img.DigestReference(), Where: "the " + engineName(p) + " engine", Note: note})
 		},
 		Run: func(ctx context.Context, r *run, rep progress.Reporter) error {
 			img, err := r.resolveTag(ctx, slot, rep)
@@ -157,6 +160,7 @@ func imageStep(p *Plan, slot imageSlot) Step {
 				API: r.engine.API, Image: img, Recorder: r.state,
 				Progress: func(ev images.Event) { show(ev); downloaded(ev) },
 				Platform: r.enginePlatform, EngineName: r.engine.Name(),
+				Archive: r.bundleArchive(slot), Offline: r.plan.Offline,
 			})
 			if err != nil {
 				return err

@@ -54,6 +54,10 @@ func preflight(ctx context.Context, r *run, rep progress.Reporter) error {
 		if r.enginePlatform, err = images.EnginePlatform(ctx, r.engine.API, r.engine.Name()); err != nil {
 			return err
 		}
+		r.offlineEngine()
+	}
+	if err := openBundle(ctx, r, rep); err != nil {
+		return err
 	}
 	if err := r.provider.Preflight(ctx, r.clusterRequest(rep)); err != nil {
 		return err
@@ -89,6 +93,9 @@ func claimState(ctx context.Context, r *run, _ progress.Reporter) error {
 		// still leaves down what it needs to find the staging tags named after the cluster.
 		Cluster:    state.Cluster{Provider: r.plan.ClusterProvider, Name: r.plan.ClusterName},
 		Selections: r.plan.selections(),
+	}
+	if r.bundle != nil {
+		initial.Selections.BundlePins = r.bundle.Contents.Pins.Digest
 	}
 	// The engine is recorded with the marker, before any image or container exists: `down` and
 	// `status` reach exactly this engine, whatever DOCKER_HOST says when they run.

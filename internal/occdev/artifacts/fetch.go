@@ -46,6 +46,26 @@ type Fetcher struct {
 	Timeout time.Duration
 	// Progress, when set, receives reports during downloads (never for cache hits).
 	Progress func(Progress)
+	// Local, when set, holds artifacts by their sha256 (a bundle): a file it has is copied into
+	// the cache from it, verified as a download is, instead of downloaded.
+	Local Local
+	// Offline refuses a download (*OfflineError): an artifact must be cached or in Local.
+	Offline bool
+}
+
+// Local is a store of artifacts by their hex sha256 (pinbundle.Opened).
+type Local interface {
+	Has(digest string) bool
+	CopyFile(w io.Writer, sum string) (int64, error)
+	// Name names it in messages ("bundle FILE").
+	Name() string
+}
+
+// OfflineError is a download --offline refused.
+type OfflineError struct{ URL string }
+
+func (e *OfflineError) Error() string {
+	return fmt.Sprintf("--offline: %s is not in the artifact cache or a bundle, and downloading it would reach its server; give a bundle that holds it (--bundle, OCC_DEVELOPMENT_BUNDLE) or a local copy, or drop --offline", e.URL)
 }
 
 // DefaultCacheDir is $XDG_CACHE_HOME/occ/artifacts, or ~/.cache/occ/artifacts.
@@ -104,7 +124,36 @@ func (f *Fetcher) Fetch(ctx context.Context, a pins.Artifact) (*Verified, error)
 			return nil, fmt.Errorf("remove corrupt cached artifact %s: %w", dest, err)
 		}
 	}
+	if f.Local != nil && f.Local.Has("sha256:"+a.SHA256) {
+		return f.copyLocal(a, dest)
+	}
+	if f.Offline {
+		return nil, &OfflineError{URL: contract.RedactURL(a.URL)}
+	}
 	return f.download(ctx, a, dest)
+}
+
+// copyLocal copies the artifact from f.Local into the cache, hashed as it is written and kept
+// only when it matches, as a download.
+func (f *Fetcher) copyLocal(a pins.Artifact, dest string) (*Verified, error) {
+	what := contract.RedactURL(a.URL) + " from " + f.Local.Name()
+	tmp, err := fsutil.NewHashedTemp(dest)
+	if err != nil {
+		return nil, fmt.Errorf("copy %s: %w", what, err)
+	}
+	defer tmp.Discard()
+	n, err := f.Local.CopyFile(tmp, a.SHA256)
+	if err != nil {
+		return nil, fmt.Errorf("copy %s: %w", what, err)
+	}
+	if got := tmp.Sum(); got != a.SHA256 {
+		return nil, &ChecksumError{What: what + " (copy discarded)", Expected: a.SHA256, Got: got}
+	}
+	file, err := tmp.Keep()
+	if err != nil {
+		return nil, fmt.Errorf("copy %s: store in cache: %w", what, err)
+	}
+	return &Verified{file: file, path: dest, sum: a.SHA256, size: n}, nil
 }
 
 func (f *Fetcher) download(ctx context.Context, a pins.Artifact, dest string) (*Verified, error) {

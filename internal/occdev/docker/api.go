@@ -37,6 +37,7 @@ type API interface {
 	ImageTag(ctx context.Context, image, ref string) error
 	ImageRemove(ctx context.Context, image string, options image.RemoveOptions) ([]image.DeleteResponse, error)
 	ImageSave(ctx context.Context, images []string, opts ...ImageSaveOption) (io.ReadCloser, error)
+	ImageLoad(ctx context.Context, input io.Reader, opts ...ImageLoadOption) (image.LoadResponse, error)
 	ImageBuild(ctx context.Context, buildContext io.Reader, options build.ImageBuildOptions) (build.ImageBuildResponse, error)
 	DistributionInspect(ctx context.Context, image, encodedRegistryAuth string) (registry.DistributionInspect, error)
 	// DialHijack opens the connection of a BuildKit session beside an image build.
@@ -72,6 +73,7 @@ type API interface {
 type (
 	ImageInspectOption = client.ImageInspectOption
 	ImageSaveOption    = client.ImageSaveOption
+	ImageLoadOption    = client.ImageLoadOption
 )
 
 // ImageInspectWithManifests asks for the manifests a multi-platform image lists (API 1.48 and

@@ -153,6 +153,11 @@ type PresentOptions struct {
 	Platform Platform
 	// EngineName is how messages name the engine ("Docker", "Podman"); empty means Docker.
 	EngineName string
+	// Archive, when set, is where an image the engine lacks comes from instead of its registry
+	// (a bundle): it is loaded, not pulled, recorded as a pull is.
+	Archive *Archive
+	// Offline refuses a pull (*OfflineError): an image the engine lacks must come from Archive.
+	Offline bool
 }
 
 // Present makes the pinned image present in the engine. An image already there under its digest
@@ -186,6 +191,9 @@ func Present(ctx context.Context, opts PresentOptions) (Local, error) {
 	} else if !cerrdefs.IsNotFound(err) {
 		return Local{}, err
 	}
+	if opts.Archive == nil && opts.Offline {
+		return Local{}, &OfflineError{Image: ref}
+	}
 	if opts.Recorder == nil {
 		return Local{}, fmt.Errorf("pull %s: no Recorder; a pulled image must be recorded before the pull", ref)
 	}
@@ -193,13 +201,24 @@ func Present(ctx context.Context, opts PresentOptions) (Local, error) {
 	if err := opts.Recorder.Record(rec); err != nil {
 		return Local{}, fmt.Errorf("record image %s before pulling it: %w", ref, err)
 	}
-	emit(Event{Status: "pulling"})
-	if err := pull(ctx, opts.API, ref, emit); err != nil {
-		return Local{}, errors.Join(pullError(ctx, opts.API, pin, err), forgetIfAbsent(ctx, opts.API, opts.Recorder, rec))
-	}
-	l, err := inspect(ctx, opts.API, pin, ref, opts.Platform)
-	if err != nil {
-		return Local{}, fmt.Errorf("inspect %s after pulling it: %w", ref, err)
+	var l Local
+	var err error
+	if opts.Archive != nil {
+		emit(Event{Status: "loading from " + opts.Archive.From, Total: opts.Archive.Size})
+		if err := load(ctx, opts, emit); err != nil {
+			return Local{}, errors.Join(err, forgetIfAbsent(ctx, opts.API, opts.Recorder, rec))
+		}
+		if l, err = loadedInspect(ctx, opts); err != nil {
+			return Local{}, err
+		}
+	} else {
+		emit(Event{Status: "pulling"})
+		if err := pull(ctx, opts.API, ref, emit); err != nil {
+			return Local{}, errors.Join(pullError(ctx, opts.API, pin, err), forgetIfAbsent(ctx, opts.API, opts.Recorder, rec))
+		}
+		if l, err = inspect(ctx, opts.API, pin, ref, opts.Platform); err != nil {
+			return Local{}, fmt.Errorf("inspect %s after pulling it: %w", ref, err)
+		}
 	}
 	l.Pulled = true
 	rec.ID = l.ID
@@ -209,7 +228,11 @@ func Present(ctx context.Context, opts PresentOptions) (Local, error) {
 	if err := opts.checkPlatform(ctx, l); err != nil {
 		return Local{}, err
 	}
-	emit(Event{Status: "pulled", Current: l.Size, Total: l.Size})
+	done := "pulled"
+	if opts.Archive != nil {
+		done = "loaded from " + opts.Archive.From
+	}
+	emit(Event{Status: done, Current: l.Size, Total: l.Size})
 	return l, nil
 }
 
@@ -331,6 +354,11 @@ func manifestFor(ms []image.ManifestSummary, engine Platform) (image.ManifestSum
 		return image.ManifestSummary{}, false
 	}
 	return ms[i], true
+}
+
+// BestFor is bestFor, for an index read elsewhere (a bundle's).
+func BestFor(n int, platform Platform, platformOf func(i int) (Platform, bool)) int {
+	return bestFor(n, platform, platformOf)
 }
 
 // bestFor is the index of the candidate (of n, each with its platform, or none) that runs on

@@ -127,7 +127,9 @@ func wantedOf(set *pins.Set) []wanted {
 		out = append(out, wanted{key: img.Key, image: &img.Image})
 	}
 	out = append(out, wanted{key: pins.KeyAgentSandbox, file: &set.AgentSandbox.Manifest})
-	if set.Routing != nil {
+	// Routing controllers whose images the pins do not record are not installed by up (its plan
+	// says why), so their manifests are not among what it downloads.
+	if set.Routing != nil && set.Routing.Resolved() {
 		for _, c := range set.Routing.Controllers() {
 			out = append(out, wanted{key: c.Key + ".manifest", file: &c.Manifest})
 		}

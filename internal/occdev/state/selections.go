@@ -25,6 +25,12 @@ type Selections struct {
 	AgentSandboxManifestSHA256 string `json:"agentSandboxManifestSHA256,omitempty"`
 	// DNSResolver is the IPv4 address written into the k3d node's resolv.conf.
 	DNSResolver string `json:"dnsResolver,omitempty"`
+	// Bundle is the absolute path of the bundle (occ dev bundle create) the pinned images and
+	// downloads came from, and BundlePins the digest of the pin set it was made from.
+	Bundle     string `json:"bundle,omitempty"`
+	BundlePins string `json:"bundlePins,omitempty"`
+	// Offline records an up that refused every pull and download.
+	Offline bool `json:"offline,omitempty"`
 }
 
 func (s *Selections) clone() *Selections {
@@ -40,7 +46,7 @@ func (s *Selections) validate() error {
 		return nil
 	}
 	var errs []error
-	for key, p := range map[string]string{"selections.gatewayChart": s.GatewayChart, "selections.workspaceChart": s.WorkspaceChart, "selections.agentSandboxManifest": s.AgentSandboxManifest} {
+	for key, p := range map[string]string{"selections.gatewayChart": s.GatewayChart, "selections.workspaceChart": s.WorkspaceChart, "selections.agentSandboxManifest": s.AgentSandboxManifest, "selections.bundle": s.Bundle} {
 		if p != "" && !filepath.IsAbs(p) {
 			errs = append(errs, fmt.Errorf("%s %q must be an absolute path", key, p))
 		}
@@ -50,6 +56,9 @@ func (s *Selections) validate() error {
 	}
 	if d := s.AgentSandboxManifestSHA256; d != "" && !sha256Pattern.MatchString(d) {
 		errs = append(errs, fmt.Errorf("selections.agentSandboxManifestSHA256 %q must be 64 lower-case hex digits", d))
+	}
+	if d := s.BundlePins; d != "" && !sha256Pattern.MatchString(d) {
+		errs = append(errs, fmt.Errorf("selections.bundlePins %q must be 64 lower-case hex digits", d))
 	}
 	if r := s.DNSResolver; r != "" {
 		if a, err := netip.ParseAddr(r); err != nil || !a.Is4() {

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/docker/docker/api/types/image"
@@ -29,7 +31,13 @@ type Registry struct {
 	// Host is "127.0.0.1:PORT".
 	Host string
 	srv  *httptest.Server
+	// requests counts every request the registry was sent (a pull's manifest and blob fetches
+	// alike), so a test can prove that nothing asked it.
+	requests atomic.Int64
 }
+
+// Requests is how many requests the registry has been sent.
+func (r *Registry) Requests() int64 { return r.requests.Load() }
 
 // StartRegistry starts a registry for the test and stops it when the test ends. Manifests live
 // in the registry (so each test's registry knows only what the test pushed); blobs go to a
@@ -45,9 +53,14 @@ func StartRegistry(t testing.TB) *Registry {
 		registry.Logger(log.New(io.Discard, "", 0)),
 		registry.WithBlobHandler(registry.NewDiskBlobHandler(blobs)),
 	)
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	return &Registry{Host: strings.TrimPrefix(srv.URL, "http://"), srv: srv}
+	r := &Registry{}
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.requests.Add(1)
+		h.ServeHTTP(w, req)
+	}))
+	t.Cleanup(r.srv.Close)
+	r.Host = strings.TrimPrefix(r.srv.URL, "http://")
+	return r
 }
 
 // Pinned is an image in the registry, referred to the way occ pins images: by digest.
