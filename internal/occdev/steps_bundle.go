@@ -123,7 +123,6 @@ func (r *run) bundleArchive(slot imageSlot) *images.Archive {
 	}}
 }
 
-
 // offlineEngine makes the run's engine refuse pulls and registry lookups when the plan is
 // offline: whatever asks (the pinned images, the control plane's bases and builds' lookups), the
 // refusal names the image.

@@ -38,7 +38,9 @@ func EnginePlatform(ctx context.Context, api docker.API, engine string) (Platfor
 }
 
 // NormalisePlatform is normalisePlatform, for the entries of an index read elsewhere.
-func NormalisePlatform(os, arch, variant string) Platform { return normalisePlatform(os, arch, variant) }
+func NormalisePlatform(os, arch, variant string) Platform {
+	return normalisePlatform(os, arch, variant)
+}
 
 // normalisePlatform maps the machine names engines report to the architecture names of images:
 // Docker's info carries uname's machine (x86_64, aarch64, armv7l), image configs carry Go's
