@@ -162,3 +162,26 @@ func untar(t *testing.T, data []byte, dir string) map[string][]byte {
 		}
 	}
 }
+
+// Pins whose routing section records no images (the built-in pins until they are resolved)
+// make up install no routing controllers, so their bundle holds no routing manifest: create
+// downloads nothing up would not use.
+func TestABundleHoldsOnlyWhatUpInstalls(t *testing.T) {
+	_, set := routedWorld(t)
+	routing := *set.Routing
+	routing.CertManager.Images, routing.EnvoyGateway.Images = nil, nil
+	set.Routing = &routing
+	out := filepath.Join(t.TempDir(), "bundle.tar")
+	c, err := Create(context.Background(), CreateOptions{Pins: set, Platforms: []v1.Platform{amd64}, Out: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range c.Artifacts {
+		if strings.HasPrefix(a.Pin, "routing.") {
+			t.Errorf("the bundle holds %s, which up does not install", a.Pin)
+		}
+	}
+	if len(c.Artifacts) != 7 {
+		t.Errorf("%d artifacts, want 7 (archive, 5 images, Agent Sandbox manifest)", len(c.Artifacts))
+	}
+}

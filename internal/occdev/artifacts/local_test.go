@@ -1,0 +1,83 @@
+package artifacts
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/openclaw/occ/internal/occdev/pins"
+)
+
+// memLocal is a store of artifacts by sha256, as a bundle is.
+type memLocal map[string][]byte
+
+func (m memLocal) Has(digest string) bool { _, ok := m[strings.TrimPrefix(digest, "sha256:")]; return ok }
+func (m memLocal) CopyFile(w io.Writer, sum string) (int64, error) {
+	b, ok := m[sum]
+	if !ok {
+		return 0, fmt.Errorf("no %s", sum)
+	}
+	return io.Copy(w, bytes.NewReader(b))
+}
+func (memLocal) Name() string { return "bundle test.tar" }
+
+// On a plane with a bundle, up takes the archive from the bundle: nothing is downloaded, the
+// copy is verified into the cache (a later up finds it there without the bundle). A bundle
+// blob that does not hash to the pin is discarded, never cached. Offline, an artifact in neither
+// the cache nor a bundle is refused naming the URL without its token, and no request is made.
+func TestFetchTakesTheBundleAndRefusesOfflineDownloads(t *testing.T) {
+	p, sum := archiveFile(t, goodEntries())
+	body, _ := os.ReadFile(p)
+	srv, hits := server(t, body)
+	const canary = "CANARY-bundle-31f0"
+	a := pins.Artifact{URL: srv.URL + "/archive.tar.gz?token=" + canary, SHA256: sum}
+
+	cache := t.TempDir()
+	f := &Fetcher{CacheDir: cache, Offline: true, Local: memLocal{sum: body}}
+	v, err := f.Fetch(context.Background(), a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.Close()
+	if n := hits.Load(); n != 0 {
+		t.Errorf("%d downloads with the archive in the bundle, want 0", n)
+	}
+	if v, err := (&Fetcher{CacheDir: cache, Offline: true}).Fetch(context.Background(), a); err != nil {
+		t.Errorf("the copy was not kept in the cache: %v", err)
+	} else {
+		v.Close()
+	}
+
+	damaged := append(bytes.Clone(body[:len(body)-1]), body[len(body)-1]^1)
+	f = &Fetcher{CacheDir: t.TempDir(), Offline: true, Local: memLocal{sum: damaged}}
+	var sumErr *ChecksumError
+	if _, err := f.Fetch(context.Background(), a); !errors.As(err, &sumErr) {
+		t.Errorf("a damaged bundle blob: %v", err)
+	}
+	if path, _ := f.CachePath(sum); fileExists(path) {
+		t.Errorf("the damaged copy was cached at %s", path)
+	}
+
+	f = &Fetcher{CacheDir: t.TempDir(), Offline: true}
+	_, err = f.Fetch(context.Background(), a)
+	var off *OfflineError
+	if !errors.As(err, &off) || !strings.Contains(err.Error(), srv.URL+"/archive.tar.gz") || !strings.Contains(err.Error(), "--offline") {
+		t.Errorf("offline without the artifact: %v", err)
+	}
+	if strings.Contains(err.Error(), canary) {
+		t.Errorf("the refusal shows the URL's token: %v", err)
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("%d downloads offline, want 0", n)
+	}
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
