@@ -16,7 +16,10 @@ import (
 // memLocal is a store of artifacts by sha256, as a bundle is.
 type memLocal map[string][]byte
 
-func (m memLocal) Has(digest string) bool { _, ok := m[strings.TrimPrefix(digest, "sha256:")]; return ok }
+func (m memLocal) Has(digest string) bool {
+	_, ok := m[strings.TrimPrefix(digest, "sha256:")]
+	return ok
+}
 func (m memLocal) CopyFile(w io.Writer, sum string) (int64, error) {
 	b, ok := m[sum]
 	if !ok {
