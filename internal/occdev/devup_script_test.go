@@ -143,3 +143,35 @@ func TestDevUpScriptFindsOCC(t *testing.T) {
 		t.Fatalf("occ on PATH not executed with dev up: %q (%v)", got, err)
 	}
 }
+
+// A CI job whose cache missed the bundle runs scripts/dev-up with OCC_DEVELOPMENT_BUNDLE naming
+// where the bundle goes: the script creates it first, then hands over to up (which reads the
+// variable); with the bundle restored from the cache, it only runs up.
+func TestDevUpScriptCreatesAMissingBundle(t *testing.T) {
+	script, argsFile := scriptBed(t, true)
+	appending := "#!/bin/sh\nprintf '%s ' \"$@\" >> '" + argsFile + "'\necho >> '" + argsFile + "'\n"
+	if err := os.WriteFile(filepath.Join(filepath.Dir(filepath.Dir(script)), "bin", "occ"), []byte(appending), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bundle := filepath.Join(t.TempDir(), "occ-bundle.tar")
+	env := map[string]string{"OCC_DEVELOPMENT_BUNDLE": bundle}
+	if code, stderr := runScript(t, script, env, "/usr/bin:/bin", "--offline"); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	got, _ := os.ReadFile(argsFile)
+	if want := "dev bundle create --out " + bundle + " \ndev up --offline \n"; string(got) != want {
+		t.Errorf("calls:\n%s\nwant:\n%s", got, want)
+	}
+	if err := os.WriteFile(bundle, []byte("restored"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(argsFile); err != nil {
+		t.Fatal(err)
+	}
+	if code, stderr := runScript(t, script, env, "/usr/bin:/bin", "--offline"); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if got, _ := os.ReadFile(argsFile); string(got) != "dev up --offline \n" {
+		t.Errorf("with the bundle restored, calls:\n%s", got)
+	}
+}
