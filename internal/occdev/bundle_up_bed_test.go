@@ -83,7 +83,22 @@ func (b *k3dBed) newBundleWorld(t *testing.T, platform string) *bundleWorld {
 		t.Fatal(err)
 	}
 	w.bundle = filepath.Join(t.TempDir(), "bundle.tar")
-	if _, err := pinbundle.Create(context.Background(), pinbundle.CreateOptions{Pins: w.set, Platforms: p, Out: w.bundle}); err != nil {
+	c, err := pinbundle.Create(context.Background(), pinbundle.CreateOptions{Pins: w.set, Platforms: p, Out: w.bundle})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The bed serves every pinned image as a multi-platform index, as registries do: the bundle
+	// keeps each index whole (its digest the pin) and the chosen platform's content.
+	in, err := pinbundle.Inspect(w.bundle)
+	if err != nil || len(in.Artifacts) != len(c.Artifacts) || len(c.Artifacts) != 7 {
+		t.Fatalf("inspect %+v (%v), want the 7 artifacts create wrote", in, err)
+	}
+	for _, a := range in.Artifacts {
+		if a.Kind == pinbundle.KindImage && (len(a.Platforms) != 1 || a.Platforms[0].Platform != platform || !strings.Contains(a.MediaType, "index") && !strings.Contains(a.MediaType, "list")) {
+			t.Errorf("bundle artifact %s: %s %+v, want an index with %s", a.Pin, a.MediaType, a.Platforms, platform)
+		}
+	}
+	if _, err := pinbundle.Verify(context.Background(), w.bundle, nil); err != nil {
 		t.Fatal(err)
 	}
 	w.downloads.Store(0)
@@ -153,6 +168,21 @@ func testUpFromABundleOffline(t *testing.T, b *k3dBed) {
 		upFails(t, b, opts, "bundle "+cut+" is not intact")
 	})
 
+	t.Run("a tampered bundle is refused before anything exists", func(t *testing.T) {
+		data, err := os.ReadFile(w.bundle)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The bundle's bytes are mostly layers: one flipped in the middle alters a blob.
+		data[len(data)/2] ^= 0x01
+		tampered := filepath.Join(t.TempDir(), "tampered.tar")
+		if err := os.WriteFile(tampered, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		opts := w.options(t, b)
+		opts.Bundle = tampered
+		upFails(t, b, opts, "bundle "+tampered+" is not intact", "sha256:")
+	})
 	t.Run("the Kubernetes-only profile", func(t *testing.T) { upFromBundle(t, b, w, occdev.ControlPlaneKubernetes) })
 	if b.kind == state.EngineDocker {
 		// The Compose profile differs in the Gateway's Service and namespace, not in how the
