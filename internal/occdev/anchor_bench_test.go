@@ -29,6 +29,9 @@ import (
 	"github.com/docker/docker/api/types/image"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -147,7 +150,7 @@ func benchUpAgainstCLIs(b *testing.B, clis, docker string, store dockerbed.Image
 					if err != nil {
 						b.Fatal(err)
 					}
-					imgs = append(imgs, reg.push(b, spec))
+					imgs = append(imgs, reg.push(b, spec, false))
 				}
 				set.OpenShell.Images = pins.Images{Gateway: imgs[0], Sandbox: imgs[1], Supervisor: imgs[2]}
 				manifest = k3dAgentSandboxManifest(set.OpenShell.Images)
@@ -661,11 +664,21 @@ func startLimitedRegistry(b *testing.B, rate int64) *limitedRegistry {
 	return &limitedRegistry{host: strings.TrimPrefix(srv.URL, "http://")}
 }
 
-// push uploads spec's image (at full speed) and returns its pin, repository:tag@digest.
-func (r *limitedRegistry) push(b *testing.B, spec dockerbed.ImageSpec) pins.Image {
+// push uploads spec's image (at full speed) and returns its pin, repository:tag@digest: the
+// image manifest itself, or with asIndex a one-platform index of it (as registries serve images).
+func (r *limitedRegistry) push(b *testing.B, spec dockerbed.ImageSpec, asIndex bool) pins.Image {
 	img, err := spec.Image()
 	if err != nil {
 		b.Fatal(err)
+	}
+	digestOf, write := img.Digest, func(tag name.Tag) error { return remote.Write(tag, img) }
+	if asIndex {
+		cf, err := img.ConfigFile()
+		if err != nil {
+			b.Fatal(err)
+		}
+		idx := mutate.AppendManifests(empty.Index, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: cf.OS, Architecture: cf.Architecture}}})
+		digestOf, write = idx.Digest, func(tag name.Tag) error { return remote.WriteIndex(tag, idx) }
 	}
 	key, err := spec.Key()
 	if err != nil {
@@ -676,10 +689,10 @@ func (r *limitedRegistry) push(b *testing.B, spec dockerbed.ImageSpec) pins.Imag
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := remote.Write(tag, img); err != nil {
+	if err := write(tag); err != nil {
 		b.Fatalf("push %s: %v", tag, err)
 	}
-	digest, err := img.Digest()
+	digest, err := digestOf()
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -11,11 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/openclaw/occ/internal/occdev"
 	"github.com/openclaw/occ/internal/occdev/pinbundle"
@@ -49,7 +45,7 @@ func BenchmarkUpFromBundle(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		imgs = append(imgs, reg.pushIndex(b, spec))
+		imgs = append(imgs, reg.push(b, spec, true))
 	}
 	set.OpenShell.Images = pins.Images{Gateway: imgs[0], Sandbox: imgs[1], Supervisor: imgs[2]}
 	manifest := k3dAgentSandboxManifest(set.OpenShell.Images)
@@ -125,37 +121,6 @@ func BenchmarkUpFromBundle(b *testing.B) {
 		warm.Seconds()/n, limited.Seconds()/n, fromBundle.Seconds()/n, fromBundle.Seconds()/warm.Seconds(), fromBundle.Seconds()/limited.Seconds())
 	fmt.Printf("bundle: %d bytes for %d bytes of pinned images (%.3f×), created in %.2f s from the limited registry\n",
 		fi.Size(), imageBytes, float64(fi.Size())/float64(imageBytes), created.Seconds())
-}
-
-// pushIndex uploads spec's image as a one-platform index (as registries serve images) and
-// returns its pin, repository:tag@<index digest>.
-func (r *limitedRegistry) pushIndex(b *testing.B, spec dockerbed.ImageSpec) pins.Image {
-	img, err := spec.Image()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		b.Fatal(err)
-	}
-	idx := mutate.AppendManifests(empty.Index, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: cf.OS, Architecture: cf.Architecture}}})
-	key, err := spec.Key()
-	if err != nil {
-		b.Fatal(err)
-	}
-	repo := r.host + "/" + spec.Repo
-	tag, err := name.NewTag(repo+":"+key, name.Insecure)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := remote.WriteIndex(tag, idx); err != nil {
-		b.Fatalf("push %s: %v", tag, err)
-	}
-	digest, err := idx.Digest()
-	if err != nil {
-		b.Fatal(err)
-	}
-	return parsePin(b, repo+":"+key+"@"+digest.String())
 }
 
 // serveFile serves the file at path over HTTP for the benchmark and returns its URL.
