@@ -188,7 +188,7 @@ func Reload(ctx context.Context, opts ReloadOptions) (_ *ReloadResult, err error
 	// The recorded cluster's provider, which reload imports through (checkReloadable refuses a
 	// cluster it cannot import into); it is closed with the reload.
 	if entry, ok := providers()[st.Cluster.Provider]; ok {
-		r.provider = entry.open()
+		r.provider = entry.Open()
 		defer r.provider.Close()
 	}
 	x := &runner{Sink: opts.Progress, AfterStep: opts.deps.AfterStep}
