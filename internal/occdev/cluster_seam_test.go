@@ -19,7 +19,7 @@ import (
 	"github.com/openclaw/occ/internal/progress"
 )
 
-// fakeSettings are the test provider's own settings, decided from the plan.
+// fakeSettings are the test provider's own settings, decided by its registration.
 type fakeSettings struct{ Timeout string }
 
 // fakeProvider is a cluster provider the flow has never heard of. It answers from fields and
@@ -56,12 +56,19 @@ func (fakeImporter) ImageImporter(context.Context, cluster.Request, cluster.Acce
 	return nil, errors.New("not reached by this test")
 }
 
-// fakeTable is the real providers table with the two fakes added, each opening the given value.
-func fakeTable(plain *fakeProvider, importing fakeImporter) map[string]clusterProvider {
+// fakeTable is the real providers table with the two fakes added, each registered as a
+// provider package would register it: a plan of its own settings (its cluster runs in the engine,
+// so it locates it) and the given value to open.
+func fakeTable(plain *fakeProvider, importing fakeImporter) map[string]cluster.Registration {
 	table := providers()
-	settings := func(p *Plan) any { return fakeSettings{Timeout: p.StartupTimeout.String()} }
-	table[plain.name] = clusterProvider{settings: settings, open: func() cluster.Provider { return plain }}
-	table[importing.name] = clusterProvider{settings: settings, open: func() cluster.Provider { return importing }}
+	resolve := func(o cluster.Options, _ []cluster.Setting) (cluster.Plan, error) {
+		if _, err := o.Engine(); err != nil {
+			return cluster.Plan{}, err
+		}
+		return cluster.Plan{Name: "fake-one", Settings: fakeSettings{Timeout: o.Timeout.String()}}, nil
+	}
+	table[plain.name] = cluster.Registration{Name: plain.name, Resolve: resolve, Open: func() cluster.Provider { return plain }}
+	table[importing.name] = cluster.Registration{Name: importing.name, Resolve: resolve, Open: func() cluster.Provider { return importing }}
 	return table
 }
 
@@ -75,7 +82,7 @@ func allSteps(steps []Step, lane string, out *[]string) {
 	}
 }
 
-// Someone adds a third cluster provider: one entry in the providers table. The flow shapes the
+// Someone adds a third cluster provider: one registration in the providers table. The flow shapes the
 // cluster lane by what the provider can do (a cluster.Importer gets the image lanes, one without
 // gets the connect step), hands it its own settings, describes it in the dry run by its own
 // words, opens it when a run starts and closes it at the end, and keeps the record a failed
@@ -155,15 +162,13 @@ func TestAThirdClusterProviderIsOneTableEntry(t *testing.T) {
 	}
 }
 
-// k3dAllowed are the names of package k3d the flow may use: the registry entry, the settings it
-// decides, and the constants and rules of its options and records. Calling into the provider,
-// holding one, or asking whether a provider is k3d's is not among them.
+// k3dAllowed are the names of package k3d the flow may use: the registry entry, what the plan
+// document shows of its settings, and the constants of its options and records. Calling into the
+// provider, holding one, checking its settings or asking whether a provider is k3d's is not
+// among them.
 var k3dAllowed = map[string]bool{
-	"Name": true, "Settings": true, "ClusterProvider": true, "TypeCluster": true, "Remover": true,
-	"EnvClusterName": true, "EnvAPIPort": true, "EnvDiskThresholdPercent": true, "EnvDNSResolver": true,
-	"DefaultDiskThresholdPercent": true, "ResolveName": true,
-	"ChooseNodeDNS": true, "ThisHost": true, "NodeDNS": true, "ResolverAuto": true,
-	"EnvK3sImage": true, "SelectNodeImage": true,
+	"Name": true, "Registration": true, "Shown": true, "NodeDNS": true, "TypeCluster": true,
+	"EnvDNSResolver": true, "EnvK3sImage": true, "SelectNodeImage": true,
 }
 
 // A later change reaches around the cluster seam again (a k3d provider held in the plan, the

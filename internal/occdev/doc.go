@@ -74,8 +74,10 @@
 //
 // # Adding a cluster provider
 //
-// Implement cluster.Provider in its own package under cluster/ and add it to providers(), with
-// the function that decides its own settings from the plan (cluster.Request.Settings). The
+// Implement cluster.Provider in its own package under cluster/, export its cluster.Registration
+// (the settings of its own the user set, the rule that checks them, refuses the other providers'
+// and decides its plan, and how to open it), and add that to providers(). The plan carries the
+// provider's settings opaquely and hands them back as cluster.Request.Settings. The
 // provider sees only a cluster.Request (names, the state's kubeconfig paths, pins, owner,
 // Recorder, a progress Reporter, what the control plane needs of the cluster as cluster.Needs,
 // its settings) and returns a cluster.Access; it records what it creates through the Recorder

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -61,20 +60,14 @@ const (
 	defaultProvider  = ProviderK3d
 )
 
-// clusterProvider is one --cluster-provider: its own settings, decided from the resolved plan
-// (nil: it has none), and the live provider a run opens and closes.
-type clusterProvider struct {
-	settings func(*Plan) any
-	open     func() cluster.Provider
-}
-
 // providers lists the cluster providers by --cluster-provider value. Adding a provider is one
-// line here; the provider itself lives in its own package under cluster/, and the flow only
-// ever sees it as a cluster.Provider (and the optional cluster.Importer).
-func providers() map[string]clusterProvider {
-	return map[string]clusterProvider{
-		existing.Name: {open: func() cluster.Provider { return existing.Provider{} }},
-		k3d.Name:      {settings: k3dSettings, open: func() cluster.Provider { return &k3d.ClusterProvider{} }},
+// line here; the provider itself lives in its own package under cluster/, decides its own plan
+// (cluster.Registration), and the flow only ever sees it as a cluster.Provider (and the optional
+// cluster.Importer).
+func providers() map[string]cluster.Registration {
+	return map[string]cluster.Registration{
+		existing.Name: existing.Registration(),
+		k3d.Name:      k3d.Registration(),
 	}
 }
 
@@ -328,7 +321,7 @@ func (p *Plan) UnmarshalJSON(data []byte) error {
 func resolvePlan(o UpOptions) (*Plan, error) { return resolvePlanWith(providers(), o) }
 
 // resolvePlanWith is resolvePlan choosing the cluster provider from table.
-func resolvePlanWith(table map[string]clusterProvider, o UpOptions) (*Plan, error) {
+func resolvePlanWith(table map[string]cluster.Registration, o UpOptions) (*Plan, error) {
 	p := &Plan{
 		Kubeconfig:  o.Kubeconfig,
 		Context:     o.Context,
@@ -437,17 +430,13 @@ func resolvePlanWith(table map[string]clusterProvider, o UpOptions) (*Plan, erro
 	if err := resolveSelections(p, o); err != nil {
 		return nil, err
 	}
-	if err := resolveCluster(p, o); err != nil {
+	if err := resolveCluster(p, o, table, provider); err != nil {
 		return nil, err
 	}
 	if p.profile, err = profileOf(p, o); err != nil {
 		return nil, err
 	}
 	p.Routing.Route = p.profile.route
-	if provider.settings != nil {
-		p.clusterSettings = provider.settings(p)
-	}
-	p.openProvider = provider.open
 	return p, nil
 }
 
@@ -481,64 +470,33 @@ func selectNodeImage(p *Plan, o UpOptions) error {
 	return nil
 }
 
-// resolveCluster checks the settings of the chosen provider and refuses those of the other: a
-// setting that would silently do nothing is a mistake the user wants to hear about.
-func resolveCluster(p *Plan, o UpOptions) error {
-	var err error
-	if p.ClusterProvider == ProviderExisting {
-		p.PullPolicy = corev1.PullIfNotPresent
-		for _, s := range []struct {
-			set  bool
-			name string
-			val  string
-		}{
-			{o.ClusterName != "", "--cluster-name (" + k3d.EnvClusterName + ")", o.ClusterName},
-			{o.APIPort != 0, "--api-port (" + k3d.EnvAPIPort + ")", strconv.Itoa(o.APIPort)},
-			{o.DiskThresholdPercent != 0, "--disk-threshold-percent (" + k3d.EnvDiskThresholdPercent + ")", strconv.Itoa(o.DiskThresholdPercent)},
-			{o.DNSResolver != "" && o.DNSResolver != k3d.ResolverAuto, optDNSResolver, o.DNSResolver},
-		} {
-			if s.set {
-				return &OptionError{Option: s.name, Value: s.val, Rule: "configures the k3d cluster occ creates, and --cluster-provider existing creates none",
-					Fix: "unset it, or use --cluster-provider k3d"}
-			}
-		}
-		return nil
+// resolveCluster lets the chosen provider check its own settings and refuse those of the others,
+// and decide its plan; the plan document keeps showing the k3d cluster's settings where it
+// always has. The chart's pull policy follows from what the provider can do: Never for a cluster
+// that runs only images occ imports, IfNotPresent for one that pulls them by digest.
+func resolveCluster(p *Plan, o UpOptions, table map[string]cluster.Registration, reg cluster.Registration) error {
+	opts := cluster.Options{
+		Kubeconfig: o.Kubeconfig, Context: o.Context,
+		ClusterName: o.ClusterName, APIPort: o.APIPort, DiskThresholdPercent: o.DiskThresholdPercent, DNSResolver: o.DNSResolver,
+		Timeout: p.StartupTimeout, ExemptRuntimeClasses: []string{RuntimeClassName},
+		// The engine is located and identified now (GET /version, which changes nothing), so
+		// the dry run names it and the state records its kind and endpoint before anything is
+		// created.
+		Engine: func() (cluster.Engine, error) {
+			err := p.locateEngine(o)
+			return cluster.Engine{Kind: p.EngineKind, Platform: p.EnginePlatform}, err
+		},
 	}
-	p.PullPolicy = corev1.PullNever
-	for _, s := range []struct{ name, val string }{{"--kubeconfig", o.Kubeconfig}, {"--context", o.Context}} {
-		if s.val != "" {
-			return &OptionError{Option: s.name, Value: s.val, Rule: "selects an existing cluster, but --cluster-provider k3d creates its own (its kubeconfig is written into the state directory)",
-				Fix: "drop " + s.name + ", or use --cluster-provider existing to install into that cluster"}
-		}
-	}
-	if p.ClusterName, err = k3d.ResolveName(o.ClusterName); err != nil {
-		return err
-	}
-	if o.APIPort < 0 || o.APIPort > 65535 {
-		return &OptionError{Option: "--api-port (" + k3d.EnvAPIPort + ")", Value: strconv.Itoa(o.APIPort), Rule: "must be between 1 and 65535",
-			Fix: "choose a free port on 127.0.0.1, or leave it unset for a free one occ chooses"}
-	}
-	p.APIPort = o.APIPort
-	if o.DiskThresholdPercent < 0 || o.DiskThresholdPercent > 20 {
-		return &OptionError{Option: "--disk-threshold-percent (" + k3d.EnvDiskThresholdPercent + ")", Value: strconv.Itoa(o.DiskThresholdPercent), Rule: "must be between 1 and 20",
-			Fix: "leave it unset for 5"}
-	}
-	p.DiskThresholdPercent = o.DiskThresholdPercent
-	if p.DiskThresholdPercent == 0 {
-		p.DiskThresholdPercent = k3d.DefaultDiskThresholdPercent
-	}
-	// The engine is located and identified now (GET /version, which changes nothing), so the
-	// dry run names it and the state records its kind and endpoint before anything is created.
-	if err := p.locateEngine(o); err != nil {
-		return err
-	}
-	// The node's resolver is chosen by the kind of host the engine said it is, and the host's
-	// own resolv.conf: decided before anything exists, shown by the dry run, recorded.
-	dns, err := k3d.ChooseNodeDNS(optDNSResolver, o.DNSResolver, k3d.ThisHost(p.EngineKind, p.EnginePlatform))
+	cp, err := reg.Resolve(opts, cluster.Foreign(table, reg.Name, opts))
 	if err != nil {
 		return err
 	}
-	p.NodeDNS = &dns
+	p.ClusterName, p.APIPort, p.clusterSettings, p.openProvider = cp.Name, cp.APIPort, cp.Settings, reg.Open
+	p.DiskThresholdPercent, p.NodeDNS = k3d.Shown(cp.Settings)
+	p.PullPolicy = corev1.PullIfNotPresent
+	if p.importsImages() {
+		p.PullPolicy = corev1.PullNever
+	}
 	return nil
 }
 

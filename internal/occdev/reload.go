@@ -12,7 +12,6 @@ import (
 
 	"github.com/openclaw/occ/internal/fsutil"
 	"github.com/openclaw/occ/internal/occdev/cluster"
-	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/diagnose"
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
@@ -188,7 +187,7 @@ func Reload(ctx context.Context, opts ReloadOptions) (_ *ReloadResult, err error
 	// The recorded cluster's provider, which reload imports through (checkReloadable refuses a
 	// cluster it cannot import into); it is closed with the reload.
 	if entry, ok := providers()[st.Cluster.Provider]; ok {
-		r.provider = entry.open()
+		r.provider = entry.Open()
 		defer r.provider.Close()
 	}
 	x := &runner{Sink: opts.Progress, AfterStep: opts.deps.AfterStep}
@@ -248,19 +247,22 @@ func reloadRefusal(dir, occ, why string) error {
 }
 
 // checkReloadable refuses an environment reload cannot act on, before anything is built: no
-// control plane built from a checkout, a recorded engine that does not answer, a k3d cluster
-// that is gone or is another one now (the identity `down` checks), or a checkout that is gone,
-// moved or no longer an OCE checkout. It then chooses the builds of the chosen services.
+// control plane built from a checkout, a cluster occ did not create (its provider keeps no record
+// of it, and occ imports into no node of it), a recorded engine that does not answer, a recorded
+// cluster that is gone or is another one now (the identity `down` checks), or a checkout that is
+// gone, moved or no longer an OCE checkout. It then chooses the builds of the chosen services.
 func checkReloadable(ctx context.Context, r *run, rep progress.Reporter) error {
 	rr := r.reload
 	dir, occ := r.state.Path(), rr.opts.OCCCommand
 	cp := rr.st.ControlPlane
+	provider := rr.st.Cluster.Provider
+	clusterType := clusterRecordType(provider)
 	switch {
 	case cp == nil:
 		return reloadRefusal(dir, occ, "it has no OCE control plane (occ dev up found no checkout)")
 	case slices.ContainsFunc(cp.Images, func(i state.ControlPlaneImage) bool { return i.Selected }):
 		return reloadRefusal(dir, occ, "its controller and Agent runtime images were selected by digest, not built from the checkout; build and push new ones, then select them")
-	case rr.st.Cluster.Provider != ProviderK3d:
+	case clusterType == "":
 		return reloadRefusal(dir, occ, "its cluster is not one occ created with k3d, which the rebuilt images are imported into")
 	}
 	builds, err := oce.ReadBuilds(dir)
@@ -283,7 +285,7 @@ func checkReloadable(ctx context.Context, r *run, rep progress.Reporter) error {
 	reg := rr.rec.removers()
 	found := false
 	for _, o := range rr.st.Objects {
-		if o.Type != k3d.TypeCluster {
+		if o.Type != clusterType {
 			continue
 		}
 		found = true
@@ -291,15 +293,15 @@ func checkReloadable(ctx context.Context, r *run, rep progress.Reporter) error {
 		switch in.State {
 		case state.Present:
 		case state.Missing:
-			return reloadRefusal(dir, occ, "its k3d cluster "+o.Name+" is gone")
+			return reloadRefusal(dir, occ, "its "+provider+" cluster "+o.Name+" is gone")
 		case state.Changed:
-			return reloadRefusal(dir, occ, "the k3d cluster named "+o.Name+" is not the one recorded: "+in.Detail)
+			return reloadRefusal(dir, occ, "the "+provider+" cluster named "+o.Name+" is not the one recorded: "+in.Detail)
 		default:
-			return reloadRefusal(dir, occ, "its k3d cluster "+o.Name+" cannot be checked: "+in.Detail)
+			return reloadRefusal(dir, occ, "its "+provider+" cluster "+o.Name+" cannot be checked: "+in.Detail)
 		}
 	}
 	if !found {
-		return reloadRefusal(dir, occ, "it records no k3d cluster")
+		return reloadRefusal(dir, occ, "it records no "+provider+" cluster")
 	}
 	if r.conn, err = rr.rec.kube(ctx); err != nil {
 		return reloadRefusal(dir, occ, "its cluster does not answer as the recorded one: "+err.Error())

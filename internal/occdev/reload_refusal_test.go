@@ -50,8 +50,9 @@ func recordedEnvironment(t *testing.T, engine, name string, builds bool, selecte
 
 // A developer runs `occ dev reload` on an environment it cannot act on — its Docker engine is
 // gone (Docker Desktop quit, another socket), its k3d cluster was deleted by hand, it was
-// brought up by an occ that recorded no builds, or its images were selected by digest — and is
-// told why and to run `occ dev down` and `occ dev up`; nothing is built.
+// brought up by an occ that recorded no builds, its images were selected by digest, or it runs
+// on an existing cluster occ imports nothing into — and is told why and to run `occ dev down`
+// and `occ dev up`; nothing is built.
 func TestReloadRefusesWhatItCannotAct(t *testing.T) {
 	ctx := context.Background()
 	gone := "unix://" + filepath.Join(t.TempDir(), "no-docker.sock")
@@ -70,6 +71,18 @@ func TestReloadRefusesWhatItCannotAct(t *testing.T) {
 		}},
 		{"selected images", "its controller and Agent runtime images were selected by digest", func(t *testing.T) string {
 			return recordedEnvironment(t, gone, "occ-dev-refusal03", true, true)
+		}},
+		{"an existing cluster", "its cluster is not one occ created with k3d, which the rebuilt images are imported into", func(t *testing.T) string {
+			dir := recordedEnvironment(t, gone, "occ-dev-refusal04", true, false)
+			d, err := state.Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			if err := d.Update(func(s *state.State) { s.Cluster.Provider = occdev.ProviderExisting }); err != nil {
+				t.Fatal(err)
+			}
+			return dir
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -28,7 +28,6 @@ const (
 	optGatewayChart         = "--openshell-helm-chart (" + EnvGatewayChart + ")"
 	optWorkspaceChart       = "--openshell-workspace-helm-chart (" + EnvWorkspaceChart + ")"
 	optAgentSandboxManifest = "--agent-sandbox-manifest (" + EnvAgentSandboxManifest + ")"
-	optDNSResolver          = "--k3d-dns-resolver (" + EnvDNSResolver + ")"
 )
 
 // GatewayRenderPlan is what the offline render of the Gateway chart assumes of the cluster it

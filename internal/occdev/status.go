@@ -212,7 +212,7 @@ func clusterRecordType(provider string) state.Type {
 	if !ok {
 		return ""
 	}
-	p := cp.open()
+	p := cp.Open()
 	defer p.Close()
 	if k, ok := p.(cluster.Keeper); ok {
 		return k.RecordType()

@@ -5,29 +5,10 @@ import (
 	"fmt"
 
 	"github.com/openclaw/occ/internal/occdev/cluster"
-	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/progress"
 )
-
-// k3dSettings are the k3d provider's settings of the plan: the API port (0: a free one, chosen
-// at creation), the kubelet's disk threshold, k3d's timeout (the startup timeout, as the
-// reference passes it to k3d), the node's DNS resolver and the sandbox RuntimeClass exempt from
-// PodSecurity admission. What the profile needs of the cluster (a network to join, ports to
-// publish) is the request's cluster.Needs.
-func k3dSettings(p *Plan) any {
-	s := k3d.Settings{
-		APIPort:                         p.APIPort,
-		PodSecurityExemptRuntimeClasses: []string{RuntimeClassName},
-		DiskThresholdPercent:            p.DiskThresholdPercent,
-		Timeout:                         p.StartupTimeout,
-	}
-	if p.NodeDNS != nil {
-		s.DNS = *p.NodeDNS
-	}
-	return s
-}
 
 // withProvider opens the plan's provider for a call that needs no run (the dry run's
 // description and checks, which perform no I/O) and closes it again.

@@ -216,3 +216,36 @@ func kubeconfigPath(explicit string) (string, error) {
 	}
 	return abs, nil
 }
+
+// Registration is the existing provider as the flow registers it: its settings (the kubeconfig
+// and context, which the request carries), a plan of no settings of its own, and the Provider.
+func Registration() cluster.Registration {
+	return cluster.Registration{
+		Name:    Name,
+		Given:   given,
+		Resolve: resolvePlan,
+		Open:    func() cluster.Provider { return Provider{} },
+	}
+}
+
+// given lists the provider's settings the user set.
+func given(o cluster.Options) []cluster.Setting {
+	var out []cluster.Setting
+	for _, s := range []struct{ name, val string }{{"--kubeconfig", o.Kubeconfig}, {"--context", o.Context}} {
+		if s.val != "" {
+			out = append(out, cluster.Setting{Option: s.name, Value: s.val, Purpose: "selects an existing cluster", Provider: Name})
+		}
+	}
+	return out
+}
+
+// resolvePlan refuses the settings of a cluster occ would create: occ creates none here, and
+// the cluster pulls the pinned images itself, so the plan needs no engine.
+func resolvePlan(_ cluster.Options, foreign []cluster.Setting) (cluster.Plan, error) {
+	if len(foreign) > 0 {
+		s := foreign[0]
+		return cluster.Plan{}, &option.Error{Option: s.Option, Value: s.Value, Rule: s.Purpose + ", and --cluster-provider " + Name + " creates none",
+			Fix: "unset it, or use --cluster-provider " + s.Provider}
+	}
+	return cluster.Plan{}, nil
+}
