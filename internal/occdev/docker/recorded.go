@@ -139,3 +139,9 @@ func CloseRecorded(c *state.Connections) {
 		_ = eng.Close()
 	}
 }
+
+// EngineNameOf is how messages name the engine the record o of an engine object lives in
+// ("Docker", "Podman"): its Object.Engine, Docker when the state predates the engine's kind.
+func EngineNameOf(o state.Object) string {
+	return locate.Kind(state.Engine{Kind: o.Engine}.KindOrDocker()).Name()
+}

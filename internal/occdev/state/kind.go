@@ -20,6 +20,11 @@ type Kind struct {
 	// Type is the name records of this kind carry in state.json. It is the on-disk format:
 	// once written by a release it never changes.
 	Type Type
+	// Aliases are other names records of this kind carry in state files written by earlier
+	// releases (a pulled image was "docker-image" or "podman-image" before the type was named
+	// by what it is). Reading a state gives such records Type, so an environment made by an
+	// earlier release still loads and `down` removes it; like Type, an alias is never dropped.
+	Aliases []Type
 	// Fields are the optional fields its records may carry; the others must stay empty.
 	Fields Fields
 	// Check applies the kind's own rules (name shape, required fields) to a record whose
@@ -44,6 +49,9 @@ type Fields struct {
 	ID             bool
 	Digest         bool
 	Labels         bool
+	// Engine marks the records of objects in the recorded engine (State.Engine): reading a
+	// state gives them its kind (Object.Engine), so messages name the engine ("Podman volume").
+	Engine bool
 }
 
 // kinds are the registered kinds: written while packages initialise (Register runs from init
@@ -53,6 +61,8 @@ type Fields struct {
 var (
 	kindsMu sync.RWMutex
 	kinds   = map[Type]Kind{}
+	// aliases maps each registered alias to the Type of its kind.
+	aliases = map[Type]Type{}
 )
 
 // Register makes a record kind known to the store. It is called from the init function of the
@@ -64,10 +74,31 @@ func Register(k Kind) {
 	}
 	kindsMu.Lock()
 	defer kindsMu.Unlock()
-	if _, dup := kinds[k.Type]; dup {
-		panic(fmt.Sprintf("state.Register: record type %q is registered twice", k.Type))
+	for _, name := range append([]Type{k.Type}, k.Aliases...) {
+		if !typePattern.MatchString(string(name)) {
+			panic(fmt.Sprintf("state.Register: kind %q: alias %q is not a lower-case type name", k.Type, name))
+		}
+		_, isType := kinds[name]
+		_, isAlias := aliases[name]
+		if isType || isAlias {
+			panic(fmt.Sprintf("state.Register: record type %q is registered twice", name))
+		}
 	}
 	kinds[k.Type] = k
+	for _, a := range k.Aliases {
+		aliases[a] = k.Type
+	}
+}
+
+// resolveAlias is the registered Type t names: t itself, or the kind's Type when t is one of
+// its Aliases.
+func resolveAlias(t Type) Type {
+	kindsMu.RLock()
+	defer kindsMu.RUnlock()
+	if to, ok := aliases[t]; ok {
+		return to
+	}
+	return t
 }
 
 // KindOf returns the registered kind of t.

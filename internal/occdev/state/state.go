@@ -312,10 +312,26 @@ func decode(data []byte) (State, error) {
 	if err != nil {
 		return State{}, err
 	}
+	s.readRecords()
 	if err := s.Validate(); err != nil {
 		return State{}, err
 	}
 	return s, nil
+}
+
+// readRecords gives the decoded records what is recorded once for all of them or under an
+// earlier name: a record of a type's former name (Kind.Aliases) gets the type's name, so a
+// state written by an earlier release loads and `down` finds its Remover; a record of an
+// engine object gets the recorded engine's kind (Object.Engine). A record of an unknown type
+// is left as it is, for Validate to refuse.
+func (s *State) readRecords() {
+	for i := range s.Objects {
+		o := &s.Objects[i]
+		o.Type = resolveAlias(o.Type)
+		if k, ok := KindOf(o.Type); ok && k.Fields.Engine && s.Engine != nil {
+			o.Engine = s.Engine.Kind
+		}
+	}
 }
 
 func decodeStrict(data []byte, v any) error {
