@@ -193,7 +193,7 @@ func TestDownIgnoresTheFirstCtrlC(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A volume only the recorded engine can remove: down must reach the engine for it.
-	if err := d.Record(state.Object{Type: "docker-volume", Name: "occ-dev-signals-data", Labels: map[string]string{"com.docker.compose.project": "occ-dev-signals"}}); err != nil {
+	if err := d.Record(state.Object{Type: "volume", Name: "occ-dev-signals-data", Labels: map[string]string{"com.docker.compose.project": "occ-dev-signals"}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.Close(); err != nil {

@@ -15,7 +15,6 @@ import (
 	"testing"
 
 	"github.com/openclaw/occ/internal/occdev"
-	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/pinbundle"
 	"github.com/openclaw/occ/internal/occdev/pins"
@@ -240,8 +239,11 @@ func upFromBundle(t *testing.T, b *k3dBed, w *bundleWorld, profile occdev.Contro
 	}
 	loaded := 0
 	for _, o := range st.Objects {
-		if o.Type == images.PulledType(locate.Kind(b.kind).Name()) {
+		if o.Type == images.TypePulledImage {
 			loaded++
+			if o.Engine != b.kind {
+				t.Errorf("%s reads back on engine %q, want the recorded engine %s", o, o.Engine, b.kind)
+			}
 		}
 	}
 	if loaded != len(absent) || (b.kind == state.EngineDocker && loaded != 5) {

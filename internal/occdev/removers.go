@@ -242,7 +242,7 @@ func unusedPulls(ctx context.Context, rec *recorded, objs []state.Object, handle
 	}
 	var pulls []int
 	for i, o := range objs {
-		if images.IsPulled(o.Type) && o.ID != "" && !handled[i] && !keep(o) {
+		if o.Type == images.TypePulledImage && o.ID != "" && !handled[i] && !keep(o) {
 			pulls = append(pulls, i)
 		}
 	}

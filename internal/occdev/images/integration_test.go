@@ -59,7 +59,7 @@ func TestPresentImportVerifyStatusRemove(t *testing.T) {
 	rec := newRecorder(t)
 	var presentAtRecord []string
 	rec.onRecord = func(o state.Object) {
-		if o.Type == images.TypeDockerImage && o.ID == "" && present(t, ctx, b.engine, o.Name+"@"+o.Digest) {
+		if o.Type == images.TypePulledImage && o.ID == "" && present(t, ctx, b.engine, o.Name+"@"+o.Digest) {
 			presentAtRecord = append(presentAtRecord, o.Name)
 		}
 	}
@@ -100,13 +100,13 @@ func TestPresentImportVerifyStatusRemove(t *testing.T) {
 	if len(presentAtRecord) != 0 {
 		t.Errorf("images recorded only after they were pulled: %v", presentAtRecord)
 	}
-	if got := rec.of(images.TypeDockerImage); len(got) != 3 || got[0].ID != locals[0].ID || got[0].Name != pinsOf[0].Name() || got[0].Digest != pinsOf[0].Digest {
+	if got := rec.of(images.TypePulledImage); len(got) != 3 || got[0].ID != locals[0].ID || got[0].Name != pinsOf[0].Name() || got[0].Digest != pinsOf[0].Digest {
 		t.Fatalf("pull records = %+v", got)
 	}
 	// A second up finds them present: nothing pulled, nothing recorded.
 	again := newRecorder(t)
-	if l, err := images.Present(ctx, images.PresentOptions{API: b.engine.API, Image: pinsOf[0], Recorder: again}); err != nil || l.Pulled || len(again.of(images.TypeDockerImage)) != 0 {
-		t.Fatalf("Present of a present image = %+v, %v, records %v", l, err, again.of(images.TypeDockerImage))
+	if l, err := images.Present(ctx, images.PresentOptions{API: b.engine.API, Image: pinsOf[0], Recorder: again}); err != nil || l.Pulled || len(again.of(images.TypePulledImage)) != 0 {
+		t.Fatalf("Present of a present image = %+v, %v, records %v", l, err, again.of(images.TypePulledImage))
 	}
 
 	imported, err := images.Import(ctx, images.ImportOptions{API: b.engine.API, Importer: b.provider.Importer(c.Name), Images: locals, Recorder: rec, Progress: progress})
@@ -157,7 +157,7 @@ func TestPresentImportVerifyStatusRemove(t *testing.T) {
 			t.Errorf("cluster image %s = %+v, want present", o, in)
 		}
 	}
-	for _, o := range rec.of(images.TypeDockerImage) {
+	for _, o := range rec.of(images.TypePulledImage) {
 		if in := pulledImages.Inspect(ctx, o); in.State != state.Present {
 			t.Errorf("pulled image %s = %+v, want present", o, in)
 		}
@@ -204,7 +204,7 @@ func TestPresentImportVerifyStatusRemove(t *testing.T) {
 
 	// down removes the pulled references; the bed's content tags (references the engine held
 	// before) and the unrelated busybox stay.
-	for _, o := range rec.of(images.TypeDockerImage) {
+	for _, o := range rec.of(images.TypePulledImage) {
 		if rm, err := pulledImages.Remove(ctx, o); err != nil || rm.Outcome != state.Removed {
 			t.Fatalf("RemovePulledImage %s = %+v, %v", o, rm, err)
 		}
@@ -256,7 +256,7 @@ func TestWrongPinAndRetaggedImageRefused(t *testing.T) {
 			t.Errorf("wrong-pin error does not mention %q:\n%v", w, err)
 		}
 	}
-	if got := rec.of(images.TypeDockerImage); len(got) != 0 {
+	if got := rec.of(images.TypePulledImage); len(got) != 0 {
 		t.Errorf("a failed pull left records %+v", got)
 	}
 
@@ -341,7 +341,7 @@ func TestVerifyRefusesImageChangedDuringImport(t *testing.T) {
 		locals = append(locals, l)
 	}
 	t.Cleanup(func() {
-		for _, o := range rec.of(images.TypeDockerImage) {
+		for _, o := range rec.of(images.TypePulledImage) {
 			_, _ = images.RemovePulledImage(context.Background(), b.engine.API, o)
 		}
 	})
@@ -422,7 +422,7 @@ func TestImportErrorsAreJudgedByTheNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		for _, o := range rec.of(images.TypeDockerImage) {
+		for _, o := range rec.of(images.TypePulledImage) {
 			_, _ = images.RemovePulledImage(context.Background(), b.engine.API, o)
 		}
 	})
@@ -525,7 +525,7 @@ func TestImportCancelledMidStreamEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		for _, o := range rec.of(images.TypeDockerImage) {
+		for _, o := range rec.of(images.TypePulledImage) {
 			_, _ = images.RemovePulledImage(context.Background(), b.engine.API, o)
 		}
 	})

@@ -59,7 +59,7 @@ func TestPresentRefusesAPinOfAnotherPlatform(t *testing.T) {
 			t.Errorf("refusal lacks %q", want)
 		}
 	}
-	recs := rec.of(images.TypeDockerImage)
+	recs := rec.of(images.TypePulledImage)
 	store, err := e.ImageStore(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +72,7 @@ func TestPresentRefusesAPinOfAnotherPlatform(t *testing.T) {
 	if _, err := images.Present(ctx, images.PresentOptions{API: eng.API, Image: pin, Recorder: again, Platform: engine}); !errors.As(err, &pe) {
 		t.Errorf("Present of the held image: %v, want the platform refusal", err)
 	}
-	if got := again.of(images.TypeDockerImage); len(got) != 0 {
+	if got := again.of(images.TypePulledImage); len(got) != 0 {
 		t.Errorf("an image that was already there was recorded: %+v", got)
 	}
 

@@ -51,10 +51,14 @@ import (
 type Recorder = state.Recorder
 
 // pulledRecord is the record of a pull `up` made into the engine messages call engineName
-// (PulledType): repository, pinned digest and, once pulled, the image ID. `down` removes that
-// digest reference, never an image that was there before.
+// ("Docker", "Podman"; empty is Docker): repository, pinned digest and, once pulled, the image
+// ID. `down` removes that digest reference, never an image that was there before.
 func pulledRecord(pin pins.Image, id, engineName string) state.Object {
-	return state.Object{Type: PulledType(engineName), Name: pin.Name(), Digest: pin.Digest, ID: id}
+	engine := state.EngineDocker
+	if engineName == "Podman" {
+		engine = state.EnginePodman
+	}
+	return state.Object{Type: TypePulledImage, Name: pin.Name(), Digest: pin.Digest, ID: id, Engine: engine}
 }
 
 // Event is one progress report: of a layer while the engine pulls, or of an image as a whole

@@ -11,15 +11,15 @@ import (
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
-// RemovePulledImage undoes a recorded pull (IsPulled): it removes the digest
+// RemovePulledImage undoes a recorded pull (TypePulledImage): it removes the digest
 // reference `up` pulled. Only that reference goes; if the user has tagged the image since, the
 // engine keeps the image under the other names. An image whose ID is not the recorded one is
 // left alone (someone pulled it again). A record without an ID is of a pull that was
 // interrupted: the image can only exist if that pull completed in the engine, so it is removed
 // too.
 func RemovePulledImage(ctx context.Context, api docker.API, rec state.Object) (state.Removal, error) {
-	if !IsPulled(rec.Type) {
-		return state.Removal{}, fmt.Errorf("remove pulled image: state entry %s is not a %s or %s record", rec, TypeDockerImage, TypePodmanImage)
+	if rec.Type != TypePulledImage {
+		return state.Removal{}, fmt.Errorf("remove pulled image: state entry %s is not a %s record", rec, TypePulledImage)
 	}
 	ref := rec.Name + "@" + rec.Digest
 	ins, found, err := inspectRef(ctx, api, ref)

@@ -68,7 +68,7 @@ func TestEveryShapeOnEveryStoreHoldsFromPullToNode(t *testing.T) {
 			}
 			rec := newRecorder(t)
 			t.Cleanup(func() {
-				for _, o := range rec.of(images.TypeDockerImage) {
+				for _, o := range rec.of(images.TypePulledImage) {
 					_, _ = images.RemovePulledImage(context.Background(), b.engine.API, o)
 				}
 			})
@@ -179,7 +179,7 @@ func TestContainerdStoreBeforeAPI148ImportsTheWholeIndex(t *testing.T) {
 	var api docker.API = old
 	rec := newRecorder(t)
 	t.Cleanup(func() {
-		for _, o := range rec.of(images.TypeDockerImage) {
+		for _, o := range rec.of(images.TypePulledImage) {
 			_, _ = images.RemovePulledImage(context.Background(), api, o)
 		}
 	})

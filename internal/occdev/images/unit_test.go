@@ -216,8 +216,8 @@ func TestCheckRepoDigestOfBuiltImage(t *testing.T) {
 	}
 }
 
-// A pull is recorded under the type of the engine it went into, and described by that
-// engine's name; both types are pulls that RemovePulledImage undoes, and nothing else is.
+// A pull into either engine is recorded under the one type of a pulled image and described by
+// the name of the engine it went into; RemovePulledImage undoes it, and nothing else.
 func TestPulledRecordsNameTheirEngine(t *testing.T) {
 	pin := mustPin(t, "ghcr.io/nvidia/openshell/gateway@"+digestA)
 	for engine, want := range map[string]string{"": "Docker image ", "Docker": "Docker image ", "Podman": "Podman image "} {
@@ -225,20 +225,19 @@ func TestPulledRecordsNameTheirEngine(t *testing.T) {
 		if got := rec.String(); got != want+"ghcr.io/nvidia/openshell/gateway@"+digestA {
 			t.Errorf("engine %q: the record is described %q", engine, got)
 		}
-		if !IsPulled(rec.Type) {
-			t.Errorf("engine %q: type %s is not a pull", engine, rec.Type)
+		if rec.Type != TypePulledImage {
+			t.Errorf("engine %q: a pull is recorded as %s", engine, rec.Type)
 		}
 		if k, ok := state.KindOf(rec.Type); !ok {
 			t.Errorf("engine %q: type %s is not registered", engine, rec.Type)
+		} else if !k.Fields.Engine {
+			t.Errorf("engine %q: type %s does not record its engine", engine, rec.Type)
 		} else if err := k.Check(rec); err != nil {
 			t.Errorf("engine %q: %v", engine, err)
 		}
 	}
-	if IsPulled(TypeClusterImage) {
-		t.Error("an imported image counts as a pull")
-	}
 	_, err := RemovePulledImage(t.Context(), nil, state.Object{Type: TypeClusterImage, Name: pin.Name(), Digest: pin.Digest})
-	if err == nil || !strings.Contains(err.Error(), "is not a docker-image or podman-image record") {
+	if err == nil || !strings.Contains(err.Error(), "is not a pulled-image record") {
 		t.Errorf("RemovePulledImage of a cluster image: %v", err)
 	}
 }

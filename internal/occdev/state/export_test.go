@@ -10,10 +10,10 @@ const (
 	TypeKubernetes      Type = "kubernetes"
 	TypeHelmRelease     Type = "helm-release"
 	TypeK3dCluster      Type = "k3d-cluster"
-	TypeDockerImage     Type = "docker-image"
+	TypePulledImage     Type = "pulled-image"
 	TypeClusterImage    Type = "cluster-image"
-	TypeDockerNetwork   Type = "docker-network"
-	TypeDockerVolume    Type = "docker-volume"
+	TypeNetwork         Type = "network"
+	TypeVolume          Type = "volume"
 	TypeComposeProject  Type = "compose-project"
 	TypeComposeServices Type = "compose-services"
 )

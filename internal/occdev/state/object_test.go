@@ -72,10 +72,10 @@ func TestRecordsAreValidatedPerType(t *testing.T) {
 		{Type: TypeKubernetes, APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "system:openshell", UID: "u"},
 		Object{Type: TypeHelmRelease, Namespace: "oce-system", Name: "openshell-gateway"},
 		{Type: TypeK3dCluster, Name: "occ-dev-1a2b", Labels: labels},
-		{Type: TypeDockerImage, Name: "ghcr.io/nvidia/openshell/gateway", Digest: digest, ID: digest},
+		{Type: TypePulledImage, Name: "ghcr.io/nvidia/openshell/gateway", Digest: digest, ID: digest},
 		{Type: TypeClusterImage, Name: "ghcr.io/nvidia/openshell/gateway", Digest: digest},
-		{Type: TypeDockerNetwork, Name: "k3d-occ-dev-1a2b", ID: strings.Repeat("0f", 32), Labels: labels},
-		{Type: TypeDockerVolume, Name: "k3d-occ-dev-1a2b-images", Labels: labels},
+		{Type: TypeNetwork, Name: "k3d-occ-dev-1a2b", ID: strings.Repeat("0f", 32), Labels: labels},
+		{Type: TypeVolume, Name: "k3d-occ-dev-1a2b-images", Labels: labels},
 		{Type: TypeComposeProject, Name: "occ-dev-1a2b"},
 	}
 	for _, o := range valid {
@@ -95,11 +95,11 @@ func TestRecordsAreValidatedPerType(t *testing.T) {
 		{Object{Type: TypeHelmRelease, Namespace: "ns", Name: "gw", APIVersion: "v1"}, "apiVersion is not a field"},
 		{Object{Type: TypeK3dCluster, Name: "occ-dev-" + strings.Repeat("a", 30), Labels: labels}, "1 to 32"},
 		{Object{Type: TypeK3dCluster, Name: "occ-dev-1a2b"}, "needs the labels"},
-		{Object{Type: TypeDockerImage, Name: "ghcr.io/nvidia/openshell/gateway:0.1", Digest: digest}, "without tag or digest"},
-		{Object{Type: TypeDockerImage, Name: "ghcr.io/nvidia/openshell/gateway", Digest: "sha256:abc"}, "64 lower-case hex"},
-		{Object{Type: TypeDockerNetwork, Name: "net", ID: "not-an-id"}, "engine ID"},
-		{Object{Type: TypeDockerVolume, Name: "vol", Labels: map[string]string{"bad key": "v"}}, "label key"},
-		{Object{Type: TypeDockerVolume, Name: "vol", Labels: map[string]string{"k": "line\nbreak"}}, "printable"},
+		{Object{Type: TypePulledImage, Name: "ghcr.io/nvidia/openshell/gateway:0.1", Digest: digest}, "without tag or digest"},
+		{Object{Type: TypePulledImage, Name: "ghcr.io/nvidia/openshell/gateway", Digest: "sha256:abc"}, "64 lower-case hex"},
+		{Object{Type: TypeNetwork, Name: "net", ID: "not-an-id"}, "engine ID"},
+		{Object{Type: TypeVolume, Name: "vol", Labels: map[string]string{"bad key": "v"}}, "label key"},
+		{Object{Type: TypeVolume, Name: "vol", Labels: map[string]string{"k": "line\nbreak"}}, "printable"},
 		{Object{Type: TypeComposeProject, Name: "Upper"}, "Compose project name"},
 		{Object{Type: TypeComposeProject, Name: " "}, "name is empty"},
 	}
@@ -133,8 +133,8 @@ func TestRecordRefreshesEngineID(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	network := Object{Type: TypeDockerNetwork, Name: "k3d-occ-dev-1a2b"}
-	volume := Object{Type: TypeDockerVolume, Name: "k3d-occ-dev-1a2b-images"}
+	network := Object{Type: TypeNetwork, Name: "k3d-occ-dev-1a2b"}
+	volume := Object{Type: TypeVolume, Name: "k3d-occ-dev-1a2b-images"}
 	for _, o := range []Object{network, volume} {
 		if err := d.Record(o); err != nil {
 			t.Fatal(err)

@@ -135,7 +135,7 @@ type Model struct {
 	// each in start order.
 	stages   [3][]string
 	envFiles []string
-	// podman is set when the project runs on Podman: its records are Podman's types.
+	// podman is set when the project runs on Podman: its records name Podman as their engine.
 	podman bool
 }
 

@@ -9,13 +9,13 @@ import (
 
 // The record types of what the Compose control plane creates in the engine.
 const (
-	// TypeNetwork is a Docker network occ created: name, engine ID and labels.
-	TypeNetwork state.Type = "docker-network"
-	// TypeVolume is a Docker volume occ created: name and labels.
-	TypeVolume state.Type = "docker-volume"
-	// TypePodmanNetwork and TypePodmanVolume are the same records of a project on Podman.
-	TypePodmanNetwork state.Type = "podman-network"
-	TypePodmanVolume  state.Type = "podman-volume"
+	// TypeNetwork is a network occ created in the recorded engine: name, engine ID and labels.
+	// Earlier releases wrote it as "docker-network" or "podman-network", by engine; those
+	// names still read as this type.
+	TypeNetwork state.Type = "network"
+	// TypeVolume is a volume occ created in the recorded engine: name and labels. Earlier
+	// releases wrote it as "docker-volume" or "podman-volume".
+	TypeVolume state.Type = "volume"
 	// TypeProject is a Compose project occ started: its project name.
 	TypeProject state.Type = "compose-project"
 	// TypeServices are the long-running services of a recorded Compose project that act on the
@@ -25,17 +25,14 @@ const (
 )
 
 func init() {
-	for _, engine := range []struct {
-		name            string
-		network, volume state.Type
-	}{{"Docker", TypeNetwork, TypeVolume}, {"Podman", TypePodmanNetwork, TypePodmanVolume}} {
-		state.Register(state.Kind{Type: engine.network, Fields: state.Fields{ID: true, Labels: true}, Check: checkEngineName,
-			Describe: func(o state.Object) string { return engine.name + " network " + o.Name },
-			Remover:  func(c *state.Connections) state.Remover { return NetworkRemover(docker.RecordedEngine(c)) }})
-		state.Register(state.Kind{Type: engine.volume, Fields: state.Fields{Labels: true}, Check: checkEngineName,
-			Describe: func(o state.Object) string { return engine.name + " volume " + o.Name },
-			Remover:  func(c *state.Connections) state.Remover { return VolumeRemover(docker.RecordedEngine(c)) }})
-	}
+	state.Register(state.Kind{Type: TypeNetwork, Aliases: []state.Type{"docker-network", "podman-network"},
+		Fields: state.Fields{ID: true, Labels: true, Engine: true}, Check: checkEngineName,
+		Describe: func(o state.Object) string { return docker.EngineNameOf(o) + " network " + o.Name },
+		Remover:  func(c *state.Connections) state.Remover { return NetworkRemover(docker.RecordedEngine(c)) }})
+	state.Register(state.Kind{Type: TypeVolume, Aliases: []state.Type{"docker-volume", "podman-volume"},
+		Fields: state.Fields{Labels: true, Engine: true}, Check: checkEngineName,
+		Describe: func(o state.Object) string { return docker.EngineNameOf(o) + " volume " + o.Name },
+		Remover:  func(c *state.Connections) state.Remover { return VolumeRemover(docker.RecordedEngine(c)) }})
 	state.Register(state.Kind{Type: TypeProject, Fields: state.Fields{Labels: true}, Check: checkProjectName,
 		Describe: func(o state.Object) string { return "Compose project " + o.Name },
 		Remover:  func(c *state.Connections) state.Remover { return ProjectRemover(recordedProject(c)) }})
@@ -59,24 +56,12 @@ func recordedProject(c *state.Connections) *Recorded {
 	})
 }
 
-// IsNetwork and IsVolume report whether t records a project's network or volume, on either
-// engine.
-func IsNetwork(t state.Type) bool { return t == TypeNetwork || t == TypePodmanNetwork }
-func IsVolume(t state.Type) bool  { return t == TypeVolume || t == TypePodmanVolume }
-
-// networkType and volumeType are the record types of the model's engine.
-func (m *Model) networkType() state.Type {
+// engine is the kind of the model's engine, which its records carry (state.Object.Engine).
+func (m *Model) engine() string {
 	if m.podman {
-		return TypePodmanNetwork
+		return state.EnginePodman
 	}
-	return TypeNetwork
-}
-
-func (m *Model) volumeType() state.Type {
-	if m.podman {
-		return TypePodmanVolume
-	}
-	return TypeVolume
+	return state.EngineDocker
 }
 
 func checkEngineName(o state.Object) error {

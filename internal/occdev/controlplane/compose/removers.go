@@ -32,11 +32,11 @@ func (m *Model) Records() []state.Object {
 	p := m.Project
 	var out []state.Object
 	for _, key := range sortedKeys(p.Networks) {
-		out = append(out, state.Object{Type: m.networkType(), Name: p.Networks[key].Name,
+		out = append(out, state.Object{Type: TypeNetwork, Name: p.Networks[key].Name, Engine: m.engine(),
 			Labels: map[string]string{LabelProject: p.Name, LabelNetwork: key}})
 	}
 	for _, key := range sortedKeys(p.Volumes) {
-		out = append(out, state.Object{Type: m.volumeType(), Name: p.Volumes[key].Name,
+		out = append(out, state.Object{Type: TypeVolume, Name: p.Volumes[key].Name, Engine: m.engine(),
 			Labels: map[string]string{LabelProject: p.Name, LabelVolume: key}})
 	}
 	return append(out, state.Object{Type: TypeProject, Name: p.Name})
@@ -331,7 +331,7 @@ func (e engineObjectRemover) Inspect(ctx context.Context, o state.Object) state.
 // `down` can tell the project's network from a same-named one made later.
 func RecordIDs(ctx context.Context, api docker.API, rec interface{ Record(state.Object) error }, records []state.Object) error {
 	for _, o := range records {
-		if !IsNetwork(o.Type) {
+		if o.Type != TypeNetwork {
 			continue
 		}
 		n, err := api.NetworkInspect(ctx, o.Name, network.InspectOptions{})
