@@ -202,3 +202,47 @@ func TestRemoversRefuseUnregisteredTypes(t *testing.T) {
 		t.Fatalf("inspect without a remover: %+v", in)
 	}
 }
+
+// A layer names, as an earlier name of its kind, a type another layer records under (or
+// records under a name another kind reads as an earlier one): the two would remove each
+// other's records, so registration refuses it and the registry is left as it was.
+func TestAnAliasIsNeverTwoKinds(t *testing.T) {
+	before := Kinds()
+	describe := func(o Object) string { return o.Name }
+	check := func(Object) error { return nil }
+	for _, k := range []Kind{
+		{Type: "alias-test", Aliases: []Type{TypeComposeProject}, Check: check, Describe: describe},
+		{Type: "docker-volume", Check: check, Describe: describe},
+		{Type: "alias-test", Aliases: []Type{"podman-network"}, Check: check, Describe: describe},
+		{Type: "alias-test", Aliases: []Type{"Not A Type"}, Check: check, Describe: describe},
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("Register(%s, aliases %v) was accepted", k.Type, k.Aliases)
+				}
+			}()
+			Register(k)
+		}()
+	}
+	if after := Kinds(); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("a refused registration changed the kinds: %v, was %v", after, before)
+	}
+	if got := resolveAlias("podman-network"); got != TypeNetwork {
+		t.Errorf("podman-network reads as %q", got)
+	}
+}
+
+// A record that carries an engine although its kind lives outside the engine, or an engine
+// occ does not drive, is refused.
+func TestOnlyEngineRecordsCarryAnEngine(t *testing.T) {
+	if err := validateObject(Object{Type: TypeComposeProject, Name: "occ-dev-1a2b", Engine: EngineDocker}); err == nil || !strings.Contains(err.Error(), "engine is not a field") {
+		t.Errorf("a Compose project with an engine: %v", err)
+	}
+	if err := validateObject(Object{Type: TypeVolume, Name: "vol", Engine: "containerd"}); err == nil || !strings.Contains(err.Error(), `engine "containerd"`) {
+		t.Errorf("a volume on an unknown engine: %v", err)
+	}
+	if err := validateObject(Object{Type: TypeVolume, Name: "vol", Engine: EnginePodman}); err != nil {
+		t.Errorf("a Podman volume: %v", err)
+	}
+}
