@@ -151,7 +151,7 @@ func TestPresentImportVerifyStatusRemove(t *testing.T) {
 	engine := docker.Recorded(&state.Engine{Endpoint: b.engine.Endpoint.String()})
 	access := state.Cluster{Provider: "k3d", Name: c.Name, NodeAddress: c.NodeContainer}
 	clusterImages := images.ClusterImageRemover(access, engine)
-	pulledImages := images.DockerImageRemover(engine)
+	pulledImages := images.PulledImageRemover(engine)
 	for _, o := range rec.of(images.TypeClusterImage) {
 		if in := clusterImages.Inspect(ctx, o); in.State != state.Present {
 			t.Errorf("cluster image %s = %+v, want present", o, in)

@@ -24,7 +24,7 @@ func init() {
 		Fields: state.Fields{ID: true, Digest: true, Engine: true}, Check: checkRecord,
 		Describe: func(o state.Object) string { return docker.EngineNameOf(o) + " image " + o.Name + "@" + o.Digest },
 		Order:    state.SideBySide,
-		Remover:  func(c *state.Connections) state.Remover { return DockerImageRemover(docker.RecordedEngine(c)) }})
+		Remover:  func(c *state.Connections) state.Remover { return PulledImageRemover(docker.RecordedEngine(c)) }})
 	state.Register(state.Kind{Type: TypeClusterImage, Fields: state.Fields{ID: true, Digest: true}, Check: checkRecord,
 		Describe: func(o state.Object) string { return "cluster image " + o.Name + "@" + o.Digest },
 		Order:    state.SideBySide,

@@ -14,9 +14,9 @@ import (
 // Engine connects to the recorded Docker engine on first use (docker.Recorded).
 type Engine func(context.Context) (*docker.Engine, error)
 
-// DockerImageRemover is the state.Remover of recorded pulls (TypePulledImage), built from
+// PulledImageRemover is the state.Remover of recorded pulls (TypePulledImage), built from
 // the recorded engine alone.
-func DockerImageRemover(engine Engine) state.Remover { return pulled{engine: engine} }
+func PulledImageRemover(engine Engine) state.Remover { return pulled{engine: engine} }
 
 type pulled struct{ engine Engine }
 
