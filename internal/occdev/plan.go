@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -73,12 +74,7 @@ func providers() map[string]cluster.Registration {
 
 // SupportedProviders names the --cluster-provider values in a stable order.
 func SupportedProviders() []string {
-	names := make([]string, 0, len(providers()))
-	for n := range providers() {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
+	return slices.Sorted(maps.Keys(providers()))
 }
 
 // UpOptions are the settings of `occ dev up`. The zero value of each field selects its default.

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"maps"
 	"slices"
 	"time"
 )
@@ -84,13 +85,8 @@ type Plan struct {
 // Foreign lists the settings the user set of every provider in table but the one named, in the
 // order of the providers' names and then in each provider's own order.
 func Foreign(table map[string]Registration, name string, o Options) []Setting {
-	names := make([]string, 0, len(table))
-	for n := range table {
-		names = append(names, n)
-	}
-	slices.Sort(names)
 	var out []Setting
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(table)) {
 		if r := table[n]; n != name && r.Given != nil {
 			out = append(out, r.Given(o)...)
 		}
