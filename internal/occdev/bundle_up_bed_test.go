@@ -148,6 +148,22 @@ func otherPlatform() string {
 func testUpFromABundleOffline(t *testing.T, b *k3dBed) {
 	w := b.newBundleWorld(t, pinbundle.DefaultPlatform())
 
+	// The refusals come before the engine is asked for anything but its store and platform:
+	// one engine shows them.
+	if b.kind == state.EngineDocker {
+		testBundleRefusals(t, b, w)
+	}
+	t.Run("the Kubernetes-only profile", func(t *testing.T) { upFromBundle(t, b, w, occdev.ControlPlaneKubernetes) })
+	if b.kind == state.EngineDocker {
+		// The Compose profile differs in the Gateway's Service and namespace, not in how the
+		// artifacts arrive: one engine shows it.
+		t.Run("the Compose profile", func(t *testing.T) { upFromBundle(t, b, w, occdev.ControlPlaneCompose) })
+	}
+}
+
+// testBundleRefusals: bundles that cannot serve the run (made for another platform, cut short,
+// altered) are refused before anything exists, naming what is wrong.
+func testBundleRefusals(t *testing.T, b *k3dBed, w *bundleWorld) {
 	t.Run("a bundle for another platform is refused before anything exists", func(t *testing.T) {
 		other := b.newBundleWorld(t, otherPlatform())
 		opts := other.options(t, b)
@@ -182,12 +198,6 @@ func testUpFromABundleOffline(t *testing.T, b *k3dBed) {
 		opts.Bundle = tampered
 		upFails(t, b, opts, "bundle "+tampered+" is not intact", "sha256:")
 	})
-	t.Run("the Kubernetes-only profile", func(t *testing.T) { upFromBundle(t, b, w, occdev.ControlPlaneKubernetes) })
-	if b.kind == state.EngineDocker {
-		// The Compose profile differs in the Gateway's Service and namespace, not in how the
-		// artifacts arrive: one engine shows it.
-		t.Run("the Compose profile", func(t *testing.T) { upFromBundle(t, b, w, occdev.ControlPlaneCompose) })
-	}
 }
 
 // upFromBundle runs up --bundle --offline in profile on an engine lacking every pinned image,
