@@ -9,7 +9,6 @@ import (
 	"maps"
 	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -407,18 +406,8 @@ func resolvePlanWith(table map[string]cluster.Registration, o UpOptions) (*Plan,
 				Rule: err.Error(), Fix: "name a local copy of the pinned archive, or leave it unset to download it"}
 		}
 	}
-	if o.Bundle != "" {
-		const opt = "--bundle (" + EnvBundle + ")"
-		if err := checkRegularFile(o.Bundle); err != nil {
-			return nil, &OptionError{Option: opt, Value: o.Bundle, Rule: err.Error(), Fix: "name a file occ dev bundle create wrote, or leave it unset to pull and download"}
-		}
-		if p.Bundle, err = filepath.Abs(o.Bundle); err != nil {
-			return nil, &OptionError{Option: opt, Value: o.Bundle, Rule: err.Error(), Fix: "name the file by an absolute path"}
-		}
-		if p.ClusterProvider == ProviderExisting {
-			return nil, &OptionError{Option: opt, Value: o.Bundle, Rule: "loads the pinned images into the engine of the cluster occ creates, and --cluster-provider existing pulls them in its own nodes",
-				Fix: "unset it, or use --cluster-provider k3d"}
-		}
+	if err := resolveBundle(p, o); err != nil {
+		return nil, err
 	}
 	if err := resolveRouting(p, o); err != nil {
 		return nil, err

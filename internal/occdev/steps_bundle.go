@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
@@ -16,6 +17,28 @@ import (
 )
 
 const optBundle = "--bundle (" + EnvBundle + ")"
+
+// resolveBundle checks --bundle: a regular file, planned by its absolute path (the state records
+// it so), for a cluster occ creates (an existing cluster pulls its images in its own nodes).
+// It reads nothing of the file: the preflight verifies it (openBundle).
+func resolveBundle(p *Plan, o UpOptions) error {
+	if o.Bundle == "" {
+		return nil
+	}
+	if err := checkRegularFile(o.Bundle); err != nil {
+		return &OptionError{Option: optBundle, Value: o.Bundle, Rule: err.Error(), Fix: "name a file occ dev bundle create wrote, or leave it unset to pull and download"}
+	}
+	abs, err := filepath.Abs(o.Bundle)
+	if err != nil {
+		return &OptionError{Option: optBundle, Value: o.Bundle, Rule: err.Error(), Fix: "name the file by an absolute path"}
+	}
+	if p.ClusterProvider == ProviderExisting {
+		return &OptionError{Option: optBundle, Value: o.Bundle, Rule: "loads the pinned images into the engine of the cluster occ creates, and --cluster-provider existing pulls them in its own nodes",
+			Fix: "unset it, or use --cluster-provider k3d"}
+	}
+	p.Bundle = abs
+	return nil
+}
 
 // openBundle readies the plan's bundle before anything is created: the engine must keep a
 // loaded image under its registry digest, the whole file is hashed (pinbundle.Verify), and it
