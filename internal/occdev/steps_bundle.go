@@ -77,6 +77,10 @@ func openBundle(ctx context.Context, r *run, rep progress.Reporter) error {
 	r.fromBundle = make([]*pinbundle.Image, len(flowImages(p.pins)))
 	pick := entryFor(r.enginePlatform)
 	for i, img := range flowImages(p.pins) {
+		if img.Image.Digest == "" {
+			return &OptionError{Option: EnvK3sImage, Value: img.Image.String(), Rule: "is a tag, and a bundle holds images by digest",
+				Fix: "give it by digest (as the bundle was made with it), or unset it"}
+		}
 		bi, err := o.Image(img.Image.Name(), img.Image.Digest, pick)
 		if err != nil {
 			return fmt.Errorf("%s image: %w", img.Title, err)
