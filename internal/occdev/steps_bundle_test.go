@@ -8,8 +8,14 @@ import (
 	"testing"
 
 	"github.com/docker/docker/api/types/image"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/images"
+	"github.com/openclaw/occ/internal/occdev/pinbundle"
+	"github.com/openclaw/occ/internal/occdev/pins"
+	"github.com/openclaw/occ/internal/occdev/pins/online/onlinetest"
+	"github.com/openclaw/occ/internal/progress"
 )
 
 // A bundle that is not there, or one given for a cluster occ does not create, is a bad setting
@@ -59,5 +65,37 @@ func TestOfflineEngineRefusesPullsAndLookups(t *testing.T) {
 	}
 	if _, err := api.DistributionInspect(t.Context(), "example.com/a:v1", ""); !errors.As(err, &off) || !strings.Contains(err.Error(), "a registry lookup of image example.com/a:v1") {
 		t.Errorf("lookup: %v", err)
+	}
+}
+
+// A bundle is checked against what this up takes from it before anything exists: a node image
+// selected by tag cannot come from a bundle, which holds images by digest; a pin the bundle was
+// not made with is named by its digest; the bundle's own pins pass.
+func TestOpenBundleChecksWhatUpTakesFromIt(t *testing.T) {
+	w := onlinetest.NewWorld(t, "", "")
+	out := filepath.Join(t.TempDir(), "bundle.tar")
+	if _, err := pinbundle.Create(t.Context(), pinbundle.CreateOptions{Pins: w.Set, Platforms: []v1.Platform{{OS: "linux", Architecture: "amd64"}}, Out: out}); err != nil {
+		t.Fatal(err)
+	}
+	amd64 := images.Platform{OS: "linux", Architecture: "amd64"}
+	open := func(set *pins.Set) error {
+		r := &run{plan: &Plan{Bundle: out, pins: set}, enginePlatform: amd64}
+		defer r.close()
+		return openBundle(t.Context(), r, progress.Reporter{})
+	}
+	if err := open(w.Set); err != nil {
+		t.Fatalf("the bundle's own pins: %v", err)
+	}
+	tagged := *w.Set
+	tagged.K3s.Image.Digest = ""
+	var oe *OptionError
+	if err := open(&tagged); !errors.As(err, &oe) || !strings.Contains(err.Error(), "is a tag, and a bundle holds images by digest") {
+		t.Errorf("a node image by tag: %v", err)
+	}
+	other := *w.Set
+	other.OpenShell.Images.Sandbox.Digest = "sha256:" + strings.Repeat("5", 64)
+	var missing *pinbundle.MissingError
+	if err := open(&other); !errors.As(err, &missing) || missing.Digest != other.OpenShell.Images.Sandbox.Digest {
+		t.Errorf("a pin the bundle lacks: %v", err)
 	}
 }
