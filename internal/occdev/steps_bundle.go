@@ -146,7 +146,7 @@ func (r *run) bundleArchive(slot imageSlot) *images.Archive {
 	}
 	img := r.fromBundle[slot]
 	return &images.Archive{From: r.bundle.Name(), Size: img.Size(), Write: func(w io.Writer) error {
-		return r.bundle.WriteArchive(w, *img, nil)
+		return r.bundle.WriteArchive(w, *img)
 	}}
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync/atomic"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/pkg/jsonmessage"
@@ -37,9 +36,8 @@ func (e *OfflineError) Error() string {
 func load(ctx context.Context, opts PresentOptions, emit func(Event)) error {
 	a := opts.Archive
 	pr, pw := io.Pipe()
-	var written atomic.Int64
 	go func() {
-		pw.CloseWithError(a.Write(&countingWriter{w: pw, n: &written, report: func(n int64) {
+		pw.CloseWithError(a.Write(&countingWriter{w: pw, report: func(n int64) {
 			emit(Event{Status: "loading from " + a.From, Current: n, Total: a.Size})
 		}}))
 	}()
@@ -70,12 +68,11 @@ func loadedInspect(ctx context.Context, opts PresentOptions) (Local, error) {
 	return l, err
 }
 
-// countingWriter counts what passes and reports every progressStep bytes.
+// countingWriter counts what passes and reports every loadProgressStep bytes.
 type countingWriter struct {
-	w      io.Writer
-	n      *atomic.Int64
-	last   int64
-	report func(int64)
+	w       io.Writer
+	n, last int64
+	report  func(int64)
 }
 
 // loadProgressStep is how many bytes pass between progress reports of a load.
@@ -83,10 +80,10 @@ const loadProgressStep = 4 << 20
 
 func (c *countingWriter) Write(b []byte) (int, error) {
 	n, err := c.w.Write(b)
-	total := c.n.Add(int64(n))
-	if total-c.last >= loadProgressStep {
-		c.last = total
-		c.report(total)
+	c.n += int64(n)
+	if c.n-c.last >= loadProgressStep {
+		c.last = c.n
+		c.report(c.n)
 	}
 	return n, err
 }

@@ -108,17 +108,6 @@ func (o *Opened) readJSON(digest string, v any) error {
 	return nil
 }
 
-// Artifact is the bundle's entry for the artifact of digest (an image's index, a file's
-// sha256:<hex>).
-func (o *Opened) Artifact(digest string) (Artifact, bool) {
-	for _, a := range o.Contents.Artifacts {
-		if a.Digest == digest {
-			return a, true
-		}
-	}
-	return Artifact{}, false
-}
-
 // Image is one pinned image of the bundle as one platform's content: the chain from the pinned
 // index to the manifest of that platform, its config and layers, each a blob of the bundle.
 type Image struct {
@@ -214,16 +203,15 @@ const AnnotationImageName = "io.containerd.image.name"
 // WriteArchive writes img as one image archive an engine loads: an OCI image layout whose
 // index.json names the pinned index (annotated with the name name@digest, so an engine on the
 // containerd image store names it as a pull by digest does), holding only the one platform's
-// content, and beside it a docker-archive manifest.json of the same blobs, for engines that
-// load only that form. tags are the docker-archive's RepoTags (none names the image by ID
-// only).
-func (o *Opened) WriteArchive(w io.Writer, img Image, tags []string) error {
+// content, and beside it a docker-archive manifest.json of the same blobs (without tags), for
+// engines that load only that form.
+func (o *Opened) WriteArchive(w io.Writer, img Image) error {
 	tw := tar.NewWriter(w)
 	ref := img.Name + "@" + img.Index.Digest.String()
 	index := v1.IndexManifest{SchemaVersion: 2, MediaType: types.OCIImageIndex, Manifests: []v1.Descriptor{img.Index}}
 	index.Manifests[0].Annotations = map[string]string{AnnotationImageName: ref}
 	blob := func(d v1.Descriptor) string { return blobsDir + "/" + d.Digest.Hex }
-	docker := []map[string]any{{"Config": blob(img.Config), "RepoTags": nonNil(tags), "Layers": func() []string {
+	docker := []map[string]any{{"Config": blob(img.Config), "RepoTags": []string{}, "Layers": func() []string {
 		var out []string
 		for _, l := range img.Layers {
 			out = append(out, blob(l))
@@ -257,13 +245,6 @@ func (o *Opened) WriteArchive(w io.Writer, img Image, tags []string) error {
 		}
 	}
 	return tw.Close()
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }
 
 func writeEntry(tw *tar.Writer, name string, size int64, r io.Reader) error {

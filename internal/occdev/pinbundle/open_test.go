@@ -56,7 +56,7 @@ func TestAnImageLeavesTheBundleAsALoadableArchive(t *testing.T) {
 		t.Fatalf("image %+v", img)
 	}
 	var archive bytes.Buffer
-	if err := o.WriteArchive(&archive, img, nil); err != nil {
+	if err := o.WriteArchive(&archive, img); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
