@@ -19,6 +19,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/diagnose"
 	"github.com/openclaw/occ/internal/occdev/helmrelease"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
+	"github.com/openclaw/occ/internal/occdev/recorded"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -85,8 +86,8 @@ func Diagnose(ctx context.Context, o DiagnoseOptions) (*DiagnoseResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec := connectRecorded(st)
-	defer rec.close()
+	rec := recorded.Connect(st)
+	defer rec.Close()
 	collectBundle(ctx, b, bundleInput{dir: dir, st: st, rec: rec, version: o.Version})
 	if err := b.Close(fmt.Sprintf("occ dev diagnose: the development environment recorded in %s (profile %s), collected on request.", dir, st.Profile)); err != nil {
 		return nil, err
@@ -99,7 +100,7 @@ func Diagnose(ctx context.Context, o DiagnoseOptions) (*DiagnoseResult, error) {
 type bundleInput struct {
 	dir      string
 	st       state.State
-	rec      *recorded
+	rec      *recorded.Env
 	version  string
 	plan     *Plan
 	cause    error
@@ -131,7 +132,7 @@ func collectBundle(ctx context.Context, b *diagnose.Bundle, in bundleInput) {
 	if in.st.Cluster.Kubeconfig == "" {
 		connErr = errors.New("no cluster is recorded: occ dev up stopped before connecting to one")
 	} else {
-		conn, connErr = in.rec.kube(ctx)
+		conn, connErr = in.rec.Kube(ctx)
 	}
 	namespaces := bundleNamespaces(in.st)
 	withLogs := false
@@ -166,7 +167,7 @@ func collectBundle(ctx context.Context, b *diagnose.Bundle, in bundleInput) {
 
 	if in.st.Engine == nil || in.st.Engine.Endpoint == "" {
 		b.Missing("engine.yaml", errors.New("no container engine is recorded (the cluster is an existing one)"))
-	} else if eng, err := in.rec.docker(ctx); err != nil {
+	} else if eng, err := in.rec.Engine(ctx); err != nil {
 		b.Missing("engine.yaml", err)
 	} else {
 		diagnose.Engine(ctx, b, eng)
@@ -287,8 +288,8 @@ func failureBundle(ctx context.Context, f failedRun) string {
 		return "no debug bundle: " + err.Error()
 	}
 	if f.rec == nil {
-		f.rec = connectRecorded(f.st)
-		defer f.rec.close()
+		f.rec = recorded.Connect(f.st)
+		defer f.rec.Close()
 	}
 	collectBundle(ctx, b, f.bundleInput)
 	first, _, _ := strings.Cut(f.cause.Error(), "\n")

@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/openclaw/occ/internal/occdev/recorded"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -68,8 +69,8 @@ func Down(ctx context.Context, opts DownOptions) (*DownResult, error) {
 	}
 	defer d.Close()
 	// The engine is checked through the connections the cleanup then uses: one connection.
-	rec := connectRecorded(d.State())
-	defer rec.close()
+	rec := recorded.Connect(d.State())
+	defer rec.Close()
 	// Down has no steps: what it removed and left alone, as it logged it, is the bundle's account
 	// of the run; state.json then holds what is left.
 	var removals bytes.Buffer
@@ -91,12 +92,12 @@ func Down(ctx context.Context, opts DownOptions) (*DownResult, error) {
 
 // removeRecorded removes what d records and then d itself; when anything is left it keeps d and
 // says how to retry.
-func removeRecorded(ctx context.Context, d *state.Dir, rec *recorded, log io.Writer, occ string) (*DownResult, error) {
-	if err := rec.sameEngine(ctx, d.Path()); err != nil {
+func removeRecorded(ctx context.Context, d *state.Dir, rec *recorded.Env, log io.Writer, occ string) (*DownResult, error) {
+	if err := rec.SameEngine(ctx, d.Path()); err != nil {
 		return nil, err
 	}
-	res, err := cleanupWith(ctx, d, rec, log, func(state.Object) bool { return false })
-	res.DirectoryKept = d.State().Adopted
+	removed, err := recorded.Remove(ctx, d, rec, log, func(state.Object) bool { return false })
+	res := &DownResult{StateDirectory: d.Path(), Removed: removed.Removed, LeftAlone: removed.LeftAlone, DirectoryKept: d.State().Adopted}
 	if err == nil {
 		err = d.Remove()
 	}

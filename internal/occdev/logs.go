@@ -14,6 +14,7 @@ import (
 
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
 	"github.com/openclaw/occ/internal/occdev/podlogs"
+	"github.com/openclaw/occ/internal/occdev/recorded"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -108,9 +109,9 @@ func Logs(ctx context.Context, o LogsOptions) error {
 	if err != nil {
 		return err
 	}
-	rec := connectRecorded(st)
-	defer rec.close()
-	if err := rec.sameEngine(ctx, dir); err != nil {
+	rec := recorded.Connect(st)
+	defer rec.Close()
+	if err := rec.SameEngine(ctx, dir); err != nil {
 		return err
 	}
 	all, listErr := services(ctx, st, rec)
@@ -172,7 +173,7 @@ func Logs(ctx context.Context, o LogsOptions) error {
 // logReader reads the chosen services of one Logs call into its sink.
 type logReader struct {
 	o        LogsOptions
-	rec      *recorded
+	rec      *recorded.Env
 	sink     *lineSink
 	since    since
 	now      time.Time
@@ -201,7 +202,7 @@ func (r *logReader) note(msg string) {
 
 // workload reads one workload's Pods through the recorded cluster.
 func (r *logReader) workload(ctx context.Context, name string, w podlogs.Workload) error {
-	conn, err := r.rec.kube(ctx)
+	conn, err := r.rec.Kube(ctx)
 	if err != nil {
 		return fmt.Errorf("logs of %s: %w", name, err)
 	}
@@ -225,7 +226,7 @@ func (r *logReader) workload(ctx context.Context, name string, w podlogs.Workloa
 // compose reads the Compose services' containers through the recorded engine, in one pass (one
 // event subscription when following).
 func (r *logReader) compose(ctx context.Context, project string, services []string) error {
-	eng, err := r.rec.docker(ctx)
+	eng, err := r.rec.Engine(ctx)
 	if err != nil {
 		return fmt.Errorf("logs of the Compose services: %w", err)
 	}
@@ -285,8 +286,8 @@ func ServiceNames(ctx context.Context, stateDir, environment string) []string {
 	if err != nil {
 		return nil
 	}
-	rec := connectRecorded(st)
-	defer rec.close()
+	rec := recorded.Connect(st)
+	defer rec.Close()
 	all, _ := services(ctx, st, rec)
 	var out []string
 	for _, s := range all {

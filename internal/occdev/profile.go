@@ -16,6 +16,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/profile/composeprofile"
 	"github.com/openclaw/occ/internal/occdev/profile/kubeprofile"
 	"github.com/openclaw/occ/internal/occdev/profile/oce"
+	"github.com/openclaw/occ/internal/occdev/recorded"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/occdev/step"
 	"github.com/openclaw/occ/internal/progress"
@@ -77,7 +78,7 @@ type controlPlane struct {
 	// images (nil: reload refuses it); status is what `occ dev status` reports of its control
 	// plane (nil: the recorded OCE control plane alone).
 	reload *reloadHook
-	status func(ctx context.Context, rec *recorded) *ControlPlaneStatus
+	status func(ctx context.Context, rec *recorded.Env) *ControlPlaneStatus
 }
 
 // controlPlanes lists the profiles by --control-plane value. Adding a profile is its package

@@ -11,6 +11,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
 	"github.com/openclaw/occ/internal/occdev/profile"
 	"github.com/openclaw/occ/internal/occdev/profile/oce"
+	"github.com/openclaw/occ/internal/occdev/recorded"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/occdev/step"
 )
@@ -69,12 +70,14 @@ func reloaderOf(x profile.Profile) *reloadHook {
 }
 
 // statusOf is the status hook of a profile package, nil when the profile has none.
-func statusOf(x profile.Profile) func(ctx context.Context, rec *recorded) *ControlPlaneStatus {
+func statusOf(x profile.Profile) func(ctx context.Context, rec *recorded.Env) *ControlPlaneStatus {
 	sr, ok := x.(profile.StatusReader)
 	if !ok {
 		return nil
 	}
-	return func(ctx context.Context, rec *recorded) *ControlPlaneStatus { return sr.Status(ctx, recordedEnv{rec}) }
+	return func(ctx context.Context, rec *recorded.Env) *ControlPlaneStatus {
+		return sr.Status(ctx, recordedEnv{rec})
+	}
 }
 
 // reloadHookOf is the reload hook of the control plane the state records by name. A control
@@ -101,7 +104,7 @@ func reloadHookOf(dir, occ, name string, d deps) (*reloadHook, error) {
 // statusHookOf is the status hook of the control plane the state records by name; nil (a
 // profile without one, or a name no registered profile has) reports the recorded OCE control
 // plane alone.
-func statusHookOf(name string, d deps) func(ctx context.Context, rec *recorded) *ControlPlaneStatus {
+func statusHookOf(name string, d deps) func(ctx context.Context, rec *recorded.Env) *ControlPlaneStatus {
 	return controlPlanes(UpOptions{deps: d})[ControlPlane(name)].status
 }
 
@@ -156,10 +159,10 @@ func (e reloadEnv) Roll(names ...string) {
 }
 
 // recordedEnv is a recorded environment as a profile's status reads it (profile.Recorded).
-type recordedEnv struct{ rec *recorded }
+type recordedEnv struct{ rec *recorded.Env }
 
 var _ profile.Recorded = recordedEnv{}
 
-func (e recordedEnv) State() state.State                                 { return e.rec.st }
-func (e recordedEnv) Engine(ctx context.Context) (*docker.Engine, error) { return e.rec.docker(ctx) }
-func (e recordedEnv) Conn(ctx context.Context) (*kubeobj.Conn, error)    { return e.rec.kube(ctx) }
+func (e recordedEnv) State() state.State                                 { return e.rec.State() }
+func (e recordedEnv) Engine(ctx context.Context) (*docker.Engine, error) { return e.rec.Engine(ctx) }
+func (e recordedEnv) Conn(ctx context.Context) (*kubeobj.Conn, error)    { return e.rec.Kube(ctx) }

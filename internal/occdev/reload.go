@@ -19,6 +19,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/profile"
 	"github.com/openclaw/occ/internal/occdev/profile/oce"
+	"github.com/openclaw/occ/internal/occdev/recorded"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/progress"
 )
@@ -82,7 +83,7 @@ type ReloadedImage struct {
 // reloadRun is what the steps of one reload share.
 type reloadRun struct {
 	opts ReloadOptions
-	rec  *recorded
+	rec  *recorded.Env
 	// st is the record as the reload found it.
 	st       state.State
 	checkout controlplane.Checkout
@@ -149,8 +150,8 @@ func Reload(ctx context.Context, opts ReloadOptions) (_ *ReloadResult, err error
 	}
 	defer d.Close()
 	st := d.State()
-	rec := connectRecorded(st)
-	defer rec.close()
+	rec := recorded.Connect(st)
+	defer rec.Close()
 	// The steps' timeline goes into the debug bundle of a failure.
 	var timeline *diagnose.Timeline
 	if !opts.NoDiagnose {
@@ -169,7 +170,7 @@ func Reload(ctx context.Context, opts ReloadOptions) (_ *ReloadResult, err error
 			err = fmt.Errorf("%w\n%s", err, bundle)
 		}
 	}()
-	if err := rec.sameEngine(ctx, dir); err != nil {
+	if err := rec.SameEngine(ctx, dir); err != nil {
 		return nil, err
 	}
 	hook, err := reloadHookOf(dir, opts.OCCCommand, st.Profile, opts.deps)
@@ -273,7 +274,7 @@ func checkReloadable(ctx context.Context, r *run, rep progress.Reporter) error {
 		return err
 	}
 
-	eng, err := rr.rec.docker(ctx)
+	eng, err := rr.rec.Engine(ctx)
 	if err != nil {
 		kind := state.EngineDocker
 		if rr.st.Engine != nil {
@@ -282,7 +283,7 @@ func checkReloadable(ctx context.Context, r *run, rep progress.Reporter) error {
 		return reloadRefusal(dir, occ, "its "+locate.Kind(kind).Name()+" engine does not answer: "+err.Error())
 	}
 	r.engine = eng
-	reg := rr.rec.removers()
+	reg := rr.rec.Removers()
 	found := false
 	for _, o := range rr.st.Objects {
 		if o.Type != clusterType {
@@ -303,7 +304,7 @@ func checkReloadable(ctx context.Context, r *run, rep progress.Reporter) error {
 	if !found {
 		return reloadRefusal(dir, occ, "it records no "+provider+" cluster")
 	}
-	if r.conn, err = rr.rec.kube(ctx); err != nil {
+	if r.conn, err = rr.rec.Kube(ctx); err != nil {
 		return reloadRefusal(dir, occ, "its cluster does not answer as the recorded one: "+err.Error())
 	}
 
@@ -571,7 +572,7 @@ func removeSuperseded(ctx context.Context, r *run, rep progress.Reporter) error 
 			current[l.Pin.Name()] = l.Pin.Digest
 		}
 	}
-	reg := rr.rec.removers()
+	reg := rr.rec.Removers()
 	var errs []error
 	for _, o := range r.state.State().Objects {
 		digest, ours := current[o.Name]

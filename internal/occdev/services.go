@@ -19,6 +19,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/helmrelease"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
 	"github.com/openclaw/occ/internal/occdev/podlogs"
+	"github.com/openclaw/occ/internal/occdev/recorded"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -39,7 +40,7 @@ type service struct {
 // recorded, a Helm release's in the order of its manifest (hooks last). A workload whose name
 // is taken already is named kind/name. What only the cluster can say (the workloads of a Helm
 // release) is missing from the list when the cluster cannot be asked, and the error says why.
-func services(ctx context.Context, st state.State, rec *recorded) ([]service, error) {
+func services(ctx context.Context, st state.State, rec *recorded.Env) ([]service, error) {
 	var out []service
 	taken := map[string]bool{}
 	add := func(s service) {
@@ -76,8 +77,8 @@ func services(ctx context.Context, st state.State, rec *recorded) ([]service, er
 
 // releaseWorkloads reads the workloads a recorded Helm release installed, its hooks included
 // (the OCE chart runs migration and bootstrap as a hook Job), from the release itself.
-func releaseWorkloads(ctx context.Context, st state.State, rec *recorded, o state.Object) ([]podlogs.Workload, error) {
-	if _, err := rec.kube(ctx); err != nil {
+func releaseWorkloads(ctx context.Context, st state.State, rec *recorded.Env, o state.Object) ([]podlogs.Workload, error) {
+	if _, err := rec.Kube(ctx); err != nil {
 		return nil, fmt.Errorf("the workloads of Helm release %s/%s are unknown: %w", o.Namespace, o.Name, err)
 	}
 	rel, err := helmrelease.Status(helmrelease.Release{Access: st.Cluster, Namespace: o.Namespace, Name: o.Name})
@@ -130,7 +131,7 @@ type WorkloadStatus struct {
 
 // workloadStatuses reads the state of every workload service; problem says why the list is
 // incomplete, when it is.
-func workloadStatuses(ctx context.Context, st state.State, rec *recorded) ([]WorkloadStatus, string) {
+func workloadStatuses(ctx context.Context, st state.State, rec *recorded.Env) ([]WorkloadStatus, string) {
 	svcs, err := services(ctx, st, rec)
 	problem := ""
 	if err != nil {
@@ -145,7 +146,7 @@ func workloadStatuses(ctx context.Context, st state.State, rec *recorded) ([]Wor
 		w := *s.Workload
 		ws := WorkloadStatus{Service: s.Name, Kind: w.Kind, Namespace: w.Namespace, Name: w.Name}
 		if kc == nil {
-			conn, err := rec.kube(ctx)
+			conn, err := rec.Kube(ctx)
 			if err != nil {
 				return out, err.Error()
 			}

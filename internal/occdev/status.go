@@ -8,6 +8,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/profile"
 	"github.com/openclaw/occ/internal/occdev/profile/oce"
+	"github.com/openclaw/occ/internal/occdev/recorded"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -147,14 +148,14 @@ func GetStatus(ctx context.Context, opts StatusOptions) (*Status, error) {
 	if st.Engine != nil {
 		out.Engine, out.EngineKind = st.Engine.Endpoint, st.Engine.KindOrDocker()
 	}
-	rec := connectRecorded(st)
-	defer rec.close()
-	if err := rec.sameEngine(ctx, dir); err != nil {
+	rec := recorded.Connect(st)
+	defer rec.Close()
+	if err := rec.SameEngine(ctx, dir); err != nil {
 		return nil, err
 	}
 	if st.Cluster.Kubeconfig == "" {
 		out.Problem = "no cluster recorded yet: occ dev up stopped before connecting to one"
-	} else if _, err := rec.kube(ctx); err != nil {
+	} else if _, err := rec.Kube(ctx); err != nil {
 		out.Problem = err.Error()
 	} else {
 		out.Reachable = true
@@ -167,7 +168,7 @@ func GetStatus(ctx context.Context, opts StatusOptions) (*Status, error) {
 	if out.Reachable {
 		out.Workloads, out.WorkloadsProblem = workloadStatuses(ctx, st, rec)
 	}
-	reg := rec.removers()
+	reg := rec.Removers()
 	clusterType := clusterRecordType(st.Cluster.Provider)
 	for _, o := range st.Objects {
 		in := reg.Inspect(ctx, o)

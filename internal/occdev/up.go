@@ -11,6 +11,7 @@ import (
 
 	"github.com/openclaw/occ/internal/interrupt"
 	"github.com/openclaw/occ/internal/occdev/diagnose"
+	"github.com/openclaw/occ/internal/occdev/recorded"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -329,7 +330,9 @@ func rollback(parent context.Context, r *run, cause error, occ string) error {
 	if kept != nil {
 		keep = func(o state.Object) bool { return o.Type == kept.Type && o.Name == kept.Name }
 	}
-	res, cerr := cleanup(ctx, r.state, r.log, keep)
+	rec := recorded.Connect(r.state.State())
+	res, cerr := recorded.Remove(ctx, r.state, rec, r.log, keep)
+	rec.Close()
 	if r.plan.profile.rollback != nil {
 		// Outside the records (a user's --key-output file), so removed whatever the records did.
 		if kerr := r.plan.profile.rollback(r); kerr != nil {
@@ -352,7 +355,7 @@ func rollback(parent context.Context, r *run, cause error, occ string) error {
 		return fmt.Errorf("%w\nrollback incomplete; preserving %s for occ dev down: %v\nfinish the cleanup with: %s", cause, dir, cerr, DownCommand(occ, dir))
 	}
 	removed := "everything this run created was removed"
-	if res != nil && len(res.LeftAlone) > 0 {
+	if len(res.LeftAlone) > 0 {
 		// Something recorded is someone else's now (a name taken over, an image a container
 		// runs): the rollback did not touch it and says so (the log says why).
 		removed = "everything this run created was removed but " + strings.Join(res.LeftAlone, ", ") + ", left as it is (no longer only this run's)"
