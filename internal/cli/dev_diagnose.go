@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/observe"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -37,7 +37,7 @@ by itself, beside the state directory, before it rolls back.`,
 			return err
 		}
 		opts.Version = currentVersion().line()
-		res, err := occdev.Diagnose(cmd.Context(), *opts)
+		res, err := observe.Diagnose(cmd.Context(), *opts)
 		if err != nil {
 			return flags.attribute(err)
 		}
@@ -51,8 +51,8 @@ by itself, beside the state directory, before it rolls back.`,
 
 // devDiagnoseFlags registers the settings of `occ dev diagnose` on cmd, bound to the options
 // they fill.
-func devDiagnoseFlags(cmd *cobra.Command) (*devFlags, *occdev.DiagnoseOptions) {
-	opts := &occdev.DiagnoseOptions{}
+func devDiagnoseFlags(cmd *cobra.Command) (*devFlags, *observe.DiagnoseOptions) {
+	opts := &observe.DiagnoseOptions{}
 	flags := newDevFlags(cmd)
 	flags.environment("state directory of the environment to collect (env "+state.EnvDirectory+")", &opts.StateDir, &opts.Environment)
 	flags.text(settingBundle, &opts.Output)

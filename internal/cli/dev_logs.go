@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/observe"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -52,14 +52,14 @@ lines are printed bare. The flags read as kubectl's and compose's:
 			return err
 		}
 		opts.Services, opts.Out, opts.Notes = args, g.Stdout, g.Stderr
-		return flags.attribute(occdev.Logs(cmd.Context(), *opts))
+		return flags.attribute(observe.Logs(cmd.Context(), *opts))
 	}
 	return cmd
 }
 
 // devLogsFlags registers the settings of `occ dev logs` on cmd, bound to the options they fill.
-func devLogsFlags(cmd *cobra.Command) (*devFlags, *occdev.LogsOptions) {
-	opts := &occdev.LogsOptions{}
+func devLogsFlags(cmd *cobra.Command) (*devFlags, *observe.LogsOptions) {
+	opts := &observe.LogsOptions{}
 	flags := newDevFlags(cmd)
 	flags.flag(settingFollow, &opts.Follow)
 	flags.number(settingTail, -1, &opts.Tail)
@@ -85,7 +85,7 @@ func completeServices(cmd *cobra.Command, stateDir, environment string, args []s
 	ctx, cancel := context.WithTimeout(cmd.Context(), completionTimeout)
 	defer cancel()
 	var out []string
-	for _, name := range occdev.ServiceNames(ctx, stateDir, environment) {
+	for _, name := range observe.ServiceNames(ctx, stateDir, environment) {
 		if strings.HasPrefix(name, prefix) && !slices.Contains(args, name) {
 			out = append(out, name)
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev"
 	"github.com/openclaw/occ/internal/occdev/diagnose"
 	"github.com/openclaw/occ/internal/occdev/helmrelease"
+	"github.com/openclaw/occ/internal/occdev/observe"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/testbed"
@@ -268,7 +269,7 @@ func TestDiagnoseRunningEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "bug.tar.gz")
-	res, err := occdev.Diagnose(context.Background(), occdev.DiagnoseOptions{StateDir: b.StateDir, Output: out, Version: "occ v9.9.9-test"})
+	res, err := observe.Diagnose(context.Background(), observe.DiagnoseOptions{StateDir: b.StateDir, Output: out, Version: "occ v9.9.9-test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +307,7 @@ func TestDiagnoseRunningEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = occdev.Diagnose(context.Background(), occdev.DiagnoseOptions{StateDir: b.StateDir, Output: out})
+	_, err = observe.Diagnose(context.Background(), observe.DiagnoseOptions{StateDir: b.StateDir, Output: out})
 	var oe *occdev.OptionError
 	if !errors.As(err, &oe) || oe.Option != "--archive" || oe.Value != out || !strings.Contains(err.Error(), "does not exist") {
 		t.Fatalf("diagnose over an existing file: %v; want an option error naming --archive, the file and the fix", err)

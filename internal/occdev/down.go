@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/openclaw/occ/internal/occdev/observe"
 	"github.com/openclaw/occ/internal/occdev/recorded"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
@@ -79,9 +80,9 @@ func Down(ctx context.Context, opts DownOptions) (*DownResult, error) {
 	}
 	res, err := removeRecorded(ctx, d, rec, log, opts.OCCCommand)
 	if err != nil {
-		bundle := failureBundle(ctx, failedRun{
-			bundleInput: bundleInput{dir: d.Path(), st: d.State(), rec: rec, version: opts.OCCVersion, cause: err, log: removals.Bytes()},
-			command:     "down", collected: "Collected after the cleanup stopped: state.json holds what is left.", off: opts.NoDiagnose,
+		bundle := observe.FailureBundle(ctx, observe.FailedRun{
+			BundleInput: observe.BundleInput{Dir: d.Path(), State: d.State(), Env: rec, Version: opts.OCCVersion, Cause: err, Log: removals.Bytes()},
+			Command:     "down", Collected: "Collected after the cleanup stopped: state.json holds what is left.", Off: opts.NoDiagnose,
 		})
 		if bundle != "" {
 			err = fmt.Errorf("%w\n%s", err, bundle)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/openclaw/occ/internal/occdev"
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
+	"github.com/openclaw/occ/internal/occdev/observe"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/testbed/dockerbed"
 )
@@ -82,7 +83,7 @@ func TestAnotherEngineAtTheRecordedSocketIsRefused(t *testing.T) {
 			}
 			_, err := occdev.GetStatus(ctx, occdev.StatusOptions{StateDir: dir})
 			check("status", err)
-			check("logs", occdev.Logs(ctx, occdev.LogsOptions{StateDir: dir, Tail: -1, Out: &bytes.Buffer{}}))
+			check("logs", observe.Logs(ctx, observe.LogsOptions{StateDir: dir, Tail: -1, Out: &bytes.Buffer{}}))
 			_, err = occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir})
 			check("reload", err)
 			_, err = occdev.Down(ctx, occdev.DownOptions{StateDir: dir})

@@ -18,7 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/observe"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -83,12 +83,12 @@ func (l *logBuffer) waitFor(t *testing.T, re *regexp.Regexp, n int) {
 
 // follow runs `occ dev logs -f` in the background; stop ends it (as Ctrl-C does) and returns
 // its result.
-func follow(opts occdev.LogsOptions) (out *logBuffer, stop func() error) {
+func follow(opts observe.LogsOptions) (out *logBuffer, stop func() error) {
 	out = newLogBuffer()
 	opts.Out, opts.Follow = out, true
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- occdev.Logs(ctx, opts) }()
+	go func() { done <- observe.Logs(ctx, opts) }()
 	return out, func() error {
 		cancel()
 		return <-done
@@ -96,11 +96,11 @@ func follow(opts occdev.LogsOptions) (out *logBuffer, stop func() error) {
 }
 
 // readLogs runs `occ dev logs` once and returns what it wrote.
-func readLogs(t *testing.T, opts occdev.LogsOptions) string {
+func readLogs(t *testing.T, opts observe.LogsOptions) string {
 	t.Helper()
 	var out strings.Builder
 	opts.Out = &out
-	if err := occdev.Logs(context.Background(), opts); err != nil {
+	if err := observe.Logs(context.Background(), opts); err != nil {
 		t.Fatalf("occ dev logs %v: %v\n%s", opts.Services, err, out.String())
 	}
 	return out.String()
@@ -122,7 +122,7 @@ const playedStart = `occ test-bed played kubelet: container \S+ of Pod \S+ (star
 func checkComposeLogs(t *testing.T, b *composeBed, dir, apiURL, project string) string {
 	t.Helper()
 	ctx := context.Background()
-	opts := occdev.LogsOptions{StateDir: dir, Tail: -1}
+	opts := observe.LogsOptions{StateDir: dir, Tail: -1}
 
 	all := readLogs(t, opts)
 	t.Logf("occ dev logs, every service:\n%s", all)
@@ -160,15 +160,15 @@ func checkComposeLogs(t *testing.T, b *composeBed, dir, apiURL, project string) 
 	}
 
 	// --tail and --since bound one service's lines (printed bare: one service, no prefix).
-	tail := readLogs(t, occdev.LogsOptions{StateDir: dir, Services: []string{"controller"}, Tail: 1})
+	tail := readLogs(t, observe.LogsOptions{StateDir: dir, Services: []string{"controller"}, Tail: 1})
 	if lines := strings.Split(strings.TrimSuffix(tail, "\n"), "\n"); len(lines) != 1 || strings.Contains(tail, " | ") {
 		t.Errorf("--tail 1 controller: %q", tail)
 	}
-	stamped := readLogs(t, occdev.LogsOptions{StateDir: dir, Services: []string{"controller"}, Tail: -1, Timestamps: true})
+	stamped := readLogs(t, observe.LogsOptions{StateDir: dir, Services: []string{"controller"}, Tail: -1, Timestamps: true})
 	at := lineTime(t, stamped, mark)
 	later := fmt.Sprintf("after-%d", time.Now().UnixNano())
 	standinLog(t, apiURL, later)
-	since := readLogsUntil(t, occdev.LogsOptions{StateDir: dir, Services: []string{"controller"}, Tail: -1, Since: at.Add(time.Nanosecond).Format(time.RFC3339Nano)}, later)
+	since := readLogsUntil(t, observe.LogsOptions{StateDir: dir, Services: []string{"controller"}, Tail: -1, Since: at.Add(time.Nanosecond).Format(time.RFC3339Nano)}, later)
 	if strings.Contains(since, mark) || strings.Contains(since, `"event":"listening"`) {
 		t.Errorf("--since after the marked line still shows it or earlier ones:\n%s", since)
 	}
@@ -191,7 +191,7 @@ func checkKubernetesLogs(t *testing.T, b *kubeBed, bin, dir string) string {
 	node := st.Cluster.NodeAddress
 	kube, _, _ := kubeClientOf(t, st.Cluster)
 	const ns = "oce-system"
-	opts := occdev.LogsOptions{StateDir: dir, Tail: -1}
+	opts := observe.LogsOptions{StateDir: dir, Tail: -1}
 
 	all := readLogs(t, opts)
 	out := newLogBuffer()
@@ -207,7 +207,7 @@ func checkKubernetesLogs(t *testing.T, b *kubeBed, bin, dir string) string {
 
 	// Follow the worker: a line its container writes, then the Pod that replaces it.
 	worker := onePod(t, kube, ns, "app.kubernetes.io/component=worker")
-	followed, stop := follow(occdev.LogsOptions{StateDir: dir, Services: []string{"openclaw-enterprise-worker"}, Tail: -1})
+	followed, stop := follow(observe.LogsOptions{StateDir: dir, Services: []string{"openclaw-enterprise-worker"}, Tail: -1})
 	followed.waitFor(t, regexp.MustCompile(playedStart), 1)
 	mark := fmt.Sprintf("followed-%d", time.Now().UnixNano())
 	appendContainerLog(t, b, node, worker, "worker", time.Now(), mark)
@@ -229,14 +229,14 @@ func checkKubernetesLogs(t *testing.T, b *kubeBed, bin, dir string) string {
 	appendContainerLog(t, b, node, api, "api", time.Now().Add(-time.Hour), old)
 	appendContainerLog(t, b, node, api, "api", time.Now(), recent)
 	one := []string{"openclaw-enterprise-api"}
-	if got := readLogs(t, occdev.LogsOptions{StateDir: dir, Services: one, Tail: 1}); got != recent+"\n" {
+	if got := readLogs(t, observe.LogsOptions{StateDir: dir, Services: one, Tail: 1}); got != recent+"\n" {
 		t.Errorf("--tail 1: %q, want only %q", got, recent)
 	}
-	got := readLogs(t, occdev.LogsOptions{StateDir: dir, Services: one, Tail: -1, Since: "30m"})
+	got := readLogs(t, observe.LogsOptions{StateDir: dir, Services: one, Tail: -1, Since: "30m"})
 	if strings.Contains(got, old) || !strings.Contains(got, recent) {
 		t.Errorf("--since 30m: %q, want %q and not %q", got, recent, old)
 	}
-	stamped := readLogs(t, occdev.LogsOptions{StateDir: dir, Services: one, Tail: 1, Timestamps: true})
+	stamped := readLogs(t, observe.LogsOptions{StateDir: dir, Services: one, Tail: 1, Timestamps: true})
 	if ts, rest, _ := strings.Cut(strings.TrimSuffix(stamped, "\n"), " "); rest != recent {
 		t.Errorf("--timestamps: %q", stamped)
 	} else if _, err := time.Parse(time.RFC3339Nano, ts); err != nil {
@@ -281,7 +281,7 @@ func standinLog(t *testing.T, apiURL, line string) {
 
 // readLogsUntil reads once more until the output holds want: the engine timestamps a line when
 // it reads it from the container, which may be after the request that wrote it returned.
-func readLogsUntil(t *testing.T, opts occdev.LogsOptions, want string) string {
+func readLogsUntil(t *testing.T, opts observe.LogsOptions, want string) string {
 	t.Helper()
 	opts.Follow = true
 	out, stop := follow(opts)

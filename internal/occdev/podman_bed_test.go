@@ -14,6 +14,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
+	"github.com/openclaw/occ/internal/occdev/observe"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/testbed/dockerbed"
 	"github.com/openclaw/occ/internal/testbed/oceapi"
@@ -173,7 +174,7 @@ func testPodmanKubernetesUpAndDown(t *testing.T, b *kubeBed, docker *dockerbed.E
 		}
 	}
 	// logs reads the Pods' container logs through the recorded engine (Podman), as status does.
-	logs := readLogs(t, occdev.LogsOptions{StateDir: r.opts.StateDir, Services: []string{"openshell-gateway"}, Tail: -1})
+	logs := readLogs(t, observe.LogsOptions{StateDir: r.opts.StateDir, Services: []string{"openshell-gateway"}, Tail: -1})
 	if !regexp.MustCompile(playedStart).MatchString(logs) {
 		t.Errorf("occ dev logs openshell-gateway on Podman: %q, want the played kubelet's start line", logs)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/diagnose"
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/images"
+	"github.com/openclaw/occ/internal/occdev/observe"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/profile"
 	"github.com/openclaw/occ/internal/occdev/profile/oce"
@@ -143,7 +144,7 @@ func Reload(ctx context.Context, opts ReloadOptions) (_ *ReloadResult, err error
 	}
 	d, err := loc.Open()
 	if errors.Is(err, state.ErrNotExist) {
-		return nil, fmt.Errorf("%w at %s: nothing to reload; start one with occ dev up (or name the state directory of another with --state-dir or %s)", ErrNoEnvironment, dir, state.EnvDirectory)
+		return nil, fmt.Errorf("%w at %s: nothing to reload; start one with occ dev up (or name the state directory of another with --state-dir or %s)", observe.ErrNoEnvironment, dir, state.EnvDirectory)
 	}
 	if err != nil {
 		return nil, err
@@ -162,9 +163,9 @@ func Reload(ctx context.Context, opts ReloadOptions) (_ *ReloadResult, err error
 		if err == nil {
 			return
 		}
-		bundle := failureBundle(ctx, failedRun{
-			bundleInput: bundleInput{dir: dir, st: d.State(), rec: rec, version: opts.OCCVersion, cause: err, timeline: timeline},
-			command:     "reload", collected: "Collected after the failure, from the environment as the reload left it.", off: opts.NoDiagnose,
+		bundle := observe.FailureBundle(ctx, observe.FailedRun{
+			BundleInput: observe.BundleInput{Dir: dir, State: d.State(), Env: rec, Version: opts.OCCVersion, Cause: err, Timeline: timeline},
+			Command:     "reload", Collected: "Collected after the failure, from the environment as the reload left it.", Off: opts.NoDiagnose,
 		})
 		if bundle != "" {
 			err = fmt.Errorf("%w\n%s", err, bundle)
@@ -383,8 +384,8 @@ func chooseBuilds(ctx context.Context, r *run, builds []oce.RecordedBuild) error
 		rr.builds = builds
 		return nil
 	}
-	all, listErr := services(ctx, rr.st, rr.rec)
-	chosen, err := chooseServices(all, rr.opts.Services, r.state.Path(), listErr)
+	all, listErr := observe.Services(ctx, rr.st, rr.rec)
+	chosen, err := observe.ChooseServices(all, rr.opts.Services, r.state.Path(), listErr)
 	if err != nil {
 		return err
 	}
@@ -631,7 +632,7 @@ func PlanReload(opts ReloadOptions) (*ReloadPlan, error) {
 	}
 	st, err := loc.Read()
 	if errors.Is(err, state.ErrNotExist) {
-		return nil, fmt.Errorf("%w at %s: nothing to reload; start one with occ dev up (or name the state directory of another with --state-dir or %s)", ErrNoEnvironment, dir, state.EnvDirectory)
+		return nil, fmt.Errorf("%w at %s: nothing to reload; start one with occ dev up (or name the state directory of another with --state-dir or %s)", observe.ErrNoEnvironment, dir, state.EnvDirectory)
 	}
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 
 	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/images"
+	"github.com/openclaw/occ/internal/occdev/observe"
 	"github.com/openclaw/occ/internal/occdev/profile"
 	"github.com/openclaw/occ/internal/occdev/profile/oce"
 	"github.com/openclaw/occ/internal/occdev/recorded"
@@ -75,8 +76,8 @@ type Status struct {
 	// Workloads are the Kubernetes services (the Gateway, the Agent Sandbox controller, the
 	// in-cluster control plane): with the Compose services, the names `occ dev logs` takes.
 	// WorkloadsProblem says why the list is incomplete, when it is.
-	Workloads        []WorkloadStatus `json:"workloads"`
-	WorkloadsProblem string           `json:"workloadsProblem,omitempty"`
+	Workloads        []observe.WorkloadStatus `json:"workloads"`
+	WorkloadsProblem string                   `json:"workloadsProblem,omitempty"`
 }
 
 // ControlPlaneStatus is the recorded control plane against what runs now, as its profile reads
@@ -134,7 +135,7 @@ func GetStatus(ctx context.Context, opts StatusOptions) (*Status, error) {
 	dir := loc.Dir
 	st, err := loc.Read()
 	if errors.Is(err, state.ErrNotExist) {
-		return &Status{StateDirectory: dir, Note: "no development state at " + dir + ": nothing is up (occ dev up creates it)", Objects: []ObjectStatus{}, Images: []ImageStatus{}, Workloads: []WorkloadStatus{}}, nil
+		return &Status{StateDirectory: dir, Note: "no development state at " + dir + ": nothing is up (occ dev up creates it)", Objects: []ObjectStatus{}, Images: []ImageStatus{}, Workloads: []observe.WorkloadStatus{}}, nil
 	}
 	if err != nil {
 		return nil, err
@@ -143,7 +144,7 @@ func GetStatus(ctx context.Context, opts StatusOptions) (*Status, error) {
 	out := &Status{
 		StateDirectory: dir, Environment: st.EnvironmentName(), Recorded: true, Profile: st.Profile, Cluster: &cl, Namespace: st.PlatformNamespace,
 		GatewayEndpoint: st.GatewayEndpoint, Installation: st.InstallationPath, Objects: []ObjectStatus{}, Images: []ImageStatus{},
-		Selections: st.Selections, Workloads: []WorkloadStatus{},
+		Selections: st.Selections, Workloads: []observe.WorkloadStatus{},
 	}
 	if st.Engine != nil {
 		out.Engine, out.EngineKind = st.Engine.Endpoint, st.Engine.KindOrDocker()
@@ -166,7 +167,7 @@ func GetStatus(ctx context.Context, opts StatusOptions) (*Status, error) {
 		out.ControlPlane = oce.Status(ctx, st.ControlPlane)
 	}
 	if out.Reachable {
-		out.Workloads, out.WorkloadsProblem = workloadStatuses(ctx, st, rec)
+		out.Workloads, out.WorkloadsProblem = observe.WorkloadStatuses(ctx, st, rec)
 	}
 	reg := rec.Removers()
 	clusterType := clusterRecordType(st.Cluster.Provider)

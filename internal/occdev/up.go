@@ -11,6 +11,7 @@ import (
 
 	"github.com/openclaw/occ/internal/interrupt"
 	"github.com/openclaw/occ/internal/occdev/diagnose"
+	"github.com/openclaw/occ/internal/occdev/observe"
 	"github.com/openclaw/occ/internal/occdev/recorded"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
@@ -248,9 +249,9 @@ func Up(ctx context.Context, opts UpOptions) (_ *Summary, err error) {
 		}
 		if err != nil {
 			// The bundle is written first: the rollback removes what it shows.
-			bundle := failureBundle(ctx, failedRun{
-				bundleInput: bundleInput{dir: r.state.Path(), st: r.state.State(), version: opts.OCCVersion, plan: r.plan, cause: err, timeline: timeline},
-				command:     "up", collected: "Collected before the rollback.", off: opts.NoDiagnose,
+			bundle := observe.FailureBundle(ctx, observe.FailedRun{
+				BundleInput: observe.BundleInput{Dir: r.state.Path(), State: r.state.State(), Version: opts.OCCVersion, Plan: r.plan, Cause: err, Timeline: timeline},
+				Command:     "up", Collected: "Collected before the rollback.", Off: opts.NoDiagnose,
 			})
 			err = rollback(interrupt.AbortContext(ctx), r, err, opts.OCCCommand)
 			if bundle != "" {

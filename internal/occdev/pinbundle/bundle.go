@@ -1,7 +1,7 @@
 // Package pinbundle writes and reads the offline bundle of a pin set (`occ dev bundle`): one tar
 // file holding every artifact the pins name, each verified against its pin, so `occ dev up` can
 // later install from the file alone. It is not the failure bundle `occ dev up` writes for a
-// report (occdev's bundle.go).
+// report (occdev/observe's bundle.go).
 //
 // The tar holds an OCI image layout — oci-layout, index.json, blobs/sha256/<hex> — and
 // occ-bundle.json, the bundle's own table of contents. Each pinned image's index is a blob with

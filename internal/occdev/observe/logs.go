@@ -1,4 +1,4 @@
-package occdev
+package observe
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
+	"github.com/openclaw/occ/internal/occdev/option"
 	"github.com/openclaw/occ/internal/occdev/podlogs"
 	"github.com/openclaw/occ/internal/occdev/recorded"
 	"github.com/openclaw/occ/internal/occdev/state"
@@ -68,17 +69,18 @@ func parseSince(v string) (since, error) {
 	}
 	if d, err := time.ParseDuration(v); err == nil {
 		if d <= 0 {
-			return since{}, &OptionError{Option: "--since", Value: v, Rule: "is not a positive duration", Fix: "give how far back to start, such as 10m or 1h30m, or an RFC 3339 time such as 2026-01-02T15:04:05Z"}
+			return since{}, &option.Error{Option: "--since", Value: v, Rule: "is not a positive duration", Fix: "give how far back to start, such as 10m or 1h30m, or an RFC 3339 time such as 2026-01-02T15:04:05Z"}
 		}
 		return since{ago: d}, nil
 	}
 	if t, err := time.Parse(time.RFC3339, v); err == nil {
 		return since{at: t}, nil
 	}
-	return since{}, &OptionError{Option: "--since", Value: v, Rule: "is neither a duration nor an RFC 3339 time", Fix: "give a duration such as 10m or 1h30m, or a time such as 2026-01-02T15:04:05Z or 2026-01-02T15:04:05+02:00"}
+	return since{}, &option.Error{Option: "--since", Value: v, Rule: "is neither a duration nor an RFC 3339 time", Fix: "give a duration such as 10m or 1h30m, or a time such as 2026-01-02T15:04:05Z or 2026-01-02T15:04:05+02:00"}
 }
 
-// ErrNoEnvironment is returned by Logs when no state directory exists.
+// ErrNoEnvironment is returned by Logs, Diagnose and the root's Reload when no state directory
+// exists.
 var ErrNoEnvironment = errors.New("no development environment")
 
 // Logs writes the logs of the recorded environment's services: the Compose services through the
@@ -92,7 +94,7 @@ func Logs(ctx context.Context, o LogsOptions) error {
 		return err
 	}
 	if o.Tail < -1 {
-		return &OptionError{Option: "--tail", Value: strconv.Itoa(o.Tail), Rule: "is below -1", Fix: "give the number of last lines to show of each container, or -1 for all of them"}
+		return &option.Error{Option: "--tail", Value: strconv.Itoa(o.Tail), Rule: "is below -1", Fix: "give the number of last lines to show of each container, or -1 for all of them"}
 	}
 	if o.Out == nil {
 		o.Out = io.Discard
@@ -114,8 +116,8 @@ func Logs(ctx context.Context, o LogsOptions) error {
 	if err := rec.SameEngine(ctx, dir); err != nil {
 		return err
 	}
-	all, listErr := services(ctx, st, rec)
-	chosen, err := chooseServices(all, o.Services, dir, listErr)
+	all, listErr := Services(ctx, st, rec)
+	chosen, err := ChooseServices(all, o.Services, dir, listErr)
 	if err != nil {
 		return err
 	}
@@ -236,22 +238,22 @@ func (r *logReader) compose(ctx context.Context, project string, services []stri
 	})
 }
 
-// chooseServices picks the named services, or all of them when none is named. An unknown name
+// ChooseServices picks the named services, or all of them when none is named. An unknown name
 // is refused with the names there are.
-func chooseServices(all []service, names []string, dir string, listErr error) ([]service, error) {
+func ChooseServices(all []Service, names []string, dir string, listErr error) ([]Service, error) {
 	if len(names) == 0 {
 		if len(all) == 0 && listErr != nil {
 			return nil, listErr
 		}
 		return all, nil
 	}
-	by := map[string]service{}
+	by := map[string]Service{}
 	var known []string
 	for _, s := range all {
 		by[s.Name] = s
 		known = append(known, s.Name)
 	}
-	var out []service
+	var out []Service
 	seen := map[string]bool{}
 	for _, n := range names {
 		s, ok := by[n]
@@ -263,7 +265,7 @@ func chooseServices(all []service, names []string, dir string, listErr error) ([
 			if listErr != nil {
 				fix += " (the list may be incomplete: " + listErr.Error() + ")"
 			}
-			return nil, &OptionError{Option: "SERVICE", Value: n, Rule: "is not a service of the environment recorded in " + dir, Fix: fix}
+			return nil, &option.Error{Option: "SERVICE", Value: n, Rule: "is not a service of the environment recorded in " + dir, Fix: fix}
 		}
 		if !seen[n] {
 			seen[n] = true
@@ -288,7 +290,7 @@ func ServiceNames(ctx context.Context, stateDir, environment string) []string {
 	}
 	rec := recorded.Connect(st)
 	defer rec.Close()
-	all, _ := services(ctx, st, rec)
+	all, _ := Services(ctx, st, rec)
 	var out []string
 	for _, s := range all {
 		out = append(out, s.Name)

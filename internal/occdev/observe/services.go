@@ -1,4 +1,4 @@
-package occdev
+package observe
 
 import (
 	"context"
@@ -23,11 +23,11 @@ import (
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
-// service is one service of a recorded environment: a Compose service of the recorded project,
+// Service is one service of a recorded environment: a Compose service of the recorded project,
 // or a Kubernetes workload the state records or one of its recorded Helm releases holds (the
 // Gateway, the Agent Sandbox controller, the in-cluster control plane). `occ dev status` lists
 // them and `occ dev logs` reads them by these names.
-type service struct {
+type Service struct {
 	Name string
 	// Project is the Compose project of a Compose service.
 	Project string
@@ -35,15 +35,15 @@ type service struct {
 	Workload *podlogs.Workload
 }
 
-// services lists the recorded environment's services: the Compose services first (the ones
+// Services lists the recorded environment's services: the Compose services first (the ones
 // `up` starts, in the order it starts them), then the workloads in the order they were
 // recorded, a Helm release's in the order of its manifest (hooks last). A workload whose name
 // is taken already is named kind/name. What only the cluster can say (the workloads of a Helm
 // release) is missing from the list when the cluster cannot be asked, and the error says why.
-func services(ctx context.Context, st state.State, rec *recorded.Env) ([]service, error) {
-	var out []service
+func Services(ctx context.Context, st state.State, rec *recorded.Env) ([]Service, error) {
+	var out []Service
 	taken := map[string]bool{}
-	add := func(s service) {
+	add := func(s Service) {
 		if taken[s.Name] && s.Workload != nil {
 			s.Name = strings.ToLower(s.Workload.Kind) + "/" + s.Workload.Name
 		}
@@ -54,21 +54,21 @@ func services(ctx context.Context, st state.State, rec *recorded.Env) ([]service
 	}
 	if cp := st.ControlPlane; cp != nil && cp.Compose != nil {
 		for _, svc := range compose.RequiredServices {
-			add(service{Name: svc, Project: cp.Compose.Project})
+			add(Service{Name: svc, Project: cp.Compose.Project})
 		}
 	}
 	var errs []error
 	for _, o := range st.Objects {
 		switch {
 		case o.Type == kubeobj.TypeObject && podlogs.Kinds[o.Kind] == o.APIVersion:
-			add(service{Name: o.Name, Workload: &podlogs.Workload{Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}})
+			add(Service{Name: o.Name, Workload: &podlogs.Workload{Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}})
 		case o.Type == helmrelease.TypeRelease:
 			ws, err := releaseWorkloads(ctx, st, rec, o)
 			if err != nil {
 				errs = append(errs, err)
 			}
 			for _, w := range ws {
-				add(service{Name: w.Name, Workload: &w})
+				add(Service{Name: w.Name, Workload: &w})
 			}
 		}
 	}
@@ -129,10 +129,10 @@ type WorkloadStatus struct {
 	State string `json:"state"`
 }
 
-// workloadStatuses reads the state of every workload service; problem says why the list is
+// WorkloadStatuses reads the state of every workload service; problem says why the list is
 // incomplete, when it is.
-func workloadStatuses(ctx context.Context, st state.State, rec *recorded.Env) ([]WorkloadStatus, string) {
-	svcs, err := services(ctx, st, rec)
+func WorkloadStatuses(ctx context.Context, st state.State, rec *recorded.Env) ([]WorkloadStatus, string) {
+	svcs, err := Services(ctx, st, rec)
 	problem := ""
 	if err != nil {
 		problem = err.Error()

@@ -1,4 +1,4 @@
-package occdev
+package observe
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/diagnose"
 	"github.com/openclaw/occ/internal/occdev/helmrelease"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
+	"github.com/openclaw/occ/internal/occdev/option"
 	"github.com/openclaw/occ/internal/occdev/recorded"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
@@ -81,82 +82,86 @@ func Diagnose(ctx context.Context, o DiagnoseOptions) (*DiagnoseResult, error) {
 	}
 	b, err := diagnose.Create(out, now)
 	if errors.Is(err, diagnose.ErrExists) {
-		return nil, &OptionError{Option: "--archive", Value: out, Rule: "names a file that exists; occ never replaces a file with a debug bundle", Fix: "name a file that does not exist with --archive, or move the existing one away"}
+		return nil, &option.Error{Option: "--archive", Value: out, Rule: "names a file that exists; occ never replaces a file with a debug bundle", Fix: "name a file that does not exist with --archive, or move the existing one away"}
 	}
 	if err != nil {
 		return nil, err
 	}
 	rec := recorded.Connect(st)
 	defer rec.Close()
-	collectBundle(ctx, b, bundleInput{dir: dir, st: st, rec: rec, version: o.Version})
+	collectBundle(ctx, b, BundleInput{Dir: dir, State: st, Env: rec, Version: o.Version})
 	if err := b.Close(fmt.Sprintf("occ dev diagnose: the development environment recorded in %s (profile %s), collected on request.", dir, st.Profile)); err != nil {
 		return nil, err
 	}
 	return &DiagnoseResult{Path: out, StateDirectory: dir}, nil
 }
 
-// bundleInput is what a bundle is collected from: the recorded environment, and for a failed
+// BundleInput is what a bundle is collected from: the recorded environment, and for a failed
 // run its plan, failure and step timeline.
-type bundleInput struct {
-	dir      string
-	st       state.State
-	rec      *recorded.Env
-	version  string
-	plan     *Plan
-	cause    error
-	timeline *diagnose.Timeline
-	// log is what the run logged, for a run without progress steps (down's removals).
-	log []byte
+type BundleInput struct {
+	// Dir is the state directory.
+	Dir   string
+	State state.State
+	// Env is the connections to what State records; nil makes FailureBundle connect (and close)
+	// its own.
+	Env     *recorded.Env
+	Version string
+	// Plan is the run's resolved plan, written as plan.json; nil when the run resolved none.
+	Plan     any
+	Cause    error
+	Timeline *diagnose.Timeline
+	// Log is what the run logged, for a run without progress steps (down's removals).
+	Log []byte
 }
 
 // collectBundle writes every entry it can; what it cannot goes into the summary with its cause.
 // The values that must never appear are learned first (the recorded key and password files, the
 // Compose services' credentials, the Secrets of the namespaces collected), before any entry is
 // written.
-func collectBundle(ctx context.Context, b *diagnose.Bundle, in bundleInput) {
-	if cp := in.st.ControlPlane; cp != nil && cp.KeyPath != "" {
+func collectBundle(ctx context.Context, b *diagnose.Bundle, in BundleInput) {
+	if cp := in.State.ControlPlane; cp != nil && cp.KeyPath != "" {
 		b.SecretFile(cp.KeyPath)
 	}
-	b.SecretFile(filepath.Join(in.dir, kubernetes.PasswordFileName))
+	b.SecretFile(filepath.Join(in.Dir, kubernetes.PasswordFileName))
 	// The Compose services' credentials are the model's (the checkout's development passwords,
 	// the user's own keys); a project whose model cannot be read has its logs left out, since
 	// they could show any of them.
 	var composeErr error
-	if cp := in.st.ControlPlane; cp != nil && cp.Compose != nil {
+	if cp := in.State.ControlPlane; cp != nil && cp.Compose != nil {
 		var values []string
 		values, composeErr = compose.SnapshotSecrets(ctx, compose.RecordedSnapshot(*cp.Compose))
 		b.Secret(values...)
 	}
 	var conn *kubeobj.Conn
 	var connErr error
-	if in.st.Cluster.Kubeconfig == "" {
+	if in.State.Cluster.Kubeconfig == "" {
 		connErr = errors.New("no cluster is recorded: occ dev up stopped before connecting to one")
 	} else {
-		conn, connErr = in.rec.Kube(ctx)
+		conn, connErr = in.Env.Kube(ctx)
 	}
-	namespaces := bundleNamespaces(in.st)
+	namespaces := bundleNamespaces(in.State)
 	withLogs := false
 	if conn != nil {
 		withLogs = diagnose.ClusterSecrets(ctx, b, conn.Kube, namespaces)
 	}
 
-	b.Add("occ-version.txt", []byte(in.version+"\n"))
-	if data, err := os.ReadFile(filepath.Join(in.dir, state.FileName)); err != nil {
+	b.Add("occ-version.txt", []byte(in.Version+"\n"))
+	if data, err := os.ReadFile(filepath.Join(in.Dir, state.FileName)); err != nil {
 		b.Missing(state.FileName, err)
 	} else {
 		b.Add(state.FileName, data)
 	}
-	if in.cause != nil {
-		b.Add("error.txt", []byte(in.cause.Error()+"\n"))
+	if in.Cause != nil {
+		b.Add("error.txt", []byte(in.Cause.Error()+"\n"))
 	}
-	if in.timeline != nil {
-		b.Add("timeline.txt", in.timeline.Text())
+	if in.Timeline != nil {
+		b.Add("timeline.txt", in.Timeline.Text())
 	}
-	if in.log != nil {
-		b.Add("log.txt", in.log)
+	if in.Log != nil {
+		b.Add("log.txt", in.Log)
 	}
-	if in.plan != nil {
-		if data, err := json.MarshalIndent(in.plan, "", "  "); err != nil {
+	if in.Plan != nil {
+		if data, err := json.MarshalIndent(in.Plan, "", "  "); err != nil {
 			b.Missing("plan.json", err)
 		} else {
 			b.Add("plan.json", append(data, '\n'))
@@ -165,13 +170,13 @@ func collectBundle(ctx context.Context, b *diagnose.Bundle, in bundleInput) {
 		b.Missing("plan.json", errors.New("the settings are known only to the occ dev up that resolved them; state.json holds what it decided"))
 	}
 
-	if in.st.Engine == nil || in.st.Engine.Endpoint == "" {
+	if in.State.Engine == nil || in.State.Engine.Endpoint == "" {
 		b.Missing("engine.yaml", errors.New("no container engine is recorded (the cluster is an existing one)"))
-	} else if eng, err := in.rec.Engine(ctx); err != nil {
+	} else if eng, err := in.Env.Engine(ctx); err != nil {
 		b.Missing("engine.yaml", err)
 	} else {
 		diagnose.Engine(ctx, b, eng)
-		if cp := in.st.ControlPlane; cp != nil && cp.Compose != nil {
+		if cp := in.State.ControlPlane; cp != nil && cp.Compose != nil {
 			if composeErr != nil {
 				b.Missing("compose", fmt.Errorf("the services' credentials are unknown, so their logs could show them: %w", composeErr))
 			} else {
@@ -185,11 +190,11 @@ func collectBundle(ctx context.Context, b *diagnose.Bundle, in bundleInput) {
 		return
 	}
 	diagnose.Cluster(ctx, b, conn.Kube, namespaces, withLogs)
-	for _, o := range in.st.Objects {
+	for _, o := range in.State.Objects {
 		if o.Type != helmrelease.TypeRelease {
 			continue
 		}
-		rel, err := releaseStatus(ctx, helmrelease.Release{Access: in.st.Cluster, Namespace: o.Namespace, Name: o.Name})
+		rel, err := releaseStatus(ctx, helmrelease.Release{Access: in.State.Cluster, Namespace: o.Namespace, Name: o.Name})
 		if err != nil {
 			b.Missing("helm/"+o.Namespace+"/"+o.Name+".yaml", err)
 			continue
@@ -223,7 +228,7 @@ func releaseStatus(ctx context.Context, r helmrelease.Release) (*release.Release
 // (the platform namespace, the recorded Namespaces and the namespaces of recorded objects), so a
 // bundle never carries the logs of workloads occ has nothing to do with.
 func bundleNamespaces(st state.State) []string {
-	if t := clusterRecordType(st.Cluster.Provider); t != "" && slices.ContainsFunc(st.Objects, func(o state.Object) bool { return o.Type == t }) {
+	if slices.ContainsFunc(st.Objects, func(o state.Object) bool { return state.OrderOf(o.Type) == state.TheCluster }) {
 		return nil
 	}
 	namespaces := []string{}
@@ -243,26 +248,26 @@ func bundleNamespaces(st state.State) []string {
 	return namespaces
 }
 
-// failedRun is a failed up, reload or down as its debug bundle tells it.
-type failedRun struct {
-	bundleInput
-	// command is the occ dev command that failed (up, reload, down), for the bundle's summary.
-	command string
-	// collected says when the bundle was collected, relative to what the failure still does.
-	collected string
-	// off is the command's --no-diagnose.
-	off bool
+// FailedRun is a failed up, reload or down as its debug bundle tells it.
+type FailedRun struct {
+	BundleInput
+	// Command is the occ dev command that failed (up, reload, down), for the bundle's summary.
+	Command string
+	// Collected says when the bundle was collected, relative to what the failure still does.
+	Collected string
+	// Off is the command's --no-diagnose.
+	Off bool
 }
 
-// failureBundle writes the bundle of a failed up, reload or down into the state directory's
+// FailureBundle writes the bundle of a failed up, reload or down into the state directory's
 // parent (the directory may go with a rollback or a later down, and a run's working directory
 // may be anywhere), and returns the line that ends the run's error: where the bundle is, or why
 // there is none. Up calls it before its rollback removes what the bundle shows. It runs on its
 // own bounded context under the abort context, so the Ctrl-C that ended the run does not skip
 // it and a second one does; it never changes the failure.
-func failureBundle(ctx context.Context, f failedRun) string {
+func FailureBundle(ctx context.Context, f FailedRun) string {
 	// A run the user stopped did not fail: they get their terminal back without a bundle.
-	if f.off || (ctx.Err() != nil && errors.Is(f.cause, context.Canceled)) {
+	if f.Off || (ctx.Err() != nil && errors.Is(f.Cause, context.Canceled)) {
 		return ""
 	}
 	abort := interrupt.AbortContext(ctx)
@@ -272,7 +277,7 @@ func failureBundle(ctx context.Context, f failedRun) string {
 	ctx, cancel := context.WithTimeout(abort, bundleTimeout)
 	defer cancel()
 	now := time.Now()
-	base := filepath.Join(filepath.Dir(f.dir), filepath.Base(f.dir)+"-diagnose-"+now.UTC().Format(bundleStamp))
+	base := filepath.Join(filepath.Dir(f.Dir), filepath.Base(f.Dir)+"-diagnose-"+now.UTC().Format(bundleStamp))
 	var b *diagnose.Bundle
 	var err error
 	for i := 1; i <= 9; i++ {
@@ -287,13 +292,13 @@ func failureBundle(ctx context.Context, f failedRun) string {
 	if err != nil {
 		return "no debug bundle: " + err.Error()
 	}
-	if f.rec == nil {
-		f.rec = recorded.Connect(f.st)
-		defer f.rec.Close()
+	if f.Env == nil {
+		f.Env = recorded.Connect(f.State)
+		defer f.Env.Close()
 	}
-	collectBundle(ctx, b, f.bundleInput)
-	first, _, _ := strings.Cut(f.cause.Error(), "\n")
-	if err := b.Close(fmt.Sprintf("occ dev %s failed, for the development environment recorded in %s (profile %s): %s\n%s", f.command, f.dir, f.st.Profile, first, f.collected)); err != nil {
+	collectBundle(ctx, b, f.BundleInput)
+	first, _, _ := strings.Cut(f.Cause.Error(), "\n")
+	if err := b.Close(fmt.Sprintf("occ dev %s failed, for the development environment recorded in %s (profile %s): %s\n%s", f.Command, f.Dir, f.State.Profile, first, f.Collected)); err != nil {
 		return "no debug bundle: " + err.Error()
 	}
 	return "debug bundle: " + b.Path()

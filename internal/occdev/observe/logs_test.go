@@ -1,4 +1,4 @@
-package occdev
+package observe
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openclaw/occ/internal/occdev/option"
 	"github.com/openclaw/occ/internal/occdev/podlogs"
 )
 
@@ -32,7 +33,7 @@ func TestLogsSinceForms(t *testing.T) {
 	}
 	for _, v := range []string{"yesterday", "10", "-5m", "0s", "2026-01-02"} {
 		_, err := parseSince(v)
-		var opt *OptionError
+		var opt *option.Error
 		if !errors.As(err, &opt) || opt.Option != "--since" || opt.Value != v ||
 			!strings.Contains(err.Error(), "10m or 1h30m") || !strings.Contains(err.Error(), "2026-01-02T15:04:05Z") {
 			t.Errorf("--since %q: %v", v, err)
@@ -48,7 +49,7 @@ func TestLogsWithoutEnvironment(t *testing.T) {
 	if !errors.Is(err, ErrNoEnvironment) || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "occ dev up") {
 		t.Errorf("no state: %v", err)
 	}
-	var opt *OptionError
+	var opt *option.Error
 	if err := Logs(context.Background(), LogsOptions{StateDir: dir, Tail: -2}); !errors.As(err, &opt) || opt.Option != "--tail" || opt.Value != "-2" {
 		t.Errorf("--tail -2: %v", err)
 	}
@@ -56,20 +57,20 @@ func TestLogsWithoutEnvironment(t *testing.T) {
 
 // A typo in the service name is refused with the names there are.
 func TestLogsUnknownServiceNamesTheKnownOnes(t *testing.T) {
-	all := []service{
+	all := []Service{
 		{Name: "controller", Project: "p"},
 		{Name: "openshell-gateway", Workload: &podlogs.Workload{Kind: "StatefulSet", Namespace: "oce-system", Name: "openshell-gateway"}},
 	}
-	_, err := chooseServices(all, []string{"controler"}, "/state", nil)
-	var opt *OptionError
+	_, err := ChooseServices(all, []string{"controler"}, "/state", nil)
+	var opt *option.Error
 	if !errors.As(err, &opt) || opt.Option != "SERVICE" || opt.Value != "controler" || !strings.Contains(err.Error(), "name one of: controller, openshell-gateway") {
 		t.Errorf("unknown service: %v", err)
 	}
-	_, err = chooseServices(all, []string{"x"}, "/state", errors.New("the cluster did not answer"))
+	_, err = ChooseServices(all, []string{"x"}, "/state", errors.New("the cluster did not answer"))
 	if err == nil || !strings.Contains(err.Error(), "the list may be incomplete: the cluster did not answer") {
 		t.Errorf("unknown service with an incomplete list: %v", err)
 	}
-	got, err := chooseServices(all, []string{"openshell-gateway", "openshell-gateway"}, "/state", nil)
+	got, err := ChooseServices(all, []string{"openshell-gateway", "openshell-gateway"}, "/state", nil)
 	if err != nil || len(got) != 1 {
 		t.Errorf("a service named twice: %v %v", got, err)
 	}
