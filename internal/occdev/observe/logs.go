@@ -125,6 +125,29 @@ func Logs(ctx context.Context, o LogsOptions) error {
 		fmt.Fprintf(o.Notes, "not every service is known, so not every one is shown: %v\n", listErr)
 	}
 
+	r := newLogReader(o, rec, sn, chosen)
+	if err := r.readAll(ctx, chosen); err != nil {
+		return err
+	}
+	if !o.Follow && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return r.sink.err
+}
+
+// logReader reads the chosen services of one Logs call into its sink.
+type logReader struct {
+	o        LogsOptions
+	rec      *recorded.Env
+	sink     *lineSink
+	since    since
+	now      time.Time
+	prefixed bool
+}
+
+// newLogReader reads into o.Out: prefixed, padded to the longest of the chosen services' names,
+// unless exactly one service was named.
+func newLogReader(o LogsOptions, rec *recorded.Env, sn since, chosen []Service) *logReader {
 	sink := &lineSink{w: o.Out}
 	prefixed := len(o.Services) != 1
 	if prefixed {
@@ -132,8 +155,12 @@ func Logs(ctx context.Context, o LogsOptions) error {
 			sink.width = max(sink.width, len(s.Name))
 		}
 	}
-	r := &logReader{o: o, rec: rec, sink: sink, since: sn, now: time.Now(), prefixed: prefixed}
+	return &logReader{o: o, rec: rec, sink: sink, since: sn, now: time.Now(), prefixed: prefixed}
+}
 
+// readAll reads the chosen services side by side: each workload on its own, the Compose services
+// together in one pass. It returns once every read has ended, with their errors joined.
+func (r *logReader) readAll(ctx context.Context, chosen []Service) error {
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
@@ -163,23 +190,7 @@ func Logs(ctx context.Context, o LogsOptions) error {
 		run(func() error { return r.compose(ctx, project, composeServices) })
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	if !o.Follow && ctx.Err() != nil {
-		return ctx.Err()
-	}
-	return sink.err
-}
-
-// logReader reads the chosen services of one Logs call into its sink.
-type logReader struct {
-	o        LogsOptions
-	rec      *recorded.Env
-	sink     *lineSink
-	since    since
-	now      time.Time
-	prefixed bool
+	return errors.Join(errs...)
 }
 
 // label is a stream's prefix: the service when several are shown, and the container when its
