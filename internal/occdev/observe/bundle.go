@@ -145,6 +145,19 @@ func collectBundle(ctx context.Context, b *diagnose.Bundle, in BundleInput) {
 		withLogs = diagnose.ClusterSecrets(ctx, b, conn.Kube, namespaces)
 	}
 
+	addRunEntries(b, in)
+	collectEngine(ctx, b, in, composeErr)
+	if conn == nil {
+		b.Missing("kubernetes", connErr)
+		return
+	}
+	diagnose.Cluster(ctx, b, conn.Kube, namespaces, withLogs)
+	collectReleases(ctx, b, in.State)
+}
+
+// addRunEntries adds what occ itself knows of the run: its version, the recorded state, and for
+// a failed run its failure, step timeline, log and plan.
+func addRunEntries(b *diagnose.Bundle, in BundleInput) {
 	b.Add("occ-version.txt", []byte(in.Version+"\n"))
 	if data, err := os.ReadFile(filepath.Join(in.Dir, state.FileName)); err != nil {
 		b.Missing(state.FileName, err)
@@ -169,32 +182,37 @@ func collectBundle(ctx context.Context, b *diagnose.Bundle, in BundleInput) {
 	} else {
 		b.Missing("plan.json", errors.New("the settings are known only to the occ dev up that resolved them; state.json holds what it decided"))
 	}
+}
 
+// collectEngine adds the recorded engine and, for a Compose control plane, its services' states
+// and logs, unless their credentials are unknown (composeErr says why).
+func collectEngine(ctx context.Context, b *diagnose.Bundle, in BundleInput, composeErr error) {
 	if in.State.Engine == nil || in.State.Engine.Endpoint == "" {
 		b.Missing("engine.yaml", errors.New("no container engine is recorded (the cluster is an existing one)"))
-	} else if eng, err := in.Env.Engine(ctx); err != nil {
-		b.Missing("engine.yaml", err)
-	} else {
-		diagnose.Engine(ctx, b, eng)
-		if cp := in.State.ControlPlane; cp != nil && cp.Compose != nil {
-			if composeErr != nil {
-				b.Missing("compose", fmt.Errorf("the services' credentials are unknown, so their logs could show them: %w", composeErr))
-			} else {
-				diagnose.Compose(ctx, b, compose.Stack{Project: cp.Compose.Project, Engine: eng.API})
-			}
-		}
-	}
-
-	if conn == nil {
-		b.Missing("kubernetes", connErr)
 		return
 	}
-	diagnose.Cluster(ctx, b, conn.Kube, namespaces, withLogs)
-	for _, o := range in.State.Objects {
+	eng, err := in.Env.Engine(ctx)
+	if err != nil {
+		b.Missing("engine.yaml", err)
+		return
+	}
+	diagnose.Engine(ctx, b, eng)
+	if cp := in.State.ControlPlane; cp != nil && cp.Compose != nil {
+		if composeErr != nil {
+			b.Missing("compose", fmt.Errorf("the services' credentials are unknown, so their logs could show them: %w", composeErr))
+		} else {
+			diagnose.Compose(ctx, b, compose.Stack{Project: cp.Compose.Project, Engine: eng.API})
+		}
+	}
+}
+
+// collectReleases adds the status of every recorded Helm release.
+func collectReleases(ctx context.Context, b *diagnose.Bundle, st state.State) {
+	for _, o := range st.Objects {
 		if o.Type != helmrelease.TypeRelease {
 			continue
 		}
-		rel, err := releaseStatus(ctx, helmrelease.Release{Access: in.State.Cluster, Namespace: o.Namespace, Name: o.Name})
+		rel, err := releaseStatus(ctx, helmrelease.Release{Access: st.Cluster, Namespace: o.Namespace, Name: o.Name})
 		if err != nil {
 			b.Missing("helm/"+o.Namespace+"/"+o.Name+".yaml", err)
 			continue
