@@ -1,4 +1,4 @@
-// Package occdev is the flow of `occ dev up | down | status | logs | reload`: the named steps, the runner that
+// Package occdev is the flow of `occ dev up | down | status | reload`: the named steps, the runner that
 // runs them (some in lanes side by side), the rollback, the Plan that resolves and checks every
 // option before anything happens, and the dry run. It knows the order of things and nothing
 // about how each is done: every step hands its own inputs to a layer below.
@@ -6,9 +6,14 @@
 // # Layers
 //
 //	occdev/            the flow: Step, runner, rollback, Plan, Up, Down, GetStatus, PlanUp;
-//	                   Logs over the recorded services (services.go); Reload, which repeats
-//	                   the builds `up` recorded (buildrecord.go) and rolls the control plane
-//	                   onto the changed images (reload*.go) through the same runner
+//	                   Reload, which repeats the builds `up` recorded (buildrecord.go) and rolls
+//	                   the control plane onto the changed images (reload*.go) through the same
+//	                   runner
+//	occdev/recorded/   the connections to what a state records, and Remove, the class-by-class
+//	                   removal `down` and the rollback run
+//	occdev/observe/    reads a recorded environment and changes nothing: Logs over its services,
+//	                   the workload states `status` shows, the debug bundle (Diagnose, and
+//	                   FailureBundle for a failed up, reload or down)
 //	occdev/cluster/    layer 1: the cluster Provider interface (Request in, Access out);
 //	                   cluster/k3d is the disposable k3d cluster (the default),
 //	                   cluster/existing a kubeconfig context the user already has
