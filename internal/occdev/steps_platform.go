@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -56,10 +57,13 @@ func describeGateway(p *Plan) Description {
 	if p.ServiceType == corev1.ServiceTypeNodePort {
 		svc = fmt.Sprintf("Service %s/%s of type NodePort on port %d", p.Namespace, GatewayServiceName, p.NodePort)
 	}
-	imgs := p.pins.OpenShell.Images
+	var refs []string
+	for _, img := range p.pins.GatewayImages() {
+		refs = append(refs, img.Image.DigestReference())
+	}
 	return creates(
 		"Helm release "+p.Namespace+"/"+GatewayRelease+" (Helm SDK; OpenShell "+p.pins.OpenShell.Version+" images by digest, pullPolicy "+string(p.PullPolicy)+": "+
-			imgs.Gateway.DigestReference()+", "+imgs.Sandbox.DigestReference()+", "+imgs.Supervisor.DigestReference()+")",
+			strings.Join(refs, ", ")+")",
 		svc,
 	)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/images"
+	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -105,8 +106,11 @@ func (c *ClusterProvider) request(req cluster.Request) (Request, error) {
 	r.Progress = req.Progress
 	// The node looks up the registry of the pinned images: OpenShell's first, whose images its
 	// sandboxes run.
-	img := req.Pins.OpenShell.Images
-	r.DNSCheckName = LookupName(img.Gateway, img.Sandbox, img.Supervisor, req.Pins.K3s.Image, req.Pins.K3d.ToolsImage)
+	var imgs []pins.Image
+	for _, p := range append(req.Pins.GatewayImages(), req.Pins.ClusterImages()...) {
+		imgs = append(imgs, p.Image)
+	}
+	r.DNSCheckName = LookupName(imgs...)
 	return r, nil
 }
 
