@@ -12,15 +12,16 @@ import (
 type GatewayValues struct {
 	FullnameOverride      string                  `json:"fullnameOverride"`
 	PKIInitJob            Toggle                  `json:"pkiInitJob"`
-	Gateway               ImageHolder             `json:"gateway"`
-	SandboxRuntime        ImageHolder             `json:"sandboxRuntime"`
-	Supervisor            ImageHolder             `json:"supervisor"`
 	ServiceAccount        NamedAccount            `json:"serviceAccount"`
 	SandboxServiceAccount NamedAccount            `json:"sandboxServiceAccount"`
 	WorkspaceResources    Toggle                  `json:"workspaceResources"`
 	PodSecurityContext    PodSecurityContextValue `json:"podSecurityContext"`
 	Service               ServiceValues           `json:"service"`
 	Server                ServerValues            `json:"server"`
+	// Components are the image values of every image the pins say the Gateway runs
+	// (pins.GatewayImagesOf), under the chart's key for each (gateway, sandboxRuntime,
+	// supervisor); Map puts them beside the fields above.
+	Components map[string]ImageHolder `json:"-"`
 }
 
 // Toggle is a chart feature switch ({enabled: bool}).
@@ -163,21 +164,30 @@ func NewGatewayValues(o GatewayOptions) (*GatewayValues, error) {
 			}},
 		},
 	}
-	var err error
-	if v.Gateway, err = image("gateway", o.Images.Gateway); err != nil {
-		return nil, err
-	}
-	if v.SandboxRuntime, err = image("sandbox", o.Images.Sandbox); err != nil {
-		return nil, err
-	}
-	if v.Supervisor, err = image("supervisor", o.Images.Supervisor); err != nil {
-		return nil, err
+	v.Components = map[string]ImageHolder{}
+	for _, img := range pins.GatewayImagesOf(o.Images) {
+		holder, err := image(img.Role, img.Image)
+		if err != nil {
+			return nil, err
+		}
+		v.Components[img.Gateway.Component] = holder
 	}
 	return v, nil
 }
 
 // Map converts the values to the generic map Helm's install and render take.
-func (v *GatewayValues) Map() (map[string]any, error) { return toMap(v) }
+func (v *GatewayValues) Map() (map[string]any, error) {
+	m, err := toMap(v)
+	if err != nil {
+		return nil, err
+	}
+	for key, holder := range v.Components {
+		if m[key], err = toMap(holder); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
 
 // toMap round-trips through JSON, which is how Helm itself sees values read from YAML.
 func toMap(v any) (map[string]any, error) {
