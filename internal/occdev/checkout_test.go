@@ -19,7 +19,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/controlplane/kubernetes"
-	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/testbed/ocebed"
 )
@@ -38,7 +38,7 @@ func checkoutOptions(t *testing.T, plane occdev.ControlPlane, checkout, dockerHo
 		ClusterName: fmt.Sprintf("occ-dev-%x", time.Now().UnixNano()%0xfffffff),
 		OCE:         occdev.OCEOptions{Repository: checkout, WorkingDir: checkout, ComposeProject: fmt.Sprintf("occ_refused_%d", time.Now().UnixNano()%1e9)},
 		Kubernetes:  occdev.KubernetesOptions{DevPort: freeLoopbackPort(t)},
-		Docker: docker.LocateOptions{Getenv: func(k string) string {
+		Docker: locate.Env{Getenv: func(k string) string {
 			if k == "DOCKER_HOST" {
 				return dockerHost
 			}

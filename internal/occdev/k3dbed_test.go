@@ -102,7 +102,7 @@ func newK3dBedOn(t testing.TB, files chartFiles, kind string) *k3dBed {
 	} else {
 		b.Bed = dockerbed.Start(t)
 	}
-	loc, err := docker.Locate(docker.LocateOptions{})
+	ep, source, err := locate.DockerPlace(locate.Env{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func newK3dBedOn(t testing.TB, files chartFiles, kind string) *k3dBed {
 		t.Setenv("CONTAINER_HOST", b.Engine.Host)
 		t.Setenv("DOCKER_HOST", dockerHost)
 	}
-	if b.engine, err = docker.Connect(ctx, loc.Endpoint, loc.Source); err != nil {
+	if b.engine, err = docker.Connect(ctx, ep, source); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.engine.Close() })

@@ -24,7 +24,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/controlplane/kubernetes"
-	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/helmrelease"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
 	"github.com/openclaw/occ/internal/occdev/state"
@@ -480,7 +480,7 @@ func TestKubernetesProfileDryRun(t *testing.T) {
 	stateDir := filepath.Join(dir, "state")
 	dr, err := occdev.PlanUp(occdev.UpOptions{
 		StateDir: stateDir, ControlPlane: occdev.ControlPlaneKubernetes, OCE: occdev.OCEOptions{Repository: checkout}, Kubernetes: occdev.KubernetesOptions{DevPort: 3100},
-		CacheDir: filepath.Join(dir, "cache"), Docker: docker.LocateOptions{Getenv: func(k string) string {
+		CacheDir: filepath.Join(dir, "cache"), Docker: locate.Env{Getenv: func(k string) string {
 			if k == "DOCKER_HOST" {
 				return "unix:///nonexistent/docker.sock"
 			}

@@ -23,7 +23,6 @@ import (
 	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/cluster/existing"
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
-	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/option"
 	"github.com/openclaw/occ/internal/occdev/pins"
@@ -102,9 +101,10 @@ type UpOptions struct {
 	// (--disk-threshold-percent, OCC_DEVELOPMENT_KUBERNETES_DISK_THRESHOLD_PERCENT), 1..20;
 	// 0 selects 5.
 	DiskThresholdPercent int
-	// Docker says where to look for the Docker engine of the k3d provider; the zero value reads
-	// DOCKER_HOST, DOCKER_CONTEXT and the docker CLI configuration as the docker CLI does.
-	Docker docker.LocateOptions
+	// Docker says where to look for the engine (the process environment, the home directory,
+	// the system paths); the zero value reads DOCKER_HOST, DOCKER_CONTEXT, the docker CLI
+	// configuration and Podman's settings as their CLIs do.
+	Docker locate.Env
 	// Engine is the container engine to drive (--engine, OCC_DEVELOPMENT_CONTAINER_ENGINE):
 	// auto (the default: Docker when Docker answers, else Podman), docker or podman.
 	Engine locate.Choice
@@ -502,7 +502,7 @@ func (p *Plan) locateEngine(o UpOptions) error {
 	}
 	ctx, cancel := context.WithTimeout(parent, engineLookup)
 	defer cancel()
-	loc, err := locate.Find(ctx, locate.Options{Choice: choice, ChoiceSource: engineSetting(o), Env: locate.Env{Getenv: o.Docker.Getenv, Home: o.Docker.Home}})
+	loc, err := locate.Find(ctx, locate.Options{Choice: choice, ChoiceSource: engineSetting(o), Env: o.Docker})
 	if err != nil && parent.Err() != nil {
 		return fmt.Errorf("interrupted while locating the container engine (%w)", parent.Err())
 	}
@@ -512,11 +512,11 @@ func (p *Plan) locateEngine(o UpOptions) error {
 		p.Engine, p.EngineSource, p.EngineKind, p.EngineVersion, p.EnginePlatform = loc.Endpoint.String(), loc.Source, string(loc.Kind), loc.Version, loc.Platform
 		return nil
 	case choice == locate.Auto && errors.As(err, &notFound):
-		place, lerr := docker.Locate(o.Docker)
+		ep, source, lerr := locate.DockerPlace(o.Docker)
 		if lerr != nil {
 			return lerr
 		}
-		p.Engine, p.EngineSource = place.Endpoint.String(), place.Source
+		p.Engine, p.EngineSource = ep.String(), source
 		p.engineNotFound = notFound
 		return nil
 	}

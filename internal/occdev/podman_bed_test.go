@@ -12,7 +12,6 @@ import (
 
 	"github.com/openclaw/occ/internal/occdev"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
-	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/observe"
 	"github.com/openclaw/occ/internal/occdev/state"
@@ -221,7 +220,7 @@ func TestPlanLocatesTheEngineAutoChooses(t *testing.T) {
 				ControlPlane:    occdev.ControlPlaneKubernetes,
 				CacheDir:        filepath.Join(t.TempDir(), "cache"),
 				Engine:          c.choice,
-				Docker: docker.LocateOptions{Home: home, Getenv: func(k string) string {
+				Docker: locate.Env{Home: home, Getenv: func(k string) string {
 					if k == "HOME" {
 						return home
 					}
@@ -252,7 +251,7 @@ func TestPodmanComposeProfileRefusesBuildsInTheDryRun(t *testing.T) {
 		CacheDir:        filepath.Join(t.TempDir(), "cache"),
 		Engine:          locate.ChoosePodman,
 		OCE:             occdev.OCEOptions{Repository: ocebed.Checkout(t, "9c1b2d3e4f5a69788796a5b4c3d2e1f00f1e2d3c")},
-		Docker: docker.LocateOptions{Home: home, Getenv: func(k string) string {
+		Docker: locate.Env{Home: home, Getenv: func(k string) string {
 			return map[string]string{"HOME": home, "CONTAINER_HOST": podman.Host}[k]
 		}},
 	})

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/openclaw/occ/internal/occdev"
-	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/occdevtest"
 	"github.com/openclaw/occ/internal/progress"
 )
@@ -65,8 +65,8 @@ func TestMissingDockerEngineFailsBeforeAnyDownload(t *testing.T) {
 	opts := b.Options()
 	opts.ClusterProvider, opts.Kubeconfig, opts.Namespace = occdev.ProviderK3d, "", ""
 	opts.PinFile, opts.ArchiveFile = pinFile, ""
-	opts.Docker = docker.LocateOptions{Getenv: func(k string) string {
-		if k == docker.EnvHost {
+	opts.Docker = locate.Env{Getenv: func(k string) string {
+		if k == locate.EnvDockerHost {
 			return "unix://" + sock
 		}
 		return ""

@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/openclaw/occ/internal/occdev"
-	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
 	"github.com/openclaw/occ/internal/occdev/platform"
 	"github.com/openclaw/occ/internal/occdev/profile"
@@ -121,7 +121,7 @@ func TestAThirdProfileIsOnePackageAndOneRegistryLine(t *testing.T) {
 	dir := t.TempDir()
 	dr, err := occdev.PlanUp(withNoteProfile(occdev.UpOptions{
 		StateDir: filepath.Join(dir, "state"), CacheDir: filepath.Join(dir, "cache"),
-		Docker: docker.LocateOptions{Getenv: func(k string) string {
+		Docker: locate.Env{Getenv: func(k string) string {
 			if k == "DOCKER_HOST" {
 				return "unix:///nonexistent/docker.sock"
 			}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
-	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/helmrelease"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
@@ -16,9 +16,9 @@ import (
 )
 
 // dockerAt is a Docker location seam: DOCKER_HOST says host, nothing else is set.
-func dockerAt(host string) docker.LocateOptions {
-	return docker.LocateOptions{Getenv: func(k string) string {
-		if k == docker.EnvHost {
+func dockerAt(host string) locate.Env {
+	return locate.Env{Getenv: func(k string) string {
+		if k == locate.EnvDockerHost {
 			return host
 		}
 		return ""

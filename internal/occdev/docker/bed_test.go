@@ -13,6 +13,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 
 	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/testbed/dockerbed"
 )
 
@@ -24,14 +25,14 @@ func TestConnectToARealEngine(t *testing.T) {
 	bed := dockerbed.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	loc, err := docker.Locate(docker.LocateOptions{})
+	ep, source, err := locate.DockerPlace(locate.Env{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if loc.Source != docker.EnvHost || loc.Endpoint.Socket != bed.Socket {
-		t.Fatalf("Locate = %+v, want %s from DOCKER_HOST", loc, bed.Socket)
+	if source != locate.EnvDockerHost || ep.Socket != bed.Socket {
+		t.Fatalf("DockerPlace = %s from %s, want %s from DOCKER_HOST", ep, source, bed.Socket)
 	}
-	eng, err := docker.Connect(ctx, loc.Endpoint, loc.Source)
+	eng, err := docker.Connect(ctx, ep, source)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,13 +42,13 @@ func TestConnectToARealEngine(t *testing.T) {
 	}
 	t.Logf("engine %s, API %s", eng.Version, eng.APIVersion)
 
-	recorded := loc.Endpoint.String()
+	recorded := ep.String()
 	t.Setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
-	ep, err := docker.ParseEndpoint(recorded, "the state")
+	fromState, err := docker.ParseEndpoint(recorded, "the state")
 	if err != nil {
 		t.Fatal(err)
 	}
-	api, err := docker.NewClient(ep)
+	api, err := docker.NewClient(fromState)
 	if err != nil {
 		t.Fatal(err)
 	}

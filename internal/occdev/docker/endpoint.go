@@ -1,8 +1,7 @@
-// Package docker is how `occ dev` reaches its container engine, Docker or Podman: it locates the
-// engine the way the docker CLI does (DOCKER_HOST, else the current docker context, else the
-// default socket), pins it to a local unix socket, checks that it answers before anything is
-// created, and builds API clients from a recorded Endpoint only, so `occ dev down` never consults
-// the environment it happens to run in.
+// Package docker is how `occ dev` reaches its container engine, Docker or Podman, once package
+// engine/locate has found it: it connects to a pinned local unix socket, checks that it answers
+// before anything is created, and builds API clients from a recorded Endpoint only, so `occ dev
+// down` never consults the environment it happens to run in.
 //
 // API (api.go) is the one interface through which the rest of occ drives the engine: the Docker
 // client for Docker, and for Podman that client behind podmanAPI (podman.go), which answers where
@@ -17,29 +16,16 @@ package docker
 
 import (
 	"fmt"
-	"net/url"
-	"path"
 	"strings"
 
 	"github.com/openclaw/occ/internal/contract"
+	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/option"
 )
 
-// DefaultSocket is where Docker listens when nothing else is configured.
-const DefaultSocket = "/var/run/docker.sock"
-
-// Endpoint is a Docker engine address occ has pinned: always a unix socket given by its absolute
-// path. It is what the state records, in its String form (unix:///path).
-type Endpoint struct {
-	// Socket is the absolute, clean path of the engine's unix socket.
-	Socket string
-}
-
-// String is the DOCKER_HOST form of e, "unix:///path/to/docker.sock".
-func (e Endpoint) String() string { return "unix://" + e.Socket }
-
-// IsZero reports whether e names no socket.
-func (e Endpoint) IsZero() bool { return e.Socket == "" }
+// Endpoint is an engine address occ has pinned (locate.Endpoint): always a unix socket given by
+// its absolute path. It is what the state records, in its String form (unix:///path).
+type Endpoint = locate.Endpoint
 
 // EndpointError is an engine address occ refuses. Nothing has been created when it is returned.
 type EndpointError struct {
@@ -64,12 +50,7 @@ func (e *EndpointError) Unwrap() error {
 	return &option.Error{Option: e.Source, Value: e.Value, Rule: e.Rule, Fix: e.Fix}
 }
 
-// unixRule is why only unix sockets are accepted: the k3d API port and the node's published
-// ports are bound to 127.0.0.1 of the engine's host, which occ reaches only when that host is
-// this machine, and k3d imports images directly only over a local connection.
-const unixRule = "is not a local unix socket; occ dev publishes the cluster on 127.0.0.1 of the engine's host, so it needs the engine on this machine"
-
-const unixFix = "unset DOCKER_HOST (and DOCKER_CONTEXT) to use " + DefaultSocket + ", set DOCKER_HOST=unix:///path/to/docker.sock, or run `docker context use` with a context whose host is a unix:// socket"
+const unixFix = "unset DOCKER_HOST (and DOCKER_CONTEXT) to use " + locate.DefaultDockerSocket + ", set DOCKER_HOST=unix:///path/to/docker.sock, or run `docker context use` with a context whose host is a unix:// socket"
 
 // ParseEndpoint accepts "unix:///absolute/path" (the form DOCKER_HOST, docker contexts and the
 // state use) and refuses every other scheme, naming source in the error.
@@ -77,25 +58,16 @@ func ParseEndpoint(raw, source string) (Endpoint, error) {
 	bad := func(rule, fix string) (Endpoint, error) {
 		return Endpoint{}, &EndpointError{Source: source, Value: redact(raw), Rule: rule, Fix: fix}
 	}
-	if strings.TrimSpace(raw) == "" {
-		return bad("is empty", unixFix)
+	ep, rule := locate.ParseUnix(raw)
+	switch {
+	case rule == "":
+		return ep, nil
+	case strings.HasPrefix(rule, "must name an absolute"):
+		return bad(rule, "write the socket path with three slashes after unix:")
+	case strings.HasPrefix(rule, "must be a plain"):
+		return bad(rule, "remove everything but unix:///path")
 	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return bad("is not a URL", unixFix)
-	}
-	if u.Scheme != "unix" {
-		return bad(unixRule, unixFix)
-	}
-	// unix:///p parses with an empty host; unix://p (relative) puts "p" into Host.
-	p := u.Path
-	if u.Host != "" || !path.IsAbs(p) {
-		return bad("must name an absolute socket path (unix:///path/to/docker.sock)", "write the socket path with three slashes after unix:")
-	}
-	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return bad("must be a plain socket path without query, fragment or user info", "remove everything but unix:///path")
-	}
-	return Endpoint{Socket: path.Clean(p)}, nil
+	return bad(rule, unixFix)
 }
 
 // redact hides every part of an address that may carry a credential (userinfo, query,

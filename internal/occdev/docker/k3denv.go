@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/openclaw/occ/internal/occdev/engine/locate"
 )
 
 // EnvVar is one process environment setting: Name=Value, or Name removed when Unset.
@@ -36,9 +38,9 @@ const (
 // a unix-socket connection. extra (k3d's own image and fix settings) is appended.
 func K3dEnvironment(ep Endpoint, extra ...EnvVar) []EnvVar {
 	vars := []EnvVar{
-		{Name: EnvHost, Value: ep.String()},
+		{Name: locate.EnvDockerHost, Value: ep.String()},
 		{Name: EnvSock, Value: ep.Socket},
-		{Name: EnvContext, Unset: true},
+		{Name: locate.EnvDockerContext, Unset: true},
 		{Name: "DOCKER_TLS_VERIFY", Unset: true},
 		{Name: "DOCKER_CERT_PATH", Unset: true},
 		{Name: "DOCKER_TLS", Unset: true},

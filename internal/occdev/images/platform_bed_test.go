@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/testbed/dockerbed"
@@ -23,11 +24,11 @@ func TestPresentRefusesAPinOfAnotherPlatform(t *testing.T) {
 	defer cancel()
 	e := dockerbed.Require(t)
 	reg := dockerbed.StartRegistry(t)
-	loc, err := docker.Locate(docker.LocateOptions{})
+	ep, source, err := locate.DockerPlace(locate.Env{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := docker.Connect(ctx, loc.Endpoint, loc.Source)
+	eng, err := docker.Connect(ctx, ep, source)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
@@ -31,11 +32,11 @@ type bed struct {
 func startBed(t *testing.T, ctx context.Context) *bed {
 	t.Helper()
 	b := dockerbed.Start(t)
-	loc, err := docker.Locate(docker.LocateOptions{})
+	ep, source, err := locate.DockerPlace(locate.Env{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := docker.Connect(ctx, loc.Endpoint, loc.Source)
+	eng, err := docker.Connect(ctx, ep, source)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,7 +48,7 @@ type place struct {
 // place, so `auto` can still go on to Podman.
 func dockerPlace(env Env) (place, error) {
 	if host := env.getenv(EnvDockerHost); host != "" {
-		ep, rule := parseUnix(host)
+		ep, rule := ParseUnix(host)
 		if rule != "" {
 			return place{}, &option.Error{Option: EnvDockerHost, Value: redact(host), Rule: rule,
 				Fix: "set DOCKER_HOST=unix:///path/to/docker.sock, or unset it to use the docker context or " + DefaultDockerSocket}
@@ -76,7 +76,7 @@ func dockerPlace(env Env) (place, error) {
 	host, problem := contextHost(configDir, name)
 	if problem == "" {
 		var ep Endpoint
-		if ep, problem = parseUnix(host); problem == "" {
+		if ep, problem = ParseUnix(host); problem == "" {
 			return place{kind: Docker, source: source, sockets: []string{ep.Socket},
 				start: fmt.Sprintf("start the engine of docker context %q, or choose another with `docker context use`", name)}, nil
 		}
@@ -156,4 +156,19 @@ func contextHost(configDir, name string) (host, problem string) {
 		return "", "has no docker endpoint host"
 	}
 	return ep.Host, ""
+}
+
+// DockerPlace is where Docker users expect their engine, found by the same rules as Find's
+// Docker place but without contacting it: the socket DOCKER_HOST, the docker context or the
+// default names, and which rule chose it. A place that cannot be used (a context that does not
+// resolve, a remote host) is an error that names it and says why.
+func DockerPlace(env Env) (Endpoint, string, error) {
+	p, err := dockerPlace(env)
+	if err != nil {
+		return Endpoint{}, "", err
+	}
+	if p.problem != "" {
+		return Endpoint{}, p.source, fmt.Errorf("%s %s; %s", p.source, p.problem, problemFix(p.kind))
+	}
+	return Endpoint{Socket: firstExisting(p.sockets)}, p.source, nil
 }

@@ -27,10 +27,10 @@ func (e Endpoint) IsZero() bool { return e.Socket == "" }
 // this machine, and k3d imports images directly only over a local connection.
 const localRule = "is not a local unix socket; occ dev publishes the cluster on 127.0.0.1 of the engine's host, so it needs the engine on this machine"
 
-// parseUnix accepts "unix:///absolute/path" (what DOCKER_HOST, docker contexts and Podman
+// ParseUnix accepts "unix:///absolute/path" (what DOCKER_HOST, docker contexts and Podman
 // connections write) and "unix:/absolute/path" (what Podman itself prints for its default
 // address), and refuses everything else with the rule that was broken.
-func parseUnix(raw string) (Endpoint, string) {
+func ParseUnix(raw string) (Endpoint, string) {
 	if strings.TrimSpace(raw) == "" {
 		return Endpoint{}, "is empty"
 	}

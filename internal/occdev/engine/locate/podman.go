@@ -59,7 +59,7 @@ func podmanPlaces(env Env) ([]place, error) {
 		return []place{connectionPlace(env, name, d, fmt.Sprintf("Podman connection %q (CONTAINER_CONNECTION, from %s)", name, cfg.from[name]))}, nil
 	}
 	if host := env.getenv(EnvContainerHost); host != "" {
-		ep, rule := parseUnix(host)
+		ep, rule := ParseUnix(host)
 		if rule != "" {
 			return nil, &option.Error{Option: EnvContainerHost, Value: redact(host), Rule: rule,
 				Fix: "set CONTAINER_HOST=unix:///path/to/podman.sock, or unset it to use podman's default connection or local socket"}
@@ -110,7 +110,7 @@ func connectionPlace(env Env, name string, d destination, source string) place {
 	}
 	switch u.Scheme {
 	case "unix":
-		ep, rule := parseUnix(d.URI)
+		ep, rule := ParseUnix(d.URI)
 		if rule != "" {
 			return place{kind: Podman, source: source, problem: fmt.Sprintf("has URI %q, which %s", redact(d.URI), rule)}
 		}
