@@ -108,8 +108,11 @@ func devUpFlags(cmd *cobra.Command) (flags *devFlags, opts *occdev.UpOptions, dr
 	// The base-image overrides apply to every image occ builds, in both profiles.
 	flags.text(settingNodeBaseImage, &opts.OCE.NodeBaseImage)
 	flags.text(settingNodeRuntimeBaseImage, &opts.OCE.NodeRuntimeBaseImage)
-	flags.number(settingDevPort, 0, &opts.Kubernetes.DevPort)
-	flags.text(settingPostgresImage, &opts.Kubernetes.PostgresImage)
+	// The Kubernetes-only profile's own settings.
+	kube := &occdev.KubernetesOptions{}
+	opts.Settings = map[occdev.ControlPlane]any{occdev.ControlPlaneKubernetes: kube}
+	flags.number(settingDevPort, 0, &kube.DevPort)
+	flags.text(settingPostgresImage, &kube.PostgresImage)
 	flags.text(settingK3sImage, &opts.K3sImage)
 	return flags, opts, dry, engine
 }

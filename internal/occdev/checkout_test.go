@@ -37,7 +37,7 @@ func checkoutOptions(t *testing.T, plane occdev.ControlPlane, checkout, dockerHo
 		StateDir: filepath.Join(dir, "state"), ControlPlane: plane, CacheDir: filepath.Join(dir, "cache"),
 		ClusterName: fmt.Sprintf("occ-dev-%x", time.Now().UnixNano()%0xfffffff),
 		OCE:         occdev.OCEOptions{Repository: checkout, WorkingDir: checkout, ComposeProject: fmt.Sprintf("occ_refused_%d", time.Now().UnixNano()%1e9)},
-		Kubernetes:  occdev.KubernetesOptions{DevPort: freeLoopbackPort(t)},
+		Settings:    kubernetesSettings(occdev.KubernetesOptions{DevPort: freeLoopbackPort(t)}),
 		Docker: docker.LocateOptions{Getenv: func(k string) string {
 			if k == "DOCKER_HOST" {
 				return dockerHost

@@ -76,8 +76,8 @@ func PlanUpContext(ctx context.Context, opts UpOptions) (*DryRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	dr := &DryRun{Plan: p, Steps: planSteps(p, upSteps(p)), Problems: []string{}, ControlPlane: p.profile.pending}
-	if err := p.profile.refusal; err != nil {
+	dr := &DryRun{Plan: p, Steps: planSteps(p, upSteps(p)), Problems: []string{}, ControlPlane: p.profile.Pending()}
+	if err := p.profile.Refusal(); err != nil {
 		dr.Problems = append(dr.Problems, err.Error())
 	}
 	if err := withProvider(p, func(pr cluster.Provider) error { return pr.Check(clusterRequest(p, nil, nil, progress.Reporter{})) }); err != nil {

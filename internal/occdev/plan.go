@@ -28,6 +28,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/option"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/platform"
+	"github.com/openclaw/occ/internal/occdev/profile"
 	"github.com/openclaw/occ/internal/occdev/profile/composeprofile"
 	"github.com/openclaw/occ/internal/occdev/profile/oce"
 	"github.com/openclaw/occ/internal/occdev/state"
@@ -166,8 +167,10 @@ type UpOptions struct {
 	// OCE are the inputs of the OCE control plane: its checkout, images, Compose options and
 	// key destination.
 	OCE OCEOptions
-	// Kubernetes are the Kubernetes-only profile's own settings.
-	Kubernetes KubernetesOptions
+	// Settings are each profile's own settings by its --control-plane name, of the type its
+	// package declares (KubernetesOptions, or a pointer to one, for kubernetes); a profile
+	// reads only its own.
+	Settings map[ControlPlane]any
 
 	// Progress receives step events (steps of concurrent lanes name their lane); nil discards
 	// them. It is called from several goroutines while lanes run.
@@ -275,7 +278,7 @@ type Plan struct {
 	openProvider    func() cluster.Provider
 	// selectedCharts are the loaded local charts when both are selected.
 	selectedCharts *charts.Charts
-	profile        flowProfile
+	profile        profile.Planned
 	// gateway is how the platform serves the control plane (platform.ControlPlane): the
 	// profile's Platform, whatever its name.
 	gateway ControlPlane
@@ -352,7 +355,8 @@ func resolvePlanWith(table map[string]cluster.Registration, o UpOptions) (*Plan,
 	}
 	// The platform serves the control plane where it runs: a NodePort Gateway for one beside
 	// the cluster, a ClusterIP Service for one inside it.
-	p.gateway, p.Namespace = cp.platform.Gateway, cp.platform.Namespace
+	pf := cp.Platform()
+	p.gateway, p.Namespace = pf.Gateway, pf.Namespace
 	if p.gateway == platform.ControlPlaneCompose {
 		p.ServiceType, p.NodePort = corev1.ServiceTypeNodePort, platform.GatewayNodePort
 	} else {
@@ -421,7 +425,7 @@ func resolvePlanWith(table map[string]cluster.Registration, o UpOptions) (*Plan,
 	if p.profile, err = profileOf(p, o); err != nil {
 		return nil, err
 	}
-	p.Routing.Route = p.profile.route
+	p.Routing.Route = p.profile.Route()
 	return p, nil
 }
 
