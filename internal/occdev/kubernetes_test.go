@@ -27,6 +27,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/helmrelease"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
+	"github.com/openclaw/occ/internal/occdev/profile/kubeprofile"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/testbed"
 	"github.com/openclaw/occ/internal/testbed/oceapi"
@@ -490,7 +491,7 @@ func TestKubernetesProfileDryRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	op := dr.Plan.OCE
+	op, _ := dr.Plan.OCE.(*kubeprofile.Document)
 	if op == nil || op.Kubernetes == nil || op.Checkout != checkout || op.Commit != "0123456789abcdef0123456789abcdef01234567" || op.Kubernetes.APIURL != "http://127.0.0.1:3100" ||
 		op.KeyFile != filepath.Join(stateDir, controlplane.KeyFileName) || op.Kubernetes.PostgresImage == "" || dr.ControlPlane != "" {
 		t.Fatalf("plan: %+v (control plane %q)", op, dr.ControlPlane)

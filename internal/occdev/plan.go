@@ -29,7 +29,6 @@ import (
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/platform"
 	"github.com/openclaw/occ/internal/occdev/profile"
-	"github.com/openclaw/occ/internal/occdev/profile/composeprofile"
 	"github.com/openclaw/occ/internal/occdev/profile/oce"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/progress"
@@ -192,19 +191,6 @@ type UpOptions struct {
 // key goes.
 type OCEOptions = oce.Options
 
-// OCEPlan is the resolved control plane as the plan document shows it: what every profile
-// decides alike, and the part of the profile that runs it, decided (and the Compose model
-// checked) before anything runs.
-type OCEPlan struct {
-	*oce.Plan
-	// Project is what the Compose profile's project creates and builds (empty for other
-	// profiles).
-	composeprofile.Project
-	// Kubernetes is what the Kubernetes-only profile installs into the cluster (nil for
-	// Compose).
-	Kubernetes *KubernetesPlan `json:"kubernetes,omitempty"`
-}
-
 // Plan is UpOptions resolved and validated: every name `up` will use is decided here, and every
 // flag and path checked, before the first mutation and before any download (k3d's "validate
 // the whole plan first"). Resolving reads local files (the pin file, the archive's presence)
@@ -267,9 +253,10 @@ type Plan struct {
 	PullPolicy corev1.PullPolicy `json:"imagePullPolicy"`
 	// Images are the pinned images `up` uses, by role, as digest references.
 	Images map[string]string `json:"images"`
-	// OCE is the OCE control plane `up` starts, decided and checked before anything runs; nil
-	// when it starts none (no checkout was found).
-	OCE *OCEPlan `json:"oce,omitempty"`
+	// OCE is the control plane `up` starts as its profile documents it (profile.Documented),
+	// decided and checked before anything runs; nil when it starts none (no checkout was found).
+	// Read back from JSON it is a RawDocument.
+	OCE profile.Document `json:"oce,omitempty"`
 
 	// clusterSettings are the cluster provider's own settings (cluster.Request.Settings), and
 	// openProvider makes its live provider. The plan holds only values: the live provider is
@@ -299,9 +286,12 @@ func (p Plan) MarshalJSON() ([]byte, error) {
 	return json.Marshal(planJSON{plan: plan(p), StartupTimeout: p.StartupTimeout.String()})
 }
 
-// UnmarshalJSON reads what MarshalJSON wrote.
+// UnmarshalJSON reads what MarshalJSON wrote; the profile's document as a RawDocument.
 func (p *Plan) UnmarshalJSON(data []byte) error {
-	var v planJSON
+	var v struct {
+		planJSON
+		OCE json.RawMessage `json:"oce,omitempty"`
+	}
 	if err := json.Unmarshal(data, &v); err != nil {
 		return err
 	}
@@ -311,8 +301,21 @@ func (p *Plan) UnmarshalJSON(data []byte) error {
 	}
 	*p = Plan(v.plan)
 	p.StartupTimeout = d
+	if len(v.OCE) > 0 && string(v.OCE) != "null" {
+		p.OCE = RawDocument(v.OCE)
+	}
 	return nil
 }
+
+// RawDocument is a profile's plan document read back from JSON: it marshals to the same JSON and
+// prints nothing of the dry run's table.
+type RawDocument json.RawMessage
+
+// MarshalJSON writes the document as it was read.
+func (d RawDocument) MarshalJSON() ([]byte, error) { return d, nil }
+
+// PrintPlan prints nothing: only the profile knows what its document says.
+func (RawDocument) PrintPlan(io.Writer) {}
 
 // resolvePlan checks every option and fills the defaults. It reads the environment for default
 // directories and the pin file, and contacts nothing.

@@ -50,15 +50,8 @@ func profileOf(p *Plan, o UpOptions) (profile.Planned, error) {
 	if why := planned.Pending(); why != "" {
 		return profile.Pending(why), nil
 	}
-	switch x := planned.(type) {
-	case composeprofile.Planned:
-		if op := x.Compose; op != nil {
-			p.OCE = &OCEPlan{Plan: op.Plan, Project: op.Project}
-		}
-	case kubeprofile.Planned:
-		if x.OCE != nil {
-			p.OCE = &OCEPlan{Plan: x.OCE, Kubernetes: x.Kube}
-		}
+	if d, ok := planned.(profile.Documented); ok {
+		p.OCE = d.Document()
 	}
 	return planned, nil
 }
@@ -103,11 +96,8 @@ func (r *run) inCluster(l images.Local) (string, error) {
 	return "", fmt.Errorf("image %s was not verified in the node (a bug in occ: the import step skipped it)", l.Pin)
 }
 
-// The Kubernetes-only profile's settings and plan, as UpOptions and the plan document name them.
-type (
-	KubernetesOptions = kubeprofile.Options
-	KubernetesPlan    = kubeprofile.Plan
-)
+// KubernetesOptions are the Kubernetes-only profile's own settings (UpOptions.Settings).
+type KubernetesOptions = kubeprofile.Options
 
 // EnvDevPort is the OCE API's port on 127.0.0.1 (the Kubernetes-only profile).
 const EnvDevPort = kubeprofile.EnvDevPort

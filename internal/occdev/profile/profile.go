@@ -225,6 +225,20 @@ type Planned interface {
 	Summary(env Env) *Summary
 }
 
+// Documented is a Planned that shows its plan in the plan document; a profile that is not
+// shows none.
+type Documented interface {
+	// Document is the plan as the plan document shows it; nil shows none.
+	Document() Document
+}
+
+// Document is a profile's plan as documents show it: it marshals to the plan document's "oce"
+// object (`up --dry-run -o json`), and PrintPlan writes its own lines of the dry run's table,
+// after the platform's and before the problems.
+type Document interface {
+	PrintPlan(w io.Writer)
+}
+
 // Decided is a profile package's New as the contract's Plan returns it: the decided profile, or
 // no Planned at all on an error.
 func Decided[P Planned](p P, err error) (Planned, error) {

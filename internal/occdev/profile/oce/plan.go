@@ -8,6 +8,7 @@ package oce
 import (
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
@@ -168,6 +169,18 @@ func (op *Plan) PlanBuilds(o Options, reqs []controlplane.BuildPlanRequest) erro
 	}
 	op.BaseImages, err = controlplane.CollectBases(op.BuildPlans)
 	return err
+}
+
+// PrintBaseImages lists, for the dry run's table, every base image the builds fetch, with where
+// each comes from and is used.
+func (op *Plan) PrintBaseImages(w io.Writer) {
+	for i, b := range op.BaseImages {
+		label := "  base images:"
+		if i > 0 {
+			label = ""
+		}
+		fmt.Fprintf(w, "%-16s %s\n", label, b.Describe())
+	}
 }
 
 // Dockerfiles are the parsed Dockerfiles of the planned builds, each once.
