@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/profile/kubeprofile"
 )
 
 // `occ dev up --control-plane kubernetes` finishes: the summary says the stack is ready with
@@ -94,7 +95,13 @@ func TestDevUpKubernetesDryRunListsTheControlPlane(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &dr); err != nil {
 		t.Fatalf("dry run -o json is not JSON: %v\n%s", err, out)
 	}
-	if o := dr.Plan.OCE; o == nil || o.Kubernetes == nil || o.Kubernetes.APIURL != "http://127.0.0.1:3111" || o.Checkout != checkout || dr.Plan.Namespace != "oce-system" {
+	var o *kubeprofile.Document
+	if raw, ok := dr.Plan.OCE.(occdev.RawDocument); ok {
+		if err := json.Unmarshal(raw, &o); err != nil {
+			t.Fatalf("the plan's oce: %v", err)
+		}
+	}
+	if o == nil || o.Kubernetes == nil || o.Kubernetes.APIURL != "http://127.0.0.1:3111" || o.Checkout != checkout || dr.Plan.Namespace != "oce-system" {
 		t.Errorf("json plan: %+v", dr.Plan.OCE)
 	}
 	if _, err := os.Stat(stateDir); !os.IsNotExist(err) {

@@ -108,8 +108,11 @@ func devUpFlags(cmd *cobra.Command) (flags *devFlags, opts *occdev.UpOptions, dr
 	// The base-image overrides apply to every image occ builds, in both profiles.
 	flags.text(settingNodeBaseImage, &opts.OCE.NodeBaseImage)
 	flags.text(settingNodeRuntimeBaseImage, &opts.OCE.NodeRuntimeBaseImage)
-	flags.number(settingDevPort, 0, &opts.Kubernetes.DevPort)
-	flags.text(settingPostgresImage, &opts.Kubernetes.PostgresImage)
+	// The Kubernetes-only profile's own settings.
+	kube := &occdev.KubernetesOptions{}
+	opts.Settings = map[occdev.ControlPlane]any{occdev.ControlPlaneKubernetes: kube}
+	flags.number(settingDevPort, 0, &kube.DevPort)
+	flags.text(settingPostgresImage, &kube.PostgresImage)
 	flags.text(settingK3sImage, &opts.K3sImage)
 	return flags, opts, dry, engine
 }
@@ -222,11 +225,8 @@ func printDryRun(w io.Writer, dr *occdev.DryRun, verbose bool) error {
 	if dr.ControlPlane != "" {
 		fmt.Fprintf(w, "Control plane:   %s\n", dr.ControlPlane)
 	}
-	if o := dr.Plan.OCE; o != nil && o.Compose != nil {
-		printComposePlan(w, o)
-	}
-	if o := dr.Plan.OCE; o != nil && o.Kubernetes != nil {
-		printKubernetesPlan(w, o)
+	if o := dr.Plan.OCE; o != nil {
+		o.PrintPlan(w)
 	}
 	if len(dr.Problems) > 0 {
 		fmt.Fprintln(w, "\nProblems (occ dev up would stop at these before creating anything):")
@@ -358,77 +358,6 @@ func printUpSummary(w io.Writer, s *occdev.Summary) error {
 	}
 	_, err := fmt.Fprintf(w, "\nRemove everything it created with:\n  %s\n", s.DownCommand)
 	return err
-}
-
-// printComposePlan lists what the Compose project would create: services (built or run from
-// an image), volumes, networks and published ports.
-func printComposePlan(w io.Writer, o *occdev.OCEPlan) {
-	c := o.Compose
-	fmt.Fprintf(w, "OCE checkout:    %s at %s (%s)\n", o.Checkout, o.Commit, o.CheckoutSource)
-	fmt.Fprintf(w, "Compose project: %s (API %s)\n", c.Project, c.APIURL)
-	for i, svc := range c.Services {
-		label := "  services:"
-		if i > 0 {
-			label = ""
-		}
-		if !svc.Started {
-			fmt.Fprintf(w, "%-16s %s: not started (%s)\n", label, svc.Name, svc.Why)
-			continue
-		}
-		what := svc.Image
-		if svc.Build != "" {
-			what = "built from " + svc.Build
-		}
-		fmt.Fprintf(w, "%-16s %s (%s): %s\n", label, svc.Name, what, svc.Why)
-	}
-	printBaseImages(w, o)
-	for i, v := range c.Volumes {
-		label := "  volumes:"
-		if i > 0 {
-			label = ""
-		}
-		fmt.Fprintf(w, "%-16s %s\n", label, v)
-	}
-	for _, n := range c.Networks {
-		fmt.Fprintf(w, "%-16s %s (subnet %s, gateway %s; the k3d cluster joins it)\n", "  network:", n.Name, n.Subnet, n.Gateway)
-	}
-	for i, p := range c.Ports {
-		label := "  published:"
-		if i > 0 {
-			label = ""
-		}
-		fmt.Fprintf(w, "%-16s %s -> %s of %s\n", label, p.Host, p.Target, p.Service)
-	}
-	fmt.Fprintf(w, "Key file:        %s\n", o.KeyFile)
-}
-
-// printBaseImages lists every base image the builds fetch, with where each comes from and is
-// used.
-func printBaseImages(w io.Writer, o *occdev.OCEPlan) {
-	for i, b := range o.BaseImages {
-		label := "  base images:"
-		if i > 0 {
-			label = ""
-		}
-		fmt.Fprintf(w, "%-16s %s\n", label, b.Describe())
-	}
-}
-
-// printKubernetesPlan says what the Kubernetes-only profile would run: the checkout, the images
-// it builds or uses, and where the API and the key will be (the objects it creates are listed
-// with their steps above).
-func printKubernetesPlan(w io.Writer, o *occdev.OCEPlan) {
-	k := o.Kubernetes
-	fmt.Fprintf(w, "OCE checkout:    %s at %s (%s)\n", o.Checkout, o.Commit, o.CheckoutSource)
-	if sel := o.SelectedImages; sel != nil {
-		fmt.Fprintf(w, "  controller:    %s (selected)\n  Agent runtime: %s (selected)\n", sel.Controller, sel.Runtime)
-	} else {
-		fmt.Fprintf(w, "  controller:    %s (built)\n  Agent runtime: %s (built)\n", k.ControllerImage, o.RuntimeImage)
-	}
-	printBaseImages(w, o)
-	fmt.Fprintf(w, "  PostgreSQL:    %s\n", k.PostgresImage)
-	fmt.Fprintf(w, "OCE API:         %s (the API proxy's NodePort 30080, published on loopback)\n", k.APIURL)
-	fmt.Fprintf(w, "Key file:        %s\n", o.KeyFile)
 }
 
 // engineNetworkName names the engine whose network the cluster's containers share: Podman for a

@@ -21,6 +21,10 @@ import (
 	"github.com/openclaw/occ/internal/occdev/controlplane/kubernetes"
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/pins"
+	"github.com/openclaw/occ/internal/occdev/profile"
+	"github.com/openclaw/occ/internal/occdev/profile/composeprofile"
+	"github.com/openclaw/occ/internal/occdev/profile/kubeprofile"
+	"github.com/openclaw/occ/internal/occdev/profile/oce"
 	"github.com/openclaw/occ/internal/testbed/ocebed"
 )
 
@@ -37,7 +41,7 @@ func checkoutOptions(t *testing.T, plane occdev.ControlPlane, checkout, dockerHo
 		StateDir: filepath.Join(dir, "state"), ControlPlane: plane, CacheDir: filepath.Join(dir, "cache"),
 		ClusterName: fmt.Sprintf("occ-dev-%x", time.Now().UnixNano()%0xfffffff),
 		OCE:         occdev.OCEOptions{Repository: checkout, WorkingDir: checkout, ComposeProject: fmt.Sprintf("occ_refused_%d", time.Now().UnixNano()%1e9)},
-		Kubernetes:  occdev.KubernetesOptions{DevPort: freeLoopbackPort(t)},
+		Settings:    kubernetesSettings(occdev.KubernetesOptions{DevPort: freeLoopbackPort(t)}),
 		Docker: locate.Env{Getenv: func(k string) string {
 			if k == "DOCKER_HOST" {
 				return dockerHost
@@ -98,8 +102,9 @@ func TestDryRunListsOverlayServicesAndBaseImages(t *testing.T) {
 			t.Errorf("a problem for the left-out service: %s", p)
 		}
 	}
+	doc := dr.Plan.OCE.(*composeprofile.Document)
 	var lines []string
-	for _, s := range dr.Plan.OCE.Compose.Services {
+	for _, s := range doc.Compose.Services {
 		lines = append(lines, fmt.Sprintf("%s %v", s.Name, s.Started))
 		if s.Name == "metrics-worker" && !strings.HasPrefix(s.Why, "left out, as it cannot run in this profile: it needs worker") {
 			t.Errorf("metrics-worker: %s", s.Why)
@@ -109,7 +114,7 @@ func TestDryRunListsOverlayServicesAndBaseImages(t *testing.T) {
 		t.Errorf("services: %s", got)
 	}
 	var bases []string
-	for _, b := range dr.Plan.OCE.BaseImages {
+	for _, b := range doc.BaseImages {
 		bases = append(bases, b.Image+" from "+b.Source)
 	}
 	want := []string{
@@ -120,7 +125,7 @@ func TestDryRunListsOverlayServicesAndBaseImages(t *testing.T) {
 	if strings.Join(bases, "\n") != strings.Join(want, "\n") {
 		t.Errorf("base images:\n%s\nwant:\n%s", strings.Join(bases, "\n"), strings.Join(want, "\n"))
 	}
-	if !dr.Plan.OCE.BaseImages[0].Tag {
+	if !doc.BaseImages[0].Tag {
 		t.Errorf("the Compose default node:24-bookworm is not marked as a tag to resolve")
 	}
 	found := false
@@ -240,7 +245,7 @@ func TestBaseOverridesAreDigestPins(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			bases := dr.Plan.OCE.BaseImages
+			bases := ocePlan(t, dr.Plan.OCE).BaseImages
 			if len(bases) != 1 || bases[0].Image != mirror || bases[0].Source != controlplane.EnvNodeBaseImage {
 				t.Fatalf("bases with both overrides: %+v", bases)
 			}
@@ -327,4 +332,17 @@ func TestDryRunNamesTheComposeRoute(t *testing.T) {
 			t.Errorf("a route step without a checkout: %s", s.Name)
 		}
 	}
+}
+
+// ocePlan is the OCE plan every profile shares, from a built-in profile's plan document.
+func ocePlan(t *testing.T, d profile.Document) *oce.Plan {
+	t.Helper()
+	switch d := d.(type) {
+	case *composeprofile.Document:
+		return d.Plan
+	case *kubeprofile.Document:
+		return d.Plan
+	}
+	t.Fatalf("the plan document is a %T", d)
+	return nil
 }

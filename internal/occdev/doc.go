@@ -59,8 +59,12 @@
 //
 // Layers 1 and 2 (the cluster, the sandbox platform) are the same for every control plane. A
 // profile (layer 3) is a package behind the contract of package profile, registered by one line
-// in controlPlanes (profile.go) and planned at plan time: the Compose profile in
-// profile/composeprofile, the Kubernetes-only profile in profile/kubeprofile. It adds live
+// in controlPlanes (profile.go) and planned at plan time through its Plan(profile.Input), the
+// same road for every profile: the Compose profile in profile/composeprofile, the
+// Kubernetes-only profile in profile/kubeprofile. Input carries what a profile plans from (the
+// shared OCE options, its own settings from UpOptions.Settings, the pins, the engine); the
+// profile refuses what it does not take itself and documents its own plan (profile.Documented:
+// the plan document's "oce" and its lines of the dry run's table). It adds live
 // checks to the preflight, steps before the cluster exists (the Compose project's data
 // services, whose network the k3d cluster joins), settings of the k3d cluster, images of its own to import
 // and verify with the OpenShell images, its part of the Installation, its own steps after the platform,

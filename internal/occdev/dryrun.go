@@ -76,8 +76,8 @@ func PlanUpContext(ctx context.Context, opts UpOptions) (*DryRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	dr := &DryRun{Plan: p, Steps: planSteps(p, upSteps(p)), Problems: []string{}, ControlPlane: p.profile.pending}
-	if err := p.profile.refusal; err != nil {
+	dr := &DryRun{Plan: p, Steps: planSteps(p, upSteps(p)), Problems: []string{}, ControlPlane: p.profile.Pending()}
+	if err := p.profile.Refusal(); err != nil {
 		dr.Problems = append(dr.Problems, err.Error())
 	}
 	if err := withProvider(p, func(pr cluster.Provider) error { return pr.Check(clusterRequest(p, nil, nil, progress.Reporter{})) }); err != nil {
@@ -181,10 +181,16 @@ func cachedManifest(p *Plan) []*unstructured.Unstructured {
 	return objs
 }
 
+// builds is a profile's plan document that builds images: the Dockerfiles its builds read.
+type builds interface {
+	Dockerfiles() []*controlplane.Dockerfile
+}
+
 // dryRunBuilder asks a running engine its version (GET /version, which changes nothing) when the
 // control plane builds images, and applies the preflight's builder check to it.
 func dryRunBuilder(ep docker.Endpoint, p *Plan) error {
-	if p.OCE == nil || len(p.OCE.BuildPlans) == 0 {
+	b, ok := p.OCE.(builds)
+	if !ok || len(b.Dockerfiles()) == 0 {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
@@ -194,7 +200,7 @@ func dryRunBuilder(ep docker.Endpoint, p *Plan) error {
 		return err
 	}
 	defer eng.Close()
-	return controlplane.CheckBuilder(controlplane.EngineBuilder{Version: eng.Version, APIVersion: eng.APIVersion, Podman: p.EngineKind == string(locate.Podman)}, p.OCE.Dockerfiles())
+	return controlplane.CheckBuilder(controlplane.EngineBuilder{Version: eng.Version, APIVersion: eng.APIVersion, Podman: p.EngineKind == string(locate.Podman)}, b.Dockerfiles())
 }
 
 func planSteps(p *Plan, steps []Step) []PlannedStep {

@@ -162,7 +162,7 @@ func (b *kubeBed) run(t testing.TB, apiOpts oceapi.Options) *kubeRun {
 	// through the overrides a developer with a registry mirror would set.
 	r.opts.OCE.NodeBaseImage, r.opts.OCE.NodeRuntimeBaseImage = b.nodeBase, b.nodeRuntimeBase
 	r.opts.OCE.Images = b.selected
-	r.opts.Kubernetes = occdev.KubernetesOptions{DevPort: port}
+	r.opts.Settings = kubernetesSettings(occdev.KubernetesOptions{DevPort: port})
 	seams := r.opts.Seams()
 	seams.BuildNetwork = "none"
 	seams.Exec = r.exec

@@ -260,7 +260,7 @@ func testKubernetesRefusals(t *testing.T, b *kubeBed) {
 			r.opts.OCE.Images = c.sel
 			if c.sel == (controlplane.ImageSelection{}) {
 				// Something already listens on the API's loopback port.
-				l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", r.opts.Kubernetes.DevPort))
+				l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", devPort(r.opts)))
 				if err != nil {
 					t.Fatal(err)
 				}

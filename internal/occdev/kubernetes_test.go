@@ -27,6 +27,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/helmrelease"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
+	"github.com/openclaw/occ/internal/occdev/profile/kubeprofile"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/testbed"
 	"github.com/openclaw/occ/internal/testbed/oceapi"
@@ -137,7 +138,7 @@ func testKubernetesUpAndDown(t *testing.T, b *kubeBed) {
 
 	// The summary, as the reference prints it.
 	oce := sum.OCE
-	if oce == nil || oce.APIURL != fmt.Sprintf("http://127.0.0.1:%d", r.opts.Kubernetes.DevPort) || oce.InstallationID != r.api.InstallationID ||
+	if oce == nil || oce.APIURL != fmt.Sprintf("http://127.0.0.1:%d", devPort(r.opts)) || oce.InstallationID != r.api.InstallationID ||
 		oce.AdminEmail != kubernetes.AdminEmail || oce.KeyFile != filepath.Join(r.opts.StateDir, controlplane.KeyFileName) ||
 		oce.PasswordFile != filepath.Join(r.opts.StateDir, kubernetes.PasswordFileName) || !strings.Contains(oce.ControlPlane, b.checkout+" at "+b.commit[:12]) ||
 		oce.Namespace != r.api.NamespaceID || !strings.Contains(oce.RuntimeImage, "openclaw-enterprise-runtime@sha256:") || sum.ControlPlane != "" {
@@ -257,7 +258,7 @@ func testKubernetesUpAndDown(t *testing.T, b *kubeBed) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bind := server.HostConfig.PortBindings["30080/tcp"]; len(bind) != 1 || bind[0].HostIP != "127.0.0.1" || bind[0].HostPort != fmt.Sprint(r.opts.Kubernetes.DevPort) {
+	if bind := server.HostConfig.PortBindings["30080/tcp"]; len(bind) != 1 || bind[0].HostIP != "127.0.0.1" || bind[0].HostPort != fmt.Sprint(devPort(r.opts)) {
 		t.Errorf("server-0 publishes 30080/tcp as %+v", bind)
 	}
 	if nets := server.NetworkSettings.Networks; len(nets) != 1 || nets["k3d-"+r.opts.ClusterName] == nil {
@@ -479,7 +480,7 @@ func TestKubernetesProfileDryRun(t *testing.T) {
 	checkout := ocebed.Checkout(t, "0123456789abcdef0123456789abcdef01234567")
 	stateDir := filepath.Join(dir, "state")
 	dr, err := occdev.PlanUp(occdev.UpOptions{
-		StateDir: stateDir, ControlPlane: occdev.ControlPlaneKubernetes, OCE: occdev.OCEOptions{Repository: checkout}, Kubernetes: occdev.KubernetesOptions{DevPort: 3100},
+		StateDir: stateDir, ControlPlane: occdev.ControlPlaneKubernetes, OCE: occdev.OCEOptions{Repository: checkout}, Settings: kubernetesSettings(occdev.KubernetesOptions{DevPort: 3100}),
 		CacheDir: filepath.Join(dir, "cache"), Docker: locate.Env{Getenv: func(k string) string {
 			if k == "DOCKER_HOST" {
 				return "unix:///nonexistent/docker.sock"
@@ -490,7 +491,7 @@ func TestKubernetesProfileDryRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	op := dr.Plan.OCE
+	op, _ := dr.Plan.OCE.(*kubeprofile.Document)
 	if op == nil || op.Kubernetes == nil || op.Checkout != checkout || op.Commit != "0123456789abcdef0123456789abcdef01234567" || op.Kubernetes.APIURL != "http://127.0.0.1:3100" ||
 		op.KeyFile != filepath.Join(stateDir, controlplane.KeyFileName) || op.Kubernetes.PostgresImage == "" || dr.ControlPlane != "" {
 		t.Fatalf("plan: %+v (control plane %q)", op, dr.ControlPlane)
@@ -544,4 +545,15 @@ func TestKubernetesProfileDryRun(t *testing.T) {
 	if _, err := os.Stat(stateDir); !os.IsNotExist(err) {
 		t.Errorf("the dry run created the state directory")
 	}
+}
+
+// kubernetesSettings gives the Kubernetes-only profile its own settings.
+func kubernetesSettings(k occdev.KubernetesOptions) map[occdev.ControlPlane]any {
+	return map[occdev.ControlPlane]any{occdev.ControlPlaneKubernetes: k}
+}
+
+// devPort is the OCE API's port the options give the Kubernetes-only profile.
+func devPort(o occdev.UpOptions) int {
+	k, _ := o.Settings[occdev.ControlPlaneKubernetes].(occdev.KubernetesOptions)
+	return k.DevPort
 }

@@ -27,7 +27,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/option"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/platform"
-	"github.com/openclaw/occ/internal/occdev/profile/composeprofile"
+	"github.com/openclaw/occ/internal/occdev/profile"
 	"github.com/openclaw/occ/internal/occdev/profile/oce"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/progress"
@@ -166,8 +166,10 @@ type UpOptions struct {
 	// OCE are the inputs of the OCE control plane: its checkout, images, Compose options and
 	// key destination.
 	OCE OCEOptions
-	// Kubernetes are the Kubernetes-only profile's own settings.
-	Kubernetes KubernetesOptions
+	// Settings are each profile's own settings by its --control-plane name, of the type its
+	// package declares (KubernetesOptions, or a pointer to one, for kubernetes); a profile
+	// reads only its own.
+	Settings map[ControlPlane]any
 
 	// Progress receives step events (steps of concurrent lanes name their lane); nil discards
 	// them. It is called from several goroutines while lanes run.
@@ -188,19 +190,6 @@ type UpOptions struct {
 // images are obtained, the Compose project's name and options, and where the verified bootstrap
 // key goes.
 type OCEOptions = oce.Options
-
-// OCEPlan is the resolved control plane as the plan document shows it: what every profile
-// decides alike, and the part of the profile that runs it, decided (and the Compose model
-// checked) before anything runs.
-type OCEPlan struct {
-	*oce.Plan
-	// Project is what the Compose profile's project creates and builds (empty for other
-	// profiles).
-	composeprofile.Project
-	// Kubernetes is what the Kubernetes-only profile installs into the cluster (nil for
-	// Compose).
-	Kubernetes *KubernetesPlan `json:"kubernetes,omitempty"`
-}
 
 // Plan is UpOptions resolved and validated: every name `up` will use is decided here, and every
 // flag and path checked, before the first mutation and before any download (k3d's "validate
@@ -264,9 +253,10 @@ type Plan struct {
 	PullPolicy corev1.PullPolicy `json:"imagePullPolicy"`
 	// Images are the pinned images `up` uses, by role, as digest references.
 	Images map[string]string `json:"images"`
-	// OCE is the OCE control plane `up` starts, decided and checked before anything runs; nil
-	// when it starts none (no checkout was found).
-	OCE *OCEPlan `json:"oce,omitempty"`
+	// OCE is the control plane `up` starts as its profile documents it (profile.Documented),
+	// decided and checked before anything runs; nil when it starts none (no checkout was found).
+	// Read back from JSON it is a RawDocument.
+	OCE profile.Document `json:"oce,omitempty"`
 
 	// clusterSettings are the cluster provider's own settings (cluster.Request.Settings), and
 	// openProvider makes its live provider. The plan holds only values: the live provider is
@@ -275,7 +265,7 @@ type Plan struct {
 	openProvider    func() cluster.Provider
 	// selectedCharts are the loaded local charts when both are selected.
 	selectedCharts *charts.Charts
-	profile        flowProfile
+	profile        profile.Planned
 	// gateway is how the platform serves the control plane (platform.ControlPlane): the
 	// profile's Platform, whatever its name.
 	gateway ControlPlane
@@ -296,9 +286,12 @@ func (p Plan) MarshalJSON() ([]byte, error) {
 	return json.Marshal(planJSON{plan: plan(p), StartupTimeout: p.StartupTimeout.String()})
 }
 
-// UnmarshalJSON reads what MarshalJSON wrote.
+// UnmarshalJSON reads what MarshalJSON wrote; the profile's document as a RawDocument.
 func (p *Plan) UnmarshalJSON(data []byte) error {
-	var v planJSON
+	var v struct {
+		planJSON
+		OCE json.RawMessage `json:"oce,omitempty"`
+	}
 	if err := json.Unmarshal(data, &v); err != nil {
 		return err
 	}
@@ -308,8 +301,21 @@ func (p *Plan) UnmarshalJSON(data []byte) error {
 	}
 	*p = Plan(v.plan)
 	p.StartupTimeout = d
+	if len(v.OCE) > 0 && string(v.OCE) != "null" {
+		p.OCE = RawDocument(v.OCE)
+	}
 	return nil
 }
+
+// RawDocument is a profile's plan document read back from JSON: it marshals to the same JSON and
+// prints nothing of the dry run's table.
+type RawDocument json.RawMessage
+
+// MarshalJSON writes the document as it was read.
+func (d RawDocument) MarshalJSON() ([]byte, error) { return d, nil }
+
+// PrintPlan prints nothing: only the profile knows what its document says.
+func (RawDocument) PrintPlan(io.Writer) {}
 
 // resolvePlan checks every option and fills the defaults. It reads the environment for default
 // directories and the pin file, and contacts nothing.
@@ -352,7 +358,8 @@ func resolvePlanWith(table map[string]cluster.Registration, o UpOptions) (*Plan,
 	}
 	// The platform serves the control plane where it runs: a NodePort Gateway for one beside
 	// the cluster, a ClusterIP Service for one inside it.
-	p.gateway, p.Namespace = cp.platform.Gateway, cp.platform.Namespace
+	pf := cp.Platform()
+	p.gateway, p.Namespace = pf.Gateway, pf.Namespace
 	if p.gateway == platform.ControlPlaneCompose {
 		p.ServiceType, p.NodePort = corev1.ServiceTypeNodePort, platform.GatewayNodePort
 	} else {
@@ -421,7 +428,7 @@ func resolvePlanWith(table map[string]cluster.Registration, o UpOptions) (*Plan,
 	if p.profile, err = profileOf(p, o); err != nil {
 		return nil, err
 	}
-	p.Routing.Route = p.profile.route
+	p.Routing.Route = p.profile.Route()
 	return p, nil
 }
 

@@ -85,16 +85,16 @@ func statusOf(x profile.Profile) func(ctx context.Context, rec *recorded.Env) *C
 // planes reload can roll; so is a name no registered profile has (a state another occ wrote).
 func reloadHookOf(dir, occ, name string, d deps) (*reloadHook, error) {
 	table := controlPlanes(UpOptions{deps: d})
-	cp, ok := table[ControlPlane(name)]
+	x, ok := table[ControlPlane(name)]
 	if !ok {
 		return nil, reloadRefusal(dir, occ, "its control plane "+quoteName(name)+" is not one this occ knows ("+strings.Join(knownControlPlanes(table), ", ")+")")
 	}
-	if cp.reload != nil {
-		return cp.reload, nil
+	if h := reloaderOf(x); h != nil {
+		return h, nil
 	}
 	var can []string
 	for _, n := range knownControlPlanes(table) {
-		if table[ControlPlane(n)].reload != nil {
+		if reloaderOf(table[ControlPlane(n)]) != nil {
 			can = append(can, n)
 		}
 	}
@@ -105,11 +105,11 @@ func reloadHookOf(dir, occ, name string, d deps) (*reloadHook, error) {
 // profile without one, or a name no registered profile has) reports the recorded OCE control
 // plane alone.
 func statusHookOf(name string, d deps) func(ctx context.Context, rec *recorded.Env) *ControlPlaneStatus {
-	return controlPlanes(UpOptions{deps: d})[ControlPlane(name)].status
+	return statusOf(controlPlanes(UpOptions{deps: d})[ControlPlane(name)])
 }
 
 // knownControlPlanes are the registered control planes' names, sorted.
-func knownControlPlanes(table map[ControlPlane]controlPlane) []string {
+func knownControlPlanes(table map[ControlPlane]profile.Profile) []string {
 	var names []string
 	for n := range table {
 		names = append(names, string(n))

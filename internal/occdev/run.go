@@ -129,7 +129,7 @@ func (r *run) clusterRequest(rep progress.Reporter) cluster.Request {
 func clusterRequest(p *Plan, d *state.Dir, log io.Writer, rep progress.Reporter) cluster.Request {
 	req := cluster.Request{
 		Name: p.ClusterName, Kubeconfig: p.Kubeconfig, Context: p.Context, Engine: p.Engine, EngineKind: engineKind(p),
-		Pins: p.pins, Log: log, Progress: rep, Needs: p.profile.cluster, Settings: p.clusterSettings,
+		Pins: p.pins, Log: log, Progress: rep, Needs: p.profile.Needs(), Settings: p.clusterSettings,
 	}
 	if d != nil {
 		req.KubeconfigFile = d.File(kubeconfigFile)

@@ -164,6 +164,8 @@ func GetStatus(ctx context.Context, opts StatusOptions) (*Status, error) {
 	if hook := statusHookOf(st.Profile, opts.deps); hook != nil {
 		out.ControlPlane = hook(ctx, rec)
 	} else if st.ControlPlane != nil {
+		// A profile without a status of its own, or one this occ does not know: the recorded
+		// OCE control plane alone.
 		out.ControlPlane = oce.Status(ctx, st.ControlPlane)
 	}
 	if out.Reachable {

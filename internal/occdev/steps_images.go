@@ -328,8 +328,8 @@ func verifiedItem(img pins.Image) step.Item {
 
 func describeProfileImport(p *Plan) Description {
 	what := "the control plane's own images (built or selected above)"
-	if names := p.profile.importNames; names != nil {
-		what = "the images " + strings.Join(names(p), ", ")
+	if names := p.profile.ImportNames(); len(names) > 0 {
+		what = "the images " + strings.Join(names, ", ")
 	}
 	return creates(what + " in the node's containerd, imported in one pass (the engine's image save piped into ctr image import in the node, under temporary staging tags removed afterwards)")
 }
@@ -395,8 +395,8 @@ func verifyImages(ctx context.Context, r *run, _ progress.Reporter) error {
 
 // profileImports are the control plane's own images for the cluster (the Agent runtime).
 func (r *run) profileImports() []images.Local {
-	if r.plan.profile.imports == nil {
+	if r.plan.profile.ImportNames() == nil {
 		return nil
 	}
-	return r.plan.profile.imports(r)
+	return r.plan.profile.Imports(r)
 }

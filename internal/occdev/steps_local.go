@@ -62,10 +62,7 @@ func preflight(ctx context.Context, r *run, rep progress.Reporter) error {
 	if err := r.provider.Preflight(ctx, r.clusterRequest(rep)); err != nil {
 		return err
 	}
-	if r.plan.profile.preflight != nil {
-		return r.plan.profile.preflight(ctx, r, rep)
-	}
-	return nil
+	return r.plan.profile.Preflight(ctx, r, rep)
 }
 
 func describeState(p *Plan) Description {

@@ -190,10 +190,8 @@ func writeInstallation(ctx context.Context, r *run, _ progress.Reporter) error {
 		return err
 	}
 	in.Routing = routing
-	if r.plan.profile.installation != nil {
-		if err := r.plan.profile.installation(ctx, r, &in); err != nil {
-			return err
-		}
+	if err := r.plan.profile.Installation(ctx, r, &in); err != nil {
+		return err
 	}
 	if err := platform.WriteInstallation(path, in); err != nil {
 		return err

@@ -44,6 +44,9 @@ func (noteProfile) Plan(in profile.Input) (profile.Planned, error) {
 	if in.Name != noteProfileName {
 		return nil, errors.New("planned under the name " + in.Name)
 	}
+	if err := profile.RefuseComposeArgs(in); err != nil {
+		return nil, err
+	}
 	return &notePlan{namespace: in.Namespace}, nil
 }
 

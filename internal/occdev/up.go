@@ -46,9 +46,9 @@ func upSteps(p *Plan) []Step {
 	if !p.importsImages() {
 		steps = append(steps, platformSteps(p)...)
 	}
-	steps = append(steps, p.profile.beforeInstallation...)
+	steps = append(steps, profileSteps(p.profile.BeforeInstallation())...)
 	steps = append(steps, Step{Name: "Write the Installation", Describe: describeInstallation, Run: writeInstallation})
-	return append(steps, p.profile.controlPlane...)
+	return append(steps, profileSteps(p.profile.ControlPlane())...)
 }
 
 // artifactsLane produces the charts and the Agent Sandbox manifest, and checks the Gateway
@@ -101,7 +101,7 @@ func clusterLane(p *Plan) Lane {
 			Step{Name: "Connect to the cluster (" + p.ClusterProvider + ")", Describe: describeCluster, Run: connectCluster},
 		)
 	}
-	steps := append([]Step{}, p.profile.beforeCluster...)
+	steps := profileSteps(p.profile.BeforeCluster())
 	for _, slot := range clusterImages(p.pins) {
 		steps = append(steps, imageStep(p, slot))
 	}
@@ -127,7 +127,7 @@ func clusterLane(p *Plan) Lane {
 // images are imported and verified by their own lanes beside it.
 func importLane(p *Plan) Lane {
 	steps := []Step{{Name: "Check that the engine's images carry the pinned digests", Describe: describeRepoDigests, Run: checkRepoDigests}}
-	if p.profile.imports != nil {
+	if p.profile.ImportNames() != nil {
 		steps = append(steps,
 			waiting(Step{Name: "Import the control plane's images into the cluster", Describe: describeProfileImport, Run: importProfileImages}, clusterMade),
 			Step{Name: "Verify the control plane's images in the node and tag them", Describe: describeVerify, Run: verifyImages},
@@ -227,7 +227,7 @@ func Up(ctx context.Context, opts UpOptions) (_ *Summary, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := p.profile.refusal; err != nil {
+	if err := p.profile.Refusal(); err != nil {
 		return nil, err
 	}
 	log := opts.Log
@@ -279,7 +279,7 @@ func Up(ctx context.Context, opts UpOptions) (_ *Summary, err error) {
 		Namespace:           p.Namespace,
 		GatewayEndpoint:     r.gatewayEndpoint,
 		Installation:        r.installationPath,
-		ControlPlane:        p.profile.pending,
+		ControlPlane:        p.profile.Pending(),
 		StateDirectory:      r.state.Path(),
 		DownCommand:         DownCommand(opts.OCCCommand, r.state.Path()),
 	}
@@ -287,10 +287,8 @@ func Up(ctx context.Context, opts UpOptions) (_ *Summary, err error) {
 		sum.Images = append(sum.Images, v.Reference)
 	}
 	route := ""
-	if p.profile.summary != nil {
-		if sum.OCE = p.profile.summary(r); sum.OCE != nil {
-			route = sum.OCE.Route
-		}
+	if sum.OCE = p.profile.Summary(r); sum.OCE != nil {
+		route = sum.OCE.Route
 	}
 	sum.Routing = p.routingSummary(route)
 	return sum, nil
@@ -334,11 +332,9 @@ func rollback(parent context.Context, r *run, cause error, occ string) error {
 	rec := recorded.Connect(r.state.State())
 	res, cerr := recorded.Remove(ctx, r.state, rec, r.log, keep)
 	rec.Close()
-	if r.plan.profile.rollback != nil {
-		// Outside the records (a user's --key-output file), so removed whatever the records did.
-		if kerr := r.plan.profile.rollback(r); kerr != nil {
-			cerr = errors.Join(cerr, kerr)
-		}
+	// Outside the records (a user's --key-output file), so removed whatever the records did.
+	if kerr := r.plan.profile.Rollback(r); kerr != nil {
+		cerr = errors.Join(cerr, kerr)
 	}
 	if cerr == nil && kept != nil {
 		_ = r.state.Close()

@@ -7,14 +7,19 @@ package profile
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/openclaw/occ/internal/occdev/cluster"
+	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
 	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
+	"github.com/openclaw/occ/internal/occdev/option"
+	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/platform"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/occdev/step"
@@ -62,6 +67,86 @@ type Input struct {
 	// Routing says the platform installs the routing controllers (its GatewayClass is
 	// platform.RoutingGatewayClass): a control plane routes dedicated Agent Gateways through them.
 	Routing bool
+	// OCE are the OCE control plane's settings every OCE profile shares.
+	OCE OCEOptions
+	// Settings are the profile's own settings, as the caller of `up` gives them under the
+	// profile's --control-plane name, of the type the profile's package declares (SettingsOf);
+	// nil when none were given.
+	Settings any
+	// Pins are occ's pins (the node image as selected).
+	Pins *pins.Set
+	// ClusterAPIPort is the Kubernetes API's port on 127.0.0.1 of the cluster occ creates (0:
+	// chosen at creation); a port the profile publishes on 127.0.0.1 must differ from it.
+	ClusterAPIPort int
+	// Engine is the located container engine's endpoint (unix:///…) and EngineSource the rule
+	// that chose it.
+	Engine       string
+	EngineSource string
+	// Deps are the parts of the profile's run tests replace, as the flow holds them.
+	Deps Deps
+}
+
+// SettingsOf are the profile's own settings of type T from in (a T or a *T), the zero T when
+// none were given.
+func SettingsOf[T any](in Input) (T, error) {
+	var zero T
+	switch s := in.Settings.(type) {
+	case nil:
+		return zero, nil
+	case T:
+		return s, nil
+	case *T:
+		if s == nil {
+			return zero, nil
+		}
+		return *s, nil
+	}
+	return zero, fmt.Errorf("the settings of the %s profile are a %T, not a %T (a bug in occ)", in.Name, in.Settings, zero)
+}
+
+// RefuseComposeArgs refuses Compose options after -- for a profile that runs no Compose project.
+func RefuseComposeArgs(in Input) error {
+	if len(in.OCE.ComposeArgs) == 0 {
+		return nil
+	}
+	return &option.Error{Option: "Compose options after --", Value: strings.Join(in.OCE.ComposeArgs, " "),
+		Rule: "the " + in.Name + " profile does not accept Compose options", Fix: "drop them, or use --control-plane compose"}
+}
+
+// OCEOptions are the inputs of the OCE control plane (layer 3) every OCE profile shares: where
+// its source is, how its images are obtained, the Compose project's name and options, and where
+// the verified bootstrap key goes. A profile that runs no Compose project refuses ComposeArgs
+// itself (RefuseComposeArgs).
+type OCEOptions struct {
+	// Repository is the OCE checkout (--repository, OCC_DEVELOPMENT_REPOSITORY); empty searches
+	// from WorkingDir upwards. Without a checkout `up` stops after the sandbox platform.
+	Repository string
+	// WorkingDir is where that search starts and what relative paths (the checkout, Compose
+	// files) are relative to; empty is the process's working directory.
+	WorkingDir string
+	// ComposeArgs are the Compose options given after `--` (-f/--file, --env-file,
+	// --project-directory naming the checkout).
+	ComposeArgs []string
+	// ComposeProject is the Compose project name (OCC_DEVELOPMENT_COMPOSE_PROJECT); empty is
+	// openclaw-enterprise-development-kubernetes.
+	ComposeProject string
+	// Environment is what Compose interpolation sees, as `docker compose config` would; nil is
+	// the process environment.
+	Environment map[string]string
+	// Images selects prebuilt controller and Agent runtime images by digest
+	// (OCC_DEVELOPMENT_CONTROLLER_IMAGE and OCC_KUBERNETES_RUNTIME_IMAGE, both or neither);
+	// empty builds both from the checkout.
+	Images controlplane.ImageSelection
+	// KeyOutput is where the verified bootstrap key is written (--key-output: an absent
+	// absolute canonical path in a private directory); empty is
+	// <state>/initial-admin-service-key.json.
+	KeyOutput string
+	// NodeBaseImage and NodeRuntimeBaseImage replace the NODE_BASE_IMAGE and
+	// NODE_RUNTIME_BASE_IMAGE build arguments of every image occ builds from the checkout
+	// (OCC_DEVELOPMENT_NODE_BASE_IMAGE, OCC_DEVELOPMENT_NODE_RUNTIME_BASE_IMAGE), by digest;
+	// empty keeps what the checkout (or occ's pin) gives.
+	NodeBaseImage        string
+	NodeRuntimeBaseImage string
 }
 
 // View is what a profile's step describes itself from for the dry run.
@@ -138,6 +223,20 @@ type Planned interface {
 	// Summary is the control plane's part of the summary of a successful `up`; nil says
 	// nothing.
 	Summary(env Env) *Summary
+}
+
+// Documented is a Planned that shows its plan in the plan document; a profile that is not
+// shows none.
+type Documented interface {
+	// Document is the plan as the plan document shows it; nil shows none.
+	Document() Document
+}
+
+// Document is a profile's plan as documents show it: it marshals to the plan document's "oce"
+// object (`up --dry-run -o json`), and PrintPlan writes its own lines of the dry run's table,
+// after the platform's and before the problems.
+type Document interface {
+	PrintPlan(w io.Writer)
 }
 
 // Decided is a profile package's New as the contract's Plan returns it: the decided profile, or

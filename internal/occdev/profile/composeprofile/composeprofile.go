@@ -76,23 +76,12 @@ type Plan struct {
 	Subnet string `json:"subnet,omitempty"`
 }
 
-// Deps are the parts of the profile tests replace; the zero value of each is the real thing.
-type Deps struct {
-	// BuildNetwork is the network of the RUN steps of the Agent runtime build; empty is the
-	// network every Compose build of the checkout agrees on, else the engine's default. The
-	// Compose services' builds take build.network from the Compose files.
-	BuildNetwork string
-}
-
-// Profile is the Compose control plane with the settings of one `up`.
-type Profile struct {
-	OCE oce.Options
-	// Engine is the located container engine's endpoint (unix:///…) and EngineSource the rule
-	// that chose it; on Podman the Compose model is loaded with that socket.
-	Engine       string
-	EngineSource string
-	Deps         Deps
-}
+// Profile is the Compose control plane. It plans from its Input: the shared OCE options
+// (Input.OCE, whose Compose options after -- it takes), the located engine (on Podman the
+// Compose model is loaded with that socket) and the build network of the test seams
+// (Input.Deps.BuildNetwork: empty is the network every Compose build of the checkout agrees on,
+// else the engine's default).
+type Profile struct{}
 
 // Platform is how the platform serves the control plane: beside the cluster, the Gateway a
 // NodePort Service, in openshell-system unless another namespace is given.
@@ -110,7 +99,7 @@ func (x Profile) Plan(in profile.Input) (profile.Planned, error) { return profil
 type Planned struct {
 	profile.Base
 	in   profile.Input
-	deps Deps
+	deps profile.Deps
 	// Compose is the plan (nil when the control plane is pending), as the dry run shows it.
 	Compose *Plan
 	pending string
@@ -143,15 +132,15 @@ type run struct {
 // and checked, and a model or Dockerfile `up` would refuse stops `up` and the dry run before
 // anything exists.
 func (x Profile) New(in profile.Input) (Planned, error) {
-	if len(x.OCE.ComposeArgs) > 0 && in.ClusterProvider != k3d.Name {
-		return Planned{}, &option.Error{Option: "Compose options after --", Value: strings.Join(x.OCE.ComposeArgs, " "),
+	if len(in.OCE.ComposeArgs) > 0 && in.ClusterProvider != k3d.Name {
+		return Planned{}, &option.Error{Option: "Compose options after --", Value: strings.Join(in.OCE.ComposeArgs, " "),
 			Rule: "apply to the Compose control plane, which runs beside the k3d cluster occ creates", Fix: "use --cluster-provider k3d, or drop them"}
 	}
-	co, pending, err := oce.FindOnK3d(in, x.OCE, "the Compose control plane reaches the cluster across the engine network the k3d cluster occ creates joins")
+	co, pending, err := oce.FindOnK3d(in, in.OCE, "the Compose control plane reaches the cluster across the engine network the k3d cluster occ creates joins")
 	if err != nil {
 		return Planned{}, err
 	}
-	c := Planned{in: in, deps: x.Deps, run: &run{}}
+	c := Planned{in: in, deps: in.Deps, run: &run{}}
 	if pending != "" {
 		c.pending = pending
 		return c, nil
@@ -175,14 +164,14 @@ func (x Profile) New(in profile.Input) (Planned, error) {
 // rules is planned in full and returned with its refusal (a *compose.ProjectError), which the
 // dry run lists among its problems and `up` stops at.
 func (x Profile) plan(in profile.Input, co controlplane.Checkout) (_ *Plan, refusal error, _ error) {
-	wd := x.OCE.WorkingDir
+	wd := in.OCE.WorkingDir
 	if wd == "" {
 		var err error
 		if wd, err = os.Getwd(); err != nil {
 			return nil, nil, fmt.Errorf("working directory: %w", err)
 		}
 	}
-	user, err := compose.ParseArgs(x.OCE.ComposeArgs, co.Root, wd)
+	user, err := compose.ParseArgs(in.OCE.ComposeArgs, co.Root, wd)
 	if err != nil {
 		var ae *compose.ArgsError
 		if errors.As(err, &ae) {
@@ -190,12 +179,12 @@ func (x Profile) plan(in profile.Input, co controlplane.Checkout) (_ *Plan, refu
 		}
 		return nil, nil, err
 	}
-	base, err := oce.NewPlan(in, x.OCE, co)
+	base, err := oce.NewPlan(in, in.OCE, co)
 	if err != nil {
 		return nil, nil, err
 	}
 	op := &Plan{Plan: base}
-	env := maps.Clone(x.OCE.Environment)
+	env := maps.Clone(in.OCE.Environment)
 	if env == nil {
 		env = processEnvironment()
 	}
@@ -238,7 +227,7 @@ func (x Profile) plan(in profile.Input, co controlplane.Checkout) (_ *Plan, refu
 			env[subnetVariable], op.Subnet = subnet.String(), subnet.String()
 		}
 	}
-	project := x.OCE.ComposeProject
+	project := in.OCE.ComposeProject
 	if project == "" {
 		project = compose.ProjectOf(in.Environment)
 	}
@@ -248,7 +237,7 @@ func (x Profile) plan(in profile.Input, co controlplane.Checkout) (_ *Plan, refu
 		// forwarded socket, not the path inside the machine; the only service of OCE's
 		// compose.podman.yaml that mounts it is the Docker Compute worker, which this profile
 		// never starts.
-		ep, err := docker.ParseEndpoint(x.Engine, x.EngineSource)
+		ep, err := docker.ParseEndpoint(in.Engine, in.EngineSource)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -280,7 +269,7 @@ func (x Profile) plan(in profile.Input, co controlplane.Checkout) (_ *Plan, refu
 			reqs = append(reqs, controlplane.BuildPlanRequest{Role: b.Role, ContextDir: b.Context, Dockerfile: b.Dockerfile, Target: b.Target, Args: args})
 		}
 		reqs = append(reqs, controlplane.BuildPlanRequest{Role: oce.RoleRuntime, ContextDir: co.Root, Dockerfile: controlplane.RuntimeDockerfile})
-		if err := op.PlanBuilds(x.OCE, reqs); err != nil {
+		if err := op.PlanBuilds(in.OCE, reqs); err != nil {
 			return nil, nil, errors.Join(refusal, err)
 		}
 	}
@@ -320,13 +309,13 @@ func (x Profile) takenSubnets(in profile.Input) ([]netip.Prefix, error) {
 			}
 		}
 	}
-	ep, err := docker.ParseEndpoint(x.Engine, x.EngineSource)
+	ep, err := docker.ParseEndpoint(in.Engine, in.EngineSource)
 	if err != nil {
 		return out, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	eng, err := docker.ConnectAs(ctx, ep, x.EngineSource, locate.Kind(in.EngineKind))
+	eng, err := docker.ConnectAs(ctx, ep, in.EngineSource, locate.Kind(in.EngineKind))
 	if err != nil {
 		return out, nil
 	}

@@ -71,19 +71,11 @@ type Plan struct {
 	chart    *chart.Chart
 }
 
-// Profile is the Kubernetes-only control plane with the settings of one `up`.
-type Profile struct {
-	OCE     oce.Options
-	Options Options
-	// Pins are occ's pins (the PostgreSQL image, the controller's Node base).
-	Pins *pins.Set
-	// KubeAPIPort is the cluster's Kubernetes API port on 127.0.0.1 (0: chosen at creation),
-	// which the OCE API's port must differ from.
-	KubeAPIPort int
-	// Deps are the parts tests replace (the reader Pod's exec, the API client, the random
-	// source, the build network).
-	Deps profile.Deps
-}
+// Profile is the Kubernetes-only control plane. It plans from its Input: the shared OCE options
+// (Input.OCE), its own settings (Input.Settings, an Options or *Options), occ's pins (the
+// PostgreSQL image, the controller's Node base), the cluster's API port (which the OCE API's
+// port must differ from) and the test seams (Input.Deps).
+type Profile struct{}
 
 // Platform is how the platform serves the control plane: inside the cluster, the Gateway a
 // ClusterIP Service, in oce-system unless another namespace is given.
@@ -125,16 +117,16 @@ type run struct {
 // destination are decided as for every OCE profile (package oce); a chart that refuses the
 // values the install will pass stops `up` and the dry run before anything exists.
 func (x Profile) New(in profile.Input) (Planned, error) {
-	if len(x.OCE.ComposeArgs) > 0 {
-		return Planned{}, &option.Error{Option: "Compose options after --", Value: strings.Join(x.OCE.ComposeArgs, " "),
+	if len(in.OCE.ComposeArgs) > 0 {
+		return Planned{}, &option.Error{Option: "Compose options after --", Value: strings.Join(in.OCE.ComposeArgs, " "),
 			Rule: "are refused: the Kubernetes-only profile runs no Compose project, so it takes no Compose options", Fix: "drop them, or use --control-plane compose"}
 	}
-	k := Planned{in: in, deps: x.Deps, run: &run{}}
+	k := Planned{in: in, deps: in.Deps, run: &run{}}
 	kp, err := x.resolve(in)
 	if err != nil {
 		return Planned{}, err
 	}
-	co, pending, err := oce.FindOnK3d(in, x.OCE, "the Kubernetes-only control plane runs images occ imports into the node of the k3d cluster it creates")
+	co, pending, err := oce.FindOnK3d(in, in.OCE, "the Kubernetes-only control plane runs images occ imports into the node of the k3d cluster it creates")
 	if err != nil {
 		return Planned{}, err
 	}
@@ -142,7 +134,7 @@ func (x Profile) New(in profile.Input) (Planned, error) {
 		k.pending = pending
 		return k, nil
 	}
-	op, err := oce.NewPlan(in, x.OCE, co)
+	op, err := oce.NewPlan(in, in.OCE, co)
 	if err != nil {
 		return Planned{}, err
 	}
@@ -153,13 +145,13 @@ func (x Profile) New(in profile.Input) (Planned, error) {
 		kp.ControllerImage = sel.Controller
 	} else {
 		kp.ControllerImage = controlplane.DefaultControllerTag
-		nodeBase, err := controlplane.NodeBaseImage("", x.Pins.OCE.NodeBaseImage)
+		nodeBase, err := controlplane.NodeBaseImage("", in.Pins.OCE.NodeBaseImage)
 		if err != nil {
 			return Planned{}, err
 		}
-		if err := op.PlanBuilds(x.OCE, []controlplane.BuildPlanRequest{
+		if err := op.PlanBuilds(in.OCE, []controlplane.BuildPlanRequest{
 			{Role: oce.RoleController, ContextDir: co.Root, Dockerfile: controlplane.ControllerDockerfile, Target: controlplane.ControllerTarget,
-				Args: map[string]controlplane.BuildArg{controlplane.NodeBaseImageArg: {Value: nodeBase, Source: "occ's pin oce.nodeBaseImage (" + x.Pins.Source + ")"}}},
+				Args: map[string]controlplane.BuildArg{controlplane.NodeBaseImageArg: {Value: nodeBase, Source: "occ's pin oce.nodeBaseImage (" + in.Pins.Source + ")"}}},
 			{Role: oce.RoleRuntime, ContextDir: co.Root, Dockerfile: controlplane.RuntimeDockerfile},
 		}); err != nil {
 			return Planned{}, err
@@ -182,24 +174,26 @@ func (x Profile) New(in profile.Input) (Planned, error) {
 
 // resolve checks the profile's own settings: the API's host port (chosen free for an
 // environment other than the default one) and the images pulled by digest.
-func (x Profile) resolve(in profile.Input) (*Plan, error) {
-	ko := x.Options
+func (Profile) resolve(in profile.Input) (*Plan, error) {
+	ko, err := profile.SettingsOf[Options](in)
+	if err != nil {
+		return nil, err
+	}
 	kp := &Plan{}
-	var err error
-	if kp.postgres, err = oce.DigestImage(controlplane.EnvPostgresImage, ko.PostgresImage, x.Pins.OCE.PostgresImage, controlplane.PostgresImage); err != nil {
+	if kp.postgres, err = oce.DigestImage(controlplane.EnvPostgresImage, ko.PostgresImage, in.Pins.OCE.PostgresImage, controlplane.PostgresImage); err != nil {
 		return nil, err
 	}
 	kp.PostgresImage = kp.postgres.DigestReference()
 	kp.APIPort = ko.DevPort
 	if kp.APIPort == 0 {
-		if kp.APIPort, err = profile.HostPort(in, defaultDevPort, x.KubeAPIPort); err != nil {
+		if kp.APIPort, err = profile.HostPort(in, defaultDevPort, in.ClusterAPIPort); err != nil {
 			return nil, err
 		}
 	}
 	if kp.APIPort < 1 || kp.APIPort > 65535 {
 		return nil, &option.Error{Option: EnvDevPort, Value: strconv.Itoa(kp.APIPort), Rule: "must be between 1 and 65535", Fix: "choose a free port on 127.0.0.1 (default 3000)"}
 	}
-	if kp.APIPort == x.KubeAPIPort {
+	if kp.APIPort == in.ClusterAPIPort {
 		return nil, &option.Error{Option: EnvDevPort, Value: strconv.Itoa(kp.APIPort), Rule: "is also the Kubernetes API port: development API and Kubernetes API ports must differ",
 			Fix: "choose another " + EnvDevPort + " or --api-port"}
 	}

@@ -8,6 +8,7 @@ package oce
 import (
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
@@ -17,40 +18,9 @@ import (
 	"github.com/openclaw/occ/internal/occdev/profile"
 )
 
-// Options are the inputs of the OCE control plane (layer 3): where its source is, how its
-// images are obtained, the Compose project's name and options, and where the verified bootstrap
-// key goes.
-type Options struct {
-	// Repository is the OCE checkout (--repository, OCC_DEVELOPMENT_REPOSITORY); empty searches
-	// from WorkingDir upwards. Without a checkout `up` stops after the sandbox platform.
-	Repository string
-	// WorkingDir is where that search starts and what relative paths (the checkout, Compose
-	// files) are relative to; empty is the process's working directory.
-	WorkingDir string
-	// ComposeArgs are the Compose options given after `--` (-f/--file, --env-file,
-	// --project-directory naming the checkout).
-	ComposeArgs []string
-	// ComposeProject is the Compose project name (OCC_DEVELOPMENT_COMPOSE_PROJECT); empty is
-	// openclaw-enterprise-development-kubernetes.
-	ComposeProject string
-	// Environment is what Compose interpolation sees, as `docker compose config` would; nil is
-	// the process environment.
-	Environment map[string]string
-	// Images selects prebuilt controller and Agent runtime images by digest
-	// (OCC_DEVELOPMENT_CONTROLLER_IMAGE and OCC_KUBERNETES_RUNTIME_IMAGE, both or neither);
-	// empty builds both from the checkout.
-	Images controlplane.ImageSelection
-	// KeyOutput is where the verified bootstrap key is written (--key-output: an absent
-	// absolute canonical path in a private directory); empty is
-	// <state>/initial-admin-service-key.json.
-	KeyOutput string
-	// NodeBaseImage and NodeRuntimeBaseImage replace the NODE_BASE_IMAGE and
-	// NODE_RUNTIME_BASE_IMAGE build arguments of every image occ builds from the checkout
-	// (OCC_DEVELOPMENT_NODE_BASE_IMAGE, OCC_DEVELOPMENT_NODE_RUNTIME_BASE_IMAGE), by digest;
-	// empty keeps what the checkout (or occ's pin) gives.
-	NodeBaseImage        string
-	NodeRuntimeBaseImage string
-}
+// Options are the inputs of the OCE control plane (layer 3), as every profile reads them from
+// its Input (profile.OCEOptions).
+type Options = profile.OCEOptions
 
 // Plan is what every profile decides alike about the control plane before anything runs: the
 // checkout, the image builds and their bases or the selected images, and where the key goes. A
@@ -199,6 +169,18 @@ func (op *Plan) PlanBuilds(o Options, reqs []controlplane.BuildPlanRequest) erro
 	}
 	op.BaseImages, err = controlplane.CollectBases(op.BuildPlans)
 	return err
+}
+
+// PrintBaseImages lists, for the dry run's table, every base image the builds fetch, with where
+// each comes from and is used.
+func (op *Plan) PrintBaseImages(w io.Writer) {
+	for i, b := range op.BaseImages {
+		label := "  base images:"
+		if i > 0 {
+			label = ""
+		}
+		fmt.Fprintf(w, "%-16s %s\n", label, b.Describe())
+	}
 }
 
 // Dockerfiles are the parsed Dockerfiles of the planned builds, each once.
