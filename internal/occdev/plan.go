@@ -330,82 +330,24 @@ func resolvePlanWith(table map[string]cluster.Registration, o UpOptions) (*Plan,
 		ArchiveFile: o.ArchiveFile,
 		Offline:     o.Offline,
 	}
-	name := o.ClusterProvider
-	if name == "" {
-		name = defaultProvider
+	provider, err := resolveProvider(p, o, table)
+	if err != nil {
+		return nil, err
 	}
-	provider, ok := table[name]
-	if !ok {
-		return nil, &OptionError{Option: "--cluster-provider (" + EnvClusterProvider + ")", Value: name,
-			Rule: "is not a supported cluster provider", Fix: "use one of: " + strings.Join(SupportedProviders(), ", ")}
+	if err := resolveControlPlane(p, o); err != nil {
+		return nil, err
 	}
-	p.ClusterProvider = name
-
-	cps := controlPlanes(o)
-	p.ControlPlane = o.ControlPlane
-	if p.ControlPlane == "" {
-		p.ControlPlane = ControlPlaneCompose
-	}
-	cp, ok := cps[p.ControlPlane]
-	if !ok {
-		names := make([]string, 0, len(cps))
-		for n := range cps {
-			names = append(names, string(n))
-		}
-		slices.Sort(names)
-		return nil, &OptionError{Option: "--control-plane (" + EnvControlPlane + ")", Value: string(o.ControlPlane),
-			Rule: "is not supported", Fix: "use " + strings.Join(names, " or ")}
-	}
-	// The platform serves the control plane where it runs: a NodePort Gateway for one beside
-	// the cluster, a ClusterIP Service for one inside it.
-	pf := cp.Platform()
-	p.gateway, p.Namespace = pf.Gateway, pf.Namespace
-	if p.gateway == platform.ControlPlaneCompose {
-		p.ServiceType, p.NodePort = corev1.ServiceTypeNodePort, platform.GatewayNodePort
-	} else {
-		p.ServiceType = corev1.ServiceTypeClusterIP
-	}
-	if o.Namespace != "" {
-		if errs := validation.IsDNS1123Label(o.Namespace); len(errs) > 0 {
-			return nil, &OptionError{Option: "-n/--namespace (" + EnvNamespace + ")", Value: o.Namespace,
-				Rule: "is not a valid namespace name (" + strings.Join(errs, "; ") + ")", Fix: "use lower-case letters, digits and '-', at most 63 characters"}
-		}
-		p.Namespace = o.Namespace
-	}
-
-	var err error
 	if p.StartupTimeout, err = startupTimeout(o.StartupTimeout); err != nil {
 		return nil, err
 	}
 	if p.GatewayEndpoint, err = checkGatewayEndpoint(o.GatewayEndpoint); err != nil {
 		return nil, err
 	}
-	loc, err := state.Locate(o.StateDir, o.Environment)
-	if err != nil {
+	if err := resolveDirectories(p, o); err != nil {
 		return nil, err
 	}
-	p.Environment, p.StateDir = loc.Name, loc.Dir
-	if err := state.CheckPath(p.StateDir); err != nil {
+	if err := resolveImages(p, o); err != nil {
 		return nil, err
-	}
-	if p.CacheDir = o.CacheDir; p.CacheDir == "" {
-		if p.CacheDir, err = artifacts.DefaultCacheDir(); err != nil {
-			return nil, err
-		}
-	}
-	if p.pins, err = resolvePins(o.PinFile); err != nil {
-		return nil, err
-	}
-	p.Pins = p.pins.Source
-	if err := selectNodeImage(p, o); err != nil {
-		return nil, err
-	}
-	p.Images = map[string]string{}
-	for _, img := range p.images() {
-		p.Images[img.Role] = img.Image.DigestReference()
-		if img.Image.Digest == "" {
-			p.Images[img.Role] = img.Image.String()
-		}
 	}
 	if o.ArchiveFile != "" {
 		if err := checkRegularFile(o.ArchiveFile); err != nil {
@@ -430,6 +372,99 @@ func resolvePlanWith(table map[string]cluster.Registration, o UpOptions) (*Plan,
 	}
 	p.Routing.Route = p.profile.Route()
 	return p, nil
+}
+
+// resolveProvider chooses the cluster provider from table (defaultProvider unless one is given)
+// and returns its registration.
+func resolveProvider(p *Plan, o UpOptions, table map[string]cluster.Registration) (cluster.Registration, error) {
+	name := o.ClusterProvider
+	if name == "" {
+		name = defaultProvider
+	}
+	provider, ok := table[name]
+	if !ok {
+		return cluster.Registration{}, &OptionError{Option: "--cluster-provider (" + EnvClusterProvider + ")", Value: name,
+			Rule: "is not a supported cluster provider", Fix: "use one of: " + strings.Join(SupportedProviders(), ", ")}
+	}
+	p.ClusterProvider = name
+	return provider, nil
+}
+
+// resolveControlPlane chooses the control plane (ControlPlaneCompose unless one is given) and
+// how the platform serves it, in its namespace unless another is given.
+func resolveControlPlane(p *Plan, o UpOptions) error {
+	cps := controlPlanes(o)
+	p.ControlPlane = o.ControlPlane
+	if p.ControlPlane == "" {
+		p.ControlPlane = ControlPlaneCompose
+	}
+	cp, ok := cps[p.ControlPlane]
+	if !ok {
+		names := make([]string, 0, len(cps))
+		for n := range cps {
+			names = append(names, string(n))
+		}
+		slices.Sort(names)
+		return &OptionError{Option: "--control-plane (" + EnvControlPlane + ")", Value: string(o.ControlPlane),
+			Rule: "is not supported", Fix: "use " + strings.Join(names, " or ")}
+	}
+	// The platform serves the control plane where it runs: a NodePort Gateway for one beside
+	// the cluster, a ClusterIP Service for one inside it.
+	pf := cp.Platform()
+	p.gateway, p.Namespace = pf.Gateway, pf.Namespace
+	if p.gateway == platform.ControlPlaneCompose {
+		p.ServiceType, p.NodePort = corev1.ServiceTypeNodePort, platform.GatewayNodePort
+	} else {
+		p.ServiceType = corev1.ServiceTypeClusterIP
+	}
+	if o.Namespace != "" {
+		if errs := validation.IsDNS1123Label(o.Namespace); len(errs) > 0 {
+			return &OptionError{Option: "-n/--namespace (" + EnvNamespace + ")", Value: o.Namespace,
+				Rule: "is not a valid namespace name (" + strings.Join(errs, "; ") + ")", Fix: "use lower-case letters, digits and '-', at most 63 characters"}
+		}
+		p.Namespace = o.Namespace
+	}
+	return nil
+}
+
+// resolveDirectories locates the environment's state directory and the artifact cache (the
+// default one unless one is given).
+func resolveDirectories(p *Plan, o UpOptions) error {
+	loc, err := state.Locate(o.StateDir, o.Environment)
+	if err != nil {
+		return err
+	}
+	p.Environment, p.StateDir = loc.Name, loc.Dir
+	if err := state.CheckPath(p.StateDir); err != nil {
+		return err
+	}
+	if p.CacheDir = o.CacheDir; p.CacheDir == "" {
+		if p.CacheDir, err = artifacts.DefaultCacheDir(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// resolveImages reads the pins, applies the node image selected instead of the pinned one, and
+// lists the plan's images by role: by digest, or as given when they have none.
+func resolveImages(p *Plan, o UpOptions) error {
+	var err error
+	if p.pins, err = resolvePins(o.PinFile); err != nil {
+		return err
+	}
+	p.Pins = p.pins.Source
+	if err := selectNodeImage(p, o); err != nil {
+		return err
+	}
+	p.Images = map[string]string{}
+	for _, img := range p.images() {
+		p.Images[img.Role] = img.Image.DigestReference()
+		if img.Image.Digest == "" {
+			p.Images[img.Role] = img.Image.String()
+		}
+	}
+	return nil
 }
 
 // NodeImagePlan is a node image selected instead of the pinned one.

@@ -257,8 +257,7 @@ func checkReloadable(ctx context.Context, r *run, rep progress.Reporter) error {
 	rr := r.reload
 	dir, occ := r.state.Path(), rr.opts.OCCCommand
 	cp := rr.st.ControlPlane
-	provider := rr.st.Cluster.Provider
-	clusterType := clusterRecordType(provider)
+	clusterType := clusterRecordType(rr.st.Cluster.Provider)
 	switch {
 	case cp == nil:
 		return reloadRefusal(dir, occ, "it has no OCE control plane (occ dev up found no checkout)")
@@ -274,7 +273,29 @@ func checkReloadable(ctx context.Context, r *run, rep progress.Reporter) error {
 	if err != nil {
 		return err
 	}
+	if err := checkRecordedCluster(ctx, r, clusterType); err != nil {
+		return err
+	}
+	if err := checkRecordedCheckout(r, builds, rep); err != nil {
+		return err
+	}
+	if check := rr.hook.check; check != nil {
+		if err := check(ctx, r); err != nil {
+			return err
+		}
+	}
+	if err := chooseBuilds(ctx, r, builds); err != nil {
+		return err
+	}
+	return checkRecordedBases(r)
+}
 
+// checkRecordedCluster connects to the recorded engine, requires every recorded cluster of
+// clusterType (one at least) to be the one recorded, and connects to it.
+func checkRecordedCluster(ctx context.Context, r *run, clusterType state.Type) error {
+	rr := r.reload
+	dir, occ := r.state.Path(), rr.opts.OCCCommand
+	provider := rr.st.Cluster.Provider
 	eng, err := rr.rec.Engine(ctx)
 	if err != nil {
 		kind := state.EngineDocker
@@ -308,7 +329,16 @@ func checkReloadable(ctx context.Context, r *run, rep progress.Reporter) error {
 	if r.conn, err = rr.rec.Kube(ctx); err != nil {
 		return reloadRefusal(dir, occ, "its cluster does not answer as the recorded one: "+err.Error())
 	}
+	return nil
+}
 
+// checkRecordedCheckout requires the recorded checkout to be where it was, still an OCE checkout
+// that holds the context of every recorded build, and takes it for the reload; a checkout at
+// another commit is noted.
+func checkRecordedCheckout(r *run, builds []oce.RecordedBuild, rep progress.Reporter) error {
+	rr := r.reload
+	dir, occ := r.state.Path(), rr.opts.OCCCommand
+	cp := rr.st.ControlPlane
 	co, err := controlplane.FindCheckout(controlplane.FindCheckoutOptions{Flag: cp.Checkout})
 	if err != nil {
 		return reloadRefusal(dir, occ, "its checkout "+cp.Checkout+" is gone or no longer an OCE checkout: "+err.Error())
@@ -325,16 +355,7 @@ func checkReloadable(ctx context.Context, r *run, rep progress.Reporter) error {
 	if co.Commit != cp.Commit {
 		rep.Note("the checkout is at " + oce.ShortCommit(co.Commit) + " (recorded " + oce.ShortCommit(cp.Commit) + ")")
 	}
-
-	if check := rr.hook.check; check != nil {
-		if err := check(ctx, r); err != nil {
-			return err
-		}
-	}
-	if err := chooseBuilds(ctx, r, builds); err != nil {
-		return err
-	}
-	return checkRecordedBases(r)
+	return nil
 }
 
 // checkRecordedBases refuses a reload whose builds would now fetch a base image `up` did not

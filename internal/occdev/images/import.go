@@ -124,82 +124,113 @@ func Import(ctx context.Context, opts ImportOptions) (_ []Imported, err error) {
 	if err != nil {
 		return nil, err
 	}
-	var out, staged []Imported
+	r := &importRun{opts: opts, cluster: cluster}
 	defer func() {
 		// Staging tags are removed whatever happened; a tag whose removal fails stays findable
 		// from its cluster image record, whose remover tries again.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()
-		for _, im := range staged {
+		for _, im := range r.staged {
 			err = errors.Join(err, removeStagingTag(cctx, opts.API, im.Staging, im.ID))
 		}
 	}()
-	for i, l := range opts.Images {
-		if err := CheckRepoDigest(l); err != nil {
-			return nil, err
-		}
-		if err := opts.Recorder.Record(clusterRecord(l.Pin, "")); err != nil {
-			return nil, fmt.Errorf("record the import of %s before staging it: %w", l.Pin, err)
-		}
-		if held[i] {
-			out = append(out, Imported{Local: l, InNode: true})
-			continue
-		}
-		im := Imported{Local: l, Staging: StagingTag(l.Pin, cluster)}
-		staged = append(staged, im)
-		// Tagging the image ID, not a name, stages exactly the image that was checked.
-		if err := opts.API.ImageTag(ctx, l.ID, im.Staging); err != nil {
-			return nil, fmt.Errorf("tag %s (%s) as %s for the import: %w", l.Pin, l.ID, im.Staging, err)
-		}
-		out = append(out, im)
-	}
-	emit := func(ims []Imported, status string, done bool) {
-		if opts.Progress == nil {
-			return
-		}
-		for _, im := range ims {
-			ev := Event{Image: im.Pin.String(), Status: status, Total: im.Size}
-			if done {
-				ev.Current = im.Size
-			}
-			opts.Progress(ev)
-		}
+	if err := r.stage(ctx, held); err != nil {
+		return nil, err
 	}
 	var kept []Imported
-	for _, im := range out {
+	for _, im := range r.out {
 		if im.InNode {
 			kept = append(kept, im)
 		}
 	}
-	emit(kept, "already in the node as verified: nothing moved (0 B)", true)
-	if len(staged) == 0 {
-		return out, nil
+	r.emit(kept, "already in the node as verified: nothing moved (0 B)", true)
+	if len(r.staged) == 0 {
+		return r.out, nil
 	}
-	emit(staged, "importing", false)
-	pending := staged
+	r.emit(r.staged, "importing", false)
+	if err := r.importStaged(ctx); err != nil {
+		return nil, err
+	}
+	return r.out, nil
+}
+
+// importRun is one Import: the images in the order given, and those of them staged to move.
+type importRun struct {
+	opts ImportOptions
+	// cluster names the staging tags.
+	cluster string
+	// out are the images, each held by the node already or staged; staged are those that move,
+	// each under the staging tag it has, or is about to have, in the engine.
+	out, staged []Imported
+}
+
+// stage records each image's import and, unless the node holds it already (held, by index),
+// tags its checked image ID with its staging tag.
+func (r *importRun) stage(ctx context.Context, held []bool) error {
+	for i, l := range r.opts.Images {
+		if err := CheckRepoDigest(l); err != nil {
+			return err
+		}
+		if err := r.opts.Recorder.Record(clusterRecord(l.Pin, "")); err != nil {
+			return fmt.Errorf("record the import of %s before staging it: %w", l.Pin, err)
+		}
+		if held[i] {
+			r.out = append(r.out, Imported{Local: l, InNode: true})
+			continue
+		}
+		im := Imported{Local: l, Staging: StagingTag(l.Pin, r.cluster)}
+		r.staged = append(r.staged, im)
+		// Tagging the image ID, not a name, stages exactly the image that was checked.
+		if err := r.opts.API.ImageTag(ctx, l.ID, im.Staging); err != nil {
+			return fmt.Errorf("tag %s (%s) as %s for the import: %w", l.Pin, l.ID, im.Staging, err)
+		}
+		r.out = append(r.out, im)
+	}
+	return nil
+}
+
+// emit reports status for each of ims, done or not, when Import has a Progress.
+func (r *importRun) emit(ims []Imported, status string, done bool) {
+	if r.opts.Progress == nil {
+		return
+	}
+	for _, im := range ims {
+		ev := Event{Image: im.Pin.String(), Status: status, Total: im.Size}
+		if done {
+			ev.Current = im.Size
+		}
+		r.opts.Progress(ev)
+	}
+}
+
+// importStaged imports the staged images until the node holds every one, importing again what
+// it lacks, up to importAttempts imports in all.
+func (r *importRun) importStaged(ctx context.Context) error {
+	node := r.opts.Importer.NodeContainer()
+	pending := r.staged
 	for attempt := 1; ; attempt++ {
-		ierr := importPasses(ctx, opts.Importer, pending)
+		ierr := importPasses(ctx, r.opts.Importer, pending)
 		// The node is the authority, whatever the importer says: an importer can report a
 		// failure for an import that happened (a stream that broke after ctr had what it
 		// needed), or success for one that did not (k3d's own direct mode does both).
-		lacking, lerr := nodeLacks(ctx, opts.API, opts.Importer.NodeContainer(), pending)
+		lacking, lerr := nodeLacks(ctx, r.opts.API, node, pending)
 		if lerr != nil {
-			return nil, errors.Join(ierr, lerr)
+			return errors.Join(ierr, lerr)
 		}
 		if len(lacking) == 0 {
 			if ierr != nil || attempt > 1 {
-				emit(staged, fmt.Sprintf("imported (on attempt %d; the node holds every image)", attempt), true)
+				r.emit(r.staged, fmt.Sprintf("imported (on attempt %d; the node holds every image)", attempt), true)
 			} else {
-				emit(staged, "imported", true)
+				r.emit(r.staged, "imported", true)
 			}
-			return out, nil
+			return nil
 		}
 		if attempt == importAttempts || ctx.Err() != nil {
 			var names []string
 			for _, im := range lacking {
 				names = append(names, im.Staging+" ("+im.Pin.String()+")")
 			}
-			return nil, errors.Join(ierr, ctx.Err(), fmt.Errorf("after %d imports the node %s lacks %s", attempt, opts.Importer.NodeContainer(), strings.Join(names, ", ")))
+			return errors.Join(ierr, ctx.Err(), fmt.Errorf("after %d imports the node %s lacks %s", attempt, node, strings.Join(names, ", ")))
 		}
 		pending = lacking
 	}

@@ -72,89 +72,20 @@ func VerifyInNode(ctx context.Context, opts VerifyOptions) ([]Verified, error) {
 		return nil, fmt.Errorf("list images in node %s: %w", opts.Node, err)
 	}
 	v := verification{n: n, images: opts.Images, errs: make([]error, len(opts.Images)), rows: make([]nodeImage, len(opts.Images)), out: make([]Verified, len(opts.Images))}
-	moved := func(i int) bool { return v.errs[i] == nil && !opts.Images[i].InNode }
-
-	// The staging name of each imported image must hold the content the pinned pull produced.
-	if err := v.resolve(ctx, list, moved, func(im Imported) string { return im.Staging }, func(i int, row nodeImage, content nodeContent) {
-		if ok, why := opts.Images[i].Holds(content); !ok {
-			v.fail(i, opts.Images[i].Staging, true, why)
-			return
-		}
-		v.rows[i] = row
-	}, "the import left no image of that name"); err != nil {
+	if err := v.checkStaging(ctx, list); err != nil {
 		return nil, err
 	}
-
-	// Tag the chart's name on each verified image, then list the node's images again.
-	var cmds [][]string
-	var tagged []int
-	for i, im := range opts.Images {
-		if moved(i) {
-			cmds = append(cmds, []string{"images", "tag", "--force", im.Staging, im.Pin.DigestReference()})
-			tagged = append(tagged, i)
-		}
-	}
-	after := list
-	if len(tagged) > 0 {
-		res, err := n.batch(ctx, append(cmds, []string{"images", "ls"}))
-		if err != nil {
-			return nil, fmt.Errorf("tag the verified images in node %s: %w", opts.Node, err)
-		}
-		for j, i := range tagged {
-			if err := res[j].err(opts.Node); err != nil {
-				v.errs[i] = fmt.Errorf("tag %s in node %s: %w", opts.Images[i].Pin.DigestReference(), opts.Node, err)
-			}
-		}
-		ls := res[len(tagged)]
-		if err := ls.err(opts.Node); err != nil {
-			return nil, fmt.Errorf("list images in node %s: %w", opts.Node, err)
-		}
-		if after, err = parseImageList(ls.stdout); err != nil {
-			return nil, fmt.Errorf("list images in node %s: %w", opts.Node, err)
-		}
-	}
-
-	// The chart's name must hold the local image too: for an imported image, the very target the
-	// staging name had.
-	if err := v.resolve(ctx, after, func(i int) bool { return v.errs[i] == nil }, func(im Imported) string { return im.Pin.DigestReference() }, func(i int, final nodeImage, content nodeContent) {
-		im := opts.Images[i]
-		ok, why := im.Holds(content)
-		if ok && !im.InNode && final.Digest != v.rows[i].Digest {
-			ok, why = false, fmt.Sprintf("the chart's name points at %s, not at %s the import left", final.Digest, v.rows[i].Digest)
-		}
-		if !ok {
-			v.fail(i, im.Pin.DigestReference(), true, why)
-			return
-		}
-		v.out[i] = Verified{Pin: im.Pin, Reference: im.Pin.DigestReference(), ConfigDigest: content.Config, NodeManifest: content.Manifest}
-	}, "the tag did not take"); err != nil {
-		return nil, err
-	}
-
-	// Drop the staging names of the verified images, and record every verified image.
-	cmds, tagged = nil, nil
-	for i, im := range opts.Images {
-		if moved(i) {
-			cmds = append(cmds, []string{"images", "rm", im.Staging})
-			tagged = append(tagged, i)
-		}
-	}
-	res, err := n.batch(ctx, cmds)
+	after, err := v.tagChartNames(ctx, list)
 	if err != nil {
-		return nil, fmt.Errorf("remove the staging names in node %s: %w", opts.Node, err)
+		return nil, err
 	}
-	for j, i := range tagged {
-		if err := res[j].err(opts.Node); err != nil {
-			v.errs[i] = fmt.Errorf("remove staging name %s in node %s: %w", opts.Images[i].Staging, opts.Node, err)
-		}
+	if err := v.checkChartNames(ctx, after); err != nil {
+		return nil, err
 	}
-	for i := range opts.Images {
-		if v.errs[i] == nil && opts.Recorder != nil {
-			if err := opts.Recorder.Record(clusterRecord(v.out[i].Pin, v.out[i].ConfigDigest)); err != nil {
-				v.errs[i] = fmt.Errorf("record verified image %s: %w", v.out[i].Reference, err)
-			}
-		}
+	if err := v.dropStaging(ctx); err != nil {
+		return nil, err
 	}
+	v.record(opts.Recorder)
 	if err := errors.Join(v.errs...); err != nil {
 		return nil, err
 	}
@@ -174,6 +105,109 @@ type verification struct {
 func (v *verification) fail(i int, name string, found bool, reason string) {
 	im := v.images[i]
 	v.errs[i] = &DigestError{Pin: im.Pin, Node: v.n.node, Name: name, Local: im.Local, Found: found, Reason: reason}
+}
+
+// moved says image i was imported under its staging name (not held by the node already) and
+// has not failed: its names are still to be checked, tagged or dropped.
+func (v *verification) moved(i int) bool { return v.errs[i] == nil && !v.images[i].InNode }
+
+// checkStaging requires the staging name of each imported image to hold the content the pinned
+// pull produced; list is the node's image list.
+func (v *verification) checkStaging(ctx context.Context, list []nodeImage) error {
+	return v.resolve(ctx, list, v.moved, func(im Imported) string { return im.Staging }, func(i int, row nodeImage, content nodeContent) {
+		if ok, why := v.images[i].Holds(content); !ok {
+			v.fail(i, v.images[i].Staging, true, why)
+			return
+		}
+		v.rows[i] = row
+	}, "the import left no image of that name")
+}
+
+// tagChartNames tags the chart's name on each image verified under its staging name, then
+// lists the node's images again, in the same exec. It returns that list (list itself when
+// nothing was tagged).
+func (v *verification) tagChartNames(ctx context.Context, list []nodeImage) ([]nodeImage, error) {
+	var cmds [][]string
+	var tagged []int
+	for i, im := range v.images {
+		if v.moved(i) {
+			cmds = append(cmds, []string{"images", "tag", "--force", im.Staging, im.Pin.DigestReference()})
+			tagged = append(tagged, i)
+		}
+	}
+	if len(tagged) == 0 {
+		return list, nil
+	}
+	node := v.n.node
+	res, err := v.n.batch(ctx, append(cmds, []string{"images", "ls"}))
+	if err != nil {
+		return nil, fmt.Errorf("tag the verified images in node %s: %w", node, err)
+	}
+	for j, i := range tagged {
+		if err := res[j].err(node); err != nil {
+			v.errs[i] = fmt.Errorf("tag %s in node %s: %w", v.images[i].Pin.DigestReference(), node, err)
+		}
+	}
+	ls := res[len(tagged)]
+	if err := ls.err(node); err != nil {
+		return nil, fmt.Errorf("list images in node %s: %w", node, err)
+	}
+	after, err := parseImageList(ls.stdout)
+	if err != nil {
+		return nil, fmt.Errorf("list images in node %s: %w", node, err)
+	}
+	return after, nil
+}
+
+// checkChartNames requires the chart's name to hold the local image too (for an imported image,
+// the very target the staging name had), and makes the result of each image that does; after
+// is the node's image list once tagged.
+func (v *verification) checkChartNames(ctx context.Context, after []nodeImage) error {
+	return v.resolve(ctx, after, func(i int) bool { return v.errs[i] == nil }, func(im Imported) string { return im.Pin.DigestReference() }, func(i int, final nodeImage, content nodeContent) {
+		im := v.images[i]
+		ok, why := im.Holds(content)
+		if ok && !im.InNode && final.Digest != v.rows[i].Digest {
+			ok, why = false, fmt.Sprintf("the chart's name points at %s, not at %s the import left", final.Digest, v.rows[i].Digest)
+		}
+		if !ok {
+			v.fail(i, im.Pin.DigestReference(), true, why)
+			return
+		}
+		v.out[i] = Verified{Pin: im.Pin, Reference: im.Pin.DigestReference(), ConfigDigest: content.Config, NodeManifest: content.Manifest}
+	}, "the tag did not take")
+}
+
+// dropStaging removes the staging names of the verified images, in one exec.
+func (v *verification) dropStaging(ctx context.Context) error {
+	var cmds [][]string
+	var dropped []int
+	for i, im := range v.images {
+		if v.moved(i) {
+			cmds = append(cmds, []string{"images", "rm", im.Staging})
+			dropped = append(dropped, i)
+		}
+	}
+	res, err := v.n.batch(ctx, cmds)
+	if err != nil {
+		return fmt.Errorf("remove the staging names in node %s: %w", v.n.node, err)
+	}
+	for j, i := range dropped {
+		if err := res[j].err(v.n.node); err != nil {
+			v.errs[i] = fmt.Errorf("remove staging name %s in node %s: %w", v.images[i].Staging, v.n.node, err)
+		}
+	}
+	return nil
+}
+
+// record hands the cluster record of every verified image to recorder, when there is one.
+func (v *verification) record(recorder Recorder) {
+	for i := range v.images {
+		if v.errs[i] == nil && recorder != nil {
+			if err := recorder.Record(clusterRecord(v.out[i].Pin, v.out[i].ConfigDigest)); err != nil {
+				v.errs[i] = fmt.Errorf("record verified image %s: %w", v.out[i].Reference, err)
+			}
+		}
+	}
 }
 
 // resolve looks up, for each image that takes part, the name nameOf gives in list, follows all

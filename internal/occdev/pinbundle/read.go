@@ -108,94 +108,124 @@ func (e *ProblemError) Error() string {
 // that pin set puts into a bundle. A truncated, tampered or incomplete bundle is refused with a
 // *ProblemError naming each artifact by pin key and digest.
 func Verify(ctx context.Context, path string, sink progress.Sink) (*Contents, error) {
-	var contents *Contents
-	blobs := map[string]*blobState{}
-	var problems []string
-	var index *v1.IndexManifest
-	layout, indexSeen := false, false
-	err := sink.Step("hash every blob of "+path, "", func(rep progress.Reporter) error {
-		f, err := fsutil.OpenRegular(path)
-		if err != nil {
-			return fmt.Errorf("open bundle: %w", err)
-		}
-		defer f.Close()
-		fi, err := f.Stat()
-		if err != nil {
-			return err
-		}
-		var read int64
-		tr := tar.NewReader(f)
-		for {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			h, err := tr.Next()
-			if err == io.EOF {
-				return nil
-			}
-			if err != nil {
-				problems = append(problems, fmt.Sprintf("the file ends inside a tar header after %d bytes: it is truncated", read))
-				return nil
-			}
-			switch {
-			case h.Name == LayoutFile:
-				layout = true
-			case h.Name == ContentsFile:
-				if contents, err = decodeContents(tr, path); err != nil {
-					return err
-				}
-			case h.Name == IndexFile:
-				indexSeen = true
-				index, err = v1.ParseIndexManifest(io.LimitReader(tr, 16<<20))
-				if err != nil {
-					problems = append(problems, fmt.Sprintf("%s does not parse: %v", IndexFile, err))
-				}
-			case strings.HasPrefix(h.Name, blobsDir+"/"):
-				digest := "sha256:" + strings.TrimPrefix(h.Name, blobsDir+"/")
-				hash := sha256.New()
-				var keep bytes.Buffer
-				w := io.Writer(hash)
-				if h.Size <= keepLimit {
-					w = io.MultiWriter(hash, &keep)
-				}
-				n, err := io.CopyBuffer(w, tr, make([]byte, 1<<20))
-				read += n
-				rep.Transfer(read, fi.Size())
-				if err != nil {
-					blobs[digest] = &blobState{size: n, truncated: h.Size}
-					return nil
-				}
-				blobs[digest] = &blobState{size: n, sum: "sha256:" + hex.EncodeToString(hash.Sum(nil)), data: keep.Bytes()}
-			}
-		}
-	})
+	s := &bundleScan{path: path, blobs: map[string]*blobState{}}
+	err := sink.Step("hash every blob of "+path, "", func(rep progress.Reporter) error { return s.scan(ctx, rep) })
 	if err != nil {
 		return nil, err
 	}
-	if contents == nil {
+	if s.contents == nil {
 		return nil, fmt.Errorf("bundle %s has no %s: it is not a bundle occ dev bundle create wrote, or it is cut short; create it again", path, ContentsFile)
 	}
-	v := &verifier{contents: contents, blobs: blobs}
-	v.problems = problems
-	if !layout {
+	v := &verifier{contents: s.contents, blobs: s.blobs}
+	v.problems = s.problems
+	if !s.layout {
 		v.add("%s is missing: the bundle is not an OCI image layout", LayoutFile)
 	}
-	if !indexSeen {
+	if !s.indexSeen {
 		v.add("%s is missing: the bundle is not an OCI image layout", IndexFile)
 	}
 	v.checkPins()
-	for _, a := range contents.Artifacts {
-		v.checkArtifact(a, index)
+	for _, a := range s.contents.Artifacts {
+		v.checkArtifact(a, s.index)
 	}
-	for d, b := range blobs {
+	for d, b := range s.blobs {
 		if b.truncated > 0 {
 			v.problems = append([]string{fmt.Sprintf("blob %s: the file ends inside it (%d of its %d bytes): the bundle is truncated", d, b.size, b.truncated)}, v.problems...)
 		}
 	}
 	if len(v.problems) > 0 {
-		return contents, &ProblemError{Path: path, Problems: v.problems}
+		return s.contents, &ProblemError{Path: path, Problems: v.problems}
 	}
-	return contents, nil
+	return s.contents, nil
+}
+
+// bundleScan is what one read of a bundle's tar found: its table of contents, its index, every
+// blob with what it hashes to, and what is wrong with the tar itself.
+type bundleScan struct {
+	path     string
+	contents *Contents
+	blobs    map[string]*blobState
+	problems []string
+	index    *v1.IndexManifest
+	// layout and indexSeen say the tar has the OCI layout file and the index.
+	layout, indexSeen bool
+	// read counts the bytes of blobs read so far, of size, the file's.
+	read, size int64
+}
+
+// scan reads the bundle's tar to its end, or to where the file is cut short, reporting the
+// bytes of blobs read to rep.
+func (s *bundleScan) scan(ctx context.Context, rep progress.Reporter) error {
+	f, err := fsutil.OpenRegular(s.path)
+	if err != nil {
+		return fmt.Errorf("open bundle: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	s.size = fi.Size()
+	tr := tar.NewReader(f)
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		h, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			s.problems = append(s.problems, fmt.Sprintf("the file ends inside a tar header after %d bytes: it is truncated", s.read))
+			return nil
+		}
+		if whole, err := s.entry(tr, h, rep); err != nil || !whole {
+			return err
+		}
+	}
+}
+
+// entry takes in one entry of the tar: the layout file, the table of contents, the index or a
+// blob. whole is false when the file ends inside it.
+func (s *bundleScan) entry(tr *tar.Reader, h *tar.Header, rep progress.Reporter) (whole bool, err error) {
+	switch {
+	case h.Name == LayoutFile:
+		s.layout = true
+	case h.Name == ContentsFile:
+		if s.contents, err = decodeContents(tr, s.path); err != nil {
+			return false, err
+		}
+	case h.Name == IndexFile:
+		s.indexSeen = true
+		s.index, err = v1.ParseIndexManifest(io.LimitReader(tr, 16<<20))
+		if err != nil {
+			s.problems = append(s.problems, fmt.Sprintf("%s does not parse: %v", IndexFile, err))
+		}
+	case strings.HasPrefix(h.Name, blobsDir+"/"):
+		return s.hashBlob(tr, h, rep), nil
+	}
+	return true, nil
+}
+
+// hashBlob hashes one blob, keeping its bytes when it is small enough to be a document Verify
+// reads. It reports false when the file ends inside the blob.
+func (s *bundleScan) hashBlob(tr *tar.Reader, h *tar.Header, rep progress.Reporter) bool {
+	digest := "sha256:" + strings.TrimPrefix(h.Name, blobsDir+"/")
+	hash := sha256.New()
+	var keep bytes.Buffer
+	w := io.Writer(hash)
+	if h.Size <= keepLimit {
+		w = io.MultiWriter(hash, &keep)
+	}
+	n, err := io.CopyBuffer(w, tr, make([]byte, 1<<20))
+	s.read += n
+	rep.Transfer(s.read, s.size)
+	if err != nil {
+		s.blobs[digest] = &blobState{size: n, truncated: h.Size}
+		return false
+	}
+	s.blobs[digest] = &blobState{size: n, sum: "sha256:" + hex.EncodeToString(hash.Sum(nil)), data: keep.Bytes()}
+	return true
 }
 
 type verifier struct {

@@ -214,7 +214,45 @@ func buildInstallation(in InstallationInput) (*installation.Installation, error)
 	if in.ControlPlane == ControlPlaneCompose {
 		auth = driverAuthentication{Mode: "kubeconfig", KubeconfigPath: containerKubeconfigPath, Context: in.Context}
 	}
+	compute, err := buildCompute(in, auth)
+	if err != nil {
+		return nil, err
+	}
+	computeNode, err := yamlNode(compute)
+	if err != nil {
+		return nil, fmt.Errorf("encode drivers.compute.configuration: %w", err)
+	}
+	others, err := otherDrivers(auth)
+	if err != nil {
+		return nil, err
+	}
+	occNode, err := yamlNode(map[string]string{"cluster": in.ClusterName})
+	if err != nil {
+		return nil, fmt.Errorf("encode occ: %w", err)
+	}
 
+	callback, err := kubeobj.ToUnstructured(tenantCallbackPolicy(in.Namespace))
+	if err != nil {
+		return nil, err
+	}
+	return &installation.Installation{
+		OCC:     occNode,
+		Backend: []installation.BackendEntry{{OpenShell: openShellBackend(in.GatewayEndpoint)}},
+		Drivers: installation.Drivers{
+			Compute: &installation.ComputeSelection{ID: installation.ComputeKubernetesID, Configuration: computeNode},
+			Sandbox: sandboxDriver(in, *callback),
+			CredentialGateway: &installation.CredentialGatewayDriver{
+				ID:            credentialGatewayDriverID,
+				Configuration: installation.CredentialGatewayConfiguration{Binaries: []string{codexBinary}},
+			},
+			Other: others,
+		},
+	}, nil
+}
+
+// buildCompute is Kubernetes Compute's configuration: the profile's resources and network,
+// what the control plane adds (in.Compute), and, behind a route, the Gateway routing.
+func buildCompute(in InstallationInput, auth driverAuthentication) (computeConfiguration, error) {
 	var compute computeConfiguration
 	compute.Authentication = auth
 	compute.Resources.Gateway = resourcePair{Requests: map[string]string{"cpu": "100m", "memory": "1792Mi"}, Limits: map[string]string{"cpu": "2", "memory": "3Gi"}}
@@ -233,18 +271,18 @@ func buildInstallation(in InstallationInput) (*installation.Installation, error)
 	}
 	if rt := in.Routing; rt != nil {
 		if err := rt.check(); err != nil {
-			return nil, fmt.Errorf("the Installation's routing is invalid: %w", err)
+			return computeConfiguration{}, fmt.Errorf("the Installation's routing is invalid: %w", err)
 		}
 		// Behind the route, Agent Gateways are reached through Envoy, not by listed clients.
 		compute.GatewayRouting = rt
 		compute.Network.GatewayClients = nil
 		compute.Network.GatewayTrustedProxyCIDRs = rt.TrustedProxyCIDRs
 	}
-	computeNode, err := yamlNode(compute)
-	if err != nil {
-		return nil, fmt.Errorf("encode drivers.compute.configuration: %w", err)
-	}
+	return compute, nil
+}
 
+// otherDrivers are the configuration, IAM and secret drivers, each encoded under its name.
+func otherDrivers(auth driverAuthentication) ([]installation.NamedNode, error) {
 	other := []struct {
 		name string
 		cfg  any
@@ -261,69 +299,60 @@ func buildInstallation(in InstallationInput) (*installation.Installation, error)
 		}
 		others = append(others, installation.NamedNode{Name: o.name, Node: n})
 	}
-	occNode, err := yamlNode(map[string]string{"cluster": in.ClusterName})
-	if err != nil {
-		return nil, fmt.Errorf("encode occ: %w", err)
-	}
+	return others, nil
+}
 
-	callback, err := kubeobj.ToUnstructured(tenantCallbackPolicy(in.Namespace))
-	if err != nil {
-		return nil, err
-	}
-	return &installation.Installation{
-		OCC: occNode,
-		Backend: []installation.BackendEntry{{OpenShell: &installation.OpenShellBackend{
-			ID:   openShellBackendID,
-			Type: installation.BackendTypeOpenShell,
-			Configuration: installation.BackendConfiguration{
-				Endpoint: strPtr(in.GatewayEndpoint),
-				// The disposable profile has neither TLS nor a bearer token; the development
-				// NetworkPolicies are what fence the link, and the Installation says so.
-				InsecureTransport: strPtr(installation.InsecureTransportNetworkPolicy),
-				RequestTimeoutMs:  i64Ptr(gatewayRequestTimeoutMs),
-			},
-			Drivers: installation.BackendDrivers{Sandbox: sandboxDriverID, CredentialGateway: credentialGatewayDriverID},
-		}}},
-		Drivers: installation.Drivers{
-			Compute: &installation.ComputeSelection{ID: installation.ComputeKubernetesID, Configuration: computeNode},
-			Sandbox: &installation.SandboxDriver{
-				ID: sandboxDriverID,
-				Configuration: installation.SandboxConfiguration{
-					StartupDelayMs:    i64Ptr(sandboxStartupDelayMs),
-					SandboxNamePrefix: strPtr("os"),
-					Gateway: installation.GatewayConfig{
-						WorkspaceMode:              installation.WorkspaceModeOperator,
-						OperatorNamespaceLabels:    map[string]string{contract.LabelOperatorWorkspace: contract.OperatorWorkspaceValue},
-						OperatorWorkspaceResources: installation.Resources(in.WorkspaceResources),
-						NetworkPolicyResources:     installation.Resources{*callback},
-					},
-					Kubernetes: installation.KubernetesConfig{
-						RuntimeClassName: RuntimeClassName,
-						// Said explicitly, not left to the default: native OpenClaw containment
-						// requires user namespaces off, and the Installation states it.
-						UserNamespaces:   boolPtr(false),
-						ServiceAccount:   installation.ServiceAccountConfig{Mode: installation.ServiceAccountModeGatewayConfigured},
-						SandboxDataMount: installation.SandboxDataMount{SubPath: "workspace", MountPath: "/sandbox/enterprise", ReadOnly: boolPtr(false)},
-					},
-					Policy: installation.PolicyConfig{
-						// Strings, as the Driver requires; the pinned OpenShell runs 10001:10001 anyway.
-						Process: installation.ProcessPolicy{RunAsUser: "1000", RunAsGroup: "1000"},
-						// Model egress deliberately comes from the credential provider profile.
-						NetworkPolicies: []installation.NetworkPolicy{{
-							Name:      "source-control",
-							Endpoints: []installation.Endpoint{{Host: "github.com", Ports: []int{443}, TLS: strPtr("skip")}},
-							Binaries:  []installation.Binary{{Path: "/usr/bin/git"}},
-						}},
-					},
-				},
-			},
-			CredentialGateway: &installation.CredentialGatewayDriver{
-				ID:            credentialGatewayDriverID,
-				Configuration: installation.CredentialGatewayConfiguration{Binaries: []string{codexBinary}},
-			},
-			Other: others,
+// openShellBackend is the openshell Backend at the Gateway's endpoint, with the sandbox and
+// credential gateway drivers.
+func openShellBackend(endpoint string) *installation.OpenShellBackend {
+	return &installation.OpenShellBackend{
+		ID:   openShellBackendID,
+		Type: installation.BackendTypeOpenShell,
+		Configuration: installation.BackendConfiguration{
+			Endpoint: strPtr(endpoint),
+			// The disposable profile has neither TLS nor a bearer token; the development
+			// NetworkPolicies are what fence the link, and the Installation says so.
+			InsecureTransport: strPtr(installation.InsecureTransportNetworkPolicy),
+			RequestTimeoutMs:  i64Ptr(gatewayRequestTimeoutMs),
 		},
-	}, nil
+		Drivers: installation.BackendDrivers{Sandbox: sandboxDriverID, CredentialGateway: credentialGatewayDriverID},
+	}
+}
+
+// sandboxDriver is the Sandbox Driver: operator workspaces with in's resources and the tenant
+// callback policy, the profile's runtime class and mounts, and its process and egress policy.
+func sandboxDriver(in InstallationInput, callback unstructured.Unstructured) *installation.SandboxDriver {
+	return &installation.SandboxDriver{
+		ID: sandboxDriverID,
+		Configuration: installation.SandboxConfiguration{
+			StartupDelayMs:    i64Ptr(sandboxStartupDelayMs),
+			SandboxNamePrefix: strPtr("os"),
+			Gateway: installation.GatewayConfig{
+				WorkspaceMode:              installation.WorkspaceModeOperator,
+				OperatorNamespaceLabels:    map[string]string{contract.LabelOperatorWorkspace: contract.OperatorWorkspaceValue},
+				OperatorWorkspaceResources: installation.Resources(in.WorkspaceResources),
+				NetworkPolicyResources:     installation.Resources{callback},
+			},
+			Kubernetes: installation.KubernetesConfig{
+				RuntimeClassName: RuntimeClassName,
+				// Said explicitly, not left to the default: native OpenClaw containment
+				// requires user namespaces off, and the Installation states it.
+				UserNamespaces:   boolPtr(false),
+				ServiceAccount:   installation.ServiceAccountConfig{Mode: installation.ServiceAccountModeGatewayConfigured},
+				SandboxDataMount: installation.SandboxDataMount{SubPath: "workspace", MountPath: "/sandbox/enterprise", ReadOnly: boolPtr(false)},
+			},
+			Policy: installation.PolicyConfig{
+				// Strings, as the Driver requires; the pinned OpenShell runs 10001:10001 anyway.
+				Process: installation.ProcessPolicy{RunAsUser: "1000", RunAsGroup: "1000"},
+				// Model egress deliberately comes from the credential provider profile.
+				NetworkPolicies: []installation.NetworkPolicy{{
+					Name:      "source-control",
+					Endpoints: []installation.Endpoint{{Host: "github.com", Ports: []int{443}, TLS: strPtr("skip")}},
+					Binaries:  []installation.Binary{{Path: "/usr/bin/git"}},
+				}},
+			},
+		},
+	}
 }
 
 // encodeInstallation validates the Installation with the driver's own rules, marshals it, and

@@ -140,86 +140,124 @@ func Stream(ctx context.Context, kc kubernetes.Interface, w Workload, o Options)
 	if err != nil {
 		return err
 	}
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-	)
-	note := func(msg string) {
-		if o.Note != nil {
-			o.Note(msg)
-		}
-	}
-	seen := map[run]bool{}
-	// visit starts a reader for each container run of pod that has started and is not read yet.
-	visit := func(pod *corev1.Pod, first bool) {
-		if pod.DeletionTimestamp != nil && !first {
-			return
-		}
-		statuses := append(slices.Clone(pod.Status.InitContainerStatuses), pod.Status.ContainerStatuses...)
-		multi := len(pod.Spec.InitContainers)+len(pod.Spec.Containers) > 1
-		for _, cs := range statuses {
-			r := run{pod: pod.Name, uid: string(pod.UID), container: cs.Name, restarts: cs.RestartCount}
-			if seen[r] {
-				continue
-			}
-			running, ended := cs.State.Running != nil, cs.State.Terminated != nil
-			if !running && !ended {
-				if first && !o.Follow {
-					reason := "it has not started"
-					if wt := cs.State.Waiting; wt != nil && wt.Reason != "" {
-						reason += " (" + wt.Reason + ")"
-					}
-					note(fmt.Sprintf("%s: Pod %s container %s: no log, %s", w, pod.Name, cs.Name, reason))
-					seen[r] = true
-				}
-				continue
-			}
-			seen[r] = true
-			lo := corev1.PodLogOptions{Container: cs.Name, Follow: o.Follow && running, Timestamps: o.Timestamps}
-			if first {
-				// Tail and since bound what existed when the command started; a run that starts
-				// later is shown whole.
-				if o.Tail >= 0 {
-					lo.TailLines = ptr(int64(o.Tail))
-				}
-				if o.SinceSeconds > 0 {
-					lo.SinceSeconds = ptr(o.SinceSeconds)
-				} else if !o.SinceTime.IsZero() {
-					lo.SinceTime = &metav1.Time{Time: o.SinceTime}
-				}
-			}
-			podName := pod.Name
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if err := read(ctx, kc, w.Namespace, podName, lo, o.Output(podName, lo.Container, multi)); err != nil && ctx.Err() == nil {
-					if o.Follow {
-						note(fmt.Sprintf("%s: Pod %s container %s: %v", w, podName, lo.Container, err))
-						return
-					}
-					mu.Lock()
-					errs = append(errs, fmt.Errorf("%s: Pod %s container %s: %w", w, podName, lo.Container, err))
-					mu.Unlock()
-				}
-			}()
-		}
-	}
+	s := &streamer{ctx: ctx, kc: kc, w: w, o: o, seen: map[run]bool{}}
 	for i := range pods.Items {
-		visit(&pods.Items[i], true)
+		s.visit(&pods.Items[i], true)
 	}
 	if !o.Follow {
-		wg.Wait()
-		return errors.Join(errs...)
+		s.wg.Wait()
+		return errors.Join(s.errs...)
 	}
-	defer wg.Wait()
+	defer s.wg.Wait()
+	return s.follow(pods.ResourceVersion, sel)
+}
+
+// streamer is one Stream: the container runs it reads, concurrently, and the errors of those
+// that could not be read.
+type streamer struct {
+	ctx context.Context
+	kc  kubernetes.Interface
+	w   Workload
+	o   Options
+
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	errs []error
+	// seen are the runs being read or noted already.
+	seen map[run]bool
+}
+
+// note hands msg to Options.Note, when there is one.
+func (s *streamer) note(msg string) {
+	if s.o.Note != nil {
+		s.o.Note(msg)
+	}
+}
+
+// visit starts a reader for each container run of pod that has started and is not read yet.
+// first says pod is of the listing Stream started from.
+func (s *streamer) visit(pod *corev1.Pod, first bool) {
+	if pod.DeletionTimestamp != nil && !first {
+		return
+	}
+	statuses := append(slices.Clone(pod.Status.InitContainerStatuses), pod.Status.ContainerStatuses...)
+	multi := len(pod.Spec.InitContainers)+len(pod.Spec.Containers) > 1
+	for _, cs := range statuses {
+		r := run{pod: pod.Name, uid: string(pod.UID), container: cs.Name, restarts: cs.RestartCount}
+		if s.seen[r] {
+			continue
+		}
+		running, ended := cs.State.Running != nil, cs.State.Terminated != nil
+		if !running && !ended {
+			if first && !s.o.Follow {
+				s.noteNotStarted(pod.Name, cs)
+				s.seen[r] = true
+			}
+			continue
+		}
+		s.seen[r] = true
+		s.readRun(pod.Name, s.logOptions(cs.Name, running, first), multi)
+	}
+}
+
+// noteNotStarted says a container has no log to read, since it has not started.
+func (s *streamer) noteNotStarted(pod string, cs corev1.ContainerStatus) {
+	reason := "it has not started"
+	if wt := cs.State.Waiting; wt != nil && wt.Reason != "" {
+		reason += " (" + wt.Reason + ")"
+	}
+	s.note(fmt.Sprintf("%s: Pod %s container %s: no log, %s", s.w, pod, cs.Name, reason))
+}
+
+// logOptions are how one run of container is read: followed while it runs, when Follow is set,
+// and for a run of the first listing, bounded by Tail and the since options.
+func (s *streamer) logOptions(container string, running, first bool) corev1.PodLogOptions {
+	o := s.o
+	lo := corev1.PodLogOptions{Container: container, Follow: o.Follow && running, Timestamps: o.Timestamps}
+	if first {
+		// Tail and since bound what existed when the command started; a run that starts
+		// later is shown whole.
+		if o.Tail >= 0 {
+			lo.TailLines = ptr(int64(o.Tail))
+		}
+		if o.SinceSeconds > 0 {
+			lo.SinceSeconds = ptr(o.SinceSeconds)
+		} else if !o.SinceTime.IsZero() {
+			lo.SinceTime = &metav1.Time{Time: o.SinceTime}
+		}
+	}
+	return lo
+}
+
+// readRun reads one container run of the Pod podName in a goroutine of its own. Its error, unless
+// ctx ended, is a note when following and an error of Stream otherwise.
+func (s *streamer) readRun(podName string, lo corev1.PodLogOptions, multi bool) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := read(s.ctx, s.kc, s.w.Namespace, podName, lo, s.o.Output(podName, lo.Container, multi)); err != nil && s.ctx.Err() == nil {
+			if s.o.Follow {
+				s.note(fmt.Sprintf("%s: Pod %s container %s: %v", s.w, podName, lo.Container, err))
+				return
+			}
+			s.mu.Lock()
+			s.errs = append(s.errs, fmt.Errorf("%s: Pod %s container %s: %w", s.w, podName, lo.Container, err))
+			s.mu.Unlock()
+		}
+	}()
+}
+
+// follow watches the Pods of the selector sel from the resource version rv, and visits every
+// Pod added or changed, until ctx ends (nil) or the watch fails. A watch that falls too far
+// behind lists the Pods again and goes on from there.
+func (s *streamer) follow(rv, sel string) error {
+	ctx, kc, w := s.ctx, s.kc, s.w
 	lw := &cache.ListWatch{WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 		opts.LabelSelector = sel
 		return kc.CoreV1().Pods(w.Namespace).Watch(ctx, opts)
 	}}
-	rv := pods.ResourceVersion
 	for {
-		expired, err := watchPods(ctx, lw, rv, func(pod *corev1.Pod) { visit(pod, false) })
+		expired, err := watchPods(ctx, lw, rv, func(pod *corev1.Pod) { s.visit(pod, false) })
 		if err != nil || !expired {
 			if ctx.Err() != nil {
 				return nil
@@ -236,7 +274,7 @@ func Stream(ctx context.Context, kc kubernetes.Interface, w Workload, o Options)
 			return err
 		}
 		for i := range again.Items {
-			visit(&again.Items[i], false)
+			s.visit(&again.Items[i], false)
 		}
 		rv = again.ResourceVersion
 	}

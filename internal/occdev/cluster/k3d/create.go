@@ -67,23 +67,9 @@ func (p *Provider) Create(ctx context.Context, req Request) (*Cluster, error) {
 		}
 		return p.finish(ctx, req)
 	}
-	natUnsure, err := p.preflight(ctx, &req)
-	if err != nil {
+	cr := &creation{p: p, req: &req, id: id}
+	if err := cr.prepare(ctx); err != nil {
 		return nil, err
-	}
-	admission, err := writeAdmissionConfig(req.StateDir, req.PodSecurityExemptRuntimeClasses)
-	if err != nil {
-		return nil, err
-	}
-	dns, err := p.nodeDNS(ctx, &req)
-	if err != nil {
-		return nil, err
-	}
-	resolv := ""
-	if dns.Address != "" {
-		if resolv, err = writeResolvConf(req.StateDir, dns.Address); err != nil {
-			return nil, err
-		}
 	}
 	// From here on Docker objects may exist: the record comes first, so `down` can always find
 	// them, even after a crash of this process.
@@ -96,19 +82,81 @@ func (p *Provider) Create(ctx context.Context, req Request) (*Cluster, error) {
 			return nil, fmt.Errorf("create k3d cluster %s: remove what an earlier attempt left: %w", req.Name, err)
 		}
 	}
-	sc, fixDNS := req.simpleConfig(admission, resolv), fixDNSEnv(dns.Address)
-	var hooks []k3dtypes.NodeHook
-	// On Podman a creation may be retried with a new node (createOnce), which would lose what
-	// went into the first: there the gate opens, and the API is handed over, only once k3d is done.
-	apiUp := make(chan *clientcmdapi.Config, 1)
-	if !p.engine.Podman {
-		if req.gate != nil {
-			hooks = append(hooks, k3dtypes.NodeHook{Stage: k3dtypes.LifecycleStagePreStart, Action: nodeCreated{gate: req.gate}})
-		}
-		if req.apiReady != nil {
-			hooks = append(hooks, k3dtypes.NodeHook{Stage: k3dtypes.LifecycleStagePostStart, Action: serverUp{cluster: req.Name, kubeconfig: apiUp}})
+	c, err := cr.create(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// The node runs with its resolver now: a resolver that refuses stops `up` here, before
+	// anything is installed that would wait for a pull or a lookup that can never succeed.
+	c.DNS = cr.dns
+	if c.DNSCheck, err = p.CheckNodeDNS(ctx, req.Name, req.DNSCheckName, cr.dns, p.upstreamHint(cr.dns)); err != nil {
+		return nil, p.rollback(ctx, id, err)
+	}
+	req.Progress.Note(c.DNSCheck.Note())
+	return c, nil
+}
+
+// creation is one creation of a cluster by Create: the request, and what is found and written
+// for it before k3d runs.
+type creation struct {
+	p   *Provider
+	req *Request
+	id  Identity
+	// natUnsure says the host's kernel did not show whether it gives the node its legacy nat
+	// table (preflight).
+	natUnsure bool
+	// admission is the admission file on the host; resolv the node's resolv.conf on the host
+	// (empty without a chosen resolver), for the resolver dns chose.
+	admission, resolv string
+	dns               NodeDNS
+}
+
+// prepare checks the host and the engine, and writes the admission file and, when the node gets
+// a chosen resolver, its resolv.conf. Nothing of the cluster exists yet.
+func (cr *creation) prepare(ctx context.Context) error {
+	var err error
+	if cr.natUnsure, err = cr.p.preflight(ctx, cr.req); err != nil {
+		return err
+	}
+	if cr.admission, err = writeAdmissionConfig(cr.req.StateDir, cr.req.PodSecurityExemptRuntimeClasses); err != nil {
+		return err
+	}
+	if cr.dns, err = cr.p.nodeDNS(ctx, cr.req); err != nil {
+		return err
+	}
+	if cr.dns.Address != "" {
+		if cr.resolv, err = writeResolvConf(cr.req.StateDir, cr.dns.Address); err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+// hooks are the node hooks of the creation on Docker: the gate opens once the node is created,
+// and the API is handed to apiUp once k3s serves it. On Podman a creation may be retried with a
+// new node (createOnce), which would lose what went into the first: there the gate opens, and
+// the API is handed over, only once k3d is done.
+func (cr *creation) hooks(apiUp chan<- *clientcmdapi.Config) []k3dtypes.NodeHook {
+	var hooks []k3dtypes.NodeHook
+	if cr.p.engine.Podman {
+		return hooks
+	}
+	if cr.req.gate != nil {
+		hooks = append(hooks, k3dtypes.NodeHook{Stage: k3dtypes.LifecycleStagePreStart, Action: nodeCreated{gate: cr.req.gate}})
+	}
+	if cr.req.apiReady != nil {
+		hooks = append(hooks, k3dtypes.NodeHook{Stage: k3dtypes.LifecycleStagePostStart, Action: serverUp{cluster: cr.req.Name, kubeconfig: apiUp}})
+	}
+	return hooks
+}
+
+// create has k3d create the cluster and returns it once k3d is done, its kubeconfigs written. A
+// creation that fails is rolled back, and the error says whether anything is left.
+func (cr *creation) create(ctx context.Context) (*Cluster, error) {
+	p, req, id := cr.p, cr.req, cr.id
+	sc, fixDNS := req.simpleConfig(cr.admission, cr.resolv), fixDNSEnv(cr.dns.Address)
+	apiUp := make(chan *clientcmdapi.Config, 1)
+	hooks := cr.hooks(apiUp)
 	runCtx, cancelRun := context.WithCancel(ctx)
 	defer cancelRun()
 	done := make(chan error, 1)
@@ -126,9 +174,10 @@ func (p *Provider) Create(ctx context.Context, req Request) (*Cluster, error) {
 	// into CoreDNS and the nodes' /etc/hosts): the caller gets the cluster there, and what it
 	// installs overlaps k3d's last steps. k3d's own end still decides whether the creation worked.
 	var c *Cluster
+	var err error
 	select {
 	case kc := <-apiUp:
-		if c, err = p.finishWith(ctx, req, kc); err == nil {
+		if c, err = p.finishWith(ctx, *req, kc); err == nil {
 			err = req.apiReady(c)
 		}
 		if err != nil {
@@ -140,23 +189,16 @@ func (p *Provider) Create(ctx context.Context, req Request) (*Cluster, error) {
 	case err = <-done:
 	}
 	if err != nil {
-		if natUnsure {
+		if cr.natUnsure {
 			err = fmt.Errorf("%w (%s)", err, natFailureHint)
 		}
 		return nil, p.rollback(ctx, id, err)
 	}
 	if c == nil {
-		if c, err = p.finish(ctx, req); err != nil {
+		if c, err = p.finish(ctx, *req); err != nil {
 			return nil, p.rollback(ctx, id, err)
 		}
 	}
-	// The node runs with its resolver now: a resolver that refuses stops `up` here, before
-	// anything is installed that would wait for a pull or a lookup that can never succeed.
-	c.DNS = dns
-	if c.DNSCheck, err = p.CheckNodeDNS(ctx, req.Name, req.DNSCheckName, dns, p.upstreamHint(dns)); err != nil {
-		return nil, p.rollback(ctx, id, err)
-	}
-	req.Progress.Note(c.DNSCheck.Note())
 	return c, nil
 }
 

@@ -204,58 +204,85 @@ func (f found) describe() string {
 // k3d-<name> when k3d made it, and volumes labelled with the name. The four reads are independent
 // and run side by side.
 func (p *Provider) find(ctx context.Context, name string) (found, error) {
+	r, err := p.readCluster(ctx, name)
+	if err != nil {
+		return found{}, err
+	}
+	var f found
+	f.addContainers(name, r.byLabel, r.byName)
+	if f.network, err = r.clusterNetwork(name); err != nil {
+		return found{}, err
+	}
+	for _, v := range r.vols.Volumes {
+		if v.Labels["app"] == "k3d" && v.Labels[k3dtypes.LabelClusterName] == name {
+			f.volumes = append(f.volumes, v.Name)
+		}
+	}
+	slices.Sort(f.volumes)
+	return f, nil
+}
+
+// clusterReads are the engine's answers find works from.
+type clusterReads struct {
+	// byLabel are the containers labelled with the cluster's name, byName those whose name
+	// contains the prefix of its nodes' names.
+	byLabel, byName []container.Summary
+	// net is the network of the cluster's own name, unless netErr says why it could not be read.
+	net    network.Inspect
+	netErr error
+	vols   volume.ListResponse
+}
+
+// readCluster asks the engine for the containers, the network and the volumes of the cluster
+// name, side by side. A network that cannot be read is in the answer (netErr); any other read
+// that fails is an error, with every failure at once.
+func (p *Provider) readCluster(ctx context.Context, name string) (clusterReads, error) {
 	api := p.engine.API
 	prefix := "k3d-" + name + "-"
 	var (
-		byLabel, byName []container.Summary
-		net             network.Inspect
-		netErr          error
-		vols            volume.ListResponse
-		errs            [3]error
-		wg              sync.WaitGroup
+		r    clusterReads
+		errs [3]error
+		wg   sync.WaitGroup
 	)
 	wg.Go(func() {
 		var err error
-		byLabel, err = api.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", k3dtypes.LabelClusterName+"="+name))})
+		r.byLabel, err = api.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", k3dtypes.LabelClusterName+"="+name))})
 		if err != nil {
 			errs[0] = fmt.Errorf("list containers of k3d cluster %s: %w", name, err)
 		}
 	})
 	wg.Go(func() {
 		var err error
-		byName, err = api.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("name", prefix))})
+		r.byName, err = api.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("name", prefix))})
 		if err != nil {
 			errs[1] = fmt.Errorf("list containers named %s*: %w", prefix, err)
 		}
 	})
-	wg.Go(func() { net, netErr = api.NetworkInspect(ctx, ownNetwork(name), network.InspectOptions{}) })
+	wg.Go(func() { r.net, r.netErr = api.NetworkInspect(ctx, ownNetwork(name), network.InspectOptions{}) })
 	wg.Go(func() {
 		var err error
-		vols, err = api.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", k3dtypes.LabelClusterName+"="+name))})
+		r.vols, err = api.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", k3dtypes.LabelClusterName+"="+name))})
 		if err != nil {
 			errs[2] = fmt.Errorf("list volumes of k3d cluster %s: %w", name, err)
 		}
 	})
 	wg.Wait()
 	if err := errors.Join(errs[:]...); err != nil {
-		return found{}, err
+		return clusterReads{}, err
 	}
+	return r, nil
+}
 
-	var f found
+// addContainers adds the containers labelled with the cluster's name and those named exactly
+// like its nodes, each once, sorted by name.
+func (f *found) addContainers(name string, byLabel, byName []container.Summary) {
 	seen := map[string]bool{}
 	add := func(c container.Summary) {
 		if seen[c.ID] {
 			return
 		}
 		seen[c.ID] = true
-		n := strings.TrimPrefix(firstName(c.Names), "/")
-		fc := foundContainer{id: c.ID, name: n, labels: c.Labels, running: c.State == "running"}
-		for _, m := range c.Mounts {
-			if m.Type == "volume" && m.Name != "" {
-				fc.volumes = append(fc.volumes, m.Name)
-			}
-		}
-		f.containers = append(f.containers, fc)
+		f.containers = append(f.containers, foundContainerOf(c))
 	}
 	for _, c := range byLabel {
 		add(c)
@@ -267,26 +294,35 @@ func (p *Provider) find(ctx context.Context, name string) (found, error) {
 		}
 	}
 	slices.SortFunc(f.containers, func(a, b foundContainer) int { return strings.Compare(a.name, b.name) })
+}
 
+// foundContainerOf is the container c as find lists it, with the volumes it mounts.
+func foundContainerOf(c container.Summary) foundContainer {
+	n := strings.TrimPrefix(firstName(c.Names), "/")
+	fc := foundContainer{id: c.ID, name: n, labels: c.Labels, running: c.State == "running"}
+	for _, m := range c.Mounts {
+		if m.Type == "volume" && m.Name != "" {
+			fc.volumes = append(fc.volumes, m.Name)
+		}
+	}
+	return fc
+}
+
+// clusterNetwork is the name of the cluster's own network when it exists and k3d made it, else "".
+// A network that cannot be inspected is an error, one that does not exist is not.
+func (r clusterReads) clusterNetwork(name string) (string, error) {
 	switch {
-	case netErr == nil:
+	case r.netErr == nil:
 		// A network of that name that k3d did not make is someone else's: never counted, never
 		// removed.
-		if net.Name == ownNetwork(name) && net.Labels["app"] == "k3d" {
-			f.network = net.Name
+		if r.net.Name == ownNetwork(name) && r.net.Labels["app"] == "k3d" {
+			return r.net.Name, nil
 		}
-	case cerrdefs.IsNotFound(netErr):
+	case cerrdefs.IsNotFound(r.netErr):
 	default:
-		return found{}, fmt.Errorf("inspect network %s: %w", ownNetwork(name), netErr)
+		return "", fmt.Errorf("inspect network %s: %w", ownNetwork(name), r.netErr)
 	}
-
-	for _, v := range vols.Volumes {
-		if v.Labels["app"] == "k3d" && v.Labels[k3dtypes.LabelClusterName] == name {
-			f.volumes = append(f.volumes, v.Name)
-		}
-	}
-	slices.Sort(f.volumes)
-	return f, nil
+	return "", nil
 }
 
 func firstName(names []string) string {

@@ -212,15 +212,9 @@ func (v Violation) String() string {
 // A model that breaks a rule is returned with its *ProjectError (and must not run); any other
 // error comes without a model.
 func Load(ctx context.Context, opts LoadOptions) (*Model, error) {
-	name := opts.Project
-	if name == "" {
-		name = DefaultProject
-	}
-	if !projectName.MatchString(name) {
-		return nil, fmt.Errorf("%s %q must match %s (lowercase letters, digits, '_' and '-', starting with a letter or digit); choose another project name", EnvProject, name, projectName)
-	}
-	if !filepath.IsAbs(opts.Checkout) || !filepath.IsAbs(opts.StateDir) {
-		return nil, fmt.Errorf("load Compose model: checkout %q and state directory %q must be absolute", opts.Checkout, opts.StateDir)
+	name, err := checkLoadOptions(opts)
+	if err != nil {
+		return nil, err
 	}
 	own, err := checkoutFiles(opts.Checkout, opts.PodmanSocket != "")
 	if err != nil {
@@ -228,13 +222,61 @@ func Load(ctx context.Context, opts LoadOptions) (*Model, error) {
 	}
 	files := append(append([]string{}, own...), opts.User.Files...)
 
+	l := newModelLoader(opts, name)
+	project, err := l.load(ctx, files)
+	if err != nil {
+		return nil, err
+	}
+	// The checkout's own files alone tell which services the user's files add, and what they
+	// change of the checkout's services.
+	checkout := project
+	if len(opts.User.Files) > 0 {
+		if checkout, err = l.load(ctx, own); err != nil {
+			return nil, err
+		}
+	}
+	m := &Model{Project: project, Checkout: opts.Checkout, envFiles: append([]string{}, opts.User.EnvFiles...), podman: opts.PodmanSocket != ""}
+	if violations := m.applyRules(checkout, opts); len(violations) > 0 {
+		// The model comes with its refusal, so a dry run can show the whole plan beside it.
+		return m, &ProjectError{Violations: violations}
+	}
+	m.restartWithTheEngine()
+	return m, nil
+}
+
+// checkLoadOptions returns the Compose project's name (DefaultProject unless one is given) once
+// it and the paths of opts are valid.
+func checkLoadOptions(opts LoadOptions) (string, error) {
+	name := opts.Project
+	if name == "" {
+		name = DefaultProject
+	}
+	if !projectName.MatchString(name) {
+		return "", fmt.Errorf("%s %q must match %s (lowercase letters, digits, '_' and '-', starting with a letter or digit); choose another project name", EnvProject, name, projectName)
+	}
+	if !filepath.IsAbs(opts.Checkout) || !filepath.IsAbs(opts.StateDir) {
+		return "", fmt.Errorf("load Compose model: checkout %q and state directory %q must be absolute", opts.Checkout, opts.StateDir)
+	}
+	return name, nil
+}
+
+// modelLoader renders Compose files of the checkout with the environment of one Load.
+type modelLoader struct {
+	opts LoadOptions
+	name string
+	// env is the caller's environment, sorted; forced are the development variables.
+	env, forced []string
+}
+
+// newModelLoader sets up the environment of the project name: the caller's, then the
+// development variables, which are applied after it so that they win over it (cli.WithEnv
+// overwrites) and over env files (cli.WithDotEnv only adds unset keys).
+func newModelLoader(opts LoadOptions, name string) *modelLoader {
 	env := make([]string, 0, len(opts.Environment)+4)
 	for k, v := range opts.Environment {
 		env = append(env, k+"="+v)
 	}
 	sort.Strings(env)
-	// Applied after the caller's environment, so they win over it (cli.WithEnv overwrites) and
-	// over env files (cli.WithDotEnv only adds unset keys).
 	forced := []string{
 		VarInstallationConfig + "=" + filepath.Join(opts.StateDir, InstallationConfigName),
 		VarKubeconfig + "=" + filepath.Join(opts.StateDir, ContainerKubeconfigName),
@@ -244,39 +286,35 @@ func Load(ctx context.Context, opts LoadOptions) (*Model, error) {
 	if opts.PodmanSocket != "" {
 		forced = append(forced, VarEngineSocket+"="+opts.PodmanSocket)
 	}
-	load := func(files []string) (*types.Project, error) {
-		po, err := cli.NewProjectOptions(files,
-			cli.WithWorkingDirectory(opts.Checkout),
-			cli.WithEnv(env),
-			cli.WithEnv(forced),
-			cli.WithEnvFiles(opts.User.EnvFiles...),
-			cli.WithDotEnv,
-			cli.WithDefaultProfiles(),
-			cli.WithName(name),
-			cli.WithResolvedPaths(true),
-		)
-		if err != nil {
-			return nil, fmt.Errorf("load Compose model from %s: %w", opts.Checkout, err)
-		}
-		project, err := po.LoadProject(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("load Compose model from %s: %w", opts.Checkout, err)
-		}
-		return project, nil
-	}
-	project, err := load(files)
+	return &modelLoader{opts: opts, name: name, env: env, forced: forced}
+}
+
+// load renders the model of files.
+func (l *modelLoader) load(ctx context.Context, files []string) (*types.Project, error) {
+	po, err := cli.NewProjectOptions(files,
+		cli.WithWorkingDirectory(l.opts.Checkout),
+		cli.WithEnv(l.env),
+		cli.WithEnv(l.forced),
+		cli.WithEnvFiles(l.opts.User.EnvFiles...),
+		cli.WithDotEnv,
+		cli.WithDefaultProfiles(),
+		cli.WithName(l.name),
+		cli.WithResolvedPaths(true),
+	)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("load Compose model from %s: %w", l.opts.Checkout, err)
 	}
-	// The checkout's own files alone tell which services the user's files add, and what they
-	// change of the checkout's services.
-	checkout := project
-	if len(opts.User.Files) > 0 {
-		if checkout, err = load(own); err != nil {
-			return nil, err
-		}
+	project, err := po.LoadProject(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load Compose model from %s: %w", l.opts.Checkout, err)
 	}
-	m := &Model{Project: project, Checkout: opts.Checkout, envFiles: append([]string{}, opts.User.EnvFiles...), podman: opts.PodmanSocket != ""}
+	return project, nil
+}
+
+// applyRules classifies the services, adds what the profile adds (the worker's additions, the
+// Installation config, routing when asked for, the bridge gateway) and checks the profile's
+// rules, in that order. It returns every violation.
+func (m *Model) applyRules(checkout *types.Project, opts LoadOptions) []Violation {
 	var violations []Violation
 	violations = append(violations, m.classifyServices(checkout)...)
 	m.adoptWorkerAdditions(checkout)
@@ -289,12 +327,7 @@ func Load(ctx context.Context, opts LoadOptions) (*Model, error) {
 	violations = append(violations, m.checkServices()...)
 	violations = append(violations, m.checkPublications()...)
 	violations = append(violations, m.checkPodmanLogging()...)
-	if len(violations) > 0 {
-		// The model comes with its refusal, so a dry run can show the whole plan beside it.
-		return m, &ProjectError{Violations: violations}
-	}
-	m.restartWithTheEngine()
-	return m, nil
+	return violations
 }
 
 // RestartPolicy is the restart policy occ gives the long-running services it starts (PostgreSQL,

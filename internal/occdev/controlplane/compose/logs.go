@@ -45,21 +45,12 @@ type LogOptions struct {
 // lists the containers, so none can start unseen in between. It returns when ctx ends (nil:
 // that is how a follow stops) or, without Follow, when every container's log is read.
 func (s Stack) Logs(ctx context.Context, o LogOptions) error {
-	want := map[string]bool{}
-	for _, svc := range o.Services {
-		want[svc] = true
-	}
 	evCtx, cancelEvents := context.WithCancel(ctx)
 	defer cancelEvents()
 	var msgs <-chan events.Message
 	var evErrs <-chan error
 	if o.Follow {
-		msgs, evErrs = s.Engine.Events(evCtx, events.ListOptions{Filters: filters.NewArgs(
-			filters.Arg("type", string(events.ContainerEventType)),
-			filters.Arg("label", LabelProject+"="+s.Project),
-			filters.Arg("event", string(events.ActionStart)),
-			filters.Arg("event", string(events.ActionDie)),
-		)})
+		msgs, evErrs = s.containerRuns(evCtx)
 	}
 	// Events older than the listing are already reflected in it (the engine runs on this host,
 	// so its clock is ours).
@@ -72,85 +63,137 @@ func (s Stack) Logs(ctx context.Context, o LogOptions) error {
 		return cmp.Or(strings.Compare(a.Labels[LabelService], b.Labels[LabelService]), cmp.Compare(a.Created, b.Created))
 	})
 
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-	)
-	read := func(id, service string, since time.Time, tail int, follow bool) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := s.readLogs(ctx, id, service, since, tail, follow, o); err != nil && ctx.Err() == nil {
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("logs of %s: %w", service, err))
-				mu.Unlock()
-			}
-		}()
-	}
-	// following holds the containers whose current run is being read with follow; diedAt when
-	// each one's last run ended.
-	following := map[string]bool{}
-	diedAt := map[string]time.Time{}
-	listed := map[string]bool{}
-	for _, c := range list {
-		svc := c.Labels[LabelService]
-		if !want[svc] || c.Labels[LabelOneoff] == "True" {
-			continue
-		}
-		running := c.State == container.StateRunning
-		following[c.ID] = o.Follow && running
-		listed[c.ID] = true
-		if !running {
-			// Its runs ended before the listing, which reads them whole; a later run is new.
-			diedAt[c.ID] = listedAt
-		}
-		read(c.ID, svc, o.Since, o.Tail, o.Follow && running)
-	}
+	r := newLogReaders(ctx, s, o, listedAt)
+	r.readListed(list)
 	if !o.Follow {
-		wg.Wait()
-		return errors.Join(errs...)
+		r.wg.Wait()
+		return errors.Join(r.errs...)
 	}
 	for {
 		select {
 		case <-ctx.Done():
-			wg.Wait()
+			r.wg.Wait()
 			return nil
 		case err := <-evErrs:
 			cancelEvents()
-			wg.Wait()
+			r.wg.Wait()
 			if ctx.Err() != nil {
 				return nil
 			}
-			return errors.Join(append(errs, fmt.Errorf("follow the containers of Compose project %s: the engine's event stream ended: %w", s.Project, err))...)
+			return errors.Join(append(r.errs, fmt.Errorf("follow the containers of Compose project %s: the engine's event stream ended: %w", s.Project, err))...)
 		case ev := <-msgs:
-			svc := ev.Actor.Attributes[LabelService]
-			if !want[svc] || ev.Actor.Attributes[LabelOneoff] == "True" {
-				continue
-			}
-			id := ev.Actor.ID
-			at := time.Unix(0, ev.TimeNano)
-			if listed[id] && at.Before(listedAt) {
-				continue
-			}
-			switch ev.Action {
-			case events.ActionDie:
-				following[id] = false
-				diedAt[id] = at
-			case events.ActionStart:
-				if following[id] {
-					// Listed as running already: its stream reads this run.
-					continue
-				}
-				following[id] = true
-				// A restarted container keeps the lines of its earlier runs; read only this one.
-				since := diedAt[id]
-				if o.Since.After(since) {
-					since = o.Since
-				}
-				read(id, svc, since, -1, true)
-			}
+			r.event(ev)
 		}
+	}
+}
+
+// containerRuns subscribes to the starts and deaths of the project's containers.
+func (s Stack) containerRuns(ctx context.Context) (<-chan events.Message, <-chan error) {
+	return s.Engine.Events(ctx, events.ListOptions{Filters: filters.NewArgs(
+		filters.Arg("type", string(events.ContainerEventType)),
+		filters.Arg("label", LabelProject+"="+s.Project),
+		filters.Arg("event", string(events.ActionStart)),
+		filters.Arg("event", string(events.ActionDie)),
+	)})
+}
+
+// logReaders are the concurrent reads of one Logs call: which container runs are read, and
+// what went wrong reading them.
+type logReaders struct {
+	ctx  context.Context
+	s    Stack
+	o    LogOptions
+	want map[string]bool
+	// listedAt is when the containers were listed.
+	listedAt time.Time
+
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	errs []error
+
+	// following holds the containers whose current run is being read with follow; diedAt when
+	// each one's last run ended; listed those the listing held.
+	following map[string]bool
+	diedAt    map[string]time.Time
+	listed    map[string]bool
+}
+
+// newLogReaders reads the logs of o's services, listed at listedAt.
+func newLogReaders(ctx context.Context, s Stack, o LogOptions, listedAt time.Time) *logReaders {
+	want := map[string]bool{}
+	for _, svc := range o.Services {
+		want[svc] = true
+	}
+	return &logReaders{ctx: ctx, s: s, o: o, want: want, listedAt: listedAt,
+		following: map[string]bool{}, diedAt: map[string]time.Time{}, listed: map[string]bool{}}
+}
+
+// wanted says whether a container with these labels is read: one of the services asked for,
+// and not a one-off container.
+func (r *logReaders) wanted(labels map[string]string) bool {
+	return r.want[labels[LabelService]] && labels[LabelOneoff] != "True"
+}
+
+// read starts reading one container's log, keeping its error unless ctx ended.
+func (r *logReaders) read(id, service string, since time.Time, tail int, follow bool) {
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		if err := r.s.readLogs(r.ctx, id, service, since, tail, follow, r.o); err != nil && r.ctx.Err() == nil {
+			r.mu.Lock()
+			r.errs = append(r.errs, fmt.Errorf("logs of %s: %w", service, err))
+			r.mu.Unlock()
+		}
+	}()
+}
+
+// readListed starts reading every wanted container of the listing, following the running ones
+// when Follow is set.
+func (r *logReaders) readListed(list []container.Summary) {
+	for _, c := range list {
+		if !r.wanted(c.Labels) {
+			continue
+		}
+		svc := c.Labels[LabelService]
+		running := c.State == container.StateRunning
+		r.following[c.ID] = r.o.Follow && running
+		r.listed[c.ID] = true
+		if !running {
+			// Its runs ended before the listing, which reads them whole; a later run is new.
+			r.diedAt[c.ID] = r.listedAt
+		}
+		r.read(c.ID, svc, r.o.Since, r.o.Tail, r.o.Follow && running)
+	}
+}
+
+// event follows a wanted container's run that starts after the listing, and notes when one
+// ends, so that its next run is read from then.
+func (r *logReaders) event(ev events.Message) {
+	if !r.wanted(ev.Actor.Attributes) {
+		return
+	}
+	svc := ev.Actor.Attributes[LabelService]
+	id := ev.Actor.ID
+	at := time.Unix(0, ev.TimeNano)
+	if r.listed[id] && at.Before(r.listedAt) {
+		return
+	}
+	switch ev.Action {
+	case events.ActionDie:
+		r.following[id] = false
+		r.diedAt[id] = at
+	case events.ActionStart:
+		if r.following[id] {
+			// Listed as running already: its stream reads this run.
+			return
+		}
+		r.following[id] = true
+		// A restarted container keeps the lines of its earlier runs; read only this one.
+		since := r.diedAt[id]
+		if r.o.Since.After(since) {
+			since = r.o.Since
+		}
+		r.read(id, svc, since, -1, true)
 	}
 }
 

@@ -61,10 +61,33 @@ var profileOrder = append(append([]string{}, DataServices...), APIServices...)
 // checkout's own files. It returns the violations: an added service that breaks the rules for
 // added services, and a profile service that needs an added service that cannot run.
 func (m *Model) classifyServices(checkout *types.Project) []Violation {
-	p := m.Project
 	m.status = map[string]ServiceStatus{}
 	m.stages = [3][]string{}
 	m.Added = nil
+	added := m.classifyOwn(checkout)
+	a := m.settleAdded(added)
+	started, out := m.leaveOut(a)
+	out = append(out, m.profileNeedsLeftOut(a)...)
+	m.stageServices(started)
+	return out
+}
+
+// profileReasons are the profile's own services, each with why `up` starts it.
+func profileReasons() map[string]string {
+	profile := map[string]string{}
+	for _, n := range DataServices {
+		profile[n] = "started first: " + map[string]string{ServicePostgres: "the database", ServiceMigrate: "the migration job, which must exit 0", ServiceBootstrap: "the bootstrap job, which must exit 0"}[n]
+	}
+	profile[ServiceController] = "started once the cluster and the Installation exist: the OCE API"
+	profile[ServiceWorker] = "started once the cluster and the Installation exist: the Kubernetes worker"
+	return profile
+}
+
+// classifyOwn gives the status of every service that is not added: the profile's own are
+// started, the checkout's others and the disabled ones are not. It returns the services the
+// Compose options add to the checkout's files, in the model's order.
+func (m *Model) classifyOwn(checkout *types.Project) (added []string) {
+	p := m.Project
 	base := map[string]bool{}
 	for _, n := range checkout.ServiceNames() {
 		base[n] = true
@@ -72,18 +95,12 @@ func (m *Model) classifyServices(checkout *types.Project) []Violation {
 	for n := range checkout.DisabledServices {
 		base[n] = true
 	}
-	profile := map[string]string{}
-	for _, n := range DataServices {
-		profile[n] = "started first: " + map[string]string{ServicePostgres: "the database", ServiceMigrate: "the migration job, which must exit 0", ServiceBootstrap: "the bootstrap job, which must exit 0"}[n]
-	}
-	profile[ServiceController] = "started once the cluster and the Installation exist: the OCE API"
-	profile[ServiceWorker] = "started once the cluster and the Installation exist: the Kubernetes worker"
+	profile := profileReasons()
 	for name, why := range profile {
 		if _, ok := p.Services[name]; ok {
 			m.status[name] = ServiceStatus{Name: name, Started: true, Why: why}
 		}
 	}
-	var added []string
 	for _, name := range p.ServiceNames() {
 		if _, ok := profile[name]; ok {
 			continue
@@ -101,86 +118,124 @@ func (m *Model) classifyServices(checkout *types.Project) []Violation {
 	for name, svc := range p.DisabledServices {
 		m.status[name] = ServiceStatus{Name: name, Why: "disabled by Compose profile " + strings.Join(svc.Profiles, ",") + ", which occ does not enable"}
 	}
+	return added
+}
 
-	// An added service runs when everything it needs runs: fixed point over the added ones.
-	runs := map[string]bool{}
+// addedServices are the services the Compose options add, and which of them can run.
+type addedServices struct {
+	m     *Model
+	names []string
+	// runs holds the services that run: the profile's and the added ones that can.
+	runs map[string]bool
+	// blocked says why an added service cannot run, by name.
+	blocked map[string]string
+}
+
+// settleAdded works out which added services run: one runs when everything it needs runs, so
+// it is a fixed point over the added ones, from the profile's services up.
+func (m *Model) settleAdded(added []string) *addedServices {
+	a := &addedServices{m: m, names: added, runs: map[string]bool{}, blocked: map[string]string{}}
 	for _, n := range RequiredServices {
-		runs[n] = true
+		a.runs[n] = true
 	}
-	blocked := map[string]string{}
 	for changed := true; changed; {
 		changed = false
 		for _, name := range added {
-			if runs[name] {
-				continue
-			}
-			var missing []string
-			hows := map[string][]string{}
-			wait := false
-			for _, need := range needs(p.Services[name]) {
-				switch {
-				case runs[need.service]:
-				case slices.Contains(added, need.service) && blocked[need.service] == "":
-					wait = true
-				default:
-					if !slices.Contains(missing, need.service) {
-						missing = append(missing, need.service)
-					}
-					hows[need.service] = append(hows[need.service], need.how)
-				}
-			}
-			var texts []string
-			for _, svc := range missing {
-				text := "needs " + svc + " (" + strings.Join(hows[svc], ", ") + "), which this profile does not start"
-				if st, ok := m.status[svc]; ok {
-					text += " (" + st.Why + ")"
-				} else if blocked[svc] != "" {
-					text = "needs " + svc + " (" + strings.Join(hows[svc], ", ") + "), which cannot run either"
-				}
-				texts = append(texts, text)
-			}
-			switch {
-			case len(missing) > 0:
-				if blocked[name] == "" {
-					changed = true
-				}
-				blocked[name] = strings.Join(texts, ", and ")
-			case !wait:
-				runs[name] = true
+			if !a.runs[name] && a.settle(name) {
 				changed = true
 			}
 		}
 	}
-	var out []Violation
-	var started []string
-	for _, name := range added {
-		if runs[name] {
+	return a
+}
+
+// settle decides, as far as is known yet, whether the added service name runs or is blocked,
+// and reports whether that decision is new.
+func (a *addedServices) settle(name string) bool {
+	missing, hows, wait := a.unmet(name)
+	switch {
+	case len(missing) > 0:
+		changed := a.blocked[name] == ""
+		a.blocked[name] = a.blockers(missing, hows)
+		return changed
+	case !wait:
+		a.runs[name] = true
+		return true
+	}
+	return false
+}
+
+// unmet are the services name needs that do not run and never will (missing, each with the
+// keys that need it), and whether it also waits for added services not settled yet.
+func (a *addedServices) unmet(name string) (missing []string, hows map[string][]string, wait bool) {
+	hows = map[string][]string{}
+	for _, need := range needs(a.m.Project.Services[name]) {
+		switch {
+		case a.runs[need.service]:
+		case slices.Contains(a.names, need.service) && a.blocked[need.service] == "":
+			wait = true
+		default:
+			if !slices.Contains(missing, need.service) {
+				missing = append(missing, need.service)
+			}
+			hows[need.service] = append(hows[need.service], need.how)
+		}
+	}
+	return missing, hows, wait
+}
+
+// blockers says why the missing services never run: not started by the profile (and why), or
+// added and blocked themselves.
+func (a *addedServices) blockers(missing []string, hows map[string][]string) string {
+	var texts []string
+	for _, svc := range missing {
+		text := "needs " + svc + " (" + strings.Join(hows[svc], ", ") + "), which this profile does not start"
+		if st, ok := a.m.status[svc]; ok {
+			text += " (" + st.Why + ")"
+		} else if a.blocked[svc] != "" {
+			text = "needs " + svc + " (" + strings.Join(hows[svc], ", ") + "), which cannot run either"
+		}
+		texts = append(texts, text)
+	}
+	return strings.Join(texts, ", and ")
+}
+
+// leaveOut gives every added service that cannot run its left-out status, and checks the rules
+// for added services on the others. It returns those that start, in the model's order.
+func (m *Model) leaveOut(a *addedServices) (started []string, out []Violation) {
+	for _, name := range a.names {
+		if a.runs[name] {
 			started = append(started, name)
-			out = append(out, checkAdded(name, p.Services[name])...)
+			out = append(out, checkAdded(name, m.Project.Services[name])...)
 			continue
 		}
-		why := blocked[name]
+		why := a.blocked[name]
 		if why == "" {
 			why = "waits for added services that never start (a dependency cycle)"
 		}
 		m.status[name] = ServiceStatus{Name: name, Why: "left out, as it cannot run in this profile: it " + why, LeftOut: true}
 	}
-	// A profile service that needs a left-out service cannot start either: that is the one
-	// overlay occ refuses, since the profile is nothing without its own services.
+	return started, out
+}
+
+// profileNeedsLeftOut refuses a profile service that needs a left-out service: it cannot start
+// either, and that is the one overlay occ refuses, since the profile is nothing without its own
+// services.
+func (m *Model) profileNeedsLeftOut(a *addedServices) []Violation {
+	var out []Violation
 	for _, name := range profileOrder {
-		svc, ok := p.Services[name]
+		svc, ok := m.Project.Services[name]
 		if !ok {
 			continue
 		}
 		for _, need := range needs(svc) {
-			if slices.Contains(added, need.service) && !runs[need.service] {
+			if slices.Contains(a.names, need.service) && !a.runs[need.service] {
 				out = append(out, Violation{Service: name, Key: "services." + name + "." + need.how, Value: need.service,
 					Rule: "the profile's " + name + " needs " + need.service + " (" + need.how + "), which cannot run in this profile (" + m.status[need.service].Why + ")",
 					Fix:  "drop that dependency from the Compose options after --, or the overlay that adds it"})
 			}
 		}
 	}
-	m.stageServices(started)
 	return out
 }
 

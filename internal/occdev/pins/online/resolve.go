@@ -114,14 +114,7 @@ type ResolvedImage struct {
 // refused with every reason at once. The result is validated by pins.Parse when encoded.
 func Resolve(ctx context.Context, o ResolveOptions, deps Deps) (*Resolved, error) {
 	base := o.Base
-	version := strings.TrimPrefix(o.Version, "v")
-	if !pins.ValidVersion(version) {
-		return nil, &option.Error{Option: OptionVersion, Value: o.Version, Rule: "is not an OpenShell release version", Fix: "give the release like 0.1.5 or v0.1.5 (a tag of NVIDIA/OpenShell)"}
-	}
-	if o.Commit != "" && !pins.ValidCommit(o.Commit) {
-		return nil, &option.Error{Option: OptionCommit, Value: o.Commit, Rule: "is not a full commit id", Fix: "give the 40 lower-case hex digits of the commit the release tag points at"}
-	}
-	overrides, err := parseOverrides(o.Images)
+	version, overrides, err := checkResolveOptions(o)
 	if err != nil {
 		return nil, err
 	}
@@ -129,19 +122,9 @@ func Resolve(ctx context.Context, o ResolveOptions, deps Deps) (*Resolved, error
 	if err != nil {
 		return nil, fmt.Errorf("derive the source archive URL of %s from %s: %w", version, pins.KeySourceArchive, err)
 	}
-	var agentURL, agentVersion string
-	if o.AgentSandboxVersion != "" {
-		if !pins.ValidVersion(strings.TrimPrefix(o.AgentSandboxVersion, "v")) {
-			return nil, &option.Error{Option: OptionAgentSandbox, Value: o.AgentSandboxVersion, Rule: "is not a release version", Fix: "give the Agent Sandbox release like v0.6.0"}
-		}
-		// The version is written the way the pinned one is (v0.5.2), whichever way it was given.
-		agentVersion = strings.TrimPrefix(o.AgentSandboxVersion, "v")
-		if strings.HasPrefix(base.AgentSandbox.Version, "v") {
-			agentVersion = "v" + agentVersion
-		}
-		if agentURL, err = swapVersion(base.AgentSandbox.Manifest.URL, base.AgentSandbox.Version, agentVersion); err != nil {
-			return nil, fmt.Errorf("derive the Agent Sandbox manifest URL of %s from %s: %w", o.AgentSandboxVersion, pins.KeyAgentSandbox, err)
-		}
+	agent, err := agentSandboxRelease(base, o.AgentSandboxVersion)
+	if err != nil {
+		return nil, err
 	}
 	reg, err := newRegistry(deps)
 	if err != nil {
@@ -162,82 +145,164 @@ func Resolve(ctx context.Context, o ResolveOptions, deps Deps) (*Resolved, error
 		return nil, err
 	}
 
+	r := newResolution(base, res, facts)
+	r.pinReleaseImages(ctx, reg)
+	r.pinOverrides(ctx, reg, overrides)
+	r.pinAgentSandbox(ctx, dl, agent)
+	if len(r.refusals) > 0 {
+		return nil, fmt.Errorf("cannot pin OpenShell %s: %w", version, errors.Join(r.refusals...))
+	}
+	return r.finish(), nil
+}
+
+// checkResolveOptions checks the release version, --commit and the image replacements before
+// anything is fetched, and returns the version without its v and the parsed replacements.
+func checkResolveOptions(o ResolveOptions) (version string, overrides map[string]pins.Image, err error) {
+	version = strings.TrimPrefix(o.Version, "v")
+	if !pins.ValidVersion(version) {
+		return "", nil, &option.Error{Option: OptionVersion, Value: o.Version, Rule: "is not an OpenShell release version", Fix: "give the release like 0.1.5 or v0.1.5 (a tag of NVIDIA/OpenShell)"}
+	}
+	if o.Commit != "" && !pins.ValidCommit(o.Commit) {
+		return "", nil, &option.Error{Option: OptionCommit, Value: o.Commit, Rule: "is not a full commit id", Fix: "give the 40 lower-case hex digits of the commit the release tag points at"}
+	}
+	if overrides, err = parseOverrides(o.Images); err != nil {
+		return "", nil, err
+	}
+	return version, overrides, nil
+}
+
+// agentSandboxManifest is the Agent Sandbox release asked for: its version as the base writes
+// it and its manifest URL. The zero value means the base's release is kept.
+type agentSandboxManifest struct {
+	asked, version, url string
+}
+
+// agentSandboxRelease checks the Agent Sandbox release asked for (none when asked is empty) and
+// derives its manifest URL from the base's pattern.
+func agentSandboxRelease(base *pins.Set, asked string) (agentSandboxManifest, error) {
+	if asked == "" {
+		return agentSandboxManifest{}, nil
+	}
+	if !pins.ValidVersion(strings.TrimPrefix(asked, "v")) {
+		return agentSandboxManifest{}, &option.Error{Option: OptionAgentSandbox, Value: asked, Rule: "is not a release version", Fix: "give the Agent Sandbox release like v0.6.0"}
+	}
+	// The version is written the way the pinned one is (v0.5.2), whichever way it was given.
+	version := strings.TrimPrefix(asked, "v")
+	if strings.HasPrefix(base.AgentSandbox.Version, "v") {
+		version = "v" + version
+	}
+	url, err := swapVersion(base.AgentSandbox.Manifest.URL, base.AgentSandbox.Version, version)
+	if err != nil {
+		return agentSandboxManifest{}, fmt.Errorf("derive the Agent Sandbox manifest URL of %s from %s: %w", asked, pins.KeyAgentSandbox, err)
+	}
+	return agentSandboxManifest{asked: asked, version: version, url: url}, nil
+}
+
+// resolution is the new set while it is derived from the base: the pins changed so far and the
+// reasons the release cannot be pinned, all collected before any is reported.
+type resolution struct {
+	base     *pins.Set
+	set      pins.Set
+	res      *Resolved
+	changed  map[string]bool
+	refusals []error
+}
+
+// newResolution starts the new set from the base with the release's OpenShell pin: its version,
+// commit and archive, and the base's chart paths (checkLayout found them in the archive).
+func newResolution(base *pins.Set, res *Resolved, facts *archiveFacts) *resolution {
 	set := *base
 	set.OpenShell = pins.OpenShell{
-		Version: version,
+		Version: res.Version,
 		Commit:  res.Commit,
 		SourceArchive: pins.SourceArchive{
-			Artifact:      pins.Artifact{URL: archiveURL, SHA256: facts.SHA256},
+			Artifact:      pins.Artifact{URL: res.Archive.URL, SHA256: facts.SHA256},
 			TopDirectory:  facts.TopDirectory,
 			HelmDirectory: base.OpenShell.SourceArchive.HelmDirectory,
 		},
 		Charts: base.OpenShell.Charts,
 	}
 	changed := map[string]bool{pins.KeyOpenShell: true, pins.KeySourceArchive: true, pins.KeyGatewayImage: true, pins.KeySandboxImage: true, pins.KeySupervisorImage: true}
-	var refusals []error
+	return &resolution{base: base, set: set, res: res, changed: changed}
+}
+
+// pinReleaseImages resolves the gateway, sandbox and supervisor images of the release: the base's
+// repositories, tagged by the release commit.
+func (r *resolution) pinReleaseImages(ctx context.Context, reg *registry) {
 	release := []struct {
 		key  string
 		from pins.Image
 		to   *pins.Image
 	}{
-		{pins.KeyGatewayImage, base.OpenShell.Images.Gateway, &set.OpenShell.Images.Gateway},
-		{pins.KeySandboxImage, base.OpenShell.Images.Sandbox, &set.OpenShell.Images.Sandbox},
-		{pins.KeySupervisorImage, base.OpenShell.Images.Supervisor, &set.OpenShell.Images.Supervisor},
+		{pins.KeyGatewayImage, r.base.OpenShell.Images.Gateway, &r.set.OpenShell.Images.Gateway},
+		{pins.KeySandboxImage, r.base.OpenShell.Images.Sandbox, &r.set.OpenShell.Images.Sandbox},
+		{pins.KeySupervisorImage, r.base.OpenShell.Images.Supervisor, &r.set.OpenShell.Images.Supervisor},
 	}
-	for _, r := range release {
-		img := pins.Image{Registry: r.from.Registry, Repository: r.from.Repository, Tag: res.Commit}
-		got, err := pinIndex(ctx, reg, r.key, img, fmt.Sprintf("the images of OpenShell %s are tagged by its commit %s; check that the release published its images, and that the commit is the release's (%s)", version, res.Commit, OptionCommit))
+	for _, p := range release {
+		img := pins.Image{Registry: p.from.Registry, Repository: p.from.Repository, Tag: r.res.Commit}
+		got, err := pinIndex(ctx, reg, p.key, img, fmt.Sprintf("the images of OpenShell %s are tagged by its commit %s; check that the release published its images, and that the commit is the release's (%s)", r.res.Version, r.res.Commit, OptionCommit))
 		if err != nil {
-			refusals = append(refusals, err)
+			r.refusals = append(r.refusals, err)
 			continue
 		}
-		*r.to = got.image
-		res.Images = append(res.Images, ResolvedImage{Pin: r.key, Reference: got.image.String(), Platforms: got.platforms})
+		*p.to = got.image
+		r.res.Images = append(r.res.Images, ResolvedImage{Pin: p.key, Reference: got.image.String(), Platforms: got.platforms})
 	}
-	for _, e := range base.Entries() {
+}
+
+// pinOverrides resolves or checks the image replacements, in pin file order.
+func (r *resolution) pinOverrides(ctx context.Context, reg *registry, overrides map[string]pins.Image) {
+	for _, e := range r.base.Entries() {
 		img, ok := overrides[e.Key]
 		if !ok {
 			continue
 		}
 		got, err := pinIndex(ctx, reg, e.Key, img, "give another reference with "+ImageOptions[e.Key])
 		if err != nil {
-			refusals = append(refusals, err)
+			r.refusals = append(r.refusals, err)
 			continue
 		}
-		*imageSlot(&set, e.Key) = got.image
-		changed[e.Key] = true
-		res.Images = append(res.Images, ResolvedImage{Pin: e.Key, Reference: got.image.String(), Platforms: got.platforms})
+		*imageSlot(&r.set, e.Key) = got.image
+		r.changed[e.Key] = true
+		r.res.Images = append(r.res.Images, ResolvedImage{Pin: e.Key, Reference: got.image.String(), Platforms: got.platforms})
 	}
-	if agentURL != "" {
-		sum, n, err := dl.hash(ctx, agentURL, io.Discard)
-		if err != nil {
-			refusals = append(refusals, fmt.Errorf("Agent Sandbox %s: %w; check that the release exists", o.AgentSandboxVersion, err))
-		} else {
-			set.AgentSandbox = pins.AgentSandbox{Version: agentVersion, Manifest: pins.Artifact{URL: agentURL, SHA256: sum}}
-			changed[pins.KeyAgentSandbox] = true
-			res.AgentSandbox = &ResolvedArtifact{URL: agentURL, SHA256: sum, Size: n}
-		}
+}
+
+// pinAgentSandbox downloads the Agent Sandbox manifest asked for, if any, to pin its checksum.
+func (r *resolution) pinAgentSandbox(ctx context.Context, dl downloader, agent agentSandboxManifest) {
+	if agent.url == "" {
+		return
 	}
-	if len(refusals) > 0 {
-		return nil, fmt.Errorf("cannot pin OpenShell %s: %w", version, errors.Join(refusals...))
+	sum, n, err := dl.hash(ctx, agent.url, io.Discard)
+	if err != nil {
+		r.refusals = append(r.refusals, fmt.Errorf("Agent Sandbox %s: %w; check that the release exists", agent.asked, err))
+		return
 	}
-	set.Notes = nil
-	for _, n := range base.Notes {
-		if changed[n.Pin] {
-			res.DroppedNotes = append(res.DroppedNotes, n)
+	r.set.AgentSandbox = pins.AgentSandbox{Version: agent.version, Manifest: pins.Artifact{URL: agent.url, SHA256: sum}}
+	r.changed[pins.KeyAgentSandbox] = true
+	r.res.AgentSandbox = &ResolvedArtifact{URL: agent.url, SHA256: sum, Size: n}
+}
+
+// finish drops the base's notes about the pins that changed (they described the old values),
+// lists the pins kept from the base, and hands out the new set, which has no source yet.
+func (r *resolution) finish() *Resolved {
+	r.set.Notes = nil
+	for _, n := range r.base.Notes {
+		if r.changed[n.Pin] {
+			r.res.DroppedNotes = append(r.res.DroppedNotes, n)
 			continue
 		}
-		set.Notes = append(set.Notes, n)
+		r.set.Notes = append(r.set.Notes, n)
 	}
-	for _, e := range base.Entries() {
+	for _, e := range r.base.Entries() {
 		// A pin with several values (a routing controller's images) is one entry per value.
-		if !changed[e.Key] && !slices.Contains(res.Kept, e.Key) {
-			res.Kept = append(res.Kept, e.Key)
+		if !r.changed[e.Key] && !slices.Contains(r.res.Kept, e.Key) {
+			r.res.Kept = append(r.res.Kept, e.Key)
 		}
 	}
-	set.Source = ""
-	res.Set = &set
-	return res, nil
+	r.set.Source = ""
+	r.res.Set = &r.set
+	return r.res
 }
 
 // Encode writes the resolved set as a pin file, with a header saying how it was made.

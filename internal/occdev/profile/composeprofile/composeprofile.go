@@ -164,19 +164,8 @@ func (x Profile) New(in profile.Input) (Planned, error) {
 // rules is planned in full and returned with its refusal (a *compose.ProjectError), which the
 // dry run lists among its problems and `up` stops at.
 func (x Profile) plan(in profile.Input, co controlplane.Checkout) (_ *Plan, refusal error, _ error) {
-	wd := in.OCE.WorkingDir
-	if wd == "" {
-		var err error
-		if wd, err = os.Getwd(); err != nil {
-			return nil, nil, fmt.Errorf("working directory: %w", err)
-		}
-	}
-	user, err := compose.ParseArgs(in.OCE.ComposeArgs, co.Root, wd)
+	user, err := userComposeOptions(in, co)
 	if err != nil {
-		var ae *compose.ArgsError
-		if errors.As(err, &ae) {
-			return nil, nil, &option.Error{Option: "the Compose option after --", Value: ae.Arg, Rule: "is refused: " + ae.Message, Fix: ae.Fix}
-		}
 		return nil, nil, err
 	}
 	base, err := oce.NewPlan(in, in.OCE, co)
@@ -188,9 +177,59 @@ func (x Profile) plan(in profile.Input, co controlplane.Checkout) (_ *Plan, refu
 	if env == nil {
 		env = processEnvironment()
 	}
-	// The host ports the checkout's Compose files publish, when not given, are chosen for an
-	// environment beside others and handed to Compose's interpolation: the snapshot, and so
-	// every later Compose call, publishes exactly these.
+	if op.HostPorts, err = chooseHostPorts(in, env); err != nil {
+		return nil, nil, err
+	}
+	if op.Subnet, err = x.chooseSubnet(in, env); err != nil {
+		return nil, nil, err
+	}
+	lo, err := x.loadOptions(in, co, user, env)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := compose.Load(context.Background(), lo)
+	var pe *compose.ProjectError
+	switch {
+	case errors.As(err, &pe) && m != nil:
+		refusal = err
+	case err != nil:
+		return nil, nil, err
+	}
+	op.Model = m
+	if err := decideImages(in, op, co); err != nil {
+		return nil, nil, errors.Join(refusal, err)
+	}
+	plan := m.Plan()
+	op.Compose = &plan
+	return op, refusal, nil
+}
+
+// userComposeOptions parses the Compose options given after --, relative to the working
+// directory; one occ refuses is a bad option.
+func userComposeOptions(in profile.Input, co controlplane.Checkout) (compose.UserOptions, error) {
+	wd := in.OCE.WorkingDir
+	if wd == "" {
+		var err error
+		if wd, err = os.Getwd(); err != nil {
+			return compose.UserOptions{}, fmt.Errorf("working directory: %w", err)
+		}
+	}
+	user, err := compose.ParseArgs(in.OCE.ComposeArgs, co.Root, wd)
+	if err != nil {
+		var ae *compose.ArgsError
+		if errors.As(err, &ae) {
+			return compose.UserOptions{}, &option.Error{Option: "the Compose option after --", Value: ae.Arg, Rule: "is refused: " + ae.Message, Fix: ae.Fix}
+		}
+		return compose.UserOptions{}, err
+	}
+	return user, nil
+}
+
+// chooseHostPorts chooses the host ports the checkout's Compose files publish, when env does
+// not give them, for an environment beside others, and hands them to Compose's interpolation in
+// env: the snapshot, and so every later Compose call, publishes exactly these. It returns the
+// ports it chose other than the defaults, by their variable.
+func chooseHostPorts(in profile.Input, env map[string]string) (map[string]int, error) {
 	hostPorts := map[string]int{}
 	for _, hp := range []struct {
 		name string
@@ -201,7 +240,7 @@ func (x Profile) plan(in profile.Input, co controlplane.Checkout) (_ *Plan, refu
 		}
 		port, err := profile.HostPort(in, hp.def, slices.Collect(maps.Values(hostPorts))...)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if port != hp.def {
 			env[hp.name], hostPorts[hp.name] = strconv.Itoa(port), port
@@ -211,22 +250,33 @@ func (x Profile) plan(in profile.Input, co controlplane.Checkout) (_ *Plan, refu
 	// refused here with the Kubernetes-only profile's words, not by Compose as an invalid hostPort.
 	if v := env[devPortVariable]; v != "" {
 		if n, err := strconv.Atoi(v); err != nil || n < 1 || n > 65535 {
-			return nil, nil, &option.Error{Option: devPortVariable, Value: v, Rule: "must be between 1 and 65535", Fix: "choose a free port on 127.0.0.1 (default 3000)"}
+			return nil, &option.Error{Option: devPortVariable, Value: v, Rule: "must be between 1 and 65535", Fix: "choose a free port on 127.0.0.1 (default 3000)"}
 		}
 	}
-	op.HostPorts = hostPorts
-	// The development network's subnet, when not given, is chosen the same way: the default
-	// environment keeps compose.yaml's, another takes one that no network of the engine uses, so
-	// its network can be created beside theirs.
-	if env[subnetVariable] == "" {
-		subnet, err := profile.Subnet(in, defaultSubnet, func() ([]netip.Prefix, error) { return x.takenSubnets(in) })
-		if err != nil {
-			return nil, nil, err
-		}
-		if subnet != defaultSubnet {
-			env[subnetVariable], op.Subnet = subnet.String(), subnet.String()
-		}
+	return hostPorts, nil
+}
+
+// chooseSubnet chooses the development network's subnet, when env does not give it, the way
+// chooseHostPorts chooses the ports: the default environment keeps compose.yaml's, another takes
+// one that no network of the engine uses, so its network can be created beside theirs. It
+// returns the subnet it set in env, or "" for the default.
+func (x Profile) chooseSubnet(in profile.Input, env map[string]string) (string, error) {
+	if env[subnetVariable] != "" {
+		return "", nil
 	}
+	subnet, err := profile.Subnet(in, defaultSubnet, func() ([]netip.Prefix, error) { return x.takenSubnets(in) })
+	if err != nil {
+		return "", err
+	}
+	if subnet == defaultSubnet {
+		return "", nil
+	}
+	env[subnetVariable] = subnet.String()
+	return subnet.String(), nil
+}
+
+// loadOptions are the options the Compose model of this `up` is loaded with.
+func (x Profile) loadOptions(in profile.Input, co controlplane.Checkout, user compose.UserOptions, env map[string]string) (compose.LoadOptions, error) {
 	project := in.OCE.ComposeProject
 	if project == "" {
 		project = compose.ProjectOf(in.Environment)
@@ -239,43 +289,34 @@ func (x Profile) plan(in profile.Input, co controlplane.Checkout) (_ *Plan, refu
 		// never starts.
 		ep, err := docker.ParseEndpoint(in.Engine, in.EngineSource)
 		if err != nil {
-			return nil, nil, err
+			return compose.LoadOptions{}, err
 		}
 		lo.PodmanSocket = ep.Socket
 	}
-	m, err := compose.Load(context.Background(), lo)
-	var pe *compose.ProjectError
-	switch {
-	case errors.As(err, &pe) && m != nil:
-		refusal = err
-	case err != nil:
-		return nil, nil, err
-	}
-	op.Model = m
+	return lo, nil
+}
+
+// decideImages points the model at the selected controller image, or, without a selection,
+// plans the builds of the Compose services' images and of the Agent runtime.
+func decideImages(in profile.Input, op *Plan, co controlplane.Checkout) error {
+	m := op.Model
 	if sel := op.SelectedImages; sel != nil {
-		if err := m.UseControllerImage(sel.Controller); err != nil {
-			return nil, nil, errors.Join(refusal, err)
-		}
-	} else {
-		if op.Builds, err = m.UseBuiltImages(); err != nil {
-			return nil, nil, errors.Join(refusal, err)
-		}
-		var reqs []controlplane.BuildPlanRequest
-		for _, b := range op.Builds {
-			args := map[string]controlplane.BuildArg{}
-			for k, v := range b.Args {
-				args[k] = controlplane.BuildArg{Value: v, Source: "the Compose build argument " + k + " of " + strings.Join(b.Services, ", ")}
-			}
-			reqs = append(reqs, controlplane.BuildPlanRequest{Role: b.Role, ContextDir: b.Context, Dockerfile: b.Dockerfile, Target: b.Target, Args: args})
-		}
-		reqs = append(reqs, controlplane.BuildPlanRequest{Role: oce.RoleRuntime, ContextDir: co.Root, Dockerfile: controlplane.RuntimeDockerfile})
-		if err := op.PlanBuilds(in.OCE, reqs); err != nil {
-			return nil, nil, errors.Join(refusal, err)
-		}
+		return m.UseControllerImage(sel.Controller)
 	}
-	plan := m.Plan()
-	op.Compose = &plan
-	return op, refusal, nil
+	var err error
+	if op.Builds, err = m.UseBuiltImages(); err != nil {
+		return err
+	}
+	var reqs []controlplane.BuildPlanRequest
+	for _, b := range op.Builds {
+		args := map[string]controlplane.BuildArg{}
+		for k, v := range b.Args {
+			args[k] = controlplane.BuildArg{Value: v, Source: "the Compose build argument " + k + " of " + strings.Join(b.Services, ", ")}
+		}
+		reqs = append(reqs, controlplane.BuildPlanRequest{Role: b.Role, ContextDir: b.Context, Dockerfile: b.Dockerfile, Target: b.Target, Args: args})
+	}
+	reqs = append(reqs, controlplane.BuildPlanRequest{Role: oce.RoleRuntime, ContextDir: co.Root, Dockerfile: controlplane.RuntimeDockerfile})
+	return op.PlanBuilds(in.OCE, reqs)
 }
 
 // processEnvironment is the process environment as a map, what Compose interpolation reads.
