@@ -212,6 +212,17 @@ func (s *Set) GatewayImages() []PinnedImage {
 	return s.pinnedImages(func(u *ImageUse) bool { return u.Gateway != nil })
 }
 
+// SetImage replaces the image the pin key names; it reports false for a key that pins no image.
+func (s *Set) SetImage(key string, img Image) bool {
+	for _, p := range pinTable {
+		if p.key == key && p.image != nil {
+			*p.image(s) = img
+			return true
+		}
+	}
+	return false
+}
+
 // GatewayImagesOf are the images the Gateway runs as imgs pins them: every one is an OpenShell
 // image (TestGatewayImagesAreOpenShellImages).
 func GatewayImagesOf(imgs Images) []PinnedImage {

@@ -222,31 +222,25 @@ func newResolution(base *pins.Set, res *Resolved, facts *archiveFacts) *resoluti
 		},
 		Charts: base.OpenShell.Charts,
 	}
-	changed := map[string]bool{pins.KeyOpenShell: true, pins.KeySourceArchive: true, pins.KeyGatewayImage: true, pins.KeySandboxImage: true, pins.KeySupervisorImage: true}
+	changed := map[string]bool{pins.KeyOpenShell: true, pins.KeySourceArchive: true}
+	for _, g := range base.GatewayImages() {
+		changed[g.Key] = true
+	}
 	return &resolution{base: base, set: set, res: res, changed: changed}
 }
 
-// pinReleaseImages resolves the gateway, sandbox and supervisor images of the release: the base's
-// repositories, tagged by the release commit.
+// pinReleaseImages resolves the images the Gateway runs (the gateway, sandbox and supervisor
+// images) of the release: the base's repositories, tagged by the release commit.
 func (r *resolution) pinReleaseImages(ctx context.Context, reg *registry) {
-	release := []struct {
-		key  string
-		from pins.Image
-		to   *pins.Image
-	}{
-		{pins.KeyGatewayImage, r.base.OpenShell.Images.Gateway, &r.set.OpenShell.Images.Gateway},
-		{pins.KeySandboxImage, r.base.OpenShell.Images.Sandbox, &r.set.OpenShell.Images.Sandbox},
-		{pins.KeySupervisorImage, r.base.OpenShell.Images.Supervisor, &r.set.OpenShell.Images.Supervisor},
-	}
-	for _, p := range release {
-		img := pins.Image{Registry: p.from.Registry, Repository: p.from.Repository, Tag: r.res.Commit}
-		got, err := pinIndex(ctx, reg, p.key, img, fmt.Sprintf("the images of OpenShell %s are tagged by its commit %s; check that the release published its images, and that the commit is the release's (%s)", r.res.Version, r.res.Commit, OptionCommit))
+	for _, g := range r.base.GatewayImages() {
+		img := pins.Image{Registry: g.Image.Registry, Repository: g.Image.Repository, Tag: r.res.Commit}
+		got, err := pinIndex(ctx, reg, g.Key, img, fmt.Sprintf("the images of OpenShell %s are tagged by its commit %s; check that the release published its images, and that the commit is the release's (%s)", r.res.Version, r.res.Commit, OptionCommit))
 		if err != nil {
 			r.refusals = append(r.refusals, err)
 			continue
 		}
-		*p.to = got.image
-		r.res.Images = append(r.res.Images, ResolvedImage{Pin: p.key, Reference: got.image.String(), Platforms: got.platforms})
+		r.set.SetImage(g.Key, got.image)
+		r.res.Images = append(r.res.Images, ResolvedImage{Pin: g.Key, Reference: got.image.String(), Platforms: got.platforms})
 	}
 }
 
