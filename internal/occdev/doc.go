@@ -17,7 +17,10 @@
 //	occdev/cluster/    layer 1: the cluster Provider interface (Request in, Access out);
 //	                   cluster/k3d is the disposable k3d cluster (the default),
 //	                   cluster/existing a kubeconfig context the user already has
-//	occdev/docker/     the Docker engine: located like the docker CLI, pinned, recorded
+//	occdev/engine/locate/ finds the engine (--engine auto, docker or podman) where each one's
+//	                   CLI would, and its Endpoint: one unix-socket address for every engine
+//	occdev/docker/     the engine's API (Docker, or Podman behind a quirk wrapper), connected at
+//	                   a located or recorded Endpoint only
 //	occdev/images/     pinned images pulled by digest, imported, verified in the node
 //	occdev/platform/   layer 2: the sandbox platform's manifests, the Gateway chart install,
 //	                   the readiness waits, the Gateway Health check, the Installation writer
@@ -69,8 +72,8 @@
 // services, whose network the k3d cluster joins), settings of the k3d cluster, images of its own to import
 // and verify with the OpenShell images, its part of the Installation, its own steps after the platform,
 // what its rollback removes outside the records, and its part of the summary. The runner,
-// rollback, `down` and the dry run need no change for a new profile; its records need their
-// removers in removers.go. Both profiles find the OCE checkout and decide the selected images
+// rollback, `down` and the dry run need no change for a new profile; a kind of record of its
+// own registers itself with its remover (state.Register) in the package that creates it. Both profiles find the OCE checkout and decide the selected images
 // and the key's destination the same way (package profile/oce), and share the control-plane layer's build,
 // selection check, key verification and readiness waits.
 //
