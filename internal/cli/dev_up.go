@@ -174,7 +174,7 @@ func printDryRun(w io.Writer, dr *occdev.DryRun, verbose bool) error {
 		printLanes(w, strconv.Itoa(i+1), "       ", s.Lanes, describe)
 	}
 	fmt.Fprintf(w, "State directory: %s\n", dr.Plan.StateDir)
-	if p := dr.Plan; p.Engine != "" {
+	if p := dr.Plan; !p.Engine.IsZero() {
 		kind := "engine (not answering now)"
 		switch p.EngineKind {
 		case "docker":

@@ -87,10 +87,8 @@ func PlanUpContext(ctx context.Context, opts UpOptions) (*DryRun, error) {
 	// looked at (the engine itself is asked by `up`'s preflight).
 	if p.engineNotFound != nil {
 		dr.Problems = append(dr.Problems, p.engineNotFound.Error())
-	} else if p.Engine != "" {
-		if ep, err := docker.ParseEndpoint(p.Engine, p.EngineSource); err != nil {
-			dr.Problems = append(dr.Problems, err.Error())
-		} else if err := docker.CheckSocketAs(ep, p.EngineSource, locate.Kind(engineKind(p))); err != nil {
+	} else if ep := p.Engine; !ep.IsZero() {
+		if err := docker.CheckSocketAs(ep, p.EngineSource, locate.Kind(engineKind(p))); err != nil {
 			dr.Problems = append(dr.Problems, err.Error())
 		} else if err := dryRunBuilder(ep, p); err != nil {
 			dr.Problems = append(dr.Problems, err.Error())

@@ -236,7 +236,7 @@ type Plan struct {
 	ClusterName          string `json:"clusterName,omitempty"`
 	APIPort              int    `json:"apiPort,omitempty"`
 	DiskThresholdPercent int    `json:"diskThresholdPercent,omitempty"`
-	Engine               string `json:"dockerEngine,omitempty"`
+	Engine               locate.Endpoint `json:"dockerEngine,omitzero"`
 	EngineSource         string `json:"dockerEngineSource,omitempty"`
 	// EngineKind is what the engine at Engine said it is (docker or podman); empty when no engine
 	// answered while planning, in which case the dry run and the preflight report every place
@@ -551,14 +551,14 @@ func (p *Plan) locateEngine(o UpOptions) error {
 	var notFound *locate.NotFoundError
 	switch {
 	case err == nil:
-		p.Engine, p.EngineSource, p.EngineKind, p.EngineVersion, p.EnginePlatform = loc.Endpoint.String(), loc.Source, string(loc.Kind), loc.Version, loc.Platform
+		p.Engine, p.EngineSource, p.EngineKind, p.EngineVersion, p.EnginePlatform = loc.Endpoint, loc.Source, string(loc.Kind), loc.Version, loc.Platform
 		return nil
 	case choice == locate.Auto && errors.As(err, &notFound):
 		ep, source, lerr := locate.DockerPlace(o.Docker)
 		if lerr != nil {
 			return lerr
 		}
-		p.Engine, p.EngineSource = ep.String(), source
+		p.Engine, p.EngineSource = ep, source
 		p.engineNotFound = notFound
 		return nil
 	}

@@ -231,7 +231,7 @@ func TestPlanLocatesTheEngineAutoChooses(t *testing.T) {
 				t.Fatal(err)
 			}
 			p := dr.Plan
-			if p.EngineKind != c.wantKind || p.Engine != c.wantEngine || p.EngineSource != c.wantSource {
+			if p.EngineKind != c.wantKind || p.Engine.String() != c.wantEngine || p.EngineSource != c.wantSource {
 				t.Errorf("plan: %s engine %s (from %s), want %s %s (from %s)", p.EngineKind, p.Engine, p.EngineSource, c.wantKind, c.wantEngine, c.wantSource)
 			}
 		})

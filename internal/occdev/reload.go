@@ -483,7 +483,7 @@ func importRebuilt(ctx context.Context, r *run, rep progress.Reporter) error {
 	}
 	// The recorded cluster's provider imports through the recorded engine; the provider's own
 	// log lines go to the state directory, as during `up`.
-	req := cluster.Request{Engine: r.engine.Endpoint.String(), KubeconfigFile: r.state.File(kubeconfigFile), Log: r.log, Progress: rep}
+	req := cluster.Request{Engine: r.engine.Endpoint, KubeconfigFile: r.state.File(kubeconfigFile), Log: r.log, Progress: rep}
 	importer, err := cluster.ImporterOf(ctx, r.provider, req, r.conn.Access)
 	if err != nil {
 		return err

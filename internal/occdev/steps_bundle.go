@@ -56,7 +56,7 @@ func openBundle(ctx context.Context, r *run, rep progress.Reporter) error {
 		}
 		if store == images.StoreClassic {
 			return &OptionError{Option: optBundle, Value: p.Bundle,
-				Rule: "loads the pinned images into the engine, and the Docker engine at " + p.Engine + " keeps images in its classic store, which names a loaded image by its config alone, never by the pinned digest the cluster and its verification use",
+				Rule: "loads the pinned images into the engine, and the Docker engine at " + p.Engine.String() + " keeps images in its classic store, which names a loaded image by its config alone, never by the pinned digest the cluster and its verification use",
 				Fix:  "switch Docker's containerd image store on (daemon.json \"features\": {\"containerd-snapshotter\": true}; Docker Desktop: Settings, General, Use containerd for pulling and storing images), use Podman, or leave --bundle unset"}
 		}
 	}

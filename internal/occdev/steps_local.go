@@ -19,8 +19,8 @@ func describePreflight(p *Plan) Description {
 	checks := withProvider(p, func(pr cluster.Provider) string {
 		return pr.Describe(clusterRequest(p, nil, nil, progress.Reporter{})).Preflight
 	})
-	if p.Engine != "" {
-		return note("nothing created; checks that the " + engineName(p) + " engine at " + p.Engine + " (from " + p.EngineSource + ") answers, that " + checks + ", before anything is downloaded")
+	if !p.Engine.IsZero() {
+		return note("nothing created; checks that the " + engineName(p) + " engine at " + p.Engine.String() + " (from " + p.EngineSource + ") answers, that " + checks + ", before anything is downloaded")
 	}
 	return note("nothing created; checks that " + checks + ", before anything is downloaded")
 }
@@ -35,12 +35,9 @@ func preflight(ctx context.Context, r *run, rep progress.Reporter) error {
 	if err := r.provider.Check(r.clusterRequest(rep)); err != nil {
 		return err
 	}
-	if r.plan.Engine != "" && r.engine == nil {
-		ep, err := docker.ParseEndpoint(r.plan.Engine, r.plan.EngineSource)
-		if err != nil {
-			return err
-		}
-		if r.engine, err = docker.ConnectAs(ctx, ep, r.plan.EngineSource, locate.Kind(engineKind(r.plan))); err != nil {
+	if !r.plan.Engine.IsZero() && r.engine == nil {
+		var err error
+		if r.engine, err = docker.ConnectAs(ctx, r.plan.Engine, r.plan.EngineSource, locate.Kind(engineKind(r.plan))); err != nil {
 			if nf := r.plan.engineNotFound; nf != nil {
 				// Nothing answered anywhere while planning, and Docker's place still does not:
 				// every place looked at is named, with what each said.
@@ -48,7 +45,7 @@ func preflight(ctx context.Context, r *run, rep progress.Reporter) error {
 			}
 			return err
 		}
-		rep.Note(fmt.Sprintf("%s %s (API %s) at %s", engineName(r.plan), r.engine.Version, r.engine.APIVersion, ep))
+		rep.Note(fmt.Sprintf("%s %s (API %s) at %s", engineName(r.plan), r.engine.Version, r.engine.APIVersion, r.plan.Engine))
 		// Every pinned image is checked against the engine's platform after its pull; the
 		// engine is asked once here rather than once per image.
 		if r.enginePlatform, err = images.EnginePlatform(ctx, r.engine.API, r.engine.Name()); err != nil {
@@ -67,8 +64,8 @@ func preflight(ctx context.Context, r *run, rep progress.Reporter) error {
 
 func describeState(p *Plan) Description {
 	records := "written before anything else"
-	if p.Engine != "" {
-		records = "recording the " + engineName(p) + " engine " + p.Engine + ", written before anything else"
+	if !p.Engine.IsZero() {
+		records = "recording the " + engineName(p) + " engine " + p.Engine.String() + ", written before anything else"
 	}
 	return step.Describe(
 		step.DirAt(p.StateDir, state.DirMode, "locked"),

@@ -39,7 +39,7 @@ func TestResolvePlan(t *testing.T) {
 		t.Errorf("default plan: %+v", p)
 	}
 	if !strings.HasPrefix(p.ClusterName, "occ-dev-") || len(p.ClusterName) != len("occ-dev-")+10 || p.PullPolicy != "Never" || p.APIPort != 0 || p.DiskThresholdPercent != 5 ||
-		p.Engine != "unix:///run/user/1000/docker.sock" || p.EngineSource != "DOCKER_HOST" || !p.importsImages() || len(p.Images) != 5 {
+		p.Engine.String() != "unix:///run/user/1000/docker.sock" || p.EngineSource != "DOCKER_HOST" || !p.importsImages() || len(p.Images) != 5 {
 		t.Errorf("default k3d plan: %+v", p)
 	}
 	p, err = resolvePlan(UpOptions{StateDir: "/var/lib/occ-dev", ControlPlane: ControlPlaneKubernetes, Docker: sock, ClusterName: "occ-dev-mine", APIPort: 6550})
@@ -47,7 +47,7 @@ func TestResolvePlan(t *testing.T) {
 		t.Errorf("kubernetes plan: %+v, %v", p, err)
 	}
 	p, err = resolvePlan(UpOptions{StateDir: "/var/lib/occ-dev", ClusterProvider: ProviderExisting})
-	if err != nil || p.PullPolicy != "IfNotPresent" || p.Engine != "" || p.importsImages() || len(p.Images) != 3 {
+	if err != nil || p.PullPolicy != "IfNotPresent" || !p.Engine.IsZero() || p.importsImages() || len(p.Images) != 3 {
 		t.Errorf("existing plan: %+v, %v", p, err)
 	}
 	for _, tc := range []struct {

@@ -34,7 +34,7 @@ const rollbackTimeout = 2 * time.Minute
 // written once every image is verified; the control plane of the profile comes after it.
 func upSteps(p *Plan) []Step {
 	check := "Check the settings and the cluster"
-	if p.Engine != "" {
+	if !p.Engine.IsZero() {
 		// Named after the engine the plan located (Docker or Podman), which the step connects to.
 		check = "Check the settings and the " + engineName(p) + " engine"
 	}

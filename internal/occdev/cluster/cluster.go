@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
@@ -51,10 +52,10 @@ type Request struct {
 	// own kubeconfig is never written.
 	KubeconfigFile          string
 	ContainerKubeconfigFile string
-	// Engine is the Docker engine endpoint (unix:///…) recorded in the state, which a provider
-	// that runs its cluster in containers must use (and `down` will use again); empty for a
-	// provider that needs no engine.
-	Engine string
+	// Engine is the container engine's endpoint recorded in the state, which a provider that
+	// runs its cluster in containers must use (and `down` will use again); zero for a provider
+	// that needs no engine.
+	Engine locate.Endpoint
 	// EngineKind is the kind of the engine at Engine as the state records it (docker or
 	// podman); empty means Docker.
 	EngineKind string

@@ -16,6 +16,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
 	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
 	"github.com/openclaw/occ/internal/occdev/option"
@@ -78,9 +79,9 @@ type Input struct {
 	// ClusterAPIPort is the Kubernetes API's port on 127.0.0.1 of the cluster occ creates (0:
 	// chosen at creation); a port the profile publishes on 127.0.0.1 must differ from it.
 	ClusterAPIPort int
-	// Engine is the located container engine's endpoint (unix:///…) and EngineSource the rule
-	// that chose it.
-	Engine       string
+	// Engine is the located container engine's endpoint and EngineSource the rule that chose
+	// it.
+	Engine       locate.Endpoint
 	EngineSource string
 	// Deps are the parts of the profile's run tests replace, as the flow holds them.
 	Deps Deps

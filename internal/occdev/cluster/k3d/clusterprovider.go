@@ -52,7 +52,7 @@ type ClusterProvider struct {
 
 	mu       sync.Mutex
 	provider *Provider
-	endpoint string
+	endpoint locate.Endpoint
 	log      *lazyLog
 	// gate opens when the node of the running (or next) Ensure takes images.
 	gate *nodeGate
@@ -146,8 +146,8 @@ func (c *ClusterProvider) Check(req cluster.Request) error {
 		return err
 	}
 	errs := []error{r.Check()}
-	if _, err := docker.ParseEndpoint(req.Engine, "the located "+engineName(req.EngineKind)+" engine"); err != nil {
-		errs = append(errs, err)
+	if req.Engine.IsZero() {
+		errs = append(errs, errors.New("k3d provider: no container engine (the k3d cluster runs in the located engine's containers)"))
 	}
 	if c.toolsImage(req) == "" {
 		errs = append(errs, errors.New("k3d provider: no tools image (pins k3d.toolsImage)"))
@@ -202,11 +202,7 @@ func (c *ClusterProvider) connect(ctx context.Context, req cluster.Request) (*Pr
 		return c.provider, nil
 	}
 	source := "the located " + engineName(req.EngineKind) + " engine"
-	ep, err := docker.ParseEndpoint(req.Engine, source)
-	if err != nil {
-		return nil, err
-	}
-	eng, err := docker.ConnectAs(ctx, ep, source, locate.Kind(req.EngineKind))
+	eng, err := docker.ConnectAs(ctx, req.Engine, source, locate.Kind(req.EngineKind))
 	if err != nil {
 		return nil, err
 	}
@@ -308,7 +304,7 @@ func (c *ClusterProvider) Close() error {
 		return nil
 	}
 	err := c.provider.engine.Close()
-	c.provider, c.endpoint = nil, ""
+	c.provider, c.endpoint = nil, locate.Endpoint{}
 	return err
 }
 

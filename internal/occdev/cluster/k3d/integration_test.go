@@ -36,6 +36,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
@@ -323,7 +324,7 @@ func (b *bed) clusterRequest(t *testing.T, rec *memRecorder, name string, dns k3
 		Name:                    name,
 		KubeconfigFile:          filepath.Join(dir, "kubeconfig"),
 		ContainerKubeconfigFile: filepath.Join(dir, "container-kubeconfig"),
-		Engine:                  b.engine.Endpoint.String(),
+		Engine:                  b.engine.Endpoint,
 		Pins:                    set,
 		Owner:                   rec.owner(),
 		Recorder:                rec,
@@ -695,7 +696,7 @@ func TestClusterProviderAndRemover(t *testing.T) {
 		t.Errorf("Check of a bad name = %v", err)
 	}
 	stopped := req
-	stopped.Engine = "unix://" + filepath.Join(t.TempDir(), "docker.sock")
+	stopped.Engine = locate.Endpoint{Socket: filepath.Join(t.TempDir(), "docker.sock")}
 	if err := (&k3d.ClusterProvider{}).Preflight(ctx, stopped); err == nil || !strings.Contains(err.Error(), "start Docker") {
 		t.Errorf("Preflight against no engine = %v, want what to start", err)
 	}
@@ -831,7 +832,7 @@ func TestClusterProviderAndRemover(t *testing.T) {
 	}
 	if err := rec.dir.Update(func(s *state.State) {
 		s.Cluster = access
-		s.Engine = &state.Engine{Endpoint: req.Engine}
+		s.Engine = &state.Engine{Endpoint: req.Engine.String()}
 	}); err != nil {
 		t.Fatalf("record the access: %v", err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
+	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
@@ -364,7 +365,7 @@ func TestClusterRequestBecomesTheCreateRequest(t *testing.T) {
 		t.Errorf("Describe = %s", got)
 	}
 	// The engine the state records names the network, volume and engine of the description.
-	req.EngineKind, req.Engine = state.EnginePodman, "unix:///run/podman/podman.sock"
+	req.EngineKind, req.Engine = state.EnginePodman, locate.Endpoint{Socket: "/run/podman/podman.sock"}
 	pd := (&ClusterProvider{}).Describe(req)
 	if got := strings.Join(pd.Creates, "\n"); !strings.Contains(got, "joins Podman network oce_development") || !strings.Contains(got, "Podman volume k3d-occ-dev-unit-images") || strings.Contains(got, "Docker") ||
 		pd.Note != "in the Podman engine at unix:///run/podman/podman.sock; the user's kubeconfig is never written" {

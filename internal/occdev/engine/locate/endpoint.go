@@ -1,6 +1,7 @@
 package locate
 
 import (
+	"errors"
 	"net/url"
 	"path"
 	"strings"
@@ -55,3 +56,25 @@ func ParseUnix(raw string) (Endpoint, string) {
 // redact is an address as errors show it: occ's one rule (contract.RedactURL) hides user info,
 // a query (?token=…), a fragment and percent-encoding.
 func redact(raw string) string { return contract.RedactURL(raw) }
+
+// MarshalText writes e in its String form, as the plan document and the state show it.
+func (e Endpoint) MarshalText() ([]byte, error) {
+	if e.IsZero() {
+		return nil, nil
+	}
+	return []byte(e.String()), nil
+}
+
+// UnmarshalText reads e back from its String form; anything else is refused with the rule.
+func (e *Endpoint) UnmarshalText(b []byte) error {
+	if len(b) == 0 {
+		*e = Endpoint{}
+		return nil
+	}
+	ep, rule := ParseUnix(string(b))
+	if rule != "" {
+		return errors.New("engine endpoint " + redact(string(b)) + " " + rule)
+	}
+	*e = ep
+	return nil
+}

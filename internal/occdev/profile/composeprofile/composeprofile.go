@@ -287,11 +287,7 @@ func (x Profile) loadOptions(in profile.Input, co controlplane.Checkout, user co
 		// forwarded socket, not the path inside the machine; the only service of OCE's
 		// compose.podman.yaml that mounts it is the Docker Compute worker, which this profile
 		// never starts.
-		ep, err := docker.ParseEndpoint(in.Engine, in.EngineSource)
-		if err != nil {
-			return compose.LoadOptions{}, err
-		}
-		lo.PodmanSocket = ep.Socket
+		lo.PodmanSocket = in.Engine.Socket
 	}
 	return lo, nil
 }
@@ -350,20 +346,19 @@ func (x Profile) takenSubnets(in profile.Input) ([]netip.Prefix, error) {
 			}
 		}
 	}
-	ep, err := docker.ParseEndpoint(in.Engine, in.EngineSource)
-	if err != nil {
+	if in.Engine.IsZero() {
 		return out, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	eng, err := docker.ConnectAs(ctx, ep, in.EngineSource, locate.Kind(in.EngineKind))
+	eng, err := docker.ConnectAs(ctx, in.Engine, in.EngineSource, locate.Kind(in.EngineKind))
 	if err != nil {
 		return out, nil
 	}
 	defer eng.Close()
 	nets, err := eng.API.NetworkList(ctx, network.ListOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("list the networks of the engine at %s: %w", ep, err)
+		return nil, fmt.Errorf("list the networks of the engine at %s: %w", in.Engine, err)
 	}
 	for _, n := range nets {
 		for _, c := range n.IPAM.Config {
