@@ -233,11 +233,11 @@ type Plan struct {
 	// ClusterName, APIPort (0: a free port chosen at creation) and DiskThresholdPercent are the
 	// k3d cluster's; Engine is the located Docker engine (unix:///…) and EngineSource the rule
 	// that chose it (DOCKER_HOST, a docker context, the default socket).
-	ClusterName          string `json:"clusterName,omitempty"`
-	APIPort              int    `json:"apiPort,omitempty"`
-	DiskThresholdPercent int    `json:"diskThresholdPercent,omitempty"`
+	ClusterName          string          `json:"clusterName,omitempty"`
+	APIPort              int             `json:"apiPort,omitempty"`
+	DiskThresholdPercent int             `json:"diskThresholdPercent,omitempty"`
 	Engine               locate.Endpoint `json:"dockerEngine,omitzero"`
-	EngineSource         string `json:"dockerEngineSource,omitempty"`
+	EngineSource         string          `json:"dockerEngineSource,omitempty"`
 	// EngineKind is what the engine at Engine said it is (docker or podman); empty when no engine
 	// answered while planning, in which case the dry run and the preflight report every place
 	// looked at (engineNotFound) unless an engine answers at Docker's place by then.
