@@ -218,7 +218,7 @@ func printDevStatus(g *Globals, st *observe.Status) error {
 	if g.Verbosity == 0 {
 		shown = nil
 		for _, o := range st.Objects {
-			if o.State != occdev.LivePresent {
+			if o.State != state.Present {
 				shown = append(shown, o)
 			}
 		}

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/openclaw/occ/internal/occdev"
 	"github.com/openclaw/occ/internal/occdev/observe"
 	"github.com/openclaw/occ/internal/occdev/profile"
 	"github.com/openclaw/occ/internal/occdev/state"
@@ -53,8 +52,8 @@ func TestDevStatusPrintsTheProfilesPart(t *testing.T) {
 // are not present are listed; -v lists every one.
 func TestDevStatusCountsTheObjectsAndListsTheOdd(t *testing.T) {
 	st := &observe.Status{StateDirectory: "/s", Recorded: true, Profile: "kubernetes", Cluster: &state.Cluster{Name: "c", Provider: "k3d"}, Objects: []observe.ObjectStatus{
-		{Kind: "Namespace", Name: "openshell-system", State: occdev.LivePresent},
-		{Kind: "Secret", Namespace: "openshell-system", Name: "jwt", State: occdev.LivePresent},
+		{Kind: "Namespace", Name: "openshell-system", State: state.Present},
+		{Kind: "Secret", Namespace: "openshell-system", Name: "jwt", State: state.Present},
 		{Kind: "ConfigMap", Namespace: "openshell-system", Name: "gone", State: "missing"},
 	}}
 	var out bytes.Buffer

@@ -19,6 +19,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev"
 	"github.com/openclaw/occ/internal/occdev/observe"
 	"github.com/openclaw/occ/internal/occdev/occdevtest"
+	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/testbed"
 	"github.com/openclaw/occ/internal/testbed/ocebed"
 )
@@ -180,7 +181,7 @@ func TestDevCommandsEndToEnd(t *testing.T) {
 		t.Fatalf("status: %+v", st)
 	}
 	for _, o := range st.Objects {
-		if o.State != occdev.LivePresent {
+		if o.State != state.Present {
 			t.Errorf("status: %s %s is %s", o.Kind, o.Name, o.State)
 		}
 	}

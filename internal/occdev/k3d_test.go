@@ -198,7 +198,7 @@ func testUpStatusDown(t *testing.T, b *k3dBed) {
 		}
 	}
 	for _, o := range status.Objects {
-		if o.State != occdev.LivePresent {
+		if o.State != state.Present {
 			t.Errorf("status of %s %s: %s (%s)", o.Type, o.Name, o.State, o.Detail)
 		}
 	}

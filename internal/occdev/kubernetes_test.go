@@ -323,7 +323,7 @@ func testKubernetesUpAndDown(t *testing.T, b *kubeBed) {
 	present := map[string]bool{}
 	for _, o := range status.Objects {
 		if o.Type == kubeobj.TypeObject || o.Type == helmrelease.TypeRelease {
-			present[o.Name] = o.State == occdev.LivePresent
+			present[o.Name] = o.State == state.Present
 		}
 	}
 	for _, name := range []string{kubernetes.PostgresBootstrapSecret, kubernetes.Postgres, kubernetes.ReleaseName, kubernetes.ProxyDeployment, kubernetes.InstallationSecret} {

@@ -319,7 +319,7 @@ func testPodmanComposeUpStatusDown(t *testing.T, b *podmanComposeBed) {
 		}
 	}
 	for _, obj := range status.Objects {
-		if obj.State != occdev.LivePresent {
+		if obj.State != state.Present {
 			t.Errorf("status of %s %s: %s (%s)", obj.Type, obj.Name, obj.State, obj.Detail)
 		}
 	}
