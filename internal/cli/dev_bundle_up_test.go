@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/observe"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -31,7 +32,7 @@ func TestDevUpFromABundleShowsInPlanAndStatus(t *testing.T) {
 	}
 
 	var status bytes.Buffer
-	st := &occdev.Status{StateDirectory: "/s", Recorded: true, Profile: "kubernetes", Cluster: &state.Cluster{Name: "c", Provider: "k3d"},
+	st := &observe.Status{StateDirectory: "/s", Recorded: true, Profile: "kubernetes", Cluster: &state.Cluster{Name: "c", Provider: "k3d"},
 		Selections: &state.Selections{Bundle: bundle, BundlePins: strings.Repeat("ab", 32), Offline: true}}
 	if err := printDevStatus(&Globals{Stdout: &status}, st); err != nil {
 		t.Fatal(err)

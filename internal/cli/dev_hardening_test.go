@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/observe"
 	"github.com/openclaw/occ/internal/occdev/occdevtest"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/testbed"
@@ -146,7 +147,7 @@ func TestDevJSONDocuments(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("status without state: exit %d, stderr %s", code, errOut)
 	}
-	var st occdev.Status
+	var st observe.Status
 	if err := json.Unmarshal([]byte(out), &st); err != nil {
 		t.Fatalf("status without state printed no document: %v\n%q", err, out)
 	}

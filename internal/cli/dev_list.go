@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/observe"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -16,7 +17,7 @@ func init() { devSubcommands = append(devSubcommands, newDevListCommand) }
 
 // environmentList is the document `occ dev list -o json` prints.
 type environmentList struct {
-	Environments []occdev.Environment `json:"environments"`
+	Environments []observe.Environment `json:"environments"`
 }
 
 func newDevListCommand(g *Globals) *cobra.Command {
@@ -47,7 +48,7 @@ under the table says what); unknown: occ could not look. An environment kept und
 	return cmd
 }
 
-func printEnvironments(g *Globals, envs []occdev.Environment) error {
+func printEnvironments(g *Globals, envs []observe.Environment) error {
 	w := g.Stdout
 	if len(envs) == 0 {
 		_, err := fmt.Fprintf(w, "No development environments. Create one with occ dev up (the %s environment), or another beside it with occ dev up --name NAME.\n", state.DefaultEnvironment)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/observe"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -74,7 +74,7 @@ func TestDevListShowsEachEnvironment(t *testing.T) {
 		t.Fatalf("want a header, two rows and a problem line each:\n%s", out)
 	}
 	for i, name := range []string{"default", "feature-x"} {
-		if f := strings.Fields(lines[1+i]); len(f) != 6 || f[0] != name || f[1] != "kubernetes" || f[5] != occdev.HealthUnknown {
+		if f := strings.Fields(lines[1+i]); len(f) != 6 || f[0] != name || f[1] != "kubernetes" || f[5] != observe.HealthUnknown {
 			t.Fatalf("row %d = %q, want %s, its profile and health unknown", i, lines[1+i], name)
 		}
 		if !strings.HasPrefix(lines[3+i], name+": no cluster recorded yet") {
@@ -85,12 +85,12 @@ func TestDevListShowsEachEnvironment(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
-	var doc struct{ Environments []occdev.Environment }
+	var doc struct{ Environments []observe.Environment }
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, out)
 	}
 	if len(doc.Environments) != 2 || doc.Environments[0].StateDirectory != defDir || doc.Environments[1].StateDirectory != featDir ||
-		doc.Environments[1].ClusterProvider != "existing" || doc.Environments[1].Health != occdev.HealthUnknown {
+		doc.Environments[1].ClusterProvider != "existing" || doc.Environments[1].Health != observe.HealthUnknown {
 		t.Fatalf("environments = %+v", doc.Environments)
 	}
 }
@@ -102,11 +102,11 @@ func TestDevNameSelectsTheEnvironment(t *testing.T) {
 	isolateEnvironments(t)
 	aDir := recordEnvironment(t, "a")
 	bDir := recordEnvironment(t, "b")
-	status := func(env string, args ...string) (int, occdev.Status, string) {
+	status := func(env string, args ...string) (int, observe.Status, string) {
 		t.Helper()
 		t.Setenv(state.EnvEnvironment, env)
 		code, out, errOut := run(t, append([]string{"dev", "status", "-o", "json"}, args...)...)
-		var st occdev.Status
+		var st observe.Status
 		if code == 0 {
 			if err := json.Unmarshal([]byte(out), &st); err != nil {
 				t.Fatalf("not JSON: %v\n%s", err, out)

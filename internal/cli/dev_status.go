@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/observe"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -77,7 +78,7 @@ func firstNonEmpty(s ...string) string {
 
 // objectCounts says how many objects are recorded and how many are in each state, in the order
 // the states first appear ("24 recorded: 24 present", "24 recorded: 20 present, 4 unknown").
-func objectCounts(objs []occdev.ObjectStatus) string {
+func objectCounts(objs []observe.ObjectStatus) string {
 	count := map[string]int{}
 	var order []string
 	for _, o := range objs {
@@ -93,7 +94,7 @@ func objectCounts(objs []occdev.ObjectStatus) string {
 	return fmt.Sprintf("%d recorded: %s", len(objs), strings.Join(parts, ", "))
 }
 
-func printDevStatus(g *Globals, st *occdev.Status) error {
+func printDevStatus(g *Globals, st *observe.Status) error {
 	w := g.Stdout
 	if !st.Recorded {
 		_, err := fmt.Fprintf(w, "No development state at %s: nothing is up (occ dev up creates it).\n", st.StateDirectory)
@@ -217,7 +218,7 @@ func printDevStatus(g *Globals, st *occdev.Status) error {
 	if g.Verbosity == 0 {
 		shown = nil
 		for _, o := range st.Objects {
-			if o.State != occdev.LivePresent {
+			if o.State != state.Present {
 				shown = append(shown, o)
 			}
 		}

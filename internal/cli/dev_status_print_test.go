@@ -5,7 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/observe"
+	"github.com/openclaw/occ/internal/occdev/profile"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -13,19 +14,19 @@ import (
 // that is not OCE says what it runs on its own line and its services under it, with no OCE
 // checkout line; the Compose control plane prints its checkout, project and services as before.
 func TestDevStatusPrintsTheProfilesPart(t *testing.T) {
-	base := func(profile string, cp *occdev.ControlPlaneStatus) *occdev.Status {
-		return &occdev.Status{StateDirectory: "/s", Recorded: true, Profile: profile, Cluster: &state.Cluster{Name: "c", Provider: "k3d"}, ControlPlane: cp}
+	base := func(name string, cp *profile.Status) *observe.Status {
+		return &observe.Status{StateDirectory: "/s", Recorded: true, Profile: name, Cluster: &state.Cluster{Name: "c", Provider: "k3d"}, ControlPlane: cp}
 	}
 	for _, tc := range []struct {
 		name      string
-		st        *occdev.Status
+		st        *observe.Status
 		want, not []string
 	}{
-		{"a third profile", base("note", &occdev.ControlPlaneStatus{Runs: "note: ConfigMap note-system/note-profile",
-			Services: []occdev.ServiceStatus{{Service: "note-profile", State: "present (uid u1)"}}}),
+		{"a third profile", base("note", &profile.Status{Runs: "note: ConfigMap note-system/note-profile",
+			Services: []profile.ServiceStatus{{Service: "note-profile", State: "present (uid u1)"}}}),
 			[]string{"Control plane: note: ConfigMap note-system/note-profile\n", "  note-profile         present (uid u1)\n"}, []string{"OCE checkout:", "Compose:"}},
-		{"Compose", base("compose", &occdev.ControlPlaneStatus{Checkout: "/oce", Commit: "abc", ComposeProject: "p",
-			Services: []occdev.ServiceStatus{{Service: "controller", State: "running (healthy)"}}, ServicesProblem: ""}),
+		{"Compose", base("compose", &profile.Status{Checkout: "/oce", Commit: "abc", ComposeProject: "p",
+			Services: []profile.ServiceStatus{{Service: "controller", State: "running (healthy)"}}, ServicesProblem: ""}),
 			[]string{"OCE checkout:  /oce at abc\nCompose:       project p\n  controller           running (healthy)\n"}, []string{"Control plane:"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -50,9 +51,9 @@ func TestDevStatusPrintsTheProfilesPart(t *testing.T) {
 // `occ dev status` reads in one screen: the objects are counted by state, and only those that
 // are not present are listed; -v lists every one.
 func TestDevStatusCountsTheObjectsAndListsTheOdd(t *testing.T) {
-	st := &occdev.Status{StateDirectory: "/s", Recorded: true, Profile: "kubernetes", Cluster: &state.Cluster{Name: "c", Provider: "k3d"}, Objects: []occdev.ObjectStatus{
-		{Kind: "Namespace", Name: "openshell-system", State: occdev.LivePresent},
-		{Kind: "Secret", Namespace: "openshell-system", Name: "jwt", State: occdev.LivePresent},
+	st := &observe.Status{StateDirectory: "/s", Recorded: true, Profile: "kubernetes", Cluster: &state.Cluster{Name: "c", Provider: "k3d"}, Objects: []observe.ObjectStatus{
+		{Kind: "Namespace", Name: "openshell-system", State: state.Present},
+		{Kind: "Secret", Namespace: "openshell-system", Name: "jwt", State: state.Present},
 		{Kind: "ConfigMap", Namespace: "openshell-system", Name: "gone", State: "missing"},
 	}}
 	var out bytes.Buffer

@@ -17,7 +17,9 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/observe"
 	"github.com/openclaw/occ/internal/occdev/occdevtest"
+	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/testbed"
 	"github.com/openclaw/occ/internal/testbed/ocebed"
 )
@@ -171,7 +173,7 @@ func TestDevCommandsEndToEnd(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("dev status: exit %d, stderr %s", code, errOut)
 	}
-	var st occdev.Status
+	var st observe.Status
 	if err := json.Unmarshal([]byte(statusOut), &st); err != nil {
 		t.Fatalf("dev status -o json: %v\n%s", err, statusOut)
 	}
@@ -179,7 +181,7 @@ func TestDevCommandsEndToEnd(t *testing.T) {
 		t.Fatalf("status: %+v", st)
 	}
 	for _, o := range st.Objects {
-		if o.State != occdev.LivePresent {
+		if o.State != state.Present {
 			t.Errorf("status: %s %s is %s", o.Kind, o.Name, o.State)
 		}
 	}

@@ -444,7 +444,7 @@ func testComposeUpStatusDown(t *testing.T, b *composeBed) {
 		}
 	}
 	for _, obj := range status.Objects {
-		if obj.State != occdev.LivePresent {
+		if obj.State != state.Present {
 			t.Errorf("status of %s %s: %s (%s)", obj.Type, obj.Name, obj.State, obj.Detail)
 		}
 	}

@@ -5,15 +5,16 @@
 //
 // # Layers
 //
-//	occdev/            the flow: Step, runner, rollback, Plan, Up, Down, GetStatus, PlanUp;
-//	                   Reload, which repeats the builds `up` recorded (buildrecord.go) and rolls
-//	                   the control plane onto the changed images (reload*.go) through the same
-//	                   runner
+//	occdev/            the flow: Step, runner, rollback, Plan, Up, Down, PlanUp; Reload, which
+//	                   repeats the builds `up` recorded (buildrecord.go) and rolls the control
+//	                   plane onto the changed images (reload*.go) through the same runner;
+//	                   GetStatus and List, which hand observe the registered parts' sections
 //	occdev/recorded/   the connections to what a state records, and Remove, the class-by-class
 //	                   removal `down` and the rollback run
-//	occdev/observe/    reads a recorded environment and changes nothing: Logs over its services,
-//	                   the workload states `status` shows, the debug bundle (Diagnose, and
-//	                   FailureBundle for a failed up, reload or down)
+//	occdev/observe/    reads a recorded environment and changes nothing: GetStatus (`status`)
+//	                   and List (`list`), Logs over its services, the workload states `status`
+//	                   shows, the debug bundle (Diagnose, and FailureBundle for a failed up,
+//	                   reload or down)
 //	occdev/cluster/    layer 1: the cluster Provider interface (Request in, Access out);
 //	                   cluster/k3d is the disposable k3d cluster (the default),
 //	                   cluster/existing a kubeconfig context the user already has

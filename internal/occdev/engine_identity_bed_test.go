@@ -97,7 +97,7 @@ func TestAnotherEngineAtTheRecordedSocketIsRefused(t *testing.T) {
 	t.Run("the engine that made it answers", func(t *testing.T) {
 		dir, _ := write(t, state.Engine{Kind: state.EngineDocker, Endpoint: current.Host, ID: currentID})
 		st, err := occdev.GetStatus(ctx, occdev.StatusOptions{StateDir: dir})
-		if err != nil || st.ClusterState != occdev.ClusterMissing {
+		if err != nil || st.ClusterState != observe.ClusterMissing {
 			t.Fatalf("status through the engine that made it: %+v, %v; want the cluster read as missing", st, err)
 		}
 		if _, err := occdev.Down(ctx, occdev.DownOptions{StateDir: dir}); err != nil {

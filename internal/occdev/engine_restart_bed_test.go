@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/observe"
 	"github.com/openclaw/occ/internal/testbed/dockerbed"
 )
 
@@ -74,10 +75,10 @@ func lastLine(s string) string {
 // waitRecovered reads status until the environment is whole again (the cluster exists and
 // answers, every image matches its pin, every workload is ready) or the bound passes, and
 // returns how long that took and the last status.
-func waitRecovered(t *testing.T, stateDir string, bound time.Duration) (time.Duration, *occdev.Status, error) {
+func waitRecovered(t *testing.T, stateDir string, bound time.Duration) (time.Duration, *observe.Status, error) {
 	t.Helper()
 	began := time.Now()
-	var last *occdev.Status
+	var last *observe.Status
 	var lastErr error
 	for delay := 250 * time.Millisecond; time.Since(began) < bound; delay = min(2*delay, 2*time.Second) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -95,9 +96,9 @@ func waitRecovered(t *testing.T, stateDir string, bound time.Duration) (time.Dur
 }
 
 // whole says what keeps a status from describing a whole environment, or "" when nothing does.
-func whole(st *occdev.Status) string {
+func whole(st *observe.Status) string {
 	switch {
-	case st.ClusterState != occdev.ClusterExists:
+	case st.ClusterState != observe.ClusterExists:
 		return "cluster " + st.ClusterState + " " + st.ClusterDetail
 	case !st.Reachable:
 		return "cluster not reachable: " + st.Problem
@@ -105,7 +106,7 @@ func whole(st *occdev.Status) string {
 		return "no workloads listed: " + st.WorkloadsProblem
 	}
 	for _, img := range st.Images {
-		if img.State != occdev.ImageDigestMatches {
+		if img.State != observe.ImageDigestMatches {
 			return "image " + img.Reference + " " + img.State + " " + img.Detail
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/observe"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -69,7 +70,7 @@ func TestEnvironmentsSideBySide(t *testing.T) {
 	doc := listEnvironments(t, run, "one", "two")
 	for i, want := range []struct{ name, dir, cluster string }{{"one", oneDir, one.ClusterName}, {"two", twoDir, two.ClusterName}} {
 		e := doc.Environments[i]
-		if e.Name != want.name || e.StateDirectory != want.dir || e.Cluster != want.cluster || e.Engine != b.kind || e.Profile != "kubernetes" || e.Health != occdev.HealthHealthy {
+		if e.Name != want.name || e.StateDirectory != want.dir || e.Cluster != want.cluster || e.Engine != b.kind || e.Profile != "kubernetes" || e.Health != observe.HealthHealthy {
 			t.Errorf("list entry %d = %+v, want %s in %s with cluster %s on %s, healthy", i, e, want.name, want.dir, want.cluster, b.kind)
 		}
 	}
@@ -93,7 +94,7 @@ func TestEnvironmentsSideBySide(t *testing.T) {
 		t.Errorf("two's containers after one's down: %v, want %v", got, twoContainers)
 	}
 	st, err := occdev.GetStatus(context.Background(), occdev.StatusOptions{Environment: "two"})
-	if err != nil || st.StateDirectory != twoDir || st.ClusterState != occdev.ClusterExists || !st.Reachable || st.Unknown() != 0 {
+	if err != nil || st.StateDirectory != twoDir || st.ClusterState != observe.ClusterExists || !st.Reachable || st.Unknown() != 0 {
 		t.Fatalf("two after one's down: %+v (%v), want its cluster there and answering", st, err)
 	}
 	if _, err := occdev.Down(context.Background(), occdev.DownOptions{Environment: "two"}); err != nil {
@@ -110,7 +111,7 @@ func TestEnvironmentsSideBySide(t *testing.T) {
 
 // listEnvironments runs `occ dev list -o json` through run and requires it to list exactly the
 // two environments named.
-func listEnvironments(t *testing.T, run func(args ...string) (string, string, error), one, two string) (doc struct{ Environments []occdev.Environment }) {
+func listEnvironments(t *testing.T, run func(args ...string) (string, string, error), one, two string) (doc struct{ Environments []observe.Environment }) {
 	t.Helper()
 	out, errOut, err := run("dev", "list", "-o", "json")
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
+	"github.com/openclaw/occ/internal/occdev/observe"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -154,7 +155,7 @@ func TestComposeEnvironmentsSideBySide(t *testing.T) {
 	for i, r := range []*composeRun{one, two} {
 		e, dir := doc.Environments[i], []string{oneDir, twoDir}[i]
 		if e.Name != names[i] || e.StateDirectory != dir || e.Cluster != r.opts.ClusterName || e.Profile != string(occdev.ControlPlaneCompose) ||
-			e.APIURL != apiURLs[names[i]] || e.Health != occdev.HealthHealthy {
+			e.APIURL != apiURLs[names[i]] || e.Health != observe.HealthHealthy {
 			t.Errorf("list entry %d = %+v, want %s in %s with cluster %s, Compose, API %s, healthy", i, e, names[i], dir, r.opts.ClusterName, apiURLs[names[i]])
 		}
 	}
@@ -178,7 +179,7 @@ func TestComposeEnvironmentsSideBySide(t *testing.T) {
 		t.Errorf("%s after %s's down:\n%s\nwant it as it was:\n%s", names[1], names[0], got, twoBefore)
 	}
 	st, err := occdev.GetStatus(context.Background(), occdev.StatusOptions{Environment: names[1]})
-	if err != nil || st.StateDirectory != twoDir || st.ClusterState != occdev.ClusterExists || !st.Reachable || st.Unknown() != 0 ||
+	if err != nil || st.StateDirectory != twoDir || st.ClusterState != observe.ClusterExists || !st.Reachable || st.Unknown() != 0 ||
 		st.ControlPlane == nil || st.ControlPlane.API != "ready" {
 		t.Fatalf("%s after %s's down: %+v (%v), want its cluster there and answering and its API ready", names[1], names[0], st, err)
 	}

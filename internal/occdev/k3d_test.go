@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/openclaw/occ/internal/occdev/pins"
 	"maps"
 	"os"
 	"os/exec"
@@ -21,6 +18,8 @@ import (
 
 	"github.com/docker/docker/api/types/events"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -31,7 +30,9 @@ import (
 	"github.com/openclaw/occ/internal/occdev/helmrelease"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
+	"github.com/openclaw/occ/internal/occdev/observe"
 	"github.com/openclaw/occ/internal/occdev/occdevtest"
+	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/progress"
 )
@@ -188,16 +189,16 @@ func testUpStatusDown(t *testing.T, b *k3dBed) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if status.ClusterState != occdev.ClusterExists || status.Engine != b.Engine.Host || status.EngineKind != b.kind || !status.Reachable || len(status.Images) != 3 {
+	if status.ClusterState != observe.ClusterExists || status.Engine != b.Engine.Host || status.EngineKind != b.kind || !status.Reachable || len(status.Images) != 3 {
 		t.Errorf("status: cluster %q (%s), engine %q, reachable %v, %d images", status.ClusterState, status.ClusterDetail, status.Engine, status.Reachable, len(status.Images))
 	}
 	for _, im := range status.Images {
-		if im.State != occdev.ImageDigestMatches {
+		if im.State != observe.ImageDigestMatches {
 			t.Errorf("status of %s: %s (%s)", im.Reference, im.State, im.Detail)
 		}
 	}
 	for _, o := range status.Objects {
-		if o.State != occdev.LivePresent {
+		if o.State != state.Present {
 			t.Errorf("status of %s %s: %s (%s)", o.Type, o.Name, o.State, o.Detail)
 		}
 	}
@@ -539,7 +540,7 @@ func testStatusOfChangedEnvironment(t *testing.T, b *k3dBed) {
 	if _, err := occdev.Up(ctx, opts); err != nil {
 		t.Fatalf("up: %v", err)
 	}
-	status := func() *occdev.Status {
+	status := func() *observe.Status {
 		t.Helper()
 		st, err := occdev.GetStatus(ctx, occdev.StatusOptions{StateDir: opts.StateDir})
 		if err != nil {
@@ -555,9 +556,9 @@ func testStatusOfChangedEnvironment(t *testing.T, b *k3dBed) {
 	}
 	st := status()
 	for _, im := range st.Images {
-		want := occdev.ImageDigestMatches
+		want := observe.ImageDigestMatches
 		if im.Reference == gw {
-			want = occdev.ImageDigestDiffers
+			want = observe.ImageDigestDiffers
 		}
 		if im.State != want {
 			t.Errorf("status of %s after the re-tag: %s (%s), want %s", im.Reference, im.State, im.Detail, want)
@@ -583,7 +584,7 @@ func testStatusOfChangedEnvironment(t *testing.T, b *k3dBed) {
 	if err := p.Delete(ctx, id); err != nil {
 		t.Fatalf("delete the cluster behind occ's back: %v", err)
 	}
-	if st := status(); st.ClusterState != occdev.ClusterMissing || st.Reachable {
+	if st := status(); st.ClusterState != observe.ClusterMissing || st.Reachable {
 		t.Errorf("status after the cluster was deleted: %q (%s), reachable %v", st.ClusterState, st.ClusterDetail, st.Reachable)
 	}
 
@@ -608,7 +609,7 @@ func testStatusOfChangedEnvironment(t *testing.T, b *k3dBed) {
 		}
 	})
 	containers := b.containerIDs(t, opts.ClusterName)
-	if st := status(); st.ClusterState != occdev.ClusterNotOurs || !strings.Contains(st.ClusterDetail, "owner label") {
+	if st := status(); st.ClusterState != observe.ClusterNotOurs || !strings.Contains(st.ClusterDetail, "owner label") {
 		t.Errorf("status with another cluster of the name: %q (%s)", st.ClusterState, st.ClusterDetail)
 	}
 

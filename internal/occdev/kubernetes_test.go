@@ -27,6 +27,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/helmrelease"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
+	"github.com/openclaw/occ/internal/occdev/observe"
 	"github.com/openclaw/occ/internal/occdev/profile/kubeprofile"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/testbed"
@@ -322,7 +323,7 @@ func testKubernetesUpAndDown(t *testing.T, b *kubeBed) {
 	present := map[string]bool{}
 	for _, o := range status.Objects {
 		if o.Type == kubeobj.TypeObject || o.Type == helmrelease.TypeRelease {
-			present[o.Name] = o.State == occdev.LivePresent
+			present[o.Name] = o.State == state.Present
 		}
 	}
 	for _, name := range []string{kubernetes.PostgresBootstrapSecret, kubernetes.Postgres, kubernetes.ReleaseName, kubernetes.ProxyDeployment, kubernetes.InstallationSecret} {
@@ -345,7 +346,7 @@ func testKubernetesUpAndDown(t *testing.T, b *kubeBed) {
 		}
 	}
 	statusCLIJSON, err := exec.Command(bin, "dev", "status", "--state-dir", r.opts.StateDir, "-o", "json").Output()
-	var cliStatus occdev.Status
+	var cliStatus observe.Status
 	if err != nil || json.Unmarshal(statusCLIJSON, &cliStatus) != nil || cliStatus.ControlPlane == nil || cliStatus.ControlPlane.Checkout != b.checkout {
 		t.Fatalf("occ dev status -o json: %v\n%s", err, statusCLIJSON)
 	}

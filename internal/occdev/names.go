@@ -3,7 +3,6 @@ package occdev
 import (
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
 	"github.com/openclaw/occ/internal/occdev/platform"
-	"github.com/openclaw/occ/internal/occdev/state"
 )
 
 // Names callers of the flow (the CLI, the tests of the flow) see; each is defined once, in its
@@ -19,13 +18,4 @@ const (
 	LabelManagedBy = kubeobj.LabelManagedBy
 	ManagedByOCC   = kubeobj.ManagedByOCC
 	LabelDevState  = kubeobj.LabelDevState
-)
-
-// Liveness of a recorded object compared with what exists now (`occ dev status`).
-const (
-	LivePresent     = state.Present
-	LiveMissing     = state.Missing
-	LiveChanged     = state.Changed
-	LiveTerminating = state.Terminating
-	LiveUnknown     = state.Unknown
 )

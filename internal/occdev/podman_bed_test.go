@@ -164,11 +164,11 @@ func testPodmanKubernetesUpAndDown(t *testing.T, b *kubeBed, docker *dockerbed.E
 	if err != nil {
 		t.Fatal(err)
 	}
-	if status.ClusterState != occdev.ClusterExists || status.EngineKind != state.EnginePodman || status.Engine != b.Engine.Host {
+	if status.ClusterState != observe.ClusterExists || status.EngineKind != state.EnginePodman || status.Engine != b.Engine.Host {
 		t.Errorf("status: cluster %q (%s), engine %s %q", status.ClusterState, status.ClusterDetail, status.EngineKind, status.Engine)
 	}
 	for _, im := range status.Images {
-		if im.State != occdev.ImageDigestMatches {
+		if im.State != observe.ImageDigestMatches {
 			t.Errorf("status of %s: %s (%s)", im.Reference, im.State, im.Detail)
 		}
 	}

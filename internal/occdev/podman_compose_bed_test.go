@@ -19,6 +19,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
+	"github.com/openclaw/occ/internal/occdev/observe"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/testbed/dockerbed"
 	"github.com/openclaw/occ/internal/testbed/ocebed"
@@ -308,7 +309,7 @@ func testPodmanComposeUpStatusDown(t *testing.T, b *podmanComposeBed) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if status.EngineKind != state.EnginePodman || status.Engine != b.Engine.Host || status.ClusterState != occdev.ClusterExists ||
+	if status.EngineKind != state.EnginePodman || status.Engine != b.Engine.Host || status.ClusterState != observe.ClusterExists ||
 		status.ControlPlane == nil || status.ControlPlane.API != "ready" {
 		t.Fatalf("status: engine %s %s, cluster %s, control plane %+v", status.EngineKind, status.Engine, status.ClusterState, status.ControlPlane)
 	}
@@ -318,7 +319,7 @@ func testPodmanComposeUpStatusDown(t *testing.T, b *podmanComposeBed) {
 		}
 	}
 	for _, obj := range status.Objects {
-		if obj.State != occdev.LivePresent {
+		if obj.State != state.Present {
 			t.Errorf("status of %s %s: %s (%s)", obj.Type, obj.Name, obj.State, obj.Detail)
 		}
 	}

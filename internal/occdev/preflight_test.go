@@ -15,6 +15,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev"
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/occdevtest"
+	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/progress"
 )
 
@@ -116,7 +117,7 @@ func TestStatusOfUnreachableClusterIsUnknownWithCause(t *testing.T) {
 		t.Fatalf("%d of %d objects unknown; want all", st.Unknown(), len(st.Objects))
 	}
 	for _, o := range st.Objects {
-		if o.State != occdev.LiveUnknown || !strings.Contains(o.Detail, "connection refused") {
+		if o.State != state.Unknown || !strings.Contains(o.Detail, "connection refused") {
 			t.Errorf("%s %s: %s (%q); want unknown with the cause", o.Kind, o.Name, o.State, o.Detail)
 		}
 	}

@@ -70,12 +70,12 @@ func reloaderOf(x profile.Profile) *reloadHook {
 }
 
 // statusOf is the status hook of a profile package, nil when the profile has none.
-func statusOf(x profile.Profile) func(ctx context.Context, rec *recorded.Env) *ControlPlaneStatus {
+func statusOf(x profile.Profile) func(ctx context.Context, rec *recorded.Env) *profile.Status {
 	sr, ok := x.(profile.StatusReader)
 	if !ok {
 		return nil
 	}
-	return func(ctx context.Context, rec *recorded.Env) *ControlPlaneStatus {
+	return func(ctx context.Context, rec *recorded.Env) *profile.Status {
 		return sr.Status(ctx, recordedEnv{rec})
 	}
 }
@@ -104,7 +104,7 @@ func reloadHookOf(dir, occ, name string, d deps) (*reloadHook, error) {
 // statusHookOf is the status hook of the control plane the state records by name; nil (a
 // profile without one, or a name no registered profile has) reports the recorded OCE control
 // plane alone.
-func statusHookOf(name string, d deps) func(ctx context.Context, rec *recorded.Env) *ControlPlaneStatus {
+func statusHookOf(name string, d deps) func(ctx context.Context, rec *recorded.Env) *profile.Status {
 	return statusOf(controlPlanes(UpOptions{deps: d})[ControlPlane(name)])
 }
 

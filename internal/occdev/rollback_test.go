@@ -294,7 +294,7 @@ func TestPartialRollbackKeepsStateAndDownFinishes(t *testing.T) {
 		t.Fatalf("state keeps %v; want exactly the RuntimeClass that could not be deleted", st.Objects)
 	}
 	status, err := occdev.GetStatus(ctx, occdev.StatusOptions{StateDir: b.StateDir})
-	if err != nil || len(status.Objects) != 1 || status.Objects[0].State != occdev.LivePresent {
+	if err != nil || len(status.Objects) != 1 || status.Objects[0].State != state.Present {
 		t.Fatalf("status after the partial rollback: %+v, %v", status, err)
 	}
 

@@ -196,7 +196,7 @@ func TestUpThenDownRemovesExactlyWhatUpCreated(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, o := range status.Objects {
-		if o.State != occdev.LivePresent {
+		if o.State != state.Present {
 			t.Errorf("status after up: %s %s/%s is %s (%s), want present", o.Kind, o.Namespace, o.Name, o.State, o.Detail)
 		}
 	}
@@ -318,7 +318,7 @@ func TestTwoUpsOnOneStateDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, o := range status.Objects {
-		if o.State != occdev.LivePresent {
+		if o.State != state.Present {
 			t.Errorf("winner's %s %s is %s after the race", o.Kind, o.Name, o.State)
 		}
 	}
@@ -434,13 +434,13 @@ func TestStatusAndDownAfterObjectsChangedBehindOCC(t *testing.T) {
 			states["HelmRelease/"+o.Name] = o.State
 		}
 	}
-	if states["NetworkPolicy/openclaw-enterprise-openshell-egress"] != occdev.LiveMissing {
+	if states["NetworkPolicy/openclaw-enterprise-openshell-egress"] != state.Missing {
 		t.Errorf("deleted NetworkPolicy reported %q, want missing", states["NetworkPolicy/openclaw-enterprise-openshell-egress"])
 	}
-	if states["Secret/"+occdev.GatewayJWTSecretName] != occdev.LiveChanged {
+	if states["Secret/"+occdev.GatewayJWTSecretName] != state.Changed {
 		t.Errorf("replaced Secret reported %q, want changed", states["Secret/"+occdev.GatewayJWTSecretName])
 	}
-	if states["HelmRelease/"+occdev.GatewayRelease] != occdev.LivePresent || states["RuntimeClass/"+occdev.RuntimeClassName] != occdev.LivePresent {
+	if states["HelmRelease/"+occdev.GatewayRelease] != state.Present || states["RuntimeClass/"+occdev.RuntimeClassName] != state.Present {
 		t.Errorf("untouched objects not present: %v", states)
 	}
 

@@ -1,4 +1,7 @@
 // Package observe reads an environment a state records and changes nothing in it: `occ dev
+// status` (GetStatus: each recorded object, the cluster occ created, the imported images, the
+// workloads, and the control plane's section, which the registered parts hand in as Parts),
+// `occ dev list` (List: every named environment's status, summed up as its health), `occ dev
 // logs` (Logs, over the recorded services: the Compose services through the recorded engine,
 // every Kubernetes workload through the recorded cluster's pods/log), the names SERVICE
 // completes to (ServiceNames), the workload states `occ dev status` shows (WorkloadStatuses),
