@@ -14,6 +14,7 @@ import (
 	"math/big"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -299,6 +300,85 @@ func testComposeRoute(t *testing.T, b *composeBed, run func(t *testing.T) *compo
 				t.Errorf("left after the rollback: %v", left)
 			}
 		})
+	}
+	// The built `occ dev up`, run from the checkout, killed with SIGKILL once the route serves
+	// (then status and down), or stopped with Ctrl-C once the services are admitted to it (up
+	// rolls back by itself), leaves nothing: the route's files and objects, the project and the
+	// routing images.
+	bin := buildOCC(t)
+	for _, c := range []struct {
+		step string
+		sig  syscall.Signal
+	}{{"Set up the private Agent Gateway route", syscall.SIGKILL}, {"Admit the controller and worker-kubernetes to the private route", syscall.SIGINT}} {
+		t.Run(c.sig.String()+" after "+c.step, func(t *testing.T) {
+			b.forgetProducts(t)
+			b.forgetRouting(t, imgs)
+			r := run(t)
+			signalComposeUpAfterRoute(t, b, bin, r, pinFile, imgs, c.step, c.sig)
+		})
+	}
+}
+
+// signalComposeUpAfterRoute runs the built `occ dev up` of r with the routing pins, plays the
+// routing controllers once their manifests are applied, sends sig when step has finished, and
+// checks that nothing is left once the run (SIGINT) or status and down (SIGKILL) are over.
+func signalComposeUpAfterRoute(t *testing.T, b *composeBed, bin string, r *composeRun, pinFile string, imgs map[string]pins.Image, step string, sig syscall.Signal) {
+	downAtEnd(t, r.opts.StateDir)
+	tmp := t.TempDir()
+	env := b.cliEnv(t, r, "TMPDIR="+tmp)
+	up := exec.Command(bin, "dev", "up", "--cluster-name", r.opts.ClusterName, "--pin-file", pinFile, "--openshell-archive", b.archive,
+		"--gateway-endpoint", r.opts.GatewayEndpoint, "--startup-timeout", "3m", "--", "-f", "../../build-network.yaml")
+	up.Dir = filepath.Join(r.checkout, "apps", "controller")
+	up.Env = env
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	played := make(chan error, 2)
+	playing := false
+	run := runSignalledWhen(t, up, sig, "step "+step+" finished", func(line string) bool {
+		if !playing && strings.HasPrefix(line, "✓ Apply the routing controller manifests ") {
+			playing = true
+			go func() { played <- playEnvoyGateway(ctx, t, r.opts.StateDir) }()
+			go func() {
+				_, err := playRoute(ctx, t, r.opts.StateDir, imgs["envoy-gateway"].DigestReference())
+				played <- err
+			}()
+		}
+		return strings.HasPrefix(line, "✓ "+step+" ")
+	}, nil)
+	cancel()
+	if playing {
+		for range 2 {
+			<-played // the route served before the signal; what the playing saw after it does not matter
+		}
+	}
+	var vols []string
+	if sig == syscall.SIGKILL {
+		if !run.killedBy(syscall.SIGKILL) {
+			t.Fatalf("up was not killed after %q: %v", step, run.err)
+		}
+		vols = b.volumesOf(t, r.opts.ClusterName)
+		status := exec.Command(bin, "dev", "status")
+		status.Dir, status.Env = up.Dir, env
+		out, err := status.CombinedOutput()
+		if err != nil && !strings.Contains(string(out), "Error: ") {
+			t.Errorf("occ dev status after the kill: %v\n%s", err, out)
+		}
+		down := exec.Command(bin, "dev", "down")
+		down.Dir, down.Env = up.Dir, env
+		if out, err := down.CombinedOutput(); err != nil {
+			t.Fatalf("occ dev down after the kill: %v\n%s", err, out)
+		}
+	} else if code := up.ProcessState.ExitCode(); code != 128+int(sig) || !strings.Contains(run.stderr, "interrupted") {
+		t.Errorf("up after %s: exit %d, want %d, saying it was interrupted:\n%s", sig, code, 128+int(sig), run.stderr)
+	}
+	if !stateGone(r.opts.StateDir) {
+		t.Errorf("state directory %s left", r.opts.StateDir)
+	}
+	if left := append(b.projectLeftovers(t, r, vols), b.routingLeft(t, imgs)...); len(left) > 0 {
+		t.Errorf("left after %s and the cleanup: %v", sig, left)
+	}
+	if entries, _ := os.ReadDir(tmp); len(entries) > 0 {
+		t.Errorf("temporary files left in TMPDIR: %d", len(entries))
 	}
 }
 
