@@ -102,10 +102,8 @@ type KubernetesOptions = kubeprofile.Options
 // EnvDevPort is the OCE API's port on 127.0.0.1 (the Kubernetes-only profile).
 const EnvDevPort = kubeprofile.EnvDevPort
 
-// The build output file and the controller's and Agent runtime's image roles, which `occ dev
-// reload` shares.
+// The controller's and Agent runtime's image roles, which `occ dev reload` shares.
 const (
-	buildLogFile   = kubeprofile.BuildLogFile
 	roleController = oce.RoleController
 	roleRuntime    = oce.RoleRuntime
 )

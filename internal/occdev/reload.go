@@ -17,11 +17,13 @@ import (
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/observe"
+	"github.com/openclaw/occ/internal/occdev/option"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/profile"
 	"github.com/openclaw/occ/internal/occdev/profile/oce"
 	"github.com/openclaw/occ/internal/occdev/recorded"
 	"github.com/openclaw/occ/internal/occdev/state"
+	"github.com/openclaw/occ/internal/occdev/step"
 	"github.com/openclaw/occ/internal/progress"
 )
 
@@ -135,7 +137,7 @@ func Reload(ctx context.Context, opts ReloadOptions) (_ *ReloadResult, err error
 		return nil, err
 	}
 	dir := loc.Dir
-	if opts.StartupTimeout, err = startupTimeout(opts.StartupTimeout); err != nil {
+	if opts.StartupTimeout, err = option.StartupTimeout(opts.StartupTimeout); err != nil {
 		return nil, err
 	}
 	log := opts.Log
@@ -180,7 +182,7 @@ func Reload(ctx context.Context, opts ReloadOptions) (_ *ReloadResult, err error
 	}
 	r := &run{
 		plan:  &Plan{StateDir: dir, Namespace: st.PlatformNamespace, StartupTimeout: opts.StartupTimeout},
-		log:   &syncWriter{w: log},
+		log:   &step.SyncWriter{W: log},
 		state: d,
 		reload: &reloadRun{
 			opts: opts, rec: rec, st: st, hook: hook, built: map[string]images.Local{}, changed: map[string]bool{},
@@ -204,12 +206,7 @@ func Reload(ctx context.Context, opts ReloadOptions) (_ *ReloadResult, err error
 }
 
 // reloadCommand is the command that repeats a reload, shell-quoted.
-func reloadCommand(occ, dir string) string {
-	if occ == "" {
-		occ = "occ"
-	}
-	return shellQuote(occ) + " dev reload --state-dir " + shellQuote(dir)
-}
+func reloadCommand(occ, dir string) string { return recorded.Command(occ, "reload", dir) }
 
 // result is the reload's summary from the record it left.
 func (rr *reloadRun) result(st state.State, dir string) *ReloadResult {
@@ -437,7 +434,7 @@ func asBuilds(builds []oce.RecordedBuild) []profile.Build {
 // to the import. The build output goes to image-build.log in the state directory.
 func rebuildImages(ctx context.Context, r *run, rep progress.Reporter) error {
 	rr := r.reload
-	logPath := r.state.File(buildLogFile)
+	logPath := r.state.File(oce.BuildLogFile)
 	out, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("open the build log: %w", err)
@@ -483,7 +480,7 @@ func importRebuilt(ctx context.Context, r *run, rep progress.Reporter) error {
 	}
 	// The recorded cluster's provider imports through the recorded engine; the provider's own
 	// log lines go to the state directory, as during `up`.
-	req := cluster.Request{Engine: r.engine.Endpoint, KubeconfigFile: r.state.File(kubeconfigFile), Log: r.log, Progress: rep}
+	req := cluster.Request{Engine: r.engine.Endpoint, KubeconfigFile: r.state.File(cluster.KubeconfigFile), Log: r.log, Progress: rep}
 	importer, err := cluster.ImporterOf(ctx, r.provider, req, r.conn.Access)
 	if err != nil {
 		return err
@@ -648,7 +645,7 @@ func PlanReload(opts ReloadOptions) (*ReloadPlan, error) {
 		return nil, err
 	}
 	dir := loc.Dir
-	if _, err := startupTimeout(opts.StartupTimeout); err != nil {
+	if _, err := option.StartupTimeout(opts.StartupTimeout); err != nil {
 		return nil, err
 	}
 	st, err := loc.Read()
