@@ -92,9 +92,6 @@ type run struct {
 	gateway          *platform.Gateway
 	gatewayEndpoint  string
 	installationPath string
-
-	// reload is the part of an `occ dev reload` (reload.go); nil for `up`.
-	reload *reloadRun
 }
 
 // close releases what the run holds open outside the state.
