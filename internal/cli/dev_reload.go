@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/reload"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -82,7 +83,7 @@ func devReloadFlags(cmd *cobra.Command) (*devFlags, *occdev.ReloadOptions, *bool
 	return flags, opts, dry
 }
 
-func printReload(g *Globals, res *occdev.ReloadResult) error {
+func printReload(g *Globals, res *reload.Result) error {
 	w := g.Stdout
 	var changed []string
 	for _, img := range res.Images {
@@ -107,7 +108,7 @@ func printReload(g *Globals, res *occdev.ReloadResult) error {
 	return err
 }
 
-func printReloadPlan(g *Globals, p *occdev.ReloadPlan) error {
+func printReloadPlan(g *Globals, p *reload.Plan) error {
 	w := g.Stdout
 	fmt.Fprintf(w, "Would reload the %s environment recorded in %s, from %s (recorded at %s):\n", p.Profile, p.StateDirectory, p.Checkout, p.RecordedCommit)
 	for _, b := range p.Builds {

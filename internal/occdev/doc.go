@@ -5,10 +5,12 @@
 //
 // # Layers
 //
-//	occdev/            the flow: Step, runner, rollback, Plan, Up, Down, PlanUp; Reload, which
-//	                   repeats the builds `up` recorded (buildrecord.go) and rolls the control
-//	                   plane onto the changed images (reload*.go) through the same runner;
-//	                   GetStatus and List, which hand observe the registered parts' sections
+//	occdev/            the flow: Step, runner, rollback, Plan, Up, Down, PlanUp; GetStatus and
+//	                   List, which hand observe/ the registered parts' sections; Reload and
+//	                   PlanReload, which hand reload/ the registered profiles and providers
+//	occdev/reload/     `occ dev reload`: repeats the builds `up` recorded (profile/oce), imports
+//	                   and verifies the changed images and rolls the OCE control plane onto them
+//	                   through its profile's reload steps, on a run and step list of its own
 //	occdev/recorded/   the connections to what a state records, and Remove, the class-by-class
 //	                   removal `down` and the rollback run
 //	occdev/observe/    reads a recorded environment and changes nothing: GetStatus (`status`)

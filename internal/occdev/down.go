@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/openclaw/occ/internal/occdev/observe"
 	"github.com/openclaw/occ/internal/occdev/recorded"
 	"github.com/openclaw/occ/internal/occdev/state"
+	"github.com/openclaw/occ/internal/occdev/step"
 )
 
 // DownOptions are the settings of `occ dev down`.
@@ -76,7 +76,7 @@ func Down(ctx context.Context, opts DownOptions) (*DownResult, error) {
 	// of the run; state.json then holds what is left.
 	var removals bytes.Buffer
 	if !opts.NoDiagnose {
-		log = &syncWriter{w: io.MultiWriter(log, &removals)}
+		log = &step.SyncWriter{W: io.MultiWriter(log, &removals)}
 	}
 	res, err := removeRecorded(ctx, d, rec, log, opts.OCCCommand)
 	if err != nil {
@@ -108,25 +108,5 @@ func removeRecorded(ctx context.Context, d *state.Dir, rec *recorded.Env, log io
 	return res, nil
 }
 
-// DownCommand is the exact command that finishes a cleanup, shell-quoted.
-func DownCommand(occ, dir string) string {
-	if occ == "" {
-		occ = "occ"
-	}
-	return shellQuote(occ) + " dev down --state-dir " + shellQuote(dir)
-}
-
-// shellQuote quotes s for a POSIX shell when it holds anything but safe characters.
-func shellQuote(s string) string {
-	safe := s != ""
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+=:,@%", r)) {
-			safe = false
-			break
-		}
-	}
-	if safe {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
+// DownCommand is the exact command that finishes a cleanup, shell-quoted (recorded.DownCommand).
+func DownCommand(occ, dir string) string { return recorded.DownCommand(occ, dir) }

@@ -1,8 +1,6 @@
 package occdev
 
-import (
-	"time"
-)
+import "github.com/openclaw/occ/internal/occdev/option"
 
 // The environment variables of the settings of `occ dev` that no lower package owns. The CLI
 // binds each to its flag, and the error of a bad value names it; the other settings' variables
@@ -17,20 +15,8 @@ const (
 	EnvGatewayEndpoint = "OCC_DEVELOPMENT_GATEWAY_ENDPOINT"
 	EnvBundle          = "OCC_DEVELOPMENT_BUNDLE"
 	EnvOffline         = "OCC_DEVELOPMENT_OFFLINE"
-	// EnvStartupTimeoutSeconds sets the startup timeout in whole seconds (the flag takes a
-	// duration).
-	EnvStartupTimeoutSeconds = "OCC_DEVELOPMENT_STARTUP_TIMEOUT_SECONDS"
 )
 
-// startupTimeout applies the one rule of the startup timeout, for `up` and `reload` alike: 0
-// is the default, anything else lies between 1s and 24h.
-func startupTimeout(d time.Duration) (time.Duration, error) {
-	switch {
-	case d == 0:
-		return defaultStartupTimeout, nil
-	case d < time.Second || d > maxStartupTimeout:
-		return 0, &OptionError{Option: "--startup-timeout (" + EnvStartupTimeoutSeconds + ")", Value: d.String(),
-			Rule: "must be between 1s and 24h", Fix: "pass a duration such as 10m"}
-	}
-	return d, nil
-}
+// EnvStartupTimeoutSeconds sets the startup timeout of `up` and `reload` in whole seconds (the
+// flag takes a duration); its rule is option.StartupTimeout.
+const EnvStartupTimeoutSeconds = option.EnvStartupTimeoutSeconds

@@ -46,11 +46,6 @@ const (
 	ControlPlaneKubernetes = platform.ControlPlaneKubernetes
 )
 
-const (
-	defaultStartupTimeout = 600 * time.Second
-	maxStartupTimeout     = 86400 * time.Second
-)
-
 // The cluster providers: occ's own k3d cluster (the default of both profiles) or a kubeconfig
 // context the user already has.
 const (
@@ -337,7 +332,7 @@ func resolvePlanWith(table map[string]cluster.Registration, o UpOptions) (*Plan,
 	if err := resolveControlPlane(p, o); err != nil {
 		return nil, err
 	}
-	if p.StartupTimeout, err = startupTimeout(o.StartupTimeout); err != nil {
+	if p.StartupTimeout, err = option.StartupTimeout(o.StartupTimeout); err != nil {
 		return nil, err
 	}
 	if p.GatewayEndpoint, err = checkGatewayEndpoint(o.GatewayEndpoint); err != nil {

@@ -11,7 +11,6 @@ import (
 	"github.com/openclaw/occ/internal/occdev/profile"
 	"github.com/openclaw/occ/internal/occdev/profile/composeprofile"
 	"github.com/openclaw/occ/internal/occdev/profile/kubeprofile"
-	"github.com/openclaw/occ/internal/occdev/profile/oce"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/occdev/step"
 )
@@ -101,11 +100,3 @@ type KubernetesOptions = kubeprofile.Options
 
 // EnvDevPort is the OCE API's port on 127.0.0.1 (the Kubernetes-only profile).
 const EnvDevPort = kubeprofile.EnvDevPort
-
-// The build output file and the controller's and Agent runtime's image roles, which `occ dev
-// reload` shares.
-const (
-	buildLogFile   = kubeprofile.BuildLogFile
-	roleController = oce.RoleController
-	roleRuntime    = oce.RoleRuntime
-)

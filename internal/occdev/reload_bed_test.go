@@ -21,6 +21,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
+	"github.com/openclaw/occ/internal/occdev/reload"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/testbed/dockerbed"
 )
@@ -73,7 +74,7 @@ func TestComposeReload(t *testing.T) {
 	if err != nil {
 		t.Fatalf("reload without a change: %v", err)
 	}
-	if len(res.Rolled) != 0 || slices.ContainsFunc(res.Images, func(i occdev.ReloadedImage) bool { return i.Changed }) {
+	if len(res.Rolled) != 0 || slices.ContainsFunc(res.Images, func(i reload.Image) bool { return i.Changed }) {
 		t.Errorf("a reload without a change changed something: %+v", res)
 	}
 
@@ -444,11 +445,11 @@ func recordedRole(st state.State, role string) state.ControlPlaneImage {
 	return state.ControlPlaneImage{}
 }
 
-func imageOf(res *occdev.ReloadResult, role string) occdev.ReloadedImage {
+func imageOf(res *reload.Result, role string) reload.Image {
 	for _, img := range res.Images {
 		if img.Role == role {
 			return img
 		}
 	}
-	return occdev.ReloadedImage{}
+	return reload.Image{}
 }

@@ -92,9 +92,6 @@ type run struct {
 	gateway          *platform.Gateway
 	gatewayEndpoint  string
 	installationPath string
-
-	// reload is the part of an `occ dev reload` (reload.go); nil for `up`.
-	reload *reloadRun
 }
 
 // close releases what the run holds open outside the state.
@@ -109,12 +106,6 @@ func (r *run) close() {
 		_ = r.provider.Close()
 	}
 }
-
-// Files of the state directory the cluster provider writes its kubeconfigs to.
-const (
-	kubeconfigFile          = "kubeconfig"
-	containerKubeconfigFile = "container-kubeconfig"
-)
 
 // clusterRequest is what the provider sees. Before the state is claimed (preflight, dry run)
 // it has no owner, recorder or state paths.
@@ -132,14 +123,14 @@ func clusterRequest(p *Plan, d *state.Dir, log io.Writer, rep progress.Reporter)
 		Pins: p.pins, Log: log, Progress: rep, Needs: p.profile.Needs(), Settings: p.clusterSettings,
 	}
 	if d != nil {
-		req.KubeconfigFile = d.File(kubeconfigFile)
-		req.ContainerKubeconfigFile = d.File(containerKubeconfigFile)
+		req.KubeconfigFile = d.File(cluster.KubeconfigFile)
+		req.ContainerKubeconfigFile = d.File(cluster.ContainerKubeconfigFile)
 		req.Owner = d.State().Owner()
 		req.Recorder = d
 	} else if p.StateDir != "" {
 		// The dry run describes the files where `up` will write them.
-		req.KubeconfigFile = filepath.Join(p.StateDir, kubeconfigFile)
-		req.ContainerKubeconfigFile = filepath.Join(p.StateDir, containerKubeconfigFile)
+		req.KubeconfigFile = filepath.Join(p.StateDir, cluster.KubeconfigFile)
+		req.ContainerKubeconfigFile = filepath.Join(p.StateDir, cluster.ContainerKubeconfigFile)
 	}
 	return req
 }

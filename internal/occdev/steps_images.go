@@ -365,11 +365,7 @@ func (r *run) nodeImporter(ctx context.Context, rep progress.Reporter) (images.I
 func (r *run) importImages(ctx context.Context, rep progress.Reporter, importer images.Importer, local []images.Local) ([]images.Imported, error) {
 	return images.Import(ctx, images.ImportOptions{
 		API: r.engine.API, Importer: importer, Images: local, Recorder: r.state,
-		Progress: func(ev images.Event) {
-			if ev.Status != "importing" && ev.Status != "imported" {
-				rep.Note(ev.Image + ": " + ev.Status)
-			}
-		},
+		Progress: images.ImportNotes(rep.Note),
 	})
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/openclaw/occ/internal/interrupt"
@@ -14,6 +13,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/observe"
 	"github.com/openclaw/occ/internal/occdev/recorded"
 	"github.com/openclaw/occ/internal/occdev/state"
+	"github.com/openclaw/occ/internal/occdev/step"
 )
 
 // rollbackTimeout bounds the cleanup after a failed `up`. It runs on a fresh context, so a
@@ -240,7 +240,7 @@ func Up(ctx context.Context, opts UpOptions) (_ *Summary, err error) {
 		timeline = diagnose.NewTimeline(time.Now())
 		opts.Progress = timeline.Record(opts.Progress)
 	}
-	r := &run{plan: p, opts: opts, log: &syncWriter{w: log}, provider: p.openProvider()}
+	r := &run{plan: p, opts: opts, log: &step.SyncWriter{W: log}, provider: p.openProvider()}
 	r.makeImageSlots()
 	defer r.close()
 	defer func() {
@@ -361,16 +361,4 @@ func rollback(parent context.Context, r *run, cause error, occ string) error {
 		return fmt.Errorf("%w\nrolled back: %s, and %s, which existed before up, was emptied and stays", cause, removed, dir)
 	}
 	return fmt.Errorf("%w\nrolled back: %s, and %s was deleted", cause, removed, dir)
-}
-
-// syncWriter serialises the log writes of concurrent lanes.
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(b []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(b)
 }

@@ -38,6 +38,13 @@ import (
 // Access, never the environment they run in.
 type Access = state.Cluster
 
+// The files of the state directory a provider that creates its cluster writes its kubeconfigs
+// to (Request.KubeconfigFile and ContainerKubeconfigFile).
+const (
+	KubeconfigFile          = "kubeconfig"
+	ContainerKubeconfigFile = "container-kubeconfig"
+)
+
 // Request is everything a provider may use. Describe and Check get a Request without Owner,
 // Recorder and Progress (a dry run records nothing and reports no progress).
 type Request struct {

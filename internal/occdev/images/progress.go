@@ -36,6 +36,16 @@ func Totals(report func(done, total int64)) func(Event) {
 	}
 }
 
+// ImportNotes puts the events of an import on its step's line through note: each image's
+// status but the import's own start and end ("importing", "imported").
+func ImportNotes(note func(string)) func(Event) {
+	return func(ev Event) {
+		if ev.Status != "importing" && ev.Status != "imported" {
+			note(ev.Image + ": " + ev.Status)
+		}
+	}
+}
+
 // DownloadsDone watches the per-layer events of one image's pull and calls done once the engine
 // has every layer's bytes: each layer the pull announced has finished downloading (or was
 // already there), though the engine may still be extracting them. That is when the link is free

@@ -1,5 +1,6 @@
 // Package option holds the one error every layer of `occ dev` returns for a bad setting, so
-// the CLI reports all of them the same way (a usage error, exit 2) whichever layer found it.
+// the CLI reports all of them the same way (a usage error, exit 2) whichever layer found it, and
+// the rule of the one setting `up` and `reload` share (the startup timeout).
 package option
 
 import "fmt"

@@ -50,7 +50,7 @@ const (
 	// EnvDevPort is the OCE API's port on 127.0.0.1.
 	EnvDevPort = "OPENCLAW_DEV_PORT"
 	// BuildLogFile is the file of the state directory the image builds write their output to.
-	BuildLogFile     = "image-build.log"
+	BuildLogFile     = oce.BuildLogFile
 	defaultDevPort   = 3000
 	passwordFileName = kubernetes.PasswordFileName
 )

@@ -24,6 +24,10 @@ import (
 // files and settings, and state.json never holds a value that could be a secret.
 const BuildsFile = "builds.json"
 
+// BuildLogFile is the file of the state directory the image builds of `up` and `reload` write
+// their output to.
+const BuildLogFile = "image-build.log"
+
 // RecordedBuild is one build `up` made: the request it handed the engine's BuildKit (the bases
 // already resolved to the digests `up` pulled), the control-plane image role it fills, and
 // where the result runs.
