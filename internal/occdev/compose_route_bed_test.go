@@ -38,6 +38,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/platform"
+	"github.com/openclaw/occ/internal/occdev/reload"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/testbed/dockerbed"
 )
@@ -251,7 +252,7 @@ func testComposeRoute(t *testing.T, b *composeBed, run func(t *testing.T) *compo
 		}
 		editSource(t, filepath.Join(r.checkout, serverScript), "an edit under the route")
 		reloadSteps := &recordedProgress{}
-		res, err := occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir, Progress: reloadSteps.sink})
+		res, err := occdev.Reload(ctx, occdev.ReloadOptions{Options: reload.Options{StateDir: dir, Progress: reloadSteps.sink}})
 		if err != nil {
 			t.Fatalf("reload: %v", err)
 		}

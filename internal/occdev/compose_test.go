@@ -32,6 +32,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
 	"github.com/openclaw/occ/internal/occdev/images"
+	"github.com/openclaw/occ/internal/occdev/reload"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/testbed/dockerbed"
 	"github.com/openclaw/occ/internal/testbed/ocebed"
@@ -463,7 +464,7 @@ func testComposeUpStatusDown(t *testing.T, b *composeBed) {
 	// network namespace, which then runs in the new controller's.
 	editSource(t, filepath.Join(r.checkout, serverScript), "edit under the metrics agent")
 	reloadStart := time.Now()
-	rel, err := occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir, Services: []string{"controller"}})
+	rel, err := occdev.Reload(ctx, occdev.ReloadOptions{Options: reload.Options{StateDir: dir, Services: []string{"controller"}}})
 	if err != nil {
 		t.Fatalf("reload controller: %v", err)
 	}
@@ -1001,7 +1002,7 @@ func failAfter(step string) func(string) error {
 
 // reloadFailingAfter is a reload of the environment in dir whose step named step fails.
 func reloadFailingAfter(dir, step string) occdev.ReloadOptions {
-	opts := occdev.ReloadOptions{StateDir: dir}
+	opts := occdev.ReloadOptions{Options: reload.Options{StateDir: dir}}
 	opts.NoDiagnose = true // a matrix of interruptions; the bundle has tests of its own
 	opts.Seams().AfterStep = failAfter(step)
 	return opts

@@ -12,6 +12,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev"
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/observe"
+	"github.com/openclaw/occ/internal/occdev/reload"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/testbed/dockerbed"
 )
@@ -84,7 +85,7 @@ func TestAnotherEngineAtTheRecordedSocketIsRefused(t *testing.T) {
 			_, err := occdev.GetStatus(ctx, occdev.StatusOptions{StateDir: dir})
 			check("status", err)
 			check("logs", observe.Logs(ctx, observe.LogsOptions{StateDir: dir, Tail: -1, Out: &bytes.Buffer{}}))
-			_, err = occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir})
+			_, err = occdev.Reload(ctx, occdev.ReloadOptions{Options: reload.Options{StateDir: dir}})
 			check("reload", err)
 			_, err = occdev.Down(ctx, occdev.DownOptions{StateDir: dir})
 			check("down", err)

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/reload"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/testbed"
 )
@@ -117,7 +118,7 @@ func TestFailedReloadWritesDebugBundle(t *testing.T) {
 	t.Cleanup(func() { _, _ = occdev.Down(context.Background(), occdev.DownOptions{StateDir: b.StateDir}) })
 	canary := plantCanary(t, b)
 
-	_, err := occdev.Reload(ctx, occdev.ReloadOptions{StateDir: b.StateDir, OCCVersion: "occ v9.9.9-test"})
+	_, err := occdev.Reload(ctx, occdev.ReloadOptions{Options: reload.Options{StateDir: b.StateDir, OCCVersion: "occ v9.9.9-test"}})
 	if err == nil || !strings.Contains(err.Error(), "it has no OCE control plane") {
 		t.Fatalf("reload: %v; want the refusal of an environment without a control plane", err)
 	}
@@ -133,14 +134,14 @@ func TestFailedReloadWritesDebugBundle(t *testing.T) {
 	assertNoCanary(t, entries, canary)
 
 	// --no-diagnose: the same refusal, no bundle.
-	_, err = occdev.Reload(ctx, occdev.ReloadOptions{StateDir: b.StateDir, NoDiagnose: true})
+	_, err = occdev.Reload(ctx, occdev.ReloadOptions{Options: reload.Options{StateDir: b.StateDir, NoDiagnose: true}})
 	if err == nil || strings.Contains(err.Error(), "debug bundle") {
 		t.Errorf("reload with NoDiagnose: %v; want the refusal without a bundle", err)
 	}
 	// A reload the user stopped did not fail: no bundle either.
 	stopped, cancel := context.WithCancel(ctx)
 	cancel()
-	_, err = occdev.Reload(stopped, occdev.ReloadOptions{StateDir: b.StateDir})
+	_, err = occdev.Reload(stopped, occdev.ReloadOptions{Options: reload.Options{StateDir: b.StateDir}})
 	if err == nil || strings.Contains(err.Error(), "debug bundle") {
 		t.Errorf("a stopped reload: %v; want its error without a bundle", err)
 	}

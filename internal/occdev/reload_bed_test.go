@@ -70,7 +70,7 @@ func TestComposeReload(t *testing.T) {
 	before := mustState(t, dir)
 
 	// A reload with nothing changed: every image as recorded, nothing recreated.
-	res, err := occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir})
+	res, err := occdev.Reload(ctx, occdev.ReloadOptions{Options: reload.Options{StateDir: dir}})
 	if err != nil {
 		t.Fatalf("reload without a change: %v", err)
 	}
@@ -80,7 +80,7 @@ func TestComposeReload(t *testing.T) {
 
 	// The engineer's edit: the controller's source changes, and with it the development image.
 	editSource(t, script, "first edit")
-	res, err = occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir})
+	res, err = occdev.Reload(ctx, occdev.ReloadOptions{Options: reload.Options{StateDir: dir}})
 	if err != nil {
 		t.Fatalf("reload: %v", err)
 	}
@@ -118,7 +118,7 @@ func TestComposeReload(t *testing.T) {
 			t.Fatal(err)
 		}
 		stateBefore, _ := os.ReadFile(filepath.Join(dir, "state.json"))
-		_, err := occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir})
+		_, err := occdev.Reload(ctx, occdev.ReloadOptions{Options: reload.Options{StateDir: dir}})
 		if err == nil || !strings.Contains(err.Error(), "its Compose files changed since occ dev up ("+path+")") || !strings.Contains(err.Error(), "occ dev down --state-dir "+dir) {
 			t.Errorf("reload after editing %s: %v", edit.file, err)
 		}
@@ -134,7 +134,7 @@ func TestComposeReload(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir}); err != nil {
+	if _, err := occdev.Reload(ctx, occdev.ReloadOptions{Options: reload.Options{StateDir: dir}}); err != nil {
 		t.Fatalf("reload with the Compose files put back: %v", err)
 	}
 
@@ -161,7 +161,7 @@ func TestComposeReload(t *testing.T) {
 			if _, err := state.Read(dir); err != nil {
 				t.Fatalf("the interrupted reload left a state that cannot be read: %v", err)
 			}
-			if _, err := occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir}); err != nil {
+			if _, err := occdev.Reload(ctx, occdev.ReloadOptions{Options: reload.Options{StateDir: dir}}); err != nil {
 				t.Fatalf("the next reload: %v", err)
 			}
 			if rt := recordedRole(mustState(t, dir), "runtime").InCluster; rt == oldRuntime {
@@ -228,7 +228,7 @@ func TestComposeReload(t *testing.T) {
 	// A reload of the controller alone recreates only it; the next full reload recreates the
 	// worker, which still runs the image before.
 	editSource(t, script, "edit for the controller alone")
-	res, err = occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir, Services: []string{"controller"}})
+	res, err = occdev.Reload(ctx, occdev.ReloadOptions{Options: reload.Options{StateDir: dir, Services: []string{"controller"}}})
 	if err != nil {
 		t.Fatalf("reload controller: %v", err)
 	}
@@ -243,7 +243,7 @@ func TestComposeReload(t *testing.T) {
 	if built := imageOf(res, "development").Current; running["controller"] != built || running["worker-kubernetes"] == built {
 		t.Errorf("after reloading the controller alone the services run %v; built %s", running, built)
 	}
-	res, err = occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir})
+	res, err = occdev.Reload(ctx, occdev.ReloadOptions{Options: reload.Options{StateDir: dir}})
 	if err != nil {
 		t.Fatalf("full reload after the controller's: %v", err)
 	}
@@ -252,7 +252,7 @@ func TestComposeReload(t *testing.T) {
 	}
 
 	// Refusals: an unknown service names the valid ones; a moved checkout says what to do.
-	_, err = occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir, Services: []string{"no-such-service"}})
+	_, err = occdev.Reload(ctx, occdev.ReloadOptions{Options: reload.Options{StateDir: dir, Services: []string{"no-such-service"}}})
 	if err == nil || !strings.Contains(err.Error(), "no-such-service") || !strings.Contains(err.Error(), "controller") {
 		t.Errorf("unknown service: %v", err)
 	}
@@ -260,14 +260,14 @@ func TestComposeReload(t *testing.T) {
 	if err := os.Rename(r.checkout, moved); err != nil {
 		t.Fatal(err)
 	}
-	_, err = occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir})
+	_, err = occdev.Reload(ctx, occdev.ReloadOptions{Options: reload.Options{StateDir: dir}})
 	if err := os.Rename(moved, r.checkout); err != nil {
 		t.Fatal(err)
 	}
 	if err == nil || !strings.Contains(err.Error(), "its checkout "+r.checkout+" is gone") || !strings.Contains(err.Error(), "occ dev down --state-dir "+dir) {
 		t.Errorf("moved checkout: %v", err)
 	}
-	if _, err := occdev.Reload(ctx, occdev.ReloadOptions{StateDir: filepath.Join(t.TempDir(), "none")}); err == nil || !strings.Contains(err.Error(), "nothing to reload") {
+	if _, err := occdev.Reload(ctx, occdev.ReloadOptions{Options: reload.Options{StateDir: filepath.Join(t.TempDir(), "none")}}); err == nil || !strings.Contains(err.Error(), "nothing to reload") {
 		t.Errorf("no environment: %v", err)
 	}
 

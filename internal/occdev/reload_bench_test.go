@@ -9,6 +9,7 @@ import (
 
 	"github.com/openclaw/occ/internal/occdev"
 	kcp "github.com/openclaw/occ/internal/occdev/controlplane/kubernetes"
+	"github.com/openclaw/occ/internal/occdev/reload"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/testbed/oceapi"
 )
@@ -73,7 +74,7 @@ func benchmarkReload(b *testing.B, dir, script string) {
 		times := newStepTimes()
 		b.StartTimer()
 		start := time.Now()
-		res, err := occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir, Progress: times.sink})
+		res, err := occdev.Reload(ctx, occdev.ReloadOptions{Options: reload.Options{StateDir: dir, Progress: times.sink}})
 		total += time.Since(start)
 		b.StopTimer()
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/reload"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -59,14 +60,14 @@ func TestReloadStepsComeFromTheRecordedControlPlane(t *testing.T) {
 	} {
 		t.Run(tc.profile, func(t *testing.T) {
 			dir := recordedBuilds(t, tc.profile, tc.compose)
-			plan, err := occdev.PlanReload(occdev.ReloadOptions{StateDir: dir})
+			plan, err := occdev.PlanReload(occdev.ReloadOptions{Options: reload.Options{StateDir: dir}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !slices.Equal(plan.Steps, tc.steps) || plan.Profile != tc.profile || len(plan.Builds) != 2 {
 				t.Fatalf("plan: profile %s, steps %q, builds %+v", plan.Profile, plan.Steps, plan.Builds)
 			}
-			plan, err = occdev.PlanReload(occdev.ReloadOptions{StateDir: dir, Services: []string{"controller"}})
+			plan, err = occdev.PlanReload(occdev.ReloadOptions{Options: reload.Options{StateDir: dir, Services: []string{"controller"}}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -21,6 +21,7 @@ import (
 	kcp "github.com/openclaw/occ/internal/occdev/controlplane/kubernetes"
 	"github.com/openclaw/occ/internal/occdev/helmrelease"
 	"github.com/openclaw/occ/internal/occdev/images"
+	"github.com/openclaw/occ/internal/occdev/reload"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/testbed/oceapi"
 )
@@ -91,7 +92,7 @@ func TestKubernetesReload(t *testing.T) {
 	editSource(t, filepath.Join(b.checkout, serverScript), "kubernetes edit")
 	const newCommit = "aa1b2d3e4f5a69788796a5b4c3d2e1f00f1e2d3c"
 	setCommit(t, b.checkout, newCommit)
-	res, err := occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir})
+	res, err := occdev.Reload(ctx, occdev.ReloadOptions{Options: reload.Options{StateDir: dir}})
 	if err != nil {
 		t.Fatalf("reload: %v", err)
 	}
@@ -114,7 +115,7 @@ func TestKubernetesReload(t *testing.T) {
 	// and a reload with nothing changed makes no revision.
 	access := recordedAccess(t, dir)
 	assertReleaseRuns(t, access, ns, 2, ctl.InCluster, oldController)
-	if _, err := occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir}); err != nil {
+	if _, err := occdev.Reload(ctx, occdev.ReloadOptions{Options: reload.Options{StateDir: dir}}); err != nil {
 		t.Fatalf("reload with nothing changed: %v", err)
 	}
 	assertReleaseRuns(t, access, ns, 2, ctl.InCluster, oldController)
@@ -124,7 +125,7 @@ func TestKubernetesReload(t *testing.T) {
 		t.Fatalf("the fixture's chart should run the controller in two Deployments: %q", runsController)
 	}
 	editSource(t, filepath.Join(b.checkout, serverScript), "kubernetes edit of one service")
-	one, err := occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir, Services: runsController[:1]})
+	one, err := occdev.Reload(ctx, occdev.ReloadOptions{Options: reload.Options{StateDir: dir, Services: runsController[:1]}})
 	if err != nil {
 		t.Fatalf("reload %s: %v", runsController[0], err)
 	}
@@ -135,7 +136,7 @@ func TestKubernetesReload(t *testing.T) {
 	assertDeploymentsOn(t, kube, ns, runsController[:1], oneCtl)
 	assertDeploymentsOn(t, kube, ns, runsController[1:], ctl.InCluster)
 	assertReleaseRuns(t, access, ns, 2, ctl.InCluster, oneCtl)
-	if _, err := occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir}); err != nil {
+	if _, err := occdev.Reload(ctx, occdev.ReloadOptions{Options: reload.Options{StateDir: dir}}); err != nil {
 		t.Fatalf("full reload: %v", err)
 	}
 	assertDeploymentsOn(t, kube, ns, runsController, oneCtl)
@@ -161,7 +162,7 @@ func TestKubernetesReload(t *testing.T) {
 					t.Errorf("after the interrupted reload Deployment %s has %d ready replicas", name, got)
 				}
 			}
-			if _, err := occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir}); err != nil {
+			if _, err := occdev.Reload(ctx, occdev.ReloadOptions{Options: reload.Options{StateDir: dir}}); err != nil {
 				t.Fatalf("the next reload: %v", err)
 			}
 			if rt := recordedRole(mustState(t, dir), "runtime").InCluster; rt == oldRuntime {
@@ -366,7 +367,7 @@ func refuseNewBase(t *testing.T, checkout, dir, rel, from string) {
 		t.Fatal(err)
 	}
 	buildLog, _ := os.ReadFile(filepath.Join(dir, "image-build.log"))
-	_, err = occdev.Reload(context.Background(), occdev.ReloadOptions{StateDir: dir})
+	_, err = occdev.Reload(context.Background(), occdev.ReloadOptions{Options: reload.Options{StateDir: dir}})
 	if err == nil || !strings.Contains(err.Error(), "the checkout's Dockerfiles name base images occ dev up did not pull") ||
 		!strings.Contains(err.Error(), rel+":") || !strings.Contains(err.Error(), "now fetches "+other) || !strings.Contains(err.Error(), "occ dev down --state-dir "+dir) {
 		t.Fatalf("reload with a new base image: %v", err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/openclaw/occ/internal/occdev"
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
+	"github.com/openclaw/occ/internal/occdev/reload"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/testbed/dockerbed"
 	"github.com/openclaw/occ/internal/testbed/ocebed"
@@ -87,7 +88,7 @@ func TestReloadRefusesWhatItCannotAct(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := tc.dir(t)
-			_, err := occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir})
+			_, err := occdev.Reload(ctx, occdev.ReloadOptions{Options: reload.Options{StateDir: dir}})
 			if err == nil || !strings.Contains(err.Error(), "cannot reload the environment recorded in "+dir+": "+tc.why) ||
 				!strings.Contains(err.Error(), "occ dev down --state-dir "+dir) || !strings.Contains(err.Error(), "occ dev up") {
 				t.Errorf("reload: %v", err)

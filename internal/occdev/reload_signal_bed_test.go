@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/reload"
 )
 
 // reloadSignalPoints are the steps of the recorded environment's reload (as its dry run lists
@@ -18,7 +19,7 @@ import (
 // after every step.
 func reloadSignalPoints(t *testing.T, dir string) (points, steps []string) {
 	t.Helper()
-	plan, err := occdev.PlanReload(occdev.ReloadOptions{StateDir: dir})
+	plan, err := occdev.PlanReload(occdev.ReloadOptions{Options: reload.Options{StateDir: dir}})
 	if err != nil {
 		t.Fatal(err)
 	}

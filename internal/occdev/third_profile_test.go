@@ -18,6 +18,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
 	"github.com/openclaw/occ/internal/occdev/platform"
 	"github.com/openclaw/occ/internal/occdev/profile"
+	"github.com/openclaw/occ/internal/occdev/reload"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/occdev/step"
 	"github.com/openclaw/occ/internal/progress"
@@ -201,7 +202,7 @@ func testThirdProfile(t *testing.T, b *k3dBed) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ropts := occdev.ReloadOptions{StateDir: dir}
+	ropts := occdev.ReloadOptions{Options: reload.Options{StateDir: dir}}
 	ropts.Seams().Profiles = opts.Seams().Profiles
 	if _, err := occdev.Reload(ctx, ropts); err == nil || !strings.Contains(err.Error(), `its control plane "note" has no reload`) {
 		t.Errorf("reload: %v", err)
@@ -254,7 +255,7 @@ func TestReloadRefusesAThirdProfileWithoutReload(t *testing.T) {
 	}
 	want := "cannot reload the environment recorded in " + dir + `: its control plane "note" has no reload: occ dev reload rolls only a control plane whose profile gives reload steps (compose, kubernetes)`
 
-	opts := occdev.ReloadOptions{StateDir: dir}
+	opts := occdev.ReloadOptions{Options: reload.Options{StateDir: dir}}
 	opts.Seams().Profiles = map[string]profile.Profile{noteProfileName: noteProfile{}}
 	_, err = occdev.Reload(ctx, opts)
 	if err == nil || !strings.HasPrefix(err.Error(), want+"\n") || !strings.Contains(err.Error(), "occ dev down --state-dir "+dir) || !strings.Contains(err.Error(), "occ dev up") {
@@ -270,7 +271,7 @@ func TestReloadRefusesAThirdProfileWithoutReload(t *testing.T) {
 		t.Errorf("a refused reload changed the record (%v):\n%s", err, after)
 	}
 
-	_, err = occdev.Reload(ctx, occdev.ReloadOptions{StateDir: dir})
+	_, err = occdev.Reload(ctx, occdev.ReloadOptions{Options: reload.Options{StateDir: dir}})
 	if err == nil || !strings.Contains(err.Error(), `its control plane "note" is not one this occ knows (compose, kubernetes)`) {
 		t.Fatalf("reload of an unregistered profile: %v", err)
 	}
