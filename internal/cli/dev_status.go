@@ -120,6 +120,7 @@ func printDevStatus(g *Globals, st *observe.Status) error {
 		}
 		fmt.Fprintf(w, "%-15s%s%s\n", st.Cluster.Provider+" cluster:", st.ClusterState, detail)
 	}
+	st.Facts.PrintStatus(w)
 	for i, img := range st.Images {
 		label := "Images:"
 		if i > 0 {

@@ -99,6 +99,9 @@ func health(st *Status) (string, string) {
 	if st.ClusterState != "" && st.ClusterState != ClusterExists {
 		return HealthDegraded, "the " + st.Cluster.Provider + " cluster is " + st.ClusterState
 	}
+	if why := st.Facts.Degraded(); why != "" {
+		return HealthDegraded, why
+	}
 	for _, o := range st.Objects {
 		if o.State != state.Present {
 			return HealthDegraded, fmt.Sprintf("%s %s is %s", firstNonEmpty(o.Kind, string(o.Type)), o.Name, o.State)

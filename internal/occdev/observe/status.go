@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/profile"
 	"github.com/openclaw/occ/internal/occdev/recorded"
@@ -63,6 +64,9 @@ type Status struct {
 	// the cause in ClusterDetail). Empty for a cluster occ only used.
 	ClusterState  string `json:"clusterState,omitempty"`
 	ClusterDetail string `json:"clusterDetail,omitempty"`
+	// Facts are what the cluster says of itself when it is reachable (its nodes), typed and
+	// printed by package cluster; their JSON fields sit beside these.
+	cluster.Facts
 	// Images are the images imported into the cluster, compared with what the node holds.
 	Images []ImageStatus `json:"images"`
 	// Reachable says whether the recorded cluster answered as the recorded cluster; Problem
@@ -151,10 +155,11 @@ func GetStatus(ctx context.Context, stateDir, environment string, parts Parts) (
 	}
 	if st.Cluster.Kubeconfig == "" {
 		out.Problem = "no cluster recorded yet: occ dev up stopped before connecting to one"
-	} else if _, err := rec.Kube(ctx); err != nil {
+	} else if conn, err := rec.Kube(ctx); err != nil {
 		out.Problem = err.Error()
 	} else {
 		out.Reachable = true
+		out.Facts = cluster.ReadFacts(ctx, conn.Kube)
 	}
 	if parts.ControlPlane != nil {
 		out.ControlPlane = parts.ControlPlane(ctx, st, rec)
