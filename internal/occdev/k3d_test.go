@@ -423,7 +423,8 @@ func testBuiltCLI(t *testing.T, b *k3dBed) {
 	if err != nil {
 		t.Fatalf("occ dev status: %v\n%s\n%s", err, out, errOut)
 	}
-	if !strings.Contains(out, "k3d cluster:   exists") || strings.Count(out, ": digest matches") != 3 || !strings.Contains(out, "Engine:        "+b.Engine.Host) {
+	if !strings.Contains(out, "k3d cluster:   exists") || strings.Count(out, ": digest matches") != 3 || !strings.Contains(out, "Engine:        "+b.Engine.Host) ||
+		!strings.Contains(out, "Nodes:         k3d-"+opts.ClusterName+"-server-0 (Ready, v") {
 		t.Errorf("status:\n%s", out)
 	}
 	b.assertUserKubeconfig(t)
