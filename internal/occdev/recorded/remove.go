@@ -25,7 +25,7 @@ type Result struct {
 // forgets each once it is gone, so a partial removal leaves a record of exactly what remains.
 // Failures are collected (each distinct cause once: an unreachable cluster fails every object
 // the same way) and the removal continues with the next object. Records keep selects leave the
-// registry untouched and stay recorded.
+// registry untouched and stay recorded; nil keeps none.
 //
 // The QuiescedFirst records (the Compose control plane's API services) go before anything
 // else. Then each cluster this state created is removed, and the InsideCluster records (its
@@ -38,6 +38,9 @@ type Result struct {
 // The rest follow in reverse creation order; consecutive records of a SideBySide type are
 // removed concurrently.
 func Remove(ctx context.Context, d *state.Dir, e *Env, log io.Writer, keep func(state.Object) bool) (Result, error) {
+	if keep == nil {
+		keep = func(state.Object) bool { return false }
+	}
 	st := d.State()
 	r := &removal{
 		ctx: ctx, d: d, env: e, reg: e.Removers(), log: log, keep: keep,
