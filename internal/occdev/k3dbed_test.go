@@ -40,6 +40,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/images"
+	"github.com/openclaw/occ/internal/occdev/kubeobj"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/progress"
@@ -431,7 +432,7 @@ func (b *k3dBed) nodeUnpacked(t testing.TB, node, config string) bool {
 // kubeClient is a client of the recorded cluster, from the state's kubeconfig.
 func kubeClient(t testing.TB, access cluster.Access) kubernetes.Interface {
 	t.Helper()
-	cfg, err := cluster.RESTConfig(access)
+	cfg, err := kubeobj.RESTConfig(access)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
+	"github.com/openclaw/occ/internal/occdev/kubeobj"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/progress"
@@ -195,7 +196,7 @@ func recordedAccess(t testing.TB, dir string) cluster.Access {
 
 func kubeClientOf(t testing.TB, access cluster.Access) (kubernetes.Interface, dynamic.Interface, discovery.DiscoveryInterface) {
 	t.Helper()
-	cfg, err := cluster.RESTConfig(access)
+	cfg, err := kubeobj.RESTConfig(access)
 	if err != nil {
 		t.Fatal(err)
 	}

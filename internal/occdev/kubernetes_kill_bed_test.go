@@ -14,11 +14,11 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	kcp "github.com/openclaw/occ/internal/occdev/controlplane/kubernetes"
 	"github.com/openclaw/occ/internal/occdev/helmrelease"
+	"github.com/openclaw/occ/internal/occdev/kubeobj"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -158,7 +158,7 @@ func watchPending(t *testing.T, dir string, pending chan struct{}) {
 		t.Logf("watch the chart's install: %v", err)
 		return
 	}
-	cfg, err := cluster.RESTConfig(st.Cluster)
+	cfg, err := kubeobj.RESTConfig(st.Cluster)
 	if err != nil {
 		t.Logf("watch the chart's install: %v", err)
 		return

@@ -22,7 +22,6 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
@@ -31,14 +30,14 @@ import (
 // namespace, so Helm talks to exactly the cluster `up` chose (never the current context of the
 // shell that runs `down`).
 type restClientGetter struct {
-	access    cluster.Access
+	access    state.Cluster
 	namespace string
 }
 
 var _ genericclioptions.RESTClientGetter = (*restClientGetter)(nil)
 
 func (g *restClientGetter) ToRawKubeConfigLoader() clientcmd.ClientConfig {
-	return cluster.ClientConfig(g.access, g.namespace)
+	return kubeobj.ClientConfig(g.access, g.namespace)
 }
 
 func (g *restClientGetter) ToRESTConfig() (*rest.Config, error) {
@@ -67,7 +66,7 @@ func (g *restClientGetter) ToRESTMapper() (meta.RESTMapper, error) {
 
 // configuration is an action.Configuration for the release namespace, storing releases in
 // Secrets as the helm CLI does. log receives Helm's progress messages; nil discards them.
-func configuration(access cluster.Access, namespace string, log func(string, ...any)) (*action.Configuration, error) {
+func configuration(access state.Cluster, namespace string, log func(string, ...any)) (*action.Configuration, error) {
 	cfg := new(action.Configuration)
 	if log == nil {
 		log = func(string, ...any) {}
@@ -80,7 +79,7 @@ func configuration(access cluster.Access, namespace string, log func(string, ...
 
 // Release names one release on a recorded cluster.
 type Release struct {
-	Access    cluster.Access
+	Access    state.Cluster
 	Namespace string
 	Name      string
 }

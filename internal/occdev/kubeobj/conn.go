@@ -21,7 +21,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
-	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -30,7 +29,7 @@ const identityTimeout = 20 * time.Second
 
 // Conn is a connection to a recorded cluster, acting for one development state.
 type Conn struct {
-	Access cluster.Access
+	Access state.Cluster
 	Config *rest.Config
 	Kube   kubernetes.Interface
 
@@ -50,8 +49,8 @@ type Options struct {
 }
 
 // Connect opens clients for access. It makes no request yet.
-func Connect(access cluster.Access, o Options) (*Conn, error) {
-	cfg, err := cluster.RESTConfig(access)
+func Connect(access state.Cluster, o Options) (*Conn, error) {
+	cfg, err := RESTConfig(access)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +126,7 @@ func RecordedConn(c *state.Connections) func(context.Context) (*Conn, error) {
 // is the recorded one (kube-system uid), then hands every later caller the same connection, or
 // the same error: removers of many objects share one connection, and an unreachable cluster
 // costs one attempt, not one per object.
-func Recorded(access cluster.Access, owner string) func(context.Context) (*Conn, error) {
+func Recorded(access state.Cluster, owner string) func(context.Context) (*Conn, error) {
 	var (
 		mu   sync.Mutex
 		done bool

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/openclaw/occ/internal/occdev/cluster"
+	"github.com/openclaw/occ/internal/occdev/kubeobj"
 	"github.com/openclaw/occ/internal/occdev/option"
 )
 
@@ -138,7 +139,7 @@ func (Provider) NodeAddress(ctx context.Context, access cluster.Access) (string,
 }
 
 func client(access cluster.Access) (kubernetes.Interface, error) {
-	cfg, err := cluster.RESTConfig(access)
+	cfg, err := kubeobj.RESTConfig(access)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +158,7 @@ func resolve(req cluster.Request) (cluster.Access, error) {
 		return cluster.Access{}, err
 	}
 	access := cluster.Access{Provider: Name, Kubeconfig: path, Context: req.Context}
-	raw, err := cluster.ClientConfig(access, "").RawConfig()
+	raw, err := kubeobj.ClientConfig(access, "").RawConfig()
 	if err != nil {
 		return cluster.Access{}, fmt.Errorf("read kubeconfig %s: %w (pass --kubeconfig or set KUBECONFIG)", access.Kubeconfig, err)
 	}
