@@ -25,3 +25,14 @@ func (e *Error) Error() string {
 	}
 	return msg
 }
+
+// Setting names one setting in messages: its flag and the environment variable bound to it.
+// The layer whose rule refuses a value, or whose failure another value would avoid, names the
+// setting itself, so the wording of its errors is its own.
+type Setting struct {
+	Flag string
+	Env  string
+}
+
+// String is how an error names the setting: "--flag (ENV)".
+func (s Setting) String() string { return s.Flag + " (" + s.Env + ")" }
