@@ -107,8 +107,9 @@ func inspectGatewayService(ctx context.Context, c *kubeobj.Conn, g GatewayInstal
 }
 
 // Describe is the dry run's account of InstallGateway of g (whose Chart and Recorder it does
-// not need): the release, with the pinned OpenShell version and the images the chart runs, and
-// its Service.
+// not need): the release as a typed object, as its record names it, with the pinned OpenShell
+// version and the images the chart runs, and its Service, whose type and port a typed object's
+// line cannot say.
 func (g GatewayInstall) Describe(version string, images []pins.PinnedImage) step.Description {
 	svc := "Service " + g.Namespace + "/" + GatewayServiceName + " of type ClusterIP"
 	if g.ServiceType == corev1.ServiceTypeNodePort {
@@ -118,6 +119,8 @@ func (g GatewayInstall) Describe(version string, images []pins.PinnedImage) step
 	for _, img := range images {
 		refs = append(refs, img.Image.DigestReference())
 	}
-	return step.Creates("Helm release "+g.Namespace+"/"+GatewayRelease+" (Helm SDK; OpenShell "+version+" images by digest, pullPolicy "+string(g.PullPolicy)+": "+
-		strings.Join(refs, ", ")+")", svc)
+	d := step.Describe(step.Object{Kind: "Helm release", Namespace: g.Namespace, Name: GatewayRelease,
+		Note: "Helm SDK; OpenShell " + version + " images by digest, pullPolicy " + string(g.PullPolicy) + ": " + strings.Join(refs, ", ")})
+	d.Creates = append(d.Creates, svc)
+	return d
 }
