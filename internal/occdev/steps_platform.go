@@ -2,7 +2,6 @@ package occdev
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/openclaw/occ/internal/occdev/platform"
 	"github.com/openclaw/occ/internal/occdev/step"
@@ -20,9 +19,7 @@ func ensurePlatformNamespace(ctx context.Context, r *run, _ progress.Reporter) e
 	return platform.EnsureNamespace(ctx, r.conn, r.plan.Namespace)
 }
 
-func describeRuntimeClass(*Plan) Description {
-	return step.Objects(platform.DescribeRuntimeClass()...)
-}
+func describeRuntimeClass(*Plan) Description { return step.Objects(platform.DescribeRuntimeClass()...) }
 
 func ensureRuntimeClass(ctx context.Context, r *run, _ progress.Reporter) error {
 	return platform.EnsureRuntimeClass(ctx, r.conn)
@@ -66,18 +63,10 @@ func describeGatewayRender(p *Plan) Description { return p.GatewayRender.Describ
 // the cluster it will run on fails, or would run anything but the pinned images.
 func checkGatewayRender(_ context.Context, r *run, rep progress.Reporter) error {
 	caps, err := r.renderCapabilities()
-	if err != nil {
-		return err
+	if err == nil {
+		r.gatewayStarts, err = platform.GatewayStarts(r.gatewayInstall(), caps, rep.Note)
 	}
-	found, err := platform.CheckGatewayRender(r.gatewayInstall(), caps)
-	if err != nil {
-		return err
-	}
-	for _, u := range found.Unused {
-		rep.Note(fmt.Sprintf("not pinned, never started: %s (%s)", u.FoundImage, u.Reason))
-	}
-	r.gatewayStarts = found.Started
-	return nil
+	return err
 }
 
 func installGateway(ctx context.Context, r *run, _ progress.Reporter) (err error) {

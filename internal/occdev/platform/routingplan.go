@@ -155,15 +155,6 @@ func (p RoutingPlan) DescribeApply() step.Description {
 	return d
 }
 
-// RoutingWorkloads are the routing controllers' Deployments, which the platform's wait covers.
-func RoutingWorkloads(controllers []*RoutingController) []Workload {
-	var ws []Workload
-	for _, c := range controllers {
-		ws = append(ws, c.Workloads()...)
-	}
-	return ws
-}
-
 // Installation is the Installation's routing when the controllers are installed (nil when
 // not): the Gateway OCE creates for dedicated Agent Gateways in the platform namespace
 // namespace, Envoy's namespace, the route's hostname, and the node's Pod CIDRs as the proxies
