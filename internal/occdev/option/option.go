@@ -1,6 +1,7 @@
 // Package option holds the one error every layer of `occ dev` returns for a bad setting, so
-// the CLI reports all of them the same way (a usage error, exit 2) whichever layer found it, and
-// the rule of the one setting `up` and `reload` share (the startup timeout).
+// the CLI reports all of them the same way (a usage error, exit 2) whichever layer found it, how
+// a layer names a setting in its messages (Setting), and the rule of the one setting `up` and
+// `reload` share (the startup timeout).
 package option
 
 import "fmt"
