@@ -16,7 +16,7 @@ import (
 // sourceArchive names the OpenShell source archive in messages and the bundle's files.
 const sourceArchive = artifacts.SourceArchiveName
 
-// How a download that could not reach its server names the settings that avoid it.
+// How the layers name the archive's and the pin file's settings in their messages.
 var (
 	archiveSetting = option.Setting{Flag: "--openshell-archive", Env: EnvArchive}
 	pinFileSetting = option.Setting{Flag: "--pin-file", Env: EnvPinFile}
