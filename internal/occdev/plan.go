@@ -212,13 +212,13 @@ type Plan struct {
 	WorkspaceChart       string `json:"openshellWorkspaceHelmChart,omitempty"`
 	AgentSandboxManifest string `json:"agentSandboxManifest,omitempty"`
 	// Routing says which routing controllers `up` installs, or why none.
-	Routing RoutingPlan `json:"routing"`
+	Routing platform.RoutingPlan `json:"routing"`
 	// NodeDNS is the k3d node's DNS resolver and where it came from; nil for a cluster occ does
 	// not create.
 	NodeDNS *k3d.NodeDNS `json:"k3dNodeDNS,omitempty"`
 	// GatewayRender is what the offline render of the Gateway chart assumes of the cluster's
 	// Kubernetes version, and where that version comes from.
-	GatewayRender GatewayRenderPlan `json:"gatewayRender"`
+	GatewayRender platform.GatewayRenderPlan `json:"gatewayRender"`
 	// NodeImage is the node image OCC_DEVELOPMENT_K3S_IMAGE selects instead of the pin; nil
 	// when the pin stands.
 	NodeImage       *NodeImagePlan `json:"nodeImage,omitempty"`

@@ -30,7 +30,7 @@ func TestPlanRouting(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = resolvePlan(UpOptions{StateDir: "/var/lib/occ-dev", Docker: sock, CertManagerManifest: local})
-	if err == nil || !strings.Contains(err.Error(), optCertManagerManifest) || !strings.Contains(err.Error(), "record no digests") {
+	if err == nil || !strings.Contains(err.Error(), "--cert-manager-manifest ("+EnvCertManagerManifest+")") || !strings.Contains(err.Error(), "record no digests") {
 		t.Errorf("a routing manifest without routing pins: %v", err)
 	}
 

@@ -66,7 +66,8 @@ func TestResolveSelections(t *testing.T) {
 }
 
 // Each bad selection is refused before anything runs, naming the flag and variable, the value,
-// the rule and the fix.
+// the rule and the fix (the charts' own refusals are charts.TestSelect's; the archive's here
+// shows the plan hands the layer the archive's setting).
 func TestResolveSelectionsRefusesBadValues(t *testing.T) {
 	t.Setenv("XDG_STATE_HOME", t.TempDir())
 	sock := dockerAt("unix:///run/user/1000/docker.sock")
@@ -94,10 +95,6 @@ func TestResolveSelectionsRefusesBadValues(t *testing.T) {
 		o    UpOptions
 		want []string
 	}{
-		{"only the Gateway chart", UpOptions{GatewayChart: gw}, []string{`--openshell-helm-chart (OCC_DEVELOPMENT_OPENSHELL_HELM_CHART) "` + gw + `" is set without --openshell-workspace-helm-chart (OCC_DEVELOPMENT_OPENSHELL_WORKSPACE_HELM_CHART)`, "both or neither", "set both"}},
-		{"only the Workspace chart", UpOptions{WorkspaceChart: ws}, []string{`--openshell-workspace-helm-chart (OCC_DEVELOPMENT_OPENSHELL_WORKSPACE_HELM_CHART) "` + ws + `" is set without --openshell-helm-chart`}},
-		{"the charts swapped", UpOptions{GatewayChart: ws, WorkspaceChart: gw}, []string{`--openshell-helm-chart (OCC_DEVELOPMENT_OPENSHELL_HELM_CHART) "` + ws + `" is chart "openshell-workspace", the other of the two OpenShell charts`, "name the openshell chart"}},
-		{"a directory that is no chart", UpOptions{GatewayChart: t.TempDir(), WorkspaceChart: ws}, []string{"is not a Helm chart", "a directory holding its Chart.yaml"}},
 		{"charts and an archive", UpOptions{GatewayChart: gw, WorkspaceChart: ws, ArchiveFile: archive}, []string{`--openshell-archive (OCC_DEVELOPMENT_OPENSHELL_ARCHIVE) "` + archive + `" is not used when both OpenShell charts are selected`}},
 		{"a missing manifest", UpOptions{AgentSandboxManifest: "/nonexistent/sandbox.yaml"}, []string{`--agent-sandbox-manifest (OCC_DEVELOPMENT_OPENSHELL_AGENT_SANDBOX_MANIFEST) "/nonexistent/sandbox.yaml" does not exist`, "leave it unset to download the pinned one"}},
 		{"a resolver by name", UpOptions{DNSResolver: "dns.corp.example"}, []string{`--k3d-dns-resolver (OCC_DEVELOPMENT_K3D_DNS_RESOLVER) "dns.corp.example" is not an IPv4 address`, "or k3d for k3d's own DNS handling"}},

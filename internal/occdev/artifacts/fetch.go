@@ -14,6 +14,7 @@ import (
 
 	"github.com/openclaw/occ/internal/contract"
 	"github.com/openclaw/occ/internal/fsutil"
+	"github.com/openclaw/occ/internal/occdev/option"
 	"github.com/openclaw/occ/internal/occdev/pins"
 )
 
@@ -51,6 +52,20 @@ type Fetcher struct {
 	Local Local
 	// Offline refuses a download (*OfflineError): an artifact must be cached or in Local.
 	Offline bool
+	// PinFile is the setting that selects another pin set, which the error of a download that
+	// could not reach its server suggests (OfflineFix).
+	PinFile option.Setting
+}
+
+// OfflineFix is what the error of a download that could not reach its server (DownloadError)
+// adds: the setting local, which takes a local copy instead, and f.PinFile for another pin set;
+// "" for any other failure.
+func (f *Fetcher) OfflineFix(err error, local option.Setting) string {
+	var dl *DownloadError
+	if !errors.As(err, &dl) {
+		return ""
+	}
+	return "; offline, " + local.Flag + " FILE (" + local.Env + ") takes a local copy, or " + f.PinFile.String() + " another pin set"
 }
 
 // Local is a store of artifacts by their hex sha256 (pinbundle.Opened).

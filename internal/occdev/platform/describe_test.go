@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
@@ -64,5 +65,23 @@ func TestPlatformDescriptionsNameTheAppliedObjects(t *testing.T) {
 	}
 	if got := DescribeRuntimeClass()[0].String(); got != "RuntimeClass "+RuntimeClassName+" (handler "+RuntimeClassHandler+")" {
 		t.Errorf("RuntimeClass line %q", got)
+	}
+}
+
+// The Gateway's dry run names its Helm release as a typed object, as the state records a
+// release ("Helm release NAMESPACE/NAME"), and its Service by the type and port the install
+// gives it.
+func TestGatewayDescriptionNamesTheRelease(t *testing.T) {
+	g := GatewayInstall{Namespace: "openshell", ServiceType: corev1.ServiceTypeNodePort, NodePort: 30080, PullPolicy: corev1.PullNever}
+	d := g.Describe("0.1.0", nil)
+	if len(d.Objects) != 1 || d.Objects[0].Kind != "Helm release" || d.Objects[0].Namespace != "openshell" || d.Objects[0].Name != GatewayRelease {
+		t.Fatalf("described objects %+v; want the Gateway's Helm release", d.Objects)
+	}
+	want := []string{
+		"Helm release openshell/" + GatewayRelease + " (Helm SDK; OpenShell 0.1.0 images by digest, pullPolicy Never: )",
+		"Service openshell/" + GatewayServiceName + " of type NodePort on port 30080",
+	}
+	if !slices.Equal(d.Creates, want) {
+		t.Errorf("described lines %q, want %q", d.Creates, want)
 	}
 }

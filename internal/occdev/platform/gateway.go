@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	"helm.sh/helm/v3/pkg/chart"
@@ -16,6 +17,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
+	"github.com/openclaw/occ/internal/occdev/step"
 )
 
 // GatewayInstall are the inputs of InstallGateway.
@@ -102,4 +104,23 @@ func inspectGatewayService(ctx context.Context, c *kubeobj.Conn, g GatewayInstal
 		}
 	}
 	return svc.Spec.ClusterIP, nil
+}
+
+// Describe is the dry run's account of InstallGateway of g (whose Chart and Recorder it does
+// not need): the release as a typed object, as its record names it, with the pinned OpenShell
+// version and the images the chart runs, and its Service, whose type and port a typed object's
+// line cannot say.
+func (g GatewayInstall) Describe(version string, images []pins.PinnedImage) step.Description {
+	svc := "Service " + g.Namespace + "/" + GatewayServiceName + " of type ClusterIP"
+	if g.ServiceType == corev1.ServiceTypeNodePort {
+		svc = fmt.Sprintf("Service %s/%s of type NodePort on port %d", g.Namespace, GatewayServiceName, g.NodePort)
+	}
+	refs := make([]string, 0, len(images))
+	for _, img := range images {
+		refs = append(refs, img.Image.DigestReference())
+	}
+	d := step.Describe(step.Object{Kind: "Helm release", Namespace: g.Namespace, Name: GatewayRelease,
+		Note: "Helm SDK; OpenShell " + version + " images by digest, pullPolicy " + string(g.PullPolicy) + ": " + strings.Join(refs, ", ")})
+	d.Creates = append(d.Creates, svc)
+	return d
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/openclaw/occ/internal/gateway"
 	"github.com/openclaw/occ/internal/kube"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
+	"github.com/openclaw/occ/internal/occdev/step"
 )
 
 // HealthCheck are the inputs of CheckGatewayHealth.
@@ -113,4 +114,12 @@ func portForwardGateway(ctx context.Context, c *kubeobj.Conn, namespace string) 
 		return "", nil, fmt.Errorf("port-forward to Pod %s/%s: no local port", namespace, pod.Name)
 	}
 	return "127.0.0.1:" + strconv.Itoa(int(ports[0].Local)), stop, nil
+}
+
+// Describe is the dry run's line of CheckGatewayHealth of h.
+func (h HealthCheck) Describe() step.Description {
+	if h.Endpoint != "" {
+		return step.Note("nothing created; calls Health at " + h.Endpoint)
+	}
+	return step.Note("nothing created; calls Health through a port-forward to a Gateway Pod")
 }

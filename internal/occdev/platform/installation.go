@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -16,6 +17,8 @@ import (
 	"github.com/openclaw/occ/internal/fsutil"
 	"github.com/openclaw/occ/internal/installation"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
+	"github.com/openclaw/occ/internal/occdev/state"
+	"github.com/openclaw/occ/internal/occdev/step"
 )
 
 // Identifiers of the development Installation: its driver IDs and its one openshell Backend.
@@ -407,4 +410,24 @@ func writeInstallation(path string, data []byte) error {
 		return fmt.Errorf("write Installation: %w", err)
 	}
 	return nil
+}
+
+// DescribeInstallation is the dry run's account of WriteInstallationInto the state directory
+// stateDir.
+func DescribeInstallation(stateDir string) step.Description {
+	return step.Describe(step.FileAt(filepath.Join(stateDir, InstallationFileName), InstallationFileMode, "validated by the Sandbox Driver's rules"))
+}
+
+// WriteInstallationInto writes the Installation of in into the state directory d
+// (WriteInstallation) and records there where it is and its Gateway endpoint; it returns the
+// file's path.
+func WriteInstallationInto(d *state.Dir, in InstallationInput) (string, error) {
+	path := d.File(InstallationFileName)
+	if err := WriteInstallation(path, in); err != nil {
+		return "", err
+	}
+	if err := d.Update(func(s *state.State) { s.InstallationPath = path; s.GatewayEndpoint = in.GatewayEndpoint }); err != nil {
+		return "", fmt.Errorf("record the Installation in the state: %w", err)
+	}
+	return path, nil
 }

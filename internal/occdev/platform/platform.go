@@ -1,8 +1,10 @@
 // Package platform is layer 2 of `occ dev up`: the sandbox platform on the cluster. It holds
 // the typed manifests (the platform namespace, RuntimeClass, the Gateway's JWT key Secret, the
-// development NetworkPolicies and RBAC), the Gateway chart's values and its install
-// with the Helm SDK, the readiness waits, the Gateway Health check and the Installation the
-// OpenShell Sandbox Driver reads.
+// development NetworkPolicies and RBAC), the Agent Sandbox manifest (selected, fetched or read,
+// applied), the routing controllers (planned from the pins, fetched, admitted, applied), the
+// Gateway chart's values, its render check and its install with the Helm SDK, the readiness
+// waits, the Gateway Health check and the Installation the OpenShell Sandbox Driver reads, each
+// with its dry-run description.
 //
 // Every function takes its own inputs: a connection to the cluster that records what it
 // creates (kubeobj.Conn), names and values. None of them knows the flow that calls it.

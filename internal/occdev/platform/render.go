@@ -146,3 +146,17 @@ func CheckGatewayRender(g GatewayInstall, caps ClusterCapabilities) (*images.Cha
 	}
 	return images.CheckRenderedImages(name, strings.NewReader(manifest), GatewayImageRules(g.Images))
 }
+
+// GatewayStarts is CheckGatewayRender of g on the cluster of caps for the Gateway install: the
+// pinned images the chart's own objects start, which the install waits for; note is told of
+// each image the chart names that occ does not pin and never starts.
+func GatewayStarts(g GatewayInstall, caps ClusterCapabilities, note func(string)) ([]pins.Image, error) {
+	found, err := CheckGatewayRender(g, caps)
+	if err != nil {
+		return nil, err
+	}
+	for _, u := range found.Unused {
+		note(fmt.Sprintf("not pinned, never started: %s (%s)", u.FoundImage, u.Reason))
+	}
+	return found.Started, nil
+}

@@ -229,10 +229,16 @@ func DescribeGatewayClass() []step.Object {
 	return kubeobj.Describe([]runtime.Object{GatewayClass()}, map[string]string{"GatewayClass " + RoutingGatewayClass: "controller " + envoyGatewayController})
 }
 
-// ApplyRouting applies the admitted routing manifests, then the GatewayClass once the cluster
-// serves the Gateway API (k3s installs it by itself, shortly after it starts; an existing
-// cluster must have it installed).
-func ApplyRouting(ctx context.Context, c *kubeobj.Conn, controllers []*RoutingController, timeout time.Duration) error {
+// ApplyRouting applies the admitted routing manifests, their containers with the pull policy
+// policy (Never where occ imported the images into the node), then the GatewayClass once the
+// cluster serves the Gateway API (k3s installs it by itself, shortly after it starts; an
+// existing cluster must have it installed).
+func ApplyRouting(ctx context.Context, c *kubeobj.Conn, controllers []*RoutingController, policy corev1.PullPolicy, timeout time.Duration) error {
+	for _, rc := range controllers {
+		if err := rc.SetPullPolicy(policy); err != nil {
+			return fmt.Errorf("%s %s manifest: %w", rc.Name, rc.Version, err)
+		}
+	}
 	if err := WaitDiscoveryServes(ctx, c.Kube.Discovery(), []string{gatewayAPIGroupVersion, gatewayAPIGatewayClass}, timeout); err != nil {
 		return fmt.Errorf("the cluster serves no Gateway API (%s), which the routing needs: k3s installs it by itself; on an existing cluster install the Gateway API CRDs first: %w", gatewayAPIGatewayClass, err)
 	}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/openclaw/occ/internal/kube"
 	"github.com/openclaw/occ/internal/occdev/artifacts"
+	"github.com/openclaw/occ/internal/occdev/kubeobj"
+	"github.com/openclaw/occ/internal/occdev/step"
 )
 
 // Workload is a Deployment or StatefulSet `up` waits for.
@@ -71,6 +73,32 @@ func WaitForWorkloads(ctx context.Context, kc kubernetes.Interface, workloads []
 			}
 			return err
 		}
+	}
+	return nil
+}
+
+// DescribeWait is the dry run's line of WaitForPlatform with timeout.
+func DescribeWait(timeout time.Duration) step.Description {
+	return step.Note(fmt.Sprintf("nothing created; waits by watch up to %s per workload", timeout))
+}
+
+// WaitForPlatform waits until the workloads of the Agent Sandbox manifest agentSandbox, of the
+// Gateway gw in namespace and of the routing controllers report every replica ready, each
+// within timeout, and then, with routing, until Envoy Gateway accepts the GatewayClass; status
+// receives the waits' progress.
+func WaitForPlatform(ctx context.Context, c *kubeobj.Conn, agentSandbox []*unstructured.Unstructured, gw *Gateway, namespace string, routing []*RoutingController, timeout time.Duration, status func(string)) error {
+	workloads, err := PlatformWorkloads(agentSandbox, gw, namespace)
+	if err != nil {
+		return err
+	}
+	for _, c := range routing {
+		workloads = append(workloads, c.Workloads()...)
+	}
+	if err := WaitForWorkloads(ctx, c.Kube, workloads, timeout, status); err != nil {
+		return err
+	}
+	if len(routing) > 0 {
+		return WaitGatewayClassAccepted(ctx, c, timeout)
 	}
 	return nil
 }
