@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/option"
+	"github.com/openclaw/occ/internal/occdev/profile"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -96,8 +98,6 @@ var (
 	settingRuntimeImage         = devSetting{env: controlplane.EnvRuntimeImage}
 	settingNodeBaseImage        = devSetting{env: controlplane.EnvNodeBaseImage}
 	settingNodeRuntimeBaseImage = devSetting{env: controlplane.EnvNodeRuntimeBaseImage}
-	settingDevPort              = devSetting{env: occdev.EnvDevPort, want: "a port between 1 and 65535"}
-	settingPostgresImage        = devSetting{env: controlplane.EnvPostgresImage}
 	settingK3sImage             = devSetting{env: k3d.EnvK3sImage}
 
 	// The settings of `occ dev logs`, read as kubectl's and compose's.
@@ -165,6 +165,23 @@ func (d *devFlags) text(s devSetting, field *string) *setting {
 		*field = v.raw
 		return nil
 	})
+}
+
+// profile binds a setting a control-plane profile declares of its own, as a row of this table
+// bound to the field of the profile's options value it names. A field of another type is a bug
+// in the profile's package, caught by the tests of the registered profiles.
+func (d *devFlags) profile(p profile.Setting) {
+	s := devSetting{flag: p.Flag, short: p.Short, env: p.Env, usage: p.Usage, want: p.Want}
+	switch field := p.Field.(type) {
+	case *string:
+		d.text(s, field)
+	case *int:
+		d.number(s, 0, field)
+	case *bool:
+		d.flag(s, field)
+	default:
+		panic(fmt.Sprintf("the profile setting %s%s fills a %T; a profile's setting fills a *string, *int or *bool", p.Flag, p.Env, p.Field))
+	}
 }
 
 // flag binds a switch (--dry-run, --follow): on the command line it takes no value, its

@@ -38,6 +38,28 @@ func SupportedControlPlanes() []string {
 	return knownControlPlanes(controlPlanes(UpOptions{}))
 }
 
+// ProfileSettings are the settings of their own of the profiles o knows (profile.Configurable),
+// by --control-plane name in order. Each profile's are bound to a fresh options value, which
+// becomes its entry of o.Settings: whoever fills the settings' fields (the CLI, from its flags
+// and variables) fills what the profile plans from, without naming its options type.
+func (o *UpOptions) ProfileSettings() []profile.Setting {
+	table := controlPlanes(*o)
+	var out []profile.Setting
+	for _, name := range knownControlPlanes(table) {
+		c, ok := table[ControlPlane(name)].(profile.Configurable)
+		if !ok {
+			continue
+		}
+		value, settings := c.Settings()
+		if o.Settings == nil {
+			o.Settings = map[ControlPlane]any{}
+		}
+		o.Settings[ControlPlane(name)] = value
+		out = append(out, settings...)
+	}
+	return out
+}
+
 // profileOf plans the profile of the plan's control plane; a bad control-plane setting (a
 // checkout that is not one, a refused Compose model) is an error before anything runs. A
 // pending profile contributes nothing but why it is pending.
@@ -97,6 +119,3 @@ func (r *run) inCluster(l images.Local) (string, error) {
 
 // KubernetesOptions are the Kubernetes-only profile's own settings (UpOptions.Settings).
 type KubernetesOptions = kubeprofile.Options
-
-// EnvDevPort is the OCE API's port on 127.0.0.1 (the Kubernetes-only profile).
-const EnvDevPort = kubeprofile.EnvDevPort
