@@ -18,7 +18,6 @@ import (
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/option"
-	"github.com/openclaw/occ/internal/occdev/profile"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -167,10 +166,10 @@ func (d *devFlags) text(s devSetting, field *string) *setting {
 	})
 }
 
-// profile binds a setting a control-plane profile declares of its own, as a row of this table
-// bound to the field of the profile's options value it names. A field of another type is a bug
-// in the profile's package, caught by the tests of the registered profiles.
-func (d *devFlags) profile(p profile.Setting) {
+// declared binds a setting a part of occ dev declares of its own (a control-plane profile's), as
+// a row of this table bound to the field of the part's options value it names. A field of
+// another type is a bug in the part's package, caught by the tests of the registered parts.
+func (d *devFlags) declared(p option.Setting) {
 	s := devSetting{flag: p.Flag, short: p.Short, env: p.Env, usage: p.Usage, want: p.Want}
 	switch field := p.Field.(type) {
 	case *string:

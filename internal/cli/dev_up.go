@@ -112,7 +112,7 @@ func devUpFlags(cmd *cobra.Command, opts *occdev.UpOptions) (flags *devFlags, dr
 	flags.text(settingNodeRuntimeBaseImage, &opts.OCE.NodeRuntimeBaseImage)
 	// Each profile's own settings, as its package declares them.
 	for _, s := range opts.ProfileSettings() {
-		flags.profile(s)
+		flags.declared(s)
 	}
 	flags.text(settingK3sImage, &opts.K3sImage)
 	return flags, dry, engine

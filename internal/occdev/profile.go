@@ -8,6 +8,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
+	"github.com/openclaw/occ/internal/occdev/option"
 	"github.com/openclaw/occ/internal/occdev/profile"
 	"github.com/openclaw/occ/internal/occdev/profile/composeprofile"
 	"github.com/openclaw/occ/internal/occdev/profile/kubeprofile"
@@ -42,9 +43,9 @@ func SupportedControlPlanes() []string {
 // by --control-plane name in order. Each profile's are bound to a fresh options value, which
 // becomes its entry of o.Settings: whoever fills the settings' fields (the CLI, from its flags
 // and variables) fills what the profile plans from, without naming its options type.
-func (o *UpOptions) ProfileSettings() []profile.Setting {
+func (o *UpOptions) ProfileSettings() []option.Setting {
 	table := controlPlanes(*o)
-	var out []profile.Setting
+	var out []option.Setting
 	for _, name := range knownControlPlanes(table) {
 		c, ok := table[ControlPlane(name)].(profile.Configurable)
 		if !ok {

@@ -1,33 +1,12 @@
 package profile
 
-// Setting is one setting of a profile's own, described the way the CLI's settings table
-// describes every setting of `occ dev up`: its flag, the variable that gives it when the flag is
-// not, its help, and the field of the profile's options value it fills. The CLI registers it
-// beside its own settings, with the same precedence, parsing and refusals, so a profile with
-// settings of its own needs no line in the CLI.
-type Setting struct {
-	// Flag and Short are the flag's name and shorthand; Flag is empty for a setting only the
-	// environment gives.
-	Flag, Short string
-	// Env is the setting's own variable; empty when it has none, and then OCC_<FLAG> gives it.
-	Env string
-	// Usage is the flag's help text; empty for a setting only the environment gives.
-	Usage string
-	// Want is set for a whole number whose 0 stands for the profile's default: it says what to
-	// give, for a value that is no number and for an explicit 0, which would otherwise be read
-	// as "the default" without a word.
-	Want string
-	// Field is the field of the options value the setting fills: a *string takes the text as
-	// given, a *int a whole number (0 when nothing gives it), a *bool true or false. The range
-	// of a value is the profile's rule, checked by its Plan.
-	Field any
-}
+import "github.com/openclaw/occ/internal/occdev/option"
 
-// Configurable is a Profile with settings of its own. The flow hands the options value back to
-// the profile's Plan as Input.Settings, where SettingsOf reads it.
+// Configurable is a Profile with settings of its own (option.Setting). The flow hands the
+// options value back to the profile's Plan as Input.Settings, where SettingsOf reads it.
 type Configurable interface {
 	Profile
 	// Settings returns a fresh options value of the profile's own type, as a pointer, and its
 	// settings, each bound to one of that value's fields.
-	Settings() (options any, settings []Setting)
+	Settings() (options any, settings []option.Setting)
 }

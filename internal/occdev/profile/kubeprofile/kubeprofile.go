@@ -49,9 +49,9 @@ var _ profile.Configurable = Profile{}
 
 // Settings are the profile's own settings, both given only by the environment, bound to a
 // fresh Options.
-func (Profile) Settings() (any, []profile.Setting) {
+func (Profile) Settings() (any, []option.Setting) {
 	o := &Options{}
-	return o, []profile.Setting{
+	return o, []option.Setting{
 		{Env: EnvDevPort, Want: "a port between 1 and 65535", Field: &o.DevPort},
 		{Env: controlplane.EnvPostgresImage, Field: &o.PostgresImage},
 	}
