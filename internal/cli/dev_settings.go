@@ -179,7 +179,7 @@ func (d *devFlags) declared(p option.Setting) {
 	case *bool:
 		d.flag(s, field)
 	default:
-		panic(fmt.Sprintf("the profile setting %s%s fills a %T; a profile's setting fills a *string, *int or *bool", p.Flag, p.Env, p.Field))
+		panic(fmt.Sprintf("the declared setting %s%s fills a %T; a declared setting fills a *string, *int or *bool (a bug in occ)", p.Flag, p.Env, p.Field))
 	}
 }
 

@@ -39,8 +39,8 @@ func SupportedControlPlanes() []string {
 	return knownControlPlanes(controlPlanes(UpOptions{}))
 }
 
-// ProfileSettings are the settings of their own of the profiles o knows (profile.Configurable),
-// by --control-plane name in order. Each profile's are bound to a fresh options value, which
+// ProfileSettings are the settings the profiles o knows declare of their own
+// (profile.Configurable), by --control-plane name in order. Each profile's are bound to a fresh options value, which
 // becomes its entry of o.Settings: whoever fills the settings' fields (the CLI, from its flags
 // and variables) fills what the profile plans from, without naming its options type.
 func (o *UpOptions) ProfileSettings() []option.Setting {

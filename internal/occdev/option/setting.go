@@ -15,7 +15,7 @@ type Setting struct {
 	Env string
 	// Usage is the flag's help text; empty for a setting only the environment gives.
 	Usage string
-	// Want is set for a whole number whose 0 stands for the profile's default: it says what to
+	// Want is set for a whole number whose 0 stands for the part's default: it says what to
 	// give, for a value that is no number and for an explicit 0, which would otherwise be read
 	// as "the default" without a word.
 	Want string
