@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -96,8 +97,6 @@ var (
 	settingRuntimeImage         = devSetting{env: controlplane.EnvRuntimeImage}
 	settingNodeBaseImage        = devSetting{env: controlplane.EnvNodeBaseImage}
 	settingNodeRuntimeBaseImage = devSetting{env: controlplane.EnvNodeRuntimeBaseImage}
-	settingDevPort              = devSetting{env: occdev.EnvDevPort, want: "a port between 1 and 65535"}
-	settingPostgresImage        = devSetting{env: controlplane.EnvPostgresImage}
 	settingK3sImage             = devSetting{env: k3d.EnvK3sImage}
 
 	// The settings of `occ dev logs`, read as kubectl's and compose's.
@@ -165,6 +164,23 @@ func (d *devFlags) text(s devSetting, field *string) *setting {
 		*field = v.raw
 		return nil
 	})
+}
+
+// declared binds a setting a part of occ dev declares of its own (a control-plane profile's), as
+// a row of this table bound to the field of the part's options value it names. A field of
+// another type is a bug in the part's package, caught by the tests of the registered parts.
+func (d *devFlags) declared(p option.Setting) {
+	s := devSetting{flag: p.Flag, short: p.Short, env: p.Env, usage: p.Usage, want: p.Want}
+	switch field := p.Field.(type) {
+	case *string:
+		d.text(s, field)
+	case *int:
+		d.number(s, 0, field)
+	case *bool:
+		d.flag(s, field)
+	default:
+		panic(fmt.Sprintf("the declared setting %s%s fills a %T; a declared setting fills a *string, *int or *bool (a bug in occ)", p.Flag, p.Env, p.Field))
+	}
 }
 
 // flag binds a switch (--dry-run, --follow): on the command line it takes no value, its

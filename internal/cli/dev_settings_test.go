@@ -16,13 +16,14 @@ import (
 
 	"github.com/openclaw/occ/internal/occdev"
 	"github.com/openclaw/occ/internal/occdev/option"
+	"github.com/openclaw/occ/internal/occdev/profile/kubeprofile"
 	"github.com/openclaw/occ/internal/testbed/ocebed"
 )
 
 // devCommandFlags registers each dev command's settings on a bare command, as its constructor
 // does.
 var devCommandFlags = map[string]func(*cobra.Command) *devFlags{
-	"up":     func(c *cobra.Command) *devFlags { f, _, _, _ := devUpFlags(c); return f },
+	"up":     func(c *cobra.Command) *devFlags { f, _, _ := devUpFlags(c, &occdev.UpOptions{}); return f },
 	"down":   func(c *cobra.Command) *devFlags { f, _ := devDownFlags(c); return f },
 	"status": func(c *cobra.Command) *devFlags { f, _ := devStatusFlags(c); return f },
 	"reload": func(c *cobra.Command) *devFlags { f, _, _ := devReloadFlags(c); return f },
@@ -145,7 +146,7 @@ func resolveOne(t *testing.T, command string, b binding, args []string) (any, se
 func TestBadRangedDevSettingsAreOptionErrors(t *testing.T) {
 	dir := isolate(t)
 	t.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
-	for _, k := range []string{settingAPIPort.env, settingDiskThreshold.env, settingStartupTimeout.env, settingDevPort.env,
+	for _, k := range []string{settingAPIPort.env, settingDiskThreshold.env, settingStartupTimeout.env, kubeprofile.EnvDevPort,
 		occdev.EnvClusterProvider, occdev.EnvControlPlane, settingRepository.env, settingStateDir.env} {
 		t.Setenv(k, "")
 		os.Unsetenv(k)
@@ -174,18 +175,19 @@ func TestBadRangedDevSettingsAreOptionErrors(t *testing.T) {
 		{"startup timeout above the range in seconds", map[string]string{settingStartupTimeout.env: "86401"}, nil, settingStartupTimeout.env, "24h0m1s", "between 1s and 24h"},
 		{"startup timeout 0", nil, []string{"--startup-timeout", "0s"}, "--startup-timeout", "0s", "out of range"},
 		{"startup timeout 0 seconds", map[string]string{settingStartupTimeout.env: "0"}, nil, settingStartupTimeout.env, "0", "out of range"},
-		{"development port above the range", map[string]string{settingDevPort.env: "65536"}, kubeProfile, settingDevPort.env, "65536", "between 1 and 65535"},
-		{"development port below the range", map[string]string{settingDevPort.env: "-80"}, kubeProfile, settingDevPort.env, "-80", "between 1 and 65535"},
-		{"development port 0", map[string]string{settingDevPort.env: "0"}, kubeProfile, settingDevPort.env, "0", "out of range"},
+		{"development port above the range", map[string]string{kubeprofile.EnvDevPort: "65536"}, kubeProfile, kubeprofile.EnvDevPort, "65536", "between 1 and 65535"},
+		{"development port below the range", map[string]string{kubeprofile.EnvDevPort: "-80"}, kubeProfile, kubeprofile.EnvDevPort, "-80", "between 1 and 65535"},
+		{"development port 0", map[string]string{kubeprofile.EnvDevPort: "0"}, kubeProfile, kubeprofile.EnvDevPort, "0", "out of range"},
 		// The Compose profile applies the same rule, rather than leaving it to Compose.
-		{"development port above the range in the Compose profile", map[string]string{settingDevPort.env: "65536"}, composeProfile, settingDevPort.env, "65536", "between 1 and 65535"},
+		{"development port above the range in the Compose profile", map[string]string{kubeprofile.EnvDevPort: "65536"}, composeProfile, kubeprofile.EnvDevPort, "65536", "between 1 and 65535"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			for k, v := range c.env {
 				t.Setenv(k, v)
 			}
 			cmd := &cobra.Command{Use: "up"}
-			flags, opts, _, _ := devUpFlags(cmd)
+			opts := &occdev.UpOptions{}
+			flags, _, _ := devUpFlags(cmd, opts)
 			args := append([]string{"--state-dir", filepath.Join(dir, "state")}, c.args...)
 			if err := cmd.ParseFlags(args); err != nil {
 				t.Fatal(err)

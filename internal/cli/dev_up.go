@@ -52,7 +52,8 @@ How every step works: docs/dev-up.md.`,
   occ dev up --cluster-provider existing --context kind-dev -n openshell-dev`,
 		Args: composeArgs,
 	}
-	flags, opts, dry, engine := devUpFlags(cmd)
+	opts := &occdev.UpOptions{}
+	flags, dry, engine := devUpFlags(cmd, opts)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if err := flags.resolve(g); err != nil {
 			return err
@@ -73,10 +74,11 @@ How every step works: docs/dev-up.md.`,
 	return cmd
 }
 
-// devUpFlags registers the settings of `occ dev up` on cmd, each bound to the field of the
-// options it fills; it returns the options, the dry-run switch and the engine setting's source.
-func devUpFlags(cmd *cobra.Command) (flags *devFlags, opts *occdev.UpOptions, dry *bool, engine *setting) {
-	opts, dry = &occdev.UpOptions{}, new(bool)
+// devUpFlags registers the settings of `occ dev up` on cmd, each bound to the field of opts it
+// fills, with the settings of their own of the profiles opts knows; it returns the dry-run
+// switch and the engine setting's source.
+func devUpFlags(cmd *cobra.Command, opts *occdev.UpOptions) (flags *devFlags, dry *bool, engine *setting) {
+	dry = new(bool)
 	flags = newDevFlags(cmd)
 	flags.environment(settingStateDir.usage, &opts.StateDir, &opts.Environment)
 	flags.text(settingClusterProvider, &opts.ClusterProvider)
@@ -108,13 +110,12 @@ func devUpFlags(cmd *cobra.Command) (flags *devFlags, opts *occdev.UpOptions, dr
 	// The base-image overrides apply to every image occ builds, in both profiles.
 	flags.text(settingNodeBaseImage, &opts.OCE.NodeBaseImage)
 	flags.text(settingNodeRuntimeBaseImage, &opts.OCE.NodeRuntimeBaseImage)
-	// The Kubernetes-only profile's own settings.
-	kube := &occdev.KubernetesOptions{}
-	opts.Settings = map[occdev.ControlPlane]any{occdev.ControlPlaneKubernetes: kube}
-	flags.number(settingDevPort, 0, &kube.DevPort)
-	flags.text(settingPostgresImage, &kube.PostgresImage)
+	// Each profile's own settings, as its package declares them.
+	for _, s := range opts.ProfileSettings() {
+		flags.declared(s)
+	}
 	flags.text(settingK3sImage, &opts.K3sImage)
-	return flags, opts, dry, engine
+	return flags, dry, engine
 }
 
 // completeValues offers a flag's fixed set of values to shell completion.

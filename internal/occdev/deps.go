@@ -19,3 +19,9 @@ type deps struct {
 	// --control-plane name.
 	Profiles map[string]profile.Profile
 }
+
+// Seams returns the test seams of o for a test to set (AfterStep, Sequential, Exec, APIClient,
+// Random, BuildNetwork, Profiles). It is not in export_test.go because the CLI's tests register a
+// profile of their own through it, to drive that profile's settings through `occ dev up`'s
+// flags and variables; the product never calls it.
+func (o *UpOptions) Seams() *deps { return &o.deps }

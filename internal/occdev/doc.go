@@ -68,7 +68,9 @@
 // in controlPlanes (profile.go) and planned at plan time through its Plan(profile.Input), the
 // same road for every profile: the Compose profile in profile/composeprofile, the
 // Kubernetes-only profile in profile/kubeprofile. Input carries what a profile plans from (the
-// shared OCE options, its own settings from UpOptions.Settings, the pins, the engine); the
+// shared OCE options, its own settings from UpOptions.Settings, the pins, the engine). A profile
+// with settings of its own declares them (profile.Configurable: option.Setting rows bound to a
+// fresh options value), and the CLI binds them from UpOptions.ProfileSettings like its own; the
 // profile refuses what it does not take itself and documents its own plan (profile.Documented:
 // the plan document's "oce" and its lines of the dry run's table). It adds live
 // checks to the preflight, steps before the cluster exists (the Compose project's data

@@ -1,9 +1,5 @@
 package occdev
 
-// Seams returns the test seams of o for a test to set (AfterStep, Sequential, Exec, APIClient,
-// Random, BuildNetwork).
-func (o *UpOptions) Seams() *deps { return &o.deps }
-
 // Seams returns the test seams of o for a test to set (AfterStep).
 func (o *ReloadOptions) Seams() *deps { return &o.deps }
 

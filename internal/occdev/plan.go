@@ -163,7 +163,8 @@ type UpOptions struct {
 	OCE OCEOptions
 	// Settings are each profile's own settings by its --control-plane name, of the type its
 	// package declares (KubernetesOptions, or a pointer to one, for kubernetes); a profile
-	// reads only its own.
+	// reads only its own. ProfileSettings sets each to a value the profile's declared settings
+	// fill.
 	Settings map[ControlPlane]any
 
 	// Progress receives step events (steps of concurrent lanes name their lane); nil discards

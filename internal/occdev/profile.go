@@ -8,6 +8,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
+	"github.com/openclaw/occ/internal/occdev/option"
 	"github.com/openclaw/occ/internal/occdev/profile"
 	"github.com/openclaw/occ/internal/occdev/profile/composeprofile"
 	"github.com/openclaw/occ/internal/occdev/profile/kubeprofile"
@@ -36,6 +37,28 @@ func controlPlanes(o UpOptions) map[ControlPlane]profile.Profile {
 // SupportedControlPlanes names the --control-plane values in a stable order.
 func SupportedControlPlanes() []string {
 	return knownControlPlanes(controlPlanes(UpOptions{}))
+}
+
+// ProfileSettings are the settings the profiles o knows declare of their own
+// (profile.Configurable), by --control-plane name in order. Each profile's are bound to a fresh options value, which
+// becomes its entry of o.Settings: whoever fills the settings' fields (the CLI, from its flags
+// and variables) fills what the profile plans from, without naming its options type.
+func (o *UpOptions) ProfileSettings() []option.Setting {
+	table := controlPlanes(*o)
+	var out []option.Setting
+	for _, name := range knownControlPlanes(table) {
+		c, ok := table[ControlPlane(name)].(profile.Configurable)
+		if !ok {
+			continue
+		}
+		value, settings := c.Settings()
+		if o.Settings == nil {
+			o.Settings = map[ControlPlane]any{}
+		}
+		o.Settings[ControlPlane(name)] = value
+		out = append(out, settings...)
+	}
+	return out
 }
 
 // profileOf plans the profile of the plan's control plane; a bad control-plane setting (a
@@ -97,6 +120,3 @@ func (r *run) inCluster(l images.Local) (string, error) {
 
 // KubernetesOptions are the Kubernetes-only profile's own settings (UpOptions.Settings).
 type KubernetesOptions = kubeprofile.Options
-
-// EnvDevPort is the OCE API's port on 127.0.0.1 (the Kubernetes-only profile).
-const EnvDevPort = kubeprofile.EnvDevPort

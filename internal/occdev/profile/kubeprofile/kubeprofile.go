@@ -45,6 +45,18 @@ type Options struct {
 	PostgresImage string
 }
 
+var _ profile.Configurable = Profile{}
+
+// Settings are the profile's own settings, both given only by the environment, bound to a
+// fresh Options.
+func (Profile) Settings() (any, []option.Setting) {
+	o := &Options{}
+	return o, []option.Setting{
+		{Env: EnvDevPort, Want: "a port between 1 and 65535", Field: &o.DevPort},
+		{Env: controlplane.EnvPostgresImage, Field: &o.PostgresImage},
+	}
+}
+
 // The profile's settings names and files, for messages.
 const (
 	// EnvDevPort is the OCE API's port on 127.0.0.1.
