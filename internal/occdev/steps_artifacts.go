@@ -18,8 +18,8 @@ const sourceArchive = artifacts.SourceArchiveName
 
 // How the layers name the archive's and the pin file's settings in their messages.
 var (
-	archiveSetting = option.Setting{Flag: "--openshell-archive", Env: EnvArchive}
-	pinFileSetting = option.Setting{Flag: "--pin-file", Env: EnvPinFile}
+	archiveSetting = option.Setting{Flag: "openshell-archive", Env: EnvArchive}
+	pinFileSetting = option.Setting{Flag: "pin-file", Env: EnvPinFile}
 )
 
 func (r *run) fetcher(rep progress.Reporter) *artifacts.Fetcher {

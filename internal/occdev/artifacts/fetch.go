@@ -65,7 +65,7 @@ func (f *Fetcher) OfflineFix(err error, local option.Setting) string {
 	if !errors.As(err, &dl) {
 		return ""
 	}
-	return "; offline, " + local.Flag + " FILE (" + local.Env + ") takes a local copy, or " + f.PinFile.String() + " another pin set"
+	return "; offline, --" + local.Flag + " FILE (" + local.Env + ") takes a local copy, or " + f.PinFile.String() + " another pin set"
 }
 
 // Local is a store of artifacts by their hex sha256 (pinbundle.Opened).

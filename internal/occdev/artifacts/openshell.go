@@ -34,7 +34,7 @@ func (f *Fetcher) FetchArchive(ctx context.Context, pin pins.SourceArchive, file
 	if file != "" {
 		v, err := OpenVerified(file, pin.SHA256)
 		if err != nil {
-			return nil, fmt.Errorf("%s %s: %w", local.Flag, file, err)
+			return nil, fmt.Errorf("--%s %s: %w", local.Flag, file, err)
 		}
 		return v, nil
 	}

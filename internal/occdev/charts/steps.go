@@ -22,8 +22,8 @@ const (
 
 // How the chart selections are named in errors: flag and variable.
 var (
-	gatewaySetting   = option.Setting{Flag: "--openshell-helm-chart", Env: EnvGatewayChart}
-	workspaceSetting = option.Setting{Flag: "--openshell-workspace-helm-chart", Env: EnvWorkspaceChart}
+	gatewaySetting   = option.Setting{Flag: "openshell-helm-chart", Env: EnvGatewayChart}
+	workspaceSetting = option.Setting{Flag: "openshell-workspace-helm-chart", Env: EnvWorkspaceChart}
 )
 
 // PackagedDir is where, inside the state directory, the charts are packaged. The packages are

@@ -25,7 +25,7 @@ func TestSelect(t *testing.T) {
 	if err := os.WriteFile(archive, []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	archiveSetting := option.Setting{Flag: "--openshell-archive", Env: "OCC_DEVELOPMENT_OPENSHELL_ARCHIVE"}
+	archiveSetting := option.Setting{Flag: "openshell-archive", Env: "OCC_DEVELOPMENT_OPENSHELL_ARCHIVE"}
 	for _, tc := range []struct {
 		name string
 		sel  Selection

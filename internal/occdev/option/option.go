@@ -1,6 +1,6 @@
 // Package option holds the one error every layer of `occ dev` returns for a bad setting, so
-// the CLI reports all of them the same way (a usage error, exit 2) whichever layer found it, how
-// a layer names a setting in its messages (Setting), and the rule of the one setting `up` and
+// the CLI reports all of them the same way (a usage error, exit 2) whichever layer found it, the one
+// shape of a setting (Setting: how a part declares one and how messages name it), and the rule of the one setting `up` and
 // `reload` share (the startup timeout).
 package option
 
@@ -26,14 +26,3 @@ func (e *Error) Error() string {
 	}
 	return msg
 }
-
-// Setting names one setting in messages: its flag and the environment variable bound to it.
-// The layer whose rule refuses a value, or whose failure another value would avoid, names the
-// setting itself, so the wording of its errors is its own.
-type Setting struct {
-	Flag string
-	Env  string
-}
-
-// String is how an error names the setting: "--flag (ENV)".
-func (s Setting) String() string { return s.Flag + " (" + s.Env + ")" }

@@ -24,3 +24,12 @@ type Setting struct {
 	// of a value is the part's own rule, checked when it plans.
 	Field any
 }
+
+// String is how messages name the setting: "--flag (ENV)", or the variable alone for a setting
+// only the environment gives.
+func (s Setting) String() string {
+	if s.Flag == "" {
+		return s.Env
+	}
+	return "--" + s.Flag + " (" + s.Env + ")"
+}

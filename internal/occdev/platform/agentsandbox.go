@@ -23,7 +23,7 @@ import (
 const EnvAgentSandboxManifest = "OCC_DEVELOPMENT_OPENSHELL_AGENT_SANDBOX_MANIFEST"
 
 // AgentSandboxSetting names the local Agent Sandbox manifest's setting in messages.
-var AgentSandboxSetting = option.Setting{Flag: "--agent-sandbox-manifest", Env: EnvAgentSandboxManifest}
+var AgentSandboxSetting = option.Setting{Flag: "agent-sandbox-manifest", Env: EnvAgentSandboxManifest}
 
 // AgentSandboxManifest is where `up` takes the Agent Sandbox manifest from: the pinned release
 // manifest, or a local copy the user selected for offline use.

@@ -25,8 +25,8 @@ const (
 
 // routingSettings name the local routing manifests' settings in messages, by controller key.
 var routingSettings = map[string]option.Setting{
-	pins.KeyRoutingCertManager:  {Flag: "--cert-manager-manifest", Env: EnvCertManagerManifest},
-	pins.KeyRoutingEnvoyGateway: {Flag: "--envoy-gateway-manifest", Env: EnvEnvoyGatewayManifest},
+	pins.KeyRoutingCertManager:  {Flag: "cert-manager-manifest", Env: EnvCertManagerManifest},
+	pins.KeyRoutingEnvoyGateway: {Flag: "envoy-gateway-manifest", Env: EnvEnvoyGatewayManifest},
 }
 
 // RoutingPlan says whether `up` installs the routing controllers, and if not why.
