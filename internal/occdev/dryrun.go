@@ -16,22 +16,15 @@ import (
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/platform"
 	"github.com/openclaw/occ/internal/occdev/state"
+	"github.com/openclaw/occ/internal/occdev/step"
 	"github.com/openclaw/occ/internal/progress"
 )
 
-// PlannedStep is one step of a dry run: what it would create, or the lanes it would run side
-// by side.
-type PlannedStep struct {
-	Name string `json:"name"`
-	Description
-	Lanes []PlannedLane `json:"lanes,omitempty"`
-}
-
-// PlannedLane is one lane of a group step.
-type PlannedLane struct {
-	Name  string        `json:"name"`
-	Steps []PlannedStep `json:"steps"`
-}
+// PlannedStep is one step of a dry run (step.Planned), and PlannedLane one lane of a group step.
+type (
+	PlannedStep = step.Planned
+	PlannedLane = step.PlannedLane
+)
 
 // DryRun is what `up --dry-run` reports.
 type DryRun struct {
@@ -45,21 +38,7 @@ type DryRun struct {
 }
 
 // Count is the number of steps that do work (group steps count as their lanes' steps).
-func (d *DryRun) Count() int { return countSteps(d.Steps) }
-
-func countSteps(steps []PlannedStep) int {
-	n := 0
-	for _, s := range steps {
-		if len(s.Lanes) == 0 {
-			n++
-			continue
-		}
-		for _, l := range s.Lanes {
-			n += countSteps(l.Steps)
-		}
-	}
-	return n
-}
+func (d *DryRun) Count() int { return step.Count(d.Steps) }
 
 // PlanUp resolves and validates opts and lists the steps without creating anything. Bad settings
 // (flags, paths, the pin file), and a checkout the plan refuses (its Compose model, its
@@ -76,7 +55,7 @@ func PlanUpContext(ctx context.Context, opts UpOptions) (*DryRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	dr := &DryRun{Plan: p, Steps: planSteps(p, upSteps(p)), Problems: []string{}, ControlPlane: p.profile.Pending()}
+	dr := &DryRun{Plan: p, Steps: step.PlanOf(p, upSteps(p)), Problems: []string{}, ControlPlane: p.profile.Pending()}
 	if err := p.profile.Refusal(); err != nil {
 		dr.Problems = append(dr.Problems, err.Error())
 	}
@@ -199,19 +178,4 @@ func dryRunBuilder(ep docker.Endpoint, p *Plan) error {
 	}
 	defer eng.Close()
 	return controlplane.CheckBuilder(controlplane.EngineBuilder{Version: eng.Version, APIVersion: eng.APIVersion, Podman: p.EngineKind == string(locate.Podman)}, b.Dockerfiles())
-}
-
-func planSteps(p *Plan, steps []Step) []PlannedStep {
-	out := make([]PlannedStep, 0, len(steps))
-	for _, s := range steps {
-		ps := PlannedStep{Name: s.Name, Description: Description{Creates: []string{}}}
-		if s.Describe != nil {
-			ps.Description = s.Describe(p)
-		}
-		for _, l := range s.Lanes {
-			ps.Lanes = append(ps.Lanes, PlannedLane{Name: l.Name, Steps: planSteps(p, l.Steps)})
-		}
-		out = append(out, ps)
-	}
-	return out
 }
