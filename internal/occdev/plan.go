@@ -505,7 +505,9 @@ func resolveCluster(p *Plan, o UpOptions, table map[string]cluster.Registration,
 		// the dry run names it and the state records its kind and endpoint before anything is
 		// created.
 		Engine: func() (cluster.Engine, error) {
-			err := p.locateEngine(o)
+			loc, err := locate.ForPlan(o.lookup, string(o.Engine), o.EngineSetting, o.Docker)
+			p.Engine, p.EngineSource, p.EngineKind, p.EngineVersion, p.EnginePlatform = loc.Endpoint, loc.Source, string(loc.Kind), loc.Version, loc.Platform
+			p.engineNotFound = loc.NotFound
 			return cluster.Engine{Kind: p.EngineKind, Platform: p.EnginePlatform}, err
 		},
 	}
@@ -520,51 +522,6 @@ func resolveCluster(p *Plan, o UpOptions, table map[string]cluster.Registration,
 		p.PullPolicy = corev1.PullNever
 	}
 	return nil
-}
-
-// engineLookup bounds locating the engine: each place is asked its version once.
-const engineLookup = 30 * time.Second
-
-// locateEngine finds the engine the choice names. With auto and no engine anywhere, the plan
-// keeps Docker's place unidentified, so a dry run still shows the whole plan and the preflight
-// says what to start there; an explicit choice that finds nothing is refused now.
-func (p *Plan) locateEngine(o UpOptions) error {
-	choice, err := locate.ParseChoice(string(o.Engine), engineSetting(o))
-	if err != nil {
-		return err
-	}
-	parent := o.lookup
-	if parent == nil {
-		parent = context.Background()
-	}
-	ctx, cancel := context.WithTimeout(parent, engineLookup)
-	defer cancel()
-	loc, err := locate.Find(ctx, locate.Options{Choice: choice, ChoiceSource: engineSetting(o), Env: o.Docker})
-	if err != nil && parent.Err() != nil {
-		return fmt.Errorf("interrupted while locating the container engine (%w)", parent.Err())
-	}
-	var notFound *locate.NotFoundError
-	switch {
-	case err == nil:
-		p.Engine, p.EngineSource, p.EngineKind, p.EngineVersion, p.EnginePlatform = loc.Endpoint, loc.Source, string(loc.Kind), loc.Version, loc.Platform
-		return nil
-	case choice == locate.Auto && errors.As(err, &notFound):
-		ep, source, lerr := locate.DockerPlace(o.Docker)
-		if lerr != nil {
-			return lerr
-		}
-		p.Engine, p.EngineSource = ep, source
-		p.engineNotFound = notFound
-		return nil
-	}
-	return err
-}
-
-func engineSetting(o UpOptions) string {
-	if o.EngineSetting != "" {
-		return o.EngineSetting
-	}
-	return "--engine"
 }
 
 // resolvePins loads the pin file (or the embedded pins). A pin file that is missing or invalid
