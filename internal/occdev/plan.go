@@ -8,7 +8,6 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -345,7 +344,7 @@ func resolvePlanWith(table map[string]cluster.Registration, o UpOptions) (*Plan,
 		return nil, err
 	}
 	if o.ArchiveFile != "" {
-		if err := checkRegularFile(o.ArchiveFile); err != nil {
+		if err := option.RegularFile(o.ArchiveFile); err != nil {
 			return nil, &OptionError{Option: "--openshell-archive (" + EnvArchive + ")", Value: o.ArchiveFile,
 				Rule: err.Error(), Fix: "name a local copy of the pinned archive, or leave it unset to download it"}
 		}
@@ -445,7 +444,7 @@ func resolveDirectories(p *Plan, o UpOptions) error {
 // lists the plan's images by role: by digest, or as given when they have none.
 func resolveImages(p *Plan, o UpOptions) error {
 	var err error
-	if p.pins, err = resolvePins(o.PinFile); err != nil {
+	if p.pins, err = pins.FromSetting(o.PinFile, "--pin-file ("+EnvPinFile+")"); err != nil {
 		return err
 	}
 	p.Pins = p.pins.Source
@@ -520,36 +519,6 @@ func resolveCluster(p *Plan, o UpOptions, table map[string]cluster.Registration,
 	p.PullPolicy = corev1.PullIfNotPresent
 	if p.importsImages() {
 		p.PullPolicy = corev1.PullNever
-	}
-	return nil
-}
-
-// resolvePins loads the pin file (or the embedded pins). A pin file that is missing or invalid
-// is a bad setting: the dry run reports it, and `up` refuses it before doing anything.
-func resolvePins(path string) (*pins.Set, error) {
-	if path == "" {
-		return pins.Default()
-	}
-	const opt = "--pin-file (" + EnvPinFile + ")"
-	if err := checkRegularFile(path); err != nil {
-		return nil, &OptionError{Option: opt, Value: path, Rule: err.Error(), Fix: "name a pin file, or leave it unset to use the pins built into occ"}
-	}
-	set, err := pins.Load(path)
-	if err != nil {
-		return nil, &OptionError{Option: opt, Value: path, Rule: "is not a valid pin file", Fix: err.Error()}
-	}
-	return set, nil
-}
-
-func checkRegularFile(path string) error {
-	fi, err := os.Stat(path)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return errors.New("does not exist")
-	case err != nil:
-		return fmt.Errorf("cannot be read (%v)", err)
-	case !fi.Mode().IsRegular():
-		return errors.New("is not a regular file")
 	}
 	return nil
 }

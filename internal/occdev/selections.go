@@ -10,6 +10,7 @@ import (
 	"github.com/openclaw/occ/internal/contract"
 	"github.com/openclaw/occ/internal/occdev/charts"
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
+	"github.com/openclaw/occ/internal/occdev/option"
 	"github.com/openclaw/occ/internal/occdev/platform"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
@@ -84,7 +85,7 @@ func resolveSelections(p *Plan, o UpOptions) error {
 	if o.AgentSandboxManifest != "" {
 		abs, err := filepath.Abs(o.AgentSandboxManifest)
 		if err == nil {
-			err = checkRegularFile(abs)
+			err = option.RegularFile(abs)
 		}
 		if err != nil {
 			return &OptionError{Option: optAgentSandboxManifest, Value: o.AgentSandboxManifest, Rule: err.Error(),

@@ -10,6 +10,7 @@ import (
 
 	"github.com/openclaw/occ/internal/contract"
 	"github.com/openclaw/occ/internal/occdev/artifacts"
+	"github.com/openclaw/occ/internal/occdev/option"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/platform"
 	"github.com/openclaw/occ/internal/occdev/step"
@@ -67,7 +68,7 @@ func resolveRouting(p *Plan, o UpOptions) error {
 		}
 		abs, err := filepath.Abs(sel.path)
 		if err == nil {
-			err = checkRegularFile(abs)
+			err = option.RegularFile(abs)
 		}
 		if err != nil {
 			return &OptionError{Option: sel.opt, Value: sel.path, Rule: err.Error(), Fix: "name a local copy of the pinned release manifest, or leave it unset to download it"}
