@@ -3,7 +3,6 @@ package occdev
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -15,8 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/openclaw/occ/internal/contract"
-	"github.com/openclaw/occ/internal/gateway"
 	"github.com/openclaw/occ/internal/occdev/artifacts"
 	"github.com/openclaw/occ/internal/occdev/charts"
 	"github.com/openclaw/occ/internal/occdev/cluster"
@@ -334,7 +331,7 @@ func resolvePlanWith(table map[string]cluster.Registration, o UpOptions) (*Plan,
 	if p.StartupTimeout, err = option.StartupTimeout(o.StartupTimeout); err != nil {
 		return nil, err
 	}
-	if p.GatewayEndpoint, err = checkGatewayEndpoint(o.GatewayEndpoint); err != nil {
+	if p.GatewayEndpoint, err = platform.CheckHealthEndpoint(o.GatewayEndpoint, "--gateway-endpoint ("+EnvGatewayEndpoint+")"); err != nil {
 		return nil, err
 	}
 	if err := resolveDirectories(p, o); err != nil {
@@ -521,30 +518,4 @@ func resolveCluster(p *Plan, o UpOptions, table map[string]cluster.Registration,
 		p.PullPolicy = corev1.PullNever
 	}
 	return nil
-}
-
-// checkGatewayEndpoint applies the gateway client's own endpoint rule (one definition) to
-// --gateway-endpoint, with the development profile's plaintext transport. An endpoint with a
-// part that may carry a credential (userinfo, a query string, a fragment, percent-encoding) is
-// refused first, and every value is shown redacted, so no message ever repeats a token.
-func checkGatewayEndpoint(raw string) (string, error) {
-	if raw == "" {
-		return "", nil
-	}
-	const opt = "--gateway-endpoint (" + EnvGatewayEndpoint + ")"
-	if part := contract.CredentialPart(raw); part != "" {
-		return "", &OptionError{Option: opt, Value: contract.RedactURL(raw), Rule: "must not carry credentials; it carries " + part,
-			Fix: "pass host:port or an http(s) origin without them: the development Gateway is unauthenticated, so occ never sends a credential to it"}
-	}
-	err := gateway.Config{Endpoint: raw, InsecureTransport: gateway.InsecureTransportNetworkPolicy}.Validate()
-	if err != nil {
-		rule := err.Error()
-		var ce *gateway.ConfigError
-		if errors.As(err, &ce) {
-			rule = ce.Rule
-		}
-		return "", &OptionError{Option: opt, Value: contract.RedactURL(raw), Rule: rule,
-			Fix: "pass host:port or an http(s) origin where the Gateway answers, or leave it unset for a port-forward"}
-	}
-	return raw, nil
 }
