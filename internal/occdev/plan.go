@@ -217,10 +217,10 @@ type Plan struct {
 	GatewayRender GatewayRenderPlan `json:"gatewayRender"`
 	// NodeImage is the node image OCC_DEVELOPMENT_K3S_IMAGE selects instead of the pin; nil
 	// when the pin stands.
-	NodeImage       *NodeImagePlan `json:"nodeImage,omitempty"`
-	CacheDir        string         `json:"cacheDirectory"`
-	GatewayEndpoint string         `json:"gatewayHealthEndpoint,omitempty"`
-	StartupTimeout  time.Duration  `json:"-"`
+	NodeImage       *k3d.NodeImageSelection `json:"nodeImage,omitempty"`
+	CacheDir        string                  `json:"cacheDirectory"`
+	GatewayEndpoint string                  `json:"gatewayHealthEndpoint,omitempty"`
+	StartupTimeout  time.Duration           `json:"-"`
 	// ClusterName, APIPort (0: a free port chosen at creation) and DiskThresholdPercent are the
 	// k3d cluster's; Engine is the located Docker engine (unix:///…) and EngineSource the rule
 	// that chose it (DOCKER_HOST, a docker context, the default socket).
@@ -445,7 +445,7 @@ func resolveImages(p *Plan, o UpOptions) error {
 		return err
 	}
 	p.Pins = p.pins.Source
-	if err := selectNodeImage(p, o); err != nil {
+	if p.pins, p.NodeImage, err = k3d.SelectNodeImage(p.ClusterProvider, o.K3sImage, p.pins); err != nil {
 		return err
 	}
 	p.Images = map[string]string{}
@@ -455,36 +455,6 @@ func resolveImages(p *Plan, o UpOptions) error {
 			p.Images[img.Role] = img.Image.String()
 		}
 	}
-	return nil
-}
-
-// NodeImagePlan is a node image selected instead of the pinned one.
-type NodeImagePlan struct {
-	// Image is the reference as given.
-	Image string `json:"image"`
-	// Tag is true when it carries no digest: the pull resolves the tag at its registry first.
-	Tag bool `json:"tag,omitempty"`
-}
-
-// selectNodeImage applies EnvK3sImage: the selected image replaces the pinned k3s image in
-// this plan's pins (a copy; the pin set itself is unchanged), so the cluster, the pull, the
-// Gateway chart's render and the dry run all use it.
-func selectNodeImage(p *Plan, o UpOptions) error {
-	if o.K3sImage == "" {
-		return nil
-	}
-	if p.ClusterProvider == ProviderExisting {
-		return &OptionError{Option: EnvK3sImage, Value: o.K3sImage, Rule: "selects the node image of the k3d cluster occ creates, and --cluster-provider existing creates none",
-			Fix: "unset it, or use --cluster-provider k3d"}
-	}
-	img, err := k3d.SelectNodeImage(o.K3sImage)
-	if err != nil {
-		return err
-	}
-	set := *p.pins
-	set.K3s.Image = img
-	p.pins = &set
-	p.NodeImage = &NodeImagePlan{Image: o.K3sImage, Tag: img.Digest == ""}
 	return nil
 }
 
