@@ -179,6 +179,20 @@ func CheckClaim(path string) error {
 	return checkEmpty(p)
 }
 
+// CheckClaimFor is CheckClaim worded for the dry run of `up`: a directory that already records
+// an environment is named with when it was created and down, the command that removes it.
+func CheckClaimFor(path, down string) error {
+	err := CheckClaim(path)
+	if !errors.Is(err, ErrExists) {
+		return err
+	}
+	created := ""
+	if st, rerr := Read(path); rerr == nil {
+		created = " (created " + st.CreatedAt.Format(time.RFC3339) + ")"
+	}
+	return fmt.Errorf("%s already records a development environment%s: run %s first, or choose another --state-dir", path, created, down)
+}
+
 // undoCreate removes what a failed Create made, so a retry is never blocked by a half-written
 // record, then releases the lock.
 func (d *Dir) undoCreate(made bool, written []string) {

@@ -456,6 +456,14 @@ func TestCreateOnExistingDirectory(t *testing.T) {
 	if err := CheckClaim(p); !errors.Is(err, ErrExists) {
 		t.Errorf("CheckClaim of a recorded environment = %v, want ErrExists", err)
 	}
+	// The dry run says the same with the command the user runs and when the environment was made.
+	if err := CheckClaimFor(p, "occ dev down --state-dir "+p); err == nil || !strings.HasPrefix(err.Error(), p+" already records a development environment (created ") ||
+		!strings.HasSuffix(err.Error(), ": run occ dev down --state-dir "+p+" first, or choose another --state-dir") {
+		t.Errorf("CheckClaimFor of a recorded environment = %v", err)
+	}
+	if err := CheckClaimFor(made, "occ dev down"); err != nil {
+		t.Errorf("CheckClaimFor of an absent directory = %v", err)
+	}
 	if err := os.WriteFile(filepath.Join(empty, "notes.txt"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
