@@ -334,7 +334,12 @@ func resolvePlanWith(table map[string]cluster.Registration, o UpOptions) (*Plan,
 	if p.GatewayEndpoint, err = platform.CheckHealthEndpoint(o.GatewayEndpoint, "--gateway-endpoint ("+EnvGatewayEndpoint+")"); err != nil {
 		return nil, err
 	}
-	if err := resolveDirectories(p, o); err != nil {
+	loc, err := state.LocateNew(o.StateDir, o.Environment)
+	if err != nil {
+		return nil, err
+	}
+	p.Environment, p.StateDir = loc.Name, loc.Dir
+	if p.CacheDir, err = artifacts.CacheDir(o.CacheDir); err != nil {
 		return nil, err
 	}
 	if err := resolveImages(p, o); err != nil {
@@ -414,25 +419,6 @@ func resolveControlPlane(p *Plan, o UpOptions) error {
 				Rule: "is not a valid namespace name (" + strings.Join(errs, "; ") + ")", Fix: "use lower-case letters, digits and '-', at most 63 characters"}
 		}
 		p.Namespace = o.Namespace
-	}
-	return nil
-}
-
-// resolveDirectories locates the environment's state directory and the artifact cache (the
-// default one unless one is given).
-func resolveDirectories(p *Plan, o UpOptions) error {
-	loc, err := state.Locate(o.StateDir, o.Environment)
-	if err != nil {
-		return err
-	}
-	p.Environment, p.StateDir = loc.Name, loc.Dir
-	if err := state.CheckPath(p.StateDir); err != nil {
-		return err
-	}
-	if p.CacheDir = o.CacheDir; p.CacheDir == "" {
-		if p.CacheDir, err = artifacts.DefaultCacheDir(); err != nil {
-			return err
-		}
 	}
 	return nil
 }

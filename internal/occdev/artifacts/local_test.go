@@ -118,3 +118,14 @@ func TestCachedManifestReadsOnlyAVerifiedCopy(t *testing.T) {
 		t.Errorf("tampered copy read: %v", objs)
 	}
 }
+
+// `occ dev up` without --cache-dir caches under the user's cache directory; with one, there.
+func TestCacheDirDefaultsToTheUsersCache(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", "/home/dev/.cache")
+	if got, err := CacheDir(""); err != nil || got != "/home/dev/.cache/occ/artifacts" {
+		t.Errorf("CacheDir(\"\") = %q, %v", got, err)
+	}
+	if got, err := CacheDir("/srv/cache"); err != nil || got != "/srv/cache" {
+		t.Errorf("CacheDir(/srv/cache) = %q, %v", got, err)
+	}
+}
