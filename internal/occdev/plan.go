@@ -12,7 +12,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/openclaw/occ/internal/occdev/artifacts"
 	"github.com/openclaw/occ/internal/occdev/charts"
@@ -298,15 +297,8 @@ func (p *Plan) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// RawDocument is a profile's plan document read back from JSON: it marshals to the same JSON and
-// prints nothing of the dry run's table.
-type RawDocument json.RawMessage
-
-// MarshalJSON writes the document as it was read.
-func (d RawDocument) MarshalJSON() ([]byte, error) { return d, nil }
-
-// PrintPlan prints nothing: only the profile knows what its document says.
-func (RawDocument) PrintPlan(io.Writer) {}
+// RawDocument is a profile's plan document read back from JSON (profile.RawDocument).
+type RawDocument = profile.RawDocument
 
 // resolvePlan checks every option and fills the defaults. It reads the environment for default
 // directories and the pin file, and contacts nothing.
@@ -408,15 +400,10 @@ func resolveControlPlane(p *Plan, o UpOptions) error {
 	// the cluster, a ClusterIP Service for one inside it.
 	pf := cp.Platform()
 	p.gateway, p.Namespace = pf.Gateway, pf.Namespace
-	if p.gateway == platform.ControlPlaneCompose {
-		p.ServiceType, p.NodePort = corev1.ServiceTypeNodePort, platform.GatewayNodePort
-	} else {
-		p.ServiceType = corev1.ServiceTypeClusterIP
-	}
+	p.ServiceType, p.NodePort = p.gateway.Service()
 	if o.Namespace != "" {
-		if errs := validation.IsDNS1123Label(o.Namespace); len(errs) > 0 {
-			return &OptionError{Option: "-n/--namespace (" + EnvNamespace + ")", Value: o.Namespace,
-				Rule: "is not a valid namespace name (" + strings.Join(errs, "; ") + ")", Fix: "use lower-case letters, digits and '-', at most 63 characters"}
+		if err := platform.CheckNamespace(o.Namespace, "-n/--namespace ("+EnvNamespace+")"); err != nil {
+			return err
 		}
 		p.Namespace = o.Namespace
 	}
