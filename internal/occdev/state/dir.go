@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/openclaw/occ/internal/fsutil"
+	"github.com/openclaw/occ/internal/occdev/step"
 )
 
 // DirMode and FileMode are the state directory's mode and that of every file occ writes in it:
@@ -157,6 +158,26 @@ func checkEmpty(p string) error {
 		}
 	}
 	return nil
+}
+
+// Claim is Create as `up` reports it: a directory in use or already recording an environment is
+// refused as Create says (its message names what to do); any other failure names the directory.
+func Claim(path string, initial State) (*Dir, error) {
+	d, err := Create(path, initial)
+	if err != nil && !errors.Is(err, ErrInUse) && !errors.Is(err, ErrExists) {
+		return nil, fmt.Errorf("claim state directory %s: %w", path, err)
+	}
+	return d, err
+}
+
+// DescribeClaim is what claiming dir creates, for the dry run: the locked directory, the marker,
+// and the record, whose note says what it holds when it is written.
+func DescribeClaim(dir, record string) step.Description {
+	return step.Describe(
+		step.DirAt(dir, DirMode, "locked"),
+		step.FileAt(filepath.Join(dir, MarkerName), FileMode, "the development marker"),
+		step.FileAt(filepath.Join(dir, FileName), FileMode, record),
+	)
 }
 
 // CheckClaim says, changing nothing, whether Create could claim path by Create's own rules (the
