@@ -79,3 +79,20 @@ func (rb Rollback) Run(parent context.Context, cause error) error {
 	}
 	return fmt.Errorf("%w\nrolled back: %s, and %s was deleted", cause, removed, dir)
 }
+
+// RemoveAll is `down`'s removal: on the engine d records only (SameEngine), everything d records
+// and then d itself. When anything is left, d is kept and the error says how to retry; the result
+// is nil when the engine is not the recorded one and nothing was tried.
+func RemoveAll(ctx context.Context, d *state.Dir, e *Env, log io.Writer, occ string) (*Result, error) {
+	if err := e.SameEngine(ctx, d.Path()); err != nil {
+		return nil, err
+	}
+	res, err := Remove(ctx, d, e, log, func(state.Object) bool { return false })
+	if err == nil {
+		err = d.Remove()
+	}
+	if err != nil {
+		return &res, fmt.Errorf("cleanup incomplete; preserving %s for recovery: %w\nretry with: %s", d.Path(), err, DownCommand(occ, d.Path()))
+	}
+	return &res, nil
+}

@@ -51,3 +51,18 @@ func TestRollbackDeletesTheStateOnlyWhenEverythingIsGone(t *testing.T) {
 		t.Errorf("the state of an incomplete rollback is gone: %v", serr)
 	}
 }
+
+// `occ dev down` of an environment whose up failed before creating anything: nothing to remove,
+// the directory goes, and the result's lists are empty, not null.
+func TestRemoveAllDeletesAnEmptyRecord(t *testing.T) {
+	d := claim(t)
+	env := Connect(d.State())
+	defer env.Close()
+	res, err := RemoveAll(context.Background(), d, env, io.Discard, "occ")
+	if err != nil || res == nil || res.Removed == nil || res.LeftAlone == nil || len(res.Removed)+len(res.LeftAlone) != 0 {
+		t.Fatalf("RemoveAll = %+v, %v", res, err)
+	}
+	if _, serr := os.Stat(d.Path()); !errors.Is(serr, os.ErrNotExist) {
+		t.Errorf("the state directory is still there: %v", serr)
+	}
+}
