@@ -396,8 +396,6 @@ func resolveControlPlane(p *Plan, o UpOptions) error {
 		return &OptionError{Option: "--control-plane (" + EnvControlPlane + ")", Value: string(o.ControlPlane),
 			Rule: "is not supported", Fix: "use " + strings.Join(names, " or ")}
 	}
-	// The platform serves the control plane where it runs: a NodePort Gateway for one beside
-	// the cluster, a ClusterIP Service for one inside it.
 	pf := cp.Platform()
 	p.gateway, p.Namespace = pf.Gateway, pf.Namespace
 	p.ServiceType, p.NodePort = p.gateway.Service()
