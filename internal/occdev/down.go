@@ -78,7 +78,12 @@ func Down(ctx context.Context, opts DownOptions) (*DownResult, error) {
 	if !opts.NoDiagnose {
 		log = &step.SyncWriter{W: io.MultiWriter(log, &removals)}
 	}
-	res, err := removeRecorded(ctx, d, rec, log, opts.OCCCommand)
+	adopted := d.State().Adopted
+	removed, err := recorded.RemoveAll(ctx, d, rec, log, opts.OCCCommand)
+	var res *DownResult
+	if removed != nil {
+		res = &DownResult{StateDirectory: d.Path(), Removed: removed.Removed, LeftAlone: removed.LeftAlone, DirectoryKept: adopted}
+	}
 	if err != nil {
 		bundle := observe.FailureBundle(ctx, observe.FailedRun{
 			BundleInput: observe.BundleInput{Dir: d.Path(), State: d.State(), Env: rec, Version: opts.OCCVersion, Cause: err, Log: removals.Bytes()},
@@ -89,23 +94,6 @@ func Down(ctx context.Context, opts DownOptions) (*DownResult, error) {
 		}
 	}
 	return res, err
-}
-
-// removeRecorded removes what d records and then d itself; when anything is left it keeps d and
-// says how to retry.
-func removeRecorded(ctx context.Context, d *state.Dir, rec *recorded.Env, log io.Writer, occ string) (*DownResult, error) {
-	if err := rec.SameEngine(ctx, d.Path()); err != nil {
-		return nil, err
-	}
-	removed, err := recorded.Remove(ctx, d, rec, log, func(state.Object) bool { return false })
-	res := &DownResult{StateDirectory: d.Path(), Removed: removed.Removed, LeftAlone: removed.LeftAlone, DirectoryKept: d.State().Adopted}
-	if err == nil {
-		err = d.Remove()
-	}
-	if err != nil {
-		return res, fmt.Errorf("cleanup incomplete; preserving %s for recovery: %w\nretry with: %s", d.Path(), err, DownCommand(occ, d.Path()))
-	}
-	return res, nil
 }
 
 // DownCommand is the exact command that finishes a cleanup, shell-quoted (recorded.DownCommand).

@@ -2,36 +2,27 @@ package occdev
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/openclaw/occ/internal/fsutil"
 	"github.com/openclaw/occ/internal/occdev/artifacts"
 	"github.com/openclaw/occ/internal/occdev/cluster"
-	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/platform"
+	"github.com/openclaw/occ/internal/occdev/profile/oce"
 	"github.com/openclaw/occ/internal/occdev/state"
+	"github.com/openclaw/occ/internal/occdev/step"
 	"github.com/openclaw/occ/internal/progress"
 )
 
-// PlannedStep is one step of a dry run: what it would create, or the lanes it would run side
-// by side.
-type PlannedStep struct {
-	Name string `json:"name"`
-	Description
-	Lanes []PlannedLane `json:"lanes,omitempty"`
-}
-
-// PlannedLane is one lane of a group step.
-type PlannedLane struct {
-	Name  string        `json:"name"`
-	Steps []PlannedStep `json:"steps"`
-}
+// PlannedStep is one step of a dry run (step.Planned), and PlannedLane one lane of a group step.
+type (
+	PlannedStep = step.Planned
+	PlannedLane = step.PlannedLane
+)
 
 // DryRun is what `up --dry-run` reports.
 type DryRun struct {
@@ -45,21 +36,7 @@ type DryRun struct {
 }
 
 // Count is the number of steps that do work (group steps count as their lanes' steps).
-func (d *DryRun) Count() int { return countSteps(d.Steps) }
-
-func countSteps(steps []PlannedStep) int {
-	n := 0
-	for _, s := range steps {
-		if len(s.Lanes) == 0 {
-			n++
-			continue
-		}
-		for _, l := range s.Lanes {
-			n += countSteps(l.Steps)
-		}
-	}
-	return n
-}
+func (d *DryRun) Count() int { return step.Count(d.Steps) }
 
 // PlanUp resolves and validates opts and lists the steps without creating anything. Bad settings
 // (flags, paths, the pin file), and a checkout the plan refuses (its Compose model, its
@@ -76,7 +53,7 @@ func PlanUpContext(ctx context.Context, opts UpOptions) (*DryRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	dr := &DryRun{Plan: p, Steps: planSteps(p, upSteps(p)), Problems: []string{}, ControlPlane: p.profile.Pending()}
+	dr := &DryRun{Plan: p, Steps: step.PlanOf(p, upSteps(p)), Problems: []string{}, ControlPlane: p.profile.Pending()}
 	if err := p.profile.Refusal(); err != nil {
 		dr.Problems = append(dr.Problems, err.Error())
 	}
@@ -90,7 +67,7 @@ func PlanUpContext(ctx context.Context, opts UpOptions) (*DryRun, error) {
 	} else if ep := p.Engine; !ep.IsZero() {
 		if err := docker.CheckSocketAs(ep, p.EngineSource, locate.Kind(engineKind(p))); err != nil {
 			dr.Problems = append(dr.Problems, err.Error())
-		} else if err := dryRunBuilder(ep, p); err != nil {
+		} else if err := oce.CheckPlannedBuilder(p.OCE, ep, p.EngineSource, locate.Kind(engineKind(p))); err != nil {
 			dr.Problems = append(dr.Problems, err.Error())
 		}
 	}
@@ -99,14 +76,7 @@ func PlanUpContext(ctx context.Context, opts UpOptions) (*DryRun, error) {
 	dr.Problems = append(dr.Problems, localArtifactProblems(p)...)
 	// `up` claims the directory by state.Create's rules (absent, or empty and private to you)
 	// and refuses one that already records an environment; say so now, by the same rules.
-	if err := state.CheckClaim(p.StateDir); errors.Is(err, state.ErrExists) {
-		created := ""
-		if st, rerr := state.Read(p.StateDir); rerr == nil {
-			created = " (created " + st.CreatedAt.Format(time.RFC3339) + ")"
-		}
-		dr.Problems = append(dr.Problems, fmt.Sprintf("%s already records a development environment%s: run %s first, or choose another --state-dir",
-			p.StateDir, created, DownCommand(opts.OCCCommand, p.StateDir)))
-	} else if err != nil {
+	if err := state.CheckClaimFor(p.StateDir, DownCommand(opts.OCCCommand, p.StateDir)); err != nil {
 		dr.Problems = append(dr.Problems, err.Error())
 	}
 	return dr, nil
@@ -138,7 +108,7 @@ func localArtifactProblems(p *Plan) []string {
 			out = append(out, fmt.Sprintf("%s %s holds no objects", optAgentSandboxManifest, path))
 		}
 	} else {
-		manifest = cachedManifest(p)
+		manifest = (&artifacts.Fetcher{CacheDir: p.CacheDir}).CachedManifest(p.pins.AgentSandbox.Manifest.SHA256)
 	}
 	// Selected charts are rendered now as up renders them, when the manifest whose API versions
 	// the render sees is local (selected, or the pinned one already in the cache): a chart that
@@ -155,63 +125,6 @@ func localArtifactProblems(p *Plan) []string {
 		if err := renderWorkspace(context.Background(), r, progress.Reporter{}); err != nil {
 			out = append(out, fmt.Sprintf("the selected Workspace chart %s: %v", p.WorkspaceChart, err))
 		}
-	}
-	return out
-}
-
-// cachedManifest is the pinned Agent Sandbox manifest when a verified copy is in the artifact
-// cache (the dry run downloads nothing); nil otherwise.
-func cachedManifest(p *Plan) []*unstructured.Unstructured {
-	pin := p.pins.AgentSandbox.Manifest
-	path, err := (&artifacts.Fetcher{CacheDir: p.CacheDir}).CachePath(pin.SHA256)
-	if err != nil {
-		return nil
-	}
-	v, err := artifacts.OpenVerified(path, pin.SHA256)
-	if err != nil {
-		return nil
-	}
-	defer v.Close()
-	objs, err := artifacts.ParseManifest(v)
-	if err != nil {
-		return nil
-	}
-	return objs
-}
-
-// builds is a profile's plan document that builds images: the Dockerfiles its builds read.
-type builds interface {
-	Dockerfiles() []*controlplane.Dockerfile
-}
-
-// dryRunBuilder asks a running engine its version (GET /version, which changes nothing) when the
-// control plane builds images, and applies the preflight's builder check to it.
-func dryRunBuilder(ep docker.Endpoint, p *Plan) error {
-	b, ok := p.OCE.(builds)
-	if !ok || len(b.Dockerfiles()) == 0 {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	eng, err := docker.ConnectAs(ctx, ep, p.EngineSource, locate.Kind(engineKind(p)))
-	if err != nil {
-		return err
-	}
-	defer eng.Close()
-	return controlplane.CheckBuilder(controlplane.EngineBuilder{Version: eng.Version, APIVersion: eng.APIVersion, Podman: p.EngineKind == string(locate.Podman)}, b.Dockerfiles())
-}
-
-func planSteps(p *Plan, steps []Step) []PlannedStep {
-	out := make([]PlannedStep, 0, len(steps))
-	for _, s := range steps {
-		ps := PlannedStep{Name: s.Name, Description: Description{Creates: []string{}}}
-		if s.Describe != nil {
-			ps.Description = s.Describe(p)
-		}
-		for _, l := range s.Lanes {
-			ps.Lanes = append(ps.Lanes, PlannedLane{Name: l.Name, Steps: planSteps(p, l.Steps)})
-		}
-		out = append(out, ps)
 	}
 	return out
 }

@@ -3,21 +3,16 @@ package occdev
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/openclaw/occ/internal/contract"
-	"github.com/openclaw/occ/internal/gateway"
 	"github.com/openclaw/occ/internal/occdev/artifacts"
 	"github.com/openclaw/occ/internal/occdev/charts"
 	"github.com/openclaw/occ/internal/occdev/cluster"
@@ -222,10 +217,10 @@ type Plan struct {
 	GatewayRender platform.GatewayRenderPlan `json:"gatewayRender"`
 	// NodeImage is the node image OCC_DEVELOPMENT_K3S_IMAGE selects instead of the pin; nil
 	// when the pin stands.
-	NodeImage       *NodeImagePlan `json:"nodeImage,omitempty"`
-	CacheDir        string         `json:"cacheDirectory"`
-	GatewayEndpoint string         `json:"gatewayHealthEndpoint,omitempty"`
-	StartupTimeout  time.Duration  `json:"-"`
+	NodeImage       *k3d.NodeImageSelection `json:"nodeImage,omitempty"`
+	CacheDir        string                  `json:"cacheDirectory"`
+	GatewayEndpoint string                  `json:"gatewayHealthEndpoint,omitempty"`
+	StartupTimeout  time.Duration           `json:"-"`
 	// ClusterName, APIPort (0: a free port chosen at creation) and DiskThresholdPercent are the
 	// k3d cluster's; Engine is the located Docker engine (unix:///…) and EngineSource the rule
 	// that chose it (DOCKER_HOST, a docker context, the default socket).
@@ -303,15 +298,8 @@ func (p *Plan) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// RawDocument is a profile's plan document read back from JSON: it marshals to the same JSON and
-// prints nothing of the dry run's table.
-type RawDocument json.RawMessage
-
-// MarshalJSON writes the document as it was read.
-func (d RawDocument) MarshalJSON() ([]byte, error) { return d, nil }
-
-// PrintPlan prints nothing: only the profile knows what its document says.
-func (RawDocument) PrintPlan(io.Writer) {}
+// RawDocument is a profile's plan document read back from JSON (profile.RawDocument).
+type RawDocument = profile.RawDocument
 
 // resolvePlan checks every option and fills the defaults. It reads the environment for default
 // directories and the pin file, and contacts nothing.
@@ -336,17 +324,22 @@ func resolvePlanWith(table map[string]cluster.Registration, o UpOptions) (*Plan,
 	if p.StartupTimeout, err = option.StartupTimeout(o.StartupTimeout); err != nil {
 		return nil, err
 	}
-	if p.GatewayEndpoint, err = checkGatewayEndpoint(o.GatewayEndpoint); err != nil {
+	if p.GatewayEndpoint, err = platform.CheckHealthEndpoint(o.GatewayEndpoint, "--gateway-endpoint ("+EnvGatewayEndpoint+")"); err != nil {
 		return nil, err
 	}
-	if err := resolveDirectories(p, o); err != nil {
+	loc, err := state.LocateNew(o.StateDir, o.Environment)
+	if err != nil {
+		return nil, err
+	}
+	p.Environment, p.StateDir = loc.Name, loc.Dir
+	if p.CacheDir, err = artifacts.CacheDir(o.CacheDir); err != nil {
 		return nil, err
 	}
 	if err := resolveImages(p, o); err != nil {
 		return nil, err
 	}
 	if o.ArchiveFile != "" {
-		if err := checkRegularFile(o.ArchiveFile); err != nil {
+		if err := option.RegularFile(o.ArchiveFile); err != nil {
 			return nil, &OptionError{Option: "--openshell-archive (" + EnvArchive + ")", Value: o.ArchiveFile,
 				Rule: err.Error(), Fix: "name a local copy of the pinned archive, or leave it unset to download it"}
 		}
@@ -404,40 +397,14 @@ func resolveControlPlane(p *Plan, o UpOptions) error {
 		return &OptionError{Option: "--control-plane (" + EnvControlPlane + ")", Value: string(o.ControlPlane),
 			Rule: "is not supported", Fix: "use " + strings.Join(names, " or ")}
 	}
-	// The platform serves the control plane where it runs: a NodePort Gateway for one beside
-	// the cluster, a ClusterIP Service for one inside it.
 	pf := cp.Platform()
 	p.gateway, p.Namespace = pf.Gateway, pf.Namespace
-	if p.gateway == platform.ControlPlaneCompose {
-		p.ServiceType, p.NodePort = corev1.ServiceTypeNodePort, platform.GatewayNodePort
-	} else {
-		p.ServiceType = corev1.ServiceTypeClusterIP
-	}
+	p.ServiceType, p.NodePort = p.gateway.Service()
 	if o.Namespace != "" {
-		if errs := validation.IsDNS1123Label(o.Namespace); len(errs) > 0 {
-			return &OptionError{Option: "-n/--namespace (" + EnvNamespace + ")", Value: o.Namespace,
-				Rule: "is not a valid namespace name (" + strings.Join(errs, "; ") + ")", Fix: "use lower-case letters, digits and '-', at most 63 characters"}
-		}
-		p.Namespace = o.Namespace
-	}
-	return nil
-}
-
-// resolveDirectories locates the environment's state directory and the artifact cache (the
-// default one unless one is given).
-func resolveDirectories(p *Plan, o UpOptions) error {
-	loc, err := state.Locate(o.StateDir, o.Environment)
-	if err != nil {
-		return err
-	}
-	p.Environment, p.StateDir = loc.Name, loc.Dir
-	if err := state.CheckPath(p.StateDir); err != nil {
-		return err
-	}
-	if p.CacheDir = o.CacheDir; p.CacheDir == "" {
-		if p.CacheDir, err = artifacts.DefaultCacheDir(); err != nil {
+		if err := platform.CheckNamespace(o.Namespace, "-n/--namespace ("+EnvNamespace+")"); err != nil {
 			return err
 		}
+		p.Namespace = o.Namespace
 	}
 	return nil
 }
@@ -446,11 +413,11 @@ func resolveDirectories(p *Plan, o UpOptions) error {
 // lists the plan's images by role: by digest, or as given when they have none.
 func resolveImages(p *Plan, o UpOptions) error {
 	var err error
-	if p.pins, err = resolvePins(o.PinFile); err != nil {
+	if p.pins, err = pins.FromSetting(o.PinFile, "--pin-file ("+EnvPinFile+")"); err != nil {
 		return err
 	}
 	p.Pins = p.pins.Source
-	if err := selectNodeImage(p, o); err != nil {
+	if p.pins, p.NodeImage, err = k3d.SelectNodeImage(p.ClusterProvider, o.K3sImage, p.pins); err != nil {
 		return err
 	}
 	p.Images = map[string]string{}
@@ -460,36 +427,6 @@ func resolveImages(p *Plan, o UpOptions) error {
 			p.Images[img.Role] = img.Image.String()
 		}
 	}
-	return nil
-}
-
-// NodeImagePlan is a node image selected instead of the pinned one.
-type NodeImagePlan struct {
-	// Image is the reference as given.
-	Image string `json:"image"`
-	// Tag is true when it carries no digest: the pull resolves the tag at its registry first.
-	Tag bool `json:"tag,omitempty"`
-}
-
-// selectNodeImage applies EnvK3sImage: the selected image replaces the pinned k3s image in
-// this plan's pins (a copy; the pin set itself is unchanged), so the cluster, the pull, the
-// Gateway chart's render and the dry run all use it.
-func selectNodeImage(p *Plan, o UpOptions) error {
-	if o.K3sImage == "" {
-		return nil
-	}
-	if p.ClusterProvider == ProviderExisting {
-		return &OptionError{Option: EnvK3sImage, Value: o.K3sImage, Rule: "selects the node image of the k3d cluster occ creates, and --cluster-provider existing creates none",
-			Fix: "unset it, or use --cluster-provider k3d"}
-	}
-	img, err := k3d.SelectNodeImage(o.K3sImage)
-	if err != nil {
-		return err
-	}
-	set := *p.pins
-	set.K3s.Image = img
-	p.pins = &set
-	p.NodeImage = &NodeImagePlan{Image: o.K3sImage, Tag: img.Digest == ""}
 	return nil
 }
 
@@ -506,7 +443,9 @@ func resolveCluster(p *Plan, o UpOptions, table map[string]cluster.Registration,
 		// the dry run names it and the state records its kind and endpoint before anything is
 		// created.
 		Engine: func() (cluster.Engine, error) {
-			err := p.locateEngine(o)
+			loc, err := locate.ForPlan(o.lookup, string(o.Engine), o.EngineSetting, o.Docker)
+			p.Engine, p.EngineSource, p.EngineKind, p.EngineVersion, p.EnginePlatform = loc.Endpoint, loc.Source, string(loc.Kind), loc.Version, loc.Platform
+			p.engineNotFound = loc.NotFound
 			return cluster.Engine{Kind: p.EngineKind, Platform: p.EnginePlatform}, err
 		},
 	}
@@ -521,105 +460,4 @@ func resolveCluster(p *Plan, o UpOptions, table map[string]cluster.Registration,
 		p.PullPolicy = corev1.PullNever
 	}
 	return nil
-}
-
-// engineLookup bounds locating the engine: each place is asked its version once.
-const engineLookup = 30 * time.Second
-
-// locateEngine finds the engine the choice names. With auto and no engine anywhere, the plan
-// keeps Docker's place unidentified, so a dry run still shows the whole plan and the preflight
-// says what to start there; an explicit choice that finds nothing is refused now.
-func (p *Plan) locateEngine(o UpOptions) error {
-	choice, err := locate.ParseChoice(string(o.Engine), engineSetting(o))
-	if err != nil {
-		return err
-	}
-	parent := o.lookup
-	if parent == nil {
-		parent = context.Background()
-	}
-	ctx, cancel := context.WithTimeout(parent, engineLookup)
-	defer cancel()
-	loc, err := locate.Find(ctx, locate.Options{Choice: choice, ChoiceSource: engineSetting(o), Env: o.Docker})
-	if err != nil && parent.Err() != nil {
-		return fmt.Errorf("interrupted while locating the container engine (%w)", parent.Err())
-	}
-	var notFound *locate.NotFoundError
-	switch {
-	case err == nil:
-		p.Engine, p.EngineSource, p.EngineKind, p.EngineVersion, p.EnginePlatform = loc.Endpoint, loc.Source, string(loc.Kind), loc.Version, loc.Platform
-		return nil
-	case choice == locate.Auto && errors.As(err, &notFound):
-		ep, source, lerr := locate.DockerPlace(o.Docker)
-		if lerr != nil {
-			return lerr
-		}
-		p.Engine, p.EngineSource = ep, source
-		p.engineNotFound = notFound
-		return nil
-	}
-	return err
-}
-
-func engineSetting(o UpOptions) string {
-	if o.EngineSetting != "" {
-		return o.EngineSetting
-	}
-	return "--engine"
-}
-
-// resolvePins loads the pin file (or the embedded pins). A pin file that is missing or invalid
-// is a bad setting: the dry run reports it, and `up` refuses it before doing anything.
-func resolvePins(path string) (*pins.Set, error) {
-	if path == "" {
-		return pins.Default()
-	}
-	const opt = "--pin-file (" + EnvPinFile + ")"
-	if err := checkRegularFile(path); err != nil {
-		return nil, &OptionError{Option: opt, Value: path, Rule: err.Error(), Fix: "name a pin file, or leave it unset to use the pins built into occ"}
-	}
-	set, err := pins.Load(path)
-	if err != nil {
-		return nil, &OptionError{Option: opt, Value: path, Rule: "is not a valid pin file", Fix: err.Error()}
-	}
-	return set, nil
-}
-
-func checkRegularFile(path string) error {
-	fi, err := os.Stat(path)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return errors.New("does not exist")
-	case err != nil:
-		return fmt.Errorf("cannot be read (%v)", err)
-	case !fi.Mode().IsRegular():
-		return errors.New("is not a regular file")
-	}
-	return nil
-}
-
-// checkGatewayEndpoint applies the gateway client's own endpoint rule (one definition) to
-// --gateway-endpoint, with the development profile's plaintext transport. An endpoint with a
-// part that may carry a credential (userinfo, a query string, a fragment, percent-encoding) is
-// refused first, and every value is shown redacted, so no message ever repeats a token.
-func checkGatewayEndpoint(raw string) (string, error) {
-	if raw == "" {
-		return "", nil
-	}
-	const opt = "--gateway-endpoint (" + EnvGatewayEndpoint + ")"
-	if part := contract.CredentialPart(raw); part != "" {
-		return "", &OptionError{Option: opt, Value: contract.RedactURL(raw), Rule: "must not carry credentials; it carries " + part,
-			Fix: "pass host:port or an http(s) origin without them: the development Gateway is unauthenticated, so occ never sends a credential to it"}
-	}
-	err := gateway.Config{Endpoint: raw, InsecureTransport: gateway.InsecureTransportNetworkPolicy}.Validate()
-	if err != nil {
-		rule := err.Error()
-		var ce *gateway.ConfigError
-		if errors.As(err, &ce) {
-			rule = ce.Rule
-		}
-		return "", &OptionError{Option: opt, Value: contract.RedactURL(raw), Rule: rule,
-			Fix: "pass host:port or an http(s) origin where the Gateway answers, or leave it unset for a port-forward"}
-	}
-	return raw, nil
 }

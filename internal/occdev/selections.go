@@ -30,7 +30,7 @@ func resolveSelections(p *Plan, o UpOptions) (err error) {
 	if p.selectedCharts != nil {
 		p.GatewayChart, p.WorkspaceChart = p.selectedCharts.GatewayPackage, p.selectedCharts.WorkspacePackage
 	}
-	if p.AgentSandboxManifest, err = platform.SelectAgentSandbox(o.AgentSandboxManifest, checkRegularFile); err != nil {
+	if p.AgentSandboxManifest, err = platform.SelectAgentSandbox(o.AgentSandboxManifest); err != nil {
 		return err
 	}
 	in := platform.GatewayRenderInput{K3s: p.pins.K3s.Image, Existing: p.ClusterProvider == ProviderExisting,

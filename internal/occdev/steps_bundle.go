@@ -11,6 +11,7 @@ import (
 	"github.com/openclaw/occ/internal/contract"
 	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/images"
+	"github.com/openclaw/occ/internal/occdev/option"
 	"github.com/openclaw/occ/internal/occdev/pinbundle"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/progress"
@@ -25,7 +26,7 @@ func resolveBundle(p *Plan, o UpOptions) error {
 	if o.Bundle == "" {
 		return nil
 	}
-	if err := checkRegularFile(o.Bundle); err != nil {
+	if err := option.RegularFile(o.Bundle); err != nil {
 		return &OptionError{Option: optBundle, Value: o.Bundle, Rule: err.Error(), Fix: "name a file occ dev bundle create wrote, or leave it unset to pull and download"}
 	}
 	abs, err := filepath.Abs(o.Bundle)

@@ -62,24 +62,12 @@ func connectCluster(ctx context.Context, r *run, rep progress.Reporter) error {
 // useCluster connects to the cluster access reaches, checks it is the one the provider vouched
 // for and the state recorded, records the access, and tells the lanes waiting for the cluster.
 func (r *run) useCluster(ctx context.Context, access cluster.Access) error {
-	owner := r.state.State().Owner()
-	conn, err := kubeobj.Connect(access, kubeobj.Options{Owner: owner, Recorder: r.state})
+	st := r.state.State()
+	conn, err := kubeobj.ConnectVouched(ctx, access, kubeobj.Options{Owner: st.Owner(), Recorder: r.state}, r.plan.ClusterProvider, st.Cluster.UID, r.state.Path())
 	if err != nil {
 		return err
 	}
-	uid, err := conn.UID(ctx)
-	if err != nil {
-		return err
-	}
-	if access.UID != "" && access.UID != uid {
-		return fmt.Errorf("the %s provider reports cluster kube-system uid %s, but context %q reaches uid %s: refusing to install into a cluster it did not vouch for", r.plan.ClusterProvider, access.UID, access.Context, uid)
-	}
-	if rec := r.state.State().Cluster; rec.UID != "" && rec.UID != uid {
-		return fmt.Errorf("this state records cluster kube-system uid %s, but context %q reaches uid %s: run occ dev down --state-dir %s first", rec.UID, access.Context, uid, r.state.Path())
-	}
-	access.UID = uid
-	conn.Access = access
-	if err := r.state.Update(func(s *state.State) { s.Cluster = access; s.PlatformNamespace = r.plan.Namespace }); err != nil {
+	if err := r.state.Update(func(s *state.State) { s.Cluster = conn.Access; s.PlatformNamespace = r.plan.Namespace }); err != nil {
 		return fmt.Errorf("record the cluster in the state: %w", err)
 	}
 	r.conn = conn

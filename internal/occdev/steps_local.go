@@ -2,16 +2,13 @@ package occdev
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"path/filepath"
 
 	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/state"
-	"github.com/openclaw/occ/internal/occdev/step"
 	"github.com/openclaw/occ/internal/progress"
 )
 
@@ -67,11 +64,7 @@ func describeState(p *Plan) Description {
 	if !p.Engine.IsZero() {
 		records = "recording the " + engineName(p) + " engine " + p.Engine.String() + ", written before anything else"
 	}
-	return step.Describe(
-		step.DirAt(p.StateDir, state.DirMode, "locked"),
-		step.FileAt(filepath.Join(p.StateDir, state.MarkerName), state.FileMode, "the development marker"),
-		step.FileAt(filepath.Join(p.StateDir, state.FileName), state.FileMode, records),
-	)
+	return state.DescribeClaim(p.StateDir, records)
 }
 
 // claimState creates the private state directory, takes its lock, and writes the marker and
@@ -100,12 +93,9 @@ func claimState(ctx context.Context, r *run, _ progress.Reporter) error {
 		}
 		initial.Engine = &state.Engine{Kind: engineKind(r.plan), Endpoint: r.engine.Endpoint.String(), ID: id}
 	}
-	d, err := state.Create(r.plan.StateDir, initial)
+	d, err := state.Claim(r.plan.StateDir, initial)
 	if err != nil {
-		if errors.Is(err, state.ErrInUse) || errors.Is(err, state.ErrExists) {
-			return err
-		}
-		return fmt.Errorf("claim state directory %s: %w", r.plan.StateDir, err)
+		return err
 	}
 	r.state = d
 	return nil

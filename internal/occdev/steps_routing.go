@@ -16,7 +16,7 @@ const (
 // resolveRouting decides the plan's routing from the pins and the local manifests.
 func resolveRouting(p *Plan, o UpOptions) (err error) {
 	p.Routing, err = platform.PlanRouting(platform.RoutingInput{Pins: p.pins,
-		CertManagerManifest: o.CertManagerManifest, EnvoyGatewayManifest: o.EnvoyGatewayManifest, CheckFile: checkRegularFile})
+		CertManagerManifest: o.CertManagerManifest, EnvoyGatewayManifest: o.EnvoyGatewayManifest})
 	return err
 }
 

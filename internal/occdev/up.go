@@ -2,23 +2,16 @@ package occdev
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/openclaw/occ/internal/interrupt"
 	"github.com/openclaw/occ/internal/occdev/diagnose"
 	"github.com/openclaw/occ/internal/occdev/observe"
 	"github.com/openclaw/occ/internal/occdev/recorded"
-	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/occdev/step"
 )
-
-// rollbackTimeout bounds the cleanup after a failed `up`. It runs on a fresh context, so a
-// Ctrl-C that ended `up` does not also end the cleanup of what `up` made (a second one does).
-const rollbackTimeout = 2 * time.Minute
 
 // upSteps is the whole `occ dev up` flow, in order. The cheap checks come first, then the
 // state is claimed (recording the engine before anything exists); the artifacts are
@@ -253,7 +246,8 @@ func Up(ctx context.Context, opts UpOptions) (_ *Summary, err error) {
 				BundleInput: observe.BundleInput{Dir: r.state.Path(), State: r.state.State(), Version: opts.OCCVersion, Plan: r.plan, Cause: err, Timeline: timeline},
 				Command:     "up", Collected: "Collected before the rollback.", Off: opts.NoDiagnose,
 			})
-			err = rollback(interrupt.AbortContext(ctx), r, err, opts.OCCCommand)
+			err = recorded.Rollback{Dir: r.state, Log: r.log, Kept: r.keptCluster.Load(), Provider: p.ClusterProvider, OCC: opts.OCCCommand,
+				Outside: func() error { return p.profile.Rollback(r) }}.Run(interrupt.AbortContext(ctx), err)
 			if bundle != "" {
 				err = fmt.Errorf("%w\n%s", err, bundle)
 			}
@@ -308,57 +302,4 @@ func engineKindOf(r *run) string {
 		return ""
 	}
 	return engineKind(r.plan)
-}
-
-// rollback removes what the failed `up` recorded (by every lane), on its own bounded context
-// under parent, so the Ctrl-C that stopped `up` does not stop it half-way (a second one, which
-// cancels parent, does: the state then stays for `down`), and folds the outcome into the error. It runs only after every lane
-// has stopped, so nothing is still being created while it removes.
-//
-// A cluster whose creation failed by itself (not cancelled by Ctrl-C or by another lane's
-// failure) is never assumed gone, as in the reference: the provider's own cleanup of it ran under
-// the same conditions that made it fail. The provider says so (cluster.KeptError); its record and
-// the state directory are kept, everything else is removed, and `down` checks the cluster again
-// from the record before the directory goes.
-func rollback(parent context.Context, r *run, cause error, occ string) error {
-	ctx, cancel := context.WithTimeout(parent, rollbackTimeout)
-	defer cancel()
-	dir := r.state.Path()
-	keep := func(state.Object) bool { return false }
-	kept := r.keptCluster.Load()
-	if kept != nil {
-		keep = func(o state.Object) bool { return o.Type == kept.Type && o.Name == kept.Name }
-	}
-	rec := recorded.Connect(r.state.State())
-	res, cerr := recorded.Remove(ctx, r.state, rec, r.log, keep)
-	rec.Close()
-	// Outside the records (a user's --key-output file), so removed whatever the records did.
-	if kerr := r.plan.profile.Rollback(r); kerr != nil {
-		cerr = errors.Join(cerr, kerr)
-	}
-	if cerr == nil && kept != nil {
-		_ = r.state.Close()
-		return fmt.Errorf("%w\nrolled back everything but the %s cluster: its creation failed, and a half-made cluster is never assumed gone; %s is kept with its record\ncheck and finish the cleanup with: %s", cause, r.plan.ClusterProvider, dir, DownCommand(occ, dir))
-	}
-	if cerr == nil {
-		cerr = r.state.Remove()
-	}
-	if cerr != nil && parent.Err() != nil {
-		_ = r.state.Close()
-		return fmt.Errorf("%w\nrollback stopped by a second interrupt; %s keeps the record of what is left\nfinish the cleanup with: %s", cause, dir, DownCommand(occ, dir))
-	}
-	if cerr != nil {
-		_ = r.state.Close()
-		return fmt.Errorf("%w\nrollback incomplete; preserving %s for occ dev down: %v\nfinish the cleanup with: %s", cause, dir, cerr, DownCommand(occ, dir))
-	}
-	removed := "everything this run created was removed"
-	if len(res.LeftAlone) > 0 {
-		// Something recorded is someone else's now (a name taken over, an image a container
-		// runs): the rollback did not touch it and says so (the log says why).
-		removed = "everything this run created was removed but " + strings.Join(res.LeftAlone, ", ") + ", left as it is (no longer only this run's)"
-	}
-	if r.state.State().Adopted {
-		return fmt.Errorf("%w\nrolled back: %s, and %s, which existed before up, was emptied and stays", cause, removed, dir)
-	}
-	return fmt.Errorf("%w\nrolled back: %s, and %s was deleted", cause, removed, dir)
 }

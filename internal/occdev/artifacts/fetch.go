@@ -92,12 +92,15 @@ func DefaultCacheDir() (string, error) {
 	return filepath.Join(base, "occ", "artifacts"), nil
 }
 
-func (f *Fetcher) cacheRoot() (string, error) {
-	if f.CacheDir != "" {
-		return f.CacheDir, nil
+// CacheDir is the artifact cache dir names, or DefaultCacheDir when dir is empty.
+func CacheDir(dir string) (string, error) {
+	if dir != "" {
+		return dir, nil
 	}
 	return DefaultCacheDir()
 }
+
+func (f *Fetcher) cacheRoot() (string, error) { return CacheDir(f.CacheDir) }
 
 // CachePath is where the artifact with hex digest sum is (or would be) cached.
 func (f *Fetcher) CachePath(sum string) (string, error) {

@@ -3,10 +3,13 @@ package artifacts
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -83,4 +86,46 @@ func TestFetchTakesTheBundleAndRefusesOfflineDownloads(t *testing.T) {
 func fileExists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
+}
+
+// `occ dev up --dry-run` after an earlier `up` downloaded the Agent Sandbox manifest: the dry run
+// reads the cached copy; a missing or tampered copy is no manifest at all (it downloads nothing).
+func TestCachedManifestReadsOnlyAVerifiedCopy(t *testing.T) {
+	manifest := []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: agent-sandbox-system\n")
+	sum := sha256.Sum256(manifest)
+	digest := hex.EncodeToString(sum[:])
+	f := &Fetcher{CacheDir: t.TempDir()}
+	if objs := f.CachedManifest(digest); objs != nil {
+		t.Fatalf("empty cache: %d objects", len(objs))
+	}
+	path, err := f.CachePath(digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, manifest, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if objs := f.CachedManifest(digest); len(objs) != 1 || objs[0].GetName() != "agent-sandbox-system" {
+		t.Errorf("cached copy: %v", objs)
+	}
+	if err := os.WriteFile(path, append(manifest, '#'), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if objs := f.CachedManifest(digest); objs != nil {
+		t.Errorf("tampered copy read: %v", objs)
+	}
+}
+
+// `occ dev up` without --cache-dir caches under the user's cache directory; with one, there.
+func TestCacheDirDefaultsToTheUsersCache(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", "/home/dev/.cache")
+	if got, err := CacheDir(""); err != nil || got != "/home/dev/.cache/occ/artifacts" {
+		t.Errorf("CacheDir(\"\") = %q, %v", got, err)
+	}
+	if got, err := CacheDir("/srv/cache"); err != nil || got != "/srv/cache" {
+		t.Errorf("CacheDir(/srv/cache) = %q, %v", got, err)
+	}
 }

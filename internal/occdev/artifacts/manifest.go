@@ -27,6 +27,25 @@ func ParseManifest(src *Verified) ([]*unstructured.Unstructured, error) {
 	return ParseYAML(data, src.Path())
 }
 
+// CachedManifest is the manifest with sha256 sum parsed from the cache when a verified copy is
+// there, nil otherwise: a dry run reads what `up` would not download again, and downloads nothing.
+func (f *Fetcher) CachedManifest(sum string) []*unstructured.Unstructured {
+	path, err := f.CachePath(sum)
+	if err != nil {
+		return nil
+	}
+	v, err := OpenVerified(path, sum)
+	if err != nil {
+		return nil
+	}
+	defer v.Close()
+	objs, err := ParseManifest(v)
+	if err != nil {
+		return nil
+	}
+	return objs
+}
+
 // ReadManifest returns the verified manifest src, bounded in size like every manifest occ reads.
 func ReadManifest(src *Verified) ([]byte, error) {
 	r, err := src.open()

@@ -104,6 +104,31 @@ func (c *Conn) VerifyIdentity(ctx context.Context) error {
 	return nil
 }
 
+// ConnectVouched connects to the cluster a provider has just made available and checks, before
+// anything is installed, that it is the one the provider vouched for (access.UID, when it says)
+// and the one the state records (recorded, empty when it records none yet; dir is the state's
+// directory, for the fix). The connection's Access carries the kube-system uid it reached.
+// provider names the provider in messages.
+func ConnectVouched(ctx context.Context, access state.Cluster, o Options, provider, recorded, dir string) (*Conn, error) {
+	conn, err := Connect(access, o)
+	if err != nil {
+		return nil, err
+	}
+	uid, err := conn.UID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if access.UID != "" && access.UID != uid {
+		return nil, fmt.Errorf("the %s provider reports cluster kube-system uid %s, but context %q reaches uid %s: refusing to install into a cluster it did not vouch for", provider, access.UID, access.Context, uid)
+	}
+	if recorded != "" && recorded != uid {
+		return nil, fmt.Errorf("this state records cluster kube-system uid %s, but context %q reaches uid %s: run occ dev down --state-dir %s first", recorded, access.Context, uid, dir)
+	}
+	access.UID = uid
+	conn.Access = access
+	return conn, nil
+}
+
 // ResetMapper forgets the cached kinds, after new CustomResourceDefinitions were established.
 func (c *Conn) ResetMapper() { c.mapper.Reset() }
 

@@ -177,3 +177,28 @@ func TestRecordedConnectionRefusesAnotherCluster(t *testing.T) {
 		t.Fatalf("the connection error is not shared: %v vs %v", err2, err)
 	}
 }
+
+// A provider hands over a context that reaches another cluster than the one it vouched for, or a
+// retried up's state records another cluster: nothing is installed; the right cluster connects
+// with its uid filled in.
+func TestConnectVouchedRefusesAnotherCluster(t *testing.T) {
+	ctx := context.Background()
+	other := "00000000-0000-0000-0000-000000000000"
+	a := access(t)
+	conn, err := kubeobj.ConnectVouched(ctx, a, kubeobj.Options{Owner: "owner-a"}, "existing", "", "/state")
+	if err != nil || conn.Access.UID == "" {
+		t.Fatalf("the right cluster: %v, %+v", err, conn)
+	}
+	uid := conn.Access.UID
+	if _, err := kubeobj.ConnectVouched(ctx, a, kubeobj.Options{Owner: "owner-a"}, "existing", uid, "/state"); err != nil {
+		t.Errorf("the recorded cluster again: %v", err)
+	}
+	vouched := a
+	vouched.UID = other
+	if _, err := kubeobj.ConnectVouched(ctx, vouched, kubeobj.Options{Owner: "owner-a"}, "k3d", "", "/state"); err == nil || !strings.Contains(err.Error(), "the k3d provider reports cluster kube-system uid "+other) {
+		t.Errorf("a cluster the provider did not vouch for: %v", err)
+	}
+	if _, err := kubeobj.ConnectVouched(ctx, a, kubeobj.Options{Owner: "owner-a"}, "existing", other, "/state"); err == nil || !strings.Contains(err.Error(), "run occ dev down --state-dir /state first") {
+		t.Errorf("a cluster the state does not record: %v", err)
+	}
+}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/openclaw/occ/internal/contract"
 	"github.com/openclaw/occ/internal/fsutil"
+	"github.com/openclaw/occ/internal/occdev/option"
 	"github.com/openclaw/occ/internal/strictyaml"
 )
 
@@ -183,6 +184,23 @@ func Resolve(path string) (*Set, error) {
 		return Default()
 	}
 	return Load(path)
+}
+
+// FromSetting is Resolve for `occ dev up`, whose setting (a flag and its variable) named path: a
+// pin file that is missing or invalid is a bad setting (*option.Error), which the dry run reports
+// and `up` refuses before doing anything.
+func FromSetting(path, setting string) (*Set, error) {
+	if path == "" {
+		return Default()
+	}
+	if err := option.RegularFile(path); err != nil {
+		return nil, &option.Error{Option: setting, Value: path, Rule: err.Error(), Fix: "name a pin file, or leave it unset to use the pins built into occ"}
+	}
+	set, err := Load(path)
+	if err != nil {
+		return nil, &option.Error{Option: setting, Value: path, Rule: "is not a valid pin file", Fix: err.Error()}
+	}
+	return set, nil
 }
 
 // Parse decodes data strictly (unknown or duplicate keys are errors, because a misspelt key

@@ -1,12 +1,15 @@
 package pins
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/openclaw/occ/internal/occdev/option"
 )
 
 // The binary ships the complete, reviewed v0.1.3-pre.2 set; a typo in any value must fail here.
@@ -389,5 +392,26 @@ func TestRoutingImages(t *testing.T) {
 		"routing.envoyGateway.images routing-gateway-2 Envoy Gateway gateway"}
 	if !slices.Equal(roles, want) {
 		t.Errorf("routing images %q, want %q", roles, want)
+	}
+}
+
+// --pin-file naming a missing file or a file that is no pin set: both are bad settings that name
+// the setting and say what to do; no path is the pins built into occ.
+func TestFromSettingRefusesAsABadSetting(t *testing.T) {
+	const setting = "--pin-file (OCC_DEVELOPMENT_PIN_FILE)"
+	if set, err := FromSetting("", setting); err != nil || set.Source != EmbeddedSource {
+		t.Fatalf("no pin file: %v, %v; want the embedded set", set, err)
+	}
+	dir := t.TempDir()
+	broken := filepath.Join(dir, "pins.yaml")
+	if err := os.WriteFile(broken, []byte("schemaVersion: 99\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{filepath.Join(dir, "absent.yaml"): "does not exist: name a pin file", broken: "is not a valid pin file"} {
+		_, err := FromSetting(path, setting)
+		var oe *option.Error
+		if !errors.As(err, &oe) || oe.Option != setting || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an option error saying %q", path, err, want)
+		}
 	}
 }

@@ -33,15 +33,15 @@ type AgentSandboxManifest struct {
 	File string
 }
 
-// SelectAgentSandbox checks the local manifest raw as given (checkFile applies the rule of a
-// local input file) and returns its absolute path; "" when none is selected.
-func SelectAgentSandbox(raw string, checkFile func(string) error) (string, error) {
+// SelectAgentSandbox checks the local manifest raw as given (a local input file's rule,
+// option.RegularFile) and returns its absolute path; "" when none is selected.
+func SelectAgentSandbox(raw string) (string, error) {
 	if raw == "" {
 		return "", nil
 	}
 	abs, err := filepath.Abs(raw)
 	if err == nil {
-		err = checkFile(abs)
+		err = option.RegularFile(abs)
 	}
 	if err != nil {
 		return "", &option.Error{Option: AgentSandboxSetting.String(), Value: raw, Rule: err.Error(),

@@ -2,6 +2,7 @@ package platform
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,9 +15,11 @@ import (
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
 
+	"github.com/openclaw/occ/internal/contract"
 	"github.com/openclaw/occ/internal/gateway"
 	"github.com/openclaw/occ/internal/kube"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
+	"github.com/openclaw/occ/internal/occdev/option"
 	"github.com/openclaw/occ/internal/occdev/step"
 )
 
@@ -28,6 +31,37 @@ type HealthCheck struct {
 	Namespace string
 	// Timeout bounds the whole check.
 	Timeout time.Duration
+}
+
+// CheckHealthEndpoint applies the gateway client's own endpoint rule (one definition) to an
+// endpoint the user gives the Health check (setting names it), with the plaintext transport the
+// check dials. An endpoint with a part that may carry a credential (userinfo, a query string, a
+// fragment, percent-encoding) is refused first, and every value is shown redacted, so no message
+// ever repeats a token. Empty (a port-forward) passes.
+func CheckHealthEndpoint(raw, setting string) (string, error) {
+	if raw == "" {
+		return "", nil
+	}
+	if part := contract.CredentialPart(raw); part != "" {
+		return "", &option.Error{Option: setting, Value: contract.RedactURL(raw), Rule: "must not carry credentials; it carries " + part,
+			Fix: "pass host:port or an http(s) origin without them: the development Gateway is unauthenticated, so occ never sends a credential to it"}
+	}
+	if err := healthConfig(raw).Validate(); err != nil {
+		rule := err.Error()
+		var ce *gateway.ConfigError
+		if errors.As(err, &ce) {
+			rule = ce.Rule
+		}
+		return "", &option.Error{Option: setting, Value: contract.RedactURL(raw), Rule: rule,
+			Fix: "pass host:port or an http(s) origin where the Gateway answers, or leave it unset for a port-forward"}
+	}
+	return raw, nil
+}
+
+// healthConfig is how the Health check dials the development Gateway: in plaintext, which the
+// development NetworkPolicies confine.
+func healthConfig(endpoint string) gateway.Config {
+	return gateway.Config{Endpoint: endpoint, InsecureTransport: gateway.InsecureTransportNetworkPolicy}
 }
 
 // CheckGatewayHealth calls the Gateway's Health RPC through the gateway client, on the given
@@ -45,7 +79,7 @@ func CheckGatewayHealth(ctx context.Context, c *kubeobj.Conn, h HealthCheck) err
 		defer stop()
 		endpoint = addr
 	}
-	client, err := gateway.Dial(ctx, gateway.Config{Endpoint: endpoint, InsecureTransport: gateway.InsecureTransportNetworkPolicy})
+	client, err := gateway.Dial(ctx, healthConfig(endpoint))
 	if err != nil {
 		return fmt.Errorf("connect to the OpenShell Gateway at %s: %w", endpoint, err)
 	}

@@ -17,14 +17,17 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 
 	"github.com/openclaw/occ/internal/occdev/charts"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
+	"github.com/openclaw/occ/internal/occdev/option"
 )
 
 // ControlPlane is where the OCE control plane is meant to run, which decides how the Gateway is
@@ -39,6 +42,25 @@ const (
 	// the drivers use in-cluster authentication.
 	ControlPlaneKubernetes ControlPlane = "kubernetes"
 )
+
+// Service is how the Gateway's Service publishes it to the control plane: a NodePort
+// (GatewayNodePort) for one beside the cluster, which reaches it through the node, and a
+// ClusterIP Service for one inside it.
+func (cp ControlPlane) Service() (corev1.ServiceType, int32) {
+	if cp == ControlPlaneCompose {
+		return corev1.ServiceTypeNodePort, GatewayNodePort
+	}
+	return corev1.ServiceTypeClusterIP, 0
+}
+
+// CheckNamespace applies Kubernetes' rule for a namespace's name to ns, which setting gave.
+func CheckNamespace(ns, setting string) error {
+	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+		return &option.Error{Option: setting, Value: ns, Rule: "is not a valid namespace name (" + strings.Join(errs, "; ") + ")",
+			Fix: "use lower-case letters, digits and '-', at most 63 characters"}
+	}
+	return nil
+}
 
 // Fixed names of the pinned OpenShell and of the development profile.
 const (

@@ -240,3 +240,20 @@ func TestInstallationRouting(t *testing.T) {
 		}
 	}
 }
+
+// The Compose control plane reaches the Gateway through the node's fixed port, the Kubernetes one
+// through a ClusterIP Service; `-n UPPER` is refused with Kubernetes' rule for the name.
+func TestGatewayServiceAndNamespaceRule(t *testing.T) {
+	if typ, port := ControlPlaneCompose.Service(); typ != "NodePort" || port != 30051 {
+		t.Errorf("compose: %s %d", typ, port)
+	}
+	if typ, port := ControlPlaneKubernetes.Service(); typ != "ClusterIP" || port != 0 {
+		t.Errorf("kubernetes: %s %d", typ, port)
+	}
+	if err := CheckNamespace("oce-dev", "-n/--namespace"); err != nil {
+		t.Errorf("oce-dev: %v", err)
+	}
+	if err := CheckNamespace("UPPER", "-n/--namespace"); err == nil || !strings.Contains(err.Error(), `-n/--namespace "UPPER" is not a valid namespace name`) {
+		t.Errorf("UPPER: %v", err)
+	}
+}

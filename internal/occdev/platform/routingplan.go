@@ -46,12 +46,11 @@ type RoutingPlan struct {
 const routingSkippedEffect = "dedicated Agent deployments fail with DEPENDENCY_UNAVAILABLE"
 
 // RoutingInput is what PlanRouting decides from: the pins, and the local copies of the
-// manifests as given ("" for the pinned download), checked by checkFile, the rule of a local
-// input file.
+// manifests as given ("" for the pinned download), each checked by the rule of a local input
+// file (option.RegularFile).
 type RoutingInput struct {
 	Pins                                      *pins.Set
 	CertManagerManifest, EnvoyGatewayManifest string
-	CheckFile                                 func(string) error
 }
 
 // PlanRouting decides the routing from the pins and the local manifests: the controllers are
@@ -83,7 +82,7 @@ func PlanRouting(in RoutingInput) (RoutingPlan, error) {
 		}
 		abs, err := filepath.Abs(sel.path)
 		if err == nil {
-			err = in.CheckFile(abs)
+			err = option.RegularFile(abs)
 		}
 		if err != nil {
 			return RoutingPlan{}, &option.Error{Option: opt, Value: sel.path, Rule: err.Error(), Fix: "name a local copy of the pinned release manifest, or leave it unset to download it"}

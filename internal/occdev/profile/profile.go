@@ -7,6 +7,7 @@ package profile
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -239,6 +240,17 @@ type Documented interface {
 type Document interface {
 	PrintPlan(w io.Writer)
 }
+
+// RawDocument is a profile's plan document read back from JSON (a dry run's document read by
+// another program): it marshals to the same JSON, and prints nothing of the dry run's table, since
+// only the profile knows what its document says.
+type RawDocument json.RawMessage
+
+// MarshalJSON writes the document as it was read.
+func (d RawDocument) MarshalJSON() ([]byte, error) { return d, nil }
+
+// PrintPlan prints nothing.
+func (RawDocument) PrintPlan(io.Writer) {}
 
 // Decided is a profile package's New as the contract's Plan returns it: the decided profile, or
 // no Planned at all on an error.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/openclaw/occ/internal/fsutil"
+	"github.com/openclaw/occ/internal/occdev/step"
 )
 
 // DirMode and FileMode are the state directory's mode and that of every file occ writes in it:
@@ -159,6 +160,26 @@ func checkEmpty(p string) error {
 	return nil
 }
 
+// Claim is Create as `up` reports it: a directory in use or already recording an environment is
+// refused as Create says (its message names what to do); any other failure names the directory.
+func Claim(path string, initial State) (*Dir, error) {
+	d, err := Create(path, initial)
+	if err != nil && !errors.Is(err, ErrInUse) && !errors.Is(err, ErrExists) {
+		return nil, fmt.Errorf("claim state directory %s: %w", path, err)
+	}
+	return d, err
+}
+
+// DescribeClaim is what claiming dir creates, for the dry run: the locked directory, the marker,
+// and the record, whose note says what it holds when it is written.
+func DescribeClaim(dir, record string) step.Description {
+	return step.Describe(
+		step.DirAt(dir, DirMode, "locked"),
+		step.FileAt(filepath.Join(dir, MarkerName), FileMode, "the development marker"),
+		step.FileAt(filepath.Join(dir, FileName), FileMode, record),
+	)
+}
+
 // CheckClaim says, changing nothing, whether Create could claim path by Create's own rules (the
 // dry run's question): an absent directory, or an empty one private to the current user. A
 // directory that records an environment is refused with an error wrapping ErrExists.
@@ -177,6 +198,20 @@ func CheckClaim(path string) error {
 		return fmt.Errorf("state directory: %w", err)
 	}
 	return checkEmpty(p)
+}
+
+// CheckClaimFor is CheckClaim worded for the dry run of `up`: a directory that already records
+// an environment is named with when it was created and down, the command that removes it.
+func CheckClaimFor(path, down string) error {
+	err := CheckClaim(path)
+	if !errors.Is(err, ErrExists) {
+		return err
+	}
+	created := ""
+	if st, rerr := Read(path); rerr == nil {
+		created = " (created " + st.CreatedAt.Format(time.RFC3339) + ")"
+	}
+	return fmt.Errorf("%s already records a development environment%s: run %s first, or choose another --state-dir", path, created, down)
 }
 
 // undoCreate removes what a failed Create made, so a retry is never blocked by a half-written

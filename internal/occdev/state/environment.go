@@ -90,6 +90,19 @@ func Locate(dir, name string) (Location, error) {
 	return loc, err
 }
 
+// LocateNew is Locate for `up`, which creates the directory: the location rules (CheckPath)
+// are applied to it at once, so a bad --state-dir is reported before any other work.
+func LocateNew(dir, name string) (Location, error) {
+	loc, err := Locate(dir, name)
+	if err != nil {
+		return Location{}, err
+	}
+	if err := CheckPath(loc.Dir); err != nil {
+		return Location{}, err
+	}
+	return loc, nil
+}
+
 // EnvironmentDir is the state directory of the environment name when none is given: DefaultDir
 // for the default environment (the directory every earlier occ used), and
 // $XDG_STATE_HOME/occ/dev-envs/<name> for the others.

@@ -102,6 +102,19 @@ func TestLocatePrecedence(t *testing.T) {
 	}
 }
 
+// `occ dev up --state-dir ~` or `--state-dir /`: up refuses a directory it could never delete
+// safely before any other work; a fresh directory under the state home is located as Locate does.
+func TestLocateNewAppliesTheLocationRules(t *testing.T) {
+	home := isolateEnvironments(t)
+	if loc, err := LocateNew("", "a"); err != nil || loc.Dir != filepath.Join(home, "occ", "dev-envs", "a") {
+		t.Errorf("LocateNew of a named environment = %+v, %v", loc, err)
+	}
+	var unsafe *UnsafeError
+	if _, err := LocateNew("/", ""); !errors.As(err, &unsafe) {
+		t.Errorf("LocateNew(/) = %v, want it refused as unsafe", err)
+	}
+}
+
 // `down --state-dir X --name a` where X holds environment b must not remove b: a name given beside
 // an explicit state directory must be the recorded one; without a name the directory is enough,
 // and a record from before names is the default environment's.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -456,6 +457,14 @@ func TestCreateOnExistingDirectory(t *testing.T) {
 	if err := CheckClaim(p); !errors.Is(err, ErrExists) {
 		t.Errorf("CheckClaim of a recorded environment = %v, want ErrExists", err)
 	}
+	// The dry run says the same with the command the user runs and when the environment was made.
+	if err := CheckClaimFor(p, "occ dev down --state-dir "+p); err == nil || !strings.HasPrefix(err.Error(), p+" already records a development environment (created ") ||
+		!strings.HasSuffix(err.Error(), ": run occ dev down --state-dir "+p+" first, or choose another --state-dir") {
+		t.Errorf("CheckClaimFor of a recorded environment = %v", err)
+	}
+	if err := CheckClaimFor(made, "occ dev down"); err != nil {
+		t.Errorf("CheckClaimFor of an absent directory = %v", err)
+	}
 	if err := os.WriteFile(filepath.Join(empty, "notes.txt"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -586,5 +595,30 @@ func TestOpenRefusesTamperedRecord(t *testing.T) {
 	}
 	if _, err := Open(p); err == nil || !strings.Contains(err.Error(), "must be private") {
 		t.Fatalf("Open with a world-readable state.json = %v", err)
+	}
+}
+
+// The dry run's claim step lists the directory, the marker and the record with the modes Create
+// gives them; a directory another up holds is refused as Create words it, anything else names
+// the directory.
+func TestClaimAndItsDescription(t *testing.T) {
+	p := stateDir(t)
+	d := DescribeClaim(p, "written first")
+	want := []string{"directory " + p + " (0700; locked)", "file " + filepath.Join(p, MarkerName) + " (0600; the development marker)", "file " + filepath.Join(p, FileName) + " (0600; written first)"}
+	if !slices.Equal(d.Creates, want) || len(d.Files) != 3 {
+		t.Errorf("DescribeClaim = %q, want %q", d.Creates, want)
+	}
+	held, err := Claim(p, sample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if _, err := Claim(p, sample()); !errors.Is(err, ErrInUse) && !errors.Is(err, ErrExists) || strings.HasPrefix(err.Error(), "claim state directory") {
+		t.Errorf("second Claim = %v, want Create's own refusal", err)
+	}
+	bad := sample()
+	bad.Objects = []Object{{Type: "x", Name: "y"}}
+	if _, err := Claim(stateDir(t), bad); err == nil || !strings.HasPrefix(err.Error(), "claim state directory ") {
+		t.Errorf("Claim with objects = %v, want it named with the directory", err)
 	}
 }

@@ -6,13 +6,16 @@
 package oce
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/option"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/profile"
@@ -214,6 +217,30 @@ func CheckBuilder(op *Plan, engine *docker.Engine, podman bool) error {
 		return nil
 	}
 	return controlplane.CheckBuilder(controlplane.EngineBuilder{Version: engine.Version, APIVersion: engine.APIVersion, Podman: podman}, op.Dockerfiles())
+}
+
+// builds is a profile's plan document that builds images: the Dockerfiles its builds read.
+type builds interface {
+	Dockerfiles() []*controlplane.Dockerfile
+}
+
+// CheckPlannedBuilder is the preflight's builder check for a dry run, from a profile's plan
+// document: when doc builds images, the engine at ep (source named it, kind is what it said it
+// is) is asked its version (GET /version, which changes nothing) and its builder checked against
+// the Dockerfiles.
+func CheckPlannedBuilder(doc profile.Document, ep docker.Endpoint, source string, kind locate.Kind) error {
+	b, ok := doc.(builds)
+	if !ok || len(b.Dockerfiles()) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	eng, err := docker.ConnectAs(ctx, ep, source, kind)
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	return controlplane.CheckBuilder(controlplane.EngineBuilder{Version: eng.Version, APIVersion: eng.APIVersion, Podman: kind == locate.Podman}, b.Dockerfiles())
 }
 
 // DigestImage resolves an image a profile pulls by digest: the override (named by env) or the
