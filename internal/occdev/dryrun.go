@@ -13,7 +13,6 @@ import (
 	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/docker"
-	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/platform"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/progress"
@@ -88,7 +87,7 @@ func PlanUpContext(ctx context.Context, opts UpOptions) (*DryRun, error) {
 	if p.engineNotFound != nil {
 		dr.Problems = append(dr.Problems, p.engineNotFound.Error())
 	} else if ep := p.Engine; !ep.IsZero() {
-		if err := docker.CheckSocketAs(ep, p.EngineSource, locate.Kind(engineKind(p))); err != nil {
+		if err := docker.CheckSocketAs(ep, p.EngineSource, engineKind(p)); err != nil {
 			dr.Problems = append(dr.Problems, err.Error())
 		} else if err := dryRunBuilder(ep, p); err != nil {
 			dr.Problems = append(dr.Problems, err.Error())
@@ -193,12 +192,12 @@ func dryRunBuilder(ep docker.Endpoint, p *Plan) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	eng, err := docker.ConnectAs(ctx, ep, p.EngineSource, locate.Kind(engineKind(p)))
+	eng, err := docker.ConnectAs(ctx, ep, p.EngineSource, engineKind(p))
 	if err != nil {
 		return err
 	}
 	defer eng.Close()
-	return controlplane.CheckBuilder(controlplane.EngineBuilder{Version: eng.Version, APIVersion: eng.APIVersion, Podman: p.EngineKind == string(locate.Podman)}, b.Dockerfiles())
+	return controlplane.CheckBuilder(controlplane.EngineBuilder{Version: eng.Version, APIVersion: eng.APIVersion, Kind: engineKind(p)}, b.Dockerfiles())
 }
 
 func planSteps(p *Plan, steps []Step) []PlannedStep {

@@ -208,12 +208,12 @@ func (op *Plan) PlannedBuild(role string) *controlplane.PlannedBuild {
 
 // CheckBuilder refuses, in the preflight (before the state exists), an engine whose builder
 // cannot read the checkout's Dockerfiles; with selected images nothing is built and any engine
-// does. podman says the engine is Podman.
-func CheckBuilder(op *Plan, engine *docker.Engine, podman bool) error {
+// does.
+func CheckBuilder(op *Plan, engine *docker.Engine) error {
 	if op == nil || len(op.BuildPlans) == 0 || engine == nil {
 		return nil
 	}
-	return controlplane.CheckBuilder(controlplane.EngineBuilder{Version: engine.Version, APIVersion: engine.APIVersion, Podman: podman}, op.Dockerfiles())
+	return controlplane.CheckBuilder(controlplane.EngineBuilder{Version: engine.Version, APIVersion: engine.APIVersion, Kind: engine.Kind}, op.Dockerfiles())
 }
 
 // DigestImage resolves an image a profile pulls by digest: the override (named by env) or the
