@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openclaw/occ/internal/occdev"
-	"github.com/openclaw/occ/internal/occdev/engine/locate"
 )
 
 func init() { devSubcommands = append(devSubcommands, newDevUpCommand) }
@@ -331,7 +330,7 @@ func printUpSummary(w io.Writer, s *occdev.Summary) error {
 		rows[len(rows)-1][1] += " (written by occ; your kubeconfig and current context are untouched)"
 	}
 	if s.ContainerKubeconfig != "" {
-		rows = append(rows, [2]string{"Containers", s.ContainerKubeconfig + " (kubeconfig for containers on the cluster's " + engineNetworkName(s.EngineKind) + " network)"})
+		rows = append(rows, [2]string{"Containers", s.ContainerKubeconfig + " (kubeconfig for containers on the cluster's " + s.EngineKind.Name() + " network)"})
 	}
 	for i, img := range s.Images {
 		label := ""
@@ -359,15 +358,6 @@ func printUpSummary(w io.Writer, s *occdev.Summary) error {
 	}
 	_, err := fmt.Fprintf(w, "\nRemove everything it created with:\n  %s\n", s.DownCommand)
 	return err
-}
-
-// engineNetworkName names the engine whose network the cluster's containers share: Podman for a
-// Podman engine, else Docker.
-func engineNetworkName(kind string) string {
-	if locate.Kind(kind) == locate.Podman {
-		return locate.Podman.Name()
-	}
-	return locate.Docker.Name()
 }
 
 // bundleLine says where the pinned artifacts come from with --bundle and --offline.

@@ -10,12 +10,13 @@ import (
 	"testing"
 
 	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/engine"
 )
 
 // The summary names the network of the engine the cluster runs in: Podman's on Podman, Docker's
 // otherwise (and for a summary without a kind).
 func TestUpSummaryNamesTheEngineNetwork(t *testing.T) {
-	for kind, want := range map[string]string{"podman": "Podman", "docker": "Docker", "": "Docker"} {
+	for kind, want := range map[engine.Kind]string{"podman": "Podman", "docker": "Docker", "": "Docker"} {
 		sum := &occdev.Summary{Engine: "x", EngineKind: kind, ClusterProvider: "k3d", Cluster: "occ-dev-abc", Kubeconfig: "/s/kubeconfig",
 			ContainerKubeconfig: "/s/container-kubeconfig", StateDirectory: "/s", DownCommand: occdev.DownCommand("occ", "/s")}
 		var out bytes.Buffer

@@ -20,10 +20,13 @@
 //	occdev/cluster/    layer 1: the cluster Provider interface (Request in, Access out);
 //	                   cluster/k3d is the disposable k3d cluster (the default),
 //	                   cluster/existing a kubeconfig context the user already has
+//	occdev/engine/     the kinds of engine occ drives through the Docker API, one Registration
+//	                   each (Docker, Podman): name, version component, API wrapper and the
+//	                   answers the flow reads instead of asking which engine it drives
 //	occdev/engine/locate/ finds the engine (--engine auto, docker or podman) where each one's
 //	                   CLI would, and its Endpoint: one unix-socket address for every engine
-//	occdev/docker/     the engine's API (Docker, or Podman behind a quirk wrapper), connected at
-//	                   a located or recorded Endpoint only
+//	occdev/docker/     the engine's API (the Docker client behind its kind's wrapper, in
+//	                   docker/engineapi), connected at a located or recorded Endpoint only
 //	occdev/images/     pinned images pulled by digest, imported, verified in the node
 //	occdev/platform/   layer 2: the sandbox platform's manifests, the Gateway chart install,
 //	                   the readiness waits, the Gateway Health check, the Installation writer

@@ -10,7 +10,6 @@ import (
 	"github.com/openclaw/occ/internal/occdev/artifacts"
 	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/docker"
-	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/platform"
 	"github.com/openclaw/occ/internal/occdev/profile/oce"
 	"github.com/openclaw/occ/internal/occdev/state"
@@ -65,9 +64,9 @@ func PlanUpContext(ctx context.Context, opts UpOptions) (*DryRun, error) {
 	if p.engineNotFound != nil {
 		dr.Problems = append(dr.Problems, p.engineNotFound.Error())
 	} else if ep := p.Engine; !ep.IsZero() {
-		if err := docker.CheckSocketAs(ep, p.EngineSource, locate.Kind(engineKind(p))); err != nil {
+		if err := docker.CheckSocketAs(ep, p.EngineSource, engineKind(p)); err != nil {
 			dr.Problems = append(dr.Problems, err.Error())
-		} else if err := oce.CheckPlannedBuilder(p.OCE, ep, p.EngineSource, locate.Kind(engineKind(p))); err != nil {
+		} else if err := oce.CheckPlannedBuilder(p.OCE, ep, p.EngineSource, engineKind(p)); err != nil {
 			dr.Problems = append(dr.Problems, err.Error())
 		}
 	}

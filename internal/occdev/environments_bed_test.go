@@ -58,7 +58,7 @@ func TestEnvironmentsSideBySide(t *testing.T) {
 		return out.String(), errOut.String(), err
 	}
 	out, errOut, err := run("dev", "up", "--name", "two", "--cluster-provider", "k3d", "--control-plane", "kubernetes", "--cluster-name", two.ClusterName,
-		"--pin-file", b.pinFile, "--openshell-archive", b.archive, "--gateway-endpoint", two.GatewayEndpoint, "--startup-timeout", "3m", "--engine", b.kind)
+		"--pin-file", b.pinFile, "--openshell-archive", b.archive, "--gateway-endpoint", two.GatewayEndpoint, "--startup-timeout", "3m", "--engine", string(b.kind))
 	if err != nil {
 		t.Fatalf("occ dev up --name two: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
 	}

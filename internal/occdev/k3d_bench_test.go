@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -26,8 +27,8 @@ func BenchmarkUpK3d(b *testing.B) {
 	b.Run("podman", func(b *testing.B) { benchmarkUpK3d(b, state.EnginePodman) })
 }
 
-func benchmarkUpK3d(b *testing.B, engine string) {
-	bed := newK3dBedOn(b, nil, engine)
+func benchmarkUpK3d(b *testing.B, kind engine.Kind) {
+	bed := newK3dBedOn(b, nil, kind)
 	// The node and tools images are pulled once, as a user's first run would.
 	warm := bed.options(b)
 	if _, err := occdev.Up(context.Background(), warm); err != nil {
@@ -49,7 +50,7 @@ func benchmarkUpK3d(b *testing.B, engine string) {
 		{"local-archive/overlap", false, ""}, {"local-archive/sequential", true, ""},
 		{"download-3s/overlap", false, slow}, {"download-3s/sequential", true, slow},
 	} {
-		if engine == state.EnginePodman && (mode.sequential || mode.pinFile != "") {
+		if kind == state.EnginePodman && (mode.sequential || mode.pinFile != "") {
 			continue // the overlap's saving is the Docker runs' question; Podman's is the per-step figure
 		}
 		b.Run(mode.name, func(b *testing.B) {
@@ -107,7 +108,7 @@ func benchmarkUpK3d(b *testing.B, engine string) {
 				fmt.Fprintf(&t, "%-62s %-10s %8s\n", name, lane, (sums[name] / time.Duration(n)).Round(10*time.Millisecond))
 			}
 			// Printed rather than logged: a benchmark's log is cut after a few lines.
-			fmt.Printf("%s/%s: mean per step over %d run(s) (step, lane, took):\n%s", engine, mode.name, n, t.String())
+			fmt.Printf("%s/%s: mean per step over %d run(s) (step, lane, took):\n%s", kind, mode.name, n, t.String())
 		})
 	}
 }

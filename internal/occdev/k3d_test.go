@@ -26,7 +26,6 @@ import (
 	"github.com/openclaw/occ/internal/occdev"
 	"github.com/openclaw/occ/internal/occdev/charts/chartstest"
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
-	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/helmrelease"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
@@ -358,13 +357,13 @@ func testBuiltCLI(t *testing.T, b *k3dBed) {
 		return out.String(), errOut.String(), err
 	}
 	up := []string{"dev", "up", "--cluster-provider", "k3d", "--control-plane", "kubernetes", "--cluster-name", opts.ClusterName,
-		"--pin-file", b.pinFile, "--openshell-archive", b.archive, "--gateway-endpoint", opts.GatewayEndpoint, "--startup-timeout", "3m", "--engine", b.kind}
+		"--pin-file", b.pinFile, "--openshell-archive", b.archive, "--gateway-endpoint", opts.GatewayEndpoint, "--startup-timeout", "3m", "--engine", string(b.kind)}
 
 	out, errOut, err := run(append(up, "--dry-run", "-v")...)
 	if err != nil {
 		t.Fatalf("dry run: %v\n%s\n%s", err, out, errOut)
 	}
-	for _, want := range append(b.productRefs(), "k3d cluster "+opts.ClusterName, "Engine:          "+locate.Kind(b.kind).Name()+" "+b.engine.Version+" at "+b.Engine.Host, "Create k3d cluster "+opts.ClusterName,
+	for _, want := range append(b.productRefs(), "k3d cluster "+opts.ClusterName, "Engine:          "+b.kind.Name()+" "+b.engine.Version+" at "+b.Engine.Host, "Create k3d cluster "+opts.ClusterName,
 		"Import the OpenShell Gateway image into the cluster", "pullPolicy Never", "Control plane:   would not start",
 		"k3sNode: "+selected.String(), "(the k3s image OCC_DEVELOPMENT_K3S_IMAGE selects, "+selected.String()+")") {
 		if !strings.Contains(out, want) {
@@ -402,7 +401,7 @@ func testBuiltCLI(t *testing.T, b *k3dBed) {
 		t.Errorf("the selected image %s is not in the engine", resolved)
 	}
 	for label, want := range map[string]string{
-		"Engine:":        locate.Kind(b.kind).Name() + " " + b.engine.Version + " at " + b.Engine.Host,
+		"Engine:":        b.kind.Name() + " " + b.engine.Version + " at " + b.Engine.Host,
 		"Context:":       "k3d-" + opts.ClusterName,
 		"Kubeconfig:":    filepath.Join(opts.StateDir, "kubeconfig") + " (written by occ; your kubeconfig and current context are untouched)",
 		"Containers:":    filepath.Join(opts.StateDir, "container-kubeconfig"),

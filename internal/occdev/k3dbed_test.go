@@ -38,6 +38,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
@@ -70,7 +71,7 @@ type k3dBed struct {
 	userKubeconfigData []byte
 	// kind is the engine the bed runs on (docker or podman), which `up` is told to use and the
 	// state must record.
-	kind string
+	kind engine.Kind
 }
 
 type productPin struct {
@@ -92,7 +93,7 @@ func newK3dBed(t testing.TB, files chartFiles) *k3dBed {
 // Podman bed, the developer's CONTAINER_HOST names the Podman socket, and their DOCKER_HOST
 // still names the Docker bed (as on a laptop with both), so every `up`, `status` and `down` of
 // the bed proves it reached the engine it chose and recorded rather than DOCKER_HOST's.
-func newK3dBedOn(t testing.TB, files chartFiles, kind string) *k3dBed {
+func newK3dBedOn(t testing.TB, files chartFiles, kind engine.Kind) *k3dBed {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -115,8 +116,8 @@ func newK3dBedOn(t testing.TB, files chartFiles, kind string) *k3dBed {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.engine.Close() })
-	if b.engine.Podman != (kind == state.EnginePodman) {
-		t.Fatalf("the bed's engine at %s identifies as Podman %v, want %v", b.engine.Endpoint, b.engine.Podman, kind == state.EnginePodman)
+	if b.engine.Kind != kind {
+		t.Fatalf("the bed's engine at %s identifies as %s, want %s", b.engine.Endpoint, b.engine.Name(), kind.Name())
 	}
 
 	fixture := chartstest.New(t, t.TempDir(), chartstest.Options{Files: files})

@@ -104,7 +104,7 @@ func signalUpAfter(t *testing.T, b *k3dBed, bin string, opts occdev.UpOptions, p
 	tmp := t.TempDir()
 	env := append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(t.TempDir(), "cache"), "OCC_DEVELOPMENT_STATE_DIRECTORY="+opts.StateDir, "TMPDIR="+tmp)
 	up := exec.Command(bin, "dev", "up", "--cluster-provider", "k3d", "--control-plane", "kubernetes", "--cluster-name", opts.ClusterName,
-		"--pin-file", pinFile, "--openshell-archive", b.archive, "--gateway-endpoint", opts.GatewayEndpoint, "--startup-timeout", "3m", "--engine", b.kind)
+		"--pin-file", pinFile, "--openshell-archive", b.archive, "--gateway-endpoint", opts.GatewayEndpoint, "--startup-timeout", "3m", "--engine", string(b.kind))
 	up.Env = env
 	run := runSignalledAfter(t, up, point, sig)
 	werr, stderr := run.err, run.stderr

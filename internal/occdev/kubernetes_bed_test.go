@@ -24,6 +24,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
@@ -65,7 +66,7 @@ func newKubeBed(t testing.TB) *kubeBed {
 }
 
 // newKubeBedOn is newKubeBed on the given engine (newK3dBedOn).
-func newKubeBedOn(t testing.TB, kind string) *kubeBed {
+func newKubeBedOn(t testing.TB, kind engine.Kind) *kubeBed {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()

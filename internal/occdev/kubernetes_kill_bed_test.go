@@ -89,7 +89,7 @@ func testKubernetesSignals(t *testing.T, b *kubeBed, sig syscall.Signal) {
 				controlplane.EnvControllerImage+"="+controller, controlplane.EnvRuntimeImage+"="+runtime)
 			up := exec.Command(bin, "dev", "up", "--cluster-provider", "k3d", "--control-plane", "kubernetes", "--repository", b.checkout,
 				"--cluster-name", opts.ClusterName, "--pin-file", b.pinFile, "--openshell-archive", b.archive,
-				"--gateway-endpoint", opts.GatewayEndpoint, "--startup-timeout", "3m", "--engine", b.kind, "--no-diagnose")
+				"--gateway-endpoint", opts.GatewayEndpoint, "--startup-timeout", "3m", "--engine", string(b.kind), "--no-diagnose")
 			up.Dir, up.Env = b.checkout, env
 			rel := func() *release.Release {
 				st, err := state.Read(opts.StateDir)

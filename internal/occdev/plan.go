@@ -18,6 +18,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/cluster/existing"
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/option"
 	"github.com/openclaw/occ/internal/occdev/pins"
@@ -232,7 +233,7 @@ type Plan struct {
 	// EngineKind is what the engine at Engine said it is (docker or podman); empty when no engine
 	// answered while planning, in which case the dry run and the preflight report every place
 	// looked at (engineNotFound) unless an engine answers at Docker's place by then.
-	EngineKind string `json:"engineKind,omitempty"`
+	EngineKind engine.Kind `json:"engineKind,omitempty"`
 	// engineNotFound is the automatic choice's search when no place had a usable engine.
 	engineNotFound *locate.NotFoundError
 	// EngineVersion is the version the engine reported while planning, and EnginePlatform the
@@ -444,7 +445,7 @@ func resolveCluster(p *Plan, o UpOptions, table map[string]cluster.Registration,
 		// created.
 		Engine: func() (cluster.Engine, error) {
 			loc, err := locate.ForPlan(o.lookup, string(o.Engine), o.EngineSetting, o.Docker)
-			p.Engine, p.EngineSource, p.EngineKind, p.EngineVersion, p.EnginePlatform = loc.Endpoint, loc.Source, string(loc.Kind), loc.Version, loc.Platform
+			p.Engine, p.EngineSource, p.EngineKind, p.EngineVersion, p.EnginePlatform = loc.Endpoint, loc.Source, loc.Kind, loc.Version, loc.Platform
 			p.engineNotFound = loc.NotFound
 			return cluster.Engine{Kind: p.EngineKind, Platform: p.EnginePlatform}, err
 		},

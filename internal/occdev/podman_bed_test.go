@@ -12,6 +12,7 @@ import (
 
 	"github.com/openclaw/occ/internal/occdev"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/observe"
 	"github.com/openclaw/occ/internal/occdev/state"
@@ -202,7 +203,7 @@ func TestPlanLocatesTheEngineAutoChooses(t *testing.T) {
 		name       string
 		choice     locate.Choice
 		env        map[string]string
-		wantKind   string
+		wantKind   engine.Kind
 		wantEngine string
 		wantSource string
 	}{

@@ -50,7 +50,7 @@ func openBundle(ctx context.Context, r *run, rep progress.Reporter) error {
 	if p.Bundle == "" {
 		return nil
 	}
-	if r.engine != nil && !r.engine.Podman {
+	if r.engine != nil && r.engine.Registration().ClassicStore {
 		store, err := images.EngineStore(ctx, r.engine.API)
 		if err != nil {
 			return err

@@ -180,10 +180,10 @@ func (r *run) resolveTag(ctx context.Context, slot imageSlot, rep progress.Repor
 		return img, nil
 	}
 	resolved, err := controlplane.ResolveTag(ctx, r.engine.API, img)
-	if err != nil && r.engine.Podman {
+	if err != nil && !r.engine.Registration().ResolvesTags {
 		// Podman's Docker-compatible API has no distribution endpoint to ask.
-		return pins.Image{}, fmt.Errorf("%s %s is a tag, and Podman's API resolves no tag to a digest (%v); give it by digest (%s@sha256:<digest>; `skopeo inspect docker://%s` prints the digest)",
-			EnvK3sImage, img, err, img, img)
+		return pins.Image{}, fmt.Errorf("%s %s is a tag, and %s's API resolves no tag to a digest (%v); give it by digest (%s@sha256:<digest>; `skopeo inspect docker://%s` prints the digest)",
+			EnvK3sImage, img, r.engine.Name(), err, img, img)
 	}
 	if err != nil {
 		return pins.Image{}, fmt.Errorf("%s %s: %w", EnvK3sImage, img, err)

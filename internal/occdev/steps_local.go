@@ -6,7 +6,7 @@ import (
 
 	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/docker"
-	"github.com/openclaw/occ/internal/occdev/engine/locate"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/progress"
@@ -34,7 +34,7 @@ func preflight(ctx context.Context, r *run, rep progress.Reporter) error {
 	}
 	if !r.plan.Engine.IsZero() && r.engine == nil {
 		var err error
-		if r.engine, err = docker.ConnectAs(ctx, r.plan.Engine, r.plan.EngineSource, locate.Kind(engineKind(r.plan))); err != nil {
+		if r.engine, err = docker.ConnectAs(ctx, r.plan.Engine, r.plan.EngineSource, engineKind(r.plan)); err != nil {
 			if nf := r.plan.engineNotFound; nf != nil {
 				// Nothing answered anywhere while planning, and Docker's place still does not:
 				// every place looked at is named, with what each said.
@@ -104,12 +104,7 @@ func claimState(ctx context.Context, r *run, _ progress.Reporter) error {
 // engineKind is the plan's engine kind as the state records it: what the engine said it is, and
 // Docker when it was not identified while planning (the preflight then connected to Docker's
 // place).
-func engineKind(p *Plan) string {
-	if p.EngineKind == string(locate.Podman) {
-		return state.EnginePodman
-	}
-	return state.EngineDocker
-}
+func engineKind(p *Plan) engine.Kind { return p.EngineKind.OrDocker() }
 
 // engineName is the plan's engine kind as people write it.
-func engineName(p *Plan) string { return locate.Kind(engineKind(p)).Name() }
+func engineName(p *Plan) string { return engineKind(p).Name() }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/openclaw/occ/internal/interrupt"
 	"github.com/openclaw/occ/internal/occdev/diagnose"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/observe"
 	"github.com/openclaw/occ/internal/occdev/recorded"
 	"github.com/openclaw/occ/internal/occdev/step"
@@ -181,11 +182,11 @@ func platformSteps(p *Plan) []Step {
 type Summary struct {
 	// Engine is the container engine the cluster runs in ("Docker 20.10.24 at unix:///…"), or
 	// "none (existing cluster)"; EngineKind is its kind (docker or podman), empty without one.
-	Engine          string `json:"engine"`
-	EngineKind      string `json:"engineKind,omitempty"`
-	ClusterProvider string `json:"clusterProvider"`
-	Cluster         string `json:"cluster"`
-	Context         string `json:"context"`
+	Engine          string      `json:"engine"`
+	EngineKind      engine.Kind `json:"engineKind,omitempty"`
+	ClusterProvider string      `json:"clusterProvider"`
+	Cluster         string      `json:"cluster"`
+	Context         string      `json:"context"`
 	// Kubeconfig is the kubeconfig `up` used: for k3d the one it wrote into the state directory
 	// (0600); ContainerKubeconfig is its copy for containers on the cluster's engine network.
 	Kubeconfig          string `json:"kubeconfig"`
@@ -297,7 +298,7 @@ func engineOf(r *run) string {
 }
 
 // engineKindOf is the kind of the engine the run used, empty when it used none.
-func engineKindOf(r *run) string {
+func engineKindOf(r *run) engine.Kind {
 	if r.engine == nil {
 		return ""
 	}

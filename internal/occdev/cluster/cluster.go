@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/pins"
@@ -61,7 +62,7 @@ type Request struct {
 	Engine locate.Endpoint
 	// EngineKind is the kind of the engine at Engine as the state records it (docker or
 	// podman); empty means Docker.
-	EngineKind string
+	EngineKind engine.Kind
 	// Pins are the resolved pins (the k3s node image).
 	Pins *pins.Set
 	// Owner is the state's ownership label value, for the labels on what the provider creates.

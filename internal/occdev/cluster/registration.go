@@ -4,6 +4,8 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/openclaw/occ/internal/occdev/engine"
 )
 
 // Registration is one cluster provider as the flow knows it: its --cluster-provider value, the
@@ -65,7 +67,7 @@ type Options struct {
 // engine answered (the preflight reports it).
 type Engine struct {
 	// Kind is docker or podman.
-	Kind string
+	Kind engine.Kind
 	// Platform is the product the engine said it is part of ("Docker Desktop 4.37.1 (178610)").
 	Platform string
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/openclaw/occ/internal/occdev/engine"
 )
 
 // The engine's builder: occ builds through the Docker engine's own BuildKit, whose built-in
@@ -45,13 +47,15 @@ func parseAPIVersion(s string) (apiVersion, bool) {
 }
 
 // EngineBuilder identifies the engine that would build: its version and API version as it
-// reports them.
+// reports them, and its kind, whose registration says which builder serves its image builds.
 type EngineBuilder struct {
 	Version    string
 	APIVersion string
-	// Podman is true when the engine identified itself as Podman behind the Docker API.
-	Podman bool
+	Kind       engine.Kind
 }
+
+// buildah reports whether the engine builds with Buildah (Podman) rather than BuildKit.
+func (e EngineBuilder) buildah() bool { return e.Kind.Registration().Builder == engine.Buildah }
 
 // BuilderError is a checkout whose Dockerfiles the engine's builder cannot build. Nothing has
 // been created when it is returned.
@@ -67,9 +71,10 @@ type BuilderError struct {
 var selectBoth = fmt.Sprintf("or build the controller and Agent runtime images elsewhere and select both by digest with %s and %s", EnvControllerImage, EnvRuntimeImage)
 
 func (e *BuilderError) Error() string {
-	if e.Engine.Podman {
-		return fmt.Sprintf("Podman %s cannot build the checkout's Dockerfiles: occ builds them with the engine's BuildKit builder (a BuildKit session answers their optional secret mounts), and Podman's Docker-compatible build API runs Buildah instead, which this Podman release stops at %s; nothing was created. Build and push the controller and Agent runtime images elsewhere and select both by digest with %s and %s, or use --engine docker with Docker Engine 23.0 or later",
-			e.Engine.Version, strings.Join(e.Uses, ", "), EnvControllerImage, EnvRuntimeImage)
+	if e.Engine.buildah() {
+		name := e.Engine.Kind.Name()
+		return fmt.Sprintf("%s %s cannot build the checkout's Dockerfiles: occ builds them with the engine's BuildKit builder (a BuildKit session answers their optional secret mounts), and %s's Docker-compatible build API runs Buildah instead, which this %s release stops at %s; nothing was created. Build and push the controller and Agent runtime images elsewhere and select both by digest with %s and %s, or use --engine docker with Docker Engine 23.0 or later",
+			name, e.Engine.Version, name, name, strings.Join(e.Uses, ", "), EnvControllerImage, EnvRuntimeImage)
 	}
 	return fmt.Sprintf("Docker Engine %s (API %s) cannot build the checkout's Dockerfiles: its built-in Dockerfile frontend does not read %s; nothing was created. Upgrade to Docker Engine %s or later (docker-ce, Docker Desktop; Debian's and Ubuntu's docker.io 20.10 is too old), %s",
 		e.Engine.Version, e.Engine.APIVersion, strings.Join(e.Uses, ", "), e.Need, selectBoth)
@@ -96,16 +101,17 @@ func CheckSyntax(files []*Dockerfile) error {
 // CheckBuilder refuses, before anything is created, Dockerfiles that use a feature newer than
 // the engine's built-in Dockerfile frontend, naming each use by file and line.
 //
-// On Podman every build is refused: occ's build path is BuildKit's (a session for the secret
-// mounts, BuildKit's progress stream), which Podman does not serve. The error names the
-// here-documents, which Podman 4's Buildah does not read, or else the first BuildKit-only use.
-func CheckBuilder(engine EngineBuilder, files []*Dockerfile) error {
-	if engine.Podman {
-		return podmanBuilderError(engine, files)
+// On an engine that builds with Buildah (Podman) every build is refused: occ's build path is
+// BuildKit's (a session for the secret mounts, BuildKit's progress stream), which Buildah does
+// not serve. The error names the here-documents, which Podman 4's Buildah does not read, or
+// else the first BuildKit-only use.
+func CheckBuilder(eng EngineBuilder, files []*Dockerfile) error {
+	if eng.buildah() {
+		return buildahBuilderError(eng, files)
 	}
-	have, ok := parseAPIVersion(engine.APIVersion)
+	have, ok := parseAPIVersion(eng.APIVersion)
 	if !ok {
-		return fmt.Errorf("the Docker engine reports API version %q (engine %s), which occ cannot compare: it cannot tell whether the engine's builder reads the checkout's Dockerfiles; use Docker Engine 23.0 or later", engine.APIVersion, engine.Version)
+		return fmt.Errorf("the Docker engine reports API version %q (engine %s), which occ cannot compare: it cannot tell whether the engine's builder reads the checkout's Dockerfiles; use Docker Engine 23.0 or later", eng.APIVersion, eng.Version)
 	}
 	var uses []string
 	need := apiVersion{}
@@ -134,10 +140,10 @@ func CheckBuilder(engine EngineBuilder, files []*Dockerfile) error {
 	if name == "" {
 		name = "with API " + need.String()
 	}
-	return &BuilderError{Engine: engine, Uses: uses, Need: name}
+	return &BuilderError{Engine: eng, Uses: uses, Need: name}
 }
 
-func podmanBuilderError(engine EngineBuilder, files []*Dockerfile) error {
+func buildahBuilderError(eng EngineBuilder, files []*Dockerfile) error {
 	var heredocs, others []string
 	for _, f := range files {
 		for _, u := range f.Features {
@@ -156,5 +162,5 @@ func podmanBuilderError(engine EngineBuilder, files []*Dockerfile) error {
 	if len(uses) == 0 {
 		uses = []string{"the BuildKit build occ starts"}
 	}
-	return &BuilderError{Engine: engine, Uses: uses, Need: "Docker Engine 23.0"}
+	return &BuilderError{Engine: eng, Uses: uses, Need: "Docker Engine 23.0"}
 }

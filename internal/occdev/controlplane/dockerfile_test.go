@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/openclaw/occ/internal/occdev/engine"
 )
 
 const (
@@ -190,7 +192,7 @@ func TestCheckBuilder(t *testing.T) {
 // secret mount, since occ's build path needs BuildKit whatever the Dockerfile holds.
 func TestCheckBuilderRefusesPodman(t *testing.T) {
 	root, runtime := fixtureDockerfiles(t)
-	podman := EngineBuilder{Version: "4.3.1", APIVersion: "1.41", Podman: true}
+	podman := EngineBuilder{Version: "4.3.1", APIVersion: "1.41", Kind: engine.Podman}
 	err := CheckBuilder(podman, []*Dockerfile{root, runtime})
 	var be *BuilderError
 	if !errors.As(err, &be) {

@@ -13,6 +13,7 @@ import (
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/client"
 
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
 )
 
@@ -24,23 +25,21 @@ const pingTimeout = 15 * time.Second
 type Engine struct {
 	Endpoint Endpoint
 	// API reaches that endpoint only, with the API version negotiated down to the engine's: the
-	// Docker client for Docker, podmanAPI for Podman (chosen by the engine's version components).
+	// Docker client, behind the wrapper its kind registered (Podman's), if any.
 	API API
 	// Version and APIVersion are what the engine reported, for summaries.
 	Version    string
 	APIVersion string
-	// Podman is true when the engine's version names a "Podman Engine" component: Podman
-	// serving the Docker-compatible API.
-	Podman bool
+	// Kind is what the engine said it is by its version components (engine.Recognise): Podman
+	// serving the Docker-compatible API names a "Podman Engine" component.
+	Kind engine.Kind
 }
 
-// Name is the engine as people write it: "Podman" when it said it is Podman, else "Docker".
-func (e *Engine) Name() string {
-	if e.Podman {
-		return locate.Podman.Name()
-	}
-	return locate.Docker.Name()
-}
+// Name is the engine as people write it ("Docker", "Podman").
+func (e *Engine) Name() string { return e.Kind.Name() }
+
+// Registration is what occ knows of the engine's kind.
+func (e *Engine) Registration() engine.Registration { return e.Kind.Registration() }
 
 // Close releases the client's connections.
 func (e *Engine) Close() error { return e.API.Close() }
@@ -63,7 +62,7 @@ func NewClient(ep Endpoint) (*client.Client, error) {
 // NotRunningError says the engine at an endpoint cannot be used, and what to start or fix.
 type NotRunningError struct {
 	// Kind is the engine expected at Endpoint; empty means Docker.
-	Kind     locate.Kind
+	Kind     engine.Kind
 	Endpoint Endpoint
 	Source   string
 	Reason   string
@@ -72,18 +71,10 @@ type NotRunningError struct {
 }
 
 func (e *NotRunningError) Error() string {
-	return fmt.Sprintf("no usable %s engine at %s (from %s): %s; %s", kindName(e.Kind), e.Endpoint, e.Source, e.Reason, e.Fix)
+	return fmt.Sprintf("no usable %s engine at %s (from %s): %s; %s", e.Kind.Name(), e.Endpoint, e.Source, e.Reason, e.Fix)
 }
 
 func (e *NotRunningError) Unwrap() error { return e.Err }
-
-// kindName is how messages name an engine of kind k: Docker when the kind is not known.
-func kindName(k locate.Kind) string {
-	if k == "" {
-		return locate.Docker.Name()
-	}
-	return k.Name()
-}
 
 const startFix = "start Docker (Docker Desktop, `sudo systemctl start docker`, or `dockerd`) or point DOCKER_HOST at a running engine's unix socket, then retry"
 
@@ -94,8 +85,8 @@ const SourceRecorded = "the state"
 // startFixFor is what to start for an engine from source: the environment's engine can be
 // replaced by pointing DOCKER_HOST elsewhere, the recorded one cannot (down and status never
 // read DOCKER_HOST), so for it the advice is to start that very engine.
-func startFixFor(kind locate.Kind, ep Endpoint, source string) string {
-	if kind == locate.Podman {
+func startFixFor(kind engine.Kind, ep Endpoint, source string) string {
+	if kind == engine.Podman {
 		start := locate.PodmanStart(locate.Env{}, ep.Socket)
 		if source == SourceRecorded {
 			return "start the Podman engine that occ dev up recorded, at " + ep.Socket + " (" + start + "; down and status use only that engine, never DOCKER_HOST, CONTAINER_HOST or a Podman connection), then retry"
@@ -113,12 +104,13 @@ func startFixFor(kind locate.Kind, ep Endpoint, source string) string {
 // so the error can say which setting to change. A missing socket, a socket the user may not
 // open, and an engine that does not answer are told apart, each with its fix.
 func Connect(ctx context.Context, ep Endpoint, source string) (*Engine, error) {
-	return ConnectAs(ctx, ep, source, locate.Docker)
+	return ConnectAs(ctx, ep, source, engine.Docker)
 }
 
 // ConnectAs is Connect for an engine of kind (the located or recorded one; empty means Docker),
-// whose errors name that engine and what starts it.
-func ConnectAs(ctx context.Context, ep Endpoint, source string, kind locate.Kind) (*Engine, error) {
+// whose errors name that engine and what starts it. The Engine's kind is what the engine says it
+// is, which the caller compares with what it expects where that matters (checkSame).
+func ConnectAs(ctx context.Context, ep Endpoint, source string, kind engine.Kind) (*Engine, error) {
 	fail := func(reason, fix string, err error) (*Engine, error) {
 		return nil, &NotRunningError{Kind: kind, Endpoint: ep, Source: source, Reason: reason, Fix: fix, Err: err}
 	}
@@ -135,7 +127,7 @@ func ConnectAs(ctx context.Context, ep Endpoint, source string, kind locate.Kind
 	case err == nil:
 		conn.Close()
 	case ctx.Err() != nil:
-		return nil, fmt.Errorf("connect to the %s engine at %s: %w", kindName(kind), ep, ctx.Err())
+		return nil, fmt.Errorf("connect to the %s engine at %s: %w", kind.Name(), ep, ctx.Err())
 	case errors.Is(err, syscall.EACCES) || errors.Is(err, fs.ErrPermission):
 		return fail("permission denied opening the socket", permissionFixFor(kind), err)
 	case errors.Is(err, syscall.ECONNREFUSED):
@@ -157,12 +149,12 @@ func ConnectAs(ctx context.Context, ep Endpoint, source string, kind locate.Kind
 			if apiVersion == "" {
 				apiVersion = ping.APIVersion
 			}
-			return &Engine{Endpoint: ep, API: apiFor(api, sv), Version: sv.Version, APIVersion: apiVersion, Podman: isPodman(sv)}, nil
+			return opened(ep, api, sv, apiVersion), nil
 		}
 	}
 	api.Close()
 	if ctx.Err() != nil {
-		return nil, fmt.Errorf("connect to the %s engine at %s: %w", kindName(kind), ep, ctx.Err())
+		return nil, fmt.Errorf("connect to the %s engine at %s: %w", kind.Name(), ep, ctx.Err())
 	}
 	return fail("the engine did not answer a ping: "+err.Error(), startFixFor(kind, ep, source), err)
 }
@@ -171,11 +163,11 @@ func ConnectAs(ctx context.Context, ep Endpoint, source string, kind locate.Kind
 // socket file exists, may be reached, and is a socket. A stale socket of a stopped engine passes
 // here; only Connect, which dials it, tells.
 func CheckSocket(ep Endpoint, source string) error {
-	return CheckSocketAs(ep, source, locate.Docker)
+	return CheckSocketAs(ep, source, engine.Docker)
 }
 
 // CheckSocketAs is CheckSocket for an engine of kind (empty means Docker).
-func CheckSocketAs(ep Endpoint, source string, kind locate.Kind) error {
+func CheckSocketAs(ep Endpoint, source string, kind engine.Kind) error {
 	fail := func(reason, fix string, err error) error {
 		return &NotRunningError{Kind: kind, Endpoint: ep, Source: source, Reason: reason, Fix: fix, Err: err}
 	}
@@ -193,18 +185,28 @@ func CheckSocketAs(ep Endpoint, source string, kind locate.Kind) error {
 	return nil
 }
 
-const permissionFix = "add your user to the docker group (`sudo usermod -aG docker $USER`, then log in again), or point DOCKER_HOST at a socket you may open (a rootless engine's)"
-
-func permissionFixFor(kind locate.Kind) string {
-	if kind == locate.Podman {
-		return locate.PermissionFix(locate.Podman)
-	}
-	return permissionFix
+// permissionFixFor is what to do when the user may not open the socket of an engine of kind.
+func permissionFixFor(kind engine.Kind) string {
+	return kind.Registration().PermissionFix
 }
 
-func notSocketFix(kind locate.Kind) string {
-	if kind == locate.Podman {
+func notSocketFix(kind engine.Kind) string {
+	if kind == engine.Podman {
 		return "point CONTAINER_HOST at Podman's socket file"
 	}
 	return "point DOCKER_HOST at the engine's socket file"
+}
+
+// opened is the Engine that answered sv at ep through the client c: its kind recognised by the
+// version's components, and c behind the wrapper that kind registered.
+func opened(ep Endpoint, c *client.Client, sv types.Version, apiVersion string) *Engine {
+	names := make([]string, len(sv.Components))
+	for i, comp := range sv.Components {
+		names[i] = comp.Name
+	}
+	e := &Engine{Endpoint: ep, API: c, Version: sv.Version, APIVersion: apiVersion, Kind: engine.Recognise(names)}
+	if wrap := e.Registration().API; wrap != nil {
+		e.API = wrap(c)
+	}
+	return e
 }

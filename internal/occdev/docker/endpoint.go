@@ -4,10 +4,12 @@
 // down` never consults the environment it happens to run in.
 //
 // API (api.go) is the one interface through which the rest of occ drives the engine: the Docker
-// client for Docker, and for Podman that client behind podmanAPI (podman.go), which answers where
-// Podman differs the way Docker does. This is the only package of the product that imports the
-// engine client (internal/repocheck holds it so); the API's request and response types, from
-// github.com/docker/docker/api/types, carry no connection and are used everywhere.
+// client, behind the wrapper the engine's kind registered (package engine; Podman's answers where
+// Podman differs the way Docker does). The interface and the wrappers sit in engineapi, below the
+// kinds' registrations that name them. This package and engineapi are the only ones of the
+// product that import the engine client (internal/repocheck holds it so); the API's request and
+// response types, from github.com/docker/docker/api/types, carry no connection and are used
+// everywhere.
 //
 // k3d's Docker runtime cannot be handed a client: it reads DOCKER_HOST and DOCKER_SOCK from the
 // process environment on every call. PinK3dEnvironment (k3denv.go) is the one place that points

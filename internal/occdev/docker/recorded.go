@@ -6,7 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/openclaw/occ/internal/occdev/engine/locate"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -20,18 +20,18 @@ func Recorded(e *state.Engine) func(context.Context) (*Engine, error) {
 	return func(ctx context.Context) (*Engine, error) {
 		once.Do(func() {
 			if e == nil || e.Endpoint == "" {
-				kind := state.EngineDocker
+				var kind engine.Kind
 				if e != nil {
-					kind = e.KindOrDocker()
+					kind = e.Kind
 				}
-				err = fmt.Errorf("the state records objects in a %s engine but no engine endpoint", kindName(locate.Kind(kind)))
+				err = fmt.Errorf("the state records objects in a %s engine but no engine endpoint", kind.Name())
 				return
 			}
 			var ep Endpoint
 			if ep, err = ParseEndpoint(e.Endpoint, SourceRecorded); err != nil {
 				return
 			}
-			if eng, err = ConnectAs(ctx, ep, SourceRecorded, locate.Kind(e.KindOrDocker())); err != nil {
+			if eng, err = ConnectAs(ctx, ep, SourceRecorded, e.KindOrDocker()); err != nil {
 				return
 			}
 			if err = checkSame(ctx, eng, e); err != nil {
@@ -51,11 +51,12 @@ type EngineChangedError struct {
 	Endpoint string
 	// RecordedKind and RecordedID are the recorded engine's; Kind and ID what answers now (an
 	// ID is empty where the engine keeps none).
-	RecordedKind, RecordedID, Kind, ID string
+	RecordedKind, Kind engine.Kind
+	RecordedID, ID     string
 }
 
 func (e *EngineChangedError) Error() string {
-	was, now := locate.Kind(e.RecordedKind).Name(), locate.Kind(e.Kind).Name()
+	was, now := e.RecordedKind.Name(), e.Kind.Name()
 	if e.RecordedID != "" {
 		was += " (ID " + e.RecordedID + ")"
 	}
@@ -68,12 +69,8 @@ func (e *EngineChangedError) Error() string {
 // checkSame compares the engine that answered at the recorded endpoint with the record: its kind,
 // and its ID where the record keeps one.
 func checkSame(ctx context.Context, eng *Engine, e *state.Engine) error {
-	kind := locate.Docker
-	if eng.Podman {
-		kind = locate.Podman
-	}
-	changed := &EngineChangedError{Endpoint: e.Endpoint, RecordedKind: e.KindOrDocker(), RecordedID: e.ID, Kind: string(kind)}
-	if string(kind) != e.KindOrDocker() {
+	changed := &EngineChangedError{Endpoint: e.Endpoint, RecordedKind: e.KindOrDocker(), RecordedID: e.ID, Kind: eng.Kind}
+	if eng.Kind != e.KindOrDocker() {
 		changed.ID, _ = IDOf(ctx, eng) // for the message only
 		return changed
 	}
@@ -91,10 +88,10 @@ func checkSame(ctx context.Context, eng *Engine, e *state.Engine) error {
 	return nil
 }
 
-// IDOf is the engine's own identity where it keeps one: Docker's daemon ID; "" for Podman,
-// whose API answers a new ID on every call.
+// IDOf is the engine's own identity where its kind keeps one (engine.Registration.StableID):
+// Docker's daemon ID; "" for Podman, whose API answers a new ID on every call.
 func IDOf(ctx context.Context, eng *Engine) (string, error) {
-	if eng.Podman {
+	if !eng.Registration().StableID {
 		return "", nil
 	}
 	info, err := eng.API.Info(ctx)
@@ -143,5 +140,5 @@ func CloseRecorded(c *state.Connections) {
 // EngineNameOf is how messages name the engine the record o of an engine object lives in
 // ("Docker", "Podman"): its Object.Engine, Docker when the state predates the engine's kind.
 func EngineNameOf(o state.Object) string {
-	return locate.Kind(state.Engine{Kind: o.Engine}.KindOrDocker()).Name()
+	return o.Engine.Name()
 }

@@ -43,6 +43,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
@@ -54,11 +55,13 @@ type Recorder = state.Recorder
 // ("Docker", "Podman"; empty is Docker): repository, pinned digest and, once pulled, the image
 // ID. `down` removes that digest reference, never an image that was there before.
 func pulledRecord(pin pins.Image, id, engineName string) state.Object {
-	engine := state.EngineDocker
-	if engineName == "Podman" {
-		engine = state.EnginePodman
+	kind := engine.Docker
+	for _, k := range engine.Kinds() {
+		if k.Name() == engineName {
+			kind = k
+		}
 	}
-	return state.Object{Type: TypePulledImage, Name: pin.Name(), Digest: pin.Digest, ID: id, Engine: engine}
+	return state.Object{Type: TypePulledImage, Name: pin.Name(), Digest: pin.Digest, ID: id, Engine: kind}
 }
 
 // Event is one progress report: of a layer while the engine pulls, or of an image as a whole

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -22,8 +23,8 @@ type Environment struct {
 	Profile        string `json:"profile,omitempty"`
 	// Engine is the recorded container engine's kind (docker or podman) and EngineEndpoint its
 	// socket.
-	Engine         string `json:"engine,omitempty"`
-	EngineEndpoint string `json:"engineEndpoint,omitempty"`
+	Engine         engine.Kind `json:"engine,omitempty"`
+	EngineEndpoint string      `json:"engineEndpoint,omitempty"`
 	// Cluster is the recorded cluster's name and ClusterProvider where it came from.
 	Cluster         string `json:"cluster,omitempty"`
 	ClusterProvider string `json:"clusterProvider,omitempty"`

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/openclaw/occ/internal/occdev/cluster"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/profile"
 	"github.com/openclaw/occ/internal/occdev/recorded"
@@ -54,8 +55,8 @@ type Status struct {
 	Installation    string         `json:"installation,omitempty"`
 	// Engine is the recorded engine endpoint, when the state has one, and EngineKind its kind
 	// (docker or podman).
-	Engine     string `json:"engine,omitempty"`
-	EngineKind string `json:"engineKind,omitempty"`
+	Engine     string      `json:"engine,omitempty"`
+	EngineKind engine.Kind `json:"engineKind,omitempty"`
 	// Selections are the local charts, Agent Sandbox manifest and node DNS resolver `up` was
 	// told to use, when any.
 	Selections *state.Selections `json:"selections,omitempty"`

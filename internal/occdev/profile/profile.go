@@ -17,6 +17,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
 	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
@@ -60,7 +61,7 @@ type Input struct {
 	// ClusterProvider is the --cluster-provider the cluster comes from.
 	ClusterProvider string
 	// EngineKind is the container engine's kind (docker or podman), empty without one.
-	EngineKind string
+	EngineKind engine.Kind
 	// StartupTimeout bounds each readiness wait.
 	StartupTimeout time.Duration
 	// DryRun is set when the plan is for --dry-run: what the profile says is worded for a run

@@ -21,7 +21,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/diagnose"
 	"github.com/openclaw/occ/internal/occdev/docker"
-	"github.com/openclaw/occ/internal/occdev/engine/locate"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
 	"github.com/openclaw/occ/internal/occdev/observe"
@@ -325,11 +325,11 @@ func checkRecordedCluster(ctx context.Context, r *run, clusterType state.Type) e
 	provider := r.st.Cluster.Provider
 	eng, err := r.rec.Engine(ctx)
 	if err != nil {
-		kind := state.EngineDocker
+		var kind engine.Kind
 		if r.st.Engine != nil {
-			kind = r.st.Engine.KindOrDocker()
+			kind = r.st.Engine.Kind
 		}
-		return reloadRefusal(dir, occ, "its "+locate.Kind(kind).Name()+" engine does not answer: "+err.Error())
+		return reloadRefusal(dir, occ, "its "+kind.Name()+" engine does not answer: "+err.Error())
 	}
 	r.engine = eng
 	reg := r.rec.Removers()

@@ -118,7 +118,7 @@ func TestStateWithPerEngineTypeNamesStillLoads(t *testing.T) {
 				continue
 			}
 			engineRecords++
-			if o.Engine != c.engine {
+			if string(o.Engine) != c.engine {
 				t.Errorf("%s state: %s has engine %q, want %q", c.name, o, o.Engine, c.engine)
 			}
 			if !strings.HasPrefix(o.String(), c.name+" ") {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/openclaw/occ/internal/occdev/engine"
 )
 
 // Type is what kind of thing a record names. It decides which fields the record carries and
@@ -43,11 +45,11 @@ type Object struct {
 	Labels map[string]string `json:"labels,omitempty"`
 	// CreatedAt is when the record was first made.
 	CreatedAt time.Time `json:"createdAt"`
-	// Engine is the kind of the engine an engine object lives in (EngineDocker, EnginePodman;
-	// empty is Docker), for records of a kind with Fields.Engine, so messages name it. It is
-	// not written with the record: the state records its engine once (State.Engine), and
-	// reading a state fills it from there. The layer that makes a record sets it.
-	Engine string `json:"-"`
+	// Engine is the kind of the engine an engine object lives in (empty is Docker), for records
+	// of a kind with Fields.Engine, so messages name it. It is not written with the record: the
+	// state records its engine once (State.Engine), and reading a state fills it from there.
+	// The layer that makes a record sets it.
+	Engine engine.Kind `json:"-"`
 }
 
 // String describes o for messages in its Kind's words, for example "v1 Namespace oce-system" or
@@ -99,8 +101,8 @@ func validateObject(o Object) error {
 	forbid(f.Digest, "digest", o.Digest != "")
 	forbid(f.Labels, "labels", len(o.Labels) > 0)
 	forbid(f.Engine, "engine", o.Engine != "")
-	if e := o.Engine; e != "" && e != EngineDocker && e != EnginePodman {
-		bad("engine %q must be %s or %s", e, EngineDocker, EnginePodman)
+	if err := checkEngineKind(o.Engine); err != nil {
+		bad("engine %v", err)
 	}
 
 	if strings.TrimSpace(o.Name) == "" {

@@ -37,6 +37,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/openclaw/occ/internal/contract"
+	"github.com/openclaw/occ/internal/occdev/engine"
 )
 
 // Version is the state.json schema version this occ writes. Version 1 (Kubernetes objects and
@@ -118,9 +119,10 @@ type Cluster struct {
 // Engine is a container engine endpoint, recorded so `down` talks to the engine `up` used and
 // never to whatever DOCKER_HOST says later.
 type Engine struct {
-	// Kind is the engine's kind as it identified itself: docker or podman. A state written
-	// before the kind was recorded has none, and its engine is Docker.
-	Kind string `json:"kind,omitempty"`
+	// Kind is the engine's kind as it identified itself: docker or podman (a registered
+	// engine.Kind). A state written before the kind was recorded has none, and its engine is
+	// Docker.
+	Kind engine.Kind `json:"kind,omitempty"`
 	// Endpoint is a unix socket URL: unix:///absolute/path.
 	Endpoint string `json:"endpoint"`
 	// ID is the engine's own identity where it keeps one (Docker's daemon ID, stable across
@@ -130,18 +132,29 @@ type Engine struct {
 	ID string `json:"id,omitempty"`
 }
 
-// Engine kinds a state records.
+// EngineDocker and EnginePodman are the names state.json writes for engine.Docker and
+// engine.Podman, untyped so that a test's plain string compares with them as an engine.Kind does.
 const (
 	EngineDocker = "docker"
 	EnginePodman = "podman"
 )
 
 // KindOrDocker is the recorded kind, Docker when the state predates the kind's record.
-func (e Engine) KindOrDocker() string {
-	if e.Kind == "" {
-		return EngineDocker
+func (e Engine) KindOrDocker() engine.Kind { return e.Kind.OrDocker() }
+
+// checkEngineKind refuses a kind no registered engine has (empty is Docker): this occ could not
+// reach the engine the state's objects live in.
+func checkEngineKind(k engine.Kind) error {
+	if engine.Registered(k) {
+		return nil
 	}
-	return e.Kind
+	kinds := engine.Kinds()
+	names := make([]string, len(kinds))
+	for i, r := range kinds {
+		names[i] = string(r)
+	}
+	last := len(names) - 1
+	return fmt.Errorf("%q must be %s or %s", k, strings.Join(names[:last], ", "), names[last])
 }
 
 // Recorder is where a layer records what it creates: before creating it, and again once it
@@ -220,8 +233,8 @@ func (s *State) Validate() error {
 		bad("cluster.network %q must be a Docker network name", n)
 	}
 	if s.Engine != nil {
-		if k := s.Engine.Kind; k != "" && k != EngineDocker && k != EnginePodman {
-			bad("engine.kind %q must be %s or %s", k, EngineDocker, EnginePodman)
+		if err := checkEngineKind(s.Engine.Kind); err != nil {
+			bad("engine.kind %v", err)
 		}
 		if err := checkEngineEndpoint(s.Engine.Endpoint); err != nil {
 			bad("engine.endpoint: %v", err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/docker/docker/client"
 
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/testbed/dockerbed"
 )
@@ -95,7 +96,7 @@ func connect() (*dockerbed.Engine, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("Podman service at %s=%q: %w", HostEnv, host, err)
 	}
-	if id.Kind != locate.Podman {
+	if id.Kind != engine.Podman {
 		return nil, "", fmt.Errorf("%s=%q is not a Podman service: the engine there identifies as %s %s", HostEnv, host, id.Kind.Name(), id.Version)
 	}
 	api, err := client.NewClientWithOpts(client.WithHost(host), client.WithAPIVersionNegotiation())

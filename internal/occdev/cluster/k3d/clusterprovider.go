@@ -133,7 +133,7 @@ func (c *ClusterProvider) Describe(req cluster.Request) cluster.Description {
 	}
 	return cluster.Description{
 		Creates:   r.Describe(),
-		Note:      fmt.Sprintf("in the %s engine at %s; the user's kubeconfig is never written", engineName(req.EngineKind), req.Engine),
+		Note:      fmt.Sprintf("in the %s engine at %s; the user's kubeconfig is never written", req.EngineKind.Name(), req.Engine),
 		Preflight: preflight,
 	}
 }
@@ -201,8 +201,8 @@ func (c *ClusterProvider) connect(ctx context.Context, req cluster.Request) (*Pr
 	if c.provider != nil && c.endpoint == req.Engine {
 		return c.provider, nil
 	}
-	source := "the located " + engineName(req.EngineKind) + " engine"
-	eng, err := docker.ConnectAs(ctx, req.Engine, source, locate.Kind(req.EngineKind))
+	source := "the located " + req.EngineKind.Name() + " engine"
+	eng, err := docker.ConnectAs(ctx, req.Engine, source, req.EngineKind)
 	if err != nil {
 		return nil, err
 	}

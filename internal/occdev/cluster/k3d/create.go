@@ -138,7 +138,7 @@ func (cr *creation) prepare(ctx context.Context) error {
 // the API is handed over, only once k3d is done.
 func (cr *creation) hooks(apiUp chan<- *clientcmdapi.Config) []k3dtypes.NodeHook {
 	var hooks []k3dtypes.NodeHook
-	if cr.p.engine.Podman {
+	if cr.p.engine.Registration().K3dPodman {
 		return hooks
 	}
 	if cr.req.gate != nil {
@@ -161,7 +161,7 @@ func (cr *creation) create(ctx context.Context) (*Cluster, error) {
 	defer cancelRun()
 	done := make(chan error, 1)
 	go func() {
-		done <- createOnce(runCtx, p.engine.Podman,
+		done <- createOnce(runCtx, p.engine.Registration().K3dPodman,
 			func() error { return p.run(runCtx, sc, []docker.EnvVar{fixDNS, tempDirEnv(req.StateDir)}, hooks) },
 			func() error {
 				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
@@ -205,7 +205,7 @@ func (cr *creation) create(ctx context.Context) (*Cluster, error) {
 // upstreamHint is this host's upstream resolver, suggested when k3d's own handling of the node's
 // DNS refused: only for Docker on Linux, where the host's resolvers are the engine's.
 func (p *Provider) upstreamHint(dns NodeDNS) string {
-	if dns.Address != "" || p.engine.Podman || p.host.os != "linux" {
+	if dns.Address != "" || p.engine.Registration().K3dPodman || p.host.os != "linux" {
 		return ""
 	}
 	addr, _, _ := hostUpstream(p.host.root)

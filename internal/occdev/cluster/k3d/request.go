@@ -12,7 +12,7 @@ import (
 	k3dconf "github.com/k3d-io/k3d/v5/pkg/config/v1alpha5"
 
 	"github.com/openclaw/occ/internal/occdev/cluster"
-	"github.com/openclaw/occ/internal/occdev/engine/locate"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/option"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/progress"
@@ -56,7 +56,7 @@ type Request struct {
 	Recorder Recorder
 	// EngineKind is the kind of the engine the cluster runs in (docker or podman), for the
 	// description; empty means Docker.
-	EngineKind string
+	EngineKind engine.Kind
 
 	// DNSCheckName is the host name the node looks up through its resolver once it runs (the
 	// registry of the pinned images, LookupName); empty checks nothing.
@@ -71,14 +71,6 @@ type Request struct {
 	// its API (kubeconfigs written, kube-system UID read), while k3d still finishes it; an
 	// error fails the creation. Not on Podman, whose creation may be retried with a new node.
 	apiReady func(*Cluster) error
-}
-
-// engineName is how messages name the engine of kind: Docker when the kind is not known.
-func engineName(kind string) string {
-	if kind == "" {
-		return locate.Docker.Name()
-	}
-	return locate.Kind(kind).Name()
 }
 
 // PortMapping publishes NodePort of server-0 at 127.0.0.1:HostPort.
@@ -306,12 +298,12 @@ func (r Request) Describe() []string {
 		lines = append(lines, fmt.Sprintf("NodePort %d published at %s:%d", m.NodePort, apiHost, m.HostPort))
 	}
 	if r.Network == "" {
-		lines = append(lines, fmt.Sprintf("%s network %s (removed with the cluster)", engineName(r.EngineKind), ownNetwork(r.Name)))
+		lines = append(lines, fmt.Sprintf("%s network %s (removed with the cluster)", r.EngineKind.Name(), ownNetwork(r.Name)))
 	} else {
-		lines = append(lines, fmt.Sprintf("joins %s network %s (left in place by down)", engineName(r.EngineKind), r.Network))
+		lines = append(lines, fmt.Sprintf("joins %s network %s (left in place by down)", r.EngineKind.Name(), r.Network))
 	}
 	lines = append(lines,
-		fmt.Sprintf("%s volume %s and k3d's tools container %s", engineName(r.EngineKind), imageVolume(r.Name), toolsNode(r.Name)),
+		fmt.Sprintf("%s volume %s and k3d's tools container %s", r.EngineKind.Name(), imageVolume(r.Name), toolsNode(r.Name)),
 		fmt.Sprintf("files %s, %s (0600) and %s (0644) in the state directory", AdmissionFile, KubeconfigFile, ContainerKubeconfigFile),
 	)
 	switch {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/openclaw/occ/internal/fsutil"
 	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/option"
 )
 
@@ -99,7 +100,7 @@ func (d NodeDNS) setting() string {
 // it identified itself, and the host's own files.
 type Host struct {
 	// EngineKind is docker or podman; empty when no engine answered while planning.
-	EngineKind string
+	EngineKind engine.Kind
 	// EnginePlatform is the platform name the engine reports with its version ("Docker Desktop
 	// 4.37.1 (178610)" on Docker Desktop).
 	EnginePlatform string
@@ -110,7 +111,7 @@ type Host struct {
 }
 
 // ThisHost is the machine occ runs on with the engine that answered while planning.
-func ThisHost(engineKind, enginePlatform string) Host {
+func ThisHost(engineKind engine.Kind, enginePlatform string) Host {
 	return Host{EngineKind: engineKind, EnginePlatform: enginePlatform, OS: runtime.GOOS, Files: os.DirFS("/")}
 }
 
@@ -151,7 +152,7 @@ func ChooseNodeDNS(setting, raw string, host Host) (NodeDNS, error) {
 func autoNodeDNS(h Host) NodeDNS {
 	keep := func(note string) NodeDNS { return NodeDNS{Choice: DNSK3d, Note: note} }
 	switch {
-	case h.EngineKind == "podman":
+	case h.EngineKind != "" && h.EngineKind.Registration().K3dPodman:
 		return keep("the engine is Podman, whose networks answer DNS at their gateway")
 	case h.EngineKind == "":
 		return keep("no engine answered while planning, so the kind of host is not known")

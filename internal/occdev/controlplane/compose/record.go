@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -57,7 +58,7 @@ func recordedProject(c *state.Connections) *Recorded {
 }
 
 // engine is the kind of the model's engine, which its records carry (state.Object.Engine).
-func (m *Model) engine() string {
+func (m *Model) engine() engine.Kind {
 	if m.podman {
 		return state.EnginePodman
 	}

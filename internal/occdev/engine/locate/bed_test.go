@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/testbed/dockerbed"
 	"github.com/openclaw/occ/internal/testbed/podmanbed"
@@ -42,7 +43,7 @@ func TestFindTheBedsRealEngines(t *testing.T) {
 	// Both run: Docker first.
 	both := env(map[string]string{locate.EnvDockerHost: docker.Host, locate.EnvContainerHost: podman.Host})
 	loc, err := locate.Find(ctx, locate.Options{Env: both})
-	if err != nil || loc.Kind != locate.Docker || loc.Endpoint.String() != docker.Host || loc.Source != locate.EnvDockerHost {
+	if err != nil || loc.Kind != engine.Docker || loc.Endpoint.String() != docker.Host || loc.Source != locate.EnvDockerHost {
 		t.Fatalf("both running, auto: %+v %v; want Docker at %s", loc, err, docker.Host)
 	}
 	sv, err := docker.API.ServerVersion(ctx)
@@ -53,7 +54,7 @@ func TestFindTheBedsRealEngines(t *testing.T) {
 		t.Errorf("Docker identified as %s (API %s), the engine says %s (API %s)", loc.Version, loc.APIVersion, sv.Version, sv.APIVersion)
 	}
 	t.Logf("both running, auto: %s", loc)
-	if loc, err := locate.Find(ctx, locate.Options{Choice: locate.ChoosePodman, Env: both}); err != nil || loc.Kind != locate.Podman || loc.Endpoint.String() != podman.Host {
+	if loc, err := locate.Find(ctx, locate.Options{Choice: locate.ChoosePodman, Env: both}); err != nil || loc.Kind != engine.Podman || loc.Endpoint.String() != podman.Host {
 		t.Errorf("both running, --engine podman: %+v %v", loc, err)
 	}
 
@@ -66,10 +67,10 @@ func TestFindTheBedsRealEngines(t *testing.T) {
 		t.Fatal(err)
 	}
 	loc, err = locate.Find(ctx, locate.Options{Env: env(nil)})
-	if err != nil || loc.Kind != locate.Podman || loc.Endpoint.Socket != rootful || loc.Source != "the rootful Podman socket" || loc.Version != "4.3.1" {
+	if err != nil || loc.Kind != engine.Podman || loc.Endpoint.Socket != rootful || loc.Source != "the rootful Podman socket" || loc.Version != "4.3.1" {
 		t.Fatalf("only Podman, auto: %+v %v", loc, err)
 	}
-	if len(loc.Skipped) != 1 || loc.Skipped[0].Kind != locate.Docker || !strings.Contains(loc.Skipped[0].Reason, "does not exist") {
+	if len(loc.Skipped) != 1 || loc.Skipped[0].Kind != engine.Docker || !strings.Contains(loc.Skipped[0].Reason, "does not exist") {
 		t.Errorf("only Podman, auto: skipped %+v, want Docker's missing socket", loc.Skipped)
 	}
 	t.Logf("only Podman, auto: %s (after %s)", loc, loc.Skipped[0])
@@ -77,7 +78,7 @@ func TestFindTheBedsRealEngines(t *testing.T) {
 	// Podman behind DOCKER_HOST.
 	behind := env(map[string]string{locate.EnvDockerHost: podman.Host})
 	loc, err = locate.Find(ctx, locate.Options{Env: behind})
-	if err != nil || loc.Kind != locate.Podman || loc.Source != locate.EnvDockerHost || loc.Endpoint.String() != podman.Host {
+	if err != nil || loc.Kind != engine.Podman || loc.Source != locate.EnvDockerHost || loc.Endpoint.String() != podman.Host {
 		t.Fatalf("DOCKER_HOST at Podman, auto: %+v %v; want Podman from DOCKER_HOST", loc, err)
 	}
 	_, err = locate.Find(ctx, locate.Options{Choice: locate.ChooseDocker, Env: behind})

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/option"
 )
 
@@ -27,7 +28,7 @@ const DefaultDockerSocket = "/var/run/docker.sock"
 // place is one place an engine may be listening, and what to start when none is there.
 type place struct {
 	// kind is the engine users expect at the place (the engine found there may differ).
-	kind Kind
+	kind engine.Kind
 	// source says which setting or rule names the place, for messages and summaries.
 	source string
 	// sockets are the paths the engine may listen on, in order; the first that exists is used
@@ -53,7 +54,7 @@ func dockerPlace(env Env) (place, error) {
 			return place{}, &option.Error{Option: EnvDockerHost, Value: redact(host), Rule: rule,
 				Fix: "set DOCKER_HOST=unix:///path/to/docker.sock, or unset it to use the docker context or " + DefaultDockerSocket}
 		}
-		return place{kind: Docker, source: EnvDockerHost, sockets: []string{ep.Socket},
+		return place{kind: engine.Docker, source: EnvDockerHost, sockets: []string{ep.Socket},
 			start: "start the engine DOCKER_HOST names, or unset DOCKER_HOST"}, nil
 	}
 	configDir, err := dockerConfigDir(env)
@@ -65,11 +66,11 @@ func dockerPlace(env Env) (place, error) {
 	if name == "" {
 		from = "currentContext in " + configFile
 		if name, err = currentContext(configFile); err != nil {
-			return place{kind: Docker, source: "the docker CLI configuration", problem: err.Error()}, nil
+			return place{kind: engine.Docker, source: "the docker CLI configuration", problem: err.Error()}, nil
 		}
 	}
 	if name == "" || name == "default" {
-		return place{kind: Docker, source: "the default Docker socket", sockets: []string{env.system(DefaultDockerSocket)},
+		return place{kind: engine.Docker, source: "the default Docker socket", sockets: []string{env.system(DefaultDockerSocket)},
 			start: dockerStart(env)}, nil
 	}
 	source := fmt.Sprintf("docker context %q (%s)", name, from)
@@ -77,7 +78,7 @@ func dockerPlace(env Env) (place, error) {
 	if problem == "" {
 		var ep Endpoint
 		if ep, problem = ParseUnix(host); problem == "" {
-			return place{kind: Docker, source: source, sockets: []string{ep.Socket},
+			return place{kind: engine.Docker, source: source, sockets: []string{ep.Socket},
 				start: fmt.Sprintf("start the engine of docker context %q, or choose another with `docker context use`", name)}, nil
 		}
 		problem = fmt.Sprintf("has host %q, which %s", redact(host), problem)
@@ -86,7 +87,7 @@ func dockerPlace(env Env) (place, error) {
 		return place{}, &option.Error{Option: EnvDockerContext, Value: name, Rule: problem,
 			Fix: "name a context from `docker context ls` whose host is a unix:// socket, or unset DOCKER_CONTEXT"}
 	}
-	return place{kind: Docker, source: source, problem: problem + "; choose another context with `docker context use`"}, nil
+	return place{kind: engine.Docker, source: source, problem: problem + "; choose another context with `docker context use`"}, nil
 }
 
 func dockerStart(env Env) string {

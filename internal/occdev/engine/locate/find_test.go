@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/openclaw/occ/internal/occdev/engine"
 )
 
 // A laptop with Docker and Podman both running: auto takes Docker, as the reference does; with
@@ -19,10 +21,10 @@ func TestAutoPrefersDockerThenPodman(t *testing.T) {
 	ctx := context.Background()
 
 	loc, err := Find(ctx, Options{Env: env})
-	if err != nil || loc.Kind != Podman || loc.Endpoint.Socket != rootless || !strings.HasPrefix(loc.Source, "the rootless Podman socket") || loc.Version != "4.3.1" {
+	if err != nil || loc.Kind != engine.Podman || loc.Endpoint.Socket != rootless || !strings.HasPrefix(loc.Source, "the rootless Podman socket") || loc.Version != "4.3.1" {
 		t.Fatalf("only Podman runs: %+v %v", loc, err)
 	}
-	if len(loc.Skipped) != 1 || loc.Skipped[0].Kind != Docker || !strings.Contains(loc.Skipped[0].Reason, "does not exist") {
+	if len(loc.Skipped) != 1 || loc.Skipped[0].Kind != engine.Docker || !strings.Contains(loc.Skipped[0].Reason, "does not exist") {
 		t.Errorf("only Podman runs: skipped %+v, want Docker's missing default socket", loc.Skipped)
 	}
 	if got := loc.String(); got != "Podman 4.3.1 at unix://"+rootless+" (from the rootless Podman socket ($XDG_RUNTIME_DIR/podman/podman.sock))" {
@@ -31,11 +33,11 @@ func TestAutoPrefersDockerThenPodman(t *testing.T) {
 
 	fakeEngine(t, env.system(DefaultDockerSocket), dockerVersionJSON)
 	loc, err = Find(ctx, Options{Choice: Auto, Env: env})
-	if err != nil || loc.Kind != Docker || loc.Endpoint.Socket != env.system(DefaultDockerSocket) || loc.Version != "28.5.2" || len(loc.Skipped) != 0 {
+	if err != nil || loc.Kind != engine.Docker || loc.Endpoint.Socket != env.system(DefaultDockerSocket) || loc.Version != "28.5.2" || len(loc.Skipped) != 0 {
 		t.Fatalf("both run: %+v %v; want Docker", loc, err)
 	}
 	loc, err = Find(ctx, Options{Choice: ChoosePodman, Env: env})
-	if err != nil || loc.Kind != Podman || loc.Endpoint.Socket != rootless {
+	if err != nil || loc.Kind != engine.Podman || loc.Endpoint.Socket != rootless {
 		t.Fatalf("both run, --engine podman: %+v %v", loc, err)
 	}
 }
@@ -51,12 +53,12 @@ func TestPodmanBehindDockersPlaceIsPodman(t *testing.T) {
 	ctx := context.Background()
 
 	loc, err := Find(ctx, Options{Env: env})
-	if err != nil || loc.Kind != Podman || loc.Source != EnvDockerHost || loc.Endpoint.Socket != sock {
+	if err != nil || loc.Kind != engine.Podman || loc.Source != EnvDockerHost || loc.Endpoint.Socket != sock {
 		t.Fatalf("auto with DOCKER_HOST at Podman: %+v %v; want Podman from DOCKER_HOST", loc, err)
 	}
 	_, err = Find(ctx, Options{Choice: ChooseDocker, ChoiceSource: ChoiceEnv, Env: env})
 	var ke *KindError
-	if !errors.As(err, &ke) || ke.Found.Kind != Podman {
+	if !errors.As(err, &ke) || ke.Found.Kind != engine.Podman {
 		t.Fatalf("--engine docker with DOCKER_HOST at Podman: %v, want a KindError", err)
 	}
 	t.Logf("the message: %s", err)
@@ -114,7 +116,7 @@ func TestStaleDockerContextFallsThroughToPodman(t *testing.T) {
 	writeFile(t, filepath.Join(env.Home, ".docker", "config.json"), `{"currentContext":"desktop-linux"}`)
 	fakeEngine(t, env.system(RootfulPodmanSocket), podmanVersionJSON)
 	loc, err := Find(context.Background(), Options{Env: env})
-	if err != nil || loc.Kind != Podman || loc.Source != "the rootful Podman socket" || len(loc.Skipped) != 1 || !strings.Contains(loc.Skipped[0].Reason, `does not exist in the docker context store`) {
+	if err != nil || loc.Kind != engine.Podman || loc.Source != "the rootful Podman socket" || len(loc.Skipped) != 1 || !strings.Contains(loc.Skipped[0].Reason, `does not exist in the docker context store`) {
 		t.Fatalf("stale context, Podman running: %+v %v", loc, err)
 	}
 	_, err = Find(context.Background(), Options{Choice: ChooseDocker, Env: env})

@@ -10,18 +10,18 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"syscall"
 	"time"
-)
 
-// podmanComponent is the version component by which an engine serving the Docker API says it is
-// Podman. Docker's engine names its component "Engine".
-const podmanComponent = "Podman Engine"
+	"github.com/openclaw/occ/internal/occdev/engine"
+)
 
 // Identity is what an engine said about itself on its version endpoint.
 type Identity struct {
-	Kind Kind
-	// Version is the engine's release (Podman's from its Podman Engine component).
+	Kind engine.Kind
+	// Version is the engine's release: that of the component that names its kind (Podman's from
+	// its Podman Engine component), else the answer's.
 	Version string
 	// APIVersion is the Docker API version it serves.
 	APIVersion string
@@ -49,9 +49,9 @@ func (e *ProbeError) Error() string { return e.Endpoint.String() + ": " + e.Reas
 func (e *ProbeError) Unwrap() error { return e.Err }
 
 // Identify asks the engine at ep who it is: GET /version over the unix socket, the call both
-// Docker and Podman answer without an API version prefix. A component named "Podman Engine"
-// means Podman, whatever else the answer says; any other engine serving that endpoint is
-// Docker. A missing socket, a socket that may not be opened, a stale socket of a stopped engine,
+// Docker and Podman answer without an API version prefix. A component a registered kind names
+// (Podman's "Podman Engine") means that kind, whatever else the answer says; any other engine
+// serving that endpoint is Docker (engine.Recognise). A missing socket, a socket that may not be opened, a stale socket of a stopped engine,
 // and something that is not an engine are told apart in the ProbeError.
 func Identify(ctx context.Context, ep Endpoint) (Identity, error) {
 	fail := func(reason string, err error) (Identity, error) {
@@ -123,11 +123,13 @@ func Identify(ctx context.Context, ep Endpoint) (Identity, error) {
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&v); err != nil {
 		return fail("what listens on "+ep.Socket+" answered GET /version with something other than an engine's version: "+err.Error(), err)
 	}
-	id := Identity{Kind: Docker, Version: v.Version, APIVersion: v.APIVersion, Platform: v.Platform.Name}
-	for _, c := range v.Components {
-		if c.Name == podmanComponent {
-			id.Kind, id.Version = Podman, c.Version
-		}
+	names := make([]string, len(v.Components))
+	for i, c := range v.Components {
+		names[i] = c.Name
+	}
+	id := Identity{Kind: engine.Recognise(names), Version: v.Version, APIVersion: v.APIVersion, Platform: v.Platform.Name}
+	if r := id.Kind.Registration(); r.Component != "" {
+		id.Version = v.Components[slices.Index(names, r.Component)].Version
 	}
 	return id, nil
 }

@@ -7,7 +7,8 @@
 // endpoint, not by the place: a Podman behind DOCKER_HOST (podman-docker's /var/run/docker.sock,
 // podman-mac-helper, a DOCKER_HOST a k3d guide told the user to set) is Podman.
 //
-// The package reads files and talks HTTP over a unix socket; it imports no engine client.
+// The package reads files and talks HTTP over a unix socket; it drives no engine client. What an
+// answer says the engine is, and how each kind is named, are the registered kinds' (package engine).
 package locate
 
 import (
@@ -17,28 +18,9 @@ import (
 	"os"
 	"strings"
 
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/option"
 )
-
-// Kind is a container engine's kind.
-type Kind string
-
-// The engines occ dev drives.
-const (
-	Docker Kind = "docker"
-	Podman Kind = "podman"
-)
-
-// Name is the kind as people write it ("Docker", "Podman").
-func (k Kind) Name() string {
-	switch k {
-	case Docker:
-		return "Docker"
-	case Podman:
-		return "Podman"
-	}
-	return string(k)
-}
 
 // Choice is the engine the user asked for.
 type Choice string
@@ -46,8 +28,8 @@ type Choice string
 // The values of --engine and OCC_DEVELOPMENT_CONTAINER_ENGINE.
 const (
 	Auto         Choice = "auto"
-	ChooseDocker Choice = Choice(Docker)
-	ChoosePodman Choice = Choice(Podman)
+	ChooseDocker Choice = Choice(engine.Docker)
+	ChoosePodman Choice = Choice(engine.Podman)
 )
 
 // ChoiceEnv is the environment variable behind --engine.
@@ -78,7 +60,7 @@ type Options struct {
 // Location is a located and identified engine.
 type Location struct {
 	// Kind is what the engine said it is, which is not always what its place suggests.
-	Kind     Kind
+	Kind     engine.Kind
 	Endpoint Endpoint
 	// Source says which setting or rule named the place ("DOCKER_HOST", "the rootless Podman
 	// socket ($XDG_RUNTIME_DIR/podman/podman.sock)", `Podman machine "podman-machine-default"`).
@@ -100,7 +82,7 @@ func (l Location) String() string {
 // Attempt is a place looked at that had no usable engine.
 type Attempt struct {
 	// Kind is the engine expected at the place.
-	Kind     Kind
+	Kind     engine.Kind
 	Source   string
 	Endpoint Endpoint
 	// Reason says what was wrong there; Fix what to do about it.
@@ -154,7 +136,7 @@ type KindError struct {
 
 func (e *KindError) Error() string {
 	return fmt.Sprintf("%s %s: the engine at %s (from %s) is %s %s, not %s; %s",
-		e.ChoiceSource, e.Choice, e.Found.Endpoint, e.Found.Source, e.Found.Kind.Name(), e.Found.Version, Kind(e.Choice).Name(), e.Fix)
+		e.ChoiceSource, e.Choice, e.Found.Endpoint, e.Found.Source, e.Found.Kind.Name(), e.Found.Version, engine.Kind(e.Choice).Name(), e.Fix)
 }
 
 // Find locates the engine opts ask for and identifies it:
@@ -195,7 +177,7 @@ func Find(ctx context.Context, opts Options) (Location, error) {
 				continue
 			}
 			loc := Location{Kind: id.Kind, Endpoint: ep, Source: p.source, Version: id.Version, APIVersion: id.APIVersion, Platform: id.Platform, Skipped: attempts}
-			if choice != Auto && id.Kind != Kind(choice) {
+			if choice != Auto && id.Kind != engine.Kind(choice) {
 				return Location{}, false, &KindError{Choice: choice, ChoiceSource: source, Found: loc, Fix: kindFix(choice)}
 			}
 			return loc, true, nil
@@ -249,18 +231,21 @@ func probeAttempt(p place, ep Endpoint, err error) Attempt {
 	return a
 }
 
-func problemFix(k Kind) string {
-	if k == Docker {
+func problemFix(k engine.Kind) string {
+	if k == engine.Docker {
 		return "or set DOCKER_HOST=unix:///path/to/docker.sock"
 	}
 	return "or set CONTAINER_HOST=unix:///path/to/podman.sock"
 }
 
-func permissionFix(k Kind) string {
-	if k == Docker {
+// permissionFix is what to do at a place where an engine of kind k is looked for whose socket
+// the user may not open: the kind's own fix, except that Docker's place offers no rootless
+// engine, which Find would have looked for at Podman's places.
+func permissionFix(k engine.Kind) string {
+	if k == engine.Docker {
 		return "add your user to the docker group (`sudo usermod -aG docker $USER`, then log in again), or point DOCKER_HOST at a socket you may open"
 	}
-	return "use the rootless Podman socket (`systemctl --user start podman.socket`), run occ as the socket's owner, or point CONTAINER_HOST at a socket you may open"
+	return k.Registration().PermissionFix
 }
 
 func kindFix(choice Choice) string {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/option"
 )
 
@@ -282,7 +283,7 @@ func TestPodmanMachineOnMacOS(t *testing.T) {
 	// Started (a Podman 4 machine): its socket is found and identified.
 	fakeEngine(t, want[2], podmanVersionJSON)
 	loc, err := Find(ctx, Options{Choice: ChoosePodman, Env: env})
-	if err != nil || loc.Kind != Podman || loc.Endpoint.Socket != want[2] || !strings.Contains(loc.Source, `"podman-machine-default-root"`) {
+	if err != nil || loc.Kind != engine.Podman || loc.Endpoint.Socket != want[2] || !strings.Contains(loc.Source, `"podman-machine-default-root"`) {
 		t.Fatalf("running machine: %+v %v", loc, err)
 	}
 
@@ -315,15 +316,15 @@ func TestIdentify(t *testing.T) {
 	staleSocket(t, filepath.Join(dir, "stale.sock"))
 	writeFile(t, filepath.Join(dir, "file.sock"), "")
 
-	if id, err := Identify(ctx, Endpoint{Socket: filepath.Join(dir, "docker.sock")}); err != nil || id != (Identity{Kind: Docker, Version: "28.5.2", APIVersion: "1.51", Platform: "Docker Engine - Community"}) {
+	if id, err := Identify(ctx, Endpoint{Socket: filepath.Join(dir, "docker.sock")}); err != nil || id != (Identity{Kind: engine.Docker, Version: "28.5.2", APIVersion: "1.51", Platform: "Docker Engine - Community"}) {
 		t.Errorf("Docker: %+v %v", id, err)
 	}
-	if id, err := Identify(ctx, Endpoint{Socket: filepath.Join(dir, "podman.sock")}); err != nil || id != (Identity{Kind: Podman, Version: "4.3.1", APIVersion: "1.41", Platform: "linux/amd64/debian-12"}) {
+	if id, err := Identify(ctx, Endpoint{Socket: filepath.Join(dir, "podman.sock")}); err != nil || id != (Identity{Kind: engine.Podman, Version: "4.3.1", APIVersion: "1.41", Platform: "linux/amd64/debian-12"}) {
 		t.Errorf("Podman: %+v %v", id, err)
 	}
 	// Docker Desktop says so in its platform, which the node's DNS default goes by.
 	fakeEngine(t, filepath.Join(dir, "desktop.sock"), dockerDesktopVersionJSON)
-	if id, err := Identify(ctx, Endpoint{Socket: filepath.Join(dir, "desktop.sock")}); err != nil || id != (Identity{Kind: Docker, Version: "27.4.0", APIVersion: "1.47", Platform: "Docker Desktop 4.37.1 (178610)"}) {
+	if id, err := Identify(ctx, Endpoint{Socket: filepath.Join(dir, "desktop.sock")}); err != nil || id != (Identity{Kind: engine.Docker, Version: "27.4.0", APIVersion: "1.47", Platform: "Docker Desktop 4.37.1 (178610)"}) {
 		t.Errorf("Docker Desktop: %+v %v", id, err)
 	}
 	for sock, reason := range map[string]string{

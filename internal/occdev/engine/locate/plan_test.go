@@ -5,6 +5,8 @@ import (
 	"errors"
 	"path/filepath"
 	"testing"
+
+	"github.com/openclaw/occ/internal/occdev/engine"
 )
 
 // `occ dev up --dry-run` on a laptop whose engine is stopped: auto plans Docker's place
@@ -26,7 +28,7 @@ func TestForPlanKeepsDockersPlaceWhenAutoFindsNothing(t *testing.T) {
 	}
 	fakeEngine(t, env.system(DefaultDockerSocket), dockerVersionJSON)
 	got, err = ForPlan(nil, "auto", "", env)
-	if err != nil || got.NotFound != nil || got.Kind != Docker || got.Version != "28.5.2" || filepath.Base(got.Endpoint.Socket) != "docker.sock" {
+	if err != nil || got.NotFound != nil || got.Kind != engine.Docker || got.Version != "28.5.2" || filepath.Base(got.Endpoint.Socket) != "docker.sock" {
 		t.Errorf("auto, Docker running: %+v, %v", got, err)
 	}
 	cancelled, cancel := context.WithCancel(ctx)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/option"
 )
 
@@ -43,7 +44,7 @@ const defaultMachine = "podman-machine-default"
 // local socket.
 func podmanPlaces(env Env) ([]place, error) {
 	unreadable := func(err error) []place {
-		return []place{{kind: Podman, source: "Podman's configuration", problem: err.Error()}}
+		return []place{{kind: engine.Podman, source: "Podman's configuration", problem: err.Error()}}
 	}
 	if name := env.getenv(EnvContainerConnection); name != "" {
 		cfg, err := readPodmanConfig(env)
@@ -64,7 +65,7 @@ func podmanPlaces(env Env) ([]place, error) {
 			return nil, &option.Error{Option: EnvContainerHost, Value: redact(host), Rule: rule,
 				Fix: "set CONTAINER_HOST=unix:///path/to/podman.sock, or unset it to use podman's default connection or local socket"}
 		}
-		return []place{{kind: Podman, source: EnvContainerHost, sockets: []string{ep.Socket},
+		return []place{{kind: engine.Podman, source: EnvContainerHost, sockets: []string{ep.Socket},
 			start: "start the Podman service CONTAINER_HOST names (`podman system service --time=0 " + ep.String() + "`), or unset CONTAINER_HOST"}}, nil
 	}
 	cfg, err := readPodmanConfig(env)
@@ -76,7 +77,7 @@ func podmanPlaces(env Env) ([]place, error) {
 		if cfg.defaultName != "" {
 			d, ok := cfg.connections[cfg.defaultName]
 			if !ok {
-				return []place{{kind: Podman, source: fmt.Sprintf("Podman's default connection %q (%s)", cfg.defaultName, cfg.defaultFrom),
+				return []place{{kind: engine.Podman, source: fmt.Sprintf("Podman's default connection %q (%s)", cfg.defaultName, cfg.defaultFrom),
 					problem: "names no connection; choose one with `podman system connection default NAME`"}}, nil
 			}
 			return []place{connectionPlace(env, cfg.defaultName, d,
@@ -88,13 +89,13 @@ func podmanPlaces(env Env) ([]place, error) {
 			return []place{p}, nil
 		}
 	}
-	rootful := place{kind: Podman, source: "the rootful Podman socket", sockets: []string{env.system(RootfulPodmanSocket)}}
+	rootful := place{kind: engine.Podman, source: "the rootful Podman socket", sockets: []string{env.system(RootfulPodmanSocket)}}
 	if env.uid() == 0 {
 		rootful.start = "start it with `systemctl start podman.socket`"
 		return []place{rootful}, nil
 	}
 	rootful.start = "start it with `sudo systemctl start podman.socket` (and give your user access to the socket, or use the rootless one)"
-	rootless := place{kind: Podman, source: "the rootless Podman socket ($XDG_RUNTIME_DIR/" + rootlessPodmanSocket + ")",
+	rootless := place{kind: engine.Podman, source: "the rootless Podman socket ($XDG_RUNTIME_DIR/" + rootlessPodmanSocket + ")",
 		sockets: []string{filepath.Join(env.userRuntimeDir(), rootlessPodmanSocket)}, start: "start it with `systemctl --user start podman.socket`"}
 	return []place{rootless, rootful}, nil
 }
@@ -106,22 +107,22 @@ func podmanPlaces(env Env) ([]place, error) {
 func connectionPlace(env Env, name string, d destination, source string) place {
 	u, err := url.Parse(d.URI)
 	if err != nil || d.URI == "" {
-		return place{kind: Podman, source: source, problem: fmt.Sprintf("has URI %q, which is not a URL; recreate it with `podman system connection add`", redact(d.URI))}
+		return place{kind: engine.Podman, source: source, problem: fmt.Sprintf("has URI %q, which is not a URL; recreate it with `podman system connection add`", redact(d.URI))}
 	}
 	switch u.Scheme {
 	case "unix":
 		ep, rule := ParseUnix(d.URI)
 		if rule != "" {
-			return place{kind: Podman, source: source, problem: fmt.Sprintf("has URI %q, which %s", redact(d.URI), rule)}
+			return place{kind: engine.Podman, source: source, problem: fmt.Sprintf("has URI %q, which %s", redact(d.URI), rule)}
 		}
-		return place{kind: Podman, source: source, sockets: []string{ep.Socket},
+		return place{kind: engine.Podman, source: source, sockets: []string{ep.Socket},
 			start: fmt.Sprintf("start the Podman service of connection %q, or choose another with `podman system connection default`", name)}
 	case "ssh":
 		if d.IsMachine || isLoopback(u.Hostname()) {
 			return machinePlace(env, strings.TrimSuffix(name, "-root"), source)
 		}
 	}
-	return place{kind: Podman, source: source, problem: fmt.Sprintf("is a connection to %s, which %s; use a local Podman or a Podman machine (`podman system connection default NAME`)", redact(d.URI), localRule)}
+	return place{kind: engine.Podman, source: source, problem: fmt.Sprintf("is a connection to %s, which %s; use a local Podman or a Podman machine (`podman system connection default NAME`)", redact(d.URI), localRule)}
 }
 
 func isLoopback(host string) bool {
@@ -160,5 +161,5 @@ func machinePlace(env Env, name, source string) place {
 			filepath.Join(machines, "qemu", "podman.sock"),
 			filepath.Join(machines, "podman.sock"))
 	}
-	return place{kind: Podman, source: source, sockets: sockets, start: fmt.Sprintf("start the machine with `podman machine start %s`", name)}
+	return place{kind: engine.Podman, source: source, sockets: sockets, start: fmt.Sprintf("start the machine with `podman machine start %s`", name)}
 }

@@ -28,6 +28,3 @@ func PodmanStart(env Env, socket string) string {
 	}
 	return "start Podman's API service on it (`podman system service --time=0 unix://" + socket + "`)"
 }
-
-// PermissionFix is what to do when the user may not open the socket of an engine of kind k.
-func PermissionFix(k Kind) string { return permissionFix(k) }

@@ -40,7 +40,6 @@ import (
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
 	"github.com/openclaw/occ/internal/occdev/docker"
-	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/option"
 	"github.com/openclaw/occ/internal/occdev/platform"
@@ -351,7 +350,7 @@ func (x Profile) takenSubnets(in profile.Input) ([]netip.Prefix, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	eng, err := docker.ConnectAs(ctx, in.Engine, in.EngineSource, locate.Kind(in.EngineKind))
+	eng, err := docker.ConnectAs(ctx, in.Engine, in.EngineSource, in.EngineKind)
 	if err != nil {
 		return out, nil
 	}
@@ -427,7 +426,7 @@ func (c Planned) ControlPlane() []profile.Step {
 func (c Planned) Preflight(ctx context.Context, env profile.Env, rep progress.Reporter) error {
 	op := c.Compose
 	engine := env.Engine()
-	if err := oce.CheckBuilder(op.Plan, engine, c.in.EngineKind == state.EnginePodman); err != nil {
+	if err := oce.CheckBuilder(op.Plan, engine); err != nil {
 		return err
 	}
 	plugin, err := findPlugin(ctx)

@@ -255,7 +255,7 @@ func (k Planned) ControlPlane() []profile.Step {
 // commit (the check every OCE profile makes).
 func (k Planned) Preflight(ctx context.Context, env profile.Env, _ progress.Reporter) error {
 	op, kp := k.OCE, k.Kube
-	if err := oce.CheckBuilder(op, env.Engine(), k.in.EngineKind == state.EnginePodman); err != nil {
+	if err := oce.CheckBuilder(op, env.Engine()); err != nil {
 		return err
 	}
 	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(kp.APIPort)))

@@ -15,7 +15,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/docker"
-	"github.com/openclaw/occ/internal/occdev/engine/locate"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/option"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/profile"
@@ -211,12 +211,12 @@ func (op *Plan) PlannedBuild(role string) *controlplane.PlannedBuild {
 
 // CheckBuilder refuses, in the preflight (before the state exists), an engine whose builder
 // cannot read the checkout's Dockerfiles; with selected images nothing is built and any engine
-// does. podman says the engine is Podman.
-func CheckBuilder(op *Plan, engine *docker.Engine, podman bool) error {
+// does.
+func CheckBuilder(op *Plan, engine *docker.Engine) error {
 	if op == nil || len(op.BuildPlans) == 0 || engine == nil {
 		return nil
 	}
-	return controlplane.CheckBuilder(controlplane.EngineBuilder{Version: engine.Version, APIVersion: engine.APIVersion, Podman: podman}, op.Dockerfiles())
+	return controlplane.CheckBuilder(controlplane.EngineBuilder{Version: engine.Version, APIVersion: engine.APIVersion, Kind: engine.Kind}, op.Dockerfiles())
 }
 
 // builds is a profile's plan document that builds images: the Dockerfiles its builds read.
@@ -228,7 +228,7 @@ type builds interface {
 // document: when doc builds images, the engine at ep (source named it, kind is what it said it
 // is) is asked its version (GET /version, which changes nothing) and its builder checked against
 // the Dockerfiles.
-func CheckPlannedBuilder(doc profile.Document, ep docker.Endpoint, source string, kind locate.Kind) error {
+func CheckPlannedBuilder(doc profile.Document, ep docker.Endpoint, source string, kind engine.Kind) error {
 	b, ok := doc.(builds)
 	if !ok || len(b.Dockerfiles()) == 0 {
 		return nil
@@ -240,7 +240,7 @@ func CheckPlannedBuilder(doc profile.Document, ep docker.Endpoint, source string
 		return err
 	}
 	defer eng.Close()
-	return controlplane.CheckBuilder(controlplane.EngineBuilder{Version: eng.Version, APIVersion: eng.APIVersion, Podman: kind == locate.Podman}, b.Dockerfiles())
+	return controlplane.CheckBuilder(controlplane.EngineBuilder{Version: eng.Version, APIVersion: eng.APIVersion, Kind: kind}, b.Dockerfiles())
 }
 
 // DigestImage resolves an image a profile pulls by digest: the override (named by env) or the

@@ -1,4 +1,4 @@
-package docker
+package engineapi
 
 import (
 	"context"
@@ -6,35 +6,20 @@ import (
 	"strings"
 	"time"
 
-	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/image"
-	"github.com/docker/docker/client"
 )
 
-// podmanComponent is the version component by which Podman says it is Podman.
-const podmanComponent = "Podman Engine"
-
-// isPodman reports whether the engine that answered sv is Podman serving the Docker-compatible
-// API: one of its version components is the Podman Engine.
-func isPodman(sv types.Version) bool {
-	return slices.ContainsFunc(sv.Components, func(c types.ComponentVersion) bool { return c.Name == podmanComponent })
-}
-
-// apiFor is the API of the engine that answered sv through c: the Docker client itself, or for
-// Podman the client behind podmanAPI.
-func apiFor(c *client.Client, sv types.Version) API {
-	if isPodman(sv) {
-		return podmanAPI{Client: c}
-	}
-	return c
-}
+// Podman is the API of a Podman engine reached through the Docker client c: c with the calls
+// where Podman's answers differ made to answer as Docker's do. It is Podman's registered wrapper
+// (engine.Registration.API).
+func Podman(c API) API { return podmanAPI{API: c} }
 
 // podmanAPI is a Podman engine through its Docker-compatible API: the Docker client, with the
 // calls where Podman's answers mean something else than Docker's made to answer as Docker's do,
 // so that nothing above this package asks which engine it drives.
 type podmanAPI struct {
-	*client.Client
+	API
 }
 
 var _ API = podmanAPI{}
@@ -49,7 +34,7 @@ var _ API = podmanAPI{}
 // digest names the content, so the digest under any of the image's names is the proof Docker's
 // entry gives.
 func (p podmanAPI) ImageInspect(ctx context.Context, ref string, opts ...ImageInspectOption) (image.InspectResponse, error) {
-	ins, err := p.Client.ImageInspect(ctx, ref, opts...)
+	ins, err := p.API.ImageInspect(ctx, ref, opts...)
 	if err != nil {
 		return ins, err
 	}
@@ -78,7 +63,7 @@ func (p podmanAPI) ContainerInspect(ctx context.Context, id string) (container.I
 		err error
 	)
 	for try := 0; ; try++ {
-		ins, err = p.Client.ContainerInspect(ctx, id)
+		ins, err = p.API.ContainerInspect(ctx, id)
 		if err == nil || !exitRace(err) || try+1 >= exitRaceTries {
 			return ins, err
 		}
