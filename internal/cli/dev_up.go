@@ -176,11 +176,8 @@ func printDryRun(w io.Writer, dr *occdev.DryRun, verbose bool) error {
 	fmt.Fprintf(w, "State directory: %s\n", dr.Plan.StateDir)
 	if p := dr.Plan; !p.Engine.IsZero() {
 		kind := "engine (not answering now)"
-		switch p.EngineKind {
-		case "docker":
-			kind = "Docker " + p.EngineVersion
-		case "podman":
-			kind = "Podman " + p.EngineVersion
+		if p.EngineKind != "" {
+			kind = p.EngineKind.Name() + " " + p.EngineVersion
 		}
 		fmt.Fprintf(w, "Engine:          %s at %s (from %s)\n", kind, p.Engine, p.EngineSource)
 		port := "a free port chosen at creation"
