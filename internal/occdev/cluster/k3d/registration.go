@@ -8,12 +8,19 @@ import (
 	"github.com/openclaw/occ/internal/occdev/option"
 )
 
-// How the provider's settings are named in messages: flag and variable.
-const (
-	optClusterName   = "--cluster-name (" + EnvClusterName + ")"
-	optAPIPort       = "--api-port (" + EnvAPIPort + ")"
-	optDiskThreshold = "--disk-threshold-percent (" + EnvDiskThresholdPercent + ")"
-	optDNSResolver   = "--k3d-dns-resolver (" + EnvDNSResolver + ")"
+// The provider's settings as the CLI shows them and messages name them (option.Setting.String);
+// declare binds each to its field of a ClusterOptions.
+var (
+	settingClusterName = option.Setting{Flag: "cluster-name", Env: EnvClusterName,
+		Usage: "name of the k3d cluster, occ-dev-… (default occ-dev-<random>; env " + EnvClusterName + ")"}
+	settingAPIPort = option.Setting{Flag: "api-port", Env: EnvAPIPort,
+		Usage: "port of the k3d cluster's Kubernetes API on 127.0.0.1 (default: a free port; env " + EnvAPIPort + ")",
+		Want:  "a port between 1 and 65535 (omit it for a free port)"}
+	settingDiskThreshold = option.Setting{Flag: "disk-threshold-percent", Env: EnvDiskThresholdPercent,
+		Usage: "kubelet disk eviction threshold of the k3d node, 1-20 (default 5; env " + EnvDiskThresholdPercent + ")",
+		Want:  "a whole percentage between 1 and 20 (omit it for 5)"}
+	settingDNSResolver = option.Setting{Flag: "k3d-dns-resolver", Env: EnvDNSResolver,
+		Usage: "DNS server of the k3d node: auto (chosen by the kind of host), an IPv4 address, or k3d for k3d's own handling (default auto; env " + EnvDNSResolver + ")"}
 )
 
 // purpose is what each of the provider's settings does, for another provider's refusal.
@@ -55,14 +62,15 @@ type ClusterOptions struct {
 // follow the pins.
 func declare() (any, []option.Setting) {
 	o := &ClusterOptions{}
+	bind := func(s option.Setting, field any) option.Setting {
+		s.Field = field
+		return s
+	}
 	return o, []option.Setting{
-		{Flag: "cluster-name", Env: EnvClusterName, Usage: "name of the k3d cluster, occ-dev-… (default occ-dev-<random>; env " + EnvClusterName + ")", Field: &o.ClusterName},
-		{Flag: "api-port", Env: EnvAPIPort, Usage: "port of the k3d cluster's Kubernetes API on 127.0.0.1 (default: a free port; env " + EnvAPIPort + ")",
-			Want: "a port between 1 and 65535 (omit it for a free port)", Field: &o.APIPort},
-		{Flag: "disk-threshold-percent", Env: EnvDiskThresholdPercent, Usage: "kubelet disk eviction threshold of the k3d node, 1-20 (default 5; env " + EnvDiskThresholdPercent + ")",
-			Want: "a whole percentage between 1 and 20 (omit it for 5)", Field: &o.DiskThresholdPercent},
-		{Flag: "k3d-dns-resolver", Env: EnvDNSResolver,
-			Usage: "DNS server of the k3d node: auto (chosen by the kind of host), an IPv4 address, or k3d for k3d's own handling (default auto; env " + EnvDNSResolver + ")", Field: &o.DNSResolver},
+		bind(settingClusterName, &o.ClusterName),
+		bind(settingAPIPort, &o.APIPort),
+		bind(settingDiskThreshold, &o.DiskThresholdPercent),
+		bind(settingDNSResolver, &o.DNSResolver),
 	}
 }
 
@@ -71,22 +79,34 @@ func own(o cluster.Options) (ClusterOptions, error) {
 	return option.Own[ClusterOptions](o.Settings[Name], "the "+Name+" cluster provider")
 }
 
-// given lists the provider's settings the user set; auto is the resolver's default, not a
-// choice. Settings of another type are resolve's error when k3d is chosen.
+// given lists the provider's settings the user set (those not at their zero value), read through
+// the rows declare binds, in their order, so a new setting needs no line here; auto is the
+// resolver's default, not a choice. Settings of another type are resolve's error when k3d
+// is chosen.
 func given(opts cluster.Options) []cluster.Setting {
 	o, _ := own(opts)
+	if o.DNSResolver == ResolverAuto {
+		o.DNSResolver = ""
+	}
+	value, settings := declare()
+	*value.(*ClusterOptions) = o
 	var out []cluster.Setting
-	for _, s := range []struct {
-		set       bool
-		name, val string
-	}{
-		{o.ClusterName != "", optClusterName, o.ClusterName},
-		{o.APIPort != 0, optAPIPort, strconv.Itoa(o.APIPort)},
-		{o.DiskThresholdPercent != 0, optDiskThreshold, strconv.Itoa(o.DiskThresholdPercent)},
-		{o.DNSResolver != "" && o.DNSResolver != ResolverAuto, optDNSResolver, o.DNSResolver},
-	} {
-		if s.set {
-			out = append(out, cluster.Setting{Option: s.name, Value: s.val, Purpose: purpose, Provider: Name})
+	for _, s := range settings {
+		text := ""
+		switch f := s.Field.(type) {
+		case *string:
+			text = *f
+		case *int:
+			if *f != 0 {
+				text = strconv.Itoa(*f)
+			}
+		case *bool:
+			if *f {
+				text = strconv.FormatBool(*f)
+			}
+		}
+		if text != "" {
+			out = append(out, cluster.Setting{Option: s.String(), Value: text, Purpose: purpose, Provider: Name})
 		}
 	}
 	return out
@@ -110,11 +130,11 @@ func resolve(opts cluster.Options, foreign []cluster.Setting) (cluster.Plan, err
 		return cluster.Plan{}, err
 	}
 	if o.APIPort < 0 || o.APIPort > 65535 {
-		return cluster.Plan{}, &option.Error{Option: optAPIPort, Value: strconv.Itoa(o.APIPort), Rule: "must be between 1 and 65535",
+		return cluster.Plan{}, &option.Error{Option: settingAPIPort.String(), Value: strconv.Itoa(o.APIPort), Rule: "must be between 1 and 65535",
 			Fix: "choose a free port on 127.0.0.1, or leave it unset for a free one occ chooses"}
 	}
 	if o.DiskThresholdPercent < 0 || o.DiskThresholdPercent > 20 {
-		return cluster.Plan{}, &option.Error{Option: optDiskThreshold, Value: strconv.Itoa(o.DiskThresholdPercent), Rule: "must be between 1 and 20",
+		return cluster.Plan{}, &option.Error{Option: settingDiskThreshold.String(), Value: strconv.Itoa(o.DiskThresholdPercent), Rule: "must be between 1 and 20",
 			Fix: "leave it unset for 5"}
 	}
 	s := Settings{APIPort: o.APIPort, PodSecurityExemptRuntimeClasses: opts.ExemptRuntimeClasses, DiskThresholdPercent: o.DiskThresholdPercent, Timeout: opts.Timeout}
@@ -128,7 +148,7 @@ func resolve(opts cluster.Options, foreign []cluster.Setting) (cluster.Plan, err
 	if err != nil {
 		return cluster.Plan{}, err
 	}
-	if s.DNS, err = ChooseNodeDNS(optDNSResolver, o.DNSResolver, ThisHost(eng.Kind, eng.Platform)); err != nil {
+	if s.DNS, err = ChooseNodeDNS(settingDNSResolver.String(), o.DNSResolver, ThisHost(eng.Kind, eng.Platform)); err != nil {
 		return cluster.Plan{}, err
 	}
 	return cluster.Plan{Name: name, APIPort: o.APIPort, Settings: s}, nil
