@@ -147,7 +147,10 @@ type UpOptions struct {
 	CertManagerManifest  string
 	EnvoyGatewayManifest string
 	// K3sImage replaces the pinned k3s node image of the cluster occ creates (EnvK3sImage):
-	// a k3s release image by digest, or by tag (resolved to a digest when it is pulled).
+	// a k3s release image by digest, or by tag (resolved to a digest when it is pulled). It is
+	// the flow's setting, not one the k3d provider declares: it changes the pins, which the
+	// plan's images, the bundle check and the Gateway chart's render read before any provider
+	// resolves.
 	K3sImage string
 	// CacheDir holds verified downloads; default under the user's cache directory.
 	CacheDir string

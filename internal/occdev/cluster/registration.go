@@ -9,10 +9,10 @@ import (
 )
 
 // Registration is one cluster provider as the flow knows it: its --cluster-provider value, the
-// settings it declares of its own and those of them the user set, the rule that turns the cluster settings into its plan, and
-// the live provider a run opens. Each provider's package exports one, and the flow's table lists
-// them; the flow never names a provider otherwise (kind's providers.Provider, chosen by one
-// option).
+// settings it declares of its own and those of them the user set, the rule that turns the
+// cluster settings into its plan, and the live provider a run opens. Each provider's package
+// exports one, and the flow's table lists them; the flow never names a provider otherwise
+// (kind's providers.Provider, chosen by one option).
 type Registration struct {
 	// Name is the --cluster-provider value.
 	Name string
