@@ -13,6 +13,7 @@ import (
 
 	"github.com/openclaw/occ/internal/occdev"
 	"github.com/openclaw/occ/internal/occdev/charts/chartstest"
+	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/testbed"
 )
 
@@ -91,9 +92,9 @@ func TestDevUpDNSResolverSetting(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{env: map[string]string{occdev.EnvDNSResolver: "vpn-dns"}, want: []string{`OCC_DEVELOPMENT_K3D_DNS_RESOLVER "vpn-dns" is not an IPv4 address in dotted decimal (or auto or k3d)`, "or k3d for k3d's own DNS handling"}},
+		{env: map[string]string{k3d.EnvDNSResolver: "vpn-dns"}, want: []string{`OCC_DEVELOPMENT_K3D_DNS_RESOLVER "vpn-dns" is not an IPv4 address in dotted decimal (or auto or k3d)`, "or k3d for k3d's own DNS handling"}},
 		{args: []string{"--k3d-dns-resolver", "127.0.0.1"}, want: []string{`"127.0.0.1" is a loopback address`}},
-		{env: map[string]string{"OCC_DEVELOPMENT_CLUSTER_PROVIDER": "existing", occdev.EnvDNSResolver: "10.0.0.2"}, want: []string{"configures the k3d cluster occ creates, and --cluster-provider existing creates none"}},
+		{env: map[string]string{"OCC_DEVELOPMENT_CLUSTER_PROVIDER": "existing", k3d.EnvDNSResolver: "10.0.0.2"}, want: []string{"configures the k3d cluster occ creates, and --cluster-provider existing creates none"}},
 		{env: map[string]string{occdev.EnvWorkspaceChart: dir}, want: []string{`OCC_DEVELOPMENT_OPENSHELL_WORKSPACE_HELM_CHART "` + dir + `" is set without --openshell-helm-chart (OCC_DEVELOPMENT_OPENSHELL_HELM_CHART)`}},
 		{args: []string{"--agent-sandbox-manifest", filepath.Join(dir, "missing.yaml")}, want: []string{`--agent-sandbox-manifest "` + filepath.Join(dir, "missing.yaml") + `" does not exist`}},
 	} {

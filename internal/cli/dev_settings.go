@@ -49,12 +49,6 @@ var (
 		usage: "the environment, so several live side by side: its own state directory, Compose project and host ports (default " + state.DefaultEnvironment + "; env " + state.EnvEnvironment + ")"}
 	settingClusterProvider = devSetting{flag: "cluster-provider", env: occdev.EnvClusterProvider,
 		usage: "where the cluster comes from: " + strings.Join(occdev.SupportedProviders(), ", ") + " (default k3d: a cluster occ creates; existing: the kubeconfig context; env " + occdev.EnvClusterProvider + ")"}
-	settingClusterName = devSetting{flag: "cluster-name", env: k3d.EnvClusterName, usage: "name of the k3d cluster, occ-dev-… (default occ-dev-<random>; env " + k3d.EnvClusterName + ")"}
-	settingAPIPort     = devSetting{flag: "api-port", env: k3d.EnvAPIPort, usage: "port of the k3d cluster's Kubernetes API on 127.0.0.1 (default: a free port; env " + k3d.EnvAPIPort + ")",
-		want: "a port between 1 and 65535 (omit it for a free port)"}
-	settingDiskThreshold = devSetting{flag: "disk-threshold-percent", env: k3d.EnvDiskThresholdPercent,
-		usage: "kubelet disk eviction threshold of the k3d node, 1-20 (default 5; env " + k3d.EnvDiskThresholdPercent + ")",
-		want:  "a whole percentage between 1 and 20 (omit it for 5)"}
 	settingEngine = devSetting{flag: "engine", env: locate.ChoiceEnv,
 		usage: "container engine: auto (Docker when it answers, else Podman), docker or podman (default auto; env " + locate.ChoiceEnv + ")"}
 	settingControlPlane = devSetting{flag: "control-plane", env: occdev.EnvControlPlane,
@@ -78,8 +72,6 @@ var (
 		usage: "local copy of the pinned cert-manager manifest, still verified against the pin, for offline use (env " + occdev.EnvCertManagerManifest + ")"}
 	settingEnvoyGatewayManifest = devSetting{flag: "envoy-gateway-manifest", env: occdev.EnvEnvoyGatewayManifest,
 		usage: "local copy of the pinned Envoy Gateway manifest, still verified against the pin, for offline use (env " + occdev.EnvEnvoyGatewayManifest + ")"}
-	settingDNSResolver = devSetting{flag: "k3d-dns-resolver", env: occdev.EnvDNSResolver,
-		usage: "DNS server of the k3d node: auto (chosen by the kind of host), an IPv4 address, or k3d for k3d's own handling (default auto; env " + occdev.EnvDNSResolver + ")"}
 	settingGatewayEndpoint = devSetting{flag: "gateway-endpoint", env: occdev.EnvGatewayEndpoint,
 		usage: "host:port where the final Health check reaches the Gateway (default: a port-forward; env " + occdev.EnvGatewayEndpoint + ")"}
 	settingStartupTimeout = devSetting{flag: "startup-timeout", env: occdev.EnvStartupTimeoutSeconds,
@@ -166,9 +158,10 @@ func (d *devFlags) text(s devSetting, field *string) *setting {
 	})
 }
 
-// declared binds a setting a part of occ dev declares of its own (a control-plane profile's), as
-// a row of this table bound to the field of the part's options value it names. A field of
-// another type is a bug in the part's package, caught by the tests of the registered parts.
+// declared binds a setting a part of occ dev declares of its own (a control-plane profile's or a
+// cluster provider's), as a row of this table bound to the field of the part's options value it
+// names. A field of another type is a bug in the part's package, caught by the tests of the
+// registered parts.
 func (d *devFlags) declared(p option.Setting) {
 	s := devSetting{flag: p.Flag, short: p.Short, env: p.Env, usage: p.Usage, want: p.Want}
 	switch field := p.Field.(type) {

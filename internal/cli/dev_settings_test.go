@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/option"
 	"github.com/openclaw/occ/internal/occdev/profile/kubeprofile"
 	"github.com/openclaw/occ/internal/testbed/ocebed"
@@ -146,7 +147,7 @@ func resolveOne(t *testing.T, command string, b binding, args []string) (any, se
 func TestBadRangedDevSettingsAreOptionErrors(t *testing.T) {
 	dir := isolate(t)
 	t.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
-	for _, k := range []string{settingAPIPort.env, settingDiskThreshold.env, settingStartupTimeout.env, kubeprofile.EnvDevPort,
+	for _, k := range []string{k3d.EnvAPIPort, k3d.EnvDiskThresholdPercent, settingStartupTimeout.env, kubeprofile.EnvDevPort,
 		occdev.EnvClusterProvider, occdev.EnvControlPlane, settingRepository.env, settingStateDir.env} {
 		t.Setenv(k, "")
 		os.Unsetenv(k)
@@ -164,11 +165,11 @@ func TestBadRangedDevSettingsAreOptionErrors(t *testing.T) {
 		ruleWords string
 	}{
 		{"API port above the range", nil, []string{"--api-port", "70000"}, "--api-port", "70000", "between 1 and 65535"},
-		{"API port below the range", map[string]string{settingAPIPort.env: "-1"}, nil, settingAPIPort.env, "-1", "between 1 and 65535"},
+		{"API port below the range", map[string]string{k3d.EnvAPIPort: "-1"}, nil, k3d.EnvAPIPort, "-1", "between 1 and 65535"},
 		{"API port 0", nil, []string{"--api-port", "0"}, "--api-port", "0", "out of range"},
-		{"API port 0 from the environment", map[string]string{settingAPIPort.env: "0"}, nil, settingAPIPort.env, "0", "out of range"},
+		{"API port 0 from the environment", map[string]string{k3d.EnvAPIPort: "0"}, nil, k3d.EnvAPIPort, "0", "out of range"},
 		{"disk threshold above the range", nil, []string{"--disk-threshold-percent", "21"}, "--disk-threshold-percent", "21", "between 1 and 20"},
-		{"disk threshold below the range", map[string]string{settingDiskThreshold.env: "-3"}, nil, settingDiskThreshold.env, "-3", "between 1 and 20"},
+		{"disk threshold below the range", map[string]string{k3d.EnvDiskThresholdPercent: "-3"}, nil, k3d.EnvDiskThresholdPercent, "-3", "between 1 and 20"},
 		{"disk threshold 0", nil, []string{"--disk-threshold-percent", "0"}, "--disk-threshold-percent", "0", "out of range"},
 		{"startup timeout above the range", nil, []string{"--startup-timeout", "25h"}, "--startup-timeout", "25h0m0s", "between 1s and 24h"},
 		{"startup timeout below the range", nil, []string{"--startup-timeout", "10ms"}, "--startup-timeout", "10ms", "between 1s and 24h"},

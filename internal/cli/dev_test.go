@@ -17,6 +17,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/observe"
 	"github.com/openclaw/occ/internal/occdev/occdevtest"
 	"github.com/openclaw/occ/internal/occdev/state"
@@ -36,7 +37,7 @@ func isolateDev(t *testing.T) string {
 		"OCC_DEVELOPMENT_CLUSTER_PROVIDER", "OCC_DEVELOPMENT_GATEWAY_ENDPOINT", "OCC_DEVELOPMENT_KUBERNETES_CLUSTER",
 		"OCC_DEVELOPMENT_KUBERNETES_API_PORT", "OCC_DEVELOPMENT_KUBERNETES_DISK_THRESHOLD_PERCENT", "OCC_DEVELOPMENT_REPOSITORY", "OPENCLAW_DEV_PORT",
 		"OCC_DEVELOPMENT_CONTROLLER_IMAGE", "OCC_KUBERNETES_RUNTIME_IMAGE", "OCC_DEVELOPMENT_NODE_BASE_IMAGE", "OCC_DEVELOPMENT_POSTGRES_IMAGE",
-		occdev.EnvGatewayChart, occdev.EnvWorkspaceChart, occdev.EnvAgentSandboxManifest, occdev.EnvDNSResolver} {
+		occdev.EnvGatewayChart, occdev.EnvWorkspaceChart, occdev.EnvAgentSandboxManifest, k3d.EnvDNSResolver} {
 		t.Setenv(k, "")
 		os.Unsetenv(k)
 	}

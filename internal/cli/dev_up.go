@@ -74,16 +74,17 @@ How every step works: docs/dev-up.md.`,
 }
 
 // devUpFlags registers the settings of `occ dev up` on cmd, each bound to the field of opts it
-// fills, with the settings of their own of the profiles opts knows; it returns the dry-run
-// switch and the engine setting's source.
+// fills, with the settings of their own of the cluster providers and the profiles opts knows;
+// it returns the dry-run switch and the engine setting's source.
 func devUpFlags(cmd *cobra.Command, opts *occdev.UpOptions) (flags *devFlags, dry *bool, engine *setting) {
 	dry = new(bool)
 	flags = newDevFlags(cmd)
 	flags.environment(settingStateDir.usage, &opts.StateDir, &opts.Environment)
 	flags.text(settingClusterProvider, &opts.ClusterProvider)
-	flags.text(settingClusterName, &opts.ClusterName)
-	flags.number(settingAPIPort, 0, &opts.APIPort)
-	flags.number(settingDiskThreshold, 0, &opts.DiskThresholdPercent)
+	// Each cluster provider's own settings, as its package declares them.
+	for _, s := range opts.ProviderSettings() {
+		flags.declared(s)
+	}
 	engine = flags.text(settingEngine, (*string)(&opts.Engine))
 	flags.text(settingControlPlane, (*string)(&opts.ControlPlane))
 	flags.text(settingNamespace, &opts.Namespace)
@@ -96,7 +97,6 @@ func devUpFlags(cmd *cobra.Command, opts *occdev.UpOptions) (flags *devFlags, dr
 	flags.text(settingAgentSandboxManifest, &opts.AgentSandboxManifest)
 	flags.text(settingCertManagerManifest, &opts.CertManagerManifest)
 	flags.text(settingEnvoyGatewayManifest, &opts.EnvoyGatewayManifest)
-	flags.text(settingDNSResolver, &opts.DNSResolver)
 	flags.text(settingGatewayEndpoint, &opts.GatewayEndpoint)
 	flags.timeout(settingStartupTimeout, &opts.StartupTimeout)
 	flags.flag(settingDryRun, dry)

@@ -198,13 +198,13 @@ func benchUpAgainstCLIs(b *testing.B, clis, docker string, store dockerbed.Image
 						}
 						occSteps[step] += l.Took
 					}
-					vols := bed.volumesOf(b, opts.ClusterName)
+					vols := bed.volumesOf(b, opts.K3d().ClusterName)
 					start = time.Now()
 					if _, err := occdev.Down(context.Background(), occdev.DownOptions{StateDir: opts.StateDir}); err != nil {
 						b.Fatalf("occ dev down: %v", err)
 					}
 					occDown = append(occDown, time.Since(start))
-					assertNothingLeftBy(b, bed, "occ", opts.ClusterName, vols, products)
+					assertNothingLeftBy(b, bed, "occ", opts.K3d().ClusterName, vols, products)
 				}
 				runCLI := func() {
 					up, down, rmi := cli.run(clusterName())

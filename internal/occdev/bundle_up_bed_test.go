@@ -277,7 +277,7 @@ func upFromBundle(t *testing.T, b *k3dBed, w *bundleWorld, profile occdev.Contro
 	if _, err := occdev.Down(ctx, occdev.DownOptions{StateDir: opts.StateDir}); err != nil {
 		t.Fatal(err)
 	}
-	if left := b.leftovers(t, opts.ClusterName, nil); len(left) > 0 {
+	if left := b.leftovers(t, opts.K3d().ClusterName, nil); len(left) > 0 {
 		t.Errorf("left after down: %v", left)
 	}
 	for _, ref := range absent {

@@ -17,6 +17,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/controlplane/kubernetes"
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
@@ -39,9 +40,9 @@ func checkoutOptions(t *testing.T, plane occdev.ControlPlane, checkout, dockerHo
 	dir := t.TempDir()
 	return occdev.UpOptions{
 		StateDir: filepath.Join(dir, "state"), ControlPlane: plane, CacheDir: filepath.Join(dir, "cache"),
-		ClusterName: fmt.Sprintf("occ-dev-%x", time.Now().UnixNano()%0xfffffff),
-		OCE:         occdev.OCEOptions{Repository: checkout, WorkingDir: checkout, ComposeProject: fmt.Sprintf("occ_refused_%d", time.Now().UnixNano()%1e9)},
-		Settings:    kubernetesSettings(occdev.KubernetesOptions{DevPort: freeLoopbackPort(t)}),
+		ClusterSettings: occdev.K3dSettings(k3d.ClusterOptions{ClusterName: fmt.Sprintf("occ-dev-%x", time.Now().UnixNano()%0xfffffff)}),
+		OCE:             occdev.OCEOptions{Repository: checkout, WorkingDir: checkout, ComposeProject: fmt.Sprintf("occ_refused_%d", time.Now().UnixNano()%1e9)},
+		Settings:        kubernetesSettings(occdev.KubernetesOptions{DevPort: freeLoopbackPort(t)}),
 		Docker: locate.Env{Getenv: func(k string) string {
 			if k == "DOCKER_HOST" {
 				return dockerHost
@@ -215,7 +216,7 @@ func TestLegacyEngineRefusesTheCheckoutsHeredoc(t *testing.T) {
 					t.Errorf("base image %s is in the engine (%v)", ref, err)
 				}
 			}
-			for _, f := range []filters.KeyValuePair{filters.Arg("label", "com.docker.compose.project="+opts.OCE.ComposeProject), filters.Arg("name", opts.ClusterName)} {
+			for _, f := range []filters.KeyValuePair{filters.Arg("label", "com.docker.compose.project="+opts.OCE.ComposeProject), filters.Arg("name", opts.K3d().ClusterName)} {
 				list, err := api.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(f)})
 				if err != nil || len(list) > 0 {
 					t.Errorf("containers %v: %v (%v)", f, list, err)

@@ -168,7 +168,7 @@ func TestAThirdClusterProviderIsOneTableEntry(t *testing.T) {
 // among them.
 var k3dAllowed = map[string]bool{
 	"Name": true, "Registration": true, "Shown": true, "NodeDNS": true, "TypeCluster": true,
-	"EnvDNSResolver": true, "EnvK3sImage": true, "SelectNodeImage": true, "NodeImageSelection": true,
+	"EnvK3sImage": true, "SelectNodeImage": true, "NodeImageSelection": true,
 }
 
 // A later change reaches around the cluster seam again (a k3d provider held in the plan, the

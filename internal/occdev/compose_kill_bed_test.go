@@ -72,7 +72,7 @@ func testComposeKillAtEachStep(t *testing.T, b *composeBed, sig syscall.Signal) 
 			volumesBefore := b.allVolumes(t)
 			tmp := t.TempDir()
 			env := b.cliEnv(t, r, "TMPDIR="+tmp)
-			up := exec.Command(bin, "dev", "up", "--cluster-name", r.opts.ClusterName, "--pin-file", b.pinFile, "--openshell-archive", b.archive,
+			up := exec.Command(bin, "dev", "up", "--cluster-name", r.opts.K3d().ClusterName, "--pin-file", b.pinFile, "--openshell-archive", b.archive,
 				"--gateway-endpoint", r.opts.GatewayEndpoint, "--startup-timeout", "3m", "--", "-f", "../../build-network.yaml")
 			up.Dir = filepath.Join(r.checkout, "apps", "controller")
 			up.Env = env
@@ -88,7 +88,7 @@ func testComposeKillAtEachStep(t *testing.T, b *composeBed, sig syscall.Signal) 
 				if !run.killedBy(syscall.SIGKILL) {
 					t.Fatalf("up was not killed after %q: %v", point, run.err)
 				}
-				vols = b.volumesOf(t, r.opts.ClusterName)
+				vols = b.volumesOf(t, r.opts.K3d().ClusterName)
 				status, err := cmd("dev", "status")
 				t.Logf("occ dev status after the kill:\n%s", status)
 				if err != nil && !strings.Contains(status, "Error: ") {
@@ -113,7 +113,7 @@ func testComposeKillAtEachStep(t *testing.T, b *composeBed, sig syscall.Signal) 
 			if left := b.projectLeftovers(t, r, vols); len(left) > 0 {
 				t.Errorf("left after the kill and down: %v", left)
 			}
-			if extra := b.newVolumes(t, volumesBefore, r.opts.ClusterName, r.settings.Project); len(extra) > 0 {
+			if extra := b.newVolumes(t, volumesBefore, r.opts.K3d().ClusterName, r.settings.Project); len(extra) > 0 {
 				t.Errorf("volumes left: %v", extra)
 			}
 			if !stateGone(r.opts.StateDir) {

@@ -99,7 +99,7 @@ func testComposeRoute(t *testing.T, b *composeBed, run func(t *testing.T) *compo
 	}
 
 	dir := r.opts.StateDir
-	node := "k3d-" + r.opts.ClusterName + "-server-0"
+	node := "k3d-" + r.opts.K3d().ClusterName + "-server-0"
 	st := mustState(t, dir)
 	kc, _, _ := kubeClientOf(t, st.Cluster)
 	route := platform.Route{Namespace: "oce-system"}
@@ -327,7 +327,7 @@ func signalComposeUpAfterRoute(t *testing.T, b *composeBed, bin string, r *compo
 	downAtEnd(t, r.opts.StateDir)
 	tmp := t.TempDir()
 	env := b.cliEnv(t, r, "TMPDIR="+tmp)
-	up := exec.Command(bin, "dev", "up", "--cluster-name", r.opts.ClusterName, "--pin-file", pinFile, "--openshell-archive", b.archive,
+	up := exec.Command(bin, "dev", "up", "--cluster-name", r.opts.K3d().ClusterName, "--pin-file", pinFile, "--openshell-archive", b.archive,
 		"--gateway-endpoint", r.opts.GatewayEndpoint, "--startup-timeout", "3m", "--", "-f", "../../build-network.yaml")
 	up.Dir = filepath.Join(r.checkout, "apps", "controller")
 	up.Env = env
@@ -357,7 +357,7 @@ func signalComposeUpAfterRoute(t *testing.T, b *composeBed, bin string, r *compo
 		if !run.killedBy(syscall.SIGKILL) {
 			t.Fatalf("up was not killed after %q: %v", step, run.err)
 		}
-		vols = b.volumesOf(t, r.opts.ClusterName)
+		vols = b.volumesOf(t, r.opts.K3d().ClusterName)
 		status := exec.Command(bin, "dev", "status")
 		status.Dir, status.Env = up.Dir, env
 		out, err := status.CombinedOutput()

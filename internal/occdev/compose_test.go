@@ -190,7 +190,7 @@ func (b *composeBed) projectLeftovers(t testing.TB, r *composeRun, clusterVolume
 	if !res.Empty() {
 		out = append(out, "Compose project: "+res.String())
 	}
-	return append(out, b.leftovers(t, r.opts.ClusterName, clusterVolumes)...)
+	return append(out, b.leftovers(t, r.opts.K3d().ClusterName, clusterVolumes)...)
 }
 
 // A developer in an OCE checkout on a laptop with Docker runs the default profile — Kubernetes
@@ -265,7 +265,7 @@ func testComposeUpStatusDown(t *testing.T, b *composeBed) {
 	if err != nil {
 		t.Fatalf("up: %v\nlog:\n%s", err, log)
 	}
-	dir, name := r.opts.StateDir, r.opts.ClusterName
+	dir, name := r.opts.StateDir, r.opts.K3d().ClusterName
 	node := "k3d-" + name + "-server-0"
 	vols := b.volumesOf(t, name)
 
@@ -591,7 +591,7 @@ func testComposeCLI(t *testing.T, b *composeBed) {
 		err := cmd.Run()
 		return out.String(), errOut.String(), err
 	}
-	flags := []string{"--cluster-name", r.opts.ClusterName, "--pin-file", b.pinFile, "--openshell-archive", b.archive,
+	flags := []string{"--cluster-name", r.opts.K3d().ClusterName, "--pin-file", b.pinFile, "--openshell-archive", b.archive,
 		"--gateway-endpoint", r.opts.GatewayEndpoint, "--startup-timeout", "3m", "--", "-f", "../../build-network.yaml"}
 	out, errOut, err := run("bash", append([]string{script, "--dry-run"}, flags...)...)
 	if err != nil {
@@ -622,7 +622,7 @@ func testComposeCLI(t *testing.T, b *composeBed) {
 		"API URL:":         fmt.Sprintf("http://127.0.0.1:%d", r.settings.APIPort),
 		"Installation ID:": "ins_",
 		"Key file:":        keyFile,
-		"Context:":         "k3d-" + r.opts.ClusterName,
+		"Context:":         "k3d-" + r.opts.K3d().ClusterName,
 	} {
 		if got := field(out, label); !strings.HasPrefix(got, w) {
 			t.Errorf("summary %s %q, want it to start with %q", label, got, w)
@@ -636,7 +636,7 @@ func testComposeCLI(t *testing.T, b *composeBed) {
 		t.Errorf("a library logged in its own format on stderr:\n%s", errOut)
 	}
 	key := readKey(t, keyFile)
-	vols := b.volumesOf(t, r.opts.ClusterName)
+	vols := b.volumesOf(t, r.opts.K3d().ClusterName)
 
 	out, errOut, err = run(bin, "dev", "status")
 	if err != nil {
@@ -785,7 +785,7 @@ func testComposeFailures(t *testing.T, b *composeBed) {
 		downAtEnd(t, r.opts.StateDir)
 		// The node's container dies as soon as it starts (a crash of k3s): k3d's own creation
 		// fails after the cluster was recorded.
-		node := "k3d-" + r.opts.ClusterName + "-server-0"
+		node := "k3d-" + r.opts.K3d().ClusterName + "-server-0"
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		ev, errs := b.engine.API.Events(ctx, events.ListOptions{Filters: filters.NewArgs(
@@ -808,7 +808,7 @@ func testComposeFailures(t *testing.T, b *composeBed) {
 		if kerr := <-killed; kerr != nil {
 			t.Fatalf("kill the node: %v", kerr)
 		}
-		if err == nil || !strings.Contains(err.Error(), "Create k3d cluster "+r.opts.ClusterName) || !strings.Contains(err.Error(), "is kept with its record") {
+		if err == nil || !strings.Contains(err.Error(), "Create k3d cluster "+r.opts.K3d().ClusterName) || !strings.Contains(err.Error(), "is kept with its record") {
 			t.Fatalf("up: %v; want the failed creation and the kept state", err)
 		}
 		st := mustState(t, r.opts.StateDir)
@@ -1019,7 +1019,7 @@ func composeUpFails(t *testing.T, b *composeBed, r *composeRun, want ...string) 
 	r.opts.Seams().AfterStep = func(name string) error {
 		if strings.HasPrefix(name, "Create the cluster while") {
 			mu.Lock()
-			vols = b.volumesOf(t, r.opts.ClusterName)
+			vols = b.volumesOf(t, r.opts.K3d().ClusterName)
 			mu.Unlock()
 		}
 		if inner != nil {

@@ -95,12 +95,15 @@
 // # Adding a cluster provider
 //
 // Implement cluster.Provider in its own package under cluster/, export its cluster.Registration
-// (the settings of its own the user set, the rule that checks them, refuses the other providers'
-// and decides its plan, and how to open it), and add that to providers(). The plan carries the
-// provider's settings opaquely and hands them back as cluster.Request.Settings. The
-// provider sees only a cluster.Request (names, the state's kubeconfig paths, pins, owner,
-// Recorder, a progress Reporter, what the control plane needs of the cluster as cluster.Needs,
-// its settings) and returns a cluster.Access; it records what it creates through the Recorder
+// (the settings it declares of its own as option.Setting rows bound to a fresh options value,
+// those of them the user set, the rule that checks them, refuses the other providers' and
+// decides its plan, and how to open it), and add that to providers(). The CLI binds the declared
+// settings from UpOptions.ProviderSettings like its own, UpOptions.ClusterSettings carries their
+// values opaquely by provider name, and the plan carries the provider's decided settings
+// opaquely and hands them back as cluster.Request.Settings. The provider sees only a
+// cluster.Request (names, the state's kubeconfig paths, pins, owner, Recorder, a progress
+// Reporter, what the control plane needs of the cluster as cluster.Needs, its settings) and
+// returns a cluster.Access; it records what it creates through the Recorder
 // before creating it. Check (local, used by the dry run) and Preflight (live, before any
 // download) run before anything is created. A provider whose cluster runs only images occ
 // imports implements cluster.Importer, and the flow gives it the image lanes; a failed Ensure

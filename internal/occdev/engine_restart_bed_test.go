@@ -151,8 +151,8 @@ func TestEngineRestart(t *testing.T) {
 		if _, err := occdev.Up(context.Background(), opts); err != nil {
 			t.Fatalf("up: %v", err)
 		}
-		vols := b.volumesOf(t, opts.ClusterName)
-		node := "k3d-" + opts.ClusterName + "-server-0"
+		vols := b.volumesOf(t, opts.K3d().ClusterName)
+		node := "k3d-" + opts.K3d().ClusterName + "-server-0"
 		restartBegan := time.Now()
 		away := restartEngine(t, host, "classic")
 		took, st, err := waitRecovered(t, opts.StateDir, recoveryBound)
@@ -173,7 +173,7 @@ func TestEngineRestart(t *testing.T) {
 		if _, err := occdev.Down(context.Background(), occdev.DownOptions{StateDir: opts.StateDir}); err != nil {
 			t.Fatalf("down after the restart: %v", err)
 		}
-		if left := b.leftovers(t, opts.ClusterName, vols); len(left) > 0 {
+		if left := b.leftovers(t, opts.K3d().ClusterName, vols); len(left) > 0 {
 			t.Errorf("left after down: %v", left)
 		}
 		if !stateGone(opts.StateDir) {
@@ -209,7 +209,7 @@ func TestEngineRestart(t *testing.T) {
 				t.Fatalf("up succeeded across the restart, but the environment is not whole: %v\n%+v", rerr, st)
 			}
 		} else if !stateGone(opts.StateDir) {
-			vols = b.volumesOf(t, opts.ClusterName)
+			vols = b.volumesOf(t, opts.K3d().ClusterName)
 			if !strings.Contains(err.Error(), "occ dev down") {
 				t.Errorf("up failed and kept its state without saying what finishes it: %v", err)
 			}
@@ -219,10 +219,10 @@ func TestEngineRestart(t *testing.T) {
 				t.Fatalf("down after the restart during up: %v", err)
 			}
 		}
-		if left := b.leftovers(t, opts.ClusterName, vols); len(left) > 0 {
+		if left := b.leftovers(t, opts.K3d().ClusterName, vols); len(left) > 0 {
 			t.Errorf("left: %v", left)
 		}
-		if extra := b.newVolumes(t, volumesBefore, opts.ClusterName); len(extra) > 0 {
+		if extra := b.newVolumes(t, volumesBefore, opts.K3d().ClusterName); len(extra) > 0 {
 			t.Errorf("volumes left: %v", extra)
 		}
 	})
@@ -244,7 +244,7 @@ func TestEngineRestartCompose(t *testing.T) {
 	if _, err := occdev.Up(context.Background(), r.opts); err != nil {
 		t.Fatalf("up: %v", err)
 	}
-	vols := b.volumesOf(t, r.opts.ClusterName)
+	vols := b.volumesOf(t, r.opts.K3d().ClusterName)
 	away := restartEngine(t, host, "")
 	took, st, err := waitRecovered(t, r.opts.StateDir, recoveryBound)
 	t.Logf("engine away %s; environment whole again (API ready, services running) %s after the engine answered", away.Round(time.Millisecond), took.Round(time.Millisecond))

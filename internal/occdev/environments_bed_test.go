@@ -57,7 +57,7 @@ func TestEnvironmentsSideBySide(t *testing.T) {
 		err := cmd.Run()
 		return out.String(), errOut.String(), err
 	}
-	out, errOut, err := run("dev", "up", "--name", "two", "--cluster-provider", "k3d", "--control-plane", "kubernetes", "--cluster-name", two.ClusterName,
+	out, errOut, err := run("dev", "up", "--name", "two", "--cluster-provider", "k3d", "--control-plane", "kubernetes", "--cluster-name", two.K3d().ClusterName,
 		"--pin-file", b.pinFile, "--openshell-archive", b.archive, "--gateway-endpoint", two.GatewayEndpoint, "--startup-timeout", "3m", "--engine", string(b.kind))
 	if err != nil {
 		t.Fatalf("occ dev up --name two: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
@@ -68,7 +68,7 @@ func TestEnvironmentsSideBySide(t *testing.T) {
 	}
 
 	doc := listEnvironments(t, run, "one", "two")
-	for i, want := range []struct{ name, dir, cluster string }{{"one", oneDir, one.ClusterName}, {"two", twoDir, two.ClusterName}} {
+	for i, want := range []struct{ name, dir, cluster string }{{"one", oneDir, one.K3d().ClusterName}, {"two", twoDir, two.K3d().ClusterName}} {
 		e := doc.Environments[i]
 		if e.Name != want.name || e.StateDirectory != want.dir || e.Cluster != want.cluster || e.Engine != b.kind || e.Profile != "kubernetes" || e.Health != observe.HealthHealthy {
 			t.Errorf("list entry %d = %+v, want %s in %s with cluster %s on %s, healthy", i, e, want.name, want.dir, want.cluster, b.kind)
@@ -77,20 +77,20 @@ func TestEnvironmentsSideBySide(t *testing.T) {
 	lap("list -o json")
 	table, _, err := run("dev", "list")
 	t.Logf("occ dev list:\n%s", table)
-	if err != nil || !strings.Contains(table, one.ClusterName) || !strings.Contains(table, two.ClusterName) {
+	if err != nil || !strings.Contains(table, one.K3d().ClusterName) || !strings.Contains(table, two.K3d().ClusterName) {
 		t.Errorf("list table lacks a cluster (%v):\n%s", err, table)
 	}
 
 	// Each down leaves the other: its cluster's containers, its record, its health.
-	twoContainers := b.containerIDs(t, two.ClusterName)
+	twoContainers := b.containerIDs(t, two.K3d().ClusterName)
 	if out, errOut, err := run("dev", "down", "--name", "one"); err != nil {
 		t.Fatalf("occ dev down --name one: %v\n%s\n%s", err, out, errOut)
 	}
 	lap("down --name one")
-	if !stateGone(oneDir) || len(b.containerIDs(t, one.ClusterName)) != 0 {
+	if !stateGone(oneDir) || len(b.containerIDs(t, one.K3d().ClusterName)) != 0 {
 		t.Fatalf("down --name one left its state or containers")
 	}
-	if got := b.containerIDs(t, two.ClusterName); !slices.Equal(got, twoContainers) {
+	if got := b.containerIDs(t, two.K3d().ClusterName); !slices.Equal(got, twoContainers) {
 		t.Errorf("two's containers after one's down: %v, want %v", got, twoContainers)
 	}
 	st, err := occdev.GetStatus(context.Background(), occdev.StatusOptions{Environment: "two"})
@@ -101,7 +101,7 @@ func TestEnvironmentsSideBySide(t *testing.T) {
 		t.Fatalf("down of environment two: %v", err)
 	}
 	lap("down of two")
-	if !stateGone(twoDir) || len(b.containerIDs(t, two.ClusterName)) != 0 {
+	if !stateGone(twoDir) || len(b.containerIDs(t, two.K3d().ClusterName)) != 0 {
 		t.Fatalf("down of two left its state or containers")
 	}
 	if _, err := os.Stat(filepath.Dir(twoDir)); err != nil {

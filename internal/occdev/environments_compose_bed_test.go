@@ -77,7 +77,7 @@ func TestComposeEnvironmentsSideBySide(t *testing.T) {
 		err := cmd.Run()
 		return out.String(), errOut.String(), err
 	}
-	out, errOut, err := run("dev", "up", "--name", names[1], "--cluster-name", two.opts.ClusterName, "--pin-file", b.pinFile,
+	out, errOut, err := run("dev", "up", "--name", names[1], "--cluster-name", two.opts.K3d().ClusterName, "--pin-file", b.pinFile,
 		"--openshell-archive", b.archive, "--gateway-endpoint", two.opts.GatewayEndpoint, "--startup-timeout", "3m", "--", "-f", "build-network.yaml")
 	if err != nil {
 		t.Fatalf("occ dev up --name %s: %v\nstdout:\n%s\nstderr:\n%s", names[1], err, out, errOut)
@@ -154,9 +154,9 @@ func TestComposeEnvironmentsSideBySide(t *testing.T) {
 	doc := listEnvironments(t, run, names[0], names[1])
 	for i, r := range []*composeRun{one, two} {
 		e, dir := doc.Environments[i], []string{oneDir, twoDir}[i]
-		if e.Name != names[i] || e.StateDirectory != dir || e.Cluster != r.opts.ClusterName || e.Profile != string(occdev.ControlPlaneCompose) ||
+		if e.Name != names[i] || e.StateDirectory != dir || e.Cluster != r.opts.K3d().ClusterName || e.Profile != string(occdev.ControlPlaneCompose) ||
 			e.APIURL != apiURLs[names[i]] || e.Health != observe.HealthHealthy {
-			t.Errorf("list entry %d = %+v, want %s in %s with cluster %s, Compose, API %s, healthy", i, e, names[i], dir, r.opts.ClusterName, apiURLs[names[i]])
+			t.Errorf("list entry %d = %+v, want %s in %s with cluster %s, Compose, API %s, healthy", i, e, names[i], dir, r.opts.K3d().ClusterName, apiURLs[names[i]])
 		}
 	}
 	lap("list -o json")
@@ -164,7 +164,7 @@ func TestComposeEnvironmentsSideBySide(t *testing.T) {
 	// Each down leaves the other: its cluster's containers, its project's containers, volumes
 	// and network, its state, its health.
 	twoBefore := environmentOnEngine(t, b, two, twoDir)
-	oneVolumes := b.volumesOf(t, one.opts.ClusterName)
+	oneVolumes := b.volumesOf(t, one.opts.K3d().ClusterName)
 	if out, errOut, err := run("dev", "down", "--name", names[0]); err != nil {
 		t.Fatalf("occ dev down --name %s: %v\n%s\n%s", names[0], err, out, errOut)
 	}
@@ -184,7 +184,7 @@ func TestComposeEnvironmentsSideBySide(t *testing.T) {
 		t.Fatalf("%s after %s's down: %+v (%v), want its cluster there and answering and its API ready", names[1], names[0], st, err)
 	}
 
-	twoVolumes := b.volumesOf(t, two.opts.ClusterName)
+	twoVolumes := b.volumesOf(t, two.opts.K3d().ClusterName)
 	if _, err := occdev.Down(context.Background(), occdev.DownOptions{Environment: names[1]}); err != nil {
 		t.Fatalf("down of environment %s: %v", names[1], err)
 	}
@@ -218,7 +218,7 @@ func environmentOnEngine(t *testing.T, b *composeBed, r *composeRun, dir string)
 	t.Helper()
 	ctx := context.Background()
 	var lines []string
-	for _, label := range []string{"k3d.cluster=" + r.opts.ClusterName, compose.LabelProject + "=" + r.settings.Project} {
+	for _, label := range []string{"k3d.cluster=" + r.opts.K3d().ClusterName, compose.LabelProject + "=" + r.settings.Project} {
 		cs, err := b.engine.API.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", label))})
 		if err != nil {
 			t.Fatal(err)

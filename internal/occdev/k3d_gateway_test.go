@@ -25,12 +25,12 @@ func testV01GatewayChartInstalls(t *testing.T, b *k3dBed) {
 	ctx := context.Background()
 	b.forgetProducts(t)
 	opts := b.options(t)
-	opts.DNSResolver = "10.64.0.53"
+	opts.K3d().DNSResolver = "10.64.0.53"
 	downAtEnd(t, opts.StateDir)
 	if _, err := occdev.Up(ctx, opts); err != nil {
 		t.Fatalf("up: %v\nlog:\n%s", err, opts.Log)
 	}
-	vols := b.volumesOf(t, opts.ClusterName)
+	vols := b.volumesOf(t, opts.K3d().ClusterName)
 	st, err := state.Read(opts.StateDir)
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +53,7 @@ func testV01GatewayChartInstalls(t *testing.T, b *k3dBed) {
 			t.Errorf("the installed gateway.toml lacks %q:\n%s", want, toml)
 		}
 	}
-	node := "k3d-" + opts.ClusterName + "-server-0"
+	node := "k3d-" + opts.K3d().ClusterName + "-server-0"
 	res, err := b.Engine.Exec(ctx, node, false, "cat", "/etc/resolv.conf")
 	if err != nil || res.ExitCode != 0 || !strings.Contains(res.Stdout, "nameserver 10.64.0.53\n") || strings.Count(res.Stdout, "nameserver") != 1 {
 		t.Errorf("node resolv.conf: %+v (%v)", res, err)
@@ -64,7 +64,7 @@ func testV01GatewayChartInstalls(t *testing.T, b *k3dBed) {
 	if _, err := occdev.Down(ctx, occdev.DownOptions{StateDir: opts.StateDir}); err != nil {
 		t.Fatalf("down: %v", err)
 	}
-	if left := b.leftovers(t, opts.ClusterName, vols); len(left) > 0 {
+	if left := b.leftovers(t, opts.K3d().ClusterName, vols); len(left) > 0 {
 		t.Errorf("after down: %v", left)
 	}
 	if !stateGone(opts.StateDir) {

@@ -121,7 +121,7 @@ func testUpStatusDown(t *testing.T, b *k3dBed) {
 	}
 	assertImportBesidePlatform(t, opts, times)
 	assertPlatformBesideClusterFinish(t, b, opts, times)
-	name, dir := opts.ClusterName, opts.StateDir
+	name, dir := opts.K3d().ClusterName, opts.StateDir
 	node := "k3d-" + name + "-server-0"
 	vols := b.volumesOf(t, name)
 
@@ -229,7 +229,7 @@ func assertPlatformBesideClusterFinish(t *testing.T, b *k3dBed, opts occdev.UpOp
 		end[l.Step] = l.Start + l.Took
 	}
 	times.mu.Unlock()
-	create, namespace := end["Create k3d cluster "+opts.ClusterName], end["Create the platform namespace"]
+	create, namespace := end["Create k3d cluster "+opts.K3d().ClusterName], end["Create the platform namespace"]
 	if create == 0 || namespace == 0 {
 		t.Fatalf("no end of the cluster's step (%s) or of the platform namespace's (%s)", create, namespace)
 	}
@@ -319,7 +319,7 @@ func assertImportBesidePlatform(t *testing.T, opts occdev.UpOptions, times *step
 			lanes[l.Name] = append(lanes[l.Name], st.Name)
 		}
 	}
-	if want := []string{"Create k3d cluster " + opts.ClusterName}; !reflect.DeepEqual(lanes["k3d"], want) || order[0] != "k3d" || order[len(order)-1] != "platform" {
+	if want := []string{"Create k3d cluster " + opts.K3d().ClusterName}; !reflect.DeepEqual(lanes["k3d"], want) || order[0] != "k3d" || order[len(order)-1] != "platform" {
 		t.Errorf("the cluster group's lanes are %q in order %q, want the k3d lane %q first and the platform lane last", lanes, order, want)
 	}
 	delete(lanes, "k3d")
@@ -356,14 +356,14 @@ func testBuiltCLI(t *testing.T, b *k3dBed) {
 		err := cmd.Run()
 		return out.String(), errOut.String(), err
 	}
-	up := []string{"dev", "up", "--cluster-provider", "k3d", "--control-plane", "kubernetes", "--cluster-name", opts.ClusterName,
+	up := []string{"dev", "up", "--cluster-provider", "k3d", "--control-plane", "kubernetes", "--cluster-name", opts.K3d().ClusterName,
 		"--pin-file", b.pinFile, "--openshell-archive", b.archive, "--gateway-endpoint", opts.GatewayEndpoint, "--startup-timeout", "3m", "--engine", string(b.kind)}
 
 	out, errOut, err := run(append(up, "--dry-run", "-v")...)
 	if err != nil {
 		t.Fatalf("dry run: %v\n%s\n%s", err, out, errOut)
 	}
-	for _, want := range append(b.productRefs(), "k3d cluster "+opts.ClusterName, "Engine:          "+b.kind.Name()+" "+b.engine.Version+" at "+b.Engine.Host, "Create k3d cluster "+opts.ClusterName,
+	for _, want := range append(b.productRefs(), "k3d cluster "+opts.K3d().ClusterName, "Engine:          "+b.kind.Name()+" "+b.engine.Version+" at "+b.Engine.Host, "Create k3d cluster "+opts.K3d().ClusterName,
 		"Import the OpenShell Gateway image into the cluster", "pullPolicy Never", "Control plane:   would not start",
 		"k3sNode: "+selected.String(), "(the k3s image OCC_DEVELOPMENT_K3S_IMAGE selects, "+selected.String()+")") {
 		if !strings.Contains(out, want) {
@@ -380,7 +380,7 @@ func testBuiltCLI(t *testing.T, b *k3dBed) {
 		if err == nil || !strings.Contains(errOut, "Podman's API resolves no tag to a digest") || !strings.Contains(errOut, selected.String()+"@sha256:<digest>") {
 			t.Fatalf("up on Podman with a node image by tag: %v\n%s", err, errOut)
 		}
-		if left := b.leftovers(t, opts.ClusterName, nil); len(left) > 0 || !stateGone(opts.StateDir) || b.imageID(t, resolved) != "" {
+		if left := b.leftovers(t, opts.K3d().ClusterName, nil); len(left) > 0 || !stateGone(opts.StateDir) || b.imageID(t, resolved) != "" {
 			t.Fatalf("the refused tag left %v (state gone: %v)", left, stateGone(opts.StateDir))
 		}
 		selected.Digest = b.set.K3s.Image.Digest
@@ -393,7 +393,7 @@ func testBuiltCLI(t *testing.T, b *k3dBed) {
 	if selected.Digest == "" && !strings.Contains(out, selected.String()+" is a tag (from OCC_DEVELOPMENT_K3S_IMAGE): resolved to "+b.set.K3s.Image.Digest) {
 		t.Errorf("up does not say which digest the selected tag resolved to:\n%s", out)
 	}
-	if node, err := b.engine.API.ContainerInspect(context.Background(), "k3d-"+opts.ClusterName+"-server-0"); err != nil || node.Config.Image != resolved {
+	if node, err := b.engine.API.ContainerInspect(context.Background(), "k3d-"+opts.K3d().ClusterName+"-server-0"); err != nil || node.Config.Image != resolved {
 		t.Errorf("the node does not run the selected image by its resolved digest %s: %v", resolved, err)
 	} else if b.kind != state.EnginePodman && b.imageID(t, resolved) == "" {
 		// (Podman names an image by digest only while the digest is one of its names: the
@@ -402,7 +402,7 @@ func testBuiltCLI(t *testing.T, b *k3dBed) {
 	}
 	for label, want := range map[string]string{
 		"Engine:":        b.kind.Name() + " " + b.engine.Version + " at " + b.Engine.Host,
-		"Context:":       "k3d-" + opts.ClusterName,
+		"Context:":       "k3d-" + opts.K3d().ClusterName,
 		"Kubeconfig:":    filepath.Join(opts.StateDir, "kubeconfig") + " (written by occ; your kubeconfig and current context are untouched)",
 		"Containers:":    filepath.Join(opts.StateDir, "container-kubeconfig"),
 		"Images:":        b.product[0].pin.DigestReference() + " (verified in the node)",
@@ -415,7 +415,7 @@ func testBuiltCLI(t *testing.T, b *k3dBed) {
 	if !strings.Contains(out, b.Engine.Host) || !strings.HasSuffix(out, "Remove everything it created with:\n  "+bin+" dev down --state-dir "+opts.StateDir+"\n") {
 		t.Errorf("up output lacks the engine or ends without the exact down command")
 	}
-	vols := b.volumesOf(t, opts.ClusterName)
+	vols := b.volumesOf(t, opts.K3d().ClusterName)
 
 	out, errOut, err = run("dev", "status")
 	t.Logf("occ dev status:\n%s", out)
@@ -423,7 +423,7 @@ func testBuiltCLI(t *testing.T, b *k3dBed) {
 		t.Fatalf("occ dev status: %v\n%s\n%s", err, out, errOut)
 	}
 	if !strings.Contains(out, "k3d cluster:   exists") || strings.Count(out, ": digest matches") != 3 || !strings.Contains(out, "Engine:        "+b.Engine.Host) ||
-		!strings.Contains(out, "Nodes:         k3d-"+opts.ClusterName+"-server-0 (Ready, v") {
+		!strings.Contains(out, "Nodes:         k3d-"+opts.K3d().ClusterName+"-server-0 (Ready, v") {
 		t.Errorf("status:\n%s", out)
 	}
 	b.assertUserKubeconfig(t)
@@ -433,10 +433,10 @@ func testBuiltCLI(t *testing.T, b *k3dBed) {
 	if err != nil {
 		t.Fatalf("occ dev down: %v\n%s\n%s", err, out, errOut)
 	}
-	if !strings.Contains(out, "removed k3d cluster "+opts.ClusterName) {
+	if !strings.Contains(out, "removed k3d cluster "+opts.K3d().ClusterName) {
 		t.Errorf("down output:\n%s", out)
 	}
-	if left := b.leftovers(t, opts.ClusterName, vols); len(left) > 0 {
+	if left := b.leftovers(t, opts.K3d().ClusterName, vols); len(left) > 0 {
 		t.Errorf("after occ dev down: %v", left)
 	}
 	if id := b.imageID(t, resolved); id != "" {
@@ -500,7 +500,7 @@ func testComposeProfile(t *testing.T, b *k3dBed) {
 	if err != nil {
 		t.Fatalf("up: %v", err)
 	}
-	node := "k3d-" + opts.ClusterName + "-server-0"
+	node := "k3d-" + opts.K3d().ClusterName + "-server-0"
 	if sum.Namespace != "openshell-system" || sum.GatewayEndpoint != "http://"+node+":30051" || !strings.Contains(sum.ControlPlane, "no OpenClaw Enterprise checkout found") ||
 		!strings.Contains(sum.ControlPlane, "To add the OCE control plane, remove this environment (occ dev down --state-dir "+opts.StateDir+") and run occ dev up again from an OpenClaw Enterprise checkout, or with --repository <checkout>") {
 		t.Errorf("summary: %+v", sum)
@@ -517,11 +517,11 @@ func testComposeProfile(t *testing.T, b *k3dBed) {
 	if err != nil || !strings.Contains(string(kc), "server: https://"+node+":6443") {
 		t.Errorf("container kubeconfig (%v):\n%s", err, kc)
 	}
-	vols := b.volumesOf(t, opts.ClusterName)
+	vols := b.volumesOf(t, opts.K3d().ClusterName)
 	if _, err := occdev.Down(ctx, occdev.DownOptions{StateDir: opts.StateDir}); err != nil {
 		t.Fatalf("down: %v", err)
 	}
-	if left := b.leftovers(t, opts.ClusterName, vols); len(left) > 0 || !stateGone(opts.StateDir) {
+	if left := b.leftovers(t, opts.K3d().ClusterName, vols); len(left) > 0 || !stateGone(opts.StateDir) {
 		t.Errorf("after down: %v (state gone: %v)", left, stateGone(opts.StateDir))
 	}
 }
@@ -548,7 +548,7 @@ func testStatusOfChangedEnvironment(t *testing.T, b *k3dBed) {
 		}
 		return st
 	}
-	node := "k3d-" + opts.ClusterName + "-server-0"
+	node := "k3d-" + opts.K3d().ClusterName + "-server-0"
 	// The Gateway's pinned name in the node now points at the sandbox image's content.
 	gw, sb := b.product[0].pin.DigestReference(), b.product[1].pin.DigestReference()
 	if res, err := b.Engine.Exec(ctx, node, false, "ctr", "-n", "k8s.io", "images", "tag", "--force", sb, gw); err != nil || res.ExitCode != 0 {
@@ -597,7 +597,7 @@ func testStatusOfChangedEnvironment(t *testing.T, b *k3dBed) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	theirs := k3d.Request{Name: opts.ClusterName, Owner: other.State().Owner(), NodeImage: b.set.K3s.Image, StateDir: t.TempDir(), Settings: k3d.Settings{APIPort: port}, Recorder: other}
+	theirs := k3d.Request{Name: opts.K3d().ClusterName, Owner: other.State().Owner(), NodeImage: b.set.K3s.Image, StateDir: t.TempDir(), Settings: k3d.Settings{APIPort: port}, Recorder: other}
 	c, err := p.Create(ctx, theirs)
 	if err != nil {
 		t.Fatalf("someone else's cluster of the same name: %v", err)
@@ -608,7 +608,7 @@ func testStatusOfChangedEnvironment(t *testing.T, b *k3dBed) {
 			t.Errorf("cleanup of the other cluster: %v", err)
 		}
 	})
-	containers := b.containerIDs(t, opts.ClusterName)
+	containers := b.containerIDs(t, opts.K3d().ClusterName)
 	if st := status(); st.ClusterState != observe.ClusterNotOurs || !strings.Contains(st.ClusterDetail, "owner label") {
 		t.Errorf("status with another cluster of the name: %q (%s)", st.ClusterState, st.ClusterDetail)
 	}
@@ -617,10 +617,10 @@ func testStatusOfChangedEnvironment(t *testing.T, b *k3dBed) {
 	if err != nil {
 		t.Fatalf("down: %v", err)
 	}
-	if len(res.LeftAlone) != 1 || res.LeftAlone[0] != "k3d cluster "+opts.ClusterName {
+	if len(res.LeftAlone) != 1 || res.LeftAlone[0] != "k3d cluster "+opts.K3d().ClusterName {
 		t.Errorf("left alone: %v, want only the other cluster", res.LeftAlone)
 	}
-	if got := b.containerIDs(t, opts.ClusterName); !slices.Equal(got, containers) {
+	if got := b.containerIDs(t, opts.K3d().ClusterName); !slices.Equal(got, containers) {
 		t.Errorf("down touched the other cluster's containers: %v, want %v", got, containers)
 	}
 	if st, err := p.Inspect(ctx, theirID); err != nil || st.State != "exists" || !st.UIDVerified {
@@ -717,7 +717,7 @@ func upFails(t *testing.T, b *k3dBed, opts occdev.UpOptions, want ...string) err
 	if !stateGone(opts.StateDir) {
 		t.Errorf("state directory kept: %v", err)
 	}
-	if left := b.leftovers(t, opts.ClusterName, nil); len(left) > 0 {
+	if left := b.leftovers(t, opts.K3d().ClusterName, nil); len(left) > 0 {
 		t.Errorf("left after the refusal: %v", left)
 	}
 	return err
@@ -808,7 +808,7 @@ func testInterruptDuringCreation(t *testing.T, b *k3dBed) {
 	b.forgetProducts(t)
 	opts := b.options(t)
 	downAtEnd(t, opts.StateDir)
-	node := "k3d-" + opts.ClusterName + "-server-0"
+	node := "k3d-" + opts.K3d().ClusterName + "-server-0"
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ev, errs := b.engine.API.Events(ctx, events.ListOptions{Filters: filters.NewArgs(
@@ -819,7 +819,7 @@ func testInterruptDuringCreation(t *testing.T, b *k3dBed) {
 		select {
 		case <-ev:
 			mu.Lock()
-			vols = b.volumesOf(t, opts.ClusterName)
+			vols = b.volumesOf(t, opts.K3d().ClusterName)
 			mu.Unlock()
 			cancel() // Ctrl-C
 		case <-errs:
@@ -839,7 +839,7 @@ func testInterruptDuringCreation(t *testing.T, b *k3dBed) {
 	if !stateGone(opts.StateDir) {
 		t.Error("state directory kept after an interrupted creation was rolled back")
 	}
-	if left := b.leftovers(t, opts.ClusterName, vols); len(left) > 0 {
+	if left := b.leftovers(t, opts.K3d().ClusterName, vols); len(left) > 0 {
 		t.Errorf("left after Ctrl-C: %v", left)
 	}
 }
@@ -855,7 +855,7 @@ func testCreationFails(t *testing.T, b *k3dBed) {
 	opts.StartupTimeout = time.Second
 	_, err := occdev.Up(context.Background(), opts)
 	t.Logf("up with a failing creation: %v", err)
-	if err == nil || !strings.Contains(err.Error(), "Create k3d cluster "+opts.ClusterName) || !strings.Contains(err.Error(), "is kept with its record") ||
+	if err == nil || !strings.Contains(err.Error(), "Create k3d cluster "+opts.K3d().ClusterName) || !strings.Contains(err.Error(), "is kept with its record") ||
 		!strings.Contains(err.Error(), "occ dev down --state-dir "+opts.StateDir) {
 		t.Fatalf("up: %v; want the failed creation, the kept state and the down command", err)
 	}
@@ -863,7 +863,7 @@ func testCreationFails(t *testing.T, b *k3dBed) {
 	if err != nil {
 		t.Fatalf("state after a failed creation: %v", err)
 	}
-	if len(st.Objects) != 1 || st.Objects[0].Type != k3d.TypeCluster || st.Objects[0].Name != opts.ClusterName {
+	if len(st.Objects) != 1 || st.Objects[0].Type != k3d.TypeCluster || st.Objects[0].Name != opts.K3d().ClusterName {
 		t.Errorf("kept records: %v, want only the cluster", st.Objects)
 	}
 	if _, err := occdev.Down(context.Background(), occdev.DownOptions{StateDir: opts.StateDir}); err != nil {
@@ -872,7 +872,7 @@ func testCreationFails(t *testing.T, b *k3dBed) {
 	if !stateGone(opts.StateDir) {
 		t.Error("state directory left after down")
 	}
-	if left := b.leftovers(t, opts.ClusterName, nil); len(left) > 0 {
+	if left := b.leftovers(t, opts.K3d().ClusterName, nil); len(left) > 0 {
 		t.Errorf("left after down: %v", left)
 	}
 }
@@ -920,7 +920,7 @@ func testFailureAfterEachStep(t *testing.T, b *k3dBed) {
 func testFailureSubset(t *testing.T, b *k3dBed, steps func(clusterName string) []string, why string) {
 	opts := b.options(t)
 	names := stepNames(t, opts)
-	for _, s := range steps(opts.ClusterName) {
+	for _, s := range steps(opts.K3d().ClusterName) {
 		if !slices.Contains(names, s) {
 			t.Fatalf("the flow has no step %q: %q", s, names)
 		}
@@ -958,7 +958,7 @@ func testFailureAfterSteps(t *testing.T, b *k3dBed, skip func(step string) strin
 					return nil
 				}
 				mu.Lock()
-				vols = b.volumesOf(t, opts.ClusterName)
+				vols = b.volumesOf(t, opts.K3d().ClusterName)
 				mu.Unlock()
 				return errors.New("injected failure")
 			}
@@ -974,7 +974,7 @@ func testFailureAfterSteps(t *testing.T, b *k3dBed, skip func(step string) strin
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			if left := b.leftovers(t, opts.ClusterName, vols); len(left) > 0 {
+			if left := b.leftovers(t, opts.K3d().ClusterName, vols); len(left) > 0 {
 				t.Errorf("left after the rollback: %v", left)
 			}
 		})

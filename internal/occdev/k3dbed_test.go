@@ -229,7 +229,7 @@ func (b *k3dBed) options(t testing.TB) occdev.UpOptions {
 	return occdev.UpOptions{
 		StateDir:        stateDir,
 		ClusterProvider: occdev.ProviderK3d,
-		ClusterName:     clusterName(),
+		ClusterSettings: occdev.K3dSettings(k3d.ClusterOptions{ClusterName: clusterName()}),
 		ControlPlane:    occdev.ControlPlaneKubernetes,
 		PinFile:         b.pinFile,
 		ArchiveFile:     b.archive,

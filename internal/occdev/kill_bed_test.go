@@ -63,7 +63,7 @@ func testSignalAtEachStep(t *testing.T, b *k3dBed, sig syscall.Signal, subset fu
 	names := stepNames(t, opts)
 	points := names
 	if os.Getenv(killAllEnv) == "" {
-		points = subset(opts.ClusterName)
+		points = subset(opts.K3d().ClusterName)
 		for _, p := range points {
 			if !slices.Contains(names, p) {
 				t.Fatalf("the flow has no step %q: %q", p, names)
@@ -80,7 +80,7 @@ func testSignalAtEachStep(t *testing.T, b *k3dBed, sig syscall.Signal, subset fu
 			opts := b.options(t)
 			// The cluster's step is named after this run's cluster.
 			if strings.HasPrefix(point, "Create k3d cluster ") {
-				point = "Create k3d cluster " + opts.ClusterName
+				point = "Create k3d cluster " + opts.K3d().ClusterName
 			} else if os.Getenv(killAllEnv) != "" {
 				point = stepNames(t, opts)[i]
 			}
@@ -103,7 +103,7 @@ func signalUpAfter(t *testing.T, b *k3dBed, bin string, opts occdev.UpOptions, p
 	volumesBefore := b.allVolumes(t)
 	tmp := t.TempDir()
 	env := append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(t.TempDir(), "cache"), "OCC_DEVELOPMENT_STATE_DIRECTORY="+opts.StateDir, "TMPDIR="+tmp)
-	up := exec.Command(bin, "dev", "up", "--cluster-provider", "k3d", "--control-plane", "kubernetes", "--cluster-name", opts.ClusterName,
+	up := exec.Command(bin, "dev", "up", "--cluster-provider", "k3d", "--control-plane", "kubernetes", "--cluster-name", opts.K3d().ClusterName,
 		"--pin-file", pinFile, "--openshell-archive", b.archive, "--gateway-endpoint", opts.GatewayEndpoint, "--startup-timeout", "3m", "--engine", string(b.kind))
 	up.Env = env
 	run := runSignalledAfter(t, up, point, sig)
@@ -114,8 +114,8 @@ func signalUpAfter(t *testing.T, b *k3dBed, bin string, opts occdev.UpOptions, p
 		if !run.killedBy(syscall.SIGKILL) {
 			t.Fatalf("up was not killed after %q: %v", point, werr)
 		}
-		vols = b.volumesOf(t, opts.ClusterName)
-		afterKill(t, b, bin, env, opts.StateDir, opts.ClusterName, vols)
+		vols = b.volumesOf(t, opts.K3d().ClusterName)
+		afterKill(t, b, bin, env, opts.StateDir, opts.K3d().ClusterName, vols)
 	default:
 		code := up.ProcessState.ExitCode()
 		t.Logf("up after %s (exit %d):\n%s", sig, code, stderr)
@@ -133,11 +133,11 @@ func signalUpAfter(t *testing.T, b *k3dBed, bin string, opts occdev.UpOptions, p
 			}
 		}
 	}
-	l := b.leftovers(t, opts.ClusterName, vols)
+	l := b.leftovers(t, opts.K3d().ClusterName, vols)
 	if left != nil {
 		l = append(l, left()...)
 	}
-	b.assertLeftNothing(t, sig, l, volumesBefore, opts.ClusterName, opts.StateDir, tmp)
+	b.assertLeftNothing(t, sig, l, volumesBefore, opts.K3d().ClusterName, opts.StateDir, tmp)
 }
 
 // assertLeftNothing checks what a signalled run of `up` (and the `down` after a SIGKILL) left:
@@ -313,7 +313,7 @@ func testKillDuringDown(t *testing.T, b *k3dBed) {
 	if _, err := occdev.Up(context.Background(), opts); err != nil {
 		t.Fatalf("up: %v", err)
 	}
-	vols := b.volumesOf(t, opts.ClusterName)
+	vols := b.volumesOf(t, opts.K3d().ClusterName)
 	bin := buildOCC(t)
 	tmp := t.TempDir()
 	env := append(os.Environ(), "OCC_DEVELOPMENT_STATE_DIRECTORY="+opts.StateDir, "TMPDIR="+tmp)
@@ -334,11 +334,11 @@ func testKillDuringDown(t *testing.T, b *k3dBed) {
 	if err != nil || !strings.Contains(string(status), "k3d cluster:   missing") || strings.Contains(string(status), "unknown") {
 		t.Errorf("status after the killed down (%v) does not say the cluster and everything in it are gone:\n%s", err, status)
 	}
-	afterKill(t, b, bin, env, opts.StateDir, opts.ClusterName, nil)
-	if left := b.leftovers(t, opts.ClusterName, vols); len(left) > 0 {
+	afterKill(t, b, bin, env, opts.StateDir, opts.K3d().ClusterName, nil)
+	if left := b.leftovers(t, opts.K3d().ClusterName, vols); len(left) > 0 {
 		t.Errorf("left after the killed down and another: %v", left)
 	}
-	if extra := b.newVolumes(t, volumesBefore, opts.ClusterName); len(extra) > 0 {
+	if extra := b.newVolumes(t, volumesBefore, opts.K3d().ClusterName); len(extra) > 0 {
 		t.Errorf("volumes left: %v", extra)
 	}
 	if !stateGone(opts.StateDir) {

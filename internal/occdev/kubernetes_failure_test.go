@@ -104,7 +104,7 @@ func testKubernetesFailures(t *testing.T, b *kubeBed) {
 		if !dirGone(r.opts.StateDir) {
 			t.Errorf("the state directory survived a complete rollback")
 		}
-		if left := b.leftovers(t, r.opts.ClusterName, volumes); len(left) > 0 {
+		if left := b.leftovers(t, r.opts.K3d().ClusterName, volumes); len(left) > 0 {
 			t.Errorf("the rollback left: %v", left)
 		}
 	})
@@ -123,7 +123,7 @@ func testKubernetesFailures(t *testing.T, b *kubeBed) {
 		var user string
 		var volumes []string
 		r.opts.Seams().AfterStep = kubeFailAfter("Install the OCE chart", func() {
-			objs, _ := b.Engine.ClusterObjects(ctx, r.opts.ClusterName)
+			objs, _ := b.Engine.ClusterObjects(ctx, r.opts.K3d().ClusterName)
 			volumes = objs.Volumes
 			// Someone starts a container of the PostgreSQL image up pulled, which the engine
 			// then knows by that digest alone (its content tag goes): it refuses to untag an
@@ -135,7 +135,7 @@ func testKubernetesFailures(t *testing.T, b *kubeBed) {
 				return
 			}
 			c, err := b.Engine.API.ContainerCreate(ctx, &container.Config{Image: pgRef, Cmd: []string{"postgres"}},
-				&container.HostConfig{NetworkMode: "none"}, &network.NetworkingConfig{}, nil, "occ-test-user-"+strings.ToLower(r.opts.ClusterName))
+				&container.HostConfig{NetworkMode: "none"}, &network.NetworkingConfig{}, nil, "occ-test-user-"+strings.ToLower(r.opts.K3d().ClusterName))
 			if err != nil {
 				t.Errorf("create the user's container: %v", err)
 				return
@@ -163,7 +163,7 @@ func testKubernetesFailures(t *testing.T, b *kubeBed) {
 			t.Errorf("the state directory survived the rollback")
 		}
 		var left []string
-		for _, l := range b.leftovers(t, r.opts.ClusterName, volumes) {
+		for _, l := range b.leftovers(t, r.opts.K3d().ClusterName, volumes) {
 			if !strings.Contains(l, pgRef) {
 				left = append(left, l)
 			}
@@ -195,7 +195,7 @@ func testKubernetesFailures(t *testing.T, b *kubeBed) {
 				st, _ := state.Read(r.opts.StateDir)
 				kube, _, _ := kubeClientOf(t, st.Cluster)
 				r.startWorker(t, kube, "oce-system")
-				objs, _ := b.Engine.ClusterObjects(ctx, r.opts.ClusterName)
+				objs, _ := b.Engine.ClusterObjects(ctx, r.opts.K3d().ClusterName)
 				volumes = objs.Volumes
 			}
 			if step == "Wait for the bootstrap Namespace to be ready" {
@@ -218,7 +218,7 @@ func testKubernetesFailures(t *testing.T, b *kubeBed) {
 		if !dirGone(r.opts.StateDir) {
 			t.Errorf("the state directory survived a complete rollback")
 		}
-		if left := b.leftovers(t, r.opts.ClusterName, volumes); len(left) > 0 {
+		if left := b.leftovers(t, r.opts.K3d().ClusterName, volumes); len(left) > 0 {
 			t.Errorf("the rollback left: %v", left)
 		}
 		// The selected images were used as they are: not pulled, not built, not removed.
@@ -282,7 +282,7 @@ func testKubernetesRefusals(t *testing.T, b *kubeBed) {
 			if _, serr := os.Stat(r.opts.StateDir); !os.IsNotExist(serr) {
 				t.Errorf("the state directory exists after the refusal: %v", serr)
 			}
-			if left := b.leftovers(t, r.opts.ClusterName, nil); len(left) > 0 {
+			if left := b.leftovers(t, r.opts.K3d().ClusterName, nil); len(left) > 0 {
 				t.Errorf("the refusal left: %v", left)
 			}
 		})
@@ -346,7 +346,7 @@ func testKubernetesFailureAfterEachStep(t *testing.T, b *kubeBed) {
 					kube, _, _ := kubeClientOf(t, st.Cluster)
 					r.startWorker(t, kube, "oce-system")
 				}
-				if objs, err := b.Engine.ClusterObjects(ctx, r.opts.ClusterName); err == nil && len(objs.Volumes) > 0 {
+				if objs, err := b.Engine.ClusterObjects(ctx, r.opts.K3d().ClusterName); err == nil && len(objs.Volumes) > 0 {
 					volumes = objs.Volumes
 				}
 				if step == name {
@@ -364,7 +364,7 @@ func testKubernetesFailureAfterEachStep(t *testing.T, b *kubeBed) {
 					t.Fatalf("the state was kept (%v) and down did not finish: %v", err, derr)
 				}
 			}
-			if left := b.leftovers(t, r.opts.ClusterName, volumes); len(left) > 0 {
+			if left := b.leftovers(t, r.opts.K3d().ClusterName, volumes); len(left) > 0 {
 				t.Errorf("left after a failure after %q: %v", name, left)
 			}
 			assertNoSecrets(t, map[string]string{"progress": r.events.String(), "log": r.log.String(), "error": err.Error()})

@@ -75,7 +75,7 @@ func testKubernetesSignals(t *testing.T, b *kubeBed, sig syscall.Signal) {
 			b.forgetProducts(t)
 			opts := b.options(t)
 			if strings.HasPrefix(point, "Create k3d cluster ") {
-				point = "Create k3d cluster " + opts.ClusterName
+				point = "Create k3d cluster " + opts.K3d().ClusterName
 			}
 			downAtEnd(t, opts.StateDir)
 			volumesBefore := b.allVolumes(t)
@@ -88,7 +88,7 @@ func testKubernetesSignals(t *testing.T, b *kubeBed, sig syscall.Signal) {
 				"OCC_DEVELOPMENT_NODE_BASE_IMAGE="+b.nodeBase, "OCC_DEVELOPMENT_NODE_RUNTIME_BASE_IMAGE="+b.nodeRuntimeBase, "OPENCLAW_DEV_PORT="+strconv.Itoa(port),
 				controlplane.EnvControllerImage+"="+controller, controlplane.EnvRuntimeImage+"="+runtime)
 			up := exec.Command(bin, "dev", "up", "--cluster-provider", "k3d", "--control-plane", "kubernetes", "--repository", b.checkout,
-				"--cluster-name", opts.ClusterName, "--pin-file", b.pinFile, "--openshell-archive", b.archive,
+				"--cluster-name", opts.K3d().ClusterName, "--pin-file", b.pinFile, "--openshell-archive", b.archive,
 				"--gateway-endpoint", opts.GatewayEndpoint, "--startup-timeout", "3m", "--engine", string(b.kind), "--no-diagnose")
 			up.Dir, up.Env = b.checkout, env
 			rel := func() *release.Release {
@@ -106,7 +106,7 @@ func testKubernetesSignals(t *testing.T, b *kubeBed, sig syscall.Signal) {
 			if point == insideChartInstall {
 				// The watch starts once the cluster exists, long before the chart's step.
 				pending := make(chan struct{})
-				created := "✓ Create k3d cluster " + opts.ClusterName + " "
+				created := "✓ Create k3d cluster " + opts.K3d().ClusterName + " "
 				run = runSignalledWhen(t, up, sig, "the chart's install was pending", func(line string) bool {
 					if strings.HasPrefix(line, created) {
 						go watchPending(t, opts.StateDir, pending)
@@ -127,8 +127,8 @@ func testKubernetesSignals(t *testing.T, b *kubeBed, sig syscall.Signal) {
 						t.Fatalf("the kill did not meet the chart's install: the release is %+v, want pending-install", r)
 					}
 				}
-				vols = b.volumesOf(t, opts.ClusterName)
-				afterKill(t, b.k3dBed, bin, env, opts.StateDir, opts.ClusterName, vols)
+				vols = b.volumesOf(t, opts.K3d().ClusterName)
+				afterKill(t, b.k3dBed, bin, env, opts.StateDir, opts.K3d().ClusterName, vols)
 			default:
 				code := up.ProcessState.ExitCode()
 				t.Logf("up after %s (exit %d):\n%s", sig, code, run.stderr)
@@ -140,7 +140,7 @@ func testKubernetesSignals(t *testing.T, b *kubeBed, sig syscall.Signal) {
 					t.Errorf("up does not say it was interrupted and rolled back:\n%s", run.stderr)
 				}
 			}
-			b.assertLeftNothing(t, sig, b.leftovers(t, opts.ClusterName, vols), volumesBefore, opts.ClusterName, opts.StateDir, tmp)
+			b.assertLeftNothing(t, sig, b.leftovers(t, opts.K3d().ClusterName, vols), volumesBefore, opts.K3d().ClusterName, opts.StateDir, tmp)
 			if !t.Failed() {
 				passed++
 			}

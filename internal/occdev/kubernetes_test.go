@@ -116,7 +116,7 @@ func testKubernetesUpAndDown(t *testing.T, b *kubeBed) {
 			r.startWorker(t, kube, ns)
 		}
 		if len(volumes) == 0 {
-			if objs, err := b.Engine.ClusterObjects(context.Background(), r.opts.ClusterName); err == nil {
+			if objs, err := b.Engine.ClusterObjects(context.Background(), r.opts.K3d().ClusterName); err == nil {
 				volumes = objs.Volumes
 			}
 		}
@@ -262,7 +262,7 @@ func testKubernetesUpAndDown(t *testing.T, b *kubeBed) {
 	if bind := server.HostConfig.PortBindings["30080/tcp"]; len(bind) != 1 || bind[0].HostIP != "127.0.0.1" || bind[0].HostPort != fmt.Sprint(devPort(r.opts)) {
 		t.Errorf("server-0 publishes 30080/tcp as %+v", bind)
 	}
-	if nets := server.NetworkSettings.Networks; len(nets) != 1 || nets["k3d-"+r.opts.ClusterName] == nil {
+	if nets := server.NetworkSettings.Networks; len(nets) != 1 || nets["k3d-"+r.opts.K3d().ClusterName] == nil {
 		t.Errorf("server-0 networks: %v, want only its own", nets)
 	}
 	instFile, err := os.ReadFile(sum.Installation)
@@ -286,7 +286,7 @@ func testKubernetesUpAndDown(t *testing.T, b *kubeBed) {
 	for _, want := range []string{
 		"mode: inCluster", "http://openshell-gateway." + ns + ".svc.cluster.local:8080",
 		"gateway: " + runtimeRef, "agent: " + runtimeRef, "requireImmutableDigest: true",
-		"gatewayStorageClassName: local-path", "kubernetes.io/hostname: k3d-" + r.opts.ClusterName + "-server-0", "127.0.0.1/32",
+		"gatewayStorageClassName: local-path", "kubernetes.io/hostname: k3d-" + r.opts.K3d().ClusterName + "-server-0", "127.0.0.1/32",
 	} {
 		if runtimeRef == "" || !strings.Contains(string(instFile), want) {
 			t.Errorf("the Installation lacks %q:\n%s", want, instFile)
@@ -419,7 +419,7 @@ func testKubernetesUpAndDown(t *testing.T, b *kubeBed) {
 	if !dirGone(r.opts.StateDir) {
 		t.Errorf("the state directory %s survived down", r.opts.StateDir)
 	}
-	if left := b.leftovers(t, r.opts.ClusterName, volumes); len(left) > 0 {
+	if left := b.leftovers(t, r.opts.K3d().ClusterName, volumes); len(left) > 0 {
 		t.Errorf("down left: %v", left)
 	}
 	if c := b.composeCalled(); c != "" {
@@ -433,7 +433,7 @@ func testKubernetesUpAndDown(t *testing.T, b *kubeBed) {
 		t.Fatal(err)
 	}
 	for _, c := range containers {
-		if strings.Contains(strings.Join(c.Names, ","), r.opts.ClusterName) {
+		if strings.Contains(strings.Join(c.Names, ","), r.opts.K3d().ClusterName) {
 			t.Errorf("container %v survived down", c.Names)
 		}
 	}

@@ -51,9 +51,9 @@ const (
 )
 
 // providers lists the cluster providers by --cluster-provider value. Adding a provider is one
-// line here; the provider itself lives in its own package under cluster/, decides its own plan
-// (cluster.Registration), and the flow only ever sees it as a cluster.Provider (and the optional
-// cluster.Importer).
+// line here; the provider itself lives in its own package under cluster/, declares its own
+// settings and decides its own plan (cluster.Registration), and the flow only ever sees it as a
+// cluster.Provider (and the optional cluster.Importer).
 func providers() map[string]cluster.Registration {
 	return map[string]cluster.Registration{
 		existing.Name: existing.Registration(),
@@ -64,6 +64,28 @@ func providers() map[string]cluster.Registration {
 // SupportedProviders names the --cluster-provider values in a stable order.
 func SupportedProviders() []string {
 	return slices.Sorted(maps.Keys(providers()))
+}
+
+// ProviderSettings are the settings the cluster providers declare of their own
+// (cluster.Registration.Settings), by --cluster-provider name in order. Each provider's are bound
+// to a fresh options value, which becomes its entry of o.ClusterSettings, as ProfileSettings
+// does for the profiles: whoever fills the settings' fields fills what the provider resolves
+// from, without naming its options type.
+func (o *UpOptions) ProviderSettings() []option.Setting {
+	table := providers()
+	var out []option.Setting
+	for _, name := range SupportedProviders() {
+		if table[name].Settings == nil {
+			continue
+		}
+		value, settings := table[name].Settings()
+		if o.ClusterSettings == nil {
+			o.ClusterSettings = map[string]any{}
+		}
+		o.ClusterSettings[name] = value
+		out = append(out, settings...)
+	}
+	return out
 }
 
 // UpOptions are the settings of `occ dev up`. The zero value of each field selects its default.
@@ -81,17 +103,11 @@ type UpOptions struct {
 	// provider refuses them (occ writes the kubeconfig of its own cluster into the state).
 	Kubeconfig string
 	Context    string
-	// ClusterName names the k3d cluster (--cluster-name, OCC_DEVELOPMENT_KUBERNETES_CLUSTER);
-	// empty picks occ-dev-<10 random characters>.
-	ClusterName string
-	// APIPort is the k3d cluster's Kubernetes API port on 127.0.0.1 (--api-port,
-	// OCC_DEVELOPMENT_KUBERNETES_API_PORT); 0 lets occ choose a free port when it creates the
-	// cluster.
-	APIPort int
-	// DiskThresholdPercent is the kubelet's disk eviction threshold of the k3d node
-	// (--disk-threshold-percent, OCC_DEVELOPMENT_KUBERNETES_DISK_THRESHOLD_PERCENT), 1..20;
-	// 0 selects 5.
-	DiskThresholdPercent int
+	// ClusterSettings are each cluster provider's own settings by its --cluster-provider name,
+	// of the type its package declares (k3d.ClusterOptions, or a pointer to one, for k3d); a
+	// provider reads only its own, and refuses those of the others the user set.
+	// ProviderSettings sets each to a value the provider's declared settings fill.
+	ClusterSettings map[string]any
 	// Docker says where to look for the engine (the process environment, the home directory,
 	// the system paths); the zero value reads DOCKER_HOST, DOCKER_CONTEXT, the docker CLI
 	// configuration and Podman's settings as their CLIs do.
@@ -132,12 +148,11 @@ type UpOptions struct {
 	CertManagerManifest  string
 	EnvoyGatewayManifest string
 	// K3sImage replaces the pinned k3s node image of the cluster occ creates (EnvK3sImage):
-	// a k3s release image by digest, or by tag (resolved to a digest when it is pulled).
+	// a k3s release image by digest, or by tag (resolved to a digest when it is pulled). It is
+	// the flow's setting, not one the k3d provider declares: it changes the pins, which the
+	// plan's images, the bundle check and the Gateway chart's render read before any provider
+	// resolves.
 	K3sImage string
-	// DNSResolver is the k3d node's DNS resolver (--k3d-dns-resolver, k3d.EnvDNSResolver): auto
-	// (the default: occ chooses by the kind of host, k3d.ChooseNodeDNS), an IPv4 address the
-	// node can reach (for VPNs whose DNS it cannot), or "k3d" for k3d's own DNS handling.
-	DNSResolver string
 	// CacheDir holds verified downloads; default under the user's cache directory.
 	CacheDir string
 	// GatewayEndpoint is where the final Health check dials the Gateway (host:port or URL);
@@ -437,8 +452,7 @@ func resolveImages(p *Plan, o UpOptions) error {
 // that runs only images occ imports, IfNotPresent for one that pulls them by digest.
 func resolveCluster(p *Plan, o UpOptions, table map[string]cluster.Registration, reg cluster.Registration) error {
 	opts := cluster.Options{
-		Kubeconfig: o.Kubeconfig, Context: o.Context,
-		ClusterName: o.ClusterName, APIPort: o.APIPort, DiskThresholdPercent: o.DiskThresholdPercent, DNSResolver: o.DNSResolver,
+		Kubeconfig: o.Kubeconfig, Context: o.Context, Settings: o.ClusterSettings,
 		Timeout: p.StartupTimeout, ExemptRuntimeClasses: []string{RuntimeClassName},
 		// The engine is located and identified now (GET /version, which changes nothing), so
 		// the dry run names it and the state records its kind and endpoint before anything is

@@ -89,7 +89,7 @@ func TestPodmanKubernetesDevEnvironment(t *testing.T) {
 		if !dirGone(r.opts.StateDir) {
 			t.Errorf("the state directory exists after the refusal")
 		}
-		if left := b.leftovers(t, r.opts.ClusterName, nil); len(left) > 0 {
+		if left := b.leftovers(t, r.opts.K3d().ClusterName, nil); len(left) > 0 {
 			t.Errorf("the refusal left: %v", left)
 		}
 	})
@@ -121,7 +121,7 @@ func testPodmanKubernetesUpAndDown(t *testing.T, b *kubeBed, docker *dockerbed.E
 			kube, _, _ := kubeClientOf(t, st.Cluster)
 			r.startWorker(t, kube, "oce-system")
 		}
-		if objs, err := b.Engine.ClusterObjects(ctx, r.opts.ClusterName); err == nil && len(objs.Volumes) > 0 {
+		if objs, err := b.Engine.ClusterObjects(ctx, r.opts.K3d().ClusterName); err == nil && len(objs.Volumes) > 0 {
 			volumes = objs.Volumes
 		}
 		return nil
@@ -151,10 +151,10 @@ func testPodmanKubernetesUpAndDown(t *testing.T, b *kubeBed, docker *dockerbed.E
 	if st.Engine == nil || st.Engine.Kind != state.EnginePodman || st.Engine.Endpoint != b.Engine.Host {
 		t.Errorf("recorded engine %+v, want podman at %s", st.Engine, b.Engine.Host)
 	}
-	if objs, err := docker.ClusterObjects(ctx, r.opts.ClusterName); err != nil || !objs.Empty() {
+	if objs, err := docker.ClusterObjects(ctx, r.opts.K3d().ClusterName); err != nil || !objs.Empty() {
 		t.Errorf("the Docker engine of DOCKER_HOST holds %s (%v) of the cluster made on Podman", objs, err)
 	}
-	node := "k3d-" + r.opts.ClusterName + "-server-0"
+	node := "k3d-" + r.opts.K3d().ClusterName + "-server-0"
 	digests := b.nodeConfigDigests(t, node)
 	for _, p := range b.product {
 		if got := digests[p.pin.DigestReference()]; got != p.config {
@@ -186,7 +186,7 @@ func testPodmanKubernetesUpAndDown(t *testing.T, b *kubeBed, docker *dockerbed.E
 	if !dirGone(r.opts.StateDir) {
 		t.Errorf("state directory left after down")
 	}
-	if left := b.leftovers(t, r.opts.ClusterName, volumes); len(left) > 0 {
+	if left := b.leftovers(t, r.opts.K3d().ClusterName, volumes); len(left) > 0 {
 		t.Errorf("left in Podman after down: %v", left)
 	}
 }

@@ -238,7 +238,7 @@ func testPodmanComposeUpStatusDown(t *testing.T, b *podmanComposeBed) {
 		t.Fatalf("up: %v\nlog:\n%s", err, log)
 	}
 	t.Logf("occ dev up --engine podman (Compose profile) took %s", time.Since(started).Round(time.Millisecond))
-	dir, name := r.opts.StateDir, r.opts.ClusterName
+	dir, name := r.opts.StateDir, r.opts.K3d().ClusterName
 	vols := b.volumesOf(t, name)
 	o := sum.OCE
 	apiURL := fmt.Sprintf("http://127.0.0.1:%d", r.settings.APIPort)
@@ -343,12 +343,12 @@ func testPodmanComposeUpStatusDown(t *testing.T, b *podmanComposeBed) {
 func testPodmanComposeFailures(t *testing.T, b *podmanComposeBed) {
 	probe := b.run(t)
 	names := stepNames(t, probe.opts)
-	for _, s := range podmanComposeFailureSteps(probe.opts.ClusterName) {
+	for _, s := range podmanComposeFailureSteps(probe.opts.K3d().ClusterName) {
 		if !slices.Contains(names, s) {
 			t.Fatalf("the profile has no step %q: %q", s, names)
 		}
 	}
-	defaults := podmanComposeFailureSteps(probe.opts.ClusterName)
+	defaults := podmanComposeFailureSteps(probe.opts.K3d().ClusterName)
 	for i := range names {
 		t.Run(fmt.Sprintf("after step %d %s", i+1, names[i]), func(t *testing.T) {
 			if !slices.Contains(defaults, names[i]) && os.Getenv(composeAllStepsEnv) == "" {

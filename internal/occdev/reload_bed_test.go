@@ -60,7 +60,7 @@ func TestComposeReload(t *testing.T) {
 	if err != nil {
 		t.Fatalf("up: %v\nlog:\n%s", err, log)
 	}
-	dir, name := r.opts.StateDir, r.opts.ClusterName
+	dir, name := r.opts.StateDir, r.opts.K3d().ClusterName
 	vols := b.volumesOf(t, name)
 	apiURL := sum.OCE.APIURL
 	script := filepath.Join(r.checkout, serverScript)

@@ -66,7 +66,7 @@ func TestKubernetesReload(t *testing.T) {
 			r.startWorker(t, kube, ns)
 		}
 		if len(volumes) == 0 {
-			if objs, err := b.Engine.ClusterObjects(context.Background(), r.opts.ClusterName); err == nil {
+			if objs, err := b.Engine.ClusterObjects(context.Background(), r.opts.K3d().ClusterName); err == nil {
 				volumes = objs.Volumes
 			}
 		}
@@ -224,7 +224,7 @@ func TestKubernetesReload(t *testing.T) {
 	if !dirGone(dir) {
 		t.Errorf("the state directory %s survived down", dir)
 	}
-	if left := b.leftovers(t, r.opts.ClusterName, volumes); len(left) > 0 {
+	if left := b.leftovers(t, r.opts.K3d().ClusterName, volumes); len(left) > 0 {
 		t.Errorf("down left: %v", left)
 	}
 	if extra := b.newVolumes(t, volumesBefore); len(extra) > 0 {

@@ -237,7 +237,7 @@ func testRoutingControllers(t *testing.T, b *k3dBed, compose bool) {
 	}
 
 	c := installationCompute(t, sum.Installation)
-	node, err := kc.CoreV1().Nodes().Get(ctx, "k3d-"+opts.ClusterName+"-server-0", metav1.GetOptions{})
+	node, err := kc.CoreV1().Nodes().Get(ctx, "k3d-"+opts.K3d().ClusterName+"-server-0", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +257,7 @@ func testRoutingControllers(t *testing.T, b *k3dBed, compose bool) {
 	if _, err := occdev.Down(ctx, occdev.DownOptions{StateDir: opts.StateDir, Log: opts.Log}); err != nil {
 		t.Fatalf("down: %v", err)
 	}
-	if left := append(b.leftovers(t, opts.ClusterName, nil), b.routingLeft(t, imgs)...); len(left) > 0 {
+	if left := append(b.leftovers(t, opts.K3d().ClusterName, nil), b.routingLeft(t, imgs)...); len(left) > 0 {
 		t.Errorf("left after down: %v", left)
 	}
 
@@ -281,7 +281,7 @@ func testRoutingControllers(t *testing.T, b *k3dBed, compose bool) {
 			if _, err := os.Stat(opts.StateDir); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("the rollback kept the state directory: %v", err)
 			}
-			if left := append(b.leftovers(t, opts.ClusterName, nil), b.routingLeft(t, imgs)...); len(left) > 0 {
+			if left := append(b.leftovers(t, opts.K3d().ClusterName, nil), b.routingLeft(t, imgs)...); len(left) > 0 {
 				t.Errorf("left after the rollback: %v", left)
 			}
 		})

@@ -12,7 +12,6 @@ const (
 	EnvGatewayChart         = charts.EnvGatewayChart
 	EnvWorkspaceChart       = charts.EnvWorkspaceChart
 	EnvAgentSandboxManifest = platform.EnvAgentSandboxManifest
-	EnvDNSResolver          = k3d.EnvDNSResolver
 	EnvK3sImage             = k3d.EnvK3sImage
 )
 

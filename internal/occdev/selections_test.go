@@ -26,7 +26,7 @@ func TestResolveSelections(t *testing.T) {
 	if err := os.WriteFile(manifest, []byte(chartstest.AgentSandboxManifest()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p, err := resolvePlan(UpOptions{StateDir: "/var/lib/occ-dev", Docker: sock, GatewayChart: gw, WorkspaceChart: ws, AgentSandboxManifest: manifest, DNSResolver: "10.64.0.53"})
+	p, err := resolvePlan(UpOptions{StateDir: "/var/lib/occ-dev", Docker: sock, GatewayChart: gw, WorkspaceChart: ws, AgentSandboxManifest: manifest, ClusterSettings: K3dSettings(k3d.ClusterOptions{DNSResolver: "10.64.0.53"})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,9 +97,9 @@ func TestResolveSelectionsRefusesBadValues(t *testing.T) {
 	}{
 		{"charts and an archive", UpOptions{GatewayChart: gw, WorkspaceChart: ws, ArchiveFile: archive}, []string{`--openshell-archive (OCC_DEVELOPMENT_OPENSHELL_ARCHIVE) "` + archive + `" is not used when both OpenShell charts are selected`}},
 		{"a missing manifest", UpOptions{AgentSandboxManifest: "/nonexistent/sandbox.yaml"}, []string{`--agent-sandbox-manifest (OCC_DEVELOPMENT_OPENSHELL_AGENT_SANDBOX_MANIFEST) "/nonexistent/sandbox.yaml" does not exist`, "leave it unset to download the pinned one"}},
-		{"a resolver by name", UpOptions{DNSResolver: "dns.corp.example"}, []string{`--k3d-dns-resolver (OCC_DEVELOPMENT_K3D_DNS_RESOLVER) "dns.corp.example" is not an IPv4 address`, "or k3d for k3d's own DNS handling"}},
-		{"a loopback resolver", UpOptions{DNSResolver: "127.0.0.53"}, []string{`"127.0.0.53" is a loopback address`}},
-		{"a resolver for an existing cluster", UpOptions{ClusterProvider: ProviderExisting, DNSResolver: "10.64.0.53"}, []string{`--k3d-dns-resolver (OCC_DEVELOPMENT_K3D_DNS_RESOLVER) "10.64.0.53" configures the k3d cluster occ creates`}},
+		{"a resolver by name", UpOptions{ClusterSettings: K3dSettings(k3d.ClusterOptions{DNSResolver: "dns.corp.example"})}, []string{`--k3d-dns-resolver (OCC_DEVELOPMENT_K3D_DNS_RESOLVER) "dns.corp.example" is not an IPv4 address`, "or k3d for k3d's own DNS handling"}},
+		{"a loopback resolver", UpOptions{ClusterSettings: K3dSettings(k3d.ClusterOptions{DNSResolver: "127.0.0.53"})}, []string{`"127.0.0.53" is a loopback address`}},
+		{"a resolver for an existing cluster", UpOptions{ClusterProvider: ProviderExisting, ClusterSettings: K3dSettings(k3d.ClusterOptions{DNSResolver: "10.64.0.53"})}, []string{`--k3d-dns-resolver (OCC_DEVELOPMENT_K3D_DNS_RESOLVER) "10.64.0.53" configures the k3d cluster occ creates`}},
 		{"a k3s pin without its release tag", UpOptions{PinFile: pinFile}, []string{`--pin-file (OCC_DEVELOPMENT_PIN_FILE) "` + pinFile + `"`, `k3s.image "docker.io/rancher/k3s:latest@sha256:`, `does not carry a k3s release tag (vMAJOR.MINOR.PATCH-k3sN)`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

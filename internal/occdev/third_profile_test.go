@@ -167,7 +167,7 @@ func testThirdProfile(t *testing.T, b *k3dBed) {
 	if err != nil {
 		t.Fatalf("up: %v\nlog:\n%s", err, opts.Log)
 	}
-	name, dir := opts.ClusterName, opts.StateDir
+	name, dir := opts.K3d().ClusterName, opts.StateDir
 	vols := b.volumesOf(t, name)
 	if sum.OCE == nil || !strings.HasPrefix(sum.OCE.ControlPlane, "note (ConfigMap "+noteProfileNamespace+"/"+noteConfigMap+" ") || sum.Namespace != noteProfileNamespace || sum.ControlPlane != "" {
 		t.Fatalf("summary: %+v (control plane %+v)", sum, sum.OCE)

@@ -42,7 +42,7 @@ func TestResolvePlan(t *testing.T) {
 		p.Engine.String() != "unix:///run/user/1000/docker.sock" || p.EngineSource != "DOCKER_HOST" || !p.importsImages() || len(p.Images) != 5 {
 		t.Errorf("default k3d plan: %+v", p)
 	}
-	p, err = resolvePlan(UpOptions{StateDir: "/var/lib/occ-dev", ControlPlane: ControlPlaneKubernetes, Docker: sock, ClusterName: "occ-dev-mine", APIPort: 6550})
+	p, err = resolvePlan(UpOptions{StateDir: "/var/lib/occ-dev", ControlPlane: ControlPlaneKubernetes, Docker: sock, ClusterSettings: K3dSettings(k3d.ClusterOptions{ClusterName: "occ-dev-mine", APIPort: 6550})})
 	if err != nil || p.Namespace != "oce-system" || p.ServiceType != "ClusterIP" || p.NodePort != 0 || p.ClusterName != "occ-dev-mine" || p.APIPort != 6550 {
 		t.Errorf("kubernetes plan: %+v, %v", p, err)
 	}
@@ -60,13 +60,13 @@ func TestResolvePlan(t *testing.T) {
 		{UpOptions{StartupTimeout: time.Millisecond}, "must be between 1s and 24h"},
 		{UpOptions{Context: "kind-dev"}, `--context "kind-dev" selects an existing cluster, but --cluster-provider k3d creates its own`},
 		{UpOptions{Kubeconfig: "/tmp/kc"}, `--kubeconfig "/tmp/kc" selects an existing cluster`},
-		{UpOptions{ClusterName: "dev"}, `OCC_DEVELOPMENT_KUBERNETES_CLUSTER "dev" must start with "occ-dev-"`},
-		{UpOptions{ClusterName: "occ-dev-" + strings.Repeat("a", 30)}, "at most 32 characters"},
-		{UpOptions{ClusterName: "occ-dev-x-"}, "end with a lowercase letter or digit"},
-		{UpOptions{APIPort: 70000}, `--api-port (OCC_DEVELOPMENT_KUBERNETES_API_PORT) "70000" must be between 1 and 65535`},
-		{UpOptions{DiskThresholdPercent: 21}, `OCC_DEVELOPMENT_KUBERNETES_DISK_THRESHOLD_PERCENT) "21" must be between 1 and 20`},
-		{UpOptions{ClusterProvider: ProviderExisting, ClusterName: "occ-dev-x"}, "configures the k3d cluster occ creates, and --cluster-provider existing creates none"},
-		{UpOptions{ClusterProvider: ProviderExisting, APIPort: 6443}, "--api-port (OCC_DEVELOPMENT_KUBERNETES_API_PORT)"},
+		{UpOptions{ClusterSettings: K3dSettings(k3d.ClusterOptions{ClusterName: "dev"})}, `OCC_DEVELOPMENT_KUBERNETES_CLUSTER "dev" must start with "occ-dev-"`},
+		{UpOptions{ClusterSettings: K3dSettings(k3d.ClusterOptions{ClusterName: "occ-dev-" + strings.Repeat("a", 30)})}, "at most 32 characters"},
+		{UpOptions{ClusterSettings: K3dSettings(k3d.ClusterOptions{ClusterName: "occ-dev-x-"})}, "end with a lowercase letter or digit"},
+		{UpOptions{ClusterSettings: K3dSettings(k3d.ClusterOptions{APIPort: 70000})}, `--api-port (OCC_DEVELOPMENT_KUBERNETES_API_PORT) "70000" must be between 1 and 65535`},
+		{UpOptions{ClusterSettings: K3dSettings(k3d.ClusterOptions{DiskThresholdPercent: 21})}, `OCC_DEVELOPMENT_KUBERNETES_DISK_THRESHOLD_PERCENT) "21" must be between 1 and 20`},
+		{UpOptions{ClusterProvider: ProviderExisting, ClusterSettings: K3dSettings(k3d.ClusterOptions{ClusterName: "occ-dev-x"})}, "configures the k3d cluster occ creates, and --cluster-provider existing creates none"},
+		{UpOptions{ClusterProvider: ProviderExisting, ClusterSettings: K3dSettings(k3d.ClusterOptions{APIPort: 6443})}, "--api-port (OCC_DEVELOPMENT_KUBERNETES_API_PORT)"},
 		{UpOptions{ClusterProvider: ProviderExisting, K3sImage: "rancher/k3s:v1.35.8-k3s1"}, `OCC_DEVELOPMENT_K3S_IMAGE "rancher/k3s:v1.35.8-k3s1" selects the node image of the k3d cluster occ creates`},
 	} {
 		tc.o.Docker = sock

@@ -6,16 +6,22 @@ import (
 	"time"
 
 	"github.com/openclaw/occ/internal/occdev/engine"
+	"github.com/openclaw/occ/internal/occdev/option"
 )
 
 // Registration is one cluster provider as the flow knows it: its --cluster-provider value, the
-// settings of its own the user set, the rule that turns the cluster settings into its plan, and
-// the live provider a run opens. Each provider's package exports one, and the flow's table lists
-// them; the flow never names a provider otherwise (kind's providers.Provider, chosen by one
-// option).
+// settings it declares of its own and those of them the user set, the rule that turns the
+// cluster settings into its plan, and the live provider a run opens. Each provider's package
+// exports one, and the flow's table lists them; the flow never names a provider otherwise
+// (kind's providers.Provider, chosen by one option).
 type Registration struct {
 	// Name is the --cluster-provider value.
 	Name string
+	// Settings returns a fresh options value of the provider's own type, as a pointer, and the
+	// settings it declares of its own (option.Setting), each bound to one of that value's
+	// fields; nil for a provider with none. Whoever fills the fields (the CLI, from its flags and
+	// variables) fills what Given and Resolve read back from Options.Settings by Name.
+	Settings func() (options any, settings []option.Setting)
 	// Given lists the settings of this provider the user set, in the order it checks them; every
 	// other provider refuses them (nil: it has none).
 	Given func(Options) []Setting
@@ -47,12 +53,10 @@ type Options struct {
 	// Kubeconfig and Context select the existing cluster (--kubeconfig, --context).
 	Kubeconfig string
 	Context    string
-	// ClusterName, APIPort, DiskThresholdPercent and DNSResolver configure the k3d cluster occ
-	// creates (zero: the provider's default).
-	ClusterName          string
-	APIPort              int
-	DiskThresholdPercent int
-	DNSResolver          string
+	// Settings are each provider's own settings by its --cluster-provider name, the options
+	// value its Registration.Settings made (or one of that type; nil: every default). A provider
+	// reads only its own (option.Own).
+	Settings map[string]any
 	// Timeout is the startup timeout, which also bounds a cluster's creation.
 	Timeout time.Duration
 	// ExemptRuntimeClasses are the RuntimeClasses a cluster the provider creates exempts from

@@ -1,7 +1,9 @@
 package option
 
+import "fmt"
+
 // Setting is one setting a part of `occ dev` declares of its own (a control-plane profile's,
-// profile.Configurable), described the way the CLI's settings table describes every setting of
+// profile.Configurable; a cluster provider's, cluster.Registration.Settings), described the way the CLI's settings table describes every setting of
 // `occ dev up`: its flag, the variable that gives it when the flag is not, its help, and the
 // field of the part's options value it fills. The CLI registers it beside its own settings, with
 // the same precedence, parsing and refusals (an *Error naming where the value came from), so a
@@ -32,4 +34,24 @@ func (s Setting) String() string {
 		return s.Env
 	}
 	return "--" + s.Flag + " (" + s.Env + ")"
+}
+
+// Own is a part's own options value of type T as the flow carries it, opaquely, beside the other
+// parts': the value its declared settings fill (a *T), one a caller set (a T), or nil, for which
+// it is the zero T (every default). part names the part ("the kubernetes profile") in the error
+// for a value of any other type, a bug in occ.
+func Own[T any](settings any, part string) (T, error) {
+	var zero T
+	switch s := settings.(type) {
+	case nil:
+		return zero, nil
+	case T:
+		return s, nil
+	case *T:
+		if s == nil {
+			return zero, nil
+		}
+		return *s, nil
+	}
+	return zero, fmt.Errorf("the settings of %s are a %T, not a %T (a bug in occ)", part, settings, zero)
 }

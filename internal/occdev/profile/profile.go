@@ -8,7 +8,6 @@ package profile
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"strings"
 	"time"
@@ -92,19 +91,7 @@ type Input struct {
 // SettingsOf are the profile's own settings of type T from in (a T or a *T), the zero T when
 // none were given.
 func SettingsOf[T any](in Input) (T, error) {
-	var zero T
-	switch s := in.Settings.(type) {
-	case nil:
-		return zero, nil
-	case T:
-		return s, nil
-	case *T:
-		if s == nil {
-			return zero, nil
-		}
-		return *s, nil
-	}
-	return zero, fmt.Errorf("the settings of the %s profile are a %T, not a %T (a bug in occ)", in.Name, in.Settings, zero)
+	return option.Own[T](in.Settings, "the "+in.Name+" profile")
 }
 
 // RefuseComposeArgs refuses Compose options after -- for a profile that runs no Compose project.

@@ -15,7 +15,20 @@ import (
 func TestTheK3dRegistrationRefusesTheExistingProvidersSettingsAndDecidesItsPlan(t *testing.T) {
 	table := map[string]cluster.Registration{Name: Registration(), existing.Name: existing.Registration()}
 	asked := 0
-	o := cluster.Options{Kubeconfig: "/tmp/kc", Context: "dev", ClusterName: "occ-dev-mine", APIPort: 6550, DNSResolver: "10.64.0.53",
+	own, rows := Registration().Settings()
+	mine := own.(*ClusterOptions)
+	for _, r := range rows {
+		switch f := r.Field.(type) {
+		case *string:
+			*f = map[string]string{"cluster-name": "occ-dev-mine", "k3d-dns-resolver": "10.64.0.53"}[r.Flag]
+		case *int:
+			*f = map[string]int{"api-port": 6550}[r.Flag]
+		}
+	}
+	if *mine != (ClusterOptions{ClusterName: "occ-dev-mine", APIPort: 6550, DNSResolver: "10.64.0.53"}) {
+		t.Fatalf("the declared settings filled %+v, want each its own field", *mine)
+	}
+	o := cluster.Options{Kubeconfig: "/tmp/kc", Context: "dev", Settings: map[string]any{Name: own},
 		Timeout: time.Minute, ExemptRuntimeClasses: []string{"sandbox"},
 		Engine: func() (cluster.Engine, error) { asked++; return cluster.Engine{Kind: "docker"}, nil }}
 
