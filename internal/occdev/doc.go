@@ -28,10 +28,12 @@
 //	occdev/docker/     the engine's API (the Docker client behind its kind's wrapper, in
 //	                   docker/engineapi), connected at a located or recorded Endpoint only
 //	occdev/images/     pinned images pulled by digest, imported, verified in the node
-//	occdev/platform/   layer 2: the sandbox platform's manifests, the Gateway chart install,
-//	                   the readiness waits, the Gateway Health check, the Installation writer
-//	occdev/kubeobj/    recorded Kubernetes objects: ensure, adopt on exact ownership, remove
-//	                   with a UID precondition; ownership labels; the Kubernetes Remover
+//	occdev/platform/   layer 2: the sandbox platform's manifests (Agent Sandbox, the routing
+//	                   controllers), the Gateway chart install and its render check, the
+//	                   readiness waits, the Gateway Health check, the Installation writer
+//	occdev/kubeobj/    the recorded cluster's client configuration; recorded Kubernetes objects:
+//	                   ensure, adopt on exact ownership, remove with a UID precondition;
+//	                   ownership labels; the Kubernetes Remover
 //	occdev/helmrelease/ Helm releases through the Helm SDK, and their Remover
 //	occdev/podlogs/    the container logs of a workload's Pods through pods/log, followed
 //	occdev/state/      the private record (state.json): typed records, Recorder, the Remover
@@ -109,6 +111,19 @@
 // imports implements cluster.Importer, and the flow gives it the image lanes; a failed Ensure
 // that leaves a record `down` must check again returns a cluster.KeptError. The plan holds only
 // values: each run opens its provider from providers() and closes it at the end.
+//
+// # Adding an engine kind
+//
+// An engine that speaks the Docker API is one Registration line in engine/kinds.go (its name,
+// the GET /version component that identifies it, the answers the flow reads of it), and a file
+// in docker/engineapi only when it needs a wrapper over the Docker client for its quirks. The
+// locator recognises it, the state records it, and every step reads its registration.
+//
+// # Adding a fact to status
+//
+// What `occ dev status` reads from a reachable cluster itself is cluster.Facts: a typed field,
+// read by ReadFacts and printed by PrintStatus in cluster/facts.go, which is the only file a new
+// fact changes (the status document carries the facts whole; `list` asks Degraded).
 //
 // # Adding a recorded type and its remover
 //
