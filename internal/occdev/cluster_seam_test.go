@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/openclaw/occ/internal/occdev/cluster"
@@ -237,57 +236,27 @@ func TestTheImagesDownloadInPinOrderEachPullAfterTheOneBefore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	steps := clusterLane(p).Steps
+	group := steps[len(steps)-1]
 	var lanes []string
-	for _, s := range clusterLane(p).Steps {
-		for _, l := range s.Lanes {
-			lanes = append(lanes, l.Name)
-		}
+	for _, l := range group.Lanes {
+		lanes = append(lanes, l.Name)
 	}
 	if want := []string{"fakeimport", "gateway", "sandbox", "supervisor", "import", "platform"}; !slices.Equal(lanes, want) {
 		t.Fatalf("the cluster group's lanes are %q, want %q", lanes, want)
 	}
 
-	// A pull in turn starts only once the one before it has ended, failed or not.
+	// A lane's pull waits for the pull of the lane before it (images.Slots.InTurn): on a
+	// cancelled run the Sandbox image's pull ends with the cancellation, before the Gateway
+	// image's has had its turn, without reaching the engine.
 	r := &run{plan: p}
 	r.makeImageSlots()
-	var order []imageSlot
-	var mu sync.Mutex
-	stub := func(slot imageSlot, err error) Step {
-		return Step{Name: "pull", Run: func(context.Context, *run, progress.Reporter) error {
-			mu.Lock()
-			order = append(order, slot)
-			mu.Unlock()
-			return err
-		}}
-	}
-	first, second := imageSlot(1), imageSlot(0)
-	done := make(chan error)
-	go func() {
-		done <- inTurn(stub(second, nil), second, first).Run(context.Background(), r, progress.Reporter{})
-	}()
-	if r.pulled[second].IsSet() {
-		t.Fatal("the second pull ended before the first one began")
-	}
-	if err := inTurn(stub(first, errors.New("the first pull fails")), first, first).Run(context.Background(), r, progress.Reporter{}); err == nil {
-		t.Fatal("the first pull's error was lost")
-	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(order, []imageSlot{first, second}) {
-		t.Errorf("the pulls ran in order %v, want %v", order, []imageSlot{first, second})
-	}
-
-	// A cancelled run ends a waiting pull without running it.
-	r2 := &run{plan: p}
-	r2.makeImageSlots()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := inTurn(stub(second, nil), second, first).Run(ctx, r2, progress.Reporter{}); !errors.Is(err, context.Canceled) {
-		t.Errorf("a waiting pull on a cancelled run ended with %v, want context.Canceled", err)
-	}
-	if !r2.pulled[second].IsSet() {
-		t.Error("a cancelled pull did not close its turn")
+	if pull := group.Lanes[2].Steps[0]; pull.Name != "Pull the OpenShell Sandbox image" {
+		t.Fatalf("the Sandbox lane begins with %q", pull.Name)
+	} else if err := pull.Run(ctx, r, progress.Reporter{}); !errors.Is(err, context.Canceled) {
+		t.Errorf("the Sandbox image's pull on a cancelled run before the Gateway image's turn ended with %v, want context.Canceled", err)
 	}
 }
 
@@ -303,7 +272,7 @@ func TestTheGatewayInstallWaitsOnlyForTheImagesItsChartStarts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	product := gatewayImages(p.pins)
+	product := images.GatewaySlots(p.pins)
 	gateway, sandbox := product[0], product[1]
 	if p.image(gateway).Role != "gateway" || p.image(sandbox).Role != "sandbox" {
 		t.Fatalf("the first two OpenShell images are %q and %q, want the Gateway's and the Sandbox's", p.image(gateway).Role, p.image(sandbox).Role)
@@ -322,7 +291,7 @@ func TestTheGatewayInstallWaitsOnlyForTheImagesItsChartStarts(t *testing.T) {
 	if err := install.Run(cancelled, r, progress.Reporter{}); !errors.Is(err, context.Canceled) || ran != 0 {
 		t.Fatalf("with no image verified the install returned %v after %d runs, want context.Canceled and none", err, ran)
 	}
-	r.inNode[gateway].Set()
+	r.slots.InNode(gateway).Set()
 	if err := install.Run(context.Background(), r, progress.Reporter{}); err != nil || ran != 1 {
 		t.Fatalf("with the Gateway image verified (the Sandbox and supervisor images not) the install returned %v after %d runs, want it run once", err, ran)
 	}
@@ -331,11 +300,11 @@ func TestTheGatewayInstallWaitsOnlyForTheImagesItsChartStarts(t *testing.T) {
 	// verified as well.
 	r = &run{plan: p, gatewayStarts: []pins.Image{p.image(gateway).Image, p.image(sandbox).Image}}
 	r.makeImageSlots()
-	r.inNode[gateway].Set()
+	r.slots.InNode(gateway).Set()
 	if err := install.Run(cancelled, r, progress.Reporter{}); !errors.Is(err, context.Canceled) || ran != 1 {
 		t.Fatalf("with the Sandbox image started by the chart and not verified the install returned %v after %d runs, want context.Canceled and no run", err, ran)
 	}
-	r.inNode[sandbox].Set()
+	r.slots.InNode(sandbox).Set()
 	if err := install.Run(context.Background(), r, progress.Reporter{}); err != nil || ran != 2 {
 		t.Fatalf("with both verified the install returned %v after %d runs, want it run", err, ran)
 	}

@@ -39,10 +39,9 @@ type run struct {
 	// located endpoint, and the platform of the containers it runs.
 	engine         *docker.Engine
 	enginePlatform images.Platform
-	// bundle is the plan's bundle, verified and opened, and fromBundle each image of flowImages
-	// as it gives it for the engine's platform (openBundle); nil without a bundle.
-	bundle     *pinbundle.Opened
-	fromBundle []*pinbundle.Image
+	// bundle is the plan's bundle, verified, opened and found to hold everything the run takes
+	// from it (openBundle); nil without a bundle.
+	bundle *pinbundle.Taken
 
 	// Written by the artifacts lane.
 	archive            *artifacts.Verified
@@ -59,9 +58,10 @@ type run struct {
 	// k3d cluster, beside the cluster's creation, waits on it.
 	artifacts readiness
 
-	// Written by the cluster lane: the pinned images as the engine holds them (by their slot in
-	// flowImages, allocated with the run, each slot by its own step) and the connection.
-	local []images.Local
+	// Written by the cluster lane: the images as its lanes take them into the engine and the node
+	// (allocated with the run, each pinned image's slot by its own lanes, the control plane's
+	// images by the import lane) and the connection.
+	slots *images.Slots
 	// resolvedPins are the plan's pins with a node image selected by tag resolved to the digest
 	// its pull used (nil until then, or when the node image is pinned by digest): the cluster
 	// is created from that digest.
@@ -70,23 +70,9 @@ type run struct {
 	// cluster is done once conn is set: the image lanes beside the cluster's creation wait on
 	// it before they import, and read conn only after it.
 	cluster readiness
-	// product is each OpenShell image as its own lane imported and verified it in the node;
-	// inNode[slot] is done once product[slot] is verified (the Gateway install waits on the
-	// images its chart starts).
-	product []productImage
-	inNode  []readiness
-	// pulled is done for a slot once its pull has every layer's bytes (the engine may still be
-	// extracting them), or once its step has ended, however it ended: the OpenShell images
-	// download one after another (pullInTurn).
-	pulled []readiness
 	// keptCluster is the record the cluster provider's failed Ensure left for `down`
 	// (cluster.KeptError), which keeps it and the state directory.
 	keptCluster atomic.Pointer[state.Object]
-
-	// Written by the import lane: the control plane's images imported into the node and
-	// verified there.
-	imported []images.Imported
-	verified []images.Verified
 
 	// Written by the Gateway and Installation steps.
 	gateway          *platform.Gateway

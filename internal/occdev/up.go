@@ -9,6 +9,7 @@ import (
 	"github.com/openclaw/occ/internal/interrupt"
 	"github.com/openclaw/occ/internal/occdev/diagnose"
 	"github.com/openclaw/occ/internal/occdev/engine"
+	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/observe"
 	"github.com/openclaw/occ/internal/occdev/recorded"
 	"github.com/openclaw/occ/internal/occdev/step"
@@ -96,13 +97,13 @@ func clusterLane(p *Plan) Lane {
 		)
 	}
 	steps := profileSteps(p.profile.BeforeCluster())
-	for _, slot := range clusterImages(p.pins) {
+	for _, slot := range images.ClusterSlots(p.pins) {
 		steps = append(steps, imageStep(p, slot))
 	}
 	// The provider's lane comes first: the other lanes wait on the cluster it makes. The platform
 	// lane comes last, after the image lanes it waits on (in that order a Sequential run ends).
 	lanes := []Lane{lane(p.ClusterProvider, Step{Name: "Create " + p.ClusterProvider + " cluster " + p.ClusterName, Describe: describeCluster, Run: connectCluster})}
-	product := nodeImages(p.pins)
+	product := images.NodeSlots(p.pins)
 	for i, slot := range product {
 		after := slot // the first lane's pull waits for none
 		if i > 0 {

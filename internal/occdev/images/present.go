@@ -13,7 +13,10 @@
 //     repo@sha256:<pinned> there;
 //   - CheckRenderedImages refuses a rendered chart whose containers or rendered configuration
 //     name anything but the pins, or that names a required pin nowhere;
-//   - Status compares what the node holds with the local images, for `occ dev status`.
+//   - Status compares what the node holds with the local images, for `occ dev status`;
+//   - Slots holds the images of one `up` as its lanes take them, side by side, into the engine
+//     and the node (Pull, Import, Verify), each pinned image at its Slot of Pinned, with the
+//     readiness the lanes beside them wait on (InTurn, InNode).
 //
 // What an image's identity is depends on the engine's image store (Store), and one rule
 // (Local.Holds) decides it for the import, the status, reloads and the removers:

@@ -1,7 +1,7 @@
 // Package pinbundle writes and reads the offline bundle of a pin set (`occ dev bundle`): one tar
 // file holding every artifact the pins name, each verified against its pin, so `occ dev up` can
-// later install from the file alone. It is not the failure bundle `occ dev up` writes for a
-// report (occdev/observe's bundle.go).
+// later install from the file alone (Take). It is not the failure bundle `occ dev up` writes for
+// a report (occdev/observe's bundle.go).
 //
 // The tar holds an OCI image layout — oci-layout, index.json, blobs/sha256/<hex> — and
 // occ-bundle.json, the bundle's own table of contents. Each pinned image's index is a blob with
@@ -95,11 +95,13 @@ const (
 	KindFile  = "file"
 )
 
-// wanted is one artifact a pin set puts into a bundle: an image or a file.
+// wanted is one artifact a pin set puts into a bundle: an image or a file, which what names in
+// messages.
 type wanted struct {
 	key   string
 	image *pins.Image
 	file  *pins.Artifact
+	what  string
 }
 
 func (w wanted) digest() string {
@@ -121,17 +123,17 @@ func (w wanted) reference() string {
 // them from the checkout's build, not from these pins' own use.
 func wantedOf(set *pins.Set) []wanted {
 	var out []wanted
-	out = append(out, wanted{key: pins.KeySourceArchive, file: &set.OpenShell.SourceArchive.Artifact})
+	out = append(out, wanted{key: pins.KeySourceArchive, file: &set.OpenShell.SourceArchive.Artifact, what: "OpenShell source archive"})
 	images := append(set.GatewayImages(), set.ClusterImages()...)
 	for _, img := range images {
 		out = append(out, wanted{key: img.Key, image: &img.Image})
 	}
-	out = append(out, wanted{key: pins.KeyAgentSandbox, file: &set.AgentSandbox.Manifest})
+	out = append(out, wanted{key: pins.KeyAgentSandbox, file: &set.AgentSandbox.Manifest, what: "Agent Sandbox manifest"})
 	// Routing controllers whose images the pins do not record are not installed by up (its plan
 	// says why), so their manifests are not among what it downloads.
 	if set.Routing != nil && set.Routing.Resolved() {
 		for _, c := range set.Routing.Controllers() {
-			out = append(out, wanted{key: c.Key + ".manifest", file: &c.Manifest})
+			out = append(out, wanted{key: c.Key + ".manifest", file: &c.Manifest, what: c.Name + " manifest"})
 		}
 		for _, img := range set.RoutingImages() {
 			out = append(out, wanted{key: img.Key, image: &img.Image})
