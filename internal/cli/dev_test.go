@@ -20,6 +20,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/observe"
 	"github.com/openclaw/occ/internal/occdev/occdevtest"
+	"github.com/openclaw/occ/internal/occdev/platform"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/testbed"
 	"github.com/openclaw/occ/internal/testbed/ocebed"
@@ -195,7 +196,7 @@ func TestDevCommandsEndToEnd(t *testing.T) {
 		t.Errorf("dev status -v lists every object: exit %d\n%s", code, table)
 	}
 
-	secret, err := b.Client.CoreV1().Secrets(b.Namespace).Get(context.Background(), occdev.GatewayJWTSecretName, metav1.GetOptions{})
+	secret, err := b.Client.CoreV1().Secrets(b.Namespace).Get(context.Background(), platform.GatewayJWTSecretName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

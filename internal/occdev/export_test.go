@@ -1,6 +1,10 @@
 package occdev
 
-import "github.com/openclaw/occ/internal/occdev/cluster/k3d"
+import (
+	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
+	"github.com/openclaw/occ/internal/occdev/kubeobj"
+	"github.com/openclaw/occ/internal/occdev/platform"
+)
 
 // Seams returns the test seams of o for a test to set (AfterStep).
 func (o *ReloadOptions) Seams() *deps { return &o.deps }
@@ -26,3 +30,17 @@ func (o *UpOptions) K3d() *k3d.ClusterOptions {
 	o.ClusterSettings[k3d.Name] = k
 	return k
 }
+
+// Names the tests of the flow use; each is defined once, in its layer.
+const (
+	GatewayRelease       = platform.GatewayRelease
+	GatewayServiceName   = platform.GatewayServiceName
+	GatewayNodePort      = platform.GatewayNodePort
+	GatewayJWTSecretName = platform.GatewayJWTSecretName
+	RuntimeClassName     = platform.RuntimeClassName
+	InstallationFileName = platform.InstallationFileName
+
+	LabelManagedBy = kubeobj.LabelManagedBy
+	ManagedByOCC   = kubeobj.ManagedByOCC
+	LabelDevState  = kubeobj.LabelDevState
+)

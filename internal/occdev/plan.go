@@ -453,7 +453,7 @@ func resolveImages(p *Plan, o UpOptions) error {
 func resolveCluster(p *Plan, o UpOptions, table map[string]cluster.Registration, reg cluster.Registration) error {
 	opts := cluster.Options{
 		Kubeconfig: o.Kubeconfig, Context: o.Context, Settings: o.ClusterSettings,
-		Timeout: p.StartupTimeout, ExemptRuntimeClasses: []string{RuntimeClassName},
+		Timeout: p.StartupTimeout, ExemptRuntimeClasses: []string{platform.RuntimeClassName},
 		// The engine is located and identified now (GET /version, which changes nothing), so
 		// the dry run names it and the state records its kind and endpoint before anything is
 		// created.

@@ -11,6 +11,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/observe"
+	"github.com/openclaw/occ/internal/occdev/platform"
 	"github.com/openclaw/occ/internal/occdev/recorded"
 	"github.com/openclaw/occ/internal/occdev/step"
 )
@@ -162,7 +163,7 @@ const gatewayInstallStep = "Install the OpenShell Gateway chart"
 func platformSteps(p *Plan) []Step {
 	steps := []Step{
 		{Name: "Create the platform namespace", Describe: describeNamespace, Run: ensurePlatformNamespace},
-		{Name: "Create RuntimeClass " + RuntimeClassName, Describe: describeRuntimeClass, Run: ensureRuntimeClass},
+		{Name: "Create RuntimeClass " + platform.RuntimeClassName, Describe: describeRuntimeClass, Run: ensureRuntimeClass},
 		{Name: "Apply the Agent Sandbox manifest", Describe: describeAgentSandbox, Run: applyAgentSandbox},
 	}
 	wait := "Wait for the Agent Sandbox controller and the Gateway"
