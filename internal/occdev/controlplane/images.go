@@ -10,7 +10,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/image"
 
-	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/docker/engineapi"
 	"github.com/openclaw/occ/internal/occdev/pins"
 )
 
@@ -108,7 +108,7 @@ type ControlPlaneImages struct {
 // ImageInspector is the engine call the selected-image check makes; the engine's docker.API has
 // it.
 type ImageInspector interface {
-	ImageInspect(ctx context.Context, ref string, opts ...docker.ImageInspectOption) (image.InspectResponse, error)
+	ImageInspect(ctx context.Context, ref string, opts ...engineapi.ImageInspectOption) (image.InspectResponse, error)
 }
 
 var commitPattern = regexp.MustCompile(`^[a-f0-9]{40}$`)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/docker/engineapi"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/testbed/dockerbed"
@@ -58,9 +59,9 @@ type transferImporter struct {
 }
 
 func (t transferImporter) ImportImages(ctx context.Context, refs []string, pass images.Pass) error {
-	var save []docker.ImageSaveOption
+	var save []engineapi.ImageSaveOption
 	if pass.Save != nil {
-		save = append(save, docker.ImageSaveWithPlatforms(*pass.Save))
+		save = append(save, engineapi.ImageSaveWithPlatforms(*pass.Save))
 	}
 	stream, err := t.api.ImageSave(ctx, refs, save...)
 	if err != nil {
@@ -193,9 +194,9 @@ func BenchmarkImportAgainstSavePipe(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer bed.Engine.Forget(name)
-				var save []docker.ImageSaveOption
+				var save []engineapi.ImageSaveOption
 				if l.ManifestPlatform != nil {
-					save = append(save, docker.ImageSaveWithPlatforms(*l.ManifestPlatform))
+					save = append(save, engineapi.ImageSaveWithPlatforms(*l.ManifestPlatform))
 				}
 				stream, err := bed.engine.API.ImageSave(ctx, []string{name}, save...)
 				if err != nil {

@@ -46,6 +46,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/docker/engineapi"
 	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
@@ -300,7 +301,7 @@ func describe(ctx context.Context, api docker.API, pin pins.Image, ref string, i
 			return Local{}, err
 		}
 	}
-	withManifests, err := api.ImageInspect(ctx, ref, docker.ImageInspectWithManifests(true))
+	withManifests, err := api.ImageInspect(ctx, ref, engineapi.ImageInspectWithManifests(true))
 	if err != nil {
 		return Local{}, fmt.Errorf("list the manifests of image %s: %w", ref, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/docker/engineapi"
 	"github.com/openclaw/occ/internal/occdev/images"
 )
 
@@ -53,9 +54,9 @@ func (i *Importer) ImportImages(ctx context.Context, refs []string, pass images.
 	}
 	what := fmt.Sprintf("import images into k3d cluster %s", i.name)
 	api := i.p.engine.API
-	var save []docker.ImageSaveOption
+	var save []engineapi.ImageSaveOption
 	if pass.Save != nil {
-		save = append(save, docker.ImageSaveWithPlatforms(*pass.Save))
+		save = append(save, engineapi.ImageSaveWithPlatforms(*pass.Save))
 	}
 	stream, err := api.ImageSave(ctx, refs, save...)
 	if err != nil {
