@@ -9,11 +9,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -561,14 +563,29 @@ func waitFor(bound time.Duration, cond func() error) error {
 	}
 }
 
+// freeLoopbackPort is a loopback port nothing listens on now, taken below the kernel's range of
+// ephemeral ports. A port the kernel hands out for ":0" is one it may give again, at any moment,
+// as the local port of an outgoing connection (the bed makes hundreds), so an `up` that binds it
+// a few seconds later can find it taken: seen once in the Kubernetes-only failure matrix.
 func freeLoopbackPort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	lo, hi := 20000, 32767
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if first, err := strconv.Atoi(f[0]); err == nil && first > 2048 {
+				lo, hi = max(1024, first-12768), first-1
+			}
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	for range 500 {
+		port := lo + rand.IntN(hi-lo+1)
+		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			l.Close()
+			return port
+		}
+	}
+	t.Fatalf("no free loopback port between %d and %d", lo, hi)
+	return 0
 }
 
 // testComposeCLI runs scripts/dev-up as committed, with the binary built from this tree as its

@@ -593,10 +593,7 @@ func testStatusOfChangedEnvironment(t *testing.T, b *k3dBed) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	port, err := k3d.FreeLoopbackPort()
-	if err != nil {
-		t.Fatal(err)
-	}
+	port := freeLoopbackPort(t)
 	theirs := k3d.Request{Name: opts.K3d().ClusterName, Owner: other.State().Owner(), NodeImage: b.set.K3s.Image, StateDir: t.TempDir(), Settings: k3d.Settings{APIPort: port}, Recorder: other}
 	c, err := p.Create(ctx, theirs)
 	if err != nil {

@@ -468,10 +468,7 @@ func (b *k3dBed) createUnrelatedCluster(t testing.TB) *unrelatedCluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	port, err := k3d.FreeLoopbackPort()
-	if err != nil {
-		t.Fatal(err)
-	}
+	port := freeLoopbackPort(t)
 	req := k3d.Request{Name: "occ-dev-u" + strings.ToLower(rand.Text()[:10]), Owner: rec.State().Owner(), NodeImage: b.set.K3s.Image,
 		StateDir: t.TempDir(), Settings: k3d.Settings{APIPort: port}, Recorder: rec}
 	c, err := p.Create(ctx, req)

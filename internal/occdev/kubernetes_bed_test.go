@@ -22,7 +22,6 @@ import (
 
 	"github.com/openclaw/occ/internal/occdev"
 	"github.com/openclaw/occ/internal/occdev/cluster"
-	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
@@ -152,10 +151,7 @@ func (e *eventLog) String() string {
 // k3d maps to the proxy's NodePort, and exec through the stand-in.
 func (b *kubeBed) run(t testing.TB, apiOpts oceapi.Options) *kubeRun {
 	t.Helper()
-	port, err := k3d.FreeLoopbackPort()
-	if err != nil {
-		t.Fatal(err)
-	}
+	port := freeLoopbackPort(t)
 	api := oceapi.Start(t, apiOpts)
 	r := &kubeRun{api: api, exec: api.Exec(), log: &dockerbed.SyncBuffer{}, events: &eventLog{}, provisionErr: make(chan error, 1)}
 	r.opts = b.options(t)

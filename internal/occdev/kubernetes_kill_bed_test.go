@@ -14,7 +14,6 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	kcp "github.com/openclaw/occ/internal/occdev/controlplane/kubernetes"
 	"github.com/openclaw/occ/internal/occdev/helmrelease"
@@ -79,10 +78,7 @@ func testKubernetesSignals(t *testing.T, b *kubeBed, sig syscall.Signal) {
 			}
 			downAtEnd(t, opts.StateDir)
 			volumesBefore := b.allVolumes(t)
-			port, err := k3d.FreeLoopbackPort()
-			if err != nil {
-				t.Fatal(err)
-			}
+			port := freeLoopbackPort(t)
 			tmp := t.TempDir()
 			env := append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(t.TempDir(), "cache"), "OCC_DEVELOPMENT_STATE_DIRECTORY="+opts.StateDir, "TMPDIR="+tmp,
 				"OCC_DEVELOPMENT_NODE_BASE_IMAGE="+b.nodeBase, "OCC_DEVELOPMENT_NODE_RUNTIME_BASE_IMAGE="+b.nodeRuntimeBase, "OPENCLAW_DEV_PORT="+strconv.Itoa(port),
