@@ -11,14 +11,12 @@ import (
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/openclaw/occ/internal/occdev/engine"
 )
 
-// ExecResult is what a command run in a container printed and how it ended.
-type ExecResult struct {
-	Stdout   string
-	Stderr   string
-	ExitCode int
-}
+// ExecResult is what a command run in a container printed and how it ended (engine.ExecResult).
+type ExecResult = engine.ExecResult
 
 // Exec runs cmd in the running container through the engine's exec API and waits for it to end.
 // A non-zero exit is not an error here: callers decide what an exit code means, and get the
@@ -27,16 +25,8 @@ func Exec(ctx context.Context, api API, containerName string, cmd ...string) (Ex
 	return execute(ctx, api, containerName, ExecInput{}, cmd)
 }
 
-// ExecInput is what ExecWithInput gives the command besides its arguments.
-type ExecInput struct {
-	// Stdin is copied to the command's standard input, which is then closed (a half-close of the
-	// connection), so the command sees the end of its input exactly where the reader ends. The
-	// copy stops at the reader's end or once the command has exited and its next write fails;
-	// a reader that blocks is the caller's to close.
-	Stdin io.Reader
-	// Env holds NAME=value entries added to the command's environment.
-	Env []string
-}
+// ExecInput is what ExecWithInput gives the command besides its arguments (engine.ExecInput).
+type ExecInput = engine.ExecInput
 
 // ExecWithInput is Exec with a standard input and environment. The command's exit code and
 // output decide the result: input it did not read before it exited is not an error (a command

@@ -7,33 +7,23 @@ import (
 	"strings"
 
 	"github.com/docker/docker/api/types/container"
+
+	"github.com/openclaw/occ/internal/occdev/engine"
 )
 
 // OneShot is a short command run once in a fresh container that the engine removes when it
-// exits (docker run --rm).
-type OneShot struct {
-	// Image must be in the engine: nothing is pulled.
-	Image string
-	// Network is the container's network ("bridge" for the engine's default bridge).
-	Network string
-	// Entrypoint and Cmd are the command; Entrypoint replaces the image's.
-	Entrypoint []string
-	Cmd        []string
-	// User runs the command as this user ("" is the image's).
-	User string
-	// Binds are bind mounts (source:target[:options]).
-	Binds []string
-	// Confined drops every capability but CapAdd, makes the root filesystem read-only and
-	// forbids gaining privileges: for a helper that must do exactly one privileged thing.
-	Confined bool
-	CapAdd   []string
-}
+// exits (docker run --rm): engine.OneShot.
+type OneShot = engine.OneShot
 
 // RunOnce runs s and returns what it printed and its exit code, as `docker run --rm` does: the
 // container is created to be removed by the engine when it exits (so an occ stopped half-way
 // leaves nothing running behind), attached before it starts (so no output is lost), and removed
 // here if it never started.
 func RunOnce(ctx context.Context, api API, s OneShot) (ExecResult, error) {
+	return runOnce(ctx, api, s)
+}
+
+func runOnce(ctx context.Context, api API, s OneShot) (ExecResult, error) {
 	what := fmt.Sprintf("run %q in a throwaway container of %s", strings.Join(append(append([]string{}, s.Entrypoint...), s.Cmd...), " "), s.Image)
 	host := &container.HostConfig{AutoRemove: true, NetworkMode: container.NetworkMode(s.Network), Binds: s.Binds}
 	if s.Confined {

@@ -94,11 +94,11 @@ func IDOf(ctx context.Context, eng *Engine) (string, error) {
 	if !eng.Registration().StableID {
 		return "", nil
 	}
-	info, err := eng.API.Info(ctx)
+	id, err := eng.Verbs().Identify(ctx)
 	if err != nil {
 		return "", fmt.Errorf("read the identity of the %s engine at %s: %w", eng.Name(), eng.Endpoint, err)
 	}
-	return info.ID, nil
+	return id.ID, nil
 }
 
 // recordedKey keeps the recorded engine's connection among a state's Connections.

@@ -5,7 +5,9 @@
 // kind's fields instead of asking which engine they drive, so an engine that speaks the Docker
 // API is one more Registration.
 //
-// Finding the engine is package engine/locate's, connecting to it package docker's.
+// Engine (verbs.go) is the engine itself in occ's own verbs and types, which occ's image and exec
+// logic drives; package docker connects to an engine and hands it out over the Docker API.
+// Finding the engine is package engine/locate's.
 package engine
 
 import (

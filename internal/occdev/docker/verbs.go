@@ -1,0 +1,274 @@
+package docker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/api/types/volume"
+	"github.com/docker/docker/pkg/jsonmessage"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/openclaw/occ/internal/occdev/docker/engineapi"
+	"github.com/openclaw/occ/internal/occdev/engine"
+)
+
+// Verbs is the engine in occ's own verbs (engine.Engine), over its API.
+func (e *Engine) Verbs() engine.Engine {
+	return apiEngine{api: e.API, kind: e.Kind, version: e.Version, apiVersion: e.APIVersion}
+}
+
+// Over is engine.Engine over api, an engine of kind (empty is Docker) reached through the Docker
+// API: the one implementation of the seam, for Docker and for every kind whose wrapper makes its
+// answers Docker's (Podman's).
+func Over(api API, kind engine.Kind) engine.Engine {
+	return apiEngine{api: api, kind: kind.OrDocker()}
+}
+
+// apiEngine is engine.Engine over the Docker API.
+type apiEngine struct {
+	api                 API
+	kind                engine.Kind
+	version, apiVersion string
+}
+
+func (a apiEngine) Kind() engine.Kind { return a.kind }
+
+func (a apiEngine) Close() error { return a.api.Close() }
+
+func (a apiEngine) Identify(ctx context.Context) (engine.Identity, error) {
+	info, err := a.api.Info(ctx)
+	if err != nil {
+		return engine.Identity{}, err
+	}
+	id := engine.Identity{Kind: a.kind, Version: a.version, APIVersion: a.apiVersion, Store: engine.StoreClassic,
+		Platform: engine.NormalisePlatform(info.OSType, info.Architecture, ""),
+		Host: engine.Host{OperatingSystem: info.OperatingSystem, Driver: info.Driver, CgroupDriver: info.CgroupDriver, CgroupVersion: info.CgroupVersion,
+			NCPU: info.NCPU, MemTotal: info.MemTotal, Containers: info.Containers, Images: info.Images}}
+	if a.kind.Registration().StableID {
+		id.ID = info.ID
+	}
+	for _, kv := range info.DriverStatus {
+		id.Host.DriverStatus = append(id.Host.DriverStatus, kv)
+		if len(kv) == 2 && kv[0] == "driver-type" && kv[1] == "io.containerd.snapshotter.v1" {
+			id.Store = engine.StoreContainerd
+		}
+	}
+	return id, nil
+}
+
+func (a apiEngine) Version(ctx context.Context) (engine.Version, error) {
+	v, err := a.api.ServerVersion(ctx)
+	if err != nil {
+		return engine.Version{}, err
+	}
+	return engine.Version{Platform: v.Platform.Name, OS: v.Os, Arch: v.Arch, KernelVersion: v.KernelVersion}, nil
+}
+
+func (a apiEngine) Image(ctx context.Context, ref string) (engine.Image, error) {
+	ins, err := a.api.ImageInspect(ctx, ref)
+	if err != nil {
+		return engine.Image{}, err
+	}
+	return imageOf(ins), nil
+}
+
+func (a apiEngine) ImageManifests(ctx context.Context, ref string) (engine.Image, error) {
+	ins, err := a.api.ImageInspect(ctx, ref, engineapi.ImageInspectWithManifests(true))
+	if err != nil {
+		return engine.Image{}, err
+	}
+	img := imageOf(ins)
+	for _, m := range ins.Manifests {
+		em := engine.Manifest{ID: m.ID, Kind: string(m.Kind), Available: m.Available}
+		if m.ImageData != nil {
+			p := m.ImageData.Platform
+			em.Platform = &p
+		}
+		img.Manifests = append(img.Manifests, em)
+	}
+	return img, nil
+}
+
+// imageOf is an image inspect answer in occ's terms.
+func imageOf(ins image.InspectResponse) engine.Image {
+	img := engine.Image{ID: ins.ID, RepoTags: ins.RepoTags, RepoDigests: ins.RepoDigests, Size: ins.Size,
+		Platform: engine.NormalisePlatform(ins.Os, ins.Architecture, ins.Variant)}
+	if ins.Descriptor != nil {
+		img.Target = ins.Descriptor.Digest.String()
+	}
+	return img
+}
+
+// Pull runs the engine's pull of ref and turns its JSON progress stream into reports. The stream
+// carries the pull's errors too, as messages; the HTTP status alone does not.
+func (a apiEngine) Pull(ctx context.Context, ref string, progress func(engine.PullProgress)) error {
+	rc, err := a.api.ImagePull(ctx, ref, image.PullOptions{})
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	dec := json.NewDecoder(rc)
+	for {
+		var m jsonmessage.JSONMessage
+		if err := dec.Decode(&m); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("read pull progress: %w", err)
+		}
+		if m.Error != nil {
+			return m.Error
+		}
+		if progress == nil {
+			continue
+		}
+		p := engine.PullProgress{Layer: m.ID, Status: m.Status}
+		if m.Progress != nil {
+			p.Current, p.Total = m.Progress.Current, m.Progress.Total
+		}
+		progress(p)
+	}
+}
+
+func (a apiEngine) ResolveTag(ctx context.Context, ref string) (string, error) {
+	d, err := a.api.DistributionInspect(ctx, ref, "")
+	if err != nil {
+		return "", err
+	}
+	return d.Descriptor.Digest.String(), nil
+}
+
+func (a apiEngine) Tag(ctx context.Context, img, ref string) error {
+	return a.api.ImageTag(ctx, img, ref)
+}
+
+func (a apiEngine) Untag(ctx context.Context, ref string) error {
+	_, err := a.api.ImageRemove(ctx, ref, image.RemoveOptions{PruneChildren: true})
+	return err
+}
+
+func (a apiEngine) Save(ctx context.Context, refs []string, platform *ocispec.Platform) (io.ReadCloser, error) {
+	var save []engineapi.ImageSaveOption
+	if platform != nil {
+		save = append(save, engineapi.ImageSaveWithPlatforms(*platform))
+	}
+	return a.api.ImageSave(ctx, refs, save...)
+}
+
+func (a apiEngine) Load(ctx context.Context, archive io.Reader) error {
+	resp, err := a.api.ImageLoad(ctx, archive)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	// The engine reports a failed load inside its JSON stream, not as an HTTP error.
+	return jsonmessage.DisplayJSONMessagesStream(resp.Body, io.Discard, 0, false, nil)
+}
+
+func (a apiEngine) Exec(ctx context.Context, containerName string, in engine.ExecInput, cmd ...string) (engine.ExecResult, error) {
+	return execute(ctx, a.api, containerName, in, cmd)
+}
+
+func (a apiEngine) RunOnce(ctx context.Context, s engine.OneShot) (engine.ExecResult, error) {
+	return runOnce(ctx, a.api, s)
+}
+
+func (a apiEngine) ContainerExists(ctx context.Context, name string) (bool, error) {
+	_, err := a.api.ContainerInspect(ctx, name)
+	switch {
+	case err == nil:
+		return true, nil
+	case engine.IsNotFound(err):
+		return false, nil
+	}
+	return false, err
+}
+
+func (a apiEngine) ImagesInUse(ctx context.Context) (map[string]bool, error) {
+	list, err := a.api.ContainerList(ctx, container.ListOptions{All: true})
+	if err != nil {
+		return nil, err
+	}
+	used := make(map[string]bool, len(list))
+	for _, c := range list {
+		used[BareImageID(c.ImageID)] = true
+	}
+	return used, nil
+}
+
+func (a apiEngine) List(ctx context.Context, sort engine.Sort, labels map[string]string) ([]engine.Object, error) {
+	f := filters.NewArgs()
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		f.Add("label", k+"="+labels[k])
+	}
+	var out []engine.Object
+	switch sort {
+	case engine.Containers:
+		cs, err := a.api.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range cs {
+			var name string
+			if len(c.Names) > 0 {
+				name = trimSlash(c.Names[0])
+			}
+			out = append(out, engine.Object{Sort: sort, ID: c.ID, Name: name, Labels: c.Labels})
+		}
+	case engine.Networks:
+		ns, err := a.api.NetworkList(ctx, network.ListOptions{Filters: f})
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range ns {
+			out = append(out, engine.Object{Sort: sort, ID: n.ID, Name: n.Name, Labels: n.Labels})
+		}
+	case engine.Volumes:
+		vs, err := a.api.VolumeList(ctx, volume.ListOptions{Filters: f})
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range vs.Volumes {
+			if v != nil {
+				out = append(out, engine.Object{Sort: sort, ID: v.Name, Name: v.Name, Labels: v.Labels})
+			}
+		}
+	default:
+		return nil, fmt.Errorf("list %ss by label: occ lists containers, networks and volumes", sort)
+	}
+	return out, nil
+}
+
+// trimSlash drops the leading slash the Docker API writes before a container's name.
+func trimSlash(name string) string {
+	if len(name) > 0 && name[0] == '/' {
+		return name[1:]
+	}
+	return name
+}
+
+func (a apiEngine) Remove(ctx context.Context, sort engine.Sort, name string) error {
+	switch sort {
+	case engine.Containers:
+		return a.api.ContainerRemove(ctx, name, container.RemoveOptions{Force: true})
+	case engine.Images:
+		return a.Untag(ctx, name)
+	case engine.Networks:
+		return a.api.NetworkRemove(ctx, name)
+	case engine.Volumes:
+		return a.api.VolumeRemove(ctx, name, false)
+	}
+	return fmt.Errorf("remove %s %s: occ removes containers, images, networks and volumes", sort, name)
+}

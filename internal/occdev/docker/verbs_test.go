@@ -1,0 +1,279 @@
+package docker
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/docker/docker/api/types"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/api/types/system"
+	"github.com/docker/docker/api/types/volume"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/openclaw/occ/internal/occdev/engine"
+)
+
+// The digests of a two-platform index pulled into a containerd-store engine: the index (the
+// image's ID there), its amd64 manifest (held) and its arm64 manifest (never pulled).
+const (
+	seamIndex = "sha256:5548bc58aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	seamAmd64 = "sha256:181186a2aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	seamArm64 = "sha256:e75ccfe6aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+)
+
+// seamEngine is a Docker 28.5 engine on the containerd image store (API 1.51), as it answers the
+// calls of the engine seam, with the requests it got recorded.
+type seamEngine struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (s *seamEngine) saw(r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seen = append(s.seen, r.Method+" "+r.URL.Path+"?"+r.URL.RawQuery)
+}
+
+func (s *seamEngine) requests() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.seen...)
+}
+
+var versionPrefix = regexp.MustCompile(`^/v1\.[0-9]+`)
+
+func (s *seamEngine) serve(t *testing.T) Endpoint {
+	t.Helper()
+	sock := filepath.Join(shortDir(t), "seam.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reply := func(w http.ResponseWriter, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(v)
+	}
+	fail := func(w http.ResponseWriter, code int, msg string) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		_ = json.NewEncoder(w).Encode(map[string]string{"message": msg})
+	}
+	amd64 := ocispec.Platform{OS: "linux", Architecture: "amd64"}
+	arm64 := ocispec.Platform{OS: "linux", Architecture: "arm64"}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Api-Version", "1.51")
+		s.saw(r)
+		path := versionPrefix.ReplaceAllString(r.URL.Path, "")
+		switch {
+		case path == "/_ping":
+			_, _ = w.Write([]byte("OK"))
+		case path == "/version":
+			reply(w, types.Version{Version: "28.5.2", APIVersion: "1.51", Os: "linux", Arch: "amd64", KernelVersion: "6.1.0",
+				Platform:   struct{ Name string }{Name: "Docker Engine - Community"},
+				Components: []types.ComponentVersion{{Name: "Engine", Version: "28.5.2"}}})
+		case path == "/info":
+			reply(w, system.Info{ID: "daemon-1", OSType: "linux", Architecture: "x86_64", Driver: "overlayfs", NCPU: 2,
+				DriverStatus: [][2]string{{"driver-type", "io.containerd.snapshotter.v1"}}})
+		case path == "/images/127.0.0.1:5000/mp/x@"+seamIndex+"/json":
+			ins := image.InspectResponse{ID: seamIndex, RepoDigests: []string{"127.0.0.1:5000/mp/x@" + seamIndex}, Size: 8980,
+				Os: "linux", Architecture: "amd64", Descriptor: &ocispec.Descriptor{MediaType: ocispec.MediaTypeImageIndex, Digest: digest.Digest(seamIndex)}}
+			if r.URL.Query().Get("manifests") == "1" {
+				ins.Manifests = []image.ManifestSummary{
+					{ID: seamAmd64, Available: true, Kind: image.ManifestKindImage, ImageData: &image.ImageProperties{Platform: amd64}},
+					{ID: seamArm64, Available: false, Kind: image.ManifestKindImage, ImageData: &image.ImageProperties{Platform: arm64}},
+					{ID: "sha256:attest", Available: true, Kind: image.ManifestKindAttestation},
+				}
+			}
+			reply(w, ins)
+		case strings.HasPrefix(path, "/images/") && strings.HasSuffix(path, "/json"):
+			fail(w, http.StatusNotFound, "No such image: "+strings.TrimSuffix(strings.TrimPrefix(path, "/images/"), "/json"))
+		case path == "/images/create":
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"status":"Pulling from mp/x","id":"sha256:5548bc58"}`+"\n"+
+				`{"status":"Downloading","progressDetail":{"current":100,"total":8980},"id":"0841ae73"}`+"\n"+
+				`{"errorDetail":{"message":"unexpected EOF"},"error":"unexpected EOF"}`+"\n")
+		case r.Method == http.MethodDelete && path == "/images/in-use:1":
+			fail(w, http.StatusConflict, "conflict: unable to remove repository reference \"in-use:1\" (must force) - container 0123 is using its referenced image 5548bc58")
+		case path == "/images/get":
+			_, _ = io.WriteString(w, "a tar stream")
+		case path == "/images/load":
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"errorDetail":{"message":"archive/tar: invalid tar header"},"error":"archive/tar: invalid tar header"}`+"\n")
+		case path == "/containers/json":
+			reply(w, []container.Summary{{ID: "c1", Names: []string{"/occ-dev-x-api-1"}, ImageID: "sha256:6ad55c21", Labels: map[string]string{"com.docker.compose.project": "occ-dev-x"}},
+				{ID: "c2", Names: []string{"/k3d-x-server-0"}, ImageID: "6ad55c22"}})
+		case path == "/containers/gone/json":
+			fail(w, http.StatusNotFound, "No such container: gone")
+		case path == "/containers/k3d-x-server-0/json":
+			reply(w, container.InspectResponse{ContainerJSONBase: &container.ContainerJSONBase{ID: "c2", Name: "/k3d-x-server-0"}})
+		case path == "/networks":
+			reply(w, []network.Summary{{ID: "n1", Name: "occ-dev-x_default", Labels: map[string]string{"com.docker.compose.project": "occ-dev-x"}}})
+		case path == "/volumes":
+			reply(w, volume.ListResponse{Volumes: []*volume.Volume{{Name: "occ-dev-x_pg", Labels: map[string]string{"com.docker.compose.project": "occ-dev-x"}}}})
+		case r.Method == http.MethodDelete && (path == "/networks/occ-dev-x_default" || path == "/volumes/occ-dev-x_pg"):
+			w.WriteHeader(http.StatusNoContent)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	srv.Listener = l
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return Endpoint{Socket: sock}
+}
+
+func connectSeam(t *testing.T) (engine.Engine, *seamEngine) {
+	t.Helper()
+	s := &seamEngine{}
+	eng, err := Connect(context.Background(), s.serve(t), "the test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := eng.Verbs()
+	t.Cleanup(func() { _ = v.Close() })
+	return v, s
+}
+
+// A Docker 28.5 engine on the containerd store says so in its driver status: the seam reports
+// the store, its stable ID and its platform in image names (x86_64 is amd64).
+func TestSeamIdentifiesAContainerdStoreEngine(t *testing.T) {
+	eng, _ := connectSeam(t)
+	ctx := context.Background()
+	id, err := eng.Identify(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id.Kind != engine.Docker || id.Version != "28.5.2" || id.ID != "daemon-1" || id.Store != engine.StoreContainerd ||
+		id.Platform != (engine.Platform{OS: "linux", Architecture: "amd64"}) || id.Host.Driver != "overlayfs" || id.Host.NCPU != 2 || len(id.Host.DriverStatus) != 1 {
+		t.Errorf("Identify = %+v", id)
+	}
+	v, err := eng.Version(ctx)
+	if err != nil || v != (engine.Version{Platform: "Docker Engine - Community", OS: "linux", Arch: "amd64", KernelVersion: "6.1.0"}) {
+		t.Errorf("Version = %+v, %v", v, err)
+	}
+}
+
+// A two-platform index pulled on the containerd store: the image's ID is the index, its target is
+// reported, and the manifests it lists say which platform's content the engine holds.
+func TestSeamImageIdentityOfAnIndexOnTheContainerdStore(t *testing.T) {
+	eng, s := connectSeam(t)
+	ctx := context.Background()
+	ref := "127.0.0.1:5000/mp/x@" + seamIndex
+	img, err := eng.Image(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img.ID != seamIndex || img.Target != seamIndex || img.Platform.String() != "linux/amd64" || len(img.Manifests) != 0 || img.Size != 8980 {
+		t.Errorf("Image = %+v", img)
+	}
+	img, err = eng.ImageManifests(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(img.Manifests) != 3 {
+		t.Fatalf("ImageManifests lists %+v", img.Manifests)
+	}
+	if m := img.Manifests[0]; m.ID != seamAmd64 || !m.Available || m.Kind != engine.ManifestImage || m.Platform == nil || m.Platform.Architecture != "amd64" {
+		t.Errorf("first manifest %+v", m)
+	}
+	if m := img.Manifests[1]; m.Available {
+		t.Errorf("the arm64 manifest was never pulled, but is %+v", m)
+	}
+	if m := img.Manifests[2]; m.Kind == engine.ManifestImage || m.Platform != nil {
+		t.Errorf("the attestation is %+v", m)
+	}
+	if req := s.requests(); !strings.Contains(req[len(req)-1], "manifests=1") {
+		t.Errorf("the manifests were not asked for: %q", req[len(req)-1])
+	}
+	if _, err := eng.Image(ctx, "127.0.0.1:5000/mp/x@"+seamArm64); !engine.IsNotFound(err) {
+		t.Errorf("an image the engine lacks: %v", err)
+	}
+}
+
+// A pull whose stream ends in an error message fails with it, after the progress reported before.
+func TestSeamPullReportsProgressAndTheStreamsError(t *testing.T) {
+	eng, _ := connectSeam(t)
+	var got []engine.PullProgress
+	err := eng.Pull(context.Background(), "127.0.0.1:5000/mp/x@"+seamIndex, func(p engine.PullProgress) { got = append(got, p) })
+	if err == nil || err.Error() != "unexpected EOF" {
+		t.Errorf("Pull = %v", err)
+	}
+	if len(got) != 2 || got[1] != (engine.PullProgress{Layer: "0841ae73", Status: "Downloading", Current: 100, Total: 8980}) {
+		t.Errorf("progress %+v", got)
+	}
+}
+
+// An image a container still uses is refused, and the refusal is told apart; a save of one
+// platform asks the engine for that platform; a load the engine refuses in its stream fails.
+func TestSeamUntagSaveAndLoad(t *testing.T) {
+	eng, s := connectSeam(t)
+	ctx := context.Background()
+	if err := eng.Untag(ctx, "in-use:1"); !engine.IsInUse(err) {
+		t.Errorf("Untag of an image in use = %v", err)
+	}
+	rc, err := eng.Save(ctx, []string{"occ.local/import/x:exp"}, &ocispec.Platform{OS: "linux", Architecture: "amd64"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = rc.Close()
+	req := s.requests()
+	if last := req[len(req)-1]; !strings.Contains(last, "/images/get?") || !strings.Contains(last, "platform=") || !strings.Contains(last, "amd64") {
+		t.Errorf("save asked %q", last)
+	}
+	if err := eng.Load(ctx, strings.NewReader("not a tar")); err == nil || !strings.Contains(err.Error(), "invalid tar header") {
+		t.Errorf("Load = %v", err)
+	}
+}
+
+// Containers, networks and volumes are listed by label (the filter the engine gets) with their
+// names as occ records them; the images containers use are listed without "sha256:".
+func TestSeamListsAndRemovesByLabel(t *testing.T) {
+	eng, s := connectSeam(t)
+	ctx := context.Background()
+	labels := map[string]string{"com.docker.compose.project": "occ-dev-x"}
+	cs, err := eng.List(ctx, engine.Containers, labels)
+	if err != nil || len(cs) != 2 || cs[0].Name != "occ-dev-x-api-1" || cs[0].Labels["com.docker.compose.project"] != "occ-dev-x" {
+		t.Errorf("containers %+v, %v", cs, err)
+	}
+	req := s.requests()
+	if last := req[len(req)-1]; !strings.Contains(last, "com.docker.compose.project%3Docc-dev-x") || !strings.Contains(last, "all=1") {
+		t.Errorf("container list asked %q", last)
+	}
+	if ns, err := eng.List(ctx, engine.Networks, labels); err != nil || len(ns) != 1 || ns[0].Name != "occ-dev-x_default" {
+		t.Errorf("networks %+v, %v", ns, err)
+	}
+	if vs, err := eng.List(ctx, engine.Volumes, labels); err != nil || len(vs) != 1 || vs[0].ID != "occ-dev-x_pg" {
+		t.Errorf("volumes %+v, %v", vs, err)
+	}
+	if _, err := eng.List(ctx, engine.Images, labels); err == nil {
+		t.Error("images were listed by label")
+	}
+	if err := eng.Remove(ctx, engine.Networks, "occ-dev-x_default"); err != nil {
+		t.Error(err)
+	}
+	if err := eng.Remove(ctx, engine.Volumes, "occ-dev-x_pg"); err != nil {
+		t.Error(err)
+	}
+	used, err := eng.ImagesInUse(ctx)
+	if err != nil || !used["6ad55c21"] || !used["6ad55c22"] || len(used) != 2 {
+		t.Errorf("ImagesInUse = %v, %v", used, err)
+	}
+	if ok, err := eng.ContainerExists(ctx, "gone"); ok || err != nil {
+		t.Errorf("a removed container exists: %v, %v", ok, err)
+	}
+	if ok, err := eng.ContainerExists(ctx, "k3d-x-server-0"); !ok || err != nil {
+		t.Errorf("the node does not exist: %v, %v", ok, err)
+	}
+}
