@@ -459,7 +459,7 @@ func (b *k3dBed) createUnrelatedCluster(t testing.TB) *unrelatedCluster {
 	// Someone else's cluster uses the same node and tools images, which they pulled first: for
 	// occ's runs these images existed before, so `down` must leave them.
 	for _, img := range []pins.Image{b.set.K3s.Image, b.set.K3d.ToolsImage} {
-		if _, err := images.Present(ctx, images.PresentOptions{API: b.engine.API, Image: img, Recorder: rec}); err != nil {
+		if _, err := images.Present(ctx, images.PresentOptions{Engine: b.engine.Verbs(), Image: img, Recorder: rec}); err != nil {
 			t.Fatal(err)
 		}
 	}

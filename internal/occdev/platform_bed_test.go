@@ -23,7 +23,7 @@ func TestK3dRefusesAPinOfAnotherPlatform(t *testing.T) {
 	defer cancel()
 	b := newK3dBed(t, nil)
 	b.forgetProducts(t)
-	engine, err := images.EnginePlatform(ctx, b.engine.API, b.engine.Name())
+	engine, err := images.EnginePlatform(ctx, b.engine.Verbs(), b.engine.Name())
 	if err != nil {
 		t.Fatal(err)
 	}

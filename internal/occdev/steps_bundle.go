@@ -49,7 +49,7 @@ func openBundle(ctx context.Context, r *run, rep progress.Reporter) error {
 	}
 	opts := pinbundle.TakeOptions{Path: r.plan.Bundle, Setting: optBundle, Pins: r.plan.pins, Local: r.plan.localFiles(), Platform: r.enginePlatform}
 	if r.engine != nil && r.engine.Registration().ClassicStore {
-		opts.Docker, opts.Endpoint = r.engine.API, r.plan.Engine.String()
+		opts.Docker, opts.Endpoint = r.engine.Verbs(), r.plan.Engine.String()
 	}
 	b, err := pinbundle.Take(ctx, opts)
 	if err != nil {

@@ -49,7 +49,7 @@ func pullInTurn(p *Plan, slot, after images.Slot) Step {
 				if err != nil {
 					return err
 				}
-				return r.slots.Pull(ctx, slot, images.PresentOptions{API: r.engine.API, Image: img, Recorder: r.state,
+				return r.slots.Pull(ctx, slot, images.PresentOptions{Engine: r.engine.Verbs(), Image: img, Recorder: r.state,
 					Progress: oce.PullProgress(rep), Platform: r.enginePlatform, EngineName: r.engine.Name(),
 					Archive: r.bundle.Archive(slot), Offline: r.plan.Offline})
 			})
@@ -121,7 +121,7 @@ func verifyStep(p *Plan, slot images.Slot) Step {
 		Name:     "Verify the " + p.image(slot).Title + " image in the node and tag it for " + user,
 		Describe: func(p *Plan) Description { return step.Describe(images.VerifiedItem(p.image(slot).Image)) },
 		Run: func(ctx context.Context, r *run, _ progress.Reporter) error {
-			return r.slots.Verify(ctx, slot, images.VerifyOptions{API: r.engine.API, Recorder: r.state})
+			return r.slots.Verify(ctx, slot, images.VerifyOptions{Engine: r.engine.Verbs(), Recorder: r.state})
 		},
 	}
 }
@@ -188,7 +188,7 @@ func (r *run) nodeImporter(ctx context.Context, rep progress.Reporter) (images.I
 
 // importOptions import local (for a slot, its own image) into the node through importer.
 func (r *run) importOptions(importer images.Importer, local []images.Local, rep progress.Reporter) images.ImportOptions {
-	return images.ImportOptions{API: r.engine.API, Importer: importer, Images: local, Recorder: r.state, Progress: images.ImportNotes(rep.Note)}
+	return images.ImportOptions{Engine: r.engine.Verbs(), Importer: importer, Images: local, Recorder: r.state, Progress: images.ImportNotes(rep.Note)}
 }
 
 func describeVerify(p *Plan) Description {
@@ -198,7 +198,7 @@ func describeVerify(p *Plan) Description {
 // verifyImages proves each of the control plane's imported images is in the node as it was
 // imported (images.Local.Holds) and tags repo@sha256:<digest> there for its Pods.
 func verifyImages(ctx context.Context, r *run, _ progress.Reporter) error {
-	return r.slots.VerifyOwn(ctx, images.VerifyOptions{API: r.engine.API, Node: r.conn.Access.NodeAddress, Recorder: r.state})
+	return r.slots.VerifyOwn(ctx, images.VerifyOptions{Engine: r.engine.Verbs(), Node: r.conn.Access.NodeAddress, Recorder: r.state})
 }
 
 // profileImports are the control plane's own images for the cluster (the Agent runtime).

@@ -45,7 +45,7 @@ func preflight(ctx context.Context, r *run, rep progress.Reporter) error {
 		rep.Note(fmt.Sprintf("%s %s (API %s) at %s", engineName(r.plan), r.engine.Version, r.engine.APIVersion, r.plan.Engine))
 		// Every pinned image is checked against the engine's platform after its pull; the
 		// engine is asked once here rather than once per image.
-		if r.enginePlatform, err = images.EnginePlatform(ctx, r.engine.API, r.engine.Name()); err != nil {
+		if r.enginePlatform, err = images.EnginePlatform(ctx, r.engine.Verbs(), r.engine.Name()); err != nil {
 			return err
 		}
 		r.offlineEngine()

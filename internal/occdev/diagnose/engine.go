@@ -53,7 +53,7 @@ func Engine(ctx context.Context, b *Bundle, eng *docker.Engine) {
 			f.DriverStatus = append(f.DriverStatus, kv)
 		}
 	}
-	if store, err := images.EngineStore(ctx, eng.API); err != nil {
+	if store, err := images.EngineStore(ctx, eng.Verbs()); err != nil {
 		b.Missing(name+" (image store)", err)
 	} else {
 		f.ImageStore = string(store)

@@ -26,6 +26,17 @@ func (e *Engine) Verbs() engine.Engine {
 	return apiEngine{api: e.API, kind: e.Kind, version: e.Version, apiVersion: e.APIVersion}
 }
 
+// VerbsOf is connect (a recorded engine's, Recorded), handing out the engine in occ's own verbs.
+func VerbsOf(connect func(context.Context) (*Engine, error)) func(context.Context) (engine.Engine, error) {
+	return func(ctx context.Context) (engine.Engine, error) {
+		eng, err := connect(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return eng.Verbs(), nil
+	}
+}
+
 // Over is engine.Engine over api, an engine of kind (empty is Docker) reached through the Docker
 // API: the one implementation of the seam, for Docker and for every kind whose wrapper makes its
 // answers Docker's (Podman's).

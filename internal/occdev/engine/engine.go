@@ -8,6 +8,11 @@
 // Engine (verbs.go) is the engine itself in occ's own verbs and types, which occ's image and exec
 // logic drives; package docker connects to an engine and hands it out over the Docker API.
 // Finding the engine is package engine/locate's.
+//
+// The cluster provider (k3d) and the Compose profile stay on the Docker API itself, because they
+// hand the engine's client to libraries that speak nothing else: the k3d library and the
+// `docker compose` plugin. An engine that served only Engine, not the Docker API, could therefore
+// run only the existing-cluster provider with the Kubernetes-only profile.
 package engine
 
 import (

@@ -13,12 +13,7 @@ import (
 // asks of whatever engine it drives. Its one implementation is over the Docker API
 // (docker.Over), so Docker and Podman (whose quirks stay in the Docker API's wrapper,
 // engineapi.Podman) are what serve it; an engine that does not speak the Docker API would be a
-// second implementation.
-//
-// The cluster provider (k3d) and the Compose profile stay on the Docker API itself, because they
-// hand the engine's client to libraries that speak nothing else: the k3d library and the
-// `docker compose` plugin. An engine that served only this interface could therefore run only the
-// existing-cluster provider with the Kubernetes-only profile.
+// second implementation (the package doc says what it could then serve).
 //
 // Errors keep the engine's classification: an object that does not exist satisfies IsNotFound,
 // an image a container still uses IsInUse; every other error is the engine's own, unwrapped.

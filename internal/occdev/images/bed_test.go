@@ -47,7 +47,7 @@ func startBed(t testing.TB, ctx context.Context) *bed {
 	t.Cleanup(func() { eng.Close() })
 	node, tools := pinOf(t, b.Node.Ref, ""), pinOf(t, b.Tools.Ref, "")
 	for _, img := range []pins.Image{node, tools} {
-		if _, err := images.Present(ctx, images.PresentOptions{API: eng.API, Image: img, Recorder: newRecorder(t)}); err != nil {
+		if _, err := images.Present(ctx, images.PresentOptions{Engine: eng.Verbs(), Image: img, Recorder: newRecorder(t)}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -28,11 +28,11 @@ func BenchmarkImport(b *testing.B) {
 			size := mib << 20
 			_, l, rec := bed.sizedLocal(b, ctx, size)
 			importAndVerify := func() {
-				imported, err := images.Import(ctx, images.ImportOptions{API: bed.engine.API, Importer: bed.provider.Importer(c.Name), Images: []images.Local{l}, Recorder: rec})
+				imported, err := images.Import(ctx, images.ImportOptions{Engine: bed.engine.Verbs(), Importer: bed.provider.Importer(c.Name), Images: []images.Local{l}, Recorder: rec})
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := images.VerifyInNode(ctx, images.VerifyOptions{API: bed.engine.API, Node: c.NodeContainer, Images: imported}); err != nil {
+				if _, err := images.VerifyInNode(ctx, images.VerifyOptions{Engine: bed.engine.Verbs(), Node: c.NodeContainer, Images: imported}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -96,11 +96,11 @@ func BenchmarkImportLocalAgainstTransfer(b *testing.B) {
 	ways := []images.Importer{local, transferImporter{Importer: local, api: bed.engine.API}}
 	once := func(importer images.Importer) time.Duration {
 		start := time.Now()
-		imported, err := images.Import(ctx, images.ImportOptions{API: bed.engine.API, Importer: importer, Images: []images.Local{l}, Recorder: rec})
+		imported, err := images.Import(ctx, images.ImportOptions{Engine: bed.engine.Verbs(), Importer: importer, Images: []images.Local{l}, Recorder: rec})
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := images.VerifyInNode(ctx, images.VerifyOptions{API: bed.engine.API, Node: c.NodeContainer, Images: imported}); err != nil {
+		if _, err := images.VerifyInNode(ctx, images.VerifyOptions{Engine: bed.engine.Verbs(), Node: c.NodeContainer, Images: imported}); err != nil {
 			b.Fatal(err)
 		}
 		took := time.Since(start)
@@ -142,7 +142,7 @@ func (bed *bed) sizedLocal(b *testing.B, ctx context.Context, size int64) (pins.
 	}
 	pin, _ := bed.provide(b, ctx, spec)
 	rec := newRecorder(b)
-	l, err := images.Present(ctx, images.PresentOptions{API: bed.engine.API, Image: pin, Recorder: rec})
+	l, err := images.Present(ctx, images.PresentOptions{Engine: bed.engine.Verbs(), Image: pin, Recorder: rec})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -174,16 +174,16 @@ func BenchmarkImportAgainstSavePipe(b *testing.B) {
 			spec.Served = dockerbed.OCIIndexWithAttestations
 			pin, _ := bed.provide(b, ctx, spec)
 			rec := newRecorder(b)
-			l, err := images.Present(ctx, images.PresentOptions{API: bed.engine.API, Image: pin, Recorder: rec})
+			l, err := images.Present(ctx, images.PresentOptions{Engine: bed.engine.Verbs(), Image: pin, Recorder: rec})
 			if err != nil {
 				b.Fatal(err)
 			}
 			occ := func() {
-				imported, err := images.Import(ctx, images.ImportOptions{API: bed.engine.API, Importer: bed.provider.Importer(c.Name), Images: []images.Local{l}, Recorder: rec})
+				imported, err := images.Import(ctx, images.ImportOptions{Engine: bed.engine.Verbs(), Importer: bed.provider.Importer(c.Name), Images: []images.Local{l}, Recorder: rec})
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := images.VerifyInNode(ctx, images.VerifyOptions{API: bed.engine.API, Node: c.NodeContainer, Images: imported}); err != nil {
+				if _, err := images.VerifyInNode(ctx, images.VerifyOptions{Engine: bed.engine.Verbs(), Node: c.NodeContainer, Images: imported}); err != nil {
 					b.Fatal(err)
 				}
 				ctr(b, ctx, bed.engine, c.NodeContainer, "images", "rm", "--sync", pin.DigestReference())

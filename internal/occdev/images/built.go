@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/pins"
 )
 
@@ -19,7 +19,7 @@ import (
 // ref is the build's tag and id the image ID the build reported. The image is looked up by that
 // ID, never by the tag: another build on the same engine may move the tag meanwhile, and the
 // import must carry what this build made.
-func Built(ctx context.Context, api docker.API, ref, id string) (Local, error) {
+func Built(ctx context.Context, eng engine.Engine, ref, id string) (Local, error) {
 	pin, err := pins.ParseImage(ref)
 	if err != nil {
 		return Local{}, fmt.Errorf("built image %s: %w", ref, err)
@@ -30,14 +30,14 @@ func Built(ctx context.Context, api docker.API, ref, id string) (Local, error) {
 	if !digestPattern.MatchString(id) {
 		return Local{}, fmt.Errorf("built image %s has image ID %q, not a sha256 digest", ref, id)
 	}
-	ins, err := api.ImageInspect(ctx, id)
+	ins, err := eng.Image(ctx, id)
 	if err != nil {
 		return Local{}, fmt.Errorf("inspect built image %s (%s): %w", ref, id, err)
 	}
 	if ins.ID != id {
 		return Local{}, fmt.Errorf("built image %s: the engine answers image %s for ID %s", ref, ins.ID, id)
 	}
-	l, err := describe(ctx, api, pin, id, ins, Platform{})
+	l, err := describe(ctx, eng, pin, id, ins, Platform{})
 	if err != nil {
 		return Local{}, fmt.Errorf("built image %s: %w", ref, err)
 	}

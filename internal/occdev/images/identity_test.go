@@ -5,8 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/docker/docker/api/types/image"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/openclaw/occ/internal/occdev/engine"
 )
 
 const (
@@ -63,17 +64,17 @@ func TestLocalHoldsByTheIdentityOfItsStore(t *testing.T) {
 // variants. The manifest the node runs is the available image of the engine's platform, its
 // exact variant first, and never an attestation.
 func TestManifestForPicksTheEnginesAvailableImage(t *testing.T) {
-	entry := func(id string, kind image.ManifestKind, avail bool, os, arch, variant string) image.ManifestSummary {
-		m := image.ManifestSummary{ID: id, Kind: kind, Available: avail}
-		if kind == image.ManifestKindImage {
-			m.ImageData = &image.ImageProperties{Platform: ocispec.Platform{OS: os, Architecture: arch, Variant: variant}}
+	entry := func(id string, kind string, avail bool, os, arch, variant string) engine.Manifest {
+		m := engine.Manifest{ID: id, Kind: kind, Available: avail}
+		if kind == engine.ManifestImage {
+			m.Platform = &ocispec.Platform{OS: os, Architecture: arch, Variant: variant}
 		}
 		return m
 	}
-	list := []image.ManifestSummary{
-		entry(digestArm64, image.ManifestKindImage, false, "linux", "arm64", "v8"),
-		entry(digestAmd64, image.ManifestKindImage, true, "linux", "amd64", ""),
-		entry(digestAttest, image.ManifestKindAttestation, true, "", "", ""),
+	list := []engine.Manifest{
+		entry(digestArm64, engine.ManifestImage, false, "linux", "arm64", "v8"),
+		entry(digestAmd64, engine.ManifestImage, true, "linux", "amd64", ""),
+		entry(digestAttest, "attestation", true, "", "", ""),
 	}
 	if m, ok := manifestFor(list, linuxAmd64); !ok || m.ID != digestAmd64 {
 		t.Errorf("amd64 engine: %v %v, want %s", m.ID, ok, digestAmd64)
@@ -85,9 +86,9 @@ func TestManifestForPicksTheEnginesAvailableImage(t *testing.T) {
 	if m, ok := manifestFor(list, linuxArm64); !ok || m.ID != digestArm64 {
 		t.Errorf("arm64 engine: %v %v, want %s (arm64/v8 is arm64)", m.ID, ok, digestArm64)
 	}
-	v7 := []image.ManifestSummary{
-		entry(digestArm64, image.ManifestKindImage, true, "linux", "arm", "v6"),
-		entry(digestAmd64, image.ManifestKindImage, true, "linux", "arm", "v7"),
+	v7 := []engine.Manifest{
+		entry(digestArm64, engine.ManifestImage, true, "linux", "arm", "v6"),
+		entry(digestAmd64, engine.ManifestImage, true, "linux", "arm", "v7"),
 	}
 	if m, ok := manifestFor(v7, Platform{OS: "linux", Architecture: "arm", Variant: "v7"}); !ok || m.ID != digestAmd64 {
 		t.Errorf("arm/v7 engine: %v %v, want the v7 entry", m.ID, ok)

@@ -12,7 +12,7 @@ import (
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
@@ -61,7 +61,7 @@ func (p Pass) key() string {
 
 // ImportOptions are the inputs of Import.
 type ImportOptions struct {
-	API      docker.API
+	Engine   engine.Engine
 	Importer Importer
 	// Images are the checked local images (Present, then CheckRepoDigest).
 	Images []Local
@@ -119,7 +119,7 @@ func Import(ctx context.Context, opts ImportOptions) (_ []Imported, err error) {
 		return nil, errors.New("import images: no Recorder; staging tags must be recorded before they exist")
 	}
 	cluster := opts.Importer.ClusterName()
-	node := nodeContainerd{api: opts.API, node: opts.Importer.NodeContainer()}
+	node := nodeContainerd{eng: opts.Engine, node: opts.Importer.NodeContainer()}
 	held, err := node.holding(ctx, opts.Images)
 	if err != nil {
 		return nil, err
@@ -131,7 +131,7 @@ func Import(ctx context.Context, opts ImportOptions) (_ []Imported, err error) {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()
 		for _, im := range r.staged {
-			err = errors.Join(err, removeStagingTag(cctx, opts.API, im.Staging, im.ID))
+			err = errors.Join(err, removeStagingTag(cctx, opts.Engine, im.Staging, im.ID))
 		}
 	}()
 	if err := r.stage(ctx, held); err != nil {
@@ -181,7 +181,7 @@ func (r *importRun) stage(ctx context.Context, held []bool) error {
 		im := Imported{Local: l, Staging: StagingTag(l.Pin, r.cluster)}
 		r.staged = append(r.staged, im)
 		// Tagging the image ID, not a name, stages exactly the image that was checked.
-		if err := r.opts.API.ImageTag(ctx, l.ID, im.Staging); err != nil {
+		if err := r.opts.Engine.Tag(ctx, l.ID, im.Staging); err != nil {
 			return fmt.Errorf("tag %s (%s) as %s for the import: %w", l.Pin, l.ID, im.Staging, err)
 		}
 		r.out = append(r.out, im)
@@ -213,7 +213,7 @@ func (r *importRun) importStaged(ctx context.Context) error {
 		// The node is the authority, whatever the importer says: an importer can report a
 		// failure for an import that happened (a stream that broke after ctr had what it
 		// needed), or success for one that did not (k3d's own direct mode does both).
-		lacking, lerr := nodeLacks(ctx, r.opts.API, node, pending)
+		lacking, lerr := nodeLacks(ctx, r.opts.Engine, node, pending)
 		if lerr != nil {
 			return errors.Join(ierr, lerr)
 		}
@@ -297,8 +297,8 @@ const importAttempts = 3
 
 // nodeLacks returns the staged images the node does not list under their staging names. Whether
 // the listed content is the checked content is VerifyInNode's question.
-func nodeLacks(ctx context.Context, api docker.API, node string, staged []Imported) ([]Imported, error) {
-	list, err := nodeContainerd{api: api, node: node}.list(ctx)
+func nodeLacks(ctx context.Context, eng engine.Engine, node string, staged []Imported) ([]Imported, error) {
+	list, err := nodeContainerd{eng: eng, node: node}.list(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list images in node %s: %w", node, err)
 	}

@@ -75,7 +75,7 @@ func TestPresentImportVerifyStatusRemove(t *testing.T) {
 		if present(t, ctx, b.engine, img.DigestReference()) {
 			t.Fatalf("%s is already in the engine; the pull below would prove nothing", img.DigestReference())
 		}
-		l, err := images.Present(ctx, images.PresentOptions{API: b.engine.API, Image: img, Recorder: rec, Progress: progress})
+		l, err := images.Present(ctx, images.PresentOptions{Engine: b.engine.Verbs(), Image: img, Recorder: rec, Progress: progress})
 		if err != nil {
 			t.Fatalf("Present %s: %v", img, err)
 		}
@@ -105,11 +105,11 @@ func TestPresentImportVerifyStatusRemove(t *testing.T) {
 	}
 	// A second up finds them present: nothing pulled, nothing recorded.
 	again := newRecorder(t)
-	if l, err := images.Present(ctx, images.PresentOptions{API: b.engine.API, Image: pinsOf[0], Recorder: again}); err != nil || l.Pulled || len(again.of(images.TypePulledImage)) != 0 {
+	if l, err := images.Present(ctx, images.PresentOptions{Engine: b.engine.Verbs(), Image: pinsOf[0], Recorder: again}); err != nil || l.Pulled || len(again.of(images.TypePulledImage)) != 0 {
 		t.Fatalf("Present of a present image = %+v, %v, records %v", l, err, again.of(images.TypePulledImage))
 	}
 
-	imported, err := images.Import(ctx, images.ImportOptions{API: b.engine.API, Importer: b.provider.Importer(c.Name), Images: locals, Recorder: rec, Progress: progress})
+	imported, err := images.Import(ctx, images.ImportOptions{Engine: b.engine.Verbs(), Importer: b.provider.Importer(c.Name), Images: locals, Recorder: rec, Progress: progress})
 	if err != nil {
 		t.Fatalf("Import: %v", err)
 	}
@@ -121,7 +121,7 @@ func TestPresentImportVerifyStatusRemove(t *testing.T) {
 	if got := rec.of(images.TypeClusterImage); len(got) != 3 || got[0].Name != pinsOf[0].Name() || got[0].ID != "" {
 		t.Errorf("cluster image records after Import = %+v, want one per image, not yet verified", got)
 	}
-	verified, err := images.VerifyInNode(ctx, images.VerifyOptions{API: b.engine.API, Node: c.NodeContainer, Images: imported, Recorder: rec})
+	verified, err := images.VerifyInNode(ctx, images.VerifyOptions{Engine: b.engine.Verbs(), Node: c.NodeContainer, Images: imported, Recorder: rec})
 	if err != nil {
 		t.Fatalf("VerifyInNode: %v", err)
 	}
@@ -148,7 +148,7 @@ func TestPresentImportVerifyStatusRemove(t *testing.T) {
 		}
 	}
 	// The removers `down` and `status` use, built from the recorded state alone.
-	engine := docker.Recorded(&state.Engine{Endpoint: b.engine.Endpoint.String()})
+	engine := docker.VerbsOf(docker.Recorded(&state.Engine{Endpoint: b.engine.Endpoint.String()}))
 	access := state.Cluster{Provider: "k3d", Name: c.Name, NodeAddress: c.NodeContainer}
 	clusterImages := images.ClusterImageRemover(access, engine)
 	pulledImages := images.PulledImageRemover(engine)
@@ -211,7 +211,7 @@ func TestPresentImportVerifyStatusRemove(t *testing.T) {
 		if present(t, ctx, b.engine, o.Name+"@"+o.Digest) {
 			t.Errorf("%s is still present after its removal", o)
 		}
-		if rm, err := images.RemovePulledImage(ctx, b.engine.API, o); err != nil || rm.Outcome != state.AlreadyGone {
+		if rm, err := images.RemovePulledImage(ctx, b.engine.Verbs(), o); err != nil || rm.Outcome != state.AlreadyGone {
 			t.Errorf("a repeated removal of %s = %+v, %v; want already gone", o, rm, err)
 		}
 	}
@@ -246,7 +246,7 @@ func TestWrongPinAndRetaggedImageRefused(t *testing.T) {
 	wrong := gw
 	wrong.Digest = sbServed.Digest
 	rec := newRecorder(t)
-	_, err := images.Present(ctx, images.PresentOptions{API: b.engine.API, Image: wrong, Recorder: rec})
+	_, err := images.Present(ctx, images.PresentOptions{Engine: b.engine.Verbs(), Image: wrong, Recorder: rec})
 	if err == nil {
 		t.Fatal("a wrong pin was pulled")
 	}
@@ -283,7 +283,7 @@ func TestWrongPinAndRetaggedImageRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Engine.Forget(retag) })
-	_, err = images.Present(ctx, images.PresentOptions{API: b.engine.API, Image: offline, Recorder: rec})
+	_, err = images.Present(ctx, images.PresentOptions{Engine: b.engine.Verbs(), Image: offline, Recorder: rec})
 	if err == nil {
 		t.Fatal("a re-tagged image stood in for the pin")
 	}
@@ -334,7 +334,7 @@ func TestVerifyRefusesImageChangedDuringImport(t *testing.T) {
 	rec := newRecorder(t)
 	var locals []images.Local
 	for _, img := range []pins.Image{gw, sb} {
-		l, err := images.Present(ctx, images.PresentOptions{API: b.engine.API, Image: img, Recorder: rec})
+		l, err := images.Present(ctx, images.PresentOptions{Engine: b.engine.Verbs(), Image: img, Recorder: rec})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -342,19 +342,19 @@ func TestVerifyRefusesImageChangedDuringImport(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		for _, o := range rec.of(images.TypePulledImage) {
-			_, _ = images.RemovePulledImage(context.Background(), b.engine.API, o)
+			_, _ = images.RemovePulledImage(context.Background(), b.engine.Verbs(), o)
 		}
 	})
 	staging := images.StagingTag(locals[0].Pin, c.Name)
 	imp := retagBeforeImport{Importer: b.provider.Importer(c.Name), engine: b.engine, from: staging, to: b.localID(sbServed)}
-	imported, err := images.Import(ctx, images.ImportOptions{API: b.engine.API, Importer: imp, Images: locals, Recorder: rec})
+	imported, err := images.Import(ctx, images.ImportOptions{Engine: b.engine.Verbs(), Importer: imp, Images: locals, Recorder: rec})
 	if err != nil {
 		t.Fatalf("Import: %v", err)
 	}
 	if present(t, ctx, b.engine, staging) {
 		t.Errorf("the moved staging tag %s was not cleaned up", staging)
 	}
-	_, err = images.VerifyInNode(ctx, images.VerifyOptions{API: b.engine.API, Node: c.NodeContainer, Images: imported})
+	_, err = images.VerifyInNode(ctx, images.VerifyOptions{Engine: b.engine.Verbs(), Node: c.NodeContainer, Images: imported})
 	t.Logf("changed during import: %v", err)
 	var de *images.DigestError
 	if !errors.As(err, &de) || de.Pin.String() != gw.String() {
@@ -417,37 +417,37 @@ func TestImportErrorsAreJudgedByTheNode(t *testing.T) {
 	c := b.cluster(t, ctx)
 	gw, _ := b.provide(t, ctx, product(t, dockerbed.RoleGateway))
 	rec := newRecorder(t)
-	l, err := images.Present(ctx, images.PresentOptions{API: b.engine.API, Image: gw, Recorder: rec})
+	l, err := images.Present(ctx, images.PresentOptions{Engine: b.engine.Verbs(), Image: gw, Recorder: rec})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		for _, o := range rec.of(images.TypePulledImage) {
-			_, _ = images.RemovePulledImage(context.Background(), b.engine.API, o)
+			_, _ = images.RemovePulledImage(context.Background(), b.engine.Verbs(), o)
 		}
 	})
 	real := b.provider.Importer(c.Name)
-	_, err = images.Import(ctx, images.ImportOptions{API: b.engine.API, Importer: failingImporter{Importer: real}, Images: []images.Local{l}, Recorder: rec})
+	_, err = images.Import(ctx, images.ImportOptions{Engine: b.engine.Verbs(), Importer: failingImporter{Importer: real}, Images: []images.Local{l}, Recorder: rec})
 	if err == nil || !strings.Contains(err.Error(), "closed pipe") || !strings.Contains(err.Error(), "after 3 imports") || !strings.Contains(err.Error(), "lacks") {
 		t.Fatalf("Import whose importer imported nothing = %v, want k3d's error and what the node lacks", err)
 	}
 	calls := 0
-	if _, err := images.Import(ctx, images.ImportOptions{API: b.engine.API, Importer: racingImporter{Importer: real, calls: &calls}, Images: []images.Local{l}, Recorder: rec}); err != nil || calls != 2 {
+	if _, err := images.Import(ctx, images.ImportOptions{Engine: b.engine.Verbs(), Importer: racingImporter{Importer: real, calls: &calls}, Images: []images.Local{l}, Recorder: rec}); err != nil || calls != 2 {
 		t.Fatalf("Import through a racing importer = %v after %d calls, want success on the second", err, calls)
 	}
 	ctr(t, ctx, b.engine, c.NodeContainer, "images", "rm", images.StagingTag(gw, c.Name))
-	imported, err := images.Import(ctx, images.ImportOptions{API: b.engine.API, Importer: failingImporter{Importer: real, importFirst: true}, Images: []images.Local{l}, Recorder: rec})
+	imported, err := images.Import(ctx, images.ImportOptions{Engine: b.engine.Verbs(), Importer: failingImporter{Importer: real, importFirst: true}, Images: []images.Local{l}, Recorder: rec})
 	if err != nil {
 		t.Fatalf("Import whose content reached the node = %v, want success", err)
 	}
-	if _, err := images.VerifyInNode(ctx, images.VerifyOptions{API: b.engine.API, Node: c.NodeContainer, Images: imported}); err != nil {
+	if _, err := images.VerifyInNode(ctx, images.VerifyOptions{Engine: b.engine.Verbs(), Node: c.NodeContainer, Images: imported}); err != nil {
 		t.Fatalf("VerifyInNode: %v", err)
 	}
 }
 
 func status(t *testing.T, ctx context.Context, b *bed, node string, imgs []pins.Image) []images.ImageStatus {
 	t.Helper()
-	st, err := images.Status(ctx, images.StatusOptions{API: b.engine.API, Node: node, Images: imgs})
+	st, err := images.Status(ctx, images.StatusOptions{Engine: b.engine.Verbs(), Node: node, Images: imgs})
 	if err != nil {
 		t.Fatalf("Status: %v", err)
 	}
@@ -520,13 +520,13 @@ func TestImportCancelledMidStreamEnds(t *testing.T) {
 	}
 	pin, _ := b.provide(t, ctx, spec)
 	rec := newRecorder(t)
-	l, err := images.Present(ctx, images.PresentOptions{API: b.engine.API, Image: pin, Recorder: rec})
+	l, err := images.Present(ctx, images.PresentOptions{Engine: b.engine.Verbs(), Image: pin, Recorder: rec})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		for _, o := range rec.of(images.TypePulledImage) {
-			_, _ = images.RemovePulledImage(context.Background(), b.engine.API, o)
+			_, _ = images.RemovePulledImage(context.Background(), b.engine.Verbs(), o)
 		}
 	})
 	ictx, icancel := context.WithCancel(ctx)
@@ -534,7 +534,7 @@ func TestImportCancelledMidStreamEnds(t *testing.T) {
 	imp := cancelMidStream{Importer: b.provider.Importer(c.Name), engine: b.engine, node: c.NodeContainer, cancel: icancel, saw: make(chan struct{})}
 	done := make(chan error, 1)
 	go func() {
-		_, err := images.Import(ictx, images.ImportOptions{API: b.engine.API, Importer: imp, Images: []images.Local{l}, Recorder: rec})
+		_, err := images.Import(ictx, images.ImportOptions{Engine: b.engine.Verbs(), Importer: imp, Images: []images.Local{l}, Recorder: rec})
 		done <- err
 	}()
 	// The bound is a failure verdict for a hung import, not a synchronisation.
@@ -598,7 +598,7 @@ func TestDownloadsDoneOnTheEnginesOwnProgress(t *testing.T) {
 		var mu sync.Mutex
 		fired = -1
 		downloaded := images.DownloadsDone(func() { fired = len(evs) - 1 })
-		_, err := images.Present(ctx, images.PresentOptions{API: b.engine.API, Image: img, Recorder: newRecorder(t), Progress: func(ev images.Event) {
+		_, err := images.Present(ctx, images.PresentOptions{Engine: b.engine.Verbs(), Image: img, Recorder: newRecorder(t), Progress: func(ev images.Event) {
 			mu.Lock()
 			defer mu.Unlock()
 			evs = append(evs, ev)

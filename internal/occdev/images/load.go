@@ -6,8 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	cerrdefs "github.com/containerd/errdefs"
-	"github.com/docker/docker/pkg/jsonmessage"
+	"github.com/openclaw/occ/internal/occdev/engine"
 )
 
 // Archive is a pinned image taken from a file instead of its registry (`up --bundle`): an image
@@ -41,18 +40,11 @@ func load(ctx context.Context, opts PresentOptions, emit func(Event)) error {
 			emit(Event{Status: "loading from " + a.From, Current: n, Total: a.Size})
 		}}))
 	}()
-	resp, err := opts.API.ImageLoad(ctx, pr)
-	if err != nil {
+	if err := opts.Engine.Load(ctx, pr); err != nil {
 		pr.CloseWithError(err)
 		return fmt.Errorf("load image %s from %s: %w", opts.Image, a.From, err)
 	}
-	defer resp.Body.Close()
-	// The engine reports a failed load inside its JSON stream, not as an HTTP error.
-	err = jsonmessage.DisplayJSONMessagesStream(resp.Body, io.Discard, 0, false, nil)
 	pr.CloseWithError(errors.New("the engine's load ended"))
-	if err != nil {
-		return fmt.Errorf("load image %s from %s: %w", opts.Image, a.From, err)
-	}
 	return nil
 }
 
@@ -60,8 +52,8 @@ func load(ctx context.Context, opts PresentOptions, emit func(Event)) error {
 // not keep it there.
 func loadedInspect(ctx context.Context, opts PresentOptions) (Local, error) {
 	pin := opts.Image
-	l, err := inspect(ctx, opts.API, pin, pin.DigestReference(), opts.Platform)
-	if cerrdefs.IsNotFound(err) {
+	l, err := inspect(ctx, opts.Engine, pin, pin.DigestReference(), opts.Platform)
+	if engine.IsNotFound(err) {
 		return Local{}, fmt.Errorf("the %s engine loaded image %s from %s but does not hold it under %s: an engine on Docker's classic image store names a loaded image by its config alone; switch the containerd image store on (daemon.json \"features\": {\"containerd-snapshotter\": true}; Docker Desktop: Settings → General → Use containerd for pulling and storing images), or run up without --bundle",
 			engineName(opts.EngineName), pin, opts.Archive.From, pin.DigestReference())
 	}

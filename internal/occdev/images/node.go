@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine"
 )
 
 // criNamespace is the containerd namespace the kubelet's CRI uses: images must be there for a
@@ -31,13 +31,13 @@ type nodeImage struct {
 
 // nodeContainerd reads a node's containerd through `ctr` run with the engine's exec API.
 type nodeContainerd struct {
-	api  docker.API
+	eng  engine.Engine
 	node string
 }
 
 func (n nodeContainerd) ctr(ctx context.Context, args ...string) (string, error) {
 	cmd := append([]string{"ctr", "-n", criNamespace}, args...)
-	res, err := docker.Exec(ctx, n.api, n.node, cmd...)
+	res, err := n.eng.Exec(ctx, n.node, engine.ExecInput{}, cmd...)
 	if err != nil {
 		return "", err
 	}
@@ -124,7 +124,7 @@ func (n nodeContainerd) batch(ctx context.Context, cmds [][]string) ([]ctrResult
 		return nil, err
 	}
 	boundary := "occ-batch-" + hex.EncodeToString(b[:])
-	res, err := docker.Exec(ctx, n.api, n.node, "sh", "-c", batchScript(cmds, boundary))
+	res, err := n.eng.Exec(ctx, n.node, engine.ExecInput{}, "sh", "-c", batchScript(cmds, boundary))
 	if err != nil {
 		return nil, err
 	}
@@ -223,7 +223,7 @@ func (n nodeContainerd) follow(ctx context.Context, targets []string) (map[strin
 			if err == nil && m.Config == nil && len(m.Manifests) > 1 && platform == nil {
 				// Only an index of several platforms needs the node's platform, which is the
 				// engine's: the node is one of its containers.
-				p, perr := EnginePlatform(ctx, n.api, "")
+				p, perr := EnginePlatform(ctx, n.eng, "")
 				if perr != nil {
 					return nil, nil, perr
 				}

@@ -3,38 +3,24 @@ package images
 import (
 	"context"
 	"fmt"
-	"strings"
 
-	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/pins"
 )
 
 // Platform is an OS and CPU architecture in the spelling of image configs and OCI indexes
-// (linux/amd64, linux/arm64, linux/arm/v7).
-type Platform struct {
-	OS           string
-	Architecture string
-	Variant      string
-}
-
-func (p Platform) String() string {
-	s := p.OS + "/" + p.Architecture
-	if p.Variant != "" {
-		s += "/" + p.Variant
-	}
-	return s
-}
+// (linux/amd64, linux/arm64, linux/arm/v7): engine.Platform.
+type Platform = engine.Platform
 
 // EnginePlatform is the platform of the containers the engine runs: docker info's OSType and
-// Architecture. The engine reports the kernel's machine name (x86_64, aarch64), which is
-// normalised to the names images use. engine names the engine in the error ("Docker",
-// "Podman"); empty means Docker.
-func EnginePlatform(ctx context.Context, api docker.API, engine string) (Platform, error) {
-	info, err := api.Info(ctx)
+// Architecture, in the names images use (engine.Identity). name names the engine in the error
+// ("Docker", "Podman"); empty means Docker.
+func EnginePlatform(ctx context.Context, eng engine.Engine, name string) (Platform, error) {
+	id, err := eng.Identify(ctx)
 	if err != nil {
-		return Platform{}, fmt.Errorf("read the %s engine's platform (docker info): %w", engineName(engine), err)
+		return Platform{}, fmt.Errorf("read the %s engine's platform (docker info): %w", engineName(name), err)
 	}
-	return normalisePlatform(info.OSType, info.Architecture, ""), nil
+	return id.Platform, nil
 }
 
 // NormalisePlatform is normalisePlatform, for the entries of an index read elsewhere.
@@ -42,34 +28,19 @@ func NormalisePlatform(os, arch, variant string) Platform {
 	return normalisePlatform(os, arch, variant)
 }
 
-// normalisePlatform maps the machine names engines report to the architecture names of images:
-// Docker's info carries uname's machine (x86_64, aarch64, armv7l), image configs carry Go's
-// GOARCH names (amd64, arm64, arm + variant).
+// normalisePlatform maps the machine names engines report to the architecture names of images
+// (engine.NormalisePlatform).
 func normalisePlatform(os, arch, variant string) Platform {
-	os, arch, variant = strings.ToLower(os), strings.ToLower(arch), strings.ToLower(variant)
-	switch arch {
-	case "x86_64", "x86-64", "amd64":
-		arch = "amd64"
-	case "aarch64", "arm64":
-		// arm64 has one variant in practice (v8); images write it or leave it out.
-		arch, variant = "arm64", ""
-	case "armv7l", "armhf", "armv7":
-		arch, variant = "arm", "v7"
-	case "armv6l", "armel", "armv6":
-		arch, variant = "arm", "v6"
-	case "i386", "i686", "x86":
-		arch = "386"
-	}
-	return Platform{OS: os, Architecture: arch, Variant: variant}
+	return engine.NormalisePlatform(os, arch, variant)
 }
 
 // compatible reports whether an image of platform img runs natively on engine. A 32-bit ARM
 // variant counts only when both sides state it.
-func compatible(img, engine Platform) bool {
-	if img.OS != engine.OS || img.Architecture != engine.Architecture {
+func compatible(img, platform Platform) bool {
+	if img.OS != platform.OS || img.Architecture != platform.Architecture {
 		return false
 	}
-	return img.Variant == "" || engine.Variant == "" || img.Variant == engine.Variant
+	return img.Variant == "" || platform.Variant == "" || img.Variant == platform.Variant
 }
 
 // PlatformError is a local image of another platform than the engine's: the pin is a

@@ -33,7 +33,7 @@ func TestPresentRefusesAPinOfAnotherPlatform(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { eng.Close() })
-	engine, err := images.EnginePlatform(ctx, eng.API, eng.Name())
+	engine, err := images.EnginePlatform(ctx, eng.Verbs(), eng.Name())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestPresentRefusesAPinOfAnotherPlatform(t *testing.T) {
 	pin := pinOf(t, p.Ref, "")
 
 	rec := newRecorder(t)
-	_, err = images.Present(ctx, images.PresentOptions{API: eng.API, Image: pin, Recorder: rec})
+	_, err = images.Present(ctx, images.PresentOptions{Engine: eng.Verbs(), Image: pin, Recorder: rec})
 	var pe *images.PlatformError
 	if !errors.As(err, &pe) {
 		t.Fatalf("Present of a linux/%s pin on a %s engine: %v", other, engine, err)
@@ -70,14 +70,14 @@ func TestPresentRefusesAPinOfAnotherPlatform(t *testing.T) {
 	}
 
 	again := newRecorder(t)
-	if _, err := images.Present(ctx, images.PresentOptions{API: eng.API, Image: pin, Recorder: again, Platform: engine}); !errors.As(err, &pe) {
+	if _, err := images.Present(ctx, images.PresentOptions{Engine: eng.Verbs(), Image: pin, Recorder: again, Platform: engine}); !errors.As(err, &pe) {
 		t.Errorf("Present of the held image: %v, want the platform refusal", err)
 	}
 	if got := again.of(images.TypePulledImage); len(got) != 0 {
 		t.Errorf("an image that was already there was recorded: %+v", got)
 	}
 
-	if r, err := images.RemovePulledImage(ctx, eng.API, recs[0]); err != nil || r.Outcome != state.Removed {
+	if r, err := images.RemovePulledImage(ctx, eng.Verbs(), recs[0]); err != nil || r.Outcome != state.Removed {
 		t.Fatalf("removal of the recorded pull: %+v %v", r, err)
 	}
 	if present(t, ctx, eng, p.Ref) {

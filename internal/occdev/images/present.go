@@ -34,19 +34,12 @@ package images
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 
-	cerrdefs "github.com/containerd/errdefs"
-	"github.com/docker/docker/api/types/image"
-	"github.com/docker/docker/pkg/jsonmessage"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/openclaw/occ/internal/occdev/docker"
-	"github.com/openclaw/occ/internal/occdev/docker/engineapi"
 	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
@@ -82,19 +75,14 @@ type Event struct {
 	Current, Total int64
 }
 
-// Store is an engine's image store: what its image IDs name, and how an image leaves it.
-type Store string
+// Store is an engine's image store: what its image IDs name, and how an image leaves it
+// (engine.Store).
+type Store = engine.Store
 
+// The stores an engine keeps images in (engine.StoreClassic, engine.StoreContainerd).
 const (
-	// StoreClassic is Docker's graph-driver store (the default before Engine 29) and Podman's:
-	// an image ID is the config digest, and docker save writes one platform's image with a
-	// manifest of the engine's own.
-	StoreClassic Store = "classic"
-	// StoreContainerd is Docker's containerd image store (Engine 29's default, and new Docker
-	// Desktop installs'): an image ID is the digest of the image's target, the pulled index or
-	// manifest, and docker save writes that whole target, naming every platform's manifest
-	// while carrying only the content the engine pulled, unless one platform is asked for.
-	StoreContainerd Store = "containerd"
+	StoreClassic    = engine.StoreClassic
+	StoreContainerd = engine.StoreContainerd
 )
 
 // Local is a pinned image as the engine holds it.
@@ -154,8 +142,8 @@ func platformOf(l Local) string {
 
 // PresentOptions are the inputs of Present.
 type PresentOptions struct {
-	API   docker.API
-	Image pins.Image
+	Engine engine.Engine
+	Image  pins.Image
 	// Recorder receives the pulled image's record before the pull starts.
 	Recorder Recorder
 	// Progress receives events; nil drops them.
@@ -193,13 +181,13 @@ func Present(ctx context.Context, opts PresentOptions) (Local, error) {
 			opts.Progress(ev)
 		}
 	}
-	if l, err := inspect(ctx, opts.API, pin, ref, opts.Platform); err == nil {
+	if l, err := inspect(ctx, opts.Engine, pin, ref, opts.Platform); err == nil {
 		if err := opts.checkPlatform(ctx, l); err != nil {
 			return Local{}, err
 		}
 		emit(Event{Status: "present", Total: l.Size})
 		return l, nil
-	} else if !cerrdefs.IsNotFound(err) {
+	} else if !engine.IsNotFound(err) {
 		return Local{}, err
 	}
 	if opts.Archive == nil && opts.Offline {
@@ -217,17 +205,17 @@ func Present(ctx context.Context, opts PresentOptions) (Local, error) {
 	if opts.Archive != nil {
 		emit(Event{Status: "loading from " + opts.Archive.From, Total: opts.Archive.Size})
 		if err := load(ctx, opts, emit); err != nil {
-			return Local{}, errors.Join(err, forgetIfAbsent(ctx, opts.API, opts.Recorder, rec))
+			return Local{}, errors.Join(err, forgetIfAbsent(ctx, opts.Engine, opts.Recorder, rec))
 		}
 		if l, err = loadedInspect(ctx, opts); err != nil {
 			return Local{}, err
 		}
 	} else {
 		emit(Event{Status: "pulling"})
-		if err := pull(ctx, opts.API, ref, emit); err != nil {
-			return Local{}, errors.Join(pullError(ctx, opts.API, pin, err), forgetIfAbsent(ctx, opts.API, opts.Recorder, rec))
+		if err := pull(ctx, opts.Engine, ref, emit); err != nil {
+			return Local{}, errors.Join(pullError(ctx, opts.Engine, pin, err), forgetIfAbsent(ctx, opts.Engine, opts.Recorder, rec))
 		}
-		if l, err = inspect(ctx, opts.API, pin, ref, opts.Platform); err != nil {
+		if l, err = inspect(ctx, opts.Engine, pin, ref, opts.Platform); err != nil {
 			return Local{}, fmt.Errorf("inspect %s after pulling it: %w", ref, err)
 		}
 	}
@@ -253,69 +241,68 @@ func (opts PresentOptions) checkPlatform(ctx context.Context, l Local) error {
 	if l.Platform.Architecture == "" {
 		return nil // the config states no platform, so there is nothing to compare
 	}
-	engine := opts.Platform
-	if engine == (Platform{}) {
+	platform := opts.Platform
+	if platform == (Platform{}) {
 		var err error
-		if engine, err = EnginePlatform(ctx, opts.API, opts.EngineName); err != nil {
+		if platform, err = EnginePlatform(ctx, opts.Engine, opts.EngineName); err != nil {
 			return err
 		}
 	}
-	return checkPlatform(l, engine, opts.EngineName)
+	return checkPlatform(l, platform, opts.EngineName)
 }
 
 // Inspect is the local image the engine holds under the pin's digest reference (a selected
 // image, pulled before), with the identity its store keeps.
-func Inspect(ctx context.Context, api docker.API, pin pins.Image) (Local, error) {
-	return inspect(ctx, api, pin, pin.DigestReference(), Platform{})
+func Inspect(ctx context.Context, eng engine.Engine, pin pins.Image) (Local, error) {
+	return inspect(ctx, eng, pin, pin.DigestReference(), Platform{})
 }
 
-func inspect(ctx context.Context, api docker.API, pin pins.Image, ref string, engine Platform) (Local, error) {
-	ins, err := api.ImageInspect(ctx, ref)
+func inspect(ctx context.Context, eng engine.Engine, pin pins.Image, ref string, platform Platform) (Local, error) {
+	img, err := eng.Image(ctx, ref)
 	if err != nil {
-		if cerrdefs.IsNotFound(err) {
+		if engine.IsNotFound(err) {
 			return Local{}, err
 		}
 		return Local{}, fmt.Errorf("inspect image %s: %w", ref, err)
 	}
-	return describe(ctx, api, pin, ref, ins, engine)
+	return describe(ctx, eng, pin, ref, img, platform)
 }
 
 // describe is the local image of an inspect answer: its store, and on the containerd store the
-// manifest of the engine's platform. engine is the engine's platform; the zero value asks the
+// manifest of the engine's platform. platform is the engine's platform; the zero value asks the
 // engine when it is needed.
-func describe(ctx context.Context, api docker.API, pin pins.Image, ref string, ins image.InspectResponse, engine Platform) (Local, error) {
-	l := Local{Pin: pin, ID: ins.ID, RepoDigests: ins.RepoDigests, Size: ins.Size,
-		Platform: normalisePlatform(ins.Os, ins.Architecture, ins.Variant)}
-	store, err := storeOf(ctx, api, pin, ins)
+func describe(ctx context.Context, eng engine.Engine, pin pins.Image, ref string, img engine.Image, platform Platform) (Local, error) {
+	l := Local{Pin: pin, ID: img.ID, RepoDigests: img.RepoDigests, Size: img.Size, Platform: img.Platform}
+	store, err := storeOf(ctx, eng, pin, img)
 	if err != nil {
 		return Local{}, err
 	}
 	l.Store = store
-	if store != StoreContainerd || ins.Descriptor == nil {
+	if store != StoreContainerd || img.Target == "" {
 		// The classic store has no manifests of its own; an engine whose API predates the
 		// manifest list (it reports no Descriptor either) sends the whole target.
 		return l, nil
 	}
-	if engine == (Platform{}) {
-		if engine, err = EnginePlatform(ctx, api, ""); err != nil {
+	if platform == (Platform{}) {
+		if platform, err = EnginePlatform(ctx, eng, ""); err != nil {
 			return Local{}, err
 		}
 	}
-	withManifests, err := api.ImageInspect(ctx, ref, engineapi.ImageInspectWithManifests(true))
+	withManifests, err := eng.ImageManifests(ctx, ref)
 	if err != nil {
 		return Local{}, fmt.Errorf("list the manifests of image %s: %w", ref, err)
 	}
-	if withManifests.ID != ins.ID {
-		return Local{}, fmt.Errorf("list the manifests of image %s: the engine answered image %s, then %s", ref, ins.ID, withManifests.ID)
+	if withManifests.ID != img.ID {
+		return Local{}, fmt.Errorf("list the manifests of image %s: the engine answered image %s, then %s", ref, img.ID, withManifests.ID)
 	}
-	m, ok := manifestFor(withManifests.Manifests, engine)
+	m, ok := manifestFor(withManifests.Manifests, platform)
 	if !ok {
 		// The engine holds no manifest of its own platform under this image: Present's platform
 		// check names the platform the image is instead.
 		return l, nil
 	}
 	l.Manifest = m.ID
-	p := m.ImageData.Platform
+	p := *m.Platform
 	l.ManifestPlatform = &p
 	return l, nil
 }
@@ -325,44 +312,40 @@ func describe(ctx context.Context, api docker.API, pin pins.Image, ref string, i
 // pinned digest does too (an older API), where the classic store's ID is a config digest, which
 // never equals a manifest's. Only a built image on an older API leaves the engine's driver status
 // to decide.
-func storeOf(ctx context.Context, api docker.API, pin pins.Image, ins image.InspectResponse) (Store, error) {
+func storeOf(ctx context.Context, eng engine.Engine, pin pins.Image, img engine.Image) (Store, error) {
 	switch {
-	case ins.Descriptor != nil, pin.Digest != "" && ins.ID == pin.Digest:
+	case img.Target != "", pin.Digest != "" && img.ID == pin.Digest:
 		return StoreContainerd, nil
 	case pin.Digest != "":
 		return StoreClassic, nil
 	}
-	return EngineStore(ctx, api)
+	return EngineStore(ctx, eng)
 }
 
-// EngineStore is the engine's image store as docker info's driver status reports it.
-func EngineStore(ctx context.Context, api docker.API) (Store, error) {
-	info, err := api.Info(ctx)
+// EngineStore is the engine's image store as its identity (docker info's driver status) reports
+// it.
+func EngineStore(ctx context.Context, eng engine.Engine) (Store, error) {
+	id, err := eng.Identify(ctx)
 	if err != nil {
 		return "", fmt.Errorf("read the engine's image store (docker info): %w", err)
 	}
-	for _, kv := range info.DriverStatus {
-		if len(kv) == 2 && kv[0] == "driver-type" && kv[1] == "io.containerd.snapshotter.v1" {
-			return StoreContainerd, nil
-		}
-	}
-	return StoreClassic, nil
+	return id.Store, nil
 }
 
 // manifestFor picks, from the manifests the engine lists under a containerd-store image, the
 // image manifest whose content it holds and whose platform engine runs (bestFor). Attestation
 // manifests are never picked.
-func manifestFor(ms []image.ManifestSummary, engine Platform) (image.ManifestSummary, bool) {
-	i := bestFor(len(ms), engine, func(i int) (Platform, bool) {
+func manifestFor(ms []engine.Manifest, platform Platform) (engine.Manifest, bool) {
+	i := bestFor(len(ms), platform, func(i int) (Platform, bool) {
 		m := ms[i]
-		if m.Kind != image.ManifestKindImage || !m.Available || m.ImageData == nil {
+		if m.Kind != engine.ManifestImage || !m.Available || m.Platform == nil {
 			return Platform{}, false
 		}
-		p := m.ImageData.Platform
+		p := m.Platform
 		return normalisePlatform(p.OS, p.Architecture, p.Variant), true
 	})
 	if i < 0 {
-		return image.ManifestSummary{}, false
+		return engine.Manifest{}, false
 	}
 	return ms[i], true
 }
@@ -392,42 +375,19 @@ func bestFor(n int, platform Platform, platformOf func(i int) (Platform, bool)) 
 	return first
 }
 
-// pull runs the engine's pull of ref and turns its JSON progress stream into events. The stream
-// carries the pull's errors too, as messages; the HTTP status alone does not.
-func pull(ctx context.Context, api docker.API, ref string, emit func(Event)) error {
-	rc, err := api.ImagePull(ctx, ref, image.PullOptions{})
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
-	dec := json.NewDecoder(rc)
-	for {
-		var m jsonmessage.JSONMessage
-		if err := dec.Decode(&m); err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return fmt.Errorf("read pull progress: %w", err)
-		}
-		if m.Error != nil {
-			return m.Error
-		}
-		ev := Event{Layer: m.ID, Status: m.Status}
-		if m.Progress != nil {
-			ev.Current, ev.Total = m.Progress.Current, m.Progress.Total
-		}
-		emit(ev)
-	}
+// pull runs the engine's pull of ref and turns its progress into events; a failure the engine
+// reports in its progress is the pull's error.
+func pull(ctx context.Context, eng engine.Engine, ref string, emit func(Event)) error {
+	return eng.Pull(ctx, ref, func(p engine.PullProgress) {
+		emit(Event{Layer: p.Layer, Status: p.Status, Current: p.Current, Total: p.Total})
+	})
 }
 
 // pullError explains a failed pull. When the pin carries a tag, it asks the registry what that
 // tag serves: a different digest means the pin is wrong (or the tag moved). When a local image
 // has the pinned tag, it is named with its ID: it does not carry the pinned digest, so it is a
 // re-tagged or locally built image, and occ will not use it.
-func pullError(ctx context.Context, api docker.API, pin pins.Image, cause error) error {
+func pullError(ctx context.Context, eng engine.Engine, pin pins.Image, cause error) error {
 	ref := pin.DigestReference()
 	msg := fmt.Sprintf("pull pinned image %s by digest: %v", ref, cause)
 	if ctx.Err() != nil {
@@ -438,10 +398,10 @@ func pullError(ctx context.Context, api docker.API, pin pins.Image, cause error)
 	}
 	tagged := pin.Name() + ":" + pin.Tag
 	var facts []string
-	if d, err := api.DistributionInspect(ctx, tagged, ""); err == nil && d.Descriptor.Digest.String() != pin.Digest {
-		facts = append(facts, fmt.Sprintf("the registry serves %s as %s, but the pin says %s: the pin is wrong or the tag was moved; fix the pin file (or OCC_DEVELOPMENT_PIN_FILE)", tagged, d.Descriptor.Digest, pin.Digest))
+	if d, err := eng.ResolveTag(ctx, tagged); err == nil && d != pin.Digest {
+		facts = append(facts, fmt.Sprintf("the registry serves %s as %s, but the pin says %s: the pin is wrong or the tag was moved; fix the pin file (or OCC_DEVELOPMENT_PIN_FILE)", tagged, d, pin.Digest))
 	}
-	if ins, err := api.ImageInspect(ctx, tagged); err == nil {
+	if ins, err := eng.Image(ctx, tagged); err == nil {
 		facts = append(facts, fmt.Sprintf("the engine has a local %s (image ID %s, RepoDigests %s) that does not carry the pinned %s: it is a re-tagged or locally built image, and occ uses only the pinned digest; remove it (docker rmi %s) or make the registry reachable", tagged, ins.ID, listOrNone(ins.RepoDigests), pin.Digest, tagged))
 	}
 	if len(facts) == 0 {
@@ -451,9 +411,9 @@ func pullError(ctx context.Context, api docker.API, pin pins.Image, cause error)
 }
 
 // forgetIfAbsent drops the record of a pull that left nothing behind.
-func forgetIfAbsent(ctx context.Context, api docker.API, r Recorder, rec state.Object) error {
+func forgetIfAbsent(ctx context.Context, eng engine.Engine, r Recorder, rec state.Object) error {
 	ref := rec.Name + "@" + rec.Digest
-	if _, err := api.ImageInspect(ctx, ref); err == nil || !cerrdefs.IsNotFound(err) {
+	if _, err := eng.Image(ctx, ref); err == nil || !engine.IsNotFound(err) {
 		return nil // present, or unknown: keep the record for down
 	}
 	if err := r.Forget(rec); err != nil {

@@ -24,12 +24,14 @@ func init() {
 		Fields: state.Fields{ID: true, Digest: true, Engine: true}, Check: checkRecord,
 		Describe: func(o state.Object) string { return docker.EngineNameOf(o) + " image " + o.Name + "@" + o.Digest },
 		Order:    state.SideBySide,
-		Remover:  func(c *state.Connections) state.Remover { return PulledImageRemover(docker.RecordedEngine(c)) }})
+		Remover: func(c *state.Connections) state.Remover {
+			return PulledImageRemover(docker.VerbsOf(docker.RecordedEngine(c)))
+		}})
 	state.Register(state.Kind{Type: TypeClusterImage, Fields: state.Fields{ID: true, Digest: true}, Check: checkRecord,
 		Describe: func(o state.Object) string { return "cluster image " + o.Name + "@" + o.Digest },
 		Order:    state.SideBySide,
 		Remover: func(c *state.Connections) state.Remover {
-			return ClusterImageRemover(c.State().Cluster, docker.RecordedEngine(c))
+			return ClusterImageRemover(c.State().Cluster, docker.VerbsOf(docker.RecordedEngine(c)))
 		}})
 }
 

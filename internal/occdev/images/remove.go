@@ -4,10 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	cerrdefs "github.com/containerd/errdefs"
-	"github.com/docker/docker/api/types/image"
-
-	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -17,12 +14,12 @@ import (
 // left alone (someone pulled it again). A record without an ID is of a pull that was
 // interrupted: the image can only exist if that pull completed in the engine, so it is removed
 // too.
-func RemovePulledImage(ctx context.Context, api docker.API, rec state.Object) (state.Removal, error) {
+func RemovePulledImage(ctx context.Context, eng engine.Engine, rec state.Object) (state.Removal, error) {
 	if rec.Type != TypePulledImage {
 		return state.Removal{}, fmt.Errorf("remove pulled image: state entry %s is not a %s record", rec, TypePulledImage)
 	}
 	ref := rec.Name + "@" + rec.Digest
-	ins, found, err := inspectRef(ctx, api, ref)
+	ins, found, err := inspectRef(ctx, eng, ref)
 	if err != nil {
 		return state.Removal{}, err
 	}
@@ -36,9 +33,9 @@ func RemovePulledImage(ctx context.Context, api docker.API, rec state.Object) (s
 	// same pinned node image) keeps it: the engine refuses to untag its only reference, and
 	// that environment's own record does not name it, so it is left, with the reason, rather
 	// than failing this environment's down for ever.
-	if _, err := api.ImageRemove(ctx, ref, image.RemoveOptions{PruneChildren: true}); cerrdefs.IsConflict(err) {
+	if err := eng.Untag(ctx, ref); engine.IsInUse(err) {
 		return state.Removal{Outcome: state.LeftAlone, Detail: fmt.Sprintf("%s is in use by a container (%v)", ref, err)}, nil
-	} else if err != nil && !cerrdefs.IsNotFound(err) {
+	} else if err != nil && !engine.IsNotFound(err) {
 		return state.Removal{}, fmt.Errorf("remove image %s: %w", ref, err)
 	}
 	return state.Removal{Outcome: state.Removed}, nil
@@ -48,32 +45,32 @@ func RemovePulledImage(ctx context.Context, api docker.API, rec state.Object) (s
 // name), so it is removed even if it no longer names the image staged under it, but only while
 // that image keeps another reference: removing the tag then only untags, and never deletes an
 // image occ did not make. wantID may be empty (a crash before the tag was made, or an unknown ID).
-func removeStagingTag(ctx context.Context, api docker.API, tag, wantID string) error {
-	ins, found, err := inspectRef(ctx, api, tag)
+func removeStagingTag(ctx context.Context, eng engine.Engine, tag, wantID string) error {
+	ins, found, err := inspectRef(ctx, eng, tag)
 	if err != nil || !found {
 		return err
 	}
 	if ins.ID != wantID && len(ins.RepoTags)+len(ins.RepoDigests) < 2 {
 		return fmt.Errorf("staging tag %s names image %s and is its only reference; occ leaves it: remove it yourself (docker rmi %s)", tag, ins.ID, tag)
 	}
-	return untag(ctx, api, tag)
+	return untag(ctx, eng, tag)
 }
 
-func inspectRef(ctx context.Context, api docker.API, ref string) (image.InspectResponse, bool, error) {
-	ins, err := api.ImageInspect(ctx, ref)
-	if cerrdefs.IsNotFound(err) {
-		return image.InspectResponse{}, false, nil
+func inspectRef(ctx context.Context, eng engine.Engine, ref string) (engine.Image, bool, error) {
+	ins, err := eng.Image(ctx, ref)
+	if engine.IsNotFound(err) {
+		return engine.Image{}, false, nil
 	}
 	if err != nil {
-		return image.InspectResponse{}, false, fmt.Errorf("inspect image %s: %w", ref, err)
+		return engine.Image{}, false, fmt.Errorf("inspect image %s: %w", ref, err)
 	}
 	return ins, true, nil
 }
 
 // untag removes one reference. Force stays off: an image a container still uses is reported,
 // not yanked from under it.
-func untag(ctx context.Context, api docker.API, ref string) error {
-	if _, err := api.ImageRemove(ctx, ref, image.RemoveOptions{PruneChildren: true}); err != nil && !cerrdefs.IsNotFound(err) {
+func untag(ctx context.Context, eng engine.Engine, ref string) error {
+	if err := eng.Untag(ctx, ref); err != nil && !engine.IsNotFound(err) {
 		return fmt.Errorf("remove image %s: %w; stop what uses it and run occ dev down again", ref, err)
 	}
 	return nil

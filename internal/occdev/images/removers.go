@@ -4,15 +4,13 @@ import (
 	"context"
 	"fmt"
 
-	cerrdefs "github.com/containerd/errdefs"
-
-	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
-// Engine connects to the recorded Docker engine on first use (docker.Recorded).
-type Engine func(context.Context) (*docker.Engine, error)
+// Engine connects to the recorded engine on first use (docker.Recorded, through docker.VerbsOf).
+type Engine func(context.Context) (engine.Engine, error)
 
 // PulledImageRemover is the state.Remover of recorded pulls (TypePulledImage), built from
 // the recorded engine alone.
@@ -25,7 +23,7 @@ func (r pulled) Remove(ctx context.Context, o state.Object) (state.Removal, erro
 	if err != nil {
 		return state.Removal{}, err
 	}
-	return RemovePulledImage(ctx, eng.API, o)
+	return RemovePulledImage(ctx, eng, o)
 }
 
 func (r pulled) Inspect(ctx context.Context, o state.Object) state.Inspection {
@@ -34,7 +32,7 @@ func (r pulled) Inspect(ctx context.Context, o state.Object) state.Inspection {
 		return state.Inspection{State: state.Unknown, Detail: err.Error()}
 	}
 	ref := o.Name + "@" + o.Digest
-	ins, found, err := inspectRef(ctx, eng.API, ref)
+	ins, found, err := inspectRef(ctx, eng, ref)
 	switch {
 	case err != nil:
 		return state.Inspection{State: state.Unknown, Detail: err.Error()}
@@ -78,17 +76,17 @@ func (r imported) Remove(ctx context.Context, o state.Object) (state.Removal, er
 		return state.Removal{}, err
 	}
 	if r.access.Name != "" {
-		if err := removeStagingTag(ctx, eng.API, StagingTag(pin, r.access.Name), o.ID); err != nil {
+		if err := removeStagingTag(ctx, eng, StagingTag(pin, r.access.Name), o.ID); err != nil {
 			return state.Removal{}, err
 		}
 	}
 	if r.access.NodeAddress == "" {
 		return state.Removal{Outcome: state.AlreadyGone, Detail: "the state records no node to look in"}, nil
 	}
-	n := nodeContainerd{api: eng.API, node: r.access.NodeAddress}
+	n := nodeContainerd{eng: eng, node: r.access.NodeAddress}
 	list, err := n.list(ctx)
 	if err != nil {
-		if _, cerr := eng.API.ContainerInspect(ctx, r.access.NodeAddress); cerr != nil {
+		if exists, _ := n.eng.ContainerExists(ctx, r.access.NodeAddress); !exists {
 			// The node is gone (the cluster was removed): so is everything in it.
 			return state.Removal{Outcome: state.AlreadyGone}, nil
 		}
@@ -118,10 +116,10 @@ func (r imported) Inspect(ctx context.Context, o state.Object) state.Inspection 
 	if r.access.NodeAddress == "" {
 		return state.Inspection{State: state.Unknown, Detail: "the state records no node to look in"}
 	}
-	n := nodeContainerd{api: eng.API, node: r.access.NodeAddress}
+	n := nodeContainerd{eng: eng, node: r.access.NodeAddress}
 	list, err := n.list(ctx)
 	if err != nil {
-		if _, cerr := eng.API.ContainerInspect(ctx, r.access.NodeAddress); cerrdefs.IsNotFound(cerr) {
+		if exists, cerr := n.eng.ContainerExists(ctx, r.access.NodeAddress); !exists && cerr == nil {
 			// The node is gone (its cluster was removed): so is everything in it.
 			return state.Inspection{State: state.Missing, Detail: "node " + r.access.NodeAddress + " no longer exists"}
 		}

@@ -24,8 +24,8 @@ func (e *RepoDigestError) Error() string {
 // push, but the containerd store derives them from the image's names, so a tag there adds one.
 // That a pull by digest made the image is Present's record. Docker writes
 // RepoDigests in its short form (rancher/k3s@…, busybox@…), so both sides are normalised first.
-// Podman files a manifest digest under every name of the image; its API (docker.API for a Podman
-// engine) reports the digest reference an image was inspected by as Docker does, so the rule is
+// Podman files a manifest digest under every name of the image; its engine (through the Docker
+// API's Podman wrapper) reports the digest reference an image was inspected by as Docker does, so the rule is
 // one for both engines.
 //
 // A built image has no RepoDigests; for it the rule is that its stand-in pin is its own config

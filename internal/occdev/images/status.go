@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	cerrdefs "github.com/containerd/errdefs"
-
-	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/pins"
 )
 
@@ -42,7 +40,7 @@ type ImageStatus struct {
 
 // StatusOptions are the inputs of Status.
 type StatusOptions struct {
-	API    docker.API
+	Engine engine.Engine
 	Node   string
 	Images []pins.Image
 }
@@ -50,14 +48,14 @@ type StatusOptions struct {
 // Status compares each pinned image in the node with the local image pulled by that digest, by
 // the identity the engine's store keeps (Local.Holds). It reads and changes nothing else.
 func Status(ctx context.Context, opts StatusOptions) ([]ImageStatus, error) {
-	n := nodeContainerd{api: opts.API, node: opts.Node}
+	n := nodeContainerd{eng: opts.Engine, node: opts.Node}
 	list, err := n.list(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list images in node %s: %w", opts.Node, err)
 	}
 	// The node is one of the engine's containers: it runs the engine's platform, whose manifest
 	// of a multi-platform image is the one to compare.
-	engine, err := EnginePlatform(ctx, opts.API, "")
+	platform, err := EnginePlatform(ctx, opts.Engine, "")
 	if err != nil {
 		return nil, err
 	}
@@ -69,11 +67,11 @@ func Status(ctx context.Context, opts StatusOptions) ([]ImageStatus, error) {
 			return nil, fmt.Errorf("status of image %s: %w", pin, err)
 		}
 		st.NodeManifest, st.NodeConfig = content.Manifest, content.Config
-		l, ierr := inspect(ctx, opts.API, pin, st.Reference, engine)
+		l, ierr := inspect(ctx, opts.Engine, pin, st.Reference, platform)
 		switch {
 		case ierr == nil:
 			st.LocalID, st.Store = l.ID, l.Store
-		case !cerrdefs.IsNotFound(ierr):
+		case !engine.IsNotFound(ierr):
 			return nil, fmt.Errorf("inspect local image %s: %w", st.Reference, ierr)
 		}
 		switch {

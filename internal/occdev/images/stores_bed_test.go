@@ -12,6 +12,7 @@ import (
 
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/testbed/dockerbed"
@@ -69,13 +70,13 @@ func TestEveryShapeOnEveryStoreHoldsFromPullToNode(t *testing.T) {
 			rec := newRecorder(t)
 			t.Cleanup(func() {
 				for _, o := range rec.of(images.TypePulledImage) {
-					_, _ = images.RemovePulledImage(context.Background(), b.engine.API, o)
+					_, _ = images.RemovePulledImage(context.Background(), b.engine.Verbs(), o)
 				}
 			})
 			var locals []images.Local
 			var refs []pins.Image
 			for _, s := range shapes {
-				l, err := images.Present(ctx, images.PresentOptions{API: b.engine.API, Image: s.pin, Recorder: rec})
+				l, err := images.Present(ctx, images.PresentOptions{Engine: b.engine.Verbs(), Image: s.pin, Recorder: rec})
 				if err != nil {
 					t.Fatalf("%s: Present: %v", s.shape, err)
 				}
@@ -88,11 +89,11 @@ func TestEveryShapeOnEveryStoreHoldsFromPullToNode(t *testing.T) {
 				locals = append(locals, l)
 				refs = append(refs, s.pin)
 			}
-			imported, err := images.Import(ctx, images.ImportOptions{API: b.engine.API, Importer: b.provider.Importer(c.Name), Images: locals, Recorder: rec})
+			imported, err := images.Import(ctx, images.ImportOptions{Engine: b.engine.Verbs(), Importer: b.provider.Importer(c.Name), Images: locals, Recorder: rec})
 			if err != nil {
 				t.Fatalf("Import: %v", err)
 			}
-			verified, err := images.VerifyInNode(ctx, images.VerifyOptions{API: b.engine.API, Node: c.NodeContainer, Images: imported, Recorder: rec})
+			verified, err := images.VerifyInNode(ctx, images.VerifyOptions{Engine: b.engine.Verbs(), Node: c.NodeContainer, Images: imported, Recorder: rec})
 			if err != nil {
 				t.Fatalf("VerifyInNode: %v", err)
 			}
@@ -125,7 +126,7 @@ func TestEveryShapeOnEveryStoreHoldsFromPullToNode(t *testing.T) {
 			// Nothing moves twice: an import onto a node that holds every image as verified
 			// stages nothing, saves nothing and says so.
 			var notes []string
-			again, err := images.Import(ctx, images.ImportOptions{API: b.engine.API, Importer: refusingImporter{b.provider.Importer(c.Name)}, Images: locals, Recorder: rec,
+			again, err := images.Import(ctx, images.ImportOptions{Engine: b.engine.Verbs(), Importer: refusingImporter{b.provider.Importer(c.Name)}, Images: locals, Recorder: rec,
 				Progress: func(ev images.Event) { notes = append(notes, ev.Status) }})
 			if err != nil {
 				t.Fatalf("Import onto a node holding every image: %v", err)
@@ -138,7 +139,7 @@ func TestEveryShapeOnEveryStoreHoldsFromPullToNode(t *testing.T) {
 			if len(notes) != len(shapes) || !strings.Contains(notes[0], "nothing moved (0 B)") {
 				t.Errorf("progress of the import that moved nothing: %q", notes)
 			}
-			if _, err := images.VerifyInNode(ctx, images.VerifyOptions{API: b.engine.API, Node: c.NodeContainer, Images: again, Recorder: rec}); err != nil {
+			if _, err := images.VerifyInNode(ctx, images.VerifyOptions{Engine: b.engine.Verbs(), Node: c.NodeContainer, Images: again, Recorder: rec}); err != nil {
 				t.Errorf("VerifyInNode of the images the node held: %v", err)
 			}
 		})
@@ -176,14 +177,15 @@ func TestContainerdStoreBeforeAPI148ImportsTheWholeIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { old.Close() })
-	var api docker.API = old
+	var oldAPI docker.API = old
+	api := docker.Over(oldAPI, engine.Docker)
 	rec := newRecorder(t)
 	t.Cleanup(func() {
 		for _, o := range rec.of(images.TypePulledImage) {
 			_, _ = images.RemovePulledImage(context.Background(), api, o)
 		}
 	})
-	l, err := images.Present(ctx, images.PresentOptions{API: api, Image: pin, Recorder: rec})
+	l, err := images.Present(ctx, images.PresentOptions{Engine: api, Image: pin, Recorder: rec})
 	if err != nil {
 		t.Fatalf("Present: %v", err)
 	}
@@ -192,16 +194,16 @@ func TestContainerdStoreBeforeAPI148ImportsTheWholeIndex(t *testing.T) {
 	}
 	// The k3d provider's own importer, on an engine reached through API 1.47.
 	oldEngine := *b.engine
-	oldEngine.API = api
+	oldEngine.API = oldAPI
 	p147, err := k3d.New(k3d.Options{Engine: &oldEngine, ToolsImage: b.Tools.Ref, Log: &dockerbed.SyncBuffer{}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	imported, err := images.Import(ctx, images.ImportOptions{API: api, Importer: p147.Importer(c.Name), Images: []images.Local{l}, Recorder: rec})
+	imported, err := images.Import(ctx, images.ImportOptions{Engine: api, Importer: p147.Importer(c.Name), Images: []images.Local{l}, Recorder: rec})
 	if err != nil {
 		t.Fatalf("Import: %v", err)
 	}
-	verified, err := images.VerifyInNode(ctx, images.VerifyOptions{API: api, Node: c.NodeContainer, Images: imported, Recorder: rec})
+	verified, err := images.VerifyInNode(ctx, images.VerifyOptions{Engine: api, Node: c.NodeContainer, Images: imported, Recorder: rec})
 	if err != nil {
 		t.Fatalf("VerifyInNode: %v", err)
 	}

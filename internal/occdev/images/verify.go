@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/pins"
 )
 
 // VerifyOptions are the inputs of VerifyInNode.
 type VerifyOptions struct {
-	API docker.API
+	Engine engine.Engine
 	// Node is the container whose containerd holds the imported images.
 	Node   string
 	Images []Imported
@@ -66,7 +66,7 @@ func (e *DigestError) Error() string {
 // An image that fails a phase takes no further part; each check reads and changes only its own
 // image's names. The result keeps the order of opts.Images.
 func VerifyInNode(ctx context.Context, opts VerifyOptions) ([]Verified, error) {
-	n := nodeContainerd{api: opts.API, node: opts.Node}
+	n := nodeContainerd{eng: opts.Engine, node: opts.Node}
 	list, err := n.list(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list images in node %s: %w", opts.Node, err)

@@ -8,7 +8,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/option"
 	"github.com/openclaw/occ/internal/occdev/pins"
@@ -21,7 +21,7 @@ type TakeOptions struct {
 	// Docker, when set, is a Docker engine the images are loaded into, at Endpoint: it must keep
 	// a loaded image under its registry digest, which only its containerd image store does.
 	// Unset for an engine that always keeps it so (Podman), or for none.
-	Docker   docker.API
+	Docker   engine.Engine
 	Endpoint string
 	// Pins are what is taken from the bundle: every download of the pins but those Local names
 	// (the pin keys of downloads a local file replaces), and each image of images.Pinned, for

@@ -12,6 +12,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/option"
 	"github.com/openclaw/occ/internal/occdev/pins"
@@ -93,13 +94,13 @@ func TestTakeChecksWhatUpTakesFromIt(t *testing.T) {
 	}
 
 	classic := opts(w.Set)
-	classic.Docker, classic.Endpoint = storeAPI{driverType: "overlay2"}, "unix:///run/docker.sock"
+	classic.Docker, classic.Endpoint = docker.Over(storeAPI{driverType: "overlay2"}, engine.Docker), "unix:///run/docker.sock"
 	var oe *option.Error
 	if err := take(classic); !errors.As(err, &oe) || oe.Option != "--bundle" || !strings.Contains(err.Error(), "the Docker engine at unix:///run/docker.sock keeps images in its classic store") {
 		t.Errorf("a Docker engine on the classic store: %v", err)
 	}
 	containerd := opts(w.Set)
-	containerd.Docker = storeAPI{driverType: "io.containerd.snapshotter.v1"}
+	containerd.Docker = docker.Over(storeAPI{driverType: "io.containerd.snapshotter.v1"}, engine.Docker)
 	if err := take(containerd); err != nil {
 		t.Errorf("a Docker engine on the containerd store: %v", err)
 	}

@@ -474,7 +474,7 @@ func rebuildImages(ctx context.Context, r *run, rep progress.Reporter) error {
 		if err != nil {
 			return fmt.Errorf("build the %s image (output in %s): %w", b.Role, logPath, err)
 		}
-		l, err := images.Built(ctx, r.engine.API, img.Reference, img.ID)
+		l, err := images.Built(ctx, r.engine.Verbs(), img.Reference, img.ID)
 		if err != nil {
 			return err
 		}
@@ -511,7 +511,7 @@ func importRebuilt(ctx context.Context, r *run, rep progress.Reporter) error {
 		return err
 	}
 	imported, err := images.Import(ctx, images.ImportOptions{
-		API: r.engine.API, Importer: importer, Images: r.toNode, Recorder: r.dir, Progress: images.ImportNotes(rep.Note),
+		Engine: r.engine.Verbs(), Importer: importer, Images: r.toNode, Recorder: r.dir, Progress: images.ImportNotes(rep.Note),
 	})
 	if err != nil {
 		return err
@@ -528,7 +528,7 @@ func verifyRebuilt(ctx context.Context, r *run, _ progress.Reporter) error {
 		return nil
 	}
 	verified, err := images.VerifyInNode(ctx, images.VerifyOptions{
-		API: r.engine.API, Node: r.conn.Access.NodeAddress, Images: r.imported, Recorder: r.dir,
+		Engine: r.engine.Verbs(), Node: r.conn.Access.NodeAddress, Images: r.imported, Recorder: r.dir,
 	})
 	if err != nil {
 		return err

@@ -45,7 +45,7 @@ func startBed(t *testing.T, ctx context.Context) *bed {
 	tools := pin(t, b.Tools.Ref)
 	rec := newRecorder(t)
 	for _, img := range []pins.Image{node, tools} {
-		if _, err := images.Present(ctx, images.PresentOptions{API: eng.API, Image: img, Recorder: rec}); err != nil {
+		if _, err := images.Present(ctx, images.PresentOptions{Engine: eng.Verbs(), Image: img, Recorder: rec}); err != nil {
 			t.Fatal(err)
 		}
 	}

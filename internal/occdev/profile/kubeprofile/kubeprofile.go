@@ -360,7 +360,7 @@ func (k Planned) describePostgres(v profile.View) step.Description {
 func (k Planned) pullPostgres(ctx context.Context, env profile.Env, rep progress.Reporter) error {
 	kp := k.Kube
 	engine := env.Engine()
-	l, err := images.Present(ctx, images.PresentOptions{API: engine.API, EngineName: engine.Name(), Image: kp.postgres, Recorder: env.State(), Progress: oce.PullProgress(rep)})
+	l, err := images.Present(ctx, images.PresentOptions{Engine: engine.Verbs(), EngineName: engine.Name(), Image: kp.postgres, Recorder: env.State(), Progress: oce.PullProgress(rep)})
 	if err != nil {
 		return err
 	}

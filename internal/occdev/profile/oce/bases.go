@@ -49,7 +49,7 @@ func PullBases(ctx context.Context, env profile.Env, rep progress.Reporter, op *
 			rep.Note(fmt.Sprintf("%s is a tag (from %s): resolved to %s at its registry; the builds use that digest", b.Image, b.Source, resolved.Digest))
 			pin = resolved
 		}
-		l, err := images.Present(ctx, images.PresentOptions{API: engine.API, EngineName: engine.Name(), Image: pin, Recorder: env.State(), Progress: PullProgress(rep)})
+		l, err := images.Present(ctx, images.PresentOptions{Engine: engine.Verbs(), EngineName: engine.Name(), Image: pin, Recorder: env.State(), Progress: PullProgress(rep)})
 		if err != nil {
 			return nil, fmt.Errorf("base image %s (%s): %w", b.Image, b.Uses[0], err)
 		}
@@ -102,7 +102,7 @@ func SelectedLocal(ctx context.Context, engine *docker.Engine, img controlplane.
 	if err != nil {
 		return images.Local{}, err
 	}
-	l, err := images.Inspect(ctx, engine.API, pin)
+	l, err := images.Inspect(ctx, engine.Verbs(), pin)
 	if err != nil {
 		return images.Local{}, fmt.Errorf("inspect selected image %s: %w", img.Reference, err)
 	}

@@ -125,7 +125,7 @@ func BuildImages(ctx context.Context, env profile.Env, builds []RecordedBuild, p
 			return nil, fmt.Errorf("build %s: %w", b.What(), err)
 		}
 		if b.Imported {
-			if imported[b.Role], err = images.Built(ctx, engine.API, img.Reference, img.ID); err != nil {
+			if imported[b.Role], err = images.Built(ctx, engine.Verbs(), img.Reference, img.ID); err != nil {
 				return nil, err
 			}
 		}
