@@ -9,7 +9,6 @@ import (
 
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
 	"github.com/openclaw/occ/internal/occdev/docker"
-	"github.com/openclaw/occ/internal/occdev/images"
 )
 
 // engineFacts are the container engine's facts the bundle keeps: what it is, its version and
@@ -39,24 +38,22 @@ type engineFacts struct {
 func Engine(ctx context.Context, b *Bundle, eng *docker.Engine) {
 	const name = "engine.yaml"
 	f := engineFacts{Endpoint: eng.Endpoint.String(), Kind: eng.Name(), Version: eng.Version, APIVersion: eng.APIVersion}
-	if v, err := eng.API.ServerVersion(ctx); err != nil {
+	verbs := eng.Verbs()
+	if v, err := verbs.Version(ctx); err != nil {
 		b.Missing(name+" (version)", fmt.Errorf("read the engine's version: %w", err))
 	} else {
-		f.Platform, f.OS, f.Arch, f.KernelVersion = v.Platform.Name, v.Os, v.Arch, v.KernelVersion
+		f.Platform, f.OS, f.Arch, f.KernelVersion = v.Platform, v.OS, v.Arch, v.KernelVersion
 	}
-	if info, err := eng.API.Info(ctx); err != nil {
+	// The engine's host facts and its image store are one answer (system info); a failure is
+	// reported for each, as two reads of it would report it.
+	if id, err := verbs.Identify(ctx); err != nil {
 		b.Missing(name+" (info)", fmt.Errorf("read the engine's info: %w", err))
+		b.Missing(name+" (image store)", fmt.Errorf("read the engine's image store (docker info): %w", err))
 	} else {
-		f.OSName, f.Driver, f.CgroupDriver, f.CgroupVersion = info.OperatingSystem, info.Driver, info.CgroupDriver, info.CgroupVersion
-		f.NCPU, f.MemTotal, f.Containers, f.Images = info.NCPU, info.MemTotal, info.Containers, info.Images
-		for _, kv := range info.DriverStatus {
-			f.DriverStatus = append(f.DriverStatus, kv)
-		}
-	}
-	if store, err := images.EngineStore(ctx, eng.Verbs()); err != nil {
-		b.Missing(name+" (image store)", err)
-	} else {
-		f.ImageStore = string(store)
+		h := id.Host
+		f.OSName, f.Driver, f.CgroupDriver, f.CgroupVersion = h.OperatingSystem, h.Driver, h.CgroupDriver, h.CgroupVersion
+		f.NCPU, f.MemTotal, f.Containers, f.Images = h.NCPU, h.MemTotal, h.Containers, h.Images
+		f.DriverStatus, f.ImageStore = h.DriverStatus, string(id.Store)
 	}
 	b.AddYAML(name, f)
 }
