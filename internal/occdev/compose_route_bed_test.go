@@ -35,7 +35,7 @@ import (
 
 	"github.com/openclaw/occ/internal/occdev"
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
-	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/platform"
 	"github.com/openclaw/occ/internal/occdev/reload"
@@ -203,7 +203,7 @@ func testComposeRoute(t *testing.T, b *composeBed, run func(t *testing.T) *compo
 				t.Errorf("%s does not mount %s read-only: %+v", name, f, c.Mounts)
 			}
 		}
-		res, err := docker.Exec(ctx, b.engine.API, c.ID, "cat", "/run/openclaw-development/gateway-api-key")
+		res, err := b.engine.Verbs().Exec(ctx, c.ID, engine.ExecInput{}, "cat", "/run/openclaw-development/gateway-api-key")
 		if err != nil || res.ExitCode != 0 || res.Stdout != string(key) {
 			t.Errorf("%s cannot read the key as its own user: %v exit %d %q", name, err, res.ExitCode, res.Stderr)
 		}

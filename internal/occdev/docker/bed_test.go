@@ -13,6 +13,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 
 	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/testbed/dockerbed"
 )
@@ -107,33 +108,34 @@ func TestExec(t *testing.T) {
 	if err := bed.API.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := docker.Exec(ctx, bed.API, name, "sh", "-c", "echo out; echo err >&2; exit 3")
+	eng := docker.Over(bed.API, engine.Docker)
+	res, err := eng.Exec(ctx, name, engine.ExecInput{}, "sh", "-c", "echo out; echo err >&2; exit 3")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Stdout != "out\n" || res.Stderr != "err\n" || res.ExitCode != 3 {
 		t.Fatalf("Exec = %+v", res)
 	}
-	if _, err := docker.Exec(ctx, bed.API, "occ-no-such-container-x", "true"); err == nil || !strings.Contains(err.Error(), "occ-no-such-container-x") {
+	if _, err := eng.Exec(ctx, "occ-no-such-container-x", engine.ExecInput{}, "true"); err == nil || !strings.Contains(err.Error(), "occ-no-such-container-x") {
 		t.Fatalf("Exec in a missing container = %v", err)
 	}
 
 	// The input ends where the reader ends: `wc -c` only prints once its input is closed, so
 	// an input that is never closed hangs here (until the context's deadline fails the test).
 	payload := bytes.Repeat([]byte("occ-input "), 400_000)
-	res, err = docker.ExecWithInput(ctx, bed.API, name, docker.ExecInput{Stdin: bytes.NewReader(payload), Env: []string{"OCC_EXEC_TEST=set"}},
+	res, err = eng.Exec(ctx, name, engine.ExecInput{Stdin: bytes.NewReader(payload), Env: []string{"OCC_EXEC_TEST=set"}},
 		"sh", "-c", `wc -c; echo "$OCC_EXEC_TEST" >&2`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if strings.TrimSpace(res.Stdout) != strconv.Itoa(len(payload)) || res.Stderr != "set\n" || res.ExitCode != 0 {
-		t.Fatalf("ExecWithInput(wc -c) of %d bytes = %+v", len(payload), res)
+		t.Fatalf("Exec(wc -c) with input of %d bytes = %+v", len(payload), res)
 	}
 	// A command that stops reading and fails is its exit code and output, not a write error.
-	res, err = docker.ExecWithInput(ctx, bed.API, name, docker.ExecInput{Stdin: bytes.NewReader(payload)},
+	res, err = eng.Exec(ctx, name, engine.ExecInput{Stdin: bytes.NewReader(payload)},
 		"sh", "-c", "head -c 4 >/dev/null; echo refused >&2; exit 5")
 	if err != nil || res.ExitCode != 5 || res.Stderr != "refused\n" {
-		t.Fatalf("ExecWithInput of a command that stops reading = %+v, %v; want exit 5 and its stderr", res, err)
+		t.Fatalf("Exec with input of a command that stops reading = %+v, %v; want exit 5 and its stderr", res, err)
 	}
 	// A cancelled context ends a command that waits for more input than it gets.
 	cctx, ccancel := context.WithCancel(ctx)
@@ -143,7 +145,7 @@ func TestExec(t *testing.T) {
 		_, _ = pw.Write([]byte("first bytes"))
 		ccancel()
 	}()
-	if _, err := docker.ExecWithInput(cctx, bed.API, name, docker.ExecInput{Stdin: pr}, "cat"); !errors.Is(err, context.Canceled) {
-		t.Fatalf("ExecWithInput cancelled while its input is open = %v, want the cancellation", err)
+	if _, err := eng.Exec(cctx, name, engine.ExecInput{Stdin: pr}, "cat"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Exec cancelled while its input is open = %v, want the cancellation", err)
 	}
 }

@@ -15,36 +15,20 @@ import (
 	"github.com/openclaw/occ/internal/occdev/engine"
 )
 
-// ExecResult is what a command run in a container printed and how it ended (engine.ExecResult).
-type ExecResult = engine.ExecResult
-
-// Exec runs cmd in the running container through the engine's exec API and waits for it to end.
-// A non-zero exit is not an error here: callers decide what an exit code means, and get the
-// output to say why.
-func Exec(ctx context.Context, api API, containerName string, cmd ...string) (ExecResult, error) {
-	return execute(ctx, api, containerName, ExecInput{}, cmd)
-}
-
-// ExecInput is what ExecWithInput gives the command besides its arguments (engine.ExecInput).
-type ExecInput = engine.ExecInput
-
-// ExecWithInput is Exec with a standard input and environment. The command's exit code and
-// output decide the result: input it did not read before it exited is not an error (a command
-// may stop at its input's own end marker, as `ctr image import` does at a tar archive's), and a
-// command that failed says why in its output.
-func ExecWithInput(ctx context.Context, api API, containerName string, in ExecInput, cmd ...string) (ExecResult, error) {
-	return execute(ctx, api, containerName, in, cmd)
-}
-
-func execute(ctx context.Context, api API, containerName string, in ExecInput, cmd []string) (ExecResult, error) {
+// execute runs cmd in the running container through the engine's exec API and waits for it to
+// end (engine.Engine.Exec). The command's exit code and output decide the result: input it did
+// not read before it exited is not an error (a command may stop at its input's own end marker,
+// as `ctr image import` does at a tar archive's), and a command that failed says why in its
+// output.
+func execute(ctx context.Context, api API, containerName string, in engine.ExecInput, cmd []string) (engine.ExecResult, error) {
 	what := fmt.Sprintf("exec %q in container %s", strings.Join(cmd, " "), containerName)
 	created, err := api.ContainerExecCreate(ctx, containerName, container.ExecOptions{Cmd: cmd, Env: in.Env, AttachStdin: in.Stdin != nil, AttachStdout: true, AttachStderr: true})
 	if err != nil {
-		return ExecResult{}, fmt.Errorf("%s: %w", what, err)
+		return engine.ExecResult{}, fmt.Errorf("%s: %w", what, err)
 	}
 	att, err := api.ContainerExecAttach(ctx, created.ID, container.ExecAttachOptions{})
 	if err != nil {
-		return ExecResult{}, fmt.Errorf("%s: attach: %w", what, err)
+		return engine.ExecResult{}, fmt.Errorf("%s: attach: %w", what, err)
 	}
 	defer att.Close()
 	if in.Stdin != nil {
@@ -60,7 +44,7 @@ func execute(ctx context.Context, api API, containerName string, in ExecInput, c
 	// exec).
 	stdout, stderr, err := readOutput(ctx, att, what)
 	if err != nil {
-		return ExecResult{}, err
+		return engine.ExecResult{}, err
 	}
 	// The output ends when the process exits; closing the connection ends a copy of its input
 	// that is still writing.
@@ -71,14 +55,14 @@ func execute(ctx context.Context, api API, containerName string, in ExecInput, c
 	for {
 		ins, err := api.ContainerExecInspect(ctx, created.ID)
 		if err != nil {
-			return ExecResult{}, fmt.Errorf("%s: inspect: %w", what, err)
+			return engine.ExecResult{}, fmt.Errorf("%s: inspect: %w", what, err)
 		}
 		if !ins.Running {
-			return ExecResult{Stdout: stdout, Stderr: stderr, ExitCode: ins.ExitCode}, nil
+			return engine.ExecResult{Stdout: stdout, Stderr: stderr, ExitCode: ins.ExitCode}, nil
 		}
 		select {
 		case <-ctx.Done():
-			return ExecResult{}, fmt.Errorf("%s: %w", what, ctx.Err())
+			return engine.ExecResult{}, fmt.Errorf("%s: %w", what, ctx.Err())
 		case <-time.After(delay):
 		}
 		delay = min(2*delay, 200*time.Millisecond)

@@ -6,8 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openclaw/occ/internal/occdev/docker"
-	"github.com/openclaw/occ/internal/occdev/docker/engineapi"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/testbed/dockerbed"
@@ -55,15 +54,11 @@ func BenchmarkImport(b *testing.B) {
 // BenchmarkImportLocalAgainstTransfer.
 type transferImporter struct {
 	images.Importer
-	api docker.API
+	eng engine.Engine
 }
 
 func (t transferImporter) ImportImages(ctx context.Context, refs []string, pass images.Pass) error {
-	var save []engineapi.ImageSaveOption
-	if pass.Save != nil {
-		save = append(save, engineapi.ImageSaveWithPlatforms(*pass.Save))
-	}
-	stream, err := t.api.ImageSave(ctx, refs, save...)
+	stream, err := t.eng.Save(ctx, refs, pass.Save)
 	if err != nil {
 		return err
 	}
@@ -72,7 +67,7 @@ func (t transferImporter) ImportImages(ctx context.Context, refs []string, pass 
 	if pass.Platform != "" {
 		cmd = append(cmd, "--platform", pass.Platform)
 	}
-	res, err := docker.ExecWithInput(ctx, t.api, t.NodeContainer(), docker.ExecInput{Stdin: stream, Env: []string{"CONTAINERD_NAMESPACE=k8s.io"}},
+	res, err := t.eng.Exec(ctx, t.NodeContainer(), engine.ExecInput{Stdin: stream, Env: []string{"CONTAINERD_NAMESPACE=k8s.io"}},
 		append(cmd, "-")...)
 	if err == nil && res.ExitCode != 0 {
 		err = fmt.Errorf("ctr image import exited with %d: %s", res.ExitCode, res.Stderr)
@@ -93,7 +88,7 @@ func BenchmarkImportLocalAgainstTransfer(b *testing.B) {
 	c := bed.cluster(b, ctx)
 	pin, l, rec := bed.sizedLocal(b, ctx, 256<<20+109)
 	local := bed.provider.Importer(c.Name)
-	ways := []images.Importer{local, transferImporter{Importer: local, api: bed.engine.API}}
+	ways := []images.Importer{local, transferImporter{Importer: local, eng: bed.engine.Verbs()}}
 	once := func(importer images.Importer) time.Duration {
 		start := time.Now()
 		imported, err := images.Import(ctx, images.ImportOptions{Engine: bed.engine.Verbs(), Importer: importer, Images: []images.Local{l}, Recorder: rec})
@@ -194,16 +189,12 @@ func BenchmarkImportAgainstSavePipe(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer bed.Engine.Forget(name)
-				var save []engineapi.ImageSaveOption
-				if l.ManifestPlatform != nil {
-					save = append(save, engineapi.ImageSaveWithPlatforms(*l.ManifestPlatform))
-				}
-				stream, err := bed.engine.API.ImageSave(ctx, []string{name}, save...)
+				stream, err := bed.engine.Verbs().Save(ctx, []string{name}, l.ManifestPlatform)
 				if err != nil {
 					b.Fatal(err)
 				}
 				defer stream.Close()
-				res, err := docker.ExecWithInput(ctx, bed.engine.API, c.NodeContainer, docker.ExecInput{Stdin: stream, Env: []string{"CONTAINERD_NAMESPACE=k8s.io"}},
+				res, err := bed.engine.Verbs().Exec(ctx, c.NodeContainer, engine.ExecInput{Stdin: stream, Env: []string{"CONTAINERD_NAMESPACE=k8s.io"}},
 					"ctr", "image", "import", "--local", "--platform", l.Platform.String(), "-")
 				if err != nil || res.ExitCode != 0 {
 					b.Fatalf("the pipe's ctr import: %v %+v", err, res)

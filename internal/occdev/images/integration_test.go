@@ -12,6 +12,7 @@ import (
 	"github.com/docker/docker/api/types/image"
 
 	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
@@ -456,7 +457,7 @@ func status(t *testing.T, ctx context.Context, b *bed, node string, imgs []pins.
 
 func ctr(t testing.TB, ctx context.Context, e *docker.Engine, node string, args ...string) string {
 	t.Helper()
-	res, err := docker.Exec(ctx, e.API, node, append([]string{"ctr", "-n", "k8s.io"}, args...)...)
+	res, err := e.Verbs().Exec(ctx, node, engine.ExecInput{}, append([]string{"ctr", "-n", "k8s.io"}, args...)...)
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("ctr %v: %v %s", args, err, res.Stderr)
 	}
@@ -490,7 +491,7 @@ func (c cancelMidStream) ImportImages(ctx context.Context, refs []string, pass i
 		tick := time.NewTicker(20 * time.Millisecond)
 		defer tick.Stop()
 		for {
-			res, err := docker.Exec(ctx, c.engine.API, c.node, "ps")
+			res, err := c.engine.Verbs().Exec(ctx, c.node, engine.ExecInput{}, "ps")
 			if err == nil && strings.Contains(res.Stdout, "ctr image import") {
 				close(c.saw)
 				c.cancel()

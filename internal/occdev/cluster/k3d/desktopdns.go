@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine"
 )
 
 // desktopBridge is Docker's default bridge network: Docker Desktop gives the containers on it a
@@ -23,7 +23,7 @@ const bridgeProbeTimeout = 30 * time.Second
 func (p *Provider) bridgeResolver(ctx context.Context, image, network string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, bridgeProbeTimeout)
 	defer cancel()
-	res, err := docker.RunOnce(ctx, p.engine.API, docker.OneShot{Image: image, Network: network, Entrypoint: []string{"cat"}, Cmd: []string{"/etc/resolv.conf"}})
+	res, err := p.engine.Verbs().RunOnce(ctx, engine.OneShot{Image: image, Network: network, Entrypoint: []string{"cat"}, Cmd: []string{"/etc/resolv.conf"}})
 	if err != nil {
 		return "", err
 	}

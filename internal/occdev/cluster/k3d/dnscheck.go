@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/pins"
 )
 
@@ -92,7 +92,7 @@ var (
 )
 
 // classifyLookup reads what `nslookup name` printed in the node (or why it did not run).
-func classifyLookup(res docker.ExecResult, err error) (DNSOutcome, string) {
+func classifyLookup(res engine.ExecResult, err error) (DNSOutcome, string) {
 	if err != nil {
 		return DNSInconclusive, err.Error()
 	}
@@ -124,7 +124,7 @@ func (p *Provider) CheckNodeDNS(ctx context.Context, cluster, name string, dns N
 	}
 	for attempt := 1; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, dnsAttemptTimeout)
-		res, err := docker.Exec(actx, p.engine.API, rep.Node, "nslookup", name)
+		res, err := p.engine.Verbs().Exec(actx, rep.Node, engine.ExecInput{}, "nslookup", name)
 		timedOut := errors.Is(actx.Err(), context.DeadlineExceeded)
 		cancel()
 		if ctx.Err() != nil {

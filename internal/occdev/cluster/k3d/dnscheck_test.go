@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/pins"
 )
 
@@ -30,24 +30,24 @@ const (
 func TestClassifyLookup(t *testing.T) {
 	for _, c := range []struct {
 		name   string
-		res    docker.ExecResult
+		res    engine.ExecResult
 		err    error
 		want   DNSOutcome
 		detail string
 	}{
-		{"BusyBox answer", docker.ExecResult{Stdout: busyboxAnswer}, nil, DNSResolved, "answered"},
-		{"old BusyBox answer", docker.ExecResult{Stdout: "Server:    10.0.0.2\nAddress 1: 10.0.0.2\n\nName:      ghcr.io\nAddress 1: 140.82.121.34\n"}, nil, DNSResolved, "answered"},
-		{"BIND answer", docker.ExecResult{Stdout: "Server:\t\t10.0.0.2\nAddress:\t10.0.0.2#53\n\nNon-authoritative answer:\nName:\tghcr.io\nAddress: 140.82.121.34\n"}, nil, DNSResolved, "answered"},
-		{"an A answer beside a refused AAAA", docker.ExecResult{Stdout: busyboxAnswer + "** server can't find ghcr.io: REFUSED\n", ExitCode: 1}, nil, DNSResolved, "answered"},
-		{"REFUSED", docker.ExecResult{Stdout: busyboxRefused, ExitCode: 1}, nil, DNSRefused, "the server answered REFUSED"},
-		{"nothing listens", docker.ExecResult{Stderr: busyboxNoOne, ExitCode: 1}, nil, DNSRefused, "connection refused: nothing answers DNS at that address"},
-		{"BIND, nothing listens", docker.ExecResult{Stdout: ";; communications error to 10.0.0.2#53: connection refused\n;; no servers could be reached\n", ExitCode: 1}, nil, DNSRefused, "connection refused"},
-		{"silence", docker.ExecResult{Stdout: busyboxTimeout, ExitCode: 1}, nil, DNSInconclusive, "no answer: the query timed out"},
-		{"server failure", docker.ExecResult{Stdout: "Server:\t\t10.0.0.2\nAddress:\t10.0.0.2:53\n\n** server can't find ghcr.io: SERVFAIL\n", ExitCode: 1}, nil, DNSInconclusive, "the server answered SERVFAIL"},
-		{"no such name", docker.ExecResult{Stdout: "** server can't find ghcr.io: NXDOMAIN\n", ExitCode: 1}, nil, DNSInconclusive, "the server answered NXDOMAIN"},
-		{"unreachable network", docker.ExecResult{Stderr: "nslookup: write to '10.0.0.2': Network unreachable\n", ExitCode: 1}, nil, DNSInconclusive, "nslookup exited with 1: nslookup: write to '10.0.0.2': Network unreachable"},
-		{"no nslookup in a custom node image", docker.ExecResult{Stdout: "OCI runtime exec failed: exec failed: unable to start container process: exec: \"nslookup\": executable file not found in $PATH\n", ExitCode: 127}, nil, DNSInconclusive, "nslookup exited with 127"},
-		{"the engine did not run it", docker.ExecResult{}, errors.New("exec \"nslookup ghcr.io\" in container k3d-x-server-0: connection refused"), DNSInconclusive, "connection refused"},
+		{"BusyBox answer", engine.ExecResult{Stdout: busyboxAnswer}, nil, DNSResolved, "answered"},
+		{"old BusyBox answer", engine.ExecResult{Stdout: "Server:    10.0.0.2\nAddress 1: 10.0.0.2\n\nName:      ghcr.io\nAddress 1: 140.82.121.34\n"}, nil, DNSResolved, "answered"},
+		{"BIND answer", engine.ExecResult{Stdout: "Server:\t\t10.0.0.2\nAddress:\t10.0.0.2#53\n\nNon-authoritative answer:\nName:\tghcr.io\nAddress: 140.82.121.34\n"}, nil, DNSResolved, "answered"},
+		{"an A answer beside a refused AAAA", engine.ExecResult{Stdout: busyboxAnswer + "** server can't find ghcr.io: REFUSED\n", ExitCode: 1}, nil, DNSResolved, "answered"},
+		{"REFUSED", engine.ExecResult{Stdout: busyboxRefused, ExitCode: 1}, nil, DNSRefused, "the server answered REFUSED"},
+		{"nothing listens", engine.ExecResult{Stderr: busyboxNoOne, ExitCode: 1}, nil, DNSRefused, "connection refused: nothing answers DNS at that address"},
+		{"BIND, nothing listens", engine.ExecResult{Stdout: ";; communications error to 10.0.0.2#53: connection refused\n;; no servers could be reached\n", ExitCode: 1}, nil, DNSRefused, "connection refused"},
+		{"silence", engine.ExecResult{Stdout: busyboxTimeout, ExitCode: 1}, nil, DNSInconclusive, "no answer: the query timed out"},
+		{"server failure", engine.ExecResult{Stdout: "Server:\t\t10.0.0.2\nAddress:\t10.0.0.2:53\n\n** server can't find ghcr.io: SERVFAIL\n", ExitCode: 1}, nil, DNSInconclusive, "the server answered SERVFAIL"},
+		{"no such name", engine.ExecResult{Stdout: "** server can't find ghcr.io: NXDOMAIN\n", ExitCode: 1}, nil, DNSInconclusive, "the server answered NXDOMAIN"},
+		{"unreachable network", engine.ExecResult{Stderr: "nslookup: write to '10.0.0.2': Network unreachable\n", ExitCode: 1}, nil, DNSInconclusive, "nslookup exited with 1: nslookup: write to '10.0.0.2': Network unreachable"},
+		{"no nslookup in a custom node image", engine.ExecResult{Stdout: "OCI runtime exec failed: exec failed: unable to start container process: exec: \"nslookup\": executable file not found in $PATH\n", ExitCode: 127}, nil, DNSInconclusive, "nslookup exited with 127"},
+		{"the engine did not run it", engine.ExecResult{}, errors.New("exec \"nslookup ghcr.io\" in container k3d-x-server-0: connection refused"), DNSInconclusive, "connection refused"},
 	} {
 		got, detail := classifyLookup(c.res, c.err)
 		if got != c.want || !strings.Contains(detail, c.detail) {
@@ -71,16 +71,16 @@ func TestClassifyBusyboxAgainstTestServers(t *testing.T) {
 	}
 	s := StartDNSServer(t, "127.0.0.1:0", netip.MustParseAddr("192.0.2.10"))
 	port := s.Addr().(*net.UDPAddr).Port
-	lookup := func() (docker.ExecResult, error) {
+	lookup := func() (engine.ExecResult, error) {
 		cmd := exec.Command(bb, "nslookup", "-port="+strconv.Itoa(port), "ghcr.io", "127.0.0.1")
 		var out, errOut strings.Builder
 		cmd.Stdout, cmd.Stderr = &out, &errOut
 		err := cmd.Run()
 		var exit *exec.ExitError
 		if errors.As(err, &exit) {
-			return docker.ExecResult{Stdout: out.String(), Stderr: errOut.String(), ExitCode: exit.ExitCode()}, nil
+			return engine.ExecResult{Stdout: out.String(), Stderr: errOut.String(), ExitCode: exit.ExitCode()}, nil
 		}
-		return docker.ExecResult{Stdout: out.String(), Stderr: errOut.String()}, err
+		return engine.ExecResult{Stdout: out.String(), Stderr: errOut.String()}, err
 	}
 	for _, c := range []struct {
 		mode DNSMode

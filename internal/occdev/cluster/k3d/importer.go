@@ -6,8 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/openclaw/occ/internal/occdev/docker"
-	"github.com/openclaw/occ/internal/occdev/docker/engineapi"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/images"
 )
 
@@ -53,12 +52,8 @@ func (i *Importer) ImportImages(ctx context.Context, refs []string, pass images.
 		return errors.New("import images: none given")
 	}
 	what := fmt.Sprintf("import images into k3d cluster %s", i.name)
-	api := i.p.engine.API
-	var save []engineapi.ImageSaveOption
-	if pass.Save != nil {
-		save = append(save, engineapi.ImageSaveWithPlatforms(*pass.Save))
-	}
-	stream, err := api.ImageSave(ctx, refs, save...)
+	eng := i.p.engine.Verbs()
+	stream, err := eng.Save(ctx, refs, pass.Save)
 	if err != nil {
 		return fmt.Errorf("%s: save %s: %w", what, strings.Join(refs, ", "), err)
 	}
@@ -69,7 +64,7 @@ func (i *Importer) ImportImages(ctx context.Context, refs []string, pass images.
 	if pass.Platform != "" {
 		cmd = append(cmd, "--platform", pass.Platform)
 	}
-	res, err := docker.ExecWithInput(ctx, api, i.NodeContainer(), docker.ExecInput{Stdin: stream, Env: []string{"CONTAINERD_NAMESPACE=k8s.io"}},
+	res, err := eng.Exec(ctx, i.NodeContainer(), engine.ExecInput{Stdin: stream, Env: []string{"CONTAINERD_NAMESPACE=k8s.io"}},
 		append(cmd, "-")...)
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)

@@ -36,6 +36,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/pins"
@@ -729,7 +730,7 @@ func TestClusterProviderAndRemover(t *testing.T) {
 			req.Ready = func(ctx context.Context, a cluster.Access) error {
 				calls++
 				h := &handed{access: a, calls: calls}
-				if hosts, err := docker.Exec(ctx, b.engine.API, a.NodeAddress, "cat", "/etc/hosts"); err == nil {
+				if hosts, err := b.engine.Verbs().Exec(ctx, a.NodeAddress, engine.ExecInput{}, "cat", "/etc/hosts"); err == nil {
 					t.Logf("at req.Ready k3d had written host.k3d.internal into the node's /etc/hosts: %v", strings.Contains(hosts.Stdout, "host.k3d.internal"))
 				}
 				cfg, err := clientcmd.BuildConfigFromFlags("", a.Kubeconfig)
@@ -787,7 +788,7 @@ func TestClusterProviderAndRemover(t *testing.T) {
 	t.Cleanup(func() {
 		_ = b.provider.Delete(context.Background(), k3d.Identity{Name: req.Name, Owner: req.Owner, UID: access.UID})
 	})
-	listed, err := docker.Exec(ctx, b.engine.API, importer.NodeContainer(), "ctr", "-n", "k8s.io", "images", "ls", "-q")
+	listed, err := b.engine.Verbs().Exec(ctx, importer.NodeContainer(), engine.ExecInput{}, "ctr", "-n", "k8s.io", "images", "ls", "-q")
 	if err != nil || listed.ExitCode != 0 {
 		t.Fatalf("ctr images ls in the node: %+v, %v", listed, err)
 	}

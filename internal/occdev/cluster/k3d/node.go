@@ -9,7 +9,7 @@ import (
 
 	k3dtypes "github.com/k3d-io/k3d/v5/pkg/types"
 
-	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine"
 )
 
 // nodeGate says when the node of the cluster one Ensure creates takes images: open once k3d has
@@ -80,7 +80,7 @@ func (p *Provider) waitForContainerd(ctx context.Context, node string, timeout t
 	defer tick.Stop()
 	var last error
 	for {
-		res, err := docker.ExecWithInput(ctx, p.engine.API, node, docker.ExecInput{Env: []string{"CONTAINERD_NAMESPACE=k8s.io"}}, "ctr", "version")
+		res, err := p.engine.Verbs().Exec(ctx, node, engine.ExecInput{Env: []string{"CONTAINERD_NAMESPACE=k8s.io"}}, "ctr", "version")
 		switch {
 		case err == nil && res.ExitCode == 0:
 			return nil

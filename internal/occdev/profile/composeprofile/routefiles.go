@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
-	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/profile"
 )
 
@@ -29,11 +29,11 @@ const routeFilesDir = "/routing"
 // image, without network, with a read-only root and no capability but CHOWN, hands the files
 // over. The mode stays 0600.
 func (c Planned) shareRouteFiles(ctx context.Context, env profile.Env, keyPath, caPath string) error {
-	api := env.Engine().API
+	eng := env.Engine().Verbs()
 	owner, image := "", ""
 	for _, name := range compose.APIServices {
 		svc := c.Compose.Model.Project.Services[name]
-		res, err := docker.RunOnce(ctx, api, docker.OneShot{Image: svc.Image, Network: "none", User: svc.User, Confined: true,
+		res, err := eng.RunOnce(ctx, engine.OneShot{Image: svc.Image, Network: "none", User: svc.User, Confined: true,
 			Entrypoint: []string{"sh", "-c", "id -u && id -g"}})
 		if err != nil {
 			return fmt.Errorf("find the user service %s runs as: %w", name, err)
@@ -56,7 +56,7 @@ func (c Planned) shareRouteFiles(ctx context.Context, env profile.Env, keyPath, 
 			image = svc.Image
 		}
 	}
-	res, err := docker.RunOnce(ctx, api, docker.OneShot{
+	res, err := eng.RunOnce(ctx, engine.OneShot{
 		Image: image, Network: "none", User: "0:0", Confined: true, CapAdd: []string{"CHOWN"},
 		Binds:      []string{keyPath + ":" + routeFilesDir + "/" + compose.GatewayKeyName + ":z", caPath + ":" + routeFilesDir + "/" + compose.GatewayCAName + ":z"},
 		Entrypoint: []string{"chown", owner, routeFilesDir + "/" + compose.GatewayKeyName, routeFilesDir + "/" + compose.GatewayCAName},
