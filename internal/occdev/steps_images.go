@@ -65,7 +65,7 @@ func (r *run) resolveTag(ctx context.Context, slot images.Slot, rep progress.Rep
 	if img.Digest != "" {
 		return img, nil
 	}
-	resolved, err := controlplane.ResolveTag(ctx, r.engine.API, img)
+	resolved, err := controlplane.ResolveTag(ctx, r.engine.Verbs(), img)
 	if err != nil && !r.engine.Registration().ResolvesTags {
 		// Podman's Docker-compatible API has no distribution endpoint to ask.
 		return pins.Image{}, fmt.Errorf("%s %s is a tag, and %s's API resolves no tag to a digest (%v); give it by digest (%s@sha256:<digest>; `skopeo inspect docker://%s` prints the digest)",

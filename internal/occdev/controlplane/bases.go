@@ -6,8 +6,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/docker/docker/api/types/registry"
-
 	"github.com/openclaw/occ/internal/occdev/pins"
 )
 
@@ -229,16 +227,16 @@ func (b *PlannedBuild) WithResolved(resolved []ResolvedBase) map[string]string {
 	return args
 }
 
-// DistributionInspector asks the engine what a registry serves for a reference; the engine's
-// docker.API has it.
-type DistributionInspector interface {
-	DistributionInspect(ctx context.Context, image, encodedRegistryAuth string) (registry.DistributionInspect, error)
+// TagResolver asks the engine what a registry serves for a tagged reference (engine.Engine has
+// it).
+type TagResolver interface {
+	ResolveTag(ctx context.Context, ref string) (string, error)
 }
 
 // ResolveTag asks the registry, through the engine, which digest img's tag names now, and
 // returns img with that digest. The digest is that of the tag's manifest (for a multi-platform
 // image, its index), so a pull by it yields the engine's platform as a pull of the tag would.
-func ResolveTag(ctx context.Context, engine DistributionInspector, img pins.Image) (pins.Image, error) {
+func ResolveTag(ctx context.Context, engine TagResolver, img pins.Image) (pins.Image, error) {
 	if img.Digest != "" {
 		return img, nil
 	}
@@ -247,11 +245,10 @@ func ResolveTag(ctx context.Context, engine DistributionInspector, img pins.Imag
 		ref += ":latest"
 		img.Tag = "latest"
 	}
-	d, err := engine.DistributionInspect(ctx, ref, "")
+	digest, err := engine.ResolveTag(ctx, ref)
 	if err != nil {
 		return pins.Image{}, fmt.Errorf("resolve the tag %s to a digest at its registry: %w; make the registry reachable, or give the image by digest (%s@sha256:<digest>)", ref, err, ref)
 	}
-	digest := d.Descriptor.Digest.String()
 	out := img
 	out.Digest = digest
 	if _, err := pins.ParseImage(out.String()); err != nil {

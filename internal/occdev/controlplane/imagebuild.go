@@ -13,9 +13,12 @@ import (
 	"strings"
 
 	"github.com/docker/docker/api/types/build"
+	"github.com/docker/docker/api/types/image"
 	"github.com/moby/go-archive"
 	"github.com/moby/patternmatcher"
 	"github.com/moby/patternmatcher/ignorefile"
+
+	"github.com/openclaw/occ/internal/occdev/docker/engineapi"
 )
 
 // What the Kubernetes-only profile builds from the checkout when no images are selected: the
@@ -32,10 +35,11 @@ const (
 	DefaultRuntimeTag    = "openclaw-enterprise-runtime:kubernetes-quickstart"
 )
 
-// ImageEngine is the part of the engine API the control-plane images need; the engine's
-// docker.API has all of it.
+// ImageEngine is the part of the Docker API an image build needs; the engine's docker.API has
+// all of it. A build stays on the Docker API: it drives BuildKit's session and progress stream
+// behind the engine's build endpoint, which only the Docker API serves.
 type ImageEngine interface {
-	ImageInspector
+	ImageInspect(ctx context.Context, ref string, opts ...engineapi.ImageInspectOption) (image.InspectResponse, error)
 	ImageBuild(ctx context.Context, buildContext io.Reader, options build.ImageBuildOptions) (build.ImageBuildResponse, error)
 	// DialHijack opens the BuildKit session connection (see startBuildSession).
 	DialHijack(ctx context.Context, url, proto string, meta map[string][]string) (net.Conn, error)
@@ -299,14 +303,14 @@ func (o ImageOptions) CheckBuilds() error {
 	return nil
 }
 
-// PrepareControlPlaneImages returns the selected images after checking them, or builds both
-// from the checkout. Nothing is built when the selection is invalid.
-func PrepareControlPlaneImages(ctx context.Context, engine ImageEngine, opts ImageOptions) (ControlPlaneImages, error) {
+// PrepareControlPlaneImages returns the selected images after checking them in selected, or
+// builds both from the checkout through engine. Nothing is built when the selection is invalid.
+func PrepareControlPlaneImages(ctx context.Context, engine ImageEngine, selected ImageInspector, opts ImageOptions) (ControlPlaneImages, error) {
 	if err := opts.Selection.Validate(); err != nil {
 		return ControlPlaneImages{}, err
 	}
 	if opts.Selection.Selected() {
-		return VerifySelectedImages(ctx, engine, opts.Selection, opts.Commit)
+		return VerifySelectedImages(ctx, selected, opts.Selection, opts.Commit)
 	}
 	if err := opts.CheckBuilds(); err != nil {
 		return ControlPlaneImages{}, err

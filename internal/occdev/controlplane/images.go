@@ -7,10 +7,7 @@ import (
 	"regexp"
 	"strings"
 
-	cerrdefs "github.com/containerd/errdefs"
-	"github.com/docker/docker/api/types/image"
-
-	"github.com/openclaw/occ/internal/occdev/docker/engineapi"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/pins"
 )
 
@@ -105,10 +102,9 @@ type ControlPlaneImages struct {
 	Selected bool `json:"selected"`
 }
 
-// ImageInspector is the engine call the selected-image check makes; the engine's docker.API has
-// it.
+// ImageInspector is the engine's verb the selected-image check uses (engine.Engine has it).
 type ImageInspector interface {
-	ImageInspect(ctx context.Context, ref string, opts ...engineapi.ImageInspectOption) (image.InspectResponse, error)
+	Image(ctx context.Context, ref string) (engine.Image, error)
 }
 
 var commitPattern = regexp.MustCompile(`^[a-f0-9]{40}$`)
@@ -117,7 +113,7 @@ var commitPattern = regexp.MustCompile(`^[a-f0-9]{40}$`)
 // exist locally (occ never pulls a selected image: the developer vouches for what they built),
 // and each image's revision label must equal the checkout commit, so the control plane that runs
 // is the one the checkout describes.
-func VerifySelectedImages(ctx context.Context, engine ImageInspector, sel ImageSelection, commit string) (ControlPlaneImages, error) {
+func VerifySelectedImages(ctx context.Context, eng ImageInspector, sel ImageSelection, commit string) (ControlPlaneImages, error) {
 	if err := sel.Validate(); err != nil {
 		return ControlPlaneImages{}, err
 	}
@@ -129,8 +125,8 @@ func VerifySelectedImages(ctx context.Context, engine ImageInspector, sel ImageS
 	}
 	var errs []error
 	verify := func(role, key, ref string) LocalImage {
-		info, err := engine.ImageInspect(ctx, ref)
-		if cerrdefs.IsNotFound(err) {
+		info, err := eng.Image(ctx, ref)
+		if engine.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("explicitly selected %s image must already exist locally: %s (%s); pull or load it into this engine first, or unset %s and %s to build both from the checkout",
 				role, ref, key, EnvControllerImage, EnvRuntimeImage))
 			return LocalImage{}
@@ -139,10 +135,7 @@ func VerifySelectedImages(ctx context.Context, engine ImageInspector, sel ImageS
 			errs = append(errs, fmt.Errorf("inspect selected %s image %s (%s): %w", role, ref, key, err))
 			return LocalImage{}
 		}
-		label := ""
-		if info.Config != nil {
-			label = info.Config.Labels[RevisionLabel]
-		}
+		label := info.Labels[RevisionLabel]
 		if label != commit {
 			found := fmt.Sprintf("its label %s is %q", RevisionLabel, label)
 			if label == "" {

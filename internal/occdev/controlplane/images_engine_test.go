@@ -9,6 +9,9 @@ import (
 	"testing"
 
 	"github.com/docker/docker/client"
+
+	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine"
 )
 
 const (
@@ -25,7 +28,7 @@ func TestSelectedImagesOfThisCheckoutAreAccepted(t *testing.T) {
 	controller := pulledImage(t, c, host, "occ-test/controller-"+suffix, map[string]string{RevisionLabel: testCommit})
 	runtime := pulledImage(t, c, host, "occ-test/runtime-"+suffix, map[string]string{RevisionLabel: testCommit})
 
-	got, err := PrepareControlPlaneImages(context.Background(), c, ImageOptions{
+	got, err := PrepareControlPlaneImages(context.Background(), c, docker.Over(c, engine.Docker), ImageOptions{
 		Selection: ImageSelection{Controller: controller, Runtime: runtime}, Commit: testCommit,
 	})
 	if err != nil {
@@ -54,7 +57,7 @@ func TestSelectedImageRevisionMismatch(t *testing.T) {
 	unlabelled := pulledImage(t, c, host, "occ-test/controller-"+suffix, map[string]string{"other": "label"})
 	stale := pulledImage(t, c, host, "occ-test/runtime-"+suffix, map[string]string{RevisionLabel: otherCommit})
 
-	_, err := VerifySelectedImages(context.Background(), c, ImageSelection{Controller: unlabelled, Runtime: stale}, testCommit)
+	_, err := VerifySelectedImages(context.Background(), docker.Over(c, engine.Docker), ImageSelection{Controller: unlabelled, Runtime: stale}, testCommit)
 	if err == nil {
 		t.Fatal("images of another revision were accepted")
 	}
@@ -79,7 +82,7 @@ func TestSelectedImageMissingLocally(t *testing.T) {
 	suffix := randomName(t)
 	controller := "127.0.0.1:1/occ-test/absent-controller-" + suffix + "@" + testDigest
 	runtime := "127.0.0.1:1/occ-test/absent-runtime-" + suffix + "@" + testDigest
-	_, err := VerifySelectedImages(context.Background(), c, ImageSelection{Controller: controller, Runtime: runtime}, testCommit)
+	_, err := VerifySelectedImages(context.Background(), docker.Over(c, engine.Docker), ImageSelection{Controller: controller, Runtime: runtime}, testCommit)
 	if err == nil {
 		t.Fatal("absent images were accepted")
 	}
@@ -173,7 +176,7 @@ func TestBuildControlPlaneImagesFromCheckout(t *testing.T) {
 	removeImageAtEnd(t, c, tags.Runtime)
 	var progress lines
 
-	got, err := PrepareControlPlaneImages(context.Background(), c, ImageOptions{
+	got, err := PrepareControlPlaneImages(context.Background(), c, docker.Over(c, engine.Docker), ImageOptions{
 		Checkout: checkout, Commit: testCommit, ControllerArgs: map[string]string{NodeBaseImageArg: base}, Tags: tags,
 		Progress: progress.add, NetworkMode: "none",
 	})

@@ -113,6 +113,9 @@ func (a apiEngine) ImageManifests(ctx context.Context, ref string) (engine.Image
 func imageOf(ins image.InspectResponse) engine.Image {
 	img := engine.Image{ID: ins.ID, RepoTags: ins.RepoTags, RepoDigests: ins.RepoDigests, Size: ins.Size,
 		Platform: engine.NormalisePlatform(ins.Os, ins.Architecture, ins.Variant)}
+	if ins.Config != nil {
+		img.Labels = ins.Config.Labels
+	}
 	if ins.Descriptor != nil {
 		img.Target = ins.Descriptor.Digest.String()
 	}

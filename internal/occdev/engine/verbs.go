@@ -132,6 +132,8 @@ type Image struct {
 	RepoTags    []string
 	RepoDigests []string
 	Size        int64
+	// Labels are the labels the image's config carries.
+	Labels map[string]string
 	// Platform is the platform the image's config states, in the names images use.
 	Platform Platform
 	// Target is the digest of the image's target where the engine reports it (the containerd

@@ -439,7 +439,7 @@ func (c Planned) Preflight(ctx context.Context, env profile.Env, rep progress.Re
 	}
 	var runtime images.Local
 	if sel := op.SelectedImages; sel != nil {
-		imgs, err := controlplane.VerifySelectedImages(ctx, engine.API, *sel, op.Commit)
+		imgs, err := controlplane.VerifySelectedImages(ctx, engine.Verbs(), *sel, op.Commit)
 		if err != nil {
 			return err
 		}

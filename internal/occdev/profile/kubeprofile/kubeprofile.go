@@ -268,7 +268,7 @@ func (k Planned) Preflight(ctx context.Context, env profile.Env, _ progress.Repo
 	if sel == nil {
 		return nil
 	}
-	imgs, err := controlplane.VerifySelectedImages(ctx, env.Engine().API, *sel, op.Commit)
+	imgs, err := controlplane.VerifySelectedImages(ctx, env.Engine().Verbs(), *sel, op.Commit)
 	if err != nil {
 		return err
 	}

@@ -42,7 +42,7 @@ func PullBases(ctx context.Context, env profile.Env, rep progress.Reporter, op *
 	for _, b := range op.BaseImages {
 		pin := b.Pin()
 		if b.Tag {
-			resolved, err := controlplane.ResolveTag(ctx, engine.API, pin)
+			resolved, err := controlplane.ResolveTag(ctx, engine.Verbs(), pin)
 			if err != nil {
 				return nil, fmt.Errorf("base image %s: %w", b.Image, err)
 			}
