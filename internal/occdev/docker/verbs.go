@@ -273,6 +273,37 @@ func trimSlash(name string) string {
 	return name
 }
 
+func (a apiEngine) Inspect(ctx context.Context, sort engine.Sort, name string) (engine.Object, error) {
+	switch sort {
+	case engine.Containers:
+		c, err := a.api.ContainerInspect(ctx, name)
+		if err != nil {
+			return engine.Object{}, err
+		}
+		o := engine.Object{Sort: sort}
+		if c.ContainerJSONBase != nil {
+			o.ID, o.Name = c.ID, trimSlash(c.Name)
+		}
+		if c.Config != nil {
+			o.Labels = c.Config.Labels
+		}
+		return o, nil
+	case engine.Networks:
+		n, err := a.api.NetworkInspect(ctx, name, network.InspectOptions{})
+		if err != nil {
+			return engine.Object{}, err
+		}
+		return engine.Object{Sort: sort, ID: n.ID, Name: n.Name, Labels: n.Labels}, nil
+	case engine.Volumes:
+		v, err := a.api.VolumeInspect(ctx, name)
+		if err != nil {
+			return engine.Object{}, err
+		}
+		return engine.Object{Sort: sort, ID: v.Name, Name: v.Name, Labels: v.Labels}, nil
+	}
+	return engine.Object{}, fmt.Errorf("inspect %s %s: occ inspects containers, networks and volumes by name", sort, name)
+}
+
 func (a apiEngine) Remove(ctx context.Context, sort engine.Sort, name string) error {
 	switch sort {
 	case engine.Containers:

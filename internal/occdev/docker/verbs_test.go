@@ -124,6 +124,12 @@ func (s *seamEngine) serve(t *testing.T) Endpoint {
 			reply(w, volume.ListResponse{Volumes: []*volume.Volume{{Name: "occ-dev-x_pg", Labels: map[string]string{"com.docker.compose.project": "occ-dev-x"}}}})
 		case r.Method == http.MethodDelete && (path == "/networks/occ-dev-x_default" || path == "/volumes/occ-dev-x_pg"):
 			w.WriteHeader(http.StatusNoContent)
+		case path == "/networks/occ-dev-x_default":
+			reply(w, network.Inspect{ID: "n1", Name: "occ-dev-x_default", Labels: map[string]string{"com.docker.compose.network": "default"}})
+		case path == "/volumes/occ-dev-x_pg":
+			reply(w, volume.Volume{Name: "occ-dev-x_pg", Labels: map[string]string{"com.docker.compose.volume": "pg"}})
+		case path == "/volumes/occ-dev-x_gone":
+			fail(w, http.StatusNotFound, "get occ-dev-x_gone: no such volume")
 		default:
 			http.NotFound(w, r)
 		}
@@ -237,8 +243,9 @@ func TestSeamUntagSaveAndLoad(t *testing.T) {
 	}
 }
 
-// Containers, networks and volumes are listed by label (the filter the engine gets) with their
-// names as occ records them; the images containers use are listed without "sha256:".
+// Containers, networks and volumes are listed by label (the filter the engine gets) and looked
+// up by name, with their names and labels as occ records them; the images containers use are
+// listed without "sha256:".
 func TestSeamListsAndRemovesByLabel(t *testing.T) {
 	eng, s := connectSeam(t)
 	ctx := context.Background()
@@ -259,6 +266,15 @@ func TestSeamListsAndRemovesByLabel(t *testing.T) {
 	}
 	if _, err := eng.List(ctx, engine.Images, labels); err == nil {
 		t.Error("images were listed by label")
+	}
+	if n, err := eng.Inspect(ctx, engine.Networks, "occ-dev-x_default"); err != nil || n.ID != "n1" || n.Labels["com.docker.compose.network"] != "default" {
+		t.Errorf("network %+v, %v", n, err)
+	}
+	if v, err := eng.Inspect(ctx, engine.Volumes, "occ-dev-x_pg"); err != nil || v.Name != "occ-dev-x_pg" || v.Labels["com.docker.compose.volume"] != "pg" {
+		t.Errorf("volume %+v, %v", v, err)
+	}
+	if _, err := eng.Inspect(ctx, engine.Volumes, "occ-dev-x_gone"); !engine.IsNotFound(err) {
+		t.Errorf("a removed volume: %v", err)
 	}
 	if err := eng.Remove(ctx, engine.Networks, "occ-dev-x_default"); err != nil {
 		t.Error(err)

@@ -64,6 +64,9 @@ type Engine interface {
 	// every label of labels, all of that sort when labels is empty. Images are looked up by
 	// reference (Image), never listed.
 	List(ctx context.Context, sort Sort, labels map[string]string) ([]Object, error)
+	// Inspect is the container, network or volume of sort that name names (the engine may also
+	// match an ID, or a prefix of one, to it).
+	Inspect(ctx context.Context, sort Sort, name string) (Object, error)
 	// Remove removes the object of sort by its name or ID: a container forced (it may run), an
 	// image only as Untag removes one, a network or volume only when nothing uses it.
 	Remove(ctx context.Context, sort Sort, name string) error

@@ -29,11 +29,15 @@ func init() {
 	state.Register(state.Kind{Type: TypeNetwork, Aliases: []state.Type{"docker-network", "podman-network"},
 		Fields: state.Fields{ID: true, Labels: true, Engine: true}, Check: checkEngineName,
 		Describe: func(o state.Object) string { return docker.EngineNameOf(o) + " network " + o.Name },
-		Remover:  func(c *state.Connections) state.Remover { return NetworkRemover(docker.RecordedEngine(c)) }})
+		Remover: func(c *state.Connections) state.Remover {
+			return NetworkRemover(docker.VerbsOf(docker.RecordedEngine(c)))
+		}})
 	state.Register(state.Kind{Type: TypeVolume, Aliases: []state.Type{"docker-volume", "podman-volume"},
 		Fields: state.Fields{Labels: true, Engine: true}, Check: checkEngineName,
 		Describe: func(o state.Object) string { return docker.EngineNameOf(o) + " volume " + o.Name },
-		Remover:  func(c *state.Connections) state.Remover { return VolumeRemover(docker.RecordedEngine(c)) }})
+		Remover: func(c *state.Connections) state.Remover {
+			return VolumeRemover(docker.VerbsOf(docker.RecordedEngine(c)))
+		}})
 	state.Register(state.Kind{Type: TypeProject, Fields: state.Fields{Labels: true}, Check: checkProjectName,
 		Describe: func(o state.Object) string { return "Compose project " + o.Name },
 		Remover:  func(c *state.Connections) state.Remover { return ProjectRemover(recordedProject(c)) }})

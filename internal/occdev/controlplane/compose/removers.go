@@ -8,10 +8,10 @@ import (
 	"strings"
 	"sync"
 
-	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/network"
 
 	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -228,44 +228,45 @@ func (s servicesRemover) Inspect(ctx context.Context, o state.Object) state.Insp
 // takes them down with the project; this one confirms they are gone, and removes one that a
 // failed `compose down` left only while it still carries the recorded labels (a same-named
 // network of someone else is left alone).
-func NetworkRemover(engine func(context.Context) (*docker.Engine, error)) state.Remover {
-	return engineObjectRemover{engine: engine, kind: "network"}
+func NetworkRemover(eng func(context.Context) (engine.Engine, error)) state.Remover {
+	return engineObjectRemover{engine: eng, kind: "network"}
 }
 
 // VolumeRemover is NetworkRemover for the project's recorded volumes.
-func VolumeRemover(engine func(context.Context) (*docker.Engine, error)) state.Remover {
-	return engineObjectRemover{engine: engine, kind: "volume"}
+func VolumeRemover(eng func(context.Context) (engine.Engine, error)) state.Remover {
+	return engineObjectRemover{engine: eng, kind: "volume"}
 }
 
 type engineObjectRemover struct {
-	engine func(context.Context) (*docker.Engine, error)
+	engine func(context.Context) (engine.Engine, error)
 	kind   string
 }
 
-// look returns the object's labels and engine ID, or found false.
-func (e engineObjectRemover) look(ctx context.Context, api docker.API, name string) (map[string]string, string, bool, error) {
+// sort is the engine's sort of the object.
+func (e engineObjectRemover) sort() engine.Sort {
 	if e.kind == "network" {
-		n, err := api.NetworkInspect(ctx, name, network.InspectOptions{})
-		if cerrdefs.IsNotFound(err) {
-			return nil, "", false, nil
-		}
-		if err != nil {
-			return nil, "", false, fmt.Errorf("inspect network %s: %w", name, err)
-		}
-		// The API also matches an ID prefix; only the exact name is this record's.
-		if n.Name != name {
-			return nil, "", false, nil
-		}
-		return n.Labels, n.ID, true, nil
+		return engine.Networks
 	}
-	v, err := api.VolumeInspect(ctx, name)
-	if cerrdefs.IsNotFound(err) {
+	return engine.Volumes
+}
+
+// look returns the object's labels and engine ID, or found false.
+func (e engineObjectRemover) look(ctx context.Context, eng engine.Engine, name string) (map[string]string, string, bool, error) {
+	o, err := eng.Inspect(ctx, e.sort(), name)
+	if engine.IsNotFound(err) {
 		return nil, "", false, nil
 	}
 	if err != nil {
-		return nil, "", false, fmt.Errorf("inspect volume %s: %w", name, err)
+		return nil, "", false, fmt.Errorf("inspect %s %s: %w", e.kind, name, err)
 	}
-	return v.Labels, "", true, nil
+	if e.kind != "network" {
+		return o.Labels, "", true, nil // a volume has no ID but its name
+	}
+	// The API also matches an ID prefix; only the exact name is this record's.
+	if o.Name != name {
+		return nil, "", false, nil
+	}
+	return o.Labels, o.ID, true, nil
 }
 
 // ours reports whether labels carry every recorded label (and the ID is the recorded one).
@@ -288,7 +289,7 @@ func (e engineObjectRemover) Remove(ctx context.Context, o state.Object) (state.
 	if err != nil {
 		return state.Removal{}, err
 	}
-	labels, id, found, err := e.look(ctx, eng.API, o.Name)
+	labels, id, found, err := e.look(ctx, eng, o.Name)
 	if err != nil {
 		return state.Removal{}, err
 	}
@@ -298,12 +299,7 @@ func (e engineObjectRemover) Remove(ctx context.Context, o state.Object) (state.
 	if ok, why := ours(o, labels, id); !ok {
 		return state.Removal{Outcome: state.LeftAlone, Detail: why}, nil
 	}
-	if e.kind == "network" {
-		err = eng.API.NetworkRemove(ctx, o.Name)
-	} else {
-		err = eng.API.VolumeRemove(ctx, o.Name, false)
-	}
-	if err != nil && !cerrdefs.IsNotFound(err) {
+	if err := eng.Remove(ctx, e.sort(), o.Name); err != nil && !engine.IsNotFound(err) {
 		return state.Removal{}, fmt.Errorf("remove %s %s (still there after the project was taken down): %w", e.kind, o.Name, err)
 	}
 	return state.Removal{Outcome: state.Removed}, nil
@@ -314,7 +310,7 @@ func (e engineObjectRemover) Inspect(ctx context.Context, o state.Object) state.
 	if err != nil {
 		return state.Inspection{State: state.Unknown, Detail: err.Error()}
 	}
-	labels, id, found, err := e.look(ctx, eng.API, o.Name)
+	labels, id, found, err := e.look(ctx, eng, o.Name)
 	switch {
 	case err != nil:
 		return state.Inspection{State: state.Unknown, Detail: err.Error()}

@@ -57,8 +57,8 @@ func TestRecordedProjectIsRemovedFromTheRecordAlone(t *testing.T) {
 	reg := state.Removers{
 		TypeProject:  ProjectRemover(rec),
 		TypeServices: ServicesRemover(rec),
-		TypeNetwork:  NetworkRemover(engine),
-		TypeVolume:   VolumeRemover(engine),
+		TypeNetwork:  NetworkRemover(docker.VerbsOf(engine)),
+		TypeVolume:   VolumeRemover(docker.VerbsOf(engine)),
 	}
 	for _, o := range st.Objects {
 		if got := reg.Inspect(ctx, o); got.State != state.Present {
