@@ -2,7 +2,7 @@
 // users of each engine expect, without running any CLI: Docker from DOCKER_HOST, the current
 // docker context or the default socket; Podman from CONTAINER_CONNECTION, CONTAINER_HOST, its
 // default connection (a Podman machine's forwarded socket on macOS) or its rootful and rootless
-// sockets. The choice (--engine, OCC_DEVELOPMENT_CONTAINER_ENGINE) is auto, docker or podman;
+// sockets. The choice (--engine, OCC_DEVELOPMENT_CONTAINER_ENGINE) is auto or a registered kind;
 // auto tries Docker first and then Podman. What answers at a place is identified by its version
 // endpoint, not by the place: a Podman behind DOCKER_HOST (podman-docker's /var/run/docker.sock,
 // podman-mac-helper, a DOCKER_HOST a k3d guide told the user to set) is Podman.
@@ -35,17 +35,36 @@ const (
 // ChoiceEnv is the environment variable behind --engine.
 const ChoiceEnv = "OCC_DEVELOPMENT_CONTAINER_ENGINE"
 
-// ParseChoice reads a choice; empty means auto. source names where the value came from
-// ("--engine", "OCC_DEVELOPMENT_CONTAINER_ENGINE") for the error.
+// ParseChoice reads a choice: auto or a registered engine kind; empty means auto. source names
+// where the value came from ("--engine", "OCC_DEVELOPMENT_CONTAINER_ENGINE") for the error.
 func ParseChoice(value, source string) (Choice, error) {
-	switch c := Choice(value); c {
-	case "":
+	switch c := Choice(value); {
+	case c == "":
 		return Auto, nil
-	case Auto, ChooseDocker, ChoosePodman:
+	case c == Auto || engine.Registered(engine.Kind(c)):
 		return c, nil
 	}
-	return "", &option.Error{Option: source, Value: value, Rule: "is not a container engine choice (auto, docker or podman)",
+	return "", &option.Error{Option: source, Value: value, Rule: "is not a container engine choice (" + ChoiceList() + ")",
 		Fix: "use auto to take Docker when it runs and Podman otherwise, or name the engine"}
+}
+
+// Choices are the values a choice may take, in the order messages list them: auto, then the
+// registered kinds in the order they were registered.
+func Choices() []string {
+	kinds := engine.Kinds()
+	out := make([]string, 0, len(kinds)+1)
+	out = append(out, string(Auto))
+	for _, k := range kinds {
+		out = append(out, string(k))
+	}
+	return out
+}
+
+// ChoiceList is Choices as a message lists them: "auto, docker or podman".
+func ChoiceList() string {
+	c := Choices()
+	last := len(c) - 1
+	return strings.Join(c[:last], ", ") + " or " + c[last]
 }
 
 // Options say what to find and where to look.
@@ -108,13 +127,10 @@ type NotFoundError struct {
 
 func (e *NotFoundError) Error() string {
 	var b strings.Builder
-	switch e.Choice {
-	case ChooseDocker:
-		b.WriteString("no usable Docker engine")
-	case ChoosePodman:
-		b.WriteString("no usable Podman engine")
-	default:
+	if e.Choice == Auto {
 		b.WriteString("no usable container engine (Docker or Podman)")
+	} else {
+		b.WriteString("no usable " + engine.Kind(e.Choice).Name() + " engine")
 	}
 	fmt.Fprintf(&b, " for %s %s; looked at:", e.ChoiceSource, e.Choice)
 	for _, a := range e.Attempts {
