@@ -280,15 +280,12 @@ func (x Profile) loadOptions(in profile.Input, co controlplane.Checkout, user co
 	if project == "" {
 		project = compose.ProjectOf(in.Environment)
 	}
-	lo := compose.LoadOptions{Checkout: co.Root, Project: project, StateDir: in.StateDir, User: user, Environment: env, Routing: in.Routing}
-	if in.EngineKind == state.EnginePodman {
-		// The socket occ reaches Podman through. On a Podman machine this is the host's
-		// forwarded socket, not the path inside the machine; the only service of OCE's
-		// compose.podman.yaml that mounts it is the Docker Compute worker, which this profile
-		// never starts.
-		lo.PodmanSocket = in.Engine.Socket
-	}
-	return lo, nil
+	// The socket is the one occ reaches the engine through. On a Podman machine this is the
+	// host's forwarded socket, not the path inside the machine; the only service of OCE's
+	// compose.podman.yaml that mounts it is the Docker Compute worker, which this profile never
+	// starts.
+	return compose.LoadOptions{Checkout: co.Root, Project: project, StateDir: in.StateDir, User: user, Environment: env, Routing: in.Routing,
+		Engine: in.EngineKind, EngineSocket: in.Engine.Socket}, nil
 }
 
 // decideImages points the model at the selected controller image, or, without a selection,

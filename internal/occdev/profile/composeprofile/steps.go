@@ -124,8 +124,8 @@ func (c Planned) describeDataServices(profile.View) step.Description {
 		}
 	}
 	d := step.Creates(items...)
-	if c.in.EngineKind == state.EnginePodman {
-		d.Note = "on Podman the exited " + strings.Join(compose.JobServices, " and ") + " containers are then disconnected from the development network: Podman lists them as members without an address, which k3d's lookup of the network it joins refuses"
+	if k := c.in.EngineKind; k.Registration().ComposePodman {
+		d.Note = "on " + k.Name() + " the exited " + strings.Join(compose.JobServices, " and ") + " containers are then disconnected from the development network: Podman lists them as members without an address, which k3d's lookup of the network it joins refuses"
 	}
 	return d
 }
