@@ -40,7 +40,7 @@ const (
 	// APIPort is the controller's container port; its publication is the API URL.
 	APIPort = 3000
 
-	// SnapshotName is the rendered model in the state directory.
+	// SnapshotName is the rendered model in the state directory (written SnapshotMode).
 	SnapshotName = "compose.yaml"
 	// InstallationConfigName and ContainerKubeconfigName are the state files compose.kubernetes.yaml
 	// bind-mounts into the controller and the worker; KubeconfigName is the host kubeconfig.
