@@ -10,6 +10,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev"
 	"github.com/openclaw/occ/internal/occdev/artifacts"
 	"github.com/openclaw/occ/internal/occdev/charts"
+	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
 	"github.com/openclaw/occ/internal/occdev/profile/composeprofile"
 	"github.com/openclaw/occ/internal/occdev/profile/kubeprofile"
@@ -105,6 +106,13 @@ metadata: {name: agent-sandbox-system}
 		t.Errorf("the Gateway step describes %q", gateway)
 	}
 	doc := dr.Plan.OCE.(*kubeprofile.Document)
+	var imported []string
+	for _, img := range plannedStep(t, dr.Steps, "Import the control plane's images into the cluster").Images {
+		imported = append(imported, img.Reference)
+	}
+	if want := []string{controlplane.DefaultControllerTag, controlplane.DefaultRuntimeTag, doc.Kubernetes.PostgresImage}; !slices.Equal(imported, want) {
+		t.Errorf("the import describes images %q, want %q", imported, want)
+	}
 	key := plannedStep(t, dr.Steps, "Copy and verify the bootstrap service key")
 	var files []string
 	for _, f := range key.Files {
@@ -163,6 +171,13 @@ func TestComposeDryRunNamesWhatTheRunMakesAsTypedItems(t *testing.T) {
 	}
 	if !slices.Equal(services, []string{compose.ServiceController, compose.ServiceWorker}) {
 		t.Errorf("the API step describes services %q", services)
+	}
+	var imported []string
+	for _, img := range plannedStep(t, dr.Steps, "Verify the control plane's images in the node and tag them").Images {
+		imported = append(imported, img.Reference)
+	}
+	if !slices.Equal(imported, []string{controlplane.DefaultRuntimeTag}) {
+		t.Errorf("the verification describes images %q, want the Agent runtime", imported)
 	}
 	key := plannedStep(t, dr.Steps, "Copy and verify the bootstrap service key")
 	if len(key.Files) != 1 || key.Files[0].Path != doc.KeyFile || key.Files[0].Mode != "0600" {

@@ -526,7 +526,7 @@ func TestKubernetesProfileDryRun(t *testing.T) {
 		"[cluster] Build the controller and Agent runtime images from the checkout: file " + filepath.Join(stateDir, "image-build.log") + " (0600; the build output); image openclaw-enterprise-controller:kubernetes-quickstart in the engine (built through the engine's BuildKit from " + checkout,
 		"[cluster] Pull the PostgreSQL image: image " + kp.PostgresImage,
 		"Pull the PostgreSQL image: image " + kp.PostgresImage + " in the Docker engine (pulled by digest unless the engine has it; an image that was there is left alone by down; imported into the node with the control plane's other images)",
-		"Import the control plane's images into the cluster: the images", "openclaw-enterprise-runtime:kubernetes-quickstart (built, by its image ID), " + kp.PostgresImage + " in the node's containerd",
+		"Import the control plane's images into the cluster: image openclaw-enterprise-controller:kubernetes-quickstart in the node's containerd (built, by its image ID; imported); image openclaw-enterprise-runtime:kubernetes-quickstart in the node's containerd (built, by its image ID; imported); image " + kp.PostgresImage + " in the node's containerd (PostgreSQL; imported)",
 		"[] Create the PostgreSQL bootstrap Secret: Secret oce-system/postgres-bootstrap",
 		"[] Create the control-plane Secrets: Secret oce-system/occ-installation-startup",
 		"[] Install the OCE chart: Helm release oce-system/openclaw-enterprise",

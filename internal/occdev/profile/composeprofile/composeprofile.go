@@ -448,9 +448,14 @@ func (c Planned) Preflight(ctx context.Context, env profile.Env, rep progress.Re
 	return nil
 }
 
-// ImportNames is empty: the Agent runtime is imported, but the dry run cannot name it before it
-// is built or selected (the import step says so in its own words).
-func (c Planned) ImportNames() []string { return []string{} }
+// ImportImages is the Agent runtime, the one image of the project the cluster runs: built (and
+// then imported by its image ID), or selected.
+func (c Planned) ImportImages() []step.Image {
+	if sel := c.Compose.SelectedImages; sel != nil {
+		return []step.Image{{Reference: sel.Runtime, Note: "the selected Agent runtime"}}
+	}
+	return []step.Image{{Reference: controlplane.DefaultRuntimeTag, Note: "the Agent runtime, built, by its image ID"}}
+}
 
 // Imports adds the Agent runtime to the cluster's one import pass.
 func (c Planned) Imports(profile.Env) []images.Local { return []images.Local{c.run.runtime} }

@@ -315,6 +315,9 @@ func (k Planned) useSelectedImages(_ context.Context, env profile.Env, _ progres
 		state.ControlPlaneImage{Role: "runtime", Reference: sel.Runtime, ID: k.run.runtime.ID, Selected: true})
 }
 
+// builtByID is how the dry run says a built image reaches the node.
+const builtByID = "built, by its image ID"
+
 // buildLogMode is the permission bits of BuildLogFile.
 const buildLogMode = 0o600
 
@@ -377,13 +380,14 @@ func (k Planned) pullPostgres(ctx context.Context, env profile.Env, rep progress
 	return oce.RecordImages(env.State(), state.ControlPlaneImage{Role: "postgres", Reference: kp.PostgresImage, ID: l.ID})
 }
 
-// ImportNames are the control plane's images as the import names them: a built image by its
+// ImportImages are the control plane's images as the import names them: a built image by its
 // image ID, known only once built.
-func (k Planned) ImportNames() []string {
+func (k Planned) ImportImages() []step.Image {
+	postgres := step.Image{Reference: k.Kube.PostgresImage, Note: "PostgreSQL"}
 	if sel := k.OCE.SelectedImages; sel != nil {
-		return []string{sel.Controller, sel.Runtime, k.Kube.PostgresImage}
+		return []step.Image{{Reference: sel.Controller, Note: "the selected controller"}, {Reference: sel.Runtime, Note: "the selected Agent runtime"}, postgres}
 	}
-	return []string{controlplane.DefaultControllerTag + " (built, by its image ID)", controlplane.DefaultRuntimeTag + " (built, by its image ID)", k.Kube.PostgresImage}
+	return []step.Image{{Reference: controlplane.DefaultControllerTag, Note: builtByID}, {Reference: controlplane.DefaultRuntimeTag, Note: builtByID}, postgres}
 }
 
 // Imports are the controller, the Agent runtime and PostgreSQL, imported in one pass.
