@@ -160,7 +160,9 @@ func (e *KindError) Error() string {
 //   - auto: Docker's place first, and whatever engine answers there is taken as what it says
 //     it is (so a Podman behind DOCKER_HOST is Podman); then Podman's places in order;
 //   - docker: Docker's place only, and the engine there must be Docker;
-//   - podman: Podman's places in order, and the first engine that answers must be Podman.
+//   - podman: Podman's places in order, and the first engine that answers must be Podman;
+//   - any other registered kind: Docker's place only (such an engine speaks the Docker API and
+//     is reached as Docker is), and the engine there must be of that kind.
 //
 // A bad value of a variable the user set (DOCKER_HOST, DOCKER_CONTEXT, CONTAINER_HOST,
 // CONTAINER_CONNECTION) is an *option.Error. When no place has a usable engine the error is a
@@ -209,7 +211,7 @@ func Find(ctx context.Context, opts Options) (Location, error) {
 			return loc, err
 		}
 	}
-	if choice != ChooseDocker {
+	if choice == Auto || choice == ChoosePodman {
 		ps, err := podmanPlaces(opts.Env)
 		if err != nil {
 			return Location{}, err
