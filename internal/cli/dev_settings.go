@@ -50,7 +50,7 @@ var (
 	settingClusterProvider = devSetting{flag: "cluster-provider", env: occdev.EnvClusterProvider,
 		usage: "where the cluster comes from: " + strings.Join(occdev.SupportedProviders(), ", ") + " (default k3d: a cluster occ creates; existing: the kubeconfig context; env " + occdev.EnvClusterProvider + ")"}
 	settingEngine = devSetting{flag: "engine", env: locate.ChoiceEnv,
-		usage: "container engine: auto (Docker when it answers, else Podman), docker or podman (default auto; env " + locate.ChoiceEnv + ")"}
+		usage: "container engine: " + locate.ChoiceList() + "; auto takes Docker when it answers, else Podman (default auto; env " + locate.ChoiceEnv + ")"}
 	settingControlPlane = devSetting{flag: "control-plane", env: occdev.EnvControlPlane,
 		usage: "where OCE is meant to run: compose (Gateway NodePort 30051) or kubernetes (ClusterIP) (default compose; env " + occdev.EnvControlPlane + ")"}
 	settingNamespace = devSetting{flag: "namespace", short: "n", env: occdev.EnvNamespace,

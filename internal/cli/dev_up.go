@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openclaw/occ/internal/occdev"
+	"github.com/openclaw/occ/internal/occdev/engine/locate"
 )
 
 func init() { devSubcommands = append(devSubcommands, newDevUpCommand) }
@@ -69,7 +70,7 @@ How every step works: docs/dev-up.md.`,
 	}
 	completeValues(cmd, settingClusterProvider.flag, occdev.SupportedProviders)
 	completeValues(cmd, settingControlPlane.flag, occdev.SupportedControlPlanes)
-	completeValues(cmd, settingEngine.flag, func() []string { return []string{"auto", "docker", "podman"} })
+	completeValues(cmd, settingEngine.flag, locate.Choices)
 	return cmd
 }
 

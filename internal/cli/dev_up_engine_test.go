@@ -59,3 +59,26 @@ func TestNoEngineAnywhereNamesEveryPlace(t *testing.T) {
 		}
 	}
 }
+
+// clikind is an engine kind registered by these tests alone, as a package bringing an engine
+// that speaks the Docker API would register it.
+var clikind = engine.Register(engine.Registration{Kind: "clikind", Name: "Clikind", Component: "Clikind Engine", Builder: engine.BuildKit})
+
+// `occ dev up --engine clikind`: every registered kind is a choice of --engine (it is looked
+// for where Docker is, not at Podman's places, and its absence named by its registration), and
+// a value no kind has is refused naming every choice the registry holds.
+func TestEngineChoicesAreTheRegisteredKinds(t *testing.T) {
+	dir := isolate(t)
+	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(dir, "docker.sock"))
+	state := filepath.Join(dir, "state")
+	for value, want := range map[string]string{
+		string(clikind.Kind): "no usable Clikind engine for --engine clikind; looked at:",
+		"rkt":                `--engine "rkt" is not a container engine choice (auto, docker, podman or clikind)`,
+	} {
+		var out bytes.Buffer
+		code := Execute(context.Background(), []string{"dev", "up", "--dry-run", "--cluster-provider", "k3d", "--state-dir", state, "--engine", value}, strings.NewReader(""), &out, &out)
+		if code == 0 || !strings.Contains(out.String(), want) || strings.Contains(out.String(), "Podman at ") {
+			t.Errorf("--engine %s: exit %d, want it to say %q and look at no Podman place:\n%s", value, code, want, out.String())
+		}
+	}
+}

@@ -23,6 +23,9 @@ type HashedTemp struct {
 	kept bool
 }
 
+// HashedMode is the permission bits of a HashedTemp's file, and so of the file it becomes.
+const HashedMode = 0o600
+
 // NewHashedTemp creates the temporary file for dest in dest's directory.
 func NewHashedTemp(dest string) (*HashedTemp, error) {
 	var rnd [8]byte
@@ -30,7 +33,7 @@ func NewHashedTemp(dest string) (*HashedTemp, error) {
 		return nil, err
 	}
 	name := filepath.Join(filepath.Dir(dest), "."+filepath.Base(dest)+".partial-"+hex.EncodeToString(rnd[:]))
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, HashedMode)
 	if err != nil {
 		return nil, err
 	}

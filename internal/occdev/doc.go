@@ -23,7 +23,7 @@
 //	occdev/engine/     the kinds of engine occ drives through the Docker API, one Registration
 //	                   each (Docker, Podman): name, version component, API wrapper and the
 //	                   answers the flow reads instead of asking which engine it drives
-//	occdev/engine/locate/ finds the engine (--engine auto, docker or podman) where each one's
+//	occdev/engine/locate/ finds the engine (--engine auto or a registered kind) where each one's
 //	                   CLI would, and its Endpoint: one unix-socket address for every engine
 //	occdev/docker/     the engine's API (the Docker client behind its kind's wrapper, in
 //	                   docker/engineapi), connected at a located or recorded Endpoint only

@@ -52,6 +52,8 @@ func PlanUpContext(ctx context.Context, opts UpOptions) (*DryRun, error) {
 	if err != nil {
 		return nil, err
 	}
+	manifestProblem := ""
+	p.agentSandboxObjects, manifestProblem = localManifest(p)
 	dr := &DryRun{Plan: p, Steps: step.PlanOf(p, upSteps(p)), Problems: []string{}, ControlPlane: p.profile.Pending()}
 	if err := p.profile.Refusal(); err != nil {
 		dr.Problems = append(dr.Problems, err.Error())
@@ -72,7 +74,7 @@ func PlanUpContext(ctx context.Context, opts UpOptions) (*DryRun, error) {
 	}
 	// The local files `up` would read first are read now, offline: an archive that is not the
 	// pinned one, a selected manifest that is not one.
-	dr.Problems = append(dr.Problems, localArtifactProblems(p)...)
+	dr.Problems = append(dr.Problems, localArtifactProblems(p, manifestProblem)...)
 	// `up` claims the directory by state.Create's rules (absent, or empty and private to you)
 	// and refuses one that already records an environment; say so now, by the same rules.
 	if err := state.CheckClaimFor(p.StateDir, DownCommand(opts.OCCCommand, p.StateDir)); err != nil {
@@ -81,11 +83,33 @@ func PlanUpContext(ctx context.Context, opts UpOptions) (*DryRun, error) {
 	return dr, nil
 }
 
+// localManifest reads, offline, the Agent Sandbox manifest `up` would apply: the selected one
+// (with what is wrong with it, "" when nothing is), or the pinned one when a verified copy is in
+// the cache; nil when neither can be read.
+func localManifest(p *Plan) ([]*unstructured.Unstructured, string) {
+	path := p.AgentSandboxManifest
+	if path == "" {
+		return (&artifacts.Fetcher{CacheDir: p.CacheDir}).CachedManifest(p.pins.AgentSandbox.Manifest.SHA256), ""
+	}
+	data, err := fsutil.ReadRegular(path)
+	var manifest []*unstructured.Unstructured
+	if err == nil {
+		manifest, err = artifacts.ParseYAML(data, path)
+	}
+	switch {
+	case err != nil:
+		return nil, fmt.Sprintf("%s %s: %v", optAgentSandboxManifest, path, err)
+	case len(manifest) == 0:
+		return nil, fmt.Sprintf("%s %s holds no objects", optAgentSandboxManifest, path)
+	}
+	return manifest, ""
+}
+
 // localArtifactProblems checks, offline, the local artifacts the plan selected as `up` would
 // before using them: --openshell-archive against the pinned sha256 (unless both charts are
 // selected, when the archive is not used), and --agent-sandbox-manifest as a manifest of
-// objects.
-func localArtifactProblems(p *Plan) []string {
+// objects (manifestProblem, localManifest's).
+func localArtifactProblems(p *Plan, manifestProblem string) []string {
 	var out []string
 	if p.ArchiveFile != "" && p.selectedCharts == nil {
 		if v, err := artifacts.OpenVerified(p.ArchiveFile, p.pins.OpenShell.SourceArchive.SHA256); err != nil {
@@ -94,21 +118,10 @@ func localArtifactProblems(p *Plan) []string {
 			v.Close()
 		}
 	}
-	var manifest []*unstructured.Unstructured
-	if path := p.AgentSandboxManifest; path != "" {
-		data, err := fsutil.ReadRegular(path)
-		if err == nil {
-			manifest, err = artifacts.ParseYAML(data, path)
-		}
-		switch {
-		case err != nil:
-			out = append(out, fmt.Sprintf("%s %s: %v", optAgentSandboxManifest, path, err))
-		case len(manifest) == 0:
-			out = append(out, fmt.Sprintf("%s %s holds no objects", optAgentSandboxManifest, path))
-		}
-	} else {
-		manifest = (&artifacts.Fetcher{CacheDir: p.CacheDir}).CachedManifest(p.pins.AgentSandbox.Manifest.SHA256)
+	if manifestProblem != "" {
+		out = append(out, manifestProblem)
 	}
+	manifest := p.agentSandboxObjects
 	// Selected charts are rendered now as up renders them, when the manifest whose API versions
 	// the render sees is local (selected, or the pinned one already in the cache): a chart that
 	// would run unpinned images is refused here, not only by up.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/openclaw/occ/internal/occdev/artifacts"
 	"github.com/openclaw/occ/internal/occdev/charts"
@@ -272,7 +273,10 @@ type Plan struct {
 	openProvider    func() cluster.Provider
 	// selectedCharts are the loaded local charts when both are selected.
 	selectedCharts *charts.Charts
-	profile        profile.Planned
+	// agentSandboxObjects are the Agent Sandbox manifest's objects when a dry run could read
+	// them without a download (selected, or the pinned one cached), which it then names.
+	agentSandboxObjects []*unstructured.Unstructured
+	profile             profile.Planned
 	// gateway is how the platform serves the control plane (platform.ControlPlane): the
 	// profile's Platform, whatever its name.
 	gateway ControlPlane

@@ -24,9 +24,8 @@ type runner = step.Runner[*Plan, *run]
 // readiness is a one-time signal from a step of one lane to the steps of its sibling lanes.
 type readiness = step.Readiness
 
-// creates and note build Descriptions tersely in step lists.
-func creates(items ...string) Description { return step.Creates(items...) }
-func note(text string) Description        { return step.Note(text) }
+// note describes a step that creates nothing, tersely in step lists.
+func note(text string) Description { return step.Note(text) }
 
 // concurrently makes a group step of lanes.
 func concurrently(name string, lanes ...Lane) Step { return step.Concurrently(name, lanes...) }

@@ -34,7 +34,7 @@ func (r *run) fetcher(rep progress.Reporter) *artifacts.Fetcher {
 }
 
 func describeArchive(p *Plan) Description {
-	return artifacts.DescribeArchive(p.ArchiveFile, p.CacheDir)
+	return artifacts.DescribeArchive(p.pins.OpenShell.SourceArchive, p.ArchiveFile, p.CacheDir)
 }
 
 func fetchArchive(ctx context.Context, r *run, rep progress.Reporter) (err error) {

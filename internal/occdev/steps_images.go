@@ -3,7 +3,6 @@ package occdev
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
@@ -156,12 +155,25 @@ func imagesFirst(s Step, note string, waitFor func(r *run) []imageSlot) Step {
 	return s
 }
 
-func describeProfileImport(p *Plan) Description {
-	what := "the control plane's own images (built or selected above)"
-	if names := p.profile.ImportNames(); len(names) > 0 {
-		what = "the images " + strings.Join(names, ", ")
+// profileImages are the profile's images in the node's containerd, each with note added to
+// how it travels.
+func profileImages(p *Plan, note string) Description {
+	var items []step.Item
+	for _, img := range p.profile.ImportImages() {
+		img.Where = images.InNodeContainerd
+		if img.Note != "" {
+			img.Note += "; "
+		}
+		img.Note += note
+		items = append(items, img)
 	}
-	return creates(what + " in the node's containerd, imported in one pass (the engine's image save piped into ctr image import in the node, under temporary staging tags removed afterwards)")
+	return step.Describe(items...)
+}
+
+func describeProfileImport(p *Plan) Description {
+	d := profileImages(p, "imported")
+	d.Note = "imported in one pass: the engine's image save piped into ctr image import in the node, under temporary staging tags removed afterwards"
+	return d
 }
 
 // importProfileImages loads the control plane's own images for the cluster in one pass.
@@ -192,7 +204,9 @@ func (r *run) importOptions(importer images.Importer, local []images.Local, rep 
 }
 
 func describeVerify(p *Plan) Description {
-	return creates("the control plane's own images named in the node for its Pods, each once the node holds the local image imported (by the identity the engine's image store keeps)")
+	d := profileImages(p, "named in the node for its Pods")
+	d.Note = "each named once the node holds the local image imported (by the identity the engine's image store keeps)"
+	return d
 }
 
 // verifyImages proves each of the control plane's imported images is in the node as it was
@@ -203,7 +217,7 @@ func verifyImages(ctx context.Context, r *run, _ progress.Reporter) error {
 
 // profileImports are the control plane's own images for the cluster (the Agent runtime).
 func (r *run) profileImports() []images.Local {
-	if r.plan.profile.ImportNames() == nil {
+	if r.plan.profile.ImportImages() == nil {
 		return nil
 	}
 	return r.plan.profile.Imports(r)

@@ -25,7 +25,9 @@ func ensureRuntimeClass(ctx context.Context, r *run, _ progress.Reporter) error 
 	return platform.EnsureRuntimeClass(ctx, r.conn)
 }
 
-func describeAgentSandbox(p *Plan) Description { return p.agentSandbox().DescribeApply() }
+func describeAgentSandbox(p *Plan) Description {
+	return p.agentSandbox().DescribeApply(p.agentSandboxObjects)
+}
 
 func applyAgentSandbox(ctx context.Context, r *run, _ progress.Reporter) error {
 	return platform.ApplyAgentSandbox(ctx, r.conn, r.agentSandbox, r.plan.StartupTimeout)

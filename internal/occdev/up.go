@@ -123,7 +123,7 @@ func clusterLane(p *Plan) Lane {
 // images are imported and verified by their own lanes beside it.
 func importLane(p *Plan) Lane {
 	steps := []Step{{Name: "Check that the engine's images carry the pinned digests", Describe: describeRepoDigests, Run: checkRepoDigests}}
-	if p.profile.ImportNames() != nil {
+	if p.profile.ImportImages() != nil {
 		steps = append(steps,
 			waiting(Step{Name: "Import the control plane's images into the cluster", Describe: describeProfileImport, Run: importProfileImages}, clusterMade),
 			Step{Name: "Verify the control plane's images in the node and tag them", Describe: describeVerify, Run: verifyImages},

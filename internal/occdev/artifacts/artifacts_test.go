@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,7 +15,9 @@ import (
 	"time"
 
 	"github.com/openclaw/occ/internal/occdev/artifacts/artifactstest"
+	"github.com/openclaw/occ/internal/occdev/option"
 	"github.com/openclaw/occ/internal/occdev/pins"
+	"github.com/openclaw/occ/internal/occdev/step"
 )
 
 var testArchive = pins.SourceArchive{TopDirectory: "OpenShell-0.1.3-pre.2", HelmDirectory: "deploy/helm"}
@@ -357,5 +360,51 @@ items:
 	}
 	if _, err := ParseYAML([]byte("kind: ConfigMap\nmetadata:\n  name: x\n"), "m.yaml"); err == nil || !strings.Contains(err.Error(), "lacks apiVersion") {
 		t.Fatalf("object without apiVersion: %v", err)
+	}
+}
+
+// `up --dry-run` names the cache file the fetch writes and the directory the extraction makes,
+// by the paths and permission bits the run gives them, so the dry run cannot name another.
+func TestDescriptionsNameTheFilesTheRunWrites(t *testing.T) {
+	p, sum := archiveFile(t, goodEntries())
+	body, _ := os.ReadFile(p)
+	srv, _ := server(t, body)
+	cache := t.TempDir()
+	pin := testArchive
+	pin.Artifact = pins.Artifact{URL: srv.URL + "/archive.tar.gz", SHA256: sum}
+
+	d := DescribeArchive(pin, "", cache)
+	v, err := (&Fetcher{CacheDir: cache}).FetchArchive(context.Background(), pin, "", archiveSetting)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkDescribedFile(t, d.Files, v.Path())
+
+	state := t.TempDir()
+	d = DescribeExtract(state)
+	if err := ExtractHelmAfresh(v, pin, filepath.Join(state, HelmDir)); err != nil {
+		t.Fatal(err)
+	}
+	checkDescribedFile(t, d.Files, filepath.Join(state, HelmDir))
+
+	if d := DescribeArchive(pin, p, cache); len(d.Files) != 0 || !strings.Contains(d.Note, p) {
+		t.Errorf("a local archive is only verified, yet the dry run says %+v", d)
+	}
+}
+
+var archiveSetting = option.Setting{Flag: "openshell-archive", Env: "OCC_TEST_ARCHIVE"}
+
+// checkDescribedFile fails unless files is one item naming path, which exists with its mode.
+func checkDescribedFile(t *testing.T, files []step.File, path string) {
+	t.Helper()
+	if len(files) != 1 || files[0].Path != path {
+		t.Fatalf("described %+v, the run wrote %s", files, path)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprintf("%04o", fi.Mode().Perm()); got != files[0].Mode || (files[0].Kind == "directory") != fi.IsDir() {
+		t.Errorf("described %s %s mode %s; the run made mode %s (directory %v)", files[0].Kind, path, files[0].Mode, got, fi.IsDir())
 	}
 }

@@ -24,6 +24,13 @@ const (
 	maxArchiveEntries = 200_000
 )
 
+// The permission bits of what ExtractHelm writes: private directories (the tree's root is an
+// os.MkdirTemp, which makes it 0700 as well) and private files.
+const (
+	extractDirMode  fs.FileMode = 0o700
+	extractFileMode fs.FileMode = 0o600
+)
+
 // EntryError is an archive entry refused by the extraction rules.
 type EntryError struct {
 	Archive string
@@ -58,7 +65,7 @@ func ExtractHelm(src *Verified, archive pins.SourceArchive, dest string) error {
 		return fmt.Errorf("extract Helm charts: %w", err)
 	}
 	parent := filepath.Dir(dest)
-	if err := os.MkdirAll(parent, 0o700); err != nil {
+	if err := os.MkdirAll(parent, extractDirMode); err != nil {
 		return fmt.Errorf("extract Helm charts: create %s: %w", parent, err)
 	}
 	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dest)+".partial-")
@@ -160,7 +167,7 @@ func (x *extractor) write(tr *tar.Reader, hdr *tar.Header, name string) error {
 	target := filepath.Join(x.root, filepath.FromSlash(rel))
 	switch hdr.Typeflag {
 	case tar.TypeDir:
-		if err := os.MkdirAll(target, 0o700); err != nil {
+		if err := os.MkdirAll(target, extractDirMode); err != nil {
 			return fmt.Errorf("extract %q: %w", hdr.Name, err)
 		}
 		return nil
@@ -190,12 +197,12 @@ func (x *extractor) writeFile(tr *tar.Reader, hdr *tar.Header, target string) er
 	if x.total > maxExtractedTotal {
 		return x.refuse(hdr.Name, "the Helm subtree exceeds %d bytes in total", maxExtractedTotal)
 	}
-	if err := os.MkdirAll(filepath.Dir(target), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(target), extractDirMode); err != nil {
 		return fmt.Errorf("extract %q: %w", hdr.Name, err)
 	}
 	// Every directory under root was made here, so O_NOFOLLOW|O_EXCL only guards against a
 	// duplicate entry.
-	f, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	f, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, extractFileMode)
 	if err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return x.refuse(hdr.Name, "appears twice in the archive")

@@ -16,6 +16,7 @@ import (
 	"github.com/openclaw/occ/internal/fsutil"
 	"github.com/openclaw/occ/internal/occdev/option"
 	"github.com/openclaw/occ/internal/occdev/pins"
+	"github.com/openclaw/occ/internal/occdev/step"
 )
 
 // DefaultTimeout bounds one whole download when Fetcher.Timeout is zero.
@@ -109,6 +110,26 @@ func (f *Fetcher) CachePath(sum string) (string, error) {
 		return "", err
 	}
 	return filepath.Join(root, "sha256", sum), nil
+}
+
+// DescribeFetch is the dry run's account of Fetch of a into the cache cacheDir ("" for the
+// default): the cache file it writes unless a verified copy is there; what names the artifact
+// ("the pinned OpenShell source archive").
+func DescribeFetch(a pins.Artifact, cacheDir, what string) step.Description {
+	f, err := CacheFile(a, cacheDir, what)
+	if err != nil {
+		return step.Note("nothing known of the artifact cache: " + err.Error())
+	}
+	return step.Describe(f)
+}
+
+// CacheFile is DescribeFetch's item: the file Fetch of a writes into the cache cacheDir.
+func CacheFile(a pins.Artifact, cacheDir, what string) (step.File, error) {
+	dest, err := (&Fetcher{CacheDir: cacheDir}).CachePath(a.SHA256)
+	if err != nil {
+		return step.File{}, err
+	}
+	return step.FileAt(dest, fsutil.HashedMode, what+", unless a verified copy is cached there"), nil
 }
 
 // Fetch returns the verified artifact a, from the cache when a verified copy is there, else

@@ -18,13 +18,13 @@ const SourceArchiveName = "OpenShell source archive"
 // rebuilt by every run from the verified archive, so it is never trusted across runs.
 const HelmDir = "openshell/source"
 
-// DescribeArchive is the dry run's line of FetchArchive: file is the local copy it verifies
-// instead of a download ("" for none), cacheDir the artifact cache.
-func DescribeArchive(file, cacheDir string) step.Description {
+// DescribeArchive is the dry run's account of FetchArchive of pin: file is the local copy it
+// verifies instead of a download ("" for none), cacheDir the artifact cache.
+func DescribeArchive(pin pins.SourceArchive, file, cacheDir string) step.Description {
 	if file != "" {
 		return step.Note("nothing downloaded; verifies " + file + " against the pinned sha256")
 	}
-	return step.Creates("the pinned archive in " + cacheDir + ", unless a verified copy is cached there")
+	return DescribeFetch(pin.Artifact, cacheDir, "the pinned "+SourceArchiveName)
 }
 
 // FetchArchive produces the verified OpenShell source archive: the local copy file, which the
@@ -45,9 +45,10 @@ func (f *Fetcher) FetchArchive(ctx context.Context, pin pins.SourceArchive, file
 	return v, nil
 }
 
-// DescribeExtract is the dry run's line of ExtractHelmAfresh into the state directory stateDir.
+// DescribeExtract is the dry run's account of ExtractHelmAfresh into the state directory
+// stateDir.
 func DescribeExtract(stateDir string) step.Description {
-	return step.Creates("directory " + filepath.Join(stateDir, HelmDir) + " (only the archive's Helm subtree)")
+	return step.Describe(step.DirAt(filepath.Join(stateDir, HelmDir), extractDirMode, "only the archive's Helm subtree"))
 }
 
 // ExtractHelmAfresh is ExtractHelm into dest, which is cleared first: a previous attempt's tree

@@ -7,6 +7,7 @@ package charts
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -64,6 +65,12 @@ type PackageOptions struct {
 	OutputDir string
 }
 
+// The permission bits of what Package writes: a private directory of private packages.
+const (
+	packagedDirMode  fs.FileMode = 0o700
+	packagedFileMode fs.FileMode = 0o600
+)
+
 // Package loads both charts from the extracted tree, sets version and appVersion to the pinned
 // OpenShell version (the charts in git carry placeholders; upstream release CI rewrites them
 // the same way), saves them as .tgz packages and loads the packages back, so what is returned
@@ -72,7 +79,7 @@ func Package(o PackageOptions) (*Charts, error) {
 	if o.Pins == nil {
 		return nil, fmt.Errorf("package OpenShell charts: no pins given")
 	}
-	if err := os.MkdirAll(o.OutputDir, 0o700); err != nil {
+	if err := os.MkdirAll(o.OutputDir, packagedDirMode); err != nil {
 		return nil, fmt.Errorf("package OpenShell charts: create %s: %w", o.OutputDir, err)
 	}
 	version := o.Pins.OpenShell.Version
@@ -105,7 +112,7 @@ func packageOne(what, dir, version, outDir string) (*chart.Chart, string, error)
 	if err != nil {
 		return nil, "", fmt.Errorf("package OpenShell %s chart: %w", what, err)
 	}
-	if err := os.Chmod(pkg, 0o600); err != nil {
+	if err := os.Chmod(pkg, packagedFileMode); err != nil {
 		return nil, "", fmt.Errorf("package OpenShell %s chart: %w", what, err)
 	}
 	// Reading the package back plays the part of `helm show chart`: a package Helm cannot load

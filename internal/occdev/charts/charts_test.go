@@ -1,6 +1,7 @@
 package charts
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -418,5 +419,20 @@ func TestLoadLocal(t *testing.T) {
 		if _, err := LoadLocal(path, "openshell-workspace"); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("LoadLocal(%s) = %v, want %q", path, err, want)
 		}
+	}
+}
+
+// `up --dry-run` names the directory the run packages the charts into (the state's
+// PackagedDir), with the permission bits Package gives it.
+func TestDescribePackageNamesTheDirectoryTheRunWrites(t *testing.T) {
+	_, set, out := prepare(t, chartstest.Options{})
+	state := t.TempDir()
+	d := DescribePackage(state, set.OpenShell.Version)
+	fi, err := os.Stat(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Files) != 1 || d.Files[0].Path != filepath.Join(state, PackagedDir) || d.Files[0].Kind != "directory" || d.Files[0].Mode != fmt.Sprintf("%04o", fi.Mode().Perm()) {
+		t.Errorf("described %+v; the run wrote a directory of mode %v", d.Files, fi.Mode().Perm())
 	}
 }

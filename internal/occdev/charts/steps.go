@@ -101,9 +101,9 @@ func UseSelected(sel *Charts) (*Charts, error) {
 	return sel, nil
 }
 
-// DescribePackage is the dry run's line of PackageAfresh into the state directory stateDir.
+// DescribePackage is the dry run's account of PackageAfresh into the state directory stateDir.
 func DescribePackage(stateDir, version string) step.Description {
-	return step.Creates("directory " + filepath.Join(stateDir, PackagedDir) + " with the Gateway and Workspace charts packaged at the pinned version " + version)
+	return step.Describe(step.DirAt(filepath.Join(stateDir, PackagedDir), packagedDirMode, "the Gateway and Workspace charts packaged at the pinned version "+version))
 }
 
 // PackageAfresh is Package into an emptied o.OutputDir: the packages of an earlier attempt are

@@ -108,11 +108,14 @@ func ValidateKeyOutput(p string) error {
 	return nil
 }
 
+// KeyFileMode is the permission bits of the service key file WriteServiceKey writes.
+const KeyFileMode = 0o600
+
 // WriteServiceKey writes the key file to dest with O_EXCL at 0600, refusing symlinks, and makes
 // it durable (file and directory synced). A write error removes the partial file, so a retry is
 // never blocked by it. An existing file is never replaced.
 func WriteServiceKey(dest KeyDestination, key *ServiceKey) error {
-	f, err := os.OpenFile(dest.Path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	f, err := os.OpenFile(dest.Path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, KeyFileMode)
 	if errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("write service key: key output already exists: %s; occ never overwrites a key file", dest.Path)
 	}

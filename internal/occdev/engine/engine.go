@@ -71,6 +71,11 @@ type Registration struct {
 	// K3dPodman says k3d must run the cluster as it runs it on Podman: k3d's Podman handling
 	// (its retried creation, the node's DNS), which k3d decides by the engine's answers.
 	K3dPodman bool
+	// ComposePodman says a Compose project on the engine runs as OCE runs it on Podman: the
+	// checkout's Podman overlay (compose.podman.yaml) is layered with the engine's socket, a
+	// service may use only Podman's logging drivers, and the exited jobs are listed on the
+	// project's network without an address (which occ then disconnects).
+	ComposePodman bool
 	// Builder is the build API the engine serves behind the Docker API's image build.
 	Builder Builder
 	// StableID says the engine keeps an identity (system info's ID) across calls and restarts,

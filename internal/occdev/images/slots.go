@@ -216,8 +216,8 @@ func (s *Slots) Verified() []Verified {
 	return append(out, s.ownVerified...)
 }
 
-// inNodeContainerd is where the cluster's images are, as a dry run says it.
-const inNodeContainerd = "the node's containerd"
+// InNodeContainerd is where the cluster's images are, as a dry run says it.
+const InNodeContainerd = "the node's containerd"
 
 // PresentItem is the image Present makes present in the engine, where, as a dry run describes
 // it; bundle says it comes from a bundle, not from its registry.
@@ -231,12 +231,12 @@ func PresentItem(img pins.Image, where string, bundle bool) step.Image {
 
 // ImportItem is the import of a pinned image by its lane as a dry run describes it.
 func ImportItem(img pins.Image) step.Image {
-	return step.Image{Reference: img.DigestReference(), Where: inNodeContainerd,
+	return step.Image{Reference: img.DigestReference(), Where: InNodeContainerd,
 		Note: "imported as soon as its pull is done and the node's containerd answers (for k3d, while the cluster is still starting): the engine's image save piped into ctr image import in the node, under a temporary staging tag removed afterwards"}
 }
 
 // VerifiedItem is a verified image as a dry run describes it.
 func VerifiedItem(img pins.Image) step.Image {
-	return step.Image{Reference: img.DigestReference(), Where: inNodeContainerd,
+	return step.Image{Reference: img.DigestReference(), Where: InNodeContainerd,
 		Note: "named there once the node holds the local image its pinned pull produced: its config digest on the classic image store, the pinned index or its platform manifest on the containerd store"}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/openclaw/occ/internal/occdev/artifacts"
 	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
 	"github.com/openclaw/occ/internal/occdev/state"
@@ -200,5 +202,49 @@ func TestConnectVouchedRefusesAnotherCluster(t *testing.T) {
 	}
 	if _, err := kubeobj.ConnectVouched(ctx, a, kubeobj.Options{Owner: "owner-a"}, "existing", other, "/state"); err == nil || !strings.Contains(err.Error(), "run occ dev down --state-dir /state first") {
 		t.Errorf("a cluster the state does not record: %v", err)
+	}
+}
+
+// `up --dry-run` names a release manifest's objects (Agent Sandbox's) as the run records them,
+// in the order EnsureManifest applies them: the namespace before the objects in it, whatever
+// order the file has.
+func TestDescribeManifestNamesWhatEnsureManifestRecords(t *testing.T) {
+	ns := "occ-manifest-" + suffix(t)
+	objs, err := artifacts.ParseYAML([]byte(`apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: `+ns+`}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: `+ns+`}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: controller, namespace: `+ns+`}
+`), "sandbox.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	described := kubeobj.DescribeManifest(objs)
+	rec := &checkingRecorder{t: t, kube: testbed.Client(t)}
+	c, err := kubeobj.Connect(access(t), kubeobj.Options{Owner: "owner-manifest", Recorder: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.EnsureManifest(context.Background(), objs, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	var want, got []string
+	for _, o := range rec.recs {
+		want = append(want, o.Kind+" "+o.Namespace+"/"+o.Name)
+	}
+	for _, o := range described {
+		got = append(got, o.Kind+" "+o.Namespace+"/"+o.Name)
+	}
+	if strings.Join(got, "; ") != strings.Join(want, "; ") {
+		t.Errorf("described %q; the run recorded %q", got, want)
+	}
+	if len(got) == 0 || got[0] != "Namespace /"+ns {
+		t.Errorf("described %q; want the namespace first", got)
 	}
 }

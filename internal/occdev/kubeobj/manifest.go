@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/openclaw/occ/internal/kube"
+	"github.com/openclaw/occ/internal/occdev/step"
 )
 
 // EnsureManifest ensures every object of a release manifest (Converge). Namespaces and
@@ -22,17 +23,7 @@ import (
 // to timeout) before anything else, so a manifest that also carries custom resources applies
 // in one pass.
 func (c *Conn) EnsureManifest(ctx context.Context, objs []*unstructured.Unstructured, timeout time.Duration) error {
-	rank := func(u *unstructured.Unstructured) int {
-		switch u.GroupVersionKind().GroupKind().String() {
-		case "Namespace":
-			return 0
-		case "CustomResourceDefinition.apiextensions.k8s.io":
-			return 1
-		}
-		return 2
-	}
-	ordered := append([]*unstructured.Unstructured(nil), objs...)
-	sort.SliceStable(ordered, func(i, j int) bool { return rank(ordered[i]) < rank(ordered[j]) })
+	ordered := ManifestOrder(objs)
 	crdsDone := false
 	for i, u := range ordered {
 		if rank(u) == 2 && !crdsDone {
@@ -49,6 +40,36 @@ func (c *Conn) EnsureManifest(ctx context.Context, objs []*unstructured.Unstruct
 		return c.waitCRDsEstablished(ctx, ordered, timeout)
 	}
 	return nil
+}
+
+// rank is an object's place in ManifestOrder: namespaces, then CRDs, then everything else.
+func rank(u *unstructured.Unstructured) int {
+	switch u.GroupVersionKind().GroupKind().String() {
+	case "Namespace":
+		return 0
+	case "CustomResourceDefinition.apiextensions.k8s.io":
+		return 1
+	}
+	return 2
+}
+
+// ManifestOrder is objs in the order EnsureManifest applies them: namespaces, then CRDs, then
+// everything else, each in file order.
+func ManifestOrder(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	ordered := append([]*unstructured.Unstructured(nil), objs...)
+	sort.SliceStable(ordered, func(i, j int) bool { return rank(ordered[i]) < rank(ordered[j]) })
+	return ordered
+}
+
+// DescribeManifest is the dry run's account of EnsureManifest of objs: each object as its
+// record names it, in the order they are applied.
+func DescribeManifest(objs []*unstructured.Unstructured) []step.Object {
+	ordered := ManifestOrder(objs)
+	out := make([]runtime.Object, len(ordered))
+	for i, u := range ordered {
+		out[i] = u
+	}
+	return Describe(out, nil)
 }
 
 // waitCRDsEstablished waits by watch until every CRD among objs serves, then refreshes the

@@ -12,6 +12,7 @@ import (
 
 	"github.com/openclaw/occ/internal/contract"
 	"github.com/openclaw/occ/internal/occdev/artifacts"
+	"github.com/openclaw/occ/internal/occdev/kubeobj"
 	"github.com/openclaw/occ/internal/occdev/option"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
@@ -59,12 +60,12 @@ func (m AgentSandboxManifest) Source() string {
 	return contract.RedactURL(m.Pin.Manifest.URL)
 }
 
-// DescribeFetch is the dry run's line of Fetch, with the artifact cache cacheDir.
+// DescribeFetch is the dry run's account of Fetch, with the artifact cache cacheDir.
 func (m AgentSandboxManifest) DescribeFetch(cacheDir string) step.Description {
 	if m.File != "" {
 		return step.Note("nothing downloaded; reads the selected " + m.File + " (not checked against the pinned sha256: a selection for offline use, whose CustomResourceDefinitions the Gateway chart's render sees)")
 	}
-	return step.Creates("the pinned Agent Sandbox " + m.Pin.Version + " manifest in " + cacheDir + ", unless a verified copy is cached there")
+	return artifacts.DescribeFetch(m.Pin.Manifest, cacheDir, "the pinned Agent Sandbox "+m.Pin.Version+" manifest")
 }
 
 // Fetch fetches (or takes from the cache) and verifies the pinned manifest through f, or reads
@@ -121,12 +122,20 @@ func (m AgentSandboxManifest) read(d *state.Dir, note func(string)) ([]*unstruct
 	return objs, nil
 }
 
-// DescribeApply is the dry run's line of ApplyAgentSandbox.
-func (m AgentSandboxManifest) DescribeApply() step.Description {
+// DescribeApply is the dry run's account of ApplyAgentSandbox of objs, the manifest's objects
+// when the plan could read them without a download (selected, or the pinned one already
+// cached): each object as the run records it. Without them it says what the manifest holds.
+func (m AgentSandboxManifest) DescribeApply(objs []*unstructured.Unstructured) step.Description {
+	source := "the pinned Agent Sandbox " + m.Pin.Version + " manifest (verified against its sha256"
 	if m.File != "" {
-		return step.Creates("the objects of the selected Agent Sandbox manifest " + m.File + " (not checked against the pinned sha256; CRDs, namespace, controller)")
+		source = "the selected Agent Sandbox manifest " + m.File + " (not checked against the pinned sha256"
 	}
-	return step.Creates("the objects of the pinned Agent Sandbox " + m.Pin.Version + " manifest (verified against its sha256; CRDs, namespace, controller)")
+	if len(objs) == 0 {
+		return step.Creates("the objects of " + source + "; CRDs, namespace, controller)")
+	}
+	d := step.Objects(kubeobj.DescribeManifest(objs)...)
+	d.Note = "the objects of " + source + ")"
+	return d
 }
 
 // RenderCapabilities are the capabilities the Gateway chart's offline render sees: what render

@@ -9,7 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/openclaw/occ/internal/occdev/artifacts"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
+	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/step"
 )
 
@@ -69,19 +71,51 @@ func TestPlatformDescriptionsNameTheAppliedObjects(t *testing.T) {
 }
 
 // The Gateway's dry run names its Helm release as a typed object, as the state records a
-// release ("Helm release NAMESPACE/NAME"), and its Service by the type and port the install
-// gives it.
+// release ("Helm release NAMESPACE/NAME"), and its Service, by the name the install reads it
+// back under, with the type and port the install gives it.
 func TestGatewayDescriptionNamesTheRelease(t *testing.T) {
 	g := GatewayInstall{Namespace: "openshell", ServiceType: corev1.ServiceTypeNodePort, NodePort: 30080, PullPolicy: corev1.PullNever}
 	d := g.Describe("0.1.0", nil)
-	if len(d.Objects) != 1 || d.Objects[0].Kind != "Helm release" || d.Objects[0].Namespace != "openshell" || d.Objects[0].Name != GatewayRelease {
-		t.Fatalf("described objects %+v; want the Gateway's Helm release", d.Objects)
+	if len(d.Objects) != 2 || d.Objects[0].Kind != "Helm release" || d.Objects[0].Namespace != "openshell" || d.Objects[0].Name != GatewayRelease ||
+		d.Objects[1].Kind != "Service" || d.Objects[1].Namespace != "openshell" || d.Objects[1].Name != GatewayServiceName {
+		t.Fatalf("described objects %+v; want the Gateway's Helm release and Service", d.Objects)
 	}
 	want := []string{
 		"Helm release openshell/" + GatewayRelease + " (Helm SDK; OpenShell 0.1.0 images by digest, pullPolicy Never: )",
-		"Service openshell/" + GatewayServiceName + " of type NodePort on port 30080",
+		"Service openshell/" + GatewayServiceName + " (of type NodePort on port 30080)",
 	}
 	if !slices.Equal(d.Creates, want) {
 		t.Errorf("described lines %q, want %q", d.Creates, want)
+	}
+}
+
+// `up --dry-run` with a local Agent Sandbox manifest names its objects in the order the run
+// applies them (namespaces, then CRDs, then the rest) and says where they come from; without
+// the objects (the pinned manifest not yet downloaded) it says what the manifest holds.
+func TestAgentSandboxApplyDescribesTheManifestsObjects(t *testing.T) {
+	objs, err := artifacts.ParseYAML([]byte(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: agent-sandbox-controller, namespace: agent-sandbox-system}
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: sandboxes.agents.x-k8s.io}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: agent-sandbox-system}
+`), "sandbox.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := AgentSandboxManifest{Pin: pins.AgentSandbox{Version: "v0.5.2"}, File: "/work/sandbox.yaml"}
+	d := m.DescribeApply(objs)
+	want := []string{"Namespace agent-sandbox-system", "CustomResourceDefinition sandboxes.agents.x-k8s.io", "Deployment agent-sandbox-system/agent-sandbox-controller"}
+	if !slices.Equal(d.Creates, want) || len(d.Objects) != 3 || !strings.Contains(d.Note, "/work/sandbox.yaml") {
+		t.Errorf("described %q (%d objects) · %q, want %q from the selected file", d.Creates, len(d.Objects), d.Note, want)
+	}
+	m.File = ""
+	if d := m.DescribeApply(nil); len(d.Objects) != 0 || len(d.Creates) != 1 || !strings.Contains(d.Creates[0], "pinned Agent Sandbox v0.5.2 manifest") {
+		t.Errorf("without the objects: %+v", d)
 	}
 }

@@ -108,19 +108,16 @@ func inspectGatewayService(ctx context.Context, c *kubeobj.Conn, g GatewayInstal
 
 // Describe is the dry run's account of InstallGateway of g (whose Chart and Recorder it does
 // not need): the release as a typed object, as its record names it, with the pinned OpenShell
-// version and the images the chart runs, and its Service, whose type and port a typed object's
-// line cannot say.
+// version and the images the chart runs, and its Service with its type and port.
 func (g GatewayInstall) Describe(version string, images []pins.PinnedImage) step.Description {
-	svc := "Service " + g.Namespace + "/" + GatewayServiceName + " of type ClusterIP"
+	svc := step.Object{Kind: "Service", Namespace: g.Namespace, Name: GatewayServiceName, Note: "of type ClusterIP"}
 	if g.ServiceType == corev1.ServiceTypeNodePort {
-		svc = fmt.Sprintf("Service %s/%s of type NodePort on port %d", g.Namespace, GatewayServiceName, g.NodePort)
+		svc.Note = fmt.Sprintf("of type NodePort on port %d", g.NodePort)
 	}
 	refs := make([]string, 0, len(images))
 	for _, img := range images {
 		refs = append(refs, img.Image.DigestReference())
 	}
-	d := step.Describe(step.Object{Kind: "Helm release", Namespace: g.Namespace, Name: GatewayRelease,
-		Note: "Helm SDK; OpenShell " + version + " images by digest, pullPolicy " + string(g.PullPolicy) + ": " + strings.Join(refs, ", ")})
-	d.Creates = append(d.Creates, svc)
-	return d
+	return step.Objects(step.Object{Kind: "Helm release", Namespace: g.Namespace, Name: GatewayRelease,
+		Note: "Helm SDK; OpenShell " + version + " images by digest, pullPolicy " + string(g.PullPolicy) + ": " + strings.Join(refs, ", ")}, svc)
 }

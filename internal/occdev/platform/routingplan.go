@@ -98,18 +98,28 @@ func PlanRouting(in RoutingInput) (RoutingPlan, error) {
 // Installs reports whether the plan installs the routing controllers.
 func (p RoutingPlan) Installs() bool { return len(p.Controllers) > 0 }
 
-// DescribeFetch is the dry run's line of Fetch of the pinned routing r, with the artifact
-// cache cacheDir.
+// DescribeFetch is the dry run's account of Fetch of the pinned routing r, with the artifact
+// cache cacheDir: the cache file of each manifest it downloads; a selected one is only read.
 func (p RoutingPlan) DescribeFetch(r *pins.Routing, cacheDir string) step.Description {
-	var parts []string
+	var items []step.Item
+	var selected []string
 	for _, c := range r.Controllers() {
 		if path := p.Manifests[c.Key]; path != "" {
-			parts = append(parts, c.Name+" "+c.Version+" from "+path)
-		} else {
-			parts = append(parts, c.Name+" "+c.Version+" from "+contract.RedactURL(c.Manifest.URL))
+			selected = append(selected, c.Name+" "+c.Version+" from "+path)
+			continue
 		}
+		f, err := artifacts.CacheFile(c.Manifest, cacheDir, "the pinned "+c.Name+" "+c.Version+" manifest from "+contract.RedactURL(c.Manifest.URL))
+		if err != nil {
+			return step.Note("nothing known of the artifact cache: " + err.Error())
+		}
+		items = append(items, f)
 	}
-	return step.Creates("the pinned routing controller manifests in " + cacheDir + " unless cached (" + strings.Join(parts, "; ") + "), each verified against its sha256; every image they name must be pinned and is run by its digest")
+	d := step.Describe(items...)
+	d.Note = "each manifest verified against its sha256; every image they name must be pinned and is run by its digest"
+	if len(selected) > 0 {
+		d.Note = "reads the selected " + strings.Join(selected, "; ") + "; " + d.Note
+	}
+	return d
 }
 
 // Fetch fetches through f (or takes from the cache or the selected file) each manifest of the

@@ -192,10 +192,10 @@ type Planned interface {
 	// BeforeCluster are steps that finish before the cluster exists; they run first in the
 	// cluster lane of a cluster occ creates.
 	BeforeCluster() []Step
-	// ImportNames names the control plane's local images for the dry run (nil: it imports
-	// none; empty: it imports images the dry run does not name); Imports are those images,
-	// imported into the node with the OpenShell images once the steps before have run.
-	ImportNames() []string
+	// ImportImages names the control plane's local images for the dry run, each with how it
+	// travels (nil: it imports none); Imports are those images, imported into the node with the
+	// OpenShell images once the steps before have run.
+	ImportImages() []step.Image
 	Imports(env Env) []images.Local
 	// Installation adds the control plane's part of the Installation before it is written.
 	Installation(ctx context.Context, env Env, in *platform.InstallationInput) error
@@ -257,7 +257,7 @@ func (Base) Refusal() error                                                     
 func (Base) Needs() cluster.Needs                                                 { return cluster.Needs{} }
 func (Base) Preflight(context.Context, Env, progress.Reporter) error              { return nil }
 func (Base) BeforeCluster() []Step                                                { return nil }
-func (Base) ImportNames() []string                                                { return nil }
+func (Base) ImportImages() []step.Image                                           { return nil }
 func (Base) Imports(Env) []images.Local                                           { return nil }
 func (Base) Installation(context.Context, Env, *platform.InstallationInput) error { return nil }
 func (Base) BeforeInstallation() []Step                                           { return nil }

@@ -16,18 +16,34 @@ type Description struct {
 	Objects []Object `json:"objects,omitempty"`
 	Images  []Image  `json:"images,omitempty"`
 	Files   []File   `json:"files,omitempty"`
-	Note    string   `json:"note,omitempty"`
+	// EngineObjects are what the step makes in the container engine besides images.
+	EngineObjects []EngineObject `json:"engineObjects,omitempty"`
+	Note          string         `json:"note,omitempty"`
 }
 
-// Item is one thing a step creates: an Object, an Image or a File.
+// Item is one thing a step creates: an Object, an Image, a File or an EngineObject.
 type Item interface {
 	String() string
 	add(d *Description)
 }
 
-func (o Object) add(d *Description) { d.Objects = append(d.Objects, o) }
-func (i Image) add(d *Description)  { d.Images = append(d.Images, i) }
-func (f File) add(d *Description)   { d.Files = append(d.Files, f) }
+func (o Object) add(d *Description)       { d.Objects = append(d.Objects, o) }
+func (i Image) add(d *Description)        { d.Images = append(d.Images, i) }
+func (f File) add(d *Description)         { d.Files = append(d.Files, f) }
+func (e EngineObject) add(d *Description) { d.EngineObjects = append(d.EngineObjects, e) }
+
+// EngineObject is something a step makes in the container engine that is neither an image nor
+// a Kubernetes object: a Compose project, a network, a volume, a host port published to a
+// service. Kind says which ("network"), Name is the name the engine knows it by (a published
+// port's host address), and Note what the step says of it.
+type EngineObject struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+	Note string `json:"note,omitempty"`
+}
+
+// String is the engine object's dry-run line: "volume name", "network name (note)".
+func (e EngineObject) String() string { return withNote(e.Kind+" "+e.Name, e.Note) }
 
 // Image is an image a step puts somewhere by its digest reference (repo@sha256:…), and where
 // (the node's containerd).
@@ -36,6 +52,9 @@ type Image struct {
 	Where     string `json:"where"`
 	Note      string `json:"note,omitempty"`
 }
+
+// InEngine is the Where of an image a step puts into the container engine's own store.
+const InEngine = "the engine"
 
 // String is the image's dry-run line: "image repo@sha256:… in the node's containerd (note)".
 func (i Image) String() string { return withNote("image "+i.Reference+" in "+i.Where, i.Note) }

@@ -12,6 +12,7 @@ import (
 	"github.com/compose-spec/compose-go/v2/types"
 
 	"github.com/openclaw/occ/internal/occdev/controlplane"
+	"github.com/openclaw/occ/internal/occdev/step"
 )
 
 // Build is one image occ builds from the model, before Compose runs, for the services that
@@ -196,9 +197,9 @@ func BuildImages(ctx context.Context, builds []Build, opts BuildImagesOptions) (
 	return out, nil
 }
 
-// Describe says what b builds, for the dry run.
-func (b Build) Describe() string {
-	s := fmt.Sprintf("image %s built by the engine's BuildKit from %s (%s", b.Tag, b.Context, b.Dockerfile)
+// Describe is the image b builds, for the dry run.
+func (b Build) Describe() step.Image {
+	s := fmt.Sprintf("built by the engine's BuildKit from %s (%s", b.Context, b.Dockerfile)
 	if b.Target != "" {
 		s += ", target " + b.Target
 	}
@@ -210,5 +211,5 @@ func (b Build) Describe() string {
 		sort.Strings(keys)
 		s += ", " + strings.Join(keys, " ")
 	}
-	return s + ") for " + strings.Join(b.Services, ", ")
+	return step.Image{Reference: b.Tag, Where: step.InEngine, Note: s + ") for " + strings.Join(b.Services, ", ")}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/compose-spec/compose-go/v2/cli"
 	"github.com/compose-spec/compose-go/v2/types"
 
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/option"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
@@ -24,7 +25,8 @@ const (
 	FileBase       = "compose.yaml"
 	FileKubernetes = "compose.kubernetes.yaml"
 	// FilePodman is the checkout's overlay for Podman engines, layered after the two above when
-	// the project runs on Podman and the file exists (LoadOptions.PodmanSocket).
+	// the project runs on an engine Compose treats as Podman (engine.Registration.ComposePodman)
+	// and the file exists.
 	FilePodman = "compose.podman.yaml"
 
 	ServicePostgres   = "postgres"
@@ -38,7 +40,7 @@ const (
 	// APIPort is the controller's container port; its publication is the API URL.
 	APIPort = 3000
 
-	// SnapshotName is the rendered model in the state directory.
+	// SnapshotName is the rendered model in the state directory (written SnapshotMode).
 	SnapshotName = "compose.yaml"
 	// InstallationConfigName and ContainerKubeconfigName are the state files compose.kubernetes.yaml
 	// bind-mounts into the controller and the worker; KubeconfigName is the host kubeconfig.
@@ -70,7 +72,7 @@ const (
 	VarNetworkName        = "OCC_DEVELOPMENT_NETWORK_NAME"
 	VarHostKubeconfig     = "KUBECONFIG"
 	// VarEngineSocket is the Podman API socket path compose.podman.yaml mounts (with the `:?`
-	// form); occ sets it only on Podman.
+	// form); occ sets it only where it layers that file.
 	VarEngineSocket = "OCC_CONTAINER_ENGINE_SOCKET"
 )
 
@@ -104,12 +106,14 @@ type LoadOptions struct {
 	// process environment; the checkout's .env and the user's env files are read as well). The
 	// variables occ sets win over it.
 	Environment map[string]string
-	// PodmanSocket is set when the project runs on Podman: the path of the Podman API socket
-	// occ reaches the engine through. The checkout's compose.podman.yaml, when it exists, is
-	// then layered after compose.kubernetes.yaml (and before the user's files, so theirs still
-	// win), with OCC_CONTAINER_ENGINE_SOCKET set to this path. Empty on Docker, where the file
-	// is never read.
-	PodmanSocket string
+	// Engine is the kind of the engine the project runs on (empty is Docker), which its records
+	// name. On a kind Compose treats as Podman (engine.Registration.ComposePodman) the
+	// checkout's compose.podman.yaml, when it exists, is layered after compose.kubernetes.yaml
+	// (and before the user's files, so theirs still win), with OCC_CONTAINER_ENGINE_SOCKET set
+	// to EngineSocket; on any other kind the file is never read.
+	Engine engine.Kind
+	// EngineSocket is the path of the engine's API socket occ reaches it through.
+	EngineSocket string
 	// Routing is set when the private Agent Gateway route is set up beside the cluster: the
 	// controller and worker-kubernetes then mount its key and CA files of StateDir (addRouting).
 	Routing bool
@@ -135,8 +139,8 @@ type Model struct {
 	// each in start order.
 	stages   [3][]string
 	envFiles []string
-	// podman is set when the project runs on Podman: its records name Podman as their engine.
-	podman bool
+	// engine is the kind of the engine the project runs on, which its records name.
+	engine engine.Kind
 }
 
 // Sources are the files the model was read from: the Compose files, the env files given with
@@ -216,7 +220,7 @@ func Load(ctx context.Context, opts LoadOptions) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	own, err := checkoutFiles(opts.Checkout, opts.PodmanSocket != "")
+	own, err := checkoutFiles(opts.Checkout, opts.Engine.Registration().ComposePodman)
 	if err != nil {
 		return nil, err
 	}
@@ -235,7 +239,7 @@ func Load(ctx context.Context, opts LoadOptions) (*Model, error) {
 			return nil, err
 		}
 	}
-	m := &Model{Project: project, Checkout: opts.Checkout, envFiles: append([]string{}, opts.User.EnvFiles...), podman: opts.PodmanSocket != ""}
+	m := &Model{Project: project, Checkout: opts.Checkout, envFiles: append([]string{}, opts.User.EnvFiles...), engine: opts.Engine.OrDocker()}
 	if violations := m.applyRules(checkout, opts); len(violations) > 0 {
 		// The model comes with its refusal, so a dry run can show the whole plan beside it.
 		return m, &ProjectError{Violations: violations}
@@ -283,8 +287,8 @@ func newModelLoader(opts LoadOptions, name string) *modelLoader {
 		VarNetworkName + "=" + NetworkName(name),
 		VarHostKubeconfig + "=" + filepath.Join(opts.StateDir, KubeconfigName),
 	}
-	if opts.PodmanSocket != "" {
-		forced = append(forced, VarEngineSocket+"="+opts.PodmanSocket)
+	if opts.Engine.Registration().ComposePodman {
+		forced = append(forced, VarEngineSocket+"="+opts.EngineSocket)
 	}
 	return &modelLoader{opts: opts, name: name, env: env, forced: forced}
 }

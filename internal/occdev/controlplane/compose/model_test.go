@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/testbed/ocebed"
 )
 
@@ -103,7 +104,7 @@ func TestLoadLayersThePodmanOverlayOnPodman(t *testing.T) {
 		return out
 	}
 	user := b.override("mine.yaml", "services:\n  worker:\n    security_opt: [label=type:container_t]\n")
-	m, err := Load(ctx, LoadOptions{Checkout: b.checkout, Project: "occ-model-test", StateDir: b.state, PodmanSocket: socket, User: UserOptions{Files: []string{user}}})
+	m, err := Load(ctx, LoadOptions{Checkout: b.checkout, Project: "occ-model-test", StateDir: b.state, Engine: engine.Podman, EngineSocket: socket, User: UserOptions{Files: []string{user}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,12 +148,44 @@ func TestLoadLayersThePodmanOverlayOnPodman(t *testing.T) {
 	if err := os.Remove(filepath.Join(b.checkout, FilePodman)); err != nil {
 		t.Fatal(err)
 	}
-	without, err := Load(ctx, LoadOptions{Checkout: b.checkout, Project: "occ-model-test", StateDir: b.state, PodmanSocket: socket})
+	without, err := Load(ctx, LoadOptions{Checkout: b.checkout, Project: "occ-model-test", StateDir: b.state, Engine: engine.Podman, EngineSocket: socket})
 	if err != nil {
 		t.Fatalf("Podman without compose.podman.yaml: %v", err)
 	}
 	if len(without.Project.ComposeFiles) != 2 {
 		t.Errorf("Compose files %q, want the checkout's two", without.Project.ComposeFiles)
+	}
+}
+
+// podmanish is a kind registered by these tests alone that Compose treats as Podman, as an
+// engine behind Podman's Docker-compatible API would register itself.
+var podmanish = engine.Register(engine.Registration{Kind: "podmanish", Name: "Podmanish", Component: "Podmanish Engine", ComposePodman: true, Builder: engine.Buildah})
+
+// An engine of another kind that Compose must run as on Podman: the overlay is layered by the
+// kind's registration, not by its name, and the records name that kind; a kind whose
+// registration does not say so never reads the overlay.
+func TestThePodmanOverlayFollowsTheKindsRegistration(t *testing.T) {
+	b := newModelBed(t)
+	socket := "/run/podmanish.sock"
+	for _, c := range []struct {
+		kind    engine.Kind
+		overlay bool
+		records string
+	}{{podmanish.Kind, true, "Podmanish network "}, {engine.Podman, true, "Podman network "}, {engine.Docker, false, "Docker network "}, {"", false, "Docker network "}} {
+		m, err := Load(context.Background(), LoadOptions{Checkout: b.checkout, Project: "occ-model-test", StateDir: b.state, Engine: c.kind, EngineSocket: socket})
+		if err != nil {
+			t.Fatalf("kind %q: %v", c.kind, err)
+		}
+		if got := slices.Contains(m.Project.ComposeFiles, filepath.Join(b.checkout, FilePodman)); got != c.overlay {
+			t.Errorf("kind %q: Compose files %q, want the Podman overlay %v", c.kind, m.Project.ComposeFiles, c.overlay)
+		}
+		var names []string
+		for _, o := range m.Records() {
+			names = append(names, o.String())
+		}
+		if got := strings.Join(names, "; "); !strings.Contains(got, c.records) {
+			t.Errorf("kind %q: records %s, want %q", c.kind, got, c.records)
+		}
 	}
 }
 

@@ -103,7 +103,7 @@ var podmanLogDrivers = []string{"", "json-file", "k8s-file", "journald", "none",
 // create the project and fail at that service's container, after the cluster exists. A
 // left-out service never runs, so its driver does not matter.
 func (m *Model) checkPodmanLogging() []Violation {
-	if !m.podman {
+	if !m.engine.Registration().ComposePodman {
 		return nil
 	}
 	var out []Violation

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/openclaw/occ/internal/occdev/docker"
-	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -59,14 +58,6 @@ func recordedProject(c *state.Connections) *Recorded {
 		}
 		return p
 	})
-}
-
-// engine is the kind of the model's engine, which its records carry (state.Object.Engine).
-func (m *Model) engine() engine.Kind {
-	if m.podman {
-		return state.EnginePodman
-	}
-	return state.EngineDocker
 }
 
 func checkEngineName(o state.Object) error {

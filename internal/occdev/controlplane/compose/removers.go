@@ -32,11 +32,11 @@ func (m *Model) Records() []state.Object {
 	p := m.Project
 	var out []state.Object
 	for _, key := range sortedKeys(p.Networks) {
-		out = append(out, state.Object{Type: TypeNetwork, Name: p.Networks[key].Name, Engine: m.engine(),
+		out = append(out, state.Object{Type: TypeNetwork, Name: p.Networks[key].Name, Engine: m.engine,
 			Labels: map[string]string{LabelProject: p.Name, LabelNetwork: key}})
 	}
 	for _, key := range sortedKeys(p.Volumes) {
-		out = append(out, state.Object{Type: TypeVolume, Name: p.Volumes[key].Name, Engine: m.engine(),
+		out = append(out, state.Object{Type: TypeVolume, Name: p.Volumes[key].Name, Engine: m.engine,
 			Labels: map[string]string{LabelProject: p.Name, LabelVolume: key}})
 	}
 	return append(out, state.Object{Type: TypeProject, Name: p.Name})

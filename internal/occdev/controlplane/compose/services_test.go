@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/openclaw/occ/internal/occdev/engine"
 )
 
 // metricsEnv is what an engineer sets for the metrics overlay: its Grafana password (the
@@ -282,7 +284,7 @@ func TestAddedServicesFollowTheRules(t *testing.T) {
 // anything exists, naming each service and driver; on Docker the same model loads.
 func TestLoggingOverlayIsRefusedOnPodman(t *testing.T) {
 	b := newModelBed(t)
-	_, err := Load(context.Background(), LoadOptions{Checkout: b.checkout, Project: "occ-model-test", StateDir: b.state, PodmanSocket: "/run/podman/podman.sock",
+	_, err := Load(context.Background(), LoadOptions{Checkout: b.checkout, Project: "occ-model-test", StateDir: b.state, Engine: engine.Podman, EngineSocket: "/run/podman/podman.sock",
 		User: UserOptions{Files: []string{filepath.Join(b.checkout, "compose.logging.yaml")}}, Environment: loggingEnv})
 	var pe *ProjectError
 	if !errors.As(err, &pe) {

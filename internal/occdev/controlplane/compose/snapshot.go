@@ -45,6 +45,9 @@ func (m *Model) Render() ([]byte, error) {
 	return bytes.ReplaceAll(out, []byte("$"), []byte("$$")), nil
 }
 
+// SnapshotMode is the permission bits of the snapshot, private for the credentials it holds.
+const SnapshotMode fs.FileMode = 0o600
+
 // WriteSnapshot writes the rendered model to <stateDir>/compose.yaml, exclusively and privately
 // (0600: it holds the stack's local database credentials), and returns its record.
 func (m *Model) WriteSnapshot(stateDir string) (Snapshot, error) {
@@ -53,7 +56,7 @@ func (m *Model) WriteSnapshot(stateDir string) (Snapshot, error) {
 		return Snapshot{}, err
 	}
 	p := filepath.Join(stateDir, SnapshotName)
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, SnapshotMode)
 	if errors.Is(err, fs.ErrExist) {
 		return Snapshot{}, fmt.Errorf("write Compose snapshot: %s already exists; a state directory records one project only", p)
 	}

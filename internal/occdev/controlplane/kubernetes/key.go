@@ -63,6 +63,9 @@ const maxBootstrapFile = 64 << 10
 // readScript writes the file named by its first argument to standard output, byte for byte.
 const readScript = `process.stdout.write(require("node:fs").readFileSync(process.argv[1]))`
 
+// PasswordFileMode is the permission bits of the administrator password file.
+const PasswordFileMode = 0o600
+
 // ReaderPodObject mounts the bootstrap claim read-only and idles, so the files can be read
 // through exec: the chart's bootstrap Job has finished and released the volume by then. It is a
 // long-running Pod (restartPolicy Always): should its idle process die, the kubelet starts it
@@ -187,7 +190,7 @@ func removeReader(ctx context.Context, conn *kubeobj.Conn, record state.Object) 
 // writePrivateOnce writes data to a new 0600 file. A file with exactly data already there (a
 // repeated step) is accepted; anything else there is refused. It reports whether it wrote.
 func writePrivateOnce(file string, data []byte) (bool, error) {
-	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, PasswordFileMode)
 	if errors.Is(err, os.ErrExist) {
 		have, rerr := os.ReadFile(file)
 		if rerr == nil && bytes.Equal(have, data) {

@@ -2,7 +2,7 @@
 // users of each engine expect, without running any CLI: Docker from DOCKER_HOST, the current
 // docker context or the default socket; Podman from CONTAINER_CONNECTION, CONTAINER_HOST, its
 // default connection (a Podman machine's forwarded socket on macOS) or its rootful and rootless
-// sockets. The choice (--engine, OCC_DEVELOPMENT_CONTAINER_ENGINE) is auto, docker or podman;
+// sockets. The choice (--engine, OCC_DEVELOPMENT_CONTAINER_ENGINE) is auto or a registered kind;
 // auto tries Docker first and then Podman. What answers at a place is identified by its version
 // endpoint, not by the place: a Podman behind DOCKER_HOST (podman-docker's /var/run/docker.sock,
 // podman-mac-helper, a DOCKER_HOST a k3d guide told the user to set) is Podman.
@@ -35,17 +35,36 @@ const (
 // ChoiceEnv is the environment variable behind --engine.
 const ChoiceEnv = "OCC_DEVELOPMENT_CONTAINER_ENGINE"
 
-// ParseChoice reads a choice; empty means auto. source names where the value came from
-// ("--engine", "OCC_DEVELOPMENT_CONTAINER_ENGINE") for the error.
+// ParseChoice reads a choice: auto or a registered engine kind; empty means auto. source names
+// where the value came from ("--engine", "OCC_DEVELOPMENT_CONTAINER_ENGINE") for the error.
 func ParseChoice(value, source string) (Choice, error) {
-	switch c := Choice(value); c {
-	case "":
+	switch c := Choice(value); {
+	case c == "":
 		return Auto, nil
-	case Auto, ChooseDocker, ChoosePodman:
+	case c == Auto || engine.Registered(engine.Kind(c)):
 		return c, nil
 	}
-	return "", &option.Error{Option: source, Value: value, Rule: "is not a container engine choice (auto, docker or podman)",
+	return "", &option.Error{Option: source, Value: value, Rule: "is not a container engine choice (" + ChoiceList() + ")",
 		Fix: "use auto to take Docker when it runs and Podman otherwise, or name the engine"}
+}
+
+// Choices are the values a choice may take, in the order messages list them: auto, then the
+// registered kinds in the order they were registered.
+func Choices() []string {
+	kinds := engine.Kinds()
+	out := make([]string, 0, len(kinds)+1)
+	out = append(out, string(Auto))
+	for _, k := range kinds {
+		out = append(out, string(k))
+	}
+	return out
+}
+
+// ChoiceList is Choices as a message lists them: "auto, docker or podman".
+func ChoiceList() string {
+	c := Choices()
+	last := len(c) - 1
+	return strings.Join(c[:last], ", ") + " or " + c[last]
 }
 
 // Options say what to find and where to look.
@@ -108,13 +127,10 @@ type NotFoundError struct {
 
 func (e *NotFoundError) Error() string {
 	var b strings.Builder
-	switch e.Choice {
-	case ChooseDocker:
-		b.WriteString("no usable Docker engine")
-	case ChoosePodman:
-		b.WriteString("no usable Podman engine")
-	default:
+	if e.Choice == Auto {
 		b.WriteString("no usable container engine (Docker or Podman)")
+	} else {
+		b.WriteString("no usable " + engine.Kind(e.Choice).Name() + " engine")
 	}
 	fmt.Fprintf(&b, " for %s %s; looked at:", e.ChoiceSource, e.Choice)
 	for _, a := range e.Attempts {
@@ -144,7 +160,9 @@ func (e *KindError) Error() string {
 //   - auto: Docker's place first, and whatever engine answers there is taken as what it says
 //     it is (so a Podman behind DOCKER_HOST is Podman); then Podman's places in order;
 //   - docker: Docker's place only, and the engine there must be Docker;
-//   - podman: Podman's places in order, and the first engine that answers must be Podman.
+//   - podman: Podman's places in order, and the first engine that answers must be Podman;
+//   - any other registered kind: Docker's place only (such an engine speaks the Docker API and
+//     is reached as Docker is), and the engine there must be of that kind.
 //
 // A bad value of a variable the user set (DOCKER_HOST, DOCKER_CONTEXT, CONTAINER_HOST,
 // CONTAINER_CONNECTION) is an *option.Error. When no place has a usable engine the error is a
@@ -193,7 +211,7 @@ func Find(ctx context.Context, opts Options) (Location, error) {
 			return loc, err
 		}
 	}
-	if choice != ChooseDocker {
+	if choice == Auto || choice == ChoosePodman {
 		ps, err := podmanPlaces(opts.Env)
 		if err != nil {
 			return Location{}, err

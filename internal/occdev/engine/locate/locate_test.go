@@ -14,19 +14,34 @@ import (
 	"github.com/openclaw/occ/internal/occdev/option"
 )
 
+// nerdish is a kind registered by this test alone, as a package bringing an engine that speaks
+// the Docker API registers it in one line.
+var nerdish = engine.Register(engine.Registration{Kind: "nerdish", Name: "Nerdish", Component: "Nerdish Engine", Builder: engine.BuildKit})
+
 // `occ dev up --engine Docker` or OCC_DEVELOPMENT_CONTAINER_ENGINE=kubernetes: a bad choice
-// names the setting, the value and the three values there are.
+// names the setting, the value and the values there are, every registered kind among them.
 func TestParseChoice(t *testing.T) {
-	for in, want := range map[string]Choice{"": Auto, "auto": Auto, "docker": ChooseDocker, "podman": ChoosePodman} {
+	for in, want := range map[string]Choice{"": Auto, "auto": Auto, "docker": ChooseDocker, "podman": ChoosePodman, "nerdish": Choice(nerdish.Kind)} {
 		if got, err := ParseChoice(in, "--engine"); err != nil || got != want {
 			t.Errorf("ParseChoice(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"Docker", "kubernetes", " podman"} {
+	for _, bad := range []string{"Docker", "kubernetes", " podman", "Nerdish"} {
 		_, err := ParseChoice(bad, ChoiceEnv)
 		var oe *option.Error
-		if !errors.As(err, &oe) || oe.Option != ChoiceEnv || oe.Value != bad || !strings.Contains(err.Error(), "auto, docker or podman") {
+		if !errors.As(err, &oe) || oe.Option != ChoiceEnv || oe.Value != bad || !strings.Contains(err.Error(), "(auto, docker, podman or nerdish)") {
 			t.Errorf("ParseChoice(%q) = %v, want an option error naming %s, the value and the choices", bad, err, ChoiceEnv)
+		}
+	}
+}
+
+// `--engine nerdish` where no engine answers: the error names the chosen kind as its
+// registration names it.
+func TestNotFoundNamesTheChosenKind(t *testing.T) {
+	for choice, want := range map[Choice]string{Auto: "no usable container engine (Docker or Podman) for --engine auto;",
+		ChoosePodman: "no usable Podman engine for --engine podman;", Choice(nerdish.Kind): "no usable Nerdish engine for --engine nerdish;"} {
+		if got := (&NotFoundError{Choice: choice, ChoiceSource: "--engine"}).Error(); !strings.HasPrefix(got, want) {
+			t.Errorf("choice %s: %q, want it to start %q", choice, got, want)
 		}
 	}
 }

@@ -280,15 +280,12 @@ func (x Profile) loadOptions(in profile.Input, co controlplane.Checkout, user co
 	if project == "" {
 		project = compose.ProjectOf(in.Environment)
 	}
-	lo := compose.LoadOptions{Checkout: co.Root, Project: project, StateDir: in.StateDir, User: user, Environment: env, Routing: in.Routing}
-	if in.EngineKind == state.EnginePodman {
-		// The socket occ reaches Podman through. On a Podman machine this is the host's
-		// forwarded socket, not the path inside the machine; the only service of OCE's
-		// compose.podman.yaml that mounts it is the Docker Compute worker, which this profile
-		// never starts.
-		lo.PodmanSocket = in.Engine.Socket
-	}
-	return lo, nil
+	// The socket is the one occ reaches the engine through. On a Podman machine this is the
+	// host's forwarded socket, not the path inside the machine; the only service of OCE's
+	// compose.podman.yaml that mounts it is the Docker Compute worker, which this profile never
+	// starts.
+	return compose.LoadOptions{Checkout: co.Root, Project: project, StateDir: in.StateDir, User: user, Environment: env, Routing: in.Routing,
+		Engine: in.EngineKind, EngineSocket: in.Engine.Socket}, nil
 }
 
 // decideImages points the model at the selected controller image, or, without a selection,
@@ -451,9 +448,14 @@ func (c Planned) Preflight(ctx context.Context, env profile.Env, rep progress.Re
 	return nil
 }
 
-// ImportNames is empty: the Agent runtime is imported, but the dry run cannot name it before it
-// is built or selected (the import step says so in its own words).
-func (c Planned) ImportNames() []string { return []string{} }
+// ImportImages is the Agent runtime, the one image of the project the cluster runs: built (and
+// then imported by its image ID), or selected.
+func (c Planned) ImportImages() []step.Image {
+	if sel := c.Compose.SelectedImages; sel != nil {
+		return []step.Image{{Reference: sel.Runtime, Note: "the selected Agent runtime"}}
+	}
+	return []step.Image{{Reference: controlplane.DefaultRuntimeTag, Note: "the Agent runtime, built, by its image ID"}}
+}
 
 // Imports adds the Agent runtime to the cluster's one import pass.
 func (c Planned) Imports(profile.Env) []images.Local { return []images.Local{c.run.runtime} }

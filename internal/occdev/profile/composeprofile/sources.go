@@ -40,6 +40,9 @@ func digestFile(path string) (string, error) {
 	return "sha256:" + hex.EncodeToString(sum[:]), nil
 }
 
+// sourcesMode is the permission bits of SourcesFile.
+const sourcesMode = 0o600
+
 // writeSources records the digests of paths in the state directory.
 func writeSources(d *state.Dir, paths []string) error {
 	var srcs []composeSource
@@ -54,7 +57,7 @@ func writeSources(d *state.Dir, paths []string) error {
 	if err != nil {
 		return err
 	}
-	return fsutil.WriteFileAtomic(d.File(SourcesFile), append(data, '\n'), 0o600)
+	return fsutil.WriteFileAtomic(d.File(SourcesFile), append(data, '\n'), sourcesMode)
 }
 
 // ChangedSources returns the recorded files whose content differs now (edited, removed

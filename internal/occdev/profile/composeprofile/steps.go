@@ -18,12 +18,14 @@ import (
 
 func (c Planned) describeSnapshot(v profile.View) step.Description {
 	m := c.Compose.Model
-	items := []string{"file " + filepath.Join(v.StateDir, compose.SnapshotName) + " (0600): the checked Compose model of project " + m.Name() + ", every $ escaped; every later Compose call uses only it",
-		"file " + filepath.Join(v.StateDir, SourcesFile) + " (0600): the sha256 of every file the model was read from, which occ dev reload compares before repeating the snapshot"}
+	d := step.Describe(
+		step.FileAt(filepath.Join(v.StateDir, compose.SnapshotName), compose.SnapshotMode, "the checked Compose model of project "+m.Name()+", every $ escaped; every later Compose call uses only it"),
+		step.FileAt(filepath.Join(v.StateDir, SourcesFile), sourcesMode, "the sha256 of every file the model was read from, which occ dev reload compares before repeating the snapshot"))
+	// The records are entries of state.json, which the state's own step names as a file.
 	for _, o := range m.Records() {
-		items = append(items, "record of "+o.String())
+		d.Creates = append(d.Creates, "record of "+o.String())
 	}
-	return step.Creates(items...)
+	return d
 }
 
 // writeSnapshot writes the checked model into the state directory and records the control
@@ -58,12 +60,15 @@ func (c Planned) describeBuilds(profile.View) step.Description {
 	if op.SelectedImages != nil {
 		return step.Note("nothing built; runs the selected controller image " + op.SelectedImages.Controller + " and imports the selected runtime image " + op.SelectedImages.Runtime + " (checked in the preflight: present locally, revision " + op.Commit + ")")
 	}
-	var items []string
+	var items []step.Item
 	for _, b := range op.Builds {
 		items = append(items, b.Describe())
 	}
-	items = append(items, "image "+controlplane.DefaultRuntimeTag+" built by the engine's BuildKit from "+op.Checkout+" ("+controlplane.RuntimeDockerfile+"), the Agent runtime imported into the cluster")
-	return step.Description{Creates: items, Note: "built through the Docker engine's BuildKit API, not compose --build (whose classic-builder fallback refuses OCE's RUN --mount); the images are left in the engine for the next run's cache"}
+	items = append(items, step.Image{Reference: controlplane.DefaultRuntimeTag, Where: step.InEngine,
+		Note: "built by the engine's BuildKit from " + op.Checkout + " (" + controlplane.RuntimeDockerfile + "), the Agent runtime imported into the cluster"})
+	d := step.Describe(items...)
+	d.Note = "built through the Docker engine's BuildKit API, not compose --build (whose classic-builder fallback refuses OCE's RUN --mount); the images are left in the engine for the next run's cache"
+	return d
 }
 
 // buildImages builds the services' images and the Agent runtime from the checkout (or records
@@ -111,21 +116,17 @@ func runtimeBuildNetwork(setting string, builds []compose.Build) string {
 func (c Planned) describeDataServices(profile.View) step.Description {
 	cp := c.Compose.Compose
 	data := c.Compose.Model.DataStage()
-	items := []string{fmt.Sprintf("Compose project %s through the docker compose plugin: services %s (up --detach, then migrate and bootstrap must exit 0)", cp.Project, strings.Join(data, ", "))}
+	items := []step.Item{step.EngineObject{Kind: "Compose project", Name: cp.Project,
+		Note: "through the docker compose plugin: services " + strings.Join(data, ", ") + " (up --detach), then " + strings.Join(compose.JobServices, " and ") + " must exit 0"}}
 	for _, n := range cp.Networks {
-		items = append(items, fmt.Sprintf("network %s (subnet %s, gateway %s), which the k3d cluster joins", n.Name, n.Subnet, n.Gateway))
+		items = append(items, step.EngineObject{Kind: "network", Name: n.Name, Note: fmt.Sprintf("subnet %s, gateway %s; the k3d cluster joins it", n.Subnet, n.Gateway)})
 	}
 	for _, v := range cp.Volumes {
-		items = append(items, "volume "+v)
+		items = append(items, step.EngineObject{Kind: "volume", Name: v})
 	}
-	for _, port := range cp.Ports {
-		if slices.Contains(data, port.Service) {
-			items = append(items, fmt.Sprintf("published port %s -> %s of %s", port.Host, port.Target, port.Service))
-		}
-	}
-	d := step.Creates(items...)
-	if c.in.EngineKind == state.EnginePodman {
-		d.Note = "on Podman the exited " + strings.Join(compose.JobServices, " and ") + " containers are then disconnected from the development network: Podman lists them as members without an address, which k3d's lookup of the network it joins refuses"
+	d := step.Describe(append(items, publishedPorts(cp, data)...)...)
+	if k := c.in.EngineKind; k.Registration().ComposePodman {
+		d.Note = "on " + k.Name() + " the exited " + strings.Join(compose.JobServices, " and ") + " containers are then disconnected from the development network: Podman lists them as members without an address, which k3d's lookup of the network it joins refuses"
 	}
 	return d
 }
@@ -150,13 +151,29 @@ func (c Planned) startDataServices(ctx context.Context, env profile.Env, _ progr
 func (c Planned) describeAPIServices(profile.View) step.Description {
 	cp := c.Compose.Compose
 	api := c.Compose.Model.APIStage()
-	items := []string{fmt.Sprintf("services %s of project %s (up --detach --no-deps), with the Installation and the container kubeconfig mounted read-only", strings.Join(api, ", "), cp.Project)}
+	d := step.Describe(append(composeServices(cp.Project, api), publishedPorts(cp, api)...)...)
+	d.Note = "up --detach --no-deps, with the Installation and the container kubeconfig mounted read-only"
+	return d
+}
+
+// composeServices are the services of project a step starts.
+func composeServices(project string, services []string) []step.Item {
+	out := make([]step.Item, 0, len(services))
+	for _, s := range services {
+		out = append(out, step.EngineObject{Kind: "service", Name: s, Note: "of project " + project})
+	}
+	return out
+}
+
+// publishedPorts are the loopback ports the plan cp publishes for services.
+func publishedPorts(cp *compose.Plan, services []string) []step.Item {
+	var out []step.Item
 	for _, port := range cp.Ports {
-		if slices.Contains(api, port.Service) {
-			items = append(items, fmt.Sprintf("published port %s -> %s of %s", port.Host, port.Target, port.Service))
+		if slices.Contains(services, port.Service) {
+			out = append(out, step.EngineObject{Kind: "published port", Name: port.Host, Note: "to " + port.Target + " of " + port.Service})
 		}
 	}
-	return step.Creates(items...)
+	return out
 }
 
 // startAPIServices records the API services (so `down` stops them first) and starts them.
@@ -169,13 +186,9 @@ func (c Planned) startAPIServices(ctx context.Context, env profile.Env, _ progre
 
 func (c Planned) describeAddedServices(profile.View) step.Description {
 	m := c.Compose.Model
-	items := []string{fmt.Sprintf("services %s of project %s (up --detach --no-deps), added by the Compose options after --", strings.Join(m.Added, ", "), m.Name())}
-	for _, port := range c.Compose.Compose.Ports {
-		if slices.Contains(m.Added, port.Service) {
-			items = append(items, fmt.Sprintf("published port %s -> %s of %s", port.Host, port.Target, port.Service))
-		}
-	}
-	return step.Creates(items...)
+	d := step.Describe(append(composeServices(m.Name(), m.Added), publishedPorts(c.Compose.Compose, m.Added)...)...)
+	d.Note = "up --detach --no-deps, added by the Compose options after --"
+	return d
 }
 
 // startAddedServices starts what the user's Compose files add, once everything of the profile
@@ -197,7 +210,7 @@ func (c Planned) waitForAPI(ctx context.Context, _ profile.Env, _ progress.Repor
 }
 
 func (c Planned) describeKey(profile.View) step.Description {
-	return step.Creates("file " + c.Compose.KeyFile + " (O_EXCL, 0600): the bootstrap service key, read from the bootstrap volume through the engine's archive API and written only after GET /installation with it names the key's Installation")
+	return step.Describe(step.FileAt(c.Compose.KeyDest.Path, controlplane.KeyFileMode, "O_EXCL: the bootstrap service key, read from the bootstrap volume through the engine's archive API and written only after GET /installation with it names the key's Installation"))
 }
 
 // copyKey copies the bootstrap key out of the bootstrap container through the Docker archive

@@ -20,11 +20,13 @@ import (
 
 	"github.com/docker/docker/api/types/network"
 	"helm.sh/helm/v3/pkg/chart"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/controlplane/kubernetes"
 	"github.com/openclaw/occ/internal/occdev/images"
+	"github.com/openclaw/occ/internal/occdev/kubeobj"
 	"github.com/openclaw/occ/internal/occdev/option"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/platform"
@@ -313,12 +315,20 @@ func (k Planned) useSelectedImages(_ context.Context, env profile.Env, _ progres
 		state.ControlPlaneImage{Role: "runtime", Reference: sel.Runtime, ID: k.run.runtime.ID, Selected: true})
 }
 
+// builtByID is how the dry run says a built image reaches the node.
+const builtByID = "built, by its image ID"
+
+// buildLogMode is the permission bits of BuildLogFile.
+const buildLogMode = 0o600
+
 func (k Planned) describeBuild(v profile.View) step.Description {
 	op := k.OCE
-	return step.Creates(
-		"file "+filepath.Join(v.StateDir, BuildLogFile)+" (the build output)",
-		"image "+controlplane.DefaultControllerTag+" built through the engine's BuildKit from "+op.Checkout+"/"+controlplane.ControllerDockerfile+" (target "+controlplane.ControllerTarget+", "+oce.BuildArgs(op.PlannedBuild(oce.RoleController))+"), imported into the node by its image ID",
-		"image "+controlplane.DefaultRuntimeTag+" built from "+op.Checkout+"/"+controlplane.RuntimeDockerfile+" ("+oce.BuildArgs(op.PlannedBuild(oce.RoleRuntime))+"), imported into the node by its image ID",
+	return step.Describe(
+		step.FileAt(filepath.Join(v.StateDir, BuildLogFile), buildLogMode, "the build output"),
+		step.Image{Reference: controlplane.DefaultControllerTag, Where: step.InEngine,
+			Note: "built through the engine's BuildKit from " + op.Checkout + "/" + controlplane.ControllerDockerfile + " (target " + controlplane.ControllerTarget + ", " + oce.BuildArgs(op.PlannedBuild(oce.RoleController)) + "), imported into the node by its image ID"},
+		step.Image{Reference: controlplane.DefaultRuntimeTag, Where: step.InEngine,
+			Note: "built from " + op.Checkout + "/" + controlplane.RuntimeDockerfile + " (" + oce.BuildArgs(op.PlannedBuild(oce.RoleRuntime)) + "), imported into the node by its image ID"},
 	)
 }
 
@@ -328,7 +338,7 @@ func (k Planned) describeBuild(v profile.View) step.Description {
 func (k Planned) build(ctx context.Context, env profile.Env, rep progress.Reporter) error {
 	op := k.OCE
 	logPath := env.State().File(BuildLogFile)
-	out, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	out, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, buildLogMode)
 	if err != nil {
 		return fmt.Errorf("open the build log: %w", err)
 	}
@@ -354,7 +364,9 @@ func (k Planned) build(ctx context.Context, env profile.Env, rep progress.Report
 }
 
 func (k Planned) describePostgres(v profile.View) step.Description {
-	return step.Creates("image " + k.Kube.PostgresImage + " in the " + v.EngineName + " engine, pulled by digest unless the engine has it (an image that was there is left alone by down), imported into the node with the control plane's other images")
+	img := images.PresentItem(k.Kube.postgres, "the "+v.EngineName+" engine", false)
+	img.Note += "; imported into the node with the control plane's other images"
+	return step.Describe(img)
 }
 
 func (k Planned) pullPostgres(ctx context.Context, env profile.Env, rep progress.Reporter) error {
@@ -368,13 +380,14 @@ func (k Planned) pullPostgres(ctx context.Context, env profile.Env, rep progress
 	return oce.RecordImages(env.State(), state.ControlPlaneImage{Role: "postgres", Reference: kp.PostgresImage, ID: l.ID})
 }
 
-// ImportNames are the control plane's images as the import names them: a built image by its
+// ImportImages are the control plane's images as the import names them: a built image by its
 // image ID, known only once built.
-func (k Planned) ImportNames() []string {
+func (k Planned) ImportImages() []step.Image {
+	postgres := step.Image{Reference: k.Kube.PostgresImage, Note: "PostgreSQL"}
 	if sel := k.OCE.SelectedImages; sel != nil {
-		return []string{sel.Controller, sel.Runtime, k.Kube.PostgresImage}
+		return []step.Image{{Reference: sel.Controller, Note: "the selected controller"}, {Reference: sel.Runtime, Note: "the selected Agent runtime"}, postgres}
 	}
-	return []string{controlplane.DefaultControllerTag + " (built, by its image ID)", controlplane.DefaultRuntimeTag + " (built, by its image ID)", k.Kube.PostgresImage}
+	return []step.Image{{Reference: controlplane.DefaultControllerTag, Note: builtByID}, {Reference: controlplane.DefaultRuntimeTag, Note: builtByID}, postgres}
 }
 
 // Imports are the controller, the Agent runtime and PostgreSQL, imported in one pass.
@@ -464,10 +477,11 @@ func (k Planned) waitForAPI(ctx context.Context, _ profile.Env, _ progress.Repor
 }
 
 func (k Planned) describeKey(v profile.View) step.Description {
-	return step.Creates(
-		"Pod "+v.Namespace+"/"+kubernetes.ReaderPod+" (temporary: mounts the bootstrap volume read-only, its files read through the API's exec; removed again even on failure)",
-		"file "+filepath.Join(v.StateDir, passwordFileName)+" (0600, the administrator password)",
-		"file "+k.OCE.KeyFile+" (O_EXCL, 0600, written only after GET /installation with the key in x-api-key through the proxy answered its Installation)",
+	reader := kubeobj.Describe([]runtime.Object{kubernetes.ReaderPodObject(v.Namespace, kubernetes.Ownership{}, "")},
+		map[string]string{"Pod " + kubernetes.ReaderPod: "temporary: mounts the bootstrap volume read-only, its files read through the API's exec; removed again even on failure"})
+	return step.Describe(reader[0],
+		step.FileAt(filepath.Join(v.StateDir, passwordFileName), kubernetes.PasswordFileMode, "the administrator password"),
+		step.FileAt(k.OCE.KeyDest.Path, controlplane.KeyFileMode, "O_EXCL; written only after GET /installation with the key in x-api-key through the proxy answered its Installation"),
 	)
 }
 

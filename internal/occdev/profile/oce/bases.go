@@ -23,7 +23,7 @@ func DescribeBasePulls(op *Plan) step.Description {
 	}
 	items := make([]step.Item, 0, len(op.BaseImages))
 	for _, b := range op.BaseImages {
-		items = append(items, step.Image{Reference: b.Image, Where: "the engine",
+		items = append(items, step.Image{Reference: b.Image, Where: step.InEngine,
 			Note: b.How() + "; from " + b.Source + "; for " + b.UsedIn()})
 	}
 	d := step.Describe(items...)
