@@ -246,3 +246,29 @@ func TestDescribeKeepsObjectsImagesAndFilesTyped(t *testing.T) {
 		t.Fatalf("JSON %s; want %s", b, want)
 	}
 }
+
+// A step that waits for the Gateway's workloads and an endpoint creates nothing: its waits are
+// their own list under "waits", never lines of what it creates.
+func TestWaitsAreNotCreations(t *testing.T) {
+	d := Note("nothing created").Waiting(
+		Wait{Kind: "Helm release", Namespace: "openshell", Name: "openshell-gateway", Selects: "the Deployments and StatefulSets", Ready: "every replica is ready"},
+		Wait{Kind: "endpoint", Name: "GET http://127.0.0.1:3000/api/auth/session", Ready: "it answers 2xx", Note: "polled"},
+	)
+	if len(d.Creates) != 0 {
+		t.Fatalf("a wait became a creation: %q", d.Creates)
+	}
+	if got, want := d.Waits[0].String(), "the Deployments and StatefulSets of Helm release openshell/openshell-gateway until every replica is ready"; got != want {
+		t.Errorf("line %q; want %q", got, want)
+	}
+	if got, want := d.Waits[1].String(), "endpoint GET http://127.0.0.1:3000/api/auth/session until it answers 2xx (polled)"; got != want {
+		t.Errorf("line %q; want %q", got, want)
+	}
+	b, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"creates":[],"waits":[{"kind":"Helm release","namespace":"openshell","name":"openshell-gateway","selects":"the Deployments and StatefulSets","ready":"every replica is ready"},{"kind":"endpoint","name":"GET http://127.0.0.1:3000/api/auth/session","ready":"it answers 2xx","note":"polled"}],"note":"nothing created"}`
+	if string(b) != want {
+		t.Errorf("JSON %s; want %s", b, want)
+	}
+}

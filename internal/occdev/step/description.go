@@ -18,7 +18,42 @@ type Description struct {
 	Files   []File   `json:"files,omitempty"`
 	// EngineObjects are what the step makes in the container engine besides images.
 	EngineObjects []EngineObject `json:"engineObjects,omitempty"`
-	Note          string         `json:"note,omitempty"`
+	// Waits are what the step waits for without creating it, each with what ready means.
+	Waits []Wait `json:"waits,omitempty"`
+	Note  string `json:"note,omitempty"`
+}
+
+// Wait is something a step waits for: a Kubernetes workload or object, an engine object or an
+// endpoint (Kind, with Namespace for a namespaced object), or, with Selects, what the wait
+// selects of it ("the Deployments and StatefulSets" of a Helm release); Ready is what the step
+// waits to see of it.
+type Wait struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	Selects   string `json:"selects,omitempty"`
+	Ready     string `json:"ready"`
+	Note      string `json:"note,omitempty"`
+}
+
+// String is the wait's dry-run line after "waits for": "Deployment ns/name until every replica
+// is ready", "the Deployments and StatefulSets of Helm release ns/name until …".
+func (w Wait) String() string {
+	s := w.Kind + " "
+	if w.Namespace != "" {
+		s += w.Namespace + "/"
+	}
+	s += w.Name
+	if w.Selects != "" {
+		s = w.Selects + " of " + s
+	}
+	return withNote(s+" until "+w.Ready, w.Note)
+}
+
+// Waiting is d that also waits for ws, after what it waits for already.
+func (d Description) Waiting(ws ...Wait) Description {
+	d.Waits = append(d.Waits, ws...)
+	return d
 }
 
 // Item is one thing a step creates: an Object, an Image, a File or an EngineObject.
