@@ -54,6 +54,7 @@ func PlanUpContext(ctx context.Context, opts UpOptions) (*DryRun, error) {
 	}
 	manifestProblem := ""
 	p.agentSandboxObjects, manifestProblem = localManifest(p)
+	p.routingControllers = p.Routing.Local(p.pins.Routing, p.CacheDir)
 	dr := &DryRun{Plan: p, Steps: step.PlanOf(p, upSteps(p)), Problems: []string{}, ControlPlane: p.profile.Pending()}
 	if err := p.profile.Refusal(); err != nil {
 		dr.Problems = append(dr.Problems, err.Error())

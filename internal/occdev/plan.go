@@ -276,7 +276,10 @@ type Plan struct {
 	// agentSandboxObjects are the Agent Sandbox manifest's objects when a dry run could read
 	// them without a download (selected, or the pinned one cached), which it then names.
 	agentSandboxObjects []*unstructured.Unstructured
-	profile             profile.Planned
+	// routingControllers are the admitted routing manifests when a dry run could read them
+	// without a download (platform.RoutingPlan.Local), which it then names.
+	routingControllers []*platform.RoutingController
+	profile            profile.Planned
 	// gateway is how the platform serves the control plane (platform.ControlPlane): the
 	// profile's Platform, whatever its name.
 	gateway ControlPlane

@@ -84,7 +84,10 @@ func applyDevelopmentPolicies(ctx context.Context, r *run, _ progress.Reporter) 
 	return platform.ApplyDevelopmentPolicies(ctx, r.conn, r.plan.Namespace)
 }
 
-func describeWait(p *Plan) Description { return platform.DescribeWait(p.StartupTimeout) }
+func describeWait(p *Plan) Description {
+	return platform.PlatformWait{AgentSandbox: p.agentSandbox(), AgentSandboxObjects: p.agentSandboxObjects, Namespace: p.Namespace,
+		Routing: p.Routing, RoutingControllers: p.routingControllers, Timeout: p.StartupTimeout}.Describe()
+}
 
 func waitForPlatform(ctx context.Context, r *run, rep progress.Reporter) error {
 	return platform.WaitForPlatform(ctx, r.conn, r.agentSandbox, r.gateway, r.plan.Namespace, r.routing, r.plan.StartupTimeout, rep.Note)

@@ -32,7 +32,7 @@ func fetchRouting(ctx context.Context, r *run, rep progress.Reporter) (err error
 	return err
 }
 
-func describeRoutingApply(p *Plan) Description { return p.Routing.DescribeApply() }
+func describeRoutingApply(p *Plan) Description { return p.Routing.DescribeApply(p.routingControllers) }
 
 // routingApplyStep names the routing manifests' apply.
 const routingApplyStep = "Apply the routing controller manifests"

@@ -44,7 +44,7 @@ type RoutingController struct {
 }
 
 // Workloads are the controller's Deployments and StatefulSets, which up waits for.
-func (c *RoutingController) Workloads() []Workload { return WorkloadsIn(c.Objects, "default") }
+func (c *RoutingController) Workloads() []Workload { return WorkloadsIn(c.Objects, manifestNamespace) }
 
 // UnpinnedRoutingImageError lists the images of a routing manifest that its pins do not name,
 // each with where the manifest names it.
@@ -212,6 +212,8 @@ const (
 	gatewayAPIGroupVersion  = "gateway.networking.k8s.io/v1"
 	gatewayAPIGatewayClass  = gatewayAPIGroupVersion + "/GatewayClass"
 	gatewayClassAcceptedTyp = "Accepted"
+	// gatewayClassAcceptedReady is what WaitGatewayClassAccepted waits to see, for the dry run.
+	gatewayClassAcceptedReady = "Envoy Gateway (" + envoyGatewayController + ") accepts it: its " + gatewayClassAcceptedTyp + " condition True"
 )
 
 // GatewayClass is the GatewayClass the routing's Gateway is of, handled by Envoy Gateway.

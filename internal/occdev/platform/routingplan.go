@@ -140,12 +140,7 @@ func (p RoutingPlan) Fetch(ctx context.Context, r *pins.Routing, f *artifacts.Fe
 		if err != nil {
 			return nil, fmt.Errorf("%s manifest %s: %w%s", c.Name, source, err, f.OfflineFix(err, routingSettings[c.Key]))
 		}
-		data, err := artifacts.ReadManifest(v)
-		v.Close()
-		if err != nil {
-			return nil, fmt.Errorf("%s manifest %s: %w", c.Name, source, err)
-		}
-		admitted, err := AdmitRoutingManifest(c, data, source)
+		admitted, err := admitVerified(c, v, source)
 		if err != nil {
 			return nil, err
 		}
@@ -157,10 +152,73 @@ func (p RoutingPlan) Fetch(ctx context.Context, r *pins.Routing, f *artifacts.Fe
 	return out, nil
 }
 
-// DescribeApply is the dry run's account of ApplyRouting.
-func (p RoutingPlan) DescribeApply() step.Description {
-	d := step.Objects(DescribeGatewayClass()...)
-	d.Creates = append([]string{"the objects of the " + strings.Join(p.Controllers, " and ") + " manifests (CRDs, namespaces " + RoutingCertManagerNS + " and " + RoutingEnvoyNamespace + ", controllers), every image by its pinned digest, once the cluster serves the Gateway API"}, d.Creates...)
+// admitVerified reads the verified manifest v of the controller c (from source) and admits it
+// (AdmitRoutingManifest); v is closed.
+func admitVerified(c pins.NamedController, v *artifacts.Verified, source string) (*RoutingController, error) {
+	data, err := artifacts.ReadManifest(v)
+	v.Close()
+	if err != nil {
+		return nil, fmt.Errorf("%s manifest %s: %w", c.Name, source, err)
+	}
+	return AdmitRoutingManifest(c, data, source)
+}
+
+// Local is, for the dry run, what Fetch of the pinned routing r would return without a
+// download: each manifest read from its selected file or from the verified copy already in the
+// artifact cache cacheDir, checked against its pin and admitted as Fetch admits it. It is nil
+// when the plan installs no controllers or any manifest is not local or not admitted (Fetch
+// says why when it runs).
+func (p RoutingPlan) Local(r *pins.Routing, cacheDir string) []*RoutingController {
+	if !p.Installs() {
+		return nil
+	}
+	var out []*RoutingController
+	for _, c := range r.Controllers() {
+		path := p.Manifests[c.Key]
+		if path == "" {
+			var err error
+			if path, err = (&artifacts.Fetcher{CacheDir: cacheDir}).CachePath(c.Manifest.SHA256); err != nil {
+				return nil
+			}
+		}
+		v, err := artifacts.OpenVerified(path, c.Manifest.SHA256)
+		if err != nil {
+			return nil
+		}
+		admitted, err := admitVerified(c, v, path)
+		if err != nil {
+			return nil
+		}
+		out = append(out, admitted)
+	}
+	return out
+}
+
+// DescribeApply is the dry run's account of ApplyRouting of controllers, the admitted
+// manifests when the plan could read them without a download (Local): each object as the run
+// records it, in the order it is applied, then the GatewayClass. Without them it says what the
+// manifests hold.
+func (p RoutingPlan) DescribeApply(controllers []*RoutingController) step.Description {
+	what := "the objects of the " + strings.Join(p.Controllers, " and ") + " manifests"
+	rule := "every image by its pinned digest, once the cluster serves the Gateway API"
+	if len(controllers) == 0 {
+		d := step.Objects(DescribeGatewayClass()...)
+		d.Creates = append([]string{what + " (CRDs, namespaces " + RoutingCertManagerNS + " and " + RoutingEnvoyNamespace + ", controllers), " + rule}, d.Creates...)
+		return d
+	}
+	var objs []step.Object
+	var left []string
+	for _, c := range controllers {
+		objs = append(objs, kubeobj.DescribeManifest(c.Objects)...)
+		for _, l := range c.Left {
+			left = append(left, c.Name+": "+l)
+		}
+	}
+	d := step.Objects(append(objs, DescribeGatewayClass()...)...)
+	d.Note = what + ", " + rule
+	if len(left) > 0 {
+		d.Note += "; not applied: " + strings.Join(left, ", ")
+	}
 	return d
 }
 

@@ -35,11 +35,30 @@ func WorkloadsIn(objs []*unstructured.Unstructured, defaultNamespace string) []W
 	return ws
 }
 
+// manifestNamespace is the namespace of a manifest's object that names none (kubectl's).
+const manifestNamespace = "default"
+
+// What the platform's wait selects of a manifest or a release, and what it waits to see of
+// each workload.
+const (
+	workloadKinds = "the Deployments and StatefulSets"
+	workloadReady = "every replica is ready"
+)
+
+// workloadWaits are the dry run's waits for ws.
+func workloadWaits(ws []Workload) []step.Wait {
+	out := make([]step.Wait, 0, len(ws))
+	for _, w := range ws {
+		out = append(out, step.Wait{Kind: w.Kind, Namespace: w.Namespace, Name: w.Name, Ready: workloadReady})
+	}
+	return out
+}
+
 // PlatformWorkloads are the workloads of the Agent Sandbox manifest and of the installed Gateway
 // release; a Gateway release without any workload means the pinned chart is not the one occ
 // expects.
 func PlatformWorkloads(agentSandbox []*unstructured.Unstructured, gw *Gateway, namespace string) ([]Workload, error) {
-	all := WorkloadsIn(agentSandbox, "default")
+	all := WorkloadsIn(agentSandbox, manifestNamespace)
 	if gw == nil || gw.Release == nil {
 		return nil, errors.New("the Gateway release is unknown: the install step did not run")
 	}
@@ -77,9 +96,46 @@ func WaitForWorkloads(ctx context.Context, kc kubernetes.Interface, workloads []
 	return nil
 }
 
-// DescribeWait is the dry run's line of WaitForPlatform with timeout.
-func DescribeWait(timeout time.Duration) step.Description {
-	return step.Note(fmt.Sprintf("nothing created; waits by watch up to %s per workload", timeout))
+// PlatformWait is what WaitForPlatform waits for, as a dry run knows it before anything is
+// fetched or installed.
+type PlatformWait struct {
+	// AgentSandbox is the manifest, and AgentSandboxObjects its objects when the plan could read
+	// them without a download (nil otherwise).
+	AgentSandbox        AgentSandboxManifest
+	AgentSandboxObjects []*unstructured.Unstructured
+	// Namespace is the platform namespace, the Gateway release's.
+	Namespace string
+	// Routing is the plan's routing, and RoutingControllers its admitted manifests when local
+	// (RoutingPlan.Local; nil otherwise).
+	Routing            RoutingPlan
+	RoutingControllers []*RoutingController
+	Timeout            time.Duration
+}
+
+// Describe is the dry run's account of WaitForPlatform: the Agent Sandbox manifest's workloads
+// (named when its objects are known), the Gateway release's, and with routing the controllers'
+// and the GatewayClass, each as the wait selects it.
+func (w PlatformWait) Describe() step.Description {
+	d := step.Note(fmt.Sprintf("nothing created; waits by watch up to %s per workload", w.Timeout))
+	if len(w.AgentSandboxObjects) > 0 {
+		d = d.Waiting(workloadWaits(WorkloadsIn(w.AgentSandboxObjects, manifestNamespace))...)
+	} else {
+		d = d.Waiting(step.Wait{Kind: "manifest", Name: w.AgentSandbox.Source(), Selects: workloadKinds, Ready: workloadReady, Note: "named once it is read"})
+	}
+	d = d.Waiting(step.Wait{Kind: "Helm release", Namespace: w.Namespace, Name: GatewayRelease, Selects: workloadKinds, Ready: workloadReady})
+	if !w.Routing.Installs() {
+		return d
+	}
+	if len(w.RoutingControllers) > 0 {
+		for _, c := range w.RoutingControllers {
+			d = d.Waiting(workloadWaits(c.Workloads())...)
+		}
+	} else {
+		for _, c := range w.Routing.Controllers {
+			d = d.Waiting(step.Wait{Kind: "manifest", Name: c, Selects: workloadKinds, Ready: workloadReady, Note: "named once it is read"})
+		}
+	}
+	return d.Waiting(step.Wait{Kind: "GatewayClass", Name: RoutingGatewayClass, Ready: gatewayClassAcceptedReady})
 }
 
 // WaitForPlatform waits until the workloads of the Agent Sandbox manifest agentSandbox, of the
