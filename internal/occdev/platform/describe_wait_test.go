@@ -145,3 +145,16 @@ metadata: {name: agent-sandbox-system}
 		t.Errorf("without the manifest's objects: %+v", d.Waits)
 	}
 }
+
+// The Health check's dry run names the Pods the port-forward selects, in the platform
+// namespace, or the endpoint the user gave, as what it waits for.
+func TestHealthCheckNamesWhatItWaitsFor(t *testing.T) {
+	d := HealthCheck{Namespace: "openshell", Timeout: time.Minute}.Describe()
+	if len(d.Waits) != 1 || d.Waits[0].Namespace != "openshell" || d.Waits[0].Name != "app.kubernetes.io/instance="+GatewayRelease+",app.kubernetes.io/name=openshell" {
+		t.Errorf("the port-forward's wait is %+v", d.Waits)
+	}
+	d = HealthCheck{Endpoint: "127.0.0.1:30051", Timeout: time.Minute}.Describe()
+	if len(d.Waits) != 1 || d.Waits[0].Kind != "endpoint" || d.Waits[0].Name != "127.0.0.1:30051" {
+		t.Errorf("the endpoint's wait is %+v", d.Waits)
+	}
+}

@@ -105,7 +105,7 @@ func CheckGatewayHealth(ctx context.Context, c *kubeobj.Conn, h HealthCheck) err
 // portForwardGateway forwards a loopback port to the Gateway port of a ready Gateway Pod, the
 // way `kubectl port-forward` does, so Health works on any cluster whatever the Service type.
 func portForwardGateway(ctx context.Context, c *kubeobj.Conn, namespace string) (string, func(), error) {
-	sel := labels.SelectorFromSet(gatewayPodLabels()).String()
+	sel := gatewayPodSelector()
 	pods, err := c.Kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
 		return "", nil, fmt.Errorf("list Gateway Pods (%s) in %s: %w", sel, namespace, err)
@@ -150,10 +150,18 @@ func portForwardGateway(ctx context.Context, c *kubeobj.Conn, namespace string) 
 	return "127.0.0.1:" + strconv.Itoa(int(ports[0].Local)), stop, nil
 }
 
-// Describe is the dry run's line of CheckGatewayHealth of h.
+// gatewayPodSelector selects the Gateway Pods the Health check port-forwards to.
+func gatewayPodSelector() string { return labels.SelectorFromSet(gatewayPodLabels()).String() }
+
+// healthReady is what CheckGatewayHealth polls for.
+const healthReady = "the Gateway reports healthy to Health"
+
+// Describe is the dry run's account of CheckGatewayHealth of h: the endpoint it calls, or the
+// Gateway Pods (by the labels the port-forward selects them by) it forwards to a ready one of.
 func (h HealthCheck) Describe() step.Description {
 	if h.Endpoint != "" {
-		return step.Note("nothing created; calls Health at " + h.Endpoint)
+		return step.Note("nothing created; calls Health at " + h.Endpoint).Waiting(step.Wait{Kind: "endpoint", Name: h.Endpoint, Ready: healthReady})
 	}
-	return step.Note("nothing created; calls Health through a port-forward to a Gateway Pod")
+	return step.Note("nothing created; calls Health through a port-forward to a Gateway Pod").Waiting(step.Wait{Kind: "Pods", Namespace: h.Namespace,
+		Name: gatewayPodSelector(), Selects: "a ready one of the", Ready: healthReady + " through a port-forward to it"})
 }
