@@ -18,6 +18,7 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/openclaw/occ/internal/contract"
+	"github.com/openclaw/occ/internal/occdev/step"
 )
 
 // The evidence OCC's worker puts on the Kubernetes namespace of an OCC Namespace: the label
@@ -53,6 +54,15 @@ type BootstrapNamespace struct {
 	// ID is the OCC Namespace ID; KubernetesName the namespace that carries it.
 	ID             string
 	KubernetesName string
+}
+
+// BootstrapNamespaceWaits are the dry run's waits of WaitBootstrapNamespace against the OCC
+// origin apiURL: the Kubernetes namespace, then the OCC Namespace it names.
+func BootstrapNamespaceWaits(apiURL string) []step.Wait {
+	return []step.Wait{
+		{Kind: "Kubernetes namespace", Name: "labelled " + NamespaceLabel, Ready: "exactly one exists, its annotation " + NamespaceIDAnnotation + " repeating the label"},
+		{Kind: "endpoint", Name: "GET " + apiURL + "/namespaces/<id>", Ready: "OCC reports the Namespace " + NamespaceReady + " (" + NamespaceFailed + " and " + NamespaceDeleting + " are final)"},
+	}
 }
 
 // WaitBootstrapNamespace waits for the Namespace that bootstrap creates to become ready: first,

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/openclaw/occ/internal/occdev/step"
 )
 
 // Readiness defaults, OCE's own: each probe is bounded by 3 s and the poll
@@ -18,6 +20,11 @@ const (
 	// its database path work.
 	SessionPath = "/api/auth/session"
 )
+
+// SessionWait is the dry run's wait of WaitReady's session probe against the OCC origin apiURL.
+func SessionWait(apiURL string) step.Wait {
+	return step.Wait{Kind: "endpoint", Name: "GET " + apiURL + SessionPath, Ready: "it answers 2xx (no cookie, no key, no redirect followed)"}
+}
 
 // ReadinessCheck is one more condition that must hold in the same poll iteration as the
 // session probe (for Compose, the worker's readiness exec).

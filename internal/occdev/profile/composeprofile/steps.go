@@ -198,7 +198,8 @@ func (c Planned) startAddedServices(ctx context.Context, _ profile.Env, _ progre
 }
 
 func (c Planned) describeReadiness(v profile.View) step.Description {
-	return step.Note(fmt.Sprintf("nothing created; polls GET %s/api/auth/session for a 2xx together with the worker's readiness probe (exec), up to %s", c.Compose.Compose.APIURL, v.StartupTimeout))
+	return step.Note(fmt.Sprintf("nothing created; polls GET %s/api/auth/session for a 2xx together with the worker's readiness probe (exec), up to %s", c.Compose.Compose.APIURL, v.StartupTimeout)).
+		Waiting(controlplane.SessionWait(c.Compose.Model.APIURL), compose.WorkerReadyWait(c.Compose.Model.Name()))
 }
 
 func (c Planned) waitForAPI(ctx context.Context, _ profile.Env, _ progress.Reporter) error {

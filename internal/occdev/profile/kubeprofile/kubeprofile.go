@@ -465,7 +465,9 @@ func (k Planned) controlPlane(ctx context.Context, env profile.Env) (*kubernetes
 }
 
 func (k Planned) describeAPIWait(v profile.View) step.Description {
-	return step.Note(fmt.Sprintf("nothing created; polls GET %s%s through the development proxy until it answers 2xx, up to %s", k.Kube.APIURL, controlplane.SessionPath, v.StartupTimeout))
+	session := controlplane.SessionWait(k.Kube.APIURL)
+	session.Note = "through the development proxy"
+	return step.Note(fmt.Sprintf("nothing created; polls GET %s%s through the development proxy until it answers 2xx, up to %s", k.Kube.APIURL, controlplane.SessionPath, v.StartupTimeout)).Waiting(session)
 }
 
 // waitForAPI polls the API's anonymous session endpoint through the development proxy (the

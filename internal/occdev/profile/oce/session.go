@@ -69,7 +69,7 @@ type API[E any] struct {
 // NamespaceWaitStep is the step that waits, up to timeout, for the bootstrap Namespace: exactly
 // one Kubernetes namespace carrying the OCC Namespace label, then the API reporting it ready.
 func NamespaceWaitStep[V any, E profile.Env](timeout time.Duration, session func(E) *Session, api API[E]) step.Step[V, E] {
-	return step.Step[V, E]{Name: "Wait for the bootstrap Namespace to be ready", Describe: func(V) step.Description { return describeNamespaceWait(timeout) }, Run: func(ctx context.Context, env E, rep progress.Reporter) error {
+	return step.Step[V, E]{Name: "Wait for the bootstrap Namespace to be ready", Describe: func(V) step.Description { return describeNamespaceWait(timeout, api.URL) }, Run: func(ctx context.Context, env E, rep progress.Reporter) error {
 		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
 		var client *http.Client
@@ -89,8 +89,9 @@ func NamespaceWaitStep[V any, E profile.Env](timeout time.Duration, session func
 	}}
 }
 
-func describeNamespaceWait(timeout time.Duration) step.Description {
-	return step.Note(fmt.Sprintf("nothing created; waits for exactly one Kubernetes namespace labelled %s (annotated with the same ID), then polls GET /namespaces/<id> until it is ready, up to %s", controlplane.NamespaceLabel, timeout))
+func describeNamespaceWait(timeout time.Duration, apiURL string) step.Description {
+	return step.Note(fmt.Sprintf("nothing created; waits for exactly one Kubernetes namespace labelled %s (annotated with the same ID), then polls GET /namespaces/<id> until it is ready, up to %s", controlplane.NamespaceLabel, timeout)).
+		Waiting(controlplane.BootstrapNamespaceWaits(apiURL)...)
 }
 
 // RemoveWrittenKey is the control plane's rollback: it removes a key this failed run wrote at

@@ -1,0 +1,14 @@
+package compose
+
+import (
+	"strings"
+
+	"github.com/openclaw/occ/internal/occdev/step"
+)
+
+// WorkerReadyWait is the dry run's wait of Stack.WorkerReady in the Compose project project:
+// the worker's readiness probe, run by exec in the same poll as the API's session probe.
+func WorkerReadyWait(project string) step.Wait {
+	return step.Wait{Kind: "service", Name: ServiceWorker, Ready: "its readiness probe (" + strings.Join(WorkerReadyCommand, " ") + ", by exec) exits 0",
+		Note: "of project " + project + ", in the same poll as the API"}
+}
