@@ -261,12 +261,13 @@ func printDescription(w io.Writer, indent string, d occdev.Description) {
 	for _, c := range d.Creates {
 		fmt.Fprintf(w, "%s- %s\n", indent, c)
 	}
-	// A wait is not a creation: it gets the mark of what a step only checks.
-	for _, wt := range d.Waits {
-		fmt.Fprintf(w, "%s· waits for %s\n", indent, wt)
-	}
 	if d.Note != "" {
 		fmt.Fprintf(w, "%s· %s\n", indent, d.Note)
+	}
+	// A wait is not a creation: it gets the mark of what a step only checks, after the note
+	// that says how long it waits.
+	for _, wt := range d.Waits {
+		fmt.Fprintf(w, "%s· waits for %s\n", indent, wt)
 	}
 }
 

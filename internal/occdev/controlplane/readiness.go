@@ -23,7 +23,7 @@ const (
 
 // SessionWait is the dry run's wait of WaitReady's session probe against the OCC origin apiURL.
 func SessionWait(apiURL string) step.Wait {
-	return step.Wait{Kind: "endpoint", Name: "GET " + apiURL + SessionPath, Ready: "it answers 2xx (no cookie, no key, no redirect followed)"}
+	return step.Wait{Kind: "endpoint", Name: "GET " + apiURL + SessionPath, Ready: "it answers 2xx"}
 }
 
 // ReadinessCheck is one more condition that must hold in the same poll iteration as the

@@ -153,15 +153,12 @@ func portForwardGateway(ctx context.Context, c *kubeobj.Conn, namespace string) 
 // gatewayPodSelector selects the Gateway Pods the Health check port-forwards to.
 func gatewayPodSelector() string { return labels.SelectorFromSet(gatewayPodLabels()).String() }
 
-// healthReady is what CheckGatewayHealth polls for.
-const healthReady = "the Gateway reports healthy to Health"
-
 // Describe is the dry run's account of CheckGatewayHealth of h: the endpoint it calls, or the
 // Gateway Pods (by the labels the port-forward selects them by) it forwards to a ready one of.
 func (h HealthCheck) Describe() step.Description {
 	if h.Endpoint != "" {
-		return step.Note("nothing created; calls Health at " + h.Endpoint).Waiting(step.Wait{Kind: "endpoint", Name: h.Endpoint, Ready: healthReady})
+		return step.Note("nothing created; calls Health at " + h.Endpoint).Waiting(step.Wait{Kind: "endpoint", Name: h.Endpoint, Ready: "the Gateway reports healthy to Health"})
 	}
 	return step.Note("nothing created; calls Health through a port-forward to a Gateway Pod").Waiting(step.Wait{Kind: "Pods", Namespace: h.Namespace,
-		Name: gatewayPodSelector(), Selects: "a ready one of the", Ready: healthReady + " through a port-forward to it"})
+		Name: gatewayPodSelector(), Ready: "the Gateway of a ready one reports healthy to Health through a port-forward"})
 }
