@@ -56,7 +56,7 @@ func (r *run) gatewayInstall() platform.GatewayInstall {
 }
 
 func describeGateway(p *Plan) Description {
-	return gatewayInstall(p).Describe(p.pins.OpenShell.Version, p.pins.GatewayImages())
+	return gatewayInstall(p).Describe(p.pins.OpenShell.Version)
 }
 
 func describeGatewayRender(p *Plan) Description { return p.GatewayRender.Describe() }

@@ -72,16 +72,37 @@ func TestPlatformDescriptionsNameTheAppliedObjects(t *testing.T) {
 
 // The Gateway's dry run names its Helm release as a typed object, as the state records a
 // release ("Helm release NAMESPACE/NAME"), and its Service, by the name the install reads it
-// back under, with the type and port the install gives it.
+// back under, with the type and port the install gives it; the images the release's line names
+// are typed images, each the digest reference the chart's values carry under its key.
 func TestGatewayDescriptionNamesTheRelease(t *testing.T) {
-	g := GatewayInstall{Namespace: "openshell", ServiceType: corev1.ServiceTypeNodePort, NodePort: 30080, PullPolicy: corev1.PullNever}
-	d := g.Describe("0.1.0", nil)
+	set, err := pins.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := GatewayInstall{Namespace: "openshell", Images: set.OpenShell.Images, ServiceType: corev1.ServiceTypeNodePort, NodePort: 30080, PullPolicy: corev1.PullNever}
+	d := g.Describe("0.1.0")
 	if len(d.Objects) != 2 || d.Objects[0].Kind != "Helm release" || d.Objects[0].Namespace != "openshell" || d.Objects[0].Name != GatewayRelease ||
 		d.Objects[1].Kind != "Service" || d.Objects[1].Namespace != "openshell" || d.Objects[1].Name != GatewayServiceName {
 		t.Fatalf("described objects %+v; want the Gateway's Helm release and Service", d.Objects)
 	}
+	values, err := GatewayValues(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refs []string
+	for _, img := range d.Images {
+		key, _, _ := strings.Cut(img.Note, ".image")
+		v, ok := values[key].(map[string]any)["image"].(map[string]any)
+		if !ok || img.Reference != v["registry"].(string)+"/"+v["repository"].(string)+"@"+v["digest"].(string) || v["pullPolicy"] != "Never" {
+			t.Errorf("typed image %+v; the values carry %s: %v", img, key, values[key])
+		}
+		refs = append(refs, img.Reference)
+	}
+	if len(d.Images) != len(set.GatewayImages()) || len(d.Images) == 0 {
+		t.Errorf("%d typed images, the pins say the Gateway runs %d", len(d.Images), len(set.GatewayImages()))
+	}
 	want := []string{
-		"Helm release openshell/" + GatewayRelease + " (Helm SDK; OpenShell 0.1.0 images by digest, pullPolicy Never: )",
+		"Helm release openshell/" + GatewayRelease + " (Helm SDK; OpenShell 0.1.0 images by digest, pullPolicy Never: " + strings.Join(refs, ", ") + ")",
 		"Service openshell/" + GatewayServiceName + " (of type NodePort on port 30080)",
 	}
 	if !slices.Equal(d.Creates, want) {

@@ -106,18 +106,34 @@ func inspectGatewayService(ctx context.Context, c *kubeobj.Conn, g GatewayInstal
 	return svc.Spec.ClusterIP, nil
 }
 
+// ChartImages are the images the Gateway chart's values name, as GatewayValues sets them: every
+// image the pins say the Gateway runs (pins.GatewayImagesOf of g.Images), under its values key.
+func (g GatewayInstall) ChartImages() []step.Image {
+	pinned := pins.GatewayImagesOf(g.Images)
+	out := make([]step.Image, 0, len(pinned))
+	for _, img := range pinned {
+		out = append(out, step.Image{Reference: img.Image.DigestReference(), Where: "the Gateway chart's values",
+			Note: img.Gateway.Component + ".image, pullPolicy " + string(g.PullPolicy)})
+	}
+	return out
+}
+
 // Describe is the dry run's account of InstallGateway of g (whose Chart and Recorder it does
 // not need): the release as a typed object, as its record names it, with the pinned OpenShell
-// version and the images the chart runs, and its Service with its type and port.
-func (g GatewayInstall) Describe(version string, images []pins.PinnedImage) step.Description {
+// version and the images the chart's values name (ChartImages, typed beside it; the release's
+// line names them), and its Service with its type and port.
+func (g GatewayInstall) Describe(version string) step.Description {
 	svc := step.Object{Kind: "Service", Namespace: g.Namespace, Name: GatewayServiceName, Note: "of type ClusterIP"}
 	if g.ServiceType == corev1.ServiceTypeNodePort {
 		svc.Note = fmt.Sprintf("of type NodePort on port %d", g.NodePort)
 	}
+	images := g.ChartImages()
 	refs := make([]string, 0, len(images))
 	for _, img := range images {
-		refs = append(refs, img.Image.DigestReference())
+		refs = append(refs, img.Reference)
 	}
-	return step.Objects(step.Object{Kind: "Helm release", Namespace: g.Namespace, Name: GatewayRelease,
+	d := step.Objects(step.Object{Kind: "Helm release", Namespace: g.Namespace, Name: GatewayRelease,
 		Note: "Helm SDK; OpenShell " + version + " images by digest, pullPolicy " + string(g.PullPolicy) + ": " + strings.Join(refs, ", ")}, svc)
+	d.Images = images
+	return d
 }
