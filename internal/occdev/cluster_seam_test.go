@@ -15,6 +15,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
+	"github.com/openclaw/occ/internal/occdev/step"
 	"github.com/openclaw/occ/internal/progress"
 )
 
@@ -34,7 +35,9 @@ type fakeProvider struct {
 func (f *fakeProvider) Name() string { return f.name }
 func (f *fakeProvider) Describe(req cluster.Request) cluster.Description {
 	f.seen = append(f.seen, req)
-	return cluster.Description{Creates: []string{"fake cluster " + req.Name}, Note: "the fake provider's note", Preflight: "the fake cluster answers"}
+	d := step.Creates("fake cluster " + req.Name)
+	d.Note = "the fake provider's note"
+	return cluster.Description{Description: d, Preflight: "the fake cluster answers"}
 }
 func (f *fakeProvider) Check(req cluster.Request) error {
 	f.seen = append(f.seen, req)

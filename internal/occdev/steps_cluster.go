@@ -33,7 +33,7 @@ func describeCluster(p *Plan) Description {
 	if d.Creates == nil {
 		d.Creates = []string{}
 	}
-	return Description{Creates: d.Creates, Note: d.Note}
+	return d.Description
 }
 
 // connectCluster lets the provider make the cluster available (the k3d provider creates it,

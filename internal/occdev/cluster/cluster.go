@@ -25,6 +25,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
+	"github.com/openclaw/occ/internal/occdev/step"
 	"github.com/openclaw/occ/internal/progress"
 )
 
@@ -105,10 +106,10 @@ type Port struct {
 
 // Description says what a provider would create or use, for --dry-run.
 type Description struct {
-	// Creates lists what Ensure would create; empty for a provider that creates nothing.
-	Creates []string
-	// Note says what it would use or check without creating it.
-	Note string
+	// Description is what Ensure would create, as typed items (step.Describe; no Creates for a
+	// provider that creates nothing), and its Note what it would use or check without creating
+	// it.
+	step.Description
 	// Preflight says what Preflight checks of the cluster or its engine ("the kubeconfig, its
 	// context and the cluster answer").
 	Preflight string

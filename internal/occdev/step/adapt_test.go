@@ -272,3 +272,15 @@ func TestWaitsAreNotCreations(t *testing.T) {
 		t.Errorf("JSON %s; want %s", b, want)
 	}
 }
+
+// A cluster's API address is a line among its typed containers and files, in order, and -o json
+// has it only among the lines.
+func TestProseKeepsItsPlaceAmongTheItems(t *testing.T) {
+	d := Describe(EngineObject{Kind: "Docker container", Name: "k3d-x-server-0"}, Prose("Kubernetes API at https://127.0.0.1:6443"), FileAt("/s/kubeconfig", 0o600, ""))
+	if got, want := strings.Join(d.Creates, "|"), "Docker container k3d-x-server-0|Kubernetes API at https://127.0.0.1:6443|file /s/kubeconfig (0600)"; got != want {
+		t.Errorf("lines %q; want %q", got, want)
+	}
+	if len(d.EngineObjects) != 1 || len(d.Files) != 1 || len(d.Objects) != 0 || len(d.Images) != 0 {
+		t.Errorf("typed items %+v", d)
+	}
+}

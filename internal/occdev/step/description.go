@@ -66,6 +66,14 @@ func (o Object) add(d *Description)       { d.Objects = append(d.Objects, o) }
 func (i Image) add(d *Description)        { d.Images = append(d.Images, i) }
 func (f File) add(d *Description)         { d.Files = append(d.Files, f) }
 func (e EngineObject) add(d *Description) { d.EngineObjects = append(d.EngineObjects, e) }
+func (Prose) add(*Description)            {}
+
+// Prose is a line of what a step makes that no typed item says (a setting of the thing it makes,
+// a check it runs once it is made), kept in order among the typed items; -o json has it only in
+// creates.
+type Prose string
+
+func (p Prose) String() string { return string(p) }
 
 // EngineObject is something a step makes in the container engine that is neither an image nor
 // a Kubernetes object: a Compose project, a network, a volume, a host port published to a

@@ -19,6 +19,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
 	"github.com/openclaw/occ/internal/occdev/option"
+	"github.com/openclaw/occ/internal/occdev/step"
 )
 
 // Name is the --cluster-provider value of this provider.
@@ -46,7 +47,7 @@ func (Provider) Describe(req cluster.Request) cluster.Description {
 	if kc == "" {
 		kc = "$KUBECONFIG or ~/.kube/config"
 	}
-	return cluster.Description{Note: fmt.Sprintf("uses the existing cluster of %s in %s (never deleted by down)", ctx, kc),
+	return cluster.Description{Description: step.Note(fmt.Sprintf("uses the existing cluster of %s in %s (never deleted by down)", ctx, kc)),
 		Preflight: "the kubeconfig, its context and the cluster answer"}
 }
 

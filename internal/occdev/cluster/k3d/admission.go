@@ -76,6 +76,10 @@ func admissionConfig(exemptRuntimeClasses []string) admissionConfiguration {
 	}
 }
 
+// admissionFileMode is the admission configuration's mode: the node's apiserver reads it
+// through a bind mount.
+const admissionFileMode = 0o644
+
 // writeAdmissionConfig writes the configuration into the state directory and returns its path.
 // It is 0644 because the node's apiserver reads it through a bind mount; it holds no secret, and
 // the state directory itself stays 0700.
@@ -85,7 +89,7 @@ func writeAdmissionConfig(stateDir string, exemptRuntimeClasses []string) (strin
 		return "", fmt.Errorf("encode PodSecurity admission configuration: %w", err)
 	}
 	p := filepath.Join(stateDir, AdmissionFile)
-	if err := fsutil.WriteFileAtomic(p, data, 0o644); err != nil {
+	if err := fsutil.WriteFileAtomic(p, data, admissionFileMode); err != nil {
 		return "", fmt.Errorf("write PodSecurity admission configuration: %w", err)
 	}
 	return p, nil

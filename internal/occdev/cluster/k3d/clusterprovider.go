@@ -16,6 +16,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
+	"github.com/openclaw/occ/internal/occdev/step"
 )
 
 // Name is the --cluster-provider value of the k3d provider.
@@ -129,13 +130,11 @@ func (c *ClusterProvider) Describe(req cluster.Request) cluster.Description {
 	preflight := "the host's kernel gives the node the legacy iptables nat table (on Linux, when the engine runs on it), no k3d cluster " + req.Name + " exists and a chosen API port is free"
 	r, err := c.request(req)
 	if err != nil {
-		return cluster.Description{Note: err.Error(), Preflight: preflight}
+		return cluster.Description{Description: step.Note(err.Error()), Preflight: preflight}
 	}
-	return cluster.Description{
-		Creates:   r.Describe(),
-		Note:      fmt.Sprintf("in the %s engine at %s; the user's kubeconfig is never written", req.EngineKind.Name(), req.Engine),
-		Preflight: preflight,
-	}
+	d := r.Describe()
+	d.Note = fmt.Sprintf("in the %s engine at %s; the user's kubeconfig is never written", req.EngineKind.Name(), req.Engine)
+	return cluster.Description{Description: d, Preflight: preflight}
 }
 
 // Check implements cluster.Provider: the name rule, the request's fields and the recorded

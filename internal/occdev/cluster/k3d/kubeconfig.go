@@ -23,6 +23,13 @@ const (
 	ContainerKubeconfigFile = "container-kubeconfig"
 )
 
+// The kubeconfigs' modes: the user's copy is private; the container copy is bind-mounted into
+// containers that do not run as this user.
+const (
+	kubeconfigMode          = 0o600
+	containerKubeconfigMode = 0o644
+)
+
 // finish reads the cluster's kubeconfig out of server-0 and goes on as finishWith.
 func (p *Provider) finish(ctx context.Context, req Request) (*Cluster, error) {
 	kc, err := p.kubeconfig(ctx, req.Name)
@@ -52,7 +59,7 @@ func (p *Provider) finishWith(ctx context.Context, req Request, kc *clientcmdapi
 		return nil, fmt.Errorf("kubeconfig of k3d cluster %s has no cluster for context %s", req.Name, c.Context)
 	}
 	c.Server = cl.Server
-	if err := writeKubeconfig(c.Kubeconfig, kc, 0o600); err != nil {
+	if err := writeKubeconfig(c.Kubeconfig, kc, kubeconfigMode); err != nil {
 		return nil, err
 	}
 	// The container copy differs only in the server: the node's name on the Docker network,
@@ -60,7 +67,7 @@ func (p *Provider) finishWith(ctx context.Context, req Request, kc *clientcmdapi
 	// into containers that do not run as this user; the state directory stays 0700.
 	inside := kc.DeepCopy()
 	inside.Clusters[kc.Contexts[c.Context].Cluster].Server = c.ContainerServer
-	if err := writeKubeconfig(c.ContainerKubeconfig, inside, 0o644); err != nil {
+	if err := writeKubeconfig(c.ContainerKubeconfig, inside, containerKubeconfigMode); err != nil {
 		return nil, err
 	}
 	uid, err := waitForKubeSystem(ctx, kc, c.Context, req.Timeout)

@@ -15,6 +15,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/option"
 	"github.com/openclaw/occ/internal/occdev/pins"
+	"github.com/openclaw/occ/internal/occdev/step"
 	"github.com/openclaw/occ/internal/progress"
 )
 
@@ -279,9 +280,12 @@ func (r *Request) simpleConfig(admissionPath, resolvPath string) k3dconf.SimpleC
 	return cfg
 }
 
-// Describe says what Create would make, for --dry-run. It performs no I/O and needs no valid
-// request (a dry run describes whatever it was given, and reports validation separately).
-func (r Request) Describe() []string {
+// Describe is the dry run's account of Create of r: the node and tools containers, the network
+// and volume, and the files in the state directory (with the modes Create writes them with) as
+// typed items named as Create names them; the cluster's settings and the DNS check in prose. It
+// performs no I/O and needs no valid request (a dry run describes whatever it was given, and
+// reports validation separately).
+func (r Request) Describe() step.Description {
 	port := "a free port"
 	if r.APIPort > 0 {
 		port = strconv.Itoa(r.APIPort)
@@ -290,32 +294,44 @@ func (r Request) Describe() []string {
 	if r.NodeImage.Digest == "" {
 		image = r.NodeImage.String() + " (by the digest its tag resolves to when it is pulled)"
 	}
-	lines := []string{
-		fmt.Sprintf("k3d cluster %s: one server %s from %s, no agents, no load balancer", r.Name, serverNode(r.Name), image),
-		fmt.Sprintf("Kubernetes API at https://%s:%s, PodSecurity privileged by default with RuntimeClasses %s exempt", apiHost, port, strings.Join(r.PodSecurityExemptRuntimeClasses, ", ")),
+	kind := r.EngineKind.Name()
+	items := []step.Item{
+		step.EngineObject{Kind: kind + " container", Name: serverNode(r.Name), Note: fmt.Sprintf("the one server of k3d cluster %s, from %s; no agents, no load balancer", r.Name, image)},
+		step.Prose(fmt.Sprintf("Kubernetes API at https://%s:%s, PodSecurity privileged by default with RuntimeClasses %s exempt", apiHost, port, strings.Join(r.PodSecurityExemptRuntimeClasses, ", "))),
 	}
 	for _, m := range r.Publish {
-		lines = append(lines, fmt.Sprintf("NodePort %d published at %s:%d", m.NodePort, apiHost, m.HostPort))
+		items = append(items, step.Prose(fmt.Sprintf("NodePort %d published at %s:%d", m.NodePort, apiHost, m.HostPort)))
 	}
 	if r.Network == "" {
-		lines = append(lines, fmt.Sprintf("%s network %s (removed with the cluster)", r.EngineKind.Name(), ownNetwork(r.Name)))
+		items = append(items, step.EngineObject{Kind: kind + " network", Name: ownNetwork(r.Name), Note: "removed with the cluster"})
 	} else {
-		lines = append(lines, fmt.Sprintf("joins %s network %s (left in place by down)", r.EngineKind.Name(), r.Network))
+		items = append(items, step.Prose(fmt.Sprintf("joins %s network %s (left in place by down)", kind, r.Network)))
 	}
-	lines = append(lines,
-		fmt.Sprintf("%s volume %s and k3d's tools container %s", r.EngineKind.Name(), imageVolume(r.Name), toolsNode(r.Name)),
-		fmt.Sprintf("files %s, %s (0600) and %s (0644) in the state directory", AdmissionFile, KubeconfigFile, ContainerKubeconfigFile),
+	kubeconfig, containerKubeconfig := r.KubeconfigPath, r.ContainerKubeconfigPath
+	if kubeconfig == "" {
+		kubeconfig = filepath.Join(r.StateDir, KubeconfigFile)
+	}
+	if containerKubeconfig == "" {
+		containerKubeconfig = filepath.Join(r.StateDir, ContainerKubeconfigFile)
+	}
+	items = append(items,
+		step.EngineObject{Kind: kind + " volume", Name: imageVolume(r.Name)},
+		step.EngineObject{Kind: kind + " container", Name: toolsNode(r.Name), Note: "k3d's tools container"},
+		step.FileAt(filepath.Join(r.StateDir, AdmissionFile), admissionFileMode, "the PodSecurity admission configuration the node's apiserver reads"),
+		step.FileAt(kubeconfig, kubeconfigMode, "the cluster's kubeconfig"),
+		step.FileAt(containerKubeconfig, containerKubeconfigMode, "the kubeconfig for containers on the cluster's network"),
 	)
+	resolver := filepath.Join(r.StateDir, ResolverFile)
 	switch {
 	case r.DNS.Address != "":
-		lines = append(lines, fmt.Sprintf("file %s (0644) in the state directory: the node's resolv.conf with nameserver %s, mounted read-only over its /etc/resolv.conf (k3d's DNS fix off)", ResolverFile, r.DNS))
+		items = append(items, step.FileAt(resolver, resolverFileMode, fmt.Sprintf("the node's resolv.conf with nameserver %s, mounted read-only over its /etc/resolv.conf (k3d's DNS fix off)", r.DNS)))
 	case r.DNS.Choice == DNSDesktopBridge:
-		lines = append(lines, fmt.Sprintf("file %s (0644) in the state directory: the node's resolv.conf with %s, mounted read-only over its /etc/resolv.conf (k3d's DNS fix off); the container removes itself when it exits", ResolverFile, r.DNS))
+		items = append(items, step.FileAt(resolver, resolverFileMode, fmt.Sprintf("the node's resolv.conf with %s, mounted read-only over its /etc/resolv.conf (k3d's DNS fix off); the container removes itself when it exits", r.DNS)))
 	default:
-		lines = append(lines, "the node's DNS as k3d sets it up: "+r.DNS.String())
+		items = append(items, step.Prose("the node's DNS as k3d sets it up: "+r.DNS.String()))
 	}
 	if r.DNSCheckName != "" {
-		lines = append(lines, fmt.Sprintf("once the node runs, it looks up %s through its resolver: a refusal stops up with the fix, no answer only warns", r.DNSCheckName))
+		items = append(items, step.Prose(fmt.Sprintf("once the node runs, it looks up %s through its resolver: a refusal stops up with the fix, no answer only warns", r.DNSCheckName)))
 	}
-	return lines
+	return step.Describe(items...)
 }

@@ -311,11 +311,14 @@ func resolvConf(resolver string) []byte {
 	return []byte("# Written by occ dev up: the node's DNS resolver (" + EnvDNSResolver + ").\nnameserver " + resolver + "\n")
 }
 
+// resolverFileMode is the node's resolv.conf's mode: the node reads it through a bind mount.
+const resolverFileMode = 0o644
+
 // writeResolvConf writes the node's resolv.conf into the state directory and returns its path. It
 // is 0644 because the node reads it through a bind mount; the state directory stays 0700.
 func writeResolvConf(stateDir, resolver string) (string, error) {
 	p := filepath.Join(stateDir, ResolverFile)
-	if err := fsutil.WriteFileAtomic(p, resolvConf(resolver), 0o644); err != nil {
+	if err := fsutil.WriteFileAtomic(p, resolvConf(resolver), resolverFileMode); err != nil {
 		return "", fmt.Errorf("write the node's resolv.conf: %w", err)
 	}
 	return p, nil

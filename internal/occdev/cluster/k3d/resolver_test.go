@@ -221,18 +221,18 @@ func TestDNSResolverMountAndFix(t *testing.T) {
 		t.Error("k3d's memo of its fixes was kept")
 	}
 	r.DNSCheckName = "ghcr.io"
-	d := strings.Join(r.Describe(), "\n")
+	d := strings.Join(r.Describe().Creates, "\n")
 	for _, w := range []string{"node-resolv.conf", "nameserver 10.64.0.53 (given by " + testSetting + ")", "k3d's DNS fix off", "looks up ghcr.io through its resolver: a refusal stops up"} {
 		if !strings.Contains(d, w) {
 			t.Errorf("the dry run does not say %q:\n%s", w, d)
 		}
 	}
 	r.DNS = NodeDNS{Choice: DNSDesktopBridge, From: "a throwaway container of the node image on Docker Desktop's default bridge network"}
-	if d := strings.Join(r.Describe(), "\n"); !strings.Contains(d, "node-resolv.conf (0644) in the state directory: the node's resolv.conf with Docker Desktop's default-bridge resolver") || !strings.Contains(d, "removes itself") {
+	if d := strings.Join(r.Describe().Creates, "\n"); !strings.Contains(d, "node-resolv.conf (0644; the node's resolv.conf with Docker Desktop's default-bridge resolver") || !strings.Contains(d, "removes itself") {
 		t.Errorf("the dry run on Docker Desktop:\n%s", d)
 	}
 	r.DNS = NodeDNS{Choice: DNSK3d, Note: "the engine is Podman, whose networks answer DNS at their gateway"}
-	if d := strings.Join(r.Describe(), "\n"); !strings.Contains(d, "the node's DNS as k3d sets it up: k3d's own DNS handling (auto: the engine is Podman") || strings.Contains(d, ResolverFile) {
+	if d := strings.Join(r.Describe().Creates, "\n"); !strings.Contains(d, "the node's DNS as k3d sets it up: k3d's own DNS handling (auto: the engine is Podman") || strings.Contains(d, ResolverFile) {
 		t.Errorf("the dry run with k3d's handling:\n%s", d)
 	}
 }

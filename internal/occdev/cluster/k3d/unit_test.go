@@ -3,6 +3,7 @@ package k3d
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -323,18 +324,54 @@ func TestIdentityRecord(t *testing.T) {
 }
 
 // The dry run lists the cluster with its pinned image, its API address, its published ports, its
-// network and the files it writes, without touching anything.
+// network and the files it writes, without touching anything: the containers, network and
+// volume as typed engine objects by the names Create gives them, and the files at the paths and
+// with the modes Create writes them with.
 func TestRequestDescribe(t *testing.T) {
 	r := testRequest(t)
-	got := strings.Join(r.Describe(), "\n")
+	r.DNS = NodeDNS{Choice: DNSGiven, Address: "10.64.0.53"}
+	d := r.Describe()
+	got := strings.Join(d.Creates, "\n")
 	for _, w := range []string{"k3d cluster occ-dev-unit", "k3d-occ-dev-unit-server-0", r.NodeImage.DigestReference(), "https://127.0.0.1:16443",
-		"openshell-sandbox", "NodePort 30080 published at 127.0.0.1:13000", "Docker network k3d-occ-dev-unit (removed", "k3d-occ-dev-unit-images", "container-kubeconfig (0644)"} {
+		"openshell-sandbox", "NodePort 30080 published at 127.0.0.1:13000", "Docker network k3d-occ-dev-unit (removed", "k3d-occ-dev-unit-images", "container-kubeconfig (0644"} {
 		if !strings.Contains(got, w) {
 			t.Errorf("Describe does not mention %q:\n%s", w, got)
 		}
 	}
+	var engineObjects []string
+	for _, e := range d.EngineObjects {
+		engineObjects = append(engineObjects, e.Kind+" "+e.Name)
+	}
+	if want := []string{"Docker container " + serverNode(r.Name), "Docker network " + ownNetwork(r.Name), "Docker volume " + imageVolume(r.Name), "Docker container " + toolsNode(r.Name)}; !slices.Equal(engineObjects, want) {
+		t.Errorf("engine objects %q, want %q", engineObjects, want)
+	}
+	var files []string
+	for _, f := range d.Files {
+		files = append(files, f.Path+" "+f.Mode)
+	}
+	mode := func(m os.FileMode) string { return fmt.Sprintf("%04o", m) }
+	want := []string{filepath.Join(r.StateDir, AdmissionFile) + " " + mode(admissionFileMode), filepath.Join(r.StateDir, KubeconfigFile) + " " + mode(kubeconfigMode),
+		filepath.Join(r.StateDir, ContainerKubeconfigFile) + " " + mode(containerKubeconfigMode), filepath.Join(r.StateDir, ResolverFile) + " " + mode(resolverFileMode)}
+	if !slices.Equal(files, want) {
+		t.Errorf("files %q, want %q", files, want)
+	}
+	if len(d.Creates) != 1+len(r.Publish)+len(d.EngineObjects)+len(d.Files) {
+		t.Errorf("%d lines for %d engine objects, %d files and %d published ports:\n%s", len(d.Creates), len(d.EngineObjects), len(d.Files), len(r.Publish), got)
+	}
+	// Create writes the admission configuration and the resolver there, with those modes.
+	if p, err := writeAdmissionConfig(r.StateDir, nil); err != nil || p != filepath.Join(r.StateDir, AdmissionFile) {
+		t.Fatalf("admission configuration at %s: %v", p, err)
+	}
+	if p, err := writeResolvConf(r.StateDir, "10.64.0.53"); err != nil || p != filepath.Join(r.StateDir, ResolverFile) {
+		t.Fatalf("resolver at %s: %v", p, err)
+	}
+	for _, f := range d.Files {
+		if fi, err := os.Stat(f.Path); err == nil && mode(fi.Mode().Perm()) != f.Mode {
+			t.Errorf("%s has mode %s, the dry run says %s", f.Path, mode(fi.Mode().Perm()), f.Mode)
+		}
+	}
 	r.Network = "oce_development"
-	if got := strings.Join(r.Describe(), "\n"); !strings.Contains(got, "joins Docker network oce_development (left in place") {
+	if got := strings.Join(r.Describe().Creates, "\n"); !strings.Contains(got, "joins Docker network oce_development (left in place") {
 		t.Errorf("Describe with a joined network:\n%s", got)
 	}
 }
