@@ -28,7 +28,7 @@ func waitsOf(ws []step.Wait) []string {
 // A tool reads `occ dev up --dry-run -o json` (Compose profile) for what up waits on: the
 // Agent Sandbox controller of the selected manifest and the Gateway release in the platform
 // namespace, the API's session endpoint and the worker service at the project's API URL, and
-// the bootstrap Namespace's label and endpoint, each a typed wait named as the run names it,
+// the one-shot jobs, the bootstrap Namespace's label and endpoint, each a typed wait named as the run names it,
 // and none of them a creation.
 func TestComposeDryRunNamesWhatUpWaitsFor(t *testing.T) {
 	checkout := ocebed.Checkout(t, fixtureCommit)
@@ -58,6 +58,10 @@ metadata: {name: agent-sandbox-controller, namespace: agent-sandbox-system}
 	health := plannedStep(t, dr.Steps, "Check Gateway health")
 	if len(health.Waits) != 1 || health.Waits[0].Namespace != ns {
 		t.Errorf("the Health check waits for %+v, want the Gateway Pods in %s", health.Waits, ns)
+	}
+	data := plannedStep(t, dr.Steps, "Start postgres, migrate and bootstrap")
+	if got, want := waitsOf(data.Waits), []string{"service /" + compose.ServiceMigrate, "service /" + compose.ServiceBootstrap}; !slices.Equal(got, want) {
+		t.Errorf("the data services wait for %q, want the jobs %q", got, want)
 	}
 	ready := plannedStep(t, dr.Steps, "Wait for the API and the worker to be ready")
 	want := []string{"endpoint /GET " + doc.Compose.APIURL + controlplane.SessionPath, "service /" + compose.ServiceWorker}

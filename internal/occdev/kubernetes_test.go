@@ -530,7 +530,7 @@ func TestKubernetesProfileDryRun(t *testing.T) {
 		"[] Create the PostgreSQL bootstrap Secret: Secret oce-system/postgres-bootstrap",
 		"[] Create the control-plane Secrets: Secret oce-system/occ-installation-startup",
 		"[] Install the OCE chart: Helm release oce-system/openclaw-enterprise",
-		"[] Start the development API proxy: Deployment oce-system/occ-development-api-proxy (waits until ready); Service oce-system/occ-development-api (NodePort 30080)",
+		"[] Start the development API proxy: Deployment oce-system/occ-development-api-proxy; Service oce-system/occ-development-api (NodePort 30080)",
 		"[] Wait for the OCE API through the development proxy:  nothing created; polls GET http://127.0.0.1:3100/api/auth/session",
 		"[] Copy and verify the bootstrap service key: Pod oce-system/bootstrap-key-reader (temporary",
 		"[] Wait for the bootstrap Namespace to be ready",

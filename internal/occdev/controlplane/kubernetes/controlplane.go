@@ -144,6 +144,23 @@ func describe(build func(*ControlPlane) []runtime.Object, extra map[string]strin
 	}
 }
 
+// The workloads the control plane's steps wait for by waitReady, by kind and name.
+var (
+	postgresWorkload = workload{kind: "StatefulSet", name: Postgres}
+	proxyWorkload    = workload{kind: "Deployment", name: ProxyDeployment}
+)
+
+type workload struct{ kind, name string }
+
+// waiting makes a step's Describe of d that also waits for w in the control plane's namespace,
+// as waitReady waits for it.
+func waiting(d func(Config) step.Description, w workload) func(Config) step.Description {
+	return func(cfg Config) step.Description {
+		cfg.defaults()
+		return d(cfg).Waiting(step.Wait{Kind: w.kind, Namespace: cfg.Namespace, Name: w.name, Ready: "every replica is ready"})
+	}
+}
+
 // describeNote makes a step's Describe of a step that creates nothing.
 func describeNote(fn func(cfg Config) string) func(Config) step.Description {
 	return func(cfg Config) step.Description {
@@ -154,7 +171,6 @@ func describeNote(fn func(cfg Config) string) func(Config) step.Description {
 
 // Steps is the installation in order, the order OCE's own launcher installs it in.
 func Steps() []Step {
-	waitsReady := "waits until ready"
 	return []Step{
 		{Name: "Generate the control-plane credentials", Run: on((*ControlPlane).loadCredentials), Describe: describeNote(func(Config) string {
 			return "nothing; four 48-hex credentials, reused from this state's Secrets on a repeated run, never printed or stored in the state"
@@ -164,9 +180,9 @@ func Steps() []Step {
 		{Name: "Create the PostgreSQL and bootstrap volumes", Run: on((*ControlPlane).ensureVolumes),
 			Describe: describe((*ControlPlane).volumeManifests, nil)},
 		{Name: "Prepare the bootstrap volume", Run: on((*ControlPlane).prepareBootstrapVolume),
-			Describe: describe((*ControlPlane).preparePodManifests, map[string]string{"Pod " + PreparePod: "chowns the bootstrap volume to 1000:1000, mode 0700; waits for Succeeded"})},
+			Describe: describePrepare},
 		{Name: "Start PostgreSQL", Run: reporting((*ControlPlane).startPostgres),
-			Describe: describe((*ControlPlane).postgresManifests, map[string]string{"StatefulSet " + Postgres: waitsReady})},
+			Describe: waiting(describe((*ControlPlane).postgresManifests, nil), postgresWorkload)},
 		{Name: "Resolve the PostgreSQL and Kubernetes API addresses", Run: on((*ControlPlane).resolveAddresses), Describe: describeNote(func(cfg Config) string {
 			return "nothing; reads Pod " + cfg.Namespace + "/" + PostgresPod + " and the EndpointSlice of Service default/kubernetes"
 		})},
@@ -187,7 +203,7 @@ func Steps() []Step {
 		{Name: "Bind the development tenant roles", Run: on((*ControlPlane).ensureTenantBindings),
 			Describe: describe((*ControlPlane).tenantBindingManifests, nil)},
 		{Name: "Start the development API proxy", Run: reporting((*ControlPlane).startProxy),
-			Describe: describe((*ControlPlane).proxyManifests, map[string]string{"Deployment " + ProxyDeployment: waitsReady})},
+			Describe: waiting(describe((*ControlPlane).proxyManifests, nil), proxyWorkload)},
 	}
 }
 
@@ -236,6 +252,14 @@ func (cp *ControlPlane) ensureVolumes(ctx context.Context) error {
 	return cp.ensure(ctx, cp.volumeManifests()...)
 }
 
+// describePrepare is the dry run's account of prepareBootstrapVolume: the Pod, and its wait for
+// the Pod's Succeeded phase.
+func describePrepare(cfg Config) step.Description {
+	cfg.defaults()
+	d := describe((*ControlPlane).preparePodManifests, map[string]string{"Pod " + PreparePod: "chowns the bootstrap volume to 1000:1000, mode 0700"})(cfg)
+	return d.Waiting(step.Wait{Kind: "Pod", Namespace: cfg.Namespace, Name: PreparePod, Ready: "it has " + string(corev1.PodSucceeded) + " (" + string(corev1.PodFailed) + " is final)"})
+}
+
 func (cp *ControlPlane) prepareBootstrapVolume(ctx context.Context) error {
 	if err := cp.ensure(ctx, cp.preparePodManifests()...); err != nil {
 		return err
@@ -270,16 +294,16 @@ func (cp *ControlPlane) startPostgres(ctx context.Context, rep progress.Reporter
 	if err := cp.ensure(ctx, cp.postgresManifests()...); err != nil {
 		return err
 	}
-	return cp.waitReady(ctx, "StatefulSet", Postgres, rep)
+	return cp.waitReady(ctx, postgresWorkload, rep)
 }
 
 // waitReady waits for the control plane's workload; it ends early, naming the Pod, the reason
 // and the fix, when a Pod of it cannot come up by itself (kube.WaitForWorkload), and reports
 // what it sees on the step's progress line.
-func (cp *ControlPlane) waitReady(ctx context.Context, kind, name string, rep progress.Reporter) error {
+func (cp *ControlPlane) waitReady(ctx context.Context, wl workload, rep progress.Reporter) error {
 	wctx, cancel := context.WithTimeout(ctx, cp.cfg.StartupTimeout)
 	defer cancel()
-	w := kube.Workload{Kind: kind, Namespace: cp.cfg.Namespace, Name: name}
+	w := kube.Workload{Kind: wl.kind, Namespace: cp.cfg.Namespace, Name: wl.name}
 	if err := kube.WaitForWorkload(wctx, cp.conn.Kube, w, kube.WaitOptions{Status: rep.Note}); err != nil {
 		if ctx.Err() == nil && errors.Is(err, kube.ErrWaitTimeout) {
 			return fmt.Errorf("%s did not become ready within %s: check its Pods' events, or raise OCC_DEVELOPMENT_STARTUP_TIMEOUT_SECONDS: %w",
@@ -387,5 +411,5 @@ func (cp *ControlPlane) startProxy(ctx context.Context, rep progress.Reporter) e
 	if err := cp.ensure(ctx, cp.proxyManifests()...); err != nil {
 		return err
 	}
-	return cp.waitReady(ctx, "Deployment", ProxyDeployment, rep)
+	return cp.waitReady(ctx, proxyWorkload, rep)
 }

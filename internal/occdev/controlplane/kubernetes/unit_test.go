@@ -106,7 +106,7 @@ func TestDescribeStepsNamesEveryObject(t *testing.T) {
 		"Secret|ns|" + PostgresBootstrapSecret + "|keys " + PostgresInitKey + ", " + PostgresPasswordKey,
 		"Secret|ns|" + InstallationSecret + "|key " + InstallationKey + "; holds the Installation's exact bytes",
 		"PersistentVolumeClaim|ns|" + PostgresDataClaim + "|" + StorageClassName + ", 1Gi",
-		"StatefulSet|ns|" + Postgres + "|waits until ready",
+		"StatefulSet|ns|" + Postgres + "|",
 		"Service|ns|" + Postgres + "|",
 		"Helm release|ns|" + ReleaseName + "|from the checkout's " + ChartPath + ", waiting up to 10m0s for the initialization Job and the API and worker Deployments",
 	} {
@@ -116,6 +116,18 @@ func TestDescribeStepsNamesEveryObject(t *testing.T) {
 	}
 	if len(objs) != 17 {
 		t.Errorf("%d described objects; want 17:\n%s", len(objs), strings.Join(objs, "\n"))
+	}
+	// What the steps wait for is typed too, named as waitReady and the Pod wait name it.
+	var waits []string
+	for _, s := range Steps() {
+		for _, w := range s.Describe(Config{Namespace: "ns"}).Waits {
+			waits = append(waits, s.Name+": "+w.Kind+" "+w.Namespace+"/"+w.Name)
+		}
+	}
+	want := []string{"Prepare the bootstrap volume: Pod ns/" + PreparePod, "Start PostgreSQL: " + postgresWorkload.kind + " ns/" + Postgres,
+		"Start the development API proxy: " + proxyWorkload.kind + " ns/" + ProxyDeployment}
+	if !slices.Equal(waits, want) {
+		t.Errorf("waits %q; want %q", waits, want)
 	}
 }
 

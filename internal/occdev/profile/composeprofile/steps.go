@@ -128,7 +128,7 @@ func (c Planned) describeDataServices(profile.View) step.Description {
 	if k := c.in.EngineKind; k.Registration().ComposePodman {
 		d.Note = "on " + k.Name() + " the exited " + strings.Join(compose.JobServices, " and ") + " containers are then disconnected from the development network: Podman lists them as members without an address, which k3d's lookup of the network it joins refuses"
 	}
-	return d
+	return d.Waiting(compose.JobWaits(cp.Project)...)
 }
 
 // startDataServices starts postgres, migrate and bootstrap from the snapshot and waits for the
