@@ -202,9 +202,11 @@ func (p RoutingPlan) DescribeApply(controllers []*RoutingController) step.Descri
 	what := "the objects of the " + strings.Join(p.Controllers, " and ") + " manifests"
 	rule := "every image by its pinned digest, once the cluster serves the Gateway API"
 	if len(controllers) == 0 {
-		d := step.Objects(DescribeGatewayClass()...)
-		d.Creates = append([]string{what + " (CRDs, namespaces " + RoutingCertManagerNS + " and " + RoutingEnvoyNamespace + ", controllers), " + rule}, d.Creates...)
-		return d
+		items := []step.Item{step.Prose(what + " (CRDs, namespaces " + RoutingCertManagerNS + " and " + RoutingEnvoyNamespace + ", controllers), " + rule)}
+		for _, o := range DescribeGatewayClass() {
+			items = append(items, o)
+		}
+		return step.Describe(items...)
 	}
 	var objs []step.Object
 	var left []string
