@@ -10,7 +10,10 @@ import (
 //
 // A step that creates Kubernetes objects describes them as Objects, built from the same
 // manifests its Run applies; Creates then holds one line per object, derived from them, so the
-// printed dry run and the objects a run records cannot say different things.
+// printed dry run and the objects a run records cannot say different things. A Prose line keeps
+// its place among them without a typed entry; images an object's line already names (a chart's
+// values) may be typed in Images without a line of their own. What a step waits for is in
+// Waits, never in Creates.
 type Description struct {
 	Creates []string `json:"creates"`
 	Objects []Object `json:"objects,omitempty"`
