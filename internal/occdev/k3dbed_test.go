@@ -116,7 +116,7 @@ func newK3dBedOn(t testing.TB, files chartFiles, kind engine.Kind) *k3dBed {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.engine.Close() })
-	if b.engine.Kind != kind {
+	if b.engine.Identity.Kind != kind {
 		t.Fatalf("the bed's engine at %s identifies as %s, want %s", b.engine.Endpoint, b.engine.Name(), kind.Name())
 	}
 

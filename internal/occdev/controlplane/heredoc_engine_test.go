@@ -42,7 +42,7 @@ func TestFixtureRuntimeDockerfileBuildsOnTheCurrentEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckBuilder(EngineBuilder{Version: v.Version, APIVersion: v.APIVersion}, []*Dockerfile{df}); err != nil {
+	if err := CheckBuilder(engine.Identity{Version: v.Version, APIVersion: v.APIVersion}, []*Dockerfile{df}); err != nil {
 		t.Fatalf("the bed's engine (DOCKER_HOST) is Docker %s (API %s), which cannot build the here-document: %v; the default test engine must be a current one", v.Version, v.APIVersion, err)
 	}
 	checkout := ocebed.Checkout(t, testCommit)

@@ -38,10 +38,10 @@ func TestConnectToARealEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer eng.Close()
-	if eng.Version == "" || eng.APIVersion == "" {
-		t.Fatalf("engine version %q API %q", eng.Version, eng.APIVersion)
+	if eng.Identity.Version == "" || eng.Identity.APIVersion == "" {
+		t.Fatalf("engine version %q API %q", eng.Identity.Version, eng.Identity.APIVersion)
 	}
-	t.Logf("engine %s, API %s", eng.Version, eng.APIVersion)
+	t.Logf("engine %s, API %s", eng.Identity.Version, eng.Identity.APIVersion)
 
 	recorded := ep.String()
 	t.Setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
@@ -75,8 +75,8 @@ func TestConnectToALegacyEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer eng.Close()
-	if !strings.HasPrefix(eng.Version, "20.10.") || eng.APIVersion != "1.41" {
-		t.Fatalf("the legacy engine reports Docker %q API %q, want 20.10 with API 1.41", eng.Version, eng.APIVersion)
+	if !strings.HasPrefix(eng.Identity.Version, "20.10.") || eng.Identity.APIVersion != "1.41" {
+		t.Fatalf("the legacy engine reports Docker %q API %q, want 20.10 with API 1.41", eng.Identity.Version, eng.Identity.APIVersion)
 	}
 	if _, err := eng.API.ContainerList(ctx, container.ListOptions{}); err != nil {
 		t.Fatalf("a call at the negotiated API version fails: %v", err)

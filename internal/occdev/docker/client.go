@@ -24,22 +24,25 @@ const pingTimeout = 15 * time.Second
 // Engine is a container engine that answered a ping at a pinned Endpoint.
 type Engine struct {
 	Endpoint Endpoint
+	// Identity is what the engine said it is when occ connected: its Kind, by its version
+	// components (engine.Recognise; Podman serving the Docker-compatible API names a "Podman
+	// Engine" component), its Version and its APIVersion. The facts of its system info (ID,
+	// Store, Platform, Host) are Verbs().Identify's, which asks for them.
+	Identity engine.Identity
 	// API reaches that endpoint only, with the API version negotiated down to the engine's: the
-	// Docker client, behind the wrapper its kind registered (Podman's), if any.
+	// Docker client, behind the wrapper its kind registered (Podman's), if any. occ's own image
+	// and exec logic drives the engine through Verbs; API is only for the callers that hand the
+	// client to something that speaks nothing but the Docker API: the k3d library (cluster/k3d,
+	// reload's k3d checks), the `docker compose` plugin (the Compose profile and its removers)
+	// and the BuildKit session of the image build (profile/oce).
 	API API
-	// Version and APIVersion are what the engine reported, for summaries.
-	Version    string
-	APIVersion string
-	// Kind is what the engine said it is by its version components (engine.Recognise): Podman
-	// serving the Docker-compatible API names a "Podman Engine" component.
-	Kind engine.Kind
 }
 
 // Name is the engine as people write it ("Docker", "Podman").
-func (e *Engine) Name() string { return e.Kind.Name() }
+func (e *Engine) Name() string { return e.Identity.Kind.Name() }
 
 // Registration is what occ knows of the engine's kind.
-func (e *Engine) Registration() engine.Registration { return e.Kind.Registration() }
+func (e *Engine) Registration() engine.Registration { return e.Identity.Kind.Registration() }
 
 // Close releases the client's connections.
 func (e *Engine) Close() error { return e.API.Close() }
@@ -204,7 +207,7 @@ func opened(ep Endpoint, c *client.Client, sv types.Version, apiVersion string) 
 	for i, comp := range sv.Components {
 		names[i] = comp.Name
 	}
-	e := &Engine{Endpoint: ep, API: c, Version: sv.Version, APIVersion: apiVersion, Kind: engine.Recognise(names)}
+	e := &Engine{Endpoint: ep, API: c, Identity: engine.Identity{Kind: engine.Recognise(names), Version: sv.Version, APIVersion: apiVersion}}
 	if wrap := e.Registration().API; wrap != nil {
 		e.API = wrap(c)
 	}

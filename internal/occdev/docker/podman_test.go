@@ -84,8 +84,8 @@ func TestConnectChoosesTheAPIByTheVersionComponents(t *testing.T) {
 			}
 			defer eng.Close()
 			_, isClient := eng.API.(*client.Client)
-			if (eng.Kind == engine.Podman) != c.podman || isClient == c.podman {
-				t.Fatalf("engine of kind %q with API %T, want Podman=%v", eng.Kind, eng.API, c.podman)
+			if (eng.Identity.Kind == engine.Podman) != c.podman || isClient == c.podman {
+				t.Fatalf("engine of kind %q with API %T, want Podman=%v", eng.Identity.Kind, eng.API, c.podman)
 			}
 			if want := map[bool]string{true: "Podman", false: "Docker"}[c.podman]; eng.Name() != want {
 				t.Fatalf("Name = %q, want %q", eng.Name(), want)

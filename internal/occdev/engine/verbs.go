@@ -81,7 +81,10 @@ func IsNotFound(err error) bool { return cerrdefs.IsNotFound(err) }
 // IsInUse reports an object the engine refuses to remove because something uses it.
 func IsInUse(err error) bool { return cerrdefs.IsConflict(err) }
 
-// Identity is what an engine is.
+// Identity is what an engine is: the one place occ keeps its facts. Kind, Version and APIVersion
+// are known once occ has connected (the connection's Identity holds them, and every summary,
+// message and builder check reads them there); the rest is the engine's system info, which
+// Identify reads.
 type Identity struct {
 	Kind Kind
 	// Version and APIVersion are what the engine reported when occ connected.
