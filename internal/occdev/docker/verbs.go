@@ -295,7 +295,11 @@ func (a apiEngine) Inspect(ctx context.Context, sort engine.Sort, name string) (
 		if err != nil {
 			return engine.Object{}, err
 		}
-		return engine.Object{Sort: sort, ID: n.ID, Name: n.Name, Labels: n.Labels}, nil
+		o := engine.Object{Sort: sort, ID: n.ID, Name: n.Name, Labels: n.Labels}
+		for _, c := range n.IPAM.Config {
+			o.Subnets = append(o.Subnets, c.Subnet)
+		}
+		return o, nil
 	case engine.Volumes:
 		v, err := a.api.VolumeInspect(ctx, name)
 		if err != nil {

@@ -232,6 +232,9 @@ type Object struct {
 	Name string
 	// Labels are the object's labels.
 	Labels map[string]string
+	// Subnets are a network's address ranges (its IPAM configuration), which Inspect reports;
+	// none for other sorts, nor in List.
+	Subnets []string
 }
 
 // Platform is an OS and CPU architecture in the spelling of image configs and OCI indexes
