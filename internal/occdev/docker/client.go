@@ -89,7 +89,7 @@ const SourceRecorded = "the state"
 // replaced by pointing DOCKER_HOST elsewhere, the recorded one cannot (down and status never
 // read DOCKER_HOST), so for it the advice is to start that very engine.
 func startFixFor(kind engine.Kind, ep Endpoint, source string) string {
-	if kind == engine.Podman {
+	if kind.Registration().PodmanSocket {
 		start := locate.PodmanStart(locate.Env{}, ep.Socket)
 		if source == SourceRecorded {
 			return "start the Podman engine that occ dev up recorded, at " + ep.Socket + " (" + start + "; down and status use only that engine, never DOCKER_HOST, CONTAINER_HOST or a Podman connection), then retry"
@@ -193,8 +193,9 @@ func permissionFixFor(kind engine.Kind) string {
 	return kind.Registration().PermissionFix
 }
 
+// notSocketFix is what to do when the endpoint of an engine of kind is not a socket.
 func notSocketFix(kind engine.Kind) string {
-	if kind == engine.Podman {
+	if kind.Registration().PodmanSocket {
 		return "point CONTAINER_HOST at Podman's socket file"
 	}
 	return "point DOCKER_HOST at the engine's socket file"

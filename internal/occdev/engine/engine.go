@@ -68,6 +68,10 @@ type Registration struct {
 	API func(engineapi.API) engineapi.API
 	// PermissionFix is what to do when the user may not open the engine's socket.
 	PermissionFix string
+	// PodmanSocket says the engine's socket is Podman's: Podman's units or machine start it
+	// (locate.PodmanStart) and CONTAINER_HOST points occ at another, which the fixes of an
+	// engine that cannot be used name; otherwise they name Docker's start and DOCKER_HOST.
+	PodmanSocket bool
 	// K3dPodman says k3d must run the cluster as it runs it on Podman: k3d's Podman handling
 	// (its retried creation, the node's DNS), which k3d decides by the engine's answers.
 	K3dPodman bool
