@@ -287,7 +287,7 @@ func assertImportBesidePlatform(t *testing.T, opts occdev.UpOptions, times *step
 			}
 		}
 	}
-	dr, err := occdev.PlanUp(opts)
+	dr, err := occdev.PlanUp(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -123,7 +123,7 @@ func withNoteProfile(o occdev.UpOptions) occdev.UpOptions {
 // way its Platform asks (a ClusterIP Service); the flow never needed its name.
 func TestAThirdProfileIsOnePackageAndOneRegistryLine(t *testing.T) {
 	dir := t.TempDir()
-	dr, err := occdev.PlanUp(withNoteProfile(occdev.UpOptions{
+	dr, err := occdev.PlanUp(context.Background(), withNoteProfile(occdev.UpOptions{
 		StateDir: filepath.Join(dir, "state"), CacheDir: filepath.Join(dir, "cache"),
 		Docker: locate.Env{Getenv: func(k string) string {
 			if k == "DOCKER_HOST" {
@@ -148,7 +148,7 @@ func TestAThirdProfileIsOnePackageAndOneRegistryLine(t *testing.T) {
 
 	// A name nobody registered is refused naming the registered ones.
 	var oe *occdev.OptionError
-	_, err = occdev.PlanUp(occdev.UpOptions{StateDir: filepath.Join(dir, "state"), ControlPlane: noteProfileName})
+	_, err = occdev.PlanUp(context.Background(), occdev.UpOptions{StateDir: filepath.Join(dir, "state"), ControlPlane: noteProfileName})
 	if !errors.As(err, &oe) || !strings.Contains(oe.Fix, "compose or kubernetes") {
 		t.Fatalf("an unregistered profile: %v", err)
 	}
