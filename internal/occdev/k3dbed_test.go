@@ -112,7 +112,7 @@ func newK3dBedOn(t testing.TB, files chartFiles, kind engine.Kind) *k3dBed {
 		t.Setenv("CONTAINER_HOST", b.Engine.Host)
 		t.Setenv("DOCKER_HOST", dockerHost)
 	}
-	if b.engine, err = docker.Connect(ctx, ep, source); err != nil {
+	if b.engine, err = docker.ConnectAs(ctx, ep, source, engine.Docker); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.engine.Close() })

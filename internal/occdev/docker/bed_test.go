@@ -33,7 +33,7 @@ func TestConnectToARealEngine(t *testing.T) {
 	if source != locate.EnvDockerHost || ep.Socket != bed.Socket {
 		t.Fatalf("DockerPlace = %s from %s, want %s from DOCKER_HOST", ep, source, bed.Socket)
 	}
-	eng, err := docker.Connect(ctx, ep, source)
+	eng, err := docker.ConnectAs(ctx, ep, source, engine.Docker)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestConnectToALegacyEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := docker.Connect(ctx, ep, dockerbed.LegacyHostEnv)
+	eng, err := docker.ConnectAs(ctx, ep, dockerbed.LegacyHostEnv, engine.Docker)
 	if err != nil {
 		t.Fatal(err)
 	}

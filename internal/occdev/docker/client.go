@@ -102,17 +102,13 @@ func startFixFor(kind engine.Kind, ep Endpoint, source string) string {
 	return startFix
 }
 
-// Connect checks that a Docker engine answers at ep before anything is created, and returns a
-// client of it. source names where ep came from ("DOCKER_HOST", a docker context, "the state")
-// so the error can say which setting to change. A missing socket, a socket the user may not
-// open, and an engine that does not answer are told apart, each with its fix.
-func Connect(ctx context.Context, ep Endpoint, source string) (*Engine, error) {
-	return ConnectAs(ctx, ep, source, engine.Docker)
-}
-
-// ConnectAs is Connect for an engine of kind (the located or recorded one; empty means Docker),
-// whose errors name that engine and what starts it. The Engine's kind is what the engine says it
-// is, which the caller compares with what it expects where that matters (checkSame).
+// ConnectAs checks that an engine of kind (the located or recorded one; empty means Docker)
+// answers at ep before anything is created, and returns a client of it. source names where ep
+// came from ("DOCKER_HOST", a docker context, "the state") so the error can say which setting to
+// change. A missing socket, a socket the user may not open, and an engine that does not answer
+// are told apart, each with its fix, naming that engine and what starts it. The Engine's kind is
+// what the engine says it is, which the caller compares with what it expects where that matters
+// (checkSame).
 func ConnectAs(ctx context.Context, ep Endpoint, source string, kind engine.Kind) (*Engine, error) {
 	fail := func(reason, fix string, err error) (*Engine, error) {
 		return nil, &NotRunningError{Kind: kind, Endpoint: ep, Source: source, Reason: reason, Fix: fix, Err: err}
@@ -162,14 +158,9 @@ func ConnectAs(ctx context.Context, ep Endpoint, source string, kind engine.Kind
 	return fail("the engine did not answer a ping: "+err.Error(), startFixFor(kind, ep, source), err)
 }
 
-// CheckSocket makes the local half of Connect's checks, for a dry run that contacts nothing: the
-// socket file exists, may be reached, and is a socket. A stale socket of a stopped engine passes
-// here; only Connect, which dials it, tells.
-func CheckSocket(ep Endpoint, source string) error {
-	return CheckSocketAs(ep, source, engine.Docker)
-}
-
-// CheckSocketAs is CheckSocket for an engine of kind (empty means Docker).
+// CheckSocketAs makes the local half of ConnectAs's checks for an engine of kind (empty means
+// Docker), for a dry run that contacts nothing: the socket file exists, may be reached, and is a
+// socket. A stale socket of a stopped engine passes here; only ConnectAs, which dials it, tells.
 func CheckSocketAs(ep Endpoint, source string, kind engine.Kind) error {
 	fail := func(reason, fix string, err error) error {
 		return &NotRunningError{Kind: kind, Endpoint: ep, Source: source, Reason: reason, Fix: fix, Err: err}

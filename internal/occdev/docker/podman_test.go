@@ -78,7 +78,7 @@ func TestConnectChoosesTheAPIByTheVersionComponents(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			// The kind the caller expects does not decide: a Podman engine behind DOCKER_HOST is
 			// still Podman.
-			eng, err := Connect(ctx, fakeEngine(t, c.components, nil), "DOCKER_HOST")
+			eng, err := ConnectAs(ctx, fakeEngine(t, c.components, nil), "DOCKER_HOST", engine.Docker)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -103,7 +103,7 @@ func TestPodmanImageInspectListsTheDigestReferenceAskedFor(t *testing.T) {
 	ctx := context.Background()
 	held := []string{"localhost/bed/gateway@" + digestOther, "localhost/bed/gateway@" + digestPinned}
 	ref := "127.0.0.1:5000/bed/gateway@" + digestPinned
-	eng, err := Connect(ctx, fakeEngine(t, podmanComponents, held), "CONTAINER_HOST")
+	eng, err := ConnectAs(ctx, fakeEngine(t, podmanComponents, held), "CONTAINER_HOST", engine.Docker)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestPodmanImageInspectListsTheDigestReferenceAskedFor(t *testing.T) {
 
 	// Docker's RepoDigests are answered as they are: an entry under another name proves nothing
 	// there.
-	docker, err := Connect(ctx, fakeEngine(t, nil, held), "DOCKER_HOST")
+	docker, err := ConnectAs(ctx, fakeEngine(t, nil, held), "DOCKER_HOST", engine.Docker)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestPodmanContainerInspectOutlastsTheExitRace(t *testing.T) {
 			_ = json.NewEncoder(w).Encode(container.InspectResponse{ContainerJSONBase: &container.ContainerJSONBase{
 				ID: "job", State: &container.State{Status: container.StateExited}}})
 		})
-		eng, err := Connect(ctx, ep, "CONTAINER_HOST")
+		eng, err := ConnectAs(ctx, ep, "CONTAINER_HOST", engine.Docker)
 		if err != nil {
 			t.Fatal(err)
 		}
