@@ -255,4 +255,3 @@ func ResolveTag(ctx context.Context, engine TagResolver, img pins.Image) (pins.I
 	}
 	return out, nil
 }
-

@@ -13,7 +13,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/pins"
 
@@ -146,7 +145,7 @@ func TestResolveTagAsksTheRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := ResolveTag(context.Background(), docker.Over(c, engine.Docker), pin)
+	got, err := ResolveTag(context.Background(), engineOver(c), pin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +153,7 @@ func TestResolveTagAsksTheRegistry(t *testing.T) {
 		t.Fatalf("resolved %s, want %s@%s", got, pin, digest)
 	}
 	missing, _ := pins.ParseImage(host + "/" + repo + ":no-such-tag")
-	if _, err := ResolveTag(context.Background(), docker.Over(c, engine.Docker), missing); err == nil || !strings.Contains(err.Error(), "resolve the tag "+missing.String()) || !strings.Contains(err.Error(), "or give the image by digest") {
+	if _, err := ResolveTag(context.Background(), engineOver(c), missing); err == nil || !strings.Contains(err.Error(), "resolve the tag "+missing.String()) || !strings.Contains(err.Error(), "or give the image by digest") {
 		t.Fatalf("a missing tag: %v", err)
 	}
 }

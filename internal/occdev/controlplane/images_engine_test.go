@@ -28,7 +28,7 @@ func TestSelectedImagesOfThisCheckoutAreAccepted(t *testing.T) {
 	controller := pulledImage(t, c, host, "occ-test/controller-"+suffix, map[string]string{RevisionLabel: testCommit})
 	runtime := pulledImage(t, c, host, "occ-test/runtime-"+suffix, map[string]string{RevisionLabel: testCommit})
 
-	got, err := PrepareControlPlaneImages(context.Background(), c, docker.Over(c, engine.Docker), ImageOptions{
+	got, err := PrepareControlPlaneImages(context.Background(), c, engineOver(c), ImageOptions{
 		Selection: ImageSelection{Controller: controller, Runtime: runtime}, Commit: testCommit,
 	})
 	if err != nil {
@@ -57,7 +57,7 @@ func TestSelectedImageRevisionMismatch(t *testing.T) {
 	unlabelled := pulledImage(t, c, host, "occ-test/controller-"+suffix, map[string]string{"other": "label"})
 	stale := pulledImage(t, c, host, "occ-test/runtime-"+suffix, map[string]string{RevisionLabel: otherCommit})
 
-	_, err := VerifySelectedImages(context.Background(), docker.Over(c, engine.Docker), ImageSelection{Controller: unlabelled, Runtime: stale}, testCommit)
+	_, err := VerifySelectedImages(context.Background(), engineOver(c), ImageSelection{Controller: unlabelled, Runtime: stale}, testCommit)
 	if err == nil {
 		t.Fatal("images of another revision were accepted")
 	}
@@ -82,7 +82,7 @@ func TestSelectedImageMissingLocally(t *testing.T) {
 	suffix := randomName(t)
 	controller := "127.0.0.1:1/occ-test/absent-controller-" + suffix + "@" + testDigest
 	runtime := "127.0.0.1:1/occ-test/absent-runtime-" + suffix + "@" + testDigest
-	_, err := VerifySelectedImages(context.Background(), docker.Over(c, engine.Docker), ImageSelection{Controller: controller, Runtime: runtime}, testCommit)
+	_, err := VerifySelectedImages(context.Background(), engineOver(c), ImageSelection{Controller: controller, Runtime: runtime}, testCommit)
 	if err == nil {
 		t.Fatal("absent images were accepted")
 	}
@@ -176,7 +176,7 @@ func TestBuildControlPlaneImagesFromCheckout(t *testing.T) {
 	removeImageAtEnd(t, c, tags.Runtime)
 	var progress lines
 
-	got, err := PrepareControlPlaneImages(context.Background(), c, docker.Over(c, engine.Docker), ImageOptions{
+	got, err := PrepareControlPlaneImages(context.Background(), c, engineOver(c), ImageOptions{
 		Checkout: checkout, Commit: testCommit, ControllerArgs: map[string]string{NodeBaseImageArg: base}, Tags: tags,
 		Progress: progress.add, NetworkMode: "none",
 	})
@@ -253,4 +253,9 @@ func TestBuildFailureCarriesTheStepOutput(t *testing.T) {
 	if _, ierr := c.ImageInspect(context.Background(), tag); ierr == nil {
 		t.Errorf("the failed build left the tag %s", tag)
 	}
+}
+
+// engineOver is the Docker engine api reaches, in occ's own verbs, as a connection hands it out.
+func engineOver(api docker.API) engine.Engine {
+	return (&docker.Engine{API: api, Identity: engine.Identity{Kind: engine.Docker}}).Verbs()
 }

@@ -108,7 +108,7 @@ func TestExec(t *testing.T) {
 	if err := bed.API.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eng := docker.Over(bed.API, engine.Docker)
+	eng := (&docker.Engine{API: bed.API, Identity: engine.Identity{Kind: engine.Docker}}).Verbs()
 	res, err := eng.Exec(ctx, name, engine.ExecInput{}, "sh", "-c", "echo out; echo err >&2; exit 3")
 	if err != nil {
 		t.Fatal(err)

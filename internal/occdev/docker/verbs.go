@@ -37,14 +37,8 @@ func VerbsOf(connect func(context.Context) (*Engine, error)) func(context.Contex
 	}
 }
 
-// Over is engine.Engine over api, an engine of kind (empty is Docker) reached through the Docker
-// API: the one implementation of the seam, for Docker and for every kind whose wrapper makes its
-// answers Docker's (Podman's).
-func Over(api API, kind engine.Kind) engine.Engine {
-	return apiEngine{api: api, connected: engine.Identity{Kind: kind.OrDocker()}}
-}
-
-// apiEngine is engine.Engine over the Docker API.
+// apiEngine is engine.Engine over the Docker API: the one implementation of the seam, for Docker
+// and for every kind whose wrapper makes its answers Docker's (Podman's).
 type apiEngine struct {
 	api API
 	// connected is what the engine said it is when occ connected (Engine.Identity), which

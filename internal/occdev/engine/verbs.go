@@ -11,7 +11,7 @@ import (
 
 // Engine is a container engine in occ's own verbs and types: what occ's own image and exec logic
 // asks of whatever engine it drives. Its one implementation is over the Docker API
-// (docker.Over), so Docker and Podman (whose quirks stay in the Docker API's wrapper,
+// ((*docker.Engine).Verbs), so Docker and Podman (whose quirks stay in the Docker API's wrapper,
 // engineapi.Podman) are what serve it; an engine that does not speak the Docker API would be a
 // second implementation (the package doc says what it could then serve).
 //
