@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -258,4 +259,30 @@ func TestBuildFailureCarriesTheStepOutput(t *testing.T) {
 // engineOver is the Docker engine api reaches, in occ's own verbs, as a connection hands it out.
 func engineOver(api docker.API) engine.Engine {
 	return (&docker.Engine{API: api, Identity: engine.Identity{Kind: engine.Docker}}).Verbs()
+}
+
+// PrepareControlPlaneImages returns the selected images after checking them in selected, or
+// builds both from the checkout through engine, as the profiles do (Validate, then
+// VerifySelectedImages or CheckBuilds and BuildImage per request). Nothing is built when the
+// selection is invalid.
+func PrepareControlPlaneImages(ctx context.Context, engine ImageEngine, selected ImageInspector, opts ImageOptions) (ControlPlaneImages, error) {
+	if err := opts.Selection.Validate(); err != nil {
+		return ControlPlaneImages{}, err
+	}
+	if opts.Selection.Selected() {
+		return VerifySelectedImages(ctx, selected, opts.Selection, opts.Commit)
+	}
+	if err := opts.CheckBuilds(); err != nil {
+		return ControlPlaneImages{}, err
+	}
+	creq, rreq := BuildRequests(opts)
+	controller, err := BuildImage(ctx, engine, creq)
+	if err != nil {
+		return ControlPlaneImages{}, fmt.Errorf("build the controller image: %w", err)
+	}
+	runtime, err := BuildImage(ctx, engine, rreq)
+	if err != nil {
+		return ControlPlaneImages{}, fmt.Errorf("build the Agent runtime image: %w", err)
+	}
+	return ControlPlaneImages{Controller: controller, Runtime: runtime}, nil
 }
