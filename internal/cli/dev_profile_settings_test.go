@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"strconv"
 	"testing"
 
@@ -104,7 +105,7 @@ func TestAProfilesOwnSettingsReachItsPlan(t *testing.T) {
 			}
 			err := flags.resolve(&Globals{v: viper.New()})
 			if err == nil {
-				_, err = occdev.PlanUp(*opts)
+				_, err = occdev.PlanUp(context.Background(), *opts)
 			}
 			err = flags.attribute(err)
 			switch {

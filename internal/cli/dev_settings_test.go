@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -196,7 +197,7 @@ func TestBadRangedDevSettingsAreOptionErrors(t *testing.T) {
 			err := flags.resolve(&Globals{v: viper.New()})
 			if err == nil {
 				opts.OCCCommand = "occ"
-				_, err = occdev.PlanUp(*opts)
+				_, err = occdev.PlanUp(context.Background(), *opts)
 			}
 			var bad *option.Error
 			switch {

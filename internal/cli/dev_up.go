@@ -135,7 +135,7 @@ func composeArgs(cmd *cobra.Command, args []string) error {
 }
 
 func runDevUpDryRun(ctx context.Context, g *Globals, opts occdev.UpOptions) error {
-	dr, err := occdev.PlanUpContext(ctx, opts)
+	dr, err := occdev.PlanUp(ctx, opts)
 	if err != nil {
 		return err
 	}

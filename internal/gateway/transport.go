@@ -72,7 +72,7 @@ func Dial(ctx context.Context, cfg Config, opts ...DialOption) (*Client, error) 
 	} else {
 		creds = insecure.NewCredentials()
 	}
-	conn, err := grpc.NewClient(ep.target, append([]grpc.DialOption{grpc.WithTransportCredentials(creds)}, o.grpc...)...)
+	conn, err := grpc.NewClient(ep.target, grpc.WithTransportCredentials(creds))
 	if err != nil {
 		return nil, fmt.Errorf("dial OpenShell gateway %s: %w", ep.target, err)
 	}
@@ -93,7 +93,6 @@ type DialOption func(*dialOptions)
 
 type dialOptions struct {
 	logger *slog.Logger
-	grpc   []grpc.DialOption
 }
 
 // WithLogger sends the client's retry and polling lines to l. Lines carry the method, code,
@@ -105,11 +104,6 @@ func WithLogger(l *slog.Logger) DialOption {
 			o.logger = l
 		}
 	}
-}
-
-// WithGRPCDialOptions passes extra options to grpc.NewClient (tests use it for a custom dialer).
-func WithGRPCDialOptions(opts ...grpc.DialOption) DialOption {
-	return func(o *dialOptions) { o.grpc = append(o.grpc, opts...) }
 }
 
 // Close releases the connection.

@@ -43,11 +43,6 @@ func missingProblem(path string, line int, rule string) Problem {
 	return strictyaml.MissingProblem(path, line, rule)
 }
 
-// objectProblem builds a Problem about a Kubernetes object, naming it only as Kind/name.
-func objectProblem(path string, line int, kindName, rule string) Problem {
-	return strictyaml.ObjectProblem(path, line, kindName, rule)
-}
-
 // childPath appends a mapping key to a YAML path.
 func childPath(parent, key string) string { return strictyaml.ChildPath(parent, key) }
 

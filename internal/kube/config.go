@@ -34,19 +34,3 @@ func RESTConfig(kubeconfig, context string) (*rest.Config, error) {
 	}
 	return cfg, nil
 }
-
-// CurrentContext names the context RESTConfig would use, for recording in state and messages.
-func CurrentContext(kubeconfig, context string) (string, error) {
-	if context != "" {
-		return context, nil
-	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if kubeconfig != "" {
-		rules.ExplicitPath = kubeconfig
-	}
-	raw, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).RawConfig()
-	if err != nil {
-		return "", fmt.Errorf("read kubeconfig: %w", err)
-	}
-	return raw.CurrentContext, nil
-}

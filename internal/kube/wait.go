@@ -84,12 +84,6 @@ func WaitForDeploymentReady(ctx context.Context, c kubernetes.Interface, namespa
 	return WaitForWorkload(ctx, c, Workload{Kind: "Deployment", Namespace: namespace, Name: name}, WaitOptions{})
 }
 
-// WaitForStatefulSetReady waits until every desired replica of the StatefulSet is ready, and
-// ends early on a Pod that will not come up by itself (WaitForWorkload).
-func WaitForStatefulSetReady(ctx context.Context, c kubernetes.Interface, namespace, name string) error {
-	return WaitForWorkload(ctx, c, Workload{Kind: "StatefulSet", Namespace: namespace, Name: name}, WaitOptions{})
-}
-
 // namedListWatch lists and watches the single object called name through a typed client's
 // List and Watch methods.
 func namedListWatch[L runtime.Object](name string, list func(context.Context, metav1.ListOptions) (L, error), watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) *cache.ListWatch {

@@ -70,7 +70,7 @@ func TestOCEChartFailStopsTheDryRunAndUpBeforeTheState(t *testing.T) {
 	}
 	opts := checkoutOptions(t, occdev.ControlPlaneKubernetes, checkout, "unix:///nonexistent/docker.sock")
 	for name, run := range map[string]func() error{
-		"dry run": func() error { _, err := occdev.PlanUp(opts); return err },
+		"dry run": func() error { _, err := occdev.PlanUp(context.Background(), opts); return err },
 		"up":      func() error { _, err := occdev.Up(context.Background(), opts); return err },
 	} {
 		err := run()
@@ -94,7 +94,7 @@ func TestDryRunListsOverlayServicesAndBaseImages(t *testing.T) {
 	opts := checkoutOptions(t, occdev.ControlPlaneCompose, checkout, "unix:///nonexistent/docker.sock")
 	opts.OCE.Environment = map[string]string{"OCC_METRICS_GRAFANA_PASSWORD": "grafana-canary"}
 	opts.OCE.ComposeArgs = []string{"-f", "compose.metrics.yaml"}
-	dr, err := occdev.PlanUp(opts)
+	dr, err := occdev.PlanUp(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestLegacyEngineRefusesTheCheckoutsHeredoc(t *testing.T) {
 	for _, plane := range []occdev.ControlPlane{occdev.ControlPlaneCompose, occdev.ControlPlaneKubernetes} {
 		t.Run(string(plane), func(t *testing.T) {
 			opts := checkoutOptions(t, plane, checkout, host)
-			dr, err := occdev.PlanUp(opts)
+			dr, err := occdev.PlanUp(context.Background(), opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -235,14 +235,14 @@ func TestBaseOverridesAreDigestPins(t *testing.T) {
 		t.Run(string(plane), func(t *testing.T) {
 			opts := checkoutOptions(t, plane, checkout, "unix:///nonexistent/docker.sock")
 			opts.OCE.NodeRuntimeBaseImage = "mirror.example/node:24-bookworm-slim"
-			_, err := occdev.PlanUp(opts)
+			_, err := occdev.PlanUp(context.Background(), opts)
 			var oe *occdev.OptionError
 			if !errors.As(err, &oe) || oe.Option != controlplane.EnvNodeRuntimeBaseImage || !strings.Contains(err.Error(), "mirror.example/node:24-bookworm-slim") {
 				t.Fatalf("a tag override: %v", err)
 			}
 			mirror := "mirror.example/node@sha256:" + strings.Repeat("e", 64)
 			opts.OCE.NodeBaseImage, opts.OCE.NodeRuntimeBaseImage = mirror, mirror
-			dr, err := occdev.PlanUp(opts)
+			dr, err := occdev.PlanUp(context.Background(), opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -285,7 +285,7 @@ func TestDryRunNamesTheComposeRoute(t *testing.T) {
 	checkout := ocebed.Checkout(t, fixtureCommit)
 	opts := checkoutOptions(t, occdev.ControlPlaneCompose, checkout, "unix:///nonexistent/docker.sock")
 	opts.PinFile = pinFile
-	dr, err := occdev.PlanUp(opts)
+	dr, err := occdev.PlanUp(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +321,7 @@ func TestDryRunNamesTheComposeRoute(t *testing.T) {
 	bare := checkoutOptions(t, occdev.ControlPlaneCompose, "", "unix:///nonexistent/docker.sock")
 	bare.OCE = occdev.OCEOptions{WorkingDir: t.TempDir()}
 	bare.PinFile = pinFile
-	dr, err = occdev.PlanUp(bare)
+	dr, err = occdev.PlanUp(context.Background(), bare)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,28 +17,50 @@
 //	                   and List (`list`), Logs over its services, the workload states `status`
 //	                   shows, the debug bundle (Diagnose, and FailureBundle for a failed up,
 //	                   reload or down)
+//	occdev/step/       the one Step type: a named stage or a group of lanes, the runner that
+//	                   reports each step, and the dry run's Description of what a step touches
+//	occdev/option/     the one error for a bad setting, and Setting, how a part declares one
 //	occdev/cluster/    layer 1: the cluster Provider interface (Request in, Access out);
 //	                   cluster/k3d is the disposable k3d cluster (the default),
 //	                   cluster/existing a kubeconfig context the user already has
-//	occdev/engine/     the kinds of engine occ drives through the Docker API, one Registration
-//	                   each (Docker, Podman): name, version component, API wrapper and the
-//	                   answers the flow reads instead of asking which engine it drives
+//	occdev/engine/     the engine seam: Engine, a container engine in occ's own verbs and types
+//	                   (images by digest and identity, save and load, exec with input, one-shot
+//	                   containers, list, inspect and remove by label), Identity, what an engine
+//	                   is, and the kinds of engine occ drives, one Registration each (Docker,
+//	                   Podman): name, version component, API wrapper and the answers the flow
+//	                   reads instead of asking which engine it drives
 //	occdev/engine/locate/ finds the engine (--engine auto or a registered kind) where each one's
 //	                   CLI would, and its Endpoint: one unix-socket address for every engine
-//	occdev/docker/     the engine's API (the Docker client behind its kind's wrapper, in
-//	                   docker/engineapi), connected at a located or recorded Endpoint only
-//	occdev/images/     pinned images pulled by digest, imported, verified in the node
+//	occdev/docker/     connects to the engine at a located or recorded Endpoint only, and
+//	                   implements engine.Engine over the Docker API (Engine.Verbs); the Docker
+//	                   client itself (Engine.API, behind its kind's wrapper in docker/engineapi)
+//	                   goes only to what speaks nothing else: the k3d library, the `docker
+//	                   compose` plugin and the BuildKit build
+//	occdev/images/     pinned images pulled by digest, imported, verified in the node, all
+//	                   through engine.Engine
 //	occdev/platform/   layer 2: the sandbox platform's manifests (Agent Sandbox, the routing
 //	                   controllers), the Gateway chart install and its render check, the
 //	                   readiness waits, the Gateway Health check, the Installation writer
+//	occdev/profile/    layer 3's contract (the flow never asks which profile it drives);
+//	                   profile/oce what every OCE profile shares (checkout, builds, selected
+//	                   images, the bootstrap key); profile/composeprofile and
+//	                   profile/kubeprofile the two profiles
+//	occdev/controlplane/ what the profiles run: the checkout's Dockerfiles and the BuildKit
+//	                   build, the selected images' check, the key and the API waits;
+//	                   controlplane/compose the Compose project, controlplane/kubernetes the
+//	                   control plane inside the cluster
 //	occdev/kubeobj/    the recorded cluster's client configuration; recorded Kubernetes objects:
 //	                   ensure, adopt on exact ownership, remove with a UID precondition;
 //	                   ownership labels; the Kubernetes Remover
 //	occdev/helmrelease/ Helm releases through the Helm SDK, and their Remover
 //	occdev/podlogs/    the container logs of a workload's Pods through pods/log, followed
-//	occdev/state/      the private record (state.json): typed records, Recorder, the Remover
-//	                   registry contract
-//	occdev/pins, artifacts, charts  the pinned artifacts, their verified download, the charts
+//	occdev/diagnose/   the debug bundle's entries, each through one redaction
+//	occdev/state/      the private record (state.json): typed records, Recorder, the record
+//	                   kinds with their removers and order of removal
+//	occdev/pins, artifacts, charts  the pinned artifacts, their verified download, the charts;
+//	                   pins/online checks pins against the registries, pinbundle writes and
+//	                   reads the offline bundle of a pin set
+//	occdev/occdevtest/ test only: isolated `occ dev up` environments on the shared test bed
 //
 // # The step list
 //
@@ -117,7 +139,11 @@
 // An engine that speaks the Docker API is one Registration line in engine/kinds.go (its name,
 // the GET /version component that identifies it, the answers the flow reads of it), and a file
 // in docker/engineapi only when it needs a wrapper over the Docker client for its quirks. The
-// locator recognises it, the state records it, and every step reads its registration.
+// locator recognises it, the state records it, every step reads its registration, and occ's
+// own image and exec logic drives it through engine.Engine, which docker implements over the
+// Docker API for every such kind. An engine that does not speak the Docker API would be a
+// second implementation of engine.Engine; the k3d cluster, the Compose profile and the image
+// build, which hand the Docker client to libraries, could not run on it.
 //
 // # Adding a fact to status
 //

@@ -42,11 +42,9 @@ func (d *DryRun) Count() int { return step.Count(d.Steps) }
 // Dockerfiles, its OCE chart rendered with the install's values), are errors; what `up` would
 // refuse before creating anything (a missing kubeconfig or context, a stopped engine, an engine
 // whose builder cannot read the checkout's Dockerfiles, a state directory in use) is listed in
-// Problems. The only call it makes is a running engine's GET /version, for the builder check.
-func PlanUp(opts UpOptions) (*DryRun, error) { return PlanUpContext(context.Background(), opts) }
-
-// PlanUpContext is PlanUp with the context its engine lookup runs under (Ctrl-C stops it).
-func PlanUpContext(ctx context.Context, opts UpOptions) (*DryRun, error) {
+// Problems. The only call it makes is a running engine's GET /version, for the builder check;
+// ctx is what its engine lookup runs under (Ctrl-C stops it).
+func PlanUp(ctx context.Context, opts UpOptions) (*DryRun, error) {
 	opts.DryRun, opts.lookup = true, ctx
 	p, err := resolvePlan(opts)
 	if err != nil {

@@ -1,6 +1,7 @@
 package occdev_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -72,7 +73,7 @@ metadata: {name: agent-sandbox-system}
 		t.Fatal(err)
 	}
 	opts.AgentSandboxManifest = manifest
-	dr, err := occdev.PlanUp(opts)
+	dr, err := occdev.PlanUp(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +130,7 @@ metadata: {name: agent-sandbox-system}
 func TestComposeDryRunNamesWhatTheRunMakesAsTypedItems(t *testing.T) {
 	checkout := ocebed.Checkout(t, fixtureCommit)
 	opts := checkoutOptions(t, occdev.ControlPlaneCompose, checkout, "unix:///nonexistent/docker.sock")
-	dr, err := occdev.PlanUp(opts)
+	dr, err := occdev.PlanUp(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -287,7 +287,7 @@ func assertImportBesidePlatform(t *testing.T, opts occdev.UpOptions, times *step
 			}
 		}
 	}
-	dr, err := occdev.PlanUp(opts)
+	dr, err := occdev.PlanUp(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -363,7 +363,7 @@ func testBuiltCLI(t *testing.T, b *k3dBed) {
 	if err != nil {
 		t.Fatalf("dry run: %v\n%s\n%s", err, out, errOut)
 	}
-	for _, want := range append(b.productRefs(), "k3d cluster "+opts.K3d().ClusterName, "Engine:          "+b.kind.Name()+" "+b.engine.Version+" at "+b.Engine.Host, "Create k3d cluster "+opts.K3d().ClusterName,
+	for _, want := range append(b.productRefs(), "k3d cluster "+opts.K3d().ClusterName, "Engine:          "+b.kind.Name()+" "+b.engine.Identity.Version+" at "+b.Engine.Host, "Create k3d cluster "+opts.K3d().ClusterName,
 		"Import the OpenShell Gateway image into the cluster", "pullPolicy Never", "Control plane:   would not start",
 		"k3sNode: "+selected.String(), "(the k3s image OCC_DEVELOPMENT_K3S_IMAGE selects, "+selected.String()+")") {
 		if !strings.Contains(out, want) {
@@ -401,7 +401,7 @@ func testBuiltCLI(t *testing.T, b *k3dBed) {
 		t.Errorf("the selected image %s is not in the engine", resolved)
 	}
 	for label, want := range map[string]string{
-		"Engine:":        b.kind.Name() + " " + b.engine.Version + " at " + b.Engine.Host,
+		"Engine:":        b.kind.Name() + " " + b.engine.Identity.Version + " at " + b.Engine.Host,
 		"Context:":       "k3d-" + opts.K3d().ClusterName,
 		"Kubeconfig:":    filepath.Join(opts.StateDir, "kubeconfig") + " (written by occ; your kubeconfig and current context are untouched)",
 		"Containers:":    filepath.Join(opts.StateDir, "container-kubeconfig"),

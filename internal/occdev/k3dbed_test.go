@@ -112,11 +112,11 @@ func newK3dBedOn(t testing.TB, files chartFiles, kind engine.Kind) *k3dBed {
 		t.Setenv("CONTAINER_HOST", b.Engine.Host)
 		t.Setenv("DOCKER_HOST", dockerHost)
 	}
-	if b.engine, err = docker.Connect(ctx, ep, source); err != nil {
+	if b.engine, err = docker.ConnectAs(ctx, ep, source, engine.Docker); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.engine.Close() })
-	if b.engine.Kind != kind {
+	if b.engine.Identity.Kind != kind {
 		t.Fatalf("the bed's engine at %s identifies as %s, want %s", b.engine.Endpoint, b.engine.Name(), kind.Name())
 	}
 

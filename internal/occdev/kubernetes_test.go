@@ -480,7 +480,7 @@ func TestKubernetesProfileDryRun(t *testing.T) {
 	dir := t.TempDir()
 	checkout := ocebed.Checkout(t, "0123456789abcdef0123456789abcdef01234567")
 	stateDir := filepath.Join(dir, "state")
-	dr, err := occdev.PlanUp(occdev.UpOptions{
+	dr, err := occdev.PlanUp(context.Background(), occdev.UpOptions{
 		StateDir: stateDir, ControlPlane: occdev.ControlPlaneKubernetes, OCE: occdev.OCEOptions{Repository: checkout}, Settings: kubernetesSettings(occdev.KubernetesOptions{DevPort: 3100}),
 		CacheDir: filepath.Join(dir, "cache"), Docker: locate.Env{Getenv: func(k string) string {
 			if k == "DOCKER_HOST" {

@@ -187,7 +187,7 @@ type UpOptions struct {
 	// HTTPClient downloads artifacts; nil uses a plain client (each download has a timeout).
 	HTTPClient *http.Client
 
-	// lookup, set by Up and PlanUpContext, is the context locating the engine runs under, so
+	// lookup, set by Up and PlanUp, is the context locating the engine runs under, so
 	// Ctrl-C stops it too; nil is a plain bounded lookup.
 	lookup context.Context
 

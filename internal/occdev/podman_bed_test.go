@@ -215,7 +215,7 @@ func TestPlanLocatesTheEngineAutoChooses(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			home := t.TempDir()
-			dr, err := occdev.PlanUp(occdev.UpOptions{
+			dr, err := occdev.PlanUp(context.Background(), occdev.UpOptions{
 				StateDir:        filepath.Join(t.TempDir(), "state"),
 				ClusterProvider: occdev.ProviderK3d,
 				ControlPlane:    occdev.ControlPlaneKubernetes,
@@ -246,7 +246,7 @@ func TestPlanLocatesTheEngineAutoChooses(t *testing.T) {
 func TestPodmanComposeProfileRefusesBuildsInTheDryRun(t *testing.T) {
 	podman := podmanbed.Require(t)
 	home := t.TempDir()
-	dr, err := occdev.PlanUp(occdev.UpOptions{
+	dr, err := occdev.PlanUp(context.Background(), occdev.UpOptions{
 		StateDir:        filepath.Join(t.TempDir(), "state"),
 		ClusterProvider: occdev.ProviderK3d,
 		CacheDir:        filepath.Join(t.TempDir(), "cache"),

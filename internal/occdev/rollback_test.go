@@ -31,7 +31,7 @@ import (
 // group's lanes, then the group itself.
 func stepNames(t *testing.T, opts occdev.UpOptions) []string {
 	t.Helper()
-	dr, err := occdev.PlanUp(opts)
+	dr, err := occdev.PlanUp(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func TestRollbackLeavesAStateDirectoryTheUserMade(t *testing.T) {
 		t.Fatal(err)
 	}
 	opts := b.Options()
-	dr, err := occdev.PlanUp(opts)
+	dr, err := occdev.PlanUp(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ func preflight(ctx context.Context, r *run, rep progress.Reporter) error {
 			}
 			return err
 		}
-		rep.Note(fmt.Sprintf("%s %s (API %s) at %s", engineName(r.plan), r.engine.Version, r.engine.APIVersion, r.plan.Engine))
+		rep.Note(fmt.Sprintf("%s %s (API %s) at %s", engineName(r.plan), r.engine.Identity.Version, r.engine.Identity.APIVersion, r.plan.Engine))
 		// Every pinned image is checked against the engine's platform after its pull; the
 		// engine is asked once here rather than once per image.
 		if r.enginePlatform, err = images.EnginePlatform(ctx, r.engine.Verbs(), r.engine.Name()); err != nil {

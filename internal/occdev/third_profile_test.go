@@ -16,6 +16,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev"
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
+	"github.com/openclaw/occ/internal/occdev/option"
 	"github.com/openclaw/occ/internal/occdev/platform"
 	"github.com/openclaw/occ/internal/occdev/profile"
 	"github.com/openclaw/occ/internal/occdev/reload"
@@ -45,7 +46,7 @@ func (noteProfile) Plan(in profile.Input) (profile.Planned, error) {
 	if in.Name != noteProfileName {
 		return nil, errors.New("planned under the name " + in.Name)
 	}
-	if err := profile.RefuseComposeArgs(in); err != nil {
+	if err := refuseComposeArgs(in); err != nil {
 		return nil, err
 	}
 	return &notePlan{namespace: in.Namespace}, nil
@@ -123,7 +124,7 @@ func withNoteProfile(o occdev.UpOptions) occdev.UpOptions {
 // way its Platform asks (a ClusterIP Service); the flow never needed its name.
 func TestAThirdProfileIsOnePackageAndOneRegistryLine(t *testing.T) {
 	dir := t.TempDir()
-	dr, err := occdev.PlanUp(withNoteProfile(occdev.UpOptions{
+	dr, err := occdev.PlanUp(context.Background(), withNoteProfile(occdev.UpOptions{
 		StateDir: filepath.Join(dir, "state"), CacheDir: filepath.Join(dir, "cache"),
 		Docker: locate.Env{Getenv: func(k string) string {
 			if k == "DOCKER_HOST" {
@@ -148,7 +149,7 @@ func TestAThirdProfileIsOnePackageAndOneRegistryLine(t *testing.T) {
 
 	// A name nobody registered is refused naming the registered ones.
 	var oe *occdev.OptionError
-	_, err = occdev.PlanUp(occdev.UpOptions{StateDir: filepath.Join(dir, "state"), ControlPlane: noteProfileName})
+	_, err = occdev.PlanUp(context.Background(), occdev.UpOptions{StateDir: filepath.Join(dir, "state"), ControlPlane: noteProfileName})
 	if !errors.As(err, &oe) || !strings.Contains(oe.Fix, "compose or kubernetes") {
 		t.Fatalf("an unregistered profile: %v", err)
 	}
@@ -306,4 +307,14 @@ func TestStatusShowsAThirdProfilesPart(t *testing.T) {
 	if err != nil || st.ControlPlane != nil {
 		t.Fatalf("status of an unregistered profile: %+v, %v", st.ControlPlane, err)
 	}
+}
+
+// refuseComposeArgs refuses Compose options after -- for the note profile, which runs no Compose
+// project: a profile refuses them itself, as the Kubernetes-only profile does.
+func refuseComposeArgs(in profile.Input) error {
+	if len(in.OCE.ComposeArgs) == 0 {
+		return nil
+	}
+	return &option.Error{Option: "Compose options after --", Value: strings.Join(in.OCE.ComposeArgs, " "),
+		Rule: "the " + in.Name + " profile does not accept Compose options", Fix: "drop them, or use --control-plane compose"}
 }

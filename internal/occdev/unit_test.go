@@ -7,12 +7,7 @@ import (
 	"time"
 
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
-	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
-	"github.com/openclaw/occ/internal/occdev/helmrelease"
-	"github.com/openclaw/occ/internal/occdev/images"
-	"github.com/openclaw/occ/internal/occdev/kubeobj"
-	"github.com/openclaw/occ/internal/occdev/state"
 )
 
 // dockerAt is a Docker location seam: DOCKER_HOST says host, nothing else is set.
@@ -124,25 +119,5 @@ func TestDownCommandQuoting(t *testing.T) {
 	}
 	if got := DownCommand("/opt/my tools/occ", "/tmp/it's here"); got != `'/opt/my tools/occ' dev down --state-dir '/tmp/it'\''s here'` {
 		t.Errorf("quoted: %s", got)
-	}
-}
-
-// Every record kind a binary links has a Remover, registered by its layer with its place in the
-// order of removal: a record no remover knows would be kept by every down for ever.
-func TestEveryRecordKindHasARemover(t *testing.T) {
-	c := state.Connect(state.State{})
-	reg := c.Removers()
-	for _, typ := range state.Kinds() {
-		if reg[typ] == nil {
-			t.Errorf("record type %s has no Remover", typ)
-		}
-	}
-	for typ, want := range map[state.Type]state.Order{
-		compose.TypeServices: state.QuiescedFirst, k3d.TypeCluster: state.TheCluster, kubeobj.TypeObject: state.InsideCluster,
-		helmrelease.TypeRelease: state.InsideCluster, images.TypeClusterImage: state.SideBySide, compose.TypeVolume: state.InReverse,
-	} {
-		if got := state.OrderOf(typ); got != want {
-			t.Errorf("record type %s is removed in order %d, want %d", typ, got, want)
-		}
 	}
 }

@@ -296,7 +296,7 @@ func engineOf(r *run) string {
 	if r.engine == nil {
 		return "none (existing cluster)"
 	}
-	return fmt.Sprintf("%s %s at %s (from %s)", engineName(r.plan), r.engine.Version, r.engine.Endpoint, r.plan.EngineSource)
+	return fmt.Sprintf("%s %s at %s (from %s)", engineName(r.plan), r.engine.Identity.Version, r.engine.Endpoint, r.plan.EngineSource)
 }
 
 // engineKindOf is the kind of the engine the run used, empty when it used none.

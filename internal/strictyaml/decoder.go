@@ -76,11 +76,6 @@ func (d *Decoder) show(v string) string {
 // Add records a problem as it is.
 func (d *Decoder) Add(p Problem) { d.Problems = append(d.Problems, p) }
 
-// Bad records a problem with the value at path.
-func (d *Decoder) Bad(path, value, rule string) {
-	d.Add(NewProblem(path, d.Line(path), d.show(value), rule))
-}
-
 // Fail records a problem for the value node n at path and marks path as undecodable.
 func (d *Decoder) Fail(path string, n *yaml.Node, rule string) {
 	d.Failed[path] = true

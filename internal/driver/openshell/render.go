@@ -91,17 +91,6 @@ func (d *Driver) RenderCreateSandbox(hctx driver.HarnessContext) (*openshellv1.C
 	return p.request(p.requestIDs[0]), nil
 }
 
-// RenderCreateSandbox is the package-level form for callers that have only the configuration:
-// it builds an offline Driver from opts (opts.Gateway is ignored) and renders hctx.
-func RenderCreateSandbox(opts Options, hctx driver.HarnessContext) (*openshellv1.CreateSandboxRequest, error) {
-	opts.Gateway = nil
-	d, err := New(opts)
-	if err != nil {
-		return nil, err
-	}
-	return d.RenderCreateSandbox(hctx)
-}
-
 // MarshalRequestJSON prints a gateway request as stable, indented JSON with the proto field
 // names. protojson deliberately varies its whitespace between runs; compacting and
 // re-indenting makes the output byte-for-byte reproducible.

@@ -3,7 +3,6 @@ package controlplane
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/openclaw/occ/internal/occdev/pins"
@@ -255,14 +254,4 @@ func ResolveTag(ctx context.Context, engine TagResolver, img pins.Image) (pins.I
 		return pins.Image{}, fmt.Errorf("resolve the tag %s: the registry answered digest %q: %w", ref, digest, err)
 	}
 	return out, nil
-}
-
-// BaseNames lists the bases' references, sorted, for messages.
-func BaseNames(bases []BaseImage) []string {
-	out := make([]string, 0, len(bases))
-	for _, b := range bases {
-		out = append(out, b.Image)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -46,21 +46,15 @@ func parseAPIVersion(s string) (apiVersion, bool) {
 	return apiVersion{a, b}, err1 == nil && err2 == nil
 }
 
-// EngineBuilder identifies the engine that would build: its version and API version as it
-// reports them, and its kind, whose registration says which builder serves its image builds.
-type EngineBuilder struct {
-	Version    string
-	APIVersion string
-	Kind       engine.Kind
-}
-
 // buildah reports whether the engine builds with Buildah (Podman) rather than BuildKit.
-func (e EngineBuilder) buildah() bool { return e.Kind.Registration().Builder == engine.Buildah }
+func buildah(eng engine.Identity) bool { return eng.Kind.Registration().Builder == engine.Buildah }
 
 // BuilderError is a checkout whose Dockerfiles the engine's builder cannot build. Nothing has
 // been created when it is returned.
 type BuilderError struct {
-	Engine EngineBuilder
+	// Engine is the engine that would build: its version and API version as it reported them,
+	// and its kind, whose registration says which builder serves its image builds.
+	Engine engine.Identity
 	// Uses are the refused uses, each with its Dockerfile and line.
 	Uses []string
 	// Need is the first Docker Engine release that builds them all.
@@ -71,7 +65,7 @@ type BuilderError struct {
 var selectBoth = fmt.Sprintf("or build the controller and Agent runtime images elsewhere and select both by digest with %s and %s", EnvControllerImage, EnvRuntimeImage)
 
 func (e *BuilderError) Error() string {
-	if e.Engine.buildah() {
+	if buildah(e.Engine) {
 		name := e.Engine.Kind.Name()
 		return fmt.Sprintf("%s %s cannot build the checkout's Dockerfiles: occ builds them with the engine's BuildKit builder (a BuildKit session answers their optional secret mounts), and %s's Docker-compatible build API runs Buildah instead, which this %s release stops at %s; nothing was created. Build and push the controller and Agent runtime images elsewhere and select both by digest with %s and %s, or use --engine docker with Docker Engine 23.0 or later",
 			name, e.Engine.Version, name, name, strings.Join(e.Uses, ", "), EnvControllerImage, EnvRuntimeImage)
@@ -105,8 +99,10 @@ func CheckSyntax(files []*Dockerfile) error {
 // BuildKit's (a session for the secret mounts, BuildKit's progress stream), which Buildah does
 // not serve. The error names the here-documents, which Podman 4's Buildah does not read, or
 // else the first BuildKit-only use.
-func CheckBuilder(eng EngineBuilder, files []*Dockerfile) error {
-	if eng.buildah() {
+//
+// eng is the engine that would build; its Kind, Version and APIVersion are read.
+func CheckBuilder(eng engine.Identity, files []*Dockerfile) error {
+	if buildah(eng) {
 		return buildahBuilderError(eng, files)
 	}
 	have, ok := parseAPIVersion(eng.APIVersion)
@@ -143,7 +139,7 @@ func CheckBuilder(eng EngineBuilder, files []*Dockerfile) error {
 	return &BuilderError{Engine: eng, Uses: uses, Need: name}
 }
 
-func buildahBuilderError(eng EngineBuilder, files []*Dockerfile) error {
+func buildahBuilderError(eng engine.Identity, files []*Dockerfile) error {
 	var heredocs, others []string
 	for _, f := range files {
 		for _, u := range f.Features {

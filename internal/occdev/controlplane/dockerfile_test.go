@@ -157,7 +157,7 @@ FROM debian:12 AS unused
 // later (Docker Engine 23.0+) is accepted, and RUN --mount alone needs only BuildKit.
 func TestCheckBuilder(t *testing.T) {
 	root, runtime := fixtureDockerfiles(t)
-	old := EngineBuilder{Version: "20.10.24+dfsg1", APIVersion: "1.41"}
+	old := engine.Identity{Version: "20.10.24+dfsg1", APIVersion: "1.41"}
 	err := CheckBuilder(old, []*Dockerfile{root, runtime})
 	var be *BuilderError
 	if !errors.As(err, &be) {
@@ -176,11 +176,11 @@ func TestCheckBuilder(t *testing.T) {
 		t.Errorf("the root Dockerfile (RUN --mount only) on 20.10: %v", err)
 	}
 	for _, api := range []string{"1.42", "1.51"} {
-		if err := CheckBuilder(EngineBuilder{Version: "28.5.2", APIVersion: api}, []*Dockerfile{root, runtime}); err != nil {
+		if err := CheckBuilder(engine.Identity{Version: "28.5.2", APIVersion: api}, []*Dockerfile{root, runtime}); err != nil {
 			t.Errorf("API %s: %v", api, err)
 		}
 	}
-	if err := CheckBuilder(EngineBuilder{Version: "dev", APIVersion: "next"}, []*Dockerfile{runtime}); err == nil || !strings.Contains(err.Error(), `API version "next"`) {
+	if err := CheckBuilder(engine.Identity{Version: "dev", APIVersion: "next"}, []*Dockerfile{runtime}); err == nil || !strings.Contains(err.Error(), `API version "next"`) {
 		t.Errorf("an unreadable API version: %v", err)
 	}
 }
@@ -192,7 +192,7 @@ func TestCheckBuilder(t *testing.T) {
 // secret mount, since occ's build path needs BuildKit whatever the Dockerfile holds.
 func TestCheckBuilderRefusesPodman(t *testing.T) {
 	root, runtime := fixtureDockerfiles(t)
-	podman := EngineBuilder{Version: "4.3.1", APIVersion: "1.41", Kind: engine.Podman}
+	podman := engine.Identity{Version: "4.3.1", APIVersion: "1.41", Kind: engine.Podman}
 	err := CheckBuilder(podman, []*Dockerfile{root, runtime})
 	var be *BuilderError
 	if !errors.As(err, &be) {
@@ -212,7 +212,7 @@ func TestCheckBuilderRefusesPodman(t *testing.T) {
 		t.Errorf("the root Dockerfile alone on Podman: %v", err)
 	}
 	// Docker Engine 28 still builds the same checkout.
-	if err := CheckBuilder(EngineBuilder{Version: "28.5.2", APIVersion: "1.51"}, []*Dockerfile{root, runtime}); err != nil {
+	if err := CheckBuilder(engine.Identity{Version: "28.5.2", APIVersion: "1.51"}, []*Dockerfile{root, runtime}); err != nil {
 		t.Errorf("Docker 28: %v", err)
 	}
 }
@@ -250,7 +250,7 @@ func BenchmarkPlanFixtureBuilds(b *testing.B) {
 		if _, err := CollectBases(builds); err != nil {
 			b.Fatal(err)
 		}
-		if err := CheckBuilder(EngineBuilder{Version: "28.5.2", APIVersion: "1.51"}, []*Dockerfile{builds[0].File, builds[1].File}); err != nil {
+		if err := CheckBuilder(engine.Identity{Version: "28.5.2", APIVersion: "1.51"}, []*Dockerfile{builds[0].File, builds[1].File}); err != nil {
 			b.Fatal(err)
 		}
 	}

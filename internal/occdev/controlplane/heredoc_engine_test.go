@@ -13,7 +13,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/pins"
 
@@ -42,7 +41,7 @@ func TestFixtureRuntimeDockerfileBuildsOnTheCurrentEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckBuilder(EngineBuilder{Version: v.Version, APIVersion: v.APIVersion}, []*Dockerfile{df}); err != nil {
+	if err := CheckBuilder(engine.Identity{Version: v.Version, APIVersion: v.APIVersion}, []*Dockerfile{df}); err != nil {
 		t.Fatalf("the bed's engine (DOCKER_HOST) is Docker %s (API %s), which cannot build the here-document: %v; the default test engine must be a current one", v.Version, v.APIVersion, err)
 	}
 	checkout := ocebed.Checkout(t, testCommit)
@@ -146,7 +145,7 @@ func TestResolveTagAsksTheRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := ResolveTag(context.Background(), docker.Over(c, engine.Docker), pin)
+	got, err := ResolveTag(context.Background(), engineOver(c), pin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +153,7 @@ func TestResolveTagAsksTheRegistry(t *testing.T) {
 		t.Fatalf("resolved %s, want %s@%s", got, pin, digest)
 	}
 	missing, _ := pins.ParseImage(host + "/" + repo + ":no-such-tag")
-	if _, err := ResolveTag(context.Background(), docker.Over(c, engine.Docker), missing); err == nil || !strings.Contains(err.Error(), "resolve the tag "+missing.String()) || !strings.Contains(err.Error(), "or give the image by digest") {
+	if _, err := ResolveTag(context.Background(), engineOver(c), missing); err == nil || !strings.Contains(err.Error(), "resolve the tag "+missing.String()) || !strings.Contains(err.Error(), "or give the image by digest") {
 		t.Fatalf("a missing tag: %v", err)
 	}
 }

@@ -271,7 +271,7 @@ type ImageOptions struct {
 	NetworkMode string
 }
 
-// BuildRequests are the controller and Agent runtime builds PrepareControlPlaneImages makes from
+// BuildRequests are the controller and Agent runtime builds the profiles make from
 // opts (the one definition of them, which `occ dev reload` records and repeats).
 func BuildRequests(opts ImageOptions) (controller, runtime BuildRequest) {
 	tags := opts.Tags
@@ -301,28 +301,4 @@ func (o ImageOptions) CheckBuilds() error {
 		return fmt.Errorf("no Node base image for the controller build: pass the pinned one or %s", EnvNodeBaseImage)
 	}
 	return nil
-}
-
-// PrepareControlPlaneImages returns the selected images after checking them in selected, or
-// builds both from the checkout through engine. Nothing is built when the selection is invalid.
-func PrepareControlPlaneImages(ctx context.Context, engine ImageEngine, selected ImageInspector, opts ImageOptions) (ControlPlaneImages, error) {
-	if err := opts.Selection.Validate(); err != nil {
-		return ControlPlaneImages{}, err
-	}
-	if opts.Selection.Selected() {
-		return VerifySelectedImages(ctx, selected, opts.Selection, opts.Commit)
-	}
-	if err := opts.CheckBuilds(); err != nil {
-		return ControlPlaneImages{}, err
-	}
-	creq, rreq := BuildRequests(opts)
-	controller, err := BuildImage(ctx, engine, creq)
-	if err != nil {
-		return ControlPlaneImages{}, fmt.Errorf("build the controller image: %w", err)
-	}
-	runtime, err := BuildImage(ctx, engine, rreq)
-	if err != nil {
-		return ControlPlaneImages{}, fmt.Errorf("build the Agent runtime image: %w", err)
-	}
-	return ControlPlaneImages{Controller: controller, Runtime: runtime}, nil
 }

@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,7 +29,7 @@ func TestSelectedImagesOfThisCheckoutAreAccepted(t *testing.T) {
 	controller := pulledImage(t, c, host, "occ-test/controller-"+suffix, map[string]string{RevisionLabel: testCommit})
 	runtime := pulledImage(t, c, host, "occ-test/runtime-"+suffix, map[string]string{RevisionLabel: testCommit})
 
-	got, err := PrepareControlPlaneImages(context.Background(), c, docker.Over(c, engine.Docker), ImageOptions{
+	got, err := PrepareControlPlaneImages(context.Background(), c, engineOver(c), ImageOptions{
 		Selection: ImageSelection{Controller: controller, Runtime: runtime}, Commit: testCommit,
 	})
 	if err != nil {
@@ -57,7 +58,7 @@ func TestSelectedImageRevisionMismatch(t *testing.T) {
 	unlabelled := pulledImage(t, c, host, "occ-test/controller-"+suffix, map[string]string{"other": "label"})
 	stale := pulledImage(t, c, host, "occ-test/runtime-"+suffix, map[string]string{RevisionLabel: otherCommit})
 
-	_, err := VerifySelectedImages(context.Background(), docker.Over(c, engine.Docker), ImageSelection{Controller: unlabelled, Runtime: stale}, testCommit)
+	_, err := VerifySelectedImages(context.Background(), engineOver(c), ImageSelection{Controller: unlabelled, Runtime: stale}, testCommit)
 	if err == nil {
 		t.Fatal("images of another revision were accepted")
 	}
@@ -82,7 +83,7 @@ func TestSelectedImageMissingLocally(t *testing.T) {
 	suffix := randomName(t)
 	controller := "127.0.0.1:1/occ-test/absent-controller-" + suffix + "@" + testDigest
 	runtime := "127.0.0.1:1/occ-test/absent-runtime-" + suffix + "@" + testDigest
-	_, err := VerifySelectedImages(context.Background(), docker.Over(c, engine.Docker), ImageSelection{Controller: controller, Runtime: runtime}, testCommit)
+	_, err := VerifySelectedImages(context.Background(), engineOver(c), ImageSelection{Controller: controller, Runtime: runtime}, testCommit)
 	if err == nil {
 		t.Fatal("absent images were accepted")
 	}
@@ -176,7 +177,7 @@ func TestBuildControlPlaneImagesFromCheckout(t *testing.T) {
 	removeImageAtEnd(t, c, tags.Runtime)
 	var progress lines
 
-	got, err := PrepareControlPlaneImages(context.Background(), c, docker.Over(c, engine.Docker), ImageOptions{
+	got, err := PrepareControlPlaneImages(context.Background(), c, engineOver(c), ImageOptions{
 		Checkout: checkout, Commit: testCommit, ControllerArgs: map[string]string{NodeBaseImageArg: base}, Tags: tags,
 		Progress: progress.add, NetworkMode: "none",
 	})
@@ -253,4 +254,35 @@ func TestBuildFailureCarriesTheStepOutput(t *testing.T) {
 	if _, ierr := c.ImageInspect(context.Background(), tag); ierr == nil {
 		t.Errorf("the failed build left the tag %s", tag)
 	}
+}
+
+// engineOver is the Docker engine api reaches, in occ's own verbs, as a connection hands it out.
+func engineOver(api docker.API) engine.Engine {
+	return (&docker.Engine{API: api, Identity: engine.Identity{Kind: engine.Docker}}).Verbs()
+}
+
+// PrepareControlPlaneImages returns the selected images after checking them in selected, or
+// builds both from the checkout through engine, as the profiles do (Validate, then
+// VerifySelectedImages or CheckBuilds and BuildImage per request). Nothing is built when the
+// selection is invalid.
+func PrepareControlPlaneImages(ctx context.Context, engine ImageEngine, selected ImageInspector, opts ImageOptions) (ControlPlaneImages, error) {
+	if err := opts.Selection.Validate(); err != nil {
+		return ControlPlaneImages{}, err
+	}
+	if opts.Selection.Selected() {
+		return VerifySelectedImages(ctx, selected, opts.Selection, opts.Commit)
+	}
+	if err := opts.CheckBuilds(); err != nil {
+		return ControlPlaneImages{}, err
+	}
+	creq, rreq := BuildRequests(opts)
+	controller, err := BuildImage(ctx, engine, creq)
+	if err != nil {
+		return ControlPlaneImages{}, fmt.Errorf("build the controller image: %w", err)
+	}
+	runtime, err := BuildImage(ctx, engine, rreq)
+	if err != nil {
+		return ControlPlaneImages{}, fmt.Errorf("build the Agent runtime image: %w", err)
+	}
+	return ControlPlaneImages{Controller: controller, Runtime: runtime}, nil
 }

@@ -186,12 +186,6 @@ func (b *Bundle) Close(heading string) error {
 	return nil
 }
 
-// Abandon removes a bundle that was started but is not wanted any more.
-func (b *Bundle) Abandon() {
-	_ = b.file.Close()
-	_ = os.Remove(b.path)
-}
-
 // SecretFile adds the content of a file that holds a credential (a key file, a password file)
 // to the values never shown: the whole content and, for a JSON document, each of its strings.
 // A file that does not exist holds nothing to hide.

@@ -37,7 +37,7 @@ type engineFacts struct {
 // Engine writes engine.yaml: the engine's version, image store and host facts.
 func Engine(ctx context.Context, b *Bundle, eng *docker.Engine) {
 	const name = "engine.yaml"
-	f := engineFacts{Endpoint: eng.Endpoint.String(), Kind: eng.Name(), Version: eng.Version, APIVersion: eng.APIVersion}
+	f := engineFacts{Endpoint: eng.Endpoint.String(), Kind: eng.Name(), Version: eng.Identity.Version, APIVersion: eng.Identity.APIVersion}
 	verbs := eng.Verbs()
 	if v, err := verbs.Version(ctx); err != nil {
 		b.Missing(name+" (version)", fmt.Errorf("read the engine's version: %w", err))

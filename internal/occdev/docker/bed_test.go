@@ -33,15 +33,15 @@ func TestConnectToARealEngine(t *testing.T) {
 	if source != locate.EnvDockerHost || ep.Socket != bed.Socket {
 		t.Fatalf("DockerPlace = %s from %s, want %s from DOCKER_HOST", ep, source, bed.Socket)
 	}
-	eng, err := docker.Connect(ctx, ep, source)
+	eng, err := docker.ConnectAs(ctx, ep, source, engine.Docker)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer eng.Close()
-	if eng.Version == "" || eng.APIVersion == "" {
-		t.Fatalf("engine version %q API %q", eng.Version, eng.APIVersion)
+	if eng.Identity.Version == "" || eng.Identity.APIVersion == "" {
+		t.Fatalf("engine version %q API %q", eng.Identity.Version, eng.Identity.APIVersion)
 	}
-	t.Logf("engine %s, API %s", eng.Version, eng.APIVersion)
+	t.Logf("engine %s, API %s", eng.Identity.Version, eng.Identity.APIVersion)
 
 	recorded := ep.String()
 	t.Setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
@@ -70,13 +70,13 @@ func TestConnectToALegacyEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := docker.Connect(ctx, ep, dockerbed.LegacyHostEnv)
+	eng, err := docker.ConnectAs(ctx, ep, dockerbed.LegacyHostEnv, engine.Docker)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer eng.Close()
-	if !strings.HasPrefix(eng.Version, "20.10.") || eng.APIVersion != "1.41" {
-		t.Fatalf("the legacy engine reports Docker %q API %q, want 20.10 with API 1.41", eng.Version, eng.APIVersion)
+	if !strings.HasPrefix(eng.Identity.Version, "20.10.") || eng.Identity.APIVersion != "1.41" {
+		t.Fatalf("the legacy engine reports Docker %q API %q, want 20.10 with API 1.41", eng.Identity.Version, eng.Identity.APIVersion)
 	}
 	if _, err := eng.API.ContainerList(ctx, container.ListOptions{}); err != nil {
 		t.Fatalf("a call at the negotiated API version fails: %v", err)
@@ -108,7 +108,7 @@ func TestExec(t *testing.T) {
 	if err := bed.API.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eng := docker.Over(bed.API, engine.Docker)
+	eng := (&docker.Engine{API: bed.API, Identity: engine.Identity{Kind: engine.Docker}}).Verbs()
 	res, err := eng.Exec(ctx, name, engine.ExecInput{}, "sh", "-c", "echo out; echo err >&2; exit 3")
 	if err != nil {
 		t.Fatal(err)

@@ -24,22 +24,27 @@ const pingTimeout = 15 * time.Second
 // Engine is a container engine that answered a ping at a pinned Endpoint.
 type Engine struct {
 	Endpoint Endpoint
+	// Identity is what the engine said it is when occ connected: its Kind, by its version
+	// components (engine.Recognise; Podman serving the Docker-compatible API names a "Podman
+	// Engine" component), its Version and its APIVersion. The facts of its system info (ID,
+	// Store, Platform, Host) are Verbs().Identify's, which asks for them.
+	Identity engine.Identity
 	// API reaches that endpoint only, with the API version negotiated down to the engine's: the
-	// Docker client, behind the wrapper its kind registered (Podman's), if any.
+	// Docker client, behind the wrapper its kind registered (Podman's), if any. occ's own image
+	// and exec logic drives the engine through Verbs, which reads API when called; API itself is
+	// only for the callers that hand the client to something that speaks nothing but the Docker
+	// API: the k3d library (cluster/k3d), the `docker compose` plugin (the Compose profile, its
+	// removers, and observe's logs and bundle of its services) and the BuildKit session of the
+	// image build (profile/oce, reload). An offline run wraps it (Offline), so Verbs refuse
+	// pulls too.
 	API API
-	// Version and APIVersion are what the engine reported, for summaries.
-	Version    string
-	APIVersion string
-	// Kind is what the engine said it is by its version components (engine.Recognise): Podman
-	// serving the Docker-compatible API names a "Podman Engine" component.
-	Kind engine.Kind
 }
 
 // Name is the engine as people write it ("Docker", "Podman").
-func (e *Engine) Name() string { return e.Kind.Name() }
+func (e *Engine) Name() string { return e.Identity.Kind.Name() }
 
 // Registration is what occ knows of the engine's kind.
-func (e *Engine) Registration() engine.Registration { return e.Kind.Registration() }
+func (e *Engine) Registration() engine.Registration { return e.Identity.Kind.Registration() }
 
 // Close releases the client's connections.
 func (e *Engine) Close() error { return e.API.Close() }
@@ -86,7 +91,7 @@ const SourceRecorded = "the state"
 // replaced by pointing DOCKER_HOST elsewhere, the recorded one cannot (down and status never
 // read DOCKER_HOST), so for it the advice is to start that very engine.
 func startFixFor(kind engine.Kind, ep Endpoint, source string) string {
-	if kind == engine.Podman {
+	if kind.Registration().PodmanSocket {
 		start := locate.PodmanStart(locate.Env{}, ep.Socket)
 		if source == SourceRecorded {
 			return "start the Podman engine that occ dev up recorded, at " + ep.Socket + " (" + start + "; down and status use only that engine, never DOCKER_HOST, CONTAINER_HOST or a Podman connection), then retry"
@@ -99,17 +104,13 @@ func startFixFor(kind engine.Kind, ep Endpoint, source string) string {
 	return startFix
 }
 
-// Connect checks that a Docker engine answers at ep before anything is created, and returns a
-// client of it. source names where ep came from ("DOCKER_HOST", a docker context, "the state")
-// so the error can say which setting to change. A missing socket, a socket the user may not
-// open, and an engine that does not answer are told apart, each with its fix.
-func Connect(ctx context.Context, ep Endpoint, source string) (*Engine, error) {
-	return ConnectAs(ctx, ep, source, engine.Docker)
-}
-
-// ConnectAs is Connect for an engine of kind (the located or recorded one; empty means Docker),
-// whose errors name that engine and what starts it. The Engine's kind is what the engine says it
-// is, which the caller compares with what it expects where that matters (checkSame).
+// ConnectAs checks that an engine of kind (the located or recorded one; empty means Docker)
+// answers at ep before anything is created, and returns a client of it. source names where ep
+// came from ("DOCKER_HOST", a docker context, "the state") so the error can say which setting to
+// change. A missing socket, a socket the user may not open, and an engine that does not answer
+// are told apart, each with its fix, naming that engine and what starts it. The Engine's kind is
+// what the engine says it is, which the caller compares with what it expects where that matters
+// (checkSame).
 func ConnectAs(ctx context.Context, ep Endpoint, source string, kind engine.Kind) (*Engine, error) {
 	fail := func(reason, fix string, err error) (*Engine, error) {
 		return nil, &NotRunningError{Kind: kind, Endpoint: ep, Source: source, Reason: reason, Fix: fix, Err: err}
@@ -159,14 +160,9 @@ func ConnectAs(ctx context.Context, ep Endpoint, source string, kind engine.Kind
 	return fail("the engine did not answer a ping: "+err.Error(), startFixFor(kind, ep, source), err)
 }
 
-// CheckSocket makes the local half of Connect's checks, for a dry run that contacts nothing: the
-// socket file exists, may be reached, and is a socket. A stale socket of a stopped engine passes
-// here; only Connect, which dials it, tells.
-func CheckSocket(ep Endpoint, source string) error {
-	return CheckSocketAs(ep, source, engine.Docker)
-}
-
-// CheckSocketAs is CheckSocket for an engine of kind (empty means Docker).
+// CheckSocketAs makes the local half of ConnectAs's checks for an engine of kind (empty means
+// Docker), for a dry run that contacts nothing: the socket file exists, may be reached, and is a
+// socket. A stale socket of a stopped engine passes here; only ConnectAs, which dials it, tells.
 func CheckSocketAs(ep Endpoint, source string, kind engine.Kind) error {
 	fail := func(reason, fix string, err error) error {
 		return &NotRunningError{Kind: kind, Endpoint: ep, Source: source, Reason: reason, Fix: fix, Err: err}
@@ -190,8 +186,9 @@ func permissionFixFor(kind engine.Kind) string {
 	return kind.Registration().PermissionFix
 }
 
+// notSocketFix is what to do when the endpoint of an engine of kind is not a socket.
 func notSocketFix(kind engine.Kind) string {
-	if kind == engine.Podman {
+	if kind.Registration().PodmanSocket {
 		return "point CONTAINER_HOST at Podman's socket file"
 	}
 	return "point DOCKER_HOST at the engine's socket file"
@@ -204,7 +201,7 @@ func opened(ep Endpoint, c *client.Client, sv types.Version, apiVersion string) 
 	for i, comp := range sv.Components {
 		names[i] = comp.Name
 	}
-	e := &Engine{Endpoint: ep, API: c, Version: sv.Version, APIVersion: apiVersion, Kind: engine.Recognise(names)}
+	e := &Engine{Endpoint: ep, API: c, Identity: engine.Identity{Kind: engine.Recognise(names), Version: sv.Version, APIVersion: apiVersion}}
 	if wrap := e.Registration().API; wrap != nil {
 		e.API = wrap(c)
 	}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/openclaw/occ/internal/occdev/engine"
 )
 
 // shortDir is a temporary directory whose socket paths fit the 108-byte unix limit.
@@ -28,7 +30,7 @@ func shortDir(t *testing.T) string {
 // call is attempted.
 func TestConnectMissingSocketSaysWhatToStart(t *testing.T) {
 	ep := Endpoint{Socket: filepath.Join(t.TempDir(), "docker.sock")}
-	_, err := Connect(context.Background(), ep, "the default socket")
+	_, err := ConnectAs(context.Background(), ep, "the default socket", engine.Docker)
 	var nr *NotRunningError
 	if !errors.As(err, &nr) {
 		t.Fatalf("Connect = %v, want NotRunningError", err)
@@ -51,7 +53,7 @@ func TestConnectStaleSocket(t *testing.T) {
 	// Keep the file but stop listening: Go removes the file on Close unless told not to.
 	l.(*net.UnixListener).SetUnlinkOnClose(false)
 	l.Close()
-	_, err = Connect(context.Background(), Endpoint{Socket: sock}, "DOCKER_HOST")
+	_, err = ConnectAs(context.Background(), Endpoint{Socket: sock}, "DOCKER_HOST", engine.Docker)
 	if err == nil || !strings.Contains(err.Error(), "nothing accepts connections") || !strings.Contains(err.Error(), "start Docker") {
 		t.Fatalf("Connect = %v, want a refused-connection error with the fix", err)
 	}
@@ -69,7 +71,7 @@ func TestConnectNonDockerServer(t *testing.T) {
 	}), ReadHeaderTimeout: time.Second}
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close() })
-	_, err = Connect(context.Background(), Endpoint{Socket: sock}, "DOCKER_HOST")
+	_, err = ConnectAs(context.Background(), Endpoint{Socket: sock}, "DOCKER_HOST", engine.Docker)
 	if err == nil || !strings.Contains(err.Error(), "did not answer a ping") {
 		t.Fatalf("Connect = %v, want a ping failure", err)
 	}
@@ -81,7 +83,7 @@ func TestConnectNotASocket(t *testing.T) {
 	if err := os.WriteFile(p, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Connect(context.Background(), Endpoint{Socket: p}, "DOCKER_HOST")
+	_, err := ConnectAs(context.Background(), Endpoint{Socket: p}, "DOCKER_HOST", engine.Docker)
 	if err == nil || !strings.Contains(err.Error(), "is not a unix socket") {
 		t.Fatalf("Connect = %v", err)
 	}

@@ -106,8 +106,8 @@ func TestARegisteredKindIsLocatedAndOpenedThroughItsWrapper(t *testing.T) {
 	}
 	defer eng.Close()
 	api, ok := eng.API.(*recordingAPI)
-	if eng.Kind != recording.Kind || eng.Name() != "Recording" || !ok {
-		t.Fatalf("opened a %q engine (%s) with API %T, want the recording kind behind its wrapper", eng.Kind, eng.Name(), eng.API)
+	if eng.Identity.Kind != recording.Kind || eng.Name() != "Recording" || !ok {
+		t.Fatalf("opened a %q engine (%s) with API %T, want the recording kind behind its wrapper", eng.Identity.Kind, eng.Name(), eng.API)
 	}
 	if id, err := IDOf(ctx, eng); err != nil || id != "recording-1" {
 		t.Fatalf("IDOf = %q, %v; want the engine's stable ID", id, err)

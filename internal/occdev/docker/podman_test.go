@@ -78,14 +78,14 @@ func TestConnectChoosesTheAPIByTheVersionComponents(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			// The kind the caller expects does not decide: a Podman engine behind DOCKER_HOST is
 			// still Podman.
-			eng, err := Connect(ctx, fakeEngine(t, c.components, nil), "DOCKER_HOST")
+			eng, err := ConnectAs(ctx, fakeEngine(t, c.components, nil), "DOCKER_HOST", engine.Docker)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer eng.Close()
 			_, isClient := eng.API.(*client.Client)
-			if (eng.Kind == engine.Podman) != c.podman || isClient == c.podman {
-				t.Fatalf("engine of kind %q with API %T, want Podman=%v", eng.Kind, eng.API, c.podman)
+			if (eng.Identity.Kind == engine.Podman) != c.podman || isClient == c.podman {
+				t.Fatalf("engine of kind %q with API %T, want Podman=%v", eng.Identity.Kind, eng.API, c.podman)
 			}
 			if want := map[bool]string{true: "Podman", false: "Docker"}[c.podman]; eng.Name() != want {
 				t.Fatalf("Name = %q, want %q", eng.Name(), want)
@@ -103,7 +103,7 @@ func TestPodmanImageInspectListsTheDigestReferenceAskedFor(t *testing.T) {
 	ctx := context.Background()
 	held := []string{"localhost/bed/gateway@" + digestOther, "localhost/bed/gateway@" + digestPinned}
 	ref := "127.0.0.1:5000/bed/gateway@" + digestPinned
-	eng, err := Connect(ctx, fakeEngine(t, podmanComponents, held), "CONTAINER_HOST")
+	eng, err := ConnectAs(ctx, fakeEngine(t, podmanComponents, held), "CONTAINER_HOST", engine.Docker)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestPodmanImageInspectListsTheDigestReferenceAskedFor(t *testing.T) {
 
 	// Docker's RepoDigests are answered as they are: an entry under another name proves nothing
 	// there.
-	docker, err := Connect(ctx, fakeEngine(t, nil, held), "DOCKER_HOST")
+	docker, err := ConnectAs(ctx, fakeEngine(t, nil, held), "DOCKER_HOST", engine.Docker)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestPodmanContainerInspectOutlastsTheExitRace(t *testing.T) {
 			_ = json.NewEncoder(w).Encode(container.InspectResponse{ContainerJSONBase: &container.ContainerJSONBase{
 				ID: "job", State: &container.State{Status: container.StateExited}}})
 		})
-		eng, err := Connect(ctx, ep, "CONTAINER_HOST")
+		eng, err := ConnectAs(ctx, ep, "CONTAINER_HOST", engine.Docker)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -69,8 +69,8 @@ func (e *EngineChangedError) Error() string {
 // checkSame compares the engine that answered at the recorded endpoint with the record: its kind,
 // and its ID where the record keeps one.
 func checkSame(ctx context.Context, eng *Engine, e *state.Engine) error {
-	changed := &EngineChangedError{Endpoint: e.Endpoint, RecordedKind: e.KindOrDocker(), RecordedID: e.ID, Kind: eng.Kind}
-	if eng.Kind != e.KindOrDocker() {
+	changed := &EngineChangedError{Endpoint: e.Endpoint, RecordedKind: e.KindOrDocker(), RecordedID: e.ID, Kind: eng.Identity.Kind}
+	if eng.Identity.Kind != e.KindOrDocker() {
 		changed.ID, _ = IDOf(ctx, eng) // for the message only
 		return changed
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
 
@@ -23,7 +24,7 @@ func TestRecordedEngineGoneSaysStartThatEngine(t *testing.T) {
 	l.(*net.UnixListener).SetUnlinkOnClose(false)
 	l.Close()
 	for _, ep := range []Endpoint{missing, stale} {
-		_, err := Connect(context.Background(), ep, SourceRecorded)
+		_, err := ConnectAs(context.Background(), ep, SourceRecorded, engine.Docker)
 		if err == nil {
 			t.Fatalf("Connect to %s succeeded", ep)
 		}
@@ -33,7 +34,7 @@ func TestRecordedEngineGoneSaysStartThatEngine(t *testing.T) {
 		}
 	}
 	// Where the engine was located from the environment, pointing DOCKER_HOST elsewhere still helps.
-	if _, err := Connect(context.Background(), missing, "DOCKER_HOST"); err == nil || !strings.Contains(err.Error(), "point DOCKER_HOST") {
+	if _, err := ConnectAs(context.Background(), missing, "DOCKER_HOST", engine.Docker); err == nil || !strings.Contains(err.Error(), "point DOCKER_HOST") {
 		t.Errorf("located engine: %v", err)
 	}
 }

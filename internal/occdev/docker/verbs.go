@@ -23,7 +23,7 @@ import (
 
 // Verbs is the engine in occ's own verbs (engine.Engine), over its API.
 func (e *Engine) Verbs() engine.Engine {
-	return apiEngine{api: e.API, kind: e.Kind, version: e.Version, apiVersion: e.APIVersion}
+	return apiEngine{api: e.API, connected: e.Identity}
 }
 
 // VerbsOf is connect (a recorded engine's, Recorded), handing out the engine in occ's own verbs.
@@ -37,21 +37,16 @@ func VerbsOf(connect func(context.Context) (*Engine, error)) func(context.Contex
 	}
 }
 
-// Over is engine.Engine over api, an engine of kind (empty is Docker) reached through the Docker
-// API: the one implementation of the seam, for Docker and for every kind whose wrapper makes its
-// answers Docker's (Podman's).
-func Over(api API, kind engine.Kind) engine.Engine {
-	return apiEngine{api: api, kind: kind.OrDocker()}
-}
-
-// apiEngine is engine.Engine over the Docker API.
+// apiEngine is engine.Engine over the Docker API: the one implementation of the seam, for Docker
+// and for every kind whose wrapper makes its answers Docker's (Podman's).
 type apiEngine struct {
-	api                 API
-	kind                engine.Kind
-	version, apiVersion string
+	api API
+	// connected is what the engine said it is when occ connected (Engine.Identity), which
+	// Identify completes with its system info.
+	connected engine.Identity
 }
 
-func (a apiEngine) Kind() engine.Kind { return a.kind }
+func (a apiEngine) Kind() engine.Kind { return a.connected.Kind }
 
 func (a apiEngine) Close() error { return a.api.Close() }
 
@@ -60,11 +55,12 @@ func (a apiEngine) Identify(ctx context.Context) (engine.Identity, error) {
 	if err != nil {
 		return engine.Identity{}, err
 	}
-	id := engine.Identity{Kind: a.kind, Version: a.version, APIVersion: a.apiVersion, Store: engine.StoreClassic,
-		Platform: engine.NormalisePlatform(info.OSType, info.Architecture, ""),
-		Host: engine.Host{OperatingSystem: info.OperatingSystem, Driver: info.Driver, CgroupDriver: info.CgroupDriver, CgroupVersion: info.CgroupVersion,
-			NCPU: info.NCPU, MemTotal: info.MemTotal, Containers: info.Containers, Images: info.Images}}
-	if a.kind.Registration().StableID {
+	id := a.connected
+	id.Store = engine.StoreClassic
+	id.Platform = engine.NormalisePlatform(info.OSType, info.Architecture, "")
+	id.Host = engine.Host{OperatingSystem: info.OperatingSystem, Driver: info.Driver, CgroupDriver: info.CgroupDriver, CgroupVersion: info.CgroupVersion,
+		NCPU: info.NCPU, MemTotal: info.MemTotal, Containers: info.Containers, Images: info.Images}
+	if id.Kind.Registration().StableID {
 		id.ID = info.ID
 	}
 	for _, kv := range info.DriverStatus {
@@ -293,7 +289,11 @@ func (a apiEngine) Inspect(ctx context.Context, sort engine.Sort, name string) (
 		if err != nil {
 			return engine.Object{}, err
 		}
-		return engine.Object{Sort: sort, ID: n.ID, Name: n.Name, Labels: n.Labels}, nil
+		o := engine.Object{Sort: sort, ID: n.ID, Name: n.Name, Labels: n.Labels}
+		for _, c := range n.IPAM.Config {
+			o.Subnets = append(o.Subnets, c.Subnet)
+		}
+		return o, nil
 	case engine.Volumes:
 		v, err := a.api.VolumeInspect(ctx, name)
 		if err != nil {

@@ -143,7 +143,7 @@ func (s *seamEngine) serve(t *testing.T) Endpoint {
 func connectSeam(t *testing.T) (engine.Engine, *seamEngine) {
 	t.Helper()
 	s := &seamEngine{}
-	eng, err := Connect(context.Background(), s.serve(t), "the test")
+	eng, err := ConnectAs(context.Background(), s.serve(t), "the test", engine.Docker)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,18 +1,22 @@
-// Package engine is what occ knows of each kind of container engine it drives through the
-// Docker API: one Registration per kind (kinds.go), carrying everything the flow asks of a kind
-// (its name, how it says what it is on GET /version, the wrapper its API needs over the Docker
-// client, its permission fix, how k3d and the image builder must treat it). The layers read a
-// kind's fields instead of asking which engine they drive, so an engine that speaks the Docker
-// API is one more Registration.
+// Package engine is the container-engine seam of `occ dev`: Engine (verbs.go), a container
+// engine in occ's own verbs and types, which occ's image, exec, diagnosis and removal logic
+// drives; Identity, what an engine is (its kind, its version and API version as it answered on
+// connecting, and its system info: its ID, image store, platform and host); and what occ knows
+// of each kind of engine it drives, one Registration per kind (kinds.go), carrying everything
+// the flow asks of a kind (its name, how it says what it is on GET /version, the wrapper its API
+// needs over the Docker client, its start and permission fixes, how k3d, Compose and the image
+// builder must treat it). The layers read a kind's fields instead of asking which engine they
+// drive, so an engine that speaks the Docker API is one more Registration.
 //
-// Engine (verbs.go) is the engine itself in occ's own verbs and types, which occ's image and exec
-// logic drives; package docker connects to an engine and hands it out over the Docker API.
-// Finding the engine is package engine/locate's.
+// Engine's one implementation is package docker's, over the Docker API (docker.Engine.Verbs),
+// which also connects to an engine at its Endpoint. Finding the engine is package
+// engine/locate's.
 //
-// The cluster provider (k3d) and the Compose profile stay on the Docker API itself, because they
-// hand the engine's client to libraries that speak nothing else: the k3d library and the
-// `docker compose` plugin. An engine that served only Engine, not the Docker API, could therefore
-// run only the existing-cluster provider with the Kubernetes-only profile.
+// The cluster provider (k3d), the Compose profile and the image build stay on the Docker API
+// itself (docker.Engine.API), because they hand the engine's client to what speaks nothing else:
+// the k3d library, the `docker compose` plugin and a BuildKit session. An engine that served
+// only Engine, not the Docker API, could therefore run only the existing-cluster provider with
+// the Kubernetes-only profile and selected images.
 package engine
 
 import (
@@ -68,6 +72,10 @@ type Registration struct {
 	API func(engineapi.API) engineapi.API
 	// PermissionFix is what to do when the user may not open the engine's socket.
 	PermissionFix string
+	// PodmanSocket says the engine's socket is Podman's: Podman's units or machine start it
+	// (locate.PodmanStart) and CONTAINER_HOST points occ at another, which the fixes of an
+	// engine that cannot be used name; otherwise they name Docker's start and DOCKER_HOST.
+	PodmanSocket bool
 	// K3dPodman says k3d must run the cluster as it runs it on Podman: k3d's Podman handling
 	// (its retried creation, the node's DNS), which k3d decides by the engine's answers.
 	K3dPodman bool

@@ -11,7 +11,7 @@ import (
 
 // Engine is a container engine in occ's own verbs and types: what occ's own image and exec logic
 // asks of whatever engine it drives. Its one implementation is over the Docker API
-// (docker.Over), so Docker and Podman (whose quirks stay in the Docker API's wrapper,
+// ((*docker.Engine).Verbs), so Docker and Podman (whose quirks stay in the Docker API's wrapper,
 // engineapi.Podman) are what serve it; an engine that does not speak the Docker API would be a
 // second implementation (the package doc says what it could then serve).
 //
@@ -81,7 +81,10 @@ func IsNotFound(err error) bool { return cerrdefs.IsNotFound(err) }
 // IsInUse reports an object the engine refuses to remove because something uses it.
 func IsInUse(err error) bool { return cerrdefs.IsConflict(err) }
 
-// Identity is what an engine is.
+// Identity is what an engine is: the one place occ keeps its facts. Kind, Version and APIVersion
+// are known once occ has connected (the connection's Identity holds them, and every summary,
+// message and builder check reads them there); the rest is the engine's system info, which
+// Identify reads.
 type Identity struct {
 	Kind Kind
 	// Version and APIVersion are what the engine reported when occ connected.
@@ -229,6 +232,9 @@ type Object struct {
 	Name string
 	// Labels are the object's labels.
 	Labels map[string]string
+	// Subnets are a network's address ranges (its IPAM configuration), which Inspect reports;
+	// none for other sorts, nor in List.
+	Subnets []string
 }
 
 // Platform is an OS and CPU architecture in the spelling of image configs and OCI indexes

@@ -11,6 +11,7 @@ import (
 
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/pins"
@@ -40,7 +41,7 @@ func startBed(t testing.TB, ctx context.Context) *bed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := docker.Connect(ctx, ep, source)
+	eng, err := docker.ConnectAs(ctx, ep, source, engine.Docker)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/state"
@@ -28,7 +29,7 @@ func TestPresentRefusesAPinOfAnotherPlatform(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := docker.Connect(ctx, ep, source)
+	eng, err := docker.ConnectAs(ctx, ep, source, engine.Docker)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -178,7 +178,7 @@ func TestContainerdStoreBeforeAPI148ImportsTheWholeIndex(t *testing.T) {
 	}
 	t.Cleanup(func() { old.Close() })
 	var oldAPI docker.API = old
-	api := docker.Over(oldAPI, engine.Docker)
+	api := (&docker.Engine{API: oldAPI, Identity: engine.Identity{Kind: engine.Docker}}).Verbs()
 	rec := newRecorder(t)
 	t.Cleanup(func() {
 		for _, o := range rec.of(images.TypePulledImage) {

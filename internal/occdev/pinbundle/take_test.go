@@ -94,13 +94,13 @@ func TestTakeChecksWhatUpTakesFromIt(t *testing.T) {
 	}
 
 	classic := opts(w.Set)
-	classic.Docker, classic.Endpoint = docker.Over(storeAPI{driverType: "overlay2"}, engine.Docker), "unix:///run/docker.sock"
+	classic.Docker, classic.Endpoint = (&docker.Engine{API: storeAPI{driverType: "overlay2"}, Identity: engine.Identity{Kind: engine.Docker}}).Verbs(), "unix:///run/docker.sock"
 	var oe *option.Error
 	if err := take(classic); !errors.As(err, &oe) || oe.Option != "--bundle" || !strings.Contains(err.Error(), "the Docker engine at unix:///run/docker.sock keeps images in its classic store") {
 		t.Errorf("a Docker engine on the classic store: %v", err)
 	}
 	containerd := opts(w.Set)
-	containerd.Docker = docker.Over(storeAPI{driverType: "io.containerd.snapshotter.v1"}, engine.Docker)
+	containerd.Docker = (&docker.Engine{API: storeAPI{driverType: "io.containerd.snapshotter.v1"}, Identity: engine.Identity{Kind: engine.Docker}}).Verbs()
 	if err := take(containerd); err != nil {
 		t.Errorf("a Docker engine on the containerd store: %v", err)
 	}

@@ -9,7 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/openclaw/occ/internal/occdev/cluster"
@@ -94,19 +93,10 @@ func SettingsOf[T any](in Input) (T, error) {
 	return option.Own[T](in.Settings, "the "+in.Name+" profile")
 }
 
-// RefuseComposeArgs refuses Compose options after -- for a profile that runs no Compose project.
-func RefuseComposeArgs(in Input) error {
-	if len(in.OCE.ComposeArgs) == 0 {
-		return nil
-	}
-	return &option.Error{Option: "Compose options after --", Value: strings.Join(in.OCE.ComposeArgs, " "),
-		Rule: "the " + in.Name + " profile does not accept Compose options", Fix: "drop them, or use --control-plane compose"}
-}
-
 // OCEOptions are the inputs of the OCE control plane (layer 3) every OCE profile shares: where
 // its source is, how its images are obtained, the Compose project's name and options, and where
 // the verified bootstrap key goes. A profile that runs no Compose project refuses ComposeArgs
-// itself (RefuseComposeArgs).
+// itself.
 type OCEOptions struct {
 	// Repository is the OCE checkout (--repository, OCC_DEVELOPMENT_REPOSITORY); empty searches
 	// from WorkingDir upwards. Without a checkout `up` stops after the sandbox platform.

@@ -1,6 +1,11 @@
 package state
 
-import "k8s.io/apimachinery/pkg/runtime"
+import (
+	"maps"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/runtime"
+)
 
 // The record types of the layers that make records, by the names their records carry on disk.
 // Their kinds (fields, rules, descriptions) are registered by those layers: this package's
@@ -24,3 +29,10 @@ var refOf func(runtime.Object) (Object, error)
 
 // SetRefOf hands the internal tests the Kubernetes layer's record maker.
 func SetRefOf(f func(runtime.Object) (Object, error)) { refOf = f }
+
+// Kinds returns the registered record types, sorted.
+func Kinds() []Type {
+	kindsMu.RLock()
+	defer kindsMu.RUnlock()
+	return slices.Sorted(maps.Keys(kinds))
+}

@@ -2,9 +2,7 @@ package state
 
 import (
 	"fmt"
-	"maps"
 	"regexp"
-	"slices"
 	"sync"
 )
 
@@ -107,13 +105,6 @@ func KindOf(t Type) (Kind, bool) {
 	defer kindsMu.RUnlock()
 	k, ok := kinds[t]
 	return k, ok
-}
-
-// Kinds returns the registered record types, sorted.
-func Kinds() []Type {
-	kindsMu.RLock()
-	defer kindsMu.RUnlock()
-	return slices.Sorted(maps.Keys(kinds))
 }
 
 var typePattern = regexp.MustCompile(`^[a-z][a-z0-9-]{0,62}$`)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	// The root links every layer the binary does, so the kinds registered here are the binary's.
+	_ "github.com/openclaw/occ/internal/occdev"
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
 	"github.com/openclaw/occ/internal/occdev/helmrelease"
@@ -44,6 +46,27 @@ func TestEveryRecordedTypeIsRegistered(t *testing.T) {
 	} {
 		if k, _ := state.KindOf(typ); !slices.Equal(k.Aliases, old) {
 			t.Errorf("record type %s reads the earlier names %v, want %v", typ, k.Aliases, old)
+		}
+	}
+}
+
+// Every record kind a binary links (the root imported here links them all) has a Remover,
+// registered by its layer with its place in the order of removal: a record no remover knows
+// would be kept by every down for ever.
+func TestEveryRecordKindHasARemover(t *testing.T) {
+	c := state.Connect(state.State{})
+	reg := c.Removers()
+	for _, typ := range state.Kinds() {
+		if reg[typ] == nil {
+			t.Errorf("record type %s has no Remover", typ)
+		}
+	}
+	for typ, want := range map[state.Type]state.Order{
+		compose.TypeServices: state.QuiescedFirst, k3d.TypeCluster: state.TheCluster, kubeobj.TypeObject: state.InsideCluster,
+		helmrelease.TypeRelease: state.InsideCluster, images.TypeClusterImage: state.SideBySide, compose.TypeVolume: state.InReverse,
+	} {
+		if got := state.OrderOf(typ); got != want {
+			t.Errorf("record type %s is removed in order %d, want %d", typ, got, want)
 		}
 	}
 }

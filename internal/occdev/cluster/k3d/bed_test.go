@@ -12,6 +12,7 @@ import (
 
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/pins"
@@ -36,7 +37,7 @@ func startBed(t *testing.T, ctx context.Context) *bed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := docker.Connect(ctx, ep, source)
+	eng, err := docker.ConnectAs(ctx, ep, source, engine.Docker)
 	if err != nil {
 		t.Fatal(err)
 	}

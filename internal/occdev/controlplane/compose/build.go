@@ -1,7 +1,6 @@
 package compose
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 	"reflect"
@@ -45,8 +44,9 @@ type Build struct {
 // UseBuiltImages plans one Build per distinct build of the started services and runs each of
 // those services from its Build's tag instead of building it (build removed, image set, pull
 // policy never), so the snapshot records exactly the images occ built. Call it before
-// WriteSnapshot, then build with BuildImages before starting anything. Build keys the engine's
-// BuildKit API cannot honour as Compose would are refused, naming the service and the key.
+// WriteSnapshot, then build each Build (controlplane.BuildImage) before starting anything. Build
+// keys the engine's BuildKit API cannot honour as Compose would are refused, naming the service
+// and the key.
 func (m *Model) UseBuiltImages() ([]Build, error) {
 	var (
 		builds     []Build
@@ -170,31 +170,6 @@ func specOf(service string, b types.BuildConfig) (buildSpec, []Violation) {
 		args = nil
 	}
 	return buildSpec{Context: b.Context, Dockerfile: filepath.ToSlash(dockerfile), Target: b.Target, Network: b.Network, Args: args}, out
-}
-
-// BuildImagesOptions are the inputs of BuildImages.
-type BuildImagesOptions struct {
-	Engine controlplane.ImageEngine
-	// Progress receives each build's output line by line; nil discards it.
-	Progress func(line string)
-}
-
-// BuildImages builds every planned Build through the engine's BuildKit and returns the built
-// images in plan order. It is safe to repeat: BuildKit's cache makes a second build of the same
-// checkout quick, and the tag is moved to the new result.
-func BuildImages(ctx context.Context, builds []Build, opts BuildImagesOptions) ([]controlplane.LocalImage, error) {
-	out := make([]controlplane.LocalImage, 0, len(builds))
-	for _, b := range builds {
-		img, err := controlplane.BuildImage(ctx, opts.Engine, controlplane.BuildRequest{
-			ContextDir: b.Context, Dockerfile: b.Dockerfile, Target: b.Target, Args: b.Args,
-			Tag: b.Tag, Progress: opts.Progress, NetworkMode: b.Network,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("build the image of %s: %w", strings.Join(b.Services, ", "), err)
-		}
-		out = append(out, img)
-	}
-	return out, nil
 }
 
 // Describe is the image b builds, for the dry run.

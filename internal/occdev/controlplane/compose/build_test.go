@@ -3,12 +3,15 @@ package compose
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/docker/docker/api/types/image"
+
+	"github.com/openclaw/occ/internal/occdev/controlplane"
 )
 
 // buildNetworkNone is a user overlay that runs the builds' RUN steps without a network: the test
@@ -107,4 +110,30 @@ func TestUseBuiltImagesRefusesUnsupportedBuildKeys(t *testing.T) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}
 	}
+}
+
+// BuildImagesOptions are the inputs of BuildImages.
+type BuildImagesOptions struct {
+	Engine controlplane.ImageEngine
+	// Progress receives each build's output line by line; nil discards it.
+	Progress func(line string)
+}
+
+// BuildImages builds every planned Build through the engine's BuildKit, one
+// controlplane.BuildImage each as the Compose profile's build step does, and returns the built
+// images in plan order. It is safe to repeat: BuildKit's cache makes a second build of the same
+// checkout quick, and the tag is moved to the new result.
+func BuildImages(ctx context.Context, builds []Build, opts BuildImagesOptions) ([]controlplane.LocalImage, error) {
+	out := make([]controlplane.LocalImage, 0, len(builds))
+	for _, b := range builds {
+		img, err := controlplane.BuildImage(ctx, opts.Engine, controlplane.BuildRequest{
+			ContextDir: b.Context, Dockerfile: b.Dockerfile, Target: b.Target, Args: b.Args,
+			Tag: b.Tag, Progress: opts.Progress, NetworkMode: b.Network,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("build the image of %s: %w", strings.Join(b.Services, ", "), err)
+		}
+		out = append(out, img)
+	}
+	return out, nil
 }

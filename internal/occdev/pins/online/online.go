@@ -226,11 +226,6 @@ func notFound(err error) bool {
 	return false
 }
 
-func unauthorized(err error) bool {
-	var terr *transport.Error
-	return errors.As(err, &terr) && (terr.StatusCode == http.StatusUnauthorized || terr.StatusCode == http.StatusForbidden)
-}
-
 // references are the registry names of a pinned image: by digest, and by tag when it has one.
 func references(img pins.Image) (name.Digest, *name.Tag, error) {
 	d, err := name.NewDigest(img.Name() + "@" + img.Digest)

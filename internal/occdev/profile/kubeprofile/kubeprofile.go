@@ -18,13 +18,13 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/docker/docker/api/types/network"
 	"helm.sh/helm/v3/pkg/chart"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/controlplane/kubernetes"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
 	"github.com/openclaw/occ/internal/occdev/option"
@@ -441,19 +441,15 @@ func (k Planned) controlPlane(ctx context.Context, env profile.Env) (*kubernetes
 		return nil, err
 	}
 	conn := env.Conn()
-	net, err := env.Engine().API.NetworkInspect(ctx, conn.Access.Network, network.InspectOptions{})
+	net, err := env.Engine().Verbs().Inspect(ctx, engine.Networks, conn.Access.Network)
 	if err != nil {
 		return nil, fmt.Errorf("inspect the cluster's network %s: %w", conn.Access.Network, err)
-	}
-	var subnets []string
-	for _, c := range net.IPAM.Config {
-		subnets = append(subnets, c.Subnet)
 	}
 	kp := k.Kube
 	log := env.Log()
 	cp, err := kubernetes.New(conn, kubernetes.Config{
 		Namespace: k.in.Namespace, ControllerImage: controller, PostgresImage: postgres, HostAPIPort: kp.APIPort,
-		InstallationFile: env.State().File(platform.InstallationFileName), Chart: kp.chart, NodeNetwork: conn.Access.Network, NodeSubnets: subnets,
+		InstallationFile: env.State().File(platform.InstallationFileName), Chart: kp.chart, NodeNetwork: conn.Access.Network, NodeSubnets: net.Subnets,
 		StartupTimeout: k.in.StartupTimeout, Random: k.deps.Random, Routing: k.in.Routing,
 		HelmLog: func(format string, args ...any) { fmt.Fprintf(log, "helm: "+format+"\n", args...) },
 	})

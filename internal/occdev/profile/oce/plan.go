@@ -216,7 +216,7 @@ func CheckBuilder(op *Plan, engine *docker.Engine) error {
 	if op == nil || len(op.BuildPlans) == 0 || engine == nil {
 		return nil
 	}
-	return controlplane.CheckBuilder(controlplane.EngineBuilder{Version: engine.Version, APIVersion: engine.APIVersion, Kind: engine.Kind}, op.Dockerfiles())
+	return controlplane.CheckBuilder(engine.Identity, op.Dockerfiles())
 }
 
 // builds is a profile's plan document that builds images: the Dockerfiles its builds read.
@@ -240,7 +240,10 @@ func CheckPlannedBuilder(doc profile.Document, ep docker.Endpoint, source string
 		return err
 	}
 	defer eng.Close()
-	return controlplane.CheckBuilder(controlplane.EngineBuilder{Version: eng.Version, APIVersion: eng.APIVersion, Kind: kind}, b.Dockerfiles())
+	// The builder is judged by the kind the engine said it is when it was located (kind).
+	id := eng.Identity
+	id.Kind = kind
+	return controlplane.CheckBuilder(id, b.Dockerfiles())
 }
 
 // DigestImage resolves an image a profile pulls by digest: the override (named by env) or the

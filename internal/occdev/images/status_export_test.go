@@ -23,7 +23,8 @@ const (
 	ImageUnverified ImageState = "unverified"
 )
 
-// ImageStatus is one image's line in `occ dev status`.
+// ImageStatus is how one pinned image in a node compares with the local image pulled by its
+// digest.
 type ImageStatus struct {
 	Pin   pins.Image
 	State ImageState
@@ -47,6 +48,8 @@ type StatusOptions struct {
 
 // Status compares each pinned image in the node with the local image pulled by that digest, by
 // the identity the engine's store keeps (Local.Holds). It reads and changes nothing else.
+// The tests of package images judge an import by it; `occ dev status` reports the cluster's images
+// from their records instead (observe.ImageStatus).
 func Status(ctx context.Context, opts StatusOptions) ([]ImageStatus, error) {
 	n := nodeContainerd{eng: opts.Engine, node: opts.Node}
 	list, err := n.list(ctx)
