@@ -41,7 +41,7 @@ metadata: {name: agent-sandbox-controller, namespace: agent-sandbox-system}
 		t.Fatal(err)
 	}
 	opts.AgentSandboxManifest = manifest
-	dr, err := occdev.PlanUpContext(context.Background(), opts)
+	dr, err := occdev.PlanUp(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ metadata: {name: agent-sandbox-controller, namespace: agent-sandbox-system}
 func TestKubernetesDryRunNamesWhatUpWaitsFor(t *testing.T) {
 	checkout := ocebed.Checkout(t, fixtureCommit)
 	opts := checkoutOptions(t, occdev.ControlPlaneKubernetes, checkout, "unix:///nonexistent/docker.sock")
-	dr, err := occdev.PlanUpContext(context.Background(), opts)
+	dr, err := occdev.PlanUp(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
