@@ -41,6 +41,18 @@ func plannedStep(t *testing.T, steps []occdev.PlannedStep, name string) occdev.P
 	return found[0]
 }
 
+// selectManifest writes yaml as a local Agent Sandbox manifest and selects it in opts
+// (--agent-sandbox-manifest); it returns the file's path.
+func selectManifest(t *testing.T, opts *occdev.UpOptions, yaml string) string {
+	t.Helper()
+	manifest := filepath.Join(t.TempDir(), "sandbox.yaml")
+	if err := os.WriteFile(manifest, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts.AgentSandboxManifest = manifest
+	return manifest
+}
+
 // objectNames are objs as "Kind namespace/name".
 func objectNames(objs []step.Object) []string {
 	out := make([]string, 0, len(objs))
@@ -57,8 +69,7 @@ func objectNames(objs []step.Object) []string {
 func TestKubernetesDryRunNamesWhatTheRunMakesAsTypedItems(t *testing.T) {
 	checkout := ocebed.Checkout(t, fixtureCommit)
 	opts := checkoutOptions(t, occdev.ControlPlaneKubernetes, checkout, "unix:///nonexistent/docker.sock")
-	manifest := filepath.Join(t.TempDir(), "sandbox.yaml")
-	if err := os.WriteFile(manifest, []byte(`apiVersion: apps/v1
+	manifest := selectManifest(t, &opts, `apiVersion: apps/v1
 kind: Deployment
 metadata: {name: agent-sandbox-controller, namespace: agent-sandbox-system}
 ---
@@ -69,10 +80,7 @@ metadata: {name: sandboxes.agents.x-k8s.io}
 apiVersion: v1
 kind: Namespace
 metadata: {name: agent-sandbox-system}
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	opts.AgentSandboxManifest = manifest
+`)
 	dr, err := occdev.PlanUp(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)

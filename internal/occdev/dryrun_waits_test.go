@@ -2,8 +2,6 @@ package occdev_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -33,14 +31,10 @@ func waitsOf(ws []step.Wait) []string {
 func TestComposeDryRunNamesWhatUpWaitsFor(t *testing.T) {
 	checkout := ocebed.Checkout(t, fixtureCommit)
 	opts := checkoutOptions(t, occdev.ControlPlaneCompose, checkout, "unix:///nonexistent/docker.sock")
-	manifest := filepath.Join(t.TempDir(), "sandbox.yaml")
-	if err := os.WriteFile(manifest, []byte(`apiVersion: apps/v1
+	selectManifest(t, &opts, `apiVersion: apps/v1
 kind: Deployment
 metadata: {name: agent-sandbox-controller, namespace: agent-sandbox-system}
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	opts.AgentSandboxManifest = manifest
+`)
 	dr, err := occdev.PlanUp(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)

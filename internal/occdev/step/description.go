@@ -42,11 +42,7 @@ type Wait struct {
 // String is the wait's dry-run line after "waits for": "Deployment ns/name until every replica
 // is ready", "the Deployments and StatefulSets of Helm release ns/name until …".
 func (w Wait) String() string {
-	s := w.Kind + " "
-	if w.Namespace != "" {
-		s += w.Namespace + "/"
-	}
-	s += w.Name
+	s := qualified(w.Kind, w.Namespace, w.Name)
 	if w.Selects != "" {
 		s = w.Selects + " of " + s
 	}
@@ -154,11 +150,15 @@ type Object struct {
 // String is the object's dry-run line: "Secret oce-system/occ-auth (key secret)", or
 // "ClusterRoleBinding name" for a cluster-scoped object.
 func (o Object) String() string {
-	s := o.Kind + " "
-	if o.Namespace != "" {
-		s += o.Namespace + "/"
+	return withNote(qualified(o.Kind, o.Namespace, o.Name), o.Note)
+}
+
+// qualified is "Kind namespace/name", or "Kind name" for a cluster-scoped object.
+func qualified(kind, namespace, name string) string {
+	if namespace == "" {
+		return kind + " " + name
 	}
-	return withNote(s+o.Name, o.Note)
+	return kind + " " + namespace + "/" + name
 }
 
 // Creates describes a step by what it creates.
