@@ -286,9 +286,9 @@ func (r *Request) simpleConfig(admissionPath, resolvPath string) k3dconf.SimpleC
 // performs no I/O and needs no valid request (a dry run describes whatever it was given, and
 // reports validation separately).
 func (r Request) Describe() step.Description {
-	port := "a free port"
+	api := "https://" + apiHost + " on a free port"
 	if r.APIPort > 0 {
-		port = strconv.Itoa(r.APIPort)
+		api = "https://" + apiHost + ":" + strconv.Itoa(r.APIPort)
 	}
 	image := r.NodeImage.DigestReference()
 	if r.NodeImage.Digest == "" {
@@ -297,7 +297,7 @@ func (r Request) Describe() step.Description {
 	kind := r.EngineKind.Name()
 	items := []step.Item{
 		step.EngineObject{Kind: kind + " container", Name: serverNode(r.Name), Note: fmt.Sprintf("the one server of k3d cluster %s, from %s; no agents, no load balancer", r.Name, image)},
-		step.Prose(fmt.Sprintf("Kubernetes API at https://%s:%s, PodSecurity privileged by default with RuntimeClasses %s exempt", apiHost, port, strings.Join(r.PodSecurityExemptRuntimeClasses, ", "))),
+		step.Prose(fmt.Sprintf("Kubernetes API at %s, PodSecurity privileged by default with RuntimeClasses %s exempt", api, strings.Join(r.PodSecurityExemptRuntimeClasses, ", "))),
 	}
 	for _, m := range r.Publish {
 		items = append(items, step.Prose(fmt.Sprintf("NodePort %d published at %s:%d", m.NodePort, apiHost, m.HostPort)))

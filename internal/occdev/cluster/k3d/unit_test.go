@@ -370,6 +370,11 @@ func TestRequestDescribe(t *testing.T) {
 			t.Errorf("%s has mode %s, the dry run says %s", f.Path, mode(fi.Mode().Perm()), f.Mode)
 		}
 	}
+	free := r
+	free.APIPort = 0
+	if got := strings.Join(free.Describe().Creates, "\n"); !strings.Contains(got, "Kubernetes API at https://127.0.0.1 on a free port,") {
+		t.Errorf("Describe without an API port:\n%s", got)
+	}
 	r.Network = "oce_development"
 	if got := strings.Join(r.Describe().Creates, "\n"); !strings.Contains(got, "joins Docker network oce_development (left in place") {
 		t.Errorf("Describe with a joined network:\n%s", got)
