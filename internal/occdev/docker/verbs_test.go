@@ -9,16 +9,20 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/events"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/system"
 	"github.com/docker/docker/api/types/volume"
+	"github.com/docker/docker/pkg/stdcopy"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
@@ -112,8 +116,29 @@ func (s *seamEngine) serve(t *testing.T) Endpoint {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = io.WriteString(w, `{"errorDetail":{"message":"archive/tar: invalid tar header"},"error":"archive/tar: invalid tar header"}`+"\n")
 		case path == "/containers/json":
-			reply(w, []container.Summary{{ID: "c1", Names: []string{"/occ-dev-x-api-1"}, ImageID: "sha256:6ad55c21", Labels: map[string]string{"com.docker.compose.project": "occ-dev-x"}},
-				{ID: "c2", Names: []string{"/k3d-x-server-0"}, ImageID: "6ad55c22"}})
+			reply(w, []container.Summary{{ID: "c1", Names: []string{"/occ-dev-x-api-1"}, ImageID: "sha256:6ad55c21", Labels: map[string]string{"com.docker.compose.project": "occ-dev-x"},
+				State: container.StateRunning, Created: 1700000000},
+				{ID: "c2", Names: []string{"/k3d-x-server-0"}, ImageID: "6ad55c22", State: container.StateExited,
+					Mounts: []container.MountPoint{{Type: "volume", Name: "k3d-x-images"}, {Type: "bind", Source: "/tmp"}, {Type: "volume", Name: "0a1b"}}}})
+		case path == "/containers/occ-dev-x-bootstrap-1/json":
+			reply(w, container.InspectResponse{
+				ContainerJSONBase: &container.ContainerJSONBase{ID: "c3", Name: "/occ-dev-x-bootstrap-1", Image: "sha256:6ad55c23", Created: "2026-12-07T12:00:00.5Z",
+					State: &container.State{Status: container.StateExited, ExitCode: 3, Health: &container.Health{Status: "Unhealthy"}}},
+				Config:          &container.Config{Labels: map[string]string{"com.docker.compose.service": "bootstrap"}, Tty: true},
+				NetworkSettings: &container.NetworkSettings{Networks: map[string]*network.EndpointSettings{"occ-dev-x_development": {IPAddress: "172.30.0.4"}}}})
+		case path == "/containers/job/logs":
+			w.Header().Set("Content-Type", "application/vnd.docker.multiplexed-stream")
+			_, _ = stdcopy.NewStdWriter(w, stdcopy.Stdout).Write([]byte("migrating\n"))
+			_, _ = stdcopy.NewStdWriter(w, stdcopy.Stderr).Write([]byte("boom\n"))
+		case path == "/containers/job/archive":
+			w.Header().Set("X-Docker-Container-Path-Stat", "e30=")
+			_, _ = io.WriteString(w, "a tar stream")
+		case path == "/events":
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(events.Message{Type: events.ContainerEventType, Action: events.ActionDie, TimeNano: 1700000000000000001,
+				Actor: events.Actor{ID: "c1", Attributes: map[string]string{"com.docker.compose.project": "occ-dev-x"}}})
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
 		case path == "/containers/gone/json":
 			fail(w, http.StatusNotFound, "No such container: gone")
 		case path == "/containers/k3d-x-server-0/json":
@@ -125,7 +150,8 @@ func (s *seamEngine) serve(t *testing.T) Endpoint {
 		case r.Method == http.MethodDelete && (path == "/networks/occ-dev-x_default" || path == "/volumes/occ-dev-x_pg"):
 			w.WriteHeader(http.StatusNoContent)
 		case path == "/networks/occ-dev-x_default":
-			reply(w, network.Inspect{ID: "n1", Name: "occ-dev-x_default", Labels: map[string]string{"com.docker.compose.network": "default"}})
+			reply(w, network.Inspect{ID: "n1", Name: "occ-dev-x_default", Labels: map[string]string{"com.docker.compose.network": "default"},
+				Containers: map[string]network.EndpointResource{"c2": {}, "c1": {}}})
 		case path == "/volumes/occ-dev-x_pg":
 			reply(w, volume.Volume{Name: "occ-dev-x_pg", Labels: map[string]string{"com.docker.compose.volume": "pg"}})
 		case path == "/volumes/occ-dev-x_gone":
@@ -291,5 +317,102 @@ func TestSeamListsAndRemovesByLabel(t *testing.T) {
 	}
 	if ok, err := eng.ContainerExists(ctx, "k3d-x-server-0"); !ok || err != nil {
 		t.Errorf("the node does not exist: %v, %v", ok, err)
+	}
+}
+
+// A listed container carries its state, image, creation and the volumes it mounts (not its bind
+// mounts); an inspected one its exit, health, TTY and addresses; an inspected network its
+// members; a name is looked up through the engine's name filter.
+func TestSeamObjectFields(t *testing.T) {
+	eng, s := connectSeam(t)
+	ctx := context.Background()
+	cs, err := eng.ListNamed(ctx, engine.Containers, "k3d-x-")
+	if err != nil || len(cs) != 2 {
+		t.Fatalf("containers %+v, %v", cs, err)
+	}
+	if last := s.requests()[len(s.requests())-1]; !strings.Contains(last, "name%22%3A%7B%22k3d-x-%22") {
+		t.Errorf("container list asked %q", last)
+	}
+	if c := cs[0]; c.State != "running" || c.Image != "sha256:6ad55c21" || !c.Created.Equal(time.Unix(1700000000, 0)) || len(c.Volumes) != 0 {
+		t.Errorf("first container %+v", c)
+	}
+	if c := cs[1]; c.State != "exited" || !slices.Equal(c.Volumes, []string{"k3d-x-images", "0a1b"}) {
+		t.Errorf("second container %+v", c)
+	}
+	if _, err := eng.ListNamed(ctx, engine.Images, "x"); err == nil {
+		t.Error("images were listed by name")
+	}
+	c, err := eng.Inspect(ctx, engine.Containers, "occ-dev-x-bootstrap-1")
+	if err != nil || c.ID != "c3" || c.Name != "occ-dev-x-bootstrap-1" || c.State != "exited" || c.ExitCode != 3 || c.Health != "unhealthy" || !c.TTY ||
+		c.Image != "sha256:6ad55c23" || c.Addresses["occ-dev-x_development"] != "172.30.0.4" || c.Labels["com.docker.compose.service"] != "bootstrap" ||
+		!c.Created.Equal(time.Date(2026, 12, 7, 12, 0, 0, 5e8, time.UTC)) {
+		t.Errorf("container %+v, %v", c, err)
+	}
+	if n, err := eng.Inspect(ctx, engine.Networks, "occ-dev-x_default"); err != nil || !slices.Equal(n.Members, []string{"c1", "c2"}) {
+		t.Errorf("network %+v, %v", n, err)
+	}
+}
+
+// Events asks for the container events of the labels and actions, delivers them in occ's terms,
+// and ends with ctx's error once ctx ends.
+func TestSeamEventsFilteredByLabelEndWithCtx(t *testing.T) {
+	eng, s := connectSeam(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	evs, errs := eng.Events(ctx, map[string]string{"com.docker.compose.project": "occ-dev-x"}, engine.EventStart, engine.EventDie)
+	select {
+	case ev := <-evs:
+		if ev.Action != "die" || ev.Container != "c1" || ev.Labels["com.docker.compose.project"] != "occ-dev-x" || !ev.Time.Equal(time.Unix(0, 1700000000000000001)) {
+			t.Errorf("event %+v", ev)
+		}
+	case err := <-errs:
+		t.Fatal(err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no event")
+	}
+	var asked string
+	for _, r := range s.requests() {
+		if strings.Contains(r, "/events?") {
+			asked = r
+		}
+	}
+	for _, want := range []string{"com.docker.compose.project%3Docc-dev-x", "%22type%22%3A%7B%22container%22", "%22start%22", "%22die%22"} {
+		if !strings.Contains(asked, want) {
+			t.Errorf("events asked %q, without %s", asked, want)
+		}
+	}
+	cancel()
+	select {
+	case err := <-errs:
+		if err != context.Canceled {
+			t.Errorf("the stream ended with %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stream did not end with ctx")
+	}
+}
+
+// Logs splits the engine's multiplexed log into stdout and stderr, and asks for the tail;
+// CopyFrom hands out the engine's archive.
+func TestSeamLogsAndCopyFrom(t *testing.T) {
+	eng, s := connectSeam(t)
+	ctx := context.Background()
+	var out, errOut strings.Builder
+	if err := eng.Logs(ctx, "job", engine.LogsRequest{Tail: 20}, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != "migrating\n" || errOut.String() != "boom\n" {
+		t.Errorf("stdout %q, stderr %q", out.String(), errOut.String())
+	}
+	if last := s.requests()[len(s.requests())-1]; !strings.Contains(last, "tail=20") || !strings.Contains(last, "stderr=1") {
+		t.Errorf("logs asked %q", last)
+	}
+	rc, err := eng.CopyFrom(ctx, "job", "/key/service.key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	if b, _ := io.ReadAll(rc); string(b) != "a tar stream" {
+		t.Errorf("archive %q", b)
 	}
 }
