@@ -63,7 +63,7 @@ func (a apiEngine) Identify(ctx context.Context) (engine.Identity, error) {
 	id := a.connected
 	id.Store = engine.StoreClassic
 	id.Platform = engine.NormalisePlatform(info.OSType, info.Architecture, "")
-	id.Host = engine.Host{OperatingSystem: info.OperatingSystem, Driver: info.Driver, CgroupDriver: info.CgroupDriver, CgroupVersion: info.CgroupVersion,
+	id.Host = engine.Host{Name: info.Name, KernelVersion: info.KernelVersion, OperatingSystem: info.OperatingSystem, Driver: info.Driver, CgroupDriver: info.CgroupDriver, CgroupVersion: info.CgroupVersion,
 		NCPU: info.NCPU, MemTotal: info.MemTotal, Containers: info.Containers, Images: info.Images}
 	if id.Kind.Registration().StableID {
 		id.ID = info.ID

@@ -88,7 +88,7 @@ func (s *seamEngine) serve(t *testing.T) Endpoint {
 				Platform:   struct{ Name string }{Name: "Docker Engine - Community"},
 				Components: []types.ComponentVersion{{Name: "Engine", Version: "28.5.2"}}})
 		case path == "/info":
-			reply(w, system.Info{ID: "daemon-1", OSType: "linux", Architecture: "x86_64", Driver: "overlayfs", NCPU: 2,
+			reply(w, system.Info{ID: "daemon-1", Name: "host-1", KernelVersion: "6.1.0", OSType: "linux", Architecture: "x86_64", Driver: "overlayfs", NCPU: 2,
 				DriverStatus: [][2]string{{"driver-type", "io.containerd.snapshotter.v1"}}})
 		case path == "/images/127.0.0.1:5000/mp/x@"+seamIndex+"/json":
 			ins := image.InspectResponse{ID: seamIndex, RepoDigests: []string{"127.0.0.1:5000/mp/x@" + seamIndex}, Size: 8980,
@@ -188,7 +188,8 @@ func TestSeamIdentifiesAContainerdStoreEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	if id.Kind != engine.Docker || id.Version != "28.5.2" || id.ID != "daemon-1" || id.Store != engine.StoreContainerd ||
-		id.Platform != (engine.Platform{OS: "linux", Architecture: "amd64"}) || id.Host.Driver != "overlayfs" || id.Host.NCPU != 2 || len(id.Host.DriverStatus) != 1 {
+		id.Platform != (engine.Platform{OS: "linux", Architecture: "amd64"}) || id.Host.Driver != "overlayfs" || id.Host.NCPU != 2 ||
+		id.Host.Name != "host-1" || id.Host.KernelVersion != "6.1.0" || len(id.Host.DriverStatus) != 1 {
 		t.Errorf("Identify = %+v", id)
 	}
 	v, err := eng.Version(ctx)

@@ -119,6 +119,8 @@ type Identity struct {
 
 // Host are the facts of an engine's host and data (system info) a diagnosis keeps.
 type Host struct {
+	// Name is the host's name (its hostname), and KernelVersion the release of its kernel.
+	Name, KernelVersion         string
 	OperatingSystem, Driver     string
 	DriverStatus                [][2]string
 	CgroupDriver, CgroupVersion string
