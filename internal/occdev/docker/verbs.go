@@ -315,7 +315,7 @@ func (a apiEngine) Inspect(ctx context.Context, sort engine.Sort, name string) (
 				o.Created = t
 			}
 			if st := c.State; st != nil {
-				o.State, o.ExitCode = string(st.Status), st.ExitCode
+				o.State, o.Running, o.ExitCode = string(st.Status), st.Running, st.ExitCode
 				if st.Health != nil {
 					o.Health = strings.ToLower(string(st.Health.Status))
 				}
@@ -345,8 +345,11 @@ func (a apiEngine) Inspect(ctx context.Context, sort engine.Sort, name string) (
 		for _, c := range n.IPAM.Config {
 			o.Subnets = append(o.Subnets, c.Subnet)
 		}
-		for _, id := range slices.Sorted(maps.Keys(n.Containers)) {
-			o.Members = append(o.Members, id)
+		for id, m := range n.Containers {
+			if o.Members == nil {
+				o.Members = map[string]string{}
+			}
+			o.Members[id] = m.IPv4Address
 		}
 		return o, nil
 	case engine.Volumes:
@@ -357,6 +360,10 @@ func (a apiEngine) Inspect(ctx context.Context, sort engine.Sort, name string) (
 		return engine.Object{Sort: sort, ID: v.Name, Name: v.Name, Labels: v.Labels}, nil
 	}
 	return engine.Object{}, fmt.Errorf("inspect %s %s: occ inspects containers, networks and volumes by name", sort, name)
+}
+
+func (a apiEngine) Disconnect(ctx context.Context, networkName, containerName string) error {
+	return a.api.NetworkDisconnect(ctx, networkName, containerName, false)
 }
 
 func (a apiEngine) Remove(ctx context.Context, sort engine.Sort, name string) error {

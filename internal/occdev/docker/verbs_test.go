@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -123,7 +124,7 @@ func (s *seamEngine) serve(t *testing.T) Endpoint {
 		case path == "/containers/occ-dev-x-bootstrap-1/json":
 			reply(w, container.InspectResponse{
 				ContainerJSONBase: &container.ContainerJSONBase{ID: "c3", Name: "/occ-dev-x-bootstrap-1", Image: "sha256:6ad55c23", Created: "2026-12-07T12:00:00.5Z",
-					State: &container.State{Status: container.StateExited, ExitCode: 3, Health: &container.Health{Status: "Unhealthy"}}},
+					State: &container.State{Status: container.StateExited, ExitCode: 3, Running: false, Health: &container.Health{Status: "Unhealthy"}}},
 				Config:          &container.Config{Labels: map[string]string{"com.docker.compose.service": "bootstrap"}, Tty: true},
 				NetworkSettings: &container.NetworkSettings{Networks: map[string]*network.EndpointSettings{"occ-dev-x_development": {IPAddress: "172.30.0.4"}}}})
 		case path == "/containers/job/logs":
@@ -151,7 +152,13 @@ func (s *seamEngine) serve(t *testing.T) Endpoint {
 			w.WriteHeader(http.StatusNoContent)
 		case path == "/networks/occ-dev-x_default":
 			reply(w, network.Inspect{ID: "n1", Name: "occ-dev-x_default", Labels: map[string]string{"com.docker.compose.network": "default"},
-				Containers: map[string]network.EndpointResource{"c2": {}, "c1": {}}})
+				Containers: map[string]network.EndpointResource{"c2": {}, "c1": {IPv4Address: "172.30.0.2/16"}}})
+		case r.Method == http.MethodPost && path == "/networks/occ-dev-x_development/disconnect":
+			var body network.DisconnectOptions
+			if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.Container != "c3" || body.Force {
+				fail(w, http.StatusBadRequest, "disconnect asked wrongly")
+				return
+			}
 		case path == "/volumes/occ-dev-x_pg":
 			reply(w, volume.Volume{Name: "occ-dev-x_pg", Labels: map[string]string{"com.docker.compose.volume": "pg"}})
 		case path == "/volumes/occ-dev-x_gone":
@@ -349,8 +356,11 @@ func TestSeamObjectFields(t *testing.T) {
 		!c.Created.Equal(time.Date(2026, 12, 7, 12, 0, 0, 5e8, time.UTC)) {
 		t.Errorf("container %+v, %v", c, err)
 	}
-	if n, err := eng.Inspect(ctx, engine.Networks, "occ-dev-x_default"); err != nil || !slices.Equal(n.Members, []string{"c1", "c2"}) {
+	if n, err := eng.Inspect(ctx, engine.Networks, "occ-dev-x_default"); err != nil || !maps.Equal(n.Members, map[string]string{"c1": "172.30.0.2/16", "c2": ""}) {
 		t.Errorf("network %+v, %v", n, err)
+	}
+	if err := eng.Disconnect(ctx, "occ-dev-x_development", "c3"); err != nil {
+		t.Error(err)
 	}
 }
 

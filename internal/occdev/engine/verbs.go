@@ -75,6 +75,8 @@ type Engine interface {
 	// Remove removes the object of sort by its name or ID: a container forced (it may run), an
 	// image only as Untag removes one, a network or volume only when nothing uses it.
 	Remove(ctx context.Context, sort Sort, name string) error
+	// Disconnect detaches the container from the network (not forced).
+	Disconnect(ctx context.Context, network, container string) error
 
 	// Events streams the lifecycle events (Event.Action) of the containers that carry every
 	// label of labels, only those of actions when actions is not empty, until ctx ends. The
@@ -254,12 +256,16 @@ type Object struct {
 	// Subnets are a network's address ranges (its IPAM configuration), which Inspect reports;
 	// none for other sorts, nor in List.
 	Subnets []string
-	// Members are the IDs of the containers attached to a network, which Inspect reports.
-	Members []string
+	// Members are the containers a network lists as attached, by ID, with the IPv4 address
+	// (CIDR) it lists for each, empty where it lists none: Inspect only.
+	Members map[string]string
 
 	// State is a container's state in the engine's words ("created", "running", "exited",
 	// "dead"…).
 	State string
+	// Running reports a container whose process runs (running, paused or restarting): Inspect
+	// only.
+	Running bool
 	// ExitCode is an exited container's exit code, and Health its healthcheck's status in
 	// lower case ("healthy", "starting"; empty without a healthcheck): Inspect only.
 	ExitCode int
