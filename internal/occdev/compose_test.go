@@ -184,7 +184,7 @@ func (b *composeBed) projectLeftovers(t testing.TB, r *composeRun, clusterVolume
 		Volumes:  []string{r.settings.Project + "_occ_postgres_data", r.settings.Project + "_occ_bootstrap_data", r.settings.Project + "_occ_configuration_data"},
 		Networks: []string{r.network()},
 	}
-	res, err := compose.FindResources(ctx, b.engine.API, r.settings.Project, names)
+	res, err := compose.FindResources(ctx, b.engine.Verbs(), r.settings.Project, names)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +286,7 @@ func testComposeUpStatusDown(t *testing.T, b *composeBed) {
 
 	// The services run, from the images occ built, with the overlays'; the left-out worker
 	// agent does not; the node is on the project's network.
-	stack := compose.Stack{Project: r.settings.Project, Engine: b.engine.API}
+	stack := compose.Stack{Project: r.settings.Project, Engine: b.engine.Verbs()}
 	started := []string{"postgres", "collector", "migrate", "bootstrap", "controller", "worker-kubernetes", "prometheus", "grafana", "metrics-api"}
 	states, err := stack.Status(ctx, append(started, "worker", "metrics-worker")...)
 	if err != nil {
@@ -832,7 +832,7 @@ func testComposeFailures(t *testing.T, b *composeBed) {
 		if len(st.Objects) != 1 || st.Objects[0].Type != k3d.TypeCluster {
 			t.Errorf("kept records: %v, want only the cluster's", st.Objects)
 		}
-		if res, _ := compose.FindResources(context.Background(), b.engine.API, r.settings.Project, compose.Names{}); !res.Empty() {
+		if res, _ := compose.FindResources(context.Background(), b.engine.Verbs(), r.settings.Project, compose.Names{}); !res.Empty() {
 			t.Errorf("the project was not taken down by the rollback: %s", res)
 		}
 		if _, err := occdev.Down(context.Background(), occdev.DownOptions{StateDir: r.opts.StateDir}); err != nil {

@@ -249,7 +249,7 @@ func testPodmanComposeUpStatusDown(t *testing.T, b *podmanComposeBed) {
 
 	// The project runs on Podman with Compose's labels, which the absence check and down's sweep
 	// find through Podman's API (label and name filters on containers, volumes and networks).
-	res, err := compose.FindResources(ctx, b.engine.API, r.settings.Project, compose.Names{
+	res, err := compose.FindResources(ctx, b.engine.Verbs(), r.settings.Project, compose.Names{
 		Volumes:  []string{r.settings.Project + "_occ_postgres_data", r.settings.Project + "_occ_bootstrap_data", r.settings.Project + "_occ_configuration_data"},
 		Networks: []string{r.network()},
 	})
@@ -270,7 +270,7 @@ func testPodmanComposeUpStatusDown(t *testing.T, b *podmanComposeBed) {
 	if !strings.Contains(string(snap), "source: "+b.Engine.Socket+"\n") || !strings.Contains(string(snap), "target: /var/run/docker.sock\n") || !strings.Contains(string(snap), "- label=disable\n") {
 		t.Errorf("the snapshot lacks the Podman overlay's worker settings:\n%s", snap)
 	}
-	stack := compose.Stack{Project: r.settings.Project, Engine: b.engine.API}
+	stack := compose.Stack{Project: r.settings.Project, Engine: b.engine.Verbs()}
 	states, err := stack.Status(ctx, append(append([]string{}, compose.RequiredServices...), "worker", "prometheus", "grafana", "metrics-api", "metrics-worker")...)
 	if err != nil {
 		t.Fatal(err)

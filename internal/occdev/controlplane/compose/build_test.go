@@ -86,7 +86,7 @@ func TestBuiltImagesRunTheCheckout(t *testing.T) {
 	if got, want := fileFromService(t, s, ServiceBootstrap, "/app/package.json"), readFile(t, filepath.Join(b.checkout, "package.json")); got != want {
 		t.Fatalf("bootstrap's image holds package.json %q, the checkout %q", got, want)
 	}
-	if err := Remove(ctx, RemoveOptions{Runner: r, Engine: b.engine.API, Names: m.Names()}); err != nil {
+	if err := Remove(ctx, RemoveOptions{Runner: r, Engine: b.verbs(), Names: m.Names()}); err != nil {
 		t.Fatal(err)
 	}
 }

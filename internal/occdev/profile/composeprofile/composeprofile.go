@@ -431,7 +431,7 @@ func (c Planned) Preflight(ctx context.Context, env profile.Env, rep progress.Re
 		return err
 	}
 	rep.Note(fmt.Sprintf("docker compose %s at %s", plugin.Version, plugin.Path))
-	if err := op.Model.EnsureAbsent(ctx, engine.API); err != nil {
+	if err := op.Model.EnsureAbsent(ctx, engine.Verbs()); err != nil {
 		return err
 	}
 	var runtime images.Local
@@ -444,7 +444,7 @@ func (c Planned) Preflight(ctx context.Context, env profile.Env, rep progress.Re
 			return err
 		}
 	}
-	c.run.plugin, c.run.stack, c.run.runtime = plugin, compose.Stack{Project: op.Model.Name(), Engine: engine.API, Redact: compose.Secrets(op.Model.Project)}, runtime
+	c.run.plugin, c.run.stack, c.run.runtime = plugin, compose.Stack{Project: op.Model.Name(), Engine: engine.Verbs(), Redact: compose.Secrets(op.Model.Project)}, runtime
 	return nil
 }
 
