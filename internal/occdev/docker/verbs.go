@@ -275,7 +275,11 @@ func (a apiEngine) list(ctx context.Context, sort engine.Sort, f filters.Args) (
 			return nil, err
 		}
 		for _, n := range ns {
-			out = append(out, engine.Object{Sort: sort, ID: n.ID, Name: n.Name, Labels: n.Labels})
+			o := engine.Object{Sort: sort, ID: n.ID, Name: n.Name, Labels: n.Labels}
+			for _, c := range n.IPAM.Config {
+				o.Subnets = append(o.Subnets, c.Subnet)
+			}
+			out = append(out, o)
 		}
 	case engine.Volumes:
 		vs, err := a.api.VolumeList(ctx, volume.ListOptions{Filters: f})

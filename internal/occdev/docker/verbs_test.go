@@ -145,7 +145,8 @@ func (s *seamEngine) serve(t *testing.T) Endpoint {
 		case path == "/containers/k3d-x-server-0/json":
 			reply(w, container.InspectResponse{ContainerJSONBase: &container.ContainerJSONBase{ID: "c2", Name: "/k3d-x-server-0"}})
 		case path == "/networks":
-			reply(w, []network.Summary{{ID: "n1", Name: "occ-dev-x_default", Labels: map[string]string{"com.docker.compose.project": "occ-dev-x"}}})
+			reply(w, []network.Summary{{ID: "n1", Name: "occ-dev-x_default", Labels: map[string]string{"com.docker.compose.project": "occ-dev-x"},
+				IPAM: network.IPAM{Config: []network.IPAMConfig{{Subnet: "172.30.0.0/16"}}}}})
 		case path == "/volumes":
 			reply(w, volume.ListResponse{Volumes: []*volume.Volume{{Name: "occ-dev-x_pg", Labels: map[string]string{"com.docker.compose.project": "occ-dev-x"}}}})
 		case r.Method == http.MethodDelete && (path == "/networks/occ-dev-x_default" || path == "/volumes/occ-dev-x_pg"):
@@ -292,7 +293,7 @@ func TestSeamListsAndRemovesByLabel(t *testing.T) {
 	if last := req[len(req)-1]; !strings.Contains(last, "com.docker.compose.project%3Docc-dev-x") || !strings.Contains(last, "all=1") {
 		t.Errorf("container list asked %q", last)
 	}
-	if ns, err := eng.List(ctx, engine.Networks, labels); err != nil || len(ns) != 1 || ns[0].Name != "occ-dev-x_default" {
+	if ns, err := eng.List(ctx, engine.Networks, labels); err != nil || len(ns) != 1 || ns[0].Name != "occ-dev-x_default" || !slices.Equal(ns[0].Subnets, []string{"172.30.0.0/16"}) {
 		t.Errorf("networks %+v, %v", ns, err)
 	}
 	if vs, err := eng.List(ctx, engine.Volumes, labels); err != nil || len(vs) != 1 || vs[0].ID != "occ-dev-x_pg" {

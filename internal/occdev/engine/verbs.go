@@ -253,8 +253,7 @@ type Object struct {
 	Name string
 	// Labels are the object's labels.
 	Labels map[string]string
-	// Subnets are a network's address ranges (its IPAM configuration), which Inspect reports;
-	// none for other sorts, nor in List.
+	// Subnets are a network's address ranges (its IPAM configuration).
 	Subnets []string
 	// Members are the containers a network lists as attached, by ID, with the IPv4 address
 	// (CIDR) it lists for each, empty where it lists none: Inspect only.
