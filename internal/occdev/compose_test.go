@@ -33,6 +33,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/reload"
 	"github.com/openclaw/occ/internal/occdev/state"
@@ -907,23 +908,23 @@ func testComposeFailures(t *testing.T, b *composeBed) {
 func (b *composeBed) selectImages(t *testing.T, r *composeRun) controlplane.ImageSelection {
 	t.Helper()
 	ctx := context.Background()
-	build := func(req controlplane.BuildRequest) string {
-		img, err := controlplane.BuildImage(ctx, b.engine.API, req)
+	build := func(req engine.BuildRequest) string {
+		img, err := controlplane.BuildImage(ctx, b.engine.Verbs(), req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _, _ = b.engine.API.ImageRemove(context.Background(), img.Reference, image.RemoveOptions{}) })
 		return img.Reference
 	}
-	base := build(controlplane.BuildRequest{ContextDir: r.checkout, Dockerfile: "Dockerfile", Target: "development",
+	base := build(engine.BuildRequest{ContextDir: r.checkout, Dockerfile: "Dockerfile", Target: "development",
 		Args: map[string]string{"NODE_BASE_IMAGE": ocebed.NodeBaseTag}, Tag: r.settings.Project + "-ci:base", NetworkMode: "none"})
 	wrap := t.TempDir()
 	if err := os.WriteFile(filepath.Join(wrap, "Dockerfile"), []byte("FROM "+base+"\nLABEL "+controlplane.RevisionLabel+"="+fixtureCommit+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	repo := b.Registry.Host + "/occ-test/" + strings.ReplaceAll(r.settings.Project, "_", "-")
-	controller := build(controlplane.BuildRequest{ContextDir: wrap, Dockerfile: "Dockerfile", Tag: repo + "-controller:ci"})
-	runtime := build(controlplane.BuildRequest{ContextDir: r.checkout, Dockerfile: controlplane.RuntimeDockerfile, NetworkMode: "none",
+	controller := build(engine.BuildRequest{ContextDir: wrap, Dockerfile: "Dockerfile", Tag: repo + "-controller:ci"})
+	runtime := build(engine.BuildRequest{ContextDir: r.checkout, Dockerfile: controlplane.RuntimeDockerfile, NetworkMode: "none",
 		Args: map[string]string{"OCC_BUILD_REVISION": fixtureCommit, controlplane.NodeBaseImageArg: ocebed.NodeBaseTag, controlplane.NodeRuntimeBaseImageArg: ocebed.NodeRuntimeBaseTag}, Tag: repo + "-runtime:ci"})
 	return controlplane.ImageSelection{Controller: b.push(t, controller), Runtime: b.push(t, runtime)}
 }

@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"archive/tar"
 	"context"
 	"encoding/json"
 	"io"
@@ -43,6 +44,10 @@ const (
 type seamEngine struct {
 	mu   sync.Mutex
 	seen []string
+	// session are the headers of the BuildKit session's upgrade, and contextFiles the names in
+	// the build context's tar, in order.
+	session      http.Header
+	contextFiles []string
 }
 
 func (s *seamEngine) saw(r *http.Request) {
@@ -102,6 +107,36 @@ func (s *seamEngine) serve(t *testing.T) Endpoint {
 				}
 			}
 			reply(w, ins)
+		case path == "/session":
+			s.mu.Lock()
+			s.session = r.Header.Clone()
+			s.mu.Unlock()
+			conn, buf, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				return
+			}
+			_, _ = buf.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n")
+			_ = buf.Flush()
+			// The builder would call back over the session; this one waits for it to close.
+			_, _ = io.Copy(io.Discard, conn)
+			_ = conn.Close()
+		case path == "/build":
+			tr := tar.NewReader(r.Body)
+			var names []string
+			for {
+				h, err := tr.Next()
+				if err != nil {
+					break
+				}
+				names = append(names, h.Name)
+			}
+			s.mu.Lock()
+			s.contextFiles = names
+			s.mu.Unlock()
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"stream":"Step 1/1 : FROM scratch\n"}`+"\n"+`{"id":"moby.image.id","aux":{"ID":"sha256:b1"}}`+"\n")
+		case path == "/images/occ.local/built:1/json":
+			reply(w, image.InspectResponse{ID: "sha256:b1", RepoTags: []string{"occ.local/built:1"}})
 		case strings.HasPrefix(path, "/images/") && strings.HasSuffix(path, "/json"):
 			fail(w, http.StatusNotFound, "No such image: "+strings.TrimSuffix(strings.TrimPrefix(path, "/images/"), "/json"))
 		case path == "/images/create":

@@ -90,6 +90,9 @@ type Engine interface {
 	// which may have exited.
 	CopyFrom(ctx context.Context, container, path string) (io.ReadCloser, error)
 
+	// Build builds an image from a directory through the engine's BuildKit builder and tags it.
+	Build(ctx context.Context, r BuildRequest) (BuildResult, error)
+
 	// Close releases the engine's connections.
 	Close() error
 }
@@ -311,6 +314,31 @@ type LogsRequest struct {
 	// TTY says the container has a TTY (Object.TTY): its log is one terminal stream, copied to
 	// stdout as it is.
 	TTY bool
+}
+
+// BuildRequest is one image build from a directory.
+type BuildRequest struct {
+	// ContextDir is the absolute build context directory; its .dockerignore is honoured.
+	ContextDir string
+	// Dockerfile is the Dockerfile's slash-separated path inside ContextDir.
+	Dockerfile string
+	// Target is the stage to build; empty builds the last stage.
+	Target string
+	// Args are the build arguments.
+	Args map[string]string
+	// Tag names the result in the engine.
+	Tag string
+	// Progress receives the build output line by line; nil discards it.
+	Progress func(line string)
+	// NetworkMode is the network of RUN steps; empty is the engine's default. A test engine
+	// without the default bridge network needs "none".
+	NetworkMode string
+}
+
+// BuildResult is what Build made.
+type BuildResult struct {
+	// ID is the built image's ID as the engine's store keeps it (Image.ID).
+	ID string
 }
 
 // Platform is an OS and CPU architecture in the spelling of image configs and OCI indexes

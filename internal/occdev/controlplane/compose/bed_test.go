@@ -89,7 +89,7 @@ func (b *bed) builtSnapshot(user UserOptions) (*Model, Snapshot) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if _, err := BuildImages(ctx, builds, BuildImagesOptions{Engine: b.engine.API}); err != nil {
+	if _, err := BuildImages(ctx, builds, BuildImagesOptions{Engine: b.verbs()}); err != nil {
 		b.t.Fatal(err)
 	}
 	snap, err := m.WriteSnapshot(b.state)

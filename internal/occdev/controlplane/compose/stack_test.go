@@ -59,7 +59,7 @@ func TestStackLifecycle(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if _, err := BuildImages(ctx, builds, BuildImagesOptions{Engine: b.engine.API}); err != nil {
+		if _, err := BuildImages(ctx, builds, BuildImagesOptions{Engine: b.verbs()}); err != nil {
 			return err
 		}
 		snap, err = m.WriteSnapshot(b.state)
