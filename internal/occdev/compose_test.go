@@ -33,6 +33,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/reload"
 	"github.com/openclaw/occ/internal/occdev/state"
@@ -184,7 +185,7 @@ func (b *composeBed) projectLeftovers(t testing.TB, r *composeRun, clusterVolume
 		Volumes:  []string{r.settings.Project + "_occ_postgres_data", r.settings.Project + "_occ_bootstrap_data", r.settings.Project + "_occ_configuration_data"},
 		Networks: []string{r.network()},
 	}
-	res, err := compose.FindResources(ctx, b.engine.API, r.settings.Project, names)
+	res, err := compose.FindResources(ctx, b.engine.Verbs(), r.settings.Project, names)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +287,7 @@ func testComposeUpStatusDown(t *testing.T, b *composeBed) {
 
 	// The services run, from the images occ built, with the overlays'; the left-out worker
 	// agent does not; the node is on the project's network.
-	stack := compose.Stack{Project: r.settings.Project, Engine: b.engine.API}
+	stack := compose.Stack{Project: r.settings.Project, Engine: b.engine.Verbs()}
 	started := []string{"postgres", "collector", "migrate", "bootstrap", "controller", "worker-kubernetes", "prometheus", "grafana", "metrics-api"}
 	states, err := stack.Status(ctx, append(started, "worker", "metrics-worker")...)
 	if err != nil {
@@ -832,7 +833,7 @@ func testComposeFailures(t *testing.T, b *composeBed) {
 		if len(st.Objects) != 1 || st.Objects[0].Type != k3d.TypeCluster {
 			t.Errorf("kept records: %v, want only the cluster's", st.Objects)
 		}
-		if res, _ := compose.FindResources(context.Background(), b.engine.API, r.settings.Project, compose.Names{}); !res.Empty() {
+		if res, _ := compose.FindResources(context.Background(), b.engine.Verbs(), r.settings.Project, compose.Names{}); !res.Empty() {
 			t.Errorf("the project was not taken down by the rollback: %s", res)
 		}
 		if _, err := occdev.Down(context.Background(), occdev.DownOptions{StateDir: r.opts.StateDir}); err != nil {
@@ -907,23 +908,23 @@ func testComposeFailures(t *testing.T, b *composeBed) {
 func (b *composeBed) selectImages(t *testing.T, r *composeRun) controlplane.ImageSelection {
 	t.Helper()
 	ctx := context.Background()
-	build := func(req controlplane.BuildRequest) string {
-		img, err := controlplane.BuildImage(ctx, b.engine.API, req)
+	build := func(req engine.BuildRequest) string {
+		img, err := controlplane.BuildImage(ctx, b.engine.Verbs(), req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _, _ = b.engine.API.ImageRemove(context.Background(), img.Reference, image.RemoveOptions{}) })
 		return img.Reference
 	}
-	base := build(controlplane.BuildRequest{ContextDir: r.checkout, Dockerfile: "Dockerfile", Target: "development",
+	base := build(engine.BuildRequest{ContextDir: r.checkout, Dockerfile: "Dockerfile", Target: "development",
 		Args: map[string]string{"NODE_BASE_IMAGE": ocebed.NodeBaseTag}, Tag: r.settings.Project + "-ci:base", NetworkMode: "none"})
 	wrap := t.TempDir()
 	if err := os.WriteFile(filepath.Join(wrap, "Dockerfile"), []byte("FROM "+base+"\nLABEL "+controlplane.RevisionLabel+"="+fixtureCommit+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	repo := b.Registry.Host + "/occ-test/" + strings.ReplaceAll(r.settings.Project, "_", "-")
-	controller := build(controlplane.BuildRequest{ContextDir: wrap, Dockerfile: "Dockerfile", Tag: repo + "-controller:ci"})
-	runtime := build(controlplane.BuildRequest{ContextDir: r.checkout, Dockerfile: controlplane.RuntimeDockerfile, NetworkMode: "none",
+	controller := build(engine.BuildRequest{ContextDir: wrap, Dockerfile: "Dockerfile", Tag: repo + "-controller:ci"})
+	runtime := build(engine.BuildRequest{ContextDir: r.checkout, Dockerfile: controlplane.RuntimeDockerfile, NetworkMode: "none",
 		Args: map[string]string{"OCC_BUILD_REVISION": fixtureCommit, controlplane.NodeBaseImageArg: ocebed.NodeBaseTag, controlplane.NodeRuntimeBaseImageArg: ocebed.NodeRuntimeBaseTag}, Tag: repo + "-runtime:ci"})
 	return controlplane.ImageSelection{Controller: b.push(t, controller), Runtime: b.push(t, runtime)}
 }

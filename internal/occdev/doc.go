@@ -34,8 +34,8 @@
 //	occdev/docker/     connects to the engine at a located or recorded Endpoint only, and
 //	                   implements engine.Engine over the Docker API (Engine.Verbs); the Docker
 //	                   client itself (Engine.API, behind its kind's wrapper in docker/engineapi)
-//	                   goes only to what speaks nothing else: the k3d library, the `docker
-//	                   compose` plugin and the BuildKit build
+//	                   serves Verbs only; the k3d library and the `docker compose` plugin
+//	                   reach the Endpoint with clients of their own
 //	occdev/images/     pinned images pulled by digest, imported, verified in the node, all
 //	                   through engine.Engine
 //	occdev/platform/   layer 2: the sandbox platform's manifests (Agent Sandbox, the routing

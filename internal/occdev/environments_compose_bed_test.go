@@ -230,7 +230,7 @@ func environmentOnEngine(t *testing.T, b *composeBed, r *composeRun, dir string)
 			lines = append(lines, fmt.Sprintf("container %s %s %s", strings.Join(c.Names, ","), c.ID, c.State))
 		}
 	}
-	res, err := compose.FindResources(ctx, b.engine.API, r.settings.Project, compose.Names{Networks: []string{r.network()}})
+	res, err := compose.FindResources(ctx, b.engine.Verbs(), r.settings.Project, compose.Names{Networks: []string{r.network()}})
 	if err != nil {
 		t.Fatal(err)
 	}

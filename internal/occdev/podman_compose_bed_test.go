@@ -19,6 +19,8 @@ import (
 	"github.com/openclaw/occ/internal/occdev"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
+	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/observe"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/testbed/dockerbed"
@@ -96,8 +98,8 @@ func (b *podmanComposeBed) buildSelected(t *testing.T) controlplane.ImageSelecti
 	t.Helper()
 	ctx := context.Background()
 	checkout := ocebed.Checkout(t, fixtureCommit)
-	build := func(req controlplane.BuildRequest) string {
-		img, err := controlplane.BuildImage(ctx, b.docker.API, req)
+	build := func(req engine.BuildRequest) string {
+		img, err := controlplane.BuildImage(ctx, (&docker.Engine{API: b.docker.API, Identity: engine.Identity{Kind: engine.Docker}}).Verbs(), req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -105,14 +107,14 @@ func (b *podmanComposeBed) buildSelected(t *testing.T) controlplane.ImageSelecti
 		return img.Reference
 	}
 	repo := b.Registry.Host + "/occ-test/" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
-	base := build(controlplane.BuildRequest{ContextDir: checkout, Dockerfile: "Dockerfile", Target: "development",
+	base := build(engine.BuildRequest{ContextDir: checkout, Dockerfile: "Dockerfile", Target: "development",
 		Args: map[string]string{"NODE_BASE_IMAGE": ocebed.NodeBaseTag}, Tag: repo + "-ci:base", NetworkMode: "none"})
 	wrap := t.TempDir()
 	if err := os.WriteFile(filepath.Join(wrap, "Dockerfile"), []byte("FROM "+base+"\nLABEL "+controlplane.RevisionLabel+"="+fixtureCommit+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	controller := build(controlplane.BuildRequest{ContextDir: wrap, Dockerfile: "Dockerfile", Tag: repo + "-controller:ci"})
-	runtime := build(controlplane.BuildRequest{ContextDir: checkout, Dockerfile: controlplane.RuntimeDockerfile, NetworkMode: "none",
+	controller := build(engine.BuildRequest{ContextDir: wrap, Dockerfile: "Dockerfile", Tag: repo + "-controller:ci"})
+	runtime := build(engine.BuildRequest{ContextDir: checkout, Dockerfile: controlplane.RuntimeDockerfile, NetworkMode: "none",
 		Args: map[string]string{"OCC_BUILD_REVISION": fixtureCommit, controlplane.NodeBaseImageArg: ocebed.NodeBaseTag, controlplane.NodeRuntimeBaseImageArg: ocebed.NodeRuntimeBaseTag}, Tag: repo + "-runtime:ci"})
 	sel := controlplane.ImageSelection{Controller: pushDocker(t, b.docker.API, controller), Runtime: pushDocker(t, b.docker.API, runtime)}
 	for _, ref := range []string{sel.Controller, sel.Runtime} {
@@ -249,7 +251,7 @@ func testPodmanComposeUpStatusDown(t *testing.T, b *podmanComposeBed) {
 
 	// The project runs on Podman with Compose's labels, which the absence check and down's sweep
 	// find through Podman's API (label and name filters on containers, volumes and networks).
-	res, err := compose.FindResources(ctx, b.engine.API, r.settings.Project, compose.Names{
+	res, err := compose.FindResources(ctx, b.engine.Verbs(), r.settings.Project, compose.Names{
 		Volumes:  []string{r.settings.Project + "_occ_postgres_data", r.settings.Project + "_occ_bootstrap_data", r.settings.Project + "_occ_configuration_data"},
 		Networks: []string{r.network()},
 	})
@@ -270,7 +272,7 @@ func testPodmanComposeUpStatusDown(t *testing.T, b *podmanComposeBed) {
 	if !strings.Contains(string(snap), "source: "+b.Engine.Socket+"\n") || !strings.Contains(string(snap), "target: /var/run/docker.sock\n") || !strings.Contains(string(snap), "- label=disable\n") {
 		t.Errorf("the snapshot lacks the Podman overlay's worker settings:\n%s", snap)
 	}
-	stack := compose.Stack{Project: r.settings.Project, Engine: b.engine.API}
+	stack := compose.Stack{Project: r.settings.Project, Engine: b.engine.Verbs()}
 	states, err := stack.Status(ctx, append(append([]string{}, compose.RequiredServices...), "worker", "prometheus", "grafana", "metrics-api", "metrics-worker")...)
 	if err != nil {
 		t.Fatal(err)

@@ -185,7 +185,7 @@ func TestComposeReload(t *testing.T) {
 		},
 		running: func(t *testing.T) map[string]string {
 			out := map[string]string{"the controller's source": waitControllerSource(t, apiURL), "the Installation's Agent runtime": installationRuntime(t, dir)}
-			images, err := compose.Stack{Project: r.settings.Project, Engine: b.engine.API}.ServiceImages(ctx, compose.APIServices...)
+			images, err := compose.Stack{Project: r.settings.Project, Engine: b.engine.Verbs()}.ServiceImages(ctx, compose.APIServices...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -199,7 +199,7 @@ func TestComposeReload(t *testing.T) {
 			if got, want := controllerSource(t, apiURL), fileDigest(t, script); got != want {
 				t.Errorf("the controller runs source %s, the checkout has %s", got, want)
 			}
-			running, err := compose.Stack{Project: r.settings.Project, Engine: b.engine.API}.ServiceImages(ctx, compose.APIServices...)
+			running, err := compose.Stack{Project: r.settings.Project, Engine: b.engine.Verbs()}.ServiceImages(ctx, compose.APIServices...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -235,7 +235,7 @@ func TestComposeReload(t *testing.T) {
 	if !slices.Equal(res.Rolled, []string{"controller"}) || len(res.Images) != 1 || res.Images[0].Role != "development" {
 		t.Errorf("reload controller: rolled %q, rebuilt %+v; want the controller alone, from the development image", res.Rolled, res.Images)
 	}
-	stack := compose.Stack{Project: r.settings.Project, Engine: b.engine.API}
+	stack := compose.Stack{Project: r.settings.Project, Engine: b.engine.Verbs()}
 	running, err := stack.ServiceImages(ctx, compose.APIServices...)
 	if err != nil {
 		t.Fatal(err)
@@ -300,7 +300,7 @@ func TestComposeReload(t *testing.T) {
 // answer.
 func assertComposeServices(t *testing.T, b *composeBed, r *composeRun) {
 	t.Helper()
-	states, err := compose.Stack{Project: r.settings.Project, Engine: b.engine.API}.Status(context.Background(), compose.RequiredServices...)
+	states, err := compose.Stack{Project: r.settings.Project, Engine: b.engine.Verbs()}.Status(context.Background(), compose.RequiredServices...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,7 +65,7 @@ func TestFixtureRuntimeDockerfileBuildsOnTheCurrentEngine(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	start := time.Now()
-	img, err := BuildImage(ctx, c, BuildRequest{ContextDir: checkout, Dockerfile: RuntimeDockerfile, Args: fixtureRuntimeArgs, Tag: tag, NetworkMode: "none", Progress: out.add})
+	img, err := BuildImage(ctx, engineOver(c), engine.BuildRequest{ContextDir: checkout, Dockerfile: RuntimeDockerfile, Args: fixtureRuntimeArgs, Tag: tag, NetworkMode: "none", Progress: out.add})
 	if err != nil {
 		t.Fatalf("build the fixture's runtime Dockerfile on Docker %s: %v", v.Version, err)
 	}
@@ -106,7 +106,7 @@ func TestFixtureRuntimeDockerfileFailsOnDocker2010(t *testing.T) {
 	}
 	checkout := ocebed.Checkout(t, testCommit)
 	tag := "occ-test/runtime-heredoc-" + randomName(t) + ":1"
-	_, err = BuildImage(ctx, c, BuildRequest{ContextDir: checkout, Dockerfile: RuntimeDockerfile, Args: fixtureRuntimeArgs, Tag: tag, NetworkMode: "none"})
+	_, err = BuildImage(ctx, engineOver(c), engine.BuildRequest{ContextDir: checkout, Dockerfile: RuntimeDockerfile, Args: fixtureRuntimeArgs, Tag: tag, NetworkMode: "none"})
 	t.Logf("Docker %s (API %s): %v", v.Version, v.APIVersion, err)
 	if err == nil {
 		_, _ = c.ImageRemove(context.Background(), tag, image.RemoveOptions{Force: true})

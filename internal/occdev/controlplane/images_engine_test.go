@@ -29,7 +29,7 @@ func TestSelectedImagesOfThisCheckoutAreAccepted(t *testing.T) {
 	controller := pulledImage(t, c, host, "occ-test/controller-"+suffix, map[string]string{RevisionLabel: testCommit})
 	runtime := pulledImage(t, c, host, "occ-test/runtime-"+suffix, map[string]string{RevisionLabel: testCommit})
 
-	got, err := PrepareControlPlaneImages(context.Background(), c, engineOver(c), ImageOptions{
+	got, err := PrepareControlPlaneImages(context.Background(), engineOver(c), engineOver(c), ImageOptions{
 		Selection: ImageSelection{Controller: controller, Runtime: runtime}, Commit: testCommit,
 	})
 	if err != nil {
@@ -112,7 +112,7 @@ func nodeBase(t *testing.T, c *client.Client) string {
 	}
 	tag := "occ-test/node-base-" + randomName(t) + ":24"
 	removeImageAtEnd(t, c, tag)
-	if _, err := BuildImage(context.Background(), c, BuildRequest{ContextDir: dir, Dockerfile: "Dockerfile", Tag: tag, NetworkMode: "none"}); err != nil {
+	if _, err := BuildImage(context.Background(), engineOver(c), engine.BuildRequest{ContextDir: dir, Dockerfile: "Dockerfile", Tag: tag, NetworkMode: "none"}); err != nil {
 		t.Fatalf("build the stand-in Node base: %v", err)
 	}
 	return tag
@@ -177,7 +177,7 @@ func TestBuildControlPlaneImagesFromCheckout(t *testing.T) {
 	removeImageAtEnd(t, c, tags.Runtime)
 	var progress lines
 
-	got, err := PrepareControlPlaneImages(context.Background(), c, engineOver(c), ImageOptions{
+	got, err := PrepareControlPlaneImages(context.Background(), engineOver(c), engineOver(c), ImageOptions{
 		Checkout: checkout, Commit: testCommit, ControllerArgs: map[string]string{NodeBaseImageArg: base}, Tags: tags,
 		Progress: progress.add, NetworkMode: "none",
 	})
@@ -238,7 +238,7 @@ func TestBuildFailureCarriesTheStepOutput(t *testing.T) {
 	})
 	tag := "occ-test/broken-" + randomName(t) + ":1"
 	removeImageAtEnd(t, c, tag)
-	_, err := BuildImage(context.Background(), c, BuildRequest{
+	_, err := BuildImage(context.Background(), engineOver(c), engine.BuildRequest{
 		ContextDir: checkout, Dockerfile: "Dockerfile", Target: "runtime",
 		Args: map[string]string{NodeBaseImageArg: base}, Tag: tag, NetworkMode: "none",
 	})
@@ -262,10 +262,10 @@ func engineOver(api docker.API) engine.Engine {
 }
 
 // PrepareControlPlaneImages returns the selected images after checking them in selected, or
-// builds both from the checkout through engine, as the profiles do (Validate, then
+// builds both from the checkout through eng, as the profiles do (Validate, then
 // VerifySelectedImages or CheckBuilds and BuildImage per request). Nothing is built when the
 // selection is invalid.
-func PrepareControlPlaneImages(ctx context.Context, engine ImageEngine, selected ImageInspector, opts ImageOptions) (ControlPlaneImages, error) {
+func PrepareControlPlaneImages(ctx context.Context, eng engine.Engine, selected ImageInspector, opts ImageOptions) (ControlPlaneImages, error) {
 	if err := opts.Selection.Validate(); err != nil {
 		return ControlPlaneImages{}, err
 	}
@@ -276,11 +276,11 @@ func PrepareControlPlaneImages(ctx context.Context, engine ImageEngine, selected
 		return ControlPlaneImages{}, err
 	}
 	creq, rreq := BuildRequests(opts)
-	controller, err := BuildImage(ctx, engine, creq)
+	controller, err := BuildImage(ctx, eng, creq)
 	if err != nil {
 		return ControlPlaneImages{}, fmt.Errorf("build the controller image: %w", err)
 	}
-	runtime, err := BuildImage(ctx, engine, rreq)
+	runtime, err := BuildImage(ctx, eng, rreq)
 	if err != nil {
 		return ControlPlaneImages{}, fmt.Errorf("build the Agent runtime image: %w", err)
 	}

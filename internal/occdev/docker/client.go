@@ -30,13 +30,11 @@ type Engine struct {
 	// Store, Platform, Host) are Verbs().Identify's, which asks for them.
 	Identity engine.Identity
 	// API reaches that endpoint only, with the API version negotiated down to the engine's: the
-	// Docker client, behind the wrapper its kind registered (Podman's), if any. occ's own image
-	// and exec logic drives the engine through Verbs, which reads API when called; API itself is
-	// only for the callers that hand the client to something that speaks nothing but the Docker
-	// API: the k3d library (cluster/k3d), the `docker compose` plugin (the Compose profile, its
-	// removers, and observe's logs and bundle of its services) and the BuildKit session of the
-	// image build (profile/oce, reload). An offline run wraps it (Offline), so Verbs refuse
-	// pulls too.
+	// Docker client, behind the wrapper its kind registered (Podman's), if any. occ's own logic
+	// (images, exec, builds, Compose's and k3d's reads, watches and removals) drives the engine
+	// through Verbs, which reads API when called; nothing outside this package calls API (the
+	// k3d library and the `docker compose` plugin reach Endpoint with clients of their own). An
+	// offline run wraps it (Offline), so Verbs refuse pulls too.
 	API API
 }
 

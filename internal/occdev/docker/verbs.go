@@ -8,13 +8,18 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/events"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/pkg/jsonmessage"
+	"github.com/docker/docker/pkg/stdcopy"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/openclaw/occ/internal/occdev/docker/engineapi"
@@ -58,7 +63,7 @@ func (a apiEngine) Identify(ctx context.Context) (engine.Identity, error) {
 	id := a.connected
 	id.Store = engine.StoreClassic
 	id.Platform = engine.NormalisePlatform(info.OSType, info.Architecture, "")
-	id.Host = engine.Host{OperatingSystem: info.OperatingSystem, Driver: info.Driver, CgroupDriver: info.CgroupDriver, CgroupVersion: info.CgroupVersion,
+	id.Host = engine.Host{Name: info.Name, KernelVersion: info.KernelVersion, OperatingSystem: info.OperatingSystem, Driver: info.Driver, CgroupDriver: info.CgroupDriver, CgroupVersion: info.CgroupVersion,
 		NCPU: info.NCPU, MemTotal: info.MemTotal, Containers: info.Containers, Images: info.Images}
 	if id.Kind.Registration().StableID {
 		id.ID = info.ID
@@ -223,6 +228,26 @@ func (a apiEngine) List(ctx context.Context, sort engine.Sort, labels map[string
 	for _, k := range slices.Sorted(maps.Keys(labels)) {
 		f.Add("label", k+"="+labels[k])
 	}
+	out, err := a.list(ctx, sort, f)
+	if errors.Is(err, errUnlisted) {
+		return nil, fmt.Errorf("list %ss by label: occ lists containers, networks and volumes", sort)
+	}
+	return out, err
+}
+
+func (a apiEngine) ListNamed(ctx context.Context, sort engine.Sort, name string) ([]engine.Object, error) {
+	out, err := a.list(ctx, sort, filters.NewArgs(filters.Arg("name", name)))
+	if errors.Is(err, errUnlisted) {
+		return nil, fmt.Errorf("list %ss by name: occ lists containers, networks and volumes", sort)
+	}
+	return out, err
+}
+
+// errUnlisted is a sort list does not list.
+var errUnlisted = errors.New("not listed")
+
+// list lists the objects of sort that f selects.
+func (a apiEngine) list(ctx context.Context, sort engine.Sort, f filters.Args) ([]engine.Object, error) {
 	var out []engine.Object
 	switch sort {
 	case engine.Containers:
@@ -235,7 +260,14 @@ func (a apiEngine) List(ctx context.Context, sort engine.Sort, labels map[string
 			if len(c.Names) > 0 {
 				name = trimSlash(c.Names[0])
 			}
-			out = append(out, engine.Object{Sort: sort, ID: c.ID, Name: name, Labels: c.Labels})
+			o := engine.Object{Sort: sort, ID: c.ID, Name: name, Labels: c.Labels, State: string(c.State), Image: c.ImageID,
+				Created: time.Unix(c.Created, 0)}
+			for _, m := range c.Mounts {
+				if m.Type == "volume" && m.Name != "" {
+					o.Volumes = append(o.Volumes, m.Name)
+				}
+			}
+			out = append(out, o)
 		}
 	case engine.Networks:
 		ns, err := a.api.NetworkList(ctx, network.ListOptions{Filters: f})
@@ -243,7 +275,11 @@ func (a apiEngine) List(ctx context.Context, sort engine.Sort, labels map[string
 			return nil, err
 		}
 		for _, n := range ns {
-			out = append(out, engine.Object{Sort: sort, ID: n.ID, Name: n.Name, Labels: n.Labels})
+			o := engine.Object{Sort: sort, ID: n.ID, Name: n.Name, Labels: n.Labels}
+			for _, c := range n.IPAM.Config {
+				o.Subnets = append(o.Subnets, c.Subnet)
+			}
+			out = append(out, o)
 		}
 	case engine.Volumes:
 		vs, err := a.api.VolumeList(ctx, volume.ListOptions{Filters: f})
@@ -256,7 +292,7 @@ func (a apiEngine) List(ctx context.Context, sort engine.Sort, labels map[string
 			}
 		}
 	default:
-		return nil, fmt.Errorf("list %ss by label: occ lists containers, networks and volumes", sort)
+		return nil, errUnlisted
 	}
 	return out, nil
 }
@@ -278,10 +314,30 @@ func (a apiEngine) Inspect(ctx context.Context, sort engine.Sort, name string) (
 		}
 		o := engine.Object{Sort: sort}
 		if c.ContainerJSONBase != nil {
-			o.ID, o.Name = c.ID, trimSlash(c.Name)
+			o.ID, o.Name, o.Image = c.ID, trimSlash(c.Name), c.Image
+			if t, err := time.Parse(time.RFC3339Nano, c.Created); err == nil {
+				o.Created = t
+			}
+			if st := c.State; st != nil {
+				o.State, o.Running, o.ExitCode = string(st.Status), st.Running, st.ExitCode
+				if st.Health != nil {
+					o.Health = strings.ToLower(string(st.Health.Status))
+				}
+			}
 		}
 		if c.Config != nil {
-			o.Labels = c.Config.Labels
+			o.Labels, o.TTY = c.Config.Labels, c.Config.Tty
+		}
+		if c.NetworkSettings != nil {
+			for name, ep := range c.NetworkSettings.Networks {
+				if ep == nil {
+					continue
+				}
+				if o.Addresses == nil {
+					o.Addresses = map[string]string{}
+				}
+				o.Addresses[name] = ep.IPAddress
+			}
 		}
 		return o, nil
 	case engine.Networks:
@@ -293,6 +349,12 @@ func (a apiEngine) Inspect(ctx context.Context, sort engine.Sort, name string) (
 		for _, c := range n.IPAM.Config {
 			o.Subnets = append(o.Subnets, c.Subnet)
 		}
+		for id, m := range n.Containers {
+			if o.Members == nil {
+				o.Members = map[string]string{}
+			}
+			o.Members[id] = m.IPv4Address
+		}
 		return o, nil
 	case engine.Volumes:
 		v, err := a.api.VolumeInspect(ctx, name)
@@ -302,6 +364,10 @@ func (a apiEngine) Inspect(ctx context.Context, sort engine.Sort, name string) (
 		return engine.Object{Sort: sort, ID: v.Name, Name: v.Name, Labels: v.Labels}, nil
 	}
 	return engine.Object{}, fmt.Errorf("inspect %s %s: occ inspects containers, networks and volumes by name", sort, name)
+}
+
+func (a apiEngine) Disconnect(ctx context.Context, networkName, containerName string) error {
+	return a.api.NetworkDisconnect(ctx, networkName, containerName, false)
 }
 
 func (a apiEngine) Remove(ctx context.Context, sort engine.Sort, name string) error {
@@ -316,4 +382,63 @@ func (a apiEngine) Remove(ctx context.Context, sort engine.Sort, name string) er
 		return a.api.VolumeRemove(ctx, name, false)
 	}
 	return fmt.Errorf("remove %s %s: occ removes containers, images, networks and volumes", sort, name)
+}
+
+// Events follows the engine's container events that f selects, in occ's terms. The engine's
+// stream ends with an error (ctx's own when ctx ends it), which is passed on once.
+func (a apiEngine) Events(ctx context.Context, labels map[string]string, actions ...string) (<-chan engine.Event, <-chan error) {
+	f := filters.NewArgs(filters.Arg("type", string(events.ContainerEventType)))
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		f.Add("label", k+"="+labels[k])
+	}
+	for _, act := range actions {
+		f.Add("event", act)
+	}
+	msgs, errs := a.api.Events(ctx, events.ListOptions{Filters: f})
+	out := make(chan engine.Event)
+	ended := make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case m := <-msgs:
+				ev := engine.Event{Action: string(m.Action), Container: m.Actor.ID, Labels: m.Actor.Attributes, Time: time.Unix(0, m.TimeNano)}
+				select {
+				case out <- ev:
+				case <-ctx.Done():
+					ended <- ctx.Err()
+					return
+				}
+			case err := <-errs:
+				ended <- err
+				return
+			}
+		}
+	}()
+	return out, ended
+}
+
+func (a apiEngine) Logs(ctx context.Context, containerName string, r engine.LogsRequest, stdout, stderr io.Writer) error {
+	opts := container.LogsOptions{ShowStdout: true, ShowStderr: true, Follow: r.Follow, Timestamps: r.Timestamps, Tail: "all"}
+	if r.Tail >= 0 {
+		opts.Tail = strconv.Itoa(r.Tail)
+	}
+	if !r.Since.IsZero() {
+		opts.Since = r.Since.UTC().Format(time.RFC3339Nano)
+	}
+	rc, err := a.api.ContainerLogs(ctx, containerName, opts)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	if r.TTY {
+		_, err = io.Copy(stdout, rc)
+	} else {
+		_, err = stdcopy.StdCopy(stdout, stderr, rc)
+	}
+	return err
+}
+
+func (a apiEngine) CopyFrom(ctx context.Context, containerName, path string) (io.ReadCloser, error) {
+	rc, _, err := a.api.CopyFromContainer(ctx, containerName, path)
+	return rc, err
 }

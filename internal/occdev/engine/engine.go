@@ -12,11 +12,10 @@
 // which also connects to an engine at its Endpoint. Finding the engine is package
 // engine/locate's.
 //
-// The cluster provider (k3d), the Compose profile and the image build stay on the Docker API
-// itself (docker.Engine.API), because they hand the engine's client to what speaks nothing else:
-// the k3d library, the `docker compose` plugin and a BuildKit session. An engine that served
-// only Engine, not the Docker API, could therefore run only the existing-cluster provider with
-// the Kubernetes-only profile and selected images.
+// occ's own logic drives the engine through Engine only. The k3d library (cluster creation) and
+// the `docker compose` plugin still speak the Docker API, with clients of their own that reach
+// the engine's Endpoint; so an engine that served only Engine, not the Docker API, could run
+// only the existing-cluster provider with the Kubernetes-only profile.
 package engine
 
 import (

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"strings"
+	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -64,12 +65,33 @@ type Engine interface {
 	// every label of labels, all of that sort when labels is empty. Images are looked up by
 	// reference (Image), never listed.
 	List(ctx context.Context, sort Sort, labels map[string]string) ([]Object, error)
+	// ListNamed lists the containers (running or not), networks or volumes of sort whose name
+	// contains name: the engine matches substrings, so a caller that wants one name compares
+	// the names it gets.
+	ListNamed(ctx context.Context, sort Sort, name string) ([]Object, error)
 	// Inspect is the container, network or volume of sort that name names (the engine may also
 	// match an ID, or a prefix of one, to it).
 	Inspect(ctx context.Context, sort Sort, name string) (Object, error)
 	// Remove removes the object of sort by its name or ID: a container forced (it may run), an
 	// image only as Untag removes one, a network or volume only when nothing uses it.
 	Remove(ctx context.Context, sort Sort, name string) error
+	// Disconnect detaches the container from the network (not forced).
+	Disconnect(ctx context.Context, network, container string) error
+
+	// Events streams the lifecycle events (Event.Action) of the containers that carry every
+	// label of labels, only those of actions when actions is not empty, until ctx ends. The
+	// error channel delivers one error when the stream ends, ctx's own error when ctx ended it.
+	Events(ctx context.Context, labels map[string]string, actions ...string) (<-chan Event, <-chan error)
+	// Logs copies the log of the container to stdout and stderr, each stream to its own writer
+	// (the one stream of a container with a TTY, LogsRequest.TTY, to stdout), and returns at
+	// the log's end, or when ctx ends with Follow.
+	Logs(ctx context.Context, container string, r LogsRequest, stdout, stderr io.Writer) error
+	// CopyFrom is the archive (a tar stream, as the engine writes it) of path in the container,
+	// which may have exited.
+	CopyFrom(ctx context.Context, container, path string) (io.ReadCloser, error)
+
+	// Build builds an image from a directory through the engine's BuildKit builder and tags it.
+	Build(ctx context.Context, r BuildRequest) (BuildResult, error)
 
 	// Close releases the engine's connections.
 	Close() error
@@ -102,6 +124,8 @@ type Identity struct {
 
 // Host are the facts of an engine's host and data (system info) a diagnosis keeps.
 type Host struct {
+	// Name is the host's name (its hostname), and KernelVersion the release of its kernel.
+	Name, KernelVersion         string
 	OperatingSystem, Driver     string
 	DriverStatus                [][2]string
 	CgroupDriver, CgroupVersion string
@@ -232,9 +256,89 @@ type Object struct {
 	Name string
 	// Labels are the object's labels.
 	Labels map[string]string
-	// Subnets are a network's address ranges (its IPAM configuration), which Inspect reports;
-	// none for other sorts, nor in List.
+	// Subnets are a network's address ranges (its IPAM configuration).
 	Subnets []string
+	// Members are the containers a network lists as attached, by ID, with the IPv4 address
+	// (CIDR) it lists for each, empty where it lists none: Inspect only.
+	Members map[string]string
+
+	// State is a container's state in the engine's words ("created", "running", "exited",
+	// "dead"…).
+	State string
+	// Running reports a container whose process runs (running, paused or restarting): Inspect
+	// only.
+	Running bool
+	// ExitCode is an exited container's exit code, and Health its healthcheck's status in
+	// lower case ("healthy", "starting"; empty without a healthcheck): Inspect only.
+	ExitCode int
+	Health   string
+	// TTY reports a container whose output is one terminal stream (Inspect only).
+	TTY bool
+	// Image is the ID of the image a container was created from.
+	Image string
+	// Created is when a container was created.
+	Created time.Time
+	// Volumes are the names of the volumes a container mounts (List only).
+	Volumes []string
+	// Addresses are a container's IP addresses by the network's name (Inspect only).
+	Addresses map[string]string
+}
+
+// Event is one lifecycle event of a container.
+type Event struct {
+	// Action is the engine's word for what happened ("start", "die", "destroy"…).
+	Action string
+	// Container is the container's ID, and Labels its labels.
+	Container string
+	Labels    map[string]string
+	// Time is when it happened, as the engine's clock says.
+	Time time.Time
+}
+
+// Container events occ follows.
+const (
+	EventStart = "start"
+	EventDie   = "die"
+)
+
+// LogsRequest is what of a container's log Logs reads.
+type LogsRequest struct {
+	// Follow keeps reading as the container writes, until ctx ends.
+	Follow bool
+	// Timestamps prefixes each line with the engine's timestamp.
+	Timestamps bool
+	// Tail is how many of the last lines are read; negative reads them all.
+	Tail int
+	// Since reads the lines written from then on, when not zero.
+	Since time.Time
+	// TTY says the container has a TTY (Object.TTY): its log is one terminal stream, copied to
+	// stdout as it is.
+	TTY bool
+}
+
+// BuildRequest is one image build from a directory.
+type BuildRequest struct {
+	// ContextDir is the absolute build context directory; its .dockerignore is honoured.
+	ContextDir string
+	// Dockerfile is the Dockerfile's slash-separated path inside ContextDir.
+	Dockerfile string
+	// Target is the stage to build; empty builds the last stage.
+	Target string
+	// Args are the build arguments.
+	Args map[string]string
+	// Tag names the result in the engine.
+	Tag string
+	// Progress receives the build output line by line; nil discards it.
+	Progress func(line string)
+	// NetworkMode is the network of RUN steps; empty is the engine's default. A test engine
+	// without the default bridge network needs "none".
+	NetworkMode string
+}
+
+// BuildResult is what Build made.
+type BuildResult struct {
+	// ID is the built image's ID as the engine's store keeps it (Image.ID).
+	ID string
 }
 
 // Platform is an OS and CPU architecture in the spelling of image configs and OCI indexes

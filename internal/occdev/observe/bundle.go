@@ -201,7 +201,7 @@ func collectEngine(ctx context.Context, b *diagnose.Bundle, in BundleInput, comp
 		if composeErr != nil {
 			b.Missing("compose", fmt.Errorf("the services' credentials are unknown, so their logs could show them: %w", composeErr))
 		} else {
-			diagnose.Compose(ctx, b, compose.Stack{Project: cp.Compose.Project, Engine: eng.API})
+			diagnose.Compose(ctx, b, compose.Stack{Project: cp.Compose.Project, Engine: eng.Verbs()})
 		}
 	}
 }

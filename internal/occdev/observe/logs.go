@@ -243,7 +243,7 @@ func (r *logReader) compose(ctx context.Context, project string, services []stri
 	if err != nil {
 		return fmt.Errorf("logs of the Compose services: %w", err)
 	}
-	return compose.Stack{Project: project, Engine: eng.API}.Logs(ctx, compose.LogOptions{
+	return compose.Stack{Project: project, Engine: eng.Verbs()}.Logs(ctx, compose.LogOptions{
 		Services: services, Follow: r.o.Follow, Since: r.since.instant(r.now), Tail: r.o.Tail, Timestamps: r.o.Timestamps,
 		Output: func(svc string) io.WriteCloser { return r.sink.output(r.label(svc, "", false)) },
 	})

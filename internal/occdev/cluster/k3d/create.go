@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"time"
 
-	cerrdefs "github.com/containerd/errdefs"
-	"github.com/docker/docker/api/types/network"
 	k3dclient "github.com/k3d-io/k3d/v5/pkg/client"
 	k3dconfig "github.com/k3d-io/k3d/v5/pkg/config"
 	k3dconf "github.com/k3d-io/k3d/v5/pkg/config/v1alpha5"
@@ -21,6 +19,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine"
 )
 
 // rollbackTimeout bounds the cleanup of a failed or cancelled creation. It runs on a fresh
@@ -223,7 +222,7 @@ func (p *Provider) preflight(ctx context.Context, req *Request) (natUnsure bool,
 
 // preflightEngine checks the images, the network and the ports the request needs.
 func (p *Provider) preflightEngine(ctx context.Context, req *Request) error {
-	api := p.engine.API
+	eng := p.engine.Verbs()
 	if p.tools == "" {
 		return errors.New("create k3d cluster: the provider has no tools image (pins k3d.toolsImage); k3d would pull its unpinned default")
 	}
@@ -231,16 +230,16 @@ func (p *Provider) preflightEngine(ctx context.Context, req *Request) error {
 		{"node image", req.NodeImage.DigestReference(), "pull the pinned k3s image by digest first (the image step does)"},
 		{"tools image", p.tools, "pull the pinned k3d tools image by digest first (the image step does)"},
 	} {
-		if _, err := api.ImageInspect(ctx, img.ref); err != nil {
-			if cerrdefs.IsNotFound(err) {
+		if _, err := eng.Image(ctx, img.ref); err != nil {
+			if engine.IsNotFound(err) {
 				return requestError(img.what, img.ref, "is not in the "+p.engine.Name()+" engine, and occ does not let k3d pull images by itself", img.fix)
 			}
 			return fmt.Errorf("inspect %s %s: %w", img.what, img.ref, err)
 		}
 	}
 	if req.Network != "" {
-		if _, err := api.NetworkInspect(ctx, req.Network, network.InspectOptions{}); err != nil {
-			if cerrdefs.IsNotFound(err) {
+		if _, err := eng.Inspect(ctx, engine.Networks, req.Network); err != nil {
+			if engine.IsNotFound(err) {
 				// k3d would create a missing network and then never delete it (it counts a named
 				// network as external), so a missing one is refused here.
 				return requestError("network", req.Network, "does not exist", "create the network first (the Compose profile creates <project>_development), or leave it empty")

@@ -7,8 +7,7 @@ import (
 	"slices"
 	"sync"
 
-	cerrdefs "github.com/containerd/errdefs"
-	"github.com/docker/docker/api/types/container"
+	"github.com/openclaw/occ/internal/occdev/engine"
 )
 
 // ErrNotOurs is returned by Delete for a cluster that is not the recorded one; nothing was
@@ -100,16 +99,17 @@ func (p *Provider) volumesLeft(ctx context.Context, mounted, listed []string) ([
 			check = append(check, v)
 		}
 	}
+	eng := p.engine.Verbs()
 	exists := make([]bool, len(check))
 	errs := make([]error, len(check))
 	var wg sync.WaitGroup
 	for i, v := range check {
 		wg.Go(func() {
-			_, err := p.engine.API.VolumeInspect(ctx, v)
+			_, err := eng.Inspect(ctx, engine.Volumes, v)
 			switch {
 			case err == nil:
 				exists[i] = true
-			case !cerrdefs.IsNotFound(err):
+			case !engine.IsNotFound(err):
 				errs[i] = fmt.Errorf("inspect volume %s: %w", v, err)
 			}
 		})
@@ -134,7 +134,7 @@ func (p *Provider) volumesLeft(ctx context.Context, mounted, listed []string) ([
 // side by side, since none of them waits for another of its kind. It returns the removal
 // errors; the caller looks again either way.
 func (p *Provider) sweep(ctx context.Context, f found, mounted []string) error {
-	api := p.engine.API
+	eng := p.engine.Verbs()
 	var errs []error
 	each := func(n int, remove func(i int) error) {
 		out := make([]error, n)
@@ -147,7 +147,7 @@ func (p *Provider) sweep(ctx context.Context, f found, mounted []string) error {
 	}
 	each(len(f.containers), func(i int) error {
 		c := f.containers[i]
-		if err := api.ContainerRemove(ctx, c.id, container.RemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
+		if err := eng.Remove(ctx, engine.Containers, c.id); err != nil && !engine.IsNotFound(err) {
 			return fmt.Errorf("remove container %s: %w", c.name, err)
 		}
 		return nil
@@ -164,13 +164,13 @@ func (p *Provider) sweep(ctx context.Context, f found, mounted []string) error {
 			if f.network == "" {
 				return nil
 			}
-			if err := api.NetworkRemove(ctx, f.network); err != nil && !cerrdefs.IsNotFound(err) {
+			if err := eng.Remove(ctx, engine.Networks, f.network); err != nil && !engine.IsNotFound(err) {
 				return fmt.Errorf("remove network %s: %w", f.network, err)
 			}
 			return nil
 		}
 		v := volumes[i]
-		if err := api.VolumeRemove(ctx, v, false); err != nil && !cerrdefs.IsNotFound(err) {
+		if err := eng.Remove(ctx, engine.Volumes, v); err != nil && !engine.IsNotFound(err) {
 			return fmt.Errorf("remove volume %s: %w", v, err)
 		}
 		return nil

@@ -147,14 +147,14 @@ func (p *Provider) checkHostNAT(ctx context.Context) (unsure bool, release strin
 	if release == "" || hostname == "" {
 		return false, "", nil
 	}
-	info, err := p.engine.API.Info(ctx)
+	id, err := p.engine.Verbs().Identify(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
 			return false, "", ctx.Err()
 		}
 		return false, "", nil // no answer about the engine's kernel: nothing to compare
 	}
-	if info.KernelVersion != release || info.Name != hostname {
+	if id.Host.KernelVersion != release || id.Host.Name != hostname {
 		return false, "", nil
 	}
 	switch legacyNATState(p.host.root, release) {

@@ -9,12 +9,9 @@ import (
 	"sync"
 	"time"
 
-	cerrdefs "github.com/containerd/errdefs"
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/api/types/network"
-	"github.com/docker/docker/api/types/volume"
 	k3dtypes "github.com/k3d-io/k3d/v5/pkg/types"
+
+	"github.com/openclaw/occ/internal/occdev/engine"
 )
 
 // State is what Inspect found under a recorded cluster's name.
@@ -213,7 +210,7 @@ func (p *Provider) find(ctx context.Context, name string) (found, error) {
 	if f.network, err = r.clusterNetwork(name); err != nil {
 		return found{}, err
 	}
-	for _, v := range r.vols.Volumes {
+	for _, v := range r.vols {
 		if v.Labels["app"] == "k3d" && v.Labels[k3dtypes.LabelClusterName] == name {
 			f.volumes = append(f.volumes, v.Name)
 		}
@@ -226,18 +223,19 @@ func (p *Provider) find(ctx context.Context, name string) (found, error) {
 type clusterReads struct {
 	// byLabel are the containers labelled with the cluster's name, byName those whose name
 	// contains the prefix of its nodes' names.
-	byLabel, byName []container.Summary
+	byLabel, byName []engine.Object
 	// net is the network of the cluster's own name, unless netErr says why it could not be read.
-	net    network.Inspect
+	net    engine.Object
 	netErr error
-	vols   volume.ListResponse
+	vols   []engine.Object
 }
 
 // readCluster asks the engine for the containers, the network and the volumes of the cluster
 // name, side by side. A network that cannot be read is in the answer (netErr); any other read
 // that fails is an error, with every failure at once.
 func (p *Provider) readCluster(ctx context.Context, name string) (clusterReads, error) {
-	api := p.engine.API
+	eng := p.engine.Verbs()
+	label := map[string]string{k3dtypes.LabelClusterName: name}
 	prefix := "k3d-" + name + "-"
 	var (
 		r    clusterReads
@@ -246,22 +244,22 @@ func (p *Provider) readCluster(ctx context.Context, name string) (clusterReads, 
 	)
 	wg.Go(func() {
 		var err error
-		r.byLabel, err = api.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", k3dtypes.LabelClusterName+"="+name))})
+		r.byLabel, err = eng.List(ctx, engine.Containers, label)
 		if err != nil {
 			errs[0] = fmt.Errorf("list containers of k3d cluster %s: %w", name, err)
 		}
 	})
 	wg.Go(func() {
 		var err error
-		r.byName, err = api.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("name", prefix))})
+		r.byName, err = eng.ListNamed(ctx, engine.Containers, prefix)
 		if err != nil {
 			errs[1] = fmt.Errorf("list containers named %s*: %w", prefix, err)
 		}
 	})
-	wg.Go(func() { r.net, r.netErr = api.NetworkInspect(ctx, ownNetwork(name), network.InspectOptions{}) })
+	wg.Go(func() { r.net, r.netErr = eng.Inspect(ctx, engine.Networks, ownNetwork(name)) })
 	wg.Go(func() {
 		var err error
-		r.vols, err = api.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", k3dtypes.LabelClusterName+"="+name))})
+		r.vols, err = eng.List(ctx, engine.Volumes, label)
 		if err != nil {
 			errs[2] = fmt.Errorf("list volumes of k3d cluster %s: %w", name, err)
 		}
@@ -275,9 +273,9 @@ func (p *Provider) readCluster(ctx context.Context, name string) (clusterReads, 
 
 // addContainers adds the containers labelled with the cluster's name and those named exactly
 // like its nodes, each once, sorted by name.
-func (f *found) addContainers(name string, byLabel, byName []container.Summary) {
+func (f *found) addContainers(name string, byLabel, byName []engine.Object) {
 	seen := map[string]bool{}
-	add := func(c container.Summary) {
+	add := func(c engine.Object) {
 		if seen[c.ID] {
 			return
 		}
@@ -289,7 +287,7 @@ func (f *found) addContainers(name string, byLabel, byName []container.Summary) 
 	}
 	// The name filter matches substrings; keep exact node names only.
 	for _, c := range byName {
-		if n := strings.TrimPrefix(firstName(c.Names), "/"); n == serverNode(name) || n == toolsNode(name) {
+		if c.Name == serverNode(name) || c.Name == toolsNode(name) {
 			add(c)
 		}
 	}
@@ -297,15 +295,8 @@ func (f *found) addContainers(name string, byLabel, byName []container.Summary) 
 }
 
 // foundContainerOf is the container c as find lists it, with the volumes it mounts.
-func foundContainerOf(c container.Summary) foundContainer {
-	n := strings.TrimPrefix(firstName(c.Names), "/")
-	fc := foundContainer{id: c.ID, name: n, labels: c.Labels, running: c.State == "running"}
-	for _, m := range c.Mounts {
-		if m.Type == "volume" && m.Name != "" {
-			fc.volumes = append(fc.volumes, m.Name)
-		}
-	}
-	return fc
+func foundContainerOf(c engine.Object) foundContainer {
+	return foundContainer{id: c.ID, name: c.Name, labels: c.Labels, running: c.State == "running", volumes: c.Volumes}
 }
 
 // clusterNetwork is the name of the cluster's own network when it exists and k3d made it, else "".
@@ -318,16 +309,9 @@ func (r clusterReads) clusterNetwork(name string) (string, error) {
 		if r.net.Name == ownNetwork(name) && r.net.Labels["app"] == "k3d" {
 			return r.net.Name, nil
 		}
-	case cerrdefs.IsNotFound(r.netErr):
+	case engine.IsNotFound(r.netErr):
 	default:
 		return "", fmt.Errorf("inspect network %s: %w", ownNetwork(name), r.netErr)
 	}
 	return "", nil
-}
-
-func firstName(names []string) string {
-	if len(names) == 0 {
-		return ""
-	}
-	return names[0]
 }

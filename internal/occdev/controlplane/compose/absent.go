@@ -6,10 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/api/types/network"
-	"github.com/docker/docker/api/types/volume"
+	"github.com/openclaw/occ/internal/occdev/engine"
 )
 
 // Resources are engine objects that belong (by label or by name) to a Compose project.
@@ -55,7 +52,7 @@ func (m *Model) Names() Names {
 // FindResources lists everything of project on the engine: containers, volumes and networks
 // labelled with the project (Compose's or podman-compose's label), and volumes and networks
 // that carry one of names without a label.
-func FindResources(ctx context.Context, engine Engine, project string, names Names) (Resources, error) {
+func FindResources(ctx context.Context, eng engine.Engine, project string, names Names) (Resources, error) {
 	var r Resources
 	seen := map[string]bool{}
 	add := func(list *[]string, kind, name string) {
@@ -65,26 +62,26 @@ func FindResources(ctx context.Context, engine Engine, project string, names Nam
 		}
 	}
 	for _, label := range []string{LabelProject, LabelPodmanProject} {
-		f := filters.NewArgs(filters.Arg("label", label+"="+project))
-		cs, err := engine.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+		f := map[string]string{label: project}
+		cs, err := eng.List(ctx, engine.Containers, f)
 		if err != nil {
 			return Resources{}, fmt.Errorf("list containers of Compose project %s: %w", project, err)
 		}
 		for _, c := range cs {
-			name := c.ID[:min(12, len(c.ID))]
-			if len(c.Names) > 0 {
-				name = strings.TrimPrefix(c.Names[0], "/")
+			name := c.Name
+			if name == "" {
+				name = c.ID[:min(12, len(c.ID))]
 			}
 			add(&r.Containers, "container", name)
 		}
-		vs, err := engine.VolumeList(ctx, volume.ListOptions{Filters: f})
+		vs, err := eng.List(ctx, engine.Volumes, f)
 		if err != nil {
 			return Resources{}, fmt.Errorf("list volumes of Compose project %s: %w", project, err)
 		}
-		for _, v := range vs.Volumes {
+		for _, v := range vs {
 			add(&r.Volumes, "volume", v.Name)
 		}
-		ns, err := engine.NetworkList(ctx, network.ListOptions{Filters: f})
+		ns, err := eng.List(ctx, engine.Networks, f)
 		if err != nil {
 			return Resources{}, fmt.Errorf("list networks of Compose project %s: %w", project, err)
 		}
@@ -94,31 +91,29 @@ func FindResources(ctx context.Context, engine Engine, project string, names Nam
 	}
 	// Name filters match substrings, so each hit is compared exactly.
 	for _, name := range names.Volumes {
-		vs, err := engine.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("name", name))})
+		vs, err := eng.ListNamed(ctx, engine.Volumes, name)
 		if err != nil {
 			return Resources{}, fmt.Errorf("look for volume %s: %w", name, err)
 		}
-		for _, v := range vs.Volumes {
+		for _, v := range vs {
 			if v.Name == name {
 				add(&r.Volumes, "volume", v.Name)
 			}
 		}
 	}
 	for _, name := range names.Containers {
-		cs, err := engine.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("name", name))})
+		cs, err := eng.ListNamed(ctx, engine.Containers, name)
 		if err != nil {
 			return Resources{}, fmt.Errorf("look for container %s: %w", name, err)
 		}
 		for _, c := range cs {
-			for _, n := range c.Names {
-				if strings.TrimPrefix(n, "/") == name {
-					add(&r.Containers, "container", name)
-				}
+			if c.Name == name {
+				add(&r.Containers, "container", name)
 			}
 		}
 	}
 	for _, name := range names.Networks {
-		ns, err := engine.NetworkList(ctx, network.ListOptions{Filters: filters.NewArgs(filters.Arg("name", name))})
+		ns, err := eng.ListNamed(ctx, engine.Networks, name)
 		if err != nil {
 			return Resources{}, fmt.Errorf("look for network %s: %w", name, err)
 		}
@@ -147,8 +142,8 @@ func (e *ExistsError) Error() string {
 
 // EnsureAbsent fails with *ExistsError when anything of the project already exists on the
 // engine. It runs before the first mutation, so a refusal leaves nothing behind.
-func (m *Model) EnsureAbsent(ctx context.Context, engine Engine) error {
-	r, err := FindResources(ctx, engine, m.Project.Name, m.Names())
+func (m *Model) EnsureAbsent(ctx context.Context, eng engine.Engine) error {
+	r, err := FindResources(ctx, eng, m.Project.Name, m.Names())
 	if err != nil {
 		return err
 	}
@@ -170,8 +165,8 @@ func (e *LeftoverError) Error() string {
 
 // VerifyGone fails with *LeftoverError while anything labelled with the project, or named as its
 // model names its volumes and networks, remains on the engine.
-func VerifyGone(ctx context.Context, engine Engine, project string, names Names) error {
-	r, err := FindResources(ctx, engine, project, names)
+func VerifyGone(ctx context.Context, eng engine.Engine, project string, names Names) error {
+	r, err := FindResources(ctx, eng, project, names)
 	if err != nil {
 		return err
 	}

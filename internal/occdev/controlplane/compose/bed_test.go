@@ -10,6 +10,8 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 
+	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/testbed/dockerbed"
 	"github.com/openclaw/occ/internal/testbed/ocebed"
 )
@@ -87,7 +89,7 @@ func (b *bed) builtSnapshot(user UserOptions) (*Model, Snapshot) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if _, err := BuildImages(ctx, builds, BuildImagesOptions{Engine: b.engine.API}); err != nil {
+	if _, err := BuildImages(ctx, builds, BuildImagesOptions{Engine: b.verbs()}); err != nil {
 		b.t.Fatal(err)
 	}
 	snap, err := m.WriteSnapshot(b.state)
@@ -110,8 +112,13 @@ func (b *bed) runner(s Snapshot) Runner {
 	return Runner{Plugin: b.plugin, Endpoint: b.engine.Host, Snapshot: s}
 }
 
+// verbs is the bed's engine in occ's verbs, over its API client.
+func (b *bed) verbs() engine.Engine {
+	return (&docker.Engine{API: b.engine.API, Identity: engine.Identity{Kind: engine.Docker}}).Verbs()
+}
+
 func (b *bed) stack() Stack {
-	return Stack{Project: b.settings.Project, Engine: b.engine.API}
+	return Stack{Project: b.settings.Project, Engine: b.verbs()}
 }
 
 // cleanup removes the project's containers, volumes and networks with the plugin when a
@@ -129,7 +136,7 @@ func (b *bed) cleanup() {
 		Volumes:  []string{b.settings.Project + "_occ_postgres_data", b.settings.Project + "_occ_bootstrap_data", b.settings.Project + "_occ_configuration_data"},
 		Networks: []string{NetworkName(b.settings.Project)},
 	}
-	if err := VerifyGone(ctx, b.engine.API, b.settings.Project, names); err != nil {
+	if err := VerifyGone(ctx, b.verbs(), b.settings.Project, names); err != nil {
 		b.t.Errorf("cleanup: %v", err)
 	}
 	// Compose tags what it builds <project>-<service>; the layers are shared, the tags are not.

@@ -12,6 +12,7 @@ import (
 	"github.com/docker/docker/api/types/image"
 
 	"github.com/openclaw/occ/internal/occdev/controlplane"
+	"github.com/openclaw/occ/internal/occdev/engine"
 )
 
 // buildNetworkNone is a user overlay that runs the builds' RUN steps without a network: the test
@@ -69,7 +70,7 @@ func TestBuiltImagesRunTheCheckout(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	start := time.Now()
-	imgs, err := BuildImages(ctx, builds, BuildImagesOptions{Engine: b.engine.API})
+	imgs, err := BuildImages(ctx, builds, BuildImagesOptions{Engine: b.verbs()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +87,7 @@ func TestBuiltImagesRunTheCheckout(t *testing.T) {
 	if got, want := fileFromService(t, s, ServiceBootstrap, "/app/package.json"), readFile(t, filepath.Join(b.checkout, "package.json")); got != want {
 		t.Fatalf("bootstrap's image holds package.json %q, the checkout %q", got, want)
 	}
-	if err := Remove(ctx, RemoveOptions{Runner: r, Engine: b.engine.API, Names: m.Names()}); err != nil {
+	if err := Remove(ctx, RemoveOptions{Runner: r, Engine: b.verbs(), Names: m.Names()}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -114,7 +115,7 @@ func TestUseBuiltImagesRefusesUnsupportedBuildKeys(t *testing.T) {
 
 // BuildImagesOptions are the inputs of BuildImages.
 type BuildImagesOptions struct {
-	Engine controlplane.ImageEngine
+	Engine engine.Engine
 	// Progress receives each build's output line by line; nil discards it.
 	Progress func(line string)
 }
@@ -126,7 +127,7 @@ type BuildImagesOptions struct {
 func BuildImages(ctx context.Context, builds []Build, opts BuildImagesOptions) ([]controlplane.LocalImage, error) {
 	out := make([]controlplane.LocalImage, 0, len(builds))
 	for _, b := range builds {
-		img, err := controlplane.BuildImage(ctx, opts.Engine, controlplane.BuildRequest{
+		img, err := controlplane.BuildImage(ctx, opts.Engine, engine.BuildRequest{
 			ContextDir: b.Context, Dockerfile: b.Dockerfile, Target: b.Target, Args: b.Args,
 			Tag: b.Tag, Progress: opts.Progress, NetworkMode: b.Network,
 		})

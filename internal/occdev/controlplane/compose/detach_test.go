@@ -5,37 +5,35 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/network"
+	"github.com/openclaw/occ/internal/occdev/engine"
 )
 
 // jobsEngine answers the calls DetachExitedJobs makes for a project whose jobs have exited: one
 // container per job, the network's members as given, and the disconnections it was asked for.
-// The other calls of Engine are not made (the nil interface panics if they are).
+// The other verbs are not called (the nil interface panics if they are).
 type jobsEngine struct {
-	Engine
-	members      map[string]network.EndpointResource
+	engine.Engine
+	members      map[string]string
 	disconnected []string
 }
 
-func (e *jobsEngine) ContainerList(_ context.Context, o container.ListOptions) ([]container.Summary, error) {
+func (e *jobsEngine) List(_ context.Context, _ engine.Sort, labels map[string]string) ([]engine.Object, error) {
 	for _, svc := range JobServices {
-		if slices.Contains(o.Filters.Get("label"), LabelService+"="+svc) {
-			return []container.Summary{{ID: svc + "-id"}}, nil
+		if labels[LabelService] == svc {
+			return []engine.Object{{Sort: engine.Containers, ID: svc + "-id"}}, nil
 		}
 	}
 	return nil, nil
 }
 
-func (e *jobsEngine) ContainerInspect(_ context.Context, id string) (container.InspectResponse, error) {
-	return container.InspectResponse{ContainerJSONBase: &container.ContainerJSONBase{ID: id, State: &container.State{Status: "exited"}}}, nil
+func (e *jobsEngine) Inspect(_ context.Context, sort engine.Sort, name string) (engine.Object, error) {
+	if sort == engine.Networks {
+		return engine.Object{Sort: sort, Name: name, Members: e.members}, nil
+	}
+	return engine.Object{Sort: sort, ID: name, State: "exited"}, nil
 }
 
-func (e *jobsEngine) NetworkInspect(_ context.Context, name string, _ network.InspectOptions) (network.Inspect, error) {
-	return network.Inspect{Name: name, Containers: e.members}, nil
-}
-
-func (e *jobsEngine) NetworkDisconnect(_ context.Context, _, id string, _ bool) error {
+func (e *jobsEngine) Disconnect(_ context.Context, _, id string) error {
 	e.disconnected = append(e.disconnected, id)
 	return nil
 }
@@ -46,19 +44,19 @@ func (e *jobsEngine) NetworkDisconnect(_ context.Context, _, id string, _ bool) 
 func TestDetachExitedJobsListedWithoutAnAddress(t *testing.T) {
 	for _, c := range []struct {
 		name    string
-		members map[string]network.EndpointResource
+		members map[string]string
 		want    []string
 	}{
-		{"podman", map[string]network.EndpointResource{
-			ServiceMigrate + "-id":   {Name: "p-migrate-1"},
-			ServiceBootstrap + "-id": {Name: "p-bootstrap-1"},
-			"postgres-id":            {Name: "p-postgres-1", IPv4Address: "10.89.0.2/24"},
+		{"podman", map[string]string{
+			ServiceMigrate + "-id":   "",
+			ServiceBootstrap + "-id": "",
+			"postgres-id":            "10.89.0.2/24",
 		}, []string{ServiceMigrate + "-id", ServiceBootstrap + "-id"}},
-		{"docker", map[string]network.EndpointResource{
-			"postgres-id": {Name: "p-postgres-1", IPv4Address: "172.18.0.2/16"},
+		{"docker", map[string]string{
+			"postgres-id": "172.18.0.2/16",
 		}, nil},
-		{"a job still listed with its address", map[string]network.EndpointResource{
-			ServiceMigrate + "-id": {Name: "p-migrate-1", IPv4Address: "10.89.0.3/24"},
+		{"a job still listed with its address", map[string]string{
+			ServiceMigrate + "-id": "10.89.0.3/24",
 		}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -3,15 +3,9 @@ package compose
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/netip"
 
-	dockertypes "github.com/docker/docker/api/types"
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/events"
-	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/api/types/network"
-	"github.com/docker/docker/api/types/volume"
+	"github.com/openclaw/occ/internal/occdev/engine"
 )
 
 // Labels Compose puts on what it creates (and podman-compose's project label, which ensureAbsent
@@ -23,41 +17,26 @@ const (
 	LabelPodmanProject = "io.podman.compose.project"
 )
 
-// Engine is the part of the engine API this package uses; the engine's docker.API (Docker's or
-// Podman's) satisfies it.
-type Engine interface {
-	ContainerList(ctx context.Context, options container.ListOptions) ([]container.Summary, error)
-	ContainerInspect(ctx context.Context, id string) (container.InspectResponse, error)
-	ContainerLogs(ctx context.Context, id string, options container.LogsOptions) (io.ReadCloser, error)
-	CopyFromContainer(ctx context.Context, id, srcPath string) (io.ReadCloser, container.PathStat, error)
-	ContainerExecCreate(ctx context.Context, id string, options container.ExecOptions) (container.ExecCreateResponse, error)
-	ContainerExecAttach(ctx context.Context, execID string, options container.ExecAttachOptions) (dockertypes.HijackedResponse, error)
-	ContainerExecInspect(ctx context.Context, execID string) (container.ExecInspect, error)
-	VolumeList(ctx context.Context, options volume.ListOptions) (volume.ListResponse, error)
-	VolumeInspect(ctx context.Context, id string) (volume.Volume, error)
-	NetworkList(ctx context.Context, options network.ListOptions) ([]network.Summary, error)
-	NetworkInspect(ctx context.Context, id string, options network.InspectOptions) (network.Inspect, error)
-	NetworkDisconnect(ctx context.Context, networkID, containerID string, force bool) error
-	Events(ctx context.Context, options events.ListOptions) (<-chan events.Message, <-chan error)
-}
+// The container states (engine.Object's State) this package tells apart.
+const (
+	stateRunning = "running"
+	stateExited  = "exited"
+	stateDead    = "dead"
+)
 
-// Stack is a running (or stopped) Compose project seen through the Docker API.
+// Stack is a running (or stopped) Compose project seen through the engine's verbs.
 type Stack struct {
 	// Project is the Compose project name.
 	Project string
-	Engine  Engine
+	Engine  engine.Engine
 	// Redact are literal secrets scrubbed from log lines shown in errors.
 	Redact []string
 }
 
 // serviceContainers lists the project's containers of one service, stopped ones included, and
 // one-off `compose run` containers excluded.
-func (s Stack) serviceContainers(ctx context.Context, service string) ([]container.Summary, error) {
-	f := filters.NewArgs(
-		filters.Arg("label", LabelProject+"="+s.Project),
-		filters.Arg("label", LabelService+"="+service),
-	)
-	list, err := s.Engine.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+func (s Stack) serviceContainers(ctx context.Context, service string) ([]engine.Object, error) {
+	list, err := s.Engine.List(ctx, engine.Containers, map[string]string{LabelProject: s.Project, LabelService: service})
 	if err != nil {
 		return nil, fmt.Errorf("list containers of service %s: %w", service, err)
 	}
@@ -82,8 +61,8 @@ func (s Stack) ServiceImages(ctx context.Context, services ...string) (map[strin
 		if err != nil {
 			return nil, err
 		}
-		if len(list) == 1 && list[0].State == container.StateRunning {
-			out[svc] = list[0].ImageID
+		if len(list) == 1 && list[0].State == stateRunning {
+			out[svc] = list[0].Image
 		}
 	}
 	return out, nil
@@ -114,15 +93,13 @@ func (s Stack) ServiceAddress(ctx context.Context, service, network string) (net
 	if id == "" {
 		return netip.Addr{}, fmt.Errorf("service %s has no container", service)
 	}
-	info, err := s.Engine.ContainerInspect(ctx, id)
+	info, err := s.Engine.Inspect(ctx, engine.Containers, id)
 	if err != nil {
 		return netip.Addr{}, fmt.Errorf("inspect the container of service %s: %w", service, err)
 	}
-	if info.NetworkSettings != nil {
-		if ep := info.NetworkSettings.Networks[network]; ep != nil {
-			if a, err := netip.ParseAddr(ep.IPAddress); err == nil && a.Is4() {
-				return a, nil
-			}
+	if ip, on := info.Addresses[network]; on {
+		if a, err := netip.ParseAddr(ip); err == nil && a.Is4() {
+			return a, nil
 		}
 	}
 	return netip.Addr{}, fmt.Errorf("the container of service %s has no IPv4 address on network %s", service, network)

@@ -3,26 +3,20 @@ package compose
 import (
 	"context"
 	"maps"
-	"slices"
 	"testing"
 
-	"github.com/docker/docker/api/types/container"
+	"github.com/openclaw/occ/internal/occdev/engine"
 )
 
-// servicesEngine lists the containers of each service as given; the other calls of Engine are
-// not made (the nil interface panics if they are).
+// servicesEngine lists the containers of each service as given; the other verbs are not called
+// (the nil interface panics if they are).
 type servicesEngine struct {
-	Engine
-	containers map[string][]container.Summary
+	engine.Engine
+	containers map[string][]engine.Object
 }
 
-func (e servicesEngine) ContainerList(_ context.Context, o container.ListOptions) ([]container.Summary, error) {
-	for svc, list := range e.containers {
-		if slices.Contains(o.Filters.Get("label"), LabelService+"="+svc) {
-			return list, nil
-		}
-	}
-	return nil, nil
+func (e servicesEngine) List(_ context.Context, _ engine.Sort, labels map[string]string) ([]engine.Object, error) {
+	return e.containers[labels[LabelService]], nil
 }
 
 // occ was killed while Compose recreated the controller: the old container, stopped and renamed,
@@ -30,10 +24,10 @@ func (e servicesEngine) ContainerList(_ context.Context, o container.ListOptions
 // reload recreates it); the worker's one running container runs its image; a stopped worker
 // would run none either.
 func TestServiceImagesOnlyOfOneRunningContainer(t *testing.T) {
-	e := servicesEngine{containers: map[string][]container.Summary{
-		ServiceController: {{ID: "old", ImageID: "sha256:old", State: container.StateExited}, {ID: "new", ImageID: "sha256:new", State: container.StateCreated}},
-		ServiceWorker:     {{ID: "w", ImageID: "sha256:worker", State: container.StateRunning}},
-		ServicePostgres:   {{ID: "p", ImageID: "sha256:postgres", State: container.StateExited}},
+	e := servicesEngine{containers: map[string][]engine.Object{
+		ServiceController: {{ID: "old", Image: "sha256:old", State: "exited"}, {ID: "new", Image: "sha256:new", State: "created"}},
+		ServiceWorker:     {{ID: "w", Image: "sha256:worker", State: "running"}},
+		ServicePostgres:   {{ID: "p", Image: "sha256:postgres", State: "exited"}},
 	}}
 	got, err := Stack{Project: "p", Engine: e}.ServiceImages(context.Background(), ServiceController, ServiceWorker, ServicePostgres, "absent")
 	if err != nil {

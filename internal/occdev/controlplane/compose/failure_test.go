@@ -53,7 +53,7 @@ func TestStartDataReportsFailedMigration(t *testing.T) {
 	if st := states[0]; st.State == "running" || (st.State == "exited" && st.ExitCode == 0) {
 		t.Errorf("bootstrap ran after a failed migration: %s", st)
 	}
-	if err := Remove(ctx, RemoveOptions{Runner: r, Engine: b.engine.API, Names: m.Names()}); err != nil {
+	if err := Remove(ctx, RemoveOptions{Runner: r, Engine: b.verbs(), Names: m.Names()}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -90,7 +90,7 @@ func TestStartDataShowsBuilderRefusal(t *testing.T) {
 			t.Errorf("%s exists after a failed build: %s", st.Service, st)
 		}
 	}
-	if err := Remove(ctx, RemoveOptions{Runner: r, Engine: b.engine.API, Names: m.Names()}); err != nil {
+	if err := Remove(ctx, RemoveOptions{Runner: r, Engine: b.verbs(), Names: m.Names()}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -139,7 +139,7 @@ func TestEnsureAbsentRefusesExistingResources(t *testing.T) {
 	m := b.mustLoad(UserOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := m.EnsureAbsent(ctx, b.engine.API); err != nil {
+	if err := m.EnsureAbsent(ctx, b.verbs()); err != nil {
 		t.Fatalf("a fresh project: %v", err)
 	}
 	vol := b.settings.Project + "_occ_bootstrap_data"
@@ -147,7 +147,7 @@ func TestEnsureAbsentRefusesExistingResources(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.engine.API.VolumeRemove(context.Background(), vol, true) })
-	err := m.EnsureAbsent(ctx, b.engine.API)
+	err := m.EnsureAbsent(ctx, b.verbs())
 	var ee *ExistsError
 	if !errors.As(err, &ee) || strings.Join(ee.Resources.Volumes, ",") != vol || !strings.Contains(err.Error(), "Compose project already has resources: "+b.settings.Project+" (volume "+vol+")") {
 		t.Fatalf("an unlabelled volume of the project: %v", err)
@@ -161,7 +161,7 @@ func TestEnsureAbsentRefusesExistingResources(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.engine.API.NetworkRemove(context.Background(), created.ID) })
-	err = m.EnsureAbsent(ctx, b.engine.API)
+	err = m.EnsureAbsent(ctx, b.verbs())
 	if !errors.As(err, &ee) || strings.Join(ee.Resources.Networks, ",") != netName {
 		t.Fatalf("a labelled network of the project: %v", err)
 	}
@@ -178,7 +178,7 @@ func TestEnsureAbsentRefusesExistingResources(t *testing.T) {
 	t.Cleanup(func() {
 		_ = b.engine.API.ContainerRemove(context.Background(), c.ID, container.RemoveOptions{Force: true})
 	})
-	err = m.EnsureAbsent(ctx, b.engine.API)
+	err = m.EnsureAbsent(ctx, b.verbs())
 	if !errors.As(err, &ee) || strings.Join(ee.Resources.Containers, ",") != cname {
 		t.Fatalf("a container with a Compose name of the project: %v", err)
 	}

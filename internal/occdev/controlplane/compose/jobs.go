@@ -6,15 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/events"
-	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/pkg/stdcopy"
-
 	"github.com/openclaw/occ/internal/occdev/controlplane"
+	"github.com/openclaw/occ/internal/occdev/engine"
 )
 
 // logLines is how many of a failed job's last log lines an error shows.
@@ -51,10 +46,7 @@ func (e *JobError) Error() string {
 func (s Stack) WaitCompleted(ctx context.Context, services ...string) error {
 	evCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	msgs, errs := s.Engine.Events(evCtx, events.ListOptions{Filters: filters.NewArgs(
-		filters.Arg("type", string(events.ContainerEventType)),
-		filters.Arg("label", LabelProject+"="+s.Project),
-	)})
+	msgs, errs := s.Engine.Events(evCtx, map[string]string{LabelProject: s.Project})
 	ticker := time.NewTicker(recheck)
 	defer ticker.Stop()
 	pending := append([]string(nil), services...)
@@ -95,24 +87,23 @@ func (s Stack) jobState(ctx context.Context, service string) (bool, string, erro
 	if id == "" {
 		return false, service + " has no container yet", nil
 	}
-	c, err := s.Engine.ContainerInspect(ctx, id)
+	c, err := s.Engine.Inspect(ctx, engine.Containers, id)
 	if err != nil {
 		return false, "", fmt.Errorf("inspect %s container: %w", service, err)
 	}
-	st := c.State
 	switch {
-	case st == nil:
+	case c.State == "":
 		return false, service + " has no state yet", nil
-	case st.Status == container.StateExited && st.ExitCode == 0:
+	case c.State == stateExited && c.ExitCode == 0:
 		return true, "", nil
-	case st.Status == container.StateExited || st.Status == container.StateDead:
-		code := st.ExitCode
-		if st.Status == container.StateDead && code == 0 {
+	case c.State == stateExited || c.State == stateDead:
+		code := c.ExitCode
+		if c.State == stateDead && code == 0 {
 			code = -1
 		}
 		return false, "", &JobError{Service: service, ExitCode: code, Logs: s.lastLogs(ctx, id)}
 	}
-	return false, fmt.Sprintf("%s is %s", service, st.Status), nil
+	return false, fmt.Sprintf("%s is %s", service, c.State), nil
 }
 
 // Diagnose explains a failed `compose up`: for each service whose container exited non-zero it
@@ -134,14 +125,9 @@ func (s Stack) Diagnose(ctx context.Context, services ...string) error {
 // lastLogs returns the container's last log lines (stdout and stderr interleaved as the engine
 // stored them), scrubbed and indented, or "" when it cannot read them.
 func (s Stack) lastLogs(ctx context.Context, id string) string {
-	rc, err := s.Engine.ContainerLogs(ctx, id, container.LogsOptions{ShowStdout: true, ShowStderr: true, Tail: fmt.Sprint(logLines)})
-	if err != nil {
-		return ""
-	}
-	defer rc.Close()
 	var buf bytes.Buffer
 	w := &limitBuffer{buf: &buf, left: 64 << 10}
-	if _, err := stdcopy.StdCopy(w, w, rc); err != nil && buf.Len() == 0 {
+	if err := s.Engine.Logs(ctx, id, engine.LogsRequest{Tail: logLines}, w, w); err != nil && buf.Len() == 0 {
 		return ""
 	}
 	return tail("", buf.Bytes(), s.Redact)
@@ -182,7 +168,7 @@ func (s ServiceState) String() string {
 	switch s.State {
 	case "missing":
 		return "missing"
-	case container.StateExited:
+	case stateExited:
 		return fmt.Sprintf("exited with code %d", s.ExitCode)
 	}
 	out := s.State
@@ -198,11 +184,11 @@ func (s ServiceState) String() string {
 // Status returns the state of each service, in the order given (all of the project's services,
 // sorted, when none are given).
 func (s Stack) Status(ctx context.Context, services ...string) ([]ServiceState, error) {
-	list, err := s.Engine.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", LabelProject+"="+s.Project))})
+	list, err := s.Engine.List(ctx, engine.Containers, map[string]string{LabelProject: s.Project})
 	if err != nil {
 		return nil, fmt.Errorf("list containers of Compose project %s: %w", s.Project, err)
 	}
-	by := map[string][]container.Summary{}
+	by := map[string][]engine.Object{}
 	for _, c := range list {
 		if c.Labels[LabelOneoff] == "True" {
 			continue
@@ -222,19 +208,17 @@ func (s Stack) Status(ctx context.Context, services ...string) ([]ServiceState, 
 			out = append(out, ServiceState{Service: svc, State: "missing"})
 			continue
 		}
-		st := ServiceState{Service: svc, State: string(cs[0].State), Containers: len(cs)}
-		info, err := s.Engine.ContainerInspect(ctx, cs[0].ID)
+		st := ServiceState{Service: svc, State: cs[0].State, Containers: len(cs)}
+		info, err := s.Engine.Inspect(ctx, engine.Containers, cs[0].ID)
 		if err != nil {
 			return nil, fmt.Errorf("inspect %s container: %w", svc, err)
 		}
-		if info.State != nil {
-			st.State = string(info.State.Status)
-			if info.State.Status == container.StateExited {
-				st.ExitCode = info.State.ExitCode
+		if info.State != "" {
+			st.State = info.State
+			if info.State == stateExited {
+				st.ExitCode = info.ExitCode
 			}
-			if info.State.Health != nil {
-				st.Health = strings.ToLower(string(info.State.Health.Status))
-			}
+			st.Health = info.Health
 		}
 		out = append(out, st)
 	}

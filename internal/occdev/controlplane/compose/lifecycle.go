@@ -7,7 +7,7 @@ import (
 	"net/netip"
 	"strings"
 
-	networktypes "github.com/docker/docker/api/types/network"
+	"github.com/openclaw/occ/internal/occdev/engine"
 )
 
 // StartOptions are the inputs of StartData and StartAPI.
@@ -57,7 +57,7 @@ func StartData(ctx context.Context, opts StartOptions) error {
 // containers stay (the bootstrap key is read from the bootstrap container later) and go with the
 // project; a job never runs again (StartAPI uses --no-deps).
 func (s Stack) DetachExitedJobs(ctx context.Context, network string) error {
-	net, err := s.Engine.NetworkInspect(ctx, network, networktypes.InspectOptions{})
+	net, err := s.Engine.Inspect(ctx, engine.Networks, network)
 	if err != nil {
 		return fmt.Errorf("inspect network %s: %w", network, err)
 	}
@@ -66,18 +66,18 @@ func (s Stack) DetachExitedJobs(ctx context.Context, network string) error {
 		if err != nil || id == "" {
 			return err
 		}
-		member, on := net.Containers[id]
-		if !on || readableAddress(member.IPv4Address) {
+		address, on := net.Members[id]
+		if !on || readableAddress(address) {
 			continue
 		}
-		c, err := s.Engine.ContainerInspect(ctx, id)
+		c, err := s.Engine.Inspect(ctx, engine.Containers, id)
 		if err != nil {
 			return fmt.Errorf("inspect the %s container: %w", svc, err)
 		}
-		if c.State == nil || c.State.Running {
+		if c.State == "" || c.Running {
 			continue
 		}
-		if err := s.Engine.NetworkDisconnect(ctx, network, id, false); err != nil {
+		if err := s.Engine.Disconnect(ctx, network, id); err != nil {
 			return fmt.Errorf("disconnect the exited %s container, listed without an address, from network %s (so the k3d cluster can join it): %w", svc, network, err)
 		}
 	}
@@ -153,7 +153,7 @@ func StopReconcilers(ctx context.Context, r Runner) error {
 // RemoveOptions are the inputs of Remove.
 type RemoveOptions struct {
 	Runner Runner
-	Engine Engine
+	Engine engine.Engine
 	// Names are the snapshot's volume and network names (NamesOf of LoadSnapshot).
 	Names Names
 	// Images also removes the images Compose built for the project.

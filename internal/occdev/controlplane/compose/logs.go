@@ -7,15 +7,11 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/events"
-	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/pkg/stdcopy"
+	"github.com/openclaw/occ/internal/occdev/engine"
 )
 
 // LogOptions are the inputs of Stack.Logs, read as `docker compose logs` reads its flags.
@@ -47,7 +43,7 @@ type LogOptions struct {
 func (s Stack) Logs(ctx context.Context, o LogOptions) error {
 	evCtx, cancelEvents := context.WithCancel(ctx)
 	defer cancelEvents()
-	var msgs <-chan events.Message
+	var msgs <-chan engine.Event
 	var evErrs <-chan error
 	if o.Follow {
 		msgs, evErrs = s.containerRuns(evCtx)
@@ -55,12 +51,12 @@ func (s Stack) Logs(ctx context.Context, o LogOptions) error {
 	// Events older than the listing are already reflected in it (the engine runs on this host,
 	// so its clock is ours).
 	listedAt := time.Now()
-	list, err := s.Engine.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", LabelProject+"="+s.Project))})
+	list, err := s.Engine.List(ctx, engine.Containers, map[string]string{LabelProject: s.Project})
 	if err != nil {
 		return fmt.Errorf("list containers of Compose project %s: %w", s.Project, err)
 	}
-	slices.SortFunc(list, func(a, b container.Summary) int {
-		return cmp.Or(strings.Compare(a.Labels[LabelService], b.Labels[LabelService]), cmp.Compare(a.Created, b.Created))
+	slices.SortFunc(list, func(a, b engine.Object) int {
+		return cmp.Or(strings.Compare(a.Labels[LabelService], b.Labels[LabelService]), a.Created.Compare(b.Created))
 	})
 
 	r := newLogReaders(ctx, s, o, listedAt)
@@ -88,13 +84,8 @@ func (s Stack) Logs(ctx context.Context, o LogOptions) error {
 }
 
 // containerRuns subscribes to the starts and deaths of the project's containers.
-func (s Stack) containerRuns(ctx context.Context) (<-chan events.Message, <-chan error) {
-	return s.Engine.Events(ctx, events.ListOptions{Filters: filters.NewArgs(
-		filters.Arg("type", string(events.ContainerEventType)),
-		filters.Arg("label", LabelProject+"="+s.Project),
-		filters.Arg("event", string(events.ActionStart)),
-		filters.Arg("event", string(events.ActionDie)),
-	)})
+func (s Stack) containerRuns(ctx context.Context) (<-chan engine.Event, <-chan error) {
+	return s.Engine.Events(ctx, map[string]string{LabelProject: s.Project}, engine.EventStart, engine.EventDie)
 }
 
 // logReaders are the concurrent reads of one Logs call: which container runs are read, and
@@ -149,13 +140,13 @@ func (r *logReaders) read(id, service string, since time.Time, tail int, follow 
 
 // readListed starts reading every wanted container of the listing, following the running ones
 // when Follow is set.
-func (r *logReaders) readListed(list []container.Summary) {
+func (r *logReaders) readListed(list []engine.Object) {
 	for _, c := range list {
 		if !r.wanted(c.Labels) {
 			continue
 		}
 		svc := c.Labels[LabelService]
-		running := c.State == container.StateRunning
+		running := c.State == stateRunning
 		r.following[c.ID] = r.o.Follow && running
 		r.listed[c.ID] = true
 		if !running {
@@ -168,21 +159,21 @@ func (r *logReaders) readListed(list []container.Summary) {
 
 // event follows a wanted container's run that starts after the listing, and notes when one
 // ends, so that its next run is read from then.
-func (r *logReaders) event(ev events.Message) {
-	if !r.wanted(ev.Actor.Attributes) {
+func (r *logReaders) event(ev engine.Event) {
+	if !r.wanted(ev.Labels) {
 		return
 	}
-	svc := ev.Actor.Attributes[LabelService]
-	id := ev.Actor.ID
-	at := time.Unix(0, ev.TimeNano)
+	svc := ev.Labels[LabelService]
+	id := ev.Container
+	at := ev.Time
 	if r.listed[id] && at.Before(r.listedAt) {
 		return
 	}
 	switch ev.Action {
-	case events.ActionDie:
+	case engine.EventDie:
 		r.following[id] = false
 		r.diedAt[id] = at
-	case events.ActionStart:
+	case engine.EventStart:
 		if r.following[id] {
 			// Listed as running already: its stream reads this run.
 			return
@@ -201,31 +192,19 @@ func (r *logReaders) event(ev events.Message) {
 // output of its own (so a partial line of one never joins a line of the other), or the one
 // terminal stream of a container with a TTY.
 func (s Stack) readLogs(ctx context.Context, id, service string, since time.Time, tail int, follow bool, o LogOptions) error {
-	info, err := s.Engine.ContainerInspect(ctx, id)
+	info, err := s.Engine.Inspect(ctx, engine.Containers, id)
 	if err != nil {
 		return fmt.Errorf("inspect container %s: %w", shortID(id), err)
 	}
-	opts := container.LogsOptions{ShowStdout: true, ShowStderr: true, Follow: follow, Timestamps: o.Timestamps, Tail: "all"}
-	if tail >= 0 {
-		opts.Tail = strconv.Itoa(tail)
-	}
-	if !since.IsZero() {
-		opts.Since = since.UTC().Format(time.RFC3339Nano)
-	}
-	rc, err := s.Engine.ContainerLogs(ctx, id, opts)
-	if err != nil {
-		return fmt.Errorf("read the log of container %s: %w", shortID(id), err)
-	}
-	defer rc.Close()
 	stdout := o.Output(service)
 	defer stdout.Close()
-	if info.Config != nil && info.Config.Tty {
-		_, err = io.Copy(stdout, rc)
-	} else {
-		stderr := o.Output(service)
-		defer stderr.Close()
-		_, err = stdcopy.StdCopy(stdout, stderr, rc)
+	stderr := io.Writer(stdout)
+	if !info.TTY {
+		out := o.Output(service)
+		defer out.Close()
+		stderr = out
 	}
+	err = s.Engine.Logs(ctx, id, engine.LogsRequest{Follow: follow, Timestamps: o.Timestamps, Tail: tail, Since: since, TTY: info.TTY}, stdout, stderr)
 	if err != nil && ctx.Err() == nil {
 		return fmt.Errorf("read the log of container %s: %w", shortID(id), err)
 	}

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/docker/docker/api/types/network"
-
 	"github.com/openclaw/occ/internal/occdev/docker"
 	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/state"
@@ -119,7 +117,7 @@ func (p projectRemover) Remove(ctx context.Context, o state.Object) (state.Remov
 	if err != nil {
 		return state.Removal{}, err
 	}
-	before, err := FindResources(ctx, eng.API, o.Name, names)
+	before, err := FindResources(ctx, eng.Verbs(), o.Name, names)
 	if err != nil {
 		return state.Removal{}, err
 	}
@@ -130,7 +128,7 @@ func (p projectRemover) Remove(ctx context.Context, o state.Object) (state.Remov
 	if err != nil {
 		return state.Removal{}, err
 	}
-	if err := Remove(ctx, RemoveOptions{Runner: run, Engine: eng.API, Names: names}); err != nil {
+	if err := Remove(ctx, RemoveOptions{Runner: run, Engine: eng.Verbs(), Names: names}); err != nil {
 		return state.Removal{}, err
 	}
 	return state.Removal{Outcome: state.Removed}, nil
@@ -149,7 +147,7 @@ func (p projectRemover) Inspect(ctx context.Context, o state.Object) state.Inspe
 	if err != nil {
 		return state.Inspection{State: state.Unknown, Detail: err.Error()}
 	}
-	res, err := FindResources(ctx, eng.API, o.Name, names)
+	res, err := FindResources(ctx, eng.Verbs(), o.Name, names)
 	switch {
 	case err != nil:
 		return state.Inspection{State: state.Unknown, Detail: err.Error()}
@@ -184,7 +182,7 @@ func (s servicesRemover) Remove(ctx context.Context, o state.Object) (state.Remo
 	if err != nil {
 		return state.Removal{}, err
 	}
-	states, err := Stack{Project: o.Name, Engine: eng.API}.Status(ctx, APIServices...)
+	states, err := Stack{Project: o.Name, Engine: eng.Verbs()}.Status(ctx, APIServices...)
 	if err != nil {
 		return state.Removal{}, err
 	}
@@ -206,7 +204,7 @@ func (s servicesRemover) Inspect(ctx context.Context, o state.Object) state.Insp
 	if err != nil {
 		return state.Inspection{State: state.Unknown, Detail: err.Error()}
 	}
-	states, err := Stack{Project: o.Name, Engine: eng.API}.Status(ctx, APIServices...)
+	states, err := Stack{Project: o.Name, Engine: eng.Verbs()}.Status(ctx, APIServices...)
 	if err != nil {
 		return state.Inspection{State: state.Unknown, Detail: err.Error()}
 	}
@@ -325,12 +323,12 @@ func (e engineObjectRemover) Inspect(ctx context.Context, o state.Object) state.
 
 // RecordIDs fills the engine IDs of the recorded networks once Compose has created them, so
 // `down` can tell the project's network from a same-named one made later.
-func RecordIDs(ctx context.Context, api docker.API, rec interface{ Record(state.Object) error }, records []state.Object) error {
+func RecordIDs(ctx context.Context, eng engine.Engine, rec interface{ Record(state.Object) error }, records []state.Object) error {
 	for _, o := range records {
 		if o.Type != TypeNetwork {
 			continue
 		}
-		n, err := api.NetworkInspect(ctx, o.Name, network.InspectOptions{})
+		n, err := eng.Inspect(ctx, engine.Networks, o.Name)
 		if err != nil {
 			return fmt.Errorf("inspect network %s: %w", o.Name, err)
 		}

@@ -37,7 +37,7 @@ func TestRecordedProjectIsRemovedFromTheRecordAlone(t *testing.T) {
 	if err := StartData(ctx, StartOptions{Runner: r, Stack: s}); err != nil {
 		t.Fatal(err)
 	}
-	if err := RecordIDs(ctx, b.engine.API, d, records); err != nil {
+	if err := RecordIDs(ctx, b.verbs(), d, records); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.Record(ServicesRecord(m.Name())); err != nil {
@@ -96,7 +96,7 @@ func TestRecordedProjectIsRemovedFromTheRecordAlone(t *testing.T) {
 			}
 		}
 	}
-	if err := VerifyGone(ctx, b.engine.API, m.Name(), m.Names()); err != nil {
+	if err := VerifyGone(ctx, b.verbs(), m.Name(), m.Names()); err != nil {
 		t.Fatal(err)
 	}
 	for typ, outs := range down(false) {

@@ -25,9 +25,9 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
-	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/openclaw/occ/internal/occdev/controlplane"
+	"github.com/openclaw/occ/internal/occdev/engine"
 )
 
 // An engineer's first `occ dev up` from the OCE checkout, and the `occ dev down` after it: the
@@ -52,14 +52,14 @@ func TestStackLifecycle(t *testing.T) {
 
 	var snap Snapshot
 	timed("ensure absent + BuildKit build + snapshot", func() error {
-		if err := m.EnsureAbsent(ctx, b.engine.API); err != nil {
+		if err := m.EnsureAbsent(ctx, b.verbs()); err != nil {
 			return err
 		}
 		builds, err := m.UseBuiltImages()
 		if err != nil {
 			return err
 		}
-		if _, err := BuildImages(ctx, builds, BuildImagesOptions{Engine: b.engine.API}); err != nil {
+		if _, err := BuildImages(ctx, builds, BuildImagesOptions{Engine: b.verbs()}); err != nil {
 			return err
 		}
 		snap, err = m.WriteSnapshot(b.state)
@@ -73,14 +73,14 @@ func TestStackLifecycle(t *testing.T) {
 	if got, want := fileFromService(t, s, ServiceMigrate, "/app/package.json"), readFile(t, filepath.Join(b.checkout, "package.json")); got != want {
 		t.Fatalf("migrate's image holds package.json %q, the checkout %q", got, want)
 	}
-	bootstrapStarted := startedAt(t, s, ServiceBootstrap)
+	bootstrapStarted := startedAt(t, b, s, ServiceBootstrap)
 
 	kube := newKubeAPIStandin(t, m.Network.Gateway)
 	b.writeAPIInputs(installationYAML, kube.kubeconfig)
 	timed("compose up --no-deps controller worker-kubernetes", func() error {
 		return StartAPI(ctx, StartOptions{Runner: r, Stack: s})
 	})
-	if again := startedAt(t, s, ServiceBootstrap); !again.Equal(bootstrapStarted) {
+	if again := startedAt(t, b, s, ServiceBootstrap); !again.Equal(bootstrapStarted) {
 		t.Fatalf("bootstrap ran again (started %v, then %v); the API stage must not restart the jobs", bootstrapStarted, again)
 	}
 	timed("readiness (session 2xx + worker exec)", func() error {
@@ -114,7 +114,7 @@ func TestStackLifecycle(t *testing.T) {
 	// A key whose Installation ID is not the live Installation's (bootstrap output of another
 	// stack) is refused, and the user's key file is never created.
 	doctored := strings.Replace(readFile(t, installed.Path), installed.InstallationID, "ins_00000000-0000-4000-8000-000000000000", 1)
-	putBootstrapKey(t, s, doctored)
+	putBootstrapKey(t, b, s, doctored)
 	userDir := privateDir(t)
 	userKey := filepath.Join(userDir, "key.json")
 	wrongDest, err := controlplane.ResolveKeyDestination(userKey, b.state)
@@ -150,7 +150,7 @@ func TestStackLifecycle(t *testing.T) {
 
 	timed("compose stop controller worker-kubernetes", func() error { return StopReconcilers(ctx, r) })
 	timed("compose down --volumes --rmi local + verify", func() error {
-		return Remove(ctx, RemoveOptions{Runner: r, Engine: b.engine.API, Names: m.Names(), Images: true})
+		return Remove(ctx, RemoveOptions{Runner: r, Engine: b.verbs(), Names: m.Names(), Images: true})
 	})
 	// The image occ built (named by the snapshot's image key, so not Compose's to remove) stays
 	// for the next run's build cache; nothing else of the project does.
@@ -168,7 +168,7 @@ func TestStackLifecycle(t *testing.T) {
 		}
 	}
 	// Down is safe to repeat.
-	if err := Remove(ctx, RemoveOptions{Runner: r, Engine: b.engine.API, Names: m.Names()}); err != nil {
+	if err := Remove(ctx, RemoveOptions{Runner: r, Engine: b.verbs(), Names: m.Names()}); err != nil {
 		t.Fatalf("second down: %v", err)
 	}
 }
@@ -256,13 +256,13 @@ func assertKubernetesReached(ctx context.Context, t *testing.T, s Stack, k *kube
 	if err != nil || id == "" {
 		t.Fatalf("controller container: %q, %v", id, err)
 	}
-	rc, err := s.Engine.ContainerLogs(ctx, id, container.LogsOptions{ShowStdout: true, Follow: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
+	lctx, stop := context.WithCancel(ctx)
+	defer stop()
 	pr, pw := io.Pipe()
-	go func() { _, err := stdcopy.StdCopy(pw, io.Discard, rc); pw.CloseWithError(err) }()
+	defer pr.Close()
+	go func() {
+		pw.CloseWithError(s.Engine.Logs(lctx, id, engine.LogsRequest{Follow: true, Tail: -1}, pw, io.Discard))
+	}()
 	sc := bufio.NewScanner(pr)
 	for sc.Scan() {
 		var ev struct {
@@ -287,7 +287,7 @@ func fileFromService(t *testing.T, s Stack, service, path string) string {
 	if err != nil || id == "" {
 		t.Fatalf("container of %s: %q, %v", service, id, err)
 	}
-	rc, _, err := s.Engine.CopyFromContainer(context.Background(), id, path)
+	rc, err := s.Engine.CopyFrom(context.Background(), id, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +303,7 @@ func fileFromService(t *testing.T, s Stack, service, path string) string {
 	return string(b)
 }
 
-func putBootstrapKey(t *testing.T, s Stack, content string) {
+func putBootstrapKey(t *testing.T, b *bed, s Stack, content string) {
 	t.Helper()
 	id, err := s.oneContainer(context.Background(), ServiceBootstrap)
 	if err != nil || id == "" {
@@ -314,20 +314,18 @@ func putBootstrapKey(t *testing.T, s Stack, content string) {
 	_ = tw.WriteHeader(&tar.Header{Name: filepath.Base(controlplane.BootstrapKeyPath), Mode: 0o600, Size: int64(len(content)), Uid: 1000, Gid: 1000})
 	_, _ = tw.Write([]byte(content))
 	_ = tw.Close()
-	if err := s.Engine.(interface {
-		CopyToContainer(context.Context, string, string, io.Reader, container.CopyToContainerOptions) error
-	}).CopyToContainer(context.Background(), id, filepath.Dir(controlplane.BootstrapKeyPath), &buf, container.CopyToContainerOptions{}); err != nil {
+	if err := b.engine.API.CopyToContainer(context.Background(), id, filepath.Dir(controlplane.BootstrapKeyPath), &buf, container.CopyToContainerOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func startedAt(t *testing.T, s Stack, service string) time.Time {
+func startedAt(t *testing.T, b *bed, s Stack, service string) time.Time {
 	t.Helper()
 	id, err := s.oneContainer(context.Background(), service)
 	if err != nil || id == "" {
 		t.Fatalf("container of %s: %q, %v", service, id, err)
 	}
-	c, err := s.Engine.ContainerInspect(context.Background(), id)
+	c, err := b.engine.API.ContainerInspect(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}

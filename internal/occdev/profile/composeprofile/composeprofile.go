@@ -32,7 +32,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/docker/docker/api/types/network"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/openclaw/occ/internal/occdev/cluster"
@@ -40,6 +39,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
 	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/option"
 	"github.com/openclaw/occ/internal/occdev/platform"
@@ -352,13 +352,13 @@ func (x Profile) takenSubnets(in profile.Input) ([]netip.Prefix, error) {
 		return out, nil
 	}
 	defer eng.Close()
-	nets, err := eng.API.NetworkList(ctx, network.ListOptions{})
+	nets, err := eng.Verbs().List(ctx, engine.Networks, nil)
 	if err != nil {
 		return nil, fmt.Errorf("list the networks of the engine at %s: %w", in.Engine, err)
 	}
 	for _, n := range nets {
-		for _, c := range n.IPAM.Config {
-			if p, err := netip.ParsePrefix(c.Subnet); err == nil {
+		for _, subnet := range n.Subnets {
+			if p, err := netip.ParsePrefix(subnet); err == nil {
 				out = append(out, p.Masked())
 			}
 		}
@@ -431,7 +431,7 @@ func (c Planned) Preflight(ctx context.Context, env profile.Env, rep progress.Re
 		return err
 	}
 	rep.Note(fmt.Sprintf("docker compose %s at %s", plugin.Version, plugin.Path))
-	if err := op.Model.EnsureAbsent(ctx, engine.API); err != nil {
+	if err := op.Model.EnsureAbsent(ctx, engine.Verbs()); err != nil {
 		return err
 	}
 	var runtime images.Local
@@ -444,7 +444,7 @@ func (c Planned) Preflight(ctx context.Context, env profile.Env, rep progress.Re
 			return err
 		}
 	}
-	c.run.plugin, c.run.stack, c.run.runtime = plugin, compose.Stack{Project: op.Model.Name(), Engine: engine.API, Redact: compose.Secrets(op.Model.Project)}, runtime
+	c.run.plugin, c.run.stack, c.run.runtime = plugin, compose.Stack{Project: op.Model.Name(), Engine: engine.Verbs(), Redact: compose.Secrets(op.Model.Project)}, runtime
 	return nil
 }
 

@@ -50,8 +50,7 @@ func readmitServices(ctx context.Context, env profile.ReloadEnv, rep progress.Re
 	}
 	cp := st.ControlPlane
 	network, node := st.Cluster.Network, st.Cluster.NodeAddress
-	api := env.Engine().API
-	nodeAddr, err := nodeAddressOn(ctx, api, node, network)
+	nodeAddr, err := nodeAddressOn(ctx, env.Engine().Verbs(), node, network)
 	if err != nil {
 		return err
 	}

@@ -52,7 +52,7 @@ func findPlugin(ctx context.Context) (compose.Plugin, error) {
 
 // recordedStack is the recorded project on the engine eng.
 func recordedStack(p *state.ComposeProject, eng *docker.Engine) compose.Stack {
-	return compose.Stack{Project: p.Project, Engine: eng.API}
+	return compose.Stack{Project: p.Project, Engine: eng.Verbs()}
 }
 
 // ChooseBuilds are the builds whose images the chosen services run. A one-shot job (migrate,

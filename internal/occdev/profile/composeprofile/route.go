@@ -25,7 +25,7 @@ import (
 	"github.com/openclaw/occ/internal/fsutil"
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
 	"github.com/openclaw/occ/internal/occdev/controlplane/kubernetes"
-	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
 	"github.com/openclaw/occ/internal/occdev/platform"
 	"github.com/openclaw/occ/internal/occdev/profile"
@@ -256,20 +256,18 @@ func renderRoute(checkout, controllerImage, apiURL, node string, remote []string
 // nodeAddress is the node container's IPv4 address on the development network, where the
 // controller and worker-kubernetes reach it.
 func (c Planned) nodeAddress(ctx context.Context, env profile.Env, node string) (netip.Addr, error) {
-	return nodeAddressOn(ctx, env.Engine().API, node, c.Compose.Model.Network.Name)
+	return nodeAddressOn(ctx, env.Engine().Verbs(), node, c.Compose.Model.Network.Name)
 }
 
 // nodeAddressOn is the node container's IPv4 address on network.
-func nodeAddressOn(ctx context.Context, api docker.API, node, network string) (netip.Addr, error) {
-	info, err := api.ContainerInspect(ctx, node)
+func nodeAddressOn(ctx context.Context, eng engine.Engine, node, network string) (netip.Addr, error) {
+	info, err := eng.Inspect(ctx, engine.Containers, node)
 	if err != nil {
 		return netip.Addr{}, fmt.Errorf("inspect the node container %s: %w", node, err)
 	}
-	if info.NetworkSettings != nil {
-		if ep := info.NetworkSettings.Networks[network]; ep != nil {
-			if a, err := netip.ParseAddr(ep.IPAddress); err == nil && a.Is4() {
-				return a, nil
-			}
+	if ip, on := info.Addresses[network]; on {
+		if a, err := netip.ParseAddr(ip); err == nil && a.Is4() {
+			return a, nil
 		}
 	}
 	return netip.Addr{}, fmt.Errorf("the node container %s has no IPv4 address on the development network %s, which the route admits the services from", node, network)

@@ -145,7 +145,7 @@ func (c Planned) startDataServices(ctx context.Context, env profile.Env, _ progr
 	if err := c.run.stack.DetachExitedJobs(ctx, m.Network.Name); err != nil {
 		return err
 	}
-	return compose.RecordIDs(ctx, env.Engine().API, env.State(), m.Records())
+	return compose.RecordIDs(ctx, env.Engine().Verbs(), env.State(), m.Records())
 }
 
 func (c Planned) describeAPIServices(profile.View) step.Description {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/openclaw/occ/internal/fsutil"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/profile"
 	"github.com/openclaw/occ/internal/occdev/state"
@@ -49,8 +50,8 @@ type RecordedBuild struct {
 }
 
 // Request is the build request of b.
-func (b RecordedBuild) Request(progress func(string)) controlplane.BuildRequest {
-	return controlplane.BuildRequest{
+func (b RecordedBuild) Request(progress func(string)) engine.BuildRequest {
+	return engine.BuildRequest{
 		ContextDir: b.ContextDir, Dockerfile: b.Dockerfile, Target: b.Target, Args: b.Args,
 		Tag: b.Tag, NetworkMode: b.Network, Progress: progress,
 	}
@@ -69,7 +70,7 @@ func (b RecordedBuild) What() string {
 }
 
 // RecordBuild is the record of a build of an image imported into the cluster.
-func RecordBuild(role string, req controlplane.BuildRequest) RecordedBuild {
+func RecordBuild(role string, req engine.BuildRequest) RecordedBuild {
 	return RecordedBuild{Role: role, Imported: true, ContextDir: req.ContextDir, Dockerfile: req.Dockerfile, Target: req.Target, Args: req.Args, Tag: req.Tag, Network: req.NetworkMode}
 }
 
@@ -120,7 +121,7 @@ func BuildImages(ctx context.Context, env profile.Env, builds []RecordedBuild, p
 	imported := map[string]images.Local{}
 	var recs []state.ControlPlaneImage
 	for _, b := range builds {
-		img, err := controlplane.BuildImage(ctx, engine.API, b.Request(progress))
+		img, err := controlplane.BuildImage(ctx, engine.Verbs(), b.Request(progress))
 		if err != nil {
 			return nil, fmt.Errorf("build %s: %w", b.What(), err)
 		}

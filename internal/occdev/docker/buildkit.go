@@ -1,4 +1,4 @@
-package controlplane
+package docker
 
 import (
 	"context"
@@ -29,13 +29,13 @@ const (
 // polls to keep the session alive. A builder asking it for a secret gets "unimplemented", which
 // BuildKit treats as "no such secret": optional secret mounts are skipped and required ones fail
 // with BuildKit's own message. stop closes the session.
-func startBuildSession(ctx context.Context, engine ImageEngine) (string, func(), error) {
+func startBuildSession(ctx context.Context, api API) (string, func(), error) {
 	raw := make([]byte, 16)
 	if _, err := rand.Read(raw); err != nil {
 		return "", nil, fmt.Errorf("generate a BuildKit session id: %w", err)
 	}
 	id := hex.EncodeToString(raw)
-	conn, err := engine.DialHijack(ctx, "/session", "h2c", map[string][]string{
+	conn, err := api.DialHijack(ctx, "/session", "h2c", map[string][]string{
 		sessionIDHeader:     {id},
 		sessionNameHeader:   {"occ"},
 		sessionKeyHeader:    {"occ-" + id},
