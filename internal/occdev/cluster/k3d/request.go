@@ -286,26 +286,27 @@ func (r *Request) simpleConfig(admissionPath, resolvPath string) k3dconf.SimpleC
 // performs no I/O and needs no valid request (a dry run describes whatever it was given, and
 // reports validation separately).
 func (r Request) Describe() step.Description {
-	api := "https://" + apiHost + " on a free port"
+	api, apiNote := apiHost, "a free port chosen at creation, "
 	if r.APIPort > 0 {
-		api = "https://" + apiHost + ":" + strconv.Itoa(r.APIPort)
+		api, apiNote = apiHost+":"+strconv.Itoa(r.APIPort), ""
 	}
 	image := r.NodeImage.DigestReference()
 	if r.NodeImage.Digest == "" {
 		image = r.NodeImage.String() + " (by the digest its tag resolves to when it is pulled)"
 	}
-	kind := r.EngineKind.Name()
+	kind, node := r.EngineKind.Name(), serverNode(r.Name)
 	items := []step.Item{
-		step.EngineObject{Kind: kind + " container", Name: serverNode(r.Name), Note: fmt.Sprintf("the one server of k3d cluster %s, from %s; no agents, no load balancer", r.Name, image)},
-		step.Prose(fmt.Sprintf("Kubernetes API at %s, PodSecurity privileged by default with RuntimeClasses %s exempt", api, strings.Join(r.PodSecurityExemptRuntimeClasses, ", "))),
+		step.EngineObject{Kind: kind + " container", Name: node, Note: fmt.Sprintf("the one server of k3d cluster %s, from %s; no agents, no load balancer", r.Name, image)},
+		step.EngineObject{Kind: "published port", Name: api, Note: apiNote + "to the Kubernetes API (https) of " + node},
+		step.Prose("PodSecurity privileged by default with RuntimeClasses " + strings.Join(r.PodSecurityExemptRuntimeClasses, ", ") + " exempt"),
 	}
 	for _, m := range r.Publish {
-		items = append(items, step.Prose(fmt.Sprintf("NodePort %d published at %s:%d", m.NodePort, apiHost, m.HostPort)))
+		items = append(items, step.EngineObject{Kind: "published port", Name: fmt.Sprintf("%s:%d", apiHost, m.HostPort), Note: fmt.Sprintf("to NodePort %d of %s", m.NodePort, node)})
 	}
 	if r.Network == "" {
 		items = append(items, step.EngineObject{Kind: kind + " network", Name: ownNetwork(r.Name), Note: "removed with the cluster"})
 	} else {
-		items = append(items, step.Prose(fmt.Sprintf("joins %s network %s (left in place by down)", kind, r.Network)))
+		items = append(items, step.EngineObject{Kind: kind + " network", Name: r.Network, Note: "joined by the node; left in place by down"})
 	}
 	kubeconfig, containerKubeconfig := r.KubeconfigPath, r.ContainerKubeconfigPath
 	if kubeconfig == "" {

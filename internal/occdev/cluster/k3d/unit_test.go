@@ -332,8 +332,8 @@ func TestRequestDescribe(t *testing.T) {
 	r.DNS = NodeDNS{Choice: DNSGiven, Address: "10.64.0.53"}
 	d := r.Describe()
 	got := strings.Join(d.Creates, "\n")
-	for _, w := range []string{"k3d cluster occ-dev-unit", "k3d-occ-dev-unit-server-0", r.NodeImage.DigestReference(), "https://127.0.0.1:16443",
-		"openshell-sandbox", "NodePort 30080 published at 127.0.0.1:13000", "Docker network k3d-occ-dev-unit (removed", "k3d-occ-dev-unit-images", "container-kubeconfig (0644"} {
+	for _, w := range []string{"k3d cluster occ-dev-unit", "k3d-occ-dev-unit-server-0", r.NodeImage.DigestReference(), "published port 127.0.0.1:16443 (to the Kubernetes API (https) of k3d-occ-dev-unit-server-0)",
+		"openshell-sandbox", "published port 127.0.0.1:13000 (to NodePort 30080 of k3d-occ-dev-unit-server-0)", "Docker network k3d-occ-dev-unit (removed", "k3d-occ-dev-unit-images", "container-kubeconfig (0644"} {
 		if !strings.Contains(got, w) {
 			t.Errorf("Describe does not mention %q:\n%s", w, got)
 		}
@@ -342,7 +342,7 @@ func TestRequestDescribe(t *testing.T) {
 	for _, e := range d.EngineObjects {
 		engineObjects = append(engineObjects, e.Kind+" "+e.Name)
 	}
-	if want := []string{"Docker container " + serverNode(r.Name), "Docker network " + ownNetwork(r.Name), "Docker volume " + imageVolume(r.Name), "Docker container " + toolsNode(r.Name)}; !slices.Equal(engineObjects, want) {
+	if want := []string{"Docker container " + serverNode(r.Name), "published port 127.0.0.1:16443", "published port 127.0.0.1:13000", "Docker network " + ownNetwork(r.Name), "Docker volume " + imageVolume(r.Name), "Docker container " + toolsNode(r.Name)}; !slices.Equal(engineObjects, want) {
 		t.Errorf("engine objects %q, want %q", engineObjects, want)
 	}
 	var files []string
@@ -355,7 +355,7 @@ func TestRequestDescribe(t *testing.T) {
 	if !slices.Equal(files, want) {
 		t.Errorf("files %q, want %q", files, want)
 	}
-	if len(d.Creates) != 1+len(r.Publish)+len(d.EngineObjects)+len(d.Files) {
+	if len(d.Creates) != 1+len(d.EngineObjects)+len(d.Files) {
 		t.Errorf("%d lines for %d engine objects, %d files and %d published ports:\n%s", len(d.Creates), len(d.EngineObjects), len(d.Files), len(r.Publish), got)
 	}
 	// Create writes the admission configuration and the resolver there, with those modes.
@@ -372,11 +372,11 @@ func TestRequestDescribe(t *testing.T) {
 	}
 	free := r
 	free.APIPort = 0
-	if got := strings.Join(free.Describe().Creates, "\n"); !strings.Contains(got, "Kubernetes API at https://127.0.0.1 on a free port,") {
+	if got := strings.Join(free.Describe().Creates, "\n"); !strings.Contains(got, "published port 127.0.0.1 (a free port chosen at creation, to the Kubernetes API (https) of k3d-occ-dev-unit-server-0)") {
 		t.Errorf("Describe without an API port:\n%s", got)
 	}
 	r.Network = "oce_development"
-	if got := strings.Join(r.Describe().Creates, "\n"); !strings.Contains(got, "joins Docker network oce_development (left in place") {
+	if got := strings.Join(r.Describe().Creates, "\n"); !strings.Contains(got, "Docker network oce_development (joined by the node; left in place by down)") {
 		t.Errorf("Describe with a joined network:\n%s", got)
 	}
 }
@@ -403,13 +403,13 @@ func TestClusterRequestBecomesTheCreateRequest(t *testing.T) {
 		t.Errorf("Create's request = %+v", r)
 	}
 	d := (&ClusterProvider{}).Describe(req)
-	if got := strings.Join(d.Creates, "\n"); !strings.Contains(got, "NodePort 30080 published at 127.0.0.1:3100") || !strings.Contains(got, "joins Docker network oce_development") {
+	if got := strings.Join(d.Creates, "\n"); !strings.Contains(got, "published port 127.0.0.1:3100 (to NodePort 30080 of k3d-occ-dev-unit-server-0)") || !strings.Contains(got, "Docker network oce_development (joined by the node") {
 		t.Errorf("Describe = %s", got)
 	}
 	// The engine the state records names the network, volume and engine of the description.
 	req.EngineKind, req.Engine = state.EnginePodman, locate.Endpoint{Socket: "/run/podman/podman.sock"}
 	pd := (&ClusterProvider{}).Describe(req)
-	if got := strings.Join(pd.Creates, "\n"); !strings.Contains(got, "joins Podman network oce_development") || !strings.Contains(got, "Podman volume k3d-occ-dev-unit-images") || strings.Contains(got, "Docker") ||
+	if got := strings.Join(pd.Creates, "\n"); !strings.Contains(got, "Podman network oce_development (joined by the node") || !strings.Contains(got, "Podman volume k3d-occ-dev-unit-images") || strings.Contains(got, "Docker") ||
 		pd.Note != "in the Podman engine at unix:///run/podman/podman.sock; the user's kubeconfig is never written" {
 		t.Errorf("Describe on Podman = %s (note %q)", got, pd.Note)
 	}
