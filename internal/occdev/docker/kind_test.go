@@ -49,17 +49,11 @@ func (r *recordingAPI) Info(ctx context.Context) (system.Info, error) {
 // ping, a version naming its component, and its system info with a stable ID.
 func recordingEngine(t *testing.T) Endpoint {
 	t.Helper()
-	sock := filepath.Join(shortDir(t), "rec.sock")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
 	reply := func(w http.ResponseWriter, v any) {
-		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Api-Version", "1.47")
-		_ = json.NewEncoder(w).Encode(v)
+		replyJSON(w, v)
 	}
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return serveUnix(t, "rec.sock", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch path := r.URL.Path; {
 		case path == "/_ping" || path == "/v1.47/_ping":
 			w.Header().Set("Api-Version", "1.47")
@@ -73,10 +67,28 @@ func recordingEngine(t *testing.T) Endpoint {
 			http.NotFound(w, r)
 		}
 	}))
+}
+
+// serveUnix serves h on a unix socket named name in a short temporary directory, for as long as
+// the test runs, and returns the socket as an engine endpoint.
+func serveUnix(t *testing.T, name string, h http.Handler) Endpoint {
+	t.Helper()
+	sock := filepath.Join(shortDir(t), name)
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(h)
 	srv.Listener = l
 	srv.Start()
 	t.Cleanup(srv.Close)
 	return Endpoint{Socket: sock}
+}
+
+// replyJSON answers v as the engine's JSON.
+func replyJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
 }
 
 // An engine of a kind registered by one line, found behind DOCKER_HOST as any Docker-API engine

@@ -3,14 +3,11 @@ package docker
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
@@ -31,16 +28,8 @@ const (
 // one image whose RepoDigests are repoDigests; any other request goes to other, when given.
 func fakeEngine(t *testing.T, components []types.ComponentVersion, repoDigests []string, other ...http.HandlerFunc) Endpoint {
 	t.Helper()
-	sock := filepath.Join(shortDir(t), "e.sock")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reply := func(w http.ResponseWriter, v any) {
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(v)
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	reply := replyJSON
+	return serveUnix(t, "e.sock", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("API-Version", "1.41")
 		switch p := r.URL.Path; {
 		case strings.HasSuffix(p, "/_ping"):
@@ -54,10 +43,7 @@ func fakeEngine(t *testing.T, components []types.ComponentVersion, repoDigests [
 		default:
 			http.NotFound(w, r)
 		}
-	}), ReadHeaderTimeout: time.Second}
-	go srv.Serve(l)
-	t.Cleanup(func() { srv.Close() })
-	return Endpoint{Socket: sock}
+	}))
 }
 
 var podmanComponents = []types.ComponentVersion{{Name: "Podman Engine", Version: "4.3.1"}}

@@ -6,10 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"maps"
-	"net"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -66,15 +63,7 @@ var versionPrefix = regexp.MustCompile(`^/v1\.[0-9]+`)
 
 func (s *seamEngine) serve(t *testing.T) Endpoint {
 	t.Helper()
-	sock := filepath.Join(shortDir(t), "seam.sock")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reply := func(w http.ResponseWriter, v any) {
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(v)
-	}
+	reply := replyJSON
 	fail := func(w http.ResponseWriter, code int, msg string) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(code)
@@ -82,7 +71,7 @@ func (s *seamEngine) serve(t *testing.T) Endpoint {
 	}
 	amd64 := ocispec.Platform{OS: "linux", Architecture: "amd64"}
 	arm64 := ocispec.Platform{OS: "linux", Architecture: "arm64"}
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return serveUnix(t, "seam.sock", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Api-Version", "1.51")
 		s.saw(r)
 		path := versionPrefix.ReplaceAllString(r.URL.Path, "")
@@ -203,10 +192,6 @@ func (s *seamEngine) serve(t *testing.T) Endpoint {
 			http.NotFound(w, r)
 		}
 	}))
-	srv.Listener = l
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return Endpoint{Socket: sock}
 }
 
 func connectSeam(t *testing.T) (engine.Engine, *seamEngine) {
