@@ -55,9 +55,15 @@ func selectManifest(t *testing.T, opts *occdev.UpOptions, yaml string) string {
 
 // objectNames are objs as "Kind namespace/name".
 func objectNames(objs []step.Object) []string {
-	out := make([]string, 0, len(objs))
-	for _, o := range objs {
-		out = append(out, o.Kind+" "+o.Namespace+"/"+o.Name)
+	return refs(objs, func(o step.Object) (string, string, string) { return o.Kind, o.Namespace, o.Name })
+}
+
+// refs are xs as "Kind namespace/name", by what ref says of each.
+func refs[T any](xs []T, ref func(T) (kind, namespace, name string)) []string {
+	out := make([]string, 0, len(xs))
+	for _, x := range xs {
+		k, ns, n := ref(x)
+		out = append(out, k+" "+ns+"/"+n)
 	}
 	return out
 }

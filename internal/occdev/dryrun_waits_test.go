@@ -16,11 +16,7 @@ import (
 
 // waitsOf are ws as "Kind namespace/name".
 func waitsOf(ws []step.Wait) []string {
-	out := make([]string, 0, len(ws))
-	for _, w := range ws {
-		out = append(out, w.Kind+" "+w.Namespace+"/"+w.Name)
-	}
-	return out
+	return refs(ws, func(w step.Wait) (string, string, string) { return w.Kind, w.Namespace, w.Name })
 }
 
 // A tool reads `occ dev up --dry-run -o json` (Compose profile) for what up waits on: the
