@@ -6,7 +6,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/openclaw/occ/internal/fsutil"
 	"github.com/openclaw/occ/internal/occdev/artifacts"
 	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/docker"
@@ -82,24 +81,13 @@ func PlanUp(ctx context.Context, opts UpOptions) (*DryRun, error) {
 	return dr, nil
 }
 
-// localManifest reads, offline, the Agent Sandbox manifest `up` would apply: the selected one
-// (with what is wrong with it, "" when nothing is), or the pinned one when a verified copy is in
-// the cache; nil when neither can be read.
+// localManifest reads, offline, the Agent Sandbox manifest `up` would apply (artifacts.LocalManifest):
+// the selected one (with what is wrong with it, "" when nothing is), or the pinned one when a
+// verified copy is in the cache; nil when neither can be read.
 func localManifest(p *Plan) ([]*unstructured.Unstructured, string) {
-	path := p.AgentSandboxManifest
-	if path == "" {
-		return (&artifacts.Fetcher{CacheDir: p.CacheDir}).CachedManifest(p.pins.AgentSandbox.Manifest.SHA256), ""
-	}
-	data, err := fsutil.ReadRegular(path)
-	var manifest []*unstructured.Unstructured
-	if err == nil {
-		manifest, err = artifacts.ParseYAML(data, path)
-	}
-	switch {
-	case err != nil:
-		return nil, fmt.Sprintf("%s %s: %v", optAgentSandboxManifest, path, err)
-	case len(manifest) == 0:
-		return nil, fmt.Sprintf("%s %s holds no objects", optAgentSandboxManifest, path)
+	manifest, err := artifacts.LocalManifest(p.AgentSandboxManifest, p.CacheDir, p.pins.AgentSandbox.Manifest.SHA256)
+	if err != nil {
+		return nil, fmt.Sprintf("%s %v", optAgentSandboxManifest, err)
 	}
 	return manifest, ""
 }
@@ -111,10 +99,8 @@ func localManifest(p *Plan) ([]*unstructured.Unstructured, string) {
 func localArtifactProblems(p *Plan, manifestProblem string) []string {
 	var out []string
 	if p.ArchiveFile != "" && p.selectedCharts == nil {
-		if v, err := artifacts.OpenVerified(p.ArchiveFile, p.pins.OpenShell.SourceArchive.SHA256); err != nil {
+		if err := artifacts.CheckLocal(p.ArchiveFile, p.pins.OpenShell.SourceArchive.SHA256); err != nil {
 			out = append(out, fmt.Sprintf("--openshell-archive (%s) %s: %v", EnvArchive, p.ArchiveFile, err))
-		} else {
-			v.Close()
 		}
 	}
 	if manifestProblem != "" {

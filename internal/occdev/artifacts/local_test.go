@@ -119,6 +119,32 @@ func TestCachedManifestReadsOnlyAVerifiedCopy(t *testing.T) {
 	}
 }
 
+// A selected manifest is read as up reads it: one that holds no objects, or is missing, is an
+// error naming its path; with none selected and nothing cached there is no manifest and no error.
+func TestLocalManifestNamesTheSelectedFile(t *testing.T) {
+	dir := t.TempDir()
+	good, empty := filepath.Join(dir, "good.yaml"), filepath.Join(dir, "empty.yaml")
+	if err := os.WriteFile(good, []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: a\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(empty, []byte("---\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if objs, err := LocalManifest(good, dir, ""); err != nil || len(objs) != 1 {
+		t.Errorf("selected manifest: %v, %v", objs, err)
+	}
+	if _, err := LocalManifest(empty, dir, ""); err == nil || err.Error() != empty+" holds no objects" {
+		t.Errorf("empty manifest: %v", err)
+	}
+	missing := filepath.Join(dir, "missing.yaml")
+	if _, err := LocalManifest(missing, dir, ""); err == nil || !strings.HasPrefix(err.Error(), missing+": ") {
+		t.Errorf("missing manifest: %v", err)
+	}
+	if objs, err := LocalManifest("", dir, strings.Repeat("0", 64)); objs != nil || err != nil {
+		t.Errorf("nothing cached: %v, %v", objs, err)
+	}
+}
+
 // `occ dev up` without --cache-dir caches under the user's cache directory; with one, there.
 func TestCacheDirDefaultsToTheUsersCache(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", "/home/dev/.cache")

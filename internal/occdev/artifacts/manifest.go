@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/openclaw/occ/internal/fsutil"
 )
 
 // maxManifestSize bounds what is read from a manifest (the Agent Sandbox one is ~100 KB).
@@ -44,6 +46,27 @@ func (f *Fetcher) CachedManifest(sum string) []*unstructured.Unstructured {
 		return nil
 	}
 	return objs
+}
+
+// LocalManifest reads, offline, the manifest `up` would apply: the selected file path (with an
+// error naming path when it cannot be read, parsed, or holds no objects), or when path is empty
+// the pinned one with sha256 sum when a verified copy is in the cache under cacheDir, else nil.
+func LocalManifest(path, cacheDir, sum string) ([]*unstructured.Unstructured, error) {
+	if path == "" {
+		return (&Fetcher{CacheDir: cacheDir}).CachedManifest(sum), nil
+	}
+	data, err := fsutil.ReadRegular(path)
+	var manifest []*unstructured.Unstructured
+	if err == nil {
+		manifest, err = ParseYAML(data, path)
+	}
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s: %v", path, err)
+	case len(manifest) == 0:
+		return nil, fmt.Errorf("%s holds no objects", path)
+	}
+	return manifest, nil
 }
 
 // ReadManifest returns the verified manifest src, bounded in size like every manifest occ reads.

@@ -68,6 +68,18 @@ func OpenVerified(path, want string) (*Verified, error) {
 
 // hashReader returns the hex SHA-256 of r and its length. The reader is wrapped so io.Copy uses
 // the large buffer instead of *os.File's WriteTo, which copies in small chunks.
+// CheckLocal checks, offline, the local copy path of an artifact as `up` would before using it:
+// it must open with sha256 want (OpenVerified); it is closed again, and only what that finds
+// is reported.
+func CheckLocal(path, want string) error {
+	v, err := OpenVerified(path, want)
+	if err != nil {
+		return err
+	}
+	v.Close()
+	return nil
+}
+
 func hashReader(r io.Reader) (string, int64, error) {
 	h := sha256.New()
 	n, err := io.CopyBuffer(h, struct{ io.Reader }{r}, make([]byte, hashBufferSize))
