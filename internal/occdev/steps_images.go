@@ -35,12 +35,7 @@ func pullInTurn(p *Plan, slot, after images.Slot) Step {
 	return Step{
 		Name: "Pull the " + p.image(slot).Title + " image",
 		Describe: func(p *Plan) Description {
-			img, where := p.image(slot).Image, "the "+engineName(p)+" engine"
-			if img.Digest == "" {
-				return step.Describe(step.Image{Reference: img.String(), Where: where,
-					Note: "a tag (" + EnvK3sImage + "): resolved to a digest at its registry, then pulled by that digest, which the cluster runs; an image that was there is left alone by down"})
-			}
-			return step.Describe(images.PresentItem(img, where, p.Bundle != ""))
+			return step.Describe(images.PullItem(p.image(slot).Image, "the "+engineName(p)+" engine", p.Bundle != "", EnvK3sImage))
 		},
 		Run: func(ctx context.Context, r *run, rep progress.Reporter) error {
 			return r.slots.InTurn(ctx, slot, after, func() error {
@@ -155,25 +150,8 @@ func imagesFirst(s Step, note string, waitFor func(r *run) []imageSlot) Step {
 	return s
 }
 
-// profileImages are the profile's images in the node's containerd, each with note added to
-// how it travels.
-func profileImages(p *Plan, note string) Description {
-	var items []step.Item
-	for _, img := range p.profile.ImportImages() {
-		img.Where = images.InNodeContainerd
-		if img.Note != "" {
-			img.Note += "; "
-		}
-		img.Note += note
-		items = append(items, img)
-	}
-	return step.Describe(items...)
-}
-
 func describeProfileImport(p *Plan) Description {
-	d := profileImages(p, "imported")
-	d.Note = "imported in one pass: the engine's image save piped into ctr image import in the node, under temporary staging tags removed afterwards"
-	return d
+	return images.DescribeOwnImport(p.profile.ImportImages())
 }
 
 // importProfileImages loads the control plane's own images for the cluster in one pass.
@@ -203,11 +181,7 @@ func (r *run) importOptions(importer images.Importer, local []images.Local, rep 
 	return images.ImportOptions{Engine: r.engine.Verbs(), Importer: importer, Images: local, Recorder: r.state, Progress: images.ImportNotes(rep.Note)}
 }
 
-func describeVerify(p *Plan) Description {
-	d := profileImages(p, "named in the node for its Pods")
-	d.Note = "each named once the node holds the local image imported (by the identity the engine's image store keeps)"
-	return d
-}
+func describeVerify(p *Plan) Description { return images.DescribeOwnVerify(p.profile.ImportImages()) }
 
 // verifyImages proves each of the control plane's imported images is in the node as it was
 // imported (images.Local.Holds) and tags repo@sha256:<digest> there for its Pods.

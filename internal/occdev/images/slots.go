@@ -229,6 +229,17 @@ func PresentItem(img pins.Image, where string, bundle bool) step.Image {
 	return step.Image{Reference: img.DigestReference(), Where: where, Note: note + "; an image that was there is left alone by down"}
 }
 
+// PullItem is the pinned image img made present in the engine, where, as a dry run describes its
+// pull: PresentItem, or for an image the setting selectedBy gives by tag (it has no digest yet)
+// its tag resolved at its registry first.
+func PullItem(img pins.Image, where string, bundle bool, selectedBy string) step.Image {
+	if img.Digest == "" {
+		return step.Image{Reference: img.String(), Where: where,
+			Note: "a tag (" + selectedBy + "): resolved to a digest at its registry, then pulled by that digest, which the cluster runs; an image that was there is left alone by down"}
+	}
+	return PresentItem(img, where, bundle)
+}
+
 // ImportItem is the import of a pinned image by its lane as a dry run describes it.
 func ImportItem(img pins.Image) step.Image {
 	return step.Image{Reference: img.DigestReference(), Where: InNodeContainerd,
@@ -239,4 +250,35 @@ func ImportItem(img pins.Image) step.Image {
 func VerifiedItem(img pins.Image) step.Image {
 	return step.Image{Reference: img.DigestReference(), Where: InNodeContainerd,
 		Note: "named there once the node holds the local image its pinned pull produced: its config digest on the classic image store, the pinned index or its platform manifest on the containerd store"}
+}
+
+// ownItems are the run's own images (a profile's, as it names them for the dry run) in the
+// node's containerd, each with note added to how it travels.
+func ownItems(own []step.Image, note string) step.Description {
+	var items []step.Item
+	for _, img := range own {
+		img.Where = InNodeContainerd
+		if img.Note != "" {
+			img.Note += "; "
+		}
+		img.Note += note
+		items = append(items, img)
+	}
+	return step.Describe(items...)
+}
+
+// DescribeOwnImport is the import of the run's own images (Slots.ImportOwn) as a dry run
+// describes it.
+func DescribeOwnImport(own []step.Image) step.Description {
+	d := ownItems(own, "imported")
+	d.Note = "imported in one pass: the engine's image save piped into ctr image import in the node, under temporary staging tags removed afterwards"
+	return d
+}
+
+// DescribeOwnVerify is the verification of the run's own images (Slots.VerifyOwn) as a dry run
+// describes it.
+func DescribeOwnVerify(own []step.Image) step.Description {
+	d := ownItems(own, "named in the node for its Pods")
+	d.Note = "each named once the node holds the local image imported (by the identity the engine's image store keeps)"
+	return d
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
+	"github.com/openclaw/occ/internal/occdev/step"
 )
 
 func mustPin(t *testing.T, ref string) pins.Image {
@@ -239,5 +240,25 @@ func TestPulledRecordsNameTheirEngine(t *testing.T) {
 	_, err := RemovePulledImage(t.Context(), nil, state.Object{Type: TypeClusterImage, Name: pin.Name(), Digest: pin.Digest})
 	if err == nil || !strings.Contains(err.Error(), "is not a pulled-image record") {
 		t.Errorf("RemovePulledImage of a cluster image: %v", err)
+	}
+}
+
+// A dry run names an image selected by tag as the tag it resolves, and one by digest by its
+// digest; the run's own images travel into the node's containerd with their own notes kept.
+func TestDryRunItems(t *testing.T) {
+	tagged, pinned := mustPin(t, "rancher/k3s:v1.33.1-k3s1"), mustPin(t, "rancher/k3s@"+digestA)
+	if got := PullItem(tagged, "the Docker engine", false, "SETTING"); got.Reference != tagged.String() || !strings.HasPrefix(got.Note, "a tag (SETTING): ") {
+		t.Errorf("by tag: %+v", got)
+	}
+	if got, want := PullItem(pinned, "the Docker engine", true, "SETTING"), PresentItem(pinned, "the Docker engine", true); got != want {
+		t.Errorf("by digest: %+v, want %+v", got, want)
+	}
+	own := []step.Image{{Reference: "agent:dev", Note: "built"}, {Reference: "other:dev"}}
+	d := DescribeOwnImport(own)
+	if len(d.Images) != 2 || d.Images[0].Where != InNodeContainerd || d.Images[0].Note != "built; imported" || d.Images[1].Note != "imported" || own[0].Note != "built" {
+		t.Errorf("own import: %+v", d)
+	}
+	if d := DescribeOwnVerify(own); len(d.Images) != 2 || d.Images[1].Note != "named in the node for its Pods" || d.Note == "" {
+		t.Errorf("own verify: %+v", d)
 	}
 }
