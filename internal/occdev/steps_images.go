@@ -2,7 +2,6 @@ package occdev
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/openclaw/occ/internal/occdev/cluster"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
@@ -52,23 +51,17 @@ func pullInTurn(p *Plan, slot, after images.Slot) Step {
 }
 
 // resolveTag is the image of slot by digest. Only a node image selected by tag (EnvK3sImage) has
-// none: its tag is resolved at its registry now, said, and the run's pins take the digest, so the
-// cluster is created from exactly the image this pull fetched.
+// none: its tag is resolved at its registry now (controlplane.ResolveSelected), said, and the
+// run's pins take the digest, so the cluster is created from exactly the image this pull fetched.
 func (r *run) resolveTag(ctx context.Context, slot images.Slot, rep progress.Reporter) (pins.Image, error) {
 	img := r.plan.image(slot).Image
 	if img.Digest != "" {
 		return img, nil
 	}
-	resolved, err := controlplane.ResolveTag(ctx, r.engine.Verbs(), img)
-	if err != nil && !r.engine.Registration().ResolvesTags {
-		// Podman's Docker-compatible API has no distribution endpoint to ask.
-		return pins.Image{}, fmt.Errorf("%s %s is a tag, and %s's API resolves no tag to a digest (%v); give it by digest (%s@sha256:<digest>; `skopeo inspect docker://%s` prints the digest)",
-			EnvK3sImage, img, r.engine.Name(), err, img, img)
-	}
+	resolved, err := controlplane.ResolveSelected(ctx, r.engine.Verbs(), r.engine.Identity.Kind, img, EnvK3sImage, rep.Note)
 	if err != nil {
-		return pins.Image{}, fmt.Errorf("%s %s: %w", EnvK3sImage, img, err)
+		return pins.Image{}, err
 	}
-	rep.Note(img.String() + " is a tag (from " + EnvK3sImage + "): resolved to " + resolved.Digest + " at its registry; the cluster runs that digest")
 	set := *r.plan.pins
 	set.K3s.Image = resolved
 	r.resolvedPins.Store(&set)

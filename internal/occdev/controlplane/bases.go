@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/pins"
 )
 
@@ -254,4 +255,22 @@ func ResolveTag(ctx context.Context, engine TagResolver, img pins.Image) (pins.I
 		return pins.Image{}, fmt.Errorf("resolve the tag %s: the registry answered digest %q: %w", ref, digest, err)
 	}
 	return out, nil
+}
+
+// ResolveSelected is ResolveTag for the image img a setting selects by tag (the k3s node image
+// of OCC_DEVELOPMENT_K3S_IMAGE, whose name setting is): its errors name the setting, an engine
+// of a kind whose API resolves no tag (Podman's Docker-compatible API has no distribution
+// endpoint to ask) is refused with how to give the digest instead, and note is told the digest
+// the tag resolved to.
+func ResolveSelected(ctx context.Context, eng TagResolver, kind engine.Kind, img pins.Image, setting string, note func(string)) (pins.Image, error) {
+	resolved, err := ResolveTag(ctx, eng, img)
+	if err != nil && !kind.Registration().ResolvesTags {
+		return pins.Image{}, fmt.Errorf("%s %s is a tag, and %s's API resolves no tag to a digest (%v); give it by digest (%s@sha256:<digest>; `skopeo inspect docker://%s` prints the digest)",
+			setting, img, kind.Name(), err, img, img)
+	}
+	if err != nil {
+		return pins.Image{}, fmt.Errorf("%s %s: %w", setting, img, err)
+	}
+	note(img.String() + " is a tag (from " + setting + "): resolved to " + resolved.Digest + " at its registry; the cluster runs that digest")
+	return resolved, nil
 }
