@@ -2,10 +2,8 @@ package occdev
 
 import (
 	"context"
-	"path/filepath"
 
 	"github.com/openclaw/occ/internal/occdev/docker"
-	"github.com/openclaw/occ/internal/occdev/option"
 	"github.com/openclaw/occ/internal/occdev/pinbundle"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/progress"
@@ -13,31 +11,12 @@ import (
 
 const optBundle = "--bundle (" + EnvBundle + ")"
 
-// resolveBundle checks --bundle: a regular file, planned by its absolute path (the state records
-// it so), for a cluster occ creates (an existing cluster pulls its images in its own nodes), and
-// without a node image selected by tag (a bundle holds images by digest). It reads nothing of the
+// resolveBundle checks --bundle (pinbundle.Resolve): a regular file, planned by its absolute path,
+// for a cluster occ creates, and without a node image selected by tag. It reads nothing of the
 // file: the preflight verifies it (openBundle).
-func resolveBundle(p *Plan, o UpOptions) error {
-	if o.Bundle == "" {
-		return nil
-	}
-	if err := option.RegularFile(o.Bundle); err != nil {
-		return &OptionError{Option: optBundle, Value: o.Bundle, Rule: err.Error(), Fix: "name a file occ dev bundle create wrote, or leave it unset to pull and download"}
-	}
-	abs, err := filepath.Abs(o.Bundle)
-	if err != nil {
-		return &OptionError{Option: optBundle, Value: o.Bundle, Rule: err.Error(), Fix: "name the file by an absolute path"}
-	}
-	if p.ClusterProvider == ProviderExisting {
-		return &OptionError{Option: optBundle, Value: o.Bundle, Rule: "loads the pinned images into the engine of the cluster occ creates, and --cluster-provider existing pulls them in its own nodes",
-			Fix: "unset it, or use --cluster-provider k3d"}
-	}
-	if img := p.pins.K3s.Image; img.Digest == "" {
-		return &OptionError{Option: EnvK3sImage, Value: img.String(), Rule: "is a tag, and a bundle holds images by digest",
-			Fix: "give it by digest (as the bundle was made with it), or unset it"}
-	}
-	p.Bundle = abs
-	return nil
+func resolveBundle(p *Plan, o UpOptions) (err error) {
+	p.Bundle, err = pinbundle.Resolve(o.Bundle, optBundle, p.ClusterProvider == ProviderExisting, p.pins.K3s.Image, EnvK3sImage)
+	return err
 }
 
 // openBundle readies the plan's bundle before anything is created (pinbundle.Take): verified

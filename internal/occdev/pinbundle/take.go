@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -13,6 +14,33 @@ import (
 	"github.com/openclaw/occ/internal/occdev/option"
 	"github.com/openclaw/occ/internal/occdev/pins"
 )
+
+// Resolve checks the bundle file path the setting named setting selects, before anything runs:
+// a regular file, planned by its absolute path (the state records it so), for a cluster occ
+// creates (existing: an existing cluster pulls its images in its own nodes), and without a node
+// image k3s selected by tag through the setting k3sSetting (a bundle holds images by digest). It
+// reads nothing of the file: Take verifies it. An empty path is no bundle.
+func Resolve(path, setting string, existing bool, k3s pins.Image, k3sSetting string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	if err := option.RegularFile(path); err != nil {
+		return "", &option.Error{Option: setting, Value: path, Rule: err.Error(), Fix: "name a file occ dev bundle create wrote, or leave it unset to pull and download"}
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", &option.Error{Option: setting, Value: path, Rule: err.Error(), Fix: "name the file by an absolute path"}
+	}
+	if existing {
+		return "", &option.Error{Option: setting, Value: path, Rule: "loads the pinned images into the engine of the cluster occ creates, and --cluster-provider existing pulls them in its own nodes",
+			Fix: "unset it, or use --cluster-provider k3d"}
+	}
+	if k3s.Digest == "" {
+		return "", &option.Error{Option: k3sSetting, Value: k3s.String(), Rule: "is a tag, and a bundle holds images by digest",
+			Fix: "give it by digest (as the bundle was made with it), or unset it"}
+	}
+	return abs, nil
+}
 
 // TakeOptions are the inputs of Take: what `occ dev up` takes from a bundle.
 type TakeOptions struct {
