@@ -2,7 +2,6 @@ package occdev
 
 import (
 	"context"
-	"fmt"
 	"io"
 
 	"github.com/openclaw/occ/internal/occdev/docker"
@@ -105,18 +104,8 @@ var _ profile.Env = (*run)(nil)
 func (r *run) Engine() *docker.Engine                   { return r.engine }
 func (r *run) State() *state.Dir                        { return r.state }
 func (r *run) Conn() *kubeobj.Conn                      { return r.conn }
-func (r *run) InCluster(l images.Local) (string, error) { return r.inCluster(l) }
+func (r *run) InCluster(l images.Local) (string, error) { return r.slots.InCluster(l) }
 func (r *run) Log() io.Writer                           { return r.log }
-
-// inCluster is the verified in-cluster reference of an imported image.
-func (r *run) inCluster(l images.Local) (string, error) {
-	for _, v := range r.verifiedImages() {
-		if v.Pin.Name() == l.Pin.Name() && v.Pin.Digest == l.Pin.Digest {
-			return v.Reference, nil
-		}
-	}
-	return "", fmt.Errorf("image %s was not verified in the node (a bug in occ: the import step skipped it)", l.Pin)
-}
 
 // KubernetesOptions are the Kubernetes-only profile's own settings (UpOptions.Settings).
 type KubernetesOptions = kubeprofile.Options

@@ -3,6 +3,7 @@ package images
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/openclaw/occ/internal/occdev/pins"
@@ -214,6 +215,16 @@ func (s *Slots) Verified() []Verified {
 		out = append(out, s.slots[i].verified...)
 	}
 	return append(out, s.ownVerified...)
+}
+
+// InCluster is the verified in-cluster reference of the imported image l, among Verified.
+func (s *Slots) InCluster(l Local) (string, error) {
+	for _, v := range s.Verified() {
+		if v.Pin.Name() == l.Pin.Name() && v.Pin.Digest == l.Pin.Digest {
+			return v.Reference, nil
+		}
+	}
+	return "", fmt.Errorf("image %s was not verified in the node (a bug in occ: the import step skipped it)", l.Pin)
 }
 
 // InNodeContainerd is where the cluster's images are, as a dry run says it.

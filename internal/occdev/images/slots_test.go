@@ -52,6 +52,18 @@ func TestSlotsFollowThePins(t *testing.T) {
 	}
 }
 
+// A profile's image is found among the verified ones by name and digest; one that no lane
+// verified is a bug said as such.
+func TestInClusterFindsTheVerifiedImage(t *testing.T) {
+	s := &Slots{ownVerified: []Verified{{Pin: mustPin(t, "agent@"+digestA), Reference: "agent@" + digestA}}}
+	if ref, err := s.InCluster(Local{Pin: mustPin(t, "agent@"+digestA)}); err != nil || ref != "agent@"+digestA {
+		t.Errorf("verified: %q, %v", ref, err)
+	}
+	if _, err := s.InCluster(Local{Pin: mustPin(t, "agent@"+digestB)}); err == nil {
+		t.Error("an image of another digest was found")
+	}
+}
+
 // Each OpenShell image downloads after the one before it: a pull in turn starts only once the
 // one before it has ended, failed or not, and a cancelled run ends a waiting pull without running
 // it, passing its turn still.
