@@ -21,6 +21,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/cluster/k3d"
 	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
+	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/option"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/platform"
@@ -433,7 +434,7 @@ func resolveControlPlane(p *Plan, o UpOptions) error {
 }
 
 // resolveImages reads the pins, applies the node image selected instead of the pinned one, and
-// lists the plan's images by role: by digest, or as given when they have none.
+// lists the plan's images by role: by digest, or as given when they have none (images.ByRole).
 func resolveImages(p *Plan, o UpOptions) error {
 	var err error
 	if p.pins, err = pins.FromSetting(o.PinFile, "--pin-file ("+EnvPinFile+")"); err != nil {
@@ -443,13 +444,7 @@ func resolveImages(p *Plan, o UpOptions) error {
 	if p.pins, p.NodeImage, err = k3d.SelectNodeImage(p.ClusterProvider, o.K3sImage, p.pins); err != nil {
 		return err
 	}
-	p.Images = map[string]string{}
-	for _, img := range p.images() {
-		p.Images[img.Role] = img.Image.DigestReference()
-		if img.Image.Digest == "" {
-			p.Images[img.Role] = img.Image.String()
-		}
-	}
+	p.Images = images.ByRole(p.images())
 	return nil
 }
 

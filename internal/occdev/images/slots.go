@@ -24,6 +24,19 @@ func Planned(s *pins.Set, creates bool) []pins.PinnedImage {
 	return slices.DeleteFunc(Pinned(s), func(img pins.PinnedImage) bool { return img.Cluster && !creates })
 }
 
+// ByRole are the images imgs (Planned's) by role as a plan lists them: by digest, or as given
+// when they have none (a node image selected by tag); never nil.
+func ByRole(imgs []pins.PinnedImage) map[string]string {
+	out := map[string]string{}
+	for _, img := range imgs {
+		out[img.Role] = img.Image.DigestReference()
+		if img.Image.Digest == "" {
+			out[img.Role] = img.Image.String()
+		}
+	}
+	return out
+}
+
 // Slot is one image of Pinned, by its place there.
 type Slot int
 

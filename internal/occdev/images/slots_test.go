@@ -41,6 +41,14 @@ func TestSlotsFollowThePins(t *testing.T) {
 			t.Errorf("an existing cluster's plan lists %s", img.Role)
 		}
 	}
+	tagged := *set
+	tagged.K3s.Image = mustPin(t, "rancher/k3s:v1.33.1-k3s1")
+	if got := ByRole(Planned(&tagged, true)); got["k3sNode"] != tagged.K3s.Image.String() || got["gateway"] != set.OpenShell.Images.Gateway.DigestReference() {
+		t.Errorf("by role %v", got)
+	}
+	if got := ByRole(nil); got == nil {
+		t.Error("no images by role is nil")
+	}
 	sandbox := set.OpenShell.Images.Sandbox
 	if got := role(StartedSlots(set, []pins.Image{sandbox})); !slices.Equal(got, []string{"sandbox"}) {
 		t.Errorf("started slots %q", got)
