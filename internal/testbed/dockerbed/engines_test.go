@@ -192,9 +192,9 @@ func versionAndInfo(ctx context.Context, t *testing.T, e *Engine) (types.Version
 	return v, info
 }
 
-// loadBusybox loads the bed's busybox into the engine and returns the loaded image, the image
-// it was loaded from, and the engine's inspect of the loaded tag.
-func loadBusybox(ctx context.Context, t *testing.T, e *Engine) (LocalImage, v1.Image, image.InspectResponse) {
+// ensureBusybox loads the bed's busybox into the engine unless it holds it already, and returns
+// its spec and the loaded image.
+func ensureBusybox(ctx context.Context, t *testing.T, e *Engine) (ImageSpec, LocalImage) {
 	t.Helper()
 	spec, err := BusyboxImage()
 	if err != nil {
@@ -204,6 +204,14 @@ func loadBusybox(ctx context.Context, t *testing.T, e *Engine) (LocalImage, v1.I
 	if err != nil {
 		t.Fatal(err)
 	}
+	return spec, l
+}
+
+// loadBusybox loads the bed's busybox into the engine and returns the loaded image, the image
+// it was loaded from, and the engine's inspect of the loaded tag.
+func loadBusybox(ctx context.Context, t *testing.T, e *Engine) (LocalImage, v1.Image, image.InspectResponse) {
+	t.Helper()
+	spec, l := ensureBusybox(ctx, t, e)
 	img, err := spec.Image()
 	if err != nil {
 		t.Fatal(err)
@@ -261,14 +269,7 @@ func engineMajor(version string) int {
 // tags the result; the error is the builder's own message.
 func buildHeredoc(ctx context.Context, t *testing.T, e *Engine, tag string) error {
 	t.Helper()
-	spec, err := BusyboxImage()
-	if err != nil {
-		t.Fatal(err)
-	}
-	base, err := e.EnsureImage(ctx, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, base := ensureBusybox(ctx, t, e)
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	dockerfile := fmt.Sprintf(heredocDockerfile, base.Tag)
