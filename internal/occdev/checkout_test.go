@@ -21,7 +21,6 @@ import (
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/controlplane/kubernetes"
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
-	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/profile"
 	"github.com/openclaw/occ/internal/occdev/profile/composeprofile"
 	"github.com/openclaw/occ/internal/occdev/profile/kubeprofile"
@@ -271,28 +270,7 @@ func TestBaseOverridesAreDigestPins(t *testing.T) {
 // the key file and Secret, the chart's route template and the CA file. Without a checkout the
 // platform's route stands and no such step is planned.
 func TestDryRunNamesTheComposeRoute(t *testing.T) {
-	set, err := pins.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	digest := "@sha256:" + strings.Repeat("ab", 32)
-	img := func(ref string) pins.Image {
-		i, err := pins.ParseImage(ref + digest)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return i
-	}
-	set.Routing.CertManager.Images = []pins.Image{img("quay.io/jetstack/cert-manager-controller:v1.18.4")}
-	set.Routing.EnvoyGateway.Images = []pins.Image{img("docker.io/envoyproxy/gateway:v1.6.7")}
-	data, err := pins.Encode(set, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pinFile := filepath.Join(t.TempDir(), "pins.yaml")
-	if err := os.WriteFile(pinFile, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	pinFile := occdev.RoutedPinFile(t)
 	opts := fixtureOptions(t, occdev.ControlPlaneCompose)
 	opts.PinFile = pinFile
 	dr := planUp(t, opts)
@@ -328,10 +306,7 @@ func TestDryRunNamesTheComposeRoute(t *testing.T) {
 	bare := checkoutOptions(t, occdev.ControlPlaneCompose, "", noEngine)
 	bare.OCE = occdev.OCEOptions{WorkingDir: t.TempDir()}
 	bare.PinFile = pinFile
-	dr, err = occdev.PlanUp(context.Background(), bare)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dr = planUp(t, bare)
 	if dr.Plan.Routing.Route != "" || len(dr.Plan.Routing.Controllers) != 2 {
 		t.Errorf("routing without a checkout: %+v", dr.Plan.Routing)
 	}
