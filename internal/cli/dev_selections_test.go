@@ -17,17 +17,25 @@ import (
 	"github.com/openclaw/occ/internal/testbed"
 )
 
+// writeSelections writes the fixture's Gateway and workspace charts and a local Agent Sandbox
+// manifest into dir, and returns their paths, for a test to select them.
+func writeSelections(t *testing.T, dir string) (gatewayChart, workspaceChart, manifest string) {
+	t.Helper()
+	gatewayChart, workspaceChart = chartstest.WriteCharts(t, filepath.Join(dir, "openshell"), nil)
+	manifest = filepath.Join(dir, "sandbox.yaml")
+	if err := os.WriteFile(manifest, []byte(chartstest.AgentSandboxManifest()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return gatewayChart, workspaceChart, manifest
+}
+
 // An OpenShell engineer previews `up` with the charts of their checkout and a local Agent
 // Sandbox manifest, given as the reference's variables: the dry run names both selections, the
 // step that uses the charts instead of the archive, the step that reads the manifest, and what
 // the Gateway chart's render assumes of the cluster; -o json carries the same.
 func TestDevUpDryRunShowsSelections(t *testing.T) {
 	dir := isolateDev(t)
-	gw, ws := chartstest.WriteCharts(t, filepath.Join(dir, "openshell"), nil)
-	manifest := filepath.Join(dir, "sandbox.yaml")
-	if err := os.WriteFile(manifest, []byte(chartstest.AgentSandboxManifest()), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	gw, ws, manifest := writeSelections(t, dir)
 	t.Setenv(occdev.EnvGatewayChart, gw)
 	t.Setenv(occdev.EnvWorkspaceChart, ws)
 	t.Setenv(occdev.EnvAgentSandboxManifest, manifest)
@@ -157,11 +165,7 @@ func TestDryRunChecksTheLocalArtifactsOffline(t *testing.T) {
 // used to pass the dry run and be refused only by up.
 func TestDryRunRendersSelectedCharts(t *testing.T) {
 	dir := isolateDev(t)
-	gw, ws := chartstest.WriteCharts(t, filepath.Join(dir, "openshell"), nil)
-	manifest := filepath.Join(dir, "sandbox.yaml")
-	if err := os.WriteFile(manifest, []byte(chartstest.AgentSandboxManifest()), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	gw, ws, manifest := writeSelections(t, dir)
 	kubeconfig := testbed.Kubeconfig(t)
 	args := []string{"dev", "up", "--dry-run", "--state-dir", filepath.Join(dir, "dev-state"), "--kubeconfig", kubeconfig,
 		"--openshell-helm-chart", gw, "--openshell-workspace-helm-chart", ws, "--agent-sandbox-manifest", manifest}

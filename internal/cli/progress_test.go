@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/openclaw/occ/internal/progress"
+	"github.com/openclaw/occ/internal/syncbuf"
 )
 
 // fakeClock advances only when told, so rendered elapsed times are exact.
@@ -150,24 +151,11 @@ func (c *safeClock) add(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// syncBuf is a terminal the ticker writes to while the test reads it.
-type syncBuf struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuf) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-func (b *syncBuf) String() string { b.mu.Lock(); defer b.mu.Unlock(); return b.buf.String() }
-
 // A k3d cluster takes many seconds to start and reports nothing meanwhile: on a terminal its
 // running line still shows its time passing (the region is redrawn on a tick, not only on
 // events), and the redrawing stops once no step runs.
 func TestProgressTerminalTicksWhileAStepRuns(t *testing.T) {
-	var buf syncBuf
+	var buf syncbuf.Buffer
 	clock := &safeClock{t: time.Unix(0, 0)}
 	p := newProgressPrinterFor(&buf, true)
 	p.now, p.tick = clock.now, 5*time.Millisecond

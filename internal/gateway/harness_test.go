@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -29,6 +28,7 @@ import (
 	"github.com/openclaw/occ/internal/gateway"
 	"github.com/openclaw/occ/internal/gateway/emulator"
 	"github.com/openclaw/occ/internal/kube"
+	"github.com/openclaw/occ/internal/syncbuf"
 	"github.com/openclaw/occ/internal/testbed"
 )
 
@@ -58,7 +58,7 @@ type target struct {
 	emu  *emulator.Server // nil in a live run
 	kube kubernetes.Interface
 	cfg  gateway.Config
-	logs *syncBuffer
+	logs *syncbuf.Buffer
 }
 
 var announceOnce sync.Once
@@ -67,7 +67,7 @@ var announceOnce sync.Once
 // there), or points at the live gateway. opts tune the emulator only.
 func newTarget(t *testing.T, opts emulator.Options) *target {
 	t.Helper()
-	tg := &target{logs: &syncBuffer{}}
+	tg := &target{logs: &syncbuf.Buffer{}}
 	if addr := os.Getenv(envGateway); addr != "" {
 		tg.live = true
 		tg.cfg = gateway.Config{Endpoint: addr, RootCertificatePath: os.Getenv(envCA), BearerTokenFile: os.Getenv(envToken)}
@@ -182,24 +182,6 @@ func testContext(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-// syncBuffer collects the client's log lines for the credential canary checks.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // testPKI is a throwaway CA and a server certificate for 127.0.0.1 / localhost.

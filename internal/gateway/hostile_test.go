@@ -16,6 +16,7 @@ import (
 
 	"github.com/openclaw/occ/internal/gateway"
 	pb "github.com/openclaw/occ/internal/gateway/openshellv1"
+	"github.com/openclaw/occ/internal/syncbuf"
 )
 
 // A gateway that breaks its contract: it echoes credentials back unredacted, quotes them in
@@ -86,7 +87,7 @@ func (h *hostileGateway) GetSandboxProviderStatus(context.Context, *pb.GetSandbo
 	return &pb.GetSandboxProviderStatusResponse{}, nil
 }
 
-func startHostile(t *testing.T, h *hostileGateway) (*gateway.Client, *syncBuffer) {
+func startHostile(t *testing.T, h *hostileGateway) (*gateway.Client, *syncbuf.Buffer) {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -96,7 +97,7 @@ func startHostile(t *testing.T, h *hostileGateway) (*gateway.Client, *syncBuffer
 	pb.RegisterOpenShellServer(srv, h)
 	go func() { _ = srv.Serve(lis) }()
 	t.Cleanup(srv.Stop)
-	tg := &target{cfg: gateway.Config{Endpoint: lis.Addr().String(), InsecureTransport: gateway.InsecureTransportNetworkPolicy}, logs: &syncBuffer{}}
+	tg := &target{cfg: gateway.Config{Endpoint: lis.Addr().String(), InsecureTransport: gateway.InsecureTransportNetworkPolicy}, logs: &syncbuf.Buffer{}}
 	return tg.client(t, fastRetry), tg.logs
 }
 

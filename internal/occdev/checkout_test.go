@@ -21,7 +21,6 @@ import (
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/controlplane/kubernetes"
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
-	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/profile"
 	"github.com/openclaw/occ/internal/occdev/profile/composeprofile"
 	"github.com/openclaw/occ/internal/occdev/profile/kubeprofile"
@@ -52,6 +51,27 @@ func checkoutOptions(t *testing.T, plane occdev.ControlPlane, checkout, dockerHo
 	}
 }
 
+// noEngine is a Docker host with no engine behind it, for what must stop before an engine is
+// contacted (a dry run, a refusal).
+const noEngine = "unix:///nonexistent/docker.sock"
+
+// fixtureOptions are checkoutOptions for plane on a fresh copy of the fixture checkout, with
+// no engine behind them: the options of a dry run.
+func fixtureOptions(t *testing.T, plane occdev.ControlPlane) occdev.UpOptions {
+	t.Helper()
+	return checkoutOptions(t, plane, ocebed.Checkout(t, fixtureCommit), noEngine)
+}
+
+// planUp is the dry run of opts, which must succeed.
+func planUp(t *testing.T, opts occdev.UpOptions) *occdev.DryRun {
+	t.Helper()
+	dr, err := occdev.PlanUp(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dr
+}
+
 // An OCE checkout whose chart is newer than this occ: its validation gained a `fail` rule for a
 // value occ does not set. The dry run and `up --control-plane kubernetes` both stop with the
 // chart's own message before the state directory exists, and nothing is contacted (the engine
@@ -68,7 +88,7 @@ func TestOCEChartFailStopsTheDryRunAndUpBeforeTheState(t *testing.T) {
 	if err := os.WriteFile(helpers, []byte(patched), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	opts := checkoutOptions(t, occdev.ControlPlaneKubernetes, checkout, "unix:///nonexistent/docker.sock")
+	opts := checkoutOptions(t, occdev.ControlPlaneKubernetes, checkout, noEngine)
 	for name, run := range map[string]func() error{
 		"dry run": func() error { _, err := occdev.PlanUp(context.Background(), opts); return err },
 		"up":      func() error { _, err := occdev.Up(context.Background(), opts); return err },
@@ -90,14 +110,10 @@ func TestOCEChartFailStopsTheDryRunAndUpBeforeTheState(t *testing.T) {
 // Compute worker) left out with the reason and no problem for it, and every base image of the
 // builds by digest. Nothing is created.
 func TestDryRunListsOverlayServicesAndBaseImages(t *testing.T) {
-	checkout := ocebed.Checkout(t, fixtureCommit)
-	opts := checkoutOptions(t, occdev.ControlPlaneCompose, checkout, "unix:///nonexistent/docker.sock")
+	opts := fixtureOptions(t, occdev.ControlPlaneCompose)
 	opts.OCE.Environment = map[string]string{"OCC_METRICS_GRAFANA_PASSWORD": "grafana-canary"}
 	opts.OCE.ComposeArgs = []string{"-f", "compose.metrics.yaml"}
-	dr, err := occdev.PlanUp(context.Background(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dr := planUp(t, opts)
 	for _, p := range dr.Problems {
 		if strings.Contains(p, "metrics-worker") {
 			t.Errorf("a problem for the left-out service: %s", p)
@@ -186,11 +202,8 @@ func TestLegacyEngineRefusesTheCheckoutsHeredoc(t *testing.T) {
 	for _, plane := range []occdev.ControlPlane{occdev.ControlPlaneCompose, occdev.ControlPlaneKubernetes} {
 		t.Run(string(plane), func(t *testing.T) {
 			opts := checkoutOptions(t, plane, checkout, host)
-			dr, err := occdev.PlanUp(context.Background(), opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = occdev.Up(ctx, opts)
+			dr := planUp(t, opts)
+			_, err := occdev.Up(ctx, opts)
 			var be *controlplane.BuilderError
 			if !errors.As(err, &be) {
 				t.Fatalf("up: %v, want the builder refusal", err)
@@ -233,7 +246,7 @@ func TestBaseOverridesAreDigestPins(t *testing.T) {
 	checkout := ocebed.Checkout(t, fixtureCommit)
 	for _, plane := range []occdev.ControlPlane{occdev.ControlPlaneCompose, occdev.ControlPlaneKubernetes} {
 		t.Run(string(plane), func(t *testing.T) {
-			opts := checkoutOptions(t, plane, checkout, "unix:///nonexistent/docker.sock")
+			opts := checkoutOptions(t, plane, checkout, noEngine)
 			opts.OCE.NodeRuntimeBaseImage = "mirror.example/node:24-bookworm-slim"
 			_, err := occdev.PlanUp(context.Background(), opts)
 			var oe *occdev.OptionError
@@ -242,10 +255,7 @@ func TestBaseOverridesAreDigestPins(t *testing.T) {
 			}
 			mirror := "mirror.example/node@sha256:" + strings.Repeat("e", 64)
 			opts.OCE.NodeBaseImage, opts.OCE.NodeRuntimeBaseImage = mirror, mirror
-			dr, err := occdev.PlanUp(context.Background(), opts)
-			if err != nil {
-				t.Fatal(err)
-			}
+			dr := planUp(t, opts)
 			bases := ocePlan(t, dr.Plan.OCE).BaseImages
 			if len(bases) != 1 || bases[0].Image != mirror || bases[0].Source != controlplane.EnvNodeBaseImage {
 				t.Fatalf("bases with both overrides: %+v", bases)
@@ -260,35 +270,10 @@ func TestBaseOverridesAreDigestPins(t *testing.T) {
 // the key file and Secret, the chart's route template and the CA file. Without a checkout the
 // platform's route stands and no such step is planned.
 func TestDryRunNamesTheComposeRoute(t *testing.T) {
-	set, err := pins.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	digest := "@sha256:" + strings.Repeat("ab", 32)
-	img := func(ref string) pins.Image {
-		i, err := pins.ParseImage(ref + digest)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return i
-	}
-	set.Routing.CertManager.Images = []pins.Image{img("quay.io/jetstack/cert-manager-controller:v1.18.4")}
-	set.Routing.EnvoyGateway.Images = []pins.Image{img("docker.io/envoyproxy/gateway:v1.6.7")}
-	data, err := pins.Encode(set, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pinFile := filepath.Join(t.TempDir(), "pins.yaml")
-	if err := os.WriteFile(pinFile, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	checkout := ocebed.Checkout(t, fixtureCommit)
-	opts := checkoutOptions(t, occdev.ControlPlaneCompose, checkout, "unix:///nonexistent/docker.sock")
+	pinFile := occdev.RoutedPinFile(t)
+	opts := fixtureOptions(t, occdev.ControlPlaneCompose)
 	opts.PinFile = pinFile
-	dr, err := occdev.PlanUp(context.Background(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dr := planUp(t, opts)
 	if !strings.HasPrefix(dr.Plan.Routing.Route, "Gateway oce-system/openclaw-enterprise-agent-gateways") {
 		t.Errorf("the plan's route %q", dr.Plan.Routing.Route)
 	}
@@ -318,13 +303,10 @@ func TestDryRunNamesTheComposeRoute(t *testing.T) {
 	}
 
 	// Without a checkout only the platform comes up, with its own route.
-	bare := checkoutOptions(t, occdev.ControlPlaneCompose, "", "unix:///nonexistent/docker.sock")
+	bare := checkoutOptions(t, occdev.ControlPlaneCompose, "", noEngine)
 	bare.OCE = occdev.OCEOptions{WorkingDir: t.TempDir()}
 	bare.PinFile = pinFile
-	dr, err = occdev.PlanUp(context.Background(), bare)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dr = planUp(t, bare)
 	if dr.Plan.Routing.Route != "" || len(dr.Plan.Routing.Controllers) != 2 {
 		t.Errorf("routing without a checkout: %+v", dr.Plan.Routing)
 	}

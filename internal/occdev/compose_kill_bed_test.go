@@ -59,73 +59,65 @@ func testComposeKillAtEachStep(t *testing.T, b *composeBed, sig syscall.Signal) 
 		t.Logf("%s after %d of the %d steps; set %s=1 for every step", sig, len(points), len(names), killAllEnv)
 	}
 	bin := buildOCC(t)
-	passed := 0
-	for i, point := range points {
-		// k3d refuses a state directory with a comma, and the test's directory carries its name.
-		t.Run(strings.ReplaceAll(point, ",", ""), func(t *testing.T) {
-			b.forgetProducts(t)
-			r := b.run(t)
-			if os.Getenv(killAllEnv) != "" || strings.HasPrefix(point, "Create k3d cluster ") {
-				point = stepNames(t, r.opts)[i] // named after this run's cluster
+	signalMatrix(t, sig, "Compose profile, docker engine", points, func(t *testing.T, i int, point string) {
+		b.forgetProducts(t)
+		r := b.run(t)
+		if os.Getenv(killAllEnv) != "" || strings.HasPrefix(point, "Create k3d cluster ") {
+			point = stepNames(t, r.opts)[i] // named after this run's cluster
+		}
+		downAtEnd(t, r.opts.StateDir)
+		volumesBefore := b.allVolumes(t)
+		tmp := t.TempDir()
+		env := b.cliEnv(t, r, "TMPDIR="+tmp)
+		up := exec.Command(bin, "dev", "up", "--cluster-name", r.opts.K3d().ClusterName, "--pin-file", b.pinFile, "--openshell-archive", b.archive,
+			"--gateway-endpoint", r.opts.GatewayEndpoint, "--startup-timeout", "3m", "--", "-f", "../../build-network.yaml")
+		up.Dir = filepath.Join(r.checkout, "apps", "controller")
+		up.Env = env
+		run := runSignalledAfter(t, up, point, sig)
+		var vols []string
+		cmd := func(args ...string) (string, error) {
+			c := exec.Command(bin, args...)
+			c.Dir, c.Env = up.Dir, env
+			o, err := c.CombinedOutput()
+			return string(o), err
+		}
+		if sig == syscall.SIGKILL {
+			if !run.killedBy(syscall.SIGKILL) {
+				t.Fatalf("up was not killed after %q: %v", point, run.err)
 			}
-			downAtEnd(t, r.opts.StateDir)
-			volumesBefore := b.allVolumes(t)
-			tmp := t.TempDir()
-			env := b.cliEnv(t, r, "TMPDIR="+tmp)
-			up := exec.Command(bin, "dev", "up", "--cluster-name", r.opts.K3d().ClusterName, "--pin-file", b.pinFile, "--openshell-archive", b.archive,
-				"--gateway-endpoint", r.opts.GatewayEndpoint, "--startup-timeout", "3m", "--", "-f", "../../build-network.yaml")
-			up.Dir = filepath.Join(r.checkout, "apps", "controller")
-			up.Env = env
-			run := runSignalledAfter(t, up, point, sig)
-			var vols []string
-			cmd := func(args ...string) (string, error) {
-				c := exec.Command(bin, args...)
-				c.Dir, c.Env = up.Dir, env
-				o, err := c.CombinedOutput()
-				return string(o), err
+			vols = b.volumesOf(t, r.opts.K3d().ClusterName)
+			status, err := cmd("dev", "status")
+			t.Logf("occ dev status after the kill:\n%s", status)
+			if err != nil && !strings.Contains(status, "Error: ") {
+				t.Errorf("occ dev status after the kill: %v", err)
 			}
-			if sig == syscall.SIGKILL {
-				if !run.killedBy(syscall.SIGKILL) {
-					t.Fatalf("up was not killed after %q: %v", point, run.err)
-				}
-				vols = b.volumesOf(t, r.opts.K3d().ClusterName)
-				status, err := cmd("dev", "status")
-				t.Logf("occ dev status after the kill:\n%s", status)
-				if err != nil && !strings.Contains(status, "Error: ") {
-					t.Errorf("occ dev status after the kill: %v", err)
-				}
-			} else {
-				// Ctrl-C: up rolls back by itself and exits 130 (0 when it had nothing left to do).
-				code := up.ProcessState.ExitCode()
-				t.Logf("up after %s (exit %d):\n%s", sig, code, run.stderr)
-				if code != 128+int(sig) && code != 0 {
-					t.Errorf("exit code %d after %s, want %d", code, sig, 128+int(sig))
-				}
-				if code != 0 && !strings.Contains(run.stderr, "interrupted") {
-					t.Errorf("up does not say it was interrupted:\n%s", run.stderr)
-				}
+		} else {
+			// Ctrl-C: up rolls back by itself and exits 130 (0 when it had nothing left to do).
+			code := up.ProcessState.ExitCode()
+			t.Logf("up after %s (exit %d):\n%s", sig, code, run.stderr)
+			if code != 128+int(sig) && code != 0 {
+				t.Errorf("exit code %d after %s, want %d", code, sig, 128+int(sig))
 			}
-			if !stateGone(r.opts.StateDir) {
-				if downOut, err := cmd("dev", "down"); err != nil {
-					t.Fatalf("occ dev down after %s: %v\n%s", sig, err, downOut)
-				}
+			if code != 0 && !strings.Contains(run.stderr, "interrupted") {
+				t.Errorf("up does not say it was interrupted:\n%s", run.stderr)
 			}
-			if left := b.projectLeftovers(t, r, vols); len(left) > 0 {
-				t.Errorf("left after the kill and down: %v", left)
+		}
+		if !stateGone(r.opts.StateDir) {
+			if downOut, err := cmd("dev", "down"); err != nil {
+				t.Fatalf("occ dev down after %s: %v\n%s", sig, err, downOut)
 			}
-			if extra := b.newVolumes(t, volumesBefore, r.opts.K3d().ClusterName, r.settings.Project); len(extra) > 0 {
-				t.Errorf("volumes left: %v", extra)
-			}
-			if !stateGone(r.opts.StateDir) {
-				t.Error("state directory left after down")
-			}
-			if entries, _ := os.ReadDir(tmp); len(entries) > 0 {
-				t.Errorf("temporary files left in TMPDIR: %d", len(entries))
-			}
-			if !t.Failed() {
-				passed++
-			}
-		})
-	}
-	t.Logf("%s matrix (Compose profile, docker engine): %d points, %d passed", sig, len(points), passed)
+		}
+		if left := b.projectLeftovers(t, r, vols); len(left) > 0 {
+			t.Errorf("left after the kill and down: %v", left)
+		}
+		if extra := b.newVolumes(t, volumesBefore, r.opts.K3d().ClusterName, r.settings.Project); len(extra) > 0 {
+			t.Errorf("volumes left: %v", extra)
+		}
+		if !stateGone(r.opts.StateDir) {
+			t.Error("state directory left after down")
+		}
+		if entries, _ := os.ReadDir(tmp); len(entries) > 0 {
+			t.Errorf("temporary files left in TMPDIR: %d", len(entries))
+		}
+	})
 }

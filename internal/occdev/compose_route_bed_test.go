@@ -40,7 +40,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/platform"
 	"github.com/openclaw/occ/internal/occdev/reload"
 	"github.com/openclaw/occ/internal/occdev/state"
-	"github.com/openclaw/occ/internal/testbed/dockerbed"
+	"github.com/openclaw/occ/internal/syncbuf"
 )
 
 // A developer with an OCE checkout and pins that record the routing controllers runs the
@@ -83,7 +83,7 @@ func testComposeRoute(t *testing.T, b *composeBed, run func(t *testing.T) *compo
 	stopPlaying := playRouting(t, r, imgs, "")
 	steps := &recordedProgress{}
 	r.opts.Progress = steps.sink
-	log := r.opts.Log.(*dockerbed.SyncBuffer)
+	log := r.opts.Log.(*syncbuf.Buffer)
 	sum, err := occdev.Up(ctx, r.opts)
 	if err != nil {
 		t.Fatalf("up: %v\nlog:\n%s", err, log)

@@ -37,6 +37,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/reload"
 	"github.com/openclaw/occ/internal/occdev/state"
+	"github.com/openclaw/occ/internal/syncbuf"
 	"github.com/openclaw/occ/internal/testbed/dockerbed"
 	"github.com/openclaw/occ/internal/testbed/ocebed"
 )
@@ -262,7 +263,7 @@ func testComposeUpStatusDown(t *testing.T, b *composeBed) {
 	downAtEnd(t, r.opts.StateDir)
 	times := newStepTimes()
 	r.opts.Progress = times.sink
-	log := r.opts.Log.(*dockerbed.SyncBuffer)
+	log := r.opts.Log.(*syncbuf.Buffer)
 	sum, err := occdev.Up(ctx, r.opts)
 	t.Logf("up: step, lane, start, took:\n%s", times.table())
 	if err != nil {

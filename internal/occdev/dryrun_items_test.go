@@ -1,7 +1,6 @@
 package occdev_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,7 +15,6 @@ import (
 	"github.com/openclaw/occ/internal/occdev/profile/composeprofile"
 	"github.com/openclaw/occ/internal/occdev/profile/kubeprofile"
 	"github.com/openclaw/occ/internal/occdev/step"
-	"github.com/openclaw/occ/internal/testbed/ocebed"
 )
 
 // plannedStep is the step of steps named name, in whatever lane it runs.
@@ -73,24 +71,13 @@ func refs[T any](xs []T, ref func(T) (kind, namespace, name string)) []string {
 // selected Agent Sandbox manifest in the order it is applied, the Gateway's release and Service,
 // and the key files, each a typed entry named as the run names it.
 func TestKubernetesDryRunNamesWhatTheRunMakesAsTypedItems(t *testing.T) {
-	checkout := ocebed.Checkout(t, fixtureCommit)
-	opts := checkoutOptions(t, occdev.ControlPlaneKubernetes, checkout, "unix:///nonexistent/docker.sock")
-	manifest := selectManifest(t, &opts, `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: agent-sandbox-controller, namespace: agent-sandbox-system}
----
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: sandboxes.agents.x-k8s.io}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: agent-sandbox-system}
-`)
-	dr, err := occdev.PlanUp(context.Background(), opts)
+	opts := fixtureOptions(t, occdev.ControlPlaneKubernetes)
+	sandbox, err := os.ReadFile(filepath.Join("platform", "testdata", "agent-sandbox.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	manifest := selectManifest(t, &opts, string(sandbox))
+	dr := planUp(t, opts)
 	ns := dr.Plan.Namespace
 
 	archive := plannedStep(t, dr.Steps, "Fetch and verify the OpenShell source archive")
@@ -142,12 +129,8 @@ metadata: {name: agent-sandbox-system}
 // volumes and its published ports are typed engine objects, the snapshot and the key typed
 // files.
 func TestComposeDryRunNamesWhatTheRunMakesAsTypedItems(t *testing.T) {
-	checkout := ocebed.Checkout(t, fixtureCommit)
-	opts := checkoutOptions(t, occdev.ControlPlaneCompose, checkout, "unix:///nonexistent/docker.sock")
-	dr, err := occdev.PlanUp(context.Background(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	opts := fixtureOptions(t, occdev.ControlPlaneCompose)
+	dr := planUp(t, opts)
 	doc := dr.Plan.OCE.(*composeprofile.Document)
 	project := doc.Compose.Project
 

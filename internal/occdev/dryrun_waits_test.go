@@ -1,7 +1,6 @@
 package occdev_test
 
 import (
-	"context"
 	"slices"
 	"testing"
 
@@ -11,7 +10,6 @@ import (
 	"github.com/openclaw/occ/internal/occdev/profile/composeprofile"
 	"github.com/openclaw/occ/internal/occdev/profile/kubeprofile"
 	"github.com/openclaw/occ/internal/occdev/step"
-	"github.com/openclaw/occ/internal/testbed/ocebed"
 )
 
 // waitsOf are ws as "Kind namespace/name".
@@ -25,16 +23,12 @@ func waitsOf(ws []step.Wait) []string {
 // the one-shot jobs, the bootstrap Namespace's label and endpoint, each a typed wait named as the run names it,
 // and none of them a creation.
 func TestComposeDryRunNamesWhatUpWaitsFor(t *testing.T) {
-	checkout := ocebed.Checkout(t, fixtureCommit)
-	opts := checkoutOptions(t, occdev.ControlPlaneCompose, checkout, "unix:///nonexistent/docker.sock")
+	opts := fixtureOptions(t, occdev.ControlPlaneCompose)
 	selectManifest(t, &opts, `apiVersion: apps/v1
 kind: Deployment
 metadata: {name: agent-sandbox-controller, namespace: agent-sandbox-system}
 `)
-	dr, err := occdev.PlanUp(context.Background(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dr := planUp(t, opts)
 	doc := dr.Plan.OCE.(*composeprofile.Document)
 	ns := dr.Plan.Namespace
 
@@ -67,12 +61,7 @@ metadata: {name: agent-sandbox-controller, namespace: agent-sandbox-system}
 // The same for the Kubernetes profile: the API is awaited through the development proxy's
 // URL, and without a local Agent Sandbox manifest the platform wait names the pinned one.
 func TestKubernetesDryRunNamesWhatUpWaitsFor(t *testing.T) {
-	checkout := ocebed.Checkout(t, fixtureCommit)
-	opts := checkoutOptions(t, occdev.ControlPlaneKubernetes, checkout, "unix:///nonexistent/docker.sock")
-	dr, err := occdev.PlanUp(context.Background(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dr := planUp(t, fixtureOptions(t, occdev.ControlPlaneKubernetes))
 	doc := dr.Plan.OCE.(*kubeprofile.Document)
 	api := plannedStep(t, dr.Steps, "Wait for the OCE API through the development proxy")
 	if got := waitsOf(api.Waits); !slices.Equal(got, []string{"endpoint /GET " + doc.Kubernetes.APIURL + controlplane.SessionPath}) {

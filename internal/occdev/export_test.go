@@ -31,6 +31,9 @@ func (o *UpOptions) K3d() *k3d.ClusterOptions {
 	return k
 }
 
+// RoutedPinFile writes the built-in pins with routing image digests to a pin file of the test's.
+var RoutedPinFile = routedPinFile
+
 // Names the tests of the flow use; each is defined once, in its layer.
 const (
 	GatewayRelease       = platform.GatewayRelease

@@ -287,10 +287,7 @@ func assertImportBesidePlatform(t *testing.T, opts occdev.UpOptions, times *step
 			}
 		}
 	}
-	dr, err := occdev.PlanUp(context.Background(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dr := planUp(t, opts)
 	index := map[string]int{}
 	for i, s := range dr.Steps {
 		index[s.Name] = i

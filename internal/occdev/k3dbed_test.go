@@ -45,6 +45,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/progress"
+	"github.com/openclaw/occ/internal/syncbuf"
 	"github.com/openclaw/occ/internal/testbed/dockerbed"
 	"github.com/openclaw/occ/internal/testbed/podmanbed"
 )
@@ -237,7 +238,7 @@ func (b *k3dBed) options(t testing.TB) occdev.UpOptions {
 		GatewayEndpoint: b.gateway.Addr(),
 		StartupTimeout:  3 * time.Minute,
 		OCCCommand:      "occ",
-		Log:             &dockerbed.SyncBuffer{},
+		Log:             &syncbuf.Buffer{},
 		Engine:          locate.Choice(b.kind),
 	}
 }

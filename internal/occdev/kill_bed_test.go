@@ -72,25 +72,33 @@ func testSignalAtEachStep(t *testing.T, b *k3dBed, sig syscall.Signal, subset fu
 		t.Logf("%s after %d of the %d steps; set %s=1 for every step", sig, len(points), len(names), killAllEnv)
 	}
 	bin := buildOCC(t)
+	signalMatrix(t, sig, "k3d profile, "+string(b.kind)+" engine", points, func(t *testing.T, i int, point string) {
+		b.forgetProducts(t)
+		opts := b.options(t)
+		// The cluster's step is named after this run's cluster.
+		if strings.HasPrefix(point, "Create k3d cluster ") {
+			point = "Create k3d cluster " + opts.K3d().ClusterName
+		} else if os.Getenv(killAllEnv) != "" {
+			point = stepNames(t, opts)[i]
+		}
+		signalUpAfter(t, b, bin, opts, b.pinFile, point, sig, nil)
+	})
+}
+
+// signalMatrix runs check at each of the points (i its index), each in a subtest named after the
+// point, and logs how many of them passed in the matrix named what.
+func signalMatrix(t *testing.T, sig syscall.Signal, what string, points []string, check func(t *testing.T, i int, point string)) {
 	passed := 0
 	for i, point := range points {
 		// k3d refuses a state directory with a comma, and the test's directory carries its name.
 		t.Run(strings.ReplaceAll(point, ",", ""), func(t *testing.T) {
-			b.forgetProducts(t)
-			opts := b.options(t)
-			// The cluster's step is named after this run's cluster.
-			if strings.HasPrefix(point, "Create k3d cluster ") {
-				point = "Create k3d cluster " + opts.K3d().ClusterName
-			} else if os.Getenv(killAllEnv) != "" {
-				point = stepNames(t, opts)[i]
-			}
-			signalUpAfter(t, b, bin, opts, b.pinFile, point, sig, nil)
+			check(t, i, point)
 			if !t.Failed() {
 				passed++
 			}
 		})
 	}
-	t.Logf("%s matrix (k3d profile, %s engine): %d points, %d passed", sig, b.kind, len(points), passed)
+	t.Logf("%s matrix (%s): %d points, %d passed", sig, what, len(points), passed)
 }
 
 // signalUpAfter runs the built occ dev up (the Kubernetes-only profile on a k3d cluster, with

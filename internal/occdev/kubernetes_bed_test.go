@@ -28,6 +28,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/progress"
+	"github.com/openclaw/occ/internal/syncbuf"
 	"github.com/openclaw/occ/internal/testbed"
 	"github.com/openclaw/occ/internal/testbed/dockerbed"
 	"github.com/openclaw/occ/internal/testbed/oceapi"
@@ -117,7 +118,7 @@ type kubeRun struct {
 	opts   occdev.UpOptions
 	api    *oceapi.API
 	exec   *oceapi.Exec
-	log    *dockerbed.SyncBuffer
+	log    *syncbuf.Buffer
 	events *eventLog
 	// provision starts the worker's stand-in once the cluster exists (from AfterStep).
 	provisionOnce sync.Once
@@ -153,7 +154,7 @@ func (b *kubeBed) run(t testing.TB, apiOpts oceapi.Options) *kubeRun {
 	t.Helper()
 	port := freeLoopbackPort(t)
 	api := oceapi.Start(t, apiOpts)
-	r := &kubeRun{api: api, exec: api.Exec(), log: &dockerbed.SyncBuffer{}, events: &eventLog{}, provisionErr: make(chan error, 1)}
+	r := &kubeRun{api: api, exec: api.Exec(), log: &syncbuf.Buffer{}, events: &eventLog{}, provisionErr: make(chan error, 1)}
 	r.opts = b.options(t)
 	r.opts.OCE.Repository = b.checkout
 	// The Dockerfiles' own bases are Docker Hub digests; the bed serves its stand-ins instead,

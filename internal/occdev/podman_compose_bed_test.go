@@ -23,6 +23,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/observe"
 	"github.com/openclaw/occ/internal/occdev/state"
+	"github.com/openclaw/occ/internal/syncbuf"
 	"github.com/openclaw/occ/internal/testbed/dockerbed"
 	"github.com/openclaw/occ/internal/testbed/ocebed"
 	"github.com/openclaw/occ/internal/testbed/podmanbed"
@@ -232,7 +233,7 @@ func testPodmanComposeUpStatusDown(t *testing.T, b *podmanComposeBed) {
 	downAtEnd(t, r.opts.StateDir)
 	times := newStepTimes()
 	r.opts.Progress = times.sink
-	log := r.opts.Log.(*dockerbed.SyncBuffer)
+	log := r.opts.Log.(*syncbuf.Buffer)
 	started := time.Now()
 	sum, err := occdev.Up(ctx, r.opts)
 	t.Logf("up on Podman: step, lane, start, took:\n%s", times.table())

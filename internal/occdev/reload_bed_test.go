@@ -23,7 +23,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
 	"github.com/openclaw/occ/internal/occdev/reload"
 	"github.com/openclaw/occ/internal/occdev/state"
-	"github.com/openclaw/occ/internal/testbed/dockerbed"
+	"github.com/openclaw/occ/internal/syncbuf"
 )
 
 // serverScript is the controller's source file in the fixture checkout.
@@ -55,7 +55,7 @@ func TestComposeReload(t *testing.T) {
 	r := b.run(t)
 	downAtEnd(t, r.opts.StateDir)
 	volumesBefore := b.allVolumes(t)
-	log := r.opts.Log.(*dockerbed.SyncBuffer)
+	log := r.opts.Log.(*syncbuf.Buffer)
 	sum, err := occdev.Up(ctx, r.opts)
 	if err != nil {
 		t.Fatalf("up: %v\nlog:\n%s", err, log)

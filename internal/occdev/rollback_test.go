@@ -31,10 +31,7 @@ import (
 // group's lanes, then the group itself.
 func stepNames(t *testing.T, opts occdev.UpOptions) []string {
 	t.Helper()
-	dr, err := occdev.PlanUp(context.Background(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dr := planUp(t, opts)
 	var names []string
 	var walk func([]occdev.PlannedStep)
 	walk = func(steps []occdev.PlannedStep) {
@@ -218,10 +215,7 @@ func TestRollbackLeavesAStateDirectoryTheUserMade(t *testing.T) {
 		t.Fatal(err)
 	}
 	opts := b.Options()
-	dr, err := occdev.PlanUp(context.Background(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dr := planUp(t, opts)
 	for _, p := range dr.Problems {
 		if strings.Contains(p, b.StateDir) {
 			t.Errorf("the dry run refuses the empty private state directory up adopts: %s", p)

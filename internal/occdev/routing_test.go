@@ -34,21 +34,7 @@ func TestPlanRouting(t *testing.T) {
 		t.Errorf("a routing manifest without routing pins: %v", err)
 	}
 
-	set, err := pins.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	digest := "@sha256:" + strings.Repeat("ab", 32)
-	set.Routing.CertManager.Images = []pins.Image{mustImage(t, "quay.io/jetstack/cert-manager-controller:v1.18.4"+digest)}
-	set.Routing.EnvoyGateway.Images = []pins.Image{mustImage(t, "docker.io/envoyproxy/gateway:v1.6.7"+digest)}
-	data, err := pins.Encode(set, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pinFile := filepath.Join(t.TempDir(), "pins.yaml")
-	if err := os.WriteFile(pinFile, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	pinFile := routedPinFile(t)
 	p, err = resolvePlan(UpOptions{StateDir: "/var/lib/occ-dev", Docker: sock, PinFile: pinFile, CertManagerManifest: local})
 	if err != nil {
 		t.Fatal(err)
@@ -65,9 +51,31 @@ func TestPlanRouting(t *testing.T) {
 	// The selected manifest is only read; the other is downloaded into the cache, by its pin.
 	d := describeRoutingFetch(p)
 	if !strings.Contains(d.Note, "cert-manager v1.18.4 from "+local) || len(d.Files) != 1 ||
-		filepath.Base(d.Files[0].Path) != set.Routing.EnvoyGateway.Manifest.SHA256 || !strings.Contains(d.Files[0].Note, "Envoy Gateway v1.6.7 manifest from https://github.com/envoyproxy/gateway/releases/download/v1.6.7/install.yaml") {
+		filepath.Base(d.Files[0].Path) != p.pins.Routing.EnvoyGateway.Manifest.SHA256 || !strings.Contains(d.Files[0].Note, "Envoy Gateway v1.6.7 manifest from https://github.com/envoyproxy/gateway/releases/download/v1.6.7/install.yaml") {
 		t.Errorf("fetch description %+v", d)
 	}
+}
+
+// routedPinFile writes the built-in pins, with digests recorded for one image of each routing
+// controller (cert-manager's controller, Envoy Gateway), to a pin file of the test's own.
+func routedPinFile(t *testing.T) string {
+	t.Helper()
+	set, err := pins.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest := "@sha256:" + strings.Repeat("ab", 32)
+	set.Routing.CertManager.Images = []pins.Image{mustImage(t, "quay.io/jetstack/cert-manager-controller:v1.18.4"+digest)}
+	set.Routing.EnvoyGateway.Images = []pins.Image{mustImage(t, "docker.io/envoyproxy/gateway:v1.6.7"+digest)}
+	data, err := pins.Encode(set, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinFile := filepath.Join(t.TempDir(), "pins.yaml")
+	if err := os.WriteFile(pinFile, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return pinFile
 }
 
 func mustImage(t *testing.T, ref string) pins.Image {

@@ -39,12 +39,7 @@ func TestHarnessEndpointCodexOnEmulator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws, err := WorkspaceName(e.ns.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, port, _ := net.SplitHostPort(e.gw.Addr())
-	host := ws + "--" + ref.ResourceName + ".openshell.localhost:" + port
+	host := e.harnessHost(t, ref)
 	// The route reaches the gateway the client dials and names the service only in Host.
 	route := gateway.ServiceRoute{Address: e.gw.Addr(), Host: host, ServerName: "127.0.0.1"}
 	want := HarnessEndpoint{URL: "ws://" + host + "/", Origin: "http://" + host + "/", WorkspaceRoot: "/sandbox/enterprise", Route: route}
@@ -130,12 +125,7 @@ func TestHarnessStatusServingThroughGatewayListener(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws, err := WorkspaceName(e.ns.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, port, _ := net.SplitHostPort(e.gw.Addr())
-	host := ws + "--" + ref.ResourceName + ".openshell.localhost:" + port
+	host := e.harnessHost(t, ref)
 	advertised.Store(&host)
 
 	ep, err := d.HarnessEndpoint(e.ctx, hctx)
@@ -272,3 +262,15 @@ type peekedConn struct {
 }
 
 func (c *peekedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// harnessHost is the host the gateway serves the Harness service of ref on:
+// <workspace>--<sandbox>.openshell.localhost, at the gateway's port.
+func (e *env) harnessHost(t *testing.T, ref driver.SandboxResourceRef) string {
+	t.Helper()
+	ws, err := WorkspaceName(e.ns.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(e.gw.Addr())
+	return ws + "--" + ref.ResourceName + ".openshell.localhost:" + port
+}

@@ -1,14 +1,13 @@
 package diagnose
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
-	"sync"
 
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
 	"github.com/openclaw/occ/internal/occdev/docker"
+	"github.com/openclaw/occ/internal/syncbuf"
 )
 
 // engineFacts are the container engine's facts the bundle keeps: what it is, its version and
@@ -75,15 +74,15 @@ func Compose(ctx context.Context, b *Bundle, stack compose.Stack) {
 	if len(names) == 0 {
 		return
 	}
-	logs := map[string]*lockedBuffer{}
+	logs := map[string]*syncbuf.Buffer{}
 	for _, n := range names {
-		logs[n] = &lockedBuffer{}
+		logs[n] = &syncbuf.Buffer{}
 	}
 	err = stack.Logs(ctx, compose.LogOptions{
 		Services: names, Tail: logTail, Timestamps: true,
 		Output: func(svc string) io.WriteCloser {
 			if l, ok := logs[svc]; ok {
-				return l
+				return nopCloser{l}
 			}
 			return nopCloser{io.Discard}
 		},
@@ -92,30 +91,10 @@ func Compose(ctx context.Context, b *Bundle, stack compose.Stack) {
 		b.Missing("compose logs", err)
 	}
 	for _, n := range names {
-		if data := logs[n].bytes(); len(data) > 0 {
+		if data := logs[n].Bytes(); len(data) > 0 {
 			b.Add("compose/"+n+".log", data)
 		}
 	}
-}
-
-// lockedBuffer collects the streams of one service's containers, written concurrently.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *lockedBuffer) Close() error { return nil }
-
-func (l *lockedBuffer) bytes() []byte {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return bytes.Clone(l.buf.Bytes())
 }
 
 type nopCloser struct{ io.Writer }

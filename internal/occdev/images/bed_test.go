@@ -16,6 +16,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
+	"github.com/openclaw/occ/internal/syncbuf"
 	"github.com/openclaw/occ/internal/testbed/dockerbed"
 )
 
@@ -53,7 +54,7 @@ func startBed(t testing.TB, ctx context.Context) *bed {
 		}
 	}
 	t.Cleanup(func() { b.Engine.Forget(node.DigestReference(), tools.DigestReference()) })
-	log := &dockerbed.SyncBuffer{}
+	log := &syncbuf.Buffer{}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("k3d log:\n%s", log.String())

@@ -15,6 +15,7 @@ import (
 	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/pins"
+	"github.com/openclaw/occ/internal/syncbuf"
 	"github.com/openclaw/occ/internal/testbed/dockerbed"
 )
 
@@ -195,7 +196,7 @@ func TestContainerdStoreBeforeAPI148ImportsTheWholeIndex(t *testing.T) {
 	// The k3d provider's own importer, on an engine reached through API 1.47.
 	oldEngine := *b.engine
 	oldEngine.API = oldAPI
-	p147, err := k3d.New(k3d.Options{Engine: &oldEngine, ToolsImage: b.Tools.Ref, Log: &dockerbed.SyncBuffer{}})
+	p147, err := k3d.New(k3d.Options{Engine: &oldEngine, ToolsImage: b.Tools.Ref, Log: &syncbuf.Buffer{}})
 	if err != nil {
 		t.Fatal(err)
 	}

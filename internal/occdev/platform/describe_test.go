@@ -2,6 +2,8 @@ package platform
 
 import (
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -114,18 +116,11 @@ func TestGatewayDescriptionNamesTheRelease(t *testing.T) {
 // applies them (namespaces, then CRDs, then the rest) and says where they come from; without
 // the objects (the pinned manifest not yet downloaded) it says what the manifest holds.
 func TestAgentSandboxApplyDescribesTheManifestsObjects(t *testing.T) {
-	objs, err := artifacts.ParseYAML([]byte(`apiVersion: apps/v1
-kind: Deployment
-metadata: {name: agent-sandbox-controller, namespace: agent-sandbox-system}
----
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: sandboxes.agents.x-k8s.io}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: agent-sandbox-system}
-`), "sandbox.yaml")
+	data, err := os.ReadFile(filepath.Join("testdata", "agent-sandbox.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := artifacts.ParseYAML(data, "sandbox.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

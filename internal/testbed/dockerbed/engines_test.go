@@ -19,8 +19,10 @@ import (
 	"github.com/docker/docker/api/types/build"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/system"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"golang.org/x/net/http2"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
@@ -81,16 +83,9 @@ func TestDefaultEngineIsDocker29OnTheContainerdStore(t *testing.T) {
 	e := Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	v, err := e.API.ServerVersion(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	v, info := versionAndInfo(ctx, t, e)
 	if engineMajor(v.Version) != 29 {
 		t.Errorf("the default engine at %s is Docker %s, want 29.x (scripts/testdocker)", e.Host, v.Version)
-	}
-	info, err := e.API.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
 	}
 	if !slices.ContainsFunc(info.DriverStatus, func(kv [2]string) bool { return kv == [2]string{"driver-type", containerdSnapshotter} }) {
 		t.Fatalf("the default engine's storage driver %s reports %v, want driver-type %s (the containerd image store)", info.Driver, info.DriverStatus, containerdSnapshotter)
@@ -98,23 +93,8 @@ func TestDefaultEngineIsDocker29OnTheContainerdStore(t *testing.T) {
 	if store, err := e.ImageStore(ctx); err != nil || store != ContainerdStore {
 		t.Fatalf("ImageStore = %v, %v; want the containerd image store", store, err)
 	}
-	spec, err := BusyboxImage()
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := e.EnsureImage(ctx, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := spec.Image()
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, img, ins := loadBusybox(ctx, t, e)
 	manifest, err := img.Digest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ins, err := e.API.ImageInspect(ctx, l.Tag)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,16 +111,9 @@ func TestClassicEngineIsDocker28OnTheClassicStore(t *testing.T) {
 	e := RequireClassic(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	v, err := e.API.ServerVersion(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	v, info := versionAndInfo(ctx, t, e)
 	if engineMajor(v.Version) != 28 {
 		t.Errorf("the classic engine at %s=%s is Docker %s, want 28.x (scripts/testdocker classic)", ClassicHostEnv, e.Host, v.Version)
-	}
-	info, err := e.API.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
 	}
 	if info.Driver != "overlay2" || slices.ContainsFunc(info.DriverStatus, func(kv [2]string) bool { return kv[0] == "driver-type" }) {
 		t.Fatalf("the classic engine's storage driver is %s %v, want overlay2 (the classic image store)", info.Driver, info.DriverStatus)
@@ -148,23 +121,8 @@ func TestClassicEngineIsDocker28OnTheClassicStore(t *testing.T) {
 	if store, err := e.ImageStore(ctx); err != nil || store != ClassicStore {
 		t.Fatalf("ImageStore = %v, %v; want the classic image store", store, err)
 	}
-	spec, err := BusyboxImage()
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := e.EnsureImage(ctx, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := spec.Image()
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, img, ins := loadBusybox(ctx, t, e)
 	config, err := img.ConfigName()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ins, err := e.API.ImageInspect(ctx, l.Tag)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,6 +178,51 @@ func TestPinnedIndexPullGivesEachStoreItsIdentity(t *testing.T) {
 	}
 }
 
+// versionAndInfo is what the engine says of itself: its version and its system info.
+func versionAndInfo(ctx context.Context, t *testing.T, e *Engine) (types.Version, system.Info) {
+	t.Helper()
+	v, err := e.API.ServerVersion(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := e.API.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v, info
+}
+
+// ensureBusybox loads the bed's busybox into the engine unless it holds it already, and returns
+// its spec and the loaded image.
+func ensureBusybox(ctx context.Context, t *testing.T, e *Engine) (ImageSpec, LocalImage) {
+	t.Helper()
+	spec, err := BusyboxImage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := e.EnsureImage(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec, l
+}
+
+// loadBusybox loads the bed's busybox into the engine and returns the loaded image, the image
+// it was loaded from, and the engine's inspect of the loaded tag.
+func loadBusybox(ctx context.Context, t *testing.T, e *Engine) (LocalImage, v1.Image, image.InspectResponse) {
+	t.Helper()
+	spec, l := ensureBusybox(ctx, t, e)
+	img, err := spec.Image()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins, err := e.API.ImageInspect(ctx, l.Tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, img, ins
+}
+
 // componentVersion is the version of the named component a Docker engine reports.
 func componentVersion(v types.Version, name string) string {
 	for _, c := range v.Components {
@@ -266,14 +269,7 @@ func engineMajor(version string) int {
 // tags the result; the error is the builder's own message.
 func buildHeredoc(ctx context.Context, t *testing.T, e *Engine, tag string) error {
 	t.Helper()
-	spec, err := BusyboxImage()
-	if err != nil {
-		t.Fatal(err)
-	}
-	base, err := e.EnsureImage(ctx, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, base := ensureBusybox(ctx, t, e)
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	dockerfile := fmt.Sprintf(heredocDockerfile, base.Tag)

@@ -20,14 +20,7 @@ func TestPrivilegedContainerAndExecStart(t *testing.T) {
 	e := Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	spec, err := BusyboxImage()
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := e.EnsureImage(ctx, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, img := ensureBusybox(ctx, t, e)
 	host := boundingSet(t, mustRead(t, "/proc/self/status"))
 	showCaps := []string{"grep", "CapEff", "/proc/self/status"}
 	mountAndShowCaps := []string{"sh", "-c", "mkdir -p /m && mount -t tmpfs t /m && umount /m && grep CapEff /proc/self/status"}

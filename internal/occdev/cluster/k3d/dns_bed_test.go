@@ -28,17 +28,26 @@ const (
 // reaches, so the test's DNS server listens there.
 func dnsNetwork(t *testing.T, ctx context.Context, b *bed, name string) (string, string) {
 	t.Helper()
-	netName := "occ-test-" + name[len("occ-dev-"):] + "_dns"
-	created, err := b.Engine.API.NetworkCreate(ctx, netName, network.CreateOptions{Labels: map[string]string{"occ.test": t.Name()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.engine.API.NetworkRemove(context.Background(), created.ID) })
-	ins, err := b.Engine.API.NetworkInspect(ctx, created.ID, network.InspectOptions{})
+	id, netName := testNetwork(t, ctx, b, name, "dns")
+	ins, err := b.Engine.API.NetworkInspect(ctx, id, network.InspectOptions{})
 	if err != nil || len(ins.IPAM.Config) == 0 || ins.IPAM.Config[0].Gateway == "" {
 		t.Fatalf("network %s has no gateway: %v %+v", netName, err, ins.IPAM)
 	}
 	return netName, ins.IPAM.Config[0].Gateway
+}
+
+// dnsRequest is a request for a cluster on a network of the test's own whose node must resolve
+// checkName through the resolver dnsSetting gives: a DNS server the test runs at the network's
+// gateway, answering 192.0.2.10 until told otherwise. It returns the gateway and the server too.
+func dnsRequest(t *testing.T, ctx context.Context, b *bed) (k3d.Request, string, *k3d.DNSServer) {
+	t.Helper()
+	req := b.request(t, newRecorder(t))
+	var gw string
+	req.Network, gw = dnsNetwork(t, ctx, b, req.Name)
+	srv := k3d.StartDNSServer(t, net.JoinHostPort(gw, "53"), netip.MustParseAddr("192.0.2.10"))
+	req.DNS = k3d.NodeDNS{Choice: k3d.DNSGiven, Address: gw, From: dnsSetting, Setting: dnsSetting}
+	req.DNSCheckName = checkName
+	return req, gw, srv
 }
 
 // notes runs fn as a step and returns the notes it reported.
@@ -64,13 +73,7 @@ func TestNodeDNSCheckOutcomesOnTheBed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	b := startBed(t, ctx)
-	rec := newRecorder(t)
-	req := b.request(t, rec)
-	var gw string
-	req.Network, gw = dnsNetwork(t, ctx, b, req.Name)
-	srv := k3d.StartDNSServer(t, net.JoinHostPort(gw, "53"), netip.MustParseAddr("192.0.2.10"))
-	req.DNS = k3d.NodeDNS{Choice: k3d.DNSGiven, Address: gw, From: dnsSetting, Setting: dnsSetting}
-	req.DNSCheckName = checkName
+	req, gw, srv := dnsRequest(t, ctx, b)
 
 	var c *k3d.Cluster
 	got, err := notes(func(rep progress.Reporter) error {
@@ -130,14 +133,8 @@ func TestNodeDNSRefusalRollsTheClusterBack(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	b := startBed(t, ctx)
-	rec := newRecorder(t)
-	req := b.request(t, rec)
-	var gw string
-	req.Network, gw = dnsNetwork(t, ctx, b, req.Name)
-	srv := k3d.StartDNSServer(t, net.JoinHostPort(gw, "53"), netip.MustParseAddr("192.0.2.10"))
+	req, gw, srv := dnsRequest(t, ctx, b)
 	srv.SetMode(k3d.DNSRefuses)
-	req.DNS = k3d.NodeDNS{Choice: k3d.DNSGiven, Address: gw, From: dnsSetting, Setting: dnsSetting}
-	req.DNSCheckName = checkName
 	b.deleteAtEnd(t, k3d.Identity{Name: req.Name, Owner: req.Owner})
 	_, err := b.provider.Create(ctx, req)
 	var refused *k3d.NodeDNSError

@@ -421,6 +421,20 @@ func TestCreateRefusesBeforeCreatingAnything(t *testing.T) {
 	}
 }
 
+// testNetwork makes a Docker network of the test's own, named after the cluster and what it is
+// for (occ-test-<suffix of cluster>_<purpose>), removed when the test ends; it returns the
+// network's ID and name.
+func testNetwork(t *testing.T, ctx context.Context, b *bed, cluster, purpose string) (string, string) {
+	t.Helper()
+	name := "occ-test-" + cluster[len("occ-dev-"):] + "_" + purpose
+	created, err := b.Engine.API.NetworkCreate(ctx, name, network.CreateOptions{Labels: map[string]string{"occ.test": t.Name()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.engine.API.NetworkRemove(context.Background(), created.ID) })
+	return created.ID, name
+}
+
 // The Compose profile: the cluster joins the Compose project's network, its node is reachable
 // there by name, and deleting the cluster leaves that network (not the cluster's) in place.
 func TestJoinExistingNetwork(t *testing.T) {
@@ -429,12 +443,7 @@ func TestJoinExistingNetwork(t *testing.T) {
 	b := startBed(t, ctx)
 	rec := newRecorder(t)
 	req := b.request(t, rec)
-	netName := "occ-test-" + req.Name[len("occ-dev-"):] + "_development"
-	created, err := b.Engine.API.NetworkCreate(ctx, netName, network.CreateOptions{Labels: map[string]string{"occ.test": t.Name()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.engine.API.NetworkRemove(context.Background(), created.ID) })
+	netID, netName := testNetwork(t, ctx, b, req.Name, "development")
 	req.Network = netName
 	c, err := b.provider.Create(ctx, req)
 	if err != nil {
@@ -458,7 +467,7 @@ func TestJoinExistingNetwork(t *testing.T) {
 	if err := b.provider.Delete(ctx, id); err != nil {
 		t.Fatalf("Delete: %v", err)
 	}
-	if _, err := b.engine.API.NetworkInspect(ctx, created.ID, network.InspectOptions{}); err != nil {
+	if _, err := b.engine.API.NetworkInspect(ctx, netID, network.InspectOptions{}); err != nil {
 		t.Errorf("the joined network is gone after Delete: %v", err)
 	}
 	if left, _ := b.Engine.ClusterObjects(ctx, req.Name); len(left.Containers)+len(left.Volumes) != 0 {

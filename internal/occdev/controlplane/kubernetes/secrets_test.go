@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +15,7 @@ import (
 
 	"helm.sh/helm/v3/pkg/action"
 
+	"github.com/openclaw/occ/internal/syncbuf"
 	"github.com/openclaw/occ/internal/testbed"
 )
 
@@ -75,13 +75,8 @@ func TestCredentialsStayInTheClusterSecrets(t *testing.T) {
 	b := newBed(t)
 	b.uninstallAtEnd()
 	ctx := context.Background()
-	var helmLog bytes.Buffer
-	var logMu sync.Mutex
-	logf := func(format string, args ...any) {
-		logMu.Lock()
-		defer logMu.Unlock()
-		fmt.Fprintf(&helmLog, format+"\n", args...)
-	}
+	var helmLog syncbuf.Buffer
+	logf := func(format string, args ...any) { fmt.Fprintf(&helmLog, format+"\n", args...) }
 	cp, _, _ := b.newControlPlane(&testbed.CanaryRandom{}, logf)
 	if err := cp.Up(ctx); err != nil {
 		t.Fatalf("Up: %v", err)
@@ -98,9 +93,7 @@ func TestCredentialsStayInTheClusterSecrets(t *testing.T) {
 	var places []string
 	add := func(what, text string) { places = append(places, what+":\n"+text) }
 	add("recorded state", b.stateJSON(t))
-	logMu.Lock()
 	add("Helm log", helmLog.String())
-	logMu.Unlock()
 	cfg := new(action.Configuration)
 	if err := cfg.Init(b.helm(), b.ns, "secret", func(string, ...any) {}); err != nil {
 		t.Fatal(err)
