@@ -66,8 +66,6 @@ func OpenVerified(path, want string) (*Verified, error) {
 	return &Verified{file: f, path: path, sum: got, size: n}, nil
 }
 
-// hashReader returns the hex SHA-256 of r and its length. The reader is wrapped so io.Copy uses
-// the large buffer instead of *os.File's WriteTo, which copies in small chunks.
 // CheckLocal checks, offline, the local copy path of an artifact as `up` would before using it:
 // it must open with sha256 want (OpenVerified); it is closed again, and only what that finds
 // is reported.
@@ -80,6 +78,8 @@ func CheckLocal(path, want string) error {
 	return nil
 }
 
+// hashReader returns the hex SHA-256 of r and its length. The reader is wrapped so io.Copy uses
+// the large buffer instead of *os.File's WriteTo, which copies in small chunks.
 func hashReader(r io.Reader) (string, int64, error) {
 	h := sha256.New()
 	n, err := io.CopyBuffer(h, struct{ io.Reader }{r}, make([]byte, hashBufferSize))
