@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -142,8 +143,9 @@ func benchUpAgainstCLIs(b *testing.B, clis, docker string, store dockerbed.Image
 			pinFile := bed.pinFile
 			products := bed.productRefs()
 			remove := func() { bed.Engine.Forget(products...) }
+			var reg *limitedRegistry
 			if v.limited {
-				reg := startLimitedRegistry(b, limitedRate)
+				reg = startLimitedRegistry(b, limitedRate)
 				var imgs []pins.Image
 				for _, size := range limitedSizes {
 					spec, err := dockerbed.SizedImage(size)
@@ -183,11 +185,13 @@ func benchUpAgainstCLIs(b *testing.B, clis, docker string, store dockerbed.Image
 					})
 					times := newStepTimes()
 					opts.Progress = times.sink
+					served := reg.servedSoFar()
 					start := time.Now()
 					if _, err := occdev.Up(context.Background(), opts); err != nil {
 						b.Fatalf("occ dev up: %v", err)
 					}
 					occUp = append(occUp, time.Since(start))
+					reg.mustDownload(b, "occ dev up", served)
 					for _, l := range times.lines {
 						step := l.Step
 						if strings.HasPrefix(step, "Create k3d cluster ") {
@@ -207,7 +211,9 @@ func benchUpAgainstCLIs(b *testing.B, clis, docker string, store dockerbed.Image
 					assertNothingLeftBy(b, bed, "occ", opts.K3d().ClusterName, vols, products)
 				}
 				runCLI := func() {
+					served := reg.servedSoFar()
 					up, down, rmi := cli.run(clusterName())
+					reg.mustDownload(b, "the command-line sequence", served)
 					cliUp, cliDown, cliRmi = append(cliUp, up), append(cliDown, down), append(cliRmi, rmi)
 				}
 				if i%2 == 0 {
@@ -231,11 +237,7 @@ func benchUpAgainstCLIs(b *testing.B, clis, docker string, store dockerbed.Image
 			floorCluster := cli.mean("k3d cluster create, k3d kubeconfig get")
 			floorTransfer := 0.0
 			if v.limited {
-				var bytes int64
-				for _, size := range limitedSizes {
-					bytes += size
-				}
-				floorTransfer = float64(bytes) / limitedRate
+				floorTransfer = float64(limitedBytes()) / limitedRate
 			}
 			floor := max(floorCluster, floorTransfer)
 			b.ReportMetric(floorCluster, "floor-cluster-s")
@@ -649,6 +651,38 @@ func removeImages(b *testing.B, bed *k3dBed, refs []string) {
 // synchronisation.
 type limitedRegistry struct {
 	host string
+	link *pacedLink
+}
+
+// servedSoFar is how many blob bytes the registry has sent; nil (the bed registry's variant)
+// counts none.
+func (r *limitedRegistry) servedSoFar() int64 {
+	if r == nil {
+		return 0
+	}
+	return r.link.sent.Load()
+}
+
+// mustDownload fails b unless the registry sent at least the limited images' bytes since it had
+// sent before: a run that found their layers in the engine already (an image an earlier run
+// left holds them) did not cross the link, and its time says nothing about it. Nil checks
+// nothing.
+func (r *limitedRegistry) mustDownload(b *testing.B, who string, before int64) {
+	if r == nil {
+		return
+	}
+	if got, want := r.servedSoFar()-before, limitedBytes(); got < want {
+		b.Fatalf("%s downloaded %d of the %d bytes of the limited images: the engine held their layers already (an image an earlier run left? look for occ-bench/ and occ-bed/sized- in docker image ls), so the run did not measure the link", who, got, want)
+	}
+}
+
+// limitedBytes is the sum of limitedSizes: the least the limited images' layers take on the link.
+func limitedBytes() int64 {
+	var n int64
+	for _, size := range limitedSizes {
+		n += size
+	}
+	return n
 }
 
 func startLimitedRegistry(b *testing.B, rate int64) *limitedRegistry {
@@ -661,7 +695,7 @@ func startLimitedRegistry(b *testing.B, rate int64) *limitedRegistry {
 		h.ServeHTTP(w, r)
 	}))
 	b.Cleanup(srv.Close)
-	return &limitedRegistry{host: strings.TrimPrefix(srv.URL, "http://")}
+	return &limitedRegistry{host: strings.TrimPrefix(srv.URL, "http://"), link: link}
 }
 
 // push uploads spec's image (at full speed) and returns its pin, repository:tag@digest: the
@@ -704,6 +738,7 @@ type pacedLink struct {
 	mu   sync.Mutex
 	rate int64
 	next time.Time
+	sent atomic.Int64
 }
 
 // reserve returns when n bytes may be sent.
@@ -734,6 +769,7 @@ func (p *pacedWriter) Write(data []byte) (int, error) {
 		time.Sleep(time.Until(p.link.reserve(n)))
 		w, err := p.ResponseWriter.Write(data[:n])
 		sent += w
+		p.link.sent.Add(int64(w))
 		if err != nil {
 			return sent, err
 		}
