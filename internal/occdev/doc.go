@@ -80,13 +80,13 @@
 // The cluster lane depends on the provider (clusterLane): an existing cluster is connected to,
 // and the platform's steps (platformSteps) follow the group in turn. For k3d the pinned node and
 // tools images are made present, then one group creates the cluster while the OpenShell images
-// are pulled one after another, each imported into the node once both its pull and the node are
-// there and verified by its own lane; an import lane checks the cluster's own images and imports
-// and verifies the control plane's, and the platform lane, once the cluster and the artifacts
-// are there, applies the objects that need only the API and installs the Gateway as soon as the
-// images the chart's own objects start (its render check found them: the Gateway's image) are
-// verified, so the Gateway starts while the images it only names for Sandboxes are still being
-// imported. The Installation is written after the group, once every image is verified.
+// are pulled one after another (the largest, the Sandbox image, first), each imported into the
+// node once both its pull and the node are there and verified by its own lane; an import lane
+// checks the cluster's own images and imports and verifies the control plane's, and the platform
+// lane, once the cluster and the artifacts are there, applies the objects that need only the API
+// and installs the Gateway as soon as the images the chart's own objects start (its render check
+// found them: the Gateway's image) are verified, so the Gateway starts while the images it only
+// names for Sandboxes are still being imported. The Installation is written after the group, once every image is verified.
 //
 // # Control-plane profiles
 //

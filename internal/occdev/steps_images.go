@@ -27,7 +27,7 @@ func (r *run) verifiedImages() []images.Verified { return r.slots.Verified() }
 // imageStep makes one pinned image present in the engine (images.Present): used as it is when
 // the engine holds it by digest, otherwise recorded and pulled by digest or loaded from the
 // bundle. pullInTurn does so once the pull of after has its bytes or has ended, so the OpenShell
-// images download one at a time (images.Slots.InTurn).
+// images download one at a time, in the order images.PullTurns gives (images.Slots.InTurn).
 func imageStep(p *Plan, slot images.Slot) Step { return pullInTurn(p, slot, slot) }
 
 func pullInTurn(p *Plan, slot, after images.Slot) Step {

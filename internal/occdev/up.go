@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/openclaw/occ/internal/interrupt"
@@ -85,10 +86,11 @@ func artifactsLane(p *Plan) Lane {
 // one) is only connected to. A cluster that runs only images occ imports (k3d, a
 // cluster.Importer) needs its node and tools images before the provider may create it (occ pulls
 // pinned images by digest itself, so k3d never pulls a tag); the OpenShell images are pulled side
-// by side with the cluster's creation, each in its own lane but one download at a time, and each
-// is imported into the node as soon as its pull is done and the node takes images, then verified
-// there and tagged for the chart, so on a slow link the imports of the first images overlap the
-// downloads of the others, and only the last image's import and verification follow its last byte.
+// by side with the cluster's creation, each in its own lane but one download at a time, the
+// largest (the Sandbox image, images.PullTurns) first, and each is imported into the node as soon
+// as its pull is done and the node takes images, then verified there and tagged for the chart, so
+// on a slow link the longest import overlaps the downloads of the others, and only the last
+// image's import and verification follow its last byte.
 // The platform is installed in the same group (platformLane), so the Gateway's install and start
 // overlap the last imports too.
 func clusterLane(p *Plan) Lane {
@@ -104,11 +106,11 @@ func clusterLane(p *Plan) Lane {
 	// The provider's lane comes first: the other lanes wait on the cluster it makes. The platform
 	// lane comes last, after the image lanes it waits on (in that order a Sequential run ends).
 	lanes := []Lane{lane(p.ClusterProvider, Step{Name: "Create " + p.ClusterProvider + " cluster " + p.ClusterName, Describe: describeCluster, Run: connectCluster})}
-	product := images.NodeSlots(p.pins)
-	for i, slot := range product {
-		after := slot // the first lane's pull waits for none
-		if i > 0 {
-			after = product[i-1]
+	turns := images.PullTurns(p.pins)
+	for _, slot := range images.NodeSlots(p.pins) {
+		after := slot // the first pull in turn waits for none
+		if i := slices.Index(turns, slot); i > 0 {
+			after = turns[i-1]
 		}
 		lanes = append(lanes, lane(p.image(slot).Role, pullInTurn(p, slot, after), importStep(p, slot), verifyStep(p, slot)))
 	}

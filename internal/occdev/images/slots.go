@@ -62,6 +62,23 @@ func NodeSlots(s *pins.Set) []Slot {
 	return slotsOf(s, func(u pins.ImageUse) bool { return u.Gateway != nil || u.Routing })
 }
 
+// PullTurns are the NodeSlots in the order their pulls take turns (Slots.InTurn): those pinned
+// PullFirst first, then the others in pin order.
+func PullTurns(s *pins.Set) []Slot {
+	pinned := Pinned(s)
+	turns := NodeSlots(s)
+	slices.SortStableFunc(turns, func(a, b Slot) int {
+		switch {
+		case pinned[a].PullFirst == pinned[b].PullFirst:
+			return 0
+		case pinned[a].PullFirst:
+			return -1
+		}
+		return 1
+	})
+	return turns
+}
+
 // GatewaySlots are the slots of the images the Gateway chart uses.
 func GatewaySlots(s *pins.Set) []Slot {
 	return slotsOf(s, func(u pins.ImageUse) bool { return u.Gateway != nil })
@@ -114,7 +131,7 @@ func NewSlots(s *pins.Set) *Slots { return &Slots{slots: make([]slot, len(Pinned
 // a time: they share one link, so one at a time each is complete, and its import into the node
 // under way, while the next downloads, and only the last one's import follows the last byte;
 // side by side they would all complete together at the end and the largest's import would follow
-// it. A pull of an image the engine holds ends at once.
+// it (PullTurns puts the largest first). A pull of an image the engine holds ends at once.
 func (s *Slots) InTurn(ctx context.Context, slot, after Slot, pull func() error) error {
 	defer s.slots[slot].pulled.Set()
 	if after != slot {

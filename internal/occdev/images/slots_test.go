@@ -33,6 +33,10 @@ func TestSlotsFollowThePins(t *testing.T) {
 	if got := role(NodeSlots(set)); !slices.Equal(got, []string{"gateway", "sandbox", "supervisor"}) || !slices.Equal(GatewaySlots(set), NodeSlots(set)) || RoutingSlots(set) != nil {
 		t.Errorf("node slots %q (pins without routing images)", got)
 	}
+	// The Sandbox image, the largest, downloads first; the others follow in pin order.
+	if got := role(PullTurns(set)); !slices.Equal(got, []string{"sandbox", "gateway", "supervisor"}) {
+		t.Errorf("pull turns %q", got)
+	}
 	if got := len(Planned(set, true)); got != len(pinned) {
 		t.Errorf("a created cluster's plan lists %d images of %d", got, len(pinned))
 	}

@@ -70,6 +70,12 @@ type ImageUse struct {
 	// Cluster says k3d creates the cluster with the image (the k3s node and the k3d tools): it
 	// is pulled into the engine for a cluster occ creates, and never imported into the node.
 	Cluster bool
+	// PullFirst puts the image's download before those of the other images imported into the
+	// node. It is set for the largest of them, the Sandbox image (a base image of language
+	// runtimes and agent tools, hundreds of MB, where the others are a binary or two of tens):
+	// its import into the node takes longest, and downloaded first it overlaps the others'
+	// downloads instead of following the last byte.
+	PullFirst bool
 	// Routing is set for an image a routing controller runs or names: pulled into the engine,
 	// imported into the node and verified there, like the Gateway's (an existing cluster pulls it
 	// itself).
@@ -130,7 +136,7 @@ var pinTable = []pin{
 	{key: KeySandboxImage,
 		image: func(s *Set) *Image { return &s.OpenShell.Images.Sandbox },
 		file:  func(f *fileSet) string { return f.OpenShell.Images.Sandbox },
-		use:   &ImageUse{Role: "sandbox", Title: "OpenShell Sandbox", Gateway: &GatewayImage{Component: "sandboxRuntime", Role: "sandbox runtime"}}},
+		use:   &ImageUse{Role: "sandbox", Title: "OpenShell Sandbox", PullFirst: true, Gateway: &GatewayImage{Component: "sandboxRuntime", Role: "sandbox runtime"}}},
 	{key: KeySupervisorImage,
 		image: func(s *Set) *Image { return &s.OpenShell.Images.Supervisor },
 		file:  func(f *fileSet) string { return f.OpenShell.Images.Supervisor },
