@@ -26,6 +26,7 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/events"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -88,7 +89,10 @@ import (
 // the link, zero on the bed registry) and up-floor-ratio (occ's up over the larger), occ-down-s,
 // cli-down-s, down-ratio, and cli-rmi-s with down-ratio-with-rmi: occ's down also removes the
 // images its up pulled, which k3d cluster delete leaves, so the sequence's removal of them
-// (untimed in its down) is reported beside it. Every iteration's figures, the sequence's phases
+// (untimed in its down) is reported beside it; the floor of down, floor-down-s: the engine's own
+// removal of the node container within k3d cluster delete (its kill to its destroy event), with
+// floor-down-share (that over k3d cluster delete) and down-floor-ratio (occ's down over it).
+// Every iteration's figures, the sequence's phases
 // and occ's steps are printed; ns/op counts nothing (the timer is stopped around the runs, which
 // are timed one by one). Run through make bench, or:
 //
@@ -167,7 +171,7 @@ func benchUpAgainstCLIs(b *testing.B, clis, docker string, store dockerbed.Image
 				b: b, bed: bed, clis: clis, docker: docker, set: &set, chartDir: chartDir, manifest: manifest, store: store,
 				pulls: append([]string{bed.set.K3s.Image.DigestReference(), bed.set.K3d.ToolsImage.DigestReference()}, products...),
 			}
-			var occUp, occDown, cliUp, cliDown, cliRmi []time.Duration
+			var occUp, occDown, cliUp, cliDown, cliRmi, nodeRm []time.Duration
 			occSteps := map[string]time.Duration{}
 			var occOrder []string
 			i := 0
@@ -212,9 +216,9 @@ func benchUpAgainstCLIs(b *testing.B, clis, docker string, store dockerbed.Image
 				}
 				runCLI := func() {
 					served := reg.servedSoFar()
-					up, down, rmi := cli.run(clusterName())
+					up, down, rmi, node := cli.run(clusterName())
 					reg.mustDownload(b, "the command-line sequence", served)
-					cliUp, cliDown, cliRmi = append(cliUp, up), append(cliDown, down), append(cliRmi, rmi)
+					cliUp, cliDown, cliRmi, nodeRm = append(cliUp, up), append(cliDown, down), append(cliRmi, rmi), append(nodeRm, node)
 				}
 				if i%2 == 0 {
 					runOCC()
@@ -250,13 +254,20 @@ func benchUpAgainstCLIs(b *testing.B, clis, docker string, store dockerbed.Image
 			// the sequence's docker rmi of them is reported beside it.
 			b.ReportMetric(mean(cliRmi), "cli-rmi-s")
 			b.ReportMetric(mean(occDown)/(mean(cliDown)+mean(cliRmi)), "down-ratio-with-rmi")
+			// The floor of down: the engine's own removal of the node container (inside k3d
+			// cluster delete, from its engine events), which any removal of the cluster contains.
+			b.ReportMetric(mean(nodeRm), "floor-down-s")
+			b.ReportMetric(mean(nodeRm)/mean(cliDown), "floor-down-share")
+			b.ReportMetric(mean(occDown)/mean(nodeRm), "down-floor-ratio")
 			// Printed rather than logged: a benchmark's log is cut after a few lines.
 			fmt.Printf("%s: up %.2f s is %.2f× its floor %.2f s (cluster creation %.2f s, transfer %.2f s) and %.2f× the command-line sequence\n",
 				v.name, mean(occUp), mean(occUp)/floor, floor, floorCluster, floorTransfer, mean(occUp)/mean(cliUp))
-			fmt.Printf("%s: per iteration (up occ/CLI, down occ/CLI, the CLI's docker rmi; seconds):\n", v.name)
+			fmt.Printf("%s: down %.2f s is %.2f× k3d cluster delete %.2f s, whose engine took %.2f s (%.2f of it) to remove the node container alone\n",
+				v.name, mean(occDown), mean(occDown)/mean(cliDown), mean(cliDown), mean(nodeRm), mean(nodeRm)/mean(cliDown))
+			fmt.Printf("%s: per iteration (up occ/CLI, down occ/CLI, the CLI's docker rmi, the engine's node removal in k3d cluster delete; seconds):\n", v.name)
 			for j := range occUp {
-				fmt.Printf("  %d: up %6.2f / %6.2f = %.2f   down %5.2f / %5.2f = %.2f   rmi %5.2f\n", j, occUp[j].Seconds(), cliUp[j].Seconds(), occUp[j].Seconds()/cliUp[j].Seconds(),
-					occDown[j].Seconds(), cliDown[j].Seconds(), occDown[j].Seconds()/cliDown[j].Seconds(), cliRmi[j].Seconds())
+				fmt.Printf("  %d: up %6.2f / %6.2f = %.2f   down %5.2f / %5.2f = %.2f   rmi %5.2f   node %5.2f\n", j, occUp[j].Seconds(), cliUp[j].Seconds(), occUp[j].Seconds()/cliUp[j].Seconds(),
+					occDown[j].Seconds(), cliDown[j].Seconds(), occDown[j].Seconds()/cliDown[j].Seconds(), cliRmi[j].Seconds(), nodeRm[j].Seconds())
 			}
 			fmt.Printf("%s: the command-line sequence, mean per phase (k3d image import run again %d time(s)):\n%s", v.name, cli.importRetries, cli.table())
 			fmt.Printf("%s: occ dev up, mean per step (lanes overlap):\n", v.name)
@@ -332,7 +343,7 @@ func (c *cliSequence) phase(name string, mark *time.Time) {
 
 // run returns how long the up and the down took, and the untimed-in-down removal of what the
 // sequence pulled and tagged (occ's down removes its pulls; k3d cluster delete does not).
-func (c *cliSequence) run(cluster string) (up, down, rmi time.Duration) {
+func (c *cliSequence) run(cluster string) (up, down, rmi, nodeRemoval time.Duration) {
 	b := c.b
 	ctx := context.Background()
 	dir := b.TempDir()
@@ -461,9 +472,11 @@ func (c *cliSequence) run(cluster string) (up, down, rmi time.Duration) {
 	c.runs++
 
 	vols := c.bed.volumesOf(b, cluster)
+	removal := watchRemoval(b, c.bed, node)
 	start = time.Now()
 	sh(tool("k3d"), "cluster", "delete", cluster)
 	down = time.Since(start)
+	nodeRemoval = removal()
 	start = time.Now()
 	for _, tag := range staging {
 		c.bed.Engine.Forget(tag)
@@ -471,7 +484,38 @@ func (c *cliSequence) run(cluster string) (up, down, rmi time.Duration) {
 	c.bed.Engine.Forget(c.pulls...)
 	rmi = time.Since(start)
 	assertNothingLeftBy(b, c.bed, "the command-line sequence", cluster, vols, c.pulls[2:])
-	return up, down, rmi
+	return up, down, rmi, nodeRemoval
+}
+
+// watchRemoval watches the engine remove the container node; the function it returns waits for
+// the container's destruction and returns how long the engine took from the first event of the
+// removal (the kill of a running container) to that destruction: the engine's own removal of the
+// node, which any removal of the cluster contains.
+func watchRemoval(b *testing.B, bed *k3dBed, node string) func() time.Duration {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// Since now: the engine replays what happened between this call and the subscription's
+	// arrival, so the removal's first event cannot be missed.
+	now := time.Now()
+	msgs, errs := bed.engine.API.Events(ctx, events.ListOptions{Since: fmt.Sprintf("%d.%09d", now.Unix(), now.Nanosecond()), Filters: filters.NewArgs(
+		filters.Arg("type", "container"), filters.Arg("container", node),
+		filters.Arg("event", "kill"), filters.Arg("event", "die"), filters.Arg("event", "destroy"))})
+	return func() time.Duration {
+		defer cancel()
+		var first int64
+		for {
+			select {
+			case m := <-msgs:
+				if first == 0 {
+					first = m.TimeNano
+				}
+				if m.Action == events.ActionDestroy {
+					return time.Duration(m.TimeNano - first)
+				}
+			case err := <-errs:
+				b.Fatalf("watch the removal of %s: %v", node, err)
+			}
+		}
+	}
 }
 
 // table prints the mean of each phase.
