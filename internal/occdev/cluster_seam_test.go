@@ -3,6 +3,7 @@ package occdev
 import (
 	"context"
 	"errors"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -251,16 +252,25 @@ func TestTheSandboxImageDownloadsFirstEachPullAfterTheOneBefore(t *testing.T) {
 	}
 
 	// A lane's pull waits for the pull before it in turn (images.Slots.InTurn): on a cancelled
-	// run the Gateway image's pull ends with the cancellation, before the Sandbox image's has
-	// had its turn, and so does the supervisor's, before the Gateway's; neither reaches the
-	// engine (the plan has none).
+	// run the supervisor image's pull ends with the cancellation, before the Gateway image's has
+	// had its turn, and so does the Gateway's, before the Sandbox image's; neither reaches the
+	// engine (the run has none: a pull that does not wait reaches for it and panics). The
+	// supervisor's goes first: a pull passes its turn when it ends, however it ends.
 	r := &run{plan: p}
 	r.makeImageSlots()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	for _, l := range []int{1, 3} {
+	for _, l := range []int{3, 1} {
 		pull := group.Lanes[l].Steps[0]
-		if err := pull.Run(ctx, r, progress.Reporter{}); !errors.Is(err, context.Canceled) {
+		err := func() (err error) {
+			defer func() {
+				if v := recover(); v != nil {
+					err = fmt.Errorf("it did not wait for its turn and reached for the engine: %v", v)
+				}
+			}()
+			return pull.Run(ctx, r, progress.Reporter{})
+		}()
+		if !errors.Is(err, context.Canceled) {
 			t.Errorf("%q on a cancelled run before its turn ended with %v, want context.Canceled", pull.Name, err)
 		}
 	}
