@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
@@ -96,6 +97,20 @@ type Needs struct {
 	// Publish are NodePorts of the cluster's node published on the host's 127.0.0.1 (the
 	// Kubernetes-only profile's API proxy).
 	Publish []Port
+	// HostPorts are host ports the control plane publishes itself, later in the run (the Compose
+	// project's API and PostgreSQL ports).
+	HostPorts []int
+}
+
+// TakenPorts are the host ports a provider that chooses one of its own (k3d's API port) must not
+// take: the control plane's HostPorts and the Publish host ports. Each was free when the plan
+// chose it but is bound only later, so a port free now may still be one of them.
+func (n Needs) TakenPorts() []int {
+	taken := slices.Clone(n.HostPorts)
+	for _, p := range n.Publish {
+		taken = append(taken, p.HostPort)
+	}
+	return taken
 }
 
 // Port publishes NodePort of the cluster's node at 127.0.0.1:HostPort.

@@ -229,7 +229,7 @@ func (c *ClusterProvider) Ensure(ctx context.Context, req cluster.Request) (clus
 		return cluster.Access{}, err
 	}
 	if r.APIPort == 0 {
-		if r.APIPort, err = FreeLoopbackPort(); err != nil {
+		if r.APIPort, err = FreeLoopbackPort(req.Needs.TakenPorts()...); err != nil {
 			return cluster.Access{}, err
 		}
 	}

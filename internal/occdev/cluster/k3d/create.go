@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -273,10 +274,25 @@ func portFree(port int) error {
 	return l.Close()
 }
 
-// FreeLoopbackPort returns a port that is free on 127.0.0.1 now, for the API. k3d's library does
-// not choose one (only its CLI does); another process could take it before k3d binds it, in which
-// case creation fails and rolls back.
-func FreeLoopbackPort() (int, error) {
+// FreeLoopbackPort returns a port that is free on 127.0.0.1 now and is none of taken (ports
+// chosen for others that are not bound yet: the system may hand out a free port twice), for the
+// API. k3d's library does not choose one (only its CLI does); another process could take it
+// before k3d binds it, in which case creation fails and rolls back.
+func FreeLoopbackPort(taken ...int) (int, error) { return freePort(listenFree, taken) }
+
+// freePort asks free for a port up to 16 times until it is none of taken.
+func freePort(free func() (int, error), taken []int) (int, error) {
+	for range 16 {
+		port, err := free()
+		if err != nil || !slices.Contains(taken, port) {
+			return port, err
+		}
+	}
+	return 0, fmt.Errorf("find a free port on %s other than %v: none found in 16 tries", apiHost, taken)
+}
+
+// listenFree is a port free on 127.0.0.1 now, as the system chooses it.
+func listenFree() (int, error) {
 	l, err := net.Listen("tcp", net.JoinHostPort(apiHost, "0"))
 	if err != nil {
 		return 0, fmt.Errorf("find a free port on %s: %w", apiHost, err)

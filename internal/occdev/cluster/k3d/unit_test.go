@@ -421,3 +421,29 @@ func TestClusterRequestBecomesTheCreateRequest(t *testing.T) {
 		t.Errorf("Check with another provider's settings = %v", err)
 	}
 }
+
+// The API port is never one the plan chose for others and has not bound yet: the system may hand
+// out a port twice while it is free (a collision seen in make test: the Compose controller's port
+// "is already allocated" by the k3d node that took it first).
+func TestTheAPIPortAvoidsTheControlPlanesPorts(t *testing.T) {
+	handed := []int{41000, 41001, 41000, 41002}
+	next := func() (int, error) {
+		p := handed[0]
+		handed = handed[1:]
+		return p, nil
+	}
+	needs := cluster.Needs{HostPorts: []int{41000}, Publish: []cluster.Port{{HostPort: 41001, NodePort: 30080}}}
+	if got := needs.TakenPorts(); !slices.Equal(got, []int{41000, 41001}) {
+		t.Fatalf("taken ports %v, want the control plane's and the published ones", got)
+	}
+	if port, err := freePort(next, needs.TakenPorts()); err != nil || port != 41002 {
+		t.Fatalf("port %d, %v; want 41002, the first handed out that is not taken", port, err)
+	}
+	always := func() (int, error) { return 41000, nil }
+	if _, err := freePort(always, needs.TakenPorts()); err == nil || !strings.Contains(err.Error(), "other than [41000 41001]") {
+		t.Fatalf("a system that hands out only taken ports: %v", err)
+	}
+	if port, err := FreeLoopbackPort(); err != nil || port == 0 {
+		t.Fatalf("a free port: %d, %v", port, err)
+	}
+}

@@ -419,6 +419,10 @@ func TestPlan(t *testing.T) {
 	if p.APIURL != "http://127.0.0.1:3222" || len(p.Volumes) != 3 {
 		t.Errorf("plan %+v", p)
 	}
+	// The same publications as ports, which k3d's own API port must not take.
+	if got := m.HostPorts(); !slices.Equal(got, []int{55999, 3222}) {
+		t.Errorf("host ports %v, want [55999 3222]", got)
+	}
 }
 
 // An explicitly selected controller image replaces every image built from the checkout, is

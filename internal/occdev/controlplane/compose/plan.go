@@ -3,6 +3,8 @@ package compose
 import (
 	"fmt"
 	"net"
+	"strconv"
+	"strings"
 )
 
 // Plan is what `dev up --dry-run` shows of the Compose stage: what would be created, from the
@@ -42,6 +44,28 @@ type PlanPublished struct {
 	Service string `json:"service"`
 	Host    string `json:"host"`
 	Target  string `json:"target"`
+}
+
+// HostPorts are the host ports the model's started services publish (every port of a range).
+func (m *Model) HostPorts() []int {
+	var ports []int
+	for _, name := range m.StartedServices() {
+		for _, port := range m.Project.Services[name].Ports {
+			first, last, ok := strings.Cut(port.Published, "-")
+			if !ok {
+				last = first
+			}
+			lo, err1 := strconv.Atoi(first)
+			hi, err2 := strconv.Atoi(last)
+			if err1 != nil || err2 != nil {
+				continue
+			}
+			for p := lo; p <= hi && hi-lo < 1<<16; p++ {
+				ports = append(ports, p)
+			}
+		}
+	}
+	return ports
 }
 
 // Plan describes the model for a dry run: every service (started ones in start order, then the

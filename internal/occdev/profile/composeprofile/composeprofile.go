@@ -383,7 +383,9 @@ func (c Planned) Pending() string { return c.pending }
 func (c Planned) Refusal() error { return c.refusal }
 
 // Needs is the project's development network, which the k3d cluster joins.
-func (c Planned) Needs() cluster.Needs { return cluster.Needs{Network: c.Compose.Model.Network.Name} }
+func (c Planned) Needs() cluster.Needs {
+	return cluster.Needs{Network: c.Compose.Model.Network.Name, HostPorts: c.Compose.Model.HostPorts()}
+}
 
 // BeforeCluster writes the snapshot and records the project, builds (or takes the selected)
 // images, and starts postgres, migrate and bootstrap, all before the cluster exists.
