@@ -303,7 +303,11 @@ func (s Settings) Env() map[string]string {
 func NewSettings(t testing.TB, e *dockerbed.Engine) Settings {
 	t.Helper()
 	s := Settings{Project: strings.ReplaceAll(dockerbed.UniqueName(t, "occ"), "-", "_")}
+	// A port is free until bound, so the system may hand out the same one twice.
 	s.APIPort, s.PostgresPort = freePort(t), freePort(t)
+	for s.PostgresPort == s.APIPort {
+		s.PostgresPort = freePort(t)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	nets, err := e.API.NetworkList(ctx, network.ListOptions{})
