@@ -92,9 +92,9 @@ import (
 // (untimed in its down) is reported beside it; the floor of down, floor-down-s: the engine's own
 // removal of the node container within k3d cluster delete (its kill to its destroy event), with
 // floor-down-share (that over k3d cluster delete) and down-floor-ratio (occ's down over it).
-// Every iteration's figures, the sequence's phases
-// and occ's steps are printed; ns/op counts nothing (the timer is stopped around the runs, which
-// are timed one by one). Run through make bench, or:
+// Every iteration's figures, the sequence's phases and occ's steps are printed; ns/op counts
+// nothing (the timer is stopped around the runs, which are timed one by one). Run through make
+// bench, or:
 //
 //	OCC_TEST_CLIS=$(scripts/testclis) go test -run '^$' -bench BenchmarkUpAgainstCLIs -benchtime 3x -count 2 ./internal/occdev/
 func BenchmarkUpAgainstCLIs(b *testing.B) {
