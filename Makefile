@@ -55,12 +55,13 @@ testpodman:
 # Docker 29 on the containerd image store), the classic-store one (OCC_TEST_DOCKER_CLASSIC_HOST,
 # Docker 28.5.2) and, for the tests of what occ refuses on an old engine, the legacy one
 # (OCC_TEST_DOCKER_LEGACY_HOST); the Podman tier against scripts/testpodman (OCC_TEST_PODMAN_HOST).
-# Then, with nothing else running, the engine-restart tests stop and start the classic-store and
-# the default engine under an environment (OCC_TEST_ENGINE_RESTART=1; skipped, saying so, in the
-# first run).
+# scripts/gotest runs internal/occdev's environments on the classic-store Docker and on Podman in
+# a go test of their own beside the rest (one alone leaves a core idle). Then, with nothing else
+# running, the engine-restart tests stop and start the classic-store and the default engine under
+# an environment (OCC_TEST_ENGINE_RESTART=1; skipped, saying so, in the first run).
 test: testenv testcontainerd testdocker testcompose testpodman
 	docker_host="$$(scripts/testdocker)" && classic_host="$$(scripts/testdocker classic)" && legacy_host="$$(scripts/testdocker legacy)" && podman_host="$$(scripts/testpodman)" && \
-	DOCKER_HOST="$$docker_host" OCC_TEST_DOCKER_CLASSIC_HOST="$$classic_host" OCC_TEST_DOCKER_LEGACY_HOST="$$legacy_host" OCC_TEST_PODMAN_HOST="$$podman_host" KUBEBUILDER_ASSETS="$$(scripts/testenv)" $(GO) test $(TESTFLAGS) ./... && \
+	DOCKER_HOST="$$docker_host" OCC_TEST_DOCKER_CLASSIC_HOST="$$classic_host" OCC_TEST_DOCKER_LEGACY_HOST="$$legacy_host" OCC_TEST_PODMAN_HOST="$$podman_host" KUBEBUILDER_ASSETS="$$(scripts/testenv)" GO=$(GO) scripts/gotest $(TESTFLAGS) && \
 	echo "restarting the engines under environments (nothing else runs now):" && \
 	DOCKER_HOST="$$docker_host" OCC_TEST_DOCKER_CLASSIC_HOST="$$classic_host" OCC_TEST_DOCKER_LEGACY_HOST="$$legacy_host" OCC_TEST_PODMAN_HOST="$$podman_host" KUBEBUILDER_ASSETS="$$(scripts/testenv)" OCC_TEST_ENGINE_RESTART=1 $(GO) test $(TESTFLAGS) -run '^TestEngineRestart' ./internal/occdev/
 
