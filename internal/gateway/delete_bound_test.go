@@ -57,3 +57,48 @@ func TestDeleteSandboxBoundExpires(t *testing.T) {
 		t.Fatalf("error %q does not say what timed out and what to do", err)
 	}
 }
+
+// pastDeadline is a caller's context whose deadline has passed but whose timer has not fired
+// yet: Err is still nil, as on a busy machine.
+type pastDeadline struct {
+	context.Context
+	at time.Time
+}
+
+func (c pastDeadline) Deadline() (time.Time, bool) { return c.at, true }
+
+// A call can fail on DeleteSandbox's bound before the bound's timer has fired (gRPC refuses to
+// send once the deadline has passed by the clock): past the bound's end, the error is still
+// the bound's, unless the caller's own context ended or its deadline came first.
+func TestDeleteBoundIsReachedByTheClockBeforeItsTimer(t *testing.T) {
+	sent := errors.New("rpc error: code = DeadlineExceeded desc = context deadline exceeded")
+	// The bound's own timer is an hour away: only the clock can say the bound was reached.
+	bound, cancel := context.WithTimeoutCause(context.Background(), time.Hour, errDeleteBound)
+	defer cancel()
+	ended := time.Now().Add(-time.Millisecond)
+	cancelled, stop := context.WithCancel(context.Background())
+	stop()
+	for _, tc := range []struct {
+		name    string
+		caller  context.Context
+		end     time.Time
+		timeout bool
+	}{
+		{"past the end, the caller still running", context.Background(), ended, true},
+		{"past the end, the caller's later deadline not reached", pastDeadline{context.Background(), ended.Add(time.Hour)}, ended, true},
+		{"past the end, the caller cancelled", cancelled, ended, false},
+		{"past the end, the caller's own deadline first", pastDeadline{context.Background(), ended.Add(-time.Millisecond)}, ended, false},
+		{"before the end", context.Background(), time.Now().Add(time.Hour), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := deleteBoundError(tc.caller, bound, tc.end, "sb", 1500*time.Millisecond, sent)
+			var te *DeleteTimeoutError
+			if got := errors.As(err, &te); got != tc.timeout {
+				t.Fatalf("deleteBoundError = %v, a DeleteTimeoutError: %v, want %v", err, got, tc.timeout)
+			}
+			if !tc.timeout && err != sent {
+				t.Fatalf("deleteBoundError = %v, want the call's own error passed through", err)
+			}
+		})
+	}
+}

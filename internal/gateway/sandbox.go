@@ -275,15 +275,18 @@ func (c *Client) DeleteSandbox(ctx context.Context, workspace, name string) (*De
 		return nil, err
 	}
 	bound := max(c.timeout, c.deleteBound)
+	caller := ctx
+	end := time.Now().Add(bound)
 	ctx, cancel := context.WithTimeoutCause(ctx, bound, errDeleteBound)
 	defer cancel()
+	boundError := func(err error) error { return deleteBoundError(caller, ctx, end, name, bound, err) }
 	req := &openshellv1.DeleteSandboxRequest{Name: name, WorkspaceScope: selector(workspace)}
 	resp, _, err := invoke(ctx, c, method, req, callOptions{timeout: bound}, c.rpc.DeleteSandbox)
 	if IsNotFound(err) {
 		return &DeleteSandboxResult{Outcome: OutcomeAlreadyAbsent}, nil
 	}
 	if err != nil {
-		return nil, boundError(ctx, method, name, bound, err)
+		return nil, boundError(err)
 	}
 	res := &DeleteSandboxResult{Outcome: resp.GetOutcome(), SandboxID: resp.GetSandboxId()}
 	if res.Outcome == OutcomeCompleted || res.Outcome == OutcomeAlreadyAbsent {
@@ -295,7 +298,7 @@ func (c *Client) DeleteSandbox(ctx context.Context, workspace, name string) (*De
 			return res, nil
 		}
 		if err != nil {
-			return nil, boundError(ctx, method, name, bound, err)
+			return nil, boundError(err)
 		}
 		if res.SandboxID != "" && sb.ID != res.SandboxID {
 			return res, nil
@@ -303,17 +306,27 @@ func (c *Client) DeleteSandbox(ctx context.Context, workspace, name string) (*De
 		c.log.LogAttrs(ctx, slog.LevelDebug, "waiting for OpenShell sandbox deletion",
 			slog.String("sandbox", name), slog.String("phase", sb.Phase.String()))
 		if err := sleep(ctx, deletePollInterval); err != nil {
-			return nil, boundError(ctx, method, name, bound, err)
+			return nil, boundError(err)
 		}
 	}
 }
 
 var errDeleteBound = errors.New("sandbox deletion bound reached")
 
-// boundError reports an expired DeleteSandbox bound as the dependency being unavailable, and
-// passes the caller's own cancellation and other errors through.
-func boundError(ctx context.Context, method, name string, bound time.Duration, err error) error {
-	if errors.Is(context.Cause(ctx), errDeleteBound) {
+// deleteBoundError reports an expired DeleteSandbox bound (ctx, ending at end) as the dependency
+// being unavailable, and passes the caller's own cancellation and other errors through.
+//
+// The clock decides as well as ctx: a call can fail on the bound's deadline before the bound's
+// timer has fired and set its cause (gRPC compares the deadline with the clock itself before it
+// sends a request, and a busy machine runs the timer late). Past end, the error is the bound's
+// unless the caller's own context ended, or its deadline came no later than end.
+func deleteBoundError(caller, ctx context.Context, end time.Time, name string, bound time.Duration, err error) error {
+	reached := errors.Is(context.Cause(ctx), errDeleteBound)
+	if !reached && caller.Err() == nil && !time.Now().Before(end) {
+		dl, ok := caller.Deadline()
+		reached = !ok || dl.After(end)
+	}
+	if reached {
 		return &DeleteTimeoutError{Sandbox: name, Bound: bound, Last: err}
 	}
 	return err
