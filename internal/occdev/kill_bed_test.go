@@ -294,6 +294,9 @@ func (b *k3dBed) allVolumes(t testing.TB) map[string]*volume.Volume {
 // this one.
 func (b *k3dBed) newVolumes(t testing.TB, before map[string]*volume.Volume, owners ...string) []string {
 	t.Helper()
+	if len(owners) == 0 || slices.Contains(owners, "") {
+		t.Fatalf("newVolumes needs the names of the cluster or project whose volumes it looks for, got %q", owners)
+	}
 	var extra []string
 	for name, v := range b.allVolumes(t) {
 		if before[name] != nil {

@@ -291,7 +291,7 @@ func TestComposeReload(t *testing.T) {
 	if left := b.projectLeftovers(t, r, vols); len(left) > 0 {
 		t.Errorf("left after down: %v", left)
 	}
-	if extra := b.newVolumes(t, volumesBefore); len(extra) > 0 {
+	if extra := b.newVolumes(t, volumesBefore, name, r.settings.Project); len(extra) > 0 {
 		t.Errorf("volumes left after down: %v", extra)
 	}
 }

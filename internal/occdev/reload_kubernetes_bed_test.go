@@ -227,7 +227,7 @@ func TestKubernetesReload(t *testing.T) {
 	if left := b.leftovers(t, r.opts.K3d().ClusterName, volumes); len(left) > 0 {
 		t.Errorf("down left: %v", left)
 	}
-	if extra := b.newVolumes(t, volumesBefore); len(extra) > 0 {
+	if extra := b.newVolumes(t, volumesBefore, r.opts.K3d().ClusterName); len(extra) > 0 {
 		t.Errorf("volumes left after down: %v", extra)
 	}
 	if c := b.composeCalled(); c != "" {
