@@ -55,8 +55,8 @@ testpodman:
 # Docker 29 on the containerd image store), the classic-store one (OCC_TEST_DOCKER_CLASSIC_HOST,
 # Docker 28.5.2) and, for the tests of what occ refuses on an old engine, the legacy one
 # (OCC_TEST_DOCKER_LEGACY_HOST); the Podman tier against scripts/testpodman (OCC_TEST_PODMAN_HOST).
-# scripts/gotest runs internal/occdev's environments on the classic-store Docker and on Podman in
-# a go test of their own beside the rest (one alone leaves a core idle). Then, with nothing else
+# scripts/gotest runs internal/occdev's bed tests in two streams, the other packages at the head
+# of the second (one bed test alone leaves a core idle). Then, with nothing else
 # running, the engine-restart tests stop and start the classic-store and the default engine under
 # an environment (OCC_TEST_ENGINE_RESTART=1; skipped, saying so, in the first run).
 test: testenv testcontainerd testdocker testcompose testpodman
