@@ -56,9 +56,9 @@ testpodman:
 # Docker 28.5.2) and, for the tests of what occ refuses on an old engine, the legacy one
 # (OCC_TEST_DOCKER_LEGACY_HOST); the Podman tier against scripts/testpodman (OCC_TEST_PODMAN_HOST).
 # scripts/gotest runs internal/occdev's bed tests in two streams, the other packages at the head
-# of the second (one bed test alone leaves a core idle). Then, with nothing else
-# running, the engine-restart tests stop and start the classic-store and the default engine under
-# an environment (OCC_TEST_ENGINE_RESTART=1; skipped, saying so, in the first run).
+# of the second (one bed test alone leaves a core idle). Then, with nothing else running, the
+# engine-restart tests stop and start the classic-store and the default engine under an
+# environment (OCC_TEST_ENGINE_RESTART=1; skipped, saying so, in the first run).
 test: testenv testcontainerd testdocker testcompose testpodman
 	docker_host="$$(scripts/testdocker)" && classic_host="$$(scripts/testdocker classic)" && legacy_host="$$(scripts/testdocker legacy)" && podman_host="$$(scripts/testpodman)" && \
 	DOCKER_HOST="$$docker_host" OCC_TEST_DOCKER_CLASSIC_HOST="$$classic_host" OCC_TEST_DOCKER_LEGACY_HOST="$$legacy_host" OCC_TEST_PODMAN_HOST="$$podman_host" KUBEBUILDER_ASSETS="$$(scripts/testenv)" GO=$(GO) scripts/gotest $(TESTFLAGS) && \
