@@ -264,11 +264,28 @@ func testComposeUpStatusDown(t *testing.T, b *composeBed) {
 	times := newStepTimes()
 	r.opts.Progress = times.sink
 	log := r.opts.Log.(*syncbuf.Buffer)
+	// Another environment's build (or the developer's own docker build -t) takes the Agent
+	// runtime's tag between this run's build and its import.
+	var taken map[string]string
+	inner := r.opts.Seams().AfterStep
+	r.opts.Seams().AfterStep = func(step string) error {
+		if step == "Build the control-plane images from the checkout" {
+			taken = takeTags(t, b.engine.Verbs(), controlplane.DefaultRuntimeTag)
+		}
+		if inner != nil {
+			return inner(step)
+		}
+		return nil
+	}
 	sum, err := occdev.Up(ctx, r.opts)
 	t.Logf("up: step, lane, start, took:\n%s", times.table())
 	if err != nil {
 		t.Fatalf("up: %v\nlog:\n%s", err, log)
 	}
+	if len(taken) != 1 {
+		t.Errorf("no other build took the Agent runtime's tag: %v", taken)
+	}
+	checkHolds(t, b.engine.Verbs(), r.opts.StateDir, taken)
 	dir, name := r.opts.StateDir, r.opts.K3d().ClusterName
 	node := "k3d-" + name + "-server-0"
 	vols := b.volumesOf(t, name)

@@ -319,7 +319,8 @@ func (b *k3dBed) forgetProducts(t testing.TB) {
 }
 
 // leftovers describes what the engine still holds of a run: containers, networks and volumes of
-// the cluster (volumes also by the names seen while it existed), staging tags, and the product
+// the cluster (volumes also by the names seen while it existed), occ's tags named after the
+// cluster (staging tags, holds on built images), and the product
 // images `up` pulled (none was present before).
 func (b *k3dBed) leftovers(t testing.TB, name string, volumes []string) []string {
 	t.Helper()
@@ -338,8 +339,8 @@ func (b *k3dBed) leftovers(t testing.TB, name string, volumes []string) []string
 	}
 	for _, im := range list {
 		for _, tag := range im.RepoTags {
-			if strings.HasPrefix(tag, "occ.local/import/") && strings.HasSuffix(tag, ":"+name) {
-				out = append(out, "staging tag "+tag)
+			if strings.HasPrefix(tag, "occ.local/") && strings.HasSuffix(tag, ":"+name) {
+				out = append(out, "occ's tag "+tag)
 			}
 		}
 	}

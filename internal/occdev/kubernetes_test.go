@@ -24,11 +24,14 @@ import (
 	"github.com/openclaw/occ/internal/occdev"
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/controlplane/kubernetes"
+	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/engine/locate"
 	"github.com/openclaw/occ/internal/occdev/helmrelease"
+	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/kubeobj"
 	"github.com/openclaw/occ/internal/occdev/observe"
 	"github.com/openclaw/occ/internal/occdev/profile/kubeprofile"
+	"github.com/openclaw/occ/internal/occdev/profile/oce"
 	"github.com/openclaw/occ/internal/occdev/state"
 	"github.com/openclaw/occ/internal/testbed"
 	"github.com/openclaw/occ/internal/testbed/oceapi"
@@ -68,7 +71,8 @@ func TestKubernetesDevEnvironment(t *testing.T) {
 }
 
 // testKubernetesUpAndDown: a developer runs `occ dev up --control-plane kubernetes` in an OCE checkout on Docker and
-// later `occ dev down`. Up builds the controller and Agent runtime from the checkout, pulls
+// later `occ dev down`. Up builds the controller and Agent runtime from the checkout (and holds
+// them, so another build of their tags before the import takes nothing away), pulls
 // PostgreSQL and the OpenShell images by digest, creates a k3d cluster on its own network that
 // publishes the API proxy's NodePort on loopback, imports and verifies the images, installs the
 // sandbox platform, then the OCE control plane in the cluster from the checkout's chart (waited
@@ -80,11 +84,13 @@ func TestKubernetesDevEnvironment(t *testing.T) {
 // and their 0600 files. Down deletes the recorded cluster and leaves no container, network,
 // volume, pulled image or state directory, and never runs Compose.
 func testKubernetesUpAndDown(t *testing.T, b *kubeBed) {
+	const buildStep = "Build the controller and Agent runtime images from the checkout"
 	r := b.run(t, oceapi.Options{Key: canaryKey, Password: canaryPassword})
 	ns := kubernetes.DefaultNamespace
 	recs := &stepRecords{step: map[string]string{}}
 	var volumes []string
 	var unrecorded []string
+	var taken map[string]string
 	r.opts.Seams().AfterStep = func(step string) error {
 		st, err := state.Read(r.opts.StateDir)
 		if err != nil {
@@ -95,6 +101,11 @@ func testKubernetesUpAndDown(t *testing.T, b *kubeBed) {
 				recs.step[o.String()] = step
 				recs.order = append(recs.order, o.String())
 			}
+		}
+		if step == buildStep {
+			// Another environment's build (or the developer's own docker build -t) takes both
+			// tags between this run's builds and its import.
+			taken = takeTags(t, b.engine.Verbs(), controlplane.DefaultControllerTag, controlplane.DefaultRuntimeTag)
 		}
 		if st.Cluster.Kubeconfig == "" {
 			return nil
@@ -148,6 +159,10 @@ func testKubernetesUpAndDown(t *testing.T, b *kubeBed) {
 	if want := "occ dev down --state-dir " + r.opts.StateDir; sum.DownCommand != want {
 		t.Errorf("down command %q, want %q", sum.DownCommand, want)
 	}
+	if len(taken) != 2 {
+		t.Errorf("no other build took the built images' tags after the step %q: %v", buildStep, taken)
+	}
+	checkHolds(t, b.engine.Verbs(), r.opts.StateDir, taken)
 	// The real base images of both builds (the controller's runtime stage is FROM
 	// ${NODE_RUNTIME_BASE_IMAGE}, the Agent runtime has both bases), by digest, with where each is
 	// used, in the summary and the state.
@@ -557,4 +572,79 @@ func kubernetesSettings(k occdev.KubernetesOptions) map[occdev.ControlPlane]any 
 func devPort(o occdev.UpOptions) int {
 	k, _ := o.Settings[occdev.ControlPlaneKubernetes].(occdev.KubernetesOptions)
 	return k.DevPort
+}
+
+// takeTags builds a small image of its own under each tag, as another environment's build of
+// the same checkout (or the developer's own `docker build -t`) would, and returns the image each
+// tag names now.
+func takeTags(t testing.TB, eng engine.Engine, tags ...string) map[string]string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte("FROM scratch\nCOPY other /other\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, tag := range tags {
+		if err := os.WriteFile(filepath.Join(dir, "other"), []byte("another build of "+tag+" "+t.Name()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		res, err := eng.Build(context.Background(), engine.BuildRequest{ContextDir: dir, Dockerfile: "Dockerfile", Tag: tag, NetworkMode: "none"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[tag] = res.ID
+	}
+	return out
+}
+
+// checkHolds: every control-plane image the run built for the cluster is held by a recorded tag
+// of its own, named after its repository and the environment, which names the image the state
+// records; and a tag another build took (taken) names that other image.
+func checkHolds(t testing.TB, eng engine.Engine, stateDir string, taken map[string]string) {
+	t.Helper()
+	st, err := state.Read(stateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorded := map[string]string{}
+	for _, o := range st.Objects {
+		if o.Type == images.TypeBuildHold {
+			recorded[o.Name] = o.ID
+		}
+	}
+	builds, err := oce.ReadBuilds(stateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	holds := 0
+	for _, b := range builds {
+		if !b.Imported {
+			continue
+		}
+		holds++
+		i := slices.IndexFunc(st.ControlPlane.Images, func(img state.ControlPlaneImage) bool { return img.Role == b.Role })
+		if i < 0 {
+			t.Errorf("the state records no %s image", b.Role)
+			continue
+		}
+		id := st.ControlPlane.Images[i].ID
+		hold, err := images.HoldTag(b.Tag, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if recorded[hold] != id {
+			t.Errorf("the state records the hold %s on %q, want the built %s image %s", hold, recorded[hold], b.Role, id)
+		}
+		if ins, err := eng.Image(context.Background(), hold); err != nil || ins.ID != id {
+			t.Errorf("the hold %s names %q (%v), want the built %s image %s", hold, ins.ID, err, b.Role, id)
+		}
+		if other, ok := taken[b.Tag]; ok {
+			if ins, err := eng.Image(context.Background(), b.Tag); err != nil || ins.ID != other {
+				t.Errorf("%s names %q (%v), want the other build's %s", b.Tag, ins.ID, err, other)
+			}
+		}
+	}
+	if holds == 0 || len(recorded) != holds {
+		t.Errorf("%d built images, %d holds recorded: %v", holds, len(recorded), recorded)
+	}
 }

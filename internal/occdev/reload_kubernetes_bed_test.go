@@ -111,6 +111,8 @@ func TestKubernetesReload(t *testing.T) {
 	}
 	assertDeploymentsOn(t, kube, ns, runsController, ctl.InCluster)
 	assertOnlyImported(t, after, ctl.InCluster)
+	// The environment's hold moved to the rebuilt controller, and its record with it.
+	checkHolds(t, b.engine.Verbs(), dir, nil)
 	// Helm's record of the release names what its Deployments run: the upgrade made revision 2,
 	// and a reload with nothing changed makes no revision.
 	access := recordedAccess(t, dir)

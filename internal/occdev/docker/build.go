@@ -46,6 +46,10 @@ func (a apiEngine) Build(ctx context.Context, req engine.BuildRequest) (engine.B
 	}
 	defer stop()
 
+	tags, result := []string{req.Tag}, req.Tag
+	if req.Hold != "" {
+		tags, result = append(tags, req.Hold), req.Hold
+	}
 	args := make(map[string]*string, len(req.Args))
 	for k, v := range req.Args {
 		args[k] = &v
@@ -56,7 +60,7 @@ func (a apiEngine) Build(ctx context.Context, req engine.BuildRequest) (engine.B
 		Dockerfile:  req.Dockerfile,
 		Target:      req.Target,
 		BuildArgs:   args,
-		Tags:        []string{req.Tag},
+		Tags:        tags,
 		NetworkMode: req.NetworkMode,
 		Remove:      true,
 		ForceRemove: true,
@@ -73,12 +77,12 @@ func (a apiEngine) Build(ctx context.Context, req engine.BuildRequest) (engine.B
 	if err != nil {
 		return engine.BuildResult{}, fmt.Errorf("%s: %w", what, err)
 	}
-	info, err := a.api.ImageInspect(ctx, req.Tag)
+	info, err := a.api.ImageInspect(ctx, result)
 	if err != nil {
 		return engine.BuildResult{}, fmt.Errorf("%s: inspect the result: %w", what, err)
 	}
 	if id != "" && info.ID != id {
-		return engine.BuildResult{}, fmt.Errorf("%s: the engine built %s but %s now names %s: another build replaced the tag meanwhile; retry", what, id, req.Tag, info.ID)
+		return engine.BuildResult{}, fmt.Errorf("%s: the engine built %s but %s now names %s: another build replaced the tag meanwhile; retry", what, id, result, info.ID)
 	}
 	return engine.BuildResult{ID: info.ID}, nil
 }

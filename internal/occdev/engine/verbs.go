@@ -328,6 +328,11 @@ type BuildRequest struct {
 	Args map[string]string
 	// Tag names the result in the engine.
 	Tag string
+	// Hold, when set, is a second name the build itself gives the result, one no other build
+	// uses: the caller's hold on the image while it needs it by ID. Another build of Tag moves
+	// Tag, and on the containerd image store the image that loses its last name is deleted at
+	// once; the hold keeps it. The result is the image Hold names.
+	Hold string
 	// Progress receives the build output line by line; nil discards it.
 	Progress func(line string)
 	// NetworkMode is the network of RUN steps; empty is the engine's default. A test engine

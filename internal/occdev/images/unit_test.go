@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
@@ -126,6 +127,59 @@ func TestStagingTag(t *testing.T) {
 	}
 	if img.Registry != "occ.local" || img.Tag != "occ-dev-abc" || !strings.HasPrefix(img.Repository, "import/gateway-") {
 		t.Fatalf("staging tag %s parsed as %+v", ta, img)
+	}
+}
+
+// A hold is a tag under occ.local/build/ named after the built repository and the environment:
+// its cluster, or the state's owner when the cluster's name is no tag (or there is none), so two
+// environments never share one, and each role's build has its own. The state accepts its record
+// with and without the image ID, and refuses a name outside occ's namespace.
+func TestHoldTag(t *testing.T) {
+	created := time.Date(2026, 12, 7, 23, 0, 0, 0, time.UTC)
+	env := func(cluster string) state.State {
+		return state.State{Cluster: state.Cluster{Provider: "k3d", Name: cluster}, CreatedAt: created}
+	}
+	runtime := "openclaw-enterprise-runtime:kubernetes-quickstart"
+	for _, c := range []struct {
+		built string
+		st    state.State
+		want  string
+	}{
+		{runtime, env("occ-dev-abc"), "occ.local/build/openclaw-enterprise-runtime:occ-dev-abc"},
+		{"openclaw-enterprise-controller:kubernetes-quickstart", env("occ-dev-abc"), "occ.local/build/openclaw-enterprise-controller:occ-dev-abc"},
+		{"registry.example:5000/team/runtime:dev", env("occ-dev-abc"), "occ.local/build/runtime:occ-dev-abc"},
+		{runtime, env(""), "occ.local/build/openclaw-enterprise-runtime:env-" + env("").Owner()},
+		{runtime, env("arn:aws:eks:eu-west-1:1:cluster/x"), "occ.local/build/openclaw-enterprise-runtime:env-" + env("").Owner()},
+	} {
+		got, err := HoldTag(c.built, c.st)
+		if err != nil || got != c.want {
+			t.Errorf("HoldTag(%s, cluster %q) = %q, %v; want %q", c.built, c.st.Cluster.Name, got, err, c.want)
+			continue
+		}
+		if err := checkHold(HoldRecord(got, "")); err != nil {
+			t.Errorf("the record of %s before its build: %v", got, err)
+		}
+		if err := checkHold(HoldRecord(got, digestA)); err != nil {
+			t.Errorf("the record of %s after its build: %v", got, err)
+		}
+	}
+	other := env("occ-dev-def")
+	other.CreatedAt = created.Add(time.Second)
+	a, _ := HoldTag(runtime, env(""))
+	if b, _ := HoldTag(runtime, other); a == b {
+		t.Errorf("two environments share the hold %s", a)
+	}
+	if _, err := HoldTag("not a reference", env("x")); err == nil {
+		t.Error("a built image that is no reference was given a hold")
+	}
+	for _, bad := range []state.Object{
+		HoldRecord("openclaw-enterprise-runtime:kubernetes-quickstart", ""),
+		HoldRecord("occ.local/build/runtime@"+digestA, ""),
+		HoldRecord("occ.local/build/runtime:x", "abc"),
+	} {
+		if err := checkHold(bad); err == nil {
+			t.Errorf("the hold record %+v was accepted", bad)
+		}
 	}
 }
 

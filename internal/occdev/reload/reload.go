@@ -470,7 +470,7 @@ func rebuildImages(ctx context.Context, r *run, rep progress.Reporter) error {
 	r.toNode = nil
 	var changed []string
 	for _, b := range r.builds {
-		img, err := controlplane.BuildImage(ctx, r.engine.Verbs(), b.Request(func(line string) { fmt.Fprintln(out, line) }))
+		img, err := oce.Build(ctx, r.engine.Verbs(), r.dir, b, func(line string) { fmt.Fprintln(out, line) })
 		if err != nil {
 			return fmt.Errorf("build the %s image (output in %s): %w", b.Role, logPath, err)
 		}

@@ -26,9 +26,9 @@ func init() { state.SetRefOf(kubeobj.RefOf) }
 func TestEveryRecordedTypeIsRegistered(t *testing.T) {
 	want := []state.Type{
 		kubeobj.TypeObject, helmrelease.TypeRelease, k3d.TypeCluster, images.TypePulledImage, images.TypeClusterImage,
-		compose.TypeNetwork, compose.TypeVolume, compose.TypeProject, compose.TypeServices,
+		images.TypeBuildHold, compose.TypeNetwork, compose.TypeVolume, compose.TypeProject, compose.TypeServices,
 	}
-	names := []string{"kubernetes", "helm-release", "k3d-cluster", "pulled-image", "cluster-image", "network", "volume", "compose-project", "compose-services"}
+	names := []string{"kubernetes", "helm-release", "k3d-cluster", "pulled-image", "cluster-image", "build-hold", "network", "volume", "compose-project", "compose-services"}
 	for i, typ := range want {
 		if string(typ) != names[i] {
 			t.Errorf("record type %q is written as %q on disk; a renamed type would orphan every existing record", names[i], typ)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/openclaw/occ/internal/occdev/controlplane"
 	"github.com/openclaw/occ/internal/occdev/controlplane/compose"
+	"github.com/openclaw/occ/internal/occdev/images"
 	"github.com/openclaw/occ/internal/occdev/profile"
 	"github.com/openclaw/occ/internal/occdev/profile/oce"
 	"github.com/openclaw/occ/internal/occdev/state"
@@ -65,7 +66,7 @@ func (c Planned) describeBuilds(profile.View) step.Description {
 		items = append(items, b.Describe())
 	}
 	items = append(items, step.Image{Reference: controlplane.DefaultRuntimeTag, Where: step.InEngine,
-		Note: "built by the engine's BuildKit from " + op.Checkout + " (" + controlplane.RuntimeDockerfile + "), the Agent runtime imported into the cluster"})
+		Note: "built by the engine's BuildKit from " + op.Checkout + " (" + controlplane.RuntimeDockerfile + "), the Agent runtime imported into the cluster, " + images.HeldNote})
 	d := step.Describe(items...)
 	d.Note = "built through the Docker engine's BuildKit API, not compose --build (whose classic-builder fallback refuses OCE's RUN --mount); the images are left in the engine for the next run's cache"
 	return d

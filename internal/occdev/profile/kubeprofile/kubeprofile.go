@@ -326,9 +326,9 @@ func (k Planned) describeBuild(v profile.View) step.Description {
 	return step.Describe(
 		step.FileAt(filepath.Join(v.StateDir, BuildLogFile), buildLogMode, "the build output"),
 		step.Image{Reference: controlplane.DefaultControllerTag, Where: step.InEngine,
-			Note: "built through the engine's BuildKit from " + op.Checkout + "/" + controlplane.ControllerDockerfile + " (target " + controlplane.ControllerTarget + ", " + oce.BuildArgs(op.PlannedBuild(oce.RoleController)) + "), imported into the node by its image ID"},
+			Note: "built through the engine's BuildKit from " + op.Checkout + "/" + controlplane.ControllerDockerfile + " (target " + controlplane.ControllerTarget + ", " + oce.BuildArgs(op.PlannedBuild(oce.RoleController)) + "), imported into the node by its image ID, " + images.HeldNote},
 		step.Image{Reference: controlplane.DefaultRuntimeTag, Where: step.InEngine,
-			Note: "built from " + op.Checkout + "/" + controlplane.RuntimeDockerfile + " (" + oce.BuildArgs(op.PlannedBuild(oce.RoleRuntime)) + "), imported into the node by its image ID"},
+			Note: "built from " + op.Checkout + "/" + controlplane.RuntimeDockerfile + " (" + oce.BuildArgs(op.PlannedBuild(oce.RoleRuntime)) + "), imported into the node by its image ID, " + images.HeldNote},
 	)
 }
 

@@ -121,7 +121,7 @@ func BuildImages(ctx context.Context, env profile.Env, builds []RecordedBuild, p
 	imported := map[string]images.Local{}
 	var recs []state.ControlPlaneImage
 	for _, b := range builds {
-		img, err := controlplane.BuildImage(ctx, engine.Verbs(), b.Request(progress))
+		img, err := Build(ctx, engine.Verbs(), env.State(), b, progress)
 		if err != nil {
 			return nil, fmt.Errorf("build %s: %w", b.What(), err)
 		}
@@ -136,6 +136,34 @@ func BuildImages(ctx context.Context, env profile.Env, builds []RecordedBuild, p
 		return nil, err
 	}
 	return imported, RecordImages(env.State(), recs...)
+}
+
+// Build runs b through the engine's BuildKit. An image that goes into the cluster is found by
+// its ID until the import has carried it into the node, and another build of its tag (another
+// environment's from the same checkout, the developer's own) would take it away meanwhile on the
+// containerd image store, which deletes an image once its last name moves: so the build also
+// names it by the environment's hold (images.HoldTag), recorded before the build and removed by
+// `down`. A rebuild moves the environment's own hold.
+func Build(ctx context.Context, eng engine.Engine, d *state.Dir, b RecordedBuild, progress func(string)) (controlplane.LocalImage, error) {
+	req := b.Request(progress)
+	if b.Imported {
+		hold, err := images.HoldTag(b.Tag, d.State())
+		if err != nil {
+			return controlplane.LocalImage{}, err
+		}
+		if err := d.Record(images.HoldRecord(hold, "")); err != nil {
+			return controlplane.LocalImage{}, fmt.Errorf("record the hold %s before the build: %w", hold, err)
+		}
+		req.Hold = hold
+	}
+	img, err := controlplane.BuildImage(ctx, eng, req)
+	if err != nil || req.Hold == "" {
+		return img, err
+	}
+	if err := d.Record(images.HoldRecord(req.Hold, img.ID)); err != nil {
+		return controlplane.LocalImage{}, fmt.Errorf("record the hold %s on image %s: %w", req.Hold, img.ID, err)
+	}
+	return img, nil
 }
 
 // RecordImages adds the control plane's images to its record.
