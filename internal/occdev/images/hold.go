@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/openclaw/occ/internal/occdev/docker"
-	"github.com/openclaw/occ/internal/occdev/engine"
 	"github.com/openclaw/occ/internal/occdev/pins"
 	"github.com/openclaw/occ/internal/occdev/state"
 )
@@ -91,12 +90,7 @@ func (r holds) Remove(ctx context.Context, o state.Object) (state.Removal, error
 	} else if !found {
 		return state.Removal{Outcome: state.AlreadyGone}, nil
 	}
-	if err := eng.Untag(ctx, o.Name); engine.IsInUse(err) {
-		return state.Removal{Outcome: state.LeftAlone, Detail: fmt.Sprintf("%s is in use by a container (%v)", o.Name, err)}, nil
-	} else if err != nil && !engine.IsNotFound(err) {
-		return state.Removal{}, fmt.Errorf("remove tag %s: %w", o.Name, err)
-	}
-	return state.Removal{Outcome: state.Removed}, nil
+	return untagRecorded(ctx, eng, o.Name)
 }
 
 func (r holds) Inspect(ctx context.Context, o state.Object) state.Inspection {
@@ -104,14 +98,5 @@ func (r holds) Inspect(ctx context.Context, o state.Object) state.Inspection {
 	if err != nil {
 		return state.Inspection{State: state.Unknown, Detail: err.Error()}
 	}
-	ins, found, err := inspectRef(ctx, eng, o.Name)
-	switch {
-	case err != nil:
-		return state.Inspection{State: state.Unknown, Detail: err.Error()}
-	case !found:
-		return state.Inspection{State: state.Missing}
-	case o.ID != "" && ins.ID != o.ID:
-		return state.Inspection{State: state.Changed, Detail: fmt.Sprintf("%s names image %s, not the %s occ built", o.Name, ins.ID, o.ID)}
-	}
-	return state.Inspection{State: state.Present, Detail: "image " + ins.ID}
+	return inspectRecorded(ctx, eng, o.Name, o.ID, "occ built")
 }

@@ -33,12 +33,33 @@ func RemovePulledImage(ctx context.Context, eng engine.Engine, rec state.Object)
 	// same pinned node image) keeps it: the engine refuses to untag its only reference, and
 	// that environment's own record does not name it, so it is left, with the reason, rather
 	// than failing this environment's down for ever.
+	return untagRecorded(ctx, eng, ref)
+}
+
+// untagRecorded removes ref, a name occ recorded: an image a container still uses keeps its
+// name (the engine refuses to untag its only reference) and is left, with the reason.
+func untagRecorded(ctx context.Context, eng engine.Engine, ref string) (state.Removal, error) {
 	if err := eng.Untag(ctx, ref); engine.IsInUse(err) {
 		return state.Removal{Outcome: state.LeftAlone, Detail: fmt.Sprintf("%s is in use by a container (%v)", ref, err)}, nil
 	} else if err != nil && !engine.IsNotFound(err) {
 		return state.Removal{}, fmt.Errorf("remove image %s: %w", ref, err)
 	}
 	return state.Removal{Outcome: state.Removed}, nil
+}
+
+// inspectRecorded reports whether ref, a name occ recorded, still names the image id occ made
+// under it (made: "occ pulled", "occ built"); any image when id is empty.
+func inspectRecorded(ctx context.Context, eng engine.Engine, ref, id, made string) state.Inspection {
+	ins, found, err := inspectRef(ctx, eng, ref)
+	switch {
+	case err != nil:
+		return state.Inspection{State: state.Unknown, Detail: err.Error()}
+	case !found:
+		return state.Inspection{State: state.Missing}
+	case id != "" && ins.ID != id:
+		return state.Inspection{State: state.Changed, Detail: fmt.Sprintf("%s is now image %s, not the %s %s", ref, ins.ID, id, made)}
+	}
+	return state.Inspection{State: state.Present, Detail: "image " + ins.ID}
 }
 
 // removeStagingTag removes a staging tag. The tag's name is occ's own (derived from the cluster's

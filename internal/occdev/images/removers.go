@@ -31,17 +31,7 @@ func (r pulled) Inspect(ctx context.Context, o state.Object) state.Inspection {
 	if err != nil {
 		return state.Inspection{State: state.Unknown, Detail: err.Error()}
 	}
-	ref := o.Name + "@" + o.Digest
-	ins, found, err := inspectRef(ctx, eng, ref)
-	switch {
-	case err != nil:
-		return state.Inspection{State: state.Unknown, Detail: err.Error()}
-	case !found:
-		return state.Inspection{State: state.Missing}
-	case o.ID != "" && ins.ID != o.ID:
-		return state.Inspection{State: state.Changed, Detail: fmt.Sprintf("%s is now image %s, not the %s occ pulled", ref, ins.ID, o.ID)}
-	}
-	return state.Inspection{State: state.Present, Detail: "image " + ins.ID}
+	return inspectRecorded(ctx, eng, o.Name+"@"+o.Digest, o.ID, "occ pulled")
 }
 
 // ClusterImageRemover is the state.Remover of images imported into the recorded cluster

@@ -189,3 +189,38 @@ func TestRemovePulledImageThroughTheEngineSeam(t *testing.T) {
 		}
 	}
 }
+
+// down removes the environment's hold whatever image it names now (the name is occ's own, made
+// for this environment); an image a container uses keeps it, with the reason; a hold already gone
+// is gone. status reports the hold present on the image the state records, changed on another.
+func TestBuildHoldThroughTheEngineSeam(t *testing.T) {
+	hold := "occ.local/build/openclaw-enterprise-runtime:occ-dev-abc"
+	rec := HoldRecord(hold, digestConfig)
+	remover := func(eng *memoryEngine) state.Remover {
+		return HoldRemover(func(context.Context) (engine.Engine, error) { return eng, nil })
+	}
+	for _, c := range []struct {
+		name    string
+		eng     *memoryEngine
+		want    state.Outcome
+		check   string
+		inspect state.Liveness
+	}{
+		{"removed", &memoryEngine{images: map[string]engine.Image{hold: {ID: digestConfig}}}, state.Removed, "", state.Present},
+		{"rebuilt since", &memoryEngine{images: map[string]engine.Image{hold: {ID: digestEngineMf}}}, state.Removed, "", state.Changed},
+		{"in use", &memoryEngine{images: map[string]engine.Image{hold: {ID: digestConfig}}, inUse: map[string]bool{hold: true}}, state.LeftAlone, "is in use by a container (conflict: unable to remove", state.Present},
+		{"gone", &memoryEngine{images: map[string]engine.Image{}}, state.AlreadyGone, "", state.Missing},
+	} {
+		r := remover(c.eng)
+		if in := r.Inspect(context.Background(), rec); in.State != c.inspect {
+			t.Errorf("%s: inspect %+v, want %s", c.name, in, c.inspect)
+		}
+		rm, err := r.Remove(context.Background(), rec)
+		if err != nil || rm.Outcome != c.want || !strings.Contains(rm.Detail, c.check) {
+			t.Errorf("%s: %+v, %v", c.name, rm, err)
+		}
+		if _, still := c.eng.images[hold]; still != (c.want == state.LeftAlone) {
+			t.Errorf("%s: the hold is still there: %v", c.name, still)
+		}
+	}
+}
