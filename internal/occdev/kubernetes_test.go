@@ -576,7 +576,7 @@ func devPort(o occdev.UpOptions) int {
 
 // takeTags builds a small image of its own under each tag, as another environment's build of
 // the same checkout (or the developer's own `docker build -t`) would, and returns the image each
-// tag names now.
+// tag names now. The images go when the test ends (by ID: a later build may have taken the tag).
 func takeTags(t testing.TB, eng engine.Engine, tags ...string) map[string]string {
 	t.Helper()
 	dir := t.TempDir()
@@ -593,6 +593,12 @@ func takeTags(t testing.TB, eng engine.Engine, tags ...string) map[string]string
 			t.Fatal(err)
 		}
 		out[tag] = res.ID
+		t.Cleanup(func() {
+			if ins, err := eng.Image(context.Background(), tag); err == nil && ins.ID == res.ID {
+				_ = eng.Untag(context.Background(), tag)
+			}
+			_ = eng.Untag(context.Background(), res.ID)
+		})
 	}
 	return out
 }

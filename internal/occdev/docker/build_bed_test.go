@@ -43,8 +43,11 @@ func TestABuildsHoldKeepsItsImageWhenAnotherBuildTakesTheTag(t *testing.T) {
 
 			name := dockerbed.UniqueName(t, "occ-hold")
 			tag, hold := "occ.local/test/"+name+":built", "occ.local/build/"+name+":env"
+			// The tags, then every image the test built (the classic store keeps those whose
+			// tag moved, as dangling images).
+			var built []string
 			t.Cleanup(func() {
-				for _, ref := range []string{tag, hold} {
+				for _, ref := range append([]string{tag, hold}, built...) {
 					_, _ = bed.API.ImageRemove(context.Background(), ref, image.RemoveOptions{})
 				}
 			})
@@ -61,6 +64,7 @@ func TestABuildsHoldKeepsItsImageWhenAnotherBuildTakesTheTag(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				built = append(built, res.ID)
 				return res.ID
 			}
 			survives := func(id string) bool {
